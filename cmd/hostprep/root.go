@@ -1,0 +1,79 @@
+package main
+
+import (
+	"log/slog"
+	"os"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/spf13/cobra"
+)
+
+// subcommands are registered by each command file's init with
+// addCommand, so every command lives in a file of its own.
+var subcommands []func() *cobra.Command
+
+func addCommand(f func() *cobra.Command) { subcommands = append(subcommands, f) }
+
+// rootFlags are the flags every command shares.
+type rootFlags struct {
+	logFormat string
+	logLevel  string
+}
+
+var globals rootFlags
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "hostprep",
+		Short: "Get a Linux host ready for very large loads, and prove it",
+		Long: `hostprep tunes a Linux host for very many connections (tune), checks
+whether it can carry a target number of sockets (preflight), proves it with a
+short calibrated load (probe mqtt, probe iotdb), or does all three (ready).
+
+Exit codes: 0 success, 1 a check/verify/threshold failed, 2 bad input
+(nothing touched), 3 the environment refused (not root, read-only /proc/sys,
+lock held, kernel EINVAL, target unreachable).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			return setupLogging(globals.logFormat, globals.logLevel)
+		},
+	}
+	root.PersistentFlags().StringVar(&globals.logFormat, "log-format", "text", "log format on stderr: text or json")
+	root.PersistentFlags().StringVar(&globals.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return exitcode.BadInputf("%v (see '%s --help')", err, c.CommandPath())
+	})
+	for _, f := range subcommands {
+		root.AddCommand(f())
+	}
+	return root
+}
+
+// setupLogging sends structured logs to stderr; results go to stdout.
+func setupLogging(format, level string) error {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return exitcode.BadInputf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, opts)))
+	case "json":
+		slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stderr, opts)))
+	default:
+		return exitcode.BadInputf("--log-format %q: want text or json", format)
+	}
+	return nil
+}
+
+// checkOutput validates an --output value against the formats a command offers.
+func checkOutput(flag string, allowed ...string) error {
+	for _, a := range allowed {
+		if flag == a {
+			return nil
+		}
+	}
+	return exitcode.BadInputf("--output %q: want one of %v", flag, allowed)
+}

@@ -1,0 +1,108 @@
+// Package testenv gives tests the real services and privileges they need:
+// the mosquitto and IoTDB that scripts/test.sh starts on loopback, root, and
+// a freshly built hostprep binary.
+//
+// Outside CI a missing service skips the test with the command that starts
+// it; in CI (CI=true) it fails, so an integration test never passes by not
+// running.
+package testenv
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// InCI reports whether the tests run under CI (CI=true), where missing
+// services are failures, not skips.
+func InCI() bool { return os.Getenv("CI") == "true" }
+
+func need(t testing.TB, what, how string) {
+	t.Helper()
+	if InCI() {
+		t.Fatalf("%s is not available in CI: %s", what, how)
+	}
+	t.Skipf("%s is not available: %s", what, how)
+}
+
+// MQTTBroker returns the URL (tcp://127.0.0.1:PORT) of the real mosquitto
+// started by scripts/test.sh, from HOSTPREP_TEST_MQTT.
+func MQTTBroker(t testing.TB) string {
+	t.Helper()
+	u := os.Getenv("HOSTPREP_TEST_MQTT")
+	if u == "" {
+		need(t, "mosquitto", "run the README's test command (scripts/test.sh), or scripts/mosquitto.sh start and export HOSTPREP_TEST_MQTT")
+	}
+	return u
+}
+
+// IoTDB returns host:port of the real IoTDB DataNode started by
+// scripts/test.sh, from HOSTPREP_TEST_IOTDB.
+func IoTDB(t testing.TB) string {
+	t.Helper()
+	a := os.Getenv("HOSTPREP_TEST_IOTDB")
+	if a == "" {
+		need(t, "IoTDB", "run the README's test command (scripts/test.sh), or scripts/iotdb.sh start and export HOSTPREP_TEST_IOTDB")
+	}
+	return a
+}
+
+// RequireRoot skips (fails in CI) unless the test runs as root.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		need(t, "root", "run the tests as root")
+	}
+}
+
+// RequireUnshare skips (fails in CI) unless unshare(1) can make a new
+// mount and network namespace here.
+func RequireUnshare(t testing.TB) {
+	t.Helper()
+	RequireRoot(t)
+	if err := exec.Command("unshare", "--mount", "--net", "true").Run(); err != nil {
+		need(t, "unshare --mount --net", err.Error())
+	}
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+	buildOut  []byte
+)
+
+// RepoRoot is the module root (the directory holding go.mod).
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// Binary builds ./cmd/hostprep once per test process (with -race when the
+// tests run with it) and returns the path of the binary.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "hostprep-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "hostprep")
+		args := []string{"build", "-o", binPath}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		args = append(args, "./cmd/hostprep")
+		cmd := exec.Command("go", args...)
+		cmd.Dir = RepoRoot()
+		buildOut, buildErr = cmd.CombinedOutput()
+	})
+	if buildErr != nil {
+		t.Fatalf("building hostprep: %v\n%s", buildErr, buildOut)
+	}
+	return binPath
+}

@@ -1,0 +1,162 @@
+package profiles
+
+import "time"
+
+// Mode says how a sysctl value in a profile is compared with the host.
+type Mode string
+
+const (
+	// Exact sets the key to the value whatever the host has.
+	Exact Mode = "exact"
+	// AtLeast raises the key to the value, never lowers a host already
+	// tuned higher. For multi-value keys (tcp_rmem) every field is compared.
+	AtLeast Mode = "at-least"
+	// AtMost lowers the key to the value, never raises it.
+	AtMost Mode = "at-most"
+)
+
+// Sysctl is one kernel parameter in a profile.
+//
+// In YAML it is either a bare string (`net.core.somaxconn: "32768"`, mode
+// exact) or a mapping with value, mode, optional and comment.
+type Sysctl struct {
+	// Value as the kernel prints it under /proc/sys; fields of multi-value
+	// keys are separated by white space ("4096 131072 16777216").
+	Value string `yaml:"value" json:"value"`
+	// Mode is exact (default), at-least or at-most.
+	Mode Mode `yaml:"mode,omitempty" json:"mode,omitempty"`
+	// Optional keys may be absent on this kernel or need a module
+	// (net.netfilter.*); they are skipped with a reason instead of failing.
+	Optional bool `yaml:"optional,omitempty" json:"optional,omitempty"`
+	// Comment says where the number comes from or why it deviates.
+	Comment string `yaml:"comment,omitempty" json:"comment,omitempty"`
+}
+
+// Limit is a soft/hard pair of a resource limit, in the resource's unit
+// (nofile: file descriptors).
+type Limit struct {
+	Soft uint64 `yaml:"soft" json:"soft"`
+	Hard uint64 `yaml:"hard" json:"hard"`
+}
+
+// Limits are the PAM (pam_limits, /etc/security/limits.d) limits a login
+// session gets. They do not reach systemd services.
+type Limits struct {
+	// Nofile is RLIMIT_NOFILE: open file descriptors per process.
+	Nofile *Limit `yaml:"nofile,omitempty" json:"nofile,omitempty"`
+	// Users the limits lines are written for; default ["*", "root"]
+	// ("*" does not cover root in pam_limits).
+	Users []string `yaml:"users,omitempty" json:"users,omitempty"`
+}
+
+// Systemd holds limits for services started by systemd, which ignore
+// limits.conf.
+type Systemd struct {
+	// DefaultLimitNOFILE goes to /etc/systemd/system.conf.d (all units).
+	DefaultLimitNOFILE *Limit `yaml:"default_limit_nofile,omitempty" json:"default_limit_nofile,omitempty"`
+	// Services get a drop-in UNIT.service.d/60-hostprep.conf with
+	// LimitNOFILE; names without ".service" are completed.
+	Services []string `yaml:"services,omitempty" json:"services,omitempty"`
+	// LimitNOFILE for Services; when nil, Limits.Nofile is used.
+	LimitNOFILE *Limit `yaml:"limit_nofile,omitempty" json:"limit_nofile,omitempty"`
+}
+
+// PreflightTarget is the load a profile's host must carry; it lets
+// `hostprep preflight --profile P` run with no other flags.
+type PreflightTarget struct {
+	// Sockets is the number of concurrently open TCP connections.
+	Sockets int `yaml:"sockets" json:"sockets"`
+	// Role is broker, loadgen or iotdb.
+	Role string `yaml:"role" json:"role"`
+	// ConnRate is the expected rate of new connections, connections/s.
+	ConnRate int `yaml:"conn_rate,omitempty" json:"conn_rate,omitempty"`
+	// Destinations are ip:port endpoints a loadgen connects to.
+	Destinations []string `yaml:"destinations,omitempty" json:"destinations,omitempty"`
+}
+
+// MQTTThresholds decide the MQTT probe's verdict. A nil/zero field is
+// not checked, except where noted.
+type MQTTThresholds struct {
+	// Loss is the highest fraction (0..1) of messages lost.
+	Loss *float64 `yaml:"loss,omitempty" json:"loss,omitempty"`
+	// ConnectP95 is the highest p95 of CONNECT->CONNACK latency.
+	ConnectP95 time.Duration `yaml:"connect_p95,omitempty" json:"connect_p95,omitempty"`
+	// AckP95 is the highest p95 of PUBLISH->PUBACK/PUBCOMP latency.
+	AckP95 time.Duration `yaml:"ack_p95,omitempty" json:"ack_p95,omitempty"`
+	// E2EP99 is the highest p99 of publish (scheduled time) -> subscriber receipt.
+	E2EP99 time.Duration `yaml:"e2e_p99,omitempty" json:"e2e_p99,omitempty"`
+	// ConnectFailRate is the highest fraction (0..1) of failed connects.
+	ConnectFailRate *float64 `yaml:"connect_fail_rate,omitempty" json:"connect_fail_rate,omitempty"`
+}
+
+// MQTTProbe is the MQTT mini-load a profile runs (see loadprobe/mqtt).
+type MQTTProbe struct {
+	// Broker is tcp://host:port or mqtts://; empty means the embedded broker.
+	Broker      string         `yaml:"broker,omitempty" json:"broker,omitempty"`
+	Clients     int            `yaml:"clients,omitempty" json:"clients,omitempty"`
+	ConnRate    float64        `yaml:"conn_rate,omitempty" json:"conn_rate,omitempty"` // connections/s
+	QoS         int            `yaml:"qos,omitempty" json:"qos,omitempty"`
+	Size        int            `yaml:"size,omitempty" json:"size,omitempty"` // payload bytes
+	PubInterval time.Duration  `yaml:"pub_interval,omitempty" json:"pub_interval,omitempty"`
+	Keepalive   time.Duration  `yaml:"keepalive,omitempty" json:"keepalive,omitempty"`
+	Duration    time.Duration  `yaml:"duration,omitempty" json:"duration,omitempty"`
+	Thresholds  MQTTThresholds `yaml:"thresholds,omitempty" json:"thresholds,omitempty"`
+}
+
+// IoTDBThresholds decide the IoTDB probe's verdict.
+type IoTDBThresholds struct {
+	// MaxErrorRate is the highest fraction (0..1) of failed operations in any step.
+	MaxErrorRate *float64 `yaml:"max_error_rate,omitempty" json:"max_error_rate,omitempty"`
+	// P95 is the highest p95 response time at TargetStep.
+	P95 time.Duration `yaml:"p95,omitempty" json:"p95,omitempty"`
+	// TargetStep is the worker count P95 and MinTPS apply to; 0 = last step.
+	TargetStep int `yaml:"target_step,omitempty" json:"target_step,omitempty"`
+	// MinTPS is the lowest acceptable throughput (operations/s) at TargetStep.
+	MinTPS float64 `yaml:"min_tps,omitempty" json:"min_tps,omitempty"`
+}
+
+// IoTDBProbe is the IoTDB step load a profile runs (see loadprobe/iotdb).
+type IoTDBProbe struct {
+	// Host:Port of the IoTDB DataNode RPC (default port 6667).
+	Host         string          `yaml:"host,omitempty" json:"host,omitempty"`
+	Port         int             `yaml:"port,omitempty" json:"port,omitempty"`
+	User         string          `yaml:"user,omitempty" json:"user,omitempty"`
+	Scenario     string          `yaml:"scenario,omitempty" json:"scenario,omitempty"` // write|batch|mixed
+	Steps        []int           `yaml:"steps,omitempty" json:"steps,omitempty"`       // workers per step
+	StepDuration time.Duration   `yaml:"step_duration,omitempty" json:"step_duration,omitempty"`
+	PoolSize     int             `yaml:"pool_size,omitempty" json:"pool_size,omitempty"`
+	WaitTimeout  time.Duration   `yaml:"wait_timeout,omitempty" json:"wait_timeout,omitempty"`
+	FetchSize    int             `yaml:"fetch_size,omitempty" json:"fetch_size,omitempty"`
+	Thresholds   IoTDBThresholds `yaml:"thresholds,omitempty" json:"thresholds,omitempty"`
+}
+
+// Probes are the probes a profile runs in `hostprep ready`; a nil probe
+// is not run.
+type Probes struct {
+	MQTT  *MQTTProbe  `yaml:"mqtt,omitempty" json:"mqtt,omitempty"`
+	IoTDB *IoTDBProbe `yaml:"iotdb,omitempty" json:"iotdb,omitempty"`
+}
+
+// Profile is a named, validated set of host settings plus the load the host
+// must then carry and the probes that prove it.
+type Profile struct {
+	// Name is the built-in name or the file's base name without extension.
+	Name string `yaml:"name,omitempty" json:"name"`
+	// Description says what the profile is for and where its numbers come from.
+	Description string `yaml:"description,omitempty" json:"description,omitempty"`
+	// Include lists profiles (built-in names or paths relative to this
+	// file) merged before this one; later wins, cycles are an error.
+	Include []string `yaml:"include,omitempty" json:"include,omitempty"`
+	// Sysctl maps kernel keys, spelled as the kernel does
+	// (net.ipv4.ip_local_port_range), to settings.
+	Sysctl  map[string]Sysctl `yaml:"sysctl,omitempty" json:"sysctl,omitempty"`
+	Limits  Limits            `yaml:"limits,omitempty" json:"limits,omitempty"`
+	Systemd Systemd           `yaml:"systemd,omitempty" json:"systemd,omitempty"`
+	// ReservePorts are kept out of the ephemeral port range by adding them
+	// to net.ipv4.ip_local_reserved_ports (merged with what is there).
+	ReservePorts []int `yaml:"reserve_ports,omitempty" json:"reserve_ports,omitempty"`
+	// Preflight is the target `hostprep preflight --profile` checks.
+	Preflight *PreflightTarget `yaml:"preflight,omitempty" json:"preflight,omitempty"`
+	// Probe holds the probes `hostprep ready` runs and their thresholds.
+	Probe Probes `yaml:"probe,omitempty" json:"probe,omitempty"`
+}
