@@ -16,6 +16,18 @@ cleanup() {
 trap cleanup EXIT
 
 echo "== go toolchain: $(go version)"
+# Tools the tests call: ansible-playbook (examples/ syntax check),
+# unshare and ip (tune sandbox), systemd-analyze (examples/ unit check).
+need_pkgs=()
+command -v ansible-playbook >/dev/null || need_pkgs+=(ansible-core)
+command -v unshare >/dev/null || need_pkgs+=(util-linux)
+command -v ip >/dev/null || need_pkgs+=(iproute2)
+command -v systemd-analyze >/dev/null || need_pkgs+=(systemd)
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  echo "== apt-get install ${need_pkgs[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+fi
 scripts/mosquitto.sh start
 export HOSTPREP_TEST_MQTT="tcp://127.0.0.1:${HOSTPREP_TEST_MQTT_PORT}"
 scripts/iotdb.sh start
