@@ -1,0 +1,48 @@
+package outcome
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/hostprep/hostprep/internal/verdict"
+)
+
+func TestFold(t *testing.T) {
+	for _, tc := range []struct {
+		in   []verdict.Status
+		want Verdict
+	}{
+		{nil, Ready},
+		{[]verdict.Status{verdict.Pass, verdict.Skip}, Ready},
+		{[]verdict.Status{verdict.Pass, verdict.Warn, verdict.Skip}, ReadyWithWarnings},
+		{[]verdict.Status{verdict.Warn, verdict.Fail, verdict.Pass}, NotReady},
+		{[]verdict.Status{verdict.Skip, verdict.Skip}, Ready},
+	} {
+		var steps []Step
+		for _, s := range tc.in {
+			steps = append(steps, Step{Name: "x", Verdict: s})
+		}
+		if got := Fold(steps); got != tc.want {
+			t.Errorf("Fold(%v) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestFindingsFailuresFirst(t *testing.T) {
+	steps := []Step{
+		{Name: "tune", Verdict: verdict.Pass},
+		{Name: "preflight", Verdict: verdict.Fail, Checks: []verdict.Check{
+			{ID: "clock", Status: verdict.Warn, Summary: "clock not synchronised"},
+			{ID: "fd.hard", Status: verdict.Fail, Summary: "hard nofile 20000 < 1000000"},
+		}},
+		{Name: "probe-iotdb", Verdict: verdict.Fail, Error: "connect 127.0.0.1:6667: refused"},
+	}
+	want := []string{
+		"preflight: fd.hard: hard nofile 20000 < 1000000",
+		"probe-iotdb: connect 127.0.0.1:6667: refused",
+		"preflight: clock: clock not synchronised",
+	}
+	if got := Findings(steps); !reflect.DeepEqual(got, want) {
+		t.Errorf("Findings = %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,211 @@
+// Package report joins the results of `hostprep ready --output json` from
+// many hosts into one fleet table (host, verdict, failing checks, measured
+// capacity, probe p95/loss), as text, JSON, or a self-contained HTML page
+// with per-host charts.
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/ready/outcome"
+)
+
+// Row is one host of the fleet table. A number that was not measured (the
+// step did not run, or had no such figure) is nil, and shown as "-".
+type Row struct {
+	Host    string          `json:"host"`
+	Verdict outcome.Verdict `json:"verdict"`
+	Profile string          `json:"profile"`
+	Changed bool            `json:"changed"`
+	// Failing are the failed check IDs ("preflight/fd.hard"), or a step
+	// name when the step failed without a check (could not run).
+	Failing []string `json:"failing"`
+	// Warnings are the warned check IDs.
+	Warnings []string `json:"warnings,omitempty"`
+	// CapacitySockets is preflight's measured/estimated capacity,
+	// connections; TargetSockets the target it was checked against.
+	CapacitySockets *float64 `json:"capacity_sockets"`
+	TargetSockets   *float64 `json:"target_sockets"`
+	// MQTT probe: PUBLISH->PUBACK p95 and end-to-end p95 in ms, loss as a
+	// fraction 0..1.
+	MQTTAckP95MS *float64 `json:"mqtt_ack_p95_ms"`
+	MQTTE2EP95MS *float64 `json:"mqtt_e2e_p95_ms"`
+	MQTTLoss     *float64 `json:"mqtt_loss"`
+	// IoTDB probe: p95 response time (ms) and TPS at the target step,
+	// highest error rate (0..1) of any step.
+	IoTDBP95MS     *float64 `json:"iotdb_p95_ms"`
+	IoTDBTPS       *float64 `json:"iotdb_tps"`
+	IoTDBErrorRate *float64 `json:"iotdb_error_rate"`
+	// Source is the file the row came from.
+	Source string `json:"source"`
+
+	run *outcome.Result
+}
+
+// Fleet is the merged table, not-ready hosts first, then hosts with
+// warnings, then ready ones; by host name within each group.
+type Fleet struct {
+	Hosts     int            `json:"hosts"`
+	ByVerdict map[string]int `json:"by_verdict"`
+	Rows      []Row          `json:"rows"`
+	// Notes are things the merge decided (a host given twice).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Load reads one result file. An unreadable file, invalid JSON, or a JSON
+// document that is not a ready result (no host or verdict) is a
+// exitcode.BadInput error naming the file.
+func Load(path string) (*outcome.Result, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, exitcode.BadInputf("report merge: %v", err)
+	}
+	var r outcome.Result
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&r); err != nil {
+		return nil, exitcode.BadInputf("report merge: %s: not JSON from `hostprep ready --output json`: %v", path, err)
+	}
+	if r.Host == "" || r.Verdict == "" {
+		return nil, exitcode.BadInputf("report merge: %s: no \"host\" or \"verdict\" field; want the output of `hostprep ready --output json`", path)
+	}
+	switch r.Verdict {
+	case outcome.Ready, outcome.ReadyWithWarnings, outcome.NotReady:
+	default:
+		return nil, exitcode.BadInputf("report merge: %s: verdict %q: want READY, READY WITH WARNINGS or NOT READY", path, r.Verdict)
+	}
+	return &r, nil
+}
+
+// Merge loads every file and builds the fleet table. When the same host
+// appears in several files the most recent run (by "started") wins and a
+// note says so. No files is a BadInput error.
+func Merge(paths []string) (*Fleet, error) {
+	if len(paths) == 0 {
+		return nil, exitcode.BadInputf("report merge: no files given; pass the JSON files of `hostprep ready --output json`, e.g. reports/*.json")
+	}
+	byHost := map[string]Row{}
+	var notes []string
+	for _, p := range paths {
+		r, err := Load(p)
+		if err != nil {
+			return nil, err
+		}
+		row := rowOf(r, p)
+		if old, ok := byHost[r.Host]; ok {
+			keep, drop := row, old
+			if old.run.Started.After(r.Started) {
+				keep, drop = old, row
+			}
+			notes = append(notes, fmt.Sprintf("host %s is in %s and %s; kept %s (the later run)", r.Host, old.Source, p, keep.Source))
+			_ = drop
+			row = keep
+		}
+		byHost[r.Host] = row
+	}
+	f := &Fleet{ByVerdict: map[string]int{}, Notes: notes}
+	for _, row := range byHost {
+		f.Rows = append(f.Rows, row)
+		f.ByVerdict[string(row.Verdict)]++
+	}
+	f.Hosts = len(f.Rows)
+	sort.Slice(f.Rows, func(i, j int) bool {
+		a, b := f.Rows[i], f.Rows[j]
+		if rank(a.Verdict) != rank(b.Verdict) {
+			return rank(a.Verdict) < rank(b.Verdict)
+		}
+		return a.Host < b.Host
+	})
+	return f, nil
+}
+
+func rank(v outcome.Verdict) int {
+	switch v {
+	case outcome.NotReady:
+		return 0
+	case outcome.ReadyWithWarnings:
+		return 1
+	}
+	return 2
+}
+
+func metric(r *outcome.Result, step, name string) *float64 {
+	s := r.Step(step)
+	if s == nil {
+		return nil
+	}
+	v, ok := s.Metrics[name]
+	if !ok {
+		return nil
+	}
+	return &v
+}
+
+func rowOf(r *outcome.Result, src string) Row {
+	row := Row{
+		Host: r.Host, Verdict: r.Verdict, Profile: r.Profile, Changed: r.Changed, Source: src, run: r,
+		Failing:         []string{},
+		CapacitySockets: metric(r, outcome.StepPreflight, outcome.MetricCapacitySockets),
+		TargetSockets:   metric(r, outcome.StepPreflight, outcome.MetricTargetSockets),
+		MQTTAckP95MS:    metric(r, outcome.StepProbeMQTT, outcome.MetricAckP95MS),
+		MQTTE2EP95MS:    metric(r, outcome.StepProbeMQTT, outcome.MetricE2EP95MS),
+		MQTTLoss:        metric(r, outcome.StepProbeMQTT, outcome.MetricLoss),
+		IoTDBP95MS:      metric(r, outcome.StepProbeIoTDB, outcome.MetricP95MS),
+		IoTDBTPS:        metric(r, outcome.StepProbeIoTDB, outcome.MetricTPS),
+		IoTDBErrorRate:  metric(r, outcome.StepProbeIoTDB, outcome.MetricErrorRate),
+	}
+	for _, s := range r.Steps {
+		failed := false
+		for _, c := range s.Checks {
+			switch c.Status {
+			case "fail":
+				row.Failing = append(row.Failing, s.Name+"/"+c.ID)
+				failed = true
+			case "warn":
+				row.Warnings = append(row.Warnings, s.Name+"/"+c.ID)
+			}
+		}
+		if s.Verdict == "fail" && !failed {
+			row.Failing = append(row.Failing, s.Name)
+		}
+	}
+	return row
+}
+
+func num(p *float64, format string) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprintf(format, *p)
+}
+
+func pct(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.3g%%", *p*100)
+}
+
+// cells are the table columns shared by text and HTML.
+func (r Row) cells() []string {
+	failing := strings.Join(r.Failing, ", ")
+	if failing == "" {
+		failing = "-"
+	}
+	capacity := num(r.CapacitySockets, "%.0f")
+	if r.TargetSockets != nil && r.CapacitySockets != nil {
+		capacity += " / " + num(r.TargetSockets, "%.0f")
+	}
+	return []string{
+		r.Host, string(r.Verdict), failing, capacity,
+		num(r.MQTTAckP95MS, "%.1f"), num(r.MQTTE2EP95MS, "%.1f"), pct(r.MQTTLoss),
+		num(r.IoTDBP95MS, "%.1f"), num(r.IoTDBTPS, "%.0f"), pct(r.IoTDBErrorRate),
+	}
+}
+
+var header = []string{"HOST", "VERDICT", "FAILING", "CAPACITY/TARGET (conns)", "MQTT ACK P95 ms", "MQTT E2E P95 ms", "MQTT LOSS", "IOTDB P95 ms", "IOTDB TPS", "IOTDB ERR"}
