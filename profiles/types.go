@@ -159,4 +159,8 @@ type Profile struct {
 	Preflight *PreflightTarget `yaml:"preflight,omitempty" json:"preflight,omitempty"`
 	// Probe holds the probes `hostprep ready` runs and their thresholds.
 	Probe Probes `yaml:"probe,omitempty" json:"probe,omitempty"`
+
+	// src records where each value came from (file:line:col or --set) so
+	// validation errors can point at it; nil for profiles built in code.
+	src *sources
 }

@@ -1,0 +1,488 @@
+package profiles
+
+import (
+	"cmp"
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+)
+
+// Kernel numbers the static checks use.
+const (
+	// DefaultUnprivilegedPortStart is the kernel default of
+	// net.ipv4.ip_unprivileged_port_start; ip_local_port_range may not
+	// start below it (ipv4_local_port_range in net/ipv4/sysctl_net_ipv4.c
+	// returns EINVAL).
+	DefaultUnprivilegedPortStart = 1024
+	// NrOpenMax is the largest fs.nr_open a 64-bit kernel accepts
+	// (sysctl_nr_open_max in fs/file.c: INT_MAX rounded down to a multiple
+	// of BITS_PER_LONG).
+	NrOpenMax = 2147483584
+	// NrOpenMin is the smallest fs.nr_open (BITS_PER_LONG).
+	NrOpenMin = 64
+)
+
+// numericKeys are single-number keys with the bounds the kernel enforces
+// (or, where it enforces none, >= 0).
+var numericKeys = map[string][2]int64{
+	"fs.file-max":                         {0, 1<<63 - 1},
+	"fs.nr_open":                          {NrOpenMin, NrOpenMax},
+	"net.core.somaxconn":                  {0, 1<<31 - 1},
+	"net.core.netdev_max_backlog":         {0, 1<<31 - 1},
+	"net.core.rmem_default":               {0, 1<<31 - 1},
+	"net.core.wmem_default":               {0, 1<<31 - 1},
+	"net.core.rmem_max":                   {0, 1<<31 - 1},
+	"net.core.wmem_max":                   {0, 1<<31 - 1},
+	"net.core.optmem_max":                 {0, 1<<31 - 1},
+	"net.ipv4.tcp_max_syn_backlog":        {0, 1<<31 - 1},
+	"net.ipv4.tcp_fin_timeout":            {0, 1<<31 - 1},
+	"net.ipv4.tcp_max_tw_buckets":         {0, 1<<31 - 1},
+	"net.ipv4.tcp_tw_reuse":               {0, 2},
+	"net.ipv4.tcp_syncookies":             {0, 2},
+	"net.ipv4.ip_unprivileged_port_start": {0, 65535},
+	"net.netfilter.nf_conntrack_max":      {0, 1<<31 - 1},
+	"net.nf_conntrack_max":                {0, 1<<31 - 1},
+	"vm.max_map_count":                    {0, 1<<31 - 1},
+	"vm.swappiness":                       {0, 200},
+}
+
+// sysctlTrees are the top-level directories of /proc/sys.
+var sysctlTrees = []string{"abi", "crypto", "debug", "dev", "fs", "kernel", "net", "sunrpc", "user", "vm"}
+
+// ValidRoles are the preflight roles.
+var ValidRoles = []string{"broker", "loadgen", "iotdb"}
+
+// ValidIoTDBScenarios are the IoTDB probe scenarios.
+var ValidIoTDBScenarios = []string{"write", "batch", "mixed"}
+
+type problem struct {
+	at  srcPos
+	msg string
+}
+
+type checker struct {
+	p        *Profile
+	problems []problem
+}
+
+func (c *checker) add(segs []string, format string, a ...any) {
+	c.problems = append(c.problems, problem{at: c.p.at(segs...), msg: fmt.Sprintf(format, a...)})
+}
+
+// Validate checks the profile without looking at the host: sysctl keys,
+// modes and values (field counts and order of tcp_rmem/tcp_wmem/tcp_mem/
+// udp_mem, ip_local_port_range bounds including the
+// ip_unprivileged_port_start rule, ip_local_reserved_ports syntax, bounds
+// of known numeric keys), nofile soft <= hard <= fs.nr_open <= ... and
+// fs.file-max >= nofile when the profile sets those keys, systemd unit
+// names, reserve_ports 1..65535, the preflight target and the probes.
+//
+// It returns nil or an exitcode.BadInput error of one line: the position
+// of the first problem (file:line:col, --set "k=v", or "profile NAME"),
+// the value, the rule and the fix, plus "(and N more problems)" when there
+// are several.
+func (p *Profile) Validate() error {
+	c := &checker{p: p}
+	c.sysctls()
+	c.limits()
+	c.ports()
+	c.preflight()
+	c.mqtt()
+	c.iotdb()
+	if len(c.problems) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(c.problems, func(a, b problem) int {
+		if d := cmp.Compare(rank(a.at), rank(b.at)); d != 0 {
+			return d
+		}
+		return cmp.Or(cmp.Compare(a.at.File, b.at.File), cmp.Compare(a.at.Line, b.at.Line), cmp.Compare(a.at.Col, b.at.Col))
+	})
+	first := c.problems[0]
+	prefix := "profile " + cmp.Or(p.Name, "(unnamed)")
+	if first.at.valid() {
+		prefix = first.at.String()
+	}
+	msg := prefix + ": " + first.msg
+	if n := len(c.problems) - 1; n == 1 {
+		msg += " (and 1 more problem)"
+	} else if n > 1 {
+		msg += fmt.Sprintf(" (and %d more problems)", n)
+	}
+	return exitcode.BadInputf("%s", msg)
+}
+
+// rank orders problems: file positions first, then --set, then unplaced.
+func rank(s srcPos) int {
+	switch {
+	case s.File != "":
+		return 0
+	case s.Set != "":
+		return 1
+	}
+	return 2
+}
+
+// sysctlNumber returns the profile's value of a single-number key.
+func (p *Profile) sysctlNumber(key string) (int64, bool) {
+	s, ok := p.Sysctl[key]
+	if !ok {
+		return 0, false
+	}
+	f, err := Fields(s.Value)
+	if err != nil || len(f) != 1 {
+		return 0, false
+	}
+	return f[0], true
+}
+
+func (c *checker) sysctls() {
+	keys := make([]string, 0, len(c.p.Sysctl))
+	for k := range c.p.Sysctl {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, key := range keys {
+		c.sysctl(key, c.p.Sysctl[key])
+	}
+}
+
+func (c *checker) sysctl(key string, s Sysctl) {
+	at := []string{"sysctl", key}
+	vat := []string{"sysctl", key, "value"}
+	if msg := checkKey(key); msg != "" {
+		c.add(at, "sysctl key %q: %s", key, msg)
+		return
+	}
+	if !s.Mode.valid() {
+		c.add([]string{"sysctl", key, "mode"}, "%s mode %q: want exact, at-least or at-most", key, s.Mode)
+		return
+	}
+	v := strings.TrimSpace(s.Value)
+	if v == "" && key != "net.ipv4.ip_local_reserved_ports" {
+		c.add(vat, "%s has an empty value; write it as the kernel prints it under /proc/sys, e.g. %q", key, example(key))
+		return
+	}
+	switch key {
+	case "net.ipv4.ip_local_port_range":
+		c.portRange(key, s, vat)
+		return
+	case "net.ipv4.ip_local_reserved_ports":
+		if _, err := ParseReservedPorts(s.Value); err != nil {
+			c.add(vat, "%s %q: %v; want a comma-separated list of ports and ranges such as \"1883,8000-8010\"", key, s.Value, err)
+		} else if s.Mode != Exact && s.Mode != "" {
+			c.add([]string{"sysctl", key, "mode"}, "%s mode %q: a port list has no order; use mode exact (hostprep merges reserve_ports into it)", key, s.Mode)
+		}
+		return
+	}
+	if n := KeyFields(key); n == 3 {
+		f, err := Fields(s.Value)
+		what := "min default max in bytes"
+		if key == "net.ipv4.tcp_mem" || key == "net.ipv4.udp_mem" {
+			what = "min pressure max in pages (4 KiB), not bytes"
+		}
+		if err != nil || len(f) != 3 {
+			c.add(vat, "%s %q: want three numbers %s, e.g. %q", key, s.Value, what, example(key))
+			return
+		}
+		lo := int64(1)
+		if key == "net.ipv4.tcp_mem" || key == "net.ipv4.udp_mem" {
+			lo = 0
+		}
+		for i, x := range f {
+			if x < lo {
+				c.add(vat, "%s %q: field %d is %d; every field must be >= %d", key, s.Value, i+1, x, lo)
+				return
+			}
+		}
+		if f[0] > f[1] || f[1] > f[2] {
+			sorted := slices.Clone(f)
+			slices.Sort(sorted)
+			c.add(vat, "%s %q: fields must be ordered min <= %s <= max (%s); did you mean %q?", key, s.Value, map[bool]string{true: "pressure", false: "default"}[lo == 0], what, strings.Trim(fmt.Sprint(sorted), "[]"))
+		}
+		return
+	}
+	if b, ok := numericKeys[key]; ok {
+		f, err := Fields(s.Value)
+		if err != nil || len(f) != 1 {
+			c.add(vat, "%s %q: want one whole number, e.g. %q", key, s.Value, example(key))
+			return
+		}
+		if f[0] < b[0] || f[0] > b[1] {
+			c.add(vat, "%s %d: out of the range the kernel accepts, %d..%d", key, f[0], b[0], b[1])
+			return
+		}
+		return
+	}
+	if s.Mode == AtLeast || s.Mode == AtMost {
+		if _, err := Fields(s.Value); err != nil {
+			c.add(vat, "%s %q with mode %s: %v; %s compares numbers, so give whole numbers or use mode exact", key, s.Value, s.Mode, err, s.Mode)
+		}
+	}
+}
+
+func (c *checker) portRange(key string, s Sysctl, vat []string) {
+	lo, hi, err := ParsePortRange(s.Value)
+	if err != nil {
+		c.add(vat, "%s %q: %v; want \"low high\" such as \"1024 65535\"", key, s.Value, err)
+		return
+	}
+	if lo == hi {
+		c.add(vat, "%s %q: a range of one port allows one outgoing connection per destination; make high greater than low, e.g. \"%d 65535\"", key, s.Value, max(lo, DefaultUnprivilegedPortStart))
+		return
+	}
+	start, where := int64(DefaultUnprivilegedPortStart), "its kernel default"
+	if v, ok := c.p.sysctlNumber("net.ipv4.ip_unprivileged_port_start"); ok {
+		start, where = v, "set by this profile"
+	}
+	if int64(lo) < start {
+		fix := fmt.Sprintf("use \"%d %d\"", start, hi)
+		if start == DefaultUnprivilegedPortStart {
+			fix = fmt.Sprintf("use \"1024 %d\" (the lowest valid low end)", hi)
+		}
+		c.add(vat, "%s %q: low end %d is below net.ipv4.ip_unprivileged_port_start %d (%s), and the kernel rejects it with EINVAL; %s", key, s.Value, lo, start, where, fix)
+		return
+	}
+	if s.Mode == AtLeast || s.Mode == AtMost {
+		c.add([]string{"sysctl", key, "mode"}, "%s mode %q: a range is not a limit to raise or lower; use mode exact", key, s.Mode)
+	}
+}
+
+func checkKey(key string) string {
+	switch {
+	case key == "":
+		return "empty key; spell keys as the kernel does, e.g. net.core.somaxconn"
+	case strings.ContainsAny(key, " \t\n=") || strings.Contains(key, ".."):
+		return "not a sysctl key; spell keys as the kernel does, e.g. net.core.somaxconn"
+	case strings.HasPrefix(key, "/") || (strings.Contains(key, "/") && !strings.Contains(key, ".")):
+		return fmt.Sprintf("write it with dots as the kernel spells it, e.g. %q", strings.ReplaceAll(strings.TrimPrefix(strings.TrimPrefix(key, "/proc/sys/"), "/"), "/", "."))
+	case strings.HasPrefix(key, ".") || strings.HasSuffix(key, "."):
+		return "not a sysctl key; spell keys as the kernel does, e.g. net.core.somaxconn"
+	}
+	top, _, ok := strings.Cut(key, ".")
+	if !ok || !slices.Contains(sysctlTrees, top) {
+		return fmt.Sprintf("not under a /proc/sys tree (%s); spell keys as the kernel does, e.g. net.core.somaxconn", strings.Join(sysctlTrees, ", "))
+	}
+	return ""
+}
+
+// example is a valid value to show in a message about key.
+func example(key string) string {
+	switch key {
+	case "net.ipv4.tcp_rmem":
+		return "4096 131072 6291456"
+	case "net.ipv4.tcp_wmem":
+		return "4096 16384 4194304"
+	case "net.ipv4.tcp_mem", "net.ipv4.udp_mem":
+		return "786432 1048576 1572864"
+	case "net.ipv4.ip_local_port_range":
+		return "1024 65535"
+	case "net.ipv4.ip_local_reserved_ports":
+		return "1883,8883"
+	case "net.ipv4.tcp_tw_reuse":
+		return "1"
+	}
+	return "32768"
+}
+
+type namedLimit struct {
+	path []string
+	l    *Limit
+}
+
+func (c *checker) limits() {
+	p := c.p
+	var all []namedLimit
+	if p.Limits.Nofile != nil {
+		all = append(all, namedLimit{[]string{"limits", "nofile"}, p.Limits.Nofile})
+	}
+	if p.Systemd.DefaultLimitNOFILE != nil {
+		all = append(all, namedLimit{[]string{"systemd", "default_limit_nofile"}, p.Systemd.DefaultLimitNOFILE})
+	}
+	if p.Systemd.LimitNOFILE != nil {
+		all = append(all, namedLimit{[]string{"systemd", "limit_nofile"}, p.Systemd.LimitNOFILE})
+	}
+	nrOpen, hasNrOpen := p.sysctlNumber("fs.nr_open")
+	fileMax, hasFileMax := p.sysctlNumber("fs.file-max")
+	for _, nl := range all {
+		name := displayPath(nl.path)
+		soft, hard := append(slices.Clone(nl.path), "soft"), append(slices.Clone(nl.path), "hard")
+		switch {
+		case nl.l.Hard == 0:
+			c.add(hard, "%s.hard is 0 or missing; give both soft and hard, e.g. {soft: 1048576, hard: 1048576}", name)
+			continue
+		case nl.l.Soft == 0:
+			c.add(soft, "%s.soft is 0 or missing; give both soft and hard, e.g. {soft: %d, hard: %d}", name, nl.l.Hard, nl.l.Hard)
+			continue
+		case nl.l.Soft > nl.l.Hard:
+			c.add(soft, "%s soft %d is above hard %d; the soft limit can never exceed the hard one, so lower soft to %d or raise hard", name, nl.l.Soft, nl.l.Hard, nl.l.Hard)
+			continue
+		}
+		if hasNrOpen && nl.l.Hard > uint64(max(nrOpen, 0)) {
+			c.add(hard, "%s hard %d is above fs.nr_open %d set at %s; the kernel caps RLIMIT_NOFILE at fs.nr_open (setrlimit fails, pam_limits logs \"Could not set limit\"), so raise fs.nr_open to at least %d or lower the hard limit to %d",
+				name, nl.l.Hard, nrOpen, c.p.at("sysctl", "fs.nr_open", "value"), nl.l.Hard, nrOpen)
+			continue
+		}
+		if !hasNrOpen && nl.l.Hard > NrOpenMax {
+			c.add(hard, "%s hard %d is above the largest fs.nr_open a kernel accepts (%d); lower it", name, nl.l.Hard, NrOpenMax)
+			continue
+		}
+		if hasFileMax && nl.l.Hard > uint64(max(fileMax, 0)) {
+			c.add(hard, "%s hard %d is above fs.file-max %d set at %s; one process could exhaust the system-wide file table, so raise fs.file-max to at least %d or lower the hard limit",
+				name, nl.l.Hard, fileMax, c.p.at("sysctl", "fs.file-max", "value"), nl.l.Hard)
+		}
+	}
+	for i, u := range p.Limits.Users {
+		if strings.TrimSpace(u) == "" || strings.ContainsAny(u, " \t\n#") {
+			c.add([]string{"limits", "users", strconv.Itoa(i)}, "limits.users[%d] %q: not a pam_limits domain; use a user name, @group, or \"*\"", i, u)
+		}
+	}
+	for i, s := range p.Systemd.Services {
+		if !unitRE.MatchString(s) {
+			c.add([]string{"systemd", "services", strconv.Itoa(i)}, "systemd.services[%d] %q: not a systemd unit name; use a name such as emqx or mosquitto.service", i, s)
+		}
+	}
+	if len(p.Systemd.Services) > 0 && p.Systemd.LimitNOFILE == nil && p.Limits.Nofile == nil {
+		c.add([]string{"systemd", "services"}, "systemd.services is set but no LimitNOFILE is given; set systemd.limit_nofile (or limits.nofile, which services then get)")
+	}
+}
+
+var unitRE = regexp.MustCompile(`^[A-Za-z0-9:_.\\@-]+$`)
+
+func (c *checker) ports() {
+	for i, port := range c.p.ReservePorts {
+		if port < 1 || port > 65535 {
+			c.add([]string{"reserve_ports", strconv.Itoa(i)}, "reserve_ports[%d] %d: not a port; ports are 1..65535", i, port)
+		}
+	}
+}
+
+func (c *checker) preflight() {
+	t := c.p.Preflight
+	if t == nil {
+		return
+	}
+	at := func(f string) []string { return []string{"preflight", f} }
+	if !slices.Contains(ValidRoles, t.Role) {
+		c.add(at("role"), "preflight.role %q: want one of %s", t.Role, strings.Join(ValidRoles, ", "))
+	}
+	if t.Sockets <= 0 {
+		c.add(at("sockets"), "preflight.sockets %d: want the number of concurrent connections the host must carry, > 0", t.Sockets)
+	}
+	if t.ConnRate < 0 {
+		c.add(at("conn_rate"), "preflight.conn_rate %d: want new connections/s >= 0", t.ConnRate)
+	}
+	for i, d := range t.Destinations {
+		host, port, err := net.SplitHostPort(d)
+		n, perr := strconv.Atoi(port)
+		if err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+			c.add([]string{"preflight", "destinations", strconv.Itoa(i)}, "preflight.destinations[%d] %q: want ip:port such as 192.0.2.10:1883", i, d)
+		}
+	}
+}
+
+func (c *checker) fraction(path []string, v *float64) {
+	if v != nil && (*v < 0 || *v > 1) {
+		c.add(path, "%s %v: want a fraction 0..1 (0.01 = 1%%)", displayPath(path), *v)
+	}
+}
+
+func (c *checker) duration(path []string, d time.Duration) {
+	if d < 0 {
+		c.add(path, "%s %s: want a duration >= 0", displayPath(path), d)
+	}
+}
+
+func (c *checker) nonNegative(path []string, v float64) {
+	if v < 0 {
+		c.add(path, "%s %v: want a number >= 0", displayPath(path), v)
+	}
+}
+
+func (c *checker) mqtt() {
+	m := c.p.Probe.MQTT
+	if m == nil {
+		return
+	}
+	at := func(f ...string) []string { return append([]string{"probe", "mqtt"}, f...) }
+	if m.QoS < 0 || m.QoS > 2 {
+		c.add(at("qos"), "probe.mqtt.qos %d: MQTT QoS is 0, 1 or 2", m.QoS)
+	}
+	c.nonNegative(at("clients"), float64(m.Clients))
+	c.nonNegative(at("conn_rate"), m.ConnRate)
+	c.nonNegative(at("size"), float64(m.Size))
+	c.duration(at("pub_interval"), m.PubInterval)
+	c.duration(at("duration"), m.Duration)
+	c.duration(at("keepalive"), m.Keepalive)
+	if m.Keepalive > 65535*time.Second {
+		c.add(at("keepalive"), "probe.mqtt.keepalive %s: MQTT keepalive is at most 65535s (18h12m15s)", m.Keepalive)
+	}
+	if m.Broker != "" {
+		u, err := url.Parse(m.Broker)
+		if err != nil || u.Host == "" || !slices.Contains([]string{"tcp", "mqtt", "ssl", "tls", "mqtts", "ws", "wss"}, u.Scheme) {
+			c.add(at("broker"), "probe.mqtt.broker %q: want a URL such as tcp://127.0.0.1:1883 (schemes tcp, mqtt, ssl, tls, mqtts, ws, wss), or leave it empty for the embedded broker", m.Broker)
+		}
+	}
+	th := m.Thresholds
+	c.fraction(at("thresholds", "loss"), th.Loss)
+	c.fraction(at("thresholds", "connect_fail_rate"), th.ConnectFailRate)
+	c.duration(at("thresholds", "connect_p95"), th.ConnectP95)
+	c.duration(at("thresholds", "ack_p95"), th.AckP95)
+	c.duration(at("thresholds", "e2e_p99"), th.E2EP99)
+}
+
+func (c *checker) iotdb() {
+	d := c.p.Probe.IoTDB
+	if d == nil {
+		return
+	}
+	at := func(f ...string) []string { return append([]string{"probe", "iotdb"}, f...) }
+	if d.Scenario != "" && !slices.Contains(ValidIoTDBScenarios, d.Scenario) {
+		c.add(at("scenario"), "probe.iotdb.scenario %q: want one of %s", d.Scenario, strings.Join(ValidIoTDBScenarios, ", "))
+	}
+	for i, s := range d.Steps {
+		if s < 1 {
+			c.add(at("steps", strconv.Itoa(i)), "probe.iotdb.steps[%d] %d: a step is a number of concurrent workers, >= 1", i, s)
+		}
+	}
+	if d.Port < 0 || d.Port > 65535 {
+		c.add(at("port"), "probe.iotdb.port %d: not a port; the DataNode RPC port is 6667 by default", d.Port)
+	}
+	c.nonNegative(at("pool_size"), float64(d.PoolSize))
+	c.nonNegative(at("fetch_size"), float64(d.FetchSize))
+	c.duration(at("step_duration"), d.StepDuration)
+	c.duration(at("wait_timeout"), d.WaitTimeout)
+	th := d.Thresholds
+	c.fraction(at("thresholds", "max_error_rate"), th.MaxErrorRate)
+	c.duration(at("thresholds", "p95"), th.P95)
+	c.nonNegative(at("thresholds", "min_tps"), th.MinTPS)
+	if th.TargetStep != 0 && !slices.Contains(d.Steps, th.TargetStep) {
+		c.add(at("thresholds", "target_step"), "probe.iotdb.thresholds.target_step %d: not one of steps %v; use one of them or 0 for the last step", th.TargetStep, d.Steps)
+	}
+}
+
+// Warnings are static findings that do not make the profile invalid, one
+// line each: an ip_local_port_range whose ends share parity (the kernel
+// logs a warning and connect() loses half of its fast path;
+// ip-sysctl.rst: "it is better these numbers have different parity").
+func (p *Profile) Warnings() []string {
+	var w []string
+	if s, ok := p.Sysctl["net.ipv4.ip_local_port_range"]; ok {
+		if lo, hi, err := ParsePortRange(s.Value); err == nil && lo%2 == hi%2 {
+			fix := hi + 1
+			if fix > 65535 {
+				fix = hi - 1
+			}
+			w = append(w, fmt.Sprintf("%snet.ipv4.ip_local_port_range %q: both ends are %s; the kernel prefers ends of different parity (ip-sysctl.rst), e.g. \"%d %d\"",
+				p.where("sysctl", "net.ipv4.ip_local_port_range", "value"), s.Value, map[bool]string{true: "even", false: "odd"}[lo%2 == 0], lo, fix))
+		}
+	}
+	return w
+}

@@ -1,0 +1,473 @@
+package profiles
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// posError is an error at a position inside one YAML document; the file
+// name is added by the caller that knows it.
+type posError struct {
+	Line, Col int
+	Msg       string
+}
+
+func (e *posError) Error() string { return fmt.Sprintf("%d:%d: %s", e.Line, e.Col, e.Msg) }
+
+func errAt(n *yaml.Node, format string, a ...any) *posError {
+	return &posError{Line: n.Line, Col: n.Column, Msg: fmt.Sprintf(format, a...)}
+}
+
+var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// parseDocument reads exactly one YAML document and returns its top-level
+// mapping node. Syntax errors come back as "line N: ..." posErrors.
+func parseDocument(data []byte) (*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, &posError{Line: 1, Col: 1, Msg: "empty profile; write at least a description and one of sysctl, limits, systemd, reserve_ports"}
+		}
+		msg := err.Error()
+		if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			return nil, &posError{Line: line, Col: 1, Msg: "YAML syntax: " + m[2]}
+		}
+		return nil, &posError{Line: 1, Col: 1, Msg: "YAML syntax: " + strings.TrimPrefix(msg, "yaml: ")}
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		line := 1
+		if err == nil {
+			line = extra.Line
+		}
+		return nil, &posError{Line: line, Col: 1, Msg: "more than one YAML document (---); put one profile per file and compose them with include:"}
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
+		return nil, &posError{Line: 1, Col: 1, Msg: "empty profile; write at least a description and one of sysctl, limits, systemd, reserve_ports"}
+	}
+	root := doc.Content[0]
+	if isNull(root) {
+		return nil, &posError{Line: 1, Col: 1, Msg: "empty profile; write at least a description and one of sysctl, limits, systemd, reserve_ports"}
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil, errAt(root, "want a mapping of profile fields (%s), got %s", strings.Join(fieldNames(profileType), ", "), kindName(root))
+	}
+	return root, nil
+}
+
+func isNull(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.AliasNode:
+		return "an alias"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("the value %q", n.Value)
+	}
+	return "something else"
+}
+
+var (
+	profileType  = reflect.TypeOf(Profile{})
+	sysctlType   = reflect.TypeOf(Sysctl{})
+	durationType = reflect.TypeOf(time.Duration(0))
+)
+
+// fieldNames lists the YAML names of a struct's exported fields.
+func fieldNames(t reflect.Type) []string {
+	var names []string
+	for i := 0; i < t.NumField(); i++ {
+		if name, ok := yamlName(t.Field(i)); ok {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+func yamlName(f reflect.StructField) (string, bool) {
+	if !f.IsExported() {
+		return "", false
+	}
+	tag := f.Tag.Get("yaml")
+	if tag == "-" {
+		return "", false
+	}
+	name, _, _ := strings.Cut(tag, ",")
+	if name == "" {
+		name = strings.ToLower(f.Name)
+	}
+	return name, true
+}
+
+func fieldByYAML(t reflect.Type, name string) (reflect.StructField, bool) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if n, ok := yamlName(f); ok && n == name {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+// checkSchema walks n against the Go type t strictly: unknown fields,
+// duplicate keys, wrong kinds (a list where a number belongs) and scalars
+// that do not convert (an int field given "abc", a duration given 5) are
+// posErrors at the offending node. Aliases are refused, which also keeps
+// recursive YAML out.
+func checkSchema(n *yaml.Node, t reflect.Type, path []string) error {
+	if n.Kind == yaml.AliasNode {
+		return errAt(n, "%s: YAML alias *%s is not supported in profiles; repeat the value or compose profiles with include:", displayPath(path), n.Value)
+	}
+	if t == sysctlType {
+		_, err := parseSysctlNode(n)
+		if err != nil {
+			err.Msg = displaySysctl(path) + ": " + err.Msg
+			return err
+		}
+		return nil
+	}
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if isNull(n) && (t.Kind() == reflect.Struct || t.Kind() == reflect.Map || t.Kind() == reflect.Slice) {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return errAt(n, "%s: want a mapping with fields %s, got %s", nameOr(path, "profile"), strings.Join(fieldNames(t), ", "), kindName(n))
+		}
+		seen := map[string]int{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode {
+				return errAt(k, "%s: want a field name, got %s", nameOr(path, "profile"), kindName(k))
+			}
+			if first, dup := seen[k.Value]; dup {
+				return errAt(k, "field %q given twice (first at line %d); keep one", displayPath(append(slices.Clone(path), k.Value)), first)
+			}
+			seen[k.Value] = k.Line
+			f, ok := fieldByYAML(t, k.Value)
+			if !ok {
+				return errAt(k, "unknown field %q in %s; known fields: %s", k.Value, nameOr(path, "profile"), strings.Join(fieldNames(t), ", "))
+			}
+			if err := checkSchema(v, f.Type, append(slices.Clone(path), k.Value)); err != nil {
+				return err
+			}
+		}
+		return nil
+	case reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			return errAt(n, "%s: want a mapping of key: value, got %s", displayPath(path), kindName(n))
+		}
+		seen := map[string]int{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode || isNull(k) {
+				return errAt(k, "%s: want a key such as net.core.somaxconn, got %s", displayPath(path), kindName(k))
+			}
+			if first, dup := seen[k.Value]; dup {
+				return errAt(k, "%s: key %q given twice (first at line %d); keep one", displayPath(path), k.Value, first)
+			}
+			seen[k.Value] = k.Line
+			if err := checkSchema(v, t.Elem(), append(slices.Clone(path), k.Value)); err != nil {
+				return err
+			}
+		}
+		return nil
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			return errAt(n, "%s: want a list such as [a, b], got %s", displayPath(path), kindName(n))
+		}
+		for i, item := range n.Content {
+			if err := checkSchema(item, t.Elem(), append(slices.Clone(path), strconv.Itoa(i))); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// A scalar field.
+	if n.Kind != yaml.ScalarNode {
+		return errAt(n, "%s: want %s, got %s", displayPath(path), scalarWant(t), kindName(n))
+	}
+	if isNull(n) {
+		return nil
+	}
+	if t.Kind() == reflect.String {
+		// yaml.v3 turns any scalar into a string; only refuse what is
+		// surely a mistake.
+		return nil
+	}
+	if t.Kind() == reflect.Bool && n.ShortTag() != "!!bool" {
+		return errAt(n, "%s: %q is not true or false", displayPath(path), n.Value)
+	}
+	v := reflect.New(t)
+	if err := n.Decode(v.Interface()); err != nil {
+		return errAt(n, "%s: %q is not %s", displayPath(path), n.Value, scalarWant(t))
+	}
+	return nil
+}
+
+func nameOr(path []string, def string) string {
+	if len(path) == 0 {
+		return def
+	}
+	return displayPath(path)
+}
+
+func displaySysctl(path []string) string {
+	if len(path) == 2 && path[0] == "sysctl" {
+		return path[1]
+	}
+	return displayPath(path)
+}
+
+func scalarWant(t reflect.Type) string {
+	if t == durationType {
+		return `a duration such as "500ms", "5s" or "1m"`
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "a whole number"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number >= 0"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.String:
+		return "a string"
+	}
+	return "a single value"
+}
+
+// sysctlFields are the fields of the mapping form of a sysctl entry.
+var sysctlFields = []string{"value", "mode", "optional", "comment"}
+
+// parseSysctlNode reads a sysctl entry: a bare scalar (mode exact) or a
+// mapping {value, mode, optional, comment}.
+func parseSysctlNode(n *yaml.Node) (Sysctl, *posError) {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		v, err := sysctlValue(n)
+		if err != nil {
+			return Sysctl{}, err
+		}
+		return Sysctl{Value: v, Mode: Exact}, nil
+	case yaml.MappingNode:
+		s := Sysctl{Mode: Exact}
+		seen := map[string]int{}
+		hasValue := false
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode {
+				return Sysctl{}, errAt(k, "want a field name (%s), got %s", strings.Join(sysctlFields, ", "), kindName(k))
+			}
+			if first, dup := seen[k.Value]; dup {
+				return Sysctl{}, errAt(k, "field %q given twice (first at line %d); keep one", k.Value, first)
+			}
+			seen[k.Value] = k.Line
+			if v.Kind == yaml.AliasNode {
+				return Sysctl{}, errAt(v, "YAML alias *%s is not supported in profiles; repeat the value", v.Value)
+			}
+			switch k.Value {
+			case "value":
+				val, err := sysctlValue(v)
+				if err != nil {
+					return Sysctl{}, err
+				}
+				s.Value, hasValue = val, true
+			case "mode":
+				if v.Kind != yaml.ScalarNode || isNull(v) {
+					return Sysctl{}, errAt(v, "mode: want exact, at-least or at-most, got %s", kindName(v))
+				}
+				m := Mode(v.Value)
+				if !m.valid() {
+					return Sysctl{}, errAt(v, "mode %q: want exact, at-least or at-most", v.Value)
+				}
+				s.Mode = m
+			case "optional":
+				if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!bool" {
+					return Sysctl{}, errAt(v, "optional: want true or false, got %s", kindName(v))
+				}
+				s.Optional = v.Value == "true"
+				_ = v.Decode(&s.Optional)
+			case "comment":
+				if v.Kind != yaml.ScalarNode {
+					return Sysctl{}, errAt(v, "comment: want a string, got %s", kindName(v))
+				}
+				s.Comment = v.Value
+			default:
+				return Sysctl{}, errAt(k, "unknown field %q; known fields: %s", k.Value, strings.Join(sysctlFields, ", "))
+			}
+		}
+		if !hasValue {
+			return Sysctl{}, errAt(n, `no value; write {value: "...", mode: ...} or just the value as the kernel prints it`)
+		}
+		return s, nil
+	case yaml.AliasNode:
+		return Sysctl{}, errAt(n, "YAML alias *%s is not supported in profiles; repeat the value", n.Value)
+	}
+	return Sysctl{}, errAt(n, `want the value as the kernel prints it ("32768", "1024 65535") or a mapping {value, mode, optional, comment}, got %s`, kindName(n))
+}
+
+func sysctlValue(n *yaml.Node) (string, *posError) {
+	if n.Kind != yaml.ScalarNode {
+		return "", errAt(n, `want the value as the kernel prints it ("32768", "1024 65535"), got %s`, kindName(n))
+	}
+	switch n.ShortTag() {
+	case "!!null":
+		return "", errAt(n, `no value; write it as the kernel prints it, e.g. "32768" (use "" for an empty value)`)
+	case "!!bool", "!!float":
+		return "", errAt(n, `%q is not a value the kernel prints; quote the exact text, e.g. "1"`, n.Value)
+	}
+	return n.Value, nil
+}
+
+func (m Mode) valid() bool { return m == "" || m == Exact || m == AtLeast || m == AtMost }
+
+// UnmarshalYAML reads a sysctl entry from either form: a bare scalar
+// ("32768", mode exact) or a mapping {value, mode, optional, comment}.
+// Unknown fields, a missing value and an unknown mode are errors.
+func (s *Sysctl) UnmarshalYAML(n *yaml.Node) error {
+	v, err := parseSysctlNode(n)
+	if err != nil {
+		return err
+	}
+	*s = v
+	return nil
+}
+
+// MarshalYAML writes the short form (a bare string) when the entry is
+// just a value with mode exact, the mapping form otherwise.
+func (s Sysctl) MarshalYAML() (any, error) {
+	if (s.Mode == "" || s.Mode == Exact) && !s.Optional && s.Comment == "" {
+		return s.Value, nil
+	}
+	type plain Sysctl // no MarshalYAML: avoids recursion
+	return plain(s), nil
+}
+
+// isSysctlEntry reports whether path points at one entry of the sysctl
+// map, which merges as a whole.
+func isSysctlEntry(path []string) bool { return len(path) == 2 && path[0] == "sysctl" }
+
+// mergeNodes merges over onto base: mappings field by field (recursively),
+// except a sysctl entry, which is replaced whole; lists and scalars are
+// replaced; an empty (null) value in over does not override base.
+func mergeNodes(base, over *yaml.Node, path []string, nodeFile map[*yaml.Node]string) *yaml.Node {
+	if base == nil || isNull(over) {
+		if base == nil {
+			return over
+		}
+		return base
+	}
+	if base.Kind != yaml.MappingNode || over.Kind != yaml.MappingNode || isSysctlEntry(path) {
+		return over
+	}
+	out := *over
+	out.Content = nil
+	nodeFile[&out] = nodeFile[over]
+	index := map[string]int{}
+	for i := 0; i+1 < len(base.Content); i += 2 {
+		index[base.Content[i].Value] = len(out.Content)
+		out.Content = append(out.Content, base.Content[i], base.Content[i+1])
+	}
+	for i := 0; i+1 < len(over.Content); i += 2 {
+		k, v := over.Content[i], over.Content[i+1]
+		if j, ok := index[k.Value]; ok {
+			out.Content[j] = k
+			out.Content[j+1] = mergeNodes(out.Content[j+1], v, append(slices.Clone(path), k.Value), nodeFile)
+			continue
+		}
+		index[k.Value] = len(out.Content)
+		out.Content = append(out.Content, k, v)
+	}
+	return &out
+}
+
+// dropKeys returns a copy of mapping n without the given top-level keys.
+func dropKeys(n *yaml.Node, keys ...string) *yaml.Node {
+	out := *n
+	out.Content = nil
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if slices.Contains(keys, n.Content[i].Value) {
+			continue
+		}
+		out.Content = append(out.Content, n.Content[i], n.Content[i+1])
+	}
+	return &out
+}
+
+// lookup returns the value node of key in mapping n, or nil.
+func lookup(n *yaml.Node, key string) (k, v *yaml.Node) {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil, nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i], n.Content[i+1]
+		}
+	}
+	return nil, nil
+}
+
+// recordFiles notes which file every node of a document came from.
+func recordFiles(n *yaml.Node, file string, nodeFile map[*yaml.Node]string) {
+	nodeFile[n] = file
+	for _, c := range n.Content {
+		recordFiles(c, file, nodeFile)
+	}
+}
+
+// recordPositions fills src with the position of every value in the
+// merged tree n.
+func recordPositions(n *yaml.Node, path []string, nodeFile map[*yaml.Node]string, src *sources) {
+	pos := func(x *yaml.Node) srcPos { return srcPos{File: nodeFile[x], Line: x.Line, Col: x.Column} }
+	if len(path) > 0 {
+		src.set(pos(n), path...)
+	}
+	if isSysctlEntry(path) {
+		if n.Kind == yaml.ScalarNode {
+			src.set(pos(n), append(slices.Clone(path), "value")...)
+		}
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := append(slices.Clone(path), k.Value)
+			if len(path) == 1 && path[0] == "sysctl" {
+				// The entry itself points at its key; its value at the value.
+				src.set(pos(k), p...)
+				recordPositions(v, p, nodeFile, src)
+				src.set(pos(k), p...)
+				continue
+			}
+			recordPositions(v, p, nodeFile, src)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			recordPositions(c, append(slices.Clone(path), strconv.Itoa(i)), nodeFile, src)
+		}
+	}
+}
