@@ -1,0 +1,139 @@
+package iotdb
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hostprep/hostprep/internal/verdict"
+)
+
+// Check IDs of the IoTDB probe's thresholds.
+const (
+	CheckErrorRate = "iotdb.error_rate"
+	CheckP95       = "iotdb.p95"
+	CheckMinTPS    = "iotdb.min_tps"
+)
+
+// Checks judges the steps against cfg.Thresholds: the worst step's error
+// rate, and p95 and TPS at the target step. A threshold that is not set
+// gives a skip (the error-rate check warns instead when errors occurred).
+func Checks(cfg *Config, steps []Step) []verdict.Check {
+	c := cfg.withDefaults()
+	th := c.Thresholds
+	out := make([]verdict.Check, 0, 3)
+
+	// Error rate: the worst step.
+	var worst *Step
+	for i := range steps {
+		if worst == nil || steps[i].ErrorRate > worst.ErrorRate {
+			worst = &steps[i]
+		}
+	}
+	er := verdict.Check{ID: CheckErrorRate}
+	switch {
+	case worst == nil:
+		er.Status, er.Summary = verdict.Skip, "no step was measured"
+	default:
+		er.Observed = fmt.Sprintf("%.2f%% at %d workers (%d of %d operations; %s)", 100*worst.ErrorRate, worst.Workers, worst.Errors, worst.Ops, classSummary(worst))
+		switch {
+		case th.MaxErrorRate != nil:
+			er.Expected = fmt.Sprintf("<= %.2f%% in every step", 100**th.MaxErrorRate)
+			if worst.ErrorRate <= *th.MaxErrorRate {
+				er.Status, er.Summary = verdict.Pass, "error rate "+er.Observed+" within "+er.Expected
+			} else {
+				er.Status, er.Summary = verdict.Fail, "error rate "+er.Observed+", above "+er.Expected
+				er.Remedy = errorRemedy(worst, &c)
+			}
+		case worst.Errors > 0:
+			er.Status, er.Summary = verdict.Warn, "errors occurred and no --max-error-rate is set: "+er.Observed
+			er.Remedy = errorRemedy(worst, &c)
+		default:
+			er.Status, er.Summary = verdict.Skip, "no --max-error-rate set; no errors occurred"
+		}
+	}
+	out = append(out, er)
+
+	target := c.targetStep()
+	var at *Step
+	for i := range steps {
+		if steps[i].Workers == target {
+			at = &steps[i]
+		}
+	}
+
+	p := verdict.Check{ID: CheckP95}
+	switch {
+	case th.P95 <= 0:
+		p.Status, p.Summary = verdict.Skip, "no --max-p95 set"
+	case at == nil:
+		p.Status, p.Summary = verdict.Skip, fmt.Sprintf("target step %d workers was not measured", target)
+	default:
+		p.Observed = fmt.Sprintf("p95 %.1f ms at %d workers", at.Latency.P95, target)
+		p.Expected = fmt.Sprintf("<= %.1f ms", ms(th.P95))
+		if at.OK > 0 && at.Latency.P95 <= ms(th.P95) {
+			p.Status, p.Summary = verdict.Pass, p.Observed+" "+p.Expected
+		} else {
+			p.Status, p.Summary = verdict.Fail, p.Observed+", above "+p.Expected
+			if at.OK == 0 {
+				p.Summary = fmt.Sprintf("no operation succeeded at %d workers", target)
+			}
+			p.Remedy = fmt.Sprintf("run fewer workers than %d (the knee is where p95 starts to climb), or give IoTDB more CPU/memory; see the per-step table", target)
+		}
+	}
+	out = append(out, p)
+
+	t := verdict.Check{ID: CheckMinTPS}
+	switch {
+	case th.MinTPS <= 0:
+		t.Status, t.Summary = verdict.Skip, "no --min-tps set"
+	case at == nil:
+		t.Status, t.Summary = verdict.Skip, fmt.Sprintf("target step %d workers was not measured", target)
+	default:
+		t.Observed = fmt.Sprintf("%.1f TPS at %d workers", at.TPS, target)
+		t.Expected = fmt.Sprintf(">= %.1f TPS", th.MinTPS)
+		if at.TPS >= th.MinTPS {
+			t.Status, t.Summary = verdict.Pass, t.Observed+" "+t.Expected
+		} else {
+			t.Status, t.Summary = verdict.Fail, t.Observed+", below "+t.Expected
+			t.Remedy = "throughput is bounded by the server or the pool: check pool utilisation (a pool near 100% needs --pool-size), errors by class, and the server's CPU"
+		}
+	}
+	out = append(out, t)
+	return out
+}
+
+func classSummary(s *Step) string {
+	if s.Errors == 0 {
+		return "no errors"
+	}
+	var parts []string
+	for _, c := range Classes {
+		if n := s.ErrorsByClass[c]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", c, n))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// errorRemedy points at the fix for the dominant error class.
+func errorRemedy(s *Step, c *Config) string {
+	top, n := "", int64(0)
+	for _, cl := range Classes {
+		if s.ErrorsByClass[cl] > n {
+			top, n = cl, s.ErrorsByClass[cl]
+		}
+	}
+	switch top {
+	case ClassWaitTimeout:
+		return fmt.Sprintf("the pool is exhausted: %d workers share %d sessions; raise --pool-size (and the server's dn_rpc_max_concurrent_client_num) or --wait-timeout %v", s.Workers, c.PoolSize, c.WaitTimeout)
+	case ClassConnect:
+		return "sessions could not be opened or were dropped: check the server log, its connection limit (dn_rpc_max_concurrent_client_num) and the host's nofile limit (hostprep preflight)"
+	case ClassStatus:
+		return "the server rejected operations: see status_codes in --output json and the DataNode log"
+	case ClassDeadline:
+		return fmt.Sprintf("calls exceeded --call-timeout %v: the server is overloaded or stalled (GC, flush); lower the workers or raise --call-timeout", c.CallTimeout)
+	case ClassPanic:
+		return "the IoTDB Go client panicked (e.g. on a MULTIPLE_ERROR status without a message); see error_samples in --output json"
+	}
+	return "see error_samples in --output json"
+}

@@ -1,0 +1,250 @@
+package iotdb
+
+import (
+	"net"
+	"strconv"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/profiles"
+)
+
+// Scenario names, after the published SessionPool test the probe follows.
+const (
+	// ScenarioWrite: each worker insertRecord's one row of two FLOAT
+	// measurements (temperature, humidity) to its own device: 2 points/op.
+	ScenarioWrite = "write"
+	// ScenarioBatch: each operation is one InsertTablets of 10 devices x 50
+	// rows x 2 measurements: 1,000 points/op.
+	ScenarioBatch = "batch"
+	// ScenarioMixed: 70% reads of 100 points (the newest 50 rows of both
+	// measurements of the worker's device), 30% writes of 300 points (one
+	// InsertTablet of 150 rows x 2 measurements).
+	ScenarioMixed = "mixed"
+)
+
+// Scenarios lists the valid scenario names.
+var Scenarios = []string{ScenarioWrite, ScenarioBatch, ScenarioMixed}
+
+// Thresholds decide the verdict. A nil/zero field is not checked (its
+// check is reported as skip, or warn when errors occurred without an
+// error-rate threshold).
+type Thresholds struct {
+	// MaxErrorRate is the highest fraction (0..1) of failed operations in
+	// any step.
+	MaxErrorRate *float64 `json:"max_error_rate,omitempty"`
+	// P95 is the highest p95 response time at TargetStep.
+	P95 time.Duration `json:"p95,omitempty"`
+	// TargetStep is the worker count P95 and MinTPS apply to; 0 means the
+	// last step. It must be one of Steps.
+	TargetStep int `json:"target_step,omitempty"`
+	// MinTPS is the lowest acceptable throughput at TargetStep, successful
+	// operations/s.
+	MinTPS float64 `json:"min_tps,omitempty"`
+}
+
+// Config is one probe run. Zero fields take the defaults of Defaults.
+type Config struct {
+	// Host and Port of the IoTDB DataNode client RPC (default 127.0.0.1:6667).
+	Host string `json:"host"`
+	Port int    `json:"port"`
+	// User and Password of the IoTDB session (default root/root). The
+	// password is never printed, logged or serialised.
+	User     string `json:"user"`
+	Password string `json:"-"`
+	// Scenario is write, batch or mixed.
+	Scenario string `json:"scenario"`
+	// Steps are the worker counts of the steps, run in order.
+	Steps []int `json:"steps"`
+	// StepDuration is how long each step keeps its workers busy.
+	StepDuration time.Duration `json:"step_duration"`
+	// PoolSize is the SessionPool's maximum number of sessions.
+	PoolSize int `json:"pool_size"`
+	// WaitTimeout is how long a worker waits for a free session before the
+	// operation counts as a wait_timeout error.
+	WaitTimeout time.Duration `json:"wait_timeout"`
+	// ConnectTimeout bounds the TCP connect of a new session.
+	ConnectTimeout time.Duration `json:"connect_timeout"`
+	// CallTimeout is the probe's own deadline on every call (the client
+	// sets no socket timeout); a call still running then is a deadline error.
+	CallTimeout time.Duration `json:"call_timeout"`
+	// FetchSize is the query fetch size (rows per fetch).
+	FetchSize int `json:"fetch_size"`
+	// Rate, when > 0, switches to an open-loop schedule: each worker starts
+	// Rate operations/s on a fixed schedule and latency is measured from
+	// each operation's scheduled start (wrk2). 0 means closed loop: each
+	// worker starts its next operation when the last one returned.
+	Rate float64 `json:"rate_per_worker,omitempty"`
+	// Keep leaves the probe's database in place after the run.
+	Keep bool `json:"keep,omitempty"`
+	// RunID names the database root.hostprep_<RunID> (lower-case letters,
+	// digits, underscore); default: random.
+	RunID string `json:"run_id,omitempty"`
+	// SampleInterval is how often pool utilisation is sampled (default 100ms).
+	SampleInterval time.Duration `json:"sample_interval"`
+	// Thresholds decide the verdict.
+	Thresholds Thresholds `json:"thresholds"`
+	// OnStep, if set, is called after each step (e.g. to print progress).
+	OnStep func(Step) `json:"-"`
+}
+
+// Defaults are the values zero Config fields take.
+var Defaults = Config{
+	Host:           "127.0.0.1",
+	Port:           6667,
+	User:           "root",
+	Password:       "root",
+	Scenario:       ScenarioWrite,
+	Steps:          []int{10, 20, 30, 40, 50},
+	StepDuration:   30 * time.Second,
+	PoolSize:       200,
+	WaitTimeout:    5 * time.Second,
+	ConnectTimeout: 5 * time.Second,
+	CallTimeout:    10 * time.Second,
+	FetchSize:      1000,
+	SampleInterval: 100 * time.Millisecond,
+}
+
+// withDefaults fills zero fields from Defaults.
+func (c Config) withDefaults() Config {
+	d := Defaults
+	if c.Host == "" {
+		c.Host = d.Host
+	}
+	if c.Port == 0 {
+		c.Port = d.Port
+	}
+	if c.User == "" {
+		c.User = d.User
+	}
+	if c.Password == "" {
+		c.Password = d.Password
+	}
+	if c.Scenario == "" {
+		c.Scenario = d.Scenario
+	}
+	if len(c.Steps) == 0 {
+		c.Steps = slices.Clone(d.Steps)
+	}
+	if c.StepDuration == 0 {
+		c.StepDuration = d.StepDuration
+	}
+	if c.PoolSize == 0 {
+		c.PoolSize = d.PoolSize
+	}
+	if c.WaitTimeout == 0 {
+		c.WaitTimeout = d.WaitTimeout
+	}
+	if c.ConnectTimeout == 0 {
+		c.ConnectTimeout = d.ConnectTimeout
+	}
+	if c.CallTimeout == 0 {
+		c.CallTimeout = d.CallTimeout
+	}
+	if c.FetchSize == 0 {
+		c.FetchSize = d.FetchSize
+	}
+	if c.SampleInterval == 0 {
+		c.SampleInterval = d.SampleInterval
+	}
+	return c
+}
+
+// maxWorkers is the largest step.
+func (c *Config) maxWorkers() int { return slices.Max(c.Steps) }
+
+// validate checks a defaulted Config; errors are exit-code 2 (bad input)
+// and name the flag, the value, the rule and the fix.
+func (c *Config) validate() error {
+	if !slices.Contains(Scenarios, c.Scenario) {
+		return exitcode.BadInputf("--scenario %q: want one of %s", c.Scenario, strings.Join(Scenarios, ", "))
+	}
+	if c.Port < 1 || c.Port > 65535 {
+		return exitcode.BadInputf("--port %d: want a TCP port 1..65535 (IoTDB's client RPC default is 6667)", c.Port)
+	}
+	for _, s := range c.Steps {
+		if s < 1 || s > 10000 {
+			return exitcode.BadInputf("--steps %v: every step is a worker count 1..10000, got %d", c.Steps, s)
+		}
+	}
+	pos := map[string]time.Duration{"--step-duration": c.StepDuration, "--wait-timeout": c.WaitTimeout,
+		"--connect-timeout": c.ConnectTimeout, "--call-timeout": c.CallTimeout, "sample interval": c.SampleInterval}
+	for _, name := range []string{"--step-duration", "--wait-timeout", "--connect-timeout", "--call-timeout", "sample interval"} {
+		if pos[name] < 0 {
+			return exitcode.BadInputf("%s %v: want a positive duration such as 5s", name, pos[name])
+		}
+	}
+	if c.PoolSize < 1 {
+		return exitcode.BadInputf("--pool-size %d: want at least 1 session", c.PoolSize)
+	}
+	if c.FetchSize < 1 || c.FetchSize > 1<<20 {
+		return exitcode.BadInputf("--fetch-size %d: want 1..1048576 rows", c.FetchSize)
+	}
+	if c.Rate < 0 {
+		return exitcode.BadInputf("--rate %g: want operations/s per worker > 0, or 0 for closed loop", c.Rate)
+	}
+	if c.RunID != "" {
+		for _, r := range c.RunID {
+			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
+				return exitcode.BadInputf("run id %q: use lower-case letters, digits and _ only (it names root.hostprep_<id>)", c.RunID)
+			}
+		}
+	}
+	t := c.Thresholds
+	if t.MaxErrorRate != nil && (*t.MaxErrorRate < 0 || *t.MaxErrorRate > 1) {
+		return exitcode.BadInputf("--max-error-rate %g: want a fraction 0..1 (0.01 = 1%%)", *t.MaxErrorRate)
+	}
+	if t.P95 < 0 {
+		return exitcode.BadInputf("--max-p95 %v: want a positive duration such as 200ms", t.P95)
+	}
+	if t.MinTPS < 0 {
+		return exitcode.BadInputf("--min-tps %g: want operations/s >= 0", t.MinTPS)
+	}
+	if t.TargetStep != 0 && !slices.Contains(c.Steps, t.TargetStep) {
+		return exitcode.BadInputf("--target-step %d: not one of --steps %v; pick one of them (or 0 for the last)", t.TargetStep, c.Steps)
+	}
+	return nil
+}
+
+// targetStep is the worker count thresholds apply to.
+func (c *Config) targetStep() int {
+	if c.Thresholds.TargetStep != 0 {
+		return c.Thresholds.TargetStep
+	}
+	return c.Steps[len(c.Steps)-1]
+}
+
+// ConfigFromProfile turns a profile's probe.iotdb section into a Config;
+// zero fields keep their defaults (applied by Run). The password is not
+// part of a profile: set Config.Password (the CLI reads --password-file or
+// HOSTPREP_IOTDB_PASSWORD). A nil p gives the zero Config (all defaults).
+func ConfigFromProfile(p *profiles.IoTDBProbe) Config {
+	if p == nil {
+		return Config{}
+	}
+	c := Config{
+		Host:         p.Host,
+		Port:         p.Port,
+		User:         p.User,
+		Scenario:     p.Scenario,
+		Steps:        slices.Clone(p.Steps),
+		StepDuration: p.StepDuration,
+		PoolSize:     p.PoolSize,
+		WaitTimeout:  p.WaitTimeout,
+		FetchSize:    p.FetchSize,
+		Thresholds: Thresholds{
+			P95:        p.Thresholds.P95,
+			TargetStep: p.Thresholds.TargetStep,
+			MinTPS:     p.Thresholds.MinTPS,
+		},
+	}
+	if p.Thresholds.MaxErrorRate != nil {
+		v := *p.Thresholds.MaxErrorRate
+		c.Thresholds.MaxErrorRate = &v
+	}
+	return c
+}
+
+func (c *Config) addr() string { return net.JoinHostPort(c.Host, strconv.Itoa(c.Port)) }

@@ -1,0 +1,70 @@
+package iotdb
+
+import "fmt"
+
+// Knee rules: a step is the knee when, against the step before it,
+// throughput grows by less than KneeTPSGrowth while p95 grows by more than
+// KneeP95Growth.
+const (
+	KneeTPSGrowth = 0.05
+	KneeP95Growth = 0.50
+)
+
+// Knee is where more concurrency stops buying throughput.
+type Knee struct {
+	// PeakWorkers is the step with the highest TPS; PeakTPS that TPS.
+	PeakWorkers int     `json:"peak_workers"`
+	PeakTPS     float64 `json:"peak_tps"`
+	// Workers is the first step whose TPS grew < 5% while its p95 grew
+	// > 50% over the previous step; 0 when no step did.
+	Workers int `json:"workers,omitempty"`
+	// TPSGrowth and P95Growth are that step's growth over the previous
+	// step (fractions: 0.02 = +2%).
+	TPSGrowth float64 `json:"tps_growth,omitempty"`
+	P95Growth float64 `json:"p95_growth,omitempty"`
+	// Reading is one line for humans.
+	Reading string `json:"reading"`
+}
+
+// FindKnee finds the throughput peak and the knee of steps (in the order
+// run; the rule compares each step with the one before it). It is a pure
+// function of Workers, TPS and Latency.P95.
+func FindKnee(steps []Step) Knee {
+	var k Knee
+	if len(steps) == 0 {
+		k.Reading = "no steps were measured"
+		return k
+	}
+	for i, s := range steps {
+		if i == 0 || s.TPS > k.PeakTPS {
+			k.PeakWorkers, k.PeakTPS = s.Workers, s.TPS
+		}
+	}
+	for i := 1; i < len(steps); i++ {
+		prev, cur := steps[i-1], steps[i]
+		if prev.TPS <= 0 || prev.Latency.P95 <= 0 {
+			continue
+		}
+		tg := cur.TPS/prev.TPS - 1
+		pg := cur.Latency.P95/prev.Latency.P95 - 1
+		if tg < KneeTPSGrowth && pg > KneeP95Growth {
+			k.Workers, k.TPSGrowth, k.P95Growth = cur.Workers, tg, pg
+			break
+		}
+	}
+	last := steps[len(steps)-1]
+	switch {
+	case k.PeakTPS <= 0:
+		k.Reading = "no operation succeeded: no throughput to read a knee from"
+	case len(steps) == 1:
+		k.Reading = fmt.Sprintf("one step (%d workers, %.0f TPS): add steps to find a knee", last.Workers, k.PeakTPS)
+	case k.Workers != 0:
+		k.Reading = fmt.Sprintf("throughput peaks at %d workers (%.0f TPS); at %d workers latency rises without more throughput (TPS %+.0f%%, p95 %+.0f%%)",
+			k.PeakWorkers, k.PeakTPS, k.Workers, 100*k.TPSGrowth, 100*k.P95Growth)
+	case k.PeakWorkers == last.Workers && len(steps) > 1:
+		k.Reading = fmt.Sprintf("throughput still grows at the last step (%d workers, %.0f TPS): no knee within these steps; try larger steps", k.PeakWorkers, k.PeakTPS)
+	default:
+		k.Reading = fmt.Sprintf("throughput peaks at %d workers (%.0f TPS) and falls beyond it, without the p95 jump that marks a knee", k.PeakWorkers, k.PeakTPS)
+	}
+	return k
+}

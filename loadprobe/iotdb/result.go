@@ -1,0 +1,97 @@
+package iotdb
+
+import (
+	"time"
+
+	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/loadprobe/latency"
+)
+
+// Result is one probe run; it marshals to the JSON `--output json` prints.
+type Result struct {
+	// Target is host:port of the DataNode client RPC.
+	Target string `json:"target"`
+	// ServerVersion is what `show version` answered ("" if it could not
+	// be read; see Notes).
+	ServerVersion string `json:"server_version"`
+	// Database is the throwaway database root.hostprep_<run id>.
+	Database string `json:"database"`
+	// Kept is true when the database was left in place (--keep) or could
+	// not be deleted (see Notes).
+	Kept bool `json:"kept"`
+	// Series is the number of time series created before the load.
+	Series int `json:"series"`
+	// Scenario is write, batch or mixed; Mode is "closed" (each worker
+	// starts its next operation when the last returned) or "open" (fixed
+	// schedule of RatePerWorker operations/s, latency from scheduled time).
+	Scenario      string  `json:"scenario"`
+	Mode          string  `json:"mode"`
+	RatePerWorker float64 `json:"rate_per_worker,omitempty"`
+	// PoolSize, WaitTimeoutMS and CallTimeoutMS echo the pool settings.
+	PoolSize      int     `json:"pool_size"`
+	WaitTimeoutMS float64 `json:"wait_timeout_ms"`
+	CallTimeoutMS float64 `json:"call_timeout_ms"`
+	// Steps are the measured steps, in the order run.
+	Steps []Step `json:"steps"`
+	// Knee is the throughput peak and the knee found in Steps.
+	Knee Knee `json:"knee"`
+	// Verdict is the worst status of Checks.
+	Verdict verdict.Status  `json:"verdict"`
+	Checks  []verdict.Check `json:"checks"`
+	// Started is when the run began; DurationS its length in seconds,
+	// setup and clean-up included.
+	Started   time.Time `json:"started"`
+	DurationS float64   `json:"duration_s"`
+	// Notes are things the reader should know (abandoned calls, clean-up
+	// problems, an unreadable version).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Step is one load step with a fixed number of workers.
+type Step struct {
+	// Workers is the number of concurrent workers (the step's concurrency).
+	Workers int `json:"workers"`
+	// DurationS is the measured length of the step in seconds: from the
+	// first operation's start until the last worker finished.
+	DurationS float64 `json:"duration_s"`
+	// Ops are operations finished (OK + Errors); Reads and Writes split
+	// them for the mixed scenario.
+	Ops    int64 `json:"ops"`
+	OK     int64 `json:"ok"`
+	Errors int64 `json:"errors"`
+	Reads  int64 `json:"reads,omitempty"`
+	Writes int64 `json:"writes,omitempty"`
+	// ErrorRate is Errors/Ops (0..1).
+	ErrorRate float64 `json:"error_rate"`
+	// ErrorsByClass counts errors per class (see Classes).
+	ErrorsByClass map[string]int64 `json:"errors_by_class,omitempty"`
+	// StatusCodes counts ClassStatus errors per TSStatus code ("301").
+	StatusCodes map[string]int64 `json:"status_codes,omitempty"`
+	// ErrorSamples holds the first error message seen per class.
+	ErrorSamples map[string]string `json:"error_samples,omitempty"`
+	// Latency is the response time of successful operations, ms
+	// (HdrHistogram): closed loop from the operation's start, waiting for
+	// a session included; open loop from its scheduled start.
+	Latency latency.Summary `json:"latency"`
+	// TPS is successful operations per second.
+	TPS float64 `json:"tps"`
+	// Points are values written plus read by successful operations;
+	// PointsPerS is Points per second.
+	Points     int64   `json:"points"`
+	PointsPerS float64 `json:"points_per_s"`
+	// Pool is the sampled session-pool utilisation.
+	Pool PoolUse `json:"pool"`
+}
+
+// PoolUse is the session pool's utilisation during a step, counted by the
+// probe (sessions handed out and not yet put back, abandoned calls
+// included), sampled every Config.SampleInterval.
+type PoolUse struct {
+	Size     int     `json:"size"`
+	MeanUsed float64 `json:"mean_in_use"`
+	MaxUsed  int64   `json:"max_in_use"`
+	// MeanUtil and MaxUtil are MeanUsed/Size and MaxUsed/Size (0..1).
+	MeanUtil float64 `json:"mean_util"`
+	MaxUtil  float64 `json:"max_util"`
+	Samples  int     `json:"samples"`
+}
