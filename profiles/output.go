@@ -2,7 +2,11 @@ package profiles
 
 import (
 	"bytes"
+	"os"
+	"strings"
+
 	"encoding/json"
+	"github.com/hostprep/hostprep/internal/exitcode"
 
 	"gopkg.in/yaml.v3"
 )
@@ -54,4 +58,55 @@ func (p *Profile) JSONBytes() ([]byte, error) {
 	}
 	generic["name"] = p.Name
 	return json.MarshalIndent(generic, "", "  ")
+}
+
+// Summary is the first clause of the description: the text before the
+// first ": " or ". ", for one-line listings.
+func (p *Profile) Summary() string { return summary(p.Description) }
+
+func summary(d string) string {
+	d = strings.Join(strings.Fields(d), " ")
+	cut := len(d)
+	for _, sep := range []string{": ", ". "} {
+		if i := strings.Index(d, sep); i >= 0 && i < cut {
+			cut = i
+		}
+	}
+	return strings.TrimSuffix(d[:cut], ".")
+}
+
+// BuiltinInfo describes one embedded profile for `hostprep profiles list`.
+type BuiltinInfo struct {
+	Name        string `json:"name"`
+	Summary     string `json:"summary"`
+	Description string `json:"description"`
+}
+
+// Builtins loads every embedded profile and returns their names and
+// descriptions, sorted by name. An error means a built-in is broken (a
+// bug caught by the tests).
+func Builtins() ([]BuiltinInfo, error) {
+	var out []BuiltinInfo
+	for _, n := range BuiltinNames() {
+		p, err := Load(n, nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, BuiltinInfo{Name: n, Summary: p.Summary(), Description: p.Description})
+	}
+	return out, nil
+}
+
+// Source returns the profile text as written: the embedded YAML of a
+// built-in, or the bytes of the file ref names. Errors are
+// exitcode.BadInput.
+func Source(ref string) ([]byte, error) {
+	if IsBuiltin(ref) {
+		return Builtin(ref)
+	}
+	data, err := os.ReadFile(ref)
+	if err != nil {
+		return nil, exitcode.BadInputf("profile %s: %v; give a built-in name (%s) or the path of a YAML file", ref, err, strings.Join(BuiltinNames(), ", "))
+	}
+	return data, nil
 }
