@@ -1,0 +1,633 @@
+package mqtt
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/mochi-mqtt/server/v2/packets"
+)
+
+// writeTimeout bounds every write to the broker; a broker that stops
+// reading fails the connection after this long instead of stalling a
+// scheduler worker forever.
+const writeTimeout = 5 * time.Second
+
+// Read buffer sizes: publishers only read small acks, subscribers read
+// every message.
+const (
+	pubReadBuf = 512
+	subReadBuf = 64 << 10
+)
+
+// inflight is one QoS>0 PUBLISH waiting for PUBACK (QoS 1) or PUBCOMP
+// (QoS 2).
+type inflight struct {
+	sched  int64 // scheduled send time, ns since run base
+	sent   int64 // last (re)send time
+	seq    uint32
+	id     uint16
+	gotRec bool // QoS 2: PUBREC seen, PUBREL sent
+}
+
+// conn is one MQTT connection: a publisher, a subscriber or the
+// calibration client. Its reader goroutine owns br and rbuf; writes from
+// the scheduler and the reader are serialised by mu.
+type conn struct {
+	r      *run
+	nc     net.Conn
+	br     *bufio.Reader
+	client int // publisher number, or -1-i for subscriber i, or calibClient
+	sub    bool
+
+	mu       sync.Mutex
+	bw       *bufio.Writer // subscribers only: acks are batched
+	inflight []inflight
+	nextID   uint16
+	seq      uint32 // publishes written so far (next sequence number)
+	lastSent int64
+	dead     bool
+	failErr  error // why a writer gave up on the connection
+	byUs     bool  // closed on purpose by the probe
+
+	rbuf   []byte
+	pong   chan struct{} // calibration client only
+	suback chan []byte   // subscribers: SUBACK reason codes
+}
+
+const calibClient = -1 << 20
+
+// connackError is a CONNACK with a non-zero return/reason code.
+type connackError struct{ code byte }
+
+func (e connackError) Error() string {
+	return fmt.Sprintf("CONNACK return code 0x%02x (%s)", e.code, connackReason(e.code))
+}
+
+// connackReason names a CONNACK code of MQTT 3.1.1 (1-5) or 5 (>=0x80).
+func connackReason(code byte) string {
+	switch code {
+	case 1, 0x84:
+		return "unsupported protocol version"
+	case 2, 0x85:
+		return "client identifier rejected"
+	case 3, 0x88:
+		return "server unavailable"
+	case 0x89:
+		return "server busy"
+	case 0x97:
+		return "quota exceeded"
+	case 0x9F:
+		return "connection rate exceeded"
+	case 4, 0x86:
+		return "bad username or password"
+	case 5, 0x87:
+		return "not authorised"
+	}
+	return "refused"
+}
+
+// classify names why a connect or a connection failed, for the
+// by-reason tables.
+func classify(err error) string {
+	var ce connackError
+	var ne net.Error
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &ce):
+		switch ce.code {
+		case 4, 5, 0x86, 0x87:
+			return "not_authorised"
+		case 3, 0x88, 0x89, 0x97, 0x9F:
+			return "server_unavailable"
+		}
+		return "rejected"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "refused"
+	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
+		return "fd_limit"
+	case errors.Is(err, syscall.EADDRNOTAVAIL), errors.Is(err, syscall.EADDRINUSE):
+		return "no_source_port"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return "reset"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "closed_by_broker"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EHOSTUNREACH):
+		return "unreachable"
+	case errors.Is(err, net.ErrClosed):
+		return "closed"
+	}
+	var te *tls.CertificateVerificationError
+	var re tls.RecordHeaderError
+	if errors.As(err, &te) || errors.As(err, &re) {
+		return "tls"
+	}
+	return "other"
+}
+
+func (r *run) protoVersion() byte {
+	if r.cfg.MQTTVersion == "5" {
+		return 5
+	}
+	return 4
+}
+
+// dial opens the TCP (and TLS) connection for client number i and runs
+// CONNECT -> CONNACK, all within ConnectTimeout.
+func (r *run) dial(ctx context.Context, i int, clientID string, sub bool) (*conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.ConnectTimeout)
+	defer cancel()
+	d := net.Dialer{}
+	if len(r.srcIPs) > 0 && i >= 0 {
+		d.LocalAddr = &net.TCPAddr{IP: r.srcIPs[i%len(r.srcIPs)]}
+	}
+	nc, err := d.DialContext(ctx, "tcp", r.addr.hostport)
+	if err != nil {
+		return nil, err
+	}
+	if r.tls != nil {
+		tc := tls.Client(nc, r.tls)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, err
+		}
+		nc = tc
+	}
+	size := pubReadBuf
+	if sub {
+		size = subReadBuf
+	}
+	c := &conn{r: r, nc: nc, br: bufio.NewReaderSize(nc, size), client: i, sub: sub}
+	if sub {
+		c.bw = bufio.NewWriterSize(nc, 16<<10)
+	}
+	dl, _ := ctx.Deadline()
+	_ = nc.SetDeadline(dl)
+	stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
+	err = c.handshake(clientID)
+	if !stop() || err != nil {
+		nc.Close()
+		if err == nil {
+			err = ctx.Err()
+		}
+		return nil, err
+	}
+	_ = nc.SetDeadline(time.Time{})
+	return c, nil
+}
+
+// handshake writes CONNECT and reads CONNACK.
+func (c *conn) handshake(clientID string) error {
+	cfg := &c.r.cfg
+	pk := packets.Packet{
+		FixedHeader:     packets.FixedHeader{Type: packets.Connect},
+		ProtocolVersion: c.r.protoVersion(),
+		Connect: packets.ConnectParams{
+			ProtocolName:     []byte("MQTT"),
+			Clean:            true,
+			Keepalive:        uint16(cfg.Keepalive / time.Second),
+			ClientIdentifier: clientID,
+		},
+	}
+	if cfg.Username != "" {
+		pk.Connect.UsernameFlag = true
+		pk.Connect.Username = []byte(cfg.Username)
+	}
+	if cfg.Password != "" {
+		pk.Connect.PasswordFlag = true
+		pk.Connect.Password = []byte(cfg.Password)
+	}
+	if pk.ProtocolVersion == 5 {
+		pk.Properties.ReceiveMaximum = 1024
+	}
+	var b bytes.Buffer
+	if err := pk.ConnectEncode(&b); err != nil {
+		return err
+	}
+	if _, err := c.nc.Write(b.Bytes()); err != nil {
+		return err
+	}
+	ack, err := c.readPacket()
+	if err != nil {
+		return err
+	}
+	if ack.FixedHeader.Type != packets.Connack {
+		return fmt.Errorf("expected CONNACK, got packet type %d", ack.FixedHeader.Type)
+	}
+	if ack.ReasonCode != 0 {
+		return connackError{ack.ReasonCode}
+	}
+	return nil
+}
+
+// readPacket reads and decodes one packet. A PUBLISH payload points into
+// c.rbuf and is valid until the next call.
+func (c *conn) readPacket() (packets.Packet, error) {
+	var pk packets.Packet
+	hb, err := c.br.ReadByte()
+	if err != nil {
+		return pk, err
+	}
+	if err := pk.FixedHeader.Decode(hb); err != nil {
+		return pk, err
+	}
+	n, _, err := packets.DecodeLength(c.br)
+	if err != nil {
+		return pk, err
+	}
+	pk.FixedHeader.Remaining = n
+	if cap(c.rbuf) < n {
+		c.rbuf = make([]byte, n)
+	}
+	buf := c.rbuf[:n]
+	if _, err := io.ReadFull(c.br, buf); err != nil {
+		return pk, err
+	}
+	if n > 4096 && !c.sub {
+		c.rbuf = nil // do not keep a large buffer on an idle publisher
+	}
+	pk.ProtocolVersion = c.r.protoVersion()
+	switch pk.FixedHeader.Type {
+	case packets.Connack:
+		err = pk.ConnackDecode(buf)
+	case packets.Publish:
+		err = pk.PublishDecode(buf)
+	case packets.Puback:
+		err = pk.PubackDecode(buf)
+	case packets.Pubrec:
+		err = pk.PubrecDecode(buf)
+	case packets.Pubrel:
+		err = pk.PubrelDecode(buf)
+	case packets.Pubcomp:
+		err = pk.PubcompDecode(buf)
+	case packets.Suback:
+		err = pk.SubackDecode(buf)
+	case packets.Disconnect:
+		err = pk.DisconnectDecode(buf)
+	case packets.Pingresp:
+	default:
+		err = fmt.Errorf("unexpected packet type %d from broker", pk.FixedHeader.Type)
+	}
+	return pk, err
+}
+
+// writeLocked writes b to the connection; c.mu must be held.
+func (c *conn) writeLocked(b []byte) error {
+	if c.dead {
+		return net.ErrClosed
+	}
+	_ = c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	var err error
+	if c.bw != nil {
+		_, err = c.bw.Write(b)
+	} else {
+		_, err = c.nc.Write(b)
+	}
+	if err == nil {
+		c.lastSent = c.r.now()
+	}
+	return err
+}
+
+// flushLocked flushes the subscriber's write buffer; c.mu must be held.
+func (c *conn) flushLocked() error {
+	if c.bw == nil || c.bw.Buffered() == 0 || c.dead {
+		return nil
+	}
+	_ = c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	return c.bw.Flush()
+}
+
+// ack writes a PUBACK/PUBREC/PUBREL/PUBCOMP for id.
+func (c *conn) ackLocked(typ byte, id uint16) error {
+	var b [4]byte
+	b[0] = typ << 4
+	if typ == packets.Pubrel {
+		b[0] |= 2 // [MQTT-3.6.1-1]
+	}
+	b[1] = 2
+	binary.BigEndian.PutUint16(b[2:], id)
+	return c.writeLocked(b[:])
+}
+
+// ping writes a PINGREQ.
+func (c *conn) ping() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	err := c.writeLocked([]byte{packets.Pingreq << 4, 0})
+	if err == nil {
+		err = c.flushLocked()
+	}
+	return err
+}
+
+// subscribe sends SUBSCRIBE for filter at qos; the SUBACK arrives on
+// c.suback (read by the reader goroutine).
+func (c *conn) subscribe(filter string, qos byte) error {
+	pk := packets.Packet{
+		FixedHeader:     packets.FixedHeader{Type: packets.Subscribe, Qos: 1},
+		ProtocolVersion: c.r.protoVersion(),
+		PacketID:        1,
+		Filters:         packets.Subscriptions{{Filter: filter, Qos: qos}},
+	}
+	var b bytes.Buffer
+	if err := pk.SubscribeEncode(&b); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.writeLocked(b.Bytes()); err != nil {
+		return err
+	}
+	return c.flushLocked()
+}
+
+// disconnect sends DISCONNECT (best effort, short deadline) and closes.
+func (c *conn) disconnect() {
+	c.mu.Lock()
+	c.byUs = true
+	if !c.dead && c.failErr == nil {
+		_ = c.nc.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
+		_ = c.flushLocked()
+		_, _ = c.nc.Write([]byte{packets.Disconnect << 4, 0})
+		c.dead = true
+	}
+	c.mu.Unlock()
+	_ = c.nc.Close()
+}
+
+// fail records why a write failed and closes the connection; the
+// reader then accounts it as lost with that reason.
+func (c *conn) fail(err error) {
+	c.mu.Lock()
+	if c.failErr == nil {
+		c.failErr = err
+	}
+	c.mu.Unlock()
+	_ = c.nc.Close()
+}
+
+// close marks c dead and closes the socket (unblocks its reader and any
+// writer).
+func (c *conn) close() {
+	c.mu.Lock()
+	c.dead = true
+	c.byUs = true
+	c.mu.Unlock()
+	_ = c.nc.Close()
+}
+
+// payload layout (big endian): run tag u32 | publisher u32 | seq u64 |
+// scheduled ns since run base i64 | padding.
+func putHeader(b []byte, tag uint32, pub int, seq uint32, sched int64) {
+	binary.BigEndian.PutUint32(b[0:], tag)
+	binary.BigEndian.PutUint32(b[4:], uint32(pub))
+	binary.BigEndian.PutUint64(b[8:], uint64(seq))
+	binary.BigEndian.PutUint64(b[16:], uint64(sched))
+}
+
+func getHeader(b []byte) (tag uint32, pub int, seq uint32, sched int64, ok bool) {
+	if len(b) < MinSize {
+		return 0, 0, 0, 0, false
+	}
+	return binary.BigEndian.Uint32(b[0:]), int(binary.BigEndian.Uint32(b[4:])),
+		uint32(binary.BigEndian.Uint64(b[8:])), int64(binary.BigEndian.Uint64(b[16:])), true
+}
+
+// encoder builds PUBLISH packets; one per scheduler worker.
+type encoder struct {
+	buf     bytes.Buffer
+	payload []byte
+	pk      packets.Packet
+}
+
+// publish writes client c's next message, scheduled at sched. It returns
+// false when the connection is gone.
+func (c *conn) publish(e *encoder, sched int64) error {
+	r := c.r
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dead {
+		return net.ErrClosed
+	}
+	qos := byte(r.cfg.QoS)
+	var id uint16
+	if qos > 0 {
+		if len(c.inflight) >= 65535 {
+			return errors.New("65535 PUBLISH packets in flight without acknowledgement")
+		}
+		for {
+			c.nextID++
+			if c.nextID == 0 {
+				c.nextID = 1
+			}
+			if !c.hasID(c.nextID) {
+				break
+			}
+		}
+		id = c.nextID
+	}
+	seq := c.seq
+	putHeader(e.payload, r.tag, c.client, seq, sched)
+	e.pk = packets.Packet{
+		FixedHeader:     packets.FixedHeader{Type: packets.Publish, Qos: qos},
+		ProtocolVersion: r.protoVersion(),
+		TopicName:       r.topics[c.client],
+		PacketID:        id,
+		Payload:         e.payload,
+	}
+	e.buf.Reset()
+	if err := e.pk.PublishEncode(&e.buf); err != nil {
+		return err
+	}
+	if err := c.writeLocked(e.buf.Bytes()); err != nil {
+		return err
+	}
+	c.seq++
+	now := c.lastSent
+	if qos > 0 {
+		c.inflight = append(c.inflight, inflight{sched: sched, sent: now, seq: seq, id: id})
+		r.inflight.Add(1)
+	}
+	return nil
+}
+
+func (c *conn) hasID(id uint16) bool {
+	for i := range c.inflight {
+		if c.inflight[i].id == id {
+			return true
+		}
+	}
+	return false
+}
+
+// take removes and returns the inflight entry for id.
+func (c *conn) take(id uint16) (inflight, bool) {
+	for i := range c.inflight {
+		if c.inflight[i].id == id {
+			f := c.inflight[i]
+			last := len(c.inflight) - 1
+			c.inflight[i] = c.inflight[last]
+			c.inflight = c.inflight[:last]
+			if len(c.inflight) == 0 && cap(c.inflight) > 16 {
+				c.inflight = nil
+			}
+			return f, true
+		}
+	}
+	return inflight{}, false
+}
+
+// resend re-sends with DUP every inflight PUBLISH last sent before
+// olderThan (MQTT 3.1.1 retry); it returns how many were re-sent.
+func (c *conn) resend(e *encoder, olderThan int64) int {
+	r := c.r
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for i := range c.inflight {
+		f := &c.inflight[i]
+		if c.dead || f.sent > olderThan || f.gotRec {
+			continue
+		}
+		putHeader(e.payload, r.tag, c.client, f.seq, f.sched)
+		e.pk = packets.Packet{
+			FixedHeader:     packets.FixedHeader{Type: packets.Publish, Qos: byte(r.cfg.QoS), Dup: true},
+			ProtocolVersion: r.protoVersion(),
+			TopicName:       r.topics[c.client],
+			PacketID:        f.id,
+			Payload:         e.payload,
+		}
+		e.buf.Reset()
+		if e.pk.PublishEncode(&e.buf) != nil || c.writeLocked(e.buf.Bytes()) != nil {
+			return n
+		}
+		f.sent = c.lastSent
+		n++
+	}
+	return n
+}
+
+// readLoop handles everything the broker sends after CONNACK until the
+// connection fails or is closed; it returns the error that ended it.
+func (c *conn) readLoop() error {
+	r := c.r
+	for {
+		pk, err := c.readPacket()
+		if err != nil {
+			return err
+		}
+		now := r.now()
+		switch pk.FixedHeader.Type {
+		case packets.Puback, packets.Pubcomp:
+			c.mu.Lock()
+			f, ok := c.take(pk.PacketID)
+			c.mu.Unlock()
+			if !ok {
+				r.strayAcks.Add(1) // a second ack for a re-sent packet
+				continue
+			}
+			r.inflight.Add(-1)
+			if pk.ReasonCode >= 0x80 {
+				r.ackErrors.Add(1)
+				continue
+			}
+			r.acked.Add(1)
+			r.recordAck(c.client, f.sched, now)
+		case packets.Pubrec:
+			c.mu.Lock()
+			var werr error
+			for i := range c.inflight {
+				if c.inflight[i].id == pk.PacketID {
+					c.inflight[i].gotRec = true
+				}
+			}
+			if pk.ReasonCode >= 0x80 {
+				if _, ok := c.take(pk.PacketID); ok {
+					r.inflight.Add(-1)
+					r.ackErrors.Add(1)
+				}
+			} else {
+				werr = c.ackLocked(packets.Pubrel, pk.PacketID)
+			}
+			c.mu.Unlock()
+			if werr != nil {
+				return werr
+			}
+		case packets.Publish:
+			r.onMessage(pk.Payload, now)
+			var werr error
+			switch pk.FixedHeader.Qos {
+			case 1:
+				c.mu.Lock()
+				werr = c.ackLocked(packets.Puback, pk.PacketID)
+				c.mu.Unlock()
+			case 2:
+				c.mu.Lock()
+				werr = c.ackLocked(packets.Pubrec, pk.PacketID)
+				c.mu.Unlock()
+			}
+			if werr != nil {
+				return werr
+			}
+		case packets.Pubrel:
+			c.mu.Lock()
+			werr := c.ackLocked(packets.Pubcomp, pk.PacketID)
+			c.mu.Unlock()
+			if werr != nil {
+				return werr
+			}
+		case packets.Suback:
+			if c.suback != nil {
+				select {
+				case c.suback <- append([]byte(nil), pk.ReasonCodes...):
+				default:
+				}
+			}
+		case packets.Pingresp:
+			if c.pong != nil {
+				select {
+				case c.pong <- struct{}{}:
+				default:
+				}
+			}
+		case packets.Disconnect:
+			return fmt.Errorf("broker sent DISCONNECT reason 0x%02x: %w", pk.ReasonCode, io.EOF)
+		}
+		if c.bw != nil && c.br.Buffered() == 0 {
+			c.mu.Lock()
+			err := c.flushLocked()
+			c.mu.Unlock()
+			if err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// unackedCount is the number of PUBLISH packets still waiting for an ack.
+func (c *conn) unackedCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.inflight)
+}
+
+var _ = atomic.Int64{}

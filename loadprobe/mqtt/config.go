@@ -1,0 +1,395 @@
+// Package mqtt is hostprep's MQTT mini-load: an open-loop (wrk2-style)
+// probe that connects N clients on a schedule fixed in advance, has each
+// publish on its own interval, counts every message again at one or more
+// subscribers, and gives a verdict against thresholds.
+//
+// The client is hostprep's own lean connection core (one reader goroutine
+// and a ~512 B read buffer per connection, writes issued by a central
+// scheduler) on top of the MQTT 3.1.1/5 packet codec of
+// github.com/mochi-mqtt/server/v2/packets; see bench/README.md for why it
+// is not paho. Without a broker URL it starts an embedded mochi-mqtt
+// broker on a loopback port in the same process.
+package mqtt
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/profiles"
+)
+
+// PasswordEnv is the environment variable the command reads the broker
+// password from when no --password-file is given.
+const PasswordEnv = "HOSTPREP_MQTT_PASSWORD"
+
+// Config is one probe run. Zero fields take the defaults of Defaults().
+type Config struct {
+	// Broker is tcp://host:port, mqtt://, mqtts:// or ssl://; empty starts
+	// the embedded broker on 127.0.0.1.
+	Broker string `json:"broker,omitempty"`
+	// CAFile, CertFile, KeyFile are PEM files for mqtts://.
+	CAFile   string `json:"ca,omitempty"`
+	CertFile string `json:"cert,omitempty"`
+	KeyFile  string `json:"key,omitempty"`
+	// Username and Password go in CONNECT; Password is never printed,
+	// logged or serialised.
+	Username string `json:"username,omitempty"`
+	Password string `json:"-"`
+	// MQTTVersion is "3.1.1" or "5".
+	MQTTVersion string `json:"mqtt_version"`
+	// Topic and ClientID are patterns: {client} is the client number
+	// (0-based), {run} the run id.
+	Topic    string `json:"topic"`
+	ClientID string `json:"client_id"`
+	// SourceIPs spreads connections over local addresses (round robin by
+	// client number): "127.0.0.2-127.0.0.9", "10.0.0.1,10.0.0.2" or an
+	// interface name. Empty lets the kernel choose.
+	SourceIPs string `json:"source_ips,omitempty"`
+
+	Clients     int           `json:"clients"`
+	ConnRate    float64       `json:"conn_rate"` // connections/s
+	Keepalive   time.Duration `json:"keepalive_ns"`
+	QoS         int           `json:"qos"`
+	Size        int           `json:"size"` // payload bytes, >= MinSize
+	PubInterval time.Duration `json:"pub_interval_ns"`
+	// Duration is the steady-state measurement window after the connect
+	// ramp (Clients/ConnRate seconds).
+	Duration time.Duration `json:"duration_ns"`
+	// Subscribers receive everything; more than one uses a shared
+	// subscription ($share/hostprep-{run}/...).
+	Subscribers int `json:"subscribers"`
+
+	// ConnectTimeout bounds dial + TLS + CONNECT->CONNACK (default 10 s).
+	ConnectTimeout time.Duration `json:"connect_timeout_ns"`
+	// Grace bounds the drain after the last scheduled publish, waiting
+	// for outstanding PUBACK/PUBCOMP and deliveries (default 5 s).
+	Grace time.Duration `json:"grace_ns"`
+	// RetryInterval re-sends an unacknowledged QoS>0 PUBLISH with DUP set
+	// after this long (MQTT 3.1.1 only; 0 = never, the default).
+	RetryInterval time.Duration `json:"retry_interval_ns,omitempty"`
+	// Workers issue the scheduled writes (default 4).
+	Workers int `json:"workers"`
+
+	Thresholds profiles.MQTTThresholds `json:"thresholds"`
+
+	// NoFileLimit overrides RLIMIT_NOFILE (hard) for the pre-start fd
+	// check; 0 reads it from the process. For tests.
+	NoFileLimit uint64 `json:"-"`
+	// Progress, when set, gets a progress line: an updating bar when
+	// ProgressTTY, else a plain line every ProgressEvery (default 5 s).
+	Progress      ProgressWriter `json:"-"`
+	ProgressTTY   bool           `json:"-"`
+	ProgressEvery time.Duration  `json:"-"`
+}
+
+// ProgressWriter receives progress output (usually os.Stderr).
+type ProgressWriter interface{ Write(p []byte) (int, error) }
+
+// MinSize is the smallest payload: publisher id, sequence number,
+// scheduled time and run id (24 bytes).
+const MinSize = 24
+
+func f64(v float64) *float64 { return &v }
+
+// DefaultThresholds are the issue's reference thresholds: no loss, no
+// failed connects, connect p95 500 ms, ack p95 100 ms, e2e p99 250 ms.
+func DefaultThresholds() profiles.MQTTThresholds {
+	return profiles.MQTTThresholds{
+		Loss:            f64(0),
+		ConnectP95:      500 * time.Millisecond,
+		AckP95:          100 * time.Millisecond,
+		E2EP99:          250 * time.Millisecond,
+		ConnectFailRate: f64(0),
+	}
+}
+
+// Defaults is a small run that fits any host: 100 clients at 100/s,
+// QoS 1, 200 B every 1 s, 10 s, one subscriber, MQTT 3.1.1, embedded
+// broker.
+func Defaults() Config {
+	return Config{
+		MQTTVersion:    "3.1.1",
+		Topic:          "hostprep/{run}/{client}",
+		ClientID:       "hostprep-{run}-{client}",
+		Clients:        100,
+		ConnRate:       100,
+		Keepalive:      300 * time.Second,
+		QoS:            1,
+		Size:           200,
+		PubInterval:    time.Second,
+		Duration:       10 * time.Second,
+		Subscribers:    1,
+		ConnectTimeout: 10 * time.Second,
+		Grace:          5 * time.Second,
+		Workers:        4,
+		Thresholds:     DefaultThresholds(),
+	}
+}
+
+// ConfigFromProfile turns a profile's probe.mqtt section into a Config,
+// filling every unset field from Defaults (nil p gives Defaults()).
+func ConfigFromProfile(p *profiles.MQTTProbe) Config {
+	c := Defaults()
+	if p == nil {
+		return c
+	}
+	c.Broker = p.Broker
+	if p.Clients > 0 {
+		c.Clients = p.Clients
+	}
+	if p.ConnRate > 0 {
+		c.ConnRate = p.ConnRate
+	}
+	c.QoS = p.QoS
+	if p.Size > 0 {
+		c.Size = p.Size
+	}
+	if p.PubInterval > 0 {
+		c.PubInterval = p.PubInterval
+	}
+	if p.Keepalive > 0 {
+		c.Keepalive = p.Keepalive
+	}
+	if p.Duration > 0 {
+		c.Duration = p.Duration
+	}
+	t := p.Thresholds
+	if t.Loss != nil {
+		c.Thresholds.Loss = t.Loss
+	}
+	if t.ConnectFailRate != nil {
+		c.Thresholds.ConnectFailRate = t.ConnectFailRate
+	}
+	if t.ConnectP95 > 0 {
+		c.Thresholds.ConnectP95 = t.ConnectP95
+	}
+	if t.AckP95 > 0 {
+		c.Thresholds.AckP95 = t.AckP95
+	}
+	if t.E2EP99 > 0 {
+		c.Thresholds.E2EP99 = t.E2EP99
+	}
+	return c
+}
+
+// fill sets zero fields to defaults.
+func (c *Config) fill() {
+	d := Defaults()
+	if c.MQTTVersion == "" {
+		c.MQTTVersion = d.MQTTVersion
+	}
+	if c.Topic == "" {
+		c.Topic = d.Topic
+	}
+	if c.ClientID == "" {
+		c.ClientID = d.ClientID
+	}
+	if c.Keepalive == 0 {
+		c.Keepalive = d.Keepalive
+	}
+	if c.Subscribers == 0 {
+		c.Subscribers = 1
+	}
+	if c.ConnectTimeout == 0 {
+		c.ConnectTimeout = d.ConnectTimeout
+	}
+	if c.Grace == 0 {
+		c.Grace = d.Grace
+	}
+	if c.Workers == 0 {
+		c.Workers = d.Workers
+	}
+	if c.ProgressEvery == 0 {
+		c.ProgressEvery = 5 * time.Second
+	}
+}
+
+// brokerAddr is a parsed Broker URL.
+type brokerAddr struct {
+	hostport string
+	tls      bool
+}
+
+// validate checks c; errors are exitcode.BadInput naming the flag.
+func (c *Config) validate() (brokerAddr, error) {
+	var b brokerAddr
+	bad := exitcode.BadInputf
+	if c.Clients < 1 {
+		return b, bad("--clients %d: want at least 1", c.Clients)
+	}
+	if c.ConnRate <= 0 {
+		return b, bad("--conn-rate %g: want a positive rate in connections/s, e.g. 1000", c.ConnRate)
+	}
+	if c.QoS < 0 || c.QoS > 2 {
+		return b, bad("--qos %d: want 0, 1 or 2", c.QoS)
+	}
+	if c.Size < MinSize || c.Size > 256<<20 {
+		return b, bad("--size %d: want %d to 268435456 bytes (the payload carries a %d-byte header)", c.Size, MinSize, MinSize)
+	}
+	if c.PubInterval <= 0 {
+		return b, bad("--pub-interval %v: want a positive duration, e.g. 1s", c.PubInterval)
+	}
+	if c.Duration <= 0 {
+		return b, bad("--duration %v: want a positive duration, e.g. 30s", c.Duration)
+	}
+	if c.Keepalive < time.Second || c.Keepalive > 65535*time.Second {
+		return b, bad("--keepalive %v: want 1s to 18h12m15s (MQTT keepalive is 16-bit seconds)", c.Keepalive)
+	}
+	if c.MQTTVersion != "3.1.1" && c.MQTTVersion != "5" {
+		return b, bad("--mqtt-version %q: want 3.1.1 or 5", c.MQTTVersion)
+	}
+	if c.Subscribers < 1 || c.Subscribers > 64 {
+		return b, bad("--subscribers %d: want 1 to 64", c.Subscribers)
+	}
+	if !strings.Contains(c.ClientID, "{client}") {
+		return b, bad("--client-id %q: must contain {client} so every client id is unique", c.ClientID)
+	}
+	if strings.ContainsAny(c.Topic, "+#") || c.Topic == "" {
+		return b, bad("--topic %q: want a topic name without wildcards, e.g. hostprep/{client}", c.Topic)
+	}
+	if c.Thresholds.Loss != nil && (*c.Thresholds.Loss < 0 || *c.Thresholds.Loss > 1) {
+		return b, bad("--max-loss %g: want a fraction 0..1", *c.Thresholds.Loss)
+	}
+	if c.Thresholds.ConnectFailRate != nil && (*c.Thresholds.ConnectFailRate < 0 || *c.Thresholds.ConnectFailRate > 1) {
+		return b, bad("--max-connect-fail-rate %g: want a fraction 0..1", *c.Thresholds.ConnectFailRate)
+	}
+	if c.Broker == "" {
+		return b, nil
+	}
+	u, err := url.Parse(c.Broker)
+	if err != nil || u.Host == "" {
+		return b, bad("--broker %q: want tcp://HOST:PORT or mqtts://HOST:PORT", c.Broker)
+	}
+	port := u.Port()
+	switch u.Scheme {
+	case "tcp", "mqtt":
+		if port == "" {
+			port = "1883"
+		}
+	case "mqtts", "ssl", "tls":
+		b.tls = true
+		if port == "" {
+			port = "8883"
+		}
+	default:
+		return b, bad("--broker %q: scheme %q not supported; want tcp:// or mqtts://", c.Broker, u.Scheme)
+	}
+	if (c.CAFile != "" || c.CertFile != "") && !b.tls {
+		return b, bad("--ca/--cert given but --broker %q is not mqtts://", c.Broker)
+	}
+	if (c.CertFile == "") != (c.KeyFile == "") {
+		return b, bad("--cert and --key go together (a client certificate needs its key)")
+	}
+	b.hostport = net.JoinHostPort(u.Hostname(), port)
+	return b, nil
+}
+
+// tlsConfig builds the client TLS config from CAFile/CertFile/KeyFile.
+func (c *Config) tlsConfig(host string) (*tls.Config, error) {
+	tc := &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12, ClientSessionCache: tls.NewLRUClientSessionCache(1024)}
+	if c.CAFile != "" {
+		pem, err := os.ReadFile(c.CAFile)
+		if err != nil {
+			return nil, exitcode.BadInputf("--ca %s: %v", c.CAFile, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, exitcode.BadInputf("--ca %s: no PEM certificate found", c.CAFile)
+		}
+		tc.RootCAs = pool
+	}
+	if c.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		if err != nil {
+			return nil, exitcode.BadInputf("--cert %s / --key %s: %v", c.CertFile, c.KeyFile, err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}
+
+// parseSourceIPs turns "a-b", "a,b,c" or an interface name into addresses.
+func parseSourceIPs(s string) ([]net.IP, error) {
+	if s == "" {
+		return nil, nil
+	}
+	if ifi, err := net.InterfaceByName(s); err == nil {
+		addrs, err := ifi.Addrs()
+		if err != nil {
+			return nil, exitcode.Environmentf("--source-ips %s: reading the interface's addresses: %v", s, err)
+		}
+		var ips []net.IP
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil {
+				ips = append(ips, n.IP)
+			}
+		}
+		if len(ips) == 0 {
+			return nil, exitcode.BadInputf("--source-ips %s: interface has no IPv4 address", s)
+		}
+		return ips, nil
+	}
+	var ips []net.IP
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if lo, hi, ok := strings.Cut(part, "-"); ok {
+			a, b := net.ParseIP(lo).To4(), net.ParseIP(hi).To4()
+			if a == nil || b == nil {
+				return nil, exitcode.BadInputf("--source-ips %q: range %q needs two IPv4 addresses, e.g. 127.0.0.2-127.0.0.9", s, part)
+			}
+			x, y := ip4int(a), ip4int(b)
+			if y < x || y-x > 65535 {
+				return nil, exitcode.BadInputf("--source-ips %q: range %q is reversed or longer than 65536 addresses", s, part)
+			}
+			for v := x; v <= y; v++ {
+				ips = append(ips, net.IPv4(byte(v>>24), byte(v>>16), byte(v>>8), byte(v)))
+			}
+			continue
+		}
+		ip := net.ParseIP(part)
+		if ip == nil {
+			return nil, exitcode.BadInputf("--source-ips %q: %q is neither an address, a range a-b nor an interface name", s, part)
+		}
+		ips = append(ips, ip)
+	}
+	return ips, nil
+}
+
+func ip4int(ip net.IP) uint32 {
+	return uint32(ip[0])<<24 | uint32(ip[1])<<16 | uint32(ip[2])<<8 | uint32(ip[3])
+}
+
+// expand fills a {client}/{run} pattern.
+func expand(pattern, run string, client int) string {
+	s := strings.ReplaceAll(pattern, "{run}", run)
+	return strings.ReplaceAll(s, "{client}", strconv.Itoa(client))
+}
+
+// filterFor turns a topic pattern into the subscription filter that
+// matches every client's topic: each level holding {client} becomes +.
+func filterFor(pattern, run string) string {
+	levels := strings.Split(strings.ReplaceAll(pattern, "{run}", run), "/")
+	for i, l := range levels {
+		if strings.Contains(l, "{client}") {
+			levels[i] = "+"
+		}
+	}
+	return strings.Join(levels, "/")
+}
+
+func (c *Config) String() string {
+	b := c.Broker
+	if b == "" {
+		b = "embedded"
+	}
+	return fmt.Sprintf("broker=%s clients=%d conn_rate=%g/s qos=%d size=%dB pub_interval=%v duration=%v subscribers=%d mqtt=%s",
+		b, c.Clients, c.ConnRate, c.QoS, c.Size, c.PubInterval, c.Duration, c.Subscribers, c.MQTTVersion)
+}

@@ -1,0 +1,104 @@
+package mqtt
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hostprep/hostprep/loadprobe/latency"
+	"github.com/schollz/progressbar/v3"
+)
+
+// progress samples the counters once a second into Result.Series and
+// shows a progress line on cfg.Progress.
+type progress struct {
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+func (p *progress) stop() {
+	close(p.done)
+	p.wg.Wait()
+}
+
+func (r *run) startProgress(res *Result) *progress {
+	p := &progress{done: make(chan struct{})}
+	cfg := &r.cfg
+	var bar *progressbar.ProgressBar
+	if cfg.Progress != nil && cfg.ProgressTTY {
+		bar = progressbar.NewOptions(cfg.Clients,
+			progressbar.OptionSetWriter(cfg.Progress),
+			progressbar.OptionSetDescription("connecting"),
+			progressbar.OptionSetWidth(20),
+			progressbar.OptionThrottle(200*time.Millisecond),
+			progressbar.OptionClearOnFinish(),
+		)
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		var lastPub, lastAck, lastRecv int64
+		start := time.Now()
+		lastPrint := start
+		ack, e2e := latency.New(), latency.New()
+		for {
+			select {
+			case <-p.done:
+				if bar != nil {
+					_ = bar.Finish()
+				}
+				return
+			case <-t.C:
+			}
+			ack.Reset()
+			e2e.Reset()
+			for _, s := range r.shards {
+				s.mu.Lock()
+				ack.Merge(s.winAck)
+				e2e.Merge(s.winE2E)
+				s.winAck.Reset()
+				s.winE2E.Reset()
+				s.mu.Unlock()
+			}
+			pub, ak, rc := r.published.Load(), r.acked.Load(), r.received.Load()
+			sec := Second{
+				T:         len(res.Series) + 1,
+				Connected: r.connected.Load(),
+				Published: pub - lastPub,
+				Acked:     ak - lastAck,
+				Received:  rc - lastRecv,
+				AckP95:    float64(ack.Quantile(95)) / 1e6,
+				E2EP95:    float64(e2e.Quantile(95)) / 1e6,
+			}
+			lastPub, lastAck, lastRecv = pub, ak, rc
+			res.Series = append(res.Series, sec)
+			line := fmt.Sprintf("connected %d/%d, %d msg/s out, %d msg/s in, e2e p95 %.1f ms, failed conns %d",
+				sec.Connected, cfg.Clients, sec.Published, sec.Received, sec.E2EP95, r.failedSoFar())
+			switch {
+			case bar != nil:
+				bar.Describe(line)
+				_ = bar.Set(int(sec.Connected))
+			case cfg.Progress != nil && time.Since(lastPrint) >= cfg.ProgressEvery:
+				lastPrint = time.Now()
+				fmt.Fprintf(cfg.Progress, "mqtt probe %3.0fs: %s\n", time.Since(start).Seconds(), line)
+			}
+		}
+	}()
+	return p
+}
+
+// failedSoFar is connects failed plus connections lost, for progress.
+func (r *run) failedSoFar() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var n int64
+	for _, v := range r.connectFailed {
+		n += v
+	}
+	for _, v := range r.disconnects {
+		n += v
+	}
+	return n
+}

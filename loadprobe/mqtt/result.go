@@ -1,0 +1,417 @@
+package mqtt
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/loadprobe/latency"
+)
+
+// Result is what one probe run measured. It serialises to JSON as-is
+// (latencies in ms, see latency.Summary).
+type Result struct {
+	RunID string `json:"run_id"`
+	// Broker is the URL probed, or "embedded mochi-mqtt broker at ...".
+	Broker string `json:"broker"`
+	// BrokerNote says what an embedded-broker result measures.
+	BrokerNote string    `json:"broker_note,omitempty"`
+	Filter     string    `json:"subscription_filter"`
+	Config     Config    `json:"config"`
+	StartedAt  time.Time `json:"started_at"`
+	// RampSeconds is the connect ramp (Clients/ConnRate), the warm-up;
+	// WindowSeconds the steady-state window after it; DrainSeconds the
+	// time spent waiting for outstanding acks/deliveries after it.
+	RampSeconds   float64 `json:"ramp_s"`
+	WindowSeconds float64 `json:"window_s"`
+	DrainSeconds  float64 `json:"drain_s"`
+
+	Verdict verdict.Status  `json:"verdict"`
+	Checks  []verdict.Check `json:"checks"`
+	// Failures name what went wrong in words (broker died, acks
+	// missing, ...), for people.
+	Failures []string `json:"failures,omitempty"`
+
+	Baseline   Baseline   `json:"baseline"`
+	Connects   Connects   `json:"connects"`
+	Messages   Messages   `json:"messages"`
+	Latency    Latencies  `json:"latency"`
+	Throughput Throughput `json:"throughput"`
+	Series     []Second   `json:"series,omitempty"`
+}
+
+// Baseline is measured before the load: one client's connect and
+// PINGREQ->PINGRESP round trip, and the scheduler timer's lateness over
+// 200 x 1 ms sleeps (the probe's own jitter floor).
+type Baseline struct {
+	ConnectMs           float64         `json:"connect_ms"`
+	SubscriberConnectMs float64         `json:"subscriber_connect_ms"`
+	RoundTrip           latency.Summary `json:"round_trip"`
+	SchedulerJitter     latency.Summary `json:"scheduler_jitter"`
+}
+
+// Connects counts CONNECT attempts of the publishing clients.
+type Connects struct {
+	Target int   `json:"target"`
+	OK     int64 `json:"ok"`
+	Failed int64 `json:"failed"`
+	// FailedBy: refused, timeout, not_authorised, server_unavailable,
+	// fd_limit, no_source_port, closed_by_broker, reset, tls, canceled, other.
+	FailedBy map[string]int64 `json:"failed_by,omitempty"`
+	// Lost are established connections that ended before the run did.
+	Lost   int64            `json:"lost"`
+	LostBy map[string]int64 `json:"lost_by,omitempty"`
+	// FailRate is Failed / Target.
+	FailRate float64 `json:"fail_rate"`
+}
+
+// Messages accounts every scheduled PUBLISH. Invariants: Published =
+// Acked + Unacked (QoS>0); Received + Lost = Expected = Published.
+type Messages struct {
+	// Scheduled publish slots that fell due on a connected client.
+	Scheduled int64 `json:"scheduled"`
+	// Published were written to the socket (once; re-sends are Resent).
+	Published int64 `json:"published"`
+	// SendFailed = Scheduled - Published: the connection failed first.
+	SendFailed int64 `json:"send_failed"`
+	// Acked got PUBACK (QoS 1) or PUBCOMP (QoS 2) with a success code.
+	Acked   int64 `json:"acked"`
+	Unacked int64 `json:"unacked"`
+	// AckErrors are acks with a v5 reason code >= 0x80 (part of Unacked).
+	AckErrors int64 `json:"ack_errors"`
+	// Resent are DUP re-sends after RetryInterval (not in Published).
+	Resent int64 `json:"resent"`
+	// Expected = Published; Received counts distinct messages seen by
+	// the subscribers; Lost = Expected - Received.
+	Expected int64 `json:"expected"`
+	Received int64 `json:"received"`
+	Lost     int64 `json:"lost"`
+	// LostAfterAck: acknowledged by the broker yet never delivered.
+	LostAfterAck int64   `json:"lost_after_ack"`
+	LossRate     float64 `json:"loss_rate"`
+	Duplicated   int64   `json:"duplicated"`
+	OutOfOrder   int64   `json:"out_of_order"`
+	// Overruns: publishes issued more than 10 ms after their scheduled
+	// time (the probe or the socket fell behind the schedule).
+	Overruns int64 `json:"overruns"`
+}
+
+// Latencies in ms, all measured from the scheduled time (so a stall
+// shows up as latency, not as a lower rate). Ack and E2E cover messages
+// scheduled in the steady window; Warmup* those scheduled during the
+// connect ramp.
+type Latencies struct {
+	Connect      latency.Summary `json:"connect"`
+	Ack          latency.Summary `json:"ack"`
+	E2E          latency.Summary `json:"e2e"`
+	WarmupAck    latency.Summary `json:"warmup_ack"`
+	WarmupE2E    latency.Summary `json:"warmup_e2e"`
+	SchedulerLag latency.Summary `json:"scheduler_lag"`
+}
+
+// Throughput over the steady window (messages scheduled in it).
+type Throughput struct {
+	PublishedPerSec float64 `json:"published_per_s"`
+	ReceivedPerSec  float64 `json:"received_per_s"`
+	// RequestedPerSec is Clients / PubInterval.
+	RequestedPerSec float64 `json:"requested_per_s"`
+}
+
+// Second is one row of the per-second series (--csv).
+type Second struct {
+	T         int     `json:"t_s"`
+	Connected int64   `json:"connected"`
+	Published int64   `json:"published"`
+	Acked     int64   `json:"acked"`
+	Received  int64   `json:"received"`
+	AckP95    float64 `json:"ack_p95_ms"`
+	E2EP95    float64 `json:"e2e_p95_ms"`
+}
+
+// fill copies the counters and merged histograms into res and judges it.
+func (r *run) fill(res *Result) {
+	cfg := &r.cfg
+	merged := func(pick func(*shard) *latency.Recorder) latency.Summary {
+		m := latency.New()
+		for _, s := range r.shards {
+			s.mu.Lock()
+			m.Merge(pick(s))
+			s.mu.Unlock()
+		}
+		return m.Summary()
+	}
+	res.Latency = Latencies{
+		Connect:   merged(func(s *shard) *latency.Recorder { return s.connect }),
+		Ack:       merged(func(s *shard) *latency.Recorder { return s.ack }),
+		E2E:       merged(func(s *shard) *latency.Recorder { return s.e2e }),
+		WarmupAck: merged(func(s *shard) *latency.Recorder { return s.warmAck }),
+		WarmupE2E: merged(func(s *shard) *latency.Recorder { return s.warmE2E }),
+	}
+	res.Latency.SchedulerLag = r.schedLag.Summary()
+
+	r.mu.Lock()
+	cn := Connects{Target: cfg.Clients, OK: r.connectOK, FailedBy: map[string]int64{}, LostBy: map[string]int64{}}
+	for k, v := range r.connectFailed {
+		cn.FailedBy[k] = v
+		cn.Failed += v
+	}
+	for k, v := range r.disconnects {
+		cn.LostBy[k] = v
+		cn.Lost += v
+	}
+	first := map[string]string{}
+	for k, v := range r.firstFailure {
+		first[k] = v
+	}
+	r.mu.Unlock()
+	// Clients never attempted (run ended early) count as failed: canceled.
+	if missing := int64(cfg.Clients) - cn.OK - cn.Failed; missing > 0 {
+		cn.FailedBy["not_attempted"] += missing
+		cn.Failed += missing
+	}
+	cn.FailRate = float64(cn.Failed) / float64(cfg.Clients)
+	res.Connects = cn
+
+	m := Messages{
+		Scheduled: r.scheduled.Load(),
+		Published: r.published.Load(),
+		Acked:     r.acked.Load(),
+		AckErrors: r.ackErrors.Load(),
+		Resent:    r.resent.Load(),
+		Overruns:  r.overruns.Load(),
+	}
+	m.SendFailed = m.Scheduled - m.Published
+	if cfg.QoS > 0 {
+		m.Unacked = m.Published - m.Acked
+	}
+	// Count only deliveries of messages that were published (a write
+	// that failed half-way may still have reached the broker).
+	var unexpected int64
+	r.trackMu.Lock()
+	for i := range r.track {
+		var pubs uint32
+		if c := r.conns[i].Load(); c != nil {
+			c.mu.Lock()
+			pubs = c.seq
+			c.mu.Unlock()
+		}
+		t := &r.track[i]
+		if t.maxSeq >= int64(pubs) {
+			for s := uint32(pubs); int64(s) <= t.maxSeq; s++ {
+				if t.bits[s/64]&(1<<(s%64)) != 0 {
+					unexpected++
+				}
+			}
+		}
+	}
+	r.trackMu.Unlock()
+	m.Expected = m.Published
+	m.Received = r.received.Load() - unexpected
+	m.Lost = m.Expected - m.Received
+	if m.Expected > 0 {
+		m.LossRate = float64(m.Lost) / float64(m.Expected)
+	}
+	if cfg.QoS > 0 && m.Lost > m.Unacked {
+		m.LostAfterAck = m.Lost - m.Unacked
+	}
+	m.Duplicated = r.dup.Load()
+	m.OutOfOrder = r.ooo.Load()
+	res.Messages = m
+	if res.WindowSeconds > 0 {
+		res.Throughput = Throughput{
+			PublishedPerSec: float64(r.winPublished.Load()) / res.WindowSeconds,
+			ReceivedPerSec:  float64(r.winReceived.Load()) / res.WindowSeconds,
+		}
+	}
+	res.Throughput.RequestedPerSec = float64(cfg.Clients) / cfg.PubInterval.Seconds()
+
+	// Failures in words.
+	if cn.Failed > 0 {
+		res.Failures = append(res.Failures, fmt.Sprintf("%d of %d connects failed: %s", cn.Failed, cfg.Clients, byReason(cn.FailedBy, first, "connect:")))
+	}
+	if cn.Lost > 0 {
+		res.Failures = append(res.Failures, fmt.Sprintf("%d established connections were lost mid-run: %s", cn.Lost, byReason(cn.LostBy, first, "conn:")))
+	}
+	if m.Unacked > 0 {
+		res.Failures = append(res.Failures, fmt.Sprintf("%d of %d QoS %d publishes got no PUBACK/PUBCOMP within the %v grace", m.Unacked, m.Published, cfg.QoS, cfg.Grace))
+	}
+	if m.Lost > 0 {
+		res.Failures = append(res.Failures, fmt.Sprintf("%d of %d published messages never reached a subscriber (%d of them acknowledged by the broker)", m.Lost, m.Expected, m.LostAfterAck))
+	}
+	if m.Overruns > 0 {
+		res.Failures = append(res.Failures, fmt.Sprintf("the probe fell behind its schedule %d times (> %v late): the probe or the socket was the bottleneck", m.Overruns, overrunThreshold))
+	}
+	res.Checks = judge(cfg, res)
+	res.Verdict = verdict.Worst(res.Checks)
+}
+
+func byReason(m map[string]int64, first map[string]string, prefix string) string {
+	var parts []string
+	for _, k := range sortedKeys(m) {
+		p := fmt.Sprintf("%s %d", k, m[k])
+		if e, ok := first[prefix+k]; ok {
+			p += fmt.Sprintf(" (first: %s)", e)
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// judge turns the thresholds into checks: mqtt.loss,
+// mqtt.connect_fail_rate, mqtt.connect_p95, mqtt.ack_p95, mqtt.e2e_p99,
+// mqtt.connections_lost, mqtt.schedule.
+func judge(cfg *Config, res *Result) []verdict.Check {
+	t := cfg.Thresholds
+	var cs []verdict.Check
+	frac := func(id, what string, got float64, max *float64, remedy string) {
+		c := verdict.Check{ID: id, Observed: fmt.Sprintf("%.4f%%", got*100)}
+		if max == nil {
+			c.Status, c.Summary = verdict.Skip, what+": no threshold"
+		} else {
+			c.Expected = fmt.Sprintf("<= %.4f%%", *max*100)
+			c.Status = verdict.Pass
+			if got > *max {
+				c.Status, c.Remedy = verdict.Fail, remedy
+			}
+			c.Summary = fmt.Sprintf("%s %s (limit %s)", what, c.Observed, c.Expected)
+		}
+		cs = append(cs, c)
+	}
+	dur := func(id, what string, got float64, n int64, max time.Duration, remedy string) {
+		c := verdict.Check{ID: id, Observed: fmt.Sprintf("%.3f ms", got)}
+		switch {
+		case max <= 0:
+			c.Status, c.Summary = verdict.Skip, what+": no threshold"
+		case n == 0:
+			c.Status, c.Summary = verdict.Fail, what+": nothing was measured"
+			c.Expected = fmt.Sprintf("<= %v", max)
+			c.Remedy = "see the failures above: no sample reached this point"
+		default:
+			c.Expected = fmt.Sprintf("<= %.3f ms", float64(max)/1e6)
+			c.Status = verdict.Pass
+			if latency.Duration(got) > max {
+				c.Status, c.Remedy = verdict.Fail, remedy
+			}
+			c.Summary = fmt.Sprintf("%s %s (limit %s)", what, c.Observed, c.Expected)
+		}
+		cs = append(cs, c)
+	}
+	m := res.Messages
+	frac("mqtt.loss", "messages lost", m.LossRate, t.Loss,
+		"check the broker's queue limits (mosquitto max_queued_messages), subscriber speed and the failures above")
+	if m.Expected == 0 && t.Loss != nil {
+		cs[len(cs)-1].Status = verdict.Fail
+		cs[len(cs)-1].Summary = "no message was published: loss cannot be judged"
+	}
+	frac("mqtt.connect_fail_rate", "connects failed", res.Connects.FailRate, t.ConnectFailRate,
+		"see connects failed by reason: fd limit (ulimit -n), listen backlog (net.core.somaxconn), broker max_connections, ephemeral ports")
+	dur("mqtt.connect_p95", "connect p95 (scheduled -> CONNACK)", res.Latency.Connect.P95, res.Latency.Connect.Count, t.ConnectP95,
+		"lower --conn-rate or raise net.core.somaxconn / net.ipv4.tcp_max_syn_backlog and the broker's accept rate")
+	if cfg.QoS > 0 {
+		dur("mqtt.ack_p95", "publish -> ack p95", res.Latency.Ack.P95, res.Latency.Ack.Count, t.AckP95,
+			"the broker acknowledges slowly: check its CPU, persistence and inflight limits")
+	} else {
+		cs = append(cs, verdict.Check{ID: "mqtt.ack_p95", Status: verdict.Skip, Summary: "QoS 0 has no PUBACK"})
+	}
+	dur("mqtt.e2e_p99", "end-to-end p99", res.Latency.E2E.P99, res.Latency.E2E.Count, t.E2EP99,
+		"deliveries are slow: check the broker's CPU and the subscribers (more --subscribers with a shared subscription)")
+	lost := verdict.Check{ID: "mqtt.connections_lost", Status: verdict.Pass, Observed: strconv.FormatInt(res.Connects.Lost, 10), Expected: "0",
+		Summary: fmt.Sprintf("%d established connections lost mid-run", res.Connects.Lost)}
+	if res.Connects.Lost > 0 {
+		lost.Status = verdict.Fail
+		lost.Remedy = "the broker closed or reset connections: see lost by reason and the broker's log"
+	}
+	cs = append(cs, lost)
+	sch := verdict.Check{ID: "mqtt.schedule", Status: verdict.Pass, Observed: fmt.Sprintf("%d overruns", m.Overruns), Expected: "0",
+		Summary: fmt.Sprintf("probe kept its schedule (%d publishes > %v late)", m.Overruns, overrunThreshold)}
+	if m.Scheduled > 0 && float64(m.Overruns)/float64(m.Scheduled) > 0.01 {
+		sch.Status = verdict.Warn
+		sch.Summary = fmt.Sprintf("the probe fell behind its schedule for %d of %d publishes: latencies include the probe's own delay", m.Overruns, m.Scheduled)
+		sch.Remedy = "run the probe on another host or lower the rate; see the calibration's scheduler jitter"
+	}
+	cs = append(cs, sch)
+	return cs
+}
+
+// WriteText prints the result as a human table.
+func (res *Result) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	p := func(f string, a ...any) { fmt.Fprintf(tw, f, a...) }
+	c := res.Config
+	p("MQTT probe\t%s\n", res.Broker)
+	if res.BrokerNote != "" {
+		p("\t%s\n", res.BrokerNote)
+	}
+	p("load\t%d clients at %g conn/s, QoS %d, %d B every %v, window %.0fs after a %.1fs ramp, MQTT %s, %d subscriber(s) on %s\n",
+		c.Clients, c.ConnRate, c.QoS, c.Size, c.PubInterval, res.WindowSeconds, res.RampSeconds, c.MQTTVersion, c.Subscribers, res.Filter)
+	b := res.Baseline
+	p("baseline\tconnect %.3f ms, round trip p50 %.3f ms max %.3f ms, scheduler jitter p50 %.3f ms p99 %.3f ms\n",
+		b.ConnectMs, b.RoundTrip.P50, b.RoundTrip.Max, b.SchedulerJitter.P50, b.SchedulerJitter.P99)
+	cn := res.Connects
+	p("connects\t%d ok, %d failed%s, %d lost mid-run%s\n", cn.OK, cn.Failed, reasons(cn.FailedBy), cn.Lost, reasons(cn.LostBy))
+	m := res.Messages
+	p("messages\tscheduled %d, published %d, acked %d, unacked %d, received %d, lost %d, duplicated %d, out of order %d, overruns %d\n",
+		m.Scheduled, m.Published, m.Acked, m.Unacked, m.Received, m.Lost, m.Duplicated, m.OutOfOrder, m.Overruns)
+	p("throughput\t%.1f msg/s published, %.1f msg/s received (requested %.1f msg/s)\n",
+		res.Throughput.PublishedPerSec, res.Throughput.ReceivedPerSec, res.Throughput.RequestedPerSec)
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "latency (ms)\tcount\tmin\tp50\tp90\tp95\tp99\tp99.9\tmax\t\n")
+	row := func(name string, s latency.Summary) {
+		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t\n", name, s.Count, s.Min, s.P50, s.P90, s.P95, s.P99, s.P999, s.Max)
+	}
+	row("connect", res.Latency.Connect)
+	if c.QoS > 0 {
+		row("publish->ack", res.Latency.Ack)
+	}
+	row("end-to-end", res.Latency.E2E)
+	if c.QoS > 0 {
+		row("warm-up ack", res.Latency.WarmupAck)
+	}
+	row("warm-up e2e", res.Latency.WarmupE2E)
+	row("scheduler lag", res.Latency.SchedulerLag)
+	tw.Flush()
+	fmt.Fprintln(w)
+	for _, f := range res.Failures {
+		fmt.Fprintf(w, "failure: %s\n", f)
+	}
+	for _, ch := range res.Checks {
+		fmt.Fprintf(w, "%-5s %-24s %s\n", ch.Status, ch.ID, ch.Summary)
+		if ch.Remedy != "" && ch.Status != verdict.Pass {
+			fmt.Fprintf(w, "      fix: %s\n", ch.Remedy)
+		}
+	}
+	_, err := fmt.Fprintf(w, "verdict: %s\n", res.Verdict)
+	return err
+}
+
+func reasons(m map[string]int64) string {
+	if len(m) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, k := range sortedKeys(m) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// WriteCSV writes the per-second series: t_s, connected, published,
+// acked, received (per second) and ack/e2e p95 in ms.
+func (res *Result) WriteCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	_ = cw.Write([]string{"t_s", "connected", "published_per_s", "acked_per_s", "received_per_s", "ack_p95_ms", "e2e_p95_ms"})
+	for _, s := range res.Series {
+		_ = cw.Write([]string{strconv.Itoa(s.T), strconv.FormatInt(s.Connected, 10), strconv.FormatInt(s.Published, 10),
+			strconv.FormatInt(s.Acked, 10), strconv.FormatInt(s.Received, 10),
+			strconv.FormatFloat(s.AckP95, 'f', 3, 64), strconv.FormatFloat(s.E2EP95, 'f', 3, 64)})
+	}
+	cw.Flush()
+	return cw.Error()
+}

@@ -1,0 +1,767 @@
+package mqtt
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/loadprobe/latency"
+	"golang.org/x/sys/unix"
+)
+
+// overrunThreshold: a publish dispatched more than this after its
+// scheduled time counts as an overrun (the probe fell behind schedule).
+const overrunThreshold = 10 * time.Millisecond
+
+// fdHeadroom is kept free of connections for the process's own files,
+// listeners, resolver and logs.
+const fdHeadroom = 64
+
+const shards = 16
+
+// shard is a lock-protected set of histograms; goroutines record into the
+// shard of their client number and the shards are merged at the end.
+type shard struct {
+	mu                         sync.Mutex
+	connect                    *latency.Recorder
+	ack, e2e, warmAck, warmE2E *latency.Recorder
+	winAck, winE2E             *latency.Recorder // current second
+}
+
+func newShard() *shard {
+	return &shard{connect: latency.New(), ack: latency.New(), e2e: latency.New(),
+		warmAck: latency.New(), warmE2E: latency.New(), winAck: latency.New(), winE2E: latency.New()}
+}
+
+// pubTrack is what the subscribers saw of one publisher.
+type pubTrack struct {
+	bits   []uint64
+	maxSeq int64
+	count  int64
+}
+
+type run struct {
+	cfg    Config
+	addr   brokerAddr
+	tls    *tls.Config
+	srcIPs []in4
+	base   time.Time
+	runID  string
+	tag    uint32
+	topics []string
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	sched  *scheduler
+	work   chan event
+	stop   chan struct{}
+	wg     sync.WaitGroup // every goroutine the run starts
+
+	conns   []atomic.Pointer[conn]
+	subs    []*conn
+	rampEnd int64 // ns since base: end of the connect ramp
+	pubEnd  int64 // last scheduled publish is before this
+
+	// counters
+	scheduled, published, sendFailed, acked, ackErrors, strayAcks, resent atomic.Int64
+	overruns, inflight, connecting, connected                             atomic.Int64
+	winPublished, winReceived                                             atomic.Int64
+	received, dup, ooo, unexpected                                        atomic.Int64
+	stopping                                                              atomic.Bool
+
+	mu            sync.Mutex
+	connectFailed map[string]int64
+	connectOK     int64
+	disconnects   map[string]int64
+	firstFailure  map[string]string // reason -> first error text
+	schedLag      *latency.Recorder // scheduler goroutine only
+
+	shards [shards]*shard
+
+	trackMu sync.Mutex
+	track   []pubTrack
+}
+
+type in4 = []byte
+
+func (r *run) now() int64 { return int64(time.Since(r.base)) }
+
+func (r *run) shard(client int) *shard {
+	if client < 0 {
+		client = -client
+	}
+	return r.shards[client%shards]
+}
+
+func (r *run) recordAck(client int, sched, now int64) {
+	s := r.shard(client)
+	d := time.Duration(now - sched)
+	s.mu.Lock()
+	if sched < r.rampEnd {
+		s.warmAck.Record(d)
+	} else {
+		s.ack.Record(d)
+	}
+	s.winAck.Record(d)
+	s.mu.Unlock()
+}
+
+// onMessage accounts one PUBLISH received by a subscriber.
+func (r *run) onMessage(payload []byte, now int64) {
+	tag, pub, seq, sched, ok := getHeader(payload)
+	if !ok || tag != r.tag || pub < 0 || pub >= len(r.track) {
+		if ok && tag == r.tag {
+			r.unexpected.Add(1)
+		}
+		return
+	}
+	r.trackMu.Lock()
+	t := &r.track[pub]
+	w, b := int(seq/64), uint64(1)<<(seq%64)
+	for len(t.bits) <= w {
+		t.bits = append(t.bits, 0)
+	}
+	if t.bits[w]&b != 0 {
+		r.trackMu.Unlock()
+		r.dup.Add(1)
+		return
+	}
+	t.bits[w] |= b
+	t.count++
+	if int64(seq) < t.maxSeq {
+		r.ooo.Add(1)
+	} else {
+		t.maxSeq = int64(seq)
+	}
+	r.trackMu.Unlock()
+	r.received.Add(1)
+	if sched >= r.rampEnd && sched < r.pubEnd {
+		r.winReceived.Add(1)
+	}
+	s := r.shard(pub)
+	d := time.Duration(now - sched)
+	s.mu.Lock()
+	if sched < r.rampEnd {
+		s.warmE2E.Record(d)
+	} else {
+		s.e2e.Record(d)
+	}
+	s.winE2E.Record(d)
+	s.mu.Unlock()
+}
+
+func (r *run) failConnect(reason string, err error) {
+	r.mu.Lock()
+	r.connectFailed[reason]++
+	if _, ok := r.firstFailure["connect:"+reason]; !ok {
+		r.firstFailure["connect:"+reason] = err.Error()
+	}
+	r.mu.Unlock()
+}
+
+func (r *run) lostConn(reason string, err error) {
+	r.mu.Lock()
+	r.disconnects[reason]++
+	if _, ok := r.firstFailure["conn:"+reason]; !ok {
+		r.firstFailure["conn:"+reason] = err.Error()
+	}
+	r.mu.Unlock()
+}
+
+// spread is client i's publish offset within the interval: a golden-ratio
+// sequence, so any number of clients spreads evenly with no clumps.
+func spread(i int, interval time.Duration) int64 {
+	f := math.Mod(float64(i)*0.6180339887498949, 1)
+	return int64(f * float64(interval))
+}
+
+// Run runs the probe described by cfg and returns what it measured.
+//
+// Errors: exitcode.BadInput for an invalid cfg; exitcode.Environment when
+// the run could not happen (RLIMIT_NOFILE too low for Clients — checked
+// before anything starts and naming the number that fits —, broker
+// unreachable or refusing the calibration client, embedded broker failed,
+// interrupted by ctx). A run that happened returns a Result with
+// Verdict/Checks and a nil error, even when the broker failed mid-run
+// (the failure is in Result.Failures and the checks). Run returns within
+// ramp + Duration + Grace + ConnectTimeout (+ 1 s), and no goroutine it
+// started outlives it.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	cfg.fill()
+	addr, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	ips, err := parseSourceIPs(cfg.SourceIPs)
+	if err != nil {
+		return nil, err
+	}
+	embedded := cfg.Broker == ""
+	if err := checkFDs(&cfg, embedded); err != nil {
+		return nil, err
+	}
+	if err := checkPorts(&cfg, len(ips), embedded); err != nil {
+		return nil, err
+	}
+	r := &run{
+		cfg:           cfg,
+		addr:          addr,
+		base:          time.Now(),
+		connectFailed: map[string]int64{},
+		disconnects:   map[string]int64{},
+		firstFailure:  map[string]string{},
+		schedLag:      latency.New(),
+		track:         make([]pubTrack, cfg.Clients),
+		conns:         make([]atomic.Pointer[conn], cfg.Clients),
+		stop:          make(chan struct{}),
+	}
+	for _, ip := range ips {
+		r.srcIPs = append(r.srcIPs, ip)
+	}
+	for i := range r.shards {
+		r.shards[i] = newShard()
+	}
+	for i := range r.track {
+		r.track[i].maxSeq = -1
+	}
+	var rb [8]byte
+	_, _ = rand.Read(rb[:])
+	r.tag = binary.BigEndian.Uint32(rb[:4])
+	r.runID = hex.EncodeToString(rb[4:])
+	r.topics = make([]string, cfg.Clients)
+	for i := range r.topics {
+		r.topics[i] = expand(cfg.Topic, r.runID, i)
+	}
+	res := &Result{RunID: r.runID, Config: cfg, Broker: cfg.Broker, StartedAt: r.base.UTC()}
+
+	if embedded {
+		eb, err := startEmbedded()
+		if err != nil {
+			return nil, exitcode.Environmentf("starting the embedded MQTT broker on 127.0.0.1: %v", err)
+		}
+		defer eb.close()
+		r.addr = brokerAddr{hostport: eb.addr}
+		res.Broker = "embedded mochi-mqtt broker at tcp://" + eb.addr
+		res.BrokerNote = "embedded broker (measures this host's network stack and the probe itself, not a real broker)"
+	} else if addr.tls {
+		host := addr.hostport[:strings.LastIndex(addr.hostport, ":")]
+		if r.tls, err = cfg.tlsConfig(strings.Trim(host, "[]")); err != nil {
+			return nil, err
+		}
+	}
+
+	r.ctx, r.cancel = context.WithCancel(ctx)
+	defer r.cancel()
+	defer r.wg.Wait() // runs after shutdown below: nothing outlives Run
+
+	runErr := r.execute(res)
+	r.shutdown()
+	r.fill(res)
+	if runErr != nil {
+		return res, runErr
+	}
+	return res, nil
+}
+
+// execute runs the calibration, the ramp, the steady window and the
+// drain. It returns an exitcode.Environment error when the run could not
+// happen at all.
+func (r *run) execute(res *Result) error {
+	cfg := &r.cfg
+	qos := byte(cfg.QoS)
+
+	// Subscribers first: they must see every message.
+	filter := filterFor(cfg.Topic, r.runID)
+	if cfg.Subscribers > 1 {
+		filter = "$share/hostprep-" + r.runID + "/" + filter
+	}
+	res.Filter = filter
+	for i := 0; i < cfg.Subscribers; i++ {
+		t0 := r.now()
+		c, err := r.dial(r.ctx, -1-i, expand(cfg.ClientID, r.runID, 0)+"-sub"+strconv.Itoa(i), true)
+		if err != nil {
+			return r.unreachable("subscriber", err)
+		}
+		res.Baseline.SubscriberConnectMs = ms(r.now() - t0)
+		c.suback = make(chan []byte, 1)
+		r.subs = append(r.subs, c)
+		r.startReader(c)
+		if err := c.subscribe(filter, qos); err != nil {
+			return r.unreachable("subscriber", err)
+		}
+		select {
+		case codes := <-c.suback:
+			if len(codes) != 1 || codes[0] >= 0x80 {
+				return exitcode.Environmentf("broker %s refused the subscription %q (SUBACK %x): check the ACL for the probe's user, or --topic", r.addr.hostport, filter, codes)
+			}
+			if codes[0] < qos {
+				res.Failures = append(res.Failures, fmt.Sprintf("broker granted QoS %d for the subscription, lower than --qos %d", codes[0], qos))
+			}
+		case <-time.After(cfg.ConnectTimeout):
+			return exitcode.Environmentf("broker %s sent no SUBACK within %v", r.addr.hostport, cfg.ConnectTimeout)
+		case <-r.ctx.Done():
+			return r.interrupted()
+		}
+	}
+
+	// Calibration: one client's round trip and the scheduler's jitter.
+	if err := r.calibrate(res); err != nil {
+		return err
+	}
+
+	// The schedule: client i connects at start + i/R.
+	r.sched = newScheduler(r.now, cfg.Clients+cfg.Subscribers+4)
+	r.work = make(chan event, 8192)
+	start := r.now() + int64(20*time.Millisecond)
+	step := float64(time.Second) / cfg.ConnRate
+	r.rampEnd = start + int64(float64(cfg.Clients)*step)
+	r.pubEnd = r.rampEnd + int64(cfg.Duration)
+	res.RampSeconds = float64(r.rampEnd-start) / 1e9
+	res.WindowSeconds = cfg.Duration.Seconds()
+	for i := 0; i < cfg.Clients; i++ {
+		r.sched.add(event{at: start + int64(float64(i)*step), client: int32(i), kind: evConnect})
+	}
+	for i := range r.subs {
+		r.sched.add(event{at: start + int64(cfg.Keepalive/2), client: int32(-1 - i), kind: evPing})
+	}
+	if cfg.Keepalive*3/4 <= cfg.PubInterval {
+		// Publishers idle longer than keepalive/2 get a PINGREQ.
+		r.sched.add(event{at: start + int64(cfg.Keepalive/4), client: 0, kind: evPing})
+	}
+	if cfg.RetryInterval > 0 && cfg.QoS > 0 && cfg.MQTTVersion == "3.1.1" {
+		r.sched.add(event{at: start + int64(cfg.RetryInterval/4), client: 0, kind: evRetry})
+	}
+	for w := 0; w < cfg.Workers; w++ {
+		r.wg.Add(1)
+		go r.worker()
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.sched.loop(r.stop, r.fire)
+	}()
+	prog := r.startProgress(res)
+	defer prog.stop()
+
+	// Wait for the end of the steady window, or until nothing is left.
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for r.now() < r.pubEnd {
+		select {
+		case <-r.ctx.Done():
+			return r.interrupted()
+		case <-tick.C:
+		}
+		if r.now() > r.rampEnd+int64(cfg.ConnectTimeout) && r.connected.Load() == 0 && r.connecting.Load() == 0 {
+			res.Failures = append(res.Failures, fmt.Sprintf("no client connected at %.1fs: stopped early", float64(r.now()-start)/1e9))
+			break
+		}
+		if len(r.subs) > 0 && r.subsDead() {
+			res.Failures = append(res.Failures, "every subscriber lost its connection: stopped early (deliveries can no longer be counted)")
+			break
+		}
+	}
+	// Drain: outstanding acks and deliveries, bounded by Grace.
+	r.stopping.Store(true)
+	deadline := time.Now().Add(cfg.Grace)
+	for time.Now().Before(deadline) {
+		if r.inflight.Load() == 0 && r.received.Load() >= r.published.Load() && r.connecting.Load() == 0 {
+			break
+		}
+		if r.subsDead() && r.inflight.Load() == 0 {
+			break
+		}
+		select {
+		case <-r.ctx.Done():
+			return r.interrupted()
+		case <-tick.C:
+		}
+	}
+	res.DrainSeconds = cfg.Grace.Seconds() - time.Until(deadline).Seconds()
+	if res.DrainSeconds > cfg.Grace.Seconds() {
+		res.DrainSeconds = cfg.Grace.Seconds()
+	}
+	return nil
+}
+
+func (r *run) subsDead() bool {
+	for _, s := range r.subs {
+		s.mu.Lock()
+		d := s.dead
+		s.mu.Unlock()
+		if !d {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *run) interrupted() error {
+	return exitcode.Environmentf("interrupted: the run was cancelled (Ctrl-C or deadline); partial results follow")
+}
+
+// unreachable turns a failed subscriber/calibration connect into the
+// could-not-run error, with the reason and the fix.
+func (r *run) unreachable(who string, err error) error {
+	if r.ctx.Err() != nil {
+		return r.interrupted()
+	}
+	reason := classify(err)
+	hint := ""
+	switch reason {
+	case "refused":
+		hint = ": nothing listens there; start the broker or fix --broker"
+	case "timeout":
+		hint = fmt.Sprintf(": no answer within %v; check the address, firewall and that the broker is not overloaded", r.cfg.ConnectTimeout)
+	case "not_authorised":
+		hint = ": check --username and the password (--password-file or " + PasswordEnv + ")"
+	case "tls":
+		hint = ": check --ca, --cert and --key"
+	}
+	return exitcode.Environmentf("broker %s unreachable: the %s client could not connect (%s: %v)%s", r.addr.hostport, who, reason, err, hint)
+}
+
+// calibrate measures one client's connect and 20 PINGREQ->PINGRESP round
+// trips, and the scheduler timer's lateness over 200 x 1 ms sleeps.
+func (r *run) calibrate(res *Result) error {
+	t0 := r.now()
+	c, err := r.dial(r.ctx, calibClient, expand(r.cfg.ClientID, r.runID, 0)+"-calib", false)
+	if err != nil {
+		return r.unreachable("calibration", err)
+	}
+	res.Baseline.ConnectMs = ms(r.now() - t0)
+	c.pong = make(chan struct{}, 1)
+	r.startReader(c)
+	defer c.disconnect()
+	rtt := latency.New()
+	for i := 0; i < 20; i++ {
+		t := r.now()
+		if err := c.ping(); err != nil {
+			return r.unreachable("calibration", err)
+		}
+		select {
+		case <-c.pong:
+			rtt.Record(time.Duration(r.now() - t))
+		case <-time.After(r.cfg.ConnectTimeout):
+			return exitcode.Environmentf("broker %s answered no PINGREQ within %v", r.addr.hostport, r.cfg.ConnectTimeout)
+		case <-r.ctx.Done():
+			return r.interrupted()
+		}
+	}
+	res.Baseline.RoundTrip = rtt.Summary()
+	jit := latency.New()
+	tm := time.NewTimer(time.Hour)
+	defer tm.Stop()
+	for i := 0; i < 200; i++ {
+		due := time.Now().Add(time.Millisecond)
+		tm.Reset(time.Millisecond)
+		select {
+		case <-tm.C:
+		case <-r.ctx.Done():
+			return r.interrupted()
+		}
+		jit.Record(time.Since(due))
+	}
+	res.Baseline.SchedulerJitter = jit.Summary()
+	return nil
+}
+
+// startReader runs c's reader goroutine; when the connection ends it is
+// accounted as lost (unless the run is shutting down).
+func (r *run) startReader(c *conn) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.connEnded(c, c.readLoop())
+	}()
+}
+
+// stoppingNow is true once shutdown began (connections are closed on
+// purpose).
+func (r *run) stoppingNow() bool {
+	select {
+	case <-r.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// fire is called by the scheduler goroutine for each due event.
+func (r *run) fire(e event, now int64) {
+	r.schedLag.Record(time.Duration(now - e.at))
+	cfg := &r.cfg
+	switch e.kind {
+	case evConnect:
+		r.connecting.Add(1)
+		r.wg.Add(1)
+		go r.connectClient(int(e.client), e.at)
+	case evPublish:
+		if e.at >= r.pubEnd {
+			return
+		}
+		c := r.conns[e.client].Load()
+		if c == nil {
+			return
+		}
+		c.mu.Lock()
+		dead := c.dead
+		c.mu.Unlock()
+		if dead {
+			return
+		}
+		r.scheduled.Add(1)
+		if next := e.at + int64(cfg.PubInterval); next < r.pubEnd {
+			r.sched.add(event{at: next, client: e.client, kind: evPublish})
+		}
+		select {
+		case r.work <- e:
+		case <-r.stop:
+		}
+	case evPing, evRetry:
+		step := cfg.Keepalive / 2
+		if e.client >= 0 {
+			step = cfg.Keepalive / 4
+		}
+		if e.kind == evRetry {
+			step = cfg.RetryInterval / 4
+		}
+		r.sched.add(event{at: e.at + int64(step), client: e.client, kind: e.kind})
+		select {
+		case r.work <- e:
+		case <-r.stop:
+		}
+	}
+}
+
+// worker performs scheduled writes.
+func (r *run) worker() {
+	defer r.wg.Done()
+	e := &encoder{payload: make([]byte, r.cfg.Size)}
+	for {
+		var ev event
+		select {
+		case <-r.stop:
+			return
+		case ev = <-r.work:
+		}
+		switch ev.kind {
+		case evPublish:
+			if late := r.now() - ev.at; late > int64(overrunThreshold) {
+				r.overruns.Add(1)
+			}
+			c := r.conns[ev.client].Load()
+			if err := c.publish(e, ev.at); err != nil {
+				r.sendFailed.Add(1)
+				if !errors.Is(err, net.ErrClosed) {
+					c.fail(err) // the reader accounts the lost connection
+				}
+				continue
+			}
+			r.published.Add(1)
+			if ev.at >= r.rampEnd {
+				r.winPublished.Add(1)
+			}
+		case evPing:
+			if ev.client < 0 {
+				if i := int(-1 - ev.client); i < len(r.subs) {
+					_ = r.subs[i].ping()
+				}
+			} else {
+				for i := range r.conns {
+					if c := r.conns[i].Load(); c != nil && r.now()-c.lastSentAtomic() > int64(r.cfg.Keepalive/2) {
+						_ = c.ping()
+					}
+				}
+			}
+		case evRetry:
+			older := r.now() - int64(r.cfg.RetryInterval)
+			for i := range r.conns {
+				if c := r.conns[i].Load(); c != nil {
+					r.resent.Add(int64(c.resend(e, older)))
+				}
+			}
+		}
+	}
+}
+
+// connectClient dials client i (scheduled at sched) and becomes its
+// reader goroutine.
+func (r *run) connectClient(i int, sched int64) {
+	defer r.wg.Done()
+	c, err := r.dial(r.ctx, i, expand(r.cfg.ClientID, r.runID, i), false)
+	now := r.now()
+	if err != nil {
+		r.connecting.Add(-1)
+		if r.ctx.Err() == nil && !r.stoppingNow() {
+			r.failConnect(classify(err), err)
+		} else {
+			r.failConnect("canceled", err)
+		}
+		return
+	}
+	s := r.shard(i)
+	s.mu.Lock()
+	s.connect.Record(time.Duration(now - sched))
+	s.mu.Unlock()
+	r.mu.Lock()
+	r.connectOK++
+	r.mu.Unlock()
+	r.conns[i].Store(c)
+	r.connected.Add(1)
+	r.connecting.Add(-1)
+	if r.stoppingNow() {
+		c.close()
+		return
+	}
+	// First publish: the first slot of client i's fixed grid (connect
+	// time + spread offset + k*interval) that is not already past.
+	iv := int64(r.cfg.PubInterval)
+	first := sched + spread(i, r.cfg.PubInterval)
+	if first < now {
+		first += ((now - first + iv - 1) / iv) * iv
+	}
+	if first < r.pubEnd {
+		r.sched.add(event{at: first, client: int32(i), kind: evPublish})
+	}
+	err = c.readLoop()
+	r.connEnded(c, err)
+}
+
+// connEnded accounts a connection whose reader returned err: lost, unless
+// the run closed it on purpose while shutting down.
+func (r *run) connEnded(c *conn, err error) {
+	c.mu.Lock()
+	c.dead = true
+	if c.failErr != nil {
+		err = c.failErr
+	}
+	byUs := c.byUs && c.failErr == nil
+	c.mu.Unlock()
+	_ = c.nc.Close()
+	if c.client >= 0 {
+		r.connected.Add(-1)
+	}
+	if !byUs && !r.stoppingNow() {
+		r.lostConn(classify(err), err)
+		slog.Debug("mqtt connection lost", "client", c.client, "err", err)
+	}
+}
+
+func (c *conn) lastSentAtomic() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lastSent
+}
+
+// shutdown stops the scheduler and workers, disconnects every client and
+// waits (bounded by socket close) for every goroutine of the run.
+func (r *run) shutdown() {
+	select {
+	case <-r.stop:
+	default:
+		close(r.stop)
+	}
+	r.cancel() // aborts dials in progress
+	for i := range r.conns {
+		if c := r.conns[i].Load(); c != nil {
+			c.disconnect()
+		}
+	}
+	for _, c := range r.subs {
+		c.disconnect()
+	}
+}
+
+func ms(ns int64) float64 { return float64(ns) / 1e6 }
+
+// checkFDs refuses a run RLIMIT_NOFILE cannot hold, before anything
+// starts: each client needs one fd, plus the broker's side when the broker
+// is embedded.
+func checkFDs(cfg *Config, embedded bool) error {
+	limit := cfg.NoFileLimit
+	if limit == 0 {
+		var rl unix.Rlimit
+		if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
+			return nil
+		}
+		if rl.Cur < rl.Max { // Go raises it at start; make sure
+			rl2 := unix.Rlimit{Cur: rl.Max, Max: rl.Max}
+			if unix.Setrlimit(unix.RLIMIT_NOFILE, &rl2) == nil {
+				rl.Cur = rl.Max
+			}
+		}
+		limit = rl.Cur
+	}
+	per := uint64(1)
+	if embedded {
+		per = 2
+	}
+	need := uint64(cfg.Clients+cfg.Subscribers+1)*per + fdHeadroom
+	if need <= limit {
+		return nil
+	}
+	fits := 0
+	if limit > fdHeadroom+uint64(cfg.Subscribers+1)*per {
+		fits = int((limit-fdHeadroom)/per) - cfg.Subscribers - 1
+	}
+	where := ""
+	if embedded {
+		where = " (2 per client: the embedded broker's side is in this process too)"
+	}
+	return exitcode.Environmentf("RLIMIT_NOFILE %d is too low for --clients %d: the run needs about %d file descriptors%s; at most %d clients fit. Raise the limit (ulimit -n, LimitNOFILE= in the unit, or `hostprep tune`), lower --clients, or use an external --broker",
+		limit, cfg.Clients, need, where, fits)
+}
+
+// checkPorts refuses a run that needs more source ports towards one
+// broker address than the ephemeral port range has.
+func checkPorts(cfg *Config, nIPs int, embedded bool) error {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return nil
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return nil
+	}
+	lo, _ := strconv.Atoi(f[0])
+	hi, _ := strconv.Atoi(f[1])
+	ports := hi - lo + 1
+	if nIPs < 1 {
+		nIPs = 1
+	}
+	need := (cfg.Clients + cfg.Subscribers + 1 + nIPs - 1) / nIPs
+	if need <= ports {
+		return nil
+	}
+	return exitcode.Environmentf("--clients %d needs %d source ports per source address towards one broker address, but net.ipv4.ip_local_port_range %q gives %d: widen the range (hostprep tune) or spread over more addresses with --source-ips (e.g. 127.0.0.2-127.0.0.9)",
+		cfg.Clients, need, strings.TrimSpace(string(b)), ports)
+}
+
+// sortedKeys returns m's keys sorted.
+func sortedKeys(m map[string]int64) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+var _ = verdict.Pass
