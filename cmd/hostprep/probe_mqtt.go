@@ -1,0 +1,190 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/loadprobe/mqtt"
+	"github.com/hostprep/hostprep/profiles"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+func init() {
+	probeSubcommands = append(probeSubcommands, newProbeMQTTCmd)
+}
+
+func newProbeMQTTCmd() *cobra.Command {
+	var (
+		cfg                        = mqtt.Defaults()
+		profile, passwordFile      string
+		output, csvFile            string
+		maxLoss, maxConnectFail    float64
+		connectP95, ackP95, e2eP99 time.Duration
+		th                         = mqtt.DefaultThresholds()
+	)
+	c := &cobra.Command{
+		Use:   "mqtt",
+		Short: "Open-loop MQTT mini-load: N clients connect and publish on a fixed schedule; every message is counted at the subscribers",
+		Long: `Connects --clients at --conn-rate (client i at i/rate), each publishing a
+--size byte message every --pub-interval, for --duration after the connect
+ramp, and counts every message again at --subscribers. Latencies are measured
+from the scheduled time (no coordinated omission) and reported as p50, p90,
+p95, p99, p99.9 and max in ms. Without --broker an embedded broker runs on a
+loopback port in this process (it measures this host and the probe itself).
+
+The password comes from --password-file or $` + mqtt.PasswordEnv + ` and is
+never printed. Exit codes: 0 pass, 1 a threshold failed, 2 bad input,
+3 could not run (broker unreachable, RLIMIT_NOFILE too low, interrupted).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output, "text", "json"); err != nil {
+				return err
+			}
+			f := cmd.Flags()
+			if profile != "" {
+				p, err := profiles.Load(profile, nil)
+				if err != nil {
+					return err
+				}
+				if p.Probe.MQTT == nil {
+					return exitcode.BadInputf("--profile %s has no probe.mqtt section: add one or pass the load as flags", profile)
+				}
+				base := mqtt.ConfigFromProfile(p.Probe.MQTT)
+				// Flags given explicitly win over the profile.
+				keep := cfg
+				cfg = base
+				over := map[string]func(){
+					"broker": func() { cfg.Broker = keep.Broker }, "clients": func() { cfg.Clients = keep.Clients },
+					"conn-rate": func() { cfg.ConnRate = keep.ConnRate }, "qos": func() { cfg.QoS = keep.QoS },
+					"size": func() { cfg.Size = keep.Size }, "pub-interval": func() { cfg.PubInterval = keep.PubInterval },
+					"keepalive": func() { cfg.Keepalive = keep.Keepalive }, "duration": func() { cfg.Duration = keep.Duration },
+				}
+				for name, set := range over {
+					if f.Changed(name) {
+						set()
+					}
+				}
+				// The profile has no fields for these: keep the flags.
+				cfg.CAFile, cfg.CertFile, cfg.KeyFile, cfg.Username = keep.CAFile, keep.CertFile, keep.KeyFile, keep.Username
+				cfg.MQTTVersion, cfg.Topic, cfg.ClientID, cfg.SourceIPs = keep.MQTTVersion, keep.Topic, keep.ClientID, keep.SourceIPs
+				cfg.Subscribers, cfg.ConnectTimeout, cfg.Grace, cfg.RetryInterval = keep.Subscribers, keep.ConnectTimeout, keep.Grace, keep.RetryInterval
+				th = cfg.Thresholds
+			}
+			if f.Changed("max-loss") {
+				th.Loss = &maxLoss
+			}
+			if f.Changed("max-connect-fail-rate") {
+				th.ConnectFailRate = &maxConnectFail
+			}
+			if f.Changed("connect-p95") {
+				th.ConnectP95 = connectP95
+			}
+			if f.Changed("ack-p95") {
+				th.AckP95 = ackP95
+			}
+			if f.Changed("e2e-p99") {
+				th.E2EP99 = e2eP99
+			}
+			cfg.Thresholds = th
+			switch {
+			case passwordFile != "":
+				b, err := os.ReadFile(passwordFile)
+				if err != nil {
+					return exitcode.BadInputf("--password-file %s: %v", passwordFile, err)
+				}
+				cfg.Password = strings.TrimRight(string(b), "\r\n")
+			default:
+				cfg.Password = os.Getenv(mqtt.PasswordEnv)
+			}
+			if csvFile != "" {
+				fh, err := os.Create(csvFile)
+				if err != nil {
+					return exitcode.BadInputf("--csv %s: %v", csvFile, err)
+				}
+				fh.Close()
+			}
+			cfg.Progress = cmd.ErrOrStderr()
+			cfg.ProgressTTY = term.IsTerminal(int(os.Stderr.Fd()))
+
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			res, runErr := mqtt.Run(ctx, cfg)
+			if res != nil {
+				out := cmd.OutOrStdout()
+				if output == "json" {
+					enc := json.NewEncoder(out)
+					enc.SetIndent("", "  ")
+					if err := enc.Encode(res); err != nil {
+						return err
+					}
+				} else if err := res.WriteText(out); err != nil {
+					return err
+				}
+				if csvFile != "" {
+					fh, err := os.Create(csvFile)
+					if err != nil {
+						return exitcode.Environmentf("--csv %s: %v", csvFile, err)
+					}
+					if err := res.WriteCSV(fh); err != nil {
+						fh.Close()
+						return exitcode.Environmentf("--csv %s: %v", csvFile, err)
+					}
+					if err := fh.Close(); err != nil {
+						return exitcode.Environmentf("--csv %s: %v", csvFile, err)
+					}
+				}
+			}
+			if runErr != nil {
+				return runErr
+			}
+			if res.Verdict == verdict.Fail {
+				var failed []string
+				for _, ch := range res.Checks {
+					if ch.Status == verdict.Fail {
+						failed = append(failed, ch.ID)
+					}
+				}
+				return exitcode.Failedf("probe mqtt: %s failed", strings.Join(failed, ", "))
+			}
+			return nil
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&profile, "profile", "", "take the load and thresholds from this profile's probe.mqtt section (built-in name or file); flags given explicitly win")
+	fl.StringVar(&cfg.Broker, "broker", "", "broker URL tcp://HOST:PORT or mqtts://HOST:PORT; empty starts the embedded broker on 127.0.0.1")
+	fl.StringVar(&cfg.CAFile, "ca", "", "PEM CA bundle for mqtts://")
+	fl.StringVar(&cfg.CertFile, "cert", "", "PEM client certificate for mqtts://")
+	fl.StringVar(&cfg.KeyFile, "key", "", "PEM client key for mqtts://")
+	fl.StringVar(&cfg.Username, "username", "", "MQTT username")
+	fl.StringVar(&passwordFile, "password-file", "", "file holding the MQTT password (else $"+mqtt.PasswordEnv+"); never printed")
+	fl.StringVar(&cfg.MQTTVersion, "mqtt-version", cfg.MQTTVersion, "MQTT protocol version: 3.1.1 or 5")
+	fl.StringVar(&cfg.Topic, "topic", cfg.Topic, "topic pattern; {client} is the client number, {run} the run id")
+	fl.StringVar(&cfg.ClientID, "client-id", cfg.ClientID, "client id pattern; must contain {client}")
+	fl.StringVar(&cfg.SourceIPs, "source-ips", "", "spread connections over source addresses: 127.0.0.2-127.0.0.9, a,b,c or an interface name")
+	fl.IntVar(&cfg.Clients, "clients", cfg.Clients, "number of publishing clients")
+	fl.Float64Var(&cfg.ConnRate, "conn-rate", cfg.ConnRate, "connections per second (client i connects at i/rate)")
+	fl.DurationVar(&cfg.Keepalive, "keepalive", cfg.Keepalive, "MQTT keepalive")
+	fl.IntVar(&cfg.QoS, "qos", cfg.QoS, "QoS 0, 1 or 2 for publishes and the subscription")
+	fl.IntVar(&cfg.Size, "size", cfg.Size, "payload bytes (>= 24)")
+	fl.DurationVar(&cfg.PubInterval, "pub-interval", cfg.PubInterval, "each client publishes once per interval")
+	fl.DurationVar(&cfg.Duration, "duration", cfg.Duration, "steady-state measurement window after the connect ramp")
+	fl.IntVar(&cfg.Subscribers, "subscribers", cfg.Subscribers, "subscribers receiving everything (more than 1 uses a $share/ subscription)")
+	fl.DurationVar(&cfg.ConnectTimeout, "connect-timeout", cfg.ConnectTimeout, "bound on dial + CONNECT -> CONNACK")
+	fl.DurationVar(&cfg.Grace, "grace", cfg.Grace, "bound on waiting for outstanding acks and deliveries after the window")
+	fl.DurationVar(&cfg.RetryInterval, "retry-interval", 0, "MQTT 3.1.1: re-send an unacknowledged PUBLISH with DUP after this long (0 = never)")
+	fl.Float64Var(&maxLoss, "max-loss", 0, "highest acceptable fraction of lost messages (0..1)")
+	fl.Float64Var(&maxConnectFail, "max-connect-fail-rate", 0, "highest acceptable fraction of failed connects (0..1)")
+	fl.DurationVar(&connectP95, "connect-p95", th.ConnectP95, "highest acceptable connect p95 (scheduled -> CONNACK)")
+	fl.DurationVar(&ackP95, "ack-p95", th.AckP95, "highest acceptable publish -> PUBACK/PUBCOMP p95")
+	fl.DurationVar(&e2eP99, "e2e-p99", th.E2EP99, "highest acceptable end-to-end p99")
+	fl.StringVarP(&output, "output", "o", "text", "result format: text or json")
+	fl.StringVar(&csvFile, "csv", "", "write the per-second series to this CSV file")
+	return c
+}
