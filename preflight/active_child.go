@@ -1,0 +1,287 @@
+package preflight
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ChildOptions configure the measuring child (see active.go).
+type ChildOptions struct {
+	// Sockets is K, the sockets to open (K/2 loopback connections).
+	Sockets int
+	// NofileSoft and NofileHard are the target's RLIMIT_NOFILE; 0 keeps
+	// the current limits.
+	NofileSoft, NofileHard uint64
+	// Timeout bounds the whole measurement.
+	Timeout time.Duration
+}
+
+// dialWorkers is the number of concurrent connect() calls.
+const dialWorkers = 32
+
+// RunActiveChild is the body of `hostprep preflight __active-child`: it
+// takes the target's fd limits, opens K sockets as loopback connections,
+// measures the kernel memory they cost, closes them (RST, no TIME_WAIT) and
+// returns what it saw. Only a failure to set up (no loopback, no
+// /proc/meminfo) is an error; running out of fds or ports is a result.
+func RunActiveChild(ctx context.Context, o ChildOptions) (*ActiveResult, error) {
+	if o.Timeout <= 0 {
+		o.Timeout = 60 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	r := &ActiveResult{RequestedSockets: o.Sockets}
+	if err := applyNofile(o, r); err != nil {
+		return nil, err
+	}
+
+	before, err := readMeminfo()
+	if err != nil {
+		return nil, err
+	}
+	perSource := childPortsPerSource()
+
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listen on 127.0.0.1: %w", err)
+	}
+	defer ln.Close()
+
+	var (
+		mu        sync.Mutex
+		clients   []*net.TCPConn
+		servers   []net.Conn
+		firstOnce sync.Once
+		stopped   atomic.Bool
+	)
+	setFirst := func(op string, err error) {
+		firstOnce.Do(func() {
+			r.FirstErrorOp, r.FirstError, r.FirstErrorMessage = op, errnoName(err), err.Error()
+		})
+		stopped.Store(true)
+	}
+	defer func() {
+		// Close everything: clients with SO_LINGER 0 so no TIME_WAIT stays.
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range clients {
+			_ = c.SetLinger(0)
+			_ = c.Close()
+		}
+		for _, s := range servers {
+			_ = s.Close()
+		}
+	}()
+
+	conns := o.Sockets / 2
+	accepted := make(chan struct{}, conns)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				if !errors.Is(err, net.ErrClosed) {
+					setFirst("accept", err)
+				}
+				return
+			}
+			mu.Lock()
+			servers = append(servers, c)
+			mu.Unlock()
+			accepted <- struct{}{}
+		}
+	}()
+
+	addr := ln.Addr().(*net.TCPAddr)
+	start := time.Now()
+	var next atomic.Int64
+	var maxSrc atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < dialWorkers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stopped.Load() && ctx.Err() == nil {
+				i := next.Add(1) - 1
+				if i >= int64(conns) {
+					return
+				}
+				src := i / perSource // 0 -> 127.0.0.1, 1 -> 127.0.0.2 ...
+				if src > 250 {
+					setFirst("connect", fmt.Errorf("more than 251 loopback source addresses needed: %w", syscall.EADDRNOTAVAIL))
+					return
+				}
+				for {
+					cur := maxSrc.Load()
+					if src+1 <= cur || maxSrc.CompareAndSwap(cur, src+1) {
+						break
+					}
+				}
+				d := net.Dialer{
+					LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(1+src))},
+					Control: func(_, _ string, c syscall.RawConn) error {
+						var serr error
+						_ = c.Control(func(fd uintptr) {
+							serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_BIND_ADDRESS_NO_PORT, 1)
+						})
+						return serr
+					},
+				}
+				dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+				c, err := d.DialContext(dctx, "tcp4", addr.String())
+				dcancel()
+				if err != nil {
+					if ctx.Err() == nil {
+						setFirst("connect", err)
+					}
+					return
+				}
+				mu.Lock()
+				clients = append(clients, c.(*net.TCPConn))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	// Wait for the accept side to catch up with the connections made.
+	mu.Lock()
+	nc := len(clients)
+	mu.Unlock()
+	got := 0
+	wait := time.NewTimer(2 * time.Second)
+	defer wait.Stop()
+waitAccept:
+	for got < nc {
+		select {
+		case <-accepted:
+			got++
+		case <-wait.C:
+			break waitAccept
+		case <-ctx.Done():
+			break waitAccept
+		}
+	}
+	r.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+	r.TimedOut = ctx.Err() != nil
+	if r.TimedOut && r.FirstError == "" {
+		r.FirstError, r.FirstErrorOp, r.FirstErrorMessage = "ETIMEDOUT", "connect", fmt.Sprintf("time bound %s reached", o.Timeout)
+	}
+	after, err := readMeminfo()
+	if err != nil {
+		return nil, err
+	}
+	mu.Lock()
+	r.Connections = min(len(clients), len(servers))
+	r.ReachedSockets = len(clients) + len(servers)
+	mu.Unlock()
+	r.SourceAddresses = int(maxSrc.Load())
+	r.SlabDeltaBytes = after["Slab"] - before["Slab"]
+	r.SUnreclaimDeltaBytes = after["SUnreclaim"] - before["SUnreclaim"]
+	if r.ReachedSockets > 0 && r.SlabDeltaBytes > 0 {
+		r.BytesPerSocket = float64(r.SlabDeltaBytes) / float64(r.ReachedSockets)
+	}
+	return r, nil
+}
+
+// applyNofile sets this process's RLIMIT_NOFILE to the target's.
+func applyNofile(o ChildOptions, r *ActiveResult) error {
+	var cur unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &cur); err != nil {
+		return fmt.Errorf("getrlimit(RLIMIT_NOFILE): %w", err)
+	}
+	want := cur
+	if o.NofileHard != 0 {
+		want = unix.Rlimit{Cur: o.NofileSoft, Max: o.NofileHard}
+	}
+	if want.Cur > want.Max {
+		want.Cur = want.Max
+	}
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &want); err != nil {
+		// Raising the hard limit needs CAP_SYS_RESOURCE: run at what we have.
+		got := unix.Rlimit{Cur: min(want.Cur, cur.Max), Max: cur.Max}
+		if err2 := unix.Setrlimit(unix.RLIMIT_NOFILE, &got); err2 != nil {
+			return fmt.Errorf("setrlimit(RLIMIT_NOFILE, %d:%d): %w", got.Cur, got.Max, err2)
+		}
+		r.LimitNote = fmt.Sprintf("could not take the target's nofile %s:%s (%v: raising the hard limit needs CAP_SYS_RESOURCE); measured at %d:%d",
+			fmtNofile(want.Cur), fmtNofile(want.Max), err, got.Cur, got.Max)
+		want = got
+	}
+	r.NofileSoft, r.NofileHard = want.Cur, want.Max
+	return nil
+}
+
+// childPortsPerSource is how many connections one source address makes to
+// the one listener: the ephemeral range minus reserved ports, less a margin
+// so connect() does not search a nearly full range.
+func childPortsPerSource() int64 {
+	f := &Facts{Sysctl: map[string]string{}}
+	for _, k := range []string{"net.ipv4.ip_local_port_range", "net.ipv4.ip_local_reserved_ports"} {
+		if b, err := os.ReadFile("/proc/sys/" + strings.ReplaceAll(k, ".", "/")); err == nil {
+			f.Sysctl[k] = strings.TrimSpace(string(b))
+		}
+	}
+	lo, hi, ok := portRange(f)
+	if !ok {
+		return 28232 * 9 / 10
+	}
+	n := hi - lo + 1 - reservedIn(reservedPorts(f), lo, hi)
+	return max(1, n*9/10)
+}
+
+// readMeminfo returns /proc/meminfo in bytes by field name.
+func readMeminfo() (map[string]int64, error) {
+	fh, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return nil, fmt.Errorf("--active needs /proc/meminfo: %w", err)
+	}
+	defer fh.Close()
+	out := map[string]int64{}
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		name, rest, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			continue
+		}
+		n, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			continue
+		}
+		if len(f) > 1 && f[1] == "kB" {
+			n *= 1024
+		}
+		out[name] = n
+	}
+	return out, sc.Err()
+}
+
+// errnoName classifies an error by its errno (EMFILE, ENFILE,
+// EADDRNOTAVAIL, ENOBUFS, ...); timeouts are ETIMEDOUT.
+func errnoName(err error) string {
+	var en syscall.Errno
+	if errors.As(err, &en) {
+		if n := unix.ErrnoName(en); n != "" {
+			return n
+		}
+		return fmt.Sprintf("errno %d", int(en))
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return "ETIMEDOUT"
+	}
+	return "error"
+}

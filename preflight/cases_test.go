@@ -1,0 +1,169 @@
+package preflight
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/hostprep/hostprep/internal/testenv"
+	"github.com/hostprep/hostprep/internal/verdict"
+	"gopkg.in/yaml.v3"
+)
+
+// caseFile is a field case of shared/cases/preflight (copied to
+// testdata/cases so the test runs where the shared tree is absent).
+type caseFile struct {
+	Role         string    `yaml:"role"`
+	Sockets      int       `yaml:"sockets"`
+	ConnRate     int       `yaml:"conn_rate"`
+	Destinations []string  `yaml:"destinations"`
+	Host         yaml.Node `yaml:"host"`
+	Expect       struct {
+		Verdict  string   `yaml:"verdict"`
+		Fails    []string `yaml:"fails"`
+		Warns    []string `yaml:"warns"`
+		Mentions []string `yaml:"mentions"`
+	} `yaml:"expect"`
+}
+
+// caseIDs maps each case's expected problems (in words) to check IDs.
+// fails is the exact set of failing checks; warns must all be warnings;
+// mentionsIn is the check whose message must contain every expected phrase
+// and `mentions` word.
+var caseIDs = map[string]struct {
+	fails      []string
+	warns      []string
+	mentionsIn string
+}{
+	"conntrack-table-too-small": {fails: []string{"conntrack"}, mentionsIn: "conntrack"},
+	// the host also has one source address and the default port range:
+	// 1M outgoing connections fail on ports too.
+	"hard-limit-without-cap-sys-resource": {fails: []string{"fd.soft", "fd.hard", "fd.raise", "ports.ephemeral"}, mentionsIn: "fd.raise"},
+	"loadgen-one-source-ip-default-range": {fails: []string{"ports.ephemeral"}, mentionsIn: "ports.ephemeral"},
+	"port-range-swallows-service-port":    {warns: []string{"ports.collision"}, mentionsIn: "ports.collision"},
+	"service-under-systemd-keeps-1024":    {fails: []string{"fd.soft"}, mentionsIn: "fd.soft"},
+	"tcp-mem-in-pages":                    {warns: []string{"mem.tcp_mem"}, mentionsIn: "mem.tcp_mem"},
+}
+
+func message(c verdict.Check) string {
+	return strings.Join([]string{c.Summary, c.Observed, c.Expected, c.Remedy}, " | ")
+}
+
+func idsWith(cs []verdict.Check, s verdict.Status) []string {
+	var out []string
+	for _, c := range cs {
+		if c.Status == s {
+			out = append(out, c.ID)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestFieldCases(t *testing.T) {
+	files, err := filepath.Glob("testdata/cases/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no cases in testdata/cases: %v", err)
+	}
+	for _, path := range files {
+		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			want, ok := caseIDs[name]
+			if !ok {
+				t.Fatalf("case %s has no check-ID mapping in caseIDs", name)
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cf caseFile
+			dec := yaml.NewDecoder(bytes.NewReader(b))
+			dec.KnownFields(true)
+			if err := dec.Decode(&cf); err != nil {
+				t.Fatal(err)
+			}
+			hostYAML, err := yaml.Marshal(&cf.Host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			facts, err := LoadHostYAML(path, bytes.NewReader(hostYAML))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := Run(t.Context(), Options{
+				Target: Target{Sockets: cf.Sockets, Role: Role(cf.Role), ConnRate: cf.ConnRate, Destinations: cf.Destinations},
+				Facts:  facts,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dump := func() {
+				for _, c := range rep.Checks {
+					t.Logf("%-5s %-18s %s", c.Status, c.ID, c.Summary)
+				}
+			}
+			if string(rep.Verdict) != cf.Expect.Verdict {
+				dump()
+				t.Fatalf("verdict %s, want %s", rep.Verdict, cf.Expect.Verdict)
+			}
+			wantFails := append([]string(nil), want.fails...)
+			sort.Strings(wantFails)
+			if got := idsWith(rep.Checks, verdict.Fail); strings.Join(got, ",") != strings.Join(wantFails, ",") {
+				dump()
+				t.Errorf("failing checks %v, want %v", got, wantFails)
+			}
+			warns := idsWith(rep.Checks, verdict.Warn)
+			for _, w := range want.warns {
+				if !contains(warns, w) {
+					dump()
+					t.Errorf("check %s is not a warning; warnings: %v", w, warns)
+				}
+			}
+			var target *verdict.Check
+			for i := range rep.Checks {
+				if rep.Checks[i].ID == want.mentionsIn {
+					target = &rep.Checks[i]
+				}
+			}
+			if target == nil {
+				t.Fatalf("no check %s", want.mentionsIn)
+			}
+			msg := strings.ToLower(message(*target))
+			phrases := append(append(append([]string(nil), cf.Expect.Fails...), cf.Expect.Warns...), cf.Expect.Mentions...)
+			for _, p := range phrases {
+				if !strings.Contains(msg, strings.ToLower(p)) {
+					t.Errorf("%s message lacks %q:\n%s", want.mentionsIn, p, message(*target))
+				}
+			}
+		})
+	}
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// TestFieldCasesInSync makes sure every shared field case has a copy in
+// testdata (the shared tree is next to the repository on the build host).
+func TestFieldCasesInSync(t *testing.T) {
+	shared := filepath.Join(testenv.RepoRoot(), "..", "shared", "cases", "preflight")
+	files, _ := filepath.Glob(filepath.Join(shared, "*.yaml"))
+	if len(files) == 0 {
+		t.Skipf("no shared cases at %s", shared)
+	}
+	for _, p := range files {
+		a, _ := os.ReadFile(p)
+		b, err := os.ReadFile(filepath.Join("testdata", "cases", filepath.Base(p)))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("shared case %s is missing or differs in testdata/cases: copy it (cp %s preflight/testdata/cases/)", filepath.Base(p), p)
+		}
+	}
+}

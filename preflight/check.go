@@ -1,0 +1,127 @@
+package preflight
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hostprep/hostprep/internal/verdict"
+)
+
+// CheckFunc is a check: a pure function of gathered facts and the target.
+// It returns one result whose ID is the check's ID.
+type CheckFunc func(f *Facts, t Target) verdict.Check
+
+// CheckDef is a registered check.
+type CheckDef struct {
+	// ID is stable (it is what --ignore and dashboards use).
+	ID string
+	// Doc says what the check compares, one line.
+	Doc string
+	// Roles the check applies to; nil means every role. For other roles
+	// the result is "skip".
+	Roles []Role
+	Func  CheckFunc
+}
+
+// registry holds the checks in report order, filled by the check_*.go
+// files' init functions.
+var registry []CheckDef
+
+func register(d CheckDef) {
+	for _, r := range registry {
+		if r.ID == d.ID {
+			panic("preflight: duplicate check " + d.ID)
+		}
+	}
+	registry = append(registry, d)
+}
+
+// Checks returns the registered checks in report order.
+func Checks() []CheckDef { return append([]CheckDef(nil), registry...) }
+
+// CheckIDs returns the IDs of all checks, sorted.
+func CheckIDs() []string {
+	ids := make([]string, 0, len(registry))
+	for _, d := range registry {
+		ids = append(ids, d.ID)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// Evaluate runs every registered check against facts and target (which
+// must be validated) and returns the results in registry order. It reads
+// nothing from the host.
+func Evaluate(f *Facts, t Target) []verdict.Check {
+	out := make([]verdict.Check, 0, len(registry))
+	for _, d := range registry {
+		if !appliesTo(d.Roles, t.Role) {
+			out = append(out, verdict.Check{ID: d.ID, Status: verdict.Skip,
+				Summary: fmt.Sprintf("not applicable to role %s (applies to %s)", t.Role, joinRoles(d.Roles))})
+			continue
+		}
+		c := d.Func(f, t)
+		c.ID = d.ID
+		out = append(out, c)
+	}
+	return out
+}
+
+func appliesTo(roles []Role, r Role) bool {
+	if roles == nil {
+		return true
+	}
+	for _, x := range roles {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
+
+func joinRoles(rs []Role) string {
+	s := make([]string, len(rs))
+	for i, r := range rs {
+		s[i] = string(r)
+	}
+	return strings.Join(s, ", ")
+}
+
+// result constructors keep the check files short.
+func pass(summary, observed, expected string) verdict.Check {
+	return verdict.Check{Status: verdict.Pass, Summary: summary, Observed: observed, Expected: expected}
+}
+
+func warn(summary, observed, expected, remedy string) verdict.Check {
+	return verdict.Check{Status: verdict.Warn, Summary: summary, Observed: observed, Expected: expected, Remedy: remedy}
+}
+
+func fail(summary, observed, expected, remedy string) verdict.Check {
+	return verdict.Check{Status: verdict.Fail, Summary: summary, Observed: observed, Expected: expected, Remedy: remedy}
+}
+
+func skip(summary string) verdict.Check {
+	return verdict.Check{Status: verdict.Skip, Summary: summary}
+}
+
+// fdHeadroom is the file descriptors a socket-holding process needs beyond
+// its sockets: listeners, log files, pipes, epoll, shared libraries —
+// 1 % of the target and at least 64.
+func fdHeadroom(sockets int) uint64 {
+	return max(64, uint64(sockets+99)/100)
+}
+
+// mib formats bytes as MiB with no decimals ("738 MiB").
+func mib(b float64) string { return fmt.Sprintf("%.0f MiB", b/(1<<20)) }
+
+// gib formats bytes as GiB with one decimal.
+func gib(b float64) string { return fmt.Sprintf("%.1f GiB", b/(1<<30)) }
+
+// ceilDiv is ceil(a/b) for positive b.
+func ceilDiv(a, b int64) int64 {
+	if b <= 0 {
+		return 0
+	}
+	return (a + b - 1) / b
+}

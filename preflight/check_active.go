@@ -1,0 +1,58 @@
+package preflight
+
+import (
+	"fmt"
+
+	"github.com/hostprep/hostprep/internal/verdict"
+)
+
+// The --active measurement as a check: did the child reach the K sockets
+// it tried, and what does the measured cost say about N?
+
+func init() {
+	register(CheckDef{ID: "active", Doc: "--active: the child opened the K sockets it tried (loopback, target's fd limits)", Func: checkActive})
+}
+
+func checkActive(f *Facts, t Target) verdict.Check {
+	m := f.Measured
+	if m == nil {
+		return skip("not measured (pass --active to open real sockets under the target's limits)")
+	}
+	obs := fmt.Sprintf("opened %d of %d sockets (%d loopback connections; client and server side both in the measuring process, 2 fds per connection) from %s in %.0f ms at nofile %s:%s; Slab +%d bytes (SUnreclaim +%d) = %.0f bytes per socket",
+		m.ReachedSockets, m.RequestedSockets, m.Connections, plural(int64(m.SourceAddresses), "source address", "source addresses"), m.DurationMS,
+		fmtNofile(m.NofileSoft), fmtNofile(m.NofileHard), m.SlabDeltaBytes, m.SUnreclaimDeltaBytes, m.BytesPerSocket)
+	if m.LimitNote != "" {
+		obs += "; " + m.LimitNote
+	}
+	extrap := ""
+	if m.BytesPerSocket > 0 {
+		extrap = fmt.Sprintf("; %d sockets would take %s of kernel memory", t.Sockets, mib(m.BytesPerSocket*float64(t.Sockets)))
+	}
+	exp := fmt.Sprintf("%d sockets opened without error", m.RequestedSockets)
+	if m.FirstError != "" && m.ReachedSockets < m.RequestedSockets {
+		return fail(fmt.Sprintf("measured: stopped at %d of %d sockets: %s failed with %s (%s)%s", m.ReachedSockets, m.RequestedSockets, m.FirstErrorOp, m.FirstError, m.FirstErrorMessage, extrap),
+			obs, exp, errnoRemedy(m.FirstError))
+	}
+	if m.RequestedSockets < t.Sockets {
+		return warn(fmt.Sprintf("measured %d sockets (%.0f bytes of kernel memory each), fewer than the %d targeted: the target's fd limit allows no more%s", m.ReachedSockets, m.BytesPerSocket, t.Sockets, extrap),
+			obs, fmt.Sprintf("%d sockets", t.Sockets), "raise the target's nofile limit (see fd.soft / fd.hard) and measure again")
+	}
+	return pass(fmt.Sprintf("measured: opened %d sockets, %.0f bytes of kernel memory each%s", m.ReachedSockets, m.BytesPerSocket, extrap), obs, exp)
+}
+
+// errnoRemedy says what to change for a connect/accept errno.
+func errnoRemedy(e string) string {
+	switch e {
+	case "EMFILE":
+		return "the process's RLIMIT_NOFILE is exhausted: raise nofile (fd.soft, fd.hard)"
+	case "ENFILE":
+		return "the host's fs.file-max is exhausted: sysctl -w fs.file-max=..."
+	case "EADDRNOTAVAIL":
+		return "ephemeral ports exhausted: widen net.ipv4.ip_local_port_range or add source addresses"
+	case "ENOBUFS", "ENOMEM":
+		return "kernel memory for sockets ran out: check MemAvailable, tcp_mem (pages) and dmesg"
+	case "ETIMEDOUT":
+		return "connects timed out: check the accept backlog (somaxconn), conntrack (nf_conntrack_max) and dmesg; or raise --active-timeout"
+	}
+	return "see the error text and dmesg"
+}

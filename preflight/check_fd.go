@@ -1,0 +1,159 @@
+package preflight
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hostprep/hostprep/internal/verdict"
+)
+
+// File descriptor checks: every socket is one fd of the process that holds
+// it, limited by its RLIMIT_NOFILE (soft, then hard), by fs.nr_open (the
+// highest hard limit any process may get) and by fs.file-max (all open
+// files of the host).
+
+func init() {
+	register(CheckDef{ID: "fd.soft", Doc: "soft RLIMIT_NOFILE of the target process >= sockets + headroom", Func: checkFDSoft})
+	register(CheckDef{ID: "fd.hard", Doc: "hard RLIMIT_NOFILE of the target process >= sockets + headroom", Func: checkFDHard})
+	register(CheckDef{ID: "fd.raise", Doc: "the hard limit can be raised where it is too low (CAP_SYS_RESOURCE or systemd)", Func: checkFDRaise})
+	register(CheckDef{ID: "fd.nr_open", Doc: "fs.nr_open >= sockets + headroom (ceiling of any hard nofile)", Func: checkFDNrOpen})
+	register(CheckDef{ID: "fd.file_max", Doc: "fs.file-max minus allocated files (fs.file-nr) >= sockets", Func: checkFDFileMax})
+}
+
+func describeTarget(p ProcessFacts) string {
+	switch {
+	case p.Unit != "":
+		return p.Unit
+	case p.PID > 0:
+		return fmt.Sprintf("pid %d", p.PID)
+	}
+	return "a process started from a login shell"
+}
+
+func limitsDSummary(f *Facts) string {
+	if len(f.LimitsD) == 0 {
+		return ""
+	}
+	doms := make([]string, 0, len(f.LimitsD))
+	for d := range f.LimitsD {
+		doms = append(doms, d)
+	}
+	sort.Strings(doms)
+	var parts []string
+	for _, d := range doms {
+		l := f.LimitsD[d]
+		parts = append(parts, fmt.Sprintf("%q soft %s hard %s", d, fmtNofile(l.Soft), fmtNofile(l.Hard)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func systemdRemedy(unit string, need uint64) string {
+	return fmt.Sprintf("systemctl edit %s and add [Service] LimitNOFILE=%d:%d, then systemctl daemon-reload && systemctl restart %s (or hostprep tune with systemd.services: [%s] and limit_nofile)", unit, need, need, unit, unit)
+}
+
+func checkFDSoft(f *Facts, t Target) verdict.Check {
+	p := f.Target
+	need := uint64(t.Sockets) + fdHeadroom(t.Sockets)
+	obs := fmt.Sprintf("soft nofile %s for %s (%s)", fmtNofile(p.NofileSoft), describeTarget(p), p.Source)
+	exp := fmt.Sprintf(">= %d file descriptors (%d sockets + %d headroom)", need, t.Sockets, fdHeadroom(t.Sockets))
+	if p.NofileSoft >= need {
+		return pass(fmt.Sprintf("soft nofile %s covers %d sockets", fmtNofile(p.NofileSoft), t.Sockets), obs, exp)
+	}
+	summary := fmt.Sprintf("target process soft nofile %d < %d sockets: it stops accepting/connecting with EMFILE (\"too many open files\") near %d", p.NofileSoft, t.Sockets, p.NofileSoft)
+	if p.ManagedBy == "systemd" {
+		unit := p.Unit
+		if unit == "" {
+			unit = "the unit"
+		}
+		summary = fmt.Sprintf("target process soft nofile %d < %d sockets: %s runs under systemd, which sets its limit from LimitNOFILE", p.NofileSoft, t.Sockets, unit)
+		if f.Systemd.DefaultLimitNOFILE != nil {
+			summary += fmt.Sprintf(" (unset, so DefaultLimitNOFILE %s applies)", fmtLimit(*f.Systemd.DefaultLimitNOFILE))
+		}
+		if s := limitsDSummary(f); s != "" {
+			summary += fmt.Sprintf("; limits.d sets %s, but limits.conf does not apply to systemd services (pam_limits only runs for login sessions)", s)
+		} else {
+			summary += "; limits.conf does not apply to systemd services"
+		}
+		return fail(summary, obs, exp, systemdRemedy(unit, need))
+	}
+	remedy := fmt.Sprintf("add \"* soft nofile %d\" and \"* hard nofile %d\" (and the same for root) to /etc/security/limits.d/90-nofile.conf and log in again, or run `ulimit -n %d` in the shell that starts the process", need, need, need)
+	if p.PID > 0 {
+		remedy = fmt.Sprintf("restart the process with a higher limit, or raise it live: prlimit --pid %d --nofile=%d:%d (needs CAP_SYS_RESOURCE above the hard limit)", p.PID, need, max(need, p.NofileHard))
+	}
+	return fail(summary, obs, exp, remedy)
+}
+
+func checkFDHard(f *Facts, t Target) verdict.Check {
+	p := f.Target
+	need := uint64(t.Sockets) + fdHeadroom(t.Sockets)
+	obs := fmt.Sprintf("hard nofile %s for %s (%s)", fmtNofile(p.NofileHard), describeTarget(p), p.Source)
+	exp := fmt.Sprintf(">= %d file descriptors", need)
+	if p.NofileHard >= need {
+		return pass(fmt.Sprintf("hard nofile %s covers %d sockets", fmtNofile(p.NofileHard), t.Sockets), obs, exp)
+	}
+	summary := fmt.Sprintf("target process hard nofile %d < %d sockets: the soft limit cannot go above it", p.NofileHard, t.Sockets)
+	remedy := fmt.Sprintf("set the hard limit to %d where the process is started: limits.d \"hard nofile %d\" for login sessions, prlimit, or docker --ulimit nofile=%d:%d", need, need, need, need)
+	if p.ManagedBy == "systemd" {
+		remedy = systemdRemedy(p.Unit, need)
+	}
+	return fail(summary, obs, exp, remedy)
+}
+
+func checkFDRaise(f *Facts, t Target) verdict.Check {
+	p := f.Target
+	need := uint64(t.Sockets) + fdHeadroom(t.Sockets)
+	if p.NofileHard >= need {
+		return pass("not needed: the hard limit already covers the target", fmt.Sprintf("hard nofile %s", fmtNofile(p.NofileHard)), fmt.Sprintf(">= %d", need))
+	}
+	if p.ManagedBy == "systemd" {
+		return pass("systemd (PID 1, with every capability) sets the unit's hard limit from LimitNOFILE; the service itself needs no CAP_SYS_RESOURCE",
+			fmt.Sprintf("unit %s, hard nofile %s", p.Unit, fmtNofile(p.NofileHard)), "LimitNOFILE in the unit")
+	}
+	if p.CapSysResource {
+		return pass(fmt.Sprintf("hard nofile %d can be raised: the process has CAP_SYS_RESOURCE (up to fs.nr_open)", p.NofileHard),
+			"CapEff includes CAP_SYS_RESOURCE (bit 24)", "CAP_SYS_RESOURCE to raise a hard limit")
+	}
+	usable := int64(p.NofileHard) - int64(fdHeadroom(t.Sockets))
+	return fail(
+		fmt.Sprintf("hard nofile %d < %d and cannot be raised without CAP_SYS_RESOURCE: %d file descriptors (about %d sockets) is the real ceiling for this process, whatever a profile says",
+			p.NofileHard, t.Sockets, p.NofileHard, max(usable, 0)),
+		fmt.Sprintf("CapEff lacks CAP_SYS_RESOURCE (bit 24); hard nofile %d (%s)", p.NofileHard, p.Source),
+		fmt.Sprintf("hard nofile >= %d, or CAP_SYS_RESOURCE to raise it", need),
+		fmt.Sprintf("start the process from a context that sets a hard limit >= %d: as root outside this sandbox (limits.d, systemd LimitNOFILE), docker run --ulimit nofile=%d:%d, or grant CAP_SYS_RESOURCE (--cap-add SYS_RESOURCE); otherwise split the load over %d processes/hosts",
+			need, need, need, ceilDiv(int64(t.Sockets), max(usable, 1))))
+}
+
+func checkFDNrOpen(f *Facts, t Target) verdict.Check {
+	nr, ok := f.SysInt("fs.nr_open")
+	if !ok {
+		return skip("fs.nr_open not readable")
+	}
+	need := int64(t.Sockets) + int64(fdHeadroom(t.Sockets))
+	obs := fmt.Sprintf("fs.nr_open %d", nr)
+	exp := fmt.Sprintf(">= %d (no process can have a hard nofile above fs.nr_open)", need)
+	if nr >= need {
+		return pass(fmt.Sprintf("fs.nr_open %d allows %d file descriptors per process", nr, need), obs, exp)
+	}
+	return fail(fmt.Sprintf("fs.nr_open %d < %d: no process can hold %d sockets, and setting LimitNOFILE/limits.d higher fails (systemd logs \"Operation not permitted\")", nr, need, t.Sockets),
+		obs, exp, fmt.Sprintf("sysctl -w fs.nr_open=%d (and persist it in /etc/sysctl.d) before raising nofile", max(need, 1048576)))
+}
+
+func checkFDFileMax(f *Facts, t Target) verdict.Check {
+	fmax, ok := f.SysInt("fs.file-max")
+	if !ok {
+		return skip("fs.file-max not readable")
+	}
+	var alloc int64
+	if nr, ok := f.SysFields("fs.file-nr"); ok && len(nr) >= 1 {
+		alloc = nr[0]
+	}
+	free := fmax - alloc
+	obs := fmt.Sprintf("fs.file-max %d, %d allocated now (fs.file-nr): %d free", fmax, alloc, free)
+	exp := fmt.Sprintf(">= %d free file handles", t.Sockets)
+	if free >= int64(t.Sockets) {
+		return pass(fmt.Sprintf("%d file handles free for %d sockets", free, t.Sockets), obs, exp)
+	}
+	return fail(fmt.Sprintf("fs.file-max leaves %d free file handles < %d sockets: the kernel refuses new files with ENFILE (\"VFS: file-max limit reached\")", free, t.Sockets),
+		obs, exp, fmt.Sprintf("sysctl -w fs.file-max=%d (and persist it in /etc/sysctl.d)", alloc+int64(t.Sockets)*2))
+}

@@ -1,0 +1,119 @@
+package preflight
+
+import (
+	"fmt"
+
+	"github.com/hostprep/hostprep/internal/verdict"
+)
+
+// Kernel memory checks. An idle TCP socket costs kernel slab memory (the
+// tcp_sock, its inode and dentry, the struct file, an epoll item); data in
+// flight additionally costs buffer pages, which the kernel accounts in
+// net.ipv4.tcp_mem — counted in PAGES, not bytes.
+
+// EstimatedBytesPerSocket is the kernel memory of one idle, established
+// TCP socket held by a process that polls it with epoll, in bytes, used
+// when --active did not measure it. Source: `hostprep preflight --active`
+// on the build host (kernel 6.18, x86_64, 15000 sockets), the change in
+// Slab in /proc/meminfo divided by the sockets opened; it agrees with the
+// slab object sizes (TCP ~2.3 KiB, sock_inode_cache ~0.7 KiB, dentry,
+// filp, eventpoll epi/pwq ~0.5 KiB together). Update it with a measured
+// figure when the kernel changes.
+const EstimatedBytesPerSocket = 3700
+
+func init() {
+	register(CheckDef{ID: "mem.available", Doc: "sockets x kernel memory per socket <= MemAvailable", Func: checkMemAvailable})
+	register(CheckDef{ID: "mem.tcp_mem", Doc: "net.ipv4.tcp_mem max (pages) >= one page of buffered data per socket", Func: checkMemTCPMem})
+	register(CheckDef{ID: "mem.buffers", Doc: "worst case tcp_rmem+tcp_wmem defaults x sockets is capped below RAM by tcp_mem", Func: checkMemBuffers})
+	register(CheckDef{ID: "mem.pressure", Doc: "no TCP memory pressure now or since boot (sockstat mem, TCPMemoryPressures, TCPAbortOnMemory)", Func: checkMemPressure})
+}
+
+// perSocketCost returns the kernel bytes per socket and where the number
+// comes from.
+func perSocketCost(f *Facts) (float64, string) {
+	if m := f.Measured; m != nil && m.BytesPerSocket > 0 {
+		return m.BytesPerSocket, fmt.Sprintf("measured by --active over %d sockets", m.ReachedSockets)
+	}
+	return EstimatedBytesPerSocket, "estimate; --active measures it"
+}
+
+func checkMemAvailable(f *Facts, t Target) verdict.Check {
+	if f.MemAvailable == 0 {
+		return skip("MemAvailable unknown")
+	}
+	per, src := perSocketCost(f)
+	need := per * float64(t.Sockets)
+	avail := float64(f.MemAvailable)
+	obs := fmt.Sprintf("MemAvailable %s of %s", gib(avail), gib(float64(f.MemTotal)))
+	exp := fmt.Sprintf("%d sockets x %.0f bytes per idle socket (%s) = %s of kernel memory, plus the application's own per-connection memory", t.Sockets, per, src, mib(need))
+	switch {
+	case need > avail:
+		return fail(fmt.Sprintf("%d idle sockets need about %s of kernel memory > MemAvailable %s", t.Sockets, mib(need), mib(avail)), obs, exp,
+			fmt.Sprintf("add memory or spread the load: this host holds about %d idle sockets", int64(avail/per)))
+	case need > 0.8*avail:
+		return warn(fmt.Sprintf("%d idle sockets need about %s of kernel memory, %.0f %% of MemAvailable %s, leaving little for the application", t.Sockets, mib(need), 100*need/avail, mib(avail)), obs, exp,
+			"add memory or spread the load over more hosts")
+	}
+	return pass(fmt.Sprintf("%d idle sockets need about %s of kernel memory; MemAvailable %s", t.Sockets, mib(need), mib(avail)), obs, exp)
+}
+
+func checkMemTCPMem(f *Facts, t Target) verdict.Check {
+	m, ok := f.SysFields("net.ipv4.tcp_mem")
+	if !ok || len(m) != 3 {
+		return skip("net.ipv4.tcp_mem not readable")
+	}
+	page := float64(f.PageSize)
+	maxPages := m[2]
+	needPages := int64(t.Sockets) // one page (sk_mem_quantum) per socket with any data queued
+	obs := fmt.Sprintf("tcp_mem %d %d %d pages (min %s, pressure %s, max %s; a page is %d bytes)", m[0], m[1], m[2], mib(float64(m[0])*page), mib(float64(m[1])*page), mib(float64(m[2])*page), f.PageSize)
+	exp := fmt.Sprintf("max >= %d pages (%s): one page of buffered data for each of %d sockets", needPages, mib(float64(needPages)*page), t.Sockets)
+	if maxPages >= needPages {
+		return pass(fmt.Sprintf("tcp_mem max %d pages (%s) covers %d sockets with a page of buffered data each", maxPages, mib(float64(maxPages)*page), t.Sockets), obs, exp)
+	}
+	// Suggest {N, 1.5 N, 2 N} pages, capped so max stays under 3/4 of RAM.
+	hi := 2 * needPages
+	if cap := int64(float64(f.MemTotal) * 0.75 / page); f.MemTotal > 0 && hi > cap {
+		hi = cap
+	}
+	lo, mid := hi/2, hi*3/4
+	return warn(fmt.Sprintf("tcp_mem max %d pages (%s) is below what %d sockets with buffered data need (%d pages, %s): tcp_mem counts pages of %d bytes, not bytes; past it the kernel drops data and logs \"TCP: out of memory -- consider tuning tcp_mem\"",
+		maxPages, mib(float64(maxPages)*page), t.Sockets, needPages, mib(float64(needPages)*page), f.PageSize),
+		obs, exp, fmt.Sprintf("sysctl -w net.ipv4.tcp_mem=\"%d %d %d\" (pages: %s / %s / %s)", lo, mid, hi, mib(float64(lo)*page), mib(float64(mid)*page), mib(float64(hi)*page)))
+}
+
+func checkMemBuffers(f *Facts, t Target) verdict.Check {
+	r, ok1 := f.SysFields("net.ipv4.tcp_rmem")
+	w, ok2 := f.SysFields("net.ipv4.tcp_wmem")
+	m, ok3 := f.SysFields("net.ipv4.tcp_mem")
+	if !ok1 || !ok2 || !ok3 || len(r) != 3 || len(w) != 3 || len(m) != 3 {
+		return skip("tcp_rmem, tcp_wmem or tcp_mem not readable")
+	}
+	per := float64(r[1] + w[1])
+	worst := per * float64(t.Sockets)
+	capBytes := float64(m[2]) * float64(f.PageSize)
+	obs := fmt.Sprintf("tcp_rmem default %d + tcp_wmem default %d bytes = %s per socket with data in flight; x %d sockets = %s; tcp_mem max %s; MemAvailable %s",
+		r[1], w[1], fmt.Sprintf("%.0f", per), t.Sockets, gib(worst), mib(capBytes), mib(float64(f.MemAvailable)))
+	exp := "worst-case socket buffers capped by tcp_mem max below MemAvailable"
+	if worst <= float64(f.MemAvailable) || capBytes <= float64(f.MemAvailable) {
+		return pass(fmt.Sprintf("worst case %s of socket buffers is capped at %s by tcp_mem/RAM", gib(worst), mib(min(worst, capBytes))), obs, exp)
+	}
+	return warn(fmt.Sprintf("worst case %s of socket buffers (%d sockets with full default buffers) and tcp_mem max %s exceeds MemAvailable %s: nothing stops buffers from exhausting RAM before TCP memory pressure starts (tcp_mem may have been written in bytes)",
+		gib(worst), t.Sockets, mib(capBytes), mib(float64(f.MemAvailable))),
+		obs, exp, fmt.Sprintf("set net.ipv4.tcp_mem max below MemAvailable, in pages of %d bytes (e.g. max %d pages = %s)", f.PageSize, int64(float64(f.MemAvailable)*0.75)/f.PageSize, mib(float64(f.MemAvailable)*0.75)))
+}
+
+func checkMemPressure(f *Facts, t Target) verdict.Check {
+	m, ok := f.SysFields("net.ipv4.tcp_mem")
+	pressures, aborts := f.Netstat["TCPMemoryPressures"], f.Netstat["TCPAbortOnMemory"]
+	obs := fmt.Sprintf("socket buffers now %d pages (sockstat mem); TCPMemoryPressures %d, TCPAbortOnMemory %d since boot", f.Sockstat.MemPages, pressures, aborts)
+	exp := "below tcp_mem pressure; counters 0"
+	if ok && len(m) == 3 && int64(f.Sockstat.MemPages) >= m[1] {
+		return fail(fmt.Sprintf("TCP is under memory pressure now: %d pages of socket buffers >= tcp_mem pressure %d pages", f.Sockstat.MemPages, m[1]),
+			obs, exp, "find the sockets with full queues (ss -tm), or raise net.ipv4.tcp_mem (pages)")
+	}
+	if pressures > 0 || aborts > 0 {
+		return warn(fmt.Sprintf("TCP ran out of socket memory before: TCPMemoryPressures %d, TCPAbortOnMemory %d connections reset since boot", pressures, aborts),
+			obs, exp, "raise net.ipv4.tcp_mem (pages) or reduce buffered data per connection; check dmesg for \"TCP: out of memory\"")
+	}
+	return pass("no TCP memory pressure now or since boot", obs, exp)
+}

@@ -1,0 +1,19 @@
+// Package preflight answers "can this host carry N sockets, and if not,
+// why not?" before anyone runs a load test.
+//
+// The shape follows kubeadm's preflight and node_exporter's collectors:
+//
+//   - Facts are gathered once (gather*.go) from procfs/sysfs under a
+//     configurable root, gopsutil for CPU and memory, adjtimex for the clock.
+//     A host recorded as YAML (the `host:` block of the field cases in
+//     shared/cases/preflight, see LoadHostYAML) gives the same Facts, so a
+//     bug report is a test.
+//   - Every check (check_*.go, one file per family) is a pure function of
+//     Facts and Target returning a verdict.Check with observed / expected /
+//     remedy text. Checks are registered by a stable ID (fd.soft,
+//     ports.ephemeral, ...) which is what --ignore takes.
+//   - Run gathers, optionally measures (--active: a re-executed hostprep
+//     child opens real loopback sockets, see active.go), runs the checks and
+//     returns a Report that the text, JSON, JUnit and Prometheus writers
+//     consume.
+package preflight

@@ -1,0 +1,178 @@
+package preflight
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/hostprep/hostprep/profiles"
+)
+
+// Unlimited is how an "unlimited"/"infinity" resource limit is stored
+// (RLIM_INFINITY).
+const Unlimited = math.MaxUint64
+
+// Facts is everything the checks look at, gathered once. Gather fills it
+// from the running host; LoadHostYAML fills it from a recorded host. Checks
+// never read the host themselves.
+type Facts struct {
+	// Kernel is the release (uname -r), informational.
+	Kernel string `json:"kernel"`
+	// PageSize in bytes (os.Getpagesize); tcp_mem is counted in pages of
+	// this size.
+	PageSize int64 `json:"page_size_bytes"`
+	// CPUs is the number of logical CPUs (gopsutil cpu.Counts).
+	CPUs int `json:"cpus"`
+	// MemTotal and MemAvailable in bytes (/proc/meminfo via gopsutil).
+	MemTotal     uint64 `json:"mem_total_bytes"`
+	MemAvailable uint64 `json:"mem_available_bytes"`
+	// Sysctl maps keys as the kernel spells them (net.core.somaxconn) to
+	// values as /proc/sys prints them; a key the kernel lacks is absent.
+	// fs.file-nr is included ("allocated 0 max").
+	Sysctl map[string]string `json:"sysctl"`
+	// Conntrack is nf_conntrack's table, when the module is loaded.
+	Conntrack Conntrack `json:"conntrack"`
+	// Target is the process that will hold the sockets.
+	Target ProcessFacts `json:"target_process"`
+	// LimitsD maps pam_limits domains ("*", "root", "@group", a user name)
+	// to the nofile limit /etc/security/limits.conf and limits.d give them.
+	LimitsD map[string]profiles.Limit `json:"limits_d,omitempty"`
+	// Systemd says whether systemd runs as PID 1 and its DefaultLimitNOFILE.
+	Systemd SystemdFacts `json:"systemd"`
+	// SourceAddresses are the host's global unicast addresses, the source
+	// addresses a loadgen can use.
+	SourceAddresses []string `json:"source_addresses"`
+	// ListeningPorts are the TCP ports in LISTEN state (/proc/net/tcp,
+	// /proc/net/tcp6), sorted.
+	ListeningPorts []int `json:"listening_ports"`
+	// Netstat holds the TcpExt counters of /proc/net/netstat
+	// (ListenOverflows, ListenDrops, TCPMemoryPressures, TCPAbortOnMemory,
+	// TCPTimeWaitOverflow, ...), counted since boot.
+	Netstat map[string]uint64 `json:"netstat,omitempty"`
+	// Sockstat is the TCP line of /proc/net/sockstat.
+	Sockstat Sockstat `json:"sockstat"`
+	// Clock is the kernel's NTP state (adjtimex).
+	Clock Clock `json:"clock"`
+	// Container says whether hostprep runs in a container and whether its
+	// network namespace is its own.
+	Container Container `json:"container"`
+	// Measured is the --active measurement, nil when not run.
+	Measured *ActiveResult `json:"measured,omitempty"`
+	// Notes are facts that could not be gathered (permission denied, file
+	// absent); the checks that need them say "skip".
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Conntrack is the nf_conntrack table state.
+type Conntrack struct {
+	Loaded bool `json:"loaded" yaml:"loaded"`
+	// Max is net.netfilter.nf_conntrack_max (entries).
+	Max uint64 `json:"max" yaml:"max"`
+	// Count is net.netfilter.nf_conntrack_count (entries in use now).
+	Count uint64 `json:"count" yaml:"count"`
+	// Buckets is the hash size (net.netfilter.nf_conntrack_buckets).
+	Buckets uint64 `json:"buckets" yaml:"buckets"`
+}
+
+// ProcessFacts are the limits of the process that will hold the sockets —
+// never hostprep's own (the Go runtime raises its own soft limit at start).
+type ProcessFacts struct {
+	// ManagedBy is "systemd" (a unit) or "shell" (started from a login
+	// session; pam_limits applies).
+	ManagedBy string `json:"managed_by" yaml:"managed_by"`
+	// PID is the process read with --pid (or a unit's MainPID), 0 if none.
+	PID int `json:"pid,omitempty" yaml:"pid"`
+	// Unit is the systemd unit (--service), "" if none.
+	Unit string `json:"unit,omitempty" yaml:"unit"`
+	// NofileSoft and NofileHard are RLIMIT_NOFILE (file descriptors);
+	// Unlimited for "unlimited"/"infinity".
+	NofileSoft uint64 `json:"nofile_soft" yaml:"nofile_soft"`
+	NofileHard uint64 `json:"nofile_hard" yaml:"nofile_hard"`
+	// CapSysResource says whether the process may raise its hard limit
+	// (CapEff bit 24).
+	CapSysResource bool `json:"cap_sys_resource" yaml:"-"`
+	// Source says where the numbers come from ("/proc/123/limits",
+	// "systemctl show mosquitto.service", "limits.d for user root", ...).
+	Source string `json:"source,omitempty" yaml:"source"`
+}
+
+// SystemdFacts describe systemd as a service manager.
+type SystemdFacts struct {
+	// Running is true when systemd is PID 1 (/run/systemd/system exists).
+	Running bool `json:"running"`
+	// DefaultLimitNOFILE is system.conf's DefaultLimitNOFILE, or systemd's
+	// built-in 1024:524288 (systemd >= 240) when unset; nil when systemd is
+	// not installed.
+	DefaultLimitNOFILE *profiles.Limit `json:"default_limit_nofile,omitempty"`
+}
+
+// Sockstat is /proc/net/sockstat's TCP line.
+type Sockstat struct {
+	InUse  uint64 `json:"inuse"`
+	Orphan uint64 `json:"orphan"`
+	TW     uint64 `json:"tw"`
+	Alloc  uint64 `json:"alloc"`
+	// MemPages is "mem": pages of queued socket buffers (not socket
+	// structures: it stays near 0 for idle sockets).
+	MemPages uint64 `json:"mem_pages"`
+}
+
+// Clock is the kernel clock discipline state from adjtimex(2).
+type Clock struct {
+	// Known is false when adjtimex could not be called.
+	Known bool `json:"known" yaml:"known"`
+	// Synced is false when STA_UNSYNC is set (no NTP/PTP daemon disciplines
+	// the clock).
+	Synced bool `json:"synced" yaml:"synced"`
+	// MaxErrorUS is the kernel's maximum error estimate, microseconds.
+	MaxErrorUS int64 `json:"max_error_us" yaml:"max_error_us"`
+}
+
+// Container describes containment.
+type Container struct {
+	// Kind is "" on a plain host, else what gave it away (docker, podman,
+	// lxc, kubernetes, ...).
+	Kind string `json:"kind,omitempty" yaml:"kind"`
+	// OwnNetNS is true when the network namespace is not the host's
+	// (init_net): per-namespace net.* keys are then the container's own.
+	OwnNetNS bool `json:"own_netns" yaml:"own_netns"`
+}
+
+// SysInt returns a single-number sysctl value.
+func (f *Facts) SysInt(key string) (int64, bool) {
+	v, ok := f.Sysctl[key]
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil {
+		// fs.file-max may print LONG_MAX; anything unparsable is "absent".
+		u, err2 := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+		if err2 != nil {
+			return 0, false
+		}
+		if u > math.MaxInt64 {
+			return math.MaxInt64, true
+		}
+		return int64(u), true
+	}
+	return n, true
+}
+
+// SysFields returns the fields of a multi-value sysctl ("4096 131072
+// 6291456"); tabs and spaces both separate.
+func (f *Facts) SysFields(key string) ([]int64, bool) {
+	v, ok := f.Sysctl[key]
+	if !ok {
+		return nil, false
+	}
+	var out []int64
+	for _, s := range strings.Fields(v) {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return nil, false
+		}
+		out = append(out, n)
+	}
+	return out, len(out) > 0
+}

@@ -1,0 +1,126 @@
+package preflight
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/shirou/gopsutil/v3/common"
+	"github.com/shirou/gopsutil/v3/cpu"
+	"github.com/shirou/gopsutil/v3/mem"
+	"golang.org/x/sys/unix"
+)
+
+// GatherOptions say where facts come from.
+type GatherOptions struct {
+	// Root is prepended to /proc, /sys and /etc paths ("" or "/" is the
+	// live host), the way node_exporter's --path.procfs makes collectors
+	// testable against a fixture tree.
+	Root string
+	// PID is the process that will hold the sockets (--pid); 0 = none.
+	PID int
+	// Service is the systemd unit that will hold them (--service).
+	Service string
+	// SourceIPs overrides the host's global addresses (--source-ips).
+	SourceIPs []string
+}
+
+// sysctlKeys are the /proc/sys keys the checks read.
+var sysctlKeys = []string{
+	"fs.file-max", "fs.file-nr", "fs.nr_open",
+	"net.core.somaxconn",
+	"net.ipv4.ip_local_port_range", "net.ipv4.ip_local_reserved_ports",
+	"net.ipv4.tcp_max_syn_backlog", "net.ipv4.tcp_syncookies",
+	"net.ipv4.tcp_tw_reuse", "net.ipv4.tcp_fin_timeout",
+	"net.ipv4.tcp_mem", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem",
+	"net.ipv4.tcp_max_orphans", "net.ipv4.tcp_max_tw_buckets",
+}
+
+type gatherer struct {
+	root string
+	f    *Facts
+}
+
+func (g *gatherer) path(p string) string { return filepath.Join(g.root, p) }
+
+func (g *gatherer) note(format string, a ...any) {
+	g.f.Notes = append(g.f.Notes, fmt.Sprintf(format, a...))
+}
+
+// Gather reads the facts of the running host. It needs no root for the
+// passive facts (a --pid of another user's process needs read access to
+// /proc/PID/limits). Missing optional sources (nf_conntrack not loaded, no
+// IPv6) are recorded as such; errors that make the run meaningless
+// (--pid that does not exist, /proc not mounted) are exitcode errors.
+func Gather(ctx context.Context, o GatherOptions) (*Facts, error) {
+	root := o.Root
+	if root == "" {
+		root = "/"
+	}
+	g := &gatherer{root: root, f: &Facts{
+		PageSize: int64(os.Getpagesize()),
+		Sysctl:   map[string]string{},
+	}}
+	f := g.f
+	if _, err := os.Stat(g.path("/proc/sys")); err != nil {
+		return nil, exitcode.Environmentf("preflight needs procfs: %v (mount /proc, or pass the root that holds proc/)", err)
+	}
+	var uts unix.Utsname
+	if root == "/" && unix.Uname(&uts) == nil {
+		f.Kernel = unix.ByteSliceToString(uts.Release[:])
+	} else if b, err := os.ReadFile(g.path("/proc/sys/kernel/osrelease")); err == nil {
+		f.Kernel = strings.TrimSpace(string(b))
+	}
+	for _, k := range sysctlKeys {
+		b, err := os.ReadFile(g.path("/proc/sys/" + strings.ReplaceAll(k, ".", "/")))
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				g.note("%s: %v", k, err)
+			}
+			continue
+		}
+		f.Sysctl[k] = strings.TrimRight(string(b), "\n")
+	}
+	g.memory(ctx)
+	g.conntrack()
+	g.netstat()
+	g.sockstat()
+	if err := g.listening(); err != nil {
+		g.note("listening ports: %v", err)
+	}
+	if err := g.sourceAddresses(o.SourceIPs); err != nil {
+		g.note("source addresses: %v", err)
+	}
+	g.systemd()
+	g.limitsD()
+	if err := g.target(ctx, o.PID, o.Service); err != nil {
+		return nil, err
+	}
+	g.clock()
+	g.container()
+	return f, nil
+}
+
+// memory fills CPUs, MemTotal and MemAvailable with gopsutil, pointed at
+// the configured root.
+func (g *gatherer) memory(ctx context.Context) {
+	ctx = context.WithValue(ctx, common.EnvKey, common.EnvMap{
+		common.HostProcEnvKey: g.path("/proc"),
+		common.HostSysEnvKey:  g.path("/sys"),
+	})
+	if vm, err := mem.VirtualMemoryWithContext(ctx); err == nil {
+		g.f.MemTotal, g.f.MemAvailable = vm.Total, vm.Available
+	} else {
+		g.note("memory: %v", err)
+	}
+	if n, err := cpu.CountsWithContext(ctx, true); err == nil && n > 0 {
+		g.f.CPUs = n
+	} else {
+		g.note("cpu count: %v", err)
+	}
+}

@@ -1,0 +1,408 @@
+package preflight
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/profiles"
+)
+
+// capSysResource is CAP_SYS_RESOURCE's bit in CapEff (linux/capability.h).
+const capSysResource = 24
+
+// systemdBuiltinNofile is systemd's DefaultLimitNOFILE when system.conf
+// leaves it unset (systemd >= 240, NEWS v240: soft 1024 for select(),
+// hard 512K).
+var systemdBuiltinNofile = profiles.Limit{Soft: 1024, Hard: 524288}
+
+// systemd records whether systemd is PID 1 and its DefaultLimitNOFILE from
+// system.conf and system.conf.d drop-ins (later files win).
+func (g *gatherer) systemd() {
+	_, err := os.Stat(g.path("/run/systemd/system"))
+	g.f.Systemd.Running = err == nil
+	installed := g.f.Systemd.Running
+	for _, p := range []string{"/etc/systemd/system.conf", "/lib/systemd/systemd", "/usr/lib/systemd/systemd"} {
+		if _, err := os.Stat(g.path(p)); err == nil {
+			installed = true
+		}
+	}
+	if !installed {
+		return
+	}
+	files := []string{g.path("/etc/systemd/system.conf")}
+	for _, d := range []string{"/usr/lib/systemd/system.conf.d", "/run/systemd/system.conf.d", "/etc/systemd/system.conf.d"} {
+		m, _ := filepath.Glob(g.path(d) + "/*.conf")
+		sort.Strings(m)
+		files = append(files, m...)
+	}
+	lim := systemdBuiltinNofile
+	for _, p := range files {
+		if v, ok := iniValue(p, "DefaultLimitNOFILE"); ok {
+			if l, err := parseSystemdLimit(v); err == nil {
+				lim = l
+			} else {
+				g.note("%s: DefaultLimitNOFILE=%s: %v", p, v, err)
+			}
+		}
+	}
+	g.f.Systemd.DefaultLimitNOFILE = &lim
+}
+
+// iniValue returns the last KEY=value in a systemd-style file.
+func iniValue(path, key string) (string, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", false
+	}
+	val, ok := "", false
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "#") || strings.HasPrefix(line, ";") {
+			continue
+		}
+		k, v, found := strings.Cut(line, "=")
+		if found && strings.TrimSpace(k) == key {
+			val, ok = strings.TrimSpace(v), true
+		}
+	}
+	return val, ok
+}
+
+// parseSystemdLimit parses LimitNOFILE syntax: "N", "soft:hard",
+// "infinity".
+func parseSystemdLimit(v string) (profiles.Limit, error) {
+	one := func(s string) (uint64, error) {
+		s = strings.TrimSpace(s)
+		if s == "infinity" || s == "unlimited" {
+			return Unlimited, nil
+		}
+		return strconv.ParseUint(s, 10, 64)
+	}
+	soft, hard, pair := strings.Cut(v, ":")
+	s, err := one(soft)
+	if err != nil {
+		return profiles.Limit{}, fmt.Errorf("want N, SOFT:HARD or infinity")
+	}
+	h := s
+	if pair {
+		if h, err = one(hard); err != nil {
+			return profiles.Limit{}, fmt.Errorf("want N, SOFT:HARD or infinity")
+		}
+	}
+	return profiles.Limit{Soft: s, Hard: h}, nil
+}
+
+// limitsD parses nofile lines of /etc/security/limits.conf and
+// limits.d/*.conf (pam_limits: "domain type item value"; type soft, hard
+// or - for both; later lines win for the same domain).
+func (g *gatherer) limitsD() {
+	files := []string{g.path("/etc/security/limits.conf")}
+	m, _ := filepath.Glob(g.path("/etc/security/limits.d") + "/*.conf")
+	sort.Strings(m)
+	files = append(files, m...)
+	for _, p := range files {
+		fh, err := os.Open(p)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(fh)
+		for sc.Scan() {
+			line, _, _ := strings.Cut(sc.Text(), "#")
+			f := strings.Fields(line)
+			if len(f) != 4 || f[2] != "nofile" {
+				continue
+			}
+			var n uint64
+			if f[3] == "unlimited" || f[3] == "infinity" || f[3] == "-1" {
+				n = Unlimited
+			} else if n, err = strconv.ParseUint(f[3], 10, 64); err != nil {
+				g.note("%s: nofile value %q is not a number", p, f[3])
+				continue
+			}
+			if g.f.LimitsD == nil {
+				g.f.LimitsD = map[string]profiles.Limit{}
+			}
+			l := g.f.LimitsD[f[0]]
+			switch f[1] {
+			case "soft":
+				l.Soft = n
+			case "hard":
+				l.Hard = n
+			case "-":
+				l.Soft, l.Hard = n, n
+			}
+			g.f.LimitsD[f[0]] = l
+		}
+		fh.Close()
+	}
+}
+
+// loginLimit returns the limits.d entry pam_limits would apply to user:
+// the user's own line beats a @group line beats "*" ("*" never applies to
+// root).
+func loginLimit(d map[string]profiles.Limit, username string, groups []string) (profiles.Limit, string, bool) {
+	if l, ok := d[username]; ok {
+		return l, username, true
+	}
+	for _, gname := range groups {
+		if l, ok := d["@"+gname]; ok {
+			return l, "@" + gname, true
+		}
+	}
+	if username != "root" {
+		if l, ok := d["*"]; ok {
+			return l, "*", true
+		}
+	}
+	return profiles.Limit{}, "", false
+}
+
+// target finds the limits of the process that will hold the sockets.
+func (g *gatherer) target(ctx context.Context, pid int, service string) error {
+	switch {
+	case pid > 0:
+		return g.targetPID(pid, fmt.Sprintf("/proc/%d/limits", pid))
+	case service != "":
+		return g.targetService(ctx, service)
+	}
+	return g.targetLogin()
+}
+
+// targetPID reads /proc/PID/limits and CapEff of /proc/PID/status.
+func (g *gatherer) targetPID(pid int, source string) error {
+	soft, hard, err := readNofile(g.path(fmt.Sprintf("/proc/%d/limits", pid)))
+	if os.IsNotExist(err) {
+		return exitcode.BadInputf("--pid %d: no such process (/proc/%d does not exist); pass the PID of the running broker or loadgen", pid, pid)
+	}
+	if err != nil {
+		return exitcode.Environmentf("--pid %d: cannot read its limits: %v (run as the same user or root)", pid, err)
+	}
+	t := &g.f.Target
+	t.PID, t.NofileSoft, t.NofileHard, t.Source = pid, soft, hard, source
+	if t.ManagedBy == "" {
+		t.ManagedBy = "shell"
+		if u := serviceOfPID(g.path(fmt.Sprintf("/proc/%d/cgroup", pid))); u != "" && g.f.Systemd.Running {
+			t.ManagedBy, t.Unit = "systemd", u
+		}
+	}
+	t.CapSysResource, err = hasCap(g.path(fmt.Sprintf("/proc/%d/status", pid)), capSysResource)
+	if err != nil {
+		g.note("capabilities of pid %d: %v", pid, err)
+	}
+	return nil
+}
+
+// targetService reads a unit's LimitNOFILE: from systemctl (and the
+// running MainPID's /proc limits) when systemd runs, else from the unit
+// file and its drop-ins, else systemd's DefaultLimitNOFILE.
+func (g *gatherer) targetService(ctx context.Context, unit string) error {
+	if !strings.Contains(unit, ".") {
+		unit += ".service"
+	}
+	t := &g.f.Target
+	t.ManagedBy, t.Unit = "systemd", unit
+	t.CapSysResource = true // a unit without User= runs as root with the full bounding set
+	if g.f.Systemd.Running && g.root == "/" {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, "systemctl", "show", "-p", "MainPID,LimitNOFILE,LimitNOFILESoft,User,LoadState", unit).Output()
+		if err != nil {
+			return exitcode.Environmentf("--service %s: systemctl show failed: %v", unit, err)
+		}
+		props := map[string]string{}
+		for _, line := range strings.Split(string(out), "\n") {
+			if k, v, ok := strings.Cut(line, "="); ok {
+				props[k] = v
+			}
+		}
+		if props["LoadState"] == "not-found" {
+			return exitcode.BadInputf("--service %s: no such unit (systemctl show: LoadState=not-found); pass the unit that runs the broker, e.g. --service mosquitto", unit)
+		}
+		if pid, _ := strconv.Atoi(props["MainPID"]); pid > 0 {
+			return g.targetPID(pid, fmt.Sprintf("running %s, /proc/%d/limits", unit, pid))
+		}
+		hard, err1 := strconv.ParseUint(props["LimitNOFILE"], 10, 64)
+		soft, err2 := strconv.ParseUint(props["LimitNOFILESoft"], 10, 64)
+		if err1 == nil && err2 == nil {
+			t.NofileSoft, t.NofileHard = soft, hard
+			t.Source = "systemctl show " + unit
+			if u := props["User"]; u != "" && u != "root" {
+				t.CapSysResource = false
+			}
+			return nil
+		}
+	}
+	// systemd not running (or a recorded root): read the files.
+	var files []string
+	for _, d := range []string{"/usr/lib/systemd/system", "/lib/systemd/system", "/run/systemd/system", "/etc/systemd/system"} {
+		if _, err := os.Stat(g.path(d + "/" + unit)); err == nil {
+			files = append(files, g.path(d+"/"+unit))
+		}
+	}
+	var dropins []string
+	for _, d := range []string{"/usr/lib/systemd/system", "/lib/systemd/system", "/run/systemd/system", "/etc/systemd/system"} {
+		m, _ := filepath.Glob(g.path(d + "/" + unit + ".d/*.conf"))
+		dropins = append(dropins, m...)
+	}
+	// drop-ins apply in lexical order of their file names, whatever the directory
+	sort.SliceStable(dropins, func(i, j int) bool { return filepath.Base(dropins[i]) < filepath.Base(dropins[j]) })
+	files = append(files, dropins...)
+	found := false
+	for _, p := range files {
+		if v, ok := iniValue(p, "LimitNOFILE"); ok {
+			l, err := parseSystemdLimit(v)
+			if err != nil {
+				g.note("%s: LimitNOFILE=%s: %v", p, v, err)
+				continue
+			}
+			t.NofileSoft, t.NofileHard, t.Source, found = l.Soft, l.Hard, p, true
+		}
+		if v, ok := iniValue(p, "User"); ok && v != "" && v != "root" {
+			t.CapSysResource = false
+		}
+	}
+	if found {
+		return nil
+	}
+	d := systemdBuiltinNofile
+	if g.f.Systemd.DefaultLimitNOFILE != nil {
+		d = *g.f.Systemd.DefaultLimitNOFILE
+	}
+	t.NofileSoft, t.NofileHard = d.Soft, d.Hard
+	t.Source = fmt.Sprintf("no LimitNOFILE for %s: systemd DefaultLimitNOFILE %s", unit, fmtLimit(d))
+	return nil
+}
+
+// targetLogin estimates the limits a process started from a login shell
+// gets: the limits.d entry for the current user if any (pam_limits), else
+// what the session inherits — systemd's DefaultLimitNOFILE when systemd
+// runs, else the limits of the process that started hostprep (its parent
+// shell; never hostprep's own, which the Go runtime raised).
+func (g *gatherer) targetLogin() error {
+	t := &g.f.Target
+	t.ManagedBy = "shell"
+	ppid := os.Getppid()
+	soft, hard, err := readNofile(g.path(fmt.Sprintf("/proc/%d/limits", ppid)))
+	t.Source = fmt.Sprintf("inherited from the parent shell (/proc/%d/limits)", ppid)
+	if err != nil || g.root != "/" {
+		soft, hard = systemdBuiltinNofile.Soft, systemdBuiltinNofile.Hard
+		t.Source = "systemd default for login sessions"
+	}
+	if g.f.Systemd.Running && g.f.Systemd.DefaultLimitNOFILE != nil {
+		soft, hard = g.f.Systemd.DefaultLimitNOFILE.Soft, g.f.Systemd.DefaultLimitNOFILE.Hard
+		t.Source = "systemd DefaultLimitNOFILE (login sessions inherit it)"
+	}
+	var groups []string
+	name := "root"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+		if ids, err := u.GroupIds(); err == nil {
+			for _, id := range ids {
+				if gr, err := user.LookupGroupId(id); err == nil {
+					groups = append(groups, gr.Name)
+				}
+			}
+		}
+	}
+	if l, dom, ok := loginLimit(g.f.LimitsD, name, groups); ok {
+		if l.Soft != 0 {
+			soft = l.Soft
+		}
+		if l.Hard != 0 {
+			hard = l.Hard
+		}
+		t.Source = fmt.Sprintf("limits.d entry %q for user %s (pam_limits at login)", dom, name)
+	}
+	t.NofileSoft, t.NofileHard = soft, hard
+	t.CapSysResource, err = hasCap(g.path("/proc/self/status"), capSysResource)
+	if err != nil {
+		g.note("own capabilities: %v", err)
+	}
+	return nil
+}
+
+// readNofile returns the "Max open files" soft and hard limits of a
+// /proc/PID/limits file.
+func readNofile(path string) (soft, hard uint64, err error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, "Max open files") {
+			continue
+		}
+		f := strings.Fields(strings.TrimPrefix(line, "Max open files"))
+		if len(f) < 2 {
+			break
+		}
+		parse := func(s string) (uint64, error) {
+			if s == "unlimited" {
+				return Unlimited, nil
+			}
+			return strconv.ParseUint(s, 10, 64)
+		}
+		if soft, err = parse(f[0]); err == nil {
+			hard, err = parse(f[1])
+		}
+		return soft, hard, err
+	}
+	return 0, 0, fmt.Errorf("%s: no \"Max open files\" line", path)
+}
+
+// hasCap reports whether bit is set in the CapEff line of a
+// /proc/PID/status file.
+func hasCap(statusPath string, bit uint) (bool, error) {
+	b, err := os.ReadFile(statusPath)
+	if err != nil {
+		return false, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			if err != nil {
+				return false, fmt.Errorf("CapEff %q: %v", v, err)
+			}
+			return n&(1<<bit) != 0, nil
+		}
+	}
+	return false, fmt.Errorf("%s: no CapEff line", statusPath)
+}
+
+// serviceOfPID returns the systemd unit ("x.service") in a
+// /proc/PID/cgroup file, "" if none.
+func serviceOfPID(cgroupPath string) string {
+	b, err := os.ReadFile(cgroupPath)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		for _, part := range strings.Split(line, "/") {
+			if strings.HasSuffix(part, ".service") {
+				return part
+			}
+		}
+	}
+	return ""
+}
+
+func fmtLimit(l profiles.Limit) string {
+	return fmtNofile(l.Soft) + ":" + fmtNofile(l.Hard)
+}
+
+func fmtNofile(n uint64) string {
+	if n == Unlimited {
+		return "infinity"
+	}
+	return strconv.FormatUint(n, 10)
+}

@@ -1,0 +1,232 @@
+package preflight
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/verdict"
+)
+
+// Options are the inputs of Run.
+type Options struct {
+	// Target is the load to check (validated and defaulted by Run).
+	Target Target
+	// Root is the procfs/sysfs/etc root ("" = live host).
+	Root string
+	// PID is the process that will hold the sockets (--pid).
+	PID int
+	// Service is the systemd unit that will hold them (--service); when
+	// empty, Target.Service (from a profile) is used.
+	Service string
+	// Active runs the loopback measurement (--active).
+	Active        bool
+	ActiveOptions ActiveOptions
+	// Ignore lists check IDs whose failures become warnings (--ignore).
+	// An unknown ID is an exitcode.BadInput error.
+	Ignore []string
+	// Facts, when set, are used instead of gathering (a recorded host).
+	Facts *Facts
+}
+
+// HostSummary is the host the report is about.
+type HostSummary struct {
+	Kernel       string `json:"kernel"`
+	CPUs         int    `json:"cpus"`
+	MemTotal     uint64 `json:"mem_total_bytes"`
+	MemAvailable uint64 `json:"mem_available_bytes"`
+	PageSize     int64  `json:"page_size_bytes"`
+}
+
+// CapacityLimit is one resource's ceiling in sockets.
+type CapacityLimit struct {
+	// Check is the check ID that covers the resource.
+	Check string `json:"check"`
+	// Resource names it ("soft nofile", "ephemeral ports", ...).
+	Resource string `json:"resource"`
+	// Sockets this resource allows.
+	Sockets int64 `json:"sockets"`
+}
+
+// Capacity is how many sockets the host (for this role and target
+// process) can hold, and what limits it.
+type Capacity struct {
+	// Sockets is the smallest of Limits: the estimated number of sockets
+	// the target process can hold on this host.
+	Sockets int64 `json:"sockets"`
+	// LimitedBy is the check ID of the smallest limit.
+	LimitedBy string `json:"limited_by"`
+	// Limits are the per-resource ceilings considered.
+	Limits []CapacityLimit `json:"limits"`
+	// BytesPerSocket is the kernel memory per idle socket used, and
+	// BytesPerSocketSource says whether it was measured or estimated.
+	BytesPerSocket       float64 `json:"bytes_per_socket"`
+	BytesPerSocketSource string  `json:"bytes_per_socket_source"`
+	// Measured is the --active result, nil when not run.
+	Measured *ActiveResult `json:"measured,omitempty"`
+}
+
+// Report is the outcome of a preflight run; text, JSON, JUnit and
+// Prometheus outputs are all rendered from it. It is JSON-serialisable.
+type Report struct {
+	// Verdict is the worst status of Checks (skip counts as pass).
+	Verdict verdict.Status `json:"verdict"`
+	Target  Target         `json:"target"`
+	Host    HostSummary    `json:"host"`
+	// TargetProcess is whose limits the fd checks used.
+	TargetProcess ProcessFacts `json:"target_process"`
+	// Checks in report order (registry order; writers may sort).
+	Checks   []verdict.Check `json:"checks"`
+	Capacity Capacity        `json:"capacity"`
+	// Ignored are the --ignore IDs.
+	Ignored []string `json:"ignored,omitempty"`
+	// Notes are facts that could not be gathered.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Run checks whether the host can carry opts.Target: it gathers the facts
+// (or uses opts.Facts), runs the --active measurement if asked, evaluates
+// every check and folds the verdict. A failing check is not an error: the
+// caller decides the exit code (see Report.Err). Errors are
+// exitcode.BadInput (bad target, unknown --ignore ID, --pid that does not
+// exist) or exitcode.Environment (cannot read procfs, measurement child
+// failed).
+func Run(ctx context.Context, opts Options) (*Report, error) {
+	t := opts.Target
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	if err := validateIgnore(opts.Ignore); err != nil {
+		return nil, err
+	}
+	f := opts.Facts
+	if f == nil {
+		svc := opts.Service
+		if svc == "" && opts.PID == 0 {
+			svc = t.Service
+		}
+		var err error
+		f, err = Gather(ctx, GatherOptions{Root: opts.Root, PID: opts.PID, Service: svc, SourceIPs: t.SourceIPs})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if opts.Active {
+		k := opts.ActiveOptions.Sockets
+		if k <= 0 {
+			k = defaultActiveSockets(t.Sockets, f.Target.NofileSoft)
+		}
+		if k < 2 {
+			return nil, exitcode.BadInputf("--active-sockets %d: want at least 2 (one loopback connection)", k)
+		}
+		m, err := measureActive(ctx, opts.ActiveOptions, k, f.Target)
+		if err != nil {
+			return nil, err
+		}
+		f.Measured = m
+	}
+	checks := Evaluate(f, t)
+	applyIgnore(checks, opts.Ignore)
+	r := &Report{
+		Verdict:       verdict.Worst(checks),
+		Target:        t,
+		Host:          HostSummary{Kernel: f.Kernel, CPUs: f.CPUs, MemTotal: f.MemTotal, MemAvailable: f.MemAvailable, PageSize: f.PageSize},
+		TargetProcess: f.Target,
+		Checks:        checks,
+		Capacity:      capacityOf(f, t),
+		Ignored:       opts.Ignore,
+		Notes:         f.Notes,
+	}
+	return r, nil
+}
+
+// Err turns the verdict into the exit error: nil for pass (and warn unless
+// strict), exitcode.Failed naming the failing checks otherwise.
+func (r *Report) Err(strict bool) error {
+	var bad []string
+	for _, c := range r.Checks {
+		if c.Status == verdict.Fail || (strict && c.Status == verdict.Warn) {
+			bad = append(bad, c.ID)
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	what := "failed"
+	if strict {
+		what = "failed or warned (--strict)"
+	}
+	return exitcode.Failedf("preflight: %d check(s) %s: %s", len(bad), what, strings.Join(bad, ", "))
+}
+
+func validateIgnore(ids []string) error {
+	valid := CheckIDs()
+	for _, id := range ids {
+		found := false
+		for _, v := range valid {
+			if v == id {
+				found = true
+			}
+		}
+		if !found {
+			return exitcode.BadInputf("--ignore %q: no such check; valid IDs: %s", id, strings.Join(valid, ", "))
+		}
+	}
+	return nil
+}
+
+// applyIgnore turns failures of ignored checks into warnings.
+func applyIgnore(checks []verdict.Check, ids []string) {
+	for i := range checks {
+		for _, id := range ids {
+			if checks[i].ID == id && checks[i].Status == verdict.Fail {
+				checks[i].Status = verdict.Warn
+				checks[i].Summary = "[ignored failure] " + checks[i].Summary
+			}
+		}
+	}
+}
+
+// capacityOf is the smallest per-resource ceiling, in sockets.
+func capacityOf(f *Facts, t Target) Capacity {
+	var c Capacity
+	add := func(check, res string, n int64) {
+		c.Limits = append(c.Limits, CapacityLimit{Check: check, Resource: res, Sockets: max(n, 0)})
+	}
+	hr := int64(fdHeadroom(t.Sockets))
+	if s := f.Target.NofileSoft; s != Unlimited {
+		add("fd.soft", "soft nofile of the target process", int64(min(s, math.MaxInt64/2))-hr)
+	}
+	if fm, ok := f.SysInt("fs.file-max"); ok {
+		var alloc int64
+		if nr, ok := f.SysFields("fs.file-nr"); ok {
+			alloc = nr[0]
+		}
+		add("fd.file_max", "free file handles (fs.file-max - fs.file-nr)", fm-alloc)
+	}
+	if t.Role == Loadgen {
+		if pc, ok := loadgenCapacity(f, t); ok {
+			add("ports.ephemeral", fmt.Sprintf("ephemeral ports x %d source x %d destination", pc.sources, pc.dests), pc.total)
+		}
+	}
+	if f.Conntrack.Loaded && f.Conntrack.Max > f.Conntrack.Count {
+		add("conntrack", "free nf_conntrack entries", int64(f.Conntrack.Max-f.Conntrack.Count))
+	}
+	c.BytesPerSocket, c.BytesPerSocketSource = perSocketCost(f)
+	if f.MemAvailable > 0 {
+		add("mem.available", "MemAvailable / kernel bytes per socket", int64(float64(f.MemAvailable)/c.BytesPerSocket))
+	}
+	c.Sockets = math.MaxInt64
+	for _, l := range c.Limits {
+		if l.Sockets < c.Sockets {
+			c.Sockets, c.LimitedBy = l.Sockets, l.Check
+		}
+	}
+	if len(c.Limits) == 0 {
+		c.Sockets = 0
+	}
+	c.Measured = f.Measured
+	return c
+}

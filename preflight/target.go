@@ -1,0 +1,159 @@
+package preflight
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/profiles"
+)
+
+// Role is what the host does with its sockets.
+type Role string
+
+const (
+	// Broker accepts N client connections (an MQTT broker): accept path
+	// checks apply, ephemeral ports do not.
+	Broker Role = "broker"
+	// Loadgen opens N outgoing connections: every one needs an ephemeral
+	// port per (source address, destination) pair.
+	Loadgen Role = "loadgen"
+	// IoTDB accepts client sessions like a broker (DataNode RPC port).
+	IoTDB Role = "iotdb"
+)
+
+// Roles lists the valid roles.
+var Roles = []Role{Broker, Loadgen, IoTDB}
+
+// DefaultConnRate is the connect rate (connections/s) assumed when neither
+// --conn-rate nor the profile says: the issue's default.
+const DefaultConnRate = 2000
+
+// Target is the load the host must carry.
+type Target struct {
+	// Sockets is the number of concurrently open TCP sockets (connections,
+	// from the holding process's point of view: one fd each).
+	Sockets int `json:"sockets"`
+	// Role is broker, loadgen or iotdb.
+	Role Role `json:"role"`
+	// ConnRate is the rate of new connections, connections/s (default
+	// DefaultConnRate).
+	ConnRate int `json:"conn_rate"`
+	// Destinations are ip:port endpoints a loadgen connects to; empty means
+	// one destination is assumed.
+	Destinations []string `json:"destinations,omitempty"`
+	// SourceIPs overrides the host's global addresses as the loadgen's
+	// source addresses (--source-ips).
+	SourceIPs []string `json:"source_ips,omitempty"`
+	// ServicePorts are ports a service on this host must be able to bind
+	// (from the profile: reserve_ports and probe ports); they must not lie
+	// in the ephemeral range unreserved.
+	ServicePorts []int `json:"service_ports,omitempty"`
+	// Service is the systemd unit that will hold the sockets (from the
+	// profile's systemd.services when --service/--pid are not given).
+	Service string `json:"service,omitempty"`
+}
+
+// Validate checks the target and fills defaults. Errors are
+// exitcode.BadInput and name the flag.
+func (t *Target) Validate() error {
+	if t.Sockets <= 0 {
+		return exitcode.BadInputf("--sockets %d: want a positive number of sockets (e.g. --sockets 1000000), or --profile with a preflight section", t.Sockets)
+	}
+	ok := false
+	for _, r := range Roles {
+		if t.Role == r {
+			ok = true
+		}
+	}
+	if !ok {
+		return exitcode.BadInputf("--role %q: want broker, loadgen or iotdb", t.Role)
+	}
+	if t.ConnRate < 0 {
+		return exitcode.BadInputf("--conn-rate %d: want connections/s >= 0 (0 means the default %d)", t.ConnRate, DefaultConnRate)
+	}
+	if t.ConnRate == 0 {
+		t.ConnRate = DefaultConnRate
+	}
+	for _, d := range t.Destinations {
+		host, port, err := net.SplitHostPort(d)
+		if err != nil || net.ParseIP(host) == nil {
+			return exitcode.BadInputf("--dest %q: want ip:port, e.g. 192.0.2.10:1883", d)
+		}
+		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+			return exitcode.BadInputf("--dest %q: port must be 1..65535", d)
+		}
+	}
+	for _, s := range t.SourceIPs {
+		if net.ParseIP(s) == nil {
+			return exitcode.BadInputf("--source-ips %q: want IP addresses separated by commas, e.g. 192.0.2.20,192.0.2.21", s)
+		}
+	}
+	for _, p := range t.ServicePorts {
+		if p < 1 || p > 65535 {
+			return exitcode.BadInputf("service port %d: must be 1..65535", p)
+		}
+	}
+	return nil
+}
+
+// TargetFromProfile returns the preflight target a profile carries
+// (`preflight: {sockets, role, conn_rate, destinations}`), with the
+// profile's reserve_ports and probe ports as service ports and its first
+// systemd service as the process that will hold the sockets.
+//
+// It returns an exitcode.BadInput error when the profile has no preflight
+// section.
+func TargetFromProfile(p *profiles.Profile) (Target, error) {
+	if p == nil || p.Preflight == nil {
+		name := ""
+		if p != nil {
+			name = p.Name
+		}
+		return Target{}, exitcode.BadInputf("profile %q has no preflight section: add `preflight: {sockets: N, role: broker}` or pass --sockets and --role", name)
+	}
+	t := Target{
+		Sockets:      p.Preflight.Sockets,
+		Role:         Role(p.Preflight.Role),
+		ConnRate:     p.Preflight.ConnRate,
+		Destinations: append([]string(nil), p.Preflight.Destinations...),
+	}
+	t.ServicePorts = append(t.ServicePorts, p.ReservePorts...)
+	if m := p.Probe.MQTT; m != nil && m.Broker != "" {
+		if u, err := url.Parse(m.Broker); err == nil && u.Port() != "" && isLocalHost(u.Hostname()) {
+			if n, err := strconv.Atoi(u.Port()); err == nil {
+				t.ServicePorts = appendUnique(t.ServicePorts, n)
+			}
+		}
+	}
+	if d := p.Probe.IoTDB; d != nil && d.Port > 0 && isLocalHost(d.Host) && t.Role == IoTDB {
+		t.ServicePorts = appendUnique(t.ServicePorts, d.Port)
+	}
+	if len(p.Systemd.Services) > 0 {
+		t.Service = p.Systemd.Services[0]
+	}
+	return t, nil
+}
+
+func isLocalHost(h string) bool {
+	switch h {
+	case "", "localhost", "127.0.0.1", "::1", "0.0.0.0", "::":
+		return true
+	}
+	return false
+}
+
+func appendUnique(xs []int, x int) []int {
+	for _, v := range xs {
+		if v == x {
+			return xs
+		}
+	}
+	return append(xs, x)
+}
+
+func (t Target) String() string {
+	return fmt.Sprintf("%d sockets, role %s, %d connections/s", t.Sockets, t.Role, t.ConnRate)
+}
