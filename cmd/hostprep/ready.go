@@ -1,0 +1,132 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/ready"
+	"github.com/hostprep/hostprep/ready/outcome"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+func init() {
+	addCommand(func() *cobra.Command {
+		var o ready.Options
+		var output, jsonFile, junitFile, promFile, mqttPwFile, iotdbPwFile string
+		c := &cobra.Command{
+			Use:   "ready --profile NAME|FILE",
+			Short: "Tune, preflight and probe in one run, with one verdict: READY, READY WITH WARNINGS, NOT READY",
+			Long: `Apply the profile (as 'tune apply'), run the preflight for the profile's
+target, run the probes the profile names — against --mqtt / --iotdb, or the
+MQTT probe against the embedded broker when no broker is given — and give
+one verdict: READY, READY WITH WARNINGS, or NOT READY with the failing
+steps first. If tuning fails, nothing after it runs. Nothing is ever rolled
+back by ready: undo tuning with 'hostprep tune rollback'.
+
+--dry-run only plans the tuning and runs what touches nothing: the passive
+preflight and the MQTT probe against the in-process embedded broker on
+loopback; probes against external targets are skipped.
+
+Results go to stdout (--output text|json; the JSON carries "changed" for
+Ansible's changed_when), logs to stderr. --json, --junit and --prom also
+write the result to files (JUnit: every check and probe threshold is a test
+case; prom: a node_exporter textfile).
+
+Exit codes: 0 READY (also READY WITH WARNINGS), 1 NOT READY, 2 bad input,
+3 a step could not run (not root, lock held, target unreachable).`,
+			Example: `  hostprep ready --profile ready-small
+  hostprep ready --profile loadgen --mqtt tcp://broker.example:1883 --output json
+  hostprep ready --profile iotdb --iotdb 10.0.0.5:6667 --junit ready.xml --prom /var/lib/prometheus/node-exporter/hostprep.prom
+  hostprep ready --profile mqtt-broker-1m --dry-run`,
+			Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				if err := checkOutput(output, "text", "json"); err != nil {
+					return err
+				}
+				var err error
+				if o.MQTTPassword, err = secret(mqttPwFile, "--mqtt-password-file", "HOSTPREP_MQTT_PASSWORD"); err != nil {
+					return err
+				}
+				if o.IoTDBPassword, err = secret(iotdbPwFile, "--iotdb-password-file", "HOSTPREP_IOTDB_PASSWORD"); err != nil {
+					return err
+				}
+				o.Progress = os.Stderr
+				o.ProgressTTY = term.IsTerminal(int(os.Stderr.Fd()))
+				res, runErr := ready.Run(cmd.Context(), o)
+				if res == nil {
+					return runErr
+				}
+				write := func(path string, f func(io.Writer) error) error {
+					if path == "" {
+						return nil
+					}
+					if err := outcome.WriteFileAtomic(path, f); err != nil {
+						return exitcode.Environmentf("writing %s: %v", path, err)
+					}
+					return nil
+				}
+				asJSON := func(w io.Writer) error {
+					enc := json.NewEncoder(w)
+					enc.SetIndent("", "  ")
+					return enc.Encode(res)
+				}
+				for _, f := range []struct {
+					path string
+					fn   func(io.Writer) error
+				}{
+					{jsonFile, asJSON},
+					{junitFile, func(w io.Writer) error { return outcome.WriteJUnit(w, res) }},
+					{promFile, func(w io.Writer) error { return outcome.WriteProm(w, res) }},
+				} {
+					if err := write(f.path, f.fn); err != nil {
+						return err
+					}
+				}
+				out := cmd.OutOrStdout()
+				if output == "json" {
+					err = asJSON(out)
+				} else {
+					err = outcome.WriteText(out, res)
+				}
+				if err != nil {
+					return err
+				}
+				return runErr
+			},
+		}
+		f := c.Flags()
+		f.StringVarP(&o.Profile, "profile", "p", "", "built-in profile name (hostprep profiles list) or YAML `file` (required)")
+		f.StringArrayVar(&o.Sets, "set", nil, "override one profile `key=value` (repeatable), e.g. --set limits.nofile.soft=65536")
+		f.StringVar(&o.MQTT, "mqtt", "", "MQTT broker `URL` the MQTT probe loads (tcp://host:1883, mqtts://host:8883); default: the profile's, else the embedded broker")
+		f.StringVar(&o.MQTTUser, "mqtt-user", "", "MQTT username")
+		f.StringVar(&mqttPwFile, "mqtt-password-file", "", "read the MQTT password from `file` (default: $HOSTPREP_MQTT_PASSWORD); never printed")
+		f.StringVar(&o.IoTDB, "iotdb", "", "IoTDB DataNode `host:port` the IoTDB probe loads; default: the profile's host, else no IoTDB probe")
+		f.StringVar(&o.IoTDBUser, "iotdb-user", "", "IoTDB user (default root)")
+		f.StringVar(&iotdbPwFile, "iotdb-password-file", "", "read the IoTDB password from `file` (default: $HOSTPREP_IOTDB_PASSWORD, else root); never printed")
+		f.IntVar(&o.Sockets, "sockets", 0, "preflight target: `N` concurrent sockets, overriding the profile's")
+		f.BoolVar(&o.NoTune, "no-tune", false, "do not apply the profile: only preflight and probe")
+		f.BoolVar(&o.DryRun, "dry-run", false, "plan the tuning only; run only what touches nothing (passive preflight, embedded-broker MQTT probe)")
+		f.StringVarP(&output, "output", "o", "text", "stdout format: text or json")
+		f.StringVar(&jsonFile, "json", "", "also write the JSON result to `file`")
+		f.StringVar(&junitFile, "junit", "", "also write JUnit XML to `file` (one test case per check and probe threshold)")
+		f.StringVar(&promFile, "prom", "", "also write a node_exporter textfile to `file` (e.g. /var/lib/prometheus/node-exporter/hostprep.prom)")
+		return c
+	})
+}
+
+// secret reads a password from a file (trailing newline removed) or, when
+// no file is given, from an environment variable. It never logs it.
+func secret(file, flag, env string) (string, error) {
+	if file == "" {
+		return os.Getenv(env), nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", exitcode.BadInputf("%s %s: %v", flag, file, err)
+	}
+	return strings.TrimRight(string(b), "\r\n"), nil
+}

@@ -1,0 +1,248 @@
+// Package ready is `hostprep ready`: apply a profile (tune), run the
+// preflight for the profile's target, run the probes the profile names,
+// and fold it all into one verdict — READY, READY WITH WARNINGS or NOT
+// READY — with the failing steps first. It is the command Ansible,
+// cloud-init, systemd and CI run once per host (see examples/).
+//
+// The result is an outcome.Result (JSON: {"host", "profile", "verdict",
+// "changed", "steps": [...]}); ready itself prints nothing to stdout and
+// logs through log/slog.
+package ready
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/loadprobe/iotdb"
+	"github.com/hostprep/hostprep/loadprobe/mqtt"
+	"github.com/hostprep/hostprep/profiles"
+	"github.com/hostprep/hostprep/ready/outcome"
+	"github.com/hostprep/hostprep/tune"
+)
+
+// Result is one host's ready run (see package outcome for the JSON).
+type Result = outcome.Result
+
+// Options are the inputs of Run. Only Profile is required.
+type Options struct {
+	// Profile is a built-in name or a YAML file; Sets are --set
+	// key=value overrides (see profiles.Load).
+	Profile string
+	Sets    []string
+	// MQTT is the broker the MQTT probe loads (tcp://host:port,
+	// mqtts://...); empty uses the profile's broker, or the embedded
+	// broker on loopback when the profile names none.
+	MQTT         string
+	MQTTUser     string
+	MQTTPassword string // never printed or logged
+	// IoTDB is host:port of the DataNode RPC the IoTDB probe loads; empty
+	// uses the profile's host. With neither, the IoTDB probe is skipped.
+	IoTDB         string
+	IoTDBUser     string
+	IoTDBPassword string // never printed or logged; "" = the probe's default
+	// Sockets overrides the preflight target's number of sockets.
+	Sockets int
+	// NoTune skips the tune step: only check and probe.
+	NoTune bool
+	// DryRun plans the tuning without applying it and runs only what
+	// touches nothing: the (passive) preflight and the MQTT probe against
+	// the embedded in-process broker on loopback. Probes against an
+	// external target (--mqtt, --iotdb or the profile's) are skipped:
+	// they would put load on, and for IoTDB write a database to, another
+	// system.
+	DryRun bool
+	// Tune says where the host is (tests point it at a sandbox); the zero
+	// value is the live host.
+	Tune tune.Env
+	// Host names this host in the result; "" = os.Hostname().
+	Host string
+	// Progress gets the probes' progress lines (usually os.Stderr); nil
+	// for none. ProgressTTY makes them an updating line.
+	Progress    io.Writer
+	ProgressTTY bool
+}
+
+// Step runners; tests replace them to produce faults a real host cannot
+// (a failing tune) without touching the host.
+type runners struct {
+	tune      func(ctx context.Context, p *profiles.Profile, o Options) outcome.Step
+	preflight func(ctx context.Context, p *profiles.Profile, o Options) outcome.Step
+	mqtt      func(ctx context.Context, cfg mqtt.Config) outcome.Step
+	iotdb     func(ctx context.Context, cfg iotdb.Config) outcome.Step
+}
+
+var real = runners{tune: tuneStep, preflight: preflightStep, mqtt: mqttStep, iotdb: iotdbStep}
+
+// Run loads the profile, applies it (unless NoTune; only plans in
+// DryRun), runs the preflight and the probes, and returns the result.
+//
+// The result is returned whenever the profile loaded, together with an
+// error carrying the exit code when the host is not ready:
+// exitcode.Failed (1) when a check or threshold failed,
+// exitcode.Environment (3) when a step could not run (not root, lock
+// held, target unreachable), exitcode.BadInput (2) when the profile does
+// not fit this host. A bad Options value or profile returns a nil result
+// and an exitcode.BadInput error; nothing is touched then. When the tune
+// step fails, later steps are not run. ready never rolls anything back:
+// what tune applied stays applied (tune apply itself undoes a half-made
+// change), whatever the verdict.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	return run(ctx, o, real)
+}
+
+func run(ctx context.Context, o Options, rn runners) (*Result, error) {
+	if err := validate(o); err != nil {
+		return nil, err
+	}
+	p, err := profiles.Load(o.Profile, o.Sets)
+	if err != nil {
+		return nil, err
+	}
+	host := o.Host
+	if host == "" {
+		if host, err = os.Hostname(); err != nil {
+			host = "unknown"
+		}
+	}
+	res := &Result{Host: host, Profile: p.Name, DryRun: o.DryRun, Started: time.Now()}
+	log := slog.With("profile", p.Name)
+
+	timed := func(name string, f func() outcome.Step) outcome.Step {
+		log.Info("ready: step starts", "step", name)
+		t0 := time.Now()
+		s := f()
+		s.Name = name
+		s.DurationMS = float64(time.Since(t0).Microseconds()) / 1000
+		if s.Verdict == "" {
+			s.Verdict = verdict.Worst(s.Checks)
+		}
+		log.Info("ready: step done", "step", name, "verdict", s.Verdict, "summary", s.Summary, "error", s.Error, "duration_ms", s.DurationMS)
+		return s
+	}
+
+	// 1. tune
+	var ts outcome.Step
+	if o.NoTune {
+		ts = outcome.Step{Name: outcome.StepTune, Verdict: verdict.Skip, Summary: "--no-tune: the host's tuning was neither checked nor changed"}
+	} else {
+		ts = timed(outcome.StepTune, func() outcome.Step { return rn.tune(ctx, p, o) })
+	}
+	res.Steps = append(res.Steps, ts)
+	res.Changed = ts.Changed
+
+	later := []string{outcome.StepPreflight, outcome.StepProbeMQTT, outcome.StepProbeIoTDB}
+	if ts.Verdict == verdict.Fail {
+		for _, name := range later {
+			res.Steps = append(res.Steps, outcome.Step{Name: name, Verdict: verdict.Skip,
+				Summary: "not run: the tune step failed, so the host is not in the state this step would check"})
+		}
+		return finish(res)
+	}
+
+	// 2. preflight
+	res.Steps = append(res.Steps, timed(outcome.StepPreflight, func() outcome.Step { return rn.preflight(ctx, p, o) }))
+
+	// 3. MQTT probe
+	mcfg, mskip := mqttConfig(p, o)
+	if mskip != "" {
+		res.Steps = append(res.Steps, outcome.Step{Name: outcome.StepProbeMQTT, Verdict: verdict.Skip, Summary: mskip})
+	} else {
+		res.Steps = append(res.Steps, timed(outcome.StepProbeMQTT, func() outcome.Step { return rn.mqtt(ctx, mcfg) }))
+	}
+
+	// 4. IoTDB probe
+	icfg, iskip := iotdbConfig(p, o)
+	if iskip != "" {
+		res.Steps = append(res.Steps, outcome.Step{Name: outcome.StepProbeIoTDB, Verdict: verdict.Skip, Summary: iskip})
+	} else {
+		res.Steps = append(res.Steps, timed(outcome.StepProbeIoTDB, func() outcome.Step { return rn.iotdb(ctx, icfg) }))
+	}
+	return finish(res)
+}
+
+// finish folds the verdict and maps it to the run's error (exit code).
+func finish(res *Result) (*Result, error) {
+	res.Verdict = outcome.Fold(res.Steps)
+	res.Failing = outcome.Findings(res.Steps)
+	res.DurationMS = float64(time.Since(res.Started).Microseconds()) / 1000
+	code := exitcode.OK
+	var couldNot []string
+	for _, s := range res.Steps {
+		if s.Verdict != verdict.Fail {
+			continue
+		}
+		switch s.ExitCode {
+		case exitcode.BadInput:
+			code = exitcode.BadInput
+			couldNot = append(couldNot, s.Name+": "+s.Error)
+		case exitcode.Environment:
+			if code != exitcode.BadInput {
+				code = exitcode.Environment
+			}
+			couldNot = append(couldNot, s.Name+": "+s.Error)
+		default:
+			if code == exitcode.OK {
+				code = exitcode.Failed
+			}
+		}
+	}
+	switch code {
+	case exitcode.OK:
+		return res, nil
+	case exitcode.Failed:
+		return res, exitcode.Failedf("%s: %s", res.Verdict, strings.Join(res.Failing, "; "))
+	}
+	return res, exitcode.New(code, fmt.Errorf("%s: could not run %s", res.Verdict, strings.Join(couldNot, "; ")))
+}
+
+// validate checks the flags before anything is loaded or touched.
+func validate(o Options) error {
+	if o.Profile == "" {
+		return exitcode.BadInputf("--profile is required: a built-in name (hostprep profiles list) or a YAML file, e.g. --profile ready-small")
+	}
+	if o.Sockets < 0 {
+		return exitcode.BadInputf("--sockets %d: want a positive number of sockets, e.g. --sockets 100000", o.Sockets)
+	}
+	if o.MQTT != "" {
+		u, err := url.Parse(o.MQTT)
+		if err != nil || u.Host == "" {
+			return exitcode.BadInputf("--mqtt %q: want a broker URL like tcp://broker.example:1883 or mqtts://broker.example:8883", o.MQTT)
+		}
+		switch u.Scheme {
+		case "tcp", "mqtt", "mqtts", "ssl", "tls":
+		default:
+			return exitcode.BadInputf("--mqtt %q: scheme %q: want tcp://, mqtt://, mqtts:// or ssl://", o.MQTT, u.Scheme)
+		}
+	}
+	if o.IoTDB != "" {
+		if _, _, err := splitHostPort(o.IoTDB); err != nil {
+			return exitcode.BadInputf("--iotdb %q: %v; want host:port of the DataNode RPC, e.g. 127.0.0.1:6667", o.IoTDB, err)
+		}
+	}
+	return nil
+}
+
+func splitHostPort(s string) (string, int, error) {
+	h, ps, err := net.SplitHostPort(s)
+	if err != nil {
+		return "", 0, err
+	}
+	p, err := strconv.Atoi(ps)
+	if err != nil || p < 1 || p > 65535 {
+		return "", 0, fmt.Errorf("port %q is not 1..65535", ps)
+	}
+	if h == "" {
+		return "", 0, fmt.Errorf("no host")
+	}
+	return h, p, nil
+}

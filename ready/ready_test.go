@@ -1,0 +1,203 @@
+package ready
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/loadprobe/iotdb"
+	"github.com/hostprep/hostprep/loadprobe/mqtt"
+	"github.com/hostprep/hostprep/profiles"
+	"github.com/hostprep/hostprep/ready/outcome"
+)
+
+// fakes stand in for the steps only to produce outcomes a healthy host
+// cannot (a tune that fails); they record what ran and with what config.
+type fakes struct {
+	tune, preflight, mqtt, iotdb outcome.Step
+	ran                          []string
+	mqttCfg                      mqtt.Config
+	iotdbCfg                     iotdb.Config
+}
+
+func pass(summary string) outcome.Step {
+	return outcome.Step{Verdict: verdict.Pass, Summary: summary, Checks: []verdict.Check{{ID: "x", Status: verdict.Pass, Summary: summary}}}
+}
+
+func newFakes() *fakes {
+	return &fakes{tune: pass("applied"), preflight: pass("ok"), mqtt: pass("0 lost"), iotdb: pass("knee")}
+}
+
+func (f *fakes) runners() runners {
+	return runners{
+		tune: func(context.Context, *profiles.Profile, Options) outcome.Step {
+			f.ran = append(f.ran, "tune")
+			return f.tune
+		},
+		preflight: func(context.Context, *profiles.Profile, Options) outcome.Step {
+			f.ran = append(f.ran, "preflight")
+			return f.preflight
+		},
+		mqtt: func(_ context.Context, c mqtt.Config) outcome.Step {
+			f.ran = append(f.ran, "mqtt")
+			f.mqttCfg = c
+			return f.mqtt
+		},
+		iotdb: func(_ context.Context, c iotdb.Config) outcome.Step {
+			f.ran = append(f.ran, "iotdb")
+			f.iotdbCfg = c
+			return f.iotdb
+		},
+	}
+}
+
+func stepVerdicts(r *Result) string {
+	var s []string
+	for _, st := range r.Steps {
+		s = append(s, st.Name+"="+string(st.Verdict))
+	}
+	return strings.Join(s, " ")
+}
+
+func TestAllPassIsReady(t *testing.T) {
+	f := newFakes()
+	f.tune.Changed = true
+	res, err := run(context.Background(), Options{Profile: "ready-small", IoTDB: "127.0.0.1:6667", Host: "h1"}, f.runners())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != outcome.Ready || !res.Changed || res.Host != "h1" || res.Profile != "ready-small" {
+		t.Errorf("got %s changed=%v host=%s profile=%s", res.Verdict, res.Changed, res.Host, res.Profile)
+	}
+	if got := strings.Join(f.ran, ","); got != "tune,preflight,mqtt,iotdb" {
+		t.Errorf("ran %s", got)
+	}
+	// ready-small names no IoTDB probe: --iotdb gets ready's short default.
+	if f.iotdbCfg.Host != "127.0.0.1" || f.iotdbCfg.Port != 6667 || len(f.iotdbCfg.Steps) != 3 || f.iotdbCfg.StepDuration.Seconds() != 5 {
+		t.Errorf("iotdb config %+v", f.iotdbCfg)
+	}
+	// no --mqtt and no broker in the profile: the embedded broker.
+	if f.mqttCfg.Broker != "" || f.mqttCfg.Clients != 200 {
+		t.Errorf("mqtt config broker %q clients %d, want embedded and the profile's 200", f.mqttCfg.Broker, f.mqttCfg.Clients)
+	}
+}
+
+func TestTuneFailureStopsTheRest(t *testing.T) {
+	f := newFakes()
+	f.tune = errStep(exitcode.Environmentf("tune apply: needs root (CAP_SYS_ADMIN): run with sudo"))
+	res, err := run(context.Background(), Options{Profile: "ready-small"}, f.runners())
+	if exitcode.Code(err) != exitcode.Environment {
+		t.Fatalf("err %v (code %d), want exit 3", err, exitcode.Code(err))
+	}
+	if res.Verdict != outcome.NotReady || res.Changed {
+		t.Errorf("verdict %s changed %v", res.Verdict, res.Changed)
+	}
+	if got := strings.Join(f.ran, ","); got != "tune" {
+		t.Errorf("ran %s after a failed tune", got)
+	}
+	if got := stepVerdicts(res); got != "tune=fail preflight=skip probe-mqtt=skip probe-iotdb=skip" {
+		t.Errorf("steps %s", got)
+	}
+	if len(res.Failing) == 0 || !strings.Contains(res.Failing[0], "needs root") {
+		t.Errorf("failing %q", res.Failing)
+	}
+}
+
+func TestFailedCheckIsExit1FailuresFirst(t *testing.T) {
+	f := newFakes()
+	f.preflight = outcome.Step{Verdict: verdict.Fail, ExitCode: 1, Summary: "1 failed", Checks: []verdict.Check{
+		{ID: "fd.hard", Status: verdict.Fail, Summary: "hard nofile 20000 < 1000064"},
+		{ID: "clock", Status: verdict.Warn, Summary: "clock not synchronised"},
+	}}
+	res, err := run(context.Background(), Options{Profile: "ready-small", Sockets: 1000000}, f.runners())
+	if exitcode.Code(err) != exitcode.Failed || !strings.Contains(err.Error(), "NOT READY: preflight: fd.hard") {
+		t.Fatalf("err %v (code %d)", err, exitcode.Code(err))
+	}
+	if got := strings.Join(f.ran, ","); got != "tune,preflight,mqtt" {
+		t.Errorf("ran %s: a failed preflight must not stop the probes", got)
+	}
+	if res.Failing[0] != "preflight: fd.hard: hard nofile 20000 < 1000064" || res.Failing[1] != "preflight: clock: clock not synchronised" {
+		t.Errorf("failing %q", res.Failing)
+	}
+	if s := res.Step(outcome.StepProbeIoTDB); s == nil || s.Verdict != verdict.Skip || !strings.Contains(s.Summary, "--iotdb") {
+		t.Errorf("iotdb step %+v: want skip naming --iotdb", s)
+	}
+}
+
+func TestWarningIsReadyExit0(t *testing.T) {
+	f := newFakes()
+	f.mqtt = outcome.Step{Checks: []verdict.Check{{ID: "mqtt.overruns", Status: verdict.Warn, Summary: "12 overruns"}}}
+	res, err := run(context.Background(), Options{Profile: "ready-small"}, f.runners())
+	if err != nil || res.Verdict != outcome.ReadyWithWarnings {
+		t.Fatalf("%v %v", err, res.Verdict)
+	}
+	if s := res.Step(outcome.StepProbeMQTT); s.Verdict != verdict.Warn {
+		t.Errorf("a step without a verdict takes its checks' worst: %s", s.Verdict)
+	}
+}
+
+func TestProbeCouldNotRunIsExit3(t *testing.T) {
+	f := newFakes()
+	f.iotdb = errStep(exitcode.Environmentf("iotdb: dial tcp 127.0.0.1:1: connection refused"))
+	res, err := run(context.Background(), Options{Profile: "ready-small", IoTDB: "127.0.0.1:1"}, f.runners())
+	if exitcode.Code(err) != exitcode.Environment || res.Verdict != outcome.NotReady {
+		t.Fatalf("%v %v", err, res.Verdict)
+	}
+	if !strings.Contains(err.Error(), "probe-iotdb: iotdb: dial tcp") {
+		t.Errorf("error %q does not name the step and cause", err)
+	}
+}
+
+func TestNoTuneAndDryRun(t *testing.T) {
+	f := newFakes()
+	res, err := run(context.Background(), Options{Profile: "ready-small", NoTune: true, MQTT: "tcp://127.0.0.1:1883"}, f.runners())
+	if err != nil || res.Steps[0].Verdict != verdict.Skip || strings.Join(f.ran, ",") != "preflight,mqtt" {
+		t.Fatalf("--no-tune: %v %s ran %v", err, stepVerdicts(res), f.ran)
+	}
+	if f.mqttCfg.Broker != "tcp://127.0.0.1:1883" {
+		t.Errorf("--mqtt not passed: %q", f.mqttCfg.Broker)
+	}
+
+	// dry run: the embedded broker runs, external targets are not loaded.
+	f = newFakes()
+	res, err = run(context.Background(), Options{Profile: "ready-small", DryRun: true, IoTDB: "127.0.0.1:6667"}, f.runners())
+	if err != nil || !res.DryRun || strings.Join(f.ran, ",") != "tune,preflight,mqtt" {
+		t.Fatalf("dry run: %v ran %v", err, f.ran)
+	}
+	if s := res.Step(outcome.StepProbeIoTDB); s.Verdict != verdict.Skip || !strings.Contains(s.Summary, "dry run") {
+		t.Errorf("dry run iotdb: %+v", s)
+	}
+	f = newFakes()
+	res, _ = run(context.Background(), Options{Profile: "ready-small", DryRun: true, MQTT: "tcp://10.0.0.1:1883"}, f.runners())
+	if s := res.Step(outcome.StepProbeMQTT); s.Verdict != verdict.Skip || !strings.Contains(s.Summary, "tcp://10.0.0.1:1883") {
+		t.Errorf("dry run external mqtt: %+v", s)
+	}
+}
+
+func TestBadInputTouchesNothing(t *testing.T) {
+	for _, o := range []Options{
+		{},
+		{Profile: "ready-small", IoTDB: "127.0.0.1"},
+		{Profile: "ready-small", IoTDB: "127.0.0.1:99999"},
+		{Profile: "ready-small", MQTT: "http://x:1883"},
+		{Profile: "ready-small", Sockets: -1},
+		{Profile: "no-such-profile-anywhere"},
+		{Profile: "ready-small", Sets: []string{"nonsense"}},
+	} {
+		f := newFakes()
+		res, err := run(context.Background(), o, f.runners())
+		if exitcode.Code(err) != exitcode.BadInput || res != nil || len(f.ran) != 0 {
+			t.Errorf("%+v: err %v code %d, ran %v; want exit 2 and nothing run", o, err, exitcode.Code(err), f.ran)
+		}
+	}
+}
+
+func TestErrStepKeepsCode(t *testing.T) {
+	s := errStep(errors.New("plain"))
+	if s.ExitCode != exitcode.Failed || s.Verdict != verdict.Fail {
+		t.Errorf("%+v", s)
+	}
+}

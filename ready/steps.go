@@ -1,0 +1,242 @@
+package ready
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/loadprobe/iotdb"
+	"github.com/hostprep/hostprep/loadprobe/latency"
+	"github.com/hostprep/hostprep/loadprobe/mqtt"
+	"github.com/hostprep/hostprep/profiles"
+	"github.com/hostprep/hostprep/ready/outcome"
+	"github.com/hostprep/hostprep/tune"
+)
+
+// errStep is a step that could not run or failed with an error.
+func errStep(err error) outcome.Step {
+	return outcome.Step{Verdict: verdict.Fail, Summary: "could not run", Error: err.Error(), ExitCode: exitcode.Code(err)}
+}
+
+// tuneChecks turns a tune result into checks: one per change made (pass),
+// one per key or file tune skipped with its reason (pass: already as
+// wanted), one per warning, one per failed --pid/--service prlimit.
+func tuneChecks(r *tune.Result) []verdict.Check {
+	var cs []verdict.Check
+	for _, c := range r.Changes {
+		cs = append(cs, verdict.Check{ID: "tune." + c.Layer + "." + c.Target(), Status: verdict.Pass,
+			Summary: fmt.Sprintf("%s %s: %s -> %s", c.Layer, c.Target(), c.From, c.To), Observed: c.From, Expected: c.To})
+	}
+	for _, s := range r.Skipped {
+		cs = append(cs, verdict.Check{ID: "tune." + s.Layer + "." + s.Target(), Status: verdict.Pass,
+			Summary: fmt.Sprintf("%s %s: no change (%s)", s.Layer, s.Target(), s.Reason), Observed: s.Current})
+	}
+	for i, w := range r.Warnings {
+		cs = append(cs, verdict.Check{ID: fmt.Sprintf("tune.warning.%d", i+1), Status: verdict.Warn, Summary: w})
+	}
+	for _, p := range r.Processes {
+		if p.Error != "" {
+			cs = append(cs, verdict.Check{ID: fmt.Sprintf("tune.prlimit.%d", p.PID), Status: verdict.Fail,
+				Summary: p.Error, Observed: p.Now, Expected: p.To})
+		}
+	}
+	return cs
+}
+
+func tuneStep(ctx context.Context, p *profiles.Profile, o Options) outcome.Step {
+	opts := tune.Options{Env: o.Tune}
+	if o.DryRun {
+		pl, err := tune.PlanFor(p, opts)
+		if err != nil {
+			return errStep(err)
+		}
+		r := pl.Result
+		s := outcome.Step{Checks: tuneChecks(&r), Result: r,
+			Metrics: map[string]float64{outcome.MetricChanges: float64(len(r.Changes))}}
+		s.Summary = fmt.Sprintf("dry run: would make %d changes (tune plan --profile %s shows them); nothing applied", len(r.Changes), p.Name)
+		if !r.Changed {
+			s.Summary = "dry run: no change needed, the host already matches " + p.Name
+		}
+		return s
+	}
+	r, err := tune.Apply(ctx, p, opts)
+	if err != nil {
+		s := errStep(err)
+		if r != nil {
+			s.Result, s.Changed, s.Checks = *r, r.Changed, tuneChecks(r)
+		}
+		return s
+	}
+	s := outcome.Step{Changed: r.Changed, Checks: tuneChecks(r), Result: *r,
+		Metrics: map[string]float64{outcome.MetricChanges: float64(len(r.Changes))}}
+	if r.Changed {
+		s.Summary = fmt.Sprintf("%d changes applied (hostprep tune rollback undoes them)", len(r.Changes))
+	} else {
+		s.Summary = "no change: the host already matches " + p.Name
+	}
+	if len(r.Restart) > 0 {
+		s.Summary += "; restart " + strings.Join(r.Restart, ", ") + " to pick up the new limits"
+	}
+	return s
+}
+
+// mqttConfig is the MQTT probe a run makes, or why it is skipped.
+func mqttConfig(p *profiles.Profile, o Options) (mqtt.Config, string) {
+	if p.Probe.MQTT == nil && o.MQTT == "" {
+		return mqtt.Config{}, "not run: the profile names no MQTT probe and no --mqtt target was given"
+	}
+	cfg := mqtt.ConfigFromProfile(p.Probe.MQTT)
+	if o.MQTT != "" {
+		cfg.Broker = o.MQTT
+	}
+	if o.MQTTUser != "" {
+		cfg.Username = o.MQTTUser
+	}
+	if o.MQTTPassword != "" {
+		cfg.Password = o.MQTTPassword
+	}
+	if o.DryRun && cfg.Broker != "" {
+		return cfg, "not run: dry run does not load the external broker " + cfg.Broker + " (without a target the embedded broker would run)"
+	}
+	if o.Progress != nil {
+		cfg.Progress, cfg.ProgressTTY = o.Progress, o.ProgressTTY
+	}
+	return cfg, ""
+}
+
+// DefaultIoTDBProbe is the IoTDB probe ready runs when --iotdb is given
+// and the profile has no probe.iotdb section: a short write step load
+// (2, 4 and 8 workers, 5 s each, SessionPool of 16) that any IoTDB
+// carries, failing above 1% errors.
+func DefaultIoTDBProbe() iotdb.Config {
+	maxErr := 0.01
+	return iotdb.Config{Scenario: iotdb.ScenarioWrite, Steps: []int{2, 4, 8}, StepDuration: 5 * time.Second,
+		PoolSize: 16, WaitTimeout: 5 * time.Second, Thresholds: iotdb.Thresholds{MaxErrorRate: &maxErr}}
+}
+
+// iotdbConfig is the IoTDB probe a run makes, or why it is skipped.
+func iotdbConfig(p *profiles.Profile, o Options) (iotdb.Config, string) {
+	pp := p.Probe.IoTDB
+	if o.IoTDB == "" && (pp == nil || pp.Host == "") {
+		if pp != nil {
+			return iotdb.Config{}, "not run: the profile's IoTDB probe names no host; pass --iotdb host:port"
+		}
+		return iotdb.Config{}, "not run: no IoTDB target (pass --iotdb host:port to probe IoTDB)"
+	}
+	cfg := DefaultIoTDBProbe()
+	if pp != nil {
+		cfg = iotdb.ConfigFromProfile(pp)
+	}
+	if o.IoTDB != "" {
+		cfg.Host, cfg.Port, _ = splitHostPort(o.IoTDB) // validated in validate
+	}
+	if o.IoTDBUser != "" {
+		cfg.User = o.IoTDBUser
+	}
+	if o.IoTDBPassword != "" {
+		cfg.Password = o.IoTDBPassword
+	}
+	if o.DryRun {
+		return cfg, fmt.Sprintf("not run: dry run does not load IoTDB at %s:%d (the probe creates and deletes a database there)", cfg.Host, cfg.Port)
+	}
+	return cfg, ""
+}
+
+// percentiles is a latency summary as chart points (X = percentile).
+func percentiles(s latency.Summary) []outcome.Point {
+	if s.Count == 0 {
+		return nil
+	}
+	return []outcome.Point{{X: 50, Y: s.P50}, {X: 90, Y: s.P90}, {X: 95, Y: s.P95}, {X: 99, Y: s.P99}, {X: 99.9, Y: s.P999}, {X: 100, Y: s.Max}}
+}
+
+func mqttStep(ctx context.Context, cfg mqtt.Config) outcome.Step {
+	r, err := mqtt.Run(ctx, cfg)
+	var s outcome.Step
+	if r != nil {
+		s = outcome.Step{Verdict: r.Verdict, Checks: r.Checks, Result: r,
+			Metrics: map[string]float64{
+				outcome.MetricClients:      float64(r.Connects.OK),
+				outcome.MetricConnectP95MS: r.Latency.Connect.P95,
+				outcome.MetricAckP95MS:     r.Latency.Ack.P95,
+				outcome.MetricE2EP95MS:     r.Latency.E2E.P95,
+				outcome.MetricE2EP99MS:     r.Latency.E2E.P99,
+				outcome.MetricLoss:         r.Messages.LossRate,
+				outcome.MetricMsgsPerS:     r.Throughput.ReceivedPerSec,
+				outcome.MetricRTTMS:        r.Baseline.RoundTrip.P50,
+			},
+			Series: map[string][]outcome.Point{},
+		}
+		for name, sum := range map[string]latency.Summary{"ack_latency_ms": r.Latency.Ack, "e2e_latency_ms": r.Latency.E2E, "connect_latency_ms": r.Latency.Connect} {
+			if pts := percentiles(sum); pts != nil {
+				s.Series[name] = pts
+			}
+		}
+		s.Summary = fmt.Sprintf("%s: %d/%d clients connected, %d of %d messages received (%d lost), ack p95 %.1f ms, e2e p99 %.1f ms, %.0f msgs/s",
+			r.Broker, r.Connects.OK, r.Connects.Target, r.Messages.Received, r.Messages.Expected, r.Messages.Lost,
+			r.Latency.Ack.P95, r.Latency.E2E.P99, r.Throughput.ReceivedPerSec)
+		if len(r.Failures) > 0 {
+			s.Summary += "; " + strings.Join(r.Failures, "; ")
+		}
+		if s.Verdict == verdict.Fail {
+			s.ExitCode = exitcode.Failed
+		}
+	}
+	if err != nil {
+		e := errStep(err)
+		if r == nil {
+			return e
+		}
+		s.Verdict, s.Error, s.ExitCode = verdict.Fail, e.Error, e.ExitCode
+	}
+	return s
+}
+
+func iotdbStep(ctx context.Context, cfg iotdb.Config) outcome.Step {
+	r, err := iotdb.Run(ctx, cfg)
+	var s outcome.Step
+	if r != nil {
+		s = outcome.Step{Verdict: r.Verdict, Checks: r.Checks, Result: r, Metrics: map[string]float64{}, Series: map[string][]outcome.Point{}}
+		target := cfg.Thresholds.TargetStep
+		maxErr := 0.0
+		var at *iotdb.Step
+		for i := range r.Steps {
+			st := &r.Steps[i]
+			if st.ErrorRate > maxErr {
+				maxErr = st.ErrorRate
+			}
+			if target == 0 || st.Workers == target {
+				at = st // the target step, or the last one
+			}
+			s.Series["tps"] = append(s.Series["tps"], outcome.Point{X: float64(st.Workers), Y: st.TPS})
+			s.Series["p95_ms"] = append(s.Series["p95_ms"], outcome.Point{X: float64(st.Workers), Y: st.Latency.P95})
+		}
+		s.Metrics[outcome.MetricErrorRate] = maxErr
+		if len(r.Steps) > 0 {
+			s.Metrics[outcome.MetricKneeWorkers] = float64(r.Knee.PeakWorkers)
+			s.Metrics[outcome.MetricPeakTPS] = r.Knee.PeakTPS
+		}
+		if at != nil {
+			s.Metrics[outcome.MetricP95MS] = at.Latency.P95
+			s.Metrics[outcome.MetricTPS] = at.TPS
+			s.Summary = fmt.Sprintf("%s, %s scenario, %d steps: at %d workers %.0f TPS, p95 %.1f ms; highest error rate %.2g%%; %s",
+				r.Target, r.Scenario, len(r.Steps), at.Workers, at.TPS, at.Latency.P95, maxErr*100, r.Knee.Reading)
+		} else {
+			s.Summary = fmt.Sprintf("%s: no step measured", r.Target)
+		}
+		if s.Verdict == verdict.Fail {
+			s.ExitCode = exitcode.Failed
+		}
+	}
+	if err != nil {
+		e := errStep(err)
+		if r == nil {
+			return e
+		}
+		s.Verdict, s.Error, s.ExitCode = verdict.Fail, e.Error, e.ExitCode
+	}
+	return s
+}
