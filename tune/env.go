@@ -1,0 +1,152 @@
+// Package tune applies a hostprep profile to a Linux host: it computes a
+// Plan (every sysctl key and owned file, runtime and persistent layer,
+// from -> to, or why skipped), executes that same plan in order under a
+// lock with a journal, and takes it all back with Rollback.
+//
+// Layout: plan.go computes, apply.go executes, rollback.go undoes,
+// verify.go compares the live host with the journal, output.go prints.
+// Sub-packages: sysctl (the /proc/sys backend), files (owned files,
+// atomic writes), journal (state.json), lock (flock), procnet (listening
+// ports), sysval (field-by-field value comparison).
+package tune
+
+import (
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hostprep/hostprep/tune/journal"
+	"github.com/hostprep/hostprep/tune/lock"
+	"github.com/hostprep/hostprep/tune/procnet"
+	"github.com/hostprep/hostprep/tune/sysctl"
+)
+
+// Env says where the host is. The zero value is the live host: /proc/sys,
+// /proc, persistent files under /, journal /var/lib/hostprep/state.json,
+// lock /run/hostprep.lock.
+type Env struct {
+	// ProcSys is the sysctl tree ("" = /proc/sys).
+	ProcSys string
+	// Proc is the procfs holding net/tcp and net/tcp6 for listening ports
+	// ("" = /proc).
+	Proc string
+	// Root is where the persistent files go ("" = /). Tests point it at a
+	// temporary tree laid out like /.
+	Root string
+	// Image is image-build mode (--root DIR): only the persistent files
+	// under Root are written; no runtime value is read or changed, and
+	// host-dependent checks use kernel defaults.
+	Image bool
+	// StateFile is the journal ("" = ROOT/var/lib/hostprep/state.json).
+	StateFile string
+	// LockFile is flocked by apply and rollback ("" = /run/hostprep.lock).
+	LockFile string
+	// LockWait is how long apply/rollback wait for the lock (0 = 5 s).
+	LockWait time.Duration
+	// SystemdRunDir exists when systemd is PID 1 ("" = /run/systemd/system).
+	SystemdRunDir string
+	// SkipPrivilegeCheck lets tests against fixture trees run unprivileged.
+	SkipPrivilegeCheck bool
+	// Backend overrides the sysctl backend built from ProcSys (tests wrap
+	// it to inject a kernel refusal).
+	Backend sysctl.Backend
+}
+
+// ImageMode reports whether Env writes only persistent files (--root DIR).
+func (e Env) ImageMode() bool { return e.Image }
+
+func (e Env) procSys() string {
+	if e.ProcSys == "" {
+		return sysctl.DefaultRoot
+	}
+	return e.ProcSys
+}
+
+func (e Env) proc() string {
+	if e.Proc == "" {
+		return procnet.DefaultRoot
+	}
+	return e.Proc
+}
+
+// path maps an absolute host path (/etc/sysctl.d/...) into Root.
+func (e Env) path(p string) string {
+	if e.Root == "" {
+		return p
+	}
+	return filepath.Join(e.Root, p)
+}
+
+func (e Env) stateFile() string {
+	if e.StateFile != "" {
+		return e.StateFile
+	}
+	return e.path(journal.DefaultPath)
+}
+
+func (e Env) lockFile() string {
+	if e.LockFile != "" {
+		return e.LockFile
+	}
+	return lock.DefaultPath
+}
+
+func (e Env) lockWait() time.Duration {
+	if e.LockWait > 0 {
+		return e.LockWait
+	}
+	return lock.DefaultWait
+}
+
+func (e Env) backend() (sysctl.Backend, error) {
+	if e.Backend != nil {
+		return e.Backend, nil
+	}
+	return sysctl.New(e.procSys())
+}
+
+// SystemdDecision says whether systemd drop-ins are written, and why.
+//
+// They are written when systemd runs (SystemdRunDir exists), in image
+// mode (--root: the image may boot systemd), or when ROOT/etc/systemd is a
+// directory (systemd installed, e.g. not running in this container). A
+// host with none of these gets no drop-ins and the plan says why.
+func (e Env) SystemdDecision() (bool, string) {
+	run := e.SystemdRunDir
+	if run == "" {
+		run = "/run/systemd/system"
+	}
+	if e.ImageMode() {
+		return true, "image mode (--root): drop-ins are written for the image's systemd"
+	}
+	if isDir(run) {
+		return true, "systemd is running (" + run + ")"
+	}
+	if isDir(e.path("/etc/systemd")) {
+		return true, "systemd is installed (" + e.path("/etc/systemd") + ") though not running as PID 1 (no " + run + ")"
+	}
+	return false, "systemd is not here (no " + run + ", no " + e.path("/etc/systemd") + ")"
+}
+
+func (e Env) systemdRunning() bool {
+	run := e.SystemdRunDir
+	if run == "" {
+		run = "/run/systemd/system"
+	}
+	return isDir(run)
+}
+
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}
+
+// Options are Apply's inputs besides the profile.
+type Options struct {
+	Env
+	// PIDs are running processes whose RLIMIT_NOFILE is raised to the
+	// profile's nofile (prlimit).
+	PIDs []int
+	// Services are systemd units whose main process is raised like PIDs.
+	Services []string
+}

@@ -1,0 +1,116 @@
+// Package files writes the persistent files hostprep owns
+// (/etc/sysctl.d/60-hostprep.conf and friends): deterministic content,
+// written atomically (temporary file, fsync, rename, fsync of the
+// directory), and never rewritten when the bytes are already there.
+package files
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Read returns the bytes of path and whether it exists. Any error other
+// than "does not exist" is returned.
+func Read(path string) ([]byte, bool, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return b, true, nil
+}
+
+// Same reports whether path exists with exactly data.
+func Same(path string, data []byte) bool {
+	b, ok, err := Read(path)
+	return err == nil && ok && bytes.Equal(b, data)
+}
+
+// MkdirAll creates dir and its missing parents (mode 0755) and returns the
+// directories it created, outermost first, so they can be removed again.
+func MkdirAll(dir string) ([]string, error) {
+	var missing []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil {
+			break
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		missing = append(missing, d)
+		if d == filepath.Dir(d) {
+			break
+		}
+	}
+	var created []string
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := os.Mkdir(missing[i], 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return created, err
+		}
+		created = append(created, missing[i])
+	}
+	return created, nil
+}
+
+// WriteAtomic replaces path with data: it writes a temporary file in the
+// same directory, fsyncs it, renames it over path and fsyncs the
+// directory, so a crash leaves either the old or the new bytes. The
+// directory must exist.
+func WriteAtomic(path string, data []byte, perm fs.FileMode) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			tmp.Close()
+			os.Remove(name)
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		return err
+	}
+	if err := tmp.Chmod(perm); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(name, path); err != nil {
+		return err
+	}
+	ok = true
+	return SyncDir(dir)
+}
+
+// SyncDir fsyncs a directory so a rename or removal in it is durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Remove deletes path (absent is fine) and fsyncs its directory.
+func Remove(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
+}

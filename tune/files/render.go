@@ -1,0 +1,89 @@
+package files
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Owned file paths, relative to the root ("/" or --root DIR).
+const (
+	SysctlConf     = "/etc/sysctl.d/60-hostprep.conf"
+	LimitsConf     = "/etc/security/limits.d/60-hostprep.conf"
+	SystemConf     = "/etc/systemd/system.conf.d/60-hostprep.conf"
+	serviceDropDir = "/etc/systemd/system"
+	dropInName     = "60-hostprep.conf"
+)
+
+// ServiceDropIn is the drop-in path for unit ("emqx" or "emqx.service").
+func ServiceDropIn(unit string) string {
+	return serviceDropDir + "/" + UnitName(unit) + ".d/" + dropInName
+}
+
+// UnitName completes a service name with ".service" when it has no suffix.
+func UnitName(unit string) string {
+	if strings.Contains(unit, ".") {
+		return unit
+	}
+	return unit + ".service"
+}
+
+// header names the profiles the file comes from and how to undo it.
+func header(profiles []string) string {
+	return fmt.Sprintf("# Written by hostprep from profile(s): %s.\n"+
+		"# hostprep owns this file: `hostprep tune rollback` removes it or restores the original.\n",
+		strings.Join(profiles, ", "))
+}
+
+// SysctlLine is one "key = value" line of a sysctl.d file. Optional keys
+// get the "-" prefix, which tells systemd-sysctl and sysctl --system not
+// to fail when the key does not exist.
+type SysctlLine struct {
+	Key, Value string
+	Optional   bool
+	Comment    string
+}
+
+// RenderSysctl renders a sysctl.d file with the lines in the given order
+// (the caller orders them: fs.nr_open, fs.file-max, then sorted).
+func RenderSysctl(profiles []string, lines []SysctlLine) []byte {
+	var b strings.Builder
+	b.WriteString(header(profiles))
+	for _, l := range lines {
+		if l.Comment != "" {
+			fmt.Fprintf(&b, "# %s\n", oneLine(l.Comment))
+		}
+		if l.Optional {
+			b.WriteString("-")
+		}
+		fmt.Fprintf(&b, "%s = %s\n", l.Key, l.Value)
+	}
+	return []byte(b.String())
+}
+
+// RenderLimits renders a limits.d file with soft and hard nofile lines for
+// each user (pam_limits: "*" does not cover root, so root is listed too).
+func RenderLimits(profiles []string, users []string, soft, hard uint64) []byte {
+	var b strings.Builder
+	b.WriteString(header(profiles))
+	w := 1
+	for _, u := range users {
+		w = max(w, len(u))
+	}
+	for _, u := range users {
+		fmt.Fprintf(&b, "%-*s soft nofile %d\n", w, u, soft)
+		fmt.Fprintf(&b, "%-*s hard nofile %d\n", w, u, hard)
+	}
+	return []byte(b.String())
+}
+
+// RenderSystemConf renders a system.conf.d drop-in with DefaultLimitNOFILE.
+func RenderSystemConf(profiles []string, soft, hard uint64) []byte {
+	return []byte(fmt.Sprintf("%s[Manager]\nDefaultLimitNOFILE=%d:%d\n", header(profiles), soft, hard))
+}
+
+// RenderServiceDropIn renders a UNIT.service.d drop-in with LimitNOFILE.
+func RenderServiceDropIn(profiles []string, soft, hard uint64) []byte {
+	return []byte(fmt.Sprintf("%s[Service]\nLimitNOFILE=%d:%d\n", header(profiles), soft, hard))
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

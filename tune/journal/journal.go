@@ -1,0 +1,184 @@
+// Package journal keeps hostprep's record of what it changed
+// (/var/lib/hostprep/state.json): the original value of every sysctl key
+// and the original bytes (or absence) of every file hostprep touched,
+// recorded before the first change, plus what hostprep last set, so that
+// rollback can restore the host exactly and tell when someone else changed
+// a value since.
+package journal
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hostprep/hostprep/tune/files"
+)
+
+// DefaultPath is where the journal lives on a host.
+const DefaultPath = "/var/lib/hostprep/state.json"
+
+// Version of the state.json format.
+const Version = 1
+
+// Key is one sysctl key hostprep set.
+type Key struct {
+	// Original is the value before hostprep first set the key.
+	Original string `json:"original"`
+	// Set is the value hostprep last wrote (or is about to write).
+	Set string `json:"set"`
+	// Mode is the profile's mode for the key (verify compares with it).
+	Mode string `json:"mode,omitempty"`
+	// Want is the profile's value (for at-least/at-most: the bound).
+	Want string `json:"want,omitempty"`
+	// Seq orders keys by first change; rollback goes in reverse.
+	Seq int `json:"seq"`
+}
+
+// File is one file hostprep owns.
+type File struct {
+	// Existed says whether the file was there before hostprep wrote it.
+	Existed bool `json:"existed"`
+	// Original holds its bytes then (base64 in JSON).
+	Original []byte `json:"original,omitempty"`
+	// Mode is its permission bits then.
+	Mode uint32 `json:"mode,omitempty"`
+	// SetSHA256 is the hex SHA-256 of the bytes hostprep last wrote.
+	SetSHA256 string `json:"set_sha256"`
+	// Seq orders files by first change.
+	Seq int `json:"seq"`
+}
+
+// Persisted is the union of every applied profile's persistent settings
+// (later apply wins), from which the owned files are rendered.
+type Persisted struct {
+	// Sysctl lines of 60-hostprep.conf, by key.
+	Sysctl map[string]PersistedKey `json:"sysctl,omitempty"`
+	// Nofile limits for limits.d, and the users they are written for.
+	Nofile      *Limit   `json:"nofile,omitempty"`
+	NofileUsers []string `json:"nofile_users,omitempty"`
+	// DefaultLimitNOFILE for system.conf.d.
+	DefaultLimitNOFILE *Limit `json:"default_limit_nofile,omitempty"`
+	// Services maps unit name to its LimitNOFILE.
+	Services map[string]Limit `json:"services,omitempty"`
+}
+
+// PersistedKey is one line of the sysctl.d file.
+type PersistedKey struct {
+	Value    string `json:"value"`
+	Optional bool   `json:"optional,omitempty"`
+	Comment  string `json:"comment,omitempty"`
+}
+
+// Limit is a soft:hard pair (file descriptors for nofile).
+type Limit struct {
+	Soft uint64 `json:"soft"`
+	Hard uint64 `json:"hard"`
+}
+
+// Apply is one apply that changed something.
+type Apply struct {
+	Profile string    `json:"profile"`
+	At      time.Time `json:"at"`
+	Root    string    `json:"root,omitempty"`
+}
+
+// State is the content of state.json.
+type State struct {
+	Version int `json:"version"`
+	// Applies lists every apply that changed something, oldest first.
+	Applies []Apply `json:"applies"`
+	// Keys are the sysctl keys hostprep set (runtime layer).
+	Keys map[string]*Key `json:"keys,omitempty"`
+	// Files are the owned files, by absolute path (including any --root).
+	Files map[string]*File `json:"files,omitempty"`
+	// Dirs are directories hostprep created (drop-in dirs), removed on
+	// rollback when empty.
+	Dirs []string `json:"dirs,omitempty"`
+	// Persisted is what the owned files hold.
+	Persisted Persisted `json:"persisted"`
+	// NextSeq numbers the next first change.
+	NextSeq int `json:"next_seq"`
+}
+
+// New returns an empty state.
+func New() *State {
+	return &State{Version: Version, Keys: map[string]*Key{}, Files: map[string]*File{}}
+}
+
+// Profiles lists the distinct profile names applied, in first-apply order.
+func (s *State) Profiles() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, a := range s.Applies {
+		if !seen[a.Profile] {
+			seen[a.Profile] = true
+			out = append(out, a.Profile)
+		}
+	}
+	return out
+}
+
+// Empty reports whether the state records nothing to undo.
+func (s *State) Empty() bool { return len(s.Keys) == 0 && len(s.Files) == 0 && len(s.Dirs) == 0 }
+
+// Clone returns a deep copy (via JSON).
+func (s *State) Clone() *State {
+	b, _ := json.Marshal(s)
+	c := New()
+	_ = json.Unmarshal(b, c)
+	return c
+}
+
+// Load reads the journal at path. A missing journal gives (nil, nil):
+// nothing applied.
+func Load(path string) (*State, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	s := New()
+	if err := json.Unmarshal(b, s); err != nil {
+		return nil, fmt.Errorf("journal %s is damaged (%v); it records what hostprep changed, so restore it from a backup rather than deleting it", path, err)
+	}
+	if s.Version != Version {
+		return nil, fmt.Errorf("journal %s has version %d, this hostprep reads version %d", path, s.Version, Version)
+	}
+	if s.Keys == nil {
+		s.Keys = map[string]*Key{}
+	}
+	if s.Files == nil {
+		s.Files = map[string]*File{}
+	}
+	return s, nil
+}
+
+// Save writes the journal atomically (temporary file, fsync, rename, fsync
+// of the directory), creating its directory (mode 0755) when missing.
+func Save(path string, s *State) error {
+	if _, err := files.MkdirAll(filepath.Dir(path)); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return files.WriteAtomic(path, append(b, '\n'), 0o600)
+}
+
+// Remove deletes the journal (rollback done).
+func Remove(path string) error { return files.Remove(path) }
+
+// SHA256 is the hex SHA-256 of b, as in File.SetSHA256.
+func SHA256(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}

@@ -1,0 +1,121 @@
+package tune
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteText prints a plan or apply result as an aligned table: one row per
+// change (layer, key or file, from -> to, reason), then what is skipped
+// and why, warnings, units to restart and notes. verb is "plan" or "apply".
+func (r *Result) WriteText(w io.Writer, verb string) error {
+	state := "no change: the host already matches"
+	if r.Changed {
+		state = fmt.Sprintf("%d change(s)", len(r.Changes))
+		if verb == "plan" {
+			state += " would be made"
+		}
+	}
+	fmt.Fprintf(w, "profile %s (%s mode): %s\n", r.Profile, r.Mode, state)
+	if len(r.Changes) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "LAYER\tKEY/FILE\tFROM\tTO\tREASON")
+		for _, c := range r.Changes {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Layer, c.Target(), cell(c.From), cell(c.To), c.Reason)
+		}
+		tw.Flush()
+	}
+	if len(r.Skipped) > 0 {
+		fmt.Fprintln(w, "skipped:")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		for _, s := range r.Skipped {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", s.Layer, s.Target(), s.Reason)
+		}
+		tw.Flush()
+	}
+	for _, p := range r.Processes {
+		if p.Error != "" {
+			fmt.Fprintf(w, "process: %s\n", p.Error)
+		} else {
+			fmt.Fprintf(w, "process: pid %d RLIMIT_NOFILE %s -> %s\n", p.PID, p.From, p.Now)
+		}
+	}
+	for _, s := range r.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", s)
+	}
+	if len(r.Restart) > 0 {
+		fmt.Fprintf(w, "restart to pick up new limits: systemctl daemon-reload && systemctl restart %s\n", strings.Join(r.Restart, " "))
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	return nil
+}
+
+// WriteText prints what rollback restored and what it left alone.
+func (r *RollbackResult) WriteText(w io.Writer) error {
+	if len(r.Notes) > 0 && !r.Changed && len(r.Left) == 0 {
+		for _, n := range r.Notes {
+			fmt.Fprintln(w, n)
+		}
+		return nil
+	}
+	fmt.Fprintf(w, "rolled back profile(s) %s: %d item(s) restored\n", strings.Join(r.Profiles, ", "), len(r.Changes))
+	if len(r.Changes) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "LAYER\tKEY/FILE\tFROM\tTO")
+		for _, c := range r.Changes {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Layer, c.Target(), cell(c.From), cell(c.To))
+		}
+		tw.Flush()
+	}
+	if len(r.Left) > 0 {
+		fmt.Fprintln(w, "left alone (changed by someone else since hostprep set it):")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		for _, s := range r.Left {
+			fmt.Fprintf(tw, "  %s\t%s\tnow %s\t%s\n", s.Layer, s.Target(), cell(s.Current), s.Reason)
+		}
+		tw.Flush()
+	}
+	return nil
+}
+
+// WriteText prints the journal and the live comparison.
+func (s *Status) WriteText(w io.Writer) error {
+	if !s.Applied {
+		fmt.Fprintf(w, "nothing applied (no journal at %s)\n", s.Journal)
+		return nil
+	}
+	fmt.Fprintf(w, "applied profile(s): %s (%d apply(ies), last %s)\n", strings.Join(s.Profiles, ", "), len(s.Applies), s.Applies[len(s.Applies)-1].At.Format("2006-01-02 15:04:05Z"))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "LAYER\tKEY/FILE\tORIGINAL\tSET\tLIVE\tOK")
+	for _, it := range s.Items {
+		name := it.Key
+		if name == "" {
+			name = it.File
+		}
+		ok := "ok"
+		if !it.OK {
+			ok = "DRIFT: " + it.Drift
+		}
+		set := it.Set
+		if it.Mode != "" && it.Mode != "exact" {
+			set += " (" + it.Mode + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", it.Layer, name, cell(it.Original), cell(set), cell(it.Live), ok)
+	}
+	tw.Flush()
+	if s.Drift > 0 {
+		fmt.Fprintf(w, "%d item(s) drifted\n", s.Drift)
+	}
+	return nil
+}
+
+func cell(s string) string {
+	if s == "" {
+		return `""`
+	}
+	return s
+}

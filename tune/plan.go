@@ -1,0 +1,769 @@
+package tune
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/profiles"
+	"github.com/hostprep/hostprep/tune/files"
+	"github.com/hostprep/hostprep/tune/journal"
+	"github.com/hostprep/hostprep/tune/procnet"
+	"github.com/hostprep/hostprep/tune/sysctl"
+	"github.com/hostprep/hostprep/tune/sysval"
+)
+
+// Layers of a change.
+const (
+	// Runtime is the live kernel value under /proc/sys.
+	Runtime = "runtime"
+	// Persistent is a file hostprep owns, read at boot or login.
+	Persistent = "persistent"
+	// Process is the RLIMIT_NOFILE of a running process (--pid/--service).
+	Process = "process"
+)
+
+// Keys with a place in the order of changes.
+const (
+	keyNrOpen        = "fs.nr_open"
+	keyFileMax       = "fs.file-max"
+	keyPortRange     = "net.ipv4.ip_local_port_range"
+	keyReservedPorts = "net.ipv4.ip_local_reserved_ports"
+	keyUnprivStart   = "net.ipv4.ip_unprivileged_port_start"
+)
+
+// Kernel defaults used in image mode, where the host is not read.
+const (
+	defaultNrOpen      = 1048576
+	defaultUnprivStart = 1024
+	defaultPortRange   = "32768 60999"
+)
+
+// Change is one thing Apply changes (or changed). Exactly one of Key,
+// File, PID is set.
+type Change struct {
+	// Key is a sysctl key (runtime layer).
+	Key string `json:"key,omitempty"`
+	// File is an owned file's path, including any --root (persistent layer).
+	File string `json:"file,omitempty"`
+	// PID is a running process whose RLIMIT_NOFILE is raised (process layer).
+	PID int `json:"pid,omitempty"`
+	// Layer is runtime, persistent or process.
+	Layer string `json:"layer"`
+	// From is the value now: a sysctl value, "absent" or "N bytes" for a
+	// file, "soft:hard" for a process.
+	From string `json:"from"`
+	// To is the value after the change, in the same form.
+	To string `json:"to"`
+	// Reason says why (mode, derived key, limit that needs it).
+	Reason string `json:"reason,omitempty"`
+}
+
+// Target names what a change is about (key, file or "pid N").
+func (c Change) Target() string {
+	switch {
+	case c.Key != "":
+		return c.Key
+	case c.File != "":
+		return c.File
+	default:
+		return "pid " + strconv.Itoa(c.PID)
+	}
+}
+
+// Skip is something the profile names that Apply leaves alone, and why.
+type Skip struct {
+	Key   string `json:"key,omitempty"`
+	File  string `json:"file,omitempty"`
+	PID   int    `json:"pid,omitempty"`
+	Layer string `json:"layer"`
+	// Current is the value the host has (empty when absent).
+	Current string `json:"current,omitempty"`
+	Reason  string `json:"reason"`
+}
+
+// Target names what a skip is about.
+func (s Skip) Target() string {
+	return Change{Key: s.Key, File: s.File, PID: s.PID}.Target()
+}
+
+// Result is what a plan would do or an apply did; it is the JSON of
+// `hostprep tune plan|apply --output json`:
+//
+//	{"profile": "sys-tune", "mode": "host", "changed": true,
+//	 "changes": [{"key": "fs.nr_open", "layer": "runtime", "from": "1048576", "to": "2097152"}, ...],
+//	 "skipped": [{"key": "...", "layer": "runtime", "current": "...", "reason": "..."}],
+//	 "warnings": [...], "restart": ["emqx.service"], "notes": [...]}
+type Result struct {
+	// Profile is the profile's name.
+	Profile string `json:"profile"`
+	// Mode is "host" (runtime and persistent) or "image" (--root: files only).
+	Mode string `json:"mode"`
+	// Changed is true when at least one change is (or was) made.
+	Changed bool `json:"changed"`
+	// Changes in the order Apply makes them.
+	Changes []Change `json:"changes"`
+	// Skipped lists what the profile names but needs no change, or cannot
+	// be changed here, with the reason.
+	Skipped []Skip `json:"skipped"`
+	// Warnings are findings that do not stop the apply (port range parity).
+	Warnings []string `json:"warnings,omitempty"`
+	// Restart lists systemd units that must be restarted to pick up new
+	// limits (their drop-in changed).
+	Restart []string `json:"restart"`
+	// Notes say what else must happen for limits to take effect (new login
+	// sessions, daemon-reexec).
+	Notes []string `json:"notes,omitempty"`
+	// Processes reports each --pid/--service prlimit outcome (apply only).
+	Processes []ProcessResult `json:"processes,omitempty"`
+}
+
+// ProcessResult is the outcome of raising one process's RLIMIT_NOFILE.
+type ProcessResult struct {
+	PID     int    `json:"pid"`
+	Service string `json:"service,omitempty"`
+	From    string `json:"from"`
+	To      string `json:"to"`
+	// Now is the limit after the attempt ("soft:hard").
+	Now string `json:"now"`
+	// Error explains a failure, with the ceiling the process can reach.
+	Error string `json:"error,omitempty"`
+}
+
+// Plan is the value tune plan prints and tune apply executes.
+type Plan struct {
+	Result
+
+	env       Env
+	backend   sysctl.Backend
+	runtime   []keyStep
+	files     []fileStep
+	procs     []procStep
+	persisted journal.Persisted
+	profiles  []string // header of the owned files
+}
+
+type keyStep struct {
+	key, from, to, mode, want string
+}
+
+type fileStep struct {
+	path    string // absolute, including Root
+	existed bool
+	from    []byte
+	perm    fs.FileMode
+	to      []byte
+	dirs    []string // directories to create, outermost first
+}
+
+type procStep struct {
+	pid                int
+	service            string
+	curSoft, curHard   uint64
+	wantSoft, wantHard uint64
+}
+
+// NewPlan computes every change profile p makes on the host env describes,
+// touching nothing. It reads /proc/sys (not in image mode), the owned
+// files, the journal and the listening ports; it works without root.
+//
+// Errors: exitcode.BadInput when the profile does not fit this host (a
+// key unknown to the kernel and not optional, nofile above fs.nr_open,
+// fs.file-max below nofile, a port range below
+// net.ipv4.ip_unprivileged_port_start), each naming the key, the value,
+// the rule and the fix; exitcode.Environment when the host cannot be read.
+func NewPlan(p *profiles.Profile, env Env) (*Plan, error) {
+	return PlanFor(p, Options{Env: env})
+}
+
+// PlanFor is NewPlan with Apply's options: it also plans the RLIMIT_NOFILE of
+// opts.PIDs and opts.Services.
+func PlanFor(p *profiles.Profile, opts Options) (*Plan, error) {
+	if p == nil {
+		return nil, exitcode.BadInputf("tune: no profile given")
+	}
+	env := opts.Env
+	pl := &Plan{env: env}
+	pl.Profile = p.Name
+	pl.Mode = "host"
+	if env.ImageMode() {
+		pl.Mode = "image"
+	}
+	if err := validateStatic(p); err != nil {
+		return nil, err
+	}
+	cp := *p // planning adds derived keys; never change the caller's profile
+	cp.Sysctl = make(map[string]profiles.Sysctl, len(p.Sysctl)+1)
+	for k, v := range p.Sysctl {
+		cp.Sysctl[k] = v
+	}
+	p = &cp
+	st, err := journal.Load(env.stateFile())
+	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			pl.Warnings = append(pl.Warnings, fmt.Sprintf("cannot read the journal %s (%v): the plan assumes no earlier apply; run as root for an exact plan", env.stateFile(), err))
+			st = nil
+		} else {
+			return nil, exitcode.Environmentf("tune: %v", err)
+		}
+	}
+	if st == nil {
+		st = journal.New()
+	}
+	if !env.ImageMode() {
+		b, err := env.backend()
+		if err != nil {
+			return nil, exitcode.Environmentf("tune: %v", err)
+		}
+		pl.backend = b
+	}
+
+	targets, err := pl.planSysctl(p)
+	if err != nil {
+		return nil, err
+	}
+	if err := pl.checkLimits(p, targets); err != nil {
+		return nil, err
+	}
+	if err := pl.planFiles(p, st, targets); err != nil {
+		return nil, err
+	}
+	if err := pl.planProcs(p, opts); err != nil {
+		return nil, err
+	}
+	pl.Changed = len(pl.Changes) > 0
+	if pl.Changes == nil {
+		pl.Changes = []Change{}
+	}
+	if pl.Skipped == nil {
+		pl.Skipped = []Skip{}
+	}
+	if pl.Restart == nil {
+		pl.Restart = []string{}
+	}
+	return pl, nil
+}
+
+// target is the value a key will have after apply, for persistence and
+// cross-key checks.
+type target struct {
+	value    string
+	optional bool
+	comment  string
+	present  bool // the key exists on this kernel (always true in image mode)
+}
+
+// rank orders runtime changes: fs.nr_open before fs.file-max before
+// everything else (nofile limits are written after all sysctls), and
+// reserved ports before the port range that may widen over them.
+func rank(key string) int {
+	switch key {
+	case keyNrOpen:
+		return 0
+	case keyFileMax:
+		return 1
+	case keyReservedPorts:
+		return 2
+	}
+	return 3
+}
+
+func sortKeys(keys []string) {
+	sort.Slice(keys, func(i, j int) bool {
+		ri, rj := rank(keys[i]), rank(keys[j])
+		if ri != rj {
+			return ri < rj
+		}
+		return keys[i] < keys[j]
+	})
+}
+
+func (pl *Plan) current(key string) (string, bool, error) {
+	if pl.backend == nil {
+		return "", false, nil
+	}
+	if !pl.backend.Exists(key) {
+		return "", false, nil
+	}
+	v, err := pl.backend.Get(key)
+	if err != nil {
+		return "", false, exitcode.Environmentf("tune: reading %s: %v", key, err)
+	}
+	return v, true, nil
+}
+
+func (pl *Plan) planSysctl(p *profiles.Profile) (map[string]target, error) {
+	image := pl.env.ImageMode()
+	keys := make([]string, 0, len(p.Sysctl))
+	for k := range p.Sysctl {
+		keys = append(keys, k)
+	}
+	sortKeys(keys)
+	targets := map[string]target{}
+	var errs []string
+	current := map[string]string{}
+	for _, k := range keys {
+		s := p.Sysctl[k]
+		mode := string(s.Mode)
+		if mode == "" {
+			mode = sysval.Exact
+		}
+		if image {
+			targets[k] = target{value: sysval.Normalize(s.Value), optional: s.Optional, comment: s.Comment, present: true}
+			continue
+		}
+		cur, ok, err := pl.current(k)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			if s.Optional {
+				pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Runtime, Reason: "optional key not on this kernel (" + filepath.Join(pl.env.procSys(), strings.ReplaceAll(k, ".", "/")) + " is absent; a module may not be loaded); not set, not persisted"})
+				continue
+			}
+			errs = append(errs, fmt.Sprintf("sysctl %s: this kernel has no such key (no %s): fix the spelling, remove it, or mark it `optional: true` if it needs a module", k, filepath.Join(pl.env.procSys(), strings.ReplaceAll(k, ".", "/"))))
+			continue
+		}
+		current[k] = cur
+		to, err := sysval.Target(cur, s.Value, mode)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("sysctl %s = %q: %v", k, s.Value, err))
+			continue
+		}
+		targets[k] = target{value: to, optional: s.Optional, comment: s.Comment, present: true}
+	}
+	if len(errs) > 0 {
+		return nil, exitcode.BadInputf("%s", strings.Join(errs, "\n"))
+	}
+
+	// Port range: the host's rule and the reserved ports it widens over.
+	if err := pl.planPorts(p, targets, current); err != nil {
+		return nil, err
+	}
+
+	if image {
+		return targets, nil
+	}
+	keys = keys[:0]
+	for k := range targets {
+		keys = append(keys, k)
+	}
+	sortKeys(keys)
+	for _, k := range keys {
+		t := targets[k]
+		cur := current[k]
+		s := p.Sysctl[k]
+		mode := string(s.Mode)
+		if mode == "" {
+			mode = sysval.Exact
+		}
+		if sysval.Equal(cur, t.value) {
+			reason := "already " + sysval.Normalize(cur)
+			switch {
+			case k == keyReservedPorts && s.Value == "":
+				reason = "already reserves every port to keep out of the ephemeral range"
+			case mode == sysval.AtLeast && !sysval.Equal(cur, s.Value):
+				reason = fmt.Sprintf("at-least %s: host already has %s, never lowered", sysval.Normalize(s.Value), sysval.Normalize(cur))
+			case mode == sysval.AtMost && !sysval.Equal(cur, s.Value):
+				reason = fmt.Sprintf("at-most %s: host already has %s, never raised", sysval.Normalize(s.Value), sysval.Normalize(cur))
+			}
+			pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Runtime, Current: sysval.Normalize(cur), Reason: reason})
+			continue
+		}
+		reason := ""
+		switch {
+		case k == keyReservedPorts && s.Value == "":
+			reason = t.comment
+		case mode != sysval.Exact:
+			reason = mode + " " + sysval.Normalize(s.Value)
+		}
+		pl.runtime = append(pl.runtime, keyStep{key: k, from: cur, to: t.value, mode: mode, want: sysval.Normalize(s.Value)})
+		pl.Changes = append(pl.Changes, Change{Key: k, Layer: Runtime, From: sysval.Normalize(cur), To: t.value, Reason: reason})
+	}
+	return targets, nil
+}
+
+// planPorts checks net.ipv4.ip_local_port_range against the host's
+// net.ipv4.ip_unprivileged_port_start and adds listening ports and
+// reserve_ports inside the (new) range to net.ipv4.ip_local_reserved_ports.
+func (pl *Plan) planPorts(p *profiles.Profile, targets map[string]target, current map[string]string) error {
+	image := pl.env.ImageMode()
+	rangeVal := ""
+	if t, ok := targets[keyPortRange]; ok {
+		rangeVal = t.value
+		lo, hi, err := profiles.ParsePortRange(rangeVal)
+		if err != nil {
+			return exitcode.BadInputf("sysctl %s = %q: %v", keyPortRange, rangeVal, err)
+		}
+		if lo >= hi {
+			return exitcode.BadInputf("sysctl %s = %q: the low end must be below the high end, e.g. \"%d 65535\"", keyPortRange, rangeVal, lo)
+		}
+		start, from := defaultUnprivStart, "the kernel default"
+		if t, ok := targets[keyUnprivStart]; ok {
+			if n, err := strconv.Atoi(t.value); err == nil {
+				start, from = n, "the profile"
+			}
+		} else if !image {
+			if v, ok, err := pl.current(keyUnprivStart); err != nil {
+				return err
+			} else if ok {
+				if n, err := strconv.Atoi(v); err == nil {
+					start, from = n, "this host"
+				}
+			}
+		}
+		if lo < start {
+			return exitcode.BadInputf("sysctl %s = %q: the low end %d is below net.ipv4.ip_unprivileged_port_start %d (%s); the kernel refuses it with EINVAL (ports below it are privileged); use %q", keyPortRange, p.Sysctl[keyPortRange].Value, lo, start, from, fmt.Sprintf("%d %d", start, hi))
+		}
+		if lo%2 == hi%2 {
+			pl.Warnings = append(pl.Warnings, fmt.Sprintf("sysctl %s = %q: both ends are %s; the kernel picks ports of one parity for connect() and the other for bind(), so an odd/even pair such as \"%d %d\" uses the range fully", keyPortRange, rangeVal, parity(lo), lo, hi-1))
+		}
+	} else if !image {
+		v, ok, err := pl.current(keyPortRange)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return nil
+		}
+		rangeVal = v
+	} else {
+		rangeVal = defaultPortRange
+	}
+	lo, hi, err := profiles.ParsePortRange(rangeVal)
+	if err != nil {
+		return exitcode.Environmentf("tune: %s on this host is %q: %v", keyPortRange, rangeVal, err)
+	}
+	inRange := func(port int) bool { return port >= lo && port <= hi }
+
+	// What is reserved now, plus what the profile reserves itself.
+	var have []profiles.PortRange
+	if cur, ok := current[keyReservedPorts]; ok {
+		have, err = profiles.ParseReservedPorts(cur)
+		if err != nil {
+			return exitcode.Environmentf("tune: %s on this host is %q: %v", keyReservedPorts, cur, err)
+		}
+	} else if !image {
+		if cur, ok, err := pl.current(keyReservedPorts); err != nil {
+			return err
+		} else if ok {
+			current[keyReservedPorts] = cur
+			if have, err = profiles.ParseReservedPorts(cur); err != nil {
+				return exitcode.Environmentf("tune: %s on this host is %q: %v", keyReservedPorts, cur, err)
+			}
+		} else {
+			return nil // kernel without reserved ports
+		}
+	}
+	want := slices.Clone(have)
+	if s, ok := p.Sysctl[keyReservedPorts]; ok {
+		own, err := profiles.ParseReservedPorts(s.Value)
+		if err != nil {
+			return exitcode.BadInputf("sysctl %s = %q: %v", keyReservedPorts, s.Value, err)
+		}
+		want = append(want, own...)
+	}
+	var added []string
+	add := func(port int, why string) {
+		if inRange(port) && !profiles.ContainsPort(want, port) {
+			want = append(want, profiles.PortRange{Lo: port, Hi: port})
+			added = append(added, fmt.Sprintf("%d (%s)", port, why))
+		}
+	}
+	for _, port := range p.ReservePorts {
+		add(port, "reserve_ports")
+	}
+	if !image {
+		listening, err := procnet.ListeningTCPPorts(pl.env.proc())
+		if err != nil {
+			return exitcode.Environmentf("tune: listening ports: %v", err)
+		}
+		for _, port := range listening {
+			add(port, "listening now")
+		}
+	}
+	merged := profiles.FormatReservedPorts(want)
+	_, inProfile := p.Sysctl[keyReservedPorts]
+	if !inProfile && len(added) == 0 {
+		return nil
+	}
+	comment := ""
+	if len(added) > 0 {
+		comment = fmt.Sprintf("keeps %s out of the ephemeral range %d-%d (merged with what is reserved)", strings.Join(added, ", "), lo, hi)
+	}
+	t := targets[keyReservedPorts]
+	t.value, t.present = merged, true
+	if t.comment == "" {
+		t.comment = comment
+	} else if comment != "" {
+		t.comment += "; " + comment
+	}
+	targets[keyReservedPorts] = t
+	if !inProfile {
+		// Derived, not in the profile: planSysctl's change loop picks it up
+		// (PlanFor works on a copy of the caller's profile).
+		p.Sysctl[keyReservedPorts] = profiles.Sysctl{Value: "", Comment: comment}
+	}
+	return nil
+}
+
+func parity(n int) string {
+	if n%2 == 0 {
+		return "even"
+	}
+	return "odd"
+}
+
+// checkLimits enforces: nofile soft <= hard; every hard nofile (limits,
+// systemd) <= fs.nr_open in force after the sysctls; fs.file-max >= every
+// nofile.
+func (pl *Plan) checkLimits(p *profiles.Profile, targets map[string]target) error {
+	type lim struct {
+		name string
+		l    *profiles.Limit
+	}
+	var ls []lim
+	if p.Limits.Nofile != nil {
+		ls = append(ls, lim{"limits.nofile", p.Limits.Nofile})
+	}
+	if p.Systemd.DefaultLimitNOFILE != nil {
+		ls = append(ls, lim{"systemd.default_limit_nofile", p.Systemd.DefaultLimitNOFILE})
+	}
+	if p.Systemd.LimitNOFILE != nil {
+		ls = append(ls, lim{"systemd.limit_nofile", p.Systemd.LimitNOFILE})
+	}
+	if len(p.Systemd.Services) > 0 && p.Systemd.LimitNOFILE == nil && p.Limits.Nofile == nil {
+		return exitcode.BadInputf("systemd.services %v: no LimitNOFILE to write; set systemd.limit_nofile or limits.nofile", p.Systemd.Services)
+	}
+	if len(ls) == 0 {
+		return nil
+	}
+	for _, l := range ls {
+		if l.l.Soft > l.l.Hard {
+			return exitcode.BadInputf("%s: soft %d is above hard %d; the soft limit can only be raised up to the hard one: set soft <= hard", l.name, l.l.Soft, l.l.Hard)
+		}
+	}
+	nrOpen, nrFrom, err := pl.effective(keyNrOpen, targets, defaultNrOpen)
+	if err != nil {
+		return err
+	}
+	for _, l := range ls {
+		if l.l.Hard > nrOpen {
+			return exitcode.BadInputf("%s: hard %d is above fs.nr_open %d (%s); a nofile limit above fs.nr_open cannot be set (logins fail with \"Could not set limit\"): add `fs.nr_open: {value: \"%d\", mode: at-least}` to the profile (hostprep raises it before writing any limit) or lower the limit", l.name, l.l.Hard, nrOpen, nrFrom, l.l.Hard)
+		}
+	}
+	fileMax, fmFrom, err := pl.effective(keyFileMax, targets, 0)
+	if err != nil {
+		return err
+	}
+	if fileMax > 0 {
+		for _, l := range ls {
+			if l.l.Hard > fileMax {
+				return exitcode.BadInputf("%s: hard %d is above fs.file-max %d (%s), the system-wide limit of open files; add `fs.file-max: {value: \"%d\", mode: at-least}` to the profile or lower the limit", l.name, l.l.Hard, fileMax, fmFrom, l.l.Hard)
+			}
+		}
+	}
+	return nil
+}
+
+// effective is the value key will have after the sysctls (the profile's
+// target, else the host's, else def in image mode), and where it comes from.
+func (pl *Plan) effective(key string, targets map[string]target, def uint64) (uint64, string, error) {
+	if t, ok := targets[key]; ok {
+		n, err := strconv.ParseUint(t.value, 10, 64)
+		if err != nil {
+			return 0, "", exitcode.BadInputf("sysctl %s = %q: want a whole number", key, t.value)
+		}
+		return n, "set by the profile", nil
+	}
+	if pl.env.ImageMode() {
+		return def, "the kernel default; the profile does not set it", nil
+	}
+	v, ok, err := pl.current(key)
+	if err != nil || !ok {
+		return def, "unknown on this host", err
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+	if err != nil {
+		return def, "unreadable", nil
+	}
+	return n, "this host; the profile does not set it", nil
+}
+
+// planFiles merges the profile's persistent settings into what earlier
+// applies persisted, renders the owned files and compares them with disk.
+func (pl *Plan) planFiles(p *profiles.Profile, st *journal.State, targets map[string]target) error {
+	per := clonePersisted(st.Persisted)
+	if per.Sysctl == nil {
+		per.Sysctl = map[string]journal.PersistedKey{}
+	}
+	for k, t := range targets {
+		if !t.present {
+			continue
+		}
+		per.Sysctl[k] = journal.PersistedKey{Value: t.value, Optional: t.optional, Comment: t.comment}
+	}
+	if n := p.Limits.Nofile; n != nil {
+		per.Nofile = &journal.Limit{Soft: n.Soft, Hard: n.Hard}
+		per.NofileUsers = p.Limits.Users
+		if len(per.NofileUsers) == 0 {
+			per.NofileUsers = []string{"*", "root"}
+		}
+	}
+	if d := p.Systemd.DefaultLimitNOFILE; d != nil {
+		per.DefaultLimitNOFILE = &journal.Limit{Soft: d.Soft, Hard: d.Hard}
+	}
+	if len(p.Systemd.Services) > 0 {
+		l := p.Systemd.LimitNOFILE
+		if l == nil {
+			l = p.Limits.Nofile
+		}
+		if per.Services == nil {
+			per.Services = map[string]journal.Limit{}
+		}
+		for _, s := range p.Systemd.Services {
+			per.Services[files.UnitName(s)] = journal.Limit{Soft: l.Soft, Hard: l.Hard}
+		}
+	}
+	pl.persisted = per
+	pl.profiles = st.Profiles()
+	if !slices.Contains(pl.profiles, p.Name) {
+		pl.profiles = append(pl.profiles, p.Name)
+	}
+
+	type want struct {
+		path string
+		data []byte
+		note string
+		unit string
+	}
+	var wants []want
+	if len(per.Sysctl) > 0 {
+		keys := make([]string, 0, len(per.Sysctl))
+		for k := range per.Sysctl {
+			keys = append(keys, k)
+		}
+		sortKeys(keys)
+		lines := make([]files.SysctlLine, len(keys))
+		for i, k := range keys {
+			v := per.Sysctl[k]
+			lines[i] = files.SysctlLine{Key: k, Value: v.Value, Optional: v.Optional, Comment: v.Comment}
+		}
+		wants = append(wants, want{path: files.SysctlConf, data: files.RenderSysctl(pl.profiles, lines)})
+	}
+	if per.Nofile != nil {
+		wants = append(wants, want{path: files.LimitsConf,
+			data: files.RenderLimits(pl.profiles, per.NofileUsers, per.Nofile.Soft, per.Nofile.Hard),
+			note: fmt.Sprintf("new login sessions get nofile %d:%d (pam_limits); running shells and services keep their limit", per.Nofile.Soft, per.Nofile.Hard)})
+	}
+	systemdOK, why := pl.env.SystemdDecision()
+	if per.DefaultLimitNOFILE != nil || len(per.Services) > 0 {
+		if systemdOK {
+			if d := per.DefaultLimitNOFILE; d != nil {
+				wants = append(wants, want{path: files.SystemConf,
+					data: files.RenderSystemConf(pl.profiles, d.Soft, d.Hard),
+					note: fmt.Sprintf("systemd applies DefaultLimitNOFILE=%d:%d after `systemctl daemon-reexec`, to services started afterwards", d.Soft, d.Hard)})
+			}
+			units := make([]string, 0, len(per.Services))
+			for u := range per.Services {
+				units = append(units, u)
+			}
+			sort.Strings(units)
+			for _, u := range units {
+				l := per.Services[u]
+				wants = append(wants, want{path: files.ServiceDropIn(u),
+					data: files.RenderServiceDropIn(pl.profiles, l.Soft, l.Hard), unit: u})
+			}
+		} else {
+			pl.Skipped = append(pl.Skipped, Skip{File: pl.env.path("/etc/systemd"), Layer: Persistent, Reason: "systemd drop-ins not written: " + why + "; services started otherwise need their own nofile limit"})
+		}
+	}
+
+	for _, w := range wants {
+		path := pl.env.path(w.path)
+		cur, existed, err := files.Read(path)
+		if err != nil {
+			return exitcode.Environmentf("tune: reading %s: %v", path, err)
+		}
+		if existed && string(cur) == string(w.data) {
+			pl.Skipped = append(pl.Skipped, Skip{File: path, Layer: Persistent, Current: describe(cur, true), Reason: "already has these exact bytes; not rewritten"})
+			continue
+		}
+		perm := fs.FileMode(0o644)
+		if existed {
+			if st, err := os.Stat(path); err == nil {
+				perm = st.Mode().Perm()
+			}
+		}
+		dirs, err := missingDirs(filepath.Dir(path))
+		if err != nil {
+			return exitcode.Environmentf("tune: %v", err)
+		}
+		pl.files = append(pl.files, fileStep{path: path, existed: existed, from: cur, perm: perm, to: w.data, dirs: dirs})
+		reason := "owned by hostprep"
+		if existed {
+			reason = "owned by hostprep; content differs"
+		}
+		pl.Changes = append(pl.Changes, Change{File: path, Layer: Persistent, From: describe(cur, existed), To: describe(w.data, true), Reason: reason})
+		if w.note != "" {
+			pl.Notes = append(pl.Notes, w.note)
+		}
+		if w.unit != "" {
+			pl.Restart = append(pl.Restart, w.unit)
+		}
+	}
+	return nil
+}
+
+func describe(b []byte, existed bool) string {
+	if !existed {
+		return "absent"
+	}
+	return fmt.Sprintf("%d bytes", len(b))
+}
+
+// missingDirs lists the directories that must be created for dir,
+// outermost first.
+func missingDirs(dir string) ([]string, error) {
+	var missing []string
+	for d := filepath.Clean(dir); d != filepath.Dir(d); d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err == nil {
+			if !st.IsDir() {
+				return nil, fmt.Errorf("%s is not a directory", d)
+			}
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		missing = append(missing, d)
+	}
+	slices.Reverse(missing)
+	return missing, nil
+}
+
+func clonePersisted(p journal.Persisted) journal.Persisted {
+	out := p
+	if p.Sysctl != nil {
+		out.Sysctl = make(map[string]journal.PersistedKey, len(p.Sysctl))
+		for k, v := range p.Sysctl {
+			out.Sysctl[k] = v
+		}
+	}
+	if p.Services != nil {
+		out.Services = make(map[string]journal.Limit, len(p.Services))
+		for k, v := range p.Services {
+			out.Services[k] = v
+		}
+	}
+	out.NofileUsers = slices.Clone(p.NofileUsers)
+	return out
+}

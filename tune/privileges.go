@@ -1,0 +1,86 @@
+package tune
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+)
+
+// Capability bits (linux/capability.h).
+const (
+	capDACOverride = 1
+	capSysAdmin    = 21
+	capSysResource = 24
+)
+
+// effectiveCaps returns CapEff of this process from /proc/self/status.
+func effectiveCaps() (uint64, error) {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "CapEff:"); ok {
+			return strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+		}
+	}
+	return 0, fmt.Errorf("no CapEff in /proc/self/status")
+}
+
+func hasCap(caps uint64, bit uint) bool { return caps&(1<<bit) != 0 }
+
+// checkPrivileges refuses (exit 3) unless the process is root or has
+// CAP_SYS_ADMIN and CAP_DAC_OVERRIDE, which writing /proc/sys and /etc needs.
+func checkPrivileges(env Env, verb string) error {
+	if env.SkipPrivilegeCheck || env.ImageMode() {
+		return nil
+	}
+	if os.Geteuid() == 0 {
+		return nil
+	}
+	caps, err := effectiveCaps()
+	if err == nil && hasCap(caps, capSysAdmin) && hasCap(caps, capDACOverride) {
+		return nil
+	}
+	return exitcode.Environmentf("tune %s needs root (or CAP_SYS_ADMIN and CAP_DAC_OVERRIDE) to write /proc/sys and /etc; run it with sudo (`tune plan` shows the changes without root); nothing was changed", verb)
+}
+
+// readOnly reports whether dir is on a read-only mount (as /proc/sys is in
+// a container).
+func readOnly(dir string) bool {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return false
+	}
+	return st.Flags&unix.ST_RDONLY != 0
+}
+
+// containerError explains a read-only /proc/sys: set namespaced net.* keys
+// through the container runtime, fs.* keys on the host.
+func containerError(procSys string, steps []keyStep) error {
+	var netFlags, hostKeys []string
+	for _, s := range steps {
+		if strings.HasPrefix(s.key, "net.") {
+			netFlags = append(netFlags, fmt.Sprintf("--sysctl %s=%q", s.key, s.to))
+		} else {
+			hostKeys = append(hostKeys, s.key)
+		}
+	}
+	msg := fmt.Sprintf("tune apply: %s is read-only, so this looks like a container; nothing was changed.", procSys)
+	if len(netFlags) > 0 {
+		msg += " Set the network keys (namespaced per container) when starting it: docker run " + strings.Join(netFlags, " ") + " ... (Kubernetes: securityContext.sysctls)."
+	}
+	if len(hostKeys) > 0 {
+		msg += " " + strings.Join(hostKeys, ", ") + " are global: set them on the host (hostprep tune apply there), not in the container."
+	}
+	msg += " Use --root DIR to write only the persistent files."
+	return exitcode.Environmentf("%s", msg)
+}

@@ -1,0 +1,152 @@
+package tune
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/profiles"
+	"github.com/hostprep/hostprep/tune/files"
+	"github.com/hostprep/hostprep/tune/journal"
+	"github.com/hostprep/hostprep/tune/sysval"
+)
+
+// ItemStatus is one key or file hostprep applied, compared with the live
+// host.
+type ItemStatus struct {
+	Key   string `json:"key,omitempty"`
+	File  string `json:"file,omitempty"`
+	Layer string `json:"layer"`
+	// Original is the value before the first apply ("absent" / "N bytes"
+	// for files).
+	Original string `json:"original"`
+	// Set is what hostprep last set (for files "N bytes" is not kept; the
+	// SHA-256 prefix is shown).
+	Set string `json:"set"`
+	// Live is the value now.
+	Live string `json:"live"`
+	// Mode is the profile's mode for a key.
+	Mode string `json:"mode,omitempty"`
+	// OK says whether Live still satisfies what hostprep applied.
+	OK bool `json:"ok"`
+	// Drift explains a mismatch.
+	Drift string `json:"drift,omitempty"`
+}
+
+// Status is what `hostprep tune status|verify` report; its JSON:
+//
+//	{"applied": true, "profiles": ["sys-tune"], "applies": [{"profile": "sys-tune", "at": "..."}],
+//	 "items": [{"key": "fs.nr_open", "layer": "runtime", "original": "1048576", "set": "2097152", "live": "2097152", "ok": true}],
+//	 "drift": 0}
+type Status struct {
+	Applied  bool            `json:"applied"`
+	Profiles []string        `json:"profiles"`
+	Applies  []journal.Apply `json:"applies"`
+	Items    []ItemStatus    `json:"items"`
+	// Drift counts items whose live value no longer matches.
+	Drift int `json:"drift"`
+	// Journal is the state file read.
+	Journal string `json:"journal"`
+}
+
+// StatusOf reads the journal and compares each key and file hostprep
+// applied with the live host. It needs read access to the journal (root
+// on a host). With no journal, Applied is false and Items empty.
+func StatusOf(env Env) (*Status, error) {
+	s := &Status{Profiles: []string{}, Applies: []journal.Apply{}, Items: []ItemStatus{}, Journal: env.stateFile()}
+	st, err := journal.Load(env.stateFile())
+	if err != nil {
+		return nil, exitcode.Environmentf("tune status: %v", err)
+	}
+	if st == nil {
+		return s, nil
+	}
+	s.Applied, s.Profiles, s.Applies = true, st.Profiles(), st.Applies
+	keys := make([]string, 0, len(st.Keys))
+	for k := range st.Keys {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return st.Keys[keys[i]].Seq < st.Keys[keys[j]].Seq })
+	var b interface{ Get(string) (string, error) }
+	if len(keys) > 0 {
+		be, err := env.backend()
+		if err != nil {
+			return nil, exitcode.Environmentf("tune status: %v", err)
+		}
+		b = be
+	}
+	for _, k := range keys {
+		j := st.Keys[k]
+		it := ItemStatus{Key: k, Layer: Runtime, Original: sysval.Normalize(j.Original), Set: j.Set, Mode: j.Mode}
+		live, err := b.Get(k)
+		if err != nil {
+			it.Live, it.Drift = "unreadable", err.Error()
+		} else {
+			it.Live = sysval.Normalize(live)
+			want, mode := j.Want, j.Mode
+			if want == "" || k == keyReservedPorts {
+				want, mode = j.Set, sysval.Exact
+			}
+			if sysval.Satisfies(live, want, mode) {
+				it.OK = true
+			} else {
+				it.Drift = fmt.Sprintf("live %q no longer satisfies %s %q set by hostprep", it.Live, mode, want)
+			}
+		}
+		s.Items = append(s.Items, it)
+	}
+	paths := make([]string, 0, len(st.Files))
+	for p := range st.Files {
+		paths = append(paths, p)
+	}
+	sort.Slice(paths, func(i, j int) bool { return st.Files[paths[i]].Seq < st.Files[paths[j]].Seq })
+	for _, p := range paths {
+		j := st.Files[p]
+		it := ItemStatus{File: p, Layer: Persistent, Original: describe(j.Original, j.Existed), Set: "sha256:" + j.SetSHA256[:12]}
+		cur, ok, err := files.Read(p)
+		switch {
+		case err != nil:
+			it.Live, it.Drift = "unreadable", err.Error()
+		case !ok:
+			it.Live, it.Drift = "absent", "removed since hostprep wrote it"
+		default:
+			it.Live = "sha256:" + journal.SHA256(cur)[:12]
+			if journal.SHA256(cur) == j.SetSHA256 {
+				it.OK = true
+			} else {
+				it.Drift = "content changed since hostprep wrote it"
+			}
+		}
+		s.Items = append(s.Items, it)
+	}
+	for _, it := range s.Items {
+		if !it.OK {
+			s.Drift++
+		}
+	}
+	return s, nil
+}
+
+// Verify is StatusOf that fails (exitcode.Failed, exit 1) when any applied
+// key or file drifted. With a profile it also requires that the profile
+// plans no change (the host matches it now, journal or not).
+func Verify(p *profiles.Profile, env Env) (*Status, *Plan, error) {
+	s, err := StatusOf(env)
+	if err != nil {
+		return nil, nil, err
+	}
+	var pl *Plan
+	if p != nil {
+		pl, err = NewPlan(p, env)
+		if err != nil {
+			return s, nil, err
+		}
+	}
+	switch {
+	case s.Drift > 0:
+		return s, pl, exitcode.Failedf("tune verify: %d item(s) drifted from what hostprep applied (see above); `hostprep tune apply` sets them again", s.Drift)
+	case pl != nil && pl.Changed:
+		return s, pl, exitcode.Failedf("tune verify: the host does not match profile %s: %d change(s) pending; `hostprep tune plan --profile %s` lists them", p.Name, len(pl.Changes), p.Name)
+	}
+	return s, pl, nil
+}
