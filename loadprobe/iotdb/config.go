@@ -2,8 +2,8 @@ package iotdb
 
 import (
 	"net"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -60,6 +60,10 @@ type Config struct {
 	Steps []int `json:"steps"`
 	// StepDuration is how long each step keeps its workers busy.
 	StepDuration time.Duration `json:"step_duration"`
+	// Warmup runs the first step's workers this long before the first
+	// step, unmeasured (JIT, region creation, first connections); default
+	// 1s, negative disables it.
+	Warmup time.Duration `json:"warmup"`
 	// PoolSize is the SessionPool's maximum number of sessions.
 	PoolSize int `json:"pool_size"`
 	// WaitTimeout is how long a worker waits for a free session before the
@@ -99,6 +103,7 @@ var Defaults = Config{
 	Scenario:       ScenarioWrite,
 	Steps:          []int{10, 20, 30, 40, 50},
 	StepDuration:   30 * time.Second,
+	Warmup:         time.Second,
 	PoolSize:       200,
 	WaitTimeout:    5 * time.Second,
 	ConnectTimeout: 5 * time.Second,
@@ -130,6 +135,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StepDuration == 0 {
 		c.StepDuration = d.StepDuration
+	}
+	if c.Warmup == 0 {
+		c.Warmup = d.Warmup
 	}
 	if c.PoolSize == 0 {
 		c.PoolSize = d.PoolSize

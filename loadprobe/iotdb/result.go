@@ -31,6 +31,8 @@ type Result struct {
 	PoolSize      int     `json:"pool_size"`
 	WaitTimeoutMS float64 `json:"wait_timeout_ms"`
 	CallTimeoutMS float64 `json:"call_timeout_ms"`
+	// WarmupOps is how many operations the unmeasured warm-up ran.
+	WarmupOps int64 `json:"warmup_ops"`
 	// Steps are the measured steps, in the order run.
 	Steps []Step `json:"steps"`
 	// Knee is the throughput peak and the knee found in Steps.

@@ -73,6 +73,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	slog.Info("iotdb probe: database ready", "database", res.Database, "series", res.Series, "server_version", res.ServerVersion)
 
+	if cfg.Warmup > 0 {
+		wc := cfg
+		wc.StepDuration = cfg.Warmup
+		w := runStep(ctx, &wc, pool, w, cfg.Steps[0])
+		res.WarmupOps = w.Ops
+	}
 	var runErr error
 	for _, n := range cfg.Steps {
 		if ctx.Err() != nil {
@@ -113,6 +119,8 @@ func setup(ctx context.Context, p *countingPool, w *workload, res *Result) error
 			return exitcode.Environmentf("iotdb probe: cannot open a session to %s: %v (is IoTDB running and is --host/--port its client RPC? scripts/iotdb.sh start runs one on 127.0.0.1:6667)", res.Target, err)
 		}
 		res.Notes = append(res.Notes, "server version not read: "+err.Error())
+	} else if v == "" {
+		res.Notes = append(res.Notes, "server version not read: show version returned no row")
 	}
 	res.ServerVersion = v
 

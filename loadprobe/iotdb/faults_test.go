@@ -1,0 +1,165 @@
+package iotdb
+
+import (
+	"context"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/loadprobe/iotdb/faultserver"
+)
+
+// faultRun runs a short probe against a fault server; the fault server
+// gives error paths only, never a performance number.
+func faultRun(t *testing.T, f faultserver.Fault, scenario string, tune func(*faultserver.Server, *Config)) *Result {
+	t.Helper()
+	srv, err := faultserver.Start(faultserver.None)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	host, port := srv.HostPort()
+	zero := 0.0
+	cfg := Config{Host: host, Port: port, Scenario: scenario, Steps: []int{2}, StepDuration: 700 * time.Millisecond,
+		Warmup: -1, PoolSize: 16, CallTimeout: 2 * time.Second, Thresholds: Thresholds{MaxErrorRate: &zero}}
+	if tune != nil {
+		tune(srv, &cfg)
+	}
+	srv.SetFault(f)
+	if scenario == ScenarioMixed {
+		srv.SetSkip(int64(slices.Max(cfg.Steps))) // the seeding writes, one per device
+	}
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("Run against the %v fault server: %v", f, err)
+	}
+	if len(res.Steps) != 1 {
+		t.Fatalf("%d steps, want 1", len(res.Steps))
+	}
+	s := res.Steps[0]
+	t.Logf("%v: ops %d ok %d errors %v codes %v samples %v pool %+v notes %v", f, s.Ops, s.OK, s.ErrorsByClass, s.StatusCodes, s.ErrorSamples, s.Pool, res.Notes)
+	if srv.DataCalls.Load() == 0 {
+		t.Fatalf("the fault server saw no data call")
+	}
+	if s.Errors == 0 || s.Errors != s.Ops-s.OK || s.OK > 0 && scenario != ScenarioMixed {
+		t.Errorf("%v: %d errors of %d ops, want every op to fail", f, s.Errors, s.Ops)
+	}
+	if res.Verdict != verdict.Fail || res.Checks[0].Status != verdict.Fail {
+		t.Errorf("%v: verdict %s, error-rate check %+v, want fail", f, res.Verdict, res.Checks[0])
+	}
+	return res
+}
+
+// onlyClass asserts that every error of the step is of class.
+func onlyClass(t *testing.T, s Step, class string) {
+	t.Helper()
+	if s.ErrorsByClass[class] != s.Errors || len(s.ErrorsByClass) != 1 {
+		t.Errorf("errors by class %v, want all %d in %s", s.ErrorsByClass, s.Errors, class)
+	}
+}
+
+func TestFaultSlowAnswerIsClientDeadline(t *testing.T) {
+	res := faultRun(t, faultserver.Slow, ScenarioWrite, func(srv *faultserver.Server, c *Config) {
+		srv.SetDelay(3 * time.Second)
+		c.CallTimeout = 200 * time.Millisecond
+	})
+	s := res.Steps[0]
+	onlyClass(t, s, ClassDeadline)
+	// Calls abandoned at their deadline keep their session until the
+	// server answers: the probe counts them as in use, so more sessions are
+	// out than there are workers.
+	if s.Pool.MaxUsed <= int64(s.Workers) {
+		t.Errorf("pool max in use %d with %d workers: abandoned calls are not counted", s.Pool.MaxUsed, s.Workers)
+	}
+	if s.DurationS > 0.7+1 {
+		t.Errorf("step took %.1fs: the 3s answers were waited for instead of the 200ms deadline", s.DurationS)
+	}
+	if !strings.Contains(strings.Join(res.Notes, " "), "still running") {
+		t.Errorf("notes %v: want a note about calls still running", res.Notes)
+	}
+}
+
+func TestFaultStatusCodeIsCounted(t *testing.T) {
+	for _, sc := range []string{ScenarioWrite, ScenarioBatch, ScenarioMixed} {
+		t.Run(sc, func(t *testing.T) {
+			res := faultRun(t, faultserver.Status, sc, func(srv *faultserver.Server, c *Config) { srv.SetCode(305) })
+			s := res.Steps[0]
+			onlyClass(t, s, ClassStatus)
+			if s.StatusCodes["305"] != s.Errors {
+				t.Errorf("status codes %v, want all %d as 305", s.StatusCodes, s.Errors)
+			}
+			if !strings.Contains(res.Checks[0].Remedy, "status_codes") {
+				t.Errorf("remedy %q should point at status_codes", res.Checks[0].Remedy)
+			}
+		})
+	}
+}
+
+func TestFaultMultipleErrorWithoutMessageIsRecoveredPanic(t *testing.T) {
+	res := faultRun(t, faultserver.MultipleNoMessage, ScenarioWrite, nil)
+	s := res.Steps[0]
+	onlyClass(t, s, ClassPanic)
+	if s.Ops < 2 {
+		t.Errorf("only %d ops: workers did not go on after the panic", s.Ops)
+	}
+	if !strings.Contains(s.ErrorSamples[ClassPanic], "nil pointer") {
+		t.Errorf("panic sample %q, want the client's nil pointer dereference", s.ErrorSamples[ClassPanic])
+	}
+	if s.Pool.MaxUsed > int64(s.Workers) {
+		t.Errorf("pool max in use %d > %d workers: a session was not put back after a panic", s.Pool.MaxUsed, s.Workers)
+	}
+}
+
+func TestFaultDroppedConnectionIsConnectError(t *testing.T) {
+	for _, sc := range []string{ScenarioWrite, ScenarioMixed} {
+		t.Run(sc, func(t *testing.T) {
+			res := faultRun(t, faultserver.Drop, sc, nil)
+			s := res.Steps[0]
+			// A dropped write is a lost connection; a dropped query can make
+			// the v1.3.7 client panic (nil response after reconnect) — both
+			// are counted, nothing else.
+			for class := range s.ErrorsByClass {
+				if class != ClassConnect && class != ClassPanic {
+					t.Errorf("errors by class %v: want connect (or panic) only", s.ErrorsByClass)
+				}
+			}
+			if s.ErrorsByClass[ClassConnect] == 0 {
+				t.Errorf("no connect errors for dropped connections: %v", s.ErrorsByClass)
+			}
+		})
+	}
+}
+
+func TestNoServerIsEnvironmentError(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close() // nothing listens there now
+	_, err = Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Steps: []int{1}, StepDuration: time.Second, ConnectTimeout: time.Second})
+	if exitcode.Code(err) != exitcode.Environment || !strings.Contains(err.Error(), "cannot open a session") {
+		t.Fatalf("Run against a closed port: %v (code %d), want exit 3 'cannot open a session'", err, exitcode.Code(err))
+	}
+}
+
+func TestBadConfigIsBadInput(t *testing.T) {
+	neg := -0.5
+	for name, cfg := range map[string]Config{
+		"scenario":    {Scenario: "delete-all"},
+		"steps":       {Steps: []int{10, 0}},
+		"pool":        {PoolSize: -1},
+		"target step": {Steps: []int{1, 2}, Thresholds: Thresholds{TargetStep: 3}},
+		"error rate":  {Thresholds: Thresholds{MaxErrorRate: &neg}},
+		"run id":      {RunID: "A;drop"},
+	} {
+		_, err := Run(context.Background(), cfg)
+		if exitcode.Code(err) != exitcode.BadInput {
+			t.Errorf("%s: %v (code %d), want exit 2", name, err, exitcode.Code(err))
+		}
+	}
+}

@@ -1,0 +1,133 @@
+package iotdb
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteText prints the result as the reference test's table, one row per
+// step, followed by the knee reading and the checks.
+func (r *Result) WriteText(w io.Writer) error {
+	wp, rp := PointsPerOp(r.Scenario)
+	load := fmt.Sprintf("%s (%d points/op)", r.Scenario, wp)
+	if r.Scenario == ScenarioMixed {
+		load = fmt.Sprintf("mixed (70%% reads of %d points, 30%% writes of %d points)", rp, wp)
+	}
+	mode := "closed loop"
+	if r.Mode == "open" {
+		mode = fmt.Sprintf("open loop, %g ops/s per worker, latency from scheduled start", r.RatePerWorker)
+	}
+	fmt.Fprintf(w, "IoTDB probe  %s  (IoTDB %s)\n", r.Target, orUnknown(r.ServerVersion))
+	fmt.Fprintf(w, "load         %s, %s; SessionPool %d sessions, wait timeout %.0f ms, call deadline %.0f ms\n",
+		load, mode, r.PoolSize, r.WaitTimeoutMS, r.CallTimeoutMS)
+	kept := "deleted after the run"
+	if r.Kept {
+		kept = "KEPT"
+	}
+	fmt.Fprintf(w, "database     %s (%d series, %s)\n\n", r.Database, r.Series, kept)
+
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "workers\tops\tTPS\tpoints/s\tmean ms\tp50 ms\tp95 ms\tp99 ms\tmax ms\terrors\tpool use\t\n")
+	for _, s := range r.Steps {
+		mark := ""
+		switch s.Workers {
+		case r.Knee.Workers:
+			mark = " knee"
+		case r.Knee.PeakWorkers:
+			if len(r.Steps) > 1 {
+				mark = " peak"
+			}
+		}
+		fmt.Fprintf(tw, "%d%s\t%d\t%.1f\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f%%\t%.0f%% (max %.0f%%)\t\n",
+			s.Workers, mark, s.Ops, s.TPS, s.PointsPerS, s.Latency.Mean, s.Latency.P50, s.Latency.P95, s.Latency.P99, s.Latency.Max,
+			100*s.ErrorRate, 100*s.Pool.MeanUtil, 100*s.Pool.MaxUtil)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, s := range r.Steps {
+		if s.Errors > 0 {
+			fmt.Fprintf(w, "errors at %d workers: %s%s\n", s.Workers, classSummary(&s), codeSummary(s.StatusCodes))
+		}
+	}
+	fmt.Fprintf(w, "\nknee         %s\n", r.Knee.Reading)
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note         %s\n", n)
+	}
+	fmt.Fprintln(w)
+	for _, c := range r.Checks {
+		fmt.Fprintf(w, "%-5s %-17s %s\n", strings.ToUpper(string(c.Status)), c.ID, c.Summary)
+		if c.Remedy != "" && (c.Status == "fail" || c.Status == "warn") {
+			fmt.Fprintf(w, "      %-17s fix: %s\n", "", c.Remedy)
+		}
+	}
+	_, err := fmt.Fprintf(w, "verdict: %s\n", strings.ToUpper(string(r.Verdict)))
+	return err
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "version unknown"
+	}
+	return s
+}
+
+func codeSummary(codes map[string]int64) string {
+	if len(codes) == 0 {
+		return ""
+	}
+	var parts []string
+	for k, v := range codes {
+		parts = append(parts, fmt.Sprintf("%s x%d", k, v))
+	}
+	return " (status codes: " + strings.Join(parts, ", ") + ")"
+}
+
+// WriteJSON writes the result as indented JSON.
+func (r *Result) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// CSVHeader is the header row of WriteCSV.
+var CSVHeader = []string{"scenario", "workers", "duration_s", "ops", "ok", "errors", "error_rate",
+	"tps", "points_per_s", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms",
+	"wait_timeout", "connect", "status", "deadline", "panic", "other",
+	"pool_size", "pool_mean_util", "pool_max_util", "knee"}
+
+// WriteCSV writes one row per step (header CSVHeader); knee is "peak",
+// "knee" or empty.
+func (r *Result) WriteCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(CSVHeader); err != nil {
+		return err
+	}
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	d := func(v int64) string { return strconv.FormatInt(v, 10) }
+	for _, s := range r.Steps {
+		mark := ""
+		if s.Workers == r.Knee.PeakWorkers {
+			mark = "peak"
+		}
+		if s.Workers == r.Knee.Workers {
+			mark = "knee"
+		}
+		row := []string{r.Scenario, strconv.Itoa(s.Workers), f(s.DurationS), d(s.Ops), d(s.OK), d(s.Errors), f(s.ErrorRate),
+			f(s.TPS), f(s.PointsPerS), f(s.Latency.Mean), f(s.Latency.P50), f(s.Latency.P95), f(s.Latency.P99), f(s.Latency.Max)}
+		for _, c := range Classes {
+			row = append(row, d(s.ErrorsByClass[c]))
+		}
+		row = append(row, strconv.Itoa(s.Pool.Size), f(s.Pool.MeanUtil), f(s.Pool.MaxUtil), mark)
+		if err := cw.Write(row); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}

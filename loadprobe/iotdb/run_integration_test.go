@@ -1,0 +1,205 @@
+package iotdb
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iotdb-client-go/client"
+	"github.com/hostprep/hostprep/internal/testenv"
+	"github.com/hostprep/hostprep/internal/verdict"
+)
+
+// realConfig points a Config at the IoTDB that scripts/test.sh started.
+func realConfig(t *testing.T, scenario string) Config {
+	t.Helper()
+	addr := testenv.IoTDB(t)
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatalf("HOSTPREP_TEST_IOTDB=%q: %v", addr, err)
+	}
+	pn, _ := strconv.Atoi(port)
+	zero := 0.0
+	return Config{
+		Host: host, Port: pn, Password: os.Getenv("HOSTPREP_IOTDB_PASSWORD"),
+		Scenario:     scenario,
+		Steps:        []int{1, 2, 4},
+		StepDuration: 2 * time.Second,
+		PoolSize:     8,
+		Thresholds:   Thresholds{MaxErrorRate: &zero},
+	}
+}
+
+// databases lists the databases the server has (show databases).
+func databases(t *testing.T, cfg Config) []string {
+	t.Helper()
+	c := cfg.withDefaults()
+	s := client.NewSession(&client.Config{Host: c.Host, Port: strconv.Itoa(c.Port), UserName: c.User, Password: c.Password})
+	if err := s.Open(false, 5000); err != nil {
+		t.Fatalf("open session: %v", err)
+	}
+	defer s.Close()
+	timeout := int64(10000)
+	ds, err := s.ExecuteQueryStatement("show databases", &timeout)
+	if err != nil {
+		t.Fatalf("show databases: %v", err)
+	}
+	defer ds.Close()
+	var out []string
+	for {
+		ok, err := ds.Next()
+		if err != nil {
+			t.Fatalf("show databases: %v", err)
+		}
+		if !ok {
+			return out
+		}
+		name, err := ds.GetString("Database")
+		if err != nil {
+			t.Fatalf("show databases: %v", err)
+		}
+		out = append(out, name)
+	}
+}
+
+func TestRunScenariosOnRealIoTDB(t *testing.T) {
+	for _, sc := range Scenarios {
+		t.Run(sc, func(t *testing.T) {
+			cfg := realConfig(t, sc)
+			res, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			var text bytes.Buffer
+			if err := res.WriteText(&text); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("\n%s", text.String())
+
+			if !strings.HasPrefix(res.ServerVersion, "1.") && !strings.HasPrefix(res.ServerVersion, "2.") {
+				t.Errorf("ServerVersion = %q, want an IoTDB release such as 2.0.10", res.ServerVersion)
+			}
+			if !strings.HasPrefix(res.Database, "root.hostprep_") || res.Kept {
+				t.Errorf("Database = %q kept=%v, want root.hostprep_<id> deleted", res.Database, res.Kept)
+			}
+			for _, db := range databases(t, cfg) {
+				if db == res.Database {
+					t.Errorf("database %s still exists after the run", db)
+				}
+			}
+			if len(res.Steps) != 3 {
+				t.Fatalf("got %d steps, want 3", len(res.Steps))
+			}
+			wp, rp := PointsPerOp(sc)
+			for i, s := range res.Steps {
+				if s.Workers != cfg.Steps[i] {
+					t.Errorf("step %d: workers %d, want %d", i, s.Workers, cfg.Steps[i])
+				}
+				if s.Errors != 0 || s.ErrorRate != 0 {
+					t.Errorf("step %d workers: %d errors on a healthy server: %v", s.Workers, s.Errors, s.ErrorSamples)
+				}
+				if s.OK < int64(s.Workers) || s.Ops != s.OK+s.Errors {
+					t.Errorf("step %d workers: ops %d ok %d: want at least one op per worker and ops = ok + errors", s.Workers, s.Ops, s.OK)
+				}
+				if s.Latency.Count != s.OK {
+					t.Errorf("step %d workers: %d latencies for %d successful ops", s.Workers, s.Latency.Count, s.OK)
+				}
+				if s.DurationS < 2 || s.DurationS > 2+10 {
+					t.Errorf("step %d workers: measured %.2fs for a 2s step", s.Workers, s.DurationS)
+				}
+				switch sc {
+				case ScenarioMixed:
+					if s.Reads+s.Writes != s.Ops || s.Reads == 0 || s.Writes == 0 {
+						t.Errorf("mixed step %d: reads %d writes %d ops %d", s.Workers, s.Reads, s.Writes, s.Ops)
+					}
+					if want := s.Reads*int64(rp) + s.Writes*int64(wp); s.Points != want {
+						t.Errorf("mixed step %d: %d points, want %d (reads x %d + writes x %d): a read returned other than 100 points", s.Workers, s.Points, want, rp, wp)
+					}
+				default:
+					if s.Points != s.OK*int64(wp) {
+						t.Errorf("step %d: %d points for %d ops of %d points", s.Workers, s.Points, s.OK, wp)
+					}
+				}
+				if s.TPS <= 0 || s.Latency.P95 <= 0 || s.Latency.P95 < s.Latency.P50 || s.Latency.Max < s.Latency.P99 {
+					t.Errorf("step %d: implausible figures tps=%v %v", s.Workers, s.TPS, s.Latency)
+				}
+				if s.Pool.Size != cfg.PoolSize || s.Pool.Samples == 0 || s.Pool.MaxUsed < 1 || s.Pool.MaxUsed > int64(s.Workers) {
+					t.Errorf("step %d: pool use %+v: want 1..%d sessions of %d in use", s.Workers, s.Pool, s.Workers, cfg.PoolSize)
+				}
+			}
+			if res.Knee.PeakWorkers == 0 || res.Knee.Reading == "" {
+				t.Errorf("knee not filled: %+v", res.Knee)
+			}
+			if res.Verdict != verdict.Pass || len(res.Checks) != 3 {
+				t.Errorf("verdict %s, checks %+v", res.Verdict, res.Checks)
+			}
+			b, err := json.Marshal(res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back map[string]any
+			_ = json.Unmarshal(b, &back)
+			for _, k := range []string{"server_version", "database", "steps", "knee", "verdict", "checks"} {
+				if _, ok := back[k]; !ok {
+					t.Errorf("JSON lacks %q", k)
+				}
+			}
+		})
+	}
+}
+
+func TestRunKeepLeavesDatabase(t *testing.T) {
+	cfg := realConfig(t, ScenarioWrite)
+	cfg.Steps, cfg.StepDuration, cfg.Keep = []int{1}, 500*time.Millisecond, true
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, db := range databases(t, cfg) {
+		found = found || db == res.Database
+	}
+	if !found || !res.Kept {
+		t.Fatalf("--keep: database %s not found after the run (kept=%v)", res.Database, res.Kept)
+	}
+	// Clean up what --keep left.
+	c := cfg.withDefaults()
+	p := newCountingPool(&c)
+	defer p.close(5 * time.Second)
+	if err := dropDatabase(p, res.Database); err != nil {
+		t.Fatalf("dropping %s: %v", res.Database, err)
+	}
+}
+
+func TestPoolExhaustionCountsWaitTimeouts(t *testing.T) {
+	cfg := realConfig(t, ScenarioBatch)
+	cfg.Steps = []int{16}
+	cfg.PoolSize = 1
+	cfg.WaitTimeout = time.Millisecond
+	cfg.StepDuration = 2 * time.Second
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Steps[0]
+	t.Logf("ops %d ok %d errors %v pool %+v", s.Ops, s.OK, s.ErrorsByClass, s.Pool)
+	if s.ErrorsByClass[ClassWaitTimeout] == 0 || s.ErrorsByClass[ClassWaitTimeout] != s.Errors {
+		t.Errorf("16 workers on 1 session with a 1ms wait: errors %v, want only wait_timeout", s.ErrorsByClass)
+	}
+	if s.OK == 0 {
+		t.Errorf("the one session did no work")
+	}
+	if s.Pool.MaxUsed != 1 || s.Pool.MaxUtil != 1 {
+		t.Errorf("pool use %+v, want max 1 of 1 session", s.Pool)
+	}
+	if res.Verdict != verdict.Fail || res.Checks[0].ID != CheckErrorRate || res.Checks[0].Status != verdict.Fail ||
+		!strings.Contains(res.Checks[0].Remedy, "--pool-size") {
+		t.Errorf("verdict %s, checks %+v: want iotdb.error_rate fail naming --pool-size", res.Verdict, res.Checks)
+	}
+}
