@@ -274,6 +274,7 @@ func (l *loader) finish(root *yaml.Node, name string) (*Profile, error) {
 	}
 	p.src = src
 	p.Include = nil
+	normalizeEmpty(&p)
 	if p.Name == "" {
 		p.Name = name
 	}
@@ -284,4 +285,27 @@ func (l *loader) finish(root *yaml.Node, name string) (*Profile, error) {
 		}
 	}
 	return &p, nil
+}
+
+// normalizeEmpty turns explicitly empty lists (reserve_ports: []) into nil,
+// which means the same, so resolved profiles compare equal.
+func normalizeEmpty(p *Profile) {
+	if len(p.ReservePorts) == 0 {
+		p.ReservePorts = nil
+	}
+	if len(p.Limits.Users) == 0 {
+		p.Limits.Users = nil
+	}
+	if len(p.Systemd.Services) == 0 {
+		p.Systemd.Services = nil
+	}
+	if len(p.Sysctl) == 0 {
+		p.Sysctl = nil
+	}
+	if p.Preflight != nil && len(p.Preflight.Destinations) == 0 {
+		p.Preflight.Destinations = nil
+	}
+	if p.Probe.IoTDB != nil && len(p.Probe.IoTDB.Steps) == 0 {
+		p.Probe.IoTDB.Steps = nil
+	}
 }

@@ -322,7 +322,11 @@ func (c *checker) limits() {
 			c.add(soft, "%s.soft is 0 or missing; give both soft and hard, e.g. {soft: %d, hard: %d}", name, nl.l.Hard, nl.l.Hard)
 			continue
 		case nl.l.Soft > nl.l.Hard:
-			c.add(soft, "%s soft %d is above hard %d; the soft limit can never exceed the hard one, so lower soft to %d or raise hard", name, nl.l.Soft, nl.l.Hard, nl.l.Hard)
+			hardAt := ""
+			if hp, sp := c.p.at(hard...), c.p.at(soft...); hp.valid() && hp != sp {
+				hardAt = " set at " + hp.String()
+			}
+			c.add(soft, "%s soft %d is above hard %d%s; the soft limit can never exceed the hard one, so lower soft to %d or raise hard", name, nl.l.Soft, nl.l.Hard, hardAt, nl.l.Hard)
 			continue
 		}
 		if hasNrOpen && nl.l.Hard > uint64(max(nrOpen, 0)) {

@@ -1,0 +1,227 @@
+package profiles
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+)
+
+// TestValidationRules: every static rule, each with the position the
+// message must name and words of the rule and its fix.
+func TestValidationRules(t *testing.T) {
+	cases := []struct {
+		name string
+		yaml string
+		want []string // substrings of the error; nil = valid
+	}{
+		{"minimal valid", "description: x\nsysctl:\n  net.core.somaxconn: \"4096\"\n", nil},
+		{"bare int value is accepted", "sysctl:\n  net.core.somaxconn: 4096\n", nil},
+		{"mapping form", "sysctl:\n  net.core.somaxconn: {value: \"4096\", mode: at-least, comment: x}\n", nil},
+
+		// modes
+		{"unknown mode", "sysctl:\n  net.core.somaxconn: {value: \"1\", mode: atleast}\n",
+			[]string{"profile.yaml:2:42:", `mode "atleast"`, "want exact, at-least or at-most"}},
+		{"at-least on non-numeric", "sysctl:\n  kernel.core_pattern: {value: \"core.%p\", mode: at-least}\n",
+			[]string{"profile.yaml:2:32:", "kernel.core_pattern", "use mode exact"}},
+		{"at-least on range", "sysctl:\n  net.ipv4.ip_local_port_range: {value: \"1024 65535\", mode: at-least}\n",
+			[]string{"profile.yaml:2:", "use mode exact"}},
+
+		// triples
+		{"tcp_rmem two fields", "sysctl:\n  net.ipv4.tcp_rmem: \"4096 87380\"\n",
+			[]string{"profile.yaml:2:22:", `net.ipv4.tcp_rmem "4096 87380": want three numbers min default max`}},
+		{"tcp_wmem not numbers", "sysctl:\n  net.ipv4.tcp_wmem: \"4k 16k 4m\"\n",
+			[]string{"profile.yaml:2:22:", "want three numbers", "4096 16384 4194304"}},
+		{"tcp_rmem unordered", "sysctl:\n  net.ipv4.tcp_rmem: \"4096 16777216 131072\"\n",
+			[]string{"profile.yaml:2:22:", "ordered min <= default <= max", `"4096 131072 16777216"`}},
+		{"tcp_mem unordered names pages", "sysctl:\n  net.ipv4.tcp_mem: \"3 2 1\"\n",
+			[]string{"profile.yaml:2:21:", "min <= pressure <= max", "pages"}},
+		{"udp_mem ok", "sysctl:\n  net.ipv4.udp_mem: \"1 2 3\"\n", nil},
+		{"tcp_rmem zero min", "sysctl:\n  net.ipv4.tcp_rmem: \"0 1 2\"\n", []string{"field 1 is 0", ">= 1"}},
+
+		// port range
+		{"port range below unprivileged start", "sysctl:\n  net.ipv4.ip_local_port_range: \"1000 65535\"\n",
+			[]string{"profile.yaml:2:33:", "ip_unprivileged_port_start", "EINVAL", `"1024 65535"`}},
+		{"port range allowed by profile's lower unprivileged start",
+			"sysctl:\n  net.ipv4.ip_unprivileged_port_start: \"1000\"\n  net.ipv4.ip_local_port_range: \"1000 65535\"\n", nil},
+		{"port range below profile's raised unprivileged start",
+			"sysctl:\n  net.ipv4.ip_unprivileged_port_start: \"2048\"\n  net.ipv4.ip_local_port_range: \"1500 65535\"\n",
+			[]string{"profile.yaml:3:", "below net.ipv4.ip_unprivileged_port_start 2048 (set by this profile)", `"2048 65535"`}},
+		{"port range reversed", "sysctl:\n  net.ipv4.ip_local_port_range: \"60000 40000\"\n",
+			[]string{"profile.yaml:2:33:", "low end 60000 is above high end 40000"}},
+		{"port range one port", "sysctl:\n  net.ipv4.ip_local_port_range: \"5000 5000\"\n",
+			[]string{"make high greater than low"}},
+		{"port range three fields", "sysctl:\n  net.ipv4.ip_local_port_range: \"1 2 3\"\n",
+			[]string{"want two port numbers"}},
+		{"port range above 65535", "sysctl:\n  net.ipv4.ip_local_port_range: \"1024 70000\"\n",
+			[]string{`"70000" is not a port number 1..65535`}},
+		{"unprivileged start out of range", "sysctl:\n  net.ipv4.ip_unprivileged_port_start: \"70000\"\n",
+			[]string{"out of the range the kernel accepts, 0..65535"}},
+
+		// reserved ports
+		{"reserved ports ok", "sysctl:\n  net.ipv4.ip_local_reserved_ports: \"1883,8000-8010\"\n", nil},
+		{"reserved ports empty ok", "sysctl:\n  net.ipv4.ip_local_reserved_ports: \"\"\n", nil},
+		{"reserved ports bad syntax", "sysctl:\n  net.ipv4.ip_local_reserved_ports: \"1883;8883\"\n",
+			[]string{"profile.yaml:2:37:", `"1883,8000-8010"`}},
+		{"reserved ports reversed range", "sysctl:\n  net.ipv4.ip_local_reserved_ports: \"9000-8000\"\n",
+			[]string{"range start 9000 is above its end 8000"}},
+		{"reserve_ports out of range", "reserve_ports: [1883, 0, 70000]\n",
+			[]string{"profile.yaml:1:23:", "reserve_ports[1] 0", "1..65535", "(and 1 more problem)"}},
+
+		// single numbers
+		{"somaxconn not a number", "sysctl:\n  net.core.somaxconn: \"lots\"\n",
+			[]string{"profile.yaml:2:23:", "want one whole number"}},
+		{"swappiness above 200", "sysctl:\n  vm.swappiness: \"300\"\n", []string{"0..200"}},
+		{"nr_open above kernel max", "sysctl:\n  fs.nr_open: \"4294967296\"\n", []string{"2147483584"}},
+		{"empty value", "sysctl:\n  net.core.somaxconn: \"\"\n", []string{"empty value"}},
+
+		// keys
+		{"slash key", "sysctl:\n  net/core/somaxconn: \"1\"\n", []string{"profile.yaml:2:3:", `"net.core.somaxconn"`}},
+		{"unknown tree", "sysctl:\n  foo.bar: \"1\"\n", []string{"not under a /proc/sys tree"}},
+
+		// nofile
+		{"soft above hard", "limits:\n  nofile: {soft: 2048, hard: 1024}\n",
+			[]string{"profile.yaml:2:18:", "soft 2048 is above hard 1024", "lower soft to 1024"}},
+		{"hard missing", "limits:\n  nofile: {soft: 2048}\n", []string{"limits.nofile.hard is 0 or missing"}},
+		{"hard above profile nr_open", "sysctl:\n  fs.nr_open: \"1048576\"\nlimits:\n  nofile: {soft: 2097152, hard: 2097152}\n",
+			[]string{"profile.yaml:4:33:", "above fs.nr_open 1048576 set at profile.yaml:2:15", "raise fs.nr_open to at least 2097152"}},
+		{"nr_open raised with it", "sysctl:\n  fs.nr_open: \"2097152\"\nlimits:\n  nofile: {soft: 2097152, hard: 2097152}\n", nil},
+		{"file-max below nofile", "sysctl:\n  fs.file-max: \"65536\"\nlimits:\n  nofile: {soft: 1024, hard: 1048576}\n",
+			[]string{"profile.yaml:4:30:", "above fs.file-max 65536", "raise fs.file-max to at least 1048576"}},
+		{"systemd limit above nr_open", "sysctl:\n  fs.nr_open: \"1048576\"\nsystemd:\n  services: [emqx]\n  limit_nofile: {soft: 1, hard: 2000000}\n",
+			[]string{"profile.yaml:5:", "systemd.limit_nofile hard 2000000", "fs.nr_open"}},
+		{"systemd services without limit", "systemd:\n  services: [emqx]\n",
+			[]string{"profile.yaml:2:13:", "set systemd.limit_nofile"}},
+		{"bad unit name", "systemd:\n  services: [\"a b\"]\n  limit_nofile: {soft: 1, hard: 1}\n",
+			[]string{"profile.yaml:2:14:", "not a systemd unit name"}},
+		{"bad pam user", "limits:\n  nofile: {soft: 1, hard: 1}\n  users: [\"\"]\n", []string{"not a pam_limits domain"}},
+
+		// preflight
+		{"preflight role", "preflight: {sockets: 10, role: server}\n",
+			[]string{"profile.yaml:1:32:", `preflight.role "server": want one of broker, loadgen, iotdb`}},
+		{"preflight sockets zero", "preflight: {sockets: 0, role: broker}\n", []string{"preflight.sockets 0", "> 0"}},
+		{"preflight destination", "preflight: {sockets: 1, role: loadgen, destinations: [\"broker\"]}\n",
+			[]string{"want ip:port"}},
+
+		// probes
+		{"qos 3", "probe:\n  mqtt: {qos: 3}\n", []string{"profile.yaml:2:15:", "QoS is 0, 1 or 2"}},
+		{"negative duration", "probe:\n  mqtt: {duration: -5s}\n", []string{"probe.mqtt.duration -5s"}},
+		{"loss above 1", "probe:\n  mqtt:\n    thresholds: {loss: 5}\n", []string{"want a fraction 0..1"}},
+		{"keepalive too long", "probe:\n  mqtt: {keepalive: 24h}\n", []string{"65535s"}},
+		{"broker URL", "probe:\n  mqtt: {broker: \"localhost:1883\"}\n", []string{"tcp://127.0.0.1:1883"}},
+		{"iotdb scenario", "probe:\n  iotdb: {scenario: read}\n", []string{"want one of write, batch, mixed"}},
+		{"iotdb step zero", "probe:\n  iotdb: {steps: [2, 0]}\n", []string{"profile.yaml:2:22:", "steps[1] 0"}},
+		{"iotdb target step", "probe:\n  iotdb: {steps: [2, 4], thresholds: {target_step: 3}}\n", []string{"not one of steps [2 4]"}},
+		{"iotdb error rate", "probe:\n  iotdb:\n    thresholds: {max_error_rate: 1.5}\n", []string{"max_error_rate 1.5"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("profile.yaml", []byte(tc.yaml))
+			checkErr(t, err, tc.want)
+		})
+	}
+}
+
+// checkErr asserts err is nil when want is nil, else a one-line BadInput
+// error containing every want substring.
+func checkErr(t *testing.T, err error, want []string) {
+	t.Helper()
+	if want == nil {
+		if err != nil {
+			t.Fatalf("want valid, got %v", err)
+		}
+		return
+	}
+	if err == nil {
+		t.Fatalf("want an error containing %q, got nil", want)
+	}
+	if code := exitcode.Code(err); code != exitcode.BadInput {
+		t.Errorf("exit code %d, want %d (bad input): %v", code, exitcode.BadInput, err)
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "\n") {
+		t.Errorf("error is not one line: %q", msg)
+	}
+	for _, w := range want {
+		if !strings.Contains(msg, w) {
+			t.Errorf("error %q\n  does not contain %q", msg, w)
+		}
+	}
+}
+
+// TestYAMLStrictness: unknown fields, wrong types, syntax, duplicate keys,
+// aliases and several documents are refused with file:line:col.
+func TestYAMLStrictness(t *testing.T) {
+	cases := []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"unknown top-level field", "descripton: typo\n", []string{"profile.yaml:1:1:", `unknown field "descripton" in profile`, "known fields: name, description, include"}},
+		{"unknown nested field", "limits:\n  nofile: {soft: 1, hard: 1, max: 2}\n", []string{"profile.yaml:2:30:", `unknown field "max" in limits.nofile; known fields: soft, hard`}},
+		{"unknown sysctl entry field", "sysctl:\n  net.core.somaxconn: {value: \"1\", mdoe: exact}\n", []string{"profile.yaml:2:36:", `unknown field "mdoe"`, "value, mode, optional, comment"}},
+		{"sysctl entry without value", "sysctl:\n  net.core.somaxconn: {mode: exact}\n", []string{"profile.yaml:2:23:", "no value"}},
+		{"sysctl value is a list", "sysctl:\n  net.core.somaxconn: [1, 2]\n", []string{"profile.yaml:2:23:", "got a list"}},
+		{"sysctl value unquoted float", "sysctl:\n  vm.dirty_ratio: 1.5\n", []string{"profile.yaml:2:19:", "quote the exact text"}},
+		{"sysctl value null", "sysctl:\n  vm.swappiness:\n", []string{"profile.yaml:2:", "no value"}},
+		{"optional not bool", "sysctl:\n  net.core.somaxconn: {value: \"1\", optional: maybe}\n", []string{"optional: want true or false"}},
+		{"wrong type int", "preflight:\n  sockets: many\n  role: broker\n", []string{"profile.yaml:2:12:", `preflight.sockets: "many" is not a whole number`}},
+		{"wrong type negative uint", "limits:\n  nofile: {soft: -1, hard: 1}\n", []string{"profile.yaml:2:18:", "limits.nofile.soft", "whole number >= 0"}},
+		{"duration as plain number", "probe:\n  mqtt: {duration: 20}\n", []string{"profile.yaml:2:20:", `"500ms"`}},
+		{"malformed duration", "probe:\n  mqtt: {pub_interval: 1sec}\n", []string{"probe.mqtt.pub_interval", "not a duration"}},
+		{"list where mapping", "limits: [1]\n", []string{"profile.yaml:1:9:", "want a mapping with fields nofile, users"}},
+		{"scalar where list", "reserve_ports: 1883\n", []string{"profile.yaml:1:16:", "want a list"}},
+		{"bool field", "sysctl:\n  x.y: \"1\"\n", []string{"not under a /proc/sys tree"}},
+		{"duplicate key", "description: a\ndescription: b\n", []string{"profile.yaml:2:1:", "given twice (first at line 1)"}},
+		{"duplicate sysctl key", "sysctl:\n  vm.swappiness: \"1\"\n  vm.swappiness: \"2\"\n", []string{"profile.yaml:3:3:", `key "vm.swappiness" given twice`}},
+		{"alias", "a: &x 1\n", []string{`unknown field "a"`}},
+		{"alias refused", "description: &d hello\nname: *d\n", []string{"profile.yaml:2:7:", "alias *d is not supported"}},
+		{"syntax error", "sysctl:\n  a: b\n c: d\n", []string{"profile.yaml:", "YAML syntax"}},
+		{"tab indentation", "sysctl:\n\tnet.core.somaxconn: 1\n", []string{"profile.yaml:", "YAML syntax"}},
+		{"empty document", "", []string{"profile.yaml:1:1:", "empty profile"}},
+		{"comment only", "# nothing\n", []string{"empty profile"}},
+		{"top-level list", "- a\n", []string{"profile.yaml:1:1:", "want a mapping of profile fields"}},
+		{"two documents", "description: a\n---\ndescription: b\n", []string{"more than one YAML document"}},
+		{"file include in Parse", "include: [other.yaml]\n", []string{"profile.yaml:1:11:", "file includes are resolved by Load"}},
+		{"unknown builtin include", "include: [nosuch]\n", []string{"profile.yaml:1:11:", `"nosuch"`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("profile.yaml", []byte(tc.yaml))
+			checkErr(t, err, tc.want)
+		})
+	}
+}
+
+// TestFieldCases are the tune field cases in testdata/fieldcases (copied
+// from the project's shared cases), static side.
+func TestFieldCases(t *testing.T) {
+	t.Run("port-range-below-unprivileged-start", func(t *testing.T) {
+		p := fieldCaseProfile(t, "port-range-below-unprivileged-start.yaml")
+		_, err := Parse("port-range-below-unprivileged-start.yaml", p)
+		checkErr(t, err, []string{"ip_unprivileged_port_start", `"1024 65535"`, "1000", "EINVAL"})
+		// And the built-in made from the same script uses 1024.
+		st, err := Load("sys-tune", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.Sysctl["net.ipv4.ip_local_port_range"].Value; got != "1024 65535" {
+			t.Errorf("sys-tune port range %q, want \"1024 65535\"", got)
+		}
+	})
+	t.Run("nofile-above-nr-open", func(t *testing.T) {
+		p := fieldCaseProfile(t, "nofile-above-nr-open.yaml")
+		// The case's host has fs.nr_open 1048576; a profile that sets
+		// nr_open to that value itself must be refused statically.
+		withNrOpen := append(p, []byte("sysctl: {fs.nr_open: \"1048576\"}\n")...)
+		_, err := Parse("nofile-above-nr-open.yaml", withNrOpen)
+		checkErr(t, err, []string{"fs.nr_open", "2097152", "1048576", "raise fs.nr_open to at least 2097152"})
+		// Raising nr_open in the same profile makes it valid.
+		ok := append(p, []byte("sysctl: {fs.nr_open: {value: \"2097152\", mode: at-least}}\n")...)
+		if _, err := Parse("nofile-above-nr-open.yaml", ok); err != nil {
+			t.Errorf("with fs.nr_open 2097152: %v", err)
+		}
+		// --set lowering nr_open under the limits is refused too, naming the --set.
+		_, err = Load("mqtt-broker-1m", []string{"fs.nr_open=1048576"})
+		checkErr(t, err, []string{"fs.nr_open 1048576 set at --set \"fs.nr_open=1048576\"", "raise fs.nr_open"})
+	})
+}
