@@ -2,10 +2,10 @@ package profiles
 
 import (
 	"fmt"
-	"time"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 )
