@@ -72,9 +72,16 @@ type ActiveResult struct {
 	// SUnreclaim in /proc/meminfo between before and with all sockets open.
 	SlabDeltaBytes       int64 `json:"slab_delta_bytes"`
 	SUnreclaimDeltaBytes int64 `json:"sunreclaim_delta_bytes"`
-	// BytesPerSocket is SlabDeltaBytes / ReachedSockets: kernel memory of
-	// one idle established socket on this host.
+	// BytesPerSocket is the kernel memory of one idle established socket
+	// on this host, bytes: the slope of a least-squares fit of Slab
+	// against sockets open, sampled Samples times while opening (robust
+	// to other processes' slab activity, which a single difference is not).
 	BytesPerSocket float64 `json:"bytes_per_socket"`
+	// SUnreclaimPerSocket is the same fit for SUnreclaim (the part the
+	// kernel cannot reclaim under memory pressure), bytes.
+	SUnreclaimPerSocket float64 `json:"sunreclaim_per_socket"`
+	// Samples is the number of (sockets, Slab) points fitted.
+	Samples int `json:"samples"`
 	// NofileSoft and NofileHard are the limits the child ran with.
 	NofileSoft uint64 `json:"nofile_soft"`
 	NofileHard uint64 `json:"nofile_hard"`

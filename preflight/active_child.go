@@ -62,7 +62,7 @@ func RunActiveChild(ctx context.Context, o ChildOptions) (*ActiveResult, error) 
 	var (
 		mu        sync.Mutex
 		clients   []*net.TCPConn
-		servers   []net.Conn
+		servers   []*net.TCPConn
 		firstOnce sync.Once
 		stopped   atomic.Bool
 	)
@@ -73,20 +73,22 @@ func RunActiveChild(ctx context.Context, o ChildOptions) (*ActiveResult, error) 
 		stopped.Store(true)
 	}
 	defer func() {
-		// Close everything: clients with SO_LINGER 0 so no TIME_WAIT stays.
+		// Close everything with SO_LINGER 0 on both sides: close() sends a
+		// RST and neither side enters TIME_WAIT, whichever closes first.
 		mu.Lock()
 		defer mu.Unlock()
+		for _, s := range servers {
+			_ = s.SetLinger(0)
+			_ = s.Close()
+		}
 		for _, c := range clients {
 			_ = c.SetLinger(0)
 			_ = c.Close()
 		}
-		for _, s := range servers {
-			_ = s.Close()
-		}
 	}()
 
 	conns := o.Sockets / 2
-	accepted := make(chan struct{}, conns)
+	accepted := make(chan struct{}, conns+1)
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -97,7 +99,7 @@ func RunActiveChild(ctx context.Context, o ChildOptions) (*ActiveResult, error) 
 				return
 			}
 			mu.Lock()
-			servers = append(servers, c)
+			servers = append(servers, c.(*net.TCPConn))
 			mu.Unlock()
 			accepted <- struct{}{}
 		}
@@ -107,91 +109,142 @@ func RunActiveChild(ctx context.Context, o ChildOptions) (*ActiveResult, error) 
 	start := time.Now()
 	var next atomic.Int64
 	var maxSrc atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < dialWorkers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for !stopped.Load() && ctx.Err() == nil {
-				i := next.Add(1) - 1
-				if i >= int64(conns) {
-					return
-				}
-				src := i / perSource // 0 -> 127.0.0.1, 1 -> 127.0.0.2 ...
-				if src > 250 {
-					setFirst("connect", fmt.Errorf("more than 251 loopback source addresses needed: %w", syscall.EADDRNOTAVAIL))
-					return
-				}
-				for {
-					cur := maxSrc.Load()
-					if src+1 <= cur || maxSrc.CompareAndSwap(cur, src+1) {
-						break
-					}
-				}
-				d := net.Dialer{
-					LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(1+src))},
-					Control: func(_, _ string, c syscall.RawConn) error {
-						var serr error
-						_ = c.Control(func(fd uintptr) {
-							serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_BIND_ADDRESS_NO_PORT, 1)
-						})
-						return serr
-					},
-				}
-				dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
-				c, err := d.DialContext(dctx, "tcp4", addr.String())
-				dcancel()
-				if err != nil {
-					if ctx.Err() == nil {
-						setFirst("connect", err)
-					}
-					return
-				}
-				mu.Lock()
-				clients = append(clients, c.(*net.TCPConn))
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	// Wait for the accept side to catch up with the connections made.
-	mu.Lock()
-	nc := len(clients)
-	mu.Unlock()
-	got := 0
-	wait := time.NewTimer(2 * time.Second)
-	defer wait.Stop()
-waitAccept:
-	for got < nc {
-		select {
-		case <-accepted:
-			got++
-		case <-wait.C:
-			break waitAccept
-		case <-ctx.Done():
-			break waitAccept
+	dialOne := func() bool {
+		i := next.Add(1) - 1
+		src := i / perSource // 0 -> 127.0.0.1, 1 -> 127.0.0.2 ...
+		if src > 250 {
+			setFirst("connect", fmt.Errorf("more than 251 loopback source addresses needed: %w", syscall.EADDRNOTAVAIL))
+			return false
 		}
+		for {
+			cur := maxSrc.Load()
+			if src+1 <= cur || maxSrc.CompareAndSwap(cur, src+1) {
+				break
+			}
+		}
+		d := net.Dialer{
+			LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(1+src))},
+			Control: func(_, _ string, c syscall.RawConn) error {
+				var serr error
+				_ = c.Control(func(fd uintptr) {
+					serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_BIND_ADDRESS_NO_PORT, 1)
+				})
+				return serr
+			},
+		}
+		dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+		c, err := d.DialContext(dctx, "tcp4", addr.String())
+		dcancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				setFirst("connect", err)
+			}
+			return false
+		}
+		mu.Lock()
+		clients = append(clients, c.(*net.TCPConn))
+		mu.Unlock()
+		return true
+	}
+	// Open in batches; after each, wait for the accept side and sample
+	// Slab, so the cost per socket is the slope of a least-squares fit over
+	// many points rather than one difference that other processes' slab
+	// activity can swamp.
+	var xs, ys, ysU []float64
+	xs, ys, ysU = append(xs, 0), append(ys, float64(before["Slab"])), append(ysU, float64(before["SUnreclaim"]))
+	batch := max(1, conns/activeSamples)
+	got := 0
+	for done := 0; done < conns && !stopped.Load() && ctx.Err() == nil; {
+		n := min(batch, conns-done)
+		var wg sync.WaitGroup
+		per := (n + dialWorkers - 1) / dialWorkers
+		for w := 0; w < n; w += per {
+			cnt := min(per, n-w)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := 0; j < cnt && !stopped.Load() && ctx.Err() == nil; j++ {
+					if !dialOne() {
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		done += n
+		mu.Lock()
+		nc := len(clients)
+		mu.Unlock()
+		got = waitAccepted(ctx, accepted, got, nc, 2*time.Second)
+		mi, err := readMeminfo()
+		if err != nil {
+			return nil, err
+		}
+		xs = append(xs, float64(nc+got))
+		ys, ysU = append(ys, float64(mi["Slab"])), append(ysU, float64(mi["SUnreclaim"]))
 	}
 	r.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 	r.TimedOut = ctx.Err() != nil
 	if r.TimedOut && r.FirstError == "" {
 		r.FirstError, r.FirstErrorOp, r.FirstErrorMessage = "ETIMEDOUT", "connect", fmt.Sprintf("time bound %s reached", o.Timeout)
 	}
-	after, err := readMeminfo()
-	if err != nil {
-		return nil, err
-	}
 	mu.Lock()
 	r.Connections = min(len(clients), len(servers))
 	r.ReachedSockets = len(clients) + len(servers)
 	mu.Unlock()
 	r.SourceAddresses = int(maxSrc.Load())
-	r.SlabDeltaBytes = after["Slab"] - before["Slab"]
-	r.SUnreclaimDeltaBytes = after["SUnreclaim"] - before["SUnreclaim"]
-	if r.ReachedSockets > 0 && r.SlabDeltaBytes > 0 {
-		r.BytesPerSocket = float64(r.SlabDeltaBytes) / float64(r.ReachedSockets)
+	last := len(ys) - 1
+	r.SlabDeltaBytes = int64(ys[last] - ys[0])
+	r.SUnreclaimDeltaBytes = int64(ysU[last] - ysU[0])
+	r.Samples = len(xs)
+	if slope, ok := leastSquaresSlope(xs, ys); ok && slope > 0 {
+		r.BytesPerSocket = slope
+	}
+	if slope, ok := leastSquaresSlope(xs, ysU); ok && slope > 0 {
+		r.SUnreclaimPerSocket = slope
 	}
 	return r, nil
+}
+
+// activeSamples is the number of Slab samples taken while opening.
+const activeSamples = 20
+
+// waitAccepted counts accept notifications until want have arrived or
+// the wait expires; it returns the new count.
+func waitAccepted(ctx context.Context, accepted <-chan struct{}, got, want int, wait time.Duration) int {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for got < want {
+		select {
+		case <-accepted:
+			got++
+		case <-t.C:
+			return got
+		case <-ctx.Done():
+			return got
+		}
+	}
+	return got
+}
+
+// leastSquaresSlope fits y = a + b x and returns b.
+func leastSquaresSlope(xs, ys []float64) (float64, bool) {
+	n := float64(len(xs))
+	if len(xs) < 2 || len(xs) != len(ys) {
+		return 0, false
+	}
+	var sx, sy, sxx, sxy float64
+	for i := range xs {
+		sx += xs[i]
+		sy += ys[i]
+		sxx += xs[i] * xs[i]
+		sxy += xs[i] * ys[i]
+	}
+	den := n*sxx - sx*sx
+	if den == 0 {
+		return 0, false
+	}
+	return (n*sxy - sx*sy) / den, true
 }
 
 // applyNofile sets this process's RLIMIT_NOFILE to the target's.

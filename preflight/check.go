@@ -35,6 +35,20 @@ func register(d CheckDef) {
 		}
 	}
 	registry = append(registry, d)
+	sort.SliceStable(registry, func(i, j int) bool { return familyRank(registry[i].ID) < familyRank(registry[j].ID) })
+}
+
+// families fixes the report order: limits first, then ports, memory, the
+// accept path, tables, host and the measurement.
+var families = []string{"fd.", "ports.", "mem.", "accept.", "conntrack", "tcp.", "clock.", "container", "active"}
+
+func familyRank(id string) int {
+	for i, f := range families {
+		if strings.HasPrefix(id, f) {
+			return i
+		}
+	}
+	return len(families)
 }
 
 // Checks returns the registered checks in report order.
@@ -103,6 +117,15 @@ func fail(summary, observed, expected, remedy string) verdict.Check {
 
 func skip(summary string) verdict.Check {
 	return verdict.Check{Status: verdict.Skip, Summary: summary}
+}
+
+// usableFDs is how many sockets a process with an fd limit of n can hold
+// after the headroom it needs for everything else.
+func usableFDs(n uint64) int64 {
+	if n == Unlimited {
+		return 1 << 62
+	}
+	return max(0, int64(n)-int64(max(64, (n+99)/100)))
 }
 
 // fdHeadroom is the file descriptors a socket-holding process needs beyond

@@ -18,7 +18,7 @@ func checkActive(f *Facts, t Target) verdict.Check {
 	if m == nil {
 		return skip("not measured (pass --active to open real sockets under the target's limits)")
 	}
-	obs := fmt.Sprintf("opened %d of %d sockets (%d loopback connections; client and server side both in the measuring process, 2 fds per connection) from %s in %.0f ms at nofile %s:%s; Slab +%d bytes (SUnreclaim +%d) = %.0f bytes per socket",
+	obs := fmt.Sprintf("opened %d of %d sockets (%d loopback connections; client and server side both in the measuring process, 2 fds per connection) from %s in %.0f ms at nofile %s:%s; Slab +%d bytes (SUnreclaim +%d); %.0f bytes per socket (slope of Slab against sockets open)",
 		m.ReachedSockets, m.RequestedSockets, m.Connections, plural(int64(m.SourceAddresses), "source address", "source addresses"), m.DurationMS,
 		fmtNofile(m.NofileSoft), fmtNofile(m.NofileHard), m.SlabDeltaBytes, m.SUnreclaimDeltaBytes, m.BytesPerSocket)
 	if m.LimitNote != "" {

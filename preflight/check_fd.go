@@ -114,7 +114,7 @@ func checkFDRaise(f *Facts, t Target) verdict.Check {
 		return pass(fmt.Sprintf("hard nofile %d can be raised: the process has CAP_SYS_RESOURCE (up to fs.nr_open)", p.NofileHard),
 			"CapEff includes CAP_SYS_RESOURCE (bit 24)", "CAP_SYS_RESOURCE to raise a hard limit")
 	}
-	usable := int64(p.NofileHard) - int64(fdHeadroom(t.Sockets))
+	usable := usableFDs(p.NofileHard)
 	return fail(
 		fmt.Sprintf("hard nofile %d < %d and cannot be raised without CAP_SYS_RESOURCE: %d file descriptors (about %d sockets) is the real ceiling for this process, whatever a profile says",
 			p.NofileHard, t.Sockets, p.NofileHard, max(usable, 0)),

@@ -195,9 +195,8 @@ func capacityOf(f *Facts, t Target) Capacity {
 	add := func(check, res string, n int64) {
 		c.Limits = append(c.Limits, CapacityLimit{Check: check, Resource: res, Sockets: max(n, 0)})
 	}
-	hr := int64(fdHeadroom(t.Sockets))
 	if s := f.Target.NofileSoft; s != Unlimited {
-		add("fd.soft", "soft nofile of the target process", int64(min(s, math.MaxInt64/2))-hr)
+		add("fd.soft", "soft nofile of the target process, less headroom", usableFDs(s))
 	}
 	if fm, ok := f.SysInt("fs.file-max"); ok {
 		var alloc int64

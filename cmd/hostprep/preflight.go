@@ -1,0 +1,152 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"time"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/preflight"
+	"github.com/hostprep/hostprep/profiles"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+func init() {
+	addCommand(newPreflightCmd)
+}
+
+func newPreflightCmd() *cobra.Command {
+	var (
+		t          preflight.Target
+		role       string
+		profile    string
+		sets       []string
+		opts       preflight.Options
+		output     string
+		strict     bool
+		activeTime time.Duration
+	)
+	c := &cobra.Command{
+		Use:   "preflight",
+		Short: "Check whether this host can carry N sockets, and say why not",
+		Long: `preflight checks file descriptor limits (of the process that will hold the
+sockets, not hostprep's), ephemeral ports, port collisions, kernel memory
+(tcp_mem in pages), the accept path, conntrack, orphans and TIME_WAIT, the
+clock and containment, and prints one verdict with observed / expected /
+remedy for every check. --active measures instead of estimating: a child
+opens real loopback sockets under the target's limits.
+
+Exit codes: 0 pass (warnings allowed), 1 a check failed (--strict: or
+warned), 2 bad input, 3 could not run.`,
+		Example: `  hostprep preflight --sockets 1000000 --role broker --service mosquitto
+  hostprep preflight --sockets 100000 --role loadgen --dest 192.0.2.10:1883 --conn-rate 2000
+  hostprep preflight --profile mqtt-broker-1m --output junit > preflight.xml
+  hostprep preflight --sockets 15000 --role broker --active`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output, preflight.Formats...); err != nil {
+				return err
+			}
+			if profile != "" {
+				p, err := profiles.Load(profile, sets)
+				if err != nil {
+					return err
+				}
+				pt, err := preflight.TargetFromProfile(p)
+				if err != nil {
+					return err
+				}
+				fl := cmd.Flags()
+				if fl.Changed("sockets") {
+					pt.Sockets = t.Sockets
+				}
+				if fl.Changed("role") {
+					pt.Role = preflight.Role(role)
+				}
+				if fl.Changed("conn-rate") {
+					pt.ConnRate = t.ConnRate
+				}
+				if fl.Changed("dest") {
+					pt.Destinations = t.Destinations
+				}
+				pt.SourceIPs = t.SourceIPs
+				t = pt
+			} else {
+				if len(sets) > 0 {
+					return exitcode.BadInputf("--set needs --profile")
+				}
+				t.Role = preflight.Role(role)
+			}
+			opts.Target = t
+			opts.ActiveOptions.Timeout = activeTime
+			if opts.ActiveOptions.Sockets != 0 && !opts.Active {
+				return exitcode.BadInputf("--active-sockets %d needs --active", opts.ActiveOptions.Sockets)
+			}
+			if opts.PID != 0 && opts.Service != "" {
+				return exitcode.BadInputf("--pid and --service both given: pass one (the process or the unit that will hold the sockets)")
+			}
+			r, err := preflight.Run(cmd.Context(), opts)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			color := out == os.Stdout && term.IsTerminal(int(os.Stdout.Fd()))
+			if err := preflight.Write(out, output, r, color); err != nil {
+				return exitcode.Environmentf("writing the report: %v", err)
+			}
+			return r.Err(strict)
+		},
+	}
+	f := c.Flags()
+	f.IntVar(&t.Sockets, "sockets", 0, "concurrent TCP sockets the host must carry")
+	f.StringVar(&role, "role", "", "broker (accepts connections), loadgen (opens them) or iotdb")
+	f.IntVar(&t.ConnRate, "conn-rate", 0, "new connections per second (default 2000)")
+	f.StringArrayVar(&t.Destinations, "dest", nil, "loadgen destination ip:port (repeatable); default one destination")
+	f.StringSliceVar(&t.SourceIPs, "source-ips", nil, "loadgen source addresses (comma-separated); default the host's global addresses")
+	f.IntVar(&opts.PID, "pid", 0, "PID of the process that will hold the sockets (reads /proc/PID/limits)")
+	f.StringVar(&opts.Service, "service", "", "systemd unit that will hold the sockets (reads its LimitNOFILE)")
+	f.StringVar(&profile, "profile", "", "profile (built-in name or file) whose preflight section is the target")
+	f.StringArrayVar(&sets, "set", nil, "override a profile value, key=value (repeatable; needs --profile)")
+	f.BoolVar(&opts.Active, "active", false, "measure: open real loopback sockets in a child with the target's fd limits")
+	f.IntVar(&opts.ActiveOptions.Sockets, "active-sockets", 0, "sockets --active opens (default min(--sockets, target soft nofile - 64))")
+	f.DurationVar(&activeTime, "active-timeout", 60*time.Second, "time bound of the --active measurement")
+	f.StringVarP(&output, "output", "o", "text", "output format: text, json, junit or prom (node_exporter textfile)")
+	f.BoolVar(&strict, "strict", false, "exit 1 on warnings too")
+	f.StringSliceVar(&opts.Ignore, "ignore", nil, "check IDs whose failures become warnings (comma-separated)")
+	f.StringVar(&opts.Root, "root", "", "read /proc, /sys and /etc under this directory (a recorded host tree)")
+	_ = f.MarkHidden("root")
+	c.AddCommand(newActiveChildCmd())
+	return c
+}
+
+// newActiveChildCmd is the hidden child `hostprep preflight __active-child`
+// that --active re-executes; it prints its result as JSON on stdout.
+func newActiveChildCmd() *cobra.Command {
+	var (
+		o      preflight.ChildOptions
+		nofile string
+	)
+	c := &cobra.Command{
+		Use:    preflight.ActiveChildArg,
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if nofile != "" {
+				var err error
+				if o.NofileSoft, o.NofileHard, err = preflight.ParseNofile(nofile); err != nil {
+					return exitcode.BadInputf("%v", err)
+				}
+			}
+			r, err := preflight.RunActiveChild(cmd.Context(), o)
+			if err != nil {
+				return exitcode.Environmentf("%v", err)
+			}
+			return json.NewEncoder(cmd.OutOrStdout()).Encode(r)
+		},
+	}
+	c.Flags().IntVar(&o.Sockets, "sockets", 0, "sockets to open")
+	c.Flags().StringVar(&nofile, "nofile", "", "RLIMIT_NOFILE soft:hard to run with")
+	c.Flags().DurationVar(&o.Timeout, "timeout", 60*time.Second, "time bound")
+	return c
+}

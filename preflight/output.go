@@ -1,0 +1,129 @@
+package preflight
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/verdict"
+)
+
+// Formats are the --output values Write accepts.
+var Formats = []string{"text", "json", "junit", "prom"}
+
+// Write renders the report in format (text, json, junit, prom). color
+// applies to text only and should be true only on a terminal.
+func Write(w io.Writer, format string, r *Report, color bool) error {
+	switch format {
+	case "text":
+		return WriteText(w, r, color)
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	case "junit":
+		return verdict.WriteJUnit(w, "hostprep preflight", r.Checks)
+	case "prom":
+		return WriteProm(w, r)
+	}
+	return exitcode.BadInputf("--output %q: want one of %s", format, strings.Join(Formats, ", "))
+}
+
+// WriteProm writes the report as a node_exporter textfile: one gauge per
+// check (hostprep_preflight_check_status{check="fd.soft"} 0 pass, 1 warn,
+// 2 fail, -1 skip), the verdict, the target and the capacity in sockets,
+// and the kernel bytes per socket.
+func WriteProm(w io.Writer, r *Report) error {
+	src := "estimate"
+	if r.Capacity.Measured != nil {
+		src = "measured"
+	}
+	extra := []verdict.Gauge{
+		{Name: "hostprep_preflight_target_sockets", Help: "Sockets the preflight target asks for.", Labels: map[string]string{"role": string(r.Target.Role)}, Value: float64(r.Target.Sockets)},
+		{Name: "hostprep_preflight_capacity_sockets", Help: "Sockets the target process can hold on this host (smallest per-resource limit).", Labels: map[string]string{"limited_by": r.Capacity.LimitedBy}, Value: float64(r.Capacity.Sockets)},
+		{Name: "hostprep_preflight_bytes_per_socket", Help: "Kernel memory per idle TCP socket, bytes.", Labels: map[string]string{"source": src}, Value: r.Capacity.BytesPerSocket},
+	}
+	if m := r.Capacity.Measured; m != nil {
+		extra = append(extra, verdict.Gauge{Name: "hostprep_preflight_measured_sockets", Help: "Sockets the --active child held open at once.", Value: float64(m.ReachedSockets)})
+	}
+	return verdict.WriteProm(w, "hostprep_preflight", r.Checks, extra)
+}
+
+var statusRank = map[verdict.Status]int{verdict.Fail: 0, verdict.Warn: 1, verdict.Pass: 2, verdict.Skip: 3}
+
+const (
+	ansiRed    = "\x1b[31m"
+	ansiYellow = "\x1b[33m"
+	ansiGreen  = "\x1b[32m"
+	ansiDim    = "\x1b[2m"
+	ansiBold   = "\x1b[1m"
+	ansiReset  = "\x1b[0m"
+)
+
+func paint(color bool, code, s string) string {
+	if !color {
+		return s
+	}
+	return code + s + ansiReset
+}
+
+func statusColor(s verdict.Status) string {
+	switch s {
+	case verdict.Fail:
+		return ansiRed
+	case verdict.Warn:
+		return ansiYellow
+	case verdict.Pass:
+		return ansiGreen
+	}
+	return ansiDim
+}
+
+// WriteText writes the human report: verdict, host, capacity, then a line
+// per check, failures first, with observed / expected / remedy under
+// failures and warnings.
+func WriteText(w io.Writer, r *Report, color bool) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "hostprep preflight: %s  (%s)\n", paint(color, ansiBold+statusColor(r.Verdict), strings.ToUpper(string(r.Verdict))), r.Target)
+	h := r.Host
+	fmt.Fprintf(&b, "host: kernel %s, %d CPUs, %s RAM, %s available\n", h.Kernel, h.CPUs, gib(float64(h.MemTotal)), gib(float64(h.MemAvailable)))
+	tp := r.TargetProcess
+	fmt.Fprintf(&b, "target process: %s, nofile %s:%s (%s)\n", describeTarget(tp), fmtNofile(tp.NofileSoft), fmtNofile(tp.NofileHard), tp.Source)
+	c := r.Capacity
+	fmt.Fprintf(&b, "capacity: about %d sockets (limited by %s; %.0f bytes of kernel memory per socket, %s)\n", c.Sockets, c.LimitedBy, c.BytesPerSocket, c.BytesPerSocketSource)
+	if m := c.Measured; m != nil {
+		fmt.Fprintf(&b, "measured (--active): opened %d of %d sockets = %d loopback connections (client and accepted side both in the measuring process: 2 sockets, 2 fds per connection), %s, %.0f ms, nofile %s:%s\n",
+			m.ReachedSockets, m.RequestedSockets, m.Connections, plural(int64(m.SourceAddresses), "source address", "source addresses"), m.DurationMS, fmtNofile(m.NofileSoft), fmtNofile(m.NofileHard))
+		fmt.Fprintf(&b, "  kernel memory: %.0f bytes per socket (%.0f unreclaimable; slope of Slab over %d samples, Slab +%d bytes in all); %d sockets -> %s\n",
+			m.BytesPerSocket, m.SUnreclaimPerSocket, m.Samples, m.SlabDeltaBytes, r.Target.Sockets, mib(m.BytesPerSocket*float64(r.Target.Sockets)))
+		if m.FirstError != "" {
+			fmt.Fprintf(&b, "  first error: %s on %s: %s\n", m.FirstError, m.FirstErrorOp, m.FirstErrorMessage)
+		}
+		if m.LimitNote != "" {
+			fmt.Fprintf(&b, "  note: %s\n", m.LimitNote)
+		}
+	}
+	b.WriteString("\n")
+	checks := append([]verdict.Check(nil), r.Checks...)
+	sort.SliceStable(checks, func(i, j int) bool { return statusRank[checks[i].Status] < statusRank[checks[j].Status] })
+	fmt.Fprintf(&b, "%-6s %-19s %s\n", "STATUS", "CHECK", "RESULT")
+	for _, ch := range checks {
+		st := fmt.Sprintf("%-6s", strings.ToUpper(string(ch.Status)))
+		fmt.Fprintf(&b, "%s %-19s %s\n", paint(color, statusColor(ch.Status), st), ch.ID, ch.Summary)
+		if ch.Status == verdict.Fail || ch.Status == verdict.Warn {
+			for _, kv := range [][2]string{{"observed", ch.Observed}, {"expected", ch.Expected}, {"remedy", ch.Remedy}} {
+				if kv[1] != "" {
+					fmt.Fprintf(&b, "%27s %s: %s\n", "", kv[0], kv[1])
+				}
+			}
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
