@@ -1,0 +1,230 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/loadprobe/iotdb"
+	"github.com/hostprep/hostprep/profiles"
+	"github.com/spf13/cobra"
+)
+
+// iotdbPasswordEnv holds the IoTDB password when --password-file is not given.
+const iotdbPasswordEnv = "HOSTPREP_IOTDB_PASSWORD"
+
+func init() {
+	probeSubcommands = append(probeSubcommands, newProbeIoTDBCmd)
+}
+
+func newProbeIoTDBCmd() *cobra.Command {
+	var (
+		cfg                   = iotdb.Defaults
+		profile, passwordFile string
+		output, csvFile       string
+		htmlFile              string
+		maxErrorRate          = 0.01
+		th                    iotdb.Thresholds
+	)
+	cfg.Password = ""
+	cfg.Steps = slices.Clone(cfg.Steps)
+	c := &cobra.Command{
+		Use:   "iotdb",
+		Short: "Step load through the IoTDB SessionPool: latency, TPS, errors and pool use per concurrency step, and the knee",
+		Long: `Runs --steps of concurrent workers against an IoTDB DataNode through the Go
+client's SessionPool (tree model), each for --step-duration: closed loop by
+default (each worker starts its next operation when the last returned), or
+with --rate an open-loop schedule of RATE operations/s per worker with
+latency measured from each operation's scheduled start.
+
+Scenarios: write (insertRecord of two FLOAT measurements, temperature and
+humidity, one device per worker; 2 points/op), batch (InsertTablets of 10
+devices x 50 rows x 2 measurements; 1,000 points/op), mixed (70% reads of 100
+points, 30% writes of 300 points).
+
+Before the load it reads the server version and creates the database
+root.hostprep_<run id> and its time series; afterwards it deletes it
+(unless --keep). Nothing outside that database is written.
+
+Per step: mean, p50, p95, p99, max response time (ms), TPS, points/s, error
+rate, errors by class (wait_timeout, connect, status, deadline, panic, other)
+and SessionPool utilisation as counted by the probe. The knee is the first
+step whose throughput grows < 5% while p95 grows > 50%.
+
+The password comes from --password-file or $` + iotdbPasswordEnv + ` (default
+root) and is never printed. Exit codes: 0 pass, 1 a threshold failed, 2 bad
+input, 3 could not run (IoTDB unreachable, database not creatable,
+interrupted).`,
+		Example: `  hostprep probe iotdb --scenario write --steps 10,20,30,40,50 --step-duration 30s
+  hostprep probe iotdb --scenario batch --steps 50,100,150,200 --pool-size 200 --html report.html
+  hostprep probe iotdb --scenario mixed --steps 200,300,400,500 --max-p95 200ms --min-tps 1000 -o json
+  hostprep probe iotdb --profile iotdb-ingest`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output, "text", "json"); err != nil {
+				return err
+			}
+			f := cmd.Flags()
+			if profile != "" {
+				p, err := profiles.Load(profile, nil)
+				if err != nil {
+					return err
+				}
+				if p.Probe.IoTDB == nil {
+					return exitcode.BadInputf("--profile %s has no probe.iotdb section: add one or pass the load as flags", profile)
+				}
+				base := iotdb.ConfigFromProfile(p.Probe.IoTDB)
+				// Flags given explicitly win over the profile; flags the
+				// profile has no field for are kept.
+				keep := cfg
+				cfg = base
+				over := map[string]func(){
+					"host": func() { cfg.Host = keep.Host }, "port": func() { cfg.Port = keep.Port },
+					"user": func() { cfg.User = keep.User }, "scenario": func() { cfg.Scenario = keep.Scenario },
+					"steps": func() { cfg.Steps = keep.Steps }, "step-duration": func() { cfg.StepDuration = keep.StepDuration },
+					"pool-size": func() { cfg.PoolSize = keep.PoolSize }, "wait-timeout": func() { cfg.WaitTimeout = keep.WaitTimeout },
+					"fetch-size": func() { cfg.FetchSize = keep.FetchSize },
+				}
+				for name, set := range over {
+					if f.Changed(name) {
+						set()
+					}
+				}
+				cfg.ConnectTimeout, cfg.CallTimeout, cfg.Rate, cfg.Keep, cfg.Warmup = keep.ConnectTimeout, keep.CallTimeout, keep.Rate, keep.Keep, keep.Warmup
+				th = cfg.Thresholds
+			} else {
+				th.MaxErrorRate = &maxErrorRate
+			}
+			if f.Changed("max-error-rate") {
+				th.MaxErrorRate = &maxErrorRate
+			}
+			if f.Changed("max-p95") {
+				th.P95 = cfg.Thresholds.P95
+			}
+			if f.Changed("min-tps") {
+				th.MinTPS = cfg.Thresholds.MinTPS
+			}
+			if f.Changed("target-step") {
+				th.TargetStep = cfg.Thresholds.TargetStep
+			}
+			cfg.Thresholds = th
+			switch {
+			case passwordFile != "":
+				b, err := os.ReadFile(passwordFile)
+				if err != nil {
+					return exitcode.BadInputf("--password-file %s: %v", passwordFile, err)
+				}
+				cfg.Password = strings.TrimRight(string(b), "\r\n")
+				if cfg.Password == "" {
+					return exitcode.BadInputf("--password-file %s is empty: put the IoTDB password in it", passwordFile)
+				}
+			default:
+				cfg.Password = os.Getenv(iotdbPasswordEnv)
+			}
+			// Fail on an unwritable output file before loading the server.
+			for flag, path := range map[string]string{"--csv": csvFile, "--html": htmlFile} {
+				if path == "" {
+					continue
+				}
+				fh, err := os.Create(path)
+				if err != nil {
+					return exitcode.BadInputf("%s %s: %v", flag, path, err)
+				}
+				fh.Close()
+			}
+			stderr := cmd.ErrOrStderr()
+			cfg.OnStep = func(s iotdb.Step) {
+				fmt.Fprintf(stderr, "probe iotdb: %d workers: %.1f TPS, p95 %.2f ms, errors %.2f%%, pool %.0f%%\n",
+					s.Workers, s.TPS, s.Latency.P95, 100*s.ErrorRate, 100*s.Pool.MeanUtil)
+			}
+
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			res, runErr := iotdb.Run(ctx, cfg)
+			if res != nil {
+				out := cmd.OutOrStdout()
+				var err error
+				if output == "json" {
+					err = res.WriteJSON(out)
+				} else {
+					err = res.WriteText(out)
+				}
+				if err != nil {
+					return err
+				}
+				if err := iotdbWriteFile(csvFile, "--csv", res.WriteCSV); err != nil {
+					return err
+				}
+				if err := iotdbWriteFile(htmlFile, "--html", res.WriteHTML); err != nil {
+					return err
+				}
+			}
+			if runErr != nil {
+				if exitcode.Code(runErr) == exitcode.Failed {
+					return exitcode.Environmentf("probe iotdb interrupted: %v", runErr)
+				}
+				return runErr
+			}
+			if res.Verdict == verdict.Fail {
+				var failed []string
+				for _, ch := range res.Checks {
+					if ch.Status == verdict.Fail {
+						failed = append(failed, ch.ID)
+					}
+				}
+				return exitcode.Failedf("probe iotdb: %s failed", strings.Join(failed, ", "))
+			}
+			return nil
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&profile, "profile", "", "take the load and thresholds from this profile's probe.iotdb section (built-in name or file); flags given explicitly win")
+	fl.StringVar(&cfg.Host, "host", cfg.Host, "IoTDB DataNode host")
+	fl.IntVar(&cfg.Port, "port", cfg.Port, "IoTDB DataNode client RPC port")
+	fl.StringVar(&cfg.User, "user", cfg.User, "IoTDB user")
+	fl.StringVar(&passwordFile, "password-file", "", "file holding the IoTDB password (else $"+iotdbPasswordEnv+", else root); never printed")
+	fl.StringVar(&cfg.Scenario, "scenario", cfg.Scenario, "load: write, batch or mixed")
+	fl.IntSliceVar(&cfg.Steps, "steps", cfg.Steps, "worker counts of the steps, in order (e.g. 10,20,30,40,50)")
+	fl.DurationVar(&cfg.StepDuration, "step-duration", cfg.StepDuration, "how long each step runs")
+	fl.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "unmeasured warm-up with the first step's workers (negative: none)")
+	fl.IntVar(&cfg.PoolSize, "pool-size", cfg.PoolSize, "SessionPool size (sessions)")
+	fl.DurationVar(&cfg.WaitTimeout, "wait-timeout", cfg.WaitTimeout, "how long a worker waits for a free session")
+	fl.DurationVar(&cfg.ConnectTimeout, "connect-timeout", cfg.ConnectTimeout, "TCP connect timeout of a new session")
+	fl.DurationVar(&cfg.CallTimeout, "call-timeout", cfg.CallTimeout, "the probe's deadline on every call (the client has no socket timeout)")
+	fl.IntVar(&cfg.FetchSize, "fetch-size", cfg.FetchSize, "query fetch size (rows)")
+	fl.Float64Var(&cfg.Rate, "rate", 0, "open loop: operations/s per worker on a fixed schedule, latency from the scheduled start (0: closed loop)")
+	fl.BoolVar(&cfg.Keep, "keep", false, "keep the database root.hostprep_<run id> after the run")
+	fl.Float64Var(&maxErrorRate, "max-error-rate", maxErrorRate, "highest acceptable fraction (0..1) of failed operations in any step")
+	fl.DurationVar(&cfg.Thresholds.P95, "max-p95", 0, "highest acceptable p95 response time at the target step (0: not checked)")
+	fl.Float64Var(&cfg.Thresholds.MinTPS, "min-tps", 0, "lowest acceptable TPS at the target step (0: not checked)")
+	fl.IntVar(&cfg.Thresholds.TargetStep, "target-step", 0, "worker count --max-p95 and --min-tps apply to (0: the last step)")
+	fl.StringVarP(&output, "output", "o", "text", "result format: text or json")
+	fl.StringVar(&csvFile, "csv", "", "also write one row per step to this CSV `FILE`")
+	fl.StringVar(&htmlFile, "html", "", "also write a self-contained HTML report with response-time and throughput charts to `FILE`")
+	return c
+}
+
+// iotdbWriteFile writes path with write, if path is set.
+func iotdbWriteFile(path, flag string, write func(io.Writer) error) error {
+	if path == "" {
+		return nil
+	}
+	fh, err := os.Create(path)
+	if err != nil {
+		return exitcode.Environmentf("%s %s: %v", flag, path, err)
+	}
+	if err := write(fh); err != nil {
+		fh.Close()
+		return exitcode.Environmentf("%s %s: %v", flag, path, err)
+	}
+	if err := fh.Close(); err != nil {
+		return exitcode.Environmentf("%s %s: %v", flag, path, err)
+	}
+	return nil
+}

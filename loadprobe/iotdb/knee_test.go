@@ -1,0 +1,146 @@
+package iotdb
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/loadprobe/latency"
+	"github.com/hostprep/hostprep/profiles"
+)
+
+// steps builds synthetic steps from (workers, TPS, p95 ms) triples.
+func steps(v ...[3]float64) []Step {
+	var out []Step
+	for _, x := range v {
+		out = append(out, Step{Workers: int(x[0]), TPS: x[1], OK: int64(x[1]), Ops: int64(x[1]), Latency: latency.Summary{P95: x[2]}})
+	}
+	return out
+}
+
+func TestFindKnee(t *testing.T) {
+	cases := []struct {
+		name        string
+		steps       []Step
+		peak, knee  int
+		readingHint string
+	}{
+		{
+			// The reference test: throughput peaks at 150 users and falls after.
+			name:  "reference shape",
+			steps: steps([3]float64{50, 1000, 20}, [3]float64{100, 1800, 25}, [3]float64{150, 2100, 40}, [3]float64{200, 2050, 90}, [3]float64{250, 1900, 200}),
+			peak:  150, knee: 200, readingHint: "throughput peaks at 150 workers",
+		},
+		{
+			name:  "still growing",
+			steps: steps([3]float64{10, 100, 5}, [3]float64{20, 190, 6}, [3]float64{30, 270, 8}),
+			peak:  30, knee: 0, readingHint: "still grows at the last step",
+		},
+		{
+			// TPS flat but p95 only +40%: not a knee by the rule.
+			name:  "flat without latency jump",
+			steps: steps([3]float64{10, 100, 10}, [3]float64{20, 102, 14}),
+			peak:  20, knee: 0, readingHint: "still grows",
+		},
+		{
+			// TPS +4.9% and p95 +51%: a knee (both thresholds strict).
+			name:  "just over the rule",
+			steps: steps([3]float64{10, 1000, 10}, [3]float64{20, 1049, 15.1}),
+			peak:  20, knee: 20, readingHint: "at 20 workers latency rises",
+		},
+		{
+			// TPS +5% exactly is growth enough.
+			name:  "exactly five percent",
+			steps: steps([3]float64{10, 1000, 10}, [3]float64{20, 1050, 30}),
+			peak:  20, knee: 0,
+		},
+		{
+			// The first step matching the rule is the knee, not a later one.
+			name:  "first match wins",
+			steps: steps([3]float64{1, 100, 1}, [3]float64{2, 101, 2}, [3]float64{4, 99, 8}),
+			peak:  2, knee: 2,
+		},
+		{
+			name:  "falls without jump",
+			steps: steps([3]float64{10, 500, 10}, [3]float64{20, 400, 11}),
+			peak:  10, knee: 0, readingHint: "falls beyond it",
+		},
+		{name: "one step", steps: steps([3]float64{5, 50, 3}), peak: 5, readingHint: "add steps"},
+		{name: "no success", steps: steps([3]float64{5, 0, 0}, [3]float64{10, 0, 0}), peak: 5, readingHint: "no operation succeeded"},
+		{name: "none", steps: nil, readingHint: "no steps"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			k := FindKnee(c.steps)
+			if k.PeakWorkers != c.peak || k.Workers != c.knee {
+				t.Errorf("peak %d knee %d, want peak %d knee %d (%s)", k.PeakWorkers, k.Workers, c.peak, c.knee, k.Reading)
+			}
+			if !strings.Contains(k.Reading, c.readingHint) {
+				t.Errorf("reading %q lacks %q", k.Reading, c.readingHint)
+			}
+		})
+	}
+}
+
+func TestChecks(t *testing.T) {
+	low, tight := 0.05, 0.001
+	st := steps([3]float64{10, 1000, 20}, [3]float64{20, 1500, 40})
+	st[1].Errors, st[1].Ops, st[1].ErrorRate, st[1].ErrorsByClass = 10, 1510, 10.0/1510, map[string]int64{ClassWaitTimeout: 10}
+
+	byID := func(cs []verdict.Check) map[string]verdict.Check {
+		m := map[string]verdict.Check{}
+		for _, c := range cs {
+			m[c.ID] = c
+		}
+		return m
+	}
+	// Within every threshold at the last step.
+	cfg := &Config{Steps: []int{10, 20}, PoolSize: 16, Thresholds: Thresholds{MaxErrorRate: &low, P95: 50 * time.Millisecond, MinTPS: 1400}}
+	got := byID(Checks(cfg, st))
+	for _, id := range []string{CheckErrorRate, CheckP95, CheckMinTPS} {
+		if got[id].Status != verdict.Pass {
+			t.Errorf("%s: %+v, want pass", id, got[id])
+		}
+	}
+	// Target step 10 misses the TPS floor; error rate above 0.1%.
+	cfg.Thresholds = Thresholds{MaxErrorRate: &tight, P95: 10 * time.Millisecond, MinTPS: 1400, TargetStep: 10}
+	got = byID(Checks(cfg, st))
+	if got[CheckErrorRate].Status != verdict.Fail || !strings.Contains(got[CheckErrorRate].Remedy, "--pool-size") {
+		t.Errorf("error rate: %+v, want fail with a --pool-size remedy", got[CheckErrorRate])
+	}
+	if got[CheckP95].Status != verdict.Fail || !strings.Contains(got[CheckP95].Observed, "20.0 ms at 10 workers") {
+		t.Errorf("p95: %+v, want fail at 10 workers", got[CheckP95])
+	}
+	if got[CheckMinTPS].Status != verdict.Fail {
+		t.Errorf("min tps: %+v, want fail", got[CheckMinTPS])
+	}
+	// No thresholds: skips, but errors without a threshold warn.
+	cfg.Thresholds = Thresholds{}
+	got = byID(Checks(cfg, st))
+	if got[CheckErrorRate].Status != verdict.Warn || got[CheckP95].Status != verdict.Skip || got[CheckMinTPS].Status != verdict.Skip {
+		t.Errorf("no thresholds: %+v", got)
+	}
+}
+
+func TestConfigFromProfile(t *testing.T) {
+	if c := ConfigFromProfile(nil); c.Host != "" || len(c.Steps) != 0 {
+		t.Errorf("nil profile: %+v, want the zero Config", c)
+	}
+	rate := 0.02
+	p := &profiles.IoTDBProbe{Host: "10.0.0.5", Port: 6668, User: "probe", Scenario: "batch", Steps: []int{50, 100},
+		StepDuration: 10 * time.Second, PoolSize: 120, WaitTimeout: 3 * time.Second, FetchSize: 500,
+		Thresholds: profiles.IoTDBThresholds{MaxErrorRate: &rate, P95: 80 * time.Millisecond, TargetStep: 100, MinTPS: 900}}
+	c := ConfigFromProfile(p)
+	rate = 0.5 // the Config must not alias the profile
+	if c.Host != "10.0.0.5" || c.Port != 6668 || c.User != "probe" || c.Scenario != ScenarioBatch || len(c.Steps) != 2 ||
+		c.StepDuration != 10*time.Second || c.PoolSize != 120 || c.WaitTimeout != 3*time.Second || c.FetchSize != 500 ||
+		c.Thresholds.MaxErrorRate == nil || *c.Thresholds.MaxErrorRate != 0.02 || c.Thresholds.P95 != 80*time.Millisecond ||
+		c.Thresholds.TargetStep != 100 || c.Thresholds.MinTPS != 900 || c.Password != "" {
+		t.Errorf("ConfigFromProfile = %+v", c)
+	}
+	d := c.withDefaults()
+	if err := d.validate(); err != nil {
+		t.Errorf("profile config does not validate: %v", err)
+	}
+}
