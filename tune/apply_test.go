@@ -425,3 +425,28 @@ func TestNoSystemdNoDropIns(t *testing.T) {
 		t.Fatalf("no skip reason for systemd: %+v", pl.Skipped)
 	}
 }
+
+func TestGlobalNetKeyHiddenInNetNSIsSkippedWithAWarning(t *testing.T) {
+	h := newHost(t, map[string]string{"net.core.netdev_max_backlog": "<absent>"})
+	p := &profiles.Profile{Name: "x", Sysctl: map[string]profiles.Sysctl{
+		"net.core.netdev_max_backlog": {Value: "16384", Mode: profiles.AtLeast},
+		"net.core.somaxconn":          {Value: "8192"}}}
+	// In the initial namespace an absent key is an error.
+	_, err := NewPlan(p, h.env)
+	wantCode(t, err, exitcode.BadInput, "net.core.netdev_max_backlog", "optional: true")
+	// In another network namespace it is skipped with a warning.
+	for _, l := range [][2]string{{"self/ns/net", "net:[4026531840]"}, {"1/ns/net", "net:[4026532000]"}} {
+		must(t, os.MkdirAll(filepath.Join(h.proc, filepath.Dir(l[0])), 0o755))
+		must(t, os.Symlink(l[1], filepath.Join(h.proc, l[0])))
+	}
+	pl, err := NewPlan(p, h.env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pl.Warnings) != 1 || !strings.Contains(pl.Warnings[0], "set this one on the host") {
+		t.Fatalf("warnings %v", pl.Warnings)
+	}
+	if len(pl.Changes) == 0 || pl.Changes[0].Key != "net.core.somaxconn" {
+		t.Fatalf("changes %+v", pl.Changes)
+	}
+}

@@ -136,6 +136,23 @@ func (e Env) systemdRunning() bool {
 	return isDir(run)
 }
 
+// foreignNetNS reports whether this process runs in a network namespace
+// other than the host's initial one (unshare --net, a container): either
+// PROC/self/ns/net differs from PROC/1/ns/net (when both are readable), or
+// /proc/sys lacks net.core.dev_weight, a key the kernel registers only in
+// the initial namespace, while it has the per-namespace net.core.somaxconn
+// (this also catches a container, whose PID 1 shares its namespace).
+func (e Env) foreignNetNS() bool {
+	self, err1 := os.Readlink(filepath.Join(e.proc(), "self", "ns", "net"))
+	init, err2 := os.Readlink(filepath.Join(e.proc(), "1", "ns", "net"))
+	if err1 == nil && err2 == nil && self != init {
+		return true
+	}
+	_, errDev := os.Stat(filepath.Join(e.procSys(), "net", "core", "dev_weight"))
+	_, errSom := os.Stat(filepath.Join(e.procSys(), "net", "core", "somaxconn"))
+	return errDev != nil && errSom == nil
+}
+
 func isDir(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.IsDir()

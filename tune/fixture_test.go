@@ -40,6 +40,7 @@ var stockSysctl = map[string]string{
 	"net.ipv4.tcp_max_tw_buckets":         "65536",
 	"net.ipv4.tcp_tw_reuse":               "2",
 	"net.ipv4.tcp_syn_retries":            "6",
+	"net.core.dev_weight":                 "64", // only in the initial network namespace
 }
 
 // procNetTCP has sshd (22) and a broker (1883) listening, and one

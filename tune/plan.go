@@ -328,6 +328,11 @@ func (pl *Plan) planSysctl(p *profiles.Profile) (map[string]target, error) {
 				pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Runtime, Reason: "optional key not on this kernel (" + filepath.Join(pl.env.procSys(), strings.ReplaceAll(k, ".", "/")) + " is absent; a module may not be loaded); not set, not persisted"})
 				continue
 			}
+			if strings.HasPrefix(k, "net.") && pl.env.foreignNetNS() {
+				pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Runtime, Reason: "not visible in this network namespace (a global net.* key lives only in the host's initial namespace): set it on the host; not set, not persisted here"})
+				pl.Warnings = append(pl.Warnings, fmt.Sprintf("sysctl %s: this process runs in its own network namespace (container or unshare), where %s does not exist; only namespaced net.* keys are set here, set this one on the host", k, k))
+				continue
+			}
 			errs = append(errs, fmt.Sprintf("sysctl %s: this kernel has no such key (no %s): fix the spelling, remove it, or mark it `optional: true` if it needs a module", k, filepath.Join(pl.env.procSys(), strings.ReplaceAll(k, ".", "/"))))
 			continue
 		}
@@ -377,12 +382,23 @@ func (pl *Plan) planSysctl(p *profiles.Profile) (map[string]target, error) {
 			pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Runtime, Current: sysval.Normalize(cur), Reason: reason})
 			continue
 		}
+		if !pl.backend.Writable(k) {
+			if strings.HasPrefix(k, "net.") && pl.env.foreignNetNS() {
+				pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Runtime, Current: sysval.Normalize(cur), Reason: "read-only in this network namespace (the kernel mirrors the host's global value): set it on the host; not set, not persisted here"})
+				pl.Warnings = append(pl.Warnings, fmt.Sprintf("sysctl %s: read-only in this network namespace (container or unshare); set %s=%s on the host", k, k, t.value))
+				delete(targets, k)
+				continue
+			}
+			return nil, exitcode.Environmentf("sysctl %s: the kernel shows it read-only (%s has no write permission), so it cannot be set to %q here; remove it from the profile or set it where it is writable", k, filepath.Join(pl.env.procSys(), strings.ReplaceAll(k, ".", "/")), t.value)
+		}
 		reason := ""
 		switch {
 		case k == keyReservedPorts && s.Value == "":
 			reason = t.comment
 		case mode != sysval.Exact:
 			reason = mode + " " + sysval.Normalize(s.Value)
+		default:
+			reason = "exact"
 		}
 		pl.runtime = append(pl.runtime, keyStep{key: k, from: cur, to: t.value, mode: mode, want: sysval.Normalize(s.Value)})
 		pl.Changes = append(pl.Changes, Change{Key: k, Layer: Runtime, From: sysval.Normalize(cur), To: t.value, Reason: reason})
@@ -470,11 +486,13 @@ func (pl *Plan) planPorts(p *profiles.Profile, targets map[string]target, curren
 		}
 		want = append(want, own...)
 	}
-	var added []string
+	added := map[string][]string{}
+	var nadded int
 	add := func(port int, why string) {
 		if inRange(port) && !profiles.ContainsPort(want, port) {
 			want = append(want, profiles.PortRange{Lo: port, Hi: port})
-			added = append(added, fmt.Sprintf("%d (%s)", port, why))
+			added[why] = append(added[why], strconv.Itoa(port))
+			nadded++
 		}
 	}
 	for _, port := range p.ReservePorts {
@@ -491,12 +509,18 @@ func (pl *Plan) planPorts(p *profiles.Profile, targets map[string]target, curren
 	}
 	merged := profiles.FormatReservedPorts(want)
 	_, inProfile := p.Sysctl[keyReservedPorts]
-	if !inProfile && len(added) == 0 {
+	if !inProfile && nadded == 0 {
 		return nil
 	}
 	comment := ""
-	if len(added) > 0 {
-		comment = fmt.Sprintf("keeps %s out of the ephemeral range %d-%d (merged with what is reserved)", strings.Join(added, ", "), lo, hi)
+	if nadded > 0 {
+		var parts []string
+		for _, why := range []string{"reserve_ports", "listening now"} {
+			if len(added[why]) > 0 {
+				parts = append(parts, strings.Join(added[why], ",")+" ("+why+")")
+			}
+		}
+		comment = fmt.Sprintf("keeps %s out of the ephemeral range %d-%d", strings.Join(parts, " and "), lo, hi)
 	}
 	t := targets[keyReservedPorts]
 	t.value, t.present = merged, true

@@ -69,7 +69,11 @@ func containerError(procSys string, steps []keyStep) error {
 	var netFlags, hostKeys []string
 	for _, s := range steps {
 		if strings.HasPrefix(s.key, "net.") {
-			netFlags = append(netFlags, fmt.Sprintf("--sysctl %s=%q", s.key, s.to))
+			kv := s.key + "=" + s.to
+			if strings.ContainsAny(kv, " \t,") {
+				kv = "'" + kv + "'"
+			}
+			netFlags = append(netFlags, "--sysctl "+kv)
 		} else {
 			hostKeys = append(hostKeys, s.key)
 		}
@@ -79,7 +83,7 @@ func containerError(procSys string, steps []keyStep) error {
 		msg += " Set the network keys (namespaced per container) when starting it: docker run " + strings.Join(netFlags, " ") + " ... (Kubernetes: securityContext.sysctls)."
 	}
 	if len(hostKeys) > 0 {
-		msg += " " + strings.Join(hostKeys, ", ") + " are global: set them on the host (hostprep tune apply there), not in the container."
+		msg += " Global keys (" + strings.Join(hostKeys, ", ") + ") cannot be set from a container: set them on the host (hostprep tune apply there)."
 	}
 	msg += " Use --root DIR to write only the persistent files."
 	return exitcode.Environmentf("%s", msg)

@@ -28,6 +28,10 @@ type Backend interface {
 	Set(key, value string) error
 	// Exists reports whether this kernel has key.
 	Exists(key string) bool
+	// Writable reports whether the key's file has a write bit (the kernel
+	// shows a read-only key, such as a global net.core key seen from a
+	// network namespace, as mode 0444).
+	Writable(key string) bool
 	// Root is the directory standing for /proc/sys.
 	Root() string
 }
@@ -68,6 +72,12 @@ func (p *Proc) Get(key string) (string, error) {
 func (p *Proc) Exists(key string) bool {
 	st, err := os.Stat(p.Path(key))
 	return err == nil && st.Mode().IsRegular()
+}
+
+// Writable reports whether key's file has any write permission bit.
+func (p *Proc) Writable(key string) bool {
+	st, err := os.Stat(p.Path(key))
+	return err == nil && st.Mode().Perm()&0o222 != 0
 }
 
 // Set writes value to key. It refuses to create a key that does not exist

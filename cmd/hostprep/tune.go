@@ -1,0 +1,277 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"time"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/profiles"
+	"github.com/hostprep/hostprep/tune"
+	"github.com/spf13/cobra"
+)
+
+// tuneFlags are the flags the tune subcommands share.
+type tuneFlags struct {
+	profile  string
+	sets     []string
+	output   string
+	root     string
+	procSys  string
+	proc     string
+	state    string
+	lockFile string
+	lockWait time.Duration
+	pids     []int
+	services []string
+}
+
+func (f *tuneFlags) env() tune.Env {
+	e := tune.Env{ProcSys: f.procSys, Proc: f.proc, StateFile: f.state, LockFile: f.lockFile, LockWait: f.lockWait}
+	if f.root != "" {
+		e.Root, e.Image = f.root, true
+	}
+	return e
+}
+
+func (f *tuneFlags) load(required bool) (*profiles.Profile, error) {
+	if f.profile == "" {
+		if required {
+			return nil, exitcode.BadInputf("--profile is required: a built-in name (hostprep profiles list) or a YAML file")
+		}
+		if len(f.sets) > 0 {
+			return nil, exitcode.BadInputf("--set needs --profile")
+		}
+		return nil, nil
+	}
+	return profiles.Load(f.profile, f.sets)
+}
+
+func (f *tuneFlags) common(c *cobra.Command, withProfile, withState bool) {
+	fl := c.Flags()
+	if withProfile {
+		fl.StringVarP(&f.profile, "profile", "p", "", "profile: built-in name or YAML file")
+		fl.StringArrayVar(&f.sets, "set", nil, "override one profile key, key=value (repeatable)")
+	}
+	fl.StringVarP(&f.output, "output", "o", "text", "output format: text or json")
+	fl.StringVar(&f.root, "root", "", "image-build mode: write only the persistent files under DIR, no runtime value")
+	fl.StringVar(&f.procSys, "proc-sys", "", "sysctl tree (default /proc/sys)")
+	fl.StringVar(&f.proc, "proc", "", "procfs for net/tcp, net/tcp6 listening ports (default /proc)")
+	if withState {
+		fl.StringVar(&f.state, "state", "", "journal file (default ROOT/var/lib/hostprep/state.json)")
+	}
+}
+
+func (f *tuneFlags) locking(c *cobra.Command) {
+	c.Flags().StringVar(&f.lockFile, "lock", "", "lock file (default /run/hostprep.lock)")
+	c.Flags().DurationVar(&f.lockWait, "lock-wait", 5*time.Second, "how long to wait for another apply/rollback")
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func init() {
+	addCommand(func() *cobra.Command {
+		c := &cobra.Command{
+			Use:   "tune",
+			Short: "Apply a sysctl/limits/systemd profile idempotently, with exact rollback",
+			Long: `tune makes the host match a profile: runtime values under /proc/sys and
+persistent files hostprep owns (/etc/sysctl.d/60-hostprep.conf,
+/etc/security/limits.d/60-hostprep.conf, systemd drop-ins). It never appends
+to /etc/sysctl.conf or /etc/security/limits.conf.
+
+plan shows every change without root; apply makes them in order (fs.nr_open,
+fs.file-max, the rest, then files), journaling originals first in
+/var/lib/hostprep/state.json; rollback restores the pre-first-apply state;
+status and verify compare the live host with the journal.
+
+Systemd drop-ins are written when systemd runs (/run/systemd/system), when
+/etc/systemd exists, or with --root.`,
+		}
+		c.AddCommand(tunePlanCmd(), tuneApplyCmd(), tuneRollbackCmd(), tuneStatusCmd(), tuneVerifyCmd())
+		return c
+	})
+}
+
+func tunePlanCmd() *cobra.Command {
+	f := &tuneFlags{}
+	c := &cobra.Command{
+		Use:     "plan --profile P",
+		Short:   "Show what apply would change, key by key and file by file (no root needed)",
+		Example: "  hostprep tune plan --profile sys-tune\n  hostprep tune plan --profile ./broker.yaml --set net.core.somaxconn=65535 --output json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(f.output, "text", "json"); err != nil {
+				return err
+			}
+			p, err := f.load(true)
+			if err != nil {
+				return err
+			}
+			pl, err := tune.PlanFor(p, tune.Options{Env: f.env(), PIDs: f.pids, Services: f.services})
+			if err != nil {
+				return err
+			}
+			if f.output == "json" {
+				return writeJSON(cmd.OutOrStdout(), pl.Result)
+			}
+			return pl.WriteText(cmd.OutOrStdout(), "plan")
+		},
+	}
+	f.common(c, true, true)
+	c.Flags().IntSliceVar(&f.pids, "pid", nil, "also plan raising RLIMIT_NOFILE of this running process (repeatable)")
+	c.Flags().StringArrayVar(&f.services, "service", nil, "also plan raising RLIMIT_NOFILE of this systemd unit's main process (repeatable)")
+	return c
+}
+
+func tuneApplyCmd() *cobra.Command {
+	f := &tuneFlags{}
+	c := &cobra.Command{
+		Use:   "apply --profile P",
+		Short: "Apply a profile (root): runtime sysctls, owned files, optional prlimit of running processes",
+		Example: "  sudo hostprep tune apply --profile sys-tune\n" +
+			"  sudo hostprep tune apply --profile mqtt-broker-1m --service emqx --output json\n" +
+			"  hostprep tune apply --profile sys-tune --root /srv/image   # image build: files only",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(f.output, "text", "json"); err != nil {
+				return err
+			}
+			p, err := f.load(true)
+			if err != nil {
+				return err
+			}
+			res, err := tune.Apply(cmd.Context(), p, tune.Options{Env: f.env(), PIDs: f.pids, Services: f.services})
+			if res != nil {
+				var werr error
+				if f.output == "json" {
+					werr = writeJSON(cmd.OutOrStdout(), res)
+				} else {
+					werr = res.WriteText(cmd.OutOrStdout(), "apply")
+				}
+				if err == nil {
+					err = werr
+				}
+			}
+			return err
+		},
+	}
+	f.common(c, true, true)
+	f.locking(c)
+	c.Flags().IntSliceVar(&f.pids, "pid", nil, "also raise RLIMIT_NOFILE of this running process with prlimit (repeatable)")
+	c.Flags().StringArrayVar(&f.services, "service", nil, "also raise RLIMIT_NOFILE of this systemd unit's main process (repeatable)")
+	return c
+}
+
+func tuneRollbackCmd() *cobra.Command {
+	f := &tuneFlags{}
+	c := &cobra.Command{
+		Use:   "rollback",
+		Short: "Restore the host to what it was before the first apply (root)",
+		Long: `rollback restores every runtime value and owned file recorded in the journal
+to its state before the first hostprep apply, however many applies came since,
+and removes the journal. A key or file someone else changed after hostprep set
+it is left alone and listed (exit 0). With nothing applied it does nothing.`,
+		Example: "  sudo hostprep tune rollback\n  hostprep tune rollback --root /srv/image --output json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(f.output, "text", "json"); err != nil {
+				return err
+			}
+			res, err := tune.Rollback(cmd.Context(), f.env())
+			if res != nil {
+				var werr error
+				if f.output == "json" {
+					werr = writeJSON(cmd.OutOrStdout(), res)
+				} else {
+					werr = res.WriteText(cmd.OutOrStdout())
+				}
+				if err == nil {
+					err = werr
+				}
+			}
+			return err
+		},
+	}
+	f.common(c, false, true)
+	f.locking(c)
+	return c
+}
+
+func tuneStatusCmd() *cobra.Command {
+	f := &tuneFlags{}
+	c := &cobra.Command{
+		Use:     "status",
+		Short:   "Show what hostprep applied (from the journal) and the live values",
+		Example: "  sudo hostprep tune status\n  sudo hostprep tune status --output json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(f.output, "text", "json"); err != nil {
+				return err
+			}
+			st, err := tune.StatusOf(f.env())
+			if err != nil {
+				return err
+			}
+			if f.output == "json" {
+				return writeJSON(cmd.OutOrStdout(), st)
+			}
+			return st.WriteText(cmd.OutOrStdout())
+		},
+	}
+	f.common(c, false, true)
+	return c
+}
+
+func tuneVerifyCmd() *cobra.Command {
+	f := &tuneFlags{}
+	c := &cobra.Command{
+		Use:   "verify [--profile P]",
+		Short: "Check the live host still matches what hostprep applied (drift: exit 1)",
+		Long: `verify compares every key and file in the journal with the live host; with
+--profile it also requires that the profile plans no change. Drift exits 1.`,
+		Example: "  sudo hostprep tune verify\n  sudo hostprep tune verify --profile sys-tune --output json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(f.output, "text", "json"); err != nil {
+				return err
+			}
+			p, err := f.load(false)
+			if err != nil {
+				return err
+			}
+			st, pl, verr := tune.Verify(p, f.env())
+			if st == nil {
+				return verr
+			}
+			w := cmd.OutOrStdout()
+			if f.output == "json" {
+				out := struct {
+					*tune.Status
+					Pending []tune.Change `json:"pending,omitempty"`
+				}{Status: st}
+				if pl != nil {
+					out.Pending = pl.Changes
+				}
+				if err := writeJSON(w, out); err != nil {
+					return err
+				}
+				return verr
+			}
+			if err := st.WriteText(w); err != nil {
+				return err
+			}
+			if pl != nil && pl.Changed {
+				if err := pl.WriteText(w, "plan"); err != nil {
+					return err
+				}
+			}
+			return verr
+		},
+	}
+	f.common(c, true, true)
+	return c
+}

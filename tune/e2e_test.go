@@ -1,0 +1,438 @@
+package tune_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hostprep/hostprep/internal/testenv"
+)
+
+// netns is a throwaway mount+network namespace (unshare --mount --net)
+// with tmpfs over every directory hostprep writes on a host: /etc/sysctl.d,
+// /etc/security/limits.d, /etc/systemd, /var/lib (journal) and /run
+// (lock). net.* writes land in the namespace; fs.* keys are global, which
+// is why the tests check that rollback restores them and keep a safety net.
+type netns struct {
+	t   *testing.T
+	pid int
+	bin string
+}
+
+func newNetns(t *testing.T) *netns {
+	t.Helper()
+	testenv.RequireUnshare(t)
+	bin := testenv.Binary(t)
+	script := `set -e
+for d in /etc/sysctl.d /etc/security/limits.d /etc/systemd /var/lib /run; do mount -t tmpfs hostprep-test "$d"; done
+echo ready
+exec sleep 3600`
+	cmd := exec.Command("unshare", "--mount", "--net", "sh", "-c", script)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "ready" {
+		t.Fatalf("namespace setup: %q %v %s", line, err, stderr.String())
+	}
+	return &netns{t: t, pid: cmd.Process.Pid, bin: bin}
+}
+
+// run runs argv inside the namespace and returns stdout, stderr and the
+// exit code.
+func (n *netns) run(argv ...string) (string, string, int) {
+	n.t.Helper()
+	args := append([]string{"-t", strconv.Itoa(n.pid), "-m", "-n", "--"}, argv...)
+	cmd := exec.Command("nsenter", args...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		n.t.Fatalf("nsenter %v: %v", argv, err)
+	}
+	return o.String(), e.String(), code
+}
+
+func (n *netns) hostprep(args ...string) (string, string, int) {
+	n.t.Helper()
+	return n.run(append([]string{n.bin}, args...)...)
+}
+
+func (n *netns) sysctl(key string) string {
+	n.t.Helper()
+	out, errOut, code := n.run("cat", "/proc/sys/"+strings.ReplaceAll(key, ".", "/"))
+	if code != 0 {
+		n.t.Fatalf("read %s: %s", key, errOut)
+	}
+	return strings.TrimSpace(out)
+}
+
+func (n *netns) readFile(path string) (string, bool) {
+	out, _, code := n.run("cat", path)
+	return out, code == 0
+}
+
+// guardGlobal records the global fs.* keys and, should a test fail before
+// rollback restored them, puts them back and reports it.
+func guardGlobal(t *testing.T) map[string]string {
+	t.Helper()
+	orig := map[string]string{}
+	for _, k := range []string{"fs/nr_open", "fs/file-max"} {
+		b, err := os.ReadFile("/proc/sys/" + k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		orig[k] = strings.TrimSpace(string(b))
+	}
+	t.Cleanup(func() {
+		for k, v := range orig {
+			b, _ := os.ReadFile("/proc/sys/" + k)
+			if strings.TrimSpace(string(b)) != v {
+				t.Errorf("safety net: %s was %s after the test, restoring %s", k, strings.TrimSpace(string(b)), v)
+				if err := os.WriteFile("/proc/sys/"+k, []byte(v), 0o644); err != nil {
+					t.Errorf("safety net: restoring %s: %v", k, err)
+				}
+			}
+		}
+	})
+	return orig
+}
+
+// writeProfile writes a profile file where the namespace can read it.
+func writeProfile(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+type jsonResult struct {
+	Changed bool `json:"changed"`
+	Changes []struct {
+		Key, File, Layer, From, To string
+	} `json:"changes"`
+	Skipped []struct {
+		Key, Reason string
+	} `json:"skipped"`
+	Warnings []string `json:"warnings"`
+	Left     []struct {
+		Key, File string
+	} `json:"left"`
+}
+
+func decode(t *testing.T, out string) jsonResult {
+	t.Helper()
+	var r jsonResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	return r
+}
+
+// sysTuneKeys are the keys of the built-in sys-tune profile that exist in
+// a network namespace (net.core.netdev_max_backlog is global and hidden).
+var sysTuneKeys = []string{
+	"fs.nr_open", "fs.file-max", "net.core.somaxconn", "net.ipv4.tcp_max_syn_backlog",
+	"net.ipv4.ip_local_port_range", "net.ipv4.ip_local_reserved_ports",
+	"net.core.rmem_default", "net.core.wmem_default", "net.core.rmem_max", "net.core.wmem_max",
+	"net.core.optmem_max", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_fin_timeout",
+	"net.ipv4.tcp_max_tw_buckets",
+}
+
+func TestE2EApplySysTuneTwiceThenRollback(t *testing.T) {
+	orig := guardGlobal(t)
+	n := newNetns(t)
+	// Files the old script appended to, on the real filesystem: never touched.
+	never := map[string]os.FileInfo{}
+	for _, p := range []string{"/etc/sysctl.conf", "/etc/security/limits.conf"} {
+		if st, err := os.Stat(p); err == nil {
+			never[p] = st
+		}
+	}
+	// A file already where hostprep writes: restored byte for byte.
+	pre := "# written by the admin before hostprep\nvm.swappiness = 10\n"
+	if _, e, c := n.run("sh", "-c", "printf '%s' \"$1\" > /etc/sysctl.d/60-hostprep.conf", "sh", pre); c != 0 {
+		t.Fatal(e)
+	}
+	before := map[string]string{}
+	for _, k := range sysTuneKeys {
+		before[k] = n.sysctl(k)
+	}
+
+	out, errOut, code := n.hostprep("tune", "apply", "--profile", "sys-tune", "--output", "json")
+	if code != 0 {
+		t.Fatalf("apply: exit %d\n%s\n%s", code, out, errOut)
+	}
+	r := decode(t, out)
+	if !r.Changed {
+		t.Fatalf("first apply: changed false\n%s", out)
+	}
+	// Global net.core keys are hidden (netdev_max_backlog) or read-only
+	// (rmem_default, rmem_max, wmem_default, wmem_max) in a network
+	// namespace: skipped with the reason, not an error.
+	skipped := map[string]string{}
+	for _, s := range r.Skipped {
+		skipped[s.Key] = s.Reason
+	}
+	for _, k := range []string{"net.core.netdev_max_backlog", "net.core.rmem_default", "net.core.wmem_max"} {
+		if !strings.Contains(skipped[k], "network namespace") {
+			t.Errorf("%s not skipped as global in a network namespace: %q", k, skipped[k])
+		}
+	}
+	want := map[string]string{
+		"fs.nr_open":                       "2097152",
+		"net.core.somaxconn":               "32768",
+		"net.ipv4.ip_local_port_range":     "1024\t65535",
+		"net.ipv4.ip_local_reserved_ports": "1883,8083-8084,8883,18083",
+		"net.ipv4.tcp_rmem":                "1024\t4096\t16777216",
+		"net.ipv4.tcp_wmem":                "1024\t4096\t16777216",
+		"net.ipv4.tcp_fin_timeout":         "15",
+	}
+	for k, v := range want {
+		if got := n.sysctl(k); got != v {
+			t.Errorf("after apply %s = %q, want %q", k, got, v)
+		}
+	}
+	conf, ok := n.readFile("/etc/sysctl.d/60-hostprep.conf")
+	if !ok || !strings.Contains(conf, "net.core.somaxconn = 32768") || strings.Contains(conf, "admin") {
+		t.Errorf("sysctl.d file:\n%s", conf)
+	}
+	limits, ok := n.readFile("/etc/security/limits.d/60-hostprep.conf")
+	if !ok || !strings.Contains(limits, "root hard nofile 1048576") {
+		t.Errorf("limits.d file:\n%s", limits)
+	}
+	_, mtime1, _ := n.run("stat", "-c", "%Y.%y", "/etc/sysctl.d/60-hostprep.conf", "/etc/security/limits.d/60-hostprep.conf")
+
+	// Second apply: nothing written.
+	out, errOut, code = n.hostprep("tune", "apply", "--profile", "sys-tune", "--output", "json")
+	if code != 0 || decode(t, out).Changed {
+		t.Fatalf("second apply: exit %d, want changed false\n%s\n%s", code, out, errOut)
+	}
+	if _, mtime2, _ := n.run("stat", "-c", "%Y.%y", "/etc/sysctl.d/60-hostprep.conf", "/etc/security/limits.d/60-hostprep.conf"); mtime1 != mtime2 {
+		t.Errorf("second apply changed mtimes: %s -> %s", mtime1, mtime2)
+	}
+	if out, _, code := n.hostprep("tune", "verify", "--profile", "sys-tune"); code != 0 {
+		t.Errorf("verify after apply: exit %d\n%s", code, out)
+	}
+	if out, _, code := n.hostprep("tune", "status"); code != 0 || !strings.Contains(out, "sys-tune") {
+		t.Errorf("status: exit %d\n%s", code, out)
+	}
+
+	// Rollback: every value and file back exactly.
+	out, errOut, code = n.hostprep("tune", "rollback", "--output", "json")
+	if code != 0 {
+		t.Fatalf("rollback: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if rr := decode(t, out); !rr.Changed || len(rr.Left) != 0 {
+		t.Errorf("rollback result %+v", rr)
+	}
+	for _, k := range sysTuneKeys {
+		if got := n.sysctl(k); got != before[k] {
+			t.Errorf("after rollback %s = %q, want the original %q", k, got, before[k])
+		}
+	}
+	for k, v := range orig { // the global keys, read from the host side
+		b, _ := os.ReadFile("/proc/sys/" + k)
+		if strings.TrimSpace(string(b)) != v {
+			t.Errorf("global %s = %s after rollback, want %s", k, strings.TrimSpace(string(b)), v)
+		}
+	}
+	if got, _ := n.readFile("/etc/sysctl.d/60-hostprep.conf"); got != pre {
+		t.Errorf("pre-existing file not restored byte for byte: %q", got)
+	}
+	for _, p := range []string{"/etc/security/limits.d/60-hostprep.conf", "/var/lib/hostprep/state.json", "/var/lib/hostprep"} {
+		if _, ok := n.readFile(p); ok {
+			t.Errorf("%s still exists after rollback", p)
+		}
+		if _, _, c := n.run("test", "-e", p); c == 0 {
+			t.Errorf("%s still exists after rollback", p)
+		}
+	}
+	// Nothing applied now: rollback is a no-op.
+	if out, _, code := n.hostprep("tune", "rollback"); code != 0 || !strings.Contains(out, "nothing applied") {
+		t.Errorf("second rollback: exit %d\n%s", code, out)
+	}
+	for p, st := range never {
+		st2, err := os.Stat(p)
+		if err != nil || !st2.ModTime().Equal(st.ModTime()) || st2.Size() != st.Size() {
+			t.Errorf("%s was touched", p)
+		}
+	}
+}
+
+func TestE2EKernelRefusalUndoesTheRun(t *testing.T) {
+	guardGlobal(t)
+	n := newNetns(t)
+	// The script's "1000 65535": the kernel really refuses it here...
+	if _, errOut, c := n.run("sh", "-c", "printf '1000 65535' > /proc/sys/net/ipv4/ip_local_port_range"); c == 0 {
+		t.Fatal("the kernel accepted ip_local_port_range 1000 65535; this test's premise is gone")
+	} else {
+		t.Logf("kernel: %s", strings.TrimSpace(errOut))
+	}
+	// ...and hostprep refuses it before writing anything (exit 2).
+	bad := writeProfile(t, "script.yaml", "sysctl:\n  net.core.somaxconn: \"8192\"\n  net.ipv4.ip_local_port_range: \"1000 65535\"\n")
+	_, errOut, code := n.hostprep("tune", "apply", "--profile", bad)
+	if code != 2 || !strings.Contains(errOut, "ip_unprivileged_port_start") || !strings.Contains(errOut, "1024 65535") {
+		t.Fatalf("exit %d, want 2 naming ip_unprivileged_port_start and suggesting 1024:\n%s", code, errOut)
+	}
+	if got := n.sysctl("net.core.somaxconn"); got != "4096" {
+		t.Fatalf("somaxconn %s after a refused profile", got)
+	}
+
+	// A value no static rule knows, refused by the kernel mid-run:
+	// tcp_syn_retries is capped at 127 (EINVAL). The keys written before it
+	// (fs.nr_open, net.core.somaxconn) must be undone.
+	nrOpen := n.sysctl("fs.nr_open")
+	syn := writeProfile(t, "syn.yaml", `sysctl:
+  fs.nr_open: {value: "2097152", mode: at-least}
+  net.core.somaxconn: "8192"
+  net.ipv4.tcp_syn_retries: "200"
+`)
+	out, errOut, code := n.hostprep("tune", "apply", "--profile", syn)
+	if code != 3 || !strings.Contains(errOut, "net.ipv4.tcp_syn_retries") || !strings.Contains(errOut, "EINVAL") || !strings.Contains(errOut, "undone") {
+		t.Fatalf("exit %d, want 3 naming the key and EINVAL:\n%s\n%s", code, out, errOut)
+	}
+	if got := n.sysctl("net.core.somaxconn"); got != "4096" {
+		t.Errorf("somaxconn %s, want 4096 (undone)", got)
+	}
+	if got := n.sysctl("fs.nr_open"); got != nrOpen {
+		t.Errorf("fs.nr_open %s, want %s (undone)", got, nrOpen)
+	}
+	if _, _, c := n.run("test", "-e", "/var/lib/hostprep/state.json"); c == 0 {
+		t.Error("journal left after an undone first apply")
+	}
+	if _, _, c := n.run("test", "-e", "/etc/sysctl.d/60-hostprep.conf"); c == 0 {
+		t.Error("sysctl.d file written although the run failed")
+	}
+}
+
+func TestE2EContainerAndPrivileges(t *testing.T) {
+	guardGlobal(t)
+	n := newNetns(t)
+	// Without root: exit 3, one line, nothing changed.
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "hostprep")
+	b, err := os.ReadFile(n.bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := n.run("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", bin, "tune", "apply", "--profile", "sys-tune")
+	if code != 3 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, "needs root") {
+		t.Fatalf("unprivileged apply: exit %d, want 3 and one line:\n%s%s", code, out, errOut)
+	}
+	// tune plan works without root.
+	if out, errOut, code := n.run("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", bin, "tune", "plan", "--profile", "sys-tune"); code != 0 || !strings.Contains(out, "fs.nr_open") {
+		t.Fatalf("unprivileged plan: exit %d\n%s%s", code, out, errOut)
+	}
+	if got := n.sysctl("net.core.somaxconn"); got != "4096" {
+		t.Fatalf("somaxconn changed to %s", got)
+	}
+
+	// Lock held by someone else: exit 3 naming the lock.
+	if _, e, c := n.run("sh", "-c", "flock /run/hostprep.lock sleep 3 >/dev/null 2>&1 & sleep 0.3"); c != 0 {
+		t.Fatal(e)
+	}
+	start := time.Now()
+	_, errOut, code = n.hostprep("tune", "apply", "--profile", "sys-tune", "--lock-wait", "500ms")
+	if code != 3 || !strings.Contains(errOut, "another hostprep apply/rollback holds /run/hostprep.lock") {
+		t.Fatalf("lock held: exit %d\n%s", code, errOut)
+	}
+	if time.Since(start) < 400*time.Millisecond {
+		t.Errorf("did not wait for the lock")
+	}
+	time.Sleep(3 * time.Second)
+
+	// Read-only /proc/sys, as in a container.
+	if _, e, c := n.run("sh", "-c", "mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys"); c != 0 {
+		t.Fatal(e)
+	}
+	_, errOut, code = n.hostprep("tune", "apply", "--profile", "sys-tune")
+	if code != 3 || !strings.Contains(errOut, "looks like a container") || !strings.Contains(errOut, "--sysctl net.core.somaxconn=32768") || !strings.Contains(errOut, "fs.nr_open") {
+		t.Fatalf("read-only /proc/sys: exit %d\n%s", code, errOut)
+	}
+	if _, _, c := n.run("test", "-e", "/var/lib/hostprep/state.json"); c == 0 {
+		t.Error("journal written in a container")
+	}
+}
+
+func TestE2EApplyTwoProfilesThenRollback(t *testing.T) {
+	orig := guardGlobal(t)
+	n := newNetns(t)
+	before := map[string]string{}
+	keys := append([]string{"net.ipv4.tcp_tw_reuse"}, sysTuneKeys...)
+	for _, k := range keys {
+		before[k] = n.sysctl(k)
+	}
+	if _, e, c := n.hostprep("tune", "apply", "--profile", "sys-tune"); c != 0 {
+		t.Fatalf("apply A: %s", e)
+	}
+	b := writeProfile(t, "broker.yaml", `description: test profile B
+sysctl:
+  net.core.somaxconn: "65535"
+  net.ipv4.tcp_tw_reuse: "1"
+limits:
+  nofile: {soft: 65536, hard: 1048576}
+systemd:
+  default_limit_nofile: {soft: 65536, hard: 1048576}
+  services: [emqx]
+`)
+	out, e, c := n.hostprep("tune", "apply", "--profile", b)
+	if c != 0 || !strings.Contains(out, "systemctl restart emqx.service") {
+		t.Fatalf("apply B: exit %d\n%s\n%s", c, out, e)
+	}
+	if got := n.sysctl("net.core.somaxconn"); got != "65535" {
+		t.Errorf("somaxconn %s after B", got)
+	}
+	if s, ok := n.readFile("/etc/systemd/system/emqx.service.d/60-hostprep.conf"); !ok || !strings.Contains(s, "LimitNOFILE=65536:1048576") {
+		t.Errorf("drop-in: %q", s)
+	}
+	if s, ok := n.readFile("/etc/systemd/system.conf.d/60-hostprep.conf"); !ok || !strings.Contains(s, "DefaultLimitNOFILE=65536:1048576") {
+		t.Errorf("system.conf.d: %q", s)
+	}
+	if out, e, c := n.hostprep("tune", "rollback"); c != 0 {
+		t.Fatalf("rollback: exit %d\n%s\n%s", c, out, e)
+	}
+	for _, k := range keys {
+		if got := n.sysctl(k); got != before[k] {
+			t.Errorf("after rollback %s = %q, want %q", k, got, before[k])
+		}
+	}
+	for _, p := range []string{"/etc/systemd/system", "/etc/systemd/system.conf.d", "/etc/security/limits.d/60-hostprep.conf", "/etc/sysctl.d/60-hostprep.conf", "/var/lib/hostprep"} {
+		if _, _, c := n.run("test", "-e", p); c == 0 {
+			t.Errorf("%s left after rollback", p)
+		}
+	}
+	for k, v := range orig {
+		b, _ := os.ReadFile("/proc/sys/" + k)
+		if strings.TrimSpace(string(b)) != v {
+			t.Errorf("global %s = %s after rollback, want %s", k, strings.TrimSpace(string(b)), v)
+		}
+	}
+}
