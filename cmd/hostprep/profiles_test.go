@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hostprep/hostprep/internal/testenv"
+)
+
+// run runs the built hostprep with args and returns stdout, stderr and the
+// exit code.
+func runHostprep(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(testenv.Binary(t), args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func TestProfilesCLI(t *testing.T) {
+	out, _, code := runHostprep(t, "profiles", "list")
+	if code != 0 || !strings.Contains(out, "sys-tune") || !strings.Contains(out, "ready-small") || !strings.Contains(out, "DESCRIPTION") {
+		t.Errorf("profiles list: exit %d\n%s", code, out)
+	}
+	out, _, code = runHostprep(t, "profiles", "list", "--output", "json")
+	var list []struct{ Name, Summary, Description string }
+	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) < 5 {
+		t.Errorf("profiles list --output json: exit %d\n%s", code, out)
+	}
+
+	out, _, code = runHostprep(t, "profiles", "show", "sys-tune")
+	if code != 0 || !strings.Contains(out, "net.ipv4.ip_local_port_range:") || !strings.Contains(out, "value: 1024 65535") {
+		t.Errorf("profiles show: exit %d\n%s", code, out)
+	}
+	out, _, code = runHostprep(t, "profiles", "show", "--raw", "sys-tune")
+	if code != 0 || !strings.Contains(out, "# sys-tune:") {
+		t.Errorf("profiles show --raw keeps comments: exit %d\n%s", code, out)
+	}
+	out, _, code = runHostprep(t, "profiles", "show", "mqtt-broker-1m", "--set", "net.core.somaxconn=65535", "--output", "json")
+	var shown struct {
+		Sysctl map[string]struct{ Value, Mode string }
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &shown) != nil || shown.Sysctl["net.core.somaxconn"].Value != "65535" || shown.Sysctl["net.core.somaxconn"].Mode != "at-least" {
+		t.Errorf("profiles show --set --output json: exit %d\n%s", code, out)
+	}
+
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(good, []byte("include: [ready-small]\nsysctl:\n  net.ipv4.ip_local_port_range: \"1024 65534\"\n"), 0o644)
+	os.WriteFile(bad, []byte("sysctl:\n  net.ipv4.ip_local_port_range: \"1000 65535\"\n"), 0o644)
+
+	out, errOut, code := runHostprep(t, "profiles", "validate", good)
+	if code != 0 || !strings.Contains(out, "good.yaml: ok") || !strings.Contains(out, "parity") || errOut != "" {
+		t.Errorf("validate good: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	out, errOut, code = runHostprep(t, "profiles", "validate", good, bad)
+	if code != 2 {
+		t.Errorf("validate bad: exit %d, want 2", code)
+	}
+	if lines := strings.Split(strings.TrimSpace(errOut), "\n"); len(lines) != 1 || !strings.Contains(errOut, "bad.yaml:2:33:") || !strings.Contains(errOut, "ip_unprivileged_port_start") {
+		t.Errorf("validate bad: want one line naming bad.yaml:2:33 and ip_unprivileged_port_start, got %q", errOut)
+	}
+	if !strings.Contains(out, "good.yaml: ok") {
+		t.Errorf("the valid file is still reported: %q", out)
+	}
+	out, _, code = runHostprep(t, "profiles", "validate", "--output", "json", good, bad)
+	var res []struct {
+		File  string
+		OK    bool
+		Error string
+	}
+	if code != 2 || json.Unmarshal([]byte(out), &res) != nil || len(res) != 2 || !res[0].OK || res[1].OK || res[1].Error == "" {
+		t.Errorf("validate --output json: exit %d\n%s", code, out)
+	}
+	_, errOut, code = runHostprep(t, "profiles", "show", "nosuch")
+	if code != 2 || !strings.Contains(errOut, "not a built-in") {
+		t.Errorf("show nosuch: exit %d %q", code, errOut)
+	}
+	_, _, code = runHostprep(t, "profiles", "list", "--output", "xml")
+	if code != 2 {
+		t.Errorf("--output xml: exit %d, want 2", code)
+	}
+}

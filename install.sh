@@ -1,0 +1,109 @@
+#!/bin/sh
+# install.sh: build hostprep from this checkout with the Go toolchain and
+# install it as PREFIX/bin/hostprep (default PREFIX /usr/local).
+#
+# Safe to run again: when the freshly built binary is byte-for-byte the one
+# already installed, nothing is written and it says "unchanged". A changed
+# binary replaces the old one atomically (install -m 0755 to a temporary
+# name in the same directory, then rename), so a running hostprep is never
+# half-overwritten.
+set -eu
+
+usage() {
+	cat <<'EOF'
+Usage: ./install.sh [--prefix DIR]
+
+Build hostprep from this checkout (go build -trimpath ./cmd/hostprep) and
+install it as DIR/bin/hostprep (default DIR: /usr/local).
+
+  --prefix DIR   install into DIR/bin instead of /usr/local/bin
+  -h, --help     show this help
+
+Running it twice is harmless: an identical binary is left alone ("unchanged").
+Needs the Go toolchain (go 1.26 or newer) on PATH, and write access to DIR/bin.
+EOF
+}
+
+prefix=/usr/local
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--prefix)
+		[ $# -ge 2 ] && [ -n "$2" ] || { echo "install.sh: --prefix needs a directory, e.g. --prefix \$HOME/.local" >&2; exit 2; }
+		prefix=$2
+		shift 2
+		;;
+	--prefix=*)
+		prefix=${1#--prefix=}
+		[ -n "$prefix" ] || { echo "install.sh: --prefix needs a directory, e.g. --prefix \$HOME/.local" >&2; exit 2; }
+		shift
+		;;
+	-h | --help)
+		usage
+		exit 0
+		;;
+	*)
+		echo "install.sh: unknown argument '$1' (see ./install.sh --help)" >&2
+		exit 2
+		;;
+	esac
+done
+
+# Build from the checkout this script lives in, wherever it is run from.
+src=$(cd "$(dirname "$0")" && pwd)
+if [ ! -f "$src/go.mod" ] || [ ! -d "$src/cmd/hostprep" ]; then
+	echo "install.sh: $src is not a hostprep checkout (no go.mod or cmd/hostprep); run the install.sh of the checkout" >&2
+	exit 2
+fi
+
+# GO=/path/to/go picks a toolchain; otherwise go on PATH, then the
+# official tarball's /usr/local/go/bin/go.
+if [ -n "${GO:-}" ]; then
+	go=$GO
+	if ! command -v "$go" >/dev/null 2>&1; then
+		echo "install.sh: GO=$GO is not an executable Go toolchain; point GO at the go binary (Go 1.26 or newer) or unset it" >&2
+		exit 3
+	fi
+elif command -v go >/dev/null 2>&1; then
+	go=go
+elif [ -x /usr/local/go/bin/go ]; then
+	go=/usr/local/go/bin/go
+else
+	echo "install.sh: the Go toolchain is needed to build hostprep and 'go' is not on PATH; install Go 1.26 or newer (or set GO=/path/to/go) and run ./install.sh again" >&2
+	exit 3
+fi
+
+bindir=$prefix/bin
+dest=$bindir/hostprep
+
+new=$bindir/.hostprep.new.$$
+tmpdir=$(mktemp -d "${TMPDIR:-/tmp}/hostprep-install.XXXXXX")
+trap 'rm -rf "$tmpdir"; rm -f "$new"' EXIT
+trap 'exit 130' INT TERM
+
+echo "install.sh: building hostprep with $("$go" version) from $src"
+(cd "$src" && "$go" build -trimpath -o "$tmpdir/hostprep" ./cmd/hostprep)
+
+if [ -f "$dest" ] && cmp -s "$tmpdir/hostprep" "$dest"; then
+	echo "install.sh: $dest unchanged (identical binary already installed)"
+	exit 0
+fi
+
+if ! mkdir -p "$bindir" 2>/dev/null; then
+	echo "install.sh: cannot create $bindir; run as root or choose --prefix \$HOME/.local" >&2
+	exit 3
+fi
+if ! install -m 0755 "$tmpdir/hostprep" "$new" 2>/dev/null; then
+	echo "install.sh: cannot write to $bindir; run as root or choose --prefix \$HOME/.local" >&2
+	exit 3
+fi
+if [ -f "$dest" ]; then
+	action=updated
+else
+	action=installed
+fi
+mv -f "$new" "$dest"
+echo "install.sh: $action $dest"
+case ":$PATH:" in
+*":$bindir:"*) ;;
+*) echo "install.sh: note: $bindir is not on PATH; run $dest or add $bindir to PATH" ;;
+esac
