@@ -1,0 +1,209 @@
+package preflight
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/verdict"
+)
+
+// host loads a recorded host from YAML (stock Debian 12 defaults for the rest).
+func host(t *testing.T, y string) *Facts {
+	t.Helper()
+	f, err := LoadHostYAML("test", strings.NewReader(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func find(t *testing.T, cs []verdict.Check, id string) verdict.Check {
+	t.Helper()
+	for _, c := range cs {
+		if c.ID == id {
+			return c
+		}
+	}
+	t.Fatalf("no check %s", id)
+	return verdict.Check{}
+}
+
+func TestChecksOnRecordedHosts(t *testing.T) {
+	cases := []struct {
+		name     string
+		host     string
+		target   Target
+		id       string
+		status   verdict.Status
+		mentions []string
+	}{
+		{"stock host passes a small broker", ``, Target{Sockets: 500, Role: Broker}, "fd.soft", verdict.Pass, nil},
+		{"nr_open below target", `sysctl: {fs.nr_open: "1048576"}
+target_process: {managed_by: systemd, unit: emqx.service, nofile_soft: 1048576, nofile_hard: 1048576}`,
+			Target{Sockets: 2000000, Role: Broker}, "fd.nr_open", verdict.Fail, []string{"fs.nr_open 1048576", "sysctl -w fs.nr_open="}},
+		{"file-max nearly used", `sysctl: {fs.file-max: "200000", fs.file-nr: "150000 0 200000"}`,
+			Target{Sockets: 100000, Role: Broker}, "fd.file_max", verdict.Fail, []string{"50000 free", "ENFILE"}},
+		{"somaxconn too small for the rate", `sysctl: {net.core.somaxconn: "128"}`,
+			Target{Sockets: 1000, Role: Broker, ConnRate: 1000}, "accept.backlog", verdict.Fail, []string{"somaxconn 128 < 2000"}},
+		{"somaxconn ignored for loadgen", `sysctl: {net.core.somaxconn: "128"}`,
+			Target{Sockets: 1000, Role: Loadgen}, "accept.backlog", verdict.Skip, nil},
+		{"syn backlog without syncookies", `sysctl: {net.ipv4.tcp_syncookies: "0", net.ipv4.tcp_max_syn_backlog: "256"}`,
+			Target{Sockets: 1000, Role: IoTDB, ConnRate: 500}, "accept.syn_backlog", verdict.Fail, []string{"tcp_max_syn_backlog 256 < 1000"}},
+		{"syn backlog with syncookies", `sysctl: {net.ipv4.tcp_max_syn_backlog: "256"}`,
+			Target{Sockets: 1000, Role: Broker, ConnRate: 500}, "accept.syn_backlog", verdict.Pass, nil},
+		{"accept queue overflowed before", `netstat: {ListenOverflows: 12, ListenDrops: 15}`,
+			Target{Sockets: 1000, Role: Broker}, "accept.overflows", verdict.Warn, []string{"ListenOverflows 12"}},
+		{"conntrack hash too small", `conntrack: {loaded: true, max: 2000000, count: 0, buckets: 16384}`,
+			Target{Sockets: 1000000, Role: Broker}, "conntrack", verdict.Warn, []string{"hashsize"}},
+		{"conntrack not loaded", ``, Target{Sockets: 1000000, Role: Broker}, "conntrack", verdict.Skip, nil},
+		{"tcp_mem written in bytes", `mem_total_bytes: 8589934592
+sysctl: {net.ipv4.tcp_mem: "16777216 16777216 16777216"}`,
+			Target{Sockets: 1000000, Role: Broker}, "mem.buffers", verdict.Warn, []string{"exceeds MemAvailable", "pages"}},
+		{"memory too small", `mem_total_bytes: 2147483648
+mem_available_bytes: 1073741824`, Target{Sockets: 1000000, Role: Broker}, "mem.available", verdict.Fail, []string{"MemAvailable 1024 MiB"}},
+		{"under memory pressure now", `sockstat: {mem: 200000}`, Target{Sockets: 1000, Role: Broker}, "mem.pressure", verdict.Fail, []string{"pressure"}},
+		{"pressure since boot", `netstat: {TCPMemoryPressures: 3}`, Target{Sockets: 1000, Role: Broker}, "mem.pressure", verdict.Warn, []string{"TCPMemoryPressures 3"}},
+		{"four source addresses suffice", `source_addresses: [192.0.2.20, 192.0.2.21, 192.0.2.22, 192.0.2.23]`,
+			Target{Sockets: 100000, Role: Loadgen, Destinations: []string{"192.0.2.10:1883"}}, "ports.ephemeral", verdict.Pass, nil},
+		{"two destinations double the ports", ``,
+			Target{Sockets: 50000, Role: Loadgen, Destinations: []string{"192.0.2.10:1883", "192.0.2.11:1883"}}, "ports.ephemeral", verdict.Pass, nil},
+		{"IPv6 destination needs IPv6 sources", `source_addresses: [192.0.2.20, "2001:db8::20"]`,
+			Target{Sockets: 60000, Role: Loadgen, Destinations: []string{"[2001:db8::10]:1883"}}, "ports.ephemeral", verdict.Fail, []string{"1 IPv6 source", "need 3 source addresses"}},
+		{"reserved ports shrink the range", `sysctl: {net.ipv4.ip_local_reserved_ports: "40000-40999"}`,
+			Target{Sockets: 28000, Role: Loadgen}, "ports.ephemeral", verdict.Fail, []string{"27232 per source address", "need 2 source addresses"}},
+		{"tw_reuse=1 makes churn harmless", `sysctl: {net.ipv4.tcp_tw_reuse: "1"}`,
+			Target{Sockets: 20000, Role: Loadgen, ConnRate: 5000}, "ports.time_wait", verdict.Pass, nil},
+		{"TIME_WAIT churn eats the ports", ``,
+			Target{Sockets: 20000, Role: Loadgen, ConnRate: 5000}, "ports.time_wait", verdict.Warn, []string{"300000 ports in TIME_WAIT", "tcp_tw_reuse"}},
+		{"profile service port in range", ``,
+			Target{Sockets: 1000, Role: Broker, ServicePorts: []int{40000}}, "ports.collision", verdict.Warn, []string{"service port 40000", "ip_local_reserved_ports=40000"}},
+		{"reserved listening port is fine", `sysctl: {net.ipv4.ip_local_port_range: "1025 65000", net.ipv4.ip_local_reserved_ports: "1883,9090"}
+listening_ports: [1883, 9090]`, Target{Sockets: 1000, Role: Broker}, "ports.collision", verdict.Pass, nil},
+		{"orphans", ``, Target{Sockets: 100000, Role: Broker}, "tcp.orphans", verdict.Warn, []string{"tcp_max_orphans 32768"}},
+		{"tw buckets", ``, Target{Sockets: 1000, Role: Broker, ConnRate: 1000}, "tcp.tw_buckets", verdict.Warn, []string{"60000"}},
+		{"clock not synchronised", `clock: {known: true, synced: false}`, Target{Sockets: 10, Role: Broker}, "clock.sync", verdict.Warn, []string{"STA_UNSYNC"}},
+		{"container with its own netns", `container: {kind: docker, own_netns: true}`, Target{Sockets: 10, Role: Broker}, "container", verdict.Warn, []string{"net.core.somaxconn", "fs.nr_open"}},
+		{"container sharing host netns", `container: {kind: docker, own_netns: false}`, Target{Sockets: 10, Role: Broker}, "container", verdict.Pass, nil},
+		{"unlimited nofile", `target_process: {managed_by: shell, nofile_soft: 18446744073709551615, nofile_hard: 18446744073709551615}`,
+			Target{Sockets: 100000, Role: Broker}, "fd.soft", verdict.Pass, []string{"infinity"}},
+		{"shell trap remedy names limits.d", `target_process: {managed_by: shell, nofile_soft: 1024, nofile_hard: 524288}`,
+			Target{Sockets: 50000, Role: Loadgen}, "fd.soft", verdict.Fail, []string{"limits.d", "ulimit -n"}},
+		{"with CAP_SYS_RESOURCE the hard limit can be raised", `target_process: {managed_by: shell, nofile_soft: 20000, nofile_hard: 20000}`,
+			Target{Sockets: 100000, Role: Broker}, "fd.raise", verdict.Pass, []string{"CAP_SYS_RESOURCE"}},
+		{"active not run", ``, Target{Sockets: 10, Role: Broker}, "active", verdict.Skip, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := host(t, c.host)
+			tg := c.target
+			if err := tg.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			got := find(t, Evaluate(f, tg), c.id)
+			if got.Status != c.status {
+				t.Fatalf("%s: %s, want %s: %s", c.id, got.Status, c.status, message(got))
+			}
+			for _, m := range c.mentions {
+				if !strings.Contains(strings.ToLower(message(got)), strings.ToLower(m)) {
+					t.Errorf("%s lacks %q: %s", c.id, m, message(got))
+				}
+			}
+			if (got.Status == verdict.Fail || got.Status == verdict.Warn) && (got.Observed == "" || got.Expected == "" || got.Remedy == "") {
+				t.Errorf("%s %s without observed/expected/remedy: %+v", c.id, got.Status, got)
+			}
+		})
+	}
+}
+
+func TestActiveResultChecks(t *testing.T) {
+	f := host(t, ``)
+	tg := Target{Sockets: 1000000, Role: Broker}
+	_ = tg.Validate()
+	f.Measured = &ActiveResult{RequestedSockets: 19936, ReachedSockets: 19936, Connections: 9968, SourceAddresses: 1, BytesPerSocket: 4000, NofileSoft: 20000, NofileHard: 20000}
+	got := find(t, Evaluate(f, tg), "active")
+	if got.Status != verdict.Warn || !strings.Contains(got.Summary, "3815 MiB") {
+		t.Errorf("partial measurement: %+v", got)
+	}
+	if m := find(t, Evaluate(f, tg), "mem.available"); !strings.Contains(m.Expected, "measured by --active") {
+		t.Errorf("mem.available does not use the measured cost: %+v", m)
+	}
+	f.Measured = &ActiveResult{RequestedSockets: 19936, ReachedSockets: 1020, FirstError: "EMFILE", FirstErrorOp: "accept", FirstErrorMessage: "too many open files"}
+	if got := find(t, Evaluate(f, tg), "active"); got.Status != verdict.Fail || !strings.Contains(got.Summary, "EMFILE") || !strings.Contains(got.Remedy, "nofile") {
+		t.Errorf("failed measurement: %+v", got)
+	}
+}
+
+func TestIgnoreAndStrict(t *testing.T) {
+	f := host(t, `target_process: {managed_by: shell, nofile_soft: 1024, nofile_hard: 1048576}`)
+	opts := Options{Target: Target{Sockets: 50000, Role: Broker}, Facts: f}
+	r, err := Run(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Verdict != verdict.Fail || exitcode.Code(r.Err(false)) != exitcode.Failed || !strings.Contains(r.Err(false).Error(), "fd.soft") {
+		t.Fatalf("verdict %s err %v", r.Verdict, r.Err(false))
+	}
+	opts.Ignore = []string{"fd.soft"}
+	opts.Facts = host(t, `target_process: {managed_by: shell, nofile_soft: 1024, nofile_hard: 1048576}`)
+	r, err = Run(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := find(t, r.Checks, "fd.soft"); c.Status != verdict.Warn || !strings.HasPrefix(c.Summary, "[ignored failure]") {
+		t.Errorf("ignored failure not downgraded: %+v", c)
+	}
+	if r.Verdict != verdict.Warn || r.Err(false) != nil {
+		t.Errorf("with fd.soft ignored: verdict %s err %v", r.Verdict, r.Err(false))
+	}
+	if exitcode.Code(r.Err(true)) != exitcode.Failed {
+		t.Errorf("--strict must fail on warnings")
+	}
+	opts.Ignore = []string{"fd.sotf"}
+	_, err = Run(t.Context(), opts)
+	if exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), `"fd.sotf"`) || !strings.Contains(err.Error(), "fd.soft") {
+		t.Errorf("unknown --ignore ID: %v", err)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	for _, tg := range []Target{
+		{Sockets: 0, Role: Broker},
+		{Sockets: 10, Role: "server"},
+		{Sockets: 10, Role: Loadgen, Destinations: []string{"broker:1883"}},
+		{Sockets: 10, Role: Loadgen, SourceIPs: []string{"not-an-ip"}},
+	} {
+		_, err := Run(t.Context(), Options{Target: tg, Facts: StockDebian12(0)})
+		if exitcode.Code(err) != exitcode.BadInput {
+			t.Errorf("%+v: %v, want bad input", tg, err)
+		}
+	}
+	if _, err := LoadHostYAML("x.yaml", strings.NewReader("sysctls: {}\n")); exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), "x.yaml") {
+		t.Errorf("unknown host field must be rejected naming the file: %v", err)
+	}
+}
+
+func TestStockDefaults(t *testing.T) {
+	f := StockDebian12(0)
+	for k, want := range map[string]string{
+		"net.ipv4.tcp_max_syn_backlog": "512",
+		"net.ipv4.tcp_max_tw_buckets":  "32768",
+		"net.ipv4.tcp_max_orphans":     "32768",
+		"net.ipv4.tcp_mem":             "98304\t131072\t196608",
+	} {
+		if f.Sysctl[k] != want {
+			t.Errorf("8 GiB stock %s = %q, want %q", k, f.Sysctl[k], want)
+		}
+	}
+	// the build host: 24 GiB gives what its kernel shows (2048, 131072)
+	f = StockDebian12(24 << 30)
+	if f.Sysctl["net.ipv4.tcp_max_syn_backlog"] != "2048" || f.Sysctl["net.ipv4.tcp_max_tw_buckets"] != "131072" {
+		t.Errorf("24 GiB: %s %s", f.Sysctl["net.ipv4.tcp_max_syn_backlog"], f.Sysctl["net.ipv4.tcp_max_tw_buckets"])
+	}
+}
+
+func TestTargetFromProfile(t *testing.T) {
+	if _, err := TargetFromProfile(nil); exitcode.Code(err) != exitcode.BadInput {
+		t.Errorf("nil profile: %v", err)
+	}
+}

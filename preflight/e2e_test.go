@@ -1,0 +1,286 @@
+package preflight
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hostprep/hostprep/internal/testenv"
+	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"golang.org/x/sys/unix"
+)
+
+// runBin runs the hostprep binary and returns stdout, stderr and the exit code.
+func runBin(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(testenv.Binary(t), args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// The issue's done-when on this machine: hard nofile (20000 here), no
+// CAP_SYS_RESOURCE, one source address: 1M loadgen sockets must fail naming
+// all three.
+func TestE2EMillionLoadgenFails(t *testing.T) {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	if lim.Max >= 1010000 {
+		t.Skipf("this host's hard nofile %d already covers 1M sockets", lim.Max)
+	}
+	capSys, err := hasCap("/proc/self/status", capSysResource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := runBin(t, "preflight", "--sockets", "1000000", "--role", "loadgen")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, stderr)
+	}
+	hard := fmt.Sprint(lim.Max) // the binary inherits the test process's hard limit
+	for _, want := range []string{"hard nofile " + hard + " < 1000000", "FAIL   fd.soft", "FAIL   ports.ephemeral"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if !capSys && !strings.Contains(out, "cannot be raised without CAP_SYS_RESOURCE: "+hard+" file descriptors") {
+		t.Errorf("output does not name the missing CAP_SYS_RESOURCE and the %s ceiling:\n%s", hard, out)
+	}
+	if !regexp.MustCompile(`need \d+ source addresses`).MatchString(out) {
+		t.Errorf("output does not say how many source addresses are needed:\n%s", out)
+	}
+	if !strings.Contains(stderr, "fd.soft") {
+		t.Errorf("stderr should name the failed checks: %s", stderr)
+	}
+}
+
+// Every machine-readable output parses with standard tools.
+func TestE2EOutputsParse(t *testing.T) {
+	args := []string{"preflight", "--sockets", "50000", "--role", "broker", "--conn-rate", "500"}
+
+	out, stderr, code := runBin(t, append(args, "-o", "json")...)
+	if code != 0 && code != 1 {
+		t.Fatalf("json: exit %d: %s", code, stderr)
+	}
+	var r Report
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		t.Fatalf("JSON does not parse into Report: %v\n%s", err, out)
+	}
+	if r.Target.Sockets != 50000 || len(r.Checks) != len(CheckIDs()) || r.Capacity.Sockets <= 0 || r.Verdict != verdict.Worst(r.Checks) {
+		t.Errorf("JSON report: target %+v, %d checks, capacity %+v, verdict %s", r.Target, len(r.Checks), r.Capacity, r.Verdict)
+	}
+	wantCode := 0
+	if r.Verdict == verdict.Fail {
+		wantCode = 1
+	}
+	if code != wantCode {
+		t.Errorf("exit %d with verdict %s", code, r.Verdict)
+	}
+	for _, c := range r.Checks {
+		if c.Status == verdict.Fail && (c.Observed == "" || c.Expected == "" || c.Remedy == "") {
+			t.Errorf("failing check without observed/expected/remedy: %+v", c)
+		}
+	}
+
+	out, _, _ = runBin(t, append(args, "-o", "junit")...)
+	var doc struct {
+		Suites []struct {
+			Tests    int `xml:"tests,attr"`
+			Failures int `xml:"failures,attr"`
+			Cases    []struct {
+				Name    string    `xml:"name,attr"`
+				Failure *struct{} `xml:"failure"`
+				Skipped *struct{} `xml:"skipped"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal([]byte(out), &doc); err != nil || len(doc.Suites) != 1 {
+		t.Fatalf("JUnit does not parse: %v\n%s", err, out)
+	}
+	if doc.Suites[0].Tests != len(CheckIDs()) {
+		t.Errorf("JUnit tests=%d, want %d", doc.Suites[0].Tests, len(CheckIDs()))
+	}
+	for _, c := range doc.Suites[0].Cases {
+		if c.Failure != nil && c.Skipped != nil {
+			t.Errorf("%s both failed and skipped", c.Name)
+		}
+	}
+
+	out, _, _ = runBin(t, append(args, "-o", "prom")...)
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(out))
+	if err != nil {
+		t.Fatalf("prom does not parse: %v\n%s", err, out)
+	}
+	if f := fams["hostprep_preflight_check_status"]; f == nil || len(f.Metric) != len(CheckIDs()) {
+		t.Errorf("one gauge per check expected:\n%s", out)
+	}
+	if f := fams["hostprep_preflight_capacity_sockets"]; f == nil || f.Metric[0].Gauge.GetValue() <= 0 {
+		t.Errorf("capacity gauge missing:\n%s", out)
+	}
+}
+
+func TestE2EBadInput(t *testing.T) {
+	_, stderr, code := runBin(t, "preflight", "--sockets", "1000", "--role", "broker", "--ignore", "fd.sotf")
+	if code != 2 || !strings.Contains(stderr, `"fd.sotf"`) || !strings.Contains(stderr, "fd.soft") {
+		t.Errorf("unknown --ignore ID: exit %d, %s", code, stderr)
+	}
+	_, stderr, code = runBin(t, "preflight", "--sockets", "1000", "--role", "server")
+	if code != 2 || !strings.Contains(stderr, "--role") {
+		t.Errorf("bad role: exit %d, %s", code, stderr)
+	}
+	_, stderr, code = runBin(t, "preflight", "--sockets", "1000", "--role", "broker", "-o", "yaml")
+	if code != 2 {
+		t.Errorf("bad output: exit %d, %s", code, stderr)
+	}
+	_, stderr, code = runBin(t, "preflight", "--sockets", "1000", "--role", "broker", "--pid", "999999999")
+	if code != 2 || !strings.Contains(stderr, "--pid") {
+		t.Errorf("missing pid: exit %d, %s", code, stderr)
+	}
+}
+
+// --ignore turns the failures into warnings: exit 0; --strict fails again.
+func TestE2EIgnoreAndStrict(t *testing.T) {
+	out, _, _ := runBin(t, "preflight", "--sockets", "1000000", "--role", "loadgen", "-o", "json")
+	var r Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	var failed []string
+	for _, c := range r.Checks {
+		if c.Status == verdict.Fail {
+			failed = append(failed, c.ID)
+		}
+	}
+	if len(failed) == 0 {
+		t.Skip("nothing fails for 1M sockets on this host")
+	}
+	_, stderr, code := runBin(t, "preflight", "--sockets", "1000000", "--role", "loadgen", "--ignore", strings.Join(failed, ","))
+	if code != 0 {
+		t.Errorf("with %v ignored: exit %d %s", failed, code, stderr)
+	}
+	_, _, code = runBin(t, "preflight", "--sockets", "1000000", "--role", "loadgen", "--ignore", strings.Join(failed, ","), "--strict")
+	if code != 1 {
+		t.Errorf("--strict with warnings: exit %d, want 1", code)
+	}
+}
+
+// --active with a small K: the child opens the sockets under the target's
+// limits and prints the kernel bytes per socket.
+func TestE2EActive(t *testing.T) {
+	out, stderr, code := runBin(t, "preflight", "--sockets", "3000", "--role", "broker", "--active", "-o", "json")
+	if code != 0 && code != 1 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	m := r.Capacity.Measured
+	if m == nil || m.ReachedSockets != 3000 || m.Connections != 1500 || m.FirstError != "" {
+		t.Fatalf("measured %+v", m)
+	}
+	// an idle TCP socket costs a few KiB of slab; anything outside 1..64 KiB is a broken measurement
+	if m.BytesPerSocket < 1024 || m.BytesPerSocket > 64<<10 {
+		t.Errorf("bytes per socket %.0f is implausible", m.BytesPerSocket)
+	}
+	if c := find(t, r.Checks, "active"); c.Status != verdict.Pass {
+		t.Errorf("active check %+v", c)
+	}
+	text, _, _ := runBin(t, "preflight", "--sockets", "2000", "--role", "broker", "--active")
+	if !strings.Contains(text, "bytes per socket") || !strings.Contains(text, "2 fds per connection") {
+		t.Errorf("text output lacks the measurement:\n%s", text)
+	}
+	assertNoChildren(t)
+}
+
+// In a network namespace of its own with a 1000-port range, 3000 sockets
+// (1500 connections) need a second loopback source address.
+func TestE2EActiveExtraSourceAddresses(t *testing.T) {
+	testenv.RequireUnshare(t)
+	bin := testenv.Binary(t)
+	script := `ip link set lo up && echo "40000 40999" > /proc/sys/net/ipv4/ip_local_port_range && exec "$0" preflight --sockets 3000 --role broker --active -o json`
+	cmd := exec.Command("unshare", "--net", "sh", "-c", script, bin)
+	out, err := cmd.Output()
+	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() > 1 {
+		t.Fatalf("%v: %s", err, ee.Stderr)
+	}
+	var r Report
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	m := r.Capacity.Measured
+	if m == nil || m.ReachedSockets != 3000 || m.SourceAddresses < 2 {
+		t.Fatalf("measured %+v, want 3000 sockets over >= 2 source addresses", m)
+	}
+	if c := find(t, r.Checks, "container"); c.Status != verdict.Warn {
+		t.Errorf("own network namespace not reported: %+v", c)
+	}
+}
+
+// The child must not outlive a killed hostprep.
+func TestE2EActiveChildDiesWithParent(t *testing.T) {
+	bin := testenv.Binary(t)
+	cmd := exec.Command(bin, "preflight", "--sockets", "15000", "--role", "broker", "--active")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(childrenOf(bin)) == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	assertNoChildren(t)
+}
+
+// childrenOf lists PIDs whose command line is our binary's active child.
+func childrenOf(bin string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if len(args) > 2 && args[0] == bin && args[2] == ActiveChildArg {
+			var pid int
+			fmt.Sscan(e.Name(), &pid)
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func assertNoChildren(t *testing.T) {
+	t.Helper()
+	bin := testenv.Binary(t)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if len(childrenOf(bin)) == 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Errorf("measuring children left behind: %v", childrenOf(bin))
+}

@@ -1,0 +1,183 @@
+package preflight
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+)
+
+// writeTree writes files (path -> content) under a temporary root.
+func writeTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for p, c := range files {
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+const limitsFile = `Limit                     Soft Limit           Hard Limit           Units     
+Max cpu time              unlimited            unlimited            seconds   
+Max open files            1024                 524288               files     
+Max locked memory         8388608              8388608              bytes     
+`
+
+// A recorded /proc, /sys and /etc tree, node_exporter style.
+func fixtureRoot(t *testing.T, extra map[string]string) string {
+	files := map[string]string{
+		"proc/sys/fs/file-max":                        "9223372036854775807\n",
+		"proc/sys/fs/file-nr":                         "2016\t0\t9223372036854775807\n",
+		"proc/sys/fs/nr_open":                         "1048576\n",
+		"proc/sys/net/core/somaxconn":                 "4096\n",
+		"proc/sys/net/ipv4/ip_local_port_range":       "32768\t60999\n",
+		"proc/sys/net/ipv4/ip_local_reserved_ports":   "\n",
+		"proc/sys/net/ipv4/tcp_mem":                   "94500\t126000\t189000\n",
+		"proc/sys/net/netfilter/nf_conntrack_max":     "65536\n",
+		"proc/sys/net/netfilter/nf_conntrack_count":   "60000\n",
+		"proc/sys/net/netfilter/nf_conntrack_buckets": "16384\n",
+		"proc/sys/kernel/osrelease":                   "6.1.0-13-amd64\n",
+		"proc/net/netstat": "TcpExt: SyncookiesSent ListenOverflows ListenDrops TCPMemoryPressures\n" +
+			"TcpExt: 0 7 9 0\nIpExt: InNoRoutes\nIpExt: 0\n",
+		"proc/net/sockstat": "sockets: used 200\nTCP: inuse 12 orphan 1 tw 30 alloc 14 mem 5\nUDP: inuse 1 mem 0\n",
+		"proc/net/tcp": "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n" +
+			"   0: 00000000:075B 00000000:0000 0A 00000000:00000000 00:00000000 00000000   107        0 1 1 0000000000000000 100 0 0 10 0\n" +
+			"   1: 0100007F:9C40 0100007F:C350 01 00000000:00000000 00:00000000 00000000     0        0 2 1 0000000000000000 20 4 30 10 -1\n",
+		"proc/net/tcp6": "  sl  local_address rem_address   st\n" +
+			"   0: 00000000000000000000000000000000:2382 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000   0 0 3 1\n",
+		"proc/4242/limits":                                   limitsFile,
+		"proc/4242/status":                                   "Name:\tmosquitto\nCapEff:\t0000000000000000\n",
+		"proc/4242/cgroup":                                   "0::/system.slice/mosquitto.service\n",
+		"proc/meminfo":                                       "MemTotal:       16384000 kB\nMemFree:         8000000 kB\nMemAvailable:   12000000 kB\nBuffers: 0 kB\nCached: 0 kB\n",
+		"run/systemd/system/.keep":                           "",
+		"etc/systemd/system.conf":                            "[Manager]\n#DefaultLimitNOFILE=1024:524288\n",
+		"etc/systemd/system.conf.d/10-nofile.conf":           "[Manager]\nDefaultLimitNOFILE=4096:65536\n",
+		"lib/systemd/system/emqx.service":                    "[Service]\nExecStart=/usr/bin/emqx\nLimitNOFILE=65536\nUser=emqx\n",
+		"etc/systemd/system/emqx.service.d/60-hostprep.conf": "[Service]\nLimitNOFILE=1048576:2097152\n",
+		"etc/security/limits.conf":                           "# comment\n*  soft  nofile  1048576\n*  hard  nofile  1048576\nroot - nofile 65536\n@adm hard nofile 4096\n",
+	}
+	for k, v := range extra {
+		files[k] = v
+	}
+	return writeTree(t, files)
+}
+
+func TestGatherFromRecordedTree(t *testing.T) {
+	root := fixtureRoot(t, nil)
+	f, err := Gather(t.Context(), GatherOptions{Root: root, PID: 4242, SourceIPs: []string{"192.0.2.20"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Kernel != "6.1.0-13-amd64" || f.Sysctl["net.ipv4.tcp_mem"] != "94500\t126000\t189000" {
+		t.Errorf("sysctls: kernel %q tcp_mem %q", f.Kernel, f.Sysctl["net.ipv4.tcp_mem"])
+	}
+	if n, ok := f.SysInt("fs.file-max"); !ok || n != 9223372036854775807 {
+		t.Errorf("file-max %d %v", n, ok)
+	}
+	if f.Conntrack != (Conntrack{Loaded: true, Max: 65536, Count: 60000, Buckets: 16384}) {
+		t.Errorf("conntrack %+v", f.Conntrack)
+	}
+	if f.Netstat["ListenOverflows"] != 7 || f.Netstat["ListenDrops"] != 9 {
+		t.Errorf("netstat %v", f.Netstat)
+	}
+	if f.Sockstat != (Sockstat{InUse: 12, Orphan: 1, TW: 30, Alloc: 14, MemPages: 5}) {
+		t.Errorf("sockstat %+v", f.Sockstat)
+	}
+	if fmt.Sprint(f.ListeningPorts) != "[1883 9090]" {
+		t.Errorf("listening ports %v, want [1883 9090] (LISTEN only, tcp and tcp6)", f.ListeningPorts)
+	}
+	tp := f.Target
+	if tp.NofileSoft != 1024 || tp.NofileHard != 524288 || tp.CapSysResource || tp.ManagedBy != "systemd" || tp.Unit != "mosquitto.service" {
+		t.Errorf("target from --pid: %+v", tp)
+	}
+	if d := f.Systemd.DefaultLimitNOFILE; !f.Systemd.Running || d == nil || d.Soft != 4096 || d.Hard != 65536 {
+		t.Errorf("systemd %+v %+v", f.Systemd, d)
+	}
+	if l := f.LimitsD["*"]; l.Soft != 1048576 || l.Hard != 1048576 || f.LimitsD["root"].Soft != 65536 || f.LimitsD["@adm"].Hard != 4096 {
+		t.Errorf("limits.d %+v", f.LimitsD)
+	}
+	if f.MemTotal != 16384000*1024 || f.MemAvailable != 12000000*1024 {
+		t.Errorf("memory via gopsutil: %d %d", f.MemTotal, f.MemAvailable)
+	}
+}
+
+func TestGatherServiceFromFiles(t *testing.T) {
+	// systemd not running in the recorded tree: the unit file and drop-ins decide
+	root := fixtureRoot(t, nil)
+	if err := os.RemoveAll(filepath.Join(root, "run/systemd")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Gather(t.Context(), GatherOptions{Root: root, Service: "emqx"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := f.Target
+	if tp.Unit != "emqx.service" || tp.NofileSoft != 1048576 || tp.NofileHard != 2097152 || !strings.Contains(tp.Source, "60-hostprep.conf") || tp.CapSysResource {
+		t.Errorf("service from files: %+v", tp)
+	}
+	// a unit with no LimitNOFILE gets systemd's DefaultLimitNOFILE
+	f, err = Gather(t.Context(), GatherOptions{Root: root, Service: "mosquitto.service"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Target.NofileSoft != 4096 || f.Target.NofileHard != 65536 || !strings.Contains(f.Target.Source, "DefaultLimitNOFILE") {
+		t.Errorf("default limit: %+v", f.Target)
+	}
+}
+
+func TestGatherErrors(t *testing.T) {
+	root := fixtureRoot(t, nil)
+	if _, err := Gather(t.Context(), GatherOptions{Root: root, PID: 999999}); exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), "--pid 999999") {
+		t.Errorf("missing pid: %v", err)
+	}
+	if _, err := Gather(t.Context(), GatherOptions{Root: t.TempDir()}); exitcode.Code(err) != exitcode.Environment {
+		t.Errorf("no procfs: %v", err)
+	}
+}
+
+func TestLoginLimitPrecedence(t *testing.T) {
+	root := fixtureRoot(t, nil)
+	f, err := Gather(t.Context(), GatherOptions{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, dom, ok := loginLimit(f.LimitsD, "alice", []string{"adm"}); !ok || dom != "@adm" || l.Hard != 4096 {
+		t.Errorf("group beats *: %v %q", l, dom)
+	}
+	if l, dom, _ := loginLimit(f.LimitsD, "bob", nil); dom != "*" || l.Soft != 1048576 {
+		t.Errorf("* for users: %v %q", l, dom)
+	}
+	if l, dom, _ := loginLimit(f.LimitsD, "root", nil); dom != "root" || l.Soft != 65536 {
+		t.Errorf("root needs its own line: %v %q", l, dom)
+	}
+}
+
+func TestGatherLiveHost(t *testing.T) {
+	f, err := Gather(t.Context(), GatherOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.MemTotal == 0 || f.CPUs == 0 || f.PageSize == 0 || f.Target.NofileHard == 0 {
+		t.Fatalf("live facts incomplete: mem %d cpus %d page %d nofile %d", f.MemTotal, f.CPUs, f.PageSize, f.Target.NofileHard)
+	}
+	if _, ok := f.SysFields("net.ipv4.ip_local_port_range"); !ok {
+		t.Error("ip_local_port_range not read")
+	}
+	// our own pid: the limits read are the test process's
+	f, err = Gather(t.Context(), GatherOptions{PID: os.Getpid()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Target.PID != os.Getpid() || f.Target.NofileSoft == 0 {
+		t.Errorf("--pid self: %+v", f.Target)
+	}
+}
