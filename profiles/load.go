@@ -85,6 +85,9 @@ func Load(ref string, sets []string) (*Profile, error) {
 // validated like Load's; no sets are applied (call ApplySets and Validate
 // for those).
 func Parse(name string, data []byte) (*Profile, error) {
+	if name == "" {
+		name = "profile.yaml"
+	}
 	l := &loader{nodeFile: map[*yaml.Node]string{}}
 	root, err := l.resolveData(name, "", data, false, nil)
 	if err != nil {
