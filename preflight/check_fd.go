@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/profiles"
 )
 
 // File descriptor checks: every socket is one fd of the process that holds
@@ -67,8 +68,10 @@ func checkFDSoft(f *Facts, t Target) verdict.Check {
 			unit = "the unit"
 		}
 		summary = fmt.Sprintf("target process soft nofile %d < %d sockets: %s runs under systemd, which sets its limit from LimitNOFILE", p.NofileSoft, t.Sockets, unit)
-		if f.Systemd.DefaultLimitNOFILE != nil {
-			summary += fmt.Sprintf(" (unset, so DefaultLimitNOFILE %s applies)", fmtLimit(*f.Systemd.DefaultLimitNOFILE))
+		if d := f.Systemd.DefaultLimitNOFILE; d != nil && d.Soft == p.NofileSoft && d.Hard == p.NofileHard {
+			summary += fmt.Sprintf(" (none set: systemd's DefaultLimitNOFILE %s applies)", fmtLimit(*d))
+		} else {
+			summary += fmt.Sprintf(" (%s)", fmtLimit(profiles.Limit{Soft: p.NofileSoft, Hard: p.NofileHard}))
 		}
 		if s := limitsDSummary(f); s != "" {
 			summary += fmt.Sprintf("; limits.d sets %s, but limits.conf does not apply to systemd services (pam_limits only runs for login sessions)", s)

@@ -1,11 +1,13 @@
 package preflight
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/profiles"
 )
 
 // host loads a recorded host from YAML (stock Debian 12 defaults for the rest).
@@ -205,5 +207,54 @@ func TestStockDefaults(t *testing.T) {
 func TestTargetFromProfile(t *testing.T) {
 	if _, err := TargetFromProfile(nil); exitcode.Code(err) != exitcode.BadInput {
 		t.Errorf("nil profile: %v", err)
+	}
+}
+
+func TestTargetFromProfileFields(t *testing.T) {
+	p := &profiles.Profile{
+		Name:         "edge",
+		ReservePorts: []int{1883, 8883},
+		Systemd:      profiles.Systemd{Services: []string{"mosquitto"}},
+		Preflight:    &profiles.PreflightTarget{Sockets: 200000, Role: "broker", ConnRate: 1000},
+		Probe:        profiles.Probes{MQTT: &profiles.MQTTProbe{Broker: "tcp://127.0.0.1:18831"}},
+	}
+	tg, err := TargetFromProfile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tg.Sockets != 200000 || tg.Role != Broker || tg.ConnRate != 1000 || tg.Service != "mosquitto" || fmt.Sprint(tg.ServicePorts) != "[1883 8883 18831]" {
+		t.Errorf("target %+v", tg)
+	}
+	if _, err := TargetFromProfile(&profiles.Profile{Name: "bare"}); exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), `"bare"`) {
+		t.Errorf("profile without preflight: %v", err)
+	}
+}
+
+// Every built-in profile with a preflight section gives a valid target.
+func TestBuiltinProfilesHaveValidTargets(t *testing.T) {
+	names := profiles.BuiltinNames()
+	if len(names) == 0 {
+		t.Skip("no built-in profiles yet")
+	}
+	n := 0
+	for _, name := range names {
+		p, err := profiles.Load(name, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if p.Preflight == nil {
+			continue
+		}
+		tg, err := TargetFromProfile(p)
+		if err == nil {
+			err = tg.Validate()
+		}
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		n++
+	}
+	if n == 0 {
+		t.Error("no built-in profile carries a preflight target")
 	}
 }

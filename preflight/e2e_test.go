@@ -284,3 +284,22 @@ func assertNoChildren(t *testing.T) {
 	}
 	t.Errorf("measuring children left behind: %v", childrenOf(bin))
 }
+
+// --profile needs no other flags; explicit flags override the profile.
+func TestE2EProfile(t *testing.T) {
+	out, stderr, code := runBin(t, "preflight", "--profile", "mqtt-broker-1m", "-o", "json")
+	if code != 0 && code != 1 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Target.Sockets != 1000000 || r.Target.Role != Broker || r.TargetProcess.Unit == "" {
+		t.Errorf("profile target %+v, process %+v", r.Target, r.TargetProcess)
+	}
+	out, _, _ = runBin(t, "preflight", "--profile", "mqtt-broker-1m", "--sockets", "500", "-o", "json")
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r.Target.Sockets != 500 {
+		t.Errorf("--sockets must override the profile: %v %+v", err, r.Target)
+	}
+}
