@@ -65,6 +65,19 @@ func (r *Result) xRange() *chart.ContinuousRange {
 	return &chart.ContinuousRange{Min: lo, Max: hi}
 }
 
+// xTicks puts one tick on each step's worker count.
+func (r *Result) xTicks() []chart.Tick {
+	var t []chart.Tick
+	for _, s := range r.Steps {
+		t = append(t, chart.Tick{Value: float64(s.Workers), Label: fmt.Sprint(s.Workers)})
+	}
+	if len(t) == 1 { // keep the padded range visible
+		xr := r.xRange()
+		t = []chart.Tick{{Value: xr.Min}, t[0], {Value: xr.Max}}
+	}
+	return t
+}
+
 func yRange(series ...[]float64) *chart.ContinuousRange {
 	hi := 0.0
 	for _, s := range series {
@@ -127,7 +140,7 @@ func (r *Result) latencyChart() (template.HTML, error) {
 		line("p95", xs, p95, colOrange, false),
 		line("p99", xs, p99, colPurple, false),
 	}
-	return renderChart("Response time against concurrency", "response time (ms)", r.xRange(), yr, append(series, r.markers(yr.Max)...))
+	return renderChart("Response time against concurrency", "response time (ms)", r.xRange(), r.xTicks(), yr, append(series, r.markers(yr.Max)...))
 }
 
 func (r *Result) throughputChart() (template.HTML, error) {
@@ -138,21 +151,30 @@ func (r *Result) throughputChart() (template.HTML, error) {
 	}
 	yr := yRange(tps)
 	series := []chart.Series{line("TPS (successful operations/s)", xs, tps, colBlue, false)}
-	return renderChart("Throughput against concurrency", "TPS (operations/s)", r.xRange(), yr, append(series, r.markers(yr.Max)...))
+	return renderChart("Throughput against concurrency", "TPS (operations/s)", r.xRange(), r.xTicks(), yr, append(series, r.markers(yr.Max)...))
 }
 
 // renderChart renders to SVG and makes it inline-ready: the XML namespace
 // attributes (not needed inside HTML5) are dropped, so the page carries no
 // URL at all.
-func renderChart(title, yName string, xr, yr *chart.ContinuousRange, series []chart.Series) (template.HTML, error) {
+func renderChart(title, yName string, xr *chart.ContinuousRange, xt []chart.Tick, yr *chart.ContinuousRange, series []chart.Series) (template.HTML, error) {
 	c := chart.Chart{
 		Title:      title,
-		Width:      820,
-		Height:     380,
-		Background: chart.Style{Padding: chart.Box{Top: 50, Left: 20, Right: 20, Bottom: 10}},
-		XAxis:      chart.XAxis{Name: "concurrency (workers)", Range: xr},
-		YAxis:      chart.YAxis{Name: yName, Range: yr},
-		Series:     series,
+		Width:      900,
+		Height:     400,
+		Background: chart.Style{Padding: chart.Box{Top: 50, Left: 180, Right: 50, Bottom: 10}},
+		XAxis:      chart.XAxis{Name: "concurrency (workers)", Range: xr, Ticks: xt},
+		YAxis: chart.YAxis{Name: yName, Range: yr, ValueFormatter: func(v interface{}) string {
+			f, _ := v.(float64)
+			if yr.Max >= 100 {
+				return fmt.Sprintf("%.0f", f)
+			}
+			return fmt.Sprintf("%.1f", f)
+		}},
+		// No series uses the secondary axis; unhidden, go-chart draws it
+		// with an empty range at a bogus position.
+		YAxisSecondary: chart.YAxis{Style: chart.Style{Hidden: true}},
+		Series:         series,
 	}
 	c.Elements = []chart.Renderable{chart.LegendLeft(&c)}
 	var b bytes.Buffer

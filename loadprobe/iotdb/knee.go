@@ -58,6 +58,9 @@ func FindKnee(steps []Step) Knee {
 		k.Reading = "no operation succeeded: no throughput to read a knee from"
 	case len(steps) == 1:
 		k.Reading = fmt.Sprintf("one step (%d workers, %.0f TPS): add steps to find a knee", last.Workers, k.PeakTPS)
+	case k.Workers != 0 && k.Workers < k.PeakWorkers:
+		k.Reading = fmt.Sprintf("at %d workers latency rises without more throughput (TPS %+.0f%%, p95 %+.0f%%), yet throughput peaks later at %d workers (%.0f TPS): the steps are noisy; repeat with longer --step-duration",
+			k.Workers, 100*k.TPSGrowth, 100*k.P95Growth, k.PeakWorkers, k.PeakTPS)
 	case k.Workers != 0:
 		k.Reading = fmt.Sprintf("throughput peaks at %d workers (%.0f TPS); at %d workers latency rises without more throughput (TPS %+.0f%%, p95 %+.0f%%)",
 			k.PeakWorkers, k.PeakTPS, k.Workers, 100*k.TPSGrowth, 100*k.P95Growth)
