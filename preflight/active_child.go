@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strconv"
@@ -47,7 +48,12 @@ func RunActiveChild(ctx context.Context, o ChildOptions) (*ActiveResult, error) 
 		return nil, err
 	}
 
-	before, err := readMeminfo()
+	mem, err := openMeminfo()
+	if err != nil {
+		return nil, err
+	}
+	defer mem.Close()
+	before, err := mem.read()
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +182,7 @@ func RunActiveChild(ctx context.Context, o ChildOptions) (*ActiveResult, error) 
 		nc := len(clients)
 		mu.Unlock()
 		got = waitAccepted(ctx, accepted, got, nc, 2*time.Second)
-		mi, err := readMeminfo()
+		mi, err := mem.read()
 		if err != nil {
 			return nil, err
 		}
@@ -292,15 +298,27 @@ func childPortsPerSource() int64 {
 	return max(1, n*9/10)
 }
 
-// readMeminfo returns /proc/meminfo in bytes by field name.
-func readMeminfo() (map[string]int64, error) {
-	fh, err := os.Open("/proc/meminfo")
+// meminfo reads /proc/meminfo through a file opened once, so sampling
+// still works when the process has used up its fd limit.
+type meminfo struct{ f *os.File }
+
+func openMeminfo() (*meminfo, error) {
+	f, err := os.Open("/proc/meminfo")
 	if err != nil {
 		return nil, fmt.Errorf("--active needs /proc/meminfo: %w", err)
 	}
-	defer fh.Close()
+	return &meminfo{f: f}, nil
+}
+
+func (m *meminfo) Close() error { return m.f.Close() }
+
+// read returns /proc/meminfo in bytes by field name.
+func (m *meminfo) read() (map[string]int64, error) {
+	if _, err := m.f.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("/proc/meminfo: %w", err)
+	}
 	out := map[string]int64{}
-	sc := bufio.NewScanner(fh)
+	sc := bufio.NewScanner(m.f)
 	for sc.Scan() {
 		name, rest, ok := strings.Cut(sc.Text(), ":")
 		if !ok {

@@ -303,3 +303,39 @@ func TestE2EProfile(t *testing.T) {
 		t.Errorf("--sockets must override the profile: %v %+v", err, r.Target)
 	}
 }
+
+// --pid: the child takes that process's limits; asking for more sockets
+// than they allow stops at EMFILE, classified and reported as a failure.
+func TestE2EActiveHitsTargetLimit(t *testing.T) {
+	sleeper := exec.Command("sh", "-c", "ulimit -Sn 600 && exec sleep 30")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() })
+	pid := fmt.Sprint(sleeper.Process.Pid)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) { // wait for the exec so /proc/PID/limits shows 600
+		if b, _ := os.ReadFile("/proc/" + pid + "/comm"); strings.TrimSpace(string(b)) == "sleep" {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	out, stderr, code := runBin(t, "preflight", "--sockets", "1000", "--pid", pid, "--active", "--active-sockets", "1000", "-o", "json")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1: %s\n%s", code, stderr, out)
+	}
+	var r Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	m := r.Capacity.Measured
+	if m == nil || m.NofileSoft != 600 || m.FirstError != "EMFILE" || m.ReachedSockets >= 600 || m.ReachedSockets < 400 {
+		t.Fatalf("measured %+v", m)
+	}
+	if c := find(t, r.Checks, "active"); c.Status != verdict.Fail || !strings.Contains(c.Summary, "EMFILE") {
+		t.Errorf("active check %+v", c)
+	}
+	if c := find(t, r.Checks, "fd.soft"); c.Status != verdict.Fail || !strings.Contains(c.Summary, "soft nofile 600 < 1000") {
+		t.Errorf("fd.soft %+v", c)
+	}
+}

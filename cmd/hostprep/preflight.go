@@ -77,6 +77,9 @@ warned), 2 bad input, 3 could not run.`,
 					return exitcode.BadInputf("--set needs --profile")
 				}
 				t.Role = preflight.Role(role)
+				if role == "" {
+					t.Role = preflight.Broker
+				}
 			}
 			opts.Target = t
 			opts.ActiveOptions.Timeout = activeTime
@@ -100,7 +103,7 @@ warned), 2 bad input, 3 could not run.`,
 	}
 	f := c.Flags()
 	f.IntVar(&t.Sockets, "sockets", 0, "concurrent TCP sockets the host must carry")
-	f.StringVar(&role, "role", "", "broker (accepts connections), loadgen (opens them) or iotdb")
+	f.StringVar(&role, "role", "", "broker (accepts connections), loadgen (opens them) or iotdb; default broker, or the profile's")
 	f.IntVar(&t.ConnRate, "conn-rate", 0, "new connections per second (default 2000)")
 	f.StringArrayVar(&t.Destinations, "dest", nil, "loadgen destination ip:port (repeatable); default one destination")
 	f.StringSliceVar(&t.SourceIPs, "source-ips", nil, "loadgen source addresses (comma-separated); default the host's global addresses")
