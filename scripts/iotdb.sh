@@ -21,6 +21,8 @@
 #   HOSTPREP_IOTDB_CN_HEAP / HOSTPREP_IOTDB_DN_HEAP  heaps (default 512m / 1g)
 #   HOSTPREP_IOTDB_START_TIMEOUT  seconds to wait for a session (default 180)
 #   MAVEN_REPO_LOCAL          mvn local repository (default ~/.m2/repository)
+#   HOSTPREP_IOTDB_FETCH      zip (default: the zips, jars if they are missing)
+#                             or jars (skip the zips; tests the fallback)
 #
 # start is idempotent (a running, answering IoTDB is left alone); stop kills
 # both nodes by pidfile and waits for them. On failure the reason and the
@@ -65,7 +67,8 @@ fetch() {
   rm -rf "$tmp"
   mkdir -p "$tmp"
   log "fetching IoTDB $VERSION (ConfigNode and DataNode zips) with mvn into $DIST"
-  if mvnq dependency:unpack -Dartifact="org.apache.iotdb:iotdb-confignode:$VERSION:zip" \
+  if [ "${HOSTPREP_IOTDB_FETCH:-zip}" != jars ] &&
+     mvnq dependency:unpack -Dartifact="org.apache.iotdb:iotdb-confignode:$VERSION:zip" \
         -DoutputDirectory="$tmp/confignode" >"$tmp/mvn-cn.log" 2>&1 &&
      mvnq dependency:unpack -Dartifact="org.apache.iotdb:iotdb-server:$VERSION:zip" \
         -DoutputDirectory="$tmp/datanode" >"$tmp/mvn-dn.log" 2>&1 &&
@@ -73,7 +76,7 @@ fetch() {
     echo zip >"$tmp/.source"
   else
     log "the $VERSION zips could not be fetched (see below); falling back to the jars via scripts/iotdb/pom.xml"
-    tail -n 5 "$tmp"/mvn-*.log >&2 || true
+    tail -n 5 "$tmp"/mvn-*.log >&2 2>/dev/null || true
     rm -rf "$tmp/confignode" "$tmp/datanode"
     mkdir -p "$tmp/lib"
     if ! mvnq -f "$here/iotdb/pom.xml" -Diotdb.version="$VERSION" \
