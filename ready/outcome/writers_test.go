@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 func sample() *Result {
@@ -39,25 +41,26 @@ func TestJUnit(t *testing.T) {
 	if err := WriteJUnit(&b, sample()); err != nil {
 		t.Fatal(err)
 	}
-	var got junitSuites
+	var got verdict.JUnitTestSuites
 	if err := xml.Unmarshal(b.Bytes(), &got); err != nil {
 		t.Fatalf("not XML: %v\n%s", err, b.String())
 	}
-	// tune 1 + preflight 3 + mqtt 1 + iotdb (no checks: the step) 1
-	if got.Tests != 6 || got.Failures != 1 || got.Errors != 1 || got.Skipped != 1 {
-		t.Errorf("tests/failures/errors/skipped = %d/%d/%d/%d, want 6/1/1/1\n%s", got.Tests, got.Failures, got.Errors, got.Skipped, b.String())
+	// tune 1 + preflight 3 + mqtt 1 + iotdb (no checks: the step) 1;
+	// failures: fd.hard and iotdb's could-not-run.
+	if got.Tests != 6 || got.Failures != 2 || got.Skipped != 1 || len(got.Suites) != 4 {
+		t.Errorf("tests/failures/skipped/suites = %d/%d/%d/%d, want 6/2/1/4\n%s", got.Tests, got.Failures, got.Skipped, len(got.Suites), b.String())
 	}
 	for _, s := range got.Suites {
 		for _, c := range s.Cases {
-			if c.Name == `preflight/clock "sync"` {
+			if c.Name == `clock "sync"` {
 				if c.Failure != nil || c.Skipped != nil || !strings.HasPrefix(c.SystemOut, "WARNING") {
 					t.Errorf("a warning must be a passing case with system-out: %+v", c)
 				}
 			}
-			if c.Name == "preflight/fd.hard" && (c.Failure == nil || !strings.Contains(c.Failure.Text, "fix: LimitNOFILE=1048576")) {
+			if c.Name == "fd.hard" && (c.Failure == nil || !strings.Contains(c.Failure.Text, "remedy: LimitNOFILE=1048576")) {
 				t.Errorf("fd.hard failure lacks the fix: %+v", c.Failure)
 			}
-			if c.Name == "probe-iotdb" && (c.Error == nil || !strings.Contains(c.Error.Message, "connection refused")) {
+			if c.Name == "probe-iotdb" && (c.Failure == nil || c.Failure.Type != "could-not-run" || !strings.Contains(c.Failure.Message, "connection refused")) {
 				t.Errorf("iotdb could-not-run is not an <error>: %+v", c)
 			}
 		}
@@ -65,7 +68,7 @@ func TestJUnit(t *testing.T) {
 }
 
 var (
-	promSample = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)\{((?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*",?)*)\} (-?[0-9.e+-]+)$`)
+	promSample = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{((?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*",?)*)\})? (-?[0-9.e+-]+)$`)
 	promMeta   = regexp.MustCompile(`^# (HELP|TYPE) ([a-zA-Z_:][a-zA-Z0-9_:]*) .+$`)
 )
 
@@ -93,16 +96,37 @@ func TestProm(t *testing.T) {
 		samples[m[1]+"{"+m[2]+"}"] = m[3]
 	}
 	for k, want := range map[string]string{
-		`hostprep_ready{profile="ready-small"}`:                                                        "0",
-		`hostprep_ready_changed{profile="ready-small"}`:                                                "1",
-		`hostprep_ready_step_status{profile="ready-small",step="preflight"}`:                           "2",
-		`hostprep_ready_check_status{profile="ready-small",step="preflight",check="clock \"sync\""}`:   "1",
-		`hostprep_ready_step_metric{profile="ready-small",step="preflight",metric="capacity_sockets"}`: "19936",
-		`hostprep_ready_step_metric{profile="ready-small",step="probe-mqtt",metric="ack_p95_ms"}`:      "1.25",
-		`hostprep_ready_last_run_timestamp_seconds{profile="ready-small"}`:                             "1795946400",
+		`hostprep_ready{profile="ready-small"}`:                                  "0",
+		`hostprep_ready_verdict{}`:                                               "2",
+		`hostprep_ready_changed{}`:                                               "1",
+		`hostprep_ready_step_status{step="preflight"}`:                           "2",
+		`hostprep_ready_check_status{check="preflight/clock \"sync\""}`:          "1",
+		`hostprep_ready_check_status{check="probe-iotdb/could-not-run"}`:         "2",
+		`hostprep_ready_step_metric{metric="capacity_sockets",step="preflight"}`: "19936",
+		`hostprep_ready_step_metric{metric="ack_p95_ms",step="probe-mqtt"}`:      "1.25",
+		`hostprep_ready_last_run_timestamp_seconds{}`:                            "1.7959464e+09",
 	} {
 		if samples[k] != want {
 			t.Errorf("%s = %q, want %s", k, samples[k], want)
+		}
+	}
+}
+
+// TestPromParsesWithPrometheus parses the file with Prometheus' own text
+// parser, as node_exporter's textfile collector does.
+func TestPromParsesWithPrometheus(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteProm(&b, sample()); err != nil {
+		t.Fatal(err)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(b.Bytes()))
+	if err != nil {
+		t.Fatalf("does not parse: %v\n%s", err, b.String())
+	}
+	for name, n := range map[string]int{"hostprep_ready": 1, "hostprep_ready_check_status": 6, "hostprep_ready_step_status": 4, "hostprep_ready_step_metric": 4} {
+		if f := fams[name]; f == nil || len(f.Metric) != n || f.GetType().String() != "GAUGE" {
+			t.Errorf("%s: %v, want %d gauges", name, f, n)
 		}
 	}
 }
@@ -135,7 +159,7 @@ func TestWriteFileAtomic(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(p)
-	if err != nil || !bytes.HasPrefix(b, []byte("# HELP hostprep_ready ")) {
+	if err != nil || !bytes.Contains(b, []byte("\nhostprep_ready{profile=\"ready-small\"} 0\n")) {
 		t.Fatalf("%v %q", err, b)
 	}
 	ents, _ := os.ReadDir(filepath.Dir(p))
