@@ -65,7 +65,7 @@ func (pl *Plan) execute(ctx context.Context) (*Result, error) {
 
 	// Journal first: originals of everything this run touches.
 	statePath := pl.env.stateFile()
-	prev, err := journal.Load(statePath)
+	prev, err := pl.env.loadJournal()
 	if err != nil {
 		return nil, exitcode.Environmentf("tune apply: %v", err)
 	}
@@ -106,6 +106,7 @@ func (pl *Plan) execute(ctx context.Context) (*Result, error) {
 		}
 	}
 	if len(pl.runtime) > 0 || len(pl.files) > 0 {
+		st.Root = pl.env.Root
 		st.Persisted = pl.persisted
 		root := ""
 		if pl.env.ImageMode() {

@@ -450,3 +450,29 @@ func TestGlobalNetKeyHiddenInNetNSIsSkippedWithAWarning(t *testing.T) {
 		t.Fatalf("changes %+v", pl.Changes)
 	}
 }
+
+// TestImageJournalRollsBackOnTheBootedImage: --root writes the journal
+// into the image with image paths; on the booted image (another root) the
+// paths are rebased, so rollback there removes the files.
+func TestImageJournalRollsBackOnTheBootedImage(t *testing.T) {
+	h := newHost(t, nil)
+	before := h.snapshot()
+	h.env.Image = true
+	if _, err := h.apply(sysTune()); err != nil {
+		t.Fatal(err)
+	}
+	booted := h.root + "-booted"
+	must(t, os.Rename(h.root, booted))
+	env := h.env
+	env.Image, env.Root = false, booted
+	st, err := StatusOf(env)
+	if err != nil || st.Drift != 0 || len(st.Items) != 2 {
+		t.Fatalf("status on the booted image: %+v %v", st, err)
+	}
+	r, err := Rollback(context.Background(), env)
+	if err != nil || len(r.Left) != 0 {
+		t.Fatalf("rollback %+v %v", r, err)
+	}
+	must(t, os.Rename(booted, h.root))
+	h.assertUnchanged(before)
+}

@@ -13,6 +13,7 @@ package tune
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/hostprep/hostprep/tune/journal"
@@ -75,6 +76,41 @@ func (e Env) path(p string) string {
 		return p
 	}
 	return filepath.Join(e.Root, p)
+}
+
+// rebase maps a path the journal recorded under root onto this Env's Root.
+func (e Env) rebase(root, p string) string {
+	if filepath.Clean("/"+root) == filepath.Clean("/"+e.Root) {
+		return p
+	}
+	rel := p
+	if root != "" {
+		if r, err := filepath.Rel(root, p); err == nil && !strings.HasPrefix(r, "..") {
+			rel = "/" + r
+		}
+	}
+	return e.path(rel)
+}
+
+// loadJournal reads the journal with its file and directory paths rebased
+// onto this Env's Root (nil, nil when nothing is applied).
+func (e Env) loadJournal() (*journal.State, error) {
+	st, err := journal.Load(e.stateFile())
+	if err != nil || st == nil {
+		return st, err
+	}
+	if filepath.Clean("/"+st.Root) != filepath.Clean("/"+e.Root) {
+		fs := make(map[string]*journal.File, len(st.Files))
+		for p, f := range st.Files {
+			fs[e.rebase(st.Root, p)] = f
+		}
+		st.Files = fs
+		for i, d := range st.Dirs {
+			st.Dirs[i] = e.rebase(st.Root, d)
+		}
+		st.Root = e.Root
+	}
+	return st, nil
 }
 
 func (e Env) stateFile() string {

@@ -196,6 +196,11 @@ func PlanFor(p *profiles.Profile, opts Options) (*Plan, error) {
 	if env.ImageMode() {
 		pl.Mode = "image"
 	}
+	// The profile's own rules (file:line:col for a loaded profile), then
+	// the ones tune relies on, for profiles built in code.
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
 	if err := validateStatic(p); err != nil {
 		return nil, err
 	}
@@ -205,7 +210,7 @@ func PlanFor(p *profiles.Profile, opts Options) (*Plan, error) {
 		cp.Sysctl[k] = v
 	}
 	p = &cp
-	st, err := journal.Load(env.stateFile())
+	st, err := env.loadJournal()
 	if err != nil {
 		if errors.Is(err, fs.ErrPermission) {
 			pl.Warnings = append(pl.Warnings, fmt.Sprintf("cannot read the journal %s (%v): the plan assumes no earlier apply; run as root for an exact plan", env.stateFile(), err))

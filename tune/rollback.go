@@ -65,7 +65,7 @@ func Rollback(ctx context.Context, env Env) (*RollbackResult, error) {
 	defer lk.Release()
 	res := &RollbackResult{Changes: []Change{}, Left: []Skip{}, Profiles: []string{}}
 	statePath := env.stateFile()
-	st, err := journal.Load(statePath)
+	st, err := env.loadJournal()
 	if err != nil {
 		return nil, exitcode.Environmentf("tune rollback: %v", err)
 	}

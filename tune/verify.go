@@ -54,7 +54,7 @@ type Status struct {
 // on a host). With no journal, Applied is false and Items empty.
 func StatusOf(env Env) (*Status, error) {
 	s := &Status{Profiles: []string{}, Applies: []journal.Apply{}, Items: []ItemStatus{}, Journal: env.stateFile()}
-	st, err := journal.Load(env.stateFile())
+	st, err := env.loadJournal()
 	if err != nil {
 		return nil, exitcode.Environmentf("tune status: %v", err)
 	}

@@ -104,6 +104,11 @@ type State struct {
 	Persisted Persisted `json:"persisted"`
 	// NextSeq numbers the next first change.
 	NextSeq int `json:"next_seq"`
+	// Root is the tree the file paths above were written under ("" for
+	// /). A journal written into an image with --root /srv/image names
+	// /srv/image/etc/...; read on the booted image (root /) the paths are
+	// rebased to /etc/....
+	Root string `json:"root,omitempty"`
 }
 
 // New returns an empty state.

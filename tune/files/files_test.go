@@ -1,0 +1,56 @@
+package files
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestWriteAtomicAndMkdirAll(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "etc", "systemd", "system", "emqx.service.d")
+	made, err := MkdirAll(dir)
+	if err != nil || len(made) != 4 || made[0] != filepath.Join(root, "etc") {
+		t.Fatalf("MkdirAll made %v, %v", made, err)
+	}
+	p := filepath.Join(dir, "60-hostprep.conf")
+	data := RenderServiceDropIn([]string{"a", "b"}, 1024, 2048)
+	if err := WriteAtomic(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !Same(p, data) || Same(p, append(data, '\n')) {
+		t.Fatal("Same")
+	}
+	if st, _ := os.Stat(p); st.Mode().Perm() != 0o644 {
+		t.Errorf("mode %v", st.Mode())
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		t.Errorf("temporary files left: %v", ents)
+	}
+	if !strings.Contains(string(data), "profile(s): a, b") || !strings.Contains(string(data), "LimitNOFILE=1024:2048") {
+		t.Errorf("drop-in:\n%s", data)
+	}
+	if err := Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := Remove(p); err != nil {
+		t.Fatal("removing an absent file must be fine:", err)
+	}
+}
+
+func TestRenderIsDeterministic(t *testing.T) {
+	lines := []SysctlLine{{Key: "fs.nr_open", Value: "2097152", Comment: "raised\nfirst"}, {Key: "net.netfilter.nf_conntrack_max", Value: "1", Optional: true}}
+	a := RenderSysctl([]string{"p"}, lines)
+	if string(a) != string(RenderSysctl([]string{"p"}, lines)) {
+		t.Fatal("not deterministic")
+	}
+	if !strings.Contains(string(a), "# raised first\nfs.nr_open = 2097152\n-net.netfilter.nf_conntrack_max = 1\n") {
+		t.Fatalf("sysctl.d:\n%s", a)
+	}
+	l := string(RenderLimits([]string{"p"}, []string{"*", "root"}, 1, 2))
+	if !strings.Contains(l, "*    soft nofile 1\n*    hard nofile 2\nroot soft nofile 1\nroot hard nofile 2\n") {
+		t.Fatalf("limits.d:\n%s", l)
+	}
+}
