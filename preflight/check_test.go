@@ -258,3 +258,74 @@ func TestBuiltinProfilesHaveValidTargets(t *testing.T) {
 		t.Error("no built-in profile carries a preflight target")
 	}
 }
+
+// applyProfile is what `tune apply` of p leaves on a stock host: its
+// sysctls (exact, or field-wise at-least/at-most), its nofile limits for
+// the service (systemd) or login sessions, and conntrack as the profile
+// sizes it when it sets nf_conntrack_max.
+func applyProfile(t *testing.T, f *Facts, p *profiles.Profile) {
+	t.Helper()
+	for k, s := range p.Sysctl {
+		cur, ok := f.SysFields(k)
+		want := strings.Fields(s.Value)
+		if ok && len(cur) == len(want) && s.Mode != profiles.Exact && s.Mode != "" {
+			out := make([]string, len(want))
+			for i := range want {
+				var w int64
+				fmt.Sscan(want[i], &w)
+				if (s.Mode == profiles.AtLeast && cur[i] > w) || (s.Mode == profiles.AtMost && cur[i] < w) {
+					w = cur[i]
+				}
+				out[i] = fmt.Sprint(w)
+			}
+			want = out
+		}
+		f.Sysctl[k] = strings.Join(want, "\t")
+		if k == "net.netfilter.nf_conntrack_max" {
+			var m uint64
+			fmt.Sscan(s.Value, &m)
+			f.Conntrack = Conntrack{Loaded: true, Max: m, Buckets: m / 4}
+		}
+	}
+	if l := p.Systemd.LimitNOFILE; l != nil && len(p.Systemd.Services) > 0 {
+		f.Target = ProcessFacts{ManagedBy: "systemd", Unit: p.Systemd.Services[0], NofileSoft: l.Soft, NofileHard: l.Hard, CapSysResource: true, Source: "profile drop-in"}
+	} else if l := p.Limits.Nofile; l != nil {
+		f.Target = ProcessFacts{ManagedBy: "shell", NofileSoft: l.Soft, NofileHard: l.Hard, CapSysResource: true, Source: "profile limits.d"}
+	}
+}
+
+// After `tune apply` of a built-in profile, the fd, accept-path and port
+// checks of the profile's own preflight target pass on a host that allows
+// it (16 GiB RAM, two source addresses for a loadgen).
+func TestBuiltinProfilesSatisfyTheirOwnTarget(t *testing.T) {
+	for _, name := range profiles.BuiltinNames() {
+		p, err := profiles.Load(name, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if p.Preflight == nil {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			f := StockDebian12(16 << 30)
+			f.SourceAddresses = []string{"192.0.2.20", "192.0.2.21"}
+			applyProfile(t, f, p)
+			tg, err := TargetFromProfile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tg.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range Evaluate(f, tg) {
+				fam := strings.SplitN(c.ID, ".", 2)[0]
+				if (fam == "fd" || fam == "accept" || fam == "ports" || fam == "conntrack") && (c.Status == verdict.Fail || c.Status == verdict.Warn) {
+					t.Errorf("%s after applying %s: %s", c.ID, name, message(c))
+				}
+				if c.Status == verdict.Fail || c.Status == verdict.Warn {
+					t.Logf("note: %s %s: %s", c.Status, c.ID, c.Summary)
+				}
+			}
+		})
+	}
+}

@@ -274,6 +274,9 @@ func (g *gatherer) targetService(ctx context.Context, unit string) error {
 	if found {
 		return nil
 	}
+	if len(files) == 0 {
+		g.note("no unit file or drop-in for %s under /etc/systemd/system, /run/systemd/system or /usr/lib/systemd/system: assuming it would start with systemd's defaults", unit)
+	}
 	d := systemdBuiltinNofile
 	if g.f.Systemd.DefaultLimitNOFILE != nil {
 		d = *g.f.Systemd.DefaultLimitNOFILE
