@@ -263,6 +263,7 @@ func byReason(m map[string]int64, first map[string]string, prefix string) string
 }
 
 // judge turns the thresholds into checks: mqtt.loss,
+// mqtt.unacked (QoS>0, against the loss threshold),
 // mqtt.connect_fail_rate, mqtt.connect_p95, mqtt.ack_p95, mqtt.e2e_p99,
 // mqtt.connections_lost, mqtt.schedule.
 func judge(cfg *Config, res *Result) []verdict.Check {
@@ -307,6 +308,14 @@ func judge(cfg *Config, res *Result) []verdict.Check {
 	if m.Expected == 0 && t.Loss != nil {
 		cs[len(cs)-1].Status = verdict.Fail
 		cs[len(cs)-1].Summary = "no message was published: loss cannot be judged"
+	}
+	if cfg.QoS > 0 {
+		var rate float64
+		if m.Published > 0 {
+			rate = float64(m.Unacked) / float64(m.Published)
+		}
+		frac("mqtt.unacked", fmt.Sprintf("QoS %d publishes without PUBACK/PUBCOMP", cfg.QoS), rate, t.Loss,
+			"the broker did not acknowledge: check its inflight/queue limits, its log, and the failures above")
 	}
 	frac("mqtt.connect_fail_rate", "connects failed", res.Connects.FailRate, t.ConnectFailRate,
 		"see connects failed by reason: fd limit (ulimit -n), listen backlog (net.core.somaxconn), broker max_connections, ephemeral ports")

@@ -653,6 +653,9 @@ func (r *run) connEnded(c *conn, err error) {
 		err = c.failErr
 	}
 	byUs := c.byUs && c.failErr == nil
+	// Its unacknowledged publishes can no longer be acked: stop waiting.
+	r.inflight.Add(-int64(len(c.inflight)))
+	c.inflight = nil
 	c.mu.Unlock()
 	_ = c.nc.Close()
 	if c.client >= 0 {

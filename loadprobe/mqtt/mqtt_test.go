@@ -1,0 +1,393 @@
+package mqtt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/testenv"
+	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/profiles"
+)
+
+func runProbe(t *testing.T, cfg Config) (*Result, error) {
+	t.Helper()
+	start := time.Now()
+	res, err := Run(context.Background(), cfg)
+	bound := time.Duration(float64(cfg.Clients)/cfg.ConnRate*float64(time.Second)) + cfg.Duration + cfg.Grace + cfg.ConnectTimeout + 3*time.Second
+	if el := time.Since(start); el > bound {
+		t.Errorf("Run took %v, bound %v", el, bound)
+	}
+	if res != nil {
+		checkCounts(t, res)
+		var b strings.Builder
+		_ = res.WriteText(&b)
+		t.Log("\n" + b.String())
+	}
+	return res, err
+}
+
+func wantPass(t *testing.T, res *Result, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	m := res.Messages
+	if m.Published == 0 || m.Received != m.Published || m.Lost != 0 {
+		t.Errorf("want every published message received: %+v", m)
+	}
+	if res.Config.QoS > 0 && m.Acked != m.Published {
+		t.Errorf("QoS %d: acked %d != published %d", res.Config.QoS, m.Acked, m.Published)
+	}
+	if res.Connects.OK != int64(res.Config.Clients) {
+		t.Errorf("connects: %+v", res.Connects)
+	}
+	// Warn is allowed: on a small shared box the probe may fall behind
+	// its schedule (mqtt.schedule warns), which does not change counts.
+	if res.Verdict == verdict.Fail {
+		t.Errorf("verdict %s, checks %+v", res.Verdict, res.Checks)
+	}
+}
+
+func TestHealthyEmbedded(t *testing.T) {
+	for _, qos := range []int{0, 1, 2} {
+		t.Run(fmt.Sprintf("qos%d", qos), func(t *testing.T) {
+			noLeak(t)
+			cfg := small("", 10)
+			cfg.QoS = qos
+			res, err := runProbe(t, cfg)
+			wantPass(t, res, err)
+			if !strings.Contains(res.BrokerNote, "embedded broker") {
+				t.Errorf("broker note %q", res.BrokerNote)
+			}
+		})
+	}
+}
+
+func TestHealthyMosquitto(t *testing.T) {
+	url := testenv.MQTTBroker(t)
+	for _, tc := range []struct {
+		qos  int
+		ver  string
+		subs int
+	}{{0, "3.1.1", 1}, {1, "3.1.1", 1}, {2, "3.1.1", 1}, {1, "5", 1}, {1, "3.1.1", 2}} {
+		t.Run(fmt.Sprintf("qos%d-v%s-subs%d", tc.qos, tc.ver, tc.subs), func(t *testing.T) {
+			noLeak(t)
+			cfg := small(url, 20)
+			cfg.QoS, cfg.MQTTVersion, cfg.Subscribers = tc.qos, tc.ver, tc.subs
+			res, err := runProbe(t, cfg)
+			wantPass(t, res, err)
+		})
+	}
+}
+
+// A publisher every 5 ms must give 200 msg/s, not fewer (open loop).
+func TestScheduledRate(t *testing.T) {
+	url := os.Getenv("HOSTPREP_TEST_MQTT") // embedded when unset
+	noLeak(t)
+	cfg := small(url, 2)
+	cfg.PubInterval = 5 * time.Millisecond
+	cfg.Duration = 2 * time.Second
+	res, err := runProbe(t, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 400.0
+	if got := res.Throughput.PublishedPerSec; got < want*0.98 || got > want*1.02 {
+		t.Errorf("published %.1f msg/s, want %.0f ±2%%", got, want)
+	}
+	if res.Throughput.RequestedPerSec != want {
+		t.Errorf("requested %.1f", res.Throughput.RequestedPerSec)
+	}
+}
+
+func TestBrokerNotListening(t *testing.T) {
+	noLeak(t)
+	cfg := small(fmt.Sprintf("tcp://127.0.0.1:%d", freePort(t)), 5)
+	res, err := runProbe(t, cfg)
+	if exitcode.Code(err) != exitcode.Environment || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("want an environment error naming refused, got %v", err)
+	}
+	_ = res
+}
+
+func TestBrokerNeverConnacks(t *testing.T) {
+	noLeak(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan struct{})
+	go func() { // accept and say nothing
+		defer close(done)
+		var held []net.Conn
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				for _, c := range held {
+					c.Close()
+				}
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	cfg := small("tcp://"+ln.Addr().String(), 5)
+	cfg.ConnectTimeout = 500 * time.Millisecond
+	start := time.Now()
+	_, err = runProbe(t, cfg)
+	if exitcode.Code(err) != exitcode.Environment || !strings.Contains(err.Error(), "timeout") {
+		t.Fatalf("want an environment error naming timeout, got %v", err)
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Errorf("took %v for a 500ms connect timeout", el)
+	}
+	ln.Close()
+	<-done
+}
+
+func TestBrokerKilledMidRun(t *testing.T) {
+	noLeak(t)
+	m := startMosquitto(t, "allow_anonymous true")
+	cfg := small(m.url, 10)
+	cfg.Duration = 4 * time.Second
+	time.AfterFunc(1500*time.Millisecond, m.kill)
+	start := time.Now()
+	res, err := runProbe(t, cfg)
+	if err != nil {
+		t.Fatalf("a run that started returns a result, not an error: %v", err)
+	}
+	if el := time.Since(start); el > 4*time.Second {
+		t.Errorf("run went on for %v after the broker died (should stop early)", el)
+	}
+	if res.Connects.Lost == 0 || res.Verdict != verdict.Fail {
+		t.Errorf("want lost connections and a fail verdict: %+v %s", res.Connects, res.Verdict)
+	}
+	if res.Messages.Published == 0 {
+		t.Error("want what was measured before the broker died")
+	}
+	if len(res.Failures) == 0 {
+		t.Error("the failure must be named")
+	}
+}
+
+func TestProxyDelayedPubackResentNotDoubleCounted(t *testing.T) {
+	url := testenv.MQTTBroker(t)
+	noLeak(t)
+	p := &faultProxy{ackDelay: 400 * time.Millisecond}
+	cfg := small(startProxy(t, url, p), 5)
+	cfg.PubInterval = 200 * time.Millisecond
+	cfg.RetryInterval = 100 * time.Millisecond
+	res, err := runProbe(t, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.Messages
+	if m.Resent == 0 {
+		t.Errorf("want DUP re-sends with a 400 ms PUBACK delay and 100 ms retry: %+v", m)
+	}
+	if m.Acked != m.Published || m.Received != m.Published || m.Lost != 0 {
+		t.Errorf("re-sent messages must count once: %+v", m)
+	}
+	if m.Duplicated == 0 {
+		t.Errorf("the broker delivered re-sends again; want them counted as duplicated: %+v", m)
+	}
+	if res.Latency.Ack.P50 < 390 {
+		t.Errorf("ack p50 %.1f ms, want >= the proxy's 400 ms delay", res.Latency.Ack.P50)
+	}
+}
+
+func TestProxyDroppedPubacksNotCountedAsDelivered(t *testing.T) {
+	url := testenv.MQTTBroker(t)
+	noLeak(t)
+	p := &faultProxy{dropAcks: true}
+	cfg := small(startProxy(t, url, p), 5)
+	cfg.Grace = 500 * time.Millisecond
+	res, err := runProbe(t, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.Messages
+	if m.Acked != 0 || m.Unacked != m.Published || m.Published == 0 {
+		t.Errorf("no PUBACK ever arrived: want acked 0, unacked = published: %+v", m)
+	}
+	if res.Verdict != verdict.Fail {
+		t.Errorf("verdict %s", res.Verdict)
+	}
+	if !strings.Contains(strings.Join(res.Failures, "\n"), "no PUBACK") {
+		t.Errorf("failures %q", res.Failures)
+	}
+}
+
+func TestProxyClosesConnections(t *testing.T) {
+	url := testenv.MQTTBroker(t)
+	noLeak(t)
+	p := &faultProxy{closeAfter: 700 * time.Millisecond}
+	cfg := small(startProxy(t, url, p), 5)
+	res, err := runProbe(t, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Connects.Lost != 5 || res.Verdict != verdict.Fail {
+		t.Errorf("want 5 connections lost and fail: %+v %s", res.Connects, res.Verdict)
+	}
+}
+
+func TestWrongPassword(t *testing.T) {
+	noLeak(t)
+	dir := t.TempDir()
+	pw := filepath.Join(dir, "passwd")
+	if out, err := exec.Command("mosquitto_passwd", "-b", "-c", pw, "probe", "right-secret").CombinedOutput(); err != nil {
+		t.Skipf("mosquitto_passwd: %v %s", err, out)
+	}
+	m := startMosquitto(t, "allow_anonymous false", "password_file "+pw)
+	cfg := small(m.url, 3)
+	cfg.Username, cfg.Password = "probe", "wrong-secret"
+	_, err := runProbe(t, cfg)
+	if exitcode.Code(err) != exitcode.Environment || !strings.Contains(err.Error(), "not_authorised") {
+		t.Fatalf("want an environment error naming not_authorised, got %v", err)
+	}
+	if strings.Contains(err.Error(), "secret") {
+		t.Errorf("the password leaked into the error: %v", err)
+	}
+	cfg.Password = "right-secret"
+	res, err := runProbe(t, cfg)
+	wantPass(t, res, err)
+}
+
+func TestMaxConnectionsReached(t *testing.T) {
+	noLeak(t)
+	m := startMosquitto(t, "allow_anonymous true", "max_connections 6")
+	cfg := small(m.url, 10)
+	res, err := runProbe(t, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Connects
+	// 6 slots (mosquitto counts loosely): about 5 publishers get in, the
+	// rest are closed or reset by the broker at CONNECT.
+	if c.OK < 4 || c.OK > 7 || c.Failed != 10-c.OK || c.FailedBy["closed_by_broker"]+c.FailedBy["reset"] != c.Failed {
+		t.Errorf("want about 5 ok and the rest closed/reset by the broker: %+v", c)
+	}
+	if res.Verdict != verdict.Fail || res.Messages.Lost != 0 {
+		t.Errorf("verdict %s (want fail on connect_fail_rate), messages %+v", res.Verdict, res.Messages)
+	}
+}
+
+func TestFDLimitTooLow(t *testing.T) {
+	noLeak(t)
+	cfg := small("", 1000)
+	cfg.NoFileLimit = 1024
+	_, err := Run(context.Background(), cfg)
+	if exitcode.Code(err) != exitcode.Environment || !strings.Contains(err.Error(), "at most 478 clients") {
+		t.Fatalf("want an environment error with the number that fits, got %v", err)
+	}
+	cfg.Broker = "tcp://127.0.0.1:1"
+	_, err = Run(context.Background(), cfg)
+	if exitcode.Code(err) != exitcode.Environment || !strings.Contains(err.Error(), "at most 958 clients") {
+		t.Fatalf("external broker: one fd per client, got %v", err)
+	}
+}
+
+// The real thing: the CLI as a child with a lowered RLIMIT_NOFILE.
+func TestFDLimitBinary(t *testing.T) {
+	if _, err := exec.LookPath("prlimit"); err != nil {
+		t.Skip("prlimit not installed")
+	}
+	bin := testenv.Binary(t)
+	cmd := exec.Command("prlimit", "--nofile=256:256", bin, "probe", "mqtt", "--clients", "500")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(string(out), "RLIMIT_NOFILE 256") {
+		t.Fatalf("want exit 3 naming RLIMIT_NOFILE 256, got %v:\n%s", err, out)
+	}
+}
+
+func TestInterrupted(t *testing.T) {
+	noLeak(t)
+	cfg := small("", 10)
+	cfg.Duration = time.Minute
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(time.Second, cancel)
+	start := time.Now()
+	res, err := Run(ctx, cfg)
+	if el := time.Since(start); el > 3*time.Second {
+		t.Errorf("cancel took %v to end the run", el)
+	}
+	if exitcode.Code(err) != exitcode.Environment || res == nil || res.Messages.Published == 0 {
+		t.Fatalf("want partial results and an environment error, got %v", err)
+	}
+	checkCounts(t, res)
+}
+
+func TestBadInput(t *testing.T) {
+	for _, mod := range []func(*Config){
+		func(c *Config) { c.QoS = 3 },
+		func(c *Config) { c.Size = 10 },
+		func(c *Config) { c.Clients = 0 },
+		func(c *Config) { c.Broker = "http://x" },
+		func(c *Config) { c.MQTTVersion = "4" },
+		func(c *Config) { c.ClientID = "fixed" },
+		func(c *Config) { c.Topic = "a/+/b" },
+		func(c *Config) { c.SourceIPs = "127.0.0.9-127.0.0.2" },
+		func(c *Config) { c.ConnRate = 0 },
+	} {
+		c := Defaults()
+		mod(&c)
+		if _, err := Run(context.Background(), c); exitcode.Code(err) != exitcode.BadInput {
+			t.Errorf("%+v: want bad input, got %v", c, err)
+		}
+	}
+}
+
+func TestConfigFromProfile(t *testing.T) {
+	if c := ConfigFromProfile(nil); c.Clients != 100 || c.QoS != 1 || *c.Thresholds.Loss != 0 {
+		t.Errorf("defaults: %+v", c)
+	}
+	loss := 0.01
+	c := ConfigFromProfile(&profiles.MQTTProbe{Clients: 5000, ConnRate: 500, QoS: 0, Size: 100,
+		Thresholds: profiles.MQTTThresholds{Loss: &loss, E2EP99: time.Second}})
+	if c.Clients != 5000 || c.ConnRate != 500 || c.QoS != 0 || c.Size != 100 || *c.Thresholds.Loss != 0.01 ||
+		c.Thresholds.E2EP99 != time.Second || c.Thresholds.AckP95 != 100*time.Millisecond || c.PubInterval != time.Second {
+		t.Errorf("from profile: %+v", c)
+	}
+}
+
+func TestPatternsAndSourceIPs(t *testing.T) {
+	if got := filterFor("hostprep/{run}/{client}", "r1"); got != "hostprep/r1/+" {
+		t.Errorf("filter %q", got)
+	}
+	if got := expand("dev-{client}-{run}", "r1", 7); got != "dev-7-r1" {
+		t.Errorf("expand %q", got)
+	}
+	ips, err := parseSourceIPs("127.0.0.2-127.0.0.9")
+	if err != nil || len(ips) != 8 || ips[7].String() != "127.0.0.9" {
+		t.Errorf("range: %v %v", ips, err)
+	}
+	if ips, err := parseSourceIPs("lo"); err != nil || len(ips) == 0 {
+		t.Errorf("interface lo: %v %v", ips, err)
+	}
+	b := make([]byte, MinSize)
+	putHeader(b, 0xdeadbeef, 42, 7, 123456789)
+	if tag, pub, seq, sched, ok := getHeader(b); !ok || tag != 0xdeadbeef || pub != 42 || seq != 7 || sched != 123456789 {
+		t.Errorf("header round trip: %x %d %d %d", tag, pub, seq, sched)
+	}
+}
+
+// Connections spread over source addresses really come from them.
+func TestSourceIPs(t *testing.T) {
+	noLeak(t)
+	cfg := small("", 8)
+	cfg.SourceIPs = "127.0.0.2-127.0.0.5"
+	res, err := runProbe(t, cfg)
+	wantPass(t, res, err)
+}
