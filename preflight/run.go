@@ -117,6 +117,12 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		k := opts.ActiveOptions.Sockets
 		if k <= 0 {
 			k = defaultActiveSockets(t.Sockets, f.Target.NofileSoft)
+			// Never let the measurement itself take more than half of
+			// MemAvailable (at the estimated cost per socket).
+			if memCap := int(float64(f.MemAvailable)/2/EstimatedBytesPerSocket) &^ 1; f.MemAvailable > 0 && k > memCap {
+				f.Notes = append(f.Notes, fmt.Sprintf("--active opens %d sockets, not %d: more would take over half of MemAvailable", memCap, k))
+				k = memCap
+			}
 		}
 		if k < 2 {
 			return nil, exitcode.BadInputf("--active-sockets %d: want at least 2 (one loopback connection)", k)
