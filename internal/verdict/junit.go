@@ -48,7 +48,7 @@ type JUnitTestCase struct {
 type JUnitMessage struct {
 	Message string `xml:"message,attr"`
 	Type    string `xml:"type,attr,omitempty"`
-	Text    string `xml:",chardata"`
+	Text    string `xml:",cdata"`
 }
 
 // details renders observed / expected / remedy as lines.

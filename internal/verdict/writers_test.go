@@ -124,3 +124,22 @@ func TestWritePromParses(t *testing.T) {
 		t.Error("invalid metric name accepted")
 	}
 }
+
+// Failure text is CDATA (readable multi-line) and still round-trips, even
+// with a "]]>" inside.
+func TestJUnitCDATARoundTrip(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteJUnit(&b, "s", []Check{{ID: "a", Status: Fail, Summary: "x", Remedy: "r]]>z"}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "<![CDATA[") {
+		t.Errorf("no CDATA:\n%s", b.String())
+	}
+	var d JUnitTestSuites
+	if err := xml.Unmarshal(b.Bytes(), &d); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Suites[0].Cases[0].Failure.Text; got != "remedy: r]]>z\n" {
+		t.Fatalf("round trip gave %q", got)
+	}
+}
