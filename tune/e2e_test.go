@@ -300,6 +300,20 @@ func TestE2EKernelRefusalUndoesTheRun(t *testing.T) {
 		t.Fatalf("somaxconn %s after a refused profile", got)
 	}
 
+	// A malformed profile (misspelled field): exit 2 with file:line:col,
+	// nothing touched.
+	typo := writeProfile(t, "typo.yaml", "sysctl:\n  net.core.somaxconn: {valeu: \"8192\"}\n")
+	_, errOut, code = n.hostprep("tune", "apply", "--profile", typo)
+	if code != 2 || !strings.Contains(errOut, "typo.yaml:2:") {
+		t.Fatalf("malformed profile: exit %d, want 2 with file:line:col\n%s", code, errOut)
+	}
+	if got := n.sysctl("net.core.somaxconn"); got != "4096" {
+		t.Fatalf("somaxconn %s after a malformed profile", got)
+	}
+	if _, _, c := n.run("test", "-e", "/var/lib/hostprep"); c == 0 {
+		t.Fatal("journal directory created for a malformed profile")
+	}
+
 	// A value no static rule knows, refused by the kernel mid-run:
 	// tcp_syn_retries is capped at 127 (EINVAL). The keys written before it
 	// (fs.nr_open, net.core.somaxconn) must be undone.

@@ -741,6 +741,9 @@ func (pl *Plan) planFiles(p *profiles.Profile, st *journal.State, targets map[st
 			reason = "owned by hostprep; content differs"
 		}
 		pl.Changes = append(pl.Changes, Change{File: path, Layer: Persistent, From: describe(cur, existed), To: describe(w.data, true), Reason: reason})
+		if pl.env.ImageMode() {
+			continue // nothing runs in an image yet: no restarts, no sessions
+		}
 		if w.note != "" {
 			pl.Notes = append(pl.Notes, w.note)
 		}
