@@ -95,8 +95,11 @@ func checkMemBuffers(f *Facts, t Target) verdict.Check {
 	obs := fmt.Sprintf("tcp_rmem default %d + tcp_wmem default %d bytes = %s per socket with data in flight; x %d sockets = %s; tcp_mem max %s; MemAvailable %s",
 		r[1], w[1], fmt.Sprintf("%.0f", per), t.Sockets, gib(worst), mib(capBytes), mib(float64(f.MemAvailable)))
 	exp := "worst-case socket buffers capped by tcp_mem max below MemAvailable"
-	if worst <= float64(f.MemAvailable) || capBytes <= float64(f.MemAvailable) {
-		return pass(fmt.Sprintf("worst case %s of socket buffers is capped at %s by tcp_mem/RAM", gib(worst), mib(min(worst, capBytes))), obs, exp)
+	if worst <= float64(f.MemAvailable) {
+		return pass(fmt.Sprintf("worst case %s of socket buffers fits in MemAvailable %s", gib(worst), gib(float64(f.MemAvailable))), obs, exp)
+	}
+	if capBytes <= float64(f.MemAvailable) {
+		return pass(fmt.Sprintf("worst case %s of socket buffers is capped at tcp_mem max %s, below MemAvailable", gib(worst), mib(capBytes)), obs, exp)
 	}
 	return warn(fmt.Sprintf("worst case %s of socket buffers (%d sockets with full default buffers) and tcp_mem max %s exceeds MemAvailable %s: nothing stops buffers from exhausting RAM before TCP memory pressure starts (tcp_mem may have been written in bytes)",
 		gib(worst), t.Sockets, mib(capBytes), mib(float64(f.MemAvailable))),
