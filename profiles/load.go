@@ -278,6 +278,8 @@ func (l *loader) finish(root *yaml.Node, name string) (*Profile, error) {
 	p.src = src
 	p.Include = nil
 	normalizeEmpty(&p)
+	p.Name = strings.TrimSpace(p.Name)
+	p.Description = strings.TrimSpace(p.Description)
 	if p.Name == "" {
 		p.Name = name
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 )
@@ -386,7 +387,7 @@ func (c *checker) preflight() {
 	for i, d := range t.Destinations {
 		host, port, err := net.SplitHostPort(d)
 		n, perr := strconv.Atoi(port)
-		if err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+		if err != nil || host == "" || strings.ContainsFunc(host, unicode.IsSpace) || perr != nil || n < 1 || n > 65535 {
 			c.add([]string{"preflight", "destinations", strconv.Itoa(i)}, "preflight.destinations[%d] %q: want ip:port such as 192.0.2.10:1883", i, d)
 		}
 	}

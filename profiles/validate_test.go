@@ -163,6 +163,7 @@ func TestYAMLStrictness(t *testing.T) {
 		{"sysctl value is a list", "sysctl:\n  net.core.somaxconn: [1, 2]\n", []string{"profile.yaml:2:23:", "got a list"}},
 		{"sysctl value unquoted float", "sysctl:\n  vm.dirty_ratio: 1.5\n", []string{"profile.yaml:2:19:", "quote the exact text"}},
 		{"sysctl value null", "sysctl:\n  vm.swappiness:\n", []string{"profile.yaml:2:", "no value"}},
+		{"multi-line sysctl value", "sysctl:\n  vm.swappiness: \"1\\n2\"\n", []string{"profile.yaml:2:18:", "one line of text"}},
 		{"optional not bool", "sysctl:\n  net.core.somaxconn: {value: \"1\", optional: maybe}\n", []string{"optional: want true or false"}},
 		{"wrong type int", "preflight:\n  sockets: many\n  role: broker\n", []string{"profile.yaml:2:12:", `preflight.sockets: "many" is not a whole number`}},
 		{"wrong type negative uint", "limits:\n  nofile: {soft: -1, hard: 1}\n", []string{"profile.yaml:2:18:", "limits.nofile.soft", "whole number >= 0"}},

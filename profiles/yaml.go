@@ -315,7 +315,7 @@ func parseSysctlNode(n *yaml.Node) (Sysctl, *posError) {
 				if v.Kind != yaml.ScalarNode {
 					return Sysctl{}, errAt(v, "comment: want a string, got %s", kindName(v))
 				}
-				s.Comment = v.Value
+				s.Comment = strings.TrimSpace(v.Value)
 			default:
 				return Sysctl{}, errAt(k, "unknown field %q; known fields: %s", k.Value, strings.Join(sysctlFields, ", "))
 			}
@@ -340,7 +340,11 @@ func sysctlValue(n *yaml.Node) (string, *posError) {
 	case "!!bool", "!!float":
 		return "", errAt(n, `%q is not a value the kernel prints; quote the exact text, e.g. "1"`, n.Value)
 	}
-	return n.Value, nil
+	v := strings.TrimSpace(n.Value)
+	if strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }) {
+		return "", errAt(n, "%q: a sysctl value is one line of text; separate the fields of multi-value keys with spaces", n.Value)
+	}
+	return v, nil
 }
 
 func (m Mode) valid() bool { return m == "" || m == Exact || m == AtLeast || m == AtMost }
