@@ -192,7 +192,9 @@ func (pl *Plan) execute(ctx context.Context) (*Result, error) {
 			err = files.WriteAtomic(f.path, f.to, f.perm)
 		}
 		if err != nil {
-			return nil, pl.fail(undo(), undoFiles(), restoreJournal,
+			// Files first, so no limits file outlives the fs.nr_open it needs.
+			fileProblems := undoFiles()
+			return nil, pl.fail(undo(), fileProblems, restoreJournal,
 				fmt.Sprintf("tune apply: writing %s", f.path), err)
 		}
 		written = append(written, f)

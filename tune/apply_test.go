@@ -200,20 +200,17 @@ func TestFaultAtEveryWriteLeavesHostAsBefore(t *testing.T) {
 	}
 }
 
-func TestFileWriteFailureUndoesRuntime(t *testing.T) {
+// TestOwnedDirNotADirectoryIsRefusedBeforeWriting: a path hostprep must
+// write under that is not a directory is found by the plan, before any
+// write (exit 3). Write failures during apply are exercised for real in
+// TestE2EFileWriteFailureUndoesTheRun (read-only mounts).
+func TestOwnedDirNotADirectoryIsRefusedBeforeWriting(t *testing.T) {
 	h := newHost(t, nil)
-	// limits.d is a regular file: the kernel refuses to create a file in it.
 	must(t, os.RemoveAll(filepath.Join(h.root, "etc/security/limits.d")))
 	must(t, os.WriteFile(filepath.Join(h.root, "etc/security/limits.d"), []byte("not a dir\n"), 0o644))
 	before := h.snapshot()
 	_, err := h.apply(sysTune())
-	if err == nil {
-		// Plan notices first: a non-directory is an environment problem.
-		t.Fatal("want an error")
-	}
-	if c := exitcode.Code(err); c != exitcode.Environment {
-		t.Fatalf("exit %d: %v", c, err)
-	}
+	wantCode(t, err, exitcode.Environment, "limits.d", "not a directory")
 	h.assertUnchanged(before)
 }
 

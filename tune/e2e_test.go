@@ -450,3 +450,50 @@ systemd:
 		}
 	}
 }
+
+// TestE2EFileWriteFailureUndoesTheRun makes each owned directory in turn a
+// read-only mount, so the kernel refuses that file's write (EROFS) after
+// the runtime keys and earlier files were written: everything is undone.
+func TestE2EFileWriteFailureUndoesTheRun(t *testing.T) {
+	orig := guardGlobal(t)
+	n := newNetns(t)
+	prof := writeProfile(t, "files.yaml", `sysctl:
+  fs.nr_open: {value: "2097152", mode: at-least}
+  net.core.somaxconn: "8192"
+limits:
+  nofile: {soft: 65536, hard: 2097152}
+systemd:
+  services: [emqx]
+`)
+	keys := []string{"fs.nr_open", "net.core.somaxconn"}
+	before := map[string]string{}
+	for _, k := range keys {
+		before[k] = n.sysctl(k)
+	}
+	for _, dir := range []string{"/etc/sysctl.d", "/etc/security/limits.d", "/etc/systemd"} {
+		if _, e, c := n.run("mount", "-o", "remount,ro", dir); c != 0 {
+			t.Fatal(e)
+		}
+		_, errOut, code := n.hostprep("tune", "apply", "--profile", prof)
+		if code != 3 || !strings.Contains(errOut, dir) || !strings.Contains(errOut, "undone") {
+			t.Errorf("%s read-only: exit %d, want 3 naming it\n%s", dir, code, errOut)
+		}
+		for _, k := range keys {
+			if got := n.sysctl(k); got != before[k] {
+				t.Errorf("%s read-only: %s = %s after the failed run, want %s", dir, k, got, before[k])
+			}
+		}
+		for _, p := range []string{"/etc/sysctl.d/60-hostprep.conf", "/etc/security/limits.d/60-hostprep.conf", "/etc/systemd/system", "/var/lib/hostprep"} {
+			if _, _, c := n.run("test", "-e", p); c == 0 {
+				t.Errorf("%s read-only: %s left behind", dir, p)
+			}
+		}
+		if _, e, c := n.run("mount", "-o", "remount,rw", dir); c != 0 {
+			t.Fatal(e)
+		}
+	}
+	b, _ := os.ReadFile("/proc/sys/fs/nr_open")
+	if strings.TrimSpace(string(b)) != orig["fs/nr_open"] {
+		t.Errorf("global fs.nr_open = %s, want %s", strings.TrimSpace(string(b)), orig["fs/nr_open"])
+	}
+}
