@@ -51,9 +51,8 @@ func Apply(ctx context.Context, p *profiles.Profile, opts Options) (*Result, err
 	return pl.execute(ctx)
 }
 
-// Apply executes this plan (computed by Plan/PlanFor) under the lock. The
-// host should not have changed since the plan was made; use the package
-// function Apply to plan and apply in one step under the lock.
+// execute carries out the plan; Apply calls it under the lock right after
+// planning, so the host cannot change in between.
 func (pl *Plan) execute(ctx context.Context) (*Result, error) {
 	res := pl.Result
 	if !pl.Changed {
