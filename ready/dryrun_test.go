@@ -1,0 +1,68 @@
+package ready
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/ready/outcome"
+)
+
+// TestDryRunTouchesNothing runs the real steps in dry-run mode on this
+// host: tune only plans (no root needed, nothing written), preflight
+// reads, the MQTT probe loads the in-process embedded broker on loopback,
+// and the IoTDB probe is not run because it would write to the target.
+// The host's values of every key ready-small tunes, and its owned files,
+// are the same afterwards.
+func TestDryRunTouchesNothing(t *testing.T) {
+	keys := []string{"net.core.somaxconn", "net.ipv4.tcp_max_syn_backlog", "net.ipv4.tcp_fin_timeout", "net.ipv4.ip_local_reserved_ports"}
+	files := []string{"/etc/sysctl.d/60-hostprep.conf", "/etc/security/limits.d/60-hostprep.conf", "/var/lib/hostprep/state.json"}
+	snap := func() string {
+		var b strings.Builder
+		for _, k := range keys {
+			b.WriteString(k + "=" + readSysctl(t, k) + "\n")
+		}
+		for _, f := range files {
+			c, err := os.ReadFile(f)
+			b.WriteString(f + "=" + string(c) + "|" + boolStr(err == nil) + "\n")
+		}
+		return b.String()
+	}
+	before := snap()
+	res, _ := Run(context.Background(), Options{Profile: "ready-small", DryRun: true, IoTDB: "127.0.0.1:6667"})
+	if res == nil {
+		t.Fatal("no result")
+	}
+	if after := snap(); after != before {
+		t.Errorf("dry run changed the host:\nbefore %s\nafter %s", before, after)
+	}
+	if !res.DryRun || res.Changed {
+		t.Errorf("dry_run %v changed %v", res.DryRun, res.Changed)
+	}
+	tuneStep := res.Step(outcome.StepTune)
+	if tuneStep.Verdict == verdict.Fail || !strings.HasPrefix(tuneStep.Summary, "dry run") {
+		t.Errorf("tune step: %+v", tuneStep)
+	}
+	if s := res.Step(outcome.StepPreflight); s.Verdict == verdict.Skip || s.Metrics[outcome.MetricCapacitySockets] <= 0 {
+		t.Errorf("preflight did not run: %+v", s)
+	}
+	m := res.Step(outcome.StepProbeMQTT)
+	if m.Verdict == verdict.Skip || m.Error != "" || !strings.Contains(m.Summary, "embedded") || m.Metrics[outcome.MetricClients] != 200 {
+		t.Errorf("embedded MQTT probe did not run with ready-small's 200 clients: %+v", m.Summary)
+	}
+	if m.Metrics[outcome.MetricLoss] != 0 {
+		t.Errorf("embedded broker lost messages: %v", m.Metrics)
+	}
+	if s := res.Step(outcome.StepProbeIoTDB); s.Verdict != verdict.Skip {
+		t.Errorf("dry run loaded IoTDB: %+v", s)
+	}
+}
+
+func boolStr(b bool) string {
+	if b {
+		return "present"
+	}
+	return "absent"
+}
