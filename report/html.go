@@ -78,10 +78,19 @@ func svg(render func(io.Writer) error, title string) template.HTML {
 // bars draws one bar per label; labels are escaped here because go-chart
 // writes SVG text verbatim.
 func bars(title, unit string, labels []string, values []float64) template.HTML {
+	top := 0.0
+	for _, v := range values {
+		top = max(top, v)
+	}
+	if top == 0 {
+		top = 1 // all zero (no loss, say): still draw the axis
+	}
+	// Bars start at 0 (go-chart would start the axis at the smallest
+	// value, which makes p50 look like nothing).
 	bc := chart.BarChart{
 		Width: 640, Height: 300, BarWidth: 40,
-		Background: chart.Style{Padding: chart.Box{Top: 30, Bottom: 10}},
-		YAxis:      chart.YAxis{Name: unit},
+		Background: chart.Style{Padding: chart.Box{Top: 30, Bottom: 30, Left: 10, Right: 10}},
+		YAxis:      chart.YAxis{Name: unit, Range: &chart.ContinuousRange{Min: 0, Max: top * 1.1}},
 	}
 	for i, l := range labels {
 		bc.Bars = append(bc.Bars, chart.Value{Label: html.EscapeString(l), Value: values[i],
@@ -161,12 +170,16 @@ func stepChart(host string, s *outcome.Step) template.HTML {
 		return xs, ys
 	}
 	tx, ty := series("tps")
+	var ticks []chart.Tick // one tick per step, labelled with its workers
+	for _, x := range tx {
+		ticks = append(ticks, chart.Tick{Value: x, Label: fmt.Sprintf("%.0f", x)})
+	}
 	c := chart.Chart{
 		Width: 640, Height: 300,
 		Background:     chart.Style{Padding: chart.Box{Top: 20, Left: 20, Right: 20}},
-		XAxis:          chart.XAxis{Name: "workers"},
-		YAxis:          chart.YAxis{Name: "TPS"},
-		YAxisSecondary: chart.YAxis{Name: "p95 ms"},
+		XAxis:          chart.XAxis{Name: "workers", Ticks: ticks},
+		YAxis:          chart.YAxis{Name: "TPS", ValueFormatter: func(v any) string { return fmt.Sprintf("%.0f", v) }},
+		YAxisSecondary: chart.YAxis{Name: "p95 ms", ValueFormatter: func(v any) string { return fmt.Sprintf("%.1f", v) }},
 		Series: []chart.Series{chart.ContinuousSeries{Name: "TPS", XValues: tx, YValues: ty,
 			Style: chart.Style{StrokeColor: drawing.ColorFromHex("4e79a7"), StrokeWidth: 2, DotWidth: 3}}},
 	}
