@@ -219,12 +219,7 @@ func (g *gatherer) targetService(ctx context.Context, unit string) error {
 		if err != nil {
 			return exitcode.Environmentf("--service %s: systemctl show failed: %v", unit, err)
 		}
-		props := map[string]string{}
-		for _, line := range strings.Split(string(out), "\n") {
-			if k, v, ok := strings.Cut(line, "="); ok {
-				props[k] = v
-			}
-		}
+		props := parseSystemctlShow(string(out))
 		if props["LoadState"] == "not-found" {
 			return exitcode.BadInputf("--service %s: no such unit (systemctl show: LoadState=not-found); pass the unit that runs the broker, e.g. --service mosquitto", unit)
 		}
@@ -284,6 +279,18 @@ func (g *gatherer) targetService(ctx context.Context, unit string) error {
 	t.NofileSoft, t.NofileHard = d.Soft, d.Hard
 	t.Source = fmt.Sprintf("no LimitNOFILE for %s: systemd DefaultLimitNOFILE %s", unit, fmtLimit(d))
 	return nil
+}
+
+// parseSystemctlShow parses `systemctl show -p A,B UNIT` output (A=value
+// lines) into a map.
+func parseSystemctlShow(out string) map[string]string {
+	props := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok {
+			props[k] = v
+		}
+	}
+	return props
 }
 
 // targetLogin estimates the limits a process started from a login shell

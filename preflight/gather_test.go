@@ -181,3 +181,19 @@ func TestGatherLiveHost(t *testing.T) {
 		t.Errorf("--pid self: %+v", f.Target)
 	}
 }
+
+func TestParseSystemctlShow(t *testing.T) {
+	p := parseSystemctlShow("MainPID=0\nLimitNOFILE=524288\nLimitNOFILESoft=1024\nUser=\nLoadState=loaded\n")
+	if p["MainPID"] != "0" || p["LimitNOFILE"] != "524288" || p["LimitNOFILESoft"] != "1024" || p["LoadState"] != "loaded" {
+		t.Errorf("%v", p)
+	}
+	for in, want := range map[string]string{"1024:524288": "1024:524288", "65536": "65536:65536", "infinity": "infinity:infinity", "1024:infinity": "1024:infinity"} {
+		l, err := parseSystemdLimit(in)
+		if err != nil || fmtLimit(l) != want {
+			t.Errorf("parseSystemdLimit(%q) = %s, %v; want %s", in, fmtLimit(l), err, want)
+		}
+	}
+	if _, err := parseSystemdLimit("lots"); err == nil {
+		t.Error("bad LimitNOFILE accepted")
+	}
+}

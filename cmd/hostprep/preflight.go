@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
@@ -38,7 +40,10 @@ remedy for every check. --active measures instead of estimating: a child
 opens real loopback sockets under the target's limits.
 
 Exit codes: 0 pass (warnings allowed), 1 a check failed (--strict: or
-warned), 2 bad input, 3 could not run.`,
+warned), 2 bad input, 3 could not run.
+
+Checks (IDs for --ignore):
+` + checkList(),
 		Example: `  hostprep preflight --sockets 1000000 --role broker --service mosquitto
   hostprep preflight --sockets 100000 --role loadgen --dest 192.0.2.10:1883 --conn-rate 2000
   hostprep preflight --profile mqtt-broker-1m --output junit > preflight.xml
@@ -121,6 +126,15 @@ warned), 2 bad input, 3 could not run.`,
 	_ = f.MarkHidden("root")
 	c.AddCommand(newActiveChildCmd())
 	return c
+}
+
+// checkList renders the registered checks, one "ID  what it compares" line each.
+func checkList() string {
+	var b strings.Builder
+	for _, d := range preflight.Checks() {
+		fmt.Fprintf(&b, "  %-19s %s\n", d.ID, d.Doc)
+	}
+	return b.String()
 }
 
 // newActiveChildCmd is the hidden child `hostprep preflight __active-child`
