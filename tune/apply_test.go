@@ -473,3 +473,37 @@ func TestImageJournalRollsBackOnTheBootedImage(t *testing.T) {
 	must(t, os.Rename(booted, h.root))
 	h.assertUnchanged(before)
 }
+
+// A listener on a fixed port below the current ephemeral range (9090) is
+// reserved when the new range covers it; one inside the current range
+// (44087, as bind to port 0 gives) is named in a warning instead, since
+// reserving a port the kernel handed out would keep it out of use for good.
+func TestPlanReservesFixedListenersNotKernelAssignedOnes(t *testing.T) {
+	h := newHost(t, nil)
+	tcp := procNetTCP +
+		"   3: 00000000:2382 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1003 1 0000000000000000 100 0 0 10 0\n" +
+		"   4: 0100007F:AC37 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1004 1 0000000000000000 100 0 0 10 0\n"
+	must(t, os.WriteFile(filepath.Join(h.proc, "net", "tcp"), []byte(tcp), 0o644))
+	pl, err := PlanFor(sysTune(), Options{Env: h.env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reserved string
+	for _, c := range pl.Changes {
+		if c.Key == "net.ipv4.ip_local_reserved_ports" {
+			reserved = c.To
+		}
+	}
+	if reserved != "1883,8083-8084,8883,9090,18083" {
+		t.Errorf("reserved ports = %q, want 9090 added and 44087 left out", reserved)
+	}
+	var warned bool
+	for _, w := range pl.Warnings {
+		if strings.Contains(w, "44087") && strings.Contains(w, "reserve_ports") {
+			warned = true
+		}
+	}
+	if !warned {
+		t.Errorf("no warning naming 44087: %q", pl.Warnings)
+	}
+}

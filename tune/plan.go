@@ -508,8 +508,26 @@ func (pl *Plan) planPorts(p *profiles.Profile, targets map[string]target, curren
 		if err != nil {
 			return exitcode.Environmentf("tune: listening ports: %v", err)
 		}
+		// A listener inside the host's current ephemeral range was most
+		// likely given its port by the kernel (bind to port 0) and is gone
+		// after a restart; reserving it for good would be wrong, so it is
+		// named in a warning instead.
+		curLo, curHi := -1, -1
+		if v, ok, err := pl.current(keyPortRange); err == nil && ok {
+			curLo, curHi, _ = profiles.ParsePortRange(v)
+		}
+		var transient []string
 		for _, port := range listening {
+			if port >= curLo && port <= curHi {
+				if inRange(port) && !profiles.ContainsPort(want, port) {
+					transient = append(transient, strconv.Itoa(port))
+				}
+				continue
+			}
 			add(port, "listening now")
+		}
+		if len(transient) > 0 {
+			pl.Warnings = append(pl.Warnings, fmt.Sprintf("listening ports %s lie inside the current ephemeral range %d-%d, so the kernel probably assigned them; not reserved (add them to reserve_ports if they are fixed service ports)", strings.Join(transient, ","), curLo, curHi))
 		}
 	}
 	merged := profiles.FormatReservedPorts(want)
