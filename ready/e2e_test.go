@@ -104,8 +104,15 @@ func TestReadyEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := testenv.Binary(t)
 	out := t.TempDir()
+	// Installed the way the README says (./install.sh), into a prefix of
+	// the test's own.
+	inst := exec.Command("./install.sh", "--prefix", filepath.Join(out, "prefix"))
+	inst.Dir = testenv.RepoRoot()
+	if b, err := inst.CombinedOutput(); err != nil {
+		t.Fatalf("./install.sh: %v\n%s", err, b)
+	}
+	bin := filepath.Join(out, "prefix", "bin", "hostprep")
 
 	before := map[string]string{}
 	for _, k := range hostKeys {
@@ -130,11 +137,16 @@ func TestReadyEndToEnd(t *testing.T) {
 		ready("--output", "json", "--junit", filepath.Join(out, "ready.xml"), "--prom", filepath.Join(out, "ready.prom")), // 1
 		ready("--output", "text", "--json", filepath.Join(out, "second.json")),                                            // 2
 		ready("--output", "json", "--sockets", "1000000"),                                                                 // 3
-		{"sh", "-c", probeKeys},                       // 4: still applied
-		{bin, "tune", "rollback", "--output", "json"}, // 5
-		{"sh", "-c", probeKeys},                       // 6: as found
+		{"sh", "-c", probeKeys},                                  // 4: still applied
+		{bin, "tune", "rollback", "--output", "json"},            // 5
+		{"sh", "-c", probeKeys},                                  // 6: as found
+		{bin, "ready", "--profile", profile, "--output", "json"}, // 7: the quick start: embedded broker, no IoTDB
+		{bin, "tune", "rollback"},                                // 8
 	}
 	res := runSandbox(t, []string{bu.Host, iotdbAddr}, steps)
+	if len(res) != len(steps) {
+		t.Fatalf("sandbox ran %d of %d steps", len(res), len(steps))
+	}
 	for i, r := range res {
 		t.Logf("step %d %v: exit %d\nstdout:\n%s\nstderr:\n%s", i, r.Argv[1:], r.Exit, r.Stdout, r.Stderr)
 	}
@@ -242,6 +254,21 @@ func TestReadyEndToEnd(t *testing.T) {
 		if restored[key] != found[key] {
 			t.Errorf("after tune rollback %s = %q, want %q as found", key, restored[key], found[key])
 		}
+	}
+
+	// 7: the README's quick start (no targets): the embedded broker.
+	quick := parseResult(t, "quick start", res[7].Stdout)
+	if res[7].Exit != 0 || quick.Verdict == outcome.NotReady || !quick.Changed {
+		t.Errorf("quick start: exit %d verdict %s changed %v failing %q", res[7].Exit, quick.Verdict, quick.Changed, quick.Failing)
+	}
+	if s := quick.Step(outcome.StepProbeMQTT); s == nil || !strings.Contains(s.Summary, "embedded") {
+		t.Errorf("quick start did not probe the embedded broker: %+v", s)
+	}
+	if s := quick.Step(outcome.StepProbeIoTDB); s == nil || s.Verdict != verdict.Skip {
+		t.Errorf("quick start probed IoTDB without a target: %+v", s)
+	}
+	if res[8].Exit != 0 {
+		t.Errorf("second rollback: exit %d %s", res[8].Exit, res[8].Stderr)
 	}
 
 	// The fleet report over the runs' JSON, as the Ansible example does:
