@@ -118,6 +118,12 @@ func run(ctx context.Context, o Options, rn runners) (*Result, error) {
 	log := slog.With("profile", p.Name)
 
 	timed := func(name string, f func() outcome.Step) outcome.Step {
+		if err := ctx.Err(); err != nil {
+			// Interrupted (Ctrl-C, SIGTERM): the run is incomplete, so
+			// the host is not known to be ready.
+			return outcome.Step{Name: name, Verdict: verdict.Fail, Summary: "not run: interrupted",
+				Error: "interrupted before this step: " + err.Error(), ExitCode: exitcode.Environment}
+		}
 		log.Info("ready: step starts", "step", name)
 		t0 := time.Now()
 		s := f()

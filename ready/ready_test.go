@@ -201,3 +201,24 @@ func TestErrStepKeepsCode(t *testing.T) {
 		t.Errorf("%+v", s)
 	}
 }
+
+func TestInterruptedRunIsNotReady(t *testing.T) {
+	f := newFakes()
+	ctx, cancel := context.WithCancel(context.Background())
+	rn := f.runners()
+	tuneRun := rn.tune
+	rn.tune = func(c context.Context, p *profiles.Profile, o Options) outcome.Step {
+		cancel() // Ctrl-C while tuning
+		return tuneRun(c, p, o)
+	}
+	res, err := run(ctx, Options{Profile: "ready-small"}, rn)
+	if exitcode.Code(err) != exitcode.Environment || res.Verdict != outcome.NotReady {
+		t.Fatalf("err %v verdict %v", err, res.Verdict)
+	}
+	if got := strings.Join(f.ran, ","); got != "tune" {
+		t.Errorf("ran %s after the interrupt", got)
+	}
+	if s := res.Step(outcome.StepPreflight); !strings.Contains(s.Error, "interrupted") {
+		t.Errorf("preflight step %+v", s)
+	}
+}

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/ready"
@@ -56,7 +58,12 @@ Exit codes: 0 READY (also READY WITH WARNINGS), 1 NOT READY, 2 bad input,
 				}
 				o.Progress = os.Stderr
 				o.ProgressTTY = term.IsTerminal(int(os.Stderr.Fd()))
-				res, runErr := ready.Run(cmd.Context(), o)
+				// Ctrl-C / SIGTERM end a probe with what it measured so far
+				// and skip the steps after it (exit 3); tune is never
+				// interrupted halfway.
+				ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+				defer stop()
+				res, runErr := ready.Run(ctx, o)
 				if res == nil {
 					return runErr
 				}
