@@ -18,9 +18,12 @@
 //     pool gave it out. It re-queues the session if its socket is open and
 //     then takes a slot token (<-sem); a session the pool never gave out
 //     thus frees a slot it never held (the pool then lets more than its
-//     size out), or blocks forever when no slot is taken. The pool keeps
-//     no count of sessions in use, so the probe counts what it hands out
-//     and puts every session back exactly once.
+//     size out), or blocks when its idle channel is full. PutBack after
+//     Close sends on a closed channel (it recovers the panic). The pool
+//     keeps no count of sessions in use, so the probe counts what it hands
+//     out, puts every session back exactly once, and closes sessions that
+//     come back after the pool was closed. (client_claims_test.go pins
+//     this behaviour down.)
 //   - The connection timeout (NewSessionPool's connectionTimeoutInMs) is
 //     only thrift's ConnectTimeout for the TCP dial; the socket timeout is
 //     0 and every RPC runs with context.Background(), so nothing bounds a

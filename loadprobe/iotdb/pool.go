@@ -27,6 +27,9 @@ type countingPool struct {
 	openTimeout time.Duration // bound on constructing a new session (dial + OpenSession)
 	callTimeout time.Duration
 
+	mu     sync.RWMutex // putBack (read) against close (write)
+	closed bool
+
 	inUse     atomic.Int64 // sessions handed out and not yet put back
 	abandoned atomic.Int64 // calls/opens still running past their deadline
 	bg        sync.WaitGroup
@@ -155,9 +158,20 @@ func (p *countingPool) do(ctx context.Context, op opFunc) (int64, error) {
 // putBack returns s to the client's pool (which drops it if its socket is
 // no longer open) and uncounts it. A panic in PutBack is swallowed: the
 // library already recovers there and closes the session.
+//
+// A session coming back after close (a call abandoned at its deadline that
+// returned late) is closed instead: PutBack on the closed pool would send
+// on its closed channel.
 func (p *countingPool) putBack(s client.Session) {
 	defer func() { _ = recover() }()
 	defer p.inUse.Add(-1)
+	p.mu.RLock()
+	if p.closed {
+		p.mu.RUnlock()
+		_ = s.Close()
+		return
+	}
+	defer p.mu.RUnlock()
 	p.pool.PutBack(s)
 }
 
@@ -176,6 +190,9 @@ func (p *countingPool) drain(d time.Duration) int64 {
 // close closes the client's pool (which sends CloseSession, with no
 // deadline, for every idle session) bounded by d.
 func (p *countingPool) close(d time.Duration) error {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -203,3 +203,26 @@ func TestPoolExhaustionCountsWaitTimeouts(t *testing.T) {
 		t.Errorf("verdict %s, checks %+v: want iotdb.error_rate fail naming --pool-size", res.Verdict, res.Checks)
 	}
 }
+
+func TestRunOpenLoopOnRealIoTDB(t *testing.T) {
+	cfg := realConfig(t, ScenarioWrite)
+	cfg.Steps, cfg.StepDuration, cfg.Rate = []int{2, 4}, 2*time.Second, 50 // 50 ops/s per worker
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Mode != "open" || res.RatePerWorker != 50 {
+		t.Errorf("mode %q rate %v, want open at 50/s per worker", res.Mode, res.RatePerWorker)
+	}
+	for _, s := range res.Steps {
+		// The schedule, not the server, sets the pace: workers x 50/s x 2 s
+		// operations (the first may land anywhere in the first interval).
+		want := int64(s.Workers * 50 * 2)
+		if s.Ops < want-int64(s.Workers) || s.Ops > want || s.Errors != 0 {
+			t.Errorf("%d workers: %d ops (%d errors), want %d scheduled", s.Workers, s.Ops, s.Errors, want)
+		}
+		if tps := float64(s.OK) / s.DurationS; tps > float64(s.Workers*50)*1.05 {
+			t.Errorf("%d workers: %.1f TPS beyond the offered %d/s", s.Workers, tps, s.Workers*50)
+		}
+	}
+}
