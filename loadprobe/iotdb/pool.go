@@ -23,6 +23,7 @@ import (
 type countingPool struct {
 	pool        client.SessionPool
 	size        int
+	user        string
 	waitTimeout time.Duration
 	openTimeout time.Duration // bound on constructing a new session (dial + OpenSession)
 	callTimeout time.Duration
@@ -50,6 +51,7 @@ func newCountingPool(cfg *Config) *countingPool {
 	return &countingPool{
 		pool:        client.NewSessionPool(pc, cfg.PoolSize, int(cfg.ConnectTimeout/time.Millisecond), int(cfg.WaitTimeout/time.Millisecond), false),
 		size:        cfg.PoolSize,
+		user:        cfg.User,
 		waitTimeout: cfg.WaitTimeout,
 		openTimeout: cfg.ConnectTimeout + cfg.CallTimeout,
 		callTimeout: cfg.CallTimeout,

@@ -100,6 +100,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, runErr
 }
 
+// TSStatus codes of a refused login (IoTDB's TSStatusCode
+// WRONG_LOGIN_PASSWORD and NOT_LOGIN).
+const (
+	statusWrongLogin = 801
+	statusNotLogin   = 802
+)
+
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // admin runs one setup/teardown statement on a pooled session under the
@@ -114,7 +121,12 @@ func admin(ctx context.Context, p *countingPool, op opFunc) error {
 func setup(ctx context.Context, p *countingPool, w *workload, res *Result) error {
 	v, err := serverVersion(ctx, p)
 	if err != nil {
-		class, _ := classify(err)
+		class, code := classify(err)
+		// The v1.3.7 client ignores the OpenSession status, so a refused
+		// login shows here, at the first statement.
+		if class == ClassStatus && (code == statusWrongLogin || code == statusNotLogin) {
+			return exitcode.Environmentf("iotdb probe: %s refused the login of user %q (status %d): check --user and --password-file or $HOSTPREP_IOTDB_PASSWORD", res.Target, p.user, code)
+		}
 		if class == ClassConnect || class == ClassWaitTimeout || class == ClassDeadline || class == ClassPanic {
 			return exitcode.Environmentf("iotdb probe: cannot open a session to %s: %v (is IoTDB running and is --host/--port its client RPC? scripts/iotdb.sh start runs one on 127.0.0.1:6667)", res.Target, err)
 		}

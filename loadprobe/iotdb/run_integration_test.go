@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/apache/iotdb-client-go/client"
+	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
@@ -224,5 +225,17 @@ func TestRunOpenLoopOnRealIoTDB(t *testing.T) {
 		if tps := float64(s.OK) / s.DurationS; tps > float64(s.Workers*50)*1.05 {
 			t.Errorf("%d workers: %.1f TPS beyond the offered %d/s", s.Workers, tps, s.Workers*50)
 		}
+	}
+}
+
+func TestWrongPasswordIsEnvironmentError(t *testing.T) {
+	cfg := realConfig(t, ScenarioWrite)
+	cfg.Password = "not-the-password-x9"
+	_, err := Run(context.Background(), cfg)
+	if exitcode.Code(err) != exitcode.Environment || !strings.Contains(err.Error(), "refused the login") {
+		t.Fatalf("wrong password: %v (code %d), want exit 3 'refused the login'", err, exitcode.Code(err))
+	}
+	if strings.Contains(err.Error(), cfg.Password) {
+		t.Errorf("the error prints the password: %v", err)
 	}
 }
