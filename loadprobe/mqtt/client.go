@@ -64,6 +64,14 @@ type conn struct {
 	rbuf   []byte
 	pong   chan struct{} // calibration client only
 	suback chan []byte   // subscribers: SUBACK reason codes
+
+	flushTimer *time.Timer // subscribers: deferred ack flush
+	flushArmed bool
+
+	// Polled publishers (see poller): no reader goroutine.
+	raw     syscall.RawConn
+	pending []byte // a partial packet, poller goroutine only
+	ended   bool   // connEnded ran
 }
 
 const calibClient = -1 << 20
@@ -264,6 +272,13 @@ func (c *conn) readPacket() (packets.Packet, error) {
 	if n > 4096 && !c.sub {
 		c.rbuf = nil // do not keep a large buffer on an idle publisher
 	}
+	err = c.decode(&pk, buf)
+	return pk, err
+}
+
+// decode decodes the body of a packet whose fixed header is in pk.
+func (c *conn) decode(pk *packets.Packet, buf []byte) error {
+	var err error
 	pk.ProtocolVersion = c.r.protoVersion()
 	switch pk.FixedHeader.Type {
 	case packets.Connack:
@@ -286,7 +301,7 @@ func (c *conn) readPacket() (packets.Packet, error) {
 	default:
 		err = fmt.Errorf("unexpected packet type %d from broker", pk.FixedHeader.Type)
 	}
-	return pk, err
+	return err
 }
 
 // writeLocked writes b to the connection; c.mu must be held.
@@ -363,6 +378,9 @@ func (c *conn) subscribe(filter string, qos byte) error {
 // disconnect sends DISCONNECT (best effort, short deadline) and closes.
 func (c *conn) disconnect() {
 	c.mu.Lock()
+	if c.flushTimer != nil {
+		c.flushTimer.Stop()
+	}
 	c.byUs = true
 	if !c.dead && c.failErr == nil {
 		_ = c.nc.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
@@ -381,8 +399,12 @@ func (c *conn) fail(err error) {
 	if c.failErr == nil {
 		c.failErr = err
 	}
+	polled := c.raw != nil
 	c.mu.Unlock()
 	_ = c.nc.Close()
+	if polled { // no reader goroutine to notice
+		c.r.connEnded(c, err)
+	}
 }
 
 // close marks c dead and closes the socket (unblocks its reader and any
@@ -529,98 +551,135 @@ func (c *conn) resend(e *encoder, olderThan int64) int {
 // readLoop handles everything the broker sends after CONNACK until the
 // connection fails or is closed; it returns the error that ended it.
 func (c *conn) readLoop() error {
-	r := c.r
 	for {
 		pk, err := c.readPacket()
 		if err != nil {
 			return err
 		}
-		now := r.now()
-		switch pk.FixedHeader.Type {
-		case packets.Puback, packets.Pubcomp:
-			c.mu.Lock()
-			f, ok := c.take(pk.PacketID)
-			c.mu.Unlock()
-			if !ok {
-				r.strayAcks.Add(1) // a second ack for a re-sent packet
-				continue
-			}
-			r.inflight.Add(-1)
-			if pk.ReasonCode >= 0x80 {
-				r.ackErrors.Add(1)
-				continue
-			}
-			r.acked.Add(1)
-			r.recordAck(c.client, f.sched, now)
-		case packets.Pubrec:
-			c.mu.Lock()
-			var werr error
-			for i := range c.inflight {
-				if c.inflight[i].id == pk.PacketID {
-					c.inflight[i].gotRec = true
-				}
-			}
-			if pk.ReasonCode >= 0x80 {
-				if _, ok := c.take(pk.PacketID); ok {
-					r.inflight.Add(-1)
-					r.ackErrors.Add(1)
-				}
-			} else {
-				werr = c.ackLocked(packets.Pubrel, pk.PacketID)
-			}
-			c.mu.Unlock()
-			if werr != nil {
-				return werr
-			}
-		case packets.Publish:
-			r.onMessage(pk.Payload, now)
-			var werr error
-			switch pk.FixedHeader.Qos {
-			case 1:
-				c.mu.Lock()
-				werr = c.ackLocked(packets.Puback, pk.PacketID)
-				c.mu.Unlock()
-			case 2:
-				c.mu.Lock()
-				werr = c.ackLocked(packets.Pubrec, pk.PacketID)
-				c.mu.Unlock()
-			}
-			if werr != nil {
-				return werr
-			}
-		case packets.Pubrel:
-			c.mu.Lock()
-			werr := c.ackLocked(packets.Pubcomp, pk.PacketID)
-			c.mu.Unlock()
-			if werr != nil {
-				return werr
-			}
-		case packets.Suback:
-			if c.suback != nil {
-				select {
-				case c.suback <- append([]byte(nil), pk.ReasonCodes...):
-				default:
-				}
-			}
-		case packets.Pingresp:
-			if c.pong != nil {
-				select {
-				case c.pong <- struct{}{}:
-				default:
-				}
-			}
-		case packets.Disconnect:
-			return fmt.Errorf("broker sent DISCONNECT reason 0x%02x: %w", pk.ReasonCode, io.EOF)
+		if err := c.handle(&pk); err != nil {
+			return err
 		}
 		if c.bw != nil && c.br.Buffered() == 0 {
-			c.mu.Lock()
-			err := c.flushLocked()
-			c.mu.Unlock()
-			if err != nil {
+			if err := c.flushSoon(); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// ackFlushDelay is how long a subscriber holds its acks to write many in
+// one syscall; the broker's inflight window (mosquitto: 1000 by default
+// in scripts/mosquitto.sh, 20 by default otherwise) covers it at any
+// rate below 20 messages per ms.
+const ackFlushDelay = time.Millisecond
+
+// flushSoon writes buffered acks now if many are waiting, else within
+// ackFlushDelay (one timer per subscriber).
+func (c *conn) flushSoon() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.bw.Buffered() == 0 {
+		return nil
+	}
+	if c.bw.Buffered() >= 1024 {
+		return c.flushLocked()
+	}
+	if c.flushArmed {
+		return nil
+	}
+	c.flushArmed = true
+	if c.flushTimer == nil {
+		c.flushTimer = time.AfterFunc(ackFlushDelay, func() {
+			c.mu.Lock()
+			c.flushArmed = false
+			if err := c.flushLocked(); err != nil && c.failErr == nil {
+				c.failErr = err
+				_ = c.nc.Close()
+			}
+			c.mu.Unlock()
+		})
+	} else {
+		c.flushTimer.Reset(ackFlushDelay)
+	}
+	return nil
+}
+
+// handle acts on one packet from the broker; an error ends the
+// connection.
+func (c *conn) handle(pk *packets.Packet) error {
+	r := c.r
+	now := r.now()
+	switch pk.FixedHeader.Type {
+	case packets.Puback, packets.Pubcomp:
+		c.mu.Lock()
+		f, ok := c.take(pk.PacketID)
+		c.mu.Unlock()
+		if !ok {
+			r.strayAcks.Add(1) // a second ack for a re-sent packet
+			return nil
+		}
+		r.inflight.Add(-1)
+		if pk.ReasonCode >= 0x80 {
+			r.ackErrors.Add(1)
+			return nil
+		}
+		r.acked.Add(1)
+		r.recordAck(c.client, f.sched, now)
+	case packets.Pubrec:
+		c.mu.Lock()
+		var werr error
+		for i := range c.inflight {
+			if c.inflight[i].id == pk.PacketID {
+				c.inflight[i].gotRec = true
+			}
+		}
+		if pk.ReasonCode >= 0x80 {
+			if _, ok := c.take(pk.PacketID); ok {
+				r.inflight.Add(-1)
+				r.ackErrors.Add(1)
+			}
+		} else {
+			werr = c.ackLocked(packets.Pubrel, pk.PacketID)
+		}
+		c.mu.Unlock()
+		return werr
+	case packets.Publish:
+		r.onMessage(pk.Payload, now)
+		var werr error
+		switch pk.FixedHeader.Qos {
+		case 1:
+			c.mu.Lock()
+			werr = c.ackLocked(packets.Puback, pk.PacketID)
+			c.mu.Unlock()
+		case 2:
+			c.mu.Lock()
+			werr = c.ackLocked(packets.Pubrec, pk.PacketID)
+			c.mu.Unlock()
+		}
+		return werr
+	case packets.Pubrel:
+		c.mu.Lock()
+		werr := c.ackLocked(packets.Pubcomp, pk.PacketID)
+		c.mu.Unlock()
+		return werr
+	case packets.Suback:
+		if c.suback != nil {
+			select {
+			case c.suback <- append([]byte(nil), pk.ReasonCodes...):
+			default:
+			}
+		}
+	case packets.Pingresp:
+		if c.pong != nil {
+			select {
+			case c.pong <- struct{}{}:
+			default:
+			}
+		}
+	case packets.Disconnect:
+		return fmt.Errorf("broker sent DISCONNECT reason 0x%02x: %w", pk.ReasonCode, io.EOF)
+	}
+	return nil
 }
 
 // unackedCount is the number of PUBLISH packets still waiting for an ack.

@@ -75,10 +75,18 @@ type Config struct {
 	// RetryInterval re-sends an unacknowledged QoS>0 PUBLISH with DUP set
 	// after this long (MQTT 3.1.1 only; 0 = never, the default).
 	RetryInterval time.Duration `json:"retry_interval_ns,omitempty"`
-	// Workers issue the scheduled writes (default 4).
+	// Workers, when > 0, is a pool of goroutines issuing the scheduled
+	// writes; 0 (the default) writes from the scheduler goroutine itself,
+	// which costs the fewest wake-ups per message. A write only blocks
+	// when the broker stops reading, and then the schedule's overrun
+	// counter shows it.
 	Workers int `json:"workers"`
 
 	Thresholds profiles.MQTTThresholds `json:"thresholds"`
+
+	// goroutinePerConn reads each publisher from its own goroutine instead
+	// of the shared epoll poller (tests cover both paths).
+	goroutinePerConn bool
 
 	// NoFileLimit overrides RLIMIT_NOFILE (hard) for the pre-start fd
 	// check; 0 reads it from the process. For tests.
@@ -129,7 +137,6 @@ func Defaults() Config {
 		Subscribers:    1,
 		ConnectTimeout: 10 * time.Second,
 		Grace:          5 * time.Second,
-		Workers:        4,
 		Thresholds:     DefaultThresholds(),
 	}
 }
@@ -203,9 +210,6 @@ func (c *Config) fill() {
 	}
 	if c.Grace == 0 {
 		c.Grace = d.Grace
-	}
-	if c.Workers == 0 {
-		c.Workers = d.Workers
 	}
 	if c.ProgressEvery == 0 {
 		c.ProgressEvery = 5 * time.Second

@@ -72,6 +72,16 @@ func TestHealthyEmbedded(t *testing.T) {
 	}
 }
 
+// The reader-goroutine-per-connection path (used for TLS) keeps the same
+// counts as the epoll poller.
+func TestHealthyGoroutineReaders(t *testing.T) {
+	noLeak(t)
+	cfg := small("", 10)
+	cfg.goroutinePerConn = true
+	res, err := runProbe(t, cfg)
+	wantPass(t, res, err)
+}
+
 func TestHealthyMosquitto(t *testing.T) {
 	url := testenv.MQTTBroker(t)
 	for _, tc := range []struct {

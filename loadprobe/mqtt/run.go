@@ -69,6 +69,8 @@ type run struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	sched  *scheduler
+	poll   *poller  // nil: a reader goroutine per publisher
+	inline *encoder // scheduler goroutine's encoder when Workers == 0
 	work   chan event
 	stop   chan struct{}
 	wg     sync.WaitGroup // every goroutine the run starts
@@ -347,6 +349,19 @@ func (r *run) execute(res *Result) error {
 	if cfg.RetryInterval > 0 && cfg.QoS > 0 && cfg.MQTTVersion == "3.1.1" {
 		r.sched.add(event{at: start + int64(cfg.RetryInterval/4), client: 0, kind: evRetry})
 	}
+	if r.tls == nil && !cfg.goroutinePerConn {
+		if p, err := newPoller(r); err == nil {
+			r.poll = p
+			r.wg.Add(1)
+			go func() {
+				defer r.wg.Done()
+				p.loop(r.stop)
+			}()
+		}
+	}
+	if cfg.Workers <= 0 {
+		r.inline = &encoder{payload: make([]byte, cfg.Size)}
+	}
 	for w := 0; w < cfg.Workers; w++ {
 		r.wg.Add(1)
 		go r.worker()
@@ -530,10 +545,7 @@ func (r *run) fire(e event, now int64) {
 		if next := e.at + int64(cfg.PubInterval); next < r.pubEnd {
 			r.sched.add(event{at: next, client: e.client, kind: evPublish})
 		}
-		select {
-		case r.work <- e:
-		case <-r.stop:
-		}
+		r.dispatch(e)
 	case evPing, evRetry:
 		step := cfg.Keepalive / 2
 		if e.client >= 0 {
@@ -543,59 +555,72 @@ func (r *run) fire(e event, now int64) {
 			step = cfg.RetryInterval / 4
 		}
 		r.sched.add(event{at: e.at + int64(step), client: e.client, kind: e.kind})
-		select {
-		case r.work <- e:
-		case <-r.stop:
-		}
+		r.dispatch(e)
 	}
 }
 
-// worker performs scheduled writes.
+// dispatch hands e to the worker pool, or performs it right here.
+func (r *run) dispatch(e event) {
+	if r.inline != nil {
+		r.do(e, r.inline)
+		return
+	}
+	select {
+	case r.work <- e:
+	case <-r.stop:
+	}
+}
+
+// worker performs scheduled writes (Config.Workers > 0).
 func (r *run) worker() {
 	defer r.wg.Done()
 	e := &encoder{payload: make([]byte, r.cfg.Size)}
 	for {
-		var ev event
 		select {
 		case <-r.stop:
 			return
-		case ev = <-r.work:
+		case ev := <-r.work:
+			r.do(ev, e)
 		}
-		switch ev.kind {
-		case evPublish:
-			if late := r.now() - ev.at; late > int64(overrunThreshold) {
-				r.overruns.Add(1)
+	}
+}
+
+// do performs one scheduled write with encoder e.
+func (r *run) do(ev event, e *encoder) {
+	switch ev.kind {
+	case evPublish:
+		if late := r.now() - ev.at; late > int64(overrunThreshold) {
+			r.overruns.Add(1)
+		}
+		c := r.conns[ev.client].Load()
+		if err := c.publish(e, ev.at); err != nil {
+			r.sendFailed.Add(1)
+			if !errors.Is(err, net.ErrClosed) {
+				c.fail(err) // the reader accounts the lost connection
 			}
-			c := r.conns[ev.client].Load()
-			if err := c.publish(e, ev.at); err != nil {
-				r.sendFailed.Add(1)
-				if !errors.Is(err, net.ErrClosed) {
-					c.fail(err) // the reader accounts the lost connection
-				}
-				continue
+			return
+		}
+		r.published.Add(1)
+		if ev.at >= r.rampEnd {
+			r.winPublished.Add(1)
+		}
+	case evPing:
+		if ev.client < 0 {
+			if i := int(-1 - ev.client); i < len(r.subs) {
+				_ = r.subs[i].ping()
 			}
-			r.published.Add(1)
-			if ev.at >= r.rampEnd {
-				r.winPublished.Add(1)
-			}
-		case evPing:
-			if ev.client < 0 {
-				if i := int(-1 - ev.client); i < len(r.subs) {
-					_ = r.subs[i].ping()
-				}
-			} else {
-				for i := range r.conns {
-					if c := r.conns[i].Load(); c != nil && r.now()-c.lastSentAtomic() > int64(r.cfg.Keepalive/2) {
-						_ = c.ping()
-					}
-				}
-			}
-		case evRetry:
-			older := r.now() - int64(r.cfg.RetryInterval)
+		} else {
 			for i := range r.conns {
-				if c := r.conns[i].Load(); c != nil {
-					r.resent.Add(int64(c.resend(e, older)))
+				if c := r.conns[i].Load(); c != nil && r.now()-c.lastSentAtomic() > int64(r.cfg.Keepalive/2) {
+					_ = c.ping()
 				}
+			}
+		}
+	case evRetry:
+		older := r.now() - int64(r.cfg.RetryInterval)
+		for i := range r.conns {
+			if c := r.conns[i].Load(); c != nil {
+				r.resent.Add(int64(c.resend(e, older)))
 			}
 		}
 	}
@@ -623,6 +648,10 @@ func (r *run) connectClient(i int, sched int64) {
 	r.mu.Lock()
 	r.connectOK++
 	r.mu.Unlock()
+	// Register with the poller before publishing c: the atomic Store
+	// orders c.raw for the poller; an event before it is seen again
+	// (level-triggered).
+	polled := r.poll != nil && r.poll.add(c)
 	r.conns[i].Store(c)
 	r.connected.Add(1)
 	r.connecting.Add(-1)
@@ -640,6 +669,9 @@ func (r *run) connectClient(i int, sched int64) {
 	if first < r.pubEnd {
 		r.sched.add(event{at: first, client: int32(i), kind: evPublish})
 	}
+	if polled {
+		return // the poller reads its acks from now on
+	}
 	err = c.readLoop()
 	r.connEnded(c, err)
 }
@@ -648,6 +680,11 @@ func (r *run) connectClient(i int, sched int64) {
 // the run closed it on purpose while shutting down.
 func (r *run) connEnded(c *conn, err error) {
 	c.mu.Lock()
+	if c.ended {
+		c.mu.Unlock()
+		return
+	}
+	c.ended = true
 	c.dead = true
 	if c.failErr != nil {
 		err = c.failErr

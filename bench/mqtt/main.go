@@ -1,0 +1,285 @@
+// Command mqtt-bench measures hostprep's MQTT probe against a running
+// mosquitto and prints the efficiency figures of issue 4:
+//
+//   - per idle connection: RSS (KiB) and goroutines, for hostprep's lean
+//     client and, for comparison, paho.mqtt.golang (slope between two
+//     connection counts, each in a fresh child process, after GC);
+//   - CPU per message (µs, utime+stime from /proc/PID/stat and the child's
+//     rusage) of the probe and of the broker at QoS 1, 200 B;
+//   - the highest message rate the pair sustains with zero loss (rate
+//     sweep, each step a full probe run);
+//   - whether the probe holds 15,000 connections.
+//
+// Usage (see bench/README.md): scripts/mosquitto.sh start, then
+//
+//	go run ./bench/mqtt -broker tcp://127.0.0.1:18831 -broker-pid $(cat /tmp/hostprep-mosquitto-18831/mosquitto.pid)
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+	"github.com/hostprep/hostprep/loadprobe/mqtt"
+)
+
+// holdResult is what a "hold" child reports.
+type holdResult struct {
+	Client     string `json:"client"`
+	N          int    `json:"n"`
+	Connected  int64  `json:"connected"`
+	RSSKiB     int64  `json:"rss_kib"`
+	Goroutines int    `json:"goroutines"`
+	BaseRSSKiB int64  `json:"base_rss_kib"`
+	BaseGor    int    `json:"base_goroutines"`
+}
+
+// loadResult is what a "load" child reports.
+type loadResult struct {
+	Clients    int     `json:"clients"`
+	Rate       float64 `json:"rate"`
+	Published  int64   `json:"published"`
+	Received   int64   `json:"received"`
+	Lost       int64   `json:"lost"`
+	Unacked    int64   `json:"unacked"`
+	ConnectsOK int64   `json:"connects_ok"`
+	Failed     int64   `json:"connects_failed"`
+	AckP99     float64 `json:"ack_p99_ms"`
+	E2EP99     float64 `json:"e2e_p99_ms"`
+	Overruns   int64   `json:"overruns"`
+	Err        string  `json:"err,omitempty"`
+}
+
+var benchWorkers int
+
+func rssKiB() int64 {
+	b, _ := os.ReadFile("/proc/self/status")
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "VmRSS:") {
+			f := strings.Fields(l)
+			v, _ := strconv.ParseInt(f[1], 10, 64)
+			return v
+		}
+	}
+	return 0
+}
+
+// cpuTicks is utime+stime of pid in clock ticks (USER_HZ, 100/s).
+func cpuTicks(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + st
+}
+
+func settle() (int64, int) {
+	runtime.GC()
+	debug.FreeOSMemory()
+	time.Sleep(300 * time.Millisecond)
+	return rssKiB(), runtime.NumGoroutine()
+}
+
+func hold(broker, client string, n int) holdResult {
+	r := holdResult{Client: client, N: n}
+	r.BaseRSSKiB, r.BaseGor = settle()
+	switch client {
+	case "lean":
+		cfg := mqtt.Defaults()
+		cfg.Broker, cfg.Clients, cfg.ConnRate = broker, n, 2000
+		cfg.PubInterval, cfg.Duration = time.Hour, time.Hour
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _, _ = mqtt.Run(ctx, cfg); close(done) }()
+		time.Sleep(time.Duration(float64(n)/2000*float64(time.Second)) + 3*time.Second)
+		r.RSSKiB, r.Goroutines = settle()
+		r.Connected = int64(n) // checked by the load runs; Run has no live counter
+		cancel()
+		<-done
+	case "paho":
+		var clients []paho.Client
+		var mu sync.Mutex
+		var ok atomic.Int64
+		var wg sync.WaitGroup
+		next := atomic.Int64{}
+		for w := 0; w < 8; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					i := int(next.Add(1)) - 1
+					if i >= n {
+						return
+					}
+					o := paho.NewClientOptions().AddBroker(broker).SetClientID(fmt.Sprintf("bench-paho-%d-%d", os.Getpid(), i)).
+						SetKeepAlive(300 * time.Second).SetCleanSession(true).SetAutoReconnect(false).SetConnectRetry(false)
+					c := paho.NewClient(o)
+					if t := c.Connect(); t.WaitTimeout(10*time.Second) && t.Error() == nil {
+						ok.Add(1)
+						mu.Lock()
+						clients = append(clients, c)
+						mu.Unlock()
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		r.Connected = ok.Load()
+		r.RSSKiB, r.Goroutines = settle()
+		for _, c := range clients {
+			c.Disconnect(0)
+		}
+	}
+	return r
+}
+
+func load(broker string, clients int, rate float64, dur time.Duration, subs int) loadResult {
+	cfg := mqtt.Defaults()
+	cfg.Broker, cfg.Clients, cfg.ConnRate = broker, clients, 1000
+	cfg.PubInterval = time.Duration(float64(clients) / rate * float64(time.Second))
+	cfg.Duration, cfg.Subscribers, cfg.QoS, cfg.Size = dur, subs, 1, 200
+	cfg.Grace = 10 * time.Second
+	if benchWorkers > 0 {
+		cfg.Workers = benchWorkers
+	}
+	res, err := mqtt.Run(context.Background(), cfg)
+	out := loadResult{Clients: clients, Rate: rate}
+	if err != nil {
+		out.Err = err.Error()
+	}
+	if res != nil {
+		m := res.Messages
+		out.Published, out.Received, out.Lost, out.Unacked = m.Published, m.Received, m.Lost, m.Unacked
+		out.ConnectsOK, out.Failed = res.Connects.OK, res.Connects.Failed
+		out.AckP99, out.E2EP99, out.Overruns = res.Latency.Ack.P99, res.Latency.E2E.P99, m.Overruns
+	}
+	return out
+}
+
+// child runs this program again with args and decodes its JSON answer;
+// it returns the child's CPU time too.
+func child(v any, args ...string) (time.Duration, error) {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, fmt.Errorf("%v: %v", args, err)
+	}
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	return cpu, json.Unmarshal(out, v)
+}
+
+func main() {
+	broker := flag.String("broker", "tcp://127.0.0.1:18831", "mosquitto to measure against")
+	brokerPID := flag.Int("broker-pid", 0, "the broker's pid, for its CPU (default: from the scripts/mosquitto.sh pidfile)")
+	mode := flag.String("mode", "all", "all | hold | load (hold/load are the child modes)")
+	client := flag.String("client", "lean", "hold: lean or paho")
+	n := flag.Int("n", 1000, "hold: connections; load: clients")
+	rate := flag.Float64("rate", 5000, "load: messages/s")
+	dur := flag.Duration("duration", 10*time.Second, "load: steady window per step")
+	subs := flag.Int("subscribers", 2, "load: subscribers (shared subscription when > 1)")
+	n1 := flag.Int("hold-small", 1000, "all: smaller connection count for the per-connection slope")
+	n2 := flag.Int("hold-large", 6000, "all: larger connection count for the per-connection slope")
+	rates := flag.String("rates", "2000,5000,10000,15000,20000,30000", "all: rate sweep, messages/s")
+	sweepClients := flag.Int("sweep-clients", 2000, "all: clients in the rate sweep")
+	big := flag.Int("hold-target", 15000, "all: connections the probe must hold")
+	flag.IntVar(&benchWorkers, "workers", 0, "load: probe scheduler workers (0 = the probe's default)")
+	cpuprofile := flag.String("cpuprofile", "", "load/hold: write a CPU profile here")
+	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer pprof.StopCPUProfile()
+		}
+	}
+
+	switch *mode {
+	case "hold":
+		_ = json.NewEncoder(os.Stdout).Encode(hold(*broker, *client, *n))
+		return
+	case "load":
+		_ = json.NewEncoder(os.Stdout).Encode(load(*broker, *n, *rate, *dur, *subs))
+		return
+	}
+	if *brokerPID == 0 {
+		if b, err := os.ReadFile("/tmp/hostprep-mosquitto-18831/mosquitto.pid"); err == nil {
+			*brokerPID, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+	}
+	fmt.Printf("MQTT probe benchmark against %s (broker pid %d), %d CPUs, %s\n\n", *broker, *brokerPID, runtime.NumCPU(), runtime.Version())
+
+	// 1. Per idle connection: RSS and goroutines.
+	fmt.Println("== idle connection cost (slope between", *n1, "and", *n2, "connections, fresh process each, after GC)")
+	fmt.Printf("%-22s %12s %14s %10s\n", "client", "RSS KiB/conn", "goroutines/conn", "connected")
+	for _, c := range []string{"lean", "paho"} {
+		var a, b holdResult
+		if _, err := child(&a, "-mode", "hold", "-broker", *broker, "-client", c, "-n", strconv.Itoa(*n1)); err != nil {
+			fmt.Println(c, err)
+			continue
+		}
+		if _, err := child(&b, "-mode", "hold", "-broker", *broker, "-client", c, "-n", strconv.Itoa(*n2)); err != nil {
+			fmt.Println(c, err)
+			continue
+		}
+		dn := float64(b.N - a.N)
+		name := map[string]string{"lean": "hostprep (mochi codec)", "paho": "paho.mqtt.golang"}[c]
+		fmt.Printf("%-22s %12.1f %14.2f %10d\n", name, float64(b.RSSKiB-a.RSSKiB)/dn, float64(b.Goroutines-a.Goroutines)/dn, b.Connected)
+	}
+
+	// 2 + 3. Rate sweep: CPU per message and the highest zero-loss rate.
+	fmt.Printf("\n== rate sweep: %d clients, QoS 1, 200 B, %v per step, %d subscribers\n", *sweepClients, *dur, *subs)
+	fmt.Printf("%9s %10s %10s %6s %8s %9s %9s %14s %14s %9s\n", "msg/s", "published", "received", "lost", "unacked", "ack p99", "e2e p99", "probe µs/msg", "broker µs/msg", "overruns")
+	best := 0.0
+	for _, s := range strings.Split(*rates, ",") {
+		r, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil {
+			continue
+		}
+		b0 := cpuTicks(*brokerPID)
+		var lr loadResult
+		cpu, err := child(&lr, "-mode", "load", "-broker", *broker, "-n", strconv.Itoa(*sweepClients), "-rate", s, "-duration", dur.String(), "-subscribers", strconv.Itoa(*subs))
+		b1 := cpuTicks(*brokerPID)
+		if err != nil {
+			fmt.Println(r, err)
+			break
+		}
+		msgs := float64(lr.Published)
+		probeUS, brokerUS := 0.0, 0.0
+		if msgs > 0 {
+			probeUS = float64(cpu.Microseconds()) / msgs
+			brokerUS = float64(b1-b0) * 10000 / msgs // ticks are 10 ms
+		}
+		fmt.Printf("%9.0f %10d %10d %6d %8d %8.1fms %8.1fms %14.1f %14.1f %9d %s\n", r, lr.Published, lr.Received, lr.Lost, lr.Unacked, lr.AckP99, lr.E2EP99, probeUS, brokerUS, lr.Overruns, lr.Err)
+		if lr.Lost == 0 && lr.Unacked == 0 && lr.Err == "" && lr.Published > 0 {
+			best = r
+		} else {
+			break
+		}
+	}
+	fmt.Printf("highest rate with zero loss: %.0f msg/s\n", best)
+
+	// 4. Hold the target number of connections.
+	fmt.Printf("\n== holding %d connections (1000 conn/s, 1 msg/10 s each, 10 s window)\n", *big)
+	var lr loadResult
+	if _, err := child(&lr, "-mode", "load", "-broker", *broker, "-n", strconv.Itoa(*big), "-rate", strconv.Itoa(*big/10), "-duration", "10s", "-subscribers", "1"); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("connects ok %d, failed %d, published %d, received %d, lost %d %s\n", lr.ConnectsOK, lr.Failed, lr.Published, lr.Received, lr.Lost, lr.Err)
+}
