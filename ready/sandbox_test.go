@@ -40,6 +40,7 @@ type sandboxRelay struct {
 
 type sandboxStep struct {
 	Argv []string `json:"argv"`
+	Env  []string `json:"env,omitempty"` // added to the environment
 }
 
 type sandboxOut struct {
@@ -133,6 +134,7 @@ func sandboxMain(specPath string) error {
 	var outs []sandboxOut
 	for _, s := range spec.Steps {
 		cmd := exec.Command(s.Argv[0], s.Argv[1:]...)
+		cmd.Env = append(os.Environ(), s.Env...)
 		var so, se safeBuf
 		cmd.Stdout, cmd.Stderr = &so, &se
 		err := cmd.Run()
@@ -193,8 +195,19 @@ func sandboxMounts(t *testing.T) []string {
 // host-loopback ip:port servers the sandbox may reach (relayed).
 func runSandbox(t *testing.T, targets []string, steps [][]string) []sandboxOut {
 	t.Helper()
+	var ss []sandboxStep
+	for _, s := range steps {
+		ss = append(ss, sandboxStep{Argv: s})
+	}
+	return runSandboxSteps(t, targets, nil, ss)
+}
+
+// runSandboxSteps is runSandbox with per-step environment and extra
+// tmpfs mounts (existing directories).
+func runSandboxSteps(t *testing.T, targets, extraMounts []string, steps []sandboxStep) []sandboxOut {
+	t.Helper()
 	dir := t.TempDir()
-	spec := sandboxSpec{Mounts: sandboxMounts(t), Out: filepath.Join(dir, "out.json")}
+	spec := sandboxSpec{Mounts: append(sandboxMounts(t), extraMounts...), Out: filepath.Join(dir, "out.json"), Steps: steps}
 	for i, tg := range targets {
 		sock := filepath.Join(dir, fmt.Sprintf("relay%d.sock", i))
 		l, err := net.Listen("unix", sock)
@@ -205,9 +218,6 @@ func runSandbox(t *testing.T, targets []string, steps [][]string) []sandboxOut {
 		target := tg
 		go relay(l, func() (net.Conn, error) { return net.Dial("tcp", target) })
 		spec.Relays = append(spec.Relays, sandboxRelay{Listen: tg, Unix: sock})
-	}
-	for _, s := range steps {
-		spec.Steps = append(spec.Steps, sandboxStep{Argv: s})
 	}
 	b, _ := json.Marshal(spec)
 	specPath := filepath.Join(dir, "spec.json")
