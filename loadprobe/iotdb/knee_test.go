@@ -71,6 +71,12 @@ func TestFindKnee(t *testing.T) {
 			steps: steps([3]float64{5, 2200, 5}, [3]float64{10, 2350, 11}, [3]float64{20, 1880, 30}, [3]float64{40, 2530, 48}),
 			peak:  40, knee: 20, readingHint: "yet throughput peaks later at 40 workers",
 		},
+		{
+			// The knee step is also the highest (by a hair).
+			name:  "knee at the peak",
+			steps: steps([3]float64{50, 615, 174}, [3]float64{100, 801, 206}, [3]float64{200, 837, 447}),
+			peak:  200, knee: 200, readingHint: "tops out at 200 workers",
+		},
 		{name: "one step", steps: steps([3]float64{5, 50, 3}), peak: 5, readingHint: "add steps"},
 		{name: "no success", steps: steps([3]float64{5, 0, 0}, [3]float64{10, 0, 0}), peak: 5, readingHint: "no operation succeeded"},
 		{name: "none", steps: nil, readingHint: "no steps"},
