@@ -59,13 +59,13 @@ func FindKnee(steps []Step) Knee {
 	case len(steps) == 1:
 		k.Reading = fmt.Sprintf("one step (%d workers, %.0f TPS): add steps to find a knee", last.Workers, k.PeakTPS)
 	case k.Workers != 0 && k.Workers < k.PeakWorkers:
-		k.Reading = fmt.Sprintf("at %d workers latency rises without more throughput (TPS %+.0f%%, p95 %+.0f%%), yet throughput peaks later at %d workers (%.0f TPS): the steps are noisy; repeat with longer --step-duration",
+		k.Reading = fmt.Sprintf("at %d workers latency rises without more throughput (TPS %+.1f%%, p95 %+.0f%%), yet throughput peaks later at %d workers (%.0f TPS): the steps are noisy; repeat with longer --step-duration",
 			k.Workers, 100*k.TPSGrowth, 100*k.P95Growth, k.PeakWorkers, k.PeakTPS)
 	case k.Workers != 0 && k.Workers == k.PeakWorkers:
-		k.Reading = fmt.Sprintf("throughput tops out at %d workers (%.0f TPS, only %+.0f%% over the step before) while p95 rises %+.0f%%: the knee is at %d workers; more workers only add latency",
+		k.Reading = fmt.Sprintf("throughput tops out at %d workers (%.0f TPS, only %+.1f%% over the step before) while p95 rises %+.0f%%: the knee is at %d workers; more workers only add latency",
 			k.Workers, k.PeakTPS, 100*k.TPSGrowth, 100*k.P95Growth, k.Workers)
 	case k.Workers != 0:
-		k.Reading = fmt.Sprintf("throughput peaks at %d workers (%.0f TPS); at %d workers latency rises without more throughput (TPS %+.0f%%, p95 %+.0f%%)",
+		k.Reading = fmt.Sprintf("throughput peaks at %d workers (%.0f TPS); at %d workers latency rises without more throughput (TPS %+.1f%%, p95 %+.0f%%)",
 			k.PeakWorkers, k.PeakTPS, k.Workers, 100*k.TPSGrowth, 100*k.P95Growth)
 	case k.PeakWorkers == last.Workers && len(steps) > 1:
 		k.Reading = fmt.Sprintf("throughput still grows at the last step (%d workers, %.0f TPS): no knee within these steps; try larger steps", k.PeakWorkers, k.PeakTPS)

@@ -47,7 +47,7 @@ func TestFindKnee(t *testing.T) {
 			// TPS +4.9% and p95 +51%: a knee (both thresholds strict).
 			name:  "just over the rule",
 			steps: steps([3]float64{10, 1000, 10}, [3]float64{20, 1049, 15.1}),
-			peak:  20, knee: 20, readingHint: "at 20 workers latency rises",
+			peak:  20, knee: 20, readingHint: "the knee is at 20 workers",
 		},
 		{
 			// TPS +5% exactly is growth enough.
