@@ -284,7 +284,9 @@ case ${1:-} in
 start) start ;;
 stop)
   stop_nodes
-  log "stopped (state kept in $STATE)"
+  # Drop the data; keep the node logs for a look after a failed run.
+  rm -rf "$STATE/confignode" "$STATE/datanode" "$STATE/conf"
+  log "stopped; logs kept in $STATE"
   ;;
 status)
   if running && port_open "$PORT"; then echo "running on 127.0.0.1:$PORT"; else echo "not running"; exit 1; fi
