@@ -162,6 +162,7 @@ type faultProxy struct {
 	wg         sync.WaitGroup
 	mu         sync.Mutex
 	conns      []net.Conn
+	sources    map[string]int // publisher source IP -> connections
 }
 
 func startProxy(t *testing.T, target string, p *faultProxy) string {
@@ -240,6 +241,14 @@ func (p *faultProxy) handle(cl net.Conn) {
 	}
 	id := pk.Connect.ClientIdentifier
 	publisher := !strings.Contains(id, "-sub") && !strings.Contains(id, "-calib")
+	if publisher {
+		p.mu.Lock()
+		if p.sources == nil {
+			p.sources = map[string]int{}
+		}
+		p.sources[cl.RemoteAddr().(*net.TCPAddr).IP.String()]++
+		p.mu.Unlock()
+	}
 	if _, err := br.Write(raw); err != nil {
 		return
 	}

@@ -393,11 +393,20 @@ func TestPatternsAndSourceIPs(t *testing.T) {
 	}
 }
 
-// Connections spread over source addresses really come from them.
+// Connections spread over source addresses really come from them, round
+// robin.
 func TestSourceIPs(t *testing.T) {
+	url := testenv.MQTTBroker(t)
 	noLeak(t)
-	cfg := small("", 8)
+	p := &faultProxy{}
+	cfg := small(startProxy(t, url, p), 8)
 	cfg.SourceIPs = "127.0.0.2-127.0.0.5"
 	res, err := runProbe(t, cfg)
 	wantPass(t, res, err)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	want := map[string]int{"127.0.0.2": 2, "127.0.0.3": 2, "127.0.0.4": 2, "127.0.0.5": 2}
+	if fmt.Sprint(p.sources) != fmt.Sprint(want) {
+		t.Errorf("publisher source addresses %v, want %v", p.sources, want)
+	}
 }

@@ -42,7 +42,9 @@ type Result struct {
 	Messages   Messages   `json:"messages"`
 	Latency    Latencies  `json:"latency"`
 	Throughput Throughput `json:"throughput"`
-	Series     []Second   `json:"series,omitempty"`
+	// Host is what the kernel counted meanwhile (this netns, all sockets).
+	Host   HostCounters `json:"host"`
+	Series []Second     `json:"series,omitempty"`
 }
 
 // Baseline is measured before the load: one client's connect and
@@ -243,6 +245,9 @@ func (r *run) fill(res *Result) {
 	if m.Lost > 0 {
 		res.Failures = append(res.Failures, fmt.Sprintf("%d of %d published messages never reached a subscriber (%d of them acknowledged by the broker)", m.Lost, m.Expected, m.LostAfterAck))
 	}
+	if res.Host.ListenOverflows > 0 {
+		res.Failures = append(res.Failures, fmt.Sprintf("the kernel counted %d listen-queue overflows and %d SYN retransmits during the run: a listener's accept queue was full (the broker's listen backlog or net.core.somaxconn), and clients waited 1 s or more to retry — see connect latency", res.Host.ListenOverflows, res.Host.TCPSynRetrans))
+	}
 	if m.Overruns > 0 {
 		res.Failures = append(res.Failures, fmt.Sprintf("the probe fell behind its schedule %d times (> %v late): the probe or the socket was the bottleneck", m.Overruns, overrunThreshold))
 	}
@@ -366,6 +371,8 @@ func (res *Result) WriteText(w io.Writer) error {
 	m := res.Messages
 	p("messages\tscheduled %d, published %d, acked %d, unacked %d, received %d, lost %d, duplicated %d, out of order %d, overruns %d\n",
 		m.Scheduled, m.Published, m.Acked, m.Unacked, m.Received, m.Lost, m.Duplicated, m.OutOfOrder, m.Overruns)
+	p("kernel\t%d listen overflows, %d SYN retransmits, %d receive-queue prunes (TcpExt, whole netns)\n",
+		res.Host.ListenOverflows, res.Host.TCPSynRetrans, res.Host.PruneCalled)
 	p("throughput\t%.1f msg/s published, %.1f msg/s received (requested %.1f msg/s)\n",
 		res.Throughput.PublishedPerSec, res.Throughput.ReceivedPerSec, res.Throughput.RequestedPerSec)
 	tw.Flush()

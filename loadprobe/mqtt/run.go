@@ -272,8 +272,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer r.cancel()
 	defer r.wg.Wait() // runs after shutdown below: nothing outlives Run
 
+	host0 := readHostCounters()
 	runErr := r.execute(res)
 	r.shutdown()
+	res.Host = readHostCounters().sub(host0)
 	r.fill(res)
 	if runErr != nil {
 		return res, runErr
