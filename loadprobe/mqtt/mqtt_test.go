@@ -2,8 +2,15 @@ package mqtt
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -409,4 +416,64 @@ func TestSourceIPs(t *testing.T) {
 	if fmt.Sprint(p.sources) != fmt.Sprint(want) {
 		t.Errorf("publisher source addresses %v, want %v", p.sources, want)
 	}
+}
+
+// mqtts:// against a mosquitto TLS listener with a CA made here.
+func TestTLS(t *testing.T) {
+	noLeak(t)
+	dir := t.TempDir()
+	ca, caKey := selfSigned(t, nil, nil, true)
+	srv, srvKey := selfSigned(t, ca, caKey, false)
+	write := func(name string, typ string, der []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	caFile := write("ca.pem", "CERTIFICATE", ca.Raw)
+	keyDER, _ := x509.MarshalECPrivateKey(srvKey)
+	m := startMosquitto(t, "allow_anonymous true",
+		"certfile "+write("srv.pem", "CERTIFICATE", srv.Raw), "keyfile "+write("srv.key", "EC PRIVATE KEY", keyDER))
+	cfg := small(strings.Replace(m.url, "tcp://", "mqtts://", 1), 5)
+	cfg.CAFile = caFile
+	res, err := runProbe(t, cfg)
+	wantPass(t, res, err)
+	// Without the CA the server certificate is not trusted: could not run.
+	cfg.CAFile = ""
+	_, err = runProbe(t, cfg)
+	if exitcode.Code(err) != exitcode.Environment || !strings.Contains(err.Error(), "tls") {
+		t.Errorf("want an environment error naming tls, got %v", err)
+	}
+}
+
+func selfSigned(t *testing.T, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, isCA bool) (*x509.Certificate, *ecdsa.PrivateKey) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: "hostprep test"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		IsCA:         isCA, BasicConstraintsValid: true,
+	}
+	signer, signKey := tpl, key
+	if parent != nil {
+		signer, signKey = parent, parentKey
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tpl, signer, &key.PublicKey, signKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, key
 }

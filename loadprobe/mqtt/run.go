@@ -199,7 +199,9 @@ func spread(i int, interval time.Duration) int64 {
 // the run could not happen (RLIMIT_NOFILE too low for Clients — checked
 // before anything starts and naming the number that fits —, broker
 // unreachable or refusing the calibration client, embedded broker failed,
-// interrupted by ctx). A run that happened returns a Result with
+// interrupted by ctx); with such an error the Result is nil when the load
+// had not started yet (nothing measured) and partial otherwise (e.g.
+// interrupted mid-run). A run that happened returns a Result with
 // Verdict/Checks and a nil error, even when the broker failed mid-run
 // (the failure is in Result.Failures and the checks). Run returns within
 // ramp + Duration + Grace + ConnectTimeout (+ 1 s), and no goroutine it
@@ -278,6 +280,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.Host = readHostCounters().sub(host0)
 	r.fill(res)
 	if runErr != nil {
+		if r.sched == nil { // failed before the load started: nothing measured
+			return nil, runErr
+		}
 		return res, runErr
 	}
 	return res, nil
