@@ -69,9 +69,9 @@ fetch() {
   log "fetching IoTDB $VERSION (ConfigNode and DataNode zips) with mvn into $DIST"
   if [ "${HOSTPREP_IOTDB_FETCH:-zip}" != jars ] &&
      mvnq dependency:unpack -Dartifact="org.apache.iotdb:iotdb-confignode:$VERSION:zip" \
-        -DoutputDirectory="$tmp/confignode" >"$tmp/mvn-cn.log" 2>&1 &&
+        -DoutputDirectory="$tmp/confignode" -DmarkersDirectory="$tmp/markers" >"$tmp/mvn-cn.log" 2>&1 &&
      mvnq dependency:unpack -Dartifact="org.apache.iotdb:iotdb-server:$VERSION:zip" \
-        -DoutputDirectory="$tmp/datanode" >"$tmp/mvn-dn.log" 2>&1 &&
+        -DoutputDirectory="$tmp/datanode" -DmarkersDirectory="$tmp/markers" >"$tmp/mvn-dn.log" 2>&1 &&
      [ -d "$tmp/confignode/lib" ] && [ -d "$tmp/datanode/lib" ]; then
     echo zip >"$tmp/.source"
   else
