@@ -49,7 +49,8 @@ type Result struct {
 
 // Baseline is measured before the load: one client's connect and
 // PINGREQ->PINGRESP round trip, and the scheduler timer's lateness over
-// 200 x 1 ms sleeps (the probe's own jitter floor).
+// 200 sleeps of 0.1-2 ms (the probe's own jitter floor: every latency
+// includes up to this much of the probe's own delay).
 type Baseline struct {
 	ConnectMs           float64         `json:"connect_ms"`
 	SubscriberConnectMs float64         `json:"subscriber_connect_ms"`

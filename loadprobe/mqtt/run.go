@@ -460,7 +460,7 @@ func (r *run) unreachable(who string, err error) error {
 }
 
 // calibrate measures one client's connect and 20 PINGREQ->PINGRESP round
-// trips, and the scheduler timer's lateness over 200 x 1 ms sleeps.
+// trips, and the scheduler timer's lateness over 200 sleeps of 0.1-2 ms.
 func (r *run) calibrate(res *Result) error {
 	t0 := r.now()
 	c, err := r.dial(r.ctx, calibClient, expand(r.cfg.ClientID, r.runID, 0)+"-calib", false)
@@ -487,12 +487,16 @@ func (r *run) calibrate(res *Result) error {
 		}
 	}
 	res.Baseline.RoundTrip = rtt.Summary()
+	// Timer lateness for due times at arbitrary sub-millisecond offsets,
+	// as the schedule has them (Go's timers wake on the poller's
+	// millisecond timeouts, so expect up to ~1 ms).
 	jit := latency.New()
 	tm := time.NewTimer(time.Hour)
 	defer tm.Stop()
 	for i := 0; i < 200; i++ {
-		due := time.Now().Add(time.Millisecond)
-		tm.Reset(time.Millisecond)
+		d := 100*time.Microsecond + time.Duration(i)*9500*time.Nanosecond // 0.1 .. 2 ms
+		due := time.Now().Add(d)
+		tm.Reset(d)
 		select {
 		case <-tm.C:
 		case <-r.ctx.Done():
