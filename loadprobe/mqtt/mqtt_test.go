@@ -1,12 +1,15 @@
 package mqtt
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/csv"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -476,4 +479,40 @@ func selfSigned(t *testing.T, parent *x509.Certificate, parentKey *ecdsa.Private
 		t.Fatal(err)
 	}
 	return c, key
+}
+
+// Off a terminal the progress is a plain line every ProgressEvery; the
+// per-second series goes to CSV and the whole result to JSON without the
+// password.
+func TestOutputs(t *testing.T) {
+	noLeak(t)
+	var prog bytes.Buffer
+	cfg := small("", 5)
+	cfg.Duration = 2500 * time.Millisecond
+	cfg.Progress, cfg.ProgressEvery = &prog, time.Second
+	cfg.Password = "s3cret-pw"
+	res, err := runProbe(t, cfg)
+	wantPass(t, res, err)
+	if n := strings.Count(prog.String(), "mqtt probe "); n < 2 || !strings.Contains(prog.String(), "connected 5/5") {
+		t.Errorf("want >= 2 plain progress lines naming connected 5/5, got %d:\n%s", n, prog.String())
+	}
+	var csvb bytes.Buffer
+	if err := res.WriteCSV(&csvb); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&csvb).ReadAll()
+	if err != nil || len(rows) < 3 || rows[0][0] != "t_s" || len(rows[1]) != 7 {
+		t.Errorf("csv: %v %v", rows, err)
+	}
+	var total int64
+	for _, s := range res.Series {
+		total += s.Published
+	}
+	if total == 0 || total > res.Messages.Published {
+		t.Errorf("series published %d, run %d", total, res.Messages.Published)
+	}
+	j, err := json.Marshal(res)
+	if err != nil || bytes.Contains(j, []byte("s3cret")) || !bytes.Contains(j, []byte(`"verdict":"pass"`)) {
+		t.Errorf("json (err %v) leaks the password or lacks the verdict: %s", err, j)
+	}
 }

@@ -41,7 +41,10 @@ func (r *run) startProgress(res *Result) *progress {
 		defer t.Stop()
 		var lastPub, lastAck, lastRecv int64
 		start := time.Now()
-		lastPrint := start
+		every := int(cfg.ProgressEvery / time.Second)
+		if every < 1 {
+			every = 1
+		}
 		ack, e2e := latency.New(), latency.New()
 		for {
 			select {
@@ -80,8 +83,7 @@ func (r *run) startProgress(res *Result) *progress {
 			case bar != nil:
 				bar.Describe(line)
 				_ = bar.Set(int(sec.Connected))
-			case cfg.Progress != nil && time.Since(lastPrint) >= cfg.ProgressEvery:
-				lastPrint = time.Now()
+			case cfg.Progress != nil && sec.T%every == 0:
 				fmt.Fprintf(cfg.Progress, "mqtt probe %3.0fs: %s\n", time.Since(start).Seconds(), line)
 			}
 		}
