@@ -106,7 +106,7 @@ Exit codes: 0 READY (also READY WITH WARNINGS), 1 NOT READY, 2 bad input,
 			},
 		}
 		f := c.Flags()
-		f.StringVarP(&o.Profile, "profile", "p", "", "built-in profile name (hostprep profiles list) or YAML `file` (required)")
+		f.StringVarP(&o.Profile, "profile", "p", "", "profile: a built-in `name` (hostprep profiles list) or a YAML file (required)")
 		f.StringArrayVar(&o.Sets, "set", nil, "override one profile `key=value` (repeatable), e.g. --set limits.nofile.soft=65536")
 		f.StringVar(&o.MQTT, "mqtt", "", "MQTT broker `URL` the MQTT probe loads (tcp://host:1883, mqtts://host:8883); default: the profile's, else the embedded broker")
 		f.StringVar(&o.MQTTUser, "mqtt-user", "", "MQTT username")
