@@ -198,6 +198,7 @@ func main() {
 	n2 := flag.Int("hold-large", 6000, "all: larger connection count for the per-connection slope")
 	rates := flag.String("rates", "2000,5000,10000,15000,20000,30000", "all: rate sweep, messages/s")
 	sweepClients := flag.Int("sweep-clients", 2000, "all: clients in the rate sweep")
+	marginal := flag.Float64("marginal-rate", 10000, "all: rate for the marginal CPU-per-message measurement (0 = skip)")
 	big := flag.Int("hold-target", 15000, "all: connections the probe must hold")
 	flag.IntVar(&benchWorkers, "workers", 0, "load: probe scheduler workers (0 = the probe's default)")
 	cpuprofile := flag.String("cpuprofile", "", "load/hold: write a CPU profile here")
@@ -273,6 +274,30 @@ func main() {
 		}
 	}
 	fmt.Printf("highest rate with zero loss: %.0f msg/s\n", best)
+
+	// Marginal CPU per message: the difference between a short and a long
+	// window at the same rate cancels the fixed costs (process start,
+	// connect ramp, calibration) that the per-step figures above include.
+	if *marginal > 0 {
+		type point struct {
+			probe, broker time.Duration
+			msgs          int64
+		}
+		var pts [2]point
+		for i, d := range []string{"5s", "20s"} {
+			b0 := cpuTicks(*brokerPID)
+			var lr loadResult
+			cpu, err := child(&lr, "-mode", "load", "-broker", *broker, "-n", strconv.Itoa(*sweepClients), "-rate", strconv.FormatFloat(*marginal, 'f', 0, 64), "-duration", d, "-subscribers", strconv.Itoa(*subs))
+			if err != nil {
+				fmt.Println(err)
+				return
+			}
+			pts[i] = point{cpu, time.Duration(cpuTicks(*brokerPID)-b0) * 10 * time.Millisecond, lr.Published}
+		}
+		dm := float64(pts[1].msgs - pts[0].msgs)
+		fmt.Printf("marginal CPU per message at %.0f msg/s (20 s minus 5 s window): probe %.1f µs, broker %.1f µs\n", *marginal,
+			float64((pts[1].probe-pts[0].probe).Microseconds())/dm, float64((pts[1].broker-pts[0].broker).Microseconds())/dm)
+	}
 
 	// 4. Hold the target number of connections.
 	fmt.Printf("\n== holding %d connections (1000 conn/s, 1 msg/10 s each, 10 s window)\n", *big)

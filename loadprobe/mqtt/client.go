@@ -12,7 +12,6 @@ import (
 	"net"
 	"os"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -688,5 +687,3 @@ func (c *conn) unackedCount() int {
 	defer c.mu.Unlock()
 	return len(c.inflight)
 }
-
-var _ = atomic.Int64{}

@@ -142,7 +142,10 @@ func Defaults() Config {
 }
 
 // ConfigFromProfile turns a profile's probe.mqtt section into a Config,
-// filling every unset field from Defaults (nil p gives Defaults()).
+// filling every unset field from Defaults (nil p gives Defaults()). QoS
+// is taken as written: a section without qos means QoS 0. Fields the
+// profile has no place for (TLS files, username, MQTT version, topic and
+// client-id patterns, source IPs, subscribers) keep their defaults.
 func ConfigFromProfile(p *profiles.MQTTProbe) Config {
 	c := Defaults()
 	if p == nil {

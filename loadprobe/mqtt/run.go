@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
-	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/loadprobe/latency"
 	"golang.org/x/sys/unix"
 )
@@ -60,7 +59,7 @@ type run struct {
 	cfg    Config
 	addr   brokerAddr
 	tls    *tls.Config
-	srcIPs []in4
+	srcIPs []net.IP
 	base   time.Time
 	runID  string
 	tag    uint32
@@ -99,8 +98,6 @@ type run struct {
 	trackMu sync.Mutex
 	track   []pubTrack
 }
-
-type in4 = []byte
 
 func (r *run) now() int64 { return int64(time.Since(r.base)) }
 
@@ -235,9 +232,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		conns:         make([]atomic.Pointer[conn], cfg.Clients),
 		stop:          make(chan struct{}),
 	}
-	for _, ip := range ips {
-		r.srcIPs = append(r.srcIPs, ip)
-	}
+	r.srcIPs = ips
 	for i := range r.shards {
 		r.shards[i] = newShard()
 	}
@@ -814,5 +809,3 @@ func sortedKeys(m map[string]int64) []string {
 	sort.Strings(ks)
 	return ks
 }
-
-var _ = verdict.Pass
