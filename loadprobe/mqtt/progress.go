@@ -26,11 +26,12 @@ func (r *run) startProgress(res *Result) *progress {
 	cfg := &r.cfg
 	var bar *progressbar.ProgressBar
 	if cfg.Progress != nil && cfg.ProgressTTY {
-		bar = progressbar.NewOptions(cfg.Clients,
+		// Indeterminate (spinner): the description carries connected /
+		// target, and a bar at its max would finish and stop drawing.
+		bar = progressbar.NewOptions(-1,
 			progressbar.OptionSetWriter(cfg.Progress),
 			progressbar.OptionSetDescription("connecting"),
 			progressbar.OptionSetWidth(20),
-			progressbar.OptionThrottle(200*time.Millisecond),
 			progressbar.OptionClearOnFinish(),
 		)
 	}
@@ -82,7 +83,7 @@ func (r *run) startProgress(res *Result) *progress {
 			switch {
 			case bar != nil:
 				bar.Describe(line)
-				_ = bar.Set(int(sec.Connected))
+				_ = bar.Add(1)
 			case cfg.Progress != nil && sec.T%every == 0:
 				fmt.Fprintf(cfg.Progress, "mqtt probe %3.0fs: %s\n", time.Since(start).Seconds(), line)
 			}
