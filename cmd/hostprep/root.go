@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 
@@ -47,7 +48,38 @@ lock held, kernel EINVAL, target unreachable).`,
 	for _, f := range subcommands {
 		root.AddCommand(f())
 	}
+	usageErrorsAreBadInput(root)
 	return root
+}
+
+// usageErrorsAreBadInput makes every usage mistake exit 2: a wrong number
+// of arguments, and an unknown subcommand of a command group (which cobra
+// would otherwise answer with help and exit 0, or a plain error and exit 1).
+func usageErrorsAreBadInput(c *cobra.Command) {
+	if c.HasSubCommands() && c.Run == nil && c.RunE == nil {
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return c.Help()
+			}
+			hint := ""
+			if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+				hint = fmt.Sprintf("; did you mean %q?", s[0])
+			}
+			return exitcode.BadInputf("unknown command %q for %q%s (see '%s --help')", args[0], c.CommandPath(), hint, c.CommandPath())
+		}
+	} else if c.Args != nil {
+		check := c.Args
+		c.Args = func(c *cobra.Command, args []string) error {
+			if err := check(c, args); err != nil {
+				return exitcode.BadInputf("%s: %v (see '%s --help')", c.CommandPath(), err, c.CommandPath())
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		usageErrorsAreBadInput(sub)
+	}
 }
 
 // setupLogging sends structured logs to stderr; results go to stdout.
