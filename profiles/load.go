@@ -132,15 +132,16 @@ func looksLikePath(ref string) bool {
 	return strings.ContainsRune(ref, '/') || strings.HasSuffix(ref, ".yaml") || strings.HasSuffix(ref, ".yml")
 }
 
-// profileNameOf is a file's base name without extension.
+// profileNameOf is a file's base name without extension, made a valid
+// profile name by SafeName ("my broker.yaml" -> "my-broker").
 func profileNameOf(file string) string {
 	base := filepath.Base(file)
 	for _, ext := range []string{".yaml", ".yml"} {
 		if n, ok := strings.CutSuffix(base, ext); ok {
-			return n
+			return SafeName(n)
 		}
 	}
-	return base
+	return SafeName(base)
 }
 
 type loader struct {

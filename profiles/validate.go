@@ -91,6 +91,7 @@ func (c *checker) add(segs []string, format string, a ...any) {
 // are several.
 func (p *Profile) Validate() error {
 	c := &checker{p: p}
+	c.text()
 	c.sysctls()
 	c.limits()
 	c.ports()
@@ -260,7 +261,7 @@ func checkKey(key string) string {
 	switch {
 	case key == "":
 		return "empty key; spell keys as the kernel does, e.g. net.core.somaxconn"
-	case strings.ContainsAny(key, " \t\n=") || strings.Contains(key, ".."):
+	case strings.ContainsFunc(key, func(r rune) bool { return r <= ' ' || r >= 0x7f || r == '=' || r == '#' }) || strings.Contains(key, ".."):
 		return "not a sysctl key; spell keys as the kernel does, e.g. net.core.somaxconn"
 	case strings.HasPrefix(key, "/") || (strings.Contains(key, "/") && !strings.Contains(key, ".")):
 		return fmt.Sprintf("write it with dots as the kernel spells it, e.g. %q", strings.ReplaceAll(strings.TrimPrefix(strings.TrimPrefix(key, "/proc/sys/"), "/"), "/", "."))
@@ -345,13 +346,13 @@ func (c *checker) limits() {
 		}
 	}
 	for i, u := range p.Limits.Users {
-		if strings.TrimSpace(u) == "" || strings.ContainsAny(u, " \t\n#") {
-			c.add([]string{"limits", "users", strconv.Itoa(i)}, "limits.users[%d] %q: not a pam_limits domain; use a user name, @group, or \"*\"", i, u)
+		if !pamDomainRE.MatchString(u) {
+			c.add([]string{"limits", "users", strconv.Itoa(i)}, "limits.users[%d] %q: not a pam_limits domain (letters, digits and . _ - @ %% : * $, no white space or control characters); use a user name, @group, %%group, a uid range such as 1000:, or \"*\"", i, u)
 		}
 	}
 	for i, s := range p.Systemd.Services {
-		if !unitRE.MatchString(s) {
-			c.add([]string{"systemd", "services", strconv.Itoa(i)}, "systemd.services[%d] %q: not a systemd unit name; use a name such as emqx or mosquitto.service", i, s)
+		if msg := checkServiceName(s); msg != "" {
+			c.add([]string{"systemd", "services", strconv.Itoa(i)}, "systemd.services[%d] %q: %s", i, s, msg)
 		}
 	}
 	if len(p.Systemd.Services) > 0 && p.Systemd.LimitNOFILE == nil && p.Limits.Nofile == nil {
@@ -359,7 +360,113 @@ func (c *checker) limits() {
 	}
 }
 
-var unitRE = regexp.MustCompile(`^[A-Za-z0-9:_.\\@-]+$`)
+// unitPrefixRE is the part of a systemd unit name before "@" or the
+// suffix: the characters unit_name_is_valid (src/basic/unit-name.c)
+// allows, "\\" included for escaped names.
+var unitPrefixRE = regexp.MustCompile(`^[A-Za-z0-9:_.\\-]+$`)
+
+// unitInstanceRE is the instance part of a template instance name
+// ("getty@tty1.service"), which may be empty for the template itself.
+var unitInstanceRE = regexp.MustCompile(`^[A-Za-z0-9:_.\\-]*$`)
+
+// unitNameMax is systemd's UNIT_NAME_MAX (256) without the NUL.
+const unitNameMax = 255
+
+// checkServiceName returns why s is not a service unit name hostprep can
+// write a drop-in for, or "". A name without a dot gets ".service" (see
+// systemd.services); a name with a dot must end in ".service", since the
+// drop-in holds a [Service] section and other unit types would ignore it.
+func checkServiceName(s string) string {
+	const fix = "use a service unit name such as emqx, mosquitto.service or getty@tty1.service"
+	full := s
+	if !strings.Contains(s, ".") {
+		full = s + ".service"
+	}
+	stem, ok := strings.CutSuffix(full, ".service")
+	if !ok {
+		return "not a service unit (a name with a dot must end in .service: LimitNOFILE is a [Service] setting); " + fix
+	}
+	if len(full) > unitNameMax {
+		return fmt.Sprintf("longer than systemd's %d-character unit name limit; %s", unitNameMax, fix)
+	}
+	prefix, instance, templ := strings.Cut(stem, "@")
+	if !unitPrefixRE.MatchString(prefix) || (templ && !unitInstanceRE.MatchString(instance)) {
+		return "not a systemd unit name (letters, digits and : _ . \\ - with at most one @, no white space, slashes or control characters); " + fix
+	}
+	return ""
+}
+
+// pamDomainRE is a pam_limits domain as hostprep writes it: a user name,
+// @group, %group, a uid/gid range (1000:2000, @500:) or "*". White space,
+// "#" and control characters would split or comment out the line.
+var pamDomainRE = regexp.MustCompile(`^[A-Za-z0-9._@%:*$-]+$`)
+
+// nameRE is what a profile name may hold: it is written into the header
+// of every file hostprep owns, so one line of plain characters.
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+// nameMax bounds a profile name (it ends up in file headers and tables).
+const nameMax = 64
+
+// badTextRune reports the control characters refused in free text
+// (description, sysctl comments): everything unicode calls a control
+// character except tab and newline, which the file writers fold to spaces.
+func badTextRune(r rune) bool {
+	return unicode.IsControl(r) && r != '\t' && r != '\n'
+}
+
+// text checks the strings that end up in files hostprep writes: the
+// profile name (file headers), the description and sysctl comments
+// (comment lines, folded to one line by the writer).
+func (c *checker) text() {
+	p := c.p
+	switch {
+	case len(p.Name) > nameMax:
+		c.add([]string{"name"}, "name %.20q...: longer than %d characters; use a short name of letters, digits, '.', '_' and '-'", p.Name, nameMax)
+	case p.Name != "" && !nameRE.MatchString(p.Name):
+		c.add([]string{"name"}, "name %q: a profile name may hold only letters, digits, '.', '_' and '-' (it is written into the header of every file hostprep owns); use e.g. %q", p.Name, SafeName(p.Name))
+	}
+	if i := strings.IndexFunc(p.Description, badTextRune); i >= 0 {
+		c.add([]string{"description"}, "description: control character %U at byte %d; write plain text (newlines and tabs are fine)", []rune(p.Description[i:])[0], i)
+	}
+	keys := make([]string, 0, len(p.Sysctl))
+	for k := range p.Sysctl {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		cm := p.Sysctl[k].Comment
+		if i := strings.IndexFunc(cm, badTextRune); i >= 0 {
+			c.add([]string{"sysctl", k, "comment"}, "%s comment: control character %U at byte %d; write plain text (newlines and tabs are fine; the sysctl file gets the comment on one line)", k, []rune(cm[i:])[0], i)
+		}
+	}
+}
+
+// SafeName turns s into a valid profile name: runs of characters other
+// than letters, digits, '.', '_' and '-' become one '-', and the result is
+// cut to 64 characters; an empty result is "profile".
+func SafeName(s string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range s {
+		ok := r < 0x80 && (r == '.' || r == '_' || r == '-' || unicode.IsLetter(r) || unicode.IsDigit(r))
+		if ok {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	out := strings.Trim(b.String(), "-")
+	if len(out) > nameMax {
+		out = out[:nameMax]
+	}
+	if out == "" {
+		return "profile"
+	}
+	return out
+}
 
 func (c *checker) ports() {
 	for i, port := range c.p.ReservePorts {

@@ -226,3 +226,48 @@ func TestFieldCases(t *testing.T) {
 		checkErr(t, err, []string{"fs.nr_open 1048576 set at --set \"fs.nr_open=1048576\"", "raise fs.nr_open"})
 	})
 }
+
+// TestTextWrittenToFiles: strings that end up in the files tune writes
+// (the name in every header, comments, unit names, pam_limits domains,
+// sysctl keys) cannot smuggle a line into them. The first case is the
+// tester's: a name with a newline became a live sysctl line.
+func TestTextWrittenToFiles(t *testing.T) {
+	cases := []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"newline in name", "name: \"a\\nnet.ipv4.ip_forward = 1\"\nsysctl: {vm.swappiness: \"1\"}\n",
+			[]string{"profile.yaml:1:7:", `name "a\nnet.ipv4.ip_forward = 1"`, "only letters, digits", `"a-net.ipv4.ip_forward-1"`}},
+		{"space in name", "name: my broker\n", []string{`name "my broker"`, `"my-broker"`}},
+		{"carriage return in name", "name: \"a\\rb\"\n", []string{"only letters, digits"}},
+		{"name too long", "name: " + strings.Repeat("a", 65) + "\n", []string{"longer than 64 characters"}},
+		{"name ok", "name: broker-eu_1.v2\n", nil},
+		{"control character in description", "description: \"ok\\x1b[2J\"\n", []string{"profile.yaml:1:14:", "description: control character U+001B"}},
+		{"multi-line description ok", "description: |\n  line one\n  line two\n", nil},
+		{"control character in comment", "sysctl:\n  vm.swappiness: {value: \"1\", comment: \"a\\rvm.overcommit_memory = 1\"}\n",
+			[]string{"profile.yaml:2:", "vm.swappiness comment: control character U+000D"}},
+		{"newline in comment is folded by the writer", "sysctl:\n  vm.swappiness: {value: \"1\", comment: \"a\\nb\"}\n", nil},
+		{"carriage return in key", "sysctl:\n  \"vm.swappiness\\r\": \"1\"\n", []string{"not a sysctl key"}},
+		{"newline in unit", "systemd:\n  services: [\"emqx\\nExecStart=/bin/sh\"]\n  limit_nofile: {soft: 1, hard: 1}\n",
+			[]string{"profile.yaml:2:14:", "not a systemd unit name"}},
+		{"slash in unit", "systemd:\n  services: [\"../../x\"]\n  limit_nofile: {soft: 1, hard: 1}\n", []string{"not a service unit"}},
+		{"socket unit", "systemd:\n  services: [emqx.socket]\n  limit_nofile: {soft: 1, hard: 1}\n", []string{"must end in .service"}},
+		{"two @ in unit", "systemd:\n  services: [\"a@b@c\"]\n  limit_nofile: {soft: 1, hard: 1}\n", []string{"not a systemd unit name"}},
+		{"unit too long", "systemd:\n  services: [" + strings.Repeat("u", 250) + "]\n  limit_nofile: {soft: 1, hard: 1}\n", []string{"255-character"}},
+		{"units ok", "systemd:\n  services: [emqx, mosquitto.service, \"getty@tty1.service\", \"x@.service\", \"dev-disk-by\\\\x2duuid\"]\n  limit_nofile: {soft: 1, hard: 1}\n", nil},
+		{"newline in pam user", "limits:\n  nofile: {soft: 1, hard: 1}\n  users: [\"root\\n* hard nofile 1\"]\n", []string{"profile.yaml:3:11:", "not a pam_limits domain"}},
+		{"vertical tab in pam user", "limits:\n  nofile: {soft: 1, hard: 1}\n  users: [\"a\\vb\"]\n", []string{"not a pam_limits domain"}},
+		{"pam users ok", "limits:\n  nofile: {soft: 1, hard: 1}\n  users: [\"*\", root, \"@mqtt\", \"%adm\", \"1000:\", \"@500:600\"]\n", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("profile.yaml", []byte(tc.yaml))
+			checkErr(t, err, tc.want)
+		})
+	}
+	// A name taken from the file name is made valid instead of refused.
+	p, err := Parse("my broker\n.yaml", []byte("sysctl: {vm.swappiness: \"1\"}\n"))
+	if err != nil || p.Name != "my-broker" {
+		t.Errorf("name from file name: %v, %v", p, err)
+	}
+}

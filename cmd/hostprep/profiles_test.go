@@ -94,3 +94,18 @@ func TestProfilesCLI(t *testing.T) {
 		t.Errorf("--output xml: exit %d, want 2", code)
 	}
 }
+
+// TestProfilesValidateRefusesLineInjection: the tester's profile whose
+// name carries a sysctl line is invalid (exit 2), for validate and for
+// tune plan, before anything is written.
+func TestProfilesValidateRefusesLineInjection(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "inject.yaml")
+	os.WriteFile(f, []byte("name: \"a\\nnet.ipv4.ip_forward = 1\"\nsysctl:\n  net.core.somaxconn: \"4096\"\n"), 0o644)
+	for _, args := range [][]string{{"profiles", "validate", f}, {"tune", "plan", "--profile", f}} {
+		_, errOut, code := runHostprep(t, args...)
+		if code != 2 || !strings.Contains(errOut, "inject.yaml:1:7:") || !strings.Contains(errOut, "only letters, digits") {
+			t.Errorf("%v: exit %d, want 2 naming inject.yaml:1:7 and the name rule; stderr %q", args, code, errOut)
+		}
+	}
+}
