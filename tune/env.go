@@ -40,9 +40,12 @@ type Env struct {
 	Image bool
 	// StateFile is the journal ("" = ROOT/var/lib/hostprep/state.json).
 	StateFile string
-	// LockFile is flocked by apply and rollback ("" = /run/hostprep.lock).
+	// LockFile is flocked by apply and rollback ("" = /run/hostprep.lock
+	// on a host; in image mode the Root directory itself is flocked, so an
+	// image build needs no root and leaves no lock file in the image).
 	LockFile string
-	// LockWait is how long apply/rollback wait for the lock (0 = 5 s).
+	// LockWait is how long apply/rollback wait for the lock (0 = 5 s;
+	// NoWait = fail at once when it is held).
 	LockWait time.Duration
 	// SystemdRunDir exists when systemd is PID 1 ("" = /run/systemd/system).
 	SystemdRunDir string
@@ -127,8 +130,15 @@ func (e Env) lockFile() string {
 	return lock.DefaultPath
 }
 
+// NoWait as Env.LockWait makes apply/rollback fail at once when another
+// run holds the lock (`--lock-wait 0`).
+const NoWait time.Duration = -1
+
 func (e Env) lockWait() time.Duration {
-	if e.LockWait > 0 {
+	switch {
+	case e.LockWait < 0:
+		return 0
+	case e.LockWait > 0:
 		return e.LockWait
 	}
 	return lock.DefaultWait

@@ -28,6 +28,9 @@ type tuneFlags struct {
 
 func (f *tuneFlags) env() tune.Env {
 	e := tune.Env{ProcSys: f.procSys, Proc: f.proc, StateFile: f.state, LockFile: f.lockFile, LockWait: f.lockWait}
+	if f.lockWait == 0 {
+		e.LockWait = tune.NoWait
+	}
 	if f.root != "" {
 		e.Root, e.Image = f.root, true
 	}
@@ -64,7 +67,15 @@ func (f *tuneFlags) common(c *cobra.Command, withProfile, withState bool) {
 
 func (f *tuneFlags) locking(c *cobra.Command) {
 	c.Flags().StringVar(&f.lockFile, "lock", "", "lock file (default /run/hostprep.lock)")
-	c.Flags().DurationVar(&f.lockWait, "lock-wait", 5*time.Second, "how long to wait for another apply/rollback")
+	c.Flags().DurationVar(&f.lockWait, "lock-wait", 5*time.Second, "how long to wait for another apply/rollback (0: fail at once if one runs)")
+}
+
+// checkLockWait refuses a negative --lock-wait (exit 2).
+func (f *tuneFlags) checkLockWait() error {
+	if f.lockWait < 0 {
+		return exitcode.BadInputf("--lock-wait %s: must be 0 (fail at once when another apply/rollback holds the lock) or a positive duration such as 5s", f.lockWait)
+	}
+	return nil
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -140,6 +151,9 @@ func tuneApplyCmd() *cobra.Command {
 			if err := checkOutput(f.output, "text", "json"); err != nil {
 				return err
 			}
+			if err := f.checkLockWait(); err != nil {
+				return err
+			}
 			p, err := f.load(true)
 			if err != nil {
 				return err
@@ -179,6 +193,9 @@ it is left alone and listed (exit 0). With nothing applied it does nothing.`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(f.output, "text", "json"); err != nil {
+				return err
+			}
+			if err := f.checkLockWait(); err != nil {
 				return err
 			}
 			res, err := tune.Rollback(cmd.Context(), f.env())
