@@ -161,6 +161,16 @@ func TestIgnoreAndStrict(t *testing.T) {
 	if exitcode.Code(r.Err(true)) != exitcode.Failed {
 		t.Errorf("--strict must fail on warnings")
 	}
+	// empty items of "--ignore fd.soft,," are dropped, not "no such check"
+	opts.Ignore = []string{"fd.soft", "", " "}
+	opts.Facts = host(t, `target_process: {managed_by: shell, nofile_soft: 1024, nofile_hard: 1048576}`)
+	r, err = Run(t.Context(), opts)
+	if err != nil {
+		t.Fatalf("--ignore 'fd.soft,,': %v", err)
+	}
+	if c := find(t, r.Checks, "fd.soft"); c.Status != verdict.Warn || fmt.Sprint(r.Ignored) != "[fd.soft]" {
+		t.Errorf("--ignore 'fd.soft,,': fd.soft %+v, ignored %q", c, r.Ignored)
+	}
 	opts.Ignore = []string{"fd.sotf"}
 	_, err = Run(t.Context(), opts)
 	if exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), `"fd.sotf"`) || !strings.Contains(err.Error(), "fd.soft") {

@@ -25,7 +25,8 @@ type Options struct {
 	Active        bool
 	ActiveOptions ActiveOptions
 	// Ignore lists check IDs whose failures become warnings (--ignore).
-	// An unknown ID is an exitcode.BadInput error.
+	// Empty items ("fd.soft,,") are dropped and spaces trimmed; an unknown
+	// ID is an exitcode.BadInput error.
 	Ignore []string
 	// Facts, when set, are used instead of gathering (a recorded host).
 	Facts *Facts
@@ -98,6 +99,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
+	opts.Ignore = cleanIgnore(opts.Ignore)
 	if err := validateIgnore(opts.Ignore); err != nil {
 		return nil, err
 	}
@@ -165,6 +167,18 @@ func (r *Report) Err(strict bool) error {
 		what = "failed or warned (--strict)"
 	}
 	return exitcode.Failedf("preflight: %d check(s) %s: %s", len(bad), what, strings.Join(bad, ", "))
+}
+
+// cleanIgnore trims the --ignore items and drops empty ones, so
+// "fd.soft,," or "fd.soft, fd.hard" mean what they say.
+func cleanIgnore(ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		if id = strings.TrimSpace(id); id != "" {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 func validateIgnore(ids []string) error {
