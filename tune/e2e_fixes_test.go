@@ -1,6 +1,8 @@
 package tune_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -34,4 +36,51 @@ func TestE2ELockWaitFlag(t *testing.T) {
 		t.Errorf("--lock-wait 0 waited %s, want an immediate failure", took)
 	}
 	time.Sleep(3 * time.Second)
+}
+
+// TestE2EImageModeNeedsNoRoot: `tune apply --root DIR` as an unprivileged
+// user with a writable DIR succeeds and touches no host lock; rollback
+// empties the tree again.
+func TestE2EImageModeNeedsNoRoot(t *testing.T) {
+	guardGlobal(t)
+	n := newNetns(t)
+	dir := t.TempDir()
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	img := filepath.Join(dir, "image")
+	if err := os.Mkdir(img, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(img, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "hostprep")
+	b, err := os.ReadFile(n.bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	nobody := []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", bin}
+	out, errOut, code := n.run(append(nobody, "tune", "apply", "--profile", "sys-tune", "--root", img)...)
+	if code != 0 {
+		t.Fatalf("unprivileged image apply: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, ok := n.readFile(filepath.Join(img, "etc/sysctl.d/60-hostprep.conf")); !ok {
+		t.Fatal("image apply wrote no sysctl.d file")
+	}
+	if _, _, c := n.run("test", "-e", "/run/hostprep.lock"); c == 0 {
+		t.Error("image apply created the host's /run/hostprep.lock")
+	}
+	out, errOut, code = n.run(append(nobody, "tune", "rollback", "--root", img)...)
+	if code != 0 {
+		t.Fatalf("unprivileged image rollback: exit %d\n%s%s", code, out, errOut)
+	}
+	if ents, _ := os.ReadDir(img); len(ents) != 0 {
+		t.Errorf("image tree not empty after rollback: %v", ents)
+	}
 }

@@ -127,6 +127,9 @@ func (e Env) lockFile() string {
 	if e.LockFile != "" {
 		return e.LockFile
 	}
+	if e.ImageMode() && e.Root != "" {
+		return e.Root // the image tree itself is flocked: no root needed, no file left in it
+	}
 	return lock.DefaultPath
 }
 

@@ -66,7 +66,7 @@ func (f *tuneFlags) common(c *cobra.Command, withProfile, withState bool) {
 }
 
 func (f *tuneFlags) locking(c *cobra.Command) {
-	c.Flags().StringVar(&f.lockFile, "lock", "", "lock file (default /run/hostprep.lock)")
+	c.Flags().StringVar(&f.lockFile, "lock", "", "lock file (default /run/hostprep.lock; with --root the DIR itself is flocked)")
 	c.Flags().DurationVar(&f.lockWait, "lock-wait", 5*time.Second, "how long to wait for another apply/rollback (0: fail at once if one runs)")
 }
 

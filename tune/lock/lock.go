@@ -31,11 +31,25 @@ var ErrHeld = errors.New("lock held")
 // It writes this process's pid into the file so a waiting run can name the
 // holder. When the wait runs out the error wraps ErrHeld and names the
 // holder's pid.
+//
+// When path is an existing directory (an image tree in --root mode) the
+// directory itself is flocked: nothing is created or written in it, and
+// the holder's pid is not known.
 func Acquire(path string, wait time.Duration) (*Lock, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, err
+	isDir := false
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		isDir = true
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	var f *os.File
+	var err error
+	if isDir {
+		f, err = os.Open(path)
+	} else {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, err
+		}
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +64,10 @@ func Acquire(path string, wait time.Duration) (*Lock, error) {
 			return nil, fmt.Errorf("flock %s: %w", path, err)
 		}
 		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(path)
+			var b []byte
+			if !isDir {
+				b, _ = os.ReadFile(path)
+			}
 			f.Close()
 			holder := strings.TrimSpace(string(b))
 			if _, err := strconv.Atoi(holder); err != nil {
@@ -59,6 +76,9 @@ func Acquire(path string, wait time.Duration) (*Lock, error) {
 			return nil, fmt.Errorf("%w: another hostprep apply/rollback holds %s (pid %s); waited %s", ErrHeld, path, holder, wait)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	if isDir {
+		return &Lock{f: f}, nil
 	}
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
