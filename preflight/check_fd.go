@@ -136,7 +136,7 @@ func checkFDNrOpen(f *Facts, t Target) verdict.Check {
 	obs := fmt.Sprintf("fs.nr_open %d", nr)
 	exp := fmt.Sprintf(">= %d (no process can have a hard nofile above fs.nr_open)", need)
 	if nr >= need {
-		return pass(fmt.Sprintf("fs.nr_open %d allows %d file descriptors per process", nr, need), obs, exp)
+		return pass(fmt.Sprintf("fs.nr_open %d lets a process's hard nofile go up to %d file descriptors, enough for %d sockets + %d headroom (%d)", nr, nr, t.Sockets, fdHeadroom(t.Sockets), need), obs, exp)
 	}
 	return fail(fmt.Sprintf("fs.nr_open %d < %d: no process can hold %d sockets, and setting LimitNOFILE/limits.d higher fails (systemd logs \"Operation not permitted\")", nr, need, t.Sockets),
 		obs, exp, fmt.Sprintf("sysctl -w fs.nr_open=%d (and persist it in /etc/sysctl.d) before raising nofile", max(need, 1048576)))

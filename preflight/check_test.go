@@ -44,6 +44,8 @@ func TestChecksOnRecordedHosts(t *testing.T) {
 		{"nr_open below target", `sysctl: {fs.nr_open: "1048576"}
 target_process: {managed_by: systemd, unit: emqx.service, nofile_soft: 1048576, nofile_hard: 1048576}`,
 			Target{Sockets: 2000000, Role: Broker}, "fd.nr_open", verdict.Fail, []string{"fs.nr_open 1048576", "sysctl -w fs.nr_open="}},
+		{"nr_open pass names the ceiling, not the need", ``, Target{Sockets: 10, Role: Broker}, "fd.nr_open", verdict.Pass,
+			[]string{"hard nofile go up to 1048576 file descriptors", "enough for 10 sockets + 64 headroom (74)"}},
 		{"file-max nearly used", `sysctl: {fs.file-max: "200000", fs.file-nr: "150000 0 200000"}`,
 			Target{Sockets: 100000, Role: Broker}, "fd.file_max", verdict.Fail, []string{"50000 free", "ENFILE"}},
 		{"somaxconn too small for the rate", `sysctl: {net.core.somaxconn: "128"}`,
