@@ -9,11 +9,21 @@ cd "$(dirname "$0")/.."
 export HOSTPREP_TEST_MQTT_PORT=${HOSTPREP_TEST_MQTT_PORT:-18831}
 export HOSTPREP_TEST_IOTDB_PORT=${HOSTPREP_TEST_IOTDB_PORT:-6667}
 
+# Services this run starts are stopped at the end; ones that were already
+# running (a developer's own) are left as they were.
+started=()
 cleanup() {
-  scripts/mosquitto.sh stop || true
-  scripts/iotdb.sh stop || true
+  for svc in "${started[@]}"; do scripts/"$svc".sh stop || true; done
 }
 trap cleanup EXIT
+start_service() {
+  if scripts/"$1".sh status >/dev/null 2>&1; then
+    echo "== $1 already running; leaving it as it is"
+  else
+    started+=("$1")
+  fi
+  scripts/"$1".sh start
+}
 
 echo "== go toolchain: $(go version)"
 # Tools the tests call: ansible-playbook (examples/ syntax check),
@@ -28,9 +38,9 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
 fi
-scripts/mosquitto.sh start
+start_service mosquitto
 export HOSTPREP_TEST_MQTT="tcp://127.0.0.1:${HOSTPREP_TEST_MQTT_PORT}"
-scripts/iotdb.sh start
+start_service iotdb
 export HOSTPREP_TEST_IOTDB="127.0.0.1:${HOSTPREP_TEST_IOTDB_PORT}"
 
 echo "== gofmt and go vet"
