@@ -8,11 +8,13 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"gopkg.in/yaml.v3"
@@ -88,6 +90,9 @@ func Parse(name string, data []byte) (*Profile, error) {
 	if name == "" {
 		name = "profile.yaml"
 	}
+	if len(data) > MaxFileBytes {
+		return nil, exitcode.BadInputf("profile %s: %d bytes, larger than the %d MiB limit for a profile file (profiles are a few KiB)", name, len(data), MaxFileBytes>>20)
+	}
 	l := &loader{nodeFile: map[*yaml.Node]string{}}
 	root, err := l.resolveData(name, "", data, false, nil)
 	if err != nil {
@@ -144,7 +149,73 @@ func profileNameOf(file string) string {
 	return SafeName(base)
 }
 
+// Limits on what a profile may make hostprep read. A real profile is a
+// few KiB with tens of keys; the limits stop a wrong path (/dev/zero, a
+// log file) or a generated file from eating memory and time.
+const (
+	// MaxFileBytes is the largest profile file read, in bytes (1 MiB).
+	MaxFileBytes = 1 << 20
+	// MaxTotalBytes bounds the bytes read for one Load, the file and all
+	// its includes together (4 MiB).
+	MaxTotalBytes = 4 << 20
+	// MaxSysctlKeys bounds the sysctl entries of a profile; a whole
+	// /proc/sys has about 1500 keys.
+	MaxSysctlKeys = 10000
+	// MaxListItems bounds any list (reserve_ports, services, ...); 65536
+	// holds every port.
+	MaxListItems = 65536
+)
+
+// readProfileFile reads a profile file: it must be a regular file (not a
+// device such as /dev/zero, a FIFO or a directory) of at most
+// MaxFileBytes. It opens with O_NONBLOCK so a FIFO cannot block the open
+// before the check.
+func readProfileFile(file string) ([]byte, error) {
+	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s); a profile is a YAML file", fileKind(st.Mode()))
+	}
+	if st.Size() > MaxFileBytes {
+		return nil, fmt.Errorf("%d bytes, larger than the %d MiB limit for a profile file (profiles are a few KiB)", st.Size(), MaxFileBytes>>20)
+	}
+	// The size can change between Stat and Read (a file still being
+	// written); read at most one byte past the limit to notice.
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("larger than the %d MiB limit for a profile file (profiles are a few KiB)", MaxFileBytes>>20)
+	}
+	return data, nil
+}
+
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "type " + m.Type().String()
+}
+
 type loader struct {
+	total      int // bytes read so far, bounded by MaxTotalBytes
 	nodeFile   map[*yaml.Node]string
 	allowFiles bool
 	stack      []string // canonical ids of the profiles being resolved
@@ -167,7 +238,10 @@ func (l *loader) resolveBuiltin(name string, from *include) (*yaml.Node, error) 
 }
 
 func (l *loader) resolveFile(file string, from *include) (*yaml.Node, error) {
-	data, err := os.ReadFile(file)
+	data, err := readProfileFile(file)
+	if err == nil && l.total+len(data) > MaxTotalBytes {
+		err = fmt.Errorf("the profile and its includes exceed %d MiB together (the limit for one Load); include fewer or smaller profiles", MaxTotalBytes>>20)
+	}
 	if err != nil {
 		reason := err.Error()
 		var pe *fs.PathError
@@ -179,6 +253,7 @@ func (l *loader) resolveFile(file string, from *include) (*yaml.Node, error) {
 		}
 		return nil, l.errInclude(from, "include %q: %s (%s); paths are relative to the including file", from.ref, file, reason)
 	}
+	l.total += len(data)
 	id, err := filepath.Abs(file)
 	if err != nil {
 		id = file
@@ -265,8 +340,13 @@ func (l *loader) finish(root *yaml.Node, name string) (*Profile, error) {
 	src := &sources{}
 	recordPositions(root, nil, l.nodeFile, src)
 	// Decode through a strict Decoder as a second line of defence behind
-	// checkSchema; both should agree.
-	data, err := yaml.Marshal(root)
+	// checkSchema; both should agree. The sysctl map is decoded here
+	// entry by entry: yaml.v3 checks a mapping for duplicate keys by
+	// comparing every pair, quadratic in the number of keys (20000 keys
+	// took 1 s), while checkSchema and mergeNodes already guarantee each
+	// key appears once.
+	_, sysctlNode := lookup(root, "sysctl")
+	data, err := yaml.Marshal(dropKeys(root, "sysctl"))
 	if err != nil {
 		return nil, exitcode.BadInputf("profile %s: %v", name, err)
 	}
@@ -275,6 +355,24 @@ func (l *loader) finish(root *yaml.Node, name string) (*Profile, error) {
 	var p Profile
 	if err := dec.Decode(&p); err != nil {
 		return nil, exitcode.BadInputf("profile %s: %s", name, strings.ReplaceAll(err.Error(), "\n", " "))
+	}
+	if sysctlNode != nil && sysctlNode.Kind == yaml.MappingNode {
+		if n := len(sysctlNode.Content) / 2; n > MaxSysctlKeys {
+			return nil, exitcode.BadInputf("%s:%d:%d: sysctl: %d keys with its includes, more than the limit of %d (a whole /proc/sys has about 1500); keep the keys this host needs",
+				l.nodeFile[sysctlNode], sysctlNode.Line, sysctlNode.Column, n, MaxSysctlKeys)
+		}
+		p.Sysctl = make(map[string]Sysctl, len(sysctlNode.Content)/2)
+		for i := 0; i+1 < len(sysctlNode.Content); i += 2 {
+			k, v := sysctlNode.Content[i], sysctlNode.Content[i+1]
+			if isNull(v) {
+				continue
+			}
+			s, perr := parseSysctlNode(v)
+			if perr != nil {
+				return nil, exitcode.BadInputf("%s:%d:%d: %s: %s", l.nodeFile[v], perr.Line, perr.Col, k.Value, perr.Msg)
+			}
+			p.Sysctl[k.Value] = s
+		}
 	}
 	p.src = src
 	p.Include = nil

@@ -2,7 +2,6 @@ package profiles
 
 import (
 	"bytes"
-	"os"
 	"strings"
 
 	"encoding/json"
@@ -104,7 +103,7 @@ func Source(ref string) ([]byte, error) {
 	if IsBuiltin(ref) {
 		return Builtin(ref)
 	}
-	data, err := os.ReadFile(ref)
+	data, err := readProfileFile(ref)
 	if err != nil {
 		return nil, exitcode.BadInputf("profile %s: %v; give a built-in name (%s) or the path of a YAML file", ref, err, strings.Join(BuiltinNames(), ", "))
 	}

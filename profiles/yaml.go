@@ -179,6 +179,9 @@ func checkSchema(n *yaml.Node, t reflect.Type, path []string) error {
 		if n.Kind != yaml.MappingNode {
 			return errAt(n, "%s: want a mapping of key: value, got %s", displayPath(path), kindName(n))
 		}
+		if k := len(n.Content) / 2; k > MaxSysctlKeys {
+			return errAt(n, "%s: %d keys, more than the limit of %d (a whole /proc/sys has about 1500); keep the keys this host needs", displayPath(path), k, MaxSysctlKeys)
+		}
 		seen := map[string]int{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
@@ -197,6 +200,9 @@ func checkSchema(n *yaml.Node, t reflect.Type, path []string) error {
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
 			return errAt(n, "%s: want a list such as [a, b], got %s", displayPath(path), kindName(n))
+		}
+		if len(n.Content) > MaxListItems {
+			return errAt(n, "%s: %d items, more than the limit of %d", displayPath(path), len(n.Content), MaxListItems)
 		}
 		for i, item := range n.Content {
 			if err := checkSchema(item, t.Elem(), append(slices.Clone(path), strconv.Itoa(i))); err != nil {

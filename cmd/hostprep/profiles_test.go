@@ -109,3 +109,12 @@ func TestProfilesValidateRefusesLineInjection(t *testing.T) {
 		}
 	}
 }
+
+// TestProfilesValidateRefusesNonRegularFile: /dev/zero is refused at once
+// with exit 2 naming the path (it used to be read until memory ran out).
+func TestProfilesValidateRefusesNonRegularFile(t *testing.T) {
+	_, errOut, code := runHostprep(t, "profiles", "validate", "/dev/zero")
+	if code != 2 || !strings.Contains(errOut, "/dev/zero") || !strings.Contains(errOut, "not a regular file") {
+		t.Errorf("validate /dev/zero: exit %d, want 2 naming the path; stderr %q", code, errOut)
+	}
+}
