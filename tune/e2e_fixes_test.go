@@ -1,6 +1,7 @@
 package tune_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,5 +83,53 @@ func TestE2EImageModeNeedsNoRoot(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(img); len(ents) != 0 {
 		t.Errorf("image tree not empty after rollback: %v", ents)
+	}
+}
+
+// unprivileged copies the binary where nobody can run it and returns the
+// argv prefix that runs it as nobody without capabilities.
+func (n *netns) unprivileged() []string {
+	n.t.Helper()
+	dir := n.t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		n.t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "hostprep")
+	b, err := os.ReadFile(n.bin)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		n.t.Fatal(err)
+	}
+	return []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", bin}
+}
+
+// TestE2EStatusVerifyChangedFieldAndRootHint: status and verify JSON
+// carry "changed": false; as non-root they say to run as root.
+func TestE2EStatusVerifyChangedFieldAndRootHint(t *testing.T) {
+	guardGlobal(t)
+	n := newNetns(t)
+	nobody := n.unprivileged()
+	if _, e, c := n.hostprep("tune", "apply", "--profile", "sys-tune"); c != 0 {
+		t.Fatalf("apply: exit %d\n%s", c, e)
+	}
+	t.Cleanup(func() { n.hostprep("tune", "rollback") })
+	for _, verb := range []string{"status", "verify"} {
+		out, errOut, code := n.hostprep("tune", verb, "-o", "json")
+		var m map[string]any
+		if err := json.Unmarshal([]byte(out), &m); err != nil || code != 0 {
+			t.Fatalf("%s -o json: exit %d %v\n%s%s", verb, code, err, out, errOut)
+		}
+		if c, ok := m["changed"]; !ok || c != false {
+			t.Errorf("%s -o json: changed = %v (present %v), want false", verb, c, ok)
+		}
+		out, errOut, code = n.run(append(nobody, "tune", verb)...)
+		if code != 3 || !strings.Contains(errOut, "run as root (the journal is 0600") {
+			t.Errorf("unprivileged %s: exit %d, want 3 and a hint to run as root:\n%s%s", verb, code, out, errOut)
+		}
+	}
+	if _, e, c := n.hostprep("tune", "rollback"); c != 0 {
+		t.Fatalf("rollback: exit %d\n%s", c, e)
 	}
 }

@@ -1,7 +1,9 @@
 package tune
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"sort"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
@@ -35,10 +37,12 @@ type ItemStatus struct {
 
 // Status is what `hostprep tune status|verify` report; its JSON:
 //
-//	{"applied": true, "profiles": ["sys-tune"], "applies": [{"profile": "sys-tune", "at": "..."}],
+//	{"changed": false, "applied": true, "profiles": ["sys-tune"], "applies": [{"profile": "sys-tune", "at": "..."}],
 //	 "items": [{"key": "fs.nr_open", "layer": "runtime", "original": "1048576", "set": "2097152", "live": "2097152", "ok": true}],
 //	 "drift": 0}
 type Status struct {
+	// Changed is always false: status and verify only read the host.
+	Changed  bool            `json:"changed"`
 	Applied  bool            `json:"applied"`
 	Profiles []string        `json:"profiles"`
 	Applies  []journal.Apply `json:"applies"`
@@ -55,6 +59,9 @@ type Status struct {
 func StatusOf(env Env) (*Status, error) {
 	s := &Status{Profiles: []string{}, Applies: []journal.Apply{}, Items: []ItemStatus{}, Journal: env.stateFile()}
 	st, err := env.loadJournal()
+	if errors.Is(err, fs.ErrPermission) {
+		return nil, exitcode.Environmentf("tune status: cannot read the journal %s: %v; run as root (the journal is 0600, it holds the original bytes of the files hostprep replaced)", env.stateFile(), err)
+	}
 	if err != nil {
 		return nil, exitcode.Environmentf("tune status: %v", err)
 	}
