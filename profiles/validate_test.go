@@ -177,7 +177,7 @@ func TestYAMLStrictness(t *testing.T) {
 		{"alias", "a: &x 1\n", []string{`unknown field "a"`}},
 		{"alias refused", "description: &d hello\nname: *d\n", []string{"profile.yaml:2:7:", "alias *d is not supported"}},
 		{"syntax error", "sysctl:\n  a: b\n c: d\n", []string{"profile.yaml:", "YAML syntax"}},
-		{"tab indentation", "sysctl:\n\tnet.core.somaxconn: 1\n", []string{"profile.yaml:", "YAML syntax"}},
+		{"tab indentation", "sysctl:\n\tnet.core.somaxconn: 1\n", []string{"profile.yaml:2:1:", "tab character: YAML indents with spaces only"}},
 		{"empty document", "", []string{"profile.yaml:1:1:", "empty profile"}},
 		{"comment only", "# nothing\n", []string{"empty profile"}},
 		{"top-level list", "- a\n", []string{"profile.yaml:1:1:", "want a mapping of profile fields"}},
@@ -269,5 +269,38 @@ func TestTextWrittenToFiles(t *testing.T) {
 	p, err := Parse("my broker\n.yaml", []byte("sysctl: {vm.swappiness: \"1\"}\n"))
 	if err != nil || p.Name != "my-broker" {
 		t.Errorf("name from file name: %v, %v", p, err)
+	}
+}
+
+// TestTabIndentation: a tab where YAML wants indentation is named as
+// such, at its line and column, instead of yaml.v3's "found character
+// that cannot start any token"; tabs where YAML allows them stay valid.
+func TestTabIndentation(t *testing.T) {
+	cases := []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"tab indents a key", "sysctl:\n\tnet.core.somaxconn: \"1\"\n",
+			[]string{"profile.yaml:2:1: line 2: tab character: YAML indents with spaces only"}},
+		{"tab after spaces", "limits:\n  nofile:\n  \tsoft: 1\n",
+			[]string{"profile.yaml:3:3: line 3: tab character: YAML indents with spaces only"}},
+		{"tab after a list marker", "reserve_ports:\n  -\t1883\n",
+			[]string{"profile.yaml:2:4: line 2: tab character"}},
+		{"tab reported on the line before", "limits:\n  nofile:\n    soft: 1\n\t  hard: 1\n",
+			[]string{"profile.yaml:4:1: line 4: tab character"}},
+		{"blank line with a tab", "sysctl:\n  net.core.somaxconn: \"1\"\n\t\n",
+			[]string{"profile.yaml:3:1: line 3: tab character"}},
+		{"other syntax errors unchanged", "sysctl:\n  net.core.somaxconn: \"1\n", []string{"YAML syntax:"}},
+		{"tab in a value is fine", "sysctl:\n  net.ipv4.tcp_rmem: \"4096\t131072\t6291456\"\n", nil},
+		{"tab before a comment is fine", "description: x\t# a comment\n", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("profile.yaml", []byte(tc.yaml))
+			checkErr(t, err, tc.want)
+			if tc.want != nil && tc.name == "other syntax errors unchanged" && strings.Contains(err.Error(), "tab") {
+				t.Errorf("blames a tab: %v", err)
+			}
+		})
 	}
 }

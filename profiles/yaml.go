@@ -43,6 +43,9 @@ func parseDocument(data []byte) (*yaml.Node, error) {
 		msg := err.Error()
 		if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
 			line, _ := strconv.Atoi(m[1])
+			if tl, tc, ok := indentTab(data, line); ok && (strings.Contains(m[2], "tab") || strings.Contains(m[2], "cannot start any token")) {
+				return nil, &posError{Line: tl, Col: tc, Msg: fmt.Sprintf("line %d: tab character: YAML indents with spaces only; replace the tab with spaces", tl)}
+			}
 			return nil, &posError{Line: line, Col: 1, Msg: "YAML syntax: " + m[2]}
 		}
 		return nil, &posError{Line: 1, Col: 1, Msg: "YAML syntax: " + strings.TrimPrefix(msg, "yaml: ")}
@@ -66,6 +69,31 @@ func parseDocument(data []byte) (*yaml.Node, error) {
 		return nil, errAt(root, "want a mapping of profile fields (%s), got %s", strings.Join(fieldNames(profileType), ", "), kindName(root))
 	}
 	return root, nil
+}
+
+// indentTab finds the tab behind a YAML syntax error reported at line
+// errLine (1-based): a tab in the indentation of that line (white space
+// and "- " sequence markers), else of the next line (yaml.v3 reports
+// "found a tab character that violates indentation" at the line before).
+// yaml.v3 reports most such tabs only as "found character that cannot
+// start any token". It returns the line and column (1-based) of the tab.
+func indentTab(data []byte, errLine int) (line, col int, ok bool) {
+	lines := strings.Split(string(data), "\n")
+	at := func(l int) (int, bool) {
+		if l < 1 || l > len(lines) {
+			return 0, false
+		}
+		text := lines[l-1]
+		lead := text[:len(text)-len(strings.TrimLeft(text, " \t-"))]
+		i := strings.IndexByte(lead, '\t')
+		return i + 1, i >= 0
+	}
+	for _, l := range []int{errLine, errLine + 1} {
+		if c, ok := at(l); ok {
+			return l, c, true
+		}
+	}
+	return 0, 0, false
 }
 
 func isNull(n *yaml.Node) bool {
