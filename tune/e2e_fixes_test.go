@@ -105,6 +105,12 @@ func (n *netns) unprivileged() []string {
 	return []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", bin}
 }
 
+type jsonError struct {
+	Changed  *bool  `json:"changed"`
+	Error    string `json:"error"`
+	ExitCode int    `json:"exit_code"`
+}
+
 // TestE2EStatusVerifyChangedFieldAndRootHint: status and verify JSON
 // carry "changed": false; as non-root they say to run as root.
 func TestE2EStatusVerifyChangedFieldAndRootHint(t *testing.T) {
@@ -129,6 +135,54 @@ func TestE2EStatusVerifyChangedFieldAndRootHint(t *testing.T) {
 			t.Errorf("unprivileged %s: exit %d, want 3 and a hint to run as root:\n%s%s", verb, code, out, errOut)
 		}
 	}
+	if _, e, c := n.hostprep("tune", "rollback"); c != 0 {
+		t.Fatalf("rollback: exit %d\n%s", c, e)
+	}
+}
+
+// TestE2EJSONOnErrors: with -o json a failing tune command still prints
+// one JSON object on stdout, with "changed", "error" and "exit_code", and
+// the one-line error on stderr.
+func TestE2EJSONOnErrors(t *testing.T) {
+	guardGlobal(t)
+	n := newNetns(t)
+	nobody := n.unprivileged()
+
+	out, errOut, code := n.run(append(nobody, "tune", "apply", "--profile", "sys-tune", "-o", "json")...)
+	var je jsonError
+	if err := json.Unmarshal([]byte(out), &je); err != nil || code != 3 || je.ExitCode != 3 || je.Changed == nil || *je.Changed || !strings.Contains(je.Error, "needs root") {
+		t.Fatalf("unprivileged apply -o json: exit %d, stdout %q (%v)", code, out, err)
+	}
+	if strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, "needs root") {
+		t.Errorf("stderr is not the one-line error: %q", errOut)
+	}
+	out, _, code = n.hostprep("tune", "plan", "--profile", "no-such-profile", "-o", "json")
+	je = jsonError{}
+	if err := json.Unmarshal([]byte(out), &je); err != nil || code != 2 || je.ExitCode != 2 || je.Error == "" {
+		t.Errorf("plan with a bad profile -o json: exit %d, stdout %q", code, out)
+	}
+
+	if _, e, c := n.hostprep("tune", "apply", "--profile", "sys-tune"); c != 0 {
+		t.Fatalf("apply: exit %d\n%s", c, e)
+	}
+	t.Cleanup(func() { n.hostprep("tune", "rollback") })
+	for _, verb := range []string{"status", "verify"} {
+		out, _, code = n.run(append(nobody, "tune", verb, "-o", "json")...)
+		je = jsonError{}
+		if err := json.Unmarshal([]byte(out), &je); err != nil || code != 3 || je.ExitCode != 3 || je.Error == "" {
+			t.Errorf("unprivileged %s -o json: exit %d, stdout %q", verb, code, out)
+		}
+	}
+	// A drifted verify: exit 1, and the JSON says so too.
+	if _, e, c := n.run("sysctl", "-qw", "net.core.somaxconn=100"); c != 0 {
+		t.Fatal(e)
+	}
+	out, _, code = n.hostprep("tune", "verify", "-o", "json")
+	je = jsonError{}
+	if err := json.Unmarshal([]byte(out), &je); err != nil || code != 1 || je.ExitCode != 1 || !strings.Contains(je.Error, "drifted") {
+		t.Errorf("drifted verify -o json: exit %d, stdout %q", code, out)
+	}
+	n.run("sysctl", "-qw", "net.core.somaxconn=32768")
 	if _, e, c := n.hostprep("tune", "rollback"); c != 0 {
 		t.Fatalf("rollback: exit %d\n%s", c, e)
 	}

@@ -84,6 +84,56 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// writeJSONResult prints v; when the command also fails (err != nil) the
+// object gets "error" and "exit_code" too, so stdout stays one JSON object.
+func writeJSONResult(w io.Writer, v any, err error) error {
+	if err == nil {
+		return writeJSON(w, v)
+	}
+	b, merr := json.Marshal(v)
+	m := map[string]any{}
+	if merr != nil || json.Unmarshal(b, &m) != nil {
+		m = map[string]any{"changed": false}
+	}
+	m["error"] = err.Error()
+	m["exit_code"] = exitcode.Code(err)
+	return writeJSON(w, m)
+}
+
+// countingWriter counts the bytes a command printed on stdout.
+type countingWriter struct {
+	w io.Writer
+	n int
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += n
+	return n, err
+}
+
+// jsonErrors wraps a tune subcommand: with --output json, a failure that
+// printed nothing on stdout prints {"changed": false, "error": "...",
+// "exit_code": N} there (the one-line error still goes to stderr), so a
+// caller parsing stdout (Ansible from_json) always gets one JSON object.
+func jsonErrors(f *tuneFlags, run func(*cobra.Command, []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		out := cmd.OutOrStdout()
+		cw := &countingWriter{w: out}
+		cmd.SetOut(cw)
+		defer cmd.SetOut(out)
+		err := run(cmd, args)
+		if err != nil && f.output == "json" && cw.n == 0 {
+			_ = writeJSON(out, struct {
+				Changed  bool   `json:"changed"`
+				Error    string `json:"error"`
+				ExitCode int    `json:"exit_code"`
+			}{false, err.Error(), exitcode.Code(err)})
+		}
+		return err
+	}
+}
+
 func init() {
 	addCommand(func() *cobra.Command {
 		c := &cobra.Command{
@@ -114,7 +164,7 @@ func tunePlanCmd() *cobra.Command {
 		Short:   "Show what apply would change, key by key and file by file (no root needed)",
 		Example: "  hostprep tune plan --profile sys-tune\n  hostprep tune plan --profile ./broker.yaml --set net.core.somaxconn=65535 --output json",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: jsonErrors(f, func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(f.output, "text", "json"); err != nil {
 				return err
 			}
@@ -130,7 +180,7 @@ func tunePlanCmd() *cobra.Command {
 				return writeJSON(cmd.OutOrStdout(), pl.Result)
 			}
 			return pl.WriteText(cmd.OutOrStdout(), "plan")
-		},
+		}),
 	}
 	f.common(c, true, true)
 	c.Flags().IntSliceVar(&f.pids, "pid", nil, "also plan raising RLIMIT_NOFILE of this running process (repeatable)")
@@ -147,7 +197,7 @@ func tuneApplyCmd() *cobra.Command {
 			"  sudo hostprep tune apply --profile mqtt-broker-1m --service emqx --output json\n" +
 			"  hostprep tune apply --profile sys-tune --root /srv/image   # image build: files only",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: jsonErrors(f, func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(f.output, "text", "json"); err != nil {
 				return err
 			}
@@ -162,7 +212,7 @@ func tuneApplyCmd() *cobra.Command {
 			if res != nil {
 				var werr error
 				if f.output == "json" {
-					werr = writeJSON(cmd.OutOrStdout(), res)
+					werr = writeJSONResult(cmd.OutOrStdout(), res, err)
 				} else {
 					werr = res.WriteText(cmd.OutOrStdout(), "apply")
 				}
@@ -171,7 +221,7 @@ func tuneApplyCmd() *cobra.Command {
 				}
 			}
 			return err
-		},
+		}),
 	}
 	f.common(c, true, true)
 	f.locking(c)
@@ -191,7 +241,7 @@ and removes the journal. A key or file someone else changed after hostprep set
 it is left alone and listed (exit 0). With nothing applied it does nothing.`,
 		Example: "  sudo hostprep tune rollback\n  hostprep tune rollback --root /srv/image --output json",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: jsonErrors(f, func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(f.output, "text", "json"); err != nil {
 				return err
 			}
@@ -202,7 +252,7 @@ it is left alone and listed (exit 0). With nothing applied it does nothing.`,
 			if res != nil {
 				var werr error
 				if f.output == "json" {
-					werr = writeJSON(cmd.OutOrStdout(), res)
+					werr = writeJSONResult(cmd.OutOrStdout(), res, err)
 				} else {
 					werr = res.WriteText(cmd.OutOrStdout())
 				}
@@ -211,7 +261,7 @@ it is left alone and listed (exit 0). With nothing applied it does nothing.`,
 				}
 			}
 			return err
-		},
+		}),
 	}
 	f.common(c, false, true)
 	f.locking(c)
@@ -225,7 +275,7 @@ func tuneStatusCmd() *cobra.Command {
 		Short:   "Show what hostprep applied (from the journal) and the live values",
 		Example: "  sudo hostprep tune status\n  sudo hostprep tune status --output json",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: jsonErrors(f, func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(f.output, "text", "json"); err != nil {
 				return err
 			}
@@ -237,7 +287,7 @@ func tuneStatusCmd() *cobra.Command {
 				return writeJSON(cmd.OutOrStdout(), st)
 			}
 			return st.WriteText(cmd.OutOrStdout())
-		},
+		}),
 	}
 	f.common(c, false, true)
 	return c
@@ -252,7 +302,7 @@ func tuneVerifyCmd() *cobra.Command {
 --profile it also requires that the profile plans no change. Drift exits 1.`,
 		Example: "  sudo hostprep tune verify\n  sudo hostprep tune verify --profile sys-tune --output json",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: jsonErrors(f, func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(f.output, "text", "json"); err != nil {
 				return err
 			}
@@ -273,7 +323,7 @@ func tuneVerifyCmd() *cobra.Command {
 				if pl != nil {
 					out.Pending = pl.Changes
 				}
-				if err := writeJSON(w, out); err != nil {
+				if err := writeJSONResult(w, out, verr); err != nil {
 					return err
 				}
 				return verr
@@ -287,7 +337,7 @@ func tuneVerifyCmd() *cobra.Command {
 				}
 			}
 			return verr
-		},
+		}),
 	}
 	f.common(c, true, true)
 	return c
