@@ -1,6 +1,7 @@
 package preflight
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -154,8 +155,26 @@ func TestIgnoreAndStrict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := find(t, r.Checks, "fd.soft"); c.Status != verdict.Warn || !strings.HasPrefix(c.Summary, "[ignored failure]") {
-		t.Errorf("ignored failure not downgraded: %+v", c)
+	if c := find(t, r.Checks, "fd.soft"); c.Status != verdict.Warn || !c.Ignored || !strings.HasPrefix(c.Summary, "[ignored failure]") {
+		t.Errorf("ignored failure not downgraded and marked: %+v", c)
+	}
+	if c := find(t, r.Checks, "clock.sync"); c.Ignored {
+		t.Errorf("a check not ignored is marked ignored: %+v", c)
+	}
+	var buf strings.Builder
+	if err := Write(&buf, "json", r, false); err != nil {
+		t.Fatal(err)
+	}
+	var js struct {
+		Checks []map[string]any `json:"checks"`
+	}
+	if err := json.Unmarshal([]byte(buf.String()), &js); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range js.Checks {
+		if ign, has := c["ignored"]; (c["id"] == "fd.soft") != (has && ign == true) {
+			t.Errorf("JSON check %v: \"ignored\" must be true exactly for the ignored failure", c)
+		}
 	}
 	if r.Verdict != verdict.Warn || r.Err(false) != nil {
 		t.Errorf("with fd.soft ignored: verdict %s err %v", r.Verdict, r.Err(false))

@@ -197,12 +197,14 @@ func validateIgnore(ids []string) error {
 	return nil
 }
 
-// applyIgnore turns failures of ignored checks into warnings.
+// applyIgnore turns failures of ignored checks into warnings marked
+// Ignored (JSON "ignored": true) with an "[ignored failure]" prefix.
 func applyIgnore(checks []verdict.Check, ids []string) {
 	for i := range checks {
 		for _, id := range ids {
 			if checks[i].ID == id && checks[i].Status == verdict.Fail {
 				checks[i].Status = verdict.Warn
+				checks[i].Ignored = true
 				checks[i].Summary = "[ignored failure] " + checks[i].Summary
 			}
 		}

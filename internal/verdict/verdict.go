@@ -42,6 +42,10 @@ type Check struct {
 	Expected string `json:"expected,omitempty"`
 	// Remedy says how to fix a warn/fail (a command, a key and value).
 	Remedy string `json:"remedy,omitempty"`
+	// Ignored is true when the check failed but the caller asked to
+	// ignore it (--ignore): Status is then Warn, so a script can tell an
+	// ignored failure from a real warning.
+	Ignored bool `json:"ignored,omitempty"`
 }
 
 // Worst returns the most severe status among checks: fail > warn > pass >
