@@ -66,6 +66,11 @@ var ValidIoTDBScenarios = []string{"write", "batch", "mixed"}
 type problem struct {
 	at  srcPos
 	msg string
+	// derived problems compare one value with another key (a port range
+	// with ip_unprivileged_port_start, nofile with fs.nr_open); they are
+	// reported after problems with a value on its own, which are more
+	// likely the root cause.
+	derived bool
 }
 
 type checker struct {
@@ -75,6 +80,12 @@ type checker struct {
 
 func (c *checker) add(segs []string, format string, a ...any) {
 	c.problems = append(c.problems, problem{at: c.p.at(segs...), msg: fmt.Sprintf(format, a...)})
+}
+
+// addDerived adds a problem that follows from comparing the value at segs
+// with another key's value; see problem.derived.
+func (c *checker) addDerived(segs []string, format string, a ...any) {
+	c.problems = append(c.problems, problem{at: c.p.at(segs...), msg: fmt.Sprintf(format, a...), derived: true})
 }
 
 // Validate checks the profile without looking at the host: sysctl keys,
@@ -102,6 +113,12 @@ func (p *Profile) Validate() error {
 		return nil
 	}
 	slices.SortStableFunc(c.problems, func(a, b problem) int {
+		if a.derived != b.derived {
+			if b.derived {
+				return -1
+			}
+			return 1
+		}
 		if d := cmp.Compare(rank(a.at), rank(b.at)); d != 0 {
 			return d
 		}
@@ -121,7 +138,8 @@ func (p *Profile) Validate() error {
 	return exitcode.BadInputf("%s", msg)
 }
 
-// rank orders problems: file positions first, then --set, then unplaced.
+// rank orders problems of the same kind (see problem.derived): file
+// positions first, then --set, then unplaced.
 func rank(s srcPos) int {
 	switch {
 	case s.File != "":
@@ -143,6 +161,20 @@ func (p *Profile) sysctlNumber(key string) (int64, bool) {
 		return 0, false
 	}
 	return f[0], true
+}
+
+// validNumber returns the profile's value of a known single-number key
+// when it is within the kernel's bounds (numericKeys); an invalid value
+// is reported on its own and not used to judge other keys.
+func (p *Profile) validNumber(key string) (int64, bool) {
+	v, ok := p.sysctlNumber(key)
+	if !ok {
+		return 0, false
+	}
+	if b, known := numericKeys[key]; known && (v < b[0] || v > b[1]) {
+		return 0, false
+	}
+	return v, true
 }
 
 func (c *checker) sysctls() {
@@ -240,16 +272,33 @@ func (c *checker) portRange(key string, s Sysctl, vat []string) {
 		c.add(vat, "%s %q: a range of one port allows one outgoing connection per destination; make high greater than low, e.g. \"%d 65535\"", key, s.Value, max(lo, DefaultUnprivilegedPortStart))
 		return
 	}
-	start, where := int64(DefaultUnprivilegedPortStart), "its kernel default"
-	if v, ok := c.p.sysctlNumber("net.ipv4.ip_unprivileged_port_start"); ok {
-		start, where = v, "set by this profile"
+	const upsKey = "net.ipv4.ip_unprivileged_port_start"
+	start, where, own := int64(DefaultUnprivilegedPortStart), "its kernel default", false
+	if _, set := c.p.Sysctl[upsKey]; set {
+		v, ok := c.p.validNumber(upsKey)
+		if !ok {
+			// Its own problem is reported; a suggestion built on an
+			// invalid value would be wrong too.
+			return
+		}
+		start, where, own = v, "set by this profile at "+c.p.at("sysctl", upsKey, "value").String(), true
 	}
 	if int64(lo) < start {
-		fix := fmt.Sprintf("use \"%d %d\"", start, hi)
-		if start == DefaultUnprivilegedPortStart {
+		// Suggest the lowest valid low end with the profile's high end, or
+		// 65535 when that high end is not above the start; a range needs
+		// low < high <= 65535.
+		var fix string
+		switch {
+		case start == DefaultUnprivilegedPortStart && !own:
 			fix = fmt.Sprintf("use \"1024 %d\" (the lowest valid low end)", hi)
+		case start < int64(hi):
+			fix = fmt.Sprintf("use \"%d %d\" or lower %s", start, hi, upsKey)
+		case start < 65535:
+			fix = fmt.Sprintf("use \"%d 65535\" or lower %s", start, upsKey)
+		default:
+			fix = fmt.Sprintf("no port range fits above %d, so lower %s (kernel default %d)", start, upsKey, DefaultUnprivilegedPortStart)
 		}
-		c.add(vat, "%s %q: low end %d is below net.ipv4.ip_unprivileged_port_start %d (%s), and the kernel rejects it with EINVAL; %s", key, s.Value, lo, start, where, fix)
+		c.addDerived(vat, "%s %q: low end %d is below %s %d (%s), and the kernel rejects it with EINVAL; %s", key, s.Value, lo, upsKey, start, where, fix)
 		return
 	}
 	if s.Mode == AtLeast || s.Mode == AtMost {
@@ -311,8 +360,8 @@ func (c *checker) limits() {
 	if p.Systemd.LimitNOFILE != nil {
 		all = append(all, namedLimit{[]string{"systemd", "limit_nofile"}, p.Systemd.LimitNOFILE})
 	}
-	nrOpen, hasNrOpen := p.sysctlNumber("fs.nr_open")
-	fileMax, hasFileMax := p.sysctlNumber("fs.file-max")
+	nrOpen, hasNrOpen := p.validNumber("fs.nr_open")
+	fileMax, hasFileMax := p.validNumber("fs.file-max")
 	for _, nl := range all {
 		name := displayPath(nl.path)
 		soft, hard := append(slices.Clone(nl.path), "soft"), append(slices.Clone(nl.path), "hard")
@@ -332,7 +381,7 @@ func (c *checker) limits() {
 			continue
 		}
 		if hasNrOpen && nl.l.Hard > uint64(max(nrOpen, 0)) {
-			c.add(hard, "%s hard %d is above fs.nr_open %d set at %s; the kernel caps RLIMIT_NOFILE at fs.nr_open (setrlimit fails, pam_limits logs \"Could not set limit\"), so raise fs.nr_open to at least %d or lower the hard limit to %d",
+			c.addDerived(hard, "%s hard %d is above fs.nr_open %d set at %s; the kernel caps RLIMIT_NOFILE at fs.nr_open (setrlimit fails, pam_limits logs \"Could not set limit\"), so raise fs.nr_open to at least %d or lower the hard limit to %d",
 				name, nl.l.Hard, nrOpen, c.p.at("sysctl", "fs.nr_open", "value"), nl.l.Hard, nrOpen)
 			continue
 		}
@@ -341,7 +390,7 @@ func (c *checker) limits() {
 			continue
 		}
 		if hasFileMax && nl.l.Hard > uint64(max(fileMax, 0)) {
-			c.add(hard, "%s hard %d is above fs.file-max %d set at %s; one process could exhaust the system-wide file table, so raise fs.file-max to at least %d or lower the hard limit",
+			c.addDerived(hard, "%s hard %d is above fs.file-max %d set at %s; one process could exhaust the system-wide file table, so raise fs.file-max to at least %d or lower the hard limit",
 				name, nl.l.Hard, fileMax, c.p.at("sysctl", "fs.file-max", "value"), nl.l.Hard)
 		}
 	}

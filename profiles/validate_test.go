@@ -46,7 +46,7 @@ func TestValidationRules(t *testing.T) {
 			"sysctl:\n  net.ipv4.ip_unprivileged_port_start: \"1000\"\n  net.ipv4.ip_local_port_range: \"1000 65535\"\n", nil},
 		{"port range below profile's raised unprivileged start",
 			"sysctl:\n  net.ipv4.ip_unprivileged_port_start: \"2048\"\n  net.ipv4.ip_local_port_range: \"1500 65535\"\n",
-			[]string{"profile.yaml:3:", "below net.ipv4.ip_unprivileged_port_start 2048 (set by this profile)", `"2048 65535"`}},
+			[]string{"profile.yaml:3:", "below net.ipv4.ip_unprivileged_port_start 2048 (set by this profile at profile.yaml:2:40)", `use "2048 65535"`}},
 		{"port range reversed", "sysctl:\n  net.ipv4.ip_local_port_range: \"60000 40000\"\n",
 			[]string{"profile.yaml:2:33:", "low end 60000 is above high end 40000"}},
 		{"port range one port", "sysctl:\n  net.ipv4.ip_local_port_range: \"5000 5000\"\n",
@@ -303,4 +303,51 @@ func TestTabIndentation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRootCauseFirst: the tester's --set ip_unprivileged_port_start=70000
+// was hidden behind a port-range message suggesting the invalid range
+// "70000 65535" and "(and 1 more problem)". A value out of its own range
+// is reported first (and alone: nothing is judged against it), and a
+// suggested port range is always one the kernel accepts.
+func TestRootCauseFirst(t *testing.T) {
+	sysTune := func(sets ...string) error {
+		_, err := Load("sys-tune", sets)
+		return err
+	}
+	err := sysTune("net.ipv4.ip_unprivileged_port_start=70000")
+	checkErr(t, err, []string{`--set "net.ipv4.ip_unprivileged_port_start=70000": net.ipv4.ip_unprivileged_port_start 70000: out of the range the kernel accepts, 0..65535`})
+	if err != nil && (strings.Contains(err.Error(), "more problem") || strings.Contains(err.Error(), "70000 65535")) {
+		t.Errorf("root cause not alone: %v", err)
+	}
+	// Valid starts: the suggestion is a valid range, or none.
+	for _, tc := range []struct {
+		start string
+		want  []string
+	}{
+		{"2048", []string{`use "2048 65535" or lower net.ipv4.ip_unprivileged_port_start`, `set by this profile at --set "net.ipv4.ip_unprivileged_port_start=2048"`}},
+		{"65534", []string{`use "65534 65535"`}},
+		{"65535", []string{"no port range fits above 65535", "lower net.ipv4.ip_unprivileged_port_start"}},
+	} {
+		err := sysTune("net.ipv4.ip_unprivileged_port_start=" + tc.start)
+		checkErr(t, err, tc.want)
+		if err != nil && strings.Contains(err.Error(), `"65535 65535"`) {
+			t.Errorf("suggests a one-port range: %v", err)
+		}
+	}
+	// A high end the start is not below: suggest the widest valid range.
+	_, err = Parse("p.yaml", []byte("sysctl:\n  net.ipv4.ip_unprivileged_port_start: \"5000\"\n  net.ipv4.ip_local_port_range: \"1024 4000\"\n"))
+	checkErr(t, err, []string{`use "5000 65535"`})
+
+	// The same for nofile against an out-of-range fs.nr_open: the nr_open
+	// problem comes first and nofile is not judged against it.
+	err = sysTune("fs.nr_open=10")
+	checkErr(t, err, []string{`--set "fs.nr_open=10": fs.nr_open 10: out of the range`})
+	if err != nil && strings.Contains(err.Error(), "more problem") {
+		t.Errorf("derived problems reported with the root cause: %v", err)
+	}
+	// A problem of a value on its own sorts before one comparing two
+	// keys, even when the comparison is earlier in the file.
+	_, err = Parse("p.yaml", []byte("sysctl:\n  fs.nr_open: \"1048576\"\nlimits:\n  nofile: {soft: 2097152, hard: 2097152}\nreserve_ports: [0]\n"))
+	checkErr(t, err, []string{"p.yaml:5:17: reserve_ports[0] 0", "(and 1 more problem)"})
 }
