@@ -156,6 +156,28 @@ func TestE2EBadInput(t *testing.T) {
 	if code != 2 || !strings.Contains(stderr, "--pid") {
 		t.Errorf("missing pid: exit %d, %s", code, stderr)
 	}
+	// nonsense values are refused in one line naming the flag and value,
+	// never silently replaced by a default
+	for _, c := range []struct{ args, want string }{
+		{"--pid -1", "--pid -1: want the PID (> 0)"},
+		{"--pid 0", "--pid 0: want the PID (> 0)"},
+		{"--pid 999999999", "--pid 999999999: no such process"},
+		{"--active --active-timeout -1s", "--active-timeout -1s: want a positive time bound"},
+		{"--active --active-timeout 0s", "--active-timeout 0s: want a positive time bound"},
+		{"--active-timeout 5s", "--active-timeout 5s needs --active"},
+		{"--active --active-sockets -4", "--active-sockets -4: want at least 2 sockets"},
+		{"--active --active-sockets 1", "--active-sockets 1: want at least 2 sockets"},
+		{"--sockets 0", "--sockets 0: want a positive number"},
+		{"--sockets -5", "--sockets -5: want a positive number"},
+		{"--conn-rate -1", "--conn-rate -1: want connections/s >= 0"},
+	} {
+		args := append([]string{"preflight", "--sockets", "100"}, strings.Fields(c.args)...)
+		out, stderr, code := runBin(t, args...)
+		if code != 2 || !strings.Contains(stderr, c.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || out != "" {
+			t.Errorf("%s: exit %d, stderr %q, stdout %d bytes; want exit 2 and one line with %q", c.args, code, stderr, len(out), c.want)
+		}
+	}
+	assertNoChildren(t)
 }
 
 // --ignore turns the failures into warnings: exit 0; --strict fails again.

@@ -99,6 +99,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
 	opts.Ignore = cleanIgnore(opts.Ignore)
 	if err := validateIgnore(opts.Ignore); err != nil {
 		return nil, err
@@ -127,7 +130,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			}
 		}
 		if k < 2 {
-			return nil, exitcode.BadInputf("--active-sockets %d: want at least 2 (one loopback connection)", k)
+			return nil, exitcode.BadInputf("--active: the target process's soft nofile %s leaves room for %d sockets: want at least 2 (one loopback connection); pass --active-sockets or a process with a higher limit", fmtNofile(f.Target.NofileSoft), k)
 		}
 		m, err := measureActive(ctx, opts.ActiveOptions, k, f.Target)
 		if err != nil {
@@ -167,6 +170,22 @@ func (r *Report) Err(strict bool) error {
 		what = "failed or warned (--strict)"
 	}
 	return exitcode.Failedf("preflight: %d check(s) %s: %s", len(bad), what, strings.Join(bad, ", "))
+}
+
+// validate rejects option values that cannot mean anything (a negative
+// PID, time bound or socket count) instead of silently using a default.
+// Errors are exitcode.BadInput naming the flag, the value and the fix.
+func (o Options) validate() error {
+	if o.PID < 0 {
+		return exitcode.BadInputf("--pid %d: want the PID (> 0) of the running process that will hold the sockets, e.g. --pid $(pidof mosquitto)", o.PID)
+	}
+	if o.ActiveOptions.Timeout < 0 {
+		return exitcode.BadInputf("--active-timeout %s: want a positive time bound, e.g. --active-timeout 60s", o.ActiveOptions.Timeout)
+	}
+	if k := o.ActiveOptions.Sockets; k < 0 || k == 1 {
+		return exitcode.BadInputf("--active-sockets %d: want at least 2 sockets (one loopback connection is 2 sockets; %d or more to measure kernel memory per socket), or leave it out for the default", k, MinMeasuredSockets)
+	}
+	return nil
 }
 
 // cleanIgnore trims the --ignore items and drops empty ones, so

@@ -86,6 +86,16 @@ Checks (IDs for --ignore):
 					t.Role = preflight.Broker
 				}
 			}
+			fl := cmd.Flags()
+			if fl.Changed("pid") && opts.PID == 0 {
+				return exitcode.BadInputf("--pid 0: want the PID (> 0) of the running process that will hold the sockets, e.g. --pid $(pidof mosquitto)")
+			}
+			if fl.Changed("active-timeout") && activeTime == 0 {
+				return exitcode.BadInputf("--active-timeout 0s: want a positive time bound, e.g. --active-timeout 60s")
+			}
+			if fl.Changed("active-timeout") && !opts.Active {
+				return exitcode.BadInputf("--active-timeout %s needs --active", activeTime)
+			}
 			opts.Target = t
 			opts.ActiveOptions.Timeout = activeTime
 			if opts.ActiveOptions.Sockets != 0 && !opts.Active {
