@@ -438,3 +438,35 @@ func TestSysctlYAMLForms(t *testing.T) {
 		t.Error("a mapping without value must be refused")
 	}
 }
+
+// TestWarnLowNofile: the tester's --set limits.nofile.soft=5 was accepted
+// silently; a nofile below the usual 1024 lowers the limit and is warned
+// about, wherever it is set.
+func TestWarnLowNofile(t *testing.T) {
+	p, err := Load("sys-tune", []string{"limits.nofile.soft=5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := strings.Join(p.Warnings(), "\n")
+	for _, want := range []string{`--set "limits.nofile.soft=5": limits.nofile.soft 5: lower than the usual default 1024; this would reduce the limit`} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warnings %q\n  lack %q", w, want)
+		}
+	}
+	p, err = Parse("low.yaml", []byte("systemd:\n  default_limit_nofile: {soft: 512, hard: 4096}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := p.Warnings(); len(w) != 1 || !strings.Contains(w[0], "low.yaml:2:32: systemd.default_limit_nofile.soft 512: lower than the usual default 1024") {
+		t.Errorf("warnings %q", w)
+	}
+	for _, name := range BuiltinNames() {
+		b, err := Load(name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := b.Warnings(); len(w) > 0 {
+			t.Errorf("built-in %s warns: %q", name, w)
+		}
+	}
+}

@@ -348,8 +348,8 @@ type namedLimit struct {
 	l    *Limit
 }
 
-func (c *checker) limits() {
-	p := c.p
+// nofileLimits are the profile's nofile limits with their paths.
+func (p *Profile) nofileLimits() []namedLimit {
 	var all []namedLimit
 	if p.Limits.Nofile != nil {
 		all = append(all, namedLimit{[]string{"limits", "nofile"}, p.Limits.Nofile})
@@ -360,6 +360,12 @@ func (c *checker) limits() {
 	if p.Systemd.LimitNOFILE != nil {
 		all = append(all, namedLimit{[]string{"systemd", "limit_nofile"}, p.Systemd.LimitNOFILE})
 	}
+	return all
+}
+
+func (c *checker) limits() {
+	p := c.p
+	all := p.nofileLimits()
 	nrOpen, hasNrOpen := p.validNumber("fs.nr_open")
 	fileMax, hasFileMax := p.validNumber("fs.file-max")
 	for _, nl := range all {
@@ -629,12 +635,34 @@ func (c *checker) iotdb() {
 	}
 }
 
+// Kernel defaults the warnings compare with.
+const (
+	// UsualNofile is the soft RLIMIT_NOFILE processes get by default (the
+	// kernel's INR_OPEN_CUR, systemd's soft default).
+	UsualNofile = 1024
+)
+
 // Warnings are static findings that do not make the profile invalid, one
-// line each: an ip_local_port_range whose ends share parity (the kernel
-// logs a warning and connect() loses half of its fast path;
-// ip-sysctl.rst: "it is better these numbers have different parity").
+// line each, prefixed with where the value was set:
+//   - an ip_local_port_range whose ends share parity (the kernel logs a
+//     warning and connect() loses half of its fast path; ip-sysctl.rst:
+//     "it is better these numbers have different parity");
+//   - a nofile soft or hard limit below UsualNofile (1024), which lowers
+//     the limit instead of raising it.
 func (p *Profile) Warnings() []string {
 	var w []string
+	for _, nl := range p.nofileLimits() {
+		name := displayPath(nl.path)
+		for _, f := range []struct {
+			field string
+			v     uint64
+		}{{"soft", nl.l.Soft}, {"hard", nl.l.Hard}} {
+			if f.v > 0 && f.v < UsualNofile {
+				w = append(w, fmt.Sprintf("%s%s.%s %d: lower than the usual default %d; this would reduce the limit (at most %d open files per process); use at least %d",
+					p.where(append(slices.Clone(nl.path), f.field)...), name, f.field, f.v, UsualNofile, f.v, UsualNofile))
+			}
+		}
+	}
 	if s, ok := p.Sysctl["net.ipv4.ip_local_port_range"]; ok {
 		if lo, hi, err := ParsePortRange(s.Value); err == nil && lo%2 == hi%2 {
 			fix := hi + 1
