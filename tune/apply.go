@@ -111,7 +111,7 @@ func (pl *Plan) execute(ctx context.Context) (*Result, error) {
 		if pl.env.ImageMode() {
 			root = pl.env.Root
 		}
-		st.Applies = append(st.Applies, journal.Apply{Profile: pl.Profile, At: time.Now().UTC(), Root: root})
+		st.Applies = append(st.Applies, journal.Apply{Profile: pl.Profile, At: time.Now().UTC(), Root: root, InProgress: true})
 		if err := journal.Save(statePath, st); err != nil {
 			return nil, exitcode.Environmentf("tune apply: writing the journal %s: %v; nothing was changed", statePath, err)
 		}
@@ -197,6 +197,14 @@ func (pl *Plan) execute(ctx context.Context) (*Result, error) {
 				fmt.Sprintf("tune apply: writing %s", f.path), err)
 		}
 		written = append(written, f)
+	}
+
+	// Completion marker: every change of this run is made.
+	if len(pl.runtime) > 0 || len(pl.files) > 0 {
+		st.Applies[len(st.Applies)-1].InProgress = false
+		if err := journal.Save(statePath, st); err != nil {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("every change was made, but marking the apply complete in the journal %s failed (%v); `tune status` will call it interrupted until the next apply", statePath, err))
+		}
 	}
 
 	// Running processes: not journaled (a hard limit cannot be lowered back

@@ -89,6 +89,9 @@ func (s *Status) WriteText(w io.Writer) error {
 		return nil
 	}
 	fmt.Fprintf(w, "applied profile(s): %s (%d apply(ies), last %s)\n", strings.Join(s.Profiles, ", "), len(s.Applies), s.Applies[len(s.Applies)-1].At.Format("2006-01-02 15:04:05Z"))
+	if s.Interrupted != "" {
+		fmt.Fprintf(w, "INTERRUPTED: %s\n", s.Interrupted)
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LAYER\tKEY/FILE\tORIGINAL\tSET\tLIVE\tOK")
 	for _, it := range s.Items {
@@ -97,7 +100,10 @@ func (s *Status) WriteText(w io.Writer) error {
 			name = it.File
 		}
 		ok := "ok"
-		if !it.OK {
+		switch {
+		case !it.OK && it.Drift == notReached:
+			ok = "PENDING: " + it.Drift
+		case !it.OK:
 			ok = "DRIFT: " + it.Drift
 		}
 		set := it.Set

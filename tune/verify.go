@@ -13,6 +13,10 @@ import (
 	"github.com/hostprep/hostprep/tune/sysval"
 )
 
+// notReached is the Drift of an item an interrupted apply had not yet
+// changed (it still holds its original value).
+const notReached = "not reached: the interrupted apply stopped before it"
+
 // ItemStatus is one key or file hostprep applied, compared with the live
 // host.
 type ItemStatus struct {
@@ -51,6 +55,10 @@ type Status struct {
 	Drift int `json:"drift"`
 	// Journal is the state file read.
 	Journal string `json:"journal"`
+	// Interrupted says the last apply was killed part way (its completion
+	// marker was never written) and what to run; items it had not reached
+	// yet show their original value and are not counted in Drift.
+	Interrupted string `json:"interrupted,omitempty"`
 }
 
 // StatusOf reads the journal and compares each key and file hostprep
@@ -69,6 +77,12 @@ func StatusOf(env Env) (*Status, error) {
 		return s, nil
 	}
 	s.Applied, s.Profiles, s.Applies = true, st.Profiles(), st.Applies
+	intr := st.Interrupted()
+	pending := ""
+	if intr != nil {
+		s.Interrupted = fmt.Sprintf("apply of profile %s interrupted at %s (killed part way); run `hostprep tune apply --profile %s` again to finish it or `hostprep tune rollback` to undo it", intr.Profile, intr.At.Format("2006-01-02 15:04:05Z"), intr.Profile)
+		pending = notReached
+	}
 	keys := make([]string, 0, len(st.Keys))
 	for k := range st.Keys {
 		keys = append(keys, k)
@@ -96,6 +110,8 @@ func StatusOf(env Env) (*Status, error) {
 			}
 			if sysval.Satisfies(live, want, mode) {
 				it.OK = true
+			} else if pending != "" && sysval.Equal(live, j.Original) {
+				it.Drift = pending
 			} else {
 				it.Drift = fmt.Sprintf("live %q no longer satisfies %s %q set by hostprep", it.Live, mode, want)
 			}
@@ -114,12 +130,16 @@ func StatusOf(env Env) (*Status, error) {
 		switch {
 		case err != nil:
 			it.Live, it.Drift = "unreadable", err.Error()
+		case !ok && pending != "" && !j.Existed:
+			it.Live, it.Drift = "absent", pending
 		case !ok:
 			it.Live, it.Drift = "absent", "removed since hostprep wrote it"
 		default:
 			it.Live = "sha256:" + journal.SHA256(cur)[:12]
 			if journal.SHA256(cur) == j.SetSHA256 {
 				it.OK = true
+			} else if pending != "" && j.Existed && string(cur) == string(j.Original) {
+				it.Drift = pending
 			} else {
 				it.Drift = "content changed since hostprep wrote it"
 			}
@@ -127,7 +147,7 @@ func StatusOf(env Env) (*Status, error) {
 		s.Items = append(s.Items, it)
 	}
 	for _, it := range s.Items {
-		if !it.OK {
+		if !it.OK && (pending == "" || it.Drift != pending) {
 			s.Drift++
 		}
 	}
@@ -150,6 +170,8 @@ func Verify(p *profiles.Profile, env Env) (*Status, *Plan, error) {
 		}
 	}
 	switch {
+	case s.Interrupted != "":
+		return s, pl, exitcode.Failedf("tune verify: %s", s.Interrupted)
 	case s.Drift > 0:
 		return s, pl, exitcode.Failedf("tune verify: %d item(s) drifted from what hostprep applied (see above); `hostprep tune apply` sets them again", s.Drift)
 	case pl != nil && pl.Changed:

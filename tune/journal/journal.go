@@ -86,6 +86,20 @@ type Apply struct {
 	Profile string    `json:"profile"`
 	At      time.Time `json:"at"`
 	Root    string    `json:"root,omitempty"`
+	// InProgress is the completion marker: true from the journal write
+	// before the first change until every change of this apply is made,
+	// then cleared. A journal whose last apply is still in progress
+	// records an apply that was killed part way (status says so).
+	InProgress bool `json:"in_progress,omitempty"`
+}
+
+// Interrupted returns the last apply when it never completed (killed part
+// way), else nil.
+func (s *State) Interrupted() *Apply {
+	if len(s.Applies) == 0 || !s.Applies[len(s.Applies)-1].InProgress {
+		return nil
+	}
+	return &s.Applies[len(s.Applies)-1]
 }
 
 // State is the content of state.json.
