@@ -84,7 +84,7 @@ func (pl *Plan) execute(ctx context.Context) (*Result, error) {
 	for _, f := range pl.files {
 		j := st.Files[f.path]
 		if j == nil {
-			j = &journal.File{Existed: f.existed, Original: f.from, Mode: uint32(f.perm), Seq: st.NextSeq}
+			j = &journal.File{Existed: f.existed, Original: f.from, Mode: uint32(f.perm), Owner: f.owner, Seq: st.NextSeq}
 			st.NextSeq++
 			st.Files[f.path] = j
 		}
@@ -171,7 +171,8 @@ func (pl *Plan) execute(ctx context.Context) (*Result, error) {
 			f := written[i]
 			var err error
 			if f.existed {
-				err = files.WriteAtomic(f.path, f.from, f.perm)
+				uid, gid := f.owner.IDs()
+				err = files.WriteAtomicOwned(f.path, f.from, f.perm, uid, gid)
 			} else {
 				err = files.Remove(f.path)
 			}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
@@ -88,4 +89,52 @@ func TestStatusAfterAKilledApplySaysInterrupted(t *testing.T) {
 	}
 	h.rollback()
 	h.assertUnchanged(before)
+}
+
+// TestForeignFileIsAnnouncedAndRollbackRestoresOwnerAndMode: a
+// 60-hostprep.conf hostprep never wrote (owned by nobody, mode 0600) is
+// announced in the plan as replaced and saved, and rollback brings back
+// its bytes, owner and mode.
+func TestForeignFileIsAnnouncedAndRollbackRestoresOwnerAndMode(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chown to nobody needs root")
+	}
+	h := newHost(t, nil)
+	path := filepath.Join(h.root, "etc/sysctl.d/60-hostprep.conf")
+	must(t, os.WriteFile(path, []byte("# someone's own file\nnet.core.somaxconn = 1024\n"), 0o600))
+	must(t, os.Chmod(path, 0o600))
+	must(t, os.Chown(path, 65534, 65534))
+	before := h.snapshot()
+
+	pl, err := NewPlan(sysTune(), h.env)
+	must(t, err)
+	var reason string
+	for _, c := range pl.Changes {
+		if c.File == path {
+			reason = c.Reason
+		}
+	}
+	if !strings.Contains(reason, "not written by hostprep") || !strings.Contains(reason, "saved in the journal") {
+		t.Errorf("plan reason for the foreign file: %q", reason)
+	}
+	if !strings.Contains(strings.Join(pl.Warnings, "\n"), path+" exists and hostprep did not write it") {
+		t.Errorf("no warning about replacing %s: %v", path, pl.Warnings)
+	}
+	if _, err := h.apply(sysTune()); err != nil {
+		t.Fatal(err)
+	}
+	// A second apply: the file is hostprep's now, no warning.
+	pl, err = NewPlan(sysTune(), h.env)
+	must(t, err)
+	if strings.Contains(strings.Join(pl.Warnings, "\n"), "did not write it") {
+		t.Errorf("hostprep's own file called foreign: %v", pl.Warnings)
+	}
+	h.rollback()
+	h.assertUnchanged(before)
+	fi, err := os.Stat(path)
+	must(t, err)
+	sys := fi.Sys().(*syscall.Stat_t)
+	if sys.Uid != 65534 || sys.Gid != 65534 || fi.Mode().Perm() != 0o600 {
+		t.Errorf("restored %s is %d:%d %v, want 65534:65534 -rw-------", path, sys.Uid, sys.Gid, fi.Mode().Perm())
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/profiles"
@@ -159,6 +160,8 @@ type fileStep struct {
 	existed bool
 	from    []byte
 	perm    fs.FileMode
+	owner   *journal.Owner // of the existing file
+	foreign bool           // existed and hostprep never wrote it
 	to      []byte
 	dirs    []string // directories to create, outermost first
 }
@@ -744,18 +747,28 @@ func (pl *Plan) planFiles(p *profiles.Profile, st *journal.State, targets map[st
 			continue
 		}
 		perm := fs.FileMode(0o644)
+		var owner *journal.Owner
 		if existed {
-			if st, err := os.Stat(path); err == nil {
-				perm = st.Mode().Perm()
+			if fi, err := os.Stat(path); err == nil {
+				perm = fi.Mode().Perm()
+				if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+					owner = &journal.Owner{UID: int(sys.Uid), GID: int(sys.Gid)}
+				}
 			}
 		}
+		_, journaled := st.Files[path]
+		foreign := existed && !journaled
 		dirs, err := missingDirs(filepath.Dir(path))
 		if err != nil {
 			return exitcode.Environmentf("tune: %v", err)
 		}
-		pl.files = append(pl.files, fileStep{path: path, existed: existed, from: cur, perm: perm, to: w.data, dirs: dirs})
+		pl.files = append(pl.files, fileStep{path: path, existed: existed, from: cur, perm: perm, owner: owner, foreign: foreign, to: w.data, dirs: dirs})
 		reason := "owned by hostprep"
-		if existed {
+		switch {
+		case foreign:
+			reason = "exists but was not written by hostprep: replaced; its bytes, owner and mode are saved in the journal and rollback restores them"
+			pl.Warnings = append(pl.Warnings, fmt.Sprintf("%s exists and hostprep did not write it (%s): apply replaces it with hostprep's own; the original bytes, owner and mode are saved in the journal (%s) and `hostprep tune rollback` restores them", path, describe(cur, true), pl.env.stateFile()))
+		case existed:
 			reason = "owned by hostprep; content differs"
 		}
 		pl.Changes = append(pl.Changes, Change{File: path, Layer: Persistent, From: describe(cur, existed), To: describe(w.data, true), Reason: reason})

@@ -195,7 +195,8 @@ func rollbackFile(path string, f *journal.File) (*Change, *Skip, error) {
 			Reason: "changed by someone else after hostprep wrote it; left alone"}, nil
 	}
 	if f.Existed {
-		if err := files.WriteAtomic(path, f.Original, fs.FileMode(f.Mode).Perm()); err != nil {
+		uid, gid := f.Owner.IDs()
+		if err := files.WriteAtomicOwned(path, f.Original, fs.FileMode(f.Mode).Perm(), uid, gid); err != nil {
 			return nil, nil, err
 		}
 		return &Change{File: path, Layer: Persistent, From: describe(cur, true), To: describe(f.Original, true), Reason: "original restored"}, nil, nil

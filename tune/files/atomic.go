@@ -62,6 +62,13 @@ func MkdirAll(dir string) ([]string, error) {
 // directory, so a crash leaves either the old or the new bytes. The
 // directory must exist.
 func WriteAtomic(path string, data []byte, perm fs.FileMode) error {
+	return WriteAtomicOwned(path, data, perm, -1, -1)
+}
+
+// WriteAtomicOwned is WriteAtomic that also gives the file owner uid and
+// group gid (before the rename, so it never appears with another owner);
+// -1 leaves that id as the writing process's.
+func WriteAtomicOwned(path string, data []byte, perm fs.FileMode, uid, gid int) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -77,6 +84,11 @@ func WriteAtomic(path string, data []byte, perm fs.FileMode) error {
 	}()
 	if _, err := tmp.Write(data); err != nil {
 		return err
+	}
+	if uid >= 0 || gid >= 0 {
+		if err := tmp.Chown(uid, gid); err != nil {
+			return err
+		}
 	}
 	if err := tmp.Chmod(perm); err != nil {
 		return err

@@ -48,10 +48,27 @@ type File struct {
 	Original []byte `json:"original,omitempty"`
 	// Mode is its permission bits then.
 	Mode uint32 `json:"mode,omitempty"`
+	// Owner is its owner then (nil for a file that did not exist, or a
+	// journal written before owners were recorded).
+	Owner *Owner `json:"owner,omitempty"`
 	// SetSHA256 is the hex SHA-256 of the bytes hostprep last wrote.
 	SetSHA256 string `json:"set_sha256"`
 	// Seq orders files by first change.
 	Seq int `json:"seq"`
+}
+
+// Owner is a file's numeric owner and group.
+type Owner struct {
+	UID int `json:"uid"`
+	GID int `json:"gid"`
+}
+
+// IDs returns uid and gid, or -1, -1 for a nil Owner (leave as written).
+func (o *Owner) IDs() (int, int) {
+	if o == nil {
+		return -1, -1
+	}
+	return o.UID, o.GID
 }
 
 // Persisted is the union of every applied profile's persistent settings
