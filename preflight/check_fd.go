@@ -24,6 +24,10 @@ func init() {
 
 func describeTarget(p ProcessFacts) string {
 	switch {
+	case p.Unit != "" && p.UnitMissing:
+		return p.Unit + " (not installed)"
+	case p.Unit != "" && p.ManagedBy != "systemd":
+		return p.Unit + " started without systemd"
 	case p.Unit != "":
 		return p.Unit
 	case p.PID > 0:
@@ -53,16 +57,27 @@ func systemdRemedy(unit string, need uint64) string {
 	return fmt.Sprintf("systemctl edit %s and add [Service] LimitNOFILE=%d:%d, then systemctl daemon-reload && systemctl restart %s (or hostprep tune with systemd.services: [%s] and limit_nofile)", unit, need, need, unit, unit)
 }
 
+// underSystemd says whether systemd (running as PID 1) sets the target's
+// limits from its unit.
+func underSystemd(f *Facts) bool { return f.Target.ManagedBy == "systemd" && f.Systemd.Running }
+
 func checkFDSoft(f *Facts, t Target) verdict.Check {
 	p := f.Target
 	need := uint64(t.Sockets) + fdHeadroom(t.Sockets)
 	obs := fmt.Sprintf("soft nofile %s for %s (%s)", fmtNofile(p.NofileSoft), describeTarget(p), p.Source)
 	exp := fmt.Sprintf(">= %d file descriptors (%d sockets + %d headroom)", need, t.Sockets, fdHeadroom(t.Sockets))
+	if p.UnitMissing {
+		return fail(fmt.Sprintf("%s is not installed here (no unit file): there is no service whose limits could carry %d sockets", p.Unit, t.Sockets), obs, exp,
+			fmt.Sprintf("install the service first, or say which process will hold the sockets: --service UNIT (an installed unit) or --pid PID (the running process); drop-ins for %s do nothing without its unit file", p.Unit))
+	}
 	if p.NofileSoft >= need {
 		return pass(fmt.Sprintf("soft nofile %s covers %d sockets", fmtNofile(p.NofileSoft), t.Sockets), obs, exp)
 	}
 	summary := fmt.Sprintf("target process soft nofile %d < %d sockets: it stops accepting/connecting with EMFILE (\"too many open files\") near %d", p.NofileSoft, t.Sockets, p.NofileSoft)
-	if p.ManagedBy == "systemd" {
+	if p.Unit != "" && !underSystemd(f) {
+		summary += fmt.Sprintf("; systemd is not running here, so %s's LimitNOFILE cannot apply: the limit is what the starting shell passes on", p.Unit)
+	}
+	if underSystemd(f) {
 		unit := p.Unit
 		if unit == "" {
 			unit = "the unit"
@@ -97,7 +112,7 @@ func checkFDHard(f *Facts, t Target) verdict.Check {
 	}
 	summary := fmt.Sprintf("target process hard nofile %d < %d sockets: the soft limit cannot go above it", p.NofileHard, t.Sockets)
 	remedy := fmt.Sprintf("set the hard limit to %d where the process is started: limits.d \"hard nofile %d\" for login sessions, prlimit, or docker --ulimit nofile=%d:%d", need, need, need, need)
-	if p.ManagedBy == "systemd" {
+	if underSystemd(f) {
 		remedy = systemdRemedy(p.Unit, need)
 	}
 	return fail(summary, obs, exp, remedy)
@@ -109,7 +124,7 @@ func checkFDRaise(f *Facts, t Target) verdict.Check {
 	if p.NofileHard >= need {
 		return pass("not needed: the hard limit already covers the target", fmt.Sprintf("hard nofile %s", fmtNofile(p.NofileHard)), fmt.Sprintf(">= %d", need))
 	}
-	if p.ManagedBy == "systemd" {
+	if underSystemd(f) {
 		return pass("systemd (PID 1, with every capability) sets the unit's hard limit from LimitNOFILE; the service itself needs no CAP_SYS_RESOURCE",
 			fmt.Sprintf("unit %s, hard nofile %s", p.Unit, fmtNofile(p.NofileHard)), "LimitNOFILE in the unit")
 	}

@@ -326,6 +326,38 @@ func TestE2EProfile(t *testing.T) {
 	}
 }
 
+// On this machine systemd is not PID 1 (no /run/systemd/system): a unit's
+// LimitNOFILE cannot apply, a unit that does not exist is bad input, and
+// no check may claim systemd sets the limits.
+func TestE2EWithoutSystemd(t *testing.T) {
+	if _, err := os.Stat("/run/systemd/system"); err == nil {
+		t.Skip("systemd runs here")
+	}
+	_, stderr, code := runBin(t, "preflight", "--sockets", "10", "--service", "nosuch.service")
+	if code != 2 || !strings.Contains(stderr, "nosuch.service") || !strings.Contains(stderr, "systemd is not running") {
+		t.Errorf("--service nosuch.service: exit %d, %s", code, stderr)
+	}
+	out, stderr, code := runBin(t, "preflight", "--profile", "mqtt-broker-1m", "-o", "json")
+	if code != 1 {
+		t.Fatalf("--profile mqtt-broker-1m: exit %d, want 1: %s", code, stderr)
+	}
+	var r Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.TargetProcess.ManagedBy == "systemd" {
+		t.Errorf("target process managed by systemd without systemd: %+v", r.TargetProcess)
+	}
+	for _, c := range r.Checks {
+		if strings.Contains(c.Summary, "PID 1") || (strings.HasPrefix(c.ID, "fd.") && strings.Contains(c.Remedy, "systemctl")) {
+			t.Errorf("%s assumes systemd: %s", c.ID, message(c))
+		}
+	}
+	if c := find(t, r.Checks, "fd.soft"); c.Status != verdict.Fail {
+		t.Errorf("fd.soft: %s", message(c))
+	}
+}
+
 // --pid: the child takes that process's limits; asking for more sockets
 // than they allow stops at EMFILE, classified and reported as a failure.
 func TestE2EActiveHitsTargetLimit(t *testing.T) {

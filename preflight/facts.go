@@ -94,11 +94,27 @@ type ProcessFacts struct {
 	// Source says where the numbers come from ("/proc/123/limits",
 	// "systemctl show mosquitto.service", "limits.d for user root", ...).
 	Source string `json:"source,omitempty" yaml:"source"`
+	// UnitFile is the unit's own file when the unit was read from disk
+	// ("" when systemctl answered or no file exists).
+	UnitFile string `json:"unit_file,omitempty" yaml:"unit_file"`
+	// UnitLimitNOFILE is the LimitNOFILE the unit's files and drop-ins set
+	// ("2097152:2097152 (/etc/systemd/system/x.service.d/60-hostprep.conf)"),
+	// recorded when systemd is not running: it cannot apply then, and the
+	// limits above are those a process started from a login shell gets.
+	UnitLimitNOFILE string `json:"unit_limit_nofile,omitempty" yaml:"unit_limit_nofile"`
+	// UnitMissing is true when Unit (named by a profile) is not installed:
+	// no unit file in /etc/systemd/system, /run/systemd/system,
+	// /lib/systemd/system or /usr/lib/systemd/system (drop-ins alone do
+	// not make a unit). fd.soft then fails: there is no such service whose
+	// limits could be checked.
+	UnitMissing bool `json:"unit_missing,omitempty" yaml:"unit_missing"`
 }
 
 // SystemdFacts describe systemd as a service manager.
 type SystemdFacts struct {
-	// Running is true when systemd is PID 1 (/run/systemd/system exists).
+	// Running is true when systemd is PID 1: /run/systemd/system exists
+	// (sd_booted(3); the same test tune uses before it writes drop-ins).
+	// When false, no unit's LimitNOFILE applies to anything.
 	Running bool `json:"running"`
 	// DefaultLimitNOFILE is system.conf's DefaultLimitNOFILE, or systemd's
 	// built-in 1024:524288 (systemd >= 240) when unset; nil when systemd is

@@ -26,6 +26,11 @@ type GatherOptions struct {
 	PID int
 	// Service is the systemd unit that will hold them (--service).
 	Service string
+	// ServiceFromProfile says Service came from a profile's
+	// systemd.services, not from --service: a unit that is not installed
+	// is then a failing fd.soft finding (UnitMissing) instead of an
+	// exitcode.BadInput error.
+	ServiceFromProfile bool
 	// SourceIPs overrides the host's global addresses (--source-ips).
 	SourceIPs []string
 }
@@ -98,7 +103,7 @@ func Gather(ctx context.Context, o GatherOptions) (*Facts, error) {
 	}
 	g.systemd()
 	g.limitsD()
-	if err := g.target(ctx, o.PID, o.Service); err != nil {
+	if err := g.target(ctx, o.PID, o.Service, o.ServiceFromProfile); err != nil {
 		return nil, err
 	}
 	g.clock()

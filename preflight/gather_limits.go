@@ -168,12 +168,12 @@ func loginLimit(d map[string]profiles.Limit, username string, groups []string) (
 }
 
 // target finds the limits of the process that will hold the sockets.
-func (g *gatherer) target(ctx context.Context, pid int, service string) error {
+func (g *gatherer) target(ctx context.Context, pid int, service string, fromProfile bool) error {
 	switch {
 	case pid > 0:
 		return g.targetPID(pid, fmt.Sprintf("/proc/%d/limits", pid))
 	case service != "":
-		return g.targetService(ctx, service)
+		return g.targetService(ctx, service, fromProfile)
 	}
 	return g.targetLogin()
 }
@@ -202,10 +202,22 @@ func (g *gatherer) targetPID(pid int, source string) error {
 	return nil
 }
 
+// unitDirs are where unit files live, lowest priority first (a file in
+// /etc/systemd/system overrides the packaged one).
+var unitDirs = []string{"/usr/lib/systemd/system", "/lib/systemd/system", "/run/systemd/system", "/etc/systemd/system"}
+
+// unitDirList names unitDirs for messages, highest priority first.
+const unitDirList = "/etc/systemd/system, /run/systemd/system, /lib/systemd/system or /usr/lib/systemd/system"
+
 // targetService reads a unit's LimitNOFILE: from systemctl (and the
 // running MainPID's /proc limits) when systemd runs, else from the unit
-// file and its drop-ins, else systemd's DefaultLimitNOFILE.
-func (g *gatherer) targetService(ctx context.Context, unit string) error {
+// file and its drop-ins. When systemd is not running (no
+// /run/systemd/system) no LimitNOFILE can apply: the limits are those a
+// process started from a login shell gets, and the unit's own setting is
+// kept as UnitLimitNOFILE. A unit with no unit file is exitcode.BadInput
+// when named by --service, and a UnitMissing finding when named by a
+// profile (fromProfile).
+func (g *gatherer) targetService(ctx context.Context, unit string, fromProfile bool) error {
 	if !strings.Contains(unit, ".") {
 		unit += ".service"
 	}
@@ -221,6 +233,9 @@ func (g *gatherer) targetService(ctx context.Context, unit string) error {
 		}
 		props := parseSystemctlShow(string(out))
 		if props["LoadState"] == "not-found" {
+			if fromProfile {
+				return g.unitMissing(unit, "systemctl show: LoadState=not-found")
+			}
 			return exitcode.BadInputf("--service %s: no such unit (systemctl show: LoadState=not-found); pass the unit that runs the broker, e.g. --service mosquitto", unit)
 		}
 		if pid, _ := strconv.Atoi(props["MainPID"]); pid > 0 {
@@ -237,22 +252,38 @@ func (g *gatherer) targetService(ctx context.Context, unit string) error {
 			return nil
 		}
 	}
-	// systemd not running (or a recorded root): read the files.
+	// systemd not running, or a recorded root: read the files.
 	var files []string
-	for _, d := range []string{"/usr/lib/systemd/system", "/lib/systemd/system", "/run/systemd/system", "/etc/systemd/system"} {
+	for _, d := range unitDirs {
 		if _, err := os.Stat(g.path(d + "/" + unit)); err == nil {
 			files = append(files, g.path(d+"/"+unit))
 		}
 	}
+	running := "systemd is running"
+	if !g.f.Systemd.Running {
+		running = "systemd is not running here either (no /run/systemd/system)"
+	}
+	if len(files) == 0 {
+		if fromProfile {
+			return g.unitMissing(unit, fmt.Sprintf("no unit file in %s, and %s", unitDirList, strings.TrimSuffix(running, " either (no /run/systemd/system)")))
+		}
+		return exitcode.BadInputf("--service %s: no such unit: no unit file in %s (drop-ins alone do not make a unit), and %s; pass the unit that runs the broker (--service mosquitto) or the PID of the running process (--pid)", unit, unitDirList, running)
+	}
+	unitFile := files[len(files)-1]
 	var dropins []string
-	for _, d := range []string{"/usr/lib/systemd/system", "/lib/systemd/system", "/run/systemd/system", "/etc/systemd/system"} {
+	for _, d := range unitDirs {
 		m, _ := filepath.Glob(g.path(d + "/" + unit + ".d/*.conf"))
 		dropins = append(dropins, m...)
 	}
 	// drop-ins apply in lexical order of their file names, whatever the directory
 	sort.SliceStable(dropins, func(i, j int) bool { return filepath.Base(dropins[i]) < filepath.Base(dropins[j]) })
 	files = append(files, dropins...)
-	found := false
+	var (
+		lim      profiles.Limit
+		limSrc   string
+		found    bool
+		capSysRe = true
+	)
 	for _, p := range files {
 		if v, ok := iniValue(p, "LimitNOFILE"); ok {
 			l, err := parseSystemdLimit(v)
@@ -260,24 +291,51 @@ func (g *gatherer) targetService(ctx context.Context, unit string) error {
 				g.note("%s: LimitNOFILE=%s: %v", p, v, err)
 				continue
 			}
-			t.NofileSoft, t.NofileHard, t.Source, found = l.Soft, l.Hard, p, true
+			lim, limSrc, found = l, p, true
 		}
 		if v, ok := iniValue(p, "User"); ok && v != "" && v != "root" {
-			t.CapSysResource = false
+			capSysRe = false
 		}
 	}
-	if found {
+	if !g.f.Systemd.Running {
+		// Nothing applies the unit: whoever starts the program passes on
+		// its own limits. Report those, and the unit's setting beside them.
+		if err := g.targetLogin(); err != nil {
+			return err
+		}
+		unitSays := "it sets no LimitNOFILE anyway"
+		if found {
+			t.UnitLimitNOFILE = fmt.Sprintf("%s (%s)", fmtLimit(lim), limSrc)
+			unitSays = "its LimitNOFILE=" + t.UnitLimitNOFILE + " cannot apply"
+		}
+		t.Unit, t.UnitFile = unit, unitFile
+		t.Source = fmt.Sprintf("systemd is not running here (no /run/systemd/system), so nothing starts %s from its unit (%s) and %s; a process started from a login shell gets: %s", unit, unitFile, unitSays, t.Source)
 		return nil
 	}
-	if len(files) == 0 {
-		g.note("no unit file or drop-in for %s under /etc/systemd/system, /run/systemd/system or /usr/lib/systemd/system: assuming it would start with systemd's defaults", unit)
+	t.UnitFile = unitFile
+	t.CapSysResource = capSysRe
+	if found {
+		t.NofileSoft, t.NofileHard, t.Source = lim.Soft, lim.Hard, limSrc
+		return nil
 	}
 	d := systemdBuiltinNofile
 	if g.f.Systemd.DefaultLimitNOFILE != nil {
 		d = *g.f.Systemd.DefaultLimitNOFILE
 	}
 	t.NofileSoft, t.NofileHard = d.Soft, d.Hard
-	t.Source = fmt.Sprintf("no LimitNOFILE for %s: systemd DefaultLimitNOFILE %s", unit, fmtLimit(d))
+	t.Source = fmt.Sprintf("no LimitNOFILE for %s (%s): systemd DefaultLimitNOFILE %s", unit, unitFile, fmtLimit(d))
+	return nil
+}
+
+// unitMissing records that the profile's unit is not installed: the
+// limits shown are those a login shell gets, and fd.soft fails.
+func (g *gatherer) unitMissing(unit, why string) error {
+	if err := g.targetLogin(); err != nil {
+		return err
+	}
+	t := &g.f.Target
+	t.Unit, t.UnitMissing = unit, true
+	t.Source = fmt.Sprintf("named by the profile but not installed: %s; shown instead: what a process started from a login shell gets, %s", why, t.Source)
 	return nil
 }
 
@@ -306,7 +364,7 @@ func (g *gatherer) targetLogin() error {
 	t.Source = fmt.Sprintf("inherited from the parent shell (/proc/%d/limits)", ppid)
 	if err != nil || g.root != "/" {
 		soft, hard = systemdBuiltinNofile.Soft, systemdBuiltinNofile.Hard
-		t.Source = "systemd default for login sessions"
+		t.Source = "assumed 1024:524288, the usual login-session default (no parent shell to read)"
 	}
 	if g.f.Systemd.Running && g.f.Systemd.DefaultLimitNOFILE != nil {
 		soft, hard = g.f.Systemd.DefaultLimitNOFILE.Soft, g.f.Systemd.DefaultLimitNOFILE.Hard

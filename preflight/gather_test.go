@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/verdict"
 )
 
 // writeTree writes files (path -> content) under a temporary root.
@@ -111,7 +112,32 @@ func TestGatherFromRecordedTree(t *testing.T) {
 }
 
 func TestGatherServiceFromFiles(t *testing.T) {
-	// systemd not running in the recorded tree: the unit file and drop-ins decide
+	// systemd running in the recorded tree (run/systemd/system exists):
+	// the unit file and its drop-ins decide
+	root := fixtureRoot(t, nil)
+	f, err := Gather(t.Context(), GatherOptions{Root: root, Service: "emqx"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := f.Target
+	if tp.Unit != "emqx.service" || tp.ManagedBy != "systemd" || tp.NofileSoft != 1048576 || tp.NofileHard != 2097152 || !strings.Contains(tp.Source, "60-hostprep.conf") || tp.CapSysResource {
+		t.Errorf("service from files: %+v", tp)
+	}
+	// a unit with no LimitNOFILE gets systemd's DefaultLimitNOFILE
+	root = fixtureRoot(t, map[string]string{"lib/systemd/system/mosquitto.service": "[Service]\nExecStart=/usr/sbin/mosquitto\n"})
+	f, err = Gather(t.Context(), GatherOptions{Root: root, Service: "mosquitto.service"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Target.NofileSoft != 4096 || f.Target.NofileHard != 65536 || !strings.Contains(f.Target.Source, "DefaultLimitNOFILE") {
+		t.Errorf("default limit: %+v", f.Target)
+	}
+}
+
+// systemd not running (no /run/systemd/system, as on the build machine):
+// no unit's LimitNOFILE applies; the limits are a login shell's, and the
+// facts say so.
+func TestGatherServiceWithoutSystemd(t *testing.T) {
 	root := fixtureRoot(t, nil)
 	if err := os.RemoveAll(filepath.Join(root, "run/systemd")); err != nil {
 		t.Fatal(err)
@@ -121,16 +147,49 @@ func TestGatherServiceFromFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	tp := f.Target
-	if tp.Unit != "emqx.service" || tp.NofileSoft != 1048576 || tp.NofileHard != 2097152 || !strings.Contains(tp.Source, "60-hostprep.conf") || tp.CapSysResource {
-		t.Errorf("service from files: %+v", tp)
+	// root's limits.d line (65536) is what a login shell gets, not the drop-in's 1048576:2097152
+	if f.Systemd.Running || tp.ManagedBy != "shell" || tp.Unit != "emqx.service" || tp.NofileSoft != 65536 || tp.NofileHard != 65536 {
+		t.Errorf("without systemd: running %v, target %+v", f.Systemd.Running, tp)
 	}
-	// a unit with no LimitNOFILE gets systemd's DefaultLimitNOFILE
-	f, err = Gather(t.Context(), GatherOptions{Root: root, Service: "mosquitto.service"})
+	if !strings.Contains(tp.UnitLimitNOFILE, "1048576:2097152") || !strings.Contains(tp.Source, "systemd is not running here") || !strings.HasSuffix(tp.UnitFile, "lib/systemd/system/emqx.service") {
+		t.Errorf("the unit's setting and why it does not apply: %+v", tp)
+	}
+	tg := Target{Sockets: 1000000, Role: Broker}
+	_ = tg.Validate()
+	cs := Evaluate(f, tg)
+	if c := find(t, cs, "fd.soft"); c.Status != verdict.Fail || !strings.Contains(c.Summary, "systemd is not running here") || strings.Contains(c.Remedy, "systemctl") {
+		t.Errorf("fd.soft without systemd: %s", message(c))
+	}
+	if c := find(t, cs, "fd.raise"); strings.Contains(c.Summary, "PID 1") {
+		t.Errorf("fd.raise claims systemd PID 1 sets the limit: %s", message(c))
+	}
+
+	// --service of a unit with no unit file: exit 2 naming it
+	_, err = Gather(t.Context(), GatherOptions{Root: root, Service: "nosuch.service"})
+	if exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), "--service nosuch.service: no such unit") || !strings.Contains(err.Error(), "systemd is not running") {
+		t.Errorf("--service of a missing unit: %v", err)
+	}
+
+	// after `tune apply` in a sandbox: a drop-in for a unit that is not
+	// installed. From a profile that is a failing finding, not a pass.
+	if err := os.Remove(filepath.Join(root, "lib/systemd/system/emqx.service")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Gather(t.Context(), GatherOptions{Root: root, Service: "emqx"}); exitcode.Code(err) != exitcode.BadInput {
+		t.Errorf("--service of a unit with only a drop-in: %v, want bad input", err)
+	}
+	f, err = Gather(t.Context(), GatherOptions{Root: root, Service: "emqx", ServiceFromProfile: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Target.NofileSoft != 4096 || f.Target.NofileHard != 65536 || !strings.Contains(f.Target.Source, "DefaultLimitNOFILE") {
-		t.Errorf("default limit: %+v", f.Target)
+	if !f.Target.UnitMissing || f.Target.NofileHard == 2097152 {
+		t.Errorf("profile unit with only a drop-in: %+v", f.Target)
+	}
+	tg = Target{Sockets: 1000, Role: Broker}
+	_ = tg.Validate()
+	cs = Evaluate(f, tg)
+	if c := find(t, cs, "fd.soft"); c.Status != verdict.Fail || !strings.Contains(c.Summary, "emqx.service is not installed") {
+		t.Errorf("fd.soft for a missing profile unit: %s", message(c))
 	}
 }
 

@@ -108,12 +108,12 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	f := opts.Facts
 	if f == nil {
-		svc := opts.Service
+		svc, fromProfile := opts.Service, false
 		if svc == "" && opts.PID == 0 {
-			svc = t.Service
+			svc, fromProfile = t.Service, t.Service != ""
 		}
 		var err error
-		f, err = Gather(ctx, GatherOptions{Root: opts.Root, PID: opts.PID, Service: svc, SourceIPs: t.SourceIPs})
+		f, err = Gather(ctx, GatherOptions{Root: opts.Root, PID: opts.PID, Service: svc, ServiceFromProfile: fromProfile, SourceIPs: t.SourceIPs})
 		if err != nil {
 			return nil, err
 		}
