@@ -470,3 +470,35 @@ func TestWarnLowNofile(t *testing.T) {
 		}
 	}
 }
+
+// TestWarnNofileAboveDefaultNrOpen: validate said ok to nofile 2097152
+// with no fs.nr_open while tune plan refuses it on a host with the
+// default nr_open 1048576; validate now warns and says what to add.
+func TestWarnNofileAboveDefaultNrOpen(t *testing.T) {
+	p, err := Parse("nr.yaml", []byte("limits:\n  nofile: {soft: 2097152, hard: 2097152}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := p.Warnings()
+	if len(w) != 1 || !strings.Contains(w[0], "nr.yaml:2:33: limits.nofile.hard 2097152: the profile sets no fs.nr_open; hosts with the default 1048576 will refuse this: add fs.nr_open at-least 2097152") {
+		t.Errorf("warnings %q", w)
+	}
+	// The largest hard limit is named; at or below 1048576, or with
+	// fs.nr_open in the profile, there is nothing to warn about.
+	p, _ = Parse("nr.yaml", []byte("limits:\n  nofile: {soft: 1024, hard: 1048577}\nsystemd:\n  services: [emqx]\n  limit_nofile: {soft: 1024, hard: 4000000}\n"))
+	if w := p.Warnings(); len(w) != 1 || !strings.Contains(w[0], "systemd.limit_nofile.hard 4000000") || !strings.Contains(w[0], "at-least 4000000") {
+		t.Errorf("warnings %q", w)
+	}
+	for _, y := range []string{
+		"limits:\n  nofile: {soft: 1048576, hard: 1048576}\n",
+		"sysctl:\n  fs.nr_open: {value: \"2097152\", mode: at-least}\nlimits:\n  nofile: {soft: 2097152, hard: 2097152}\n",
+	} {
+		p, err := Parse("ok.yaml", []byte(y))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := p.Warnings(); len(w) != 0 {
+			t.Errorf("%q warns %q", y, w)
+		}
+	}
+}

@@ -637,6 +637,10 @@ func (c *checker) iotdb() {
 
 // Kernel defaults the warnings compare with.
 const (
+	// DefaultNrOpen is the kernel default of fs.nr_open (1024*1024,
+	// fs/file.c sysctl_nr_open): the most RLIMIT_NOFILE a host that was
+	// not tuned allows.
+	DefaultNrOpen = 1 << 20
 	// UsualNofile is the soft RLIMIT_NOFILE processes get by default (the
 	// kernel's INR_OPEN_CUR, systemd's soft default).
 	UsualNofile = 1024
@@ -648,7 +652,9 @@ const (
 //     warning and connect() loses half of its fast path; ip-sysctl.rst:
 //     "it is better these numbers have different parity");
 //   - a nofile soft or hard limit below UsualNofile (1024), which lowers
-//     the limit instead of raising it.
+//     the limit instead of raising it;
+//   - a nofile hard limit above DefaultNrOpen (1048576) while the profile
+//     sets no fs.nr_open: tune refuses it on a host with the default.
 func (p *Profile) Warnings() []string {
 	var w []string
 	for _, nl := range p.nofileLimits() {
@@ -661,6 +667,19 @@ func (p *Profile) Warnings() []string {
 				w = append(w, fmt.Sprintf("%s%s.%s %d: lower than the usual default %d; this would reduce the limit (at most %d open files per process); use at least %d",
 					p.where(append(slices.Clone(nl.path), f.field)...), name, f.field, f.v, UsualNofile, f.v, UsualNofile))
 			}
+		}
+	}
+	if _, set := p.Sysctl["fs.nr_open"]; !set {
+		var top uint64
+		var at []string
+		for _, nl := range p.nofileLimits() {
+			if nl.l.Hard > DefaultNrOpen && nl.l.Hard <= NrOpenMax && nl.l.Hard > top {
+				top, at = nl.l.Hard, append(slices.Clone(nl.path), "hard")
+			}
+		}
+		if top > 0 {
+			w = append(w, fmt.Sprintf("%s%s %d: the profile sets no fs.nr_open; hosts with the default %d will refuse this: add fs.nr_open at-least %d",
+				p.where(at...), displayPath(at), top, DefaultNrOpen, top))
 		}
 	}
 	if s, ok := p.Sysctl["net.ipv4.ip_local_port_range"]; ok {

@@ -118,3 +118,15 @@ func TestProfilesValidateRefusesNonRegularFile(t *testing.T) {
 		t.Errorf("validate /dev/zero: exit %d, want 2 naming the path; stderr %q", code, errOut)
 	}
 }
+
+// TestProfilesValidateWarnsNofileAboveDefaultNrOpen: exit 0 (the file is
+// valid) but with the warning that tune plan will refuse it on a host
+// with the default fs.nr_open.
+func TestProfilesValidateWarnsNofileAboveDefaultNrOpen(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "nr.yaml")
+	os.WriteFile(f, []byte("limits:\n  nofile: {soft: 2097152, hard: 2097152}\n"), 0o644)
+	out, _, code := runHostprep(t, "profiles", "validate", f)
+	if code != 0 || !strings.Contains(out, "warning:") || !strings.Contains(out, "add fs.nr_open at-least 2097152") {
+		t.Errorf("validate: exit %d, want 0 with the fs.nr_open warning; stdout %q", code, out)
+	}
+}
