@@ -62,7 +62,7 @@ type loadResult struct {
 	Err        string  `json:"err,omitempty"`
 }
 
-var benchWorkers int
+var benchWorkers, benchProcs int
 
 func rssKiB() int64 {
 	b, _ := os.ReadFile("/proc/self/status")
@@ -158,6 +158,7 @@ func load(broker string, clients int, rate float64, dur time.Duration, subs int)
 	if benchWorkers > 0 {
 		cfg.Workers = benchWorkers
 	}
+	cfg.Procs = benchProcs
 	res, err := mqtt.Run(context.Background(), cfg)
 	out := loadResult{Clients: clients, Rate: rate}
 	if err != nil {
@@ -200,6 +201,7 @@ func main() {
 	sweepClients := flag.Int("sweep-clients", 2000, "all: clients in the rate sweep")
 	marginal := flag.Float64("marginal-rate", 10000, "all: rate for the marginal CPU-per-message measurement (0 = skip)")
 	big := flag.Int("hold-target", 15000, "all: connections the probe must hold")
+	flag.IntVar(&benchProcs, "procs", 0, "load: the probe's Config.Procs (0 auto, -1 leave GOMAXPROCS)")
 	flag.IntVar(&benchWorkers, "workers", 0, "load: probe scheduler workers (0 = the probe's default)")
 	cpuprofile := flag.String("cpuprofile", "", "load/hold: write a CPU profile here")
 	flag.Parse()
@@ -287,7 +289,7 @@ func main() {
 		for i, d := range []string{"5s", "20s"} {
 			b0 := cpuTicks(*brokerPID)
 			var lr loadResult
-			cpu, err := child(&lr, "-mode", "load", "-broker", *broker, "-n", strconv.Itoa(*sweepClients), "-rate", strconv.FormatFloat(*marginal, 'f', 0, 64), "-duration", d, "-subscribers", strconv.Itoa(*subs))
+			cpu, err := child(&lr, "-mode", "load", "-broker", *broker, "-n", strconv.Itoa(*sweepClients), "-rate", strconv.FormatFloat(*marginal, 'f', 0, 64), "-duration", d, "-subscribers", strconv.Itoa(*subs), "-procs", strconv.Itoa(benchProcs))
 			if err != nil {
 				fmt.Println(err)
 				return

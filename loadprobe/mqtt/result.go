@@ -27,6 +27,8 @@ type Result struct {
 	// RampSeconds is the connect ramp (Clients/ConnRate), the warm-up;
 	// WindowSeconds the steady-state window after it; DrainSeconds the
 	// time spent waiting for outstanding acks/deliveries after it.
+	// Procs is the GOMAXPROCS the probe ran with (see Config.Procs).
+	Procs         int     `json:"procs"`
 	RampSeconds   float64 `json:"ramp_s"`
 	WindowSeconds float64 `json:"window_s"`
 	DrainSeconds  float64 `json:"drain_s"`

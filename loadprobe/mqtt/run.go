@@ -12,6 +12,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -263,6 +264,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if r.tls, err = cfg.tlsConfig(strings.Trim(host, "[]")); err != nil {
 			return nil, err
 		}
+	}
+
+	if procs := cfg.procs(embedded); procs > 0 {
+		prev := runtime.GOMAXPROCS(procs)
+		defer runtime.GOMAXPROCS(prev)
+		res.Procs = procs
+	} else {
+		res.Procs = runtime.GOMAXPROCS(0)
 	}
 
 	r.ctx, r.cancel = context.WithCancel(ctx)
@@ -736,6 +745,20 @@ func (r *run) shutdown() {
 }
 
 func ms(ns int64) float64 { return float64(ns) / 1e6 }
+
+// procs is the GOMAXPROCS to run with, 0 to leave it.
+func (c *Config) procs(embedded bool) int {
+	switch {
+	case c.Procs > 0:
+		return c.Procs
+	case c.Procs < 0 || embedded:
+		return 0
+	}
+	if rate := float64(c.Clients) / c.PubInterval.Seconds(); rate <= 20000 {
+		return 1
+	}
+	return 0
+}
 
 // checkFDs refuses a run RLIMIT_NOFILE cannot hold, before anything
 // starts: each client needs one fd, plus the broker's side when the broker
