@@ -502,3 +502,77 @@ func TestWarnNofileAboveDefaultNrOpen(t *testing.T) {
 		}
 	}
 }
+
+// applyMode is tune's rule for a mode (tune/sysval.Apply), restated:
+// exact gives want; at-least raises each field of cur below want's
+// field; at-most lowers each field above it.
+func applyMode(t *testing.T, mode Mode, cur, want string) []int64 {
+	t.Helper()
+	c, err1 := Fields(cur)
+	w, err2 := Fields(want)
+	if err1 != nil || err2 != nil || len(c) != len(w) {
+		t.Fatalf("applyMode(%q, %q)", cur, want)
+	}
+	out := slices.Clone(c)
+	for i := range out {
+		switch mode {
+		case Exact:
+			out[i] = w[i]
+		case AtLeast:
+			out[i] = max(c[i], w[i])
+		case AtMost:
+			out[i] = min(c[i], w[i])
+		}
+	}
+	return out
+}
+
+// TestSysTuneDescriptionIsHonest: the description said "a host tuned
+// higher is never lowered", but exact tcp_rmem/tcp_wmem lower a max of
+// 33554432 to 16777216. Every key that can lower a host tuned higher
+// (mode exact, numeric) must be named in the description, and the
+// tcp_rmem/tcp_wmem comments must say why exact is needed: neither
+// field-wise mode gives the script's value on a stock host.
+func TestSysTuneDescriptionIsHonest(t *testing.T) {
+	p, err := Load("sys-tune", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(p.Description, "never lowered") {
+		t.Errorf("description still claims nothing is lowered: %q", p.Description)
+	}
+	for k, s := range p.Sysctl {
+		if s.Mode != Exact || k == "net.ipv4.ip_local_port_range" {
+			continue
+		}
+		f, err := Fields(s.Value)
+		if err != nil {
+			continue
+		}
+		higher := make([]int64, len(f))
+		for i := range f {
+			higher[i] = 2 * f[i]
+		}
+		cur := FormatFields(higher)
+		got := applyMode(t, s.Mode, cur, s.Value)
+		if slices.Equal(got, higher) {
+			continue
+		}
+		short := k[strings.LastIndex(k, ".")+1:]
+		if !strings.Contains(p.Description, short) {
+			t.Errorf("%s (exact) lowers a host at %q to %q, and the description does not name it: %q", k, cur, s.Value, p.Description)
+		}
+	}
+	stock := map[string]string{"net.ipv4.tcp_rmem": "4096 131072 6291456", "net.ipv4.tcp_wmem": "4096 16384 4194304"}
+	for k, host := range stock {
+		want, _ := Fields(p.Sysctl[k].Value)
+		for _, m := range []Mode{AtLeast, AtMost} {
+			if slices.Equal(applyMode(t, m, host, p.Sysctl[k].Value), want) {
+				t.Errorf("%s: %s would give the script's %q on a stock host; exact is not needed", k, m, p.Sysctl[k].Value)
+			}
+		}
+		if c := p.Sysctl[k].Comment; !strings.Contains(strings.ToLower(c), "lower") || !strings.Contains(c, "field by field") && !strings.Contains(c, "same reason") {
+			t.Errorf("%s comment does not say exact lowers a higher max and why: %q", k, c)
+		}
+	}
+}
