@@ -50,9 +50,34 @@ import (
 // per-CPU partial slabs absorb the first allocations. On the build host
 // (kernel 6.18, 2 CPUs; `preflight --active --sockets K`, six runs each)
 // K=50 gave 0-1050 bytes per socket, K=200 384-2231, K=500 2618-3505,
-// K=1000 3234-3666, K=2000 3485-3928 and K=10000 3684-4554: from 2000
-// sockets the slope is within about 10 % of the large-run figure.
+// K=1000 3234-3666, K=2000 3485-3928 (a second series 3334-4151) and
+// K=10000 3684-4554: from 2000 sockets the slope is within about 15 % of
+// the large-run figure; below it the slope is biased low.
 const MinMeasuredSockets = 2000
+
+// MinSlabFitR2 is the least R² of the Slab fit taken as a measurement:
+// below it Slab did not follow the sockets (other processes' slab
+// activity, or a change smaller than one slab page). Real runs from 500
+// sockets up fit with R² 0.92-0.999 on the build host; K=10 fits near 0.
+const MinSlabFitR2 = 0.9
+
+// CostSignificance says whether the Slab slope of m measures the kernel
+// memory per socket: at least MinMeasuredSockets sockets opened, a
+// positive slope, and a fit with R² >= MinSlabFitR2 (checked when the
+// result has more than two samples). When not, why says so in words for
+// the report. It is a pure function of m.
+func (m *ActiveResult) CostSignificance() (ok bool, why string) {
+	switch {
+	case m.ReachedSockets < MinMeasuredSockets:
+		return false, fmt.Sprintf("the run was too small to measure kernel memory per socket: %d sockets opened, fewer than the %d (%d loopback connections) a measurement needs (Slab grows in whole slab pages and per-CPU caches absorb the first sockets)",
+			m.ReachedSockets, MinMeasuredSockets, MinMeasuredSockets/2)
+	case m.BytesPerSocket <= 0:
+		return false, fmt.Sprintf("Slab did not grow with the %d sockets opened (slope <= 0, Slab %+d bytes): other kernel activity swamped the change", m.ReachedSockets, m.SlabDeltaBytes)
+	case m.Samples > 2 && m.SlabFitR2 < MinSlabFitR2:
+		return false, fmt.Sprintf("Slab followed the sockets too loosely to measure (fit R² %.2f < %.1f): other kernel activity swamped the change", m.SlabFitR2, MinSlabFitR2)
+	}
+	return true, ""
+}
 
 // ActiveChildArg is the hidden subcommand of `hostprep preflight` that runs
 // the measurement child.
@@ -93,6 +118,15 @@ type ActiveResult struct {
 	SUnreclaimPerSocket float64 `json:"sunreclaim_per_socket"`
 	// Samples is the number of (sockets, Slab) points fitted.
 	Samples int `json:"samples"`
+	// SlabFitR2 is the coefficient of determination (0..1) of the Slab
+	// fit: how closely Slab followed the sockets opened; 0 when the slope
+	// was not positive.
+	SlabFitR2 float64 `json:"slab_fit_r2"`
+	// CostMeasured is true when BytesPerSocket is a measurement worth
+	// using (see CostSignificance); when false CostNote says why and the
+	// estimate EstimatedBytesPerSocket is used. Set by Run.
+	CostMeasured bool   `json:"cost_measured"`
+	CostNote     string `json:"cost_note,omitempty"`
 	// NofileSoft and NofileHard are the limits the child ran with.
 	NofileSoft uint64 `json:"nofile_soft"`
 	NofileHard uint64 `json:"nofile_hard"`

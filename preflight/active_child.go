@@ -205,6 +205,7 @@ func RunActiveChild(ctx context.Context, o ChildOptions) (*ActiveResult, error) 
 	r.Samples = len(xs)
 	if slope, ok := leastSquaresSlope(xs, ys); ok && slope > 0 {
 		r.BytesPerSocket = slope
+		r.SlabFitR2 = rSquared(xs, ys, slope)
 	}
 	if slope, ok := leastSquaresSlope(xs, ysU); ok && slope > 0 {
 		r.SUnreclaimPerSocket = slope
@@ -251,6 +252,31 @@ func leastSquaresSlope(xs, ys []float64) (float64, bool) {
 		return 0, false
 	}
 	return (n*sxy - sx*sy) / den, true
+}
+
+// rSquared is the coefficient of determination of the least-squares line
+// with slope b through (xs, ys): 1 when Slab follows the sockets exactly,
+// near 0 when it is noise. 0 when ys do not vary.
+func rSquared(xs, ys []float64, b float64) float64 {
+	n := float64(len(xs))
+	var sx, sy float64
+	for i := range xs {
+		sx += xs[i]
+		sy += ys[i]
+	}
+	a := (sy - b*sx) / n
+	my := sy / n
+	var ssRes, ssTot float64
+	for i := range xs {
+		e := ys[i] - (a + b*xs[i])
+		ssRes += e * e
+		d := ys[i] - my
+		ssTot += d * d
+	}
+	if ssTot == 0 {
+		return 0
+	}
+	return 1 - ssRes/ssTot
 }
 
 // applyNofile sets this process's RLIMIT_NOFILE to the target's.

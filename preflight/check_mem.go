@@ -32,10 +32,23 @@ func init() {
 // perSocketCost returns the kernel bytes per socket and where the number
 // comes from.
 func perSocketCost(f *Facts) (float64, string) {
-	if m := f.Measured; m != nil && m.BytesPerSocket > 0 {
-		return m.BytesPerSocket, fmt.Sprintf("measured by --active over %d sockets", m.ReachedSockets)
+	ok, why := measuredCost(f)
+	switch {
+	case ok:
+		return f.Measured.BytesPerSocket, fmt.Sprintf("measured by --active over %d sockets", f.Measured.ReachedSockets)
+	case f.Measured != nil:
+		return EstimatedBytesPerSocket, fmt.Sprintf("estimate, kept because %s", why)
 	}
 	return EstimatedBytesPerSocket, "estimate; --active measures it"
+}
+
+// measuredCost says whether f carries a significant --active measurement
+// of the cost per socket, and if there is a measurement that is not, why.
+func measuredCost(f *Facts) (bool, string) {
+	if f.Measured == nil {
+		return false, ""
+	}
+	return f.Measured.CostSignificance()
 }
 
 func checkMemAvailable(f *Facts, t Target) verdict.Check {

@@ -139,6 +139,62 @@ func TestActiveResultChecks(t *testing.T) {
 	}
 }
 
+// A run too small (or too noisy) to measure keeps the estimate and says so
+// instead of reporting 0 (or 18139) bytes per socket as a measurement.
+func TestActiveTooSmallToMeasure(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		target int
+		m      ActiveResult
+		status verdict.Status
+		why    string
+	}{
+		{"10 sockets, slope 0", 10, ActiveResult{RequestedSockets: 10, ReachedSockets: 10, Connections: 5, Samples: 6}, verdict.Pass, "too small to measure"},
+		{"10 sockets, one slab page", 10, ActiveResult{RequestedSockets: 10, ReachedSockets: 10, Connections: 5, Samples: 6, BytesPerSocket: 18139, SlabFitR2: 0.4, SlabDeltaBytes: 253952}, verdict.Pass, "too small to measure"},
+		{"960 of 15000 at nofile 1024", 15000, ActiveResult{RequestedSockets: 960, ReachedSockets: 960, Connections: 480, Samples: 21, NofileSoft: 1024, NofileHard: 4096}, verdict.Warn, "too small to measure"},
+		{"enough sockets, slope <= 0", 5000, ActiveResult{RequestedSockets: 5000, ReachedSockets: 5000, Connections: 2500, Samples: 21, SlabDeltaBytes: -4096}, verdict.Pass, "did not grow"},
+		{"enough sockets, noise", 5000, ActiveResult{RequestedSockets: 5000, ReachedSockets: 5000, Connections: 2500, Samples: 21, BytesPerSocket: 900, SlabFitR2: 0.3}, verdict.Pass, "too loosely"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := host(t, ``)
+			tg := Target{Sockets: c.target, Role: Broker}
+			_ = tg.Validate()
+			m := c.m
+			m.CostMeasured, m.CostNote = m.CostSignificance()
+			f.Measured = &m
+			if m.CostMeasured || !strings.Contains(m.CostNote, c.why) {
+				t.Fatalf("significance: %v %q, want not measured because %q", m.CostMeasured, m.CostNote, c.why)
+			}
+			got := find(t, Evaluate(f, tg), "active")
+			if got.Status != c.status || !strings.Contains(got.Summary, c.why) || !strings.Contains(got.Summary, "estimate of 4096 bytes is kept") || strings.Contains(got.Summary, " 0 bytes of kernel memory") {
+				t.Errorf("active: %s", message(got))
+			}
+			if !strings.Contains(got.Summary, fmt.Sprintf("%d loopback connections", m.Connections)) {
+				t.Errorf("active does not say how many connections the sockets are: %s", got.Summary)
+			}
+			capa := capacityOf(f, tg)
+			if capa.BytesPerSocket != EstimatedBytesPerSocket || capa.BytesPerSocketMeasured || !strings.Contains(capa.BytesPerSocketSource, c.why) {
+				t.Errorf("capacity %+v", capa)
+			}
+			if mem := find(t, Evaluate(f, tg), "mem.available"); strings.Contains(mem.Expected, "measured by --active") {
+				t.Errorf("mem.available uses an insignificant measurement: %s", message(mem))
+			}
+			var b strings.Builder
+			if err := WriteText(&b, &Report{Target: tg, Capacity: capa, Checks: Evaluate(f, tg)}, false); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(b.String(), "kernel memory: not measured: ") || !strings.Contains(b.String(), "4096 bytes of kernel memory per socket, estimate") {
+				t.Errorf("text output:\n%s", b.String())
+			}
+		})
+	}
+	// a real measurement still counts
+	m := ActiveResult{RequestedSockets: 15000, ReachedSockets: 15000, Connections: 7500, Samples: 21, BytesPerSocket: 3990, SlabFitR2: 0.999}
+	if ok, why := m.CostSignificance(); !ok {
+		t.Errorf("15000 sockets with R² 0.999 not significant: %s", why)
+	}
+}
+
 func TestIgnoreAndStrict(t *testing.T) {
 	f := host(t, `target_process: {managed_by: shell, nofile_soft: 1024, nofile_hard: 1048576}`)
 	opts := Options{Target: Target{Sockets: 50000, Role: Broker}, Facts: f}

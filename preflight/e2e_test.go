@@ -228,9 +228,36 @@ func TestE2EActive(t *testing.T) {
 	if c := find(t, r.Checks, "active"); c.Status != verdict.Pass {
 		t.Errorf("active check %+v", c)
 	}
+	if !m.CostMeasured || !r.Capacity.BytesPerSocketMeasured || r.Capacity.BytesPerSocket != m.BytesPerSocket {
+		t.Errorf("3000 sockets is a measurement: measured %+v, capacity %+v", m, r.Capacity)
+	}
 	text, _, _ := runBin(t, "preflight", "--sockets", "2000", "--role", "broker", "--active")
 	if !strings.Contains(text, "bytes per socket") || !strings.Contains(text, "2 fds per connection") {
 		t.Errorf("text output lacks the measurement:\n%s", text)
+	}
+	assertNoChildren(t)
+}
+
+// --active with 10 sockets cannot measure the cost per socket: the report
+// says so and keeps the estimate, never "0 bytes each".
+func TestE2EActiveTooSmall(t *testing.T) {
+	out, stderr, code := runBin(t, "preflight", "--sockets", "10", "--role", "broker", "--active", "-o", "json")
+	if code != 0 && code != 1 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	m := r.Capacity.Measured
+	if m == nil || m.ReachedSockets != 10 || m.CostMeasured || !strings.Contains(m.CostNote, "too small to measure") {
+		t.Fatalf("measured %+v", m)
+	}
+	if r.Capacity.BytesPerSocket != EstimatedBytesPerSocket || r.Capacity.BytesPerSocketMeasured {
+		t.Errorf("capacity must keep the estimate: %+v", r.Capacity)
+	}
+	if c := find(t, r.Checks, "active"); !strings.Contains(c.Summary, "too small to measure") || strings.Contains(c.Summary, " 0 bytes") {
+		t.Errorf("active check %+v", c)
 	}
 	assertNoChildren(t)
 }

@@ -38,7 +38,7 @@ func Write(w io.Writer, format string, r *Report, color bool) error {
 // and the kernel bytes per socket.
 func WriteProm(w io.Writer, r *Report) error {
 	src := "estimate"
-	if r.Capacity.Measured != nil {
+	if r.Capacity.BytesPerSocketMeasured {
 		src = "measured"
 	}
 	extra := []verdict.Gauge{
@@ -97,8 +97,13 @@ func WriteText(w io.Writer, r *Report, color bool) error {
 	if m := c.Measured; m != nil {
 		fmt.Fprintf(&b, "measured (--active): opened %d of %d sockets = %d loopback connections (client and accepted side both in the measuring process: 2 sockets, 2 fds per connection), %s, %.0f ms, nofile %s:%s\n",
 			m.ReachedSockets, m.RequestedSockets, m.Connections, plural(int64(m.SourceAddresses), "source address", "source addresses"), m.DurationMS, fmtNofile(m.NofileSoft), fmtNofile(m.NofileHard))
-		fmt.Fprintf(&b, "  kernel memory: %.0f bytes per socket (%.0f unreclaimable; slope of Slab over %d samples, Slab +%d bytes in all); %d sockets -> %s\n",
-			m.BytesPerSocket, m.SUnreclaimPerSocket, m.Samples, m.SlabDeltaBytes, r.Target.Sockets, mib(m.BytesPerSocket*float64(r.Target.Sockets)))
+		if ok, why := m.CostSignificance(); ok {
+			fmt.Fprintf(&b, "  kernel memory: %.0f bytes per socket (%.0f unreclaimable; slope of Slab over %d samples, fit R² %.3f, Slab %+d bytes in all); %d sockets -> %s\n",
+				m.BytesPerSocket, m.SUnreclaimPerSocket, m.Samples, m.SlabFitR2, m.SlabDeltaBytes, r.Target.Sockets, mib(m.BytesPerSocket*float64(r.Target.Sockets)))
+		} else {
+			fmt.Fprintf(&b, "  kernel memory: not measured: %s; the estimate of %d bytes per socket is kept (Slab %+d bytes over %d samples)\n",
+				why, EstimatedBytesPerSocket, m.SlabDeltaBytes, m.Samples)
+		}
 		if m.FirstError != "" {
 			fmt.Fprintf(&b, "  first error: %s on %s: %s\n", m.FirstError, m.FirstErrorOp, m.FirstErrorMessage)
 		}

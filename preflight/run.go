@@ -62,9 +62,12 @@ type Capacity struct {
 	// Limits are the per-resource ceilings considered.
 	Limits []CapacityLimit `json:"limits"`
 	// BytesPerSocket is the kernel memory per idle socket used, and
-	// BytesPerSocketSource says whether it was measured or estimated.
-	BytesPerSocket       float64 `json:"bytes_per_socket"`
-	BytesPerSocketSource string  `json:"bytes_per_socket_source"`
+	// BytesPerSocketSource says whether it was measured or estimated (and
+	// why a --active run did not count); BytesPerSocketMeasured is true
+	// only for a significant --active measurement.
+	BytesPerSocket         float64 `json:"bytes_per_socket"`
+	BytesPerSocketSource   string  `json:"bytes_per_socket_source"`
+	BytesPerSocketMeasured bool    `json:"bytes_per_socket_measured"`
 	// Measured is the --active result, nil when not run.
 	Measured *ActiveResult `json:"measured,omitempty"`
 }
@@ -136,6 +139,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
+		m.CostMeasured, m.CostNote = m.CostSignificance()
 		f.Measured = m
 	}
 	checks := Evaluate(f, t)
@@ -255,6 +259,7 @@ func capacityOf(f *Facts, t Target) Capacity {
 		add("conntrack", "free nf_conntrack entries", int64(f.Conntrack.Max-f.Conntrack.Count))
 	}
 	c.BytesPerSocket, c.BytesPerSocketSource = perSocketCost(f)
+	c.BytesPerSocketMeasured, _ = measuredCost(f)
 	if f.MemAvailable > 0 {
 		add("mem.available", "MemAvailable / kernel bytes per socket", int64(float64(f.MemAvailable)/c.BytesPerSocket))
 	}
