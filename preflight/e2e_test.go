@@ -232,8 +232,16 @@ func TestE2EActive(t *testing.T) {
 		t.Errorf("3000 sockets is a measurement: measured %+v, capacity %+v", m, r.Capacity)
 	}
 	text, _, _ := runBin(t, "preflight", "--sockets", "2000", "--role", "broker", "--active")
-	if !strings.Contains(text, "bytes per socket") || !strings.Contains(text, "2 fds per connection") {
-		t.Errorf("text output lacks the measurement:\n%s", text)
+	if !strings.Contains(text, "bytes per socket") || !strings.Contains(text, "2 fds per connection") ||
+		!strings.Contains(text, "opened 2000 of 2000 sockets as 1000 loopback connections: both ends counted") ||
+		!strings.Contains(text, "(1000 loopback connections, both ends in the measuring process)") {
+		t.Errorf("text output lacks the measurement or how many connections it was:\n%s", text)
+	}
+	help, _, _ := runBin(t, "preflight", "--help")
+	for _, want := range []string{"--active --sockets 15000 opens 7500 connections", "counting both ends as sockets (--sockets 15000 opens 7500 connections)", "both ends counted: K/2 loopback connections"} {
+		if !strings.Contains(strings.Join(strings.Fields(help), " "), want) {
+			t.Errorf("--help lacks %q:\n%s", want, help)
+		}
 	}
 	assertNoChildren(t)
 }

@@ -95,7 +95,7 @@ func WriteText(w io.Writer, r *Report, color bool) error {
 	c := r.Capacity
 	fmt.Fprintf(&b, "capacity: about %d sockets (limited by %s; %.0f bytes of kernel memory per socket, %s)\n", c.Sockets, c.LimitedBy, c.BytesPerSocket, c.BytesPerSocketSource)
 	if m := c.Measured; m != nil {
-		fmt.Fprintf(&b, "measured (--active): opened %d of %d sockets = %d loopback connections (client and accepted side both in the measuring process: 2 sockets, 2 fds per connection), %s, %.0f ms, nofile %s:%s\n",
+		fmt.Fprintf(&b, "measured (--active): opened %d of %d sockets as %d loopback connections: both ends counted (client and accepted side both in the measuring process: 2 sockets, 2 fds per connection), %s, %.0f ms, nofile %s:%s\n",
 			m.ReachedSockets, m.RequestedSockets, m.Connections, plural(int64(m.SourceAddresses), "source address", "source addresses"), m.DurationMS, fmtNofile(m.NofileSoft), fmtNofile(m.NofileHard))
 		if ok, why := m.CostSignificance(); ok {
 			fmt.Fprintf(&b, "  kernel memory: %.0f bytes per socket (%.0f unreclaimable; slope of Slab over %d samples, fit R² %.3f, Slab %+d bytes in all); %d sockets -> %s\n",

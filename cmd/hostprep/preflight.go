@@ -37,7 +37,11 @@ sockets, not hostprep's), ephemeral ports, port collisions, kernel memory
 (tcp_mem in pages), the accept path, conntrack, orphans and TIME_WAIT, the
 clock and containment, and prints one verdict with observed / expected /
 remedy for every check. --active measures instead of estimating: a child
-opens real loopback sockets under the target's limits.
+opens real loopback sockets under the target's limits. It counts both ends
+of each loopback connection as sockets (both are fds of the measuring
+process), so --active --sockets 15000 opens 7500 connections = 15000
+sockets; at least ` + fmt.Sprint(preflight.MinMeasuredSockets) + ` sockets are needed to measure the kernel
+memory per socket (fewer keep the estimate).
 
 Exit codes: 0 pass (warnings allowed), 1 a check failed (--strict: or
 warned), 2 bad input, 3 could not run.
@@ -126,8 +130,8 @@ Checks (IDs for --ignore):
 	f.StringVar(&opts.Service, "service", "", "systemd unit that will hold the sockets (reads its LimitNOFILE)")
 	f.StringVar(&profile, "profile", "", "profile (built-in name or file) whose preflight section is the target")
 	f.StringArrayVar(&sets, "set", nil, "override a profile value, key=value (repeatable; needs --profile)")
-	f.BoolVar(&opts.Active, "active", false, "measure: open real loopback sockets in a child with the target's fd limits")
-	f.IntVar(&opts.ActiveOptions.Sockets, "active-sockets", 0, "sockets --active opens (default min(--sockets, target soft nofile - 64))")
+	f.BoolVar(&opts.Active, "active", false, "measure: a child with the target's fd limits opens real loopback connections, counting both ends as sockets (--sockets 15000 opens 7500 connections)")
+	f.IntVar(&opts.ActiveOptions.Sockets, "active-sockets", 0, fmt.Sprintf("sockets --active opens, both ends counted: K/2 loopback connections (default min(--sockets, target soft nofile - 64); >= %d to measure kernel memory per socket)", preflight.MinMeasuredSockets))
 	f.DurationVar(&activeTime, "active-timeout", 60*time.Second, "time bound of the --active measurement")
 	f.StringVarP(&output, "output", "o", "text", "output format: text, json, junit or prom (node_exporter textfile)")
 	f.BoolVar(&strict, "strict", false, "exit 1 on warnings too")
