@@ -187,3 +187,51 @@ func TestE2EJSONOnErrors(t *testing.T) {
 		t.Fatalf("rollback: exit %d\n%s", c, e)
 	}
 }
+
+// TestE2ERollbackKeepsNrOpenForAHandEditedLimitsFile is the tester's
+// case: apply mqtt-broker-1m, hand-edit the limits file, rollback: fs.nr_open
+// stays at 2097152 (the file's hard nofile) and the JSON says why; after
+// removing the file a second rollback restores it.
+func TestE2ERollbackKeepsNrOpenForAHandEditedLimitsFile(t *testing.T) {
+	orig := guardGlobal(t)
+	n := newNetns(t)
+	if _, e, c := n.hostprep("tune", "apply", "--profile", "mqtt-broker-1m"); c != 0 {
+		t.Fatalf("apply: exit %d\n%s", c, e)
+	}
+	t.Cleanup(func() {
+		n.run("rm", "-f", "/etc/security/limits.d/60-hostprep.conf")
+		n.hostprep("tune", "rollback")
+	})
+	if n.sysctl("fs.nr_open") != "2097152" {
+		t.Skipf("mqtt-broker-1m did not raise fs.nr_open to 2097152 here (now %s)", n.sysctl("fs.nr_open"))
+	}
+	if _, e, c := n.run("sh", "-c", "echo '# hand edit' >> /etc/security/limits.d/60-hostprep.conf"); c != 0 {
+		t.Fatal(e)
+	}
+	out, errOut, code := n.hostprep("tune", "rollback", "-o", "json")
+	var r struct {
+		Kept []struct {
+			Key, Current, Reason string
+		} `json:"kept"`
+		JournalKept bool `json:"journal_kept"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 0 {
+		t.Fatalf("rollback: exit %d %v\n%s%s", code, err, out, errOut)
+	}
+	if got := n.sysctl("fs.nr_open"); got != "2097152" {
+		t.Fatalf("fs.nr_open lowered to %s under a limits file with hard nofile 2097152", got)
+	}
+	if len(r.Kept) == 0 || r.Kept[0].Key != "fs.nr_open" || !strings.Contains(r.Kept[0].Reason, "kept because /etc/security/limits.d/60-hostprep.conf") || !r.JournalKept {
+		t.Errorf("rollback JSON does not report fs.nr_open kept: %s", out)
+	}
+	n.run("rm", "/etc/security/limits.d/60-hostprep.conf")
+	if _, e, c := n.hostprep("tune", "rollback"); c != 0 {
+		t.Fatalf("second rollback: exit %d\n%s", c, e)
+	}
+	if got := n.sysctl("fs.nr_open"); got != orig["fs/nr_open"] {
+		t.Errorf("fs.nr_open = %s after the second rollback, want %s", got, orig["fs/nr_open"])
+	}
+	if _, _, c := n.run("test", "-e", "/var/lib/hostprep/state.json"); c == 0 {
+		t.Error("journal left after the second rollback")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/profiles"
 	"github.com/hostprep/hostprep/tune/journal"
 	"github.com/hostprep/hostprep/tune/lock"
 )
@@ -137,4 +138,75 @@ func TestForeignFileIsAnnouncedAndRollbackRestoresOwnerAndMode(t *testing.T) {
 	if sys.Uid != 65534 || sys.Gid != 65534 || fi.Mode().Perm() != 0o600 {
 		t.Errorf("restored %s is %d:%d %v, want 65534:65534 -rw-------", path, sys.Uid, sys.Gid, fi.Mode().Perm())
 	}
+}
+
+// TestRollbackKeepsNrOpenForALimitsFileLeftBehind: the limits file was
+// hand-edited after apply, so rollback leaves it; its hard nofile 2097152
+// is above the original fs.nr_open 1048576, so rollback keeps fs.nr_open
+// (never a limits file above the nr_open in force), says why, and keeps
+// both in the journal; once the file is removed a second rollback
+// finishes and the host is as before.
+func TestRollbackKeepsNrOpenForALimitsFileLeftBehind(t *testing.T) {
+	h := newHost(t, map[string]string{"fs.file-max": "1048576"})
+	before := h.snapshot()
+	al := profiles.AtLeast
+	p := &profiles.Profile{Name: "broker", Sysctl: map[string]profiles.Sysctl{
+		"fs.nr_open":         {Value: "2097152", Mode: al},
+		"fs.file-max":        {Value: "2097152", Mode: al},
+		"net.core.somaxconn": {Value: "32768", Mode: al},
+	}, Limits: profiles.Limits{Nofile: &profiles.Limit{Soft: 2097152, Hard: 2097152}}}
+	if _, err := h.apply(p); err != nil {
+		t.Fatal(err)
+	}
+	limits := filepath.Join(h.root, "etc/security/limits.d/60-hostprep.conf")
+	f, err := os.OpenFile(limits, os.O_APPEND|os.O_WRONLY, 0)
+	must(t, err)
+	_, err = f.WriteString("# hand edit\n")
+	must(t, err)
+	must(t, f.Close())
+
+	r := h.rollback()
+	if got := h.get("fs.nr_open"); got != "2097152" {
+		t.Fatalf("fs.nr_open = %s after rollback with %s left behind (hard nofile 2097152)", got, limits)
+	}
+	if got := h.get("fs.file-max"); got != "2097152" {
+		t.Fatalf("fs.file-max = %s after rollback with %s left behind", got, limits)
+	}
+	if got := h.get("net.core.somaxconn"); got != "4096" {
+		t.Errorf("somaxconn not restored: %s", got)
+	}
+	kept := map[string]Skip{}
+	for _, k := range r.Kept {
+		kept[k.Key] = k
+	}
+	for _, k := range []string{"fs.nr_open", "fs.file-max"} {
+		if s, ok := kept[k]; !ok || !strings.Contains(s.Reason, "kept because "+limits) || !strings.Contains(s.Reason, "hard nofile 2097152") {
+			t.Errorf("%s not reported as kept: %+v", k, r.Kept)
+		}
+	}
+	if !r.JournalKept {
+		t.Error("journal_kept false")
+	}
+	for _, l := range r.Left {
+		if l.File != limits {
+			t.Errorf("left %+v, want only %s", l, limits)
+		}
+	}
+	var buf strings.Builder
+	must(t, r.WriteText(&buf))
+	if !strings.Contains(buf.String(), "kept (not lowered") || !strings.Contains(buf.String(), "run `hostprep tune rollback` again") {
+		t.Errorf("rollback text:\n%s", buf.String())
+	}
+	s, err := StatusOf(h.env)
+	must(t, err)
+	if !s.Applied || len(s.Items) != 3 {
+		t.Errorf("status after a partial rollback: %+v", s.Items)
+	}
+
+	must(t, os.Remove(limits))
+	r = h.rollback()
+	if r.JournalKept || len(r.Kept) != 0 {
+		t.Errorf("second rollback kept %+v", r.Kept)
+	}
+	h.assertUnchanged(before)
 }

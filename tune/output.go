@@ -56,7 +56,7 @@ func (r *Result) WriteText(w io.Writer, verb string) error {
 
 // WriteText prints what rollback restored and what it left alone.
 func (r *RollbackResult) WriteText(w io.Writer) error {
-	if len(r.Notes) > 0 && !r.Changed && len(r.Left) == 0 {
+	if len(r.Notes) > 0 && !r.Changed && len(r.Left) == 0 && len(r.Kept) == 0 {
 		for _, n := range r.Notes {
 			fmt.Fprintln(w, n)
 		}
@@ -78,6 +78,17 @@ func (r *RollbackResult) WriteText(w io.Writer) error {
 			fmt.Fprintf(tw, "  %s\t%s\tnow %s\t%s\n", s.Layer, s.Target(), cell(s.Current), s.Reason)
 		}
 		tw.Flush()
+	}
+	if len(r.Kept) > 0 {
+		fmt.Fprintln(w, "kept (not lowered below a nofile limit that is still in force):")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		for _, s := range r.Kept {
+			fmt.Fprintf(tw, "  %s\t%s\tnow %s\t%s\n", s.Layer, s.Target(), cell(s.Current), s.Reason)
+		}
+		tw.Flush()
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
 	}
 	return nil
 }

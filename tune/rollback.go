@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/tune/files"
@@ -19,6 +21,8 @@ import (
 //	{"changed": true,
 //	 "changes": [{"key": "fs.nr_open", "layer": "runtime", "from": "2097152", "to": "1048576"}, ...],
 //	 "left": [{"key": "net.core.somaxconn", "layer": "runtime", "current": "8192", "reason": "..."}],
+//	 "kept": [{"key": "fs.nr_open", "layer": "runtime", "current": "2097152", "reason": "kept because ..."}],
+//	 "journal_kept": false,
 //	 "profiles": ["sys-tune"]}
 type RollbackResult struct {
 	// Changed is true when anything was restored or removed.
@@ -28,6 +32,14 @@ type RollbackResult struct {
 	// Left are keys and files someone else changed after hostprep set
 	// them; rollback leaves them as they are (exit 0) and lists them here.
 	Left []Skip `json:"left"`
+	// Kept are fs.nr_open / fs.file-max not lowered because a limits file
+	// or systemd drop-in left behind (in Left) sets a hard nofile above
+	// the original value: lowering them would make logins and services
+	// fail to set that limit. They and that file stay in the journal, so
+	// `hostprep tune rollback` finishes once the file is fixed or removed.
+	Kept []Skip `json:"kept"`
+	// JournalKept is true when the journal was kept for what is in Kept.
+	JournalKept bool `json:"journal_kept"`
 	// Profiles are the profiles whose applies were undone.
 	Profiles []string `json:"profiles"`
 	// Notes explain a no-op ("nothing applied").
@@ -51,6 +63,13 @@ type undoItem struct {
 // original was changed by someone else: it is left alone and listed in
 // Left, and Rollback still succeeds. With no journal it is a no-op.
 //
+// Never a nofile limit above fs.nr_open: when a limits file or systemd
+// drop-in left behind sets a hard nofile above the original fs.nr_open
+// (or fs.file-max), that key keeps its current value and is listed in
+// Kept with the file that needs it; the key and the file stay in the
+// journal (JournalKept), so rollback can be run again once the file is
+// fixed or removed.
+//
 // Errors: exitcode.Environment when not privileged, the lock is held or a
 // restore fails (the journal then keeps only what is still to undo, so
 // rollback can be run again).
@@ -63,7 +82,7 @@ func Rollback(ctx context.Context, env Env) (*RollbackResult, error) {
 		return nil, exitcode.Environmentf("tune rollback: %v", err)
 	}
 	defer lk.Release()
-	res := &RollbackResult{Changes: []Change{}, Left: []Skip{}, Profiles: []string{}}
+	res := &RollbackResult{Changes: []Change{}, Left: []Skip{}, Kept: []Skip{}, Profiles: []string{}}
 	statePath := env.stateFile()
 	st, err := env.loadJournal()
 	if err != nil {
@@ -99,6 +118,12 @@ func Rollback(ctx context.Context, env Env) (*RollbackResult, error) {
 	}
 	var backendErr error
 	b, backendErr := env.backend()
+	// need is the highest hard nofile of an owned file left behind, and
+	// the file that sets it; fs.nr_open and fs.file-max are not lowered
+	// below it.
+	var need uint64
+	var needFile string
+	keepFiles := map[string]uint64{}
 	for _, it := range items {
 		if err := ctx.Err(); err != nil {
 			failures = append(failures, err.Error())
@@ -112,6 +137,14 @@ func Rollback(ctx context.Context, env Env) (*RollbackResult, error) {
 				continue
 			case left != nil:
 				res.Left = append(res.Left, *left)
+				if cur, ok, err := files.Read(it.file); err == nil && ok {
+					if n, ok := files.HardNofile(cur); ok {
+						keepFiles[it.file] = n
+						if n > need {
+							need, needFile = n, it.file
+						}
+					}
+				}
 			case ch != nil:
 				res.Changes = append(res.Changes, *ch)
 			}
@@ -123,6 +156,10 @@ func Rollback(ctx context.Context, env Env) (*RollbackResult, error) {
 			continue
 		}
 		k := st.Keys[it.key]
+		if kept := keepForNofile(b, it.key, k, need, needFile); kept != nil {
+			res.Kept = append(res.Kept, *kept)
+			continue
+		}
 		ch, left, err := rollbackKey(b, it.key, k)
 		switch {
 		case err != nil:
@@ -143,12 +180,31 @@ func Rollback(ctx context.Context, env Env) (*RollbackResult, error) {
 		}
 		return res, exitcode.Environmentf("tune rollback: %d item(s) could not be restored: %v; the journal keeps them, fix the cause and run rollback again", len(failures), failures)
 	}
-	if err := journal.Remove(statePath); err != nil {
+	if len(res.Kept) > 0 {
+		// Keep what the left-behind file needs, and the file itself.
+		// Keep what the left-behind files need, and those files.
+		for f, n := range keepFiles {
+			for _, k := range res.Kept {
+				if orig, err := strconv.ParseUint(strings.TrimSpace(st.Keys[k.Key].Original), 10, 64); err == nil && n > orig {
+					remaining.Files[f] = st.Files[f]
+				}
+			}
+		}
+		for i, l := range res.Left {
+			if _, ok := remaining.Files[l.File]; ok && l.File != "" {
+				res.Left[i].Reason = fmt.Sprintf("changed by someone else after hostprep wrote it; left in place, and kept in the journal because it sets hard nofile %d, which %s needs", keepFiles[l.File], keptKeys(res.Kept))
+			}
+		}
+		res.JournalKept = true
+	} else if err := journal.Remove(statePath); err != nil {
 		return res, exitcode.Environmentf("tune rollback: removing the journal %s: %v", statePath, err)
 	}
 	// Directories hostprep created (drop-in dirs, the journal's), innermost
 	// first; one that holds someone else's files now stays.
 	dirs := append([]string(nil), st.Dirs...)
+	if res.JournalKept {
+		dirs = nil // the next rollback removes them, with the journal's own
+	}
 	sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
 	for _, d := range dirs {
 		if err := os.Remove(d); err == nil {
@@ -158,7 +214,45 @@ func Rollback(ctx context.Context, env Env) (*RollbackResult, error) {
 		}
 	}
 	res.Changed = len(res.Changes) > 0
+	if res.JournalKept {
+		remaining.Dirs = st.Dirs
+		if err := journal.Save(statePath, remaining); err != nil {
+			return res, exitcode.Environmentf("tune rollback: keeping the journal %s for %s: %v", statePath, res.Kept[0].Key, err)
+		}
+		res.Notes = append(res.Notes, fmt.Sprintf("the journal %s keeps %s and %s: fix or remove that file, then run `hostprep tune rollback` again to finish", statePath, keptKeys(res.Kept), needFile))
+	}
 	return res, nil
+}
+
+func keptKeys(ks []Skip) string {
+	var names []string
+	for _, k := range ks {
+		names = append(names, k.Key)
+	}
+	return strings.Join(names, " and ")
+}
+
+// keepForNofile returns a Kept entry when key is fs.nr_open or fs.file-max
+// and restoring its original would put it below need, the hard nofile a
+// left-behind file (needFile) sets; nil otherwise.
+func keepForNofile(b interface{ Get(string) (string, error) }, key string, k *journal.Key, need uint64, needFile string) *Skip {
+	if need == 0 || (key != keyNrOpen && key != keyFileMax) {
+		return nil
+	}
+	orig, err := strconv.ParseUint(strings.TrimSpace(k.Original), 10, 64)
+	if err != nil || orig >= need {
+		return nil
+	}
+	live, err := b.Get(key)
+	if err != nil {
+		return nil
+	}
+	cur, err := strconv.ParseUint(strings.TrimSpace(live), 10, 64)
+	if err != nil || cur < need {
+		return nil // already below: nothing to protect by keeping it
+	}
+	return &Skip{Key: key, Layer: Runtime, Current: sysval.Normalize(live),
+		Reason: fmt.Sprintf("kept because %s (left behind, edited after hostprep wrote it) sets hard nofile %d, above the original %s %d: lowering it would make logins and services fail to set that limit; fix or remove that file and run `hostprep tune rollback` again", needFile, need, key, orig)}
 }
 
 func rollbackKey(b interface {
@@ -192,7 +286,7 @@ func rollbackFile(path string, f *journal.File) (*Change, *Skip, error) {
 	}
 	if !exists || journal.SHA256(cur) != f.SetSHA256 {
 		return nil, &Skip{File: path, Layer: Persistent, Current: describe(cur, exists),
-			Reason: "changed by someone else after hostprep wrote it; left alone"}, nil
+			Reason: "changed by someone else after hostprep wrote it; left in place and no longer tracked by hostprep (its header still names hostprep): it is yours now, remove or keep it"}, nil
 	}
 	if f.Existed {
 		uid, gid := f.Owner.IDs()

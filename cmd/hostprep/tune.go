@@ -238,7 +238,13 @@ func tuneRollbackCmd() *cobra.Command {
 		Long: `rollback restores every runtime value and owned file recorded in the journal
 to its state before the first hostprep apply, however many applies came since,
 and removes the journal. A key or file someone else changed after hostprep set
-it is left alone and listed (exit 0). With nothing applied it does nothing.`,
+it is left alone and listed (exit 0). With nothing applied it does nothing.
+
+Never a nofile limit above fs.nr_open: when a limits file or systemd drop-in
+left behind (edited after hostprep wrote it) sets a hard nofile above the
+original fs.nr_open or fs.file-max, that key keeps its value ("kept" in the
+output, with the file that needs it) and both stay in the journal; fix or
+remove the file and run rollback again to finish.`,
 		Example: "  sudo hostprep tune rollback\n  hostprep tune rollback --root /srv/image --output json",
 		Args:    cobra.NoArgs,
 		RunE: jsonErrors(f, func(cmd *cobra.Command, args []string) error {

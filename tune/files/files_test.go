@@ -54,3 +54,22 @@ func TestRenderIsDeterministic(t *testing.T) {
 		t.Fatalf("limits.d:\n%s", l)
 	}
 }
+
+func TestHardNofile(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want uint64
+		ok   bool
+	}{
+		{"*    soft nofile 1048576\n*    hard nofile 2097152\nroot - nofile 4096\n# hand edit\n", 2097152, true},
+		{"[Service]\nLimitNOFILE=1048576:3000000\n", 3000000, true},
+		{"[Manager]\nDefaultLimitNOFILE=65536\n", 65536, true},
+		{"# * hard nofile 9999999\nfs.nr_open = 2097152\n", 0, false},
+		{"* soft nofile 4096\n", 0, false},
+	} {
+		got, ok := HardNofile([]byte(c.in))
+		if got != c.want || ok != c.ok {
+			t.Errorf("HardNofile(%q) = %d, %v; want %d, %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
+}

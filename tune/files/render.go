@@ -30,7 +30,8 @@ func UnitName(unit string) string {
 // header names the profiles the file comes from and how to undo it.
 func header(profiles []string) string {
 	return fmt.Sprintf("# Written by hostprep from profile(s): %s.\n"+
-		"# hostprep owns this file: `hostprep tune rollback` removes it or restores the original.\n",
+		"# hostprep owns this file: `hostprep tune rollback` removes it or restores the original\n"+
+		"# while it is unchanged; once edited it is yours, and rollback leaves it in place.\n",
 		strings.Join(profiles, ", "))
 }
 
@@ -84,6 +85,47 @@ func RenderSystemConf(profiles []string, soft, hard uint64) []byte {
 // RenderServiceDropIn renders a UNIT.service.d drop-in with LimitNOFILE.
 func RenderServiceDropIn(profiles []string, soft, hard uint64) []byte {
 	return []byte(fmt.Sprintf("%s[Service]\nLimitNOFILE=%d:%d\n", header(profiles), soft, hard))
+}
+
+// HardNofile returns the highest hard nofile limit data sets, read as a
+// limits.d file ("DOMAIN hard|- nofile N") or a systemd unit or
+// system.conf drop-in (LimitNOFILE= / DefaultLimitNOFILE=, "N" or
+// "SOFT:HARD"), and whether it sets any. "unlimited"/"infinity" count as
+// the largest value.
+func HardNofile(data []byte) (uint64, bool) {
+	var most uint64
+	found := false
+	num := func(s string) (uint64, bool) {
+		switch s {
+		case "unlimited", "infinity":
+			return ^uint64(0), true
+		}
+		var n uint64
+		if _, err := fmt.Sscan(s, &n); err != nil {
+			return 0, false
+		}
+		return n, true
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, ";") {
+			continue
+		}
+		var v string
+		if k, val, ok := strings.Cut(line, "="); ok && (strings.TrimSpace(k) == "LimitNOFILE" || strings.TrimSpace(k) == "DefaultLimitNOFILE") {
+			parts := strings.Split(strings.TrimSpace(val), ":")
+			v = parts[len(parts)-1]
+		} else if f := strings.Fields(line); len(f) >= 4 && (f[1] == "hard" || f[1] == "-") && f[2] == "nofile" {
+			v = f[3]
+		} else {
+			continue
+		}
+		if n, ok := num(strings.TrimSpace(v)); ok {
+			found = true
+			most = max(most, n)
+		}
+	}
+	return most, found
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
