@@ -45,6 +45,7 @@ var numericKeys = map[string][2]int64{
 	"net.ipv4.tcp_max_syn_backlog":        {0, 1<<31 - 1},
 	"net.ipv4.tcp_fin_timeout":            {0, 1<<31 - 1},
 	"net.ipv4.tcp_max_tw_buckets":         {0, 1<<31 - 1},
+	"net.ipv4.tcp_max_orphans":            {0, 1<<31 - 1},
 	"net.ipv4.tcp_tw_reuse":               {0, 2},
 	"net.ipv4.tcp_syncookies":             {0, 2},
 	"net.ipv4.ip_unprivileged_port_start": {0, 65535},
