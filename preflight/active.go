@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"runtime"
@@ -185,6 +186,7 @@ func measureActive(ctx context.Context, o ActiveOptions, k int, target ProcessFa
 		"--sockets", strconv.Itoa(k),
 		"--nofile", fmtNofile(target.NofileSoft)+":"+fmtNofile(target.NofileHard),
 		"--timeout", timeout.String())
+	slog.Debug("preflight --active: starting the measuring child", "command", strings.Join(cmd.Args, " "), "timeout", timeout.String())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error {
 		if cmd.Process == nil {
@@ -209,6 +211,9 @@ func measureActive(ctx context.Context, o ActiveOptions, k int, target ProcessFa
 	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
 		return nil, exitcode.Environmentf("--active: cannot read the child's result: %v (output %q)", err, stdout.String())
 	}
+	slog.Debug("preflight --active: child finished", "pid", cmd.Process.Pid, "reached_sockets", r.ReachedSockets, "requested_sockets", r.RequestedSockets,
+		"connections", r.Connections, "first_error", r.FirstError, "slab_delta_bytes", r.SlabDeltaBytes, "bytes_per_socket", r.BytesPerSocket,
+		"slab_fit_r2", r.SlabFitR2, "samples", r.Samples, "duration_ms", r.DurationMS, "stderr", strings.TrimSpace(stderr.String()))
 	return &r, nil
 }
 

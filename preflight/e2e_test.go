@@ -246,6 +246,25 @@ func TestE2EActive(t *testing.T) {
 	assertNoChildren(t)
 }
 
+// --log-level debug shows where the facts and limits came from and the
+// measuring child's command line.
+func TestE2EDebugLog(t *testing.T) {
+	_, stderr, code := runBin(t, "--log-level", "debug", "preflight", "--sockets", "10", "--active")
+	if code != 0 && code != 1 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"preflight: facts gathered", "preflight: target process limits", "source=", "systemd_running=",
+		"preflight --active: starting the measuring child", ActiveChildArg + " --sockets 10 --nofile", "preflight --active: child finished", "preflight: check"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("debug log lacks %q:\n%s", want, stderr)
+		}
+	}
+	_, stderr, _ = runBin(t, "preflight", "--sockets", "10")
+	if strings.Contains(stderr, "level=DEBUG") {
+		t.Errorf("debug lines at the default level:\n%s", stderr)
+	}
+}
+
 // --active with 10 sockets cannot measure the cost per socket: the report
 // says so and keeps the estimate, never "0 bytes each".
 func TestE2EActiveTooSmall(t *testing.T) {

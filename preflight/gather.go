@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,6 +109,24 @@ func Gather(ctx context.Context, o GatherOptions) (*Facts, error) {
 	}
 	g.clock()
 	g.container()
+	slog.Debug("preflight: facts gathered", "root", root, "kernel", f.Kernel, "cpus", f.CPUs,
+		"mem_total_bytes", f.MemTotal, "mem_available_bytes", f.MemAvailable, "sysctl_keys", len(f.Sysctl),
+		"systemd_running", f.Systemd.Running, "conntrack_loaded", f.Conntrack.Loaded,
+		"source_addresses", f.SourceAddresses, "listening_ports", len(f.ListeningPorts),
+		"container", f.Container.Kind, "own_netns", f.Container.OwnNetNS, "notes", len(f.Notes))
+	for _, n := range f.Notes {
+		slog.Debug("preflight: fact not gathered", "note", n)
+	}
+	tp := f.Target
+	slog.Debug("preflight: target process limits", "managed_by", tp.ManagedBy, "pid", tp.PID, "unit", tp.Unit,
+		"nofile_soft", fmtNofile(tp.NofileSoft), "nofile_hard", fmtNofile(tp.NofileHard), "cap_sys_resource", tp.CapSysResource,
+		"unit_file", tp.UnitFile, "unit_limit_nofile", tp.UnitLimitNOFILE, "unit_missing", tp.UnitMissing, "source", tp.Source)
+	if d := f.Systemd.DefaultLimitNOFILE; d != nil {
+		slog.Debug("preflight: systemd DefaultLimitNOFILE", "limit", fmtLimit(*d), "applies", f.Systemd.Running)
+	}
+	for dom, l := range f.LimitsD {
+		slog.Debug("preflight: limits.d nofile", "domain", dom, "soft", fmtNofile(l.Soft), "hard", fmtNofile(l.Hard))
+	}
 	return f, nil
 }
 

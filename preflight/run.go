@@ -3,6 +3,7 @@ package preflight
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"strings"
 
@@ -125,6 +126,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		k := opts.ActiveOptions.Sockets
 		if k <= 0 {
 			k = defaultActiveSockets(t.Sockets, f.Target.NofileSoft)
+			slog.Debug("preflight --active: default K", "sockets", k, "target_sockets", t.Sockets, "nofile_soft", fmtNofile(f.Target.NofileSoft))
 			// Never let the measurement itself take more than half of
 			// MemAvailable (at the estimated cost per socket).
 			if memCap := int(float64(f.MemAvailable)/2/EstimatedBytesPerSocket) &^ 1; f.MemAvailable > 0 && k > memCap {
@@ -140,10 +142,14 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			return nil, err
 		}
 		m.CostMeasured, m.CostNote = m.CostSignificance()
+		slog.Debug("preflight --active: cost per socket", "measured", m.CostMeasured, "note", m.CostNote)
 		f.Measured = m
 	}
 	checks := Evaluate(f, t)
 	applyIgnore(checks, opts.Ignore)
+	for _, c := range checks {
+		slog.Debug("preflight: check", "id", c.ID, "status", c.Status, "ignored", c.Ignored, "summary", c.Summary)
+	}
 	r := &Report{
 		Verdict:       verdict.Worst(checks),
 		Target:        t,
