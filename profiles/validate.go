@@ -200,6 +200,13 @@ func (c *checker) sysctl(key string, s Sysctl) {
 		c.add([]string{"sysctl", key, "mode"}, "%s mode %q: want exact, at-least or at-most", key, s.Mode)
 		return
 	}
+	if i := strings.IndexFunc(s.Value, func(r rune) bool { return unicode.IsControl(r) && r != '\t' }); i >= 0 {
+		// The YAML reader refuses these too; this catches --set and
+		// profiles built in code. A newline would write a second line
+		// into the sysctl file.
+		c.add(vat, "%s %q: control character %U; a sysctl value is one line of text, fields separated by spaces", key, s.Value, []rune(s.Value[i:])[0])
+		return
+	}
 	v := strings.TrimSpace(s.Value)
 	if v == "" && key != "net.ipv4.ip_local_reserved_ports" {
 		c.add(vat, "%s has an empty value; write it as the kernel prints it under /proc/sys, e.g. %q", key, example(key))

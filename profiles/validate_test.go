@@ -351,3 +351,17 @@ func TestRootCauseFirst(t *testing.T) {
 	_, err = Parse("p.yaml", []byte("sysctl:\n  fs.nr_open: \"1048576\"\nlimits:\n  nofile: {soft: 2097152, hard: 2097152}\nreserve_ports: [0]\n"))
 	checkErr(t, err, []string{"p.yaml:5:17: reserve_ports[0] 0", "(and 1 more problem)"})
 }
+
+// TestSetValueCannotInjectLines: a --set value (or a profile built in
+// code) bypasses the YAML reader's one-line rule; Validate refuses control
+// characters in any sysctl value, so none reaches the sysctl file.
+func TestSetValueCannotInjectLines(t *testing.T) {
+	_, err := Load("sys-tune", []string{"kernel.core_pattern=core\nnet.ipv4.ip_forward = 1"})
+	checkErr(t, err, []string{`--set "kernel.core_pattern=core\nnet.ipv4.ip_forward = 1"`, "control character U+000A", "one line"})
+	p := &Profile{Name: "code", Sysctl: map[string]Sysctl{"kernel.core_pattern": {Value: "a\rb"}}}
+	checkErr(t, p.Validate(), []string{"control character U+000D"})
+	p = &Profile{Name: "code", Sysctl: map[string]Sysctl{"net.ipv4.tcp_rmem": {Value: "4096\t131072\t6291456"}}}
+	if err := p.Validate(); err != nil {
+		t.Errorf("tabs between fields: %v", err)
+	}
+}
