@@ -412,6 +412,52 @@ func TestE2EWithoutSystemd(t *testing.T) {
 	}
 }
 
+// What `tune apply --profile mqtt-broker-1m` leaves in a sandbox — limits.d
+// at 2097152 and a drop-in for emqx.service, whose unit is not installed —
+// must not make the fd checks pass: systemd is not running, the unit does
+// not exist, and without CAP_SYS_RESOURCE in the bounding set no login can
+// get limits.d's 2097152. The files go to tmpfs mounts of a private mount
+// namespace; no sysctl is touched.
+func TestE2EAfterTuneInSandbox(t *testing.T) {
+	testenv.RequireUnshare(t)
+	if _, err := os.Stat("/run/systemd/system"); err == nil {
+		t.Skip("systemd runs here")
+	}
+	bin := testenv.Binary(t)
+	script := `set -e
+mount -t tmpfs hostprep-test /etc/security/limits.d
+mount -t tmpfs hostprep-test /etc/systemd
+mkdir -p /etc/systemd/system/emqx.service.d
+printf '* soft nofile 2097152\n* hard nofile 2097152\nroot soft nofile 2097152\nroot hard nofile 2097152\n' > /etc/security/limits.d/60-hostprep.conf
+printf '[Service]\nLimitNOFILE=2097152:2097152\n' > /etc/systemd/system/emqx.service.d/60-hostprep.conf
+exec "$0" preflight --profile mqtt-broker-1m -o json`
+	out, err := exec.Command("unshare", "--mount", "sh", "-c", script, bin).Output()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("want exit 1: %v %s", err, out)
+	}
+	var r Report
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	tp := r.TargetProcess
+	if !tp.UnitMissing || tp.Unit != "emqx.service" {
+		t.Errorf("the profile's emqx.service has only a drop-in: %+v", tp)
+	}
+	if c := find(t, r.Checks, "fd.soft"); c.Status != verdict.Fail || !strings.Contains(c.Summary, "not installed") {
+		t.Errorf("fd.soft: %s", message(c))
+	}
+	if bnd, err := hasCapIn("/proc/self/status", "CapBnd", capSysResource); err == nil && !bnd {
+		var lim unix.Rlimit
+		_ = unix.Getrlimit(unix.RLIMIT_NOFILE, &lim)
+		if tp.NofileHard != lim.Max || !strings.Contains(tp.Source, "CapBnd") {
+			t.Errorf("without CAP_SYS_RESOURCE in CapBnd a login cannot get 2097152: %+v", tp)
+		}
+		if c := find(t, r.Checks, "fd.hard"); c.Status != verdict.Fail {
+			t.Errorf("fd.hard passes on limits nobody here can get: %s", message(c))
+		}
+	}
+}
+
 // --pid: the child takes that process's limits; asking for more sockets
 // than they allow stops at EMFILE, classified and reported as a failure.
 func TestE2EActiveHitsTargetLimit(t *testing.T) {

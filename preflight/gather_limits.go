@@ -361,8 +361,9 @@ func (g *gatherer) targetLogin() error {
 	t.ManagedBy = "shell"
 	ppid := os.Getppid()
 	soft, hard, err := readNofile(g.path(fmt.Sprintf("/proc/%d/limits", ppid)))
+	parentRead, parentHard := err == nil, hard
 	t.Source = fmt.Sprintf("inherited from the parent shell (/proc/%d/limits)", ppid)
-	if err != nil || g.root != "/" {
+	if err != nil {
 		soft, hard = systemdBuiltinNofile.Soft, systemdBuiltinNofile.Hard
 		t.Source = "assumed 1024:524288, the usual login-session default (no parent shell to read)"
 	}
@@ -390,6 +391,16 @@ func (g *gatherer) targetLogin() error {
 			hard = l.Hard
 		}
 		t.Source = fmt.Sprintf("limits.d entry %q for user %s (pam_limits at login)", dom, name)
+	}
+	// Without CAP_SYS_RESOURCE in the bounding set (a container, this
+	// sandbox) no process here can ever raise a hard limit: not pam_limits
+	// at login, not systemd. A login gets at most the hard limit the
+	// processes above it have, which the parent shell shows.
+	if bnd, err := hasCapIn(g.path("/proc/self/status"), "CapBnd", capSysResource); err == nil && !bnd && parentRead && hard > parentHard {
+		t.Source += fmt.Sprintf(", which asks for nofile %s but is capped at the hard limit %s inherited here (/proc/%d/limits): CAP_SYS_RESOURCE is not in this host's capability bounding set (CapBnd), so no process here can raise a hard nofile",
+			fmtLimit(profiles.Limit{Soft: soft, Hard: hard}), fmtNofile(parentHard), ppid)
+		hard = parentHard
+		soft = min(soft, hard)
 	}
 	t.NofileSoft, t.NofileHard = soft, hard
 	t.CapSysResource, err = hasCap(g.path("/proc/self/status"), capSysResource)
@@ -431,20 +442,26 @@ func readNofile(path string) (soft, hard uint64, err error) {
 // hasCap reports whether bit is set in the CapEff line of a
 // /proc/PID/status file.
 func hasCap(statusPath string, bit uint) (bool, error) {
+	return hasCapIn(statusPath, "CapEff", bit)
+}
+
+// hasCapIn reports whether bit is set in the field line (CapEff, CapBnd,
+// ...) of a /proc/PID/status file.
+func hasCapIn(statusPath, field string, bit uint) (bool, error) {
 	b, err := os.ReadFile(statusPath)
 	if err != nil {
 		return false, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			n, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
 			if err != nil {
-				return false, fmt.Errorf("CapEff %q: %v", v, err)
+				return false, fmt.Errorf("%s %q: %v", field, v, err)
 			}
 			return n&(1<<bit) != 0, nil
 		}
 	}
-	return false, fmt.Errorf("%s: no CapEff line", statusPath)
+	return false, fmt.Errorf("%s: no %s line", statusPath, field)
 }
 
 // serviceOfPID returns the systemd unit ("x.service") in a

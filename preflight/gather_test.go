@@ -193,6 +193,42 @@ func TestGatherServiceWithoutSystemd(t *testing.T) {
 	}
 }
 
+// Without CAP_SYS_RESOURCE in the bounding set (this sandbox), a limits.d
+// entry above the inherited hard limit cannot be granted at login: the
+// login limit is capped at the parent's hard limit, and the source says so.
+func TestGatherLoginCappedWithoutCapSysResource(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("the fixture's limits.conf line for root applies to root only")
+	}
+	parent := fmt.Sprintf("proc/%d/limits", os.Getppid())
+	parentLimits := strings.Replace(limitsFile, "1024                 524288", "20000                20000 ", 1)
+	for _, c := range []struct {
+		capBnd     string
+		soft, hard uint64
+		capped     bool
+	}{
+		{"000001fffeffffff", 20000, 20000, true}, // bit 24 clear, as on the build machine
+		{"000001ffffffffff", 65536, 65536, false},
+	} {
+		root := fixtureRoot(t, map[string]string{parent: parentLimits, "proc/self/status": "Name:\thostprep\nCapEff:\t0000000000000000\nCapBnd:\t" + c.capBnd + "\n"})
+		if err := os.RemoveAll(filepath.Join(root, "run/systemd")); err != nil {
+			t.Fatal(err)
+		}
+		f, err := Gather(t.Context(), GatherOptions{Root: root})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp := f.Target
+		// the fixture's limits.conf gives root 65536 (run as root) or * 1048576
+		if tp.NofileHard != c.hard || tp.NofileSoft != c.soft {
+			t.Errorf("CapBnd %s: target %+v, want %d:%d", c.capBnd, tp, c.soft, c.hard)
+		}
+		if strings.Contains(tp.Source, "CapBnd") != c.capped {
+			t.Errorf("CapBnd %s: source %q", c.capBnd, tp.Source)
+		}
+	}
+}
+
 func TestGatherErrors(t *testing.T) {
 	root := fixtureRoot(t, nil)
 	if _, err := Gather(t.Context(), GatherOptions{Root: root, PID: 999999}); exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), "--pid 999999") {
