@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/profiles"
@@ -28,9 +31,12 @@ import (
 // touched); exitcode.Environment when not privileged, /proc/sys is
 // read-only (container), the lock is held, or a write failed — then every
 // change made in this run has been undone and the error names the key or
-// file and the kernel's errno (EINVAL). A prlimit failure does not undo the
-// committed changes: the Result is returned with the failure in Processes
-// together with an Environment error.
+// file and the kernel's errno (EINVAL). A --pid/--service prlimit the
+// kernel would refuse (raising a hard limit without CAP_SYS_RESOURCE) is
+// refused before any change, naming the process's real ceiling; one that
+// fails anyway undoes the whole run, processes already raised included.
+// Raised processes are journaled (pid and start time), so Rollback puts
+// their limit back while they run.
 func Apply(ctx context.Context, p *profiles.Profile, opts Options) (*Result, error) {
 	env := opts.Env
 	if err := checkPrivileges(env, "apply"); err != nil {
@@ -60,6 +66,10 @@ func (pl *Plan) execute(ctx context.Context) (*Result, error) {
 	}
 	if len(pl.runtime) > 0 && readOnly(pl.env.procSys()) {
 		return nil, containerError(pl.env.procSys(), pl.runtime)
+	}
+	// A prlimit the kernel would refuse is refused now, before any change.
+	if err := checkProcs(pl.procs); err != nil {
+		return nil, err
 	}
 
 	// Journal first: originals of everything this run touches.
@@ -95,6 +105,17 @@ func (pl *Plan) execute(ctx context.Context) (*Result, error) {
 			}
 		}
 	}
+	for _, s := range pl.procs {
+		id := strconv.Itoa(s.pid)
+		j := st.Processes[id]
+		if j == nil || j.StartTime != s.startTime {
+			j = &journal.Process{PID: s.pid, StartTime: s.startTime, Service: s.service,
+				Original: journal.Limit{Soft: s.curSoft, Hard: s.curHard}, Seq: st.NextSeq}
+			st.NextSeq++
+			st.Processes[id] = j
+		}
+		j.Set = journal.Limit{Soft: s.wantSoft, Hard: s.wantHard}
+	}
 	journalDirs, err := missingDirs(filepath.Dir(statePath))
 	if err != nil {
 		return nil, exitcode.Environmentf("tune apply: journal %s: %v", statePath, err)
@@ -104,7 +125,7 @@ func (pl *Plan) execute(ctx context.Context) (*Result, error) {
 			st.Dirs = append(st.Dirs, d)
 		}
 	}
-	if len(pl.runtime) > 0 || len(pl.files) > 0 {
+	if len(pl.runtime) > 0 || len(pl.files) > 0 || len(pl.procs) > 0 {
 		st.Root = pl.env.Root
 		st.Persisted = pl.persisted
 		root := ""
@@ -200,26 +221,32 @@ func (pl *Plan) execute(ctx context.Context) (*Result, error) {
 		written = append(written, f)
 	}
 
+	// Running processes (journaled above): a refusal undoes the whole run,
+	// processes already raised included.
+	var raised []procStep
+	for _, s := range pl.procs {
+		r := raise(s)
+		if r.Error != "" {
+			var problems []string
+			for i := len(raised) - 1; i >= 0; i-- {
+				p := raised[i]
+				if err := unix.Prlimit(p.pid, unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: p.curSoft, Max: p.curHard}, nil); err != nil {
+					problems = append(problems, fmt.Sprintf("pid %d back to %s: %v", p.pid, fmtLimit(p.curSoft, p.curHard), err))
+				}
+			}
+			problems = append(problems, undoFiles()...)
+			return nil, pl.fail(undo(), problems, restoreJournal, "tune apply: raising RLIMIT_NOFILE", errors.New(r.Error))
+		}
+		raised = append(raised, s)
+		res.Processes = append(res.Processes, r)
+	}
+
 	// Completion marker: every change of this run is made.
-	if len(pl.runtime) > 0 || len(pl.files) > 0 {
+	if len(pl.runtime) > 0 || len(pl.files) > 0 || len(pl.procs) > 0 {
 		st.Applies[len(st.Applies)-1].InProgress = false
 		if err := journal.Save(statePath, st); err != nil {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("every change was made, but marking the apply complete in the journal %s failed (%v); `tune status` will call it interrupted until the next apply", statePath, err))
 		}
-	}
-
-	// Running processes: not journaled (a hard limit cannot be lowered back
-	// without a restart anyway), reported one by one.
-	var perr []string
-	for _, s := range pl.procs {
-		r := raise(s)
-		res.Processes = append(res.Processes, r)
-		if r.Error != "" {
-			perr = append(perr, r.Error)
-		}
-	}
-	if len(perr) > 0 {
-		return &res, exitcode.Environmentf("tune apply: the profile was applied, but %d running process(es) could not be raised: %s", len(perr), perr[0])
 	}
 	return &res, nil
 }

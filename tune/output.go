@@ -106,10 +106,7 @@ func (s *Status) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LAYER\tKEY/FILE\tORIGINAL\tSET\tLIVE\tOK")
 	for _, it := range s.Items {
-		name := it.Key
-		if name == "" {
-			name = it.File
-		}
+		name := Change{Key: it.Key, File: it.File, PID: it.PID}.Target()
 		ok := "ok"
 		switch {
 		case !it.OK && it.Drift == notReached:

@@ -168,6 +168,7 @@ type fileStep struct {
 
 type procStep struct {
 	pid                int
+	startTime          uint64 // field 22 of /proc/PID/stat
 	service            string
 	curSoft, curHard   uint64
 	wantSoft, wantHard uint64

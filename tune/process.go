@@ -3,6 +3,7 @@ package tune
 import (
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -91,8 +92,13 @@ func (pl *Plan) planProcs(p *profiles.Profile, opts Options) error {
 			pl.Skipped = append(pl.Skipped, Skip{PID: t.pid, Layer: Process, Current: fmtLimit(cur.Cur, cur.Max), Reason: "RLIMIT_NOFILE already at least " + fmtLimit(t.l.Soft, t.l.Hard)})
 			continue
 		}
+		if st, err := procStartTime(t.pid); err == nil {
+			step.startTime = st
+		} else {
+			return exitcode.Environmentf("--pid %d: reading its start time: %v", t.pid, err)
+		}
 		if step.wantHard > cur.Max && !hasCap(caps, capSysResource) {
-			pl.Warnings = append(pl.Warnings, fmt.Sprintf("pid %d: raising its hard nofile above %d needs CAP_SYS_RESOURCE, which this process lacks; expect EPERM and a soft limit of at most %d", t.pid, cur.Max, cur.Max))
+			pl.Warnings = append(pl.Warnings, fmt.Sprintf("pid %d: raising its hard nofile above %d needs CAP_SYS_RESOURCE, which this process lacks; apply will refuse (exit 3, nothing changed): the ceiling for this process is its hard limit %d", t.pid, cur.Max, cur.Max))
 		}
 		pl.procs = append(pl.procs, step)
 		reason := "limits.nofile (prlimit)"
@@ -104,9 +110,48 @@ func (pl *Plan) planProcs(p *profiles.Profile, opts Options) error {
 	return nil
 }
 
-// raise applies one process step. On EPERM (hard limit above the current
-// one without CAP_SYS_RESOURCE) it still raises the soft limit up to the
-// current hard limit, the real ceiling, and reports both.
+// procStartTime returns field 22 of /proc/PID/stat (starttime, clock
+// ticks after boot), which tells a process from a later one that reuses
+// its pid.
+func procStartTime(pid int) (uint64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces and parentheses: count
+	// fields after the last ')'.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command field", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state), so field 22 is f[19].
+	if len(f) < 20 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f)+2)
+	}
+	return strconv.ParseUint(f[19], 10, 64)
+}
+
+// checkProcs refuses, before anything is changed, a process step the
+// kernel would refuse: hostprep must be allowed to change the process's
+// limits at all (probed with a prlimit that sets its current values), and
+// raising a hard limit needs CAP_SYS_RESOURCE. The error names the real
+// ceiling (the process's hard limit) and what to do instead.
+func checkProcs(steps []procStep) error {
+	caps, _ := effectiveCaps()
+	for _, s := range steps {
+		cur := unix.Rlimit{Cur: s.curSoft, Max: s.curHard}
+		if err := unix.Prlimit(s.pid, unix.RLIMIT_NOFILE, &cur, nil); err != nil {
+			return exitcode.Environmentf("tune apply: pid %d: hostprep may not change its RLIMIT_NOFILE: prlimit: %v (%s); nothing was changed", s.pid, err, errnoName(err))
+		}
+		if s.wantHard > s.curHard && !hasCap(caps, capSysResource) {
+			return exitcode.Environmentf("tune apply: pid %d: raising its RLIMIT_NOFILE to %s needs CAP_SYS_RESOURCE to lift the hard limit above %d, and hostprep lacks it here; the ceiling for this process is %d (soft %d can go up to it); nothing was changed: restart the process under the new limits (systemd LimitNOFILE, limits.d), or run hostprep with CAP_SYS_RESOURCE", s.pid, fmtLimit(s.wantSoft, s.wantHard), s.curHard, s.curHard, s.curSoft)
+		}
+	}
+	return nil
+}
+
+// raise applies one process step.
 func raise(s procStep) ProcessResult {
 	r := ProcessResult{PID: s.pid, Service: s.service, From: fmtLimit(s.curSoft, s.curHard), To: fmtLimit(s.wantSoft, s.wantHard)}
 	err := unix.Prlimit(s.pid, unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: s.wantSoft, Max: s.wantHard}, nil)
@@ -115,18 +160,38 @@ func raise(s procStep) ProcessResult {
 		return r
 	}
 	r.Now = r.From
-	if errors.Is(err, unix.EPERM) && s.wantHard > s.curHard {
-		soft := min(s.wantSoft, s.curHard)
-		if soft > s.curSoft {
-			if err2 := unix.Prlimit(s.pid, unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: soft, Max: s.curHard}, nil); err2 == nil {
-				r.Now = fmtLimit(soft, s.curHard)
-			}
-		}
-		r.Error = fmt.Sprintf("pid %d: prlimit RLIMIT_NOFILE %s: %v (EPERM): raising the hard limit above %d needs CAP_SYS_RESOURCE, which hostprep lacks here; the ceiling for this process is %d (now %s); restart it under the new limits (systemd LimitNOFILE, limits.d) instead", s.pid, r.To, err, s.curHard, s.curHard, r.Now)
-		return r
-	}
 	r.Error = fmt.Sprintf("pid %d: prlimit RLIMIT_NOFILE %s: %v (%s)", s.pid, r.To, err, errnoName(err))
 	return r
+}
+
+// restoreProc puts a journaled process's RLIMIT_NOFILE back to orig when
+// it is still the process hostprep raised (same pid and start time) and
+// still has the limit hostprep set. It returns what it did: "restored",
+// "gone" (exited or pid reused), "original" (already back) or "changed"
+// (someone else changed it since; left alone), with the live limit.
+func restoreProc(pid int, startTime uint64, orig, set unix.Rlimit) (string, string, error) {
+	st, err := procStartTime(pid)
+	if err != nil || st != startTime {
+		return "gone", "", nil
+	}
+	var cur unix.Rlimit
+	if err := unix.Prlimit(pid, unix.RLIMIT_NOFILE, nil, &cur); err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return "gone", "", nil
+		}
+		return "", "", err
+	}
+	live := fmtLimit(cur.Cur, cur.Max)
+	switch {
+	case cur == orig:
+		return "original", live, nil
+	case cur != set:
+		return "changed", live, nil
+	}
+	if err := unix.Prlimit(pid, unix.RLIMIT_NOFILE, &orig, nil); err != nil {
+		return "", live, fmt.Errorf("prlimit RLIMIT_NOFILE %s: %v (%s)", fmtLimit(orig.Cur, orig.Max), err, errnoName(err))
+	}
+	return "restored", live, nil
 }
 
 func errnoName(err error) string {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
@@ -50,6 +52,18 @@ type undoItem struct {
 	seq  int
 	key  string
 	file string
+	pid  string // journal.State.Processes key
+}
+
+// kind orders rollback: processes, then files, then keys.
+func (u undoItem) kind() int {
+	switch {
+	case u.pid != "":
+		return 0
+	case u.file != "":
+		return 1
+	}
+	return 2
 }
 
 // Rollback puts the host back to what it was before the first hostprep
@@ -101,12 +115,16 @@ func Rollback(ctx context.Context, env Env) (*RollbackResult, error) {
 	for f, v := range st.Files {
 		items = append(items, undoItem{seq: v.Seq, file: f})
 	}
-	// Files first (a limits file must go before fs.nr_open is lowered),
-	// then keys, each in reverse order of first change.
+	for id, v := range st.Processes {
+		items = append(items, undoItem{seq: v.Seq, pid: id})
+	}
+	// Running processes, then files (a limits file must go before
+	// fs.nr_open is lowered), then keys, each in reverse order of first
+	// change.
 	sort.Slice(items, func(i, j int) bool {
-		fi, fj := items[i].file != "", items[j].file != ""
-		if fi != fj {
-			return fi
+		ki, kj := items[i].kind(), items[j].kind()
+		if ki != kj {
+			return ki < kj
 		}
 		return items[i].seq > items[j].seq
 	})
@@ -128,6 +146,23 @@ func Rollback(ctx context.Context, env Env) (*RollbackResult, error) {
 		if err := ctx.Err(); err != nil {
 			failures = append(failures, err.Error())
 			break
+		}
+		if it.pid != "" {
+			p := st.Processes[it.pid]
+			ch, left, note, err := rollbackProcess(p)
+			switch {
+			case err != nil:
+				failures = append(failures, fmt.Sprintf("pid %d: %v", p.PID, err))
+				continue
+			case left != nil:
+				res.Left = append(res.Left, *left)
+			case ch != nil:
+				res.Changes = append(res.Changes, *ch)
+			case note != "":
+				res.Notes = append(res.Notes, note)
+			}
+			delete(remaining.Processes, it.pid)
+			continue
 		}
 		if it.file != "" {
 			ch, left, err := rollbackFile(it.file, st.Files[it.file])
@@ -253,6 +288,29 @@ func keepForNofile(b interface{ Get(string) (string, error) }, key string, k *jo
 	}
 	return &Skip{Key: key, Layer: Runtime, Current: sysval.Normalize(live),
 		Reason: fmt.Sprintf("kept because %s (left behind, edited after hostprep wrote it) sets hard nofile %d, above the original %s %d: lowering it would make logins and services fail to set that limit; fix or remove that file and run `hostprep tune rollback` again", needFile, need, key, orig)}
+}
+
+// rollbackProcess puts a raised process's RLIMIT_NOFILE back while it is
+// the same process (pid and start time) and still has the limit hostprep
+// set; a process that exited gives a note, one whose limit someone else
+// changed is left alone.
+func rollbackProcess(p *journal.Process) (*Change, *Skip, string, error) {
+	orig := unix.Rlimit{Cur: p.Original.Soft, Max: p.Original.Hard}
+	set := unix.Rlimit{Cur: p.Set.Soft, Max: p.Set.Hard}
+	what, live, err := restoreProc(p.PID, p.StartTime, orig, set)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	switch what {
+	case "gone":
+		return nil, nil, fmt.Sprintf("pid %d has exited (or its pid was reused): its RLIMIT_NOFILE went with it, nothing to restore", p.PID), nil
+	case "changed":
+		return nil, &Skip{PID: p.PID, Layer: Process, Current: live,
+			Reason: fmt.Sprintf("RLIMIT_NOFILE changed by someone else after hostprep set %s (original %s); left alone", fmtLimit(set.Cur, set.Max), fmtLimit(orig.Cur, orig.Max))}, "", nil
+	case "restored":
+		return &Change{PID: p.PID, Layer: Process, From: live, To: fmtLimit(orig.Cur, orig.Max), Reason: "original"}, nil, "", nil
+	}
+	return nil, nil, "", nil
 }
 
 func rollbackKey(b interface {

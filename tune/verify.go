@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"sort"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/hostprep/hostprep/tune/files"
@@ -20,8 +22,11 @@ const notReached = "not reached: the interrupted apply stopped before it"
 // ItemStatus is one key or file hostprep applied, compared with the live
 // host.
 type ItemStatus struct {
-	Key   string `json:"key,omitempty"`
-	File  string `json:"file,omitempty"`
+	Key  string `json:"key,omitempty"`
+	File string `json:"file,omitempty"`
+	// PID is a running process whose RLIMIT_NOFILE hostprep raised
+	// (process layer; values are "soft:hard" file descriptors).
+	PID   int    `json:"pid,omitempty"`
 	Layer string `json:"layer"`
 	// Original is the value before the first apply ("absent" / "N bytes"
 	// for files).
@@ -142,6 +147,32 @@ func StatusOf(env Env) (*Status, error) {
 				it.Drift = pending
 			} else {
 				it.Drift = "content changed since hostprep wrote it"
+			}
+		}
+		s.Items = append(s.Items, it)
+	}
+	pids := make([]string, 0, len(st.Processes))
+	for id := range st.Processes {
+		pids = append(pids, id)
+	}
+	sort.Slice(pids, func(i, j int) bool { return st.Processes[pids[i]].Seq < st.Processes[pids[j]].Seq })
+	for _, id := range pids {
+		j := st.Processes[id]
+		it := ItemStatus{PID: j.PID, Layer: Process, Original: fmtLimit(j.Original.Soft, j.Original.Hard), Set: fmtLimit(j.Set.Soft, j.Set.Hard)}
+		var cur unix.Rlimit
+		if stt, err := procStartTime(j.PID); err != nil || stt != j.StartTime {
+			it.Live, it.OK = "exited", true // nothing left to check or restore
+		} else if err := unix.Prlimit(j.PID, unix.RLIMIT_NOFILE, nil, &cur); err != nil {
+			it.Live, it.Drift = "unreadable", err.Error()
+		} else {
+			it.Live = fmtLimit(cur.Cur, cur.Max)
+			switch {
+			case cur.Cur >= j.Set.Soft && cur.Max >= j.Set.Hard:
+				it.OK = true
+			case pending != "" && cur.Cur == j.Original.Soft && cur.Max == j.Original.Hard:
+				it.Drift = pending
+			default:
+				it.Drift = fmt.Sprintf("RLIMIT_NOFILE %s is below the %s hostprep set", it.Live, it.Set)
 			}
 		}
 		s.Items = append(s.Items, it)

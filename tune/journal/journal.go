@@ -71,6 +71,24 @@ func (o *Owner) IDs() (int, int) {
 	return o.UID, o.GID
 }
 
+// Process is a running process whose RLIMIT_NOFILE hostprep raised
+// (--pid/--service). StartTime tells a reused pid from the process
+// hostprep raised: rollback touches the pid only when both match.
+type Process struct {
+	PID int `json:"pid"`
+	// StartTime is field 22 of /proc/PID/stat (clock ticks after boot).
+	StartTime uint64 `json:"start_time"`
+	// Service is the systemd unit, for --service.
+	Service string `json:"service,omitempty"`
+	// Original is the limit before hostprep first raised it (file
+	// descriptors, soft and hard).
+	Original Limit `json:"original"`
+	// Set is the limit hostprep last set.
+	Set Limit `json:"set"`
+	// Seq orders processes by first change.
+	Seq int `json:"seq"`
+}
+
 // Persisted is the union of every applied profile's persistent settings
 // (later apply wins), from which the owned files are rendered.
 type Persisted struct {
@@ -128,6 +146,8 @@ type State struct {
 	Keys map[string]*Key `json:"keys,omitempty"`
 	// Files are the owned files, by absolute path (including any --root).
 	Files map[string]*File `json:"files,omitempty"`
+	// Processes are running processes hostprep raised, by pid.
+	Processes map[string]*Process `json:"processes,omitempty"`
 	// Dirs are directories hostprep created (drop-in dirs), removed on
 	// rollback when empty.
 	Dirs []string `json:"dirs,omitempty"`
@@ -144,7 +164,7 @@ type State struct {
 
 // New returns an empty state.
 func New() *State {
-	return &State{Version: Version, Keys: map[string]*Key{}, Files: map[string]*File{}}
+	return &State{Version: Version, Keys: map[string]*Key{}, Files: map[string]*File{}, Processes: map[string]*Process{}}
 }
 
 // Profiles lists the distinct profile names applied, in first-apply order.
@@ -161,7 +181,9 @@ func (s *State) Profiles() []string {
 }
 
 // Empty reports whether the state records nothing to undo.
-func (s *State) Empty() bool { return len(s.Keys) == 0 && len(s.Files) == 0 && len(s.Dirs) == 0 }
+func (s *State) Empty() bool {
+	return len(s.Keys) == 0 && len(s.Files) == 0 && len(s.Dirs) == 0 && len(s.Processes) == 0
+}
 
 // Clone returns a deep copy (via JSON).
 func (s *State) Clone() *State {
@@ -193,6 +215,9 @@ func Load(path string) (*State, error) {
 	}
 	if s.Files == nil {
 		s.Files = map[string]*File{}
+	}
+	if s.Processes == nil {
+		s.Processes = map[string]*Process{}
 	}
 	return s, nil
 }
