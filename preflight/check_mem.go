@@ -32,12 +32,12 @@ func init() {
 // perSocketCost returns the kernel bytes per socket and where the number
 // comes from.
 func perSocketCost(f *Facts) (float64, string) {
-	ok, why := measuredCost(f)
+	ok, _ := measuredCost(f)
 	switch {
 	case ok:
 		return f.Measured.BytesPerSocket, fmt.Sprintf("measured by --active over %d sockets", f.Measured.ReachedSockets)
 	case f.Measured != nil:
-		return EstimatedBytesPerSocket, fmt.Sprintf("estimate, kept because %s", why)
+		return EstimatedBytesPerSocket, fmt.Sprintf("estimate, kept: --active over %d sockets could not measure it (see the active check)", f.Measured.ReachedSockets)
 	}
 	return EstimatedBytesPerSocket, "estimate; --active measures it"
 }
