@@ -151,10 +151,17 @@ func checkProcs(steps []procStep) error {
 	return nil
 }
 
+// setNofile sets a process's RLIMIT_NOFILE when apply raises it (tests
+// replace it to inject a refusal after the up-front check passed, e.g. a
+// process that exits in between).
+var setNofile = func(pid int, l unix.Rlimit) error {
+	return unix.Prlimit(pid, unix.RLIMIT_NOFILE, &l, nil)
+}
+
 // raise applies one process step.
 func raise(s procStep) ProcessResult {
 	r := ProcessResult{PID: s.pid, Service: s.service, From: fmtLimit(s.curSoft, s.curHard), To: fmtLimit(s.wantSoft, s.wantHard)}
-	err := unix.Prlimit(s.pid, unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: s.wantSoft, Max: s.wantHard}, nil)
+	err := setNofile(s.pid, unix.Rlimit{Cur: s.wantSoft, Max: s.wantHard})
 	if err == nil {
 		r.Now = r.To
 		return r

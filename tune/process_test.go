@@ -139,3 +139,35 @@ func TestRaisedProcessIsJournaledAndRolledBack(t *testing.T) {
 	}
 	h.assertUnchanged(before)
 }
+
+// TestPrlimitFailureMidRunUndoesEverything: the second of two processes
+// refuses its prlimit after the up-front check passed (injected: ESRCH,
+// as when it exits in between): the first process is lowered back, the
+// files and journal are undone, exit 3.
+func TestPrlimitFailureMidRunUndoesEverything(t *testing.T) {
+	pid1, hard := sleeper(t)
+	pid2, _ := sleeper(t)
+	h := newHost(t, nil)
+	before := h.snapshot()
+	orig := setNofile
+	t.Cleanup(func() { setNofile = orig })
+	setNofile = func(pid int, l unix.Rlimit) error {
+		if pid == pid2 {
+			return unix.ESRCH
+		}
+		return orig(pid, l)
+	}
+	p := sysTune()
+	p.Limits.Nofile = &profiles.Limit{Soft: hard, Hard: hard}
+	res, err := Apply(context.Background(), p, Options{Env: h.env, PIDs: []int{pid1, pid2}})
+	wantCode(t, err, exitcode.Environment, fmt.Sprintf("pid %d", pid2), "ESRCH", "every change made in this run was undone")
+	if res != nil {
+		t.Errorf("failed apply returned %+v", res)
+	}
+	for _, pid := range []int{pid1, pid2} {
+		if got := nofileOf(t, pid); got != fmtLimit(1024, hard) {
+			t.Errorf("pid %d left at %s, want 1024:%d", pid, got, hard)
+		}
+	}
+	h.assertUnchanged(before)
+}
