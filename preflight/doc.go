@@ -16,4 +16,15 @@
 //     child opens real loopback sockets, see active.go), runs the checks and
 //     returns a Report that the text, JSON, JUnit and Prometheus writers
 //     consume.
+//
+// Where the target process's nofile limits come from (ProcessFacts.Source
+// says which applied): --pid reads /proc/PID/limits; --service asks
+// systemctl when systemd runs as PID 1 (/run/systemd/system exists, the
+// test tune uses too), or reads the unit file and drop-ins. When systemd
+// does not run, no unit's LimitNOFILE applies: the limits are those a
+// process started from a login shell gets (limits.d, else the parent
+// shell's), capped at the inherited hard limit when CAP_SYS_RESOURCE is
+// not in the bounding set, and the unit's own setting is reported beside
+// them. A --service with no unit file is bad input (exit 2); a profile's
+// unit with no unit file fails fd.soft.
 package preflight
