@@ -268,7 +268,17 @@ func TestE2EDebugLog(t *testing.T) {
 // --active with 10 sockets cannot measure the cost per socket: the report
 // says so and keeps the estimate, never "0 bytes each".
 func TestE2EActiveTooSmall(t *testing.T) {
-	out, stderr, code := runBin(t, "preflight", "--sockets", "10", "--role", "broker", "--active", "-o", "json")
+	// an odd --active-sockets is rounded down to whole connections, and said
+	var odd Report
+	out, stderr, code := runBin(t, "preflight", "--sockets", "10", "--active", "--active-sockets", "7", "-o", "json")
+	if err := json.Unmarshal([]byte(out), &odd); err != nil || (code != 0 && code != 1) {
+		t.Fatalf("exit %d %v: %s", code, err, stderr)
+	}
+	if m := odd.Capacity.Measured; m == nil || m.RequestedSockets != 6 || m.ReachedSockets != 6 || !strings.Contains(strings.Join(odd.Notes, "\n"), "--active-sockets 7 rounded down to 6") {
+		t.Errorf("odd --active-sockets: measured %+v, notes %q", odd.Capacity.Measured, odd.Notes)
+	}
+
+	out, stderr, code = runBin(t, "preflight", "--sockets", "10", "--role", "broker", "--active", "-o", "json")
 	if code != 0 && code != 1 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

@@ -133,6 +133,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 				f.Notes = append(f.Notes, fmt.Sprintf("--active opens %d sockets, not %d: more would take over half of MemAvailable", memCap, k))
 				k = memCap
 			}
+		} else if k%2 == 1 {
+			f.Notes = append(f.Notes, fmt.Sprintf("--active-sockets %d rounded down to %d: sockets come in pairs, the two ends of a loopback connection", k, k-1))
+			k--
 		}
 		if k < 2 {
 			return nil, exitcode.BadInputf("--active: the target process's soft nofile %s leaves room for %d sockets: want at least 2 (one loopback connection); pass --active-sockets or a process with a higher limit", fmtNofile(f.Target.NofileSoft), k)
