@@ -643,7 +643,7 @@ func (c *conn) handle(pk *packets.Packet) error {
 		c.mu.Unlock()
 		return werr
 	case packets.Publish:
-		r.onMessage(pk.Payload, now)
+		r.onMessage(pk.Payload, now, -1-c.client)
 		var werr error
 		switch pk.FixedHeader.Qos {
 		case 1:

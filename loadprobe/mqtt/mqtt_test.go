@@ -105,6 +105,9 @@ func TestHealthyMosquitto(t *testing.T) {
 			cfg.QoS, cfg.MQTTVersion, cfg.Subscribers = tc.qos, tc.ver, tc.subs
 			res, err := runProbe(t, cfg)
 			wantPass(t, res, err)
+			if res.Messages.OutOfOrder != 0 || res.Messages.Duplicated != 0 {
+				t.Errorf("healthy broker: want no reordering or duplicates per publisher and subscriber: %+v", res.Messages)
+			}
 		})
 	}
 }

@@ -99,8 +99,12 @@ type Messages struct {
 	// LostAfterAck: acknowledged by the broker yet never delivered.
 	LostAfterAck int64   `json:"lost_after_ack"`
 	LossRate     float64 `json:"loss_rate"`
-	Duplicated   int64   `json:"duplicated"`
-	OutOfOrder   int64   `json:"out_of_order"`
+	// Duplicated: a message seen again (e.g. a DUP re-send delivered
+	// twice); counted once in Received.
+	Duplicated int64 `json:"duplicated"`
+	// OutOfOrder: a message with a lower sequence number than one the
+	// same subscriber already got from the same publisher.
+	OutOfOrder int64 `json:"out_of_order"`
 	// Overruns: publishes issued more than 10 ms after their scheduled
 	// time (the probe or the socket fell behind the schedule).
 	Overruns int64 `json:"overruns"`

@@ -52,7 +52,8 @@ func newShard() *shard {
 // pubTrack is what the subscribers saw of one publisher.
 type pubTrack struct {
 	bits   []uint64
-	maxSeq int64
+	maxSeq int64   // highest sequence number seen by any subscriber
+	subMax []int64 // per subscriber, with more than one (shared subscription)
 	count  int64
 }
 
@@ -122,8 +123,10 @@ func (r *run) recordAck(client int, sched, now int64) {
 	s.mu.Unlock()
 }
 
-// onMessage accounts one PUBLISH received by a subscriber.
-func (r *run) onMessage(payload []byte, now int64) {
+// onMessage accounts one PUBLISH received by subscriber sub. Order is
+// judged per publisher and subscriber: a shared subscription splits one
+// publisher's messages over the group, each member seeing them in order.
+func (r *run) onMessage(payload []byte, now int64, sub int) {
 	tag, pub, seq, sched, ok := getHeader(payload)
 	if !ok || tag != r.tag || pub < 0 || pub >= len(r.track) {
 		if ok && tag == r.tag {
@@ -144,9 +147,22 @@ func (r *run) onMessage(payload []byte, now int64) {
 	}
 	t.bits[w] |= b
 	t.count++
-	if int64(seq) < t.maxSeq {
+	last := &t.maxSeq
+	if r.cfg.Subscribers > 1 && sub >= 0 && sub < r.cfg.Subscribers {
+		if t.subMax == nil {
+			t.subMax = make([]int64, r.cfg.Subscribers)
+			for i := range t.subMax {
+				t.subMax[i] = -1
+			}
+		}
+		last = &t.subMax[sub]
+	}
+	if int64(seq) < *last {
 		r.ooo.Add(1)
 	} else {
+		*last = int64(seq)
+	}
+	if int64(seq) > t.maxSeq {
 		t.maxSeq = int64(seq)
 	}
 	r.trackMu.Unlock()
