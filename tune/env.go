@@ -128,7 +128,14 @@ func (e Env) lockFile() string {
 		return e.LockFile
 	}
 	if e.ImageMode() && e.Root != "" {
-		return e.Root // the image tree itself is flocked: no root needed, no file left in it
+		// The image tree itself is flocked: no root needed, no file left
+		// in it. A tree apply is about to create: its nearest existing
+		// parent.
+		d := filepath.Clean(e.Root)
+		for !isDir(d) && d != filepath.Dir(d) {
+			d = filepath.Dir(d)
+		}
+		return d
 	}
 	return lock.DefaultPath
 }

@@ -210,3 +210,23 @@ func TestRollbackKeepsNrOpenForALimitsFileLeftBehind(t *testing.T) {
 	}
 	h.assertUnchanged(before)
 }
+
+// TestImageModeIntoATreeNotYetThere: --root naming a directory that does
+// not exist yet locks its parent and creates the tree (not a lock file
+// in its place); rollback removes it again.
+func TestImageModeIntoATreeNotYetThere(t *testing.T) {
+	h := newHost(t, nil)
+	h.env.Image = true
+	h.env.LockFile = ""
+	h.env.Root = filepath.Join(t.TempDir(), "image", "rootfs")
+	if _, err := h.apply(sysTune()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(h.env.Root, "etc/sysctl.d/60-hostprep.conf")); err != nil {
+		t.Fatal(err)
+	}
+	h.rollback()
+	if _, err := os.Stat(filepath.Dir(h.env.Root)); !os.IsNotExist(err) {
+		t.Errorf("rollback left the tree apply created: %v", err)
+	}
+}
