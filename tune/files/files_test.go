@@ -73,3 +73,32 @@ func TestHardNofile(t *testing.T) {
 		}
 	}
 }
+
+// No string from a profile can add a line of its own to an owned file, nor
+// send a drop-in outside /etc/systemd/system, even when it got past
+// profiles.Validate (a profile built in code, an old journal).
+func TestRenderersKeepProfileStringsOnOneLine(t *testing.T) {
+	evil := "a\nnet.ipv4.ip_forward = 1\x1b[0m\x00"
+	outs := map[string][]byte{
+		"sysctl": RenderSysctl([]string{evil}, []SysctlLine{{Key: "net.core.somaxconn\n" + evil, Value: "1\nkernel.x = 2", Comment: evil}}),
+		"limits": RenderLimits([]string{evil}, []string{"*\nroot hard nofile 1", "root"}, 1024, 2048),
+		"system": RenderSystemConf([]string{evil}, 1024, 2048),
+		"unit":   RenderServiceDropIn([]string{evil}, 1024, 2048),
+	}
+	for name, out := range outs {
+		for i, line := range strings.Split(strings.TrimSuffix(string(out), "\n"), "\n") {
+			if strings.HasPrefix(line, "net.ipv4.ip_forward") || strings.HasPrefix(line, "kernel.x") || strings.HasPrefix(line, "root hard nofile 1") {
+				t.Errorf("%s line %d is injected: %q\n%s", name, i+1, line, out)
+			}
+			if strings.ContainsAny(line, "\x1b\x00") {
+				t.Errorf("%s line %d has a control character: %q", name, i+1, line)
+			}
+		}
+	}
+	for _, unit := range []string{"../../../etc/passwd", "a/b", "..", "x\ny"} {
+		p := ServiceDropIn(unit)
+		if !strings.HasPrefix(p, serviceDropDir+"/") || strings.Count(p, "/") != 5 || strings.Contains(p, "..") && !strings.Contains(p, "-") {
+			t.Errorf("ServiceDropIn(%q) = %q, leaves %s", unit, p, serviceDropDir)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package files
 import (
 	"fmt"
 	"strings"
+	"unicode"
 )
 
 // Owned file paths, relative to the root ("/" or --root DIR).
@@ -20,7 +21,14 @@ func ServiceDropIn(unit string) string {
 }
 
 // UnitName completes a service name with ".service" when it has no suffix.
+// A "/" (which would leave /etc/systemd/system) becomes "-", as
+// systemd-escape does, and control characters and white space are dropped;
+// profiles.Validate refuses such names before this, so that is only a guard.
 func UnitName(unit string) string {
+	unit = strings.ReplaceAll(strings.Join(strings.Fields(oneLine(unit)), ""), "/", "-")
+	if unit == "" || unit == "." || unit == ".." {
+		unit = "invalid"
+	}
 	if strings.Contains(unit, ".") {
 		return unit
 	}
@@ -32,7 +40,7 @@ func header(profiles []string) string {
 	return fmt.Sprintf("# Written by hostprep from profile(s): %s.\n"+
 		"# hostprep owns this file: `hostprep tune rollback` removes it or restores the original\n"+
 		"# while it is unchanged; once edited it is yours, and rollback leaves it in place.\n",
-		strings.Join(profiles, ", "))
+		oneLine(strings.Join(profiles, ", ")))
 }
 
 // SysctlLine is one "key = value" line of a sysctl.d file. Optional keys
@@ -56,7 +64,7 @@ func RenderSysctl(profiles []string, lines []SysctlLine) []byte {
 		if l.Optional {
 			b.WriteString("-")
 		}
-		fmt.Fprintf(&b, "%s = %s\n", l.Key, l.Value)
+		fmt.Fprintf(&b, "%s = %s\n", oneLine(l.Key), oneLine(l.Value))
 	}
 	return []byte(b.String())
 }
@@ -67,10 +75,14 @@ func RenderLimits(profiles []string, users []string, soft, hard uint64) []byte {
 	var b strings.Builder
 	b.WriteString(header(profiles))
 	w := 1
+	clean := make([]string, 0, len(users))
 	for _, u := range users {
-		w = max(w, len(u))
+		if u = strings.Join(strings.Fields(oneLine(u)), ""); u != "" {
+			clean = append(clean, u)
+			w = max(w, len(u))
+		}
 	}
-	for _, u := range users {
+	for _, u := range clean {
 		fmt.Fprintf(&b, "%-*s soft nofile %d\n", w, u, soft)
 		fmt.Fprintf(&b, "%-*s hard nofile %d\n", w, u, hard)
 	}
@@ -128,4 +140,17 @@ func HardNofile(data []byte) (uint64, bool) {
 	return most, found
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// oneLine folds s onto one line: control characters (newlines, ESC, NUL)
+// become spaces and runs of white space one space. Every string from a
+// profile that reaches an owned file goes through it, so no profile can add
+// a line of its own to /etc (profiles.Validate refuses such strings first;
+// this is the writer's own guard).
+func oneLine(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+	return strings.Join(strings.Fields(s), " ")
+}
