@@ -1,7 +1,6 @@
 package preflight
 
 import (
-	"bytes"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
@@ -19,22 +18,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// runBin runs the hostprep binary and returns stdout, stderr and the exit code.
-func runBin(t *testing.T, args ...string) (string, string, int) {
-	t.Helper()
-	cmd := exec.Command(testenv.Binary(t), args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
-}
-
 // The issue's done-when on this machine: hard nofile (20000 here), no
 // CAP_SYS_RESOURCE, one source address: 1M loadgen sockets must fail naming
 // all three.
@@ -50,7 +33,7 @@ func TestE2EMillionLoadgenFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, stderr, code := runBin(t, "preflight", "--sockets", "1000000", "--role", "loadgen")
+	out, stderr, code := testenv.Run(t, nil, "preflight", "--sockets", "1000000", "--role", "loadgen")
 	if code != 1 {
 		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, stderr)
 	}
@@ -75,7 +58,7 @@ func TestE2EMillionLoadgenFails(t *testing.T) {
 func TestE2EOutputsParse(t *testing.T) {
 	args := []string{"preflight", "--sockets", "50000", "--role", "broker", "--conn-rate", "500"}
 
-	out, stderr, code := runBin(t, append(args, "-o", "json")...)
+	out, stderr, code := testenv.Run(t, nil, append(args, "-o", "json")...)
 	if code != 0 && code != 1 {
 		t.Fatalf("json: exit %d: %s", code, stderr)
 	}
@@ -101,7 +84,7 @@ func TestE2EOutputsParse(t *testing.T) {
 		}
 	}
 
-	out, _, _ = runBin(t, append(args, "-o", "junit")...)
+	out, _, _ = testenv.Run(t, nil, append(args, "-o", "junit")...)
 	var doc struct {
 		Suites []struct {
 			Tests    int `xml:"tests,attr"`
@@ -125,7 +108,7 @@ func TestE2EOutputsParse(t *testing.T) {
 		}
 	}
 
-	out, _, _ = runBin(t, append(args, "-o", "prom")...)
+	out, _, _ = testenv.Run(t, nil, append(args, "-o", "prom")...)
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(strings.NewReader(out))
 	if err != nil {
@@ -140,19 +123,19 @@ func TestE2EOutputsParse(t *testing.T) {
 }
 
 func TestE2EBadInput(t *testing.T) {
-	_, stderr, code := runBin(t, "preflight", "--sockets", "1000", "--role", "broker", "--ignore", "fd.sotf")
+	_, stderr, code := testenv.Run(t, nil, "preflight", "--sockets", "1000", "--role", "broker", "--ignore", "fd.sotf")
 	if code != 2 || !strings.Contains(stderr, `"fd.sotf"`) || !strings.Contains(stderr, "fd.soft") {
 		t.Errorf("unknown --ignore ID: exit %d, %s", code, stderr)
 	}
-	_, stderr, code = runBin(t, "preflight", "--sockets", "1000", "--role", "server")
+	_, stderr, code = testenv.Run(t, nil, "preflight", "--sockets", "1000", "--role", "server")
 	if code != 2 || !strings.Contains(stderr, "--role") {
 		t.Errorf("bad role: exit %d, %s", code, stderr)
 	}
-	_, stderr, code = runBin(t, "preflight", "--sockets", "1000", "--role", "broker", "-o", "yaml")
+	_, stderr, code = testenv.Run(t, nil, "preflight", "--sockets", "1000", "--role", "broker", "-o", "yaml")
 	if code != 2 {
 		t.Errorf("bad output: exit %d, %s", code, stderr)
 	}
-	_, stderr, code = runBin(t, "preflight", "--sockets", "1000", "--role", "broker", "--pid", "999999999")
+	_, stderr, code = testenv.Run(t, nil, "preflight", "--sockets", "1000", "--role", "broker", "--pid", "999999999")
 	if code != 2 || !strings.Contains(stderr, "--pid") {
 		t.Errorf("missing pid: exit %d, %s", code, stderr)
 	}
@@ -172,7 +155,7 @@ func TestE2EBadInput(t *testing.T) {
 		{"--conn-rate -1", "--conn-rate -1: want connections/s >= 0"},
 	} {
 		args := append([]string{"preflight", "--sockets", "100"}, strings.Fields(c.args)...)
-		out, stderr, code := runBin(t, args...)
+		out, stderr, code := testenv.Run(t, nil, args...)
 		if code != 2 || !strings.Contains(stderr, c.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || out != "" {
 			t.Errorf("%s: exit %d, stderr %q, stdout %d bytes; want exit 2 and one line with %q", c.args, code, stderr, len(out), c.want)
 		}
@@ -182,7 +165,7 @@ func TestE2EBadInput(t *testing.T) {
 
 // --ignore turns the failures into warnings: exit 0; --strict fails again.
 func TestE2EIgnoreAndStrict(t *testing.T) {
-	out, _, _ := runBin(t, "preflight", "--sockets", "1000000", "--role", "loadgen", "-o", "json")
+	out, _, _ := testenv.Run(t, nil, "preflight", "--sockets", "1000000", "--role", "loadgen", "-o", "json")
 	var r Report
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)
@@ -196,11 +179,11 @@ func TestE2EIgnoreAndStrict(t *testing.T) {
 	if len(failed) == 0 {
 		t.Skip("nothing fails for 1M sockets on this host")
 	}
-	_, stderr, code := runBin(t, "preflight", "--sockets", "1000000", "--role", "loadgen", "--ignore", strings.Join(failed, ","))
+	_, stderr, code := testenv.Run(t, nil, "preflight", "--sockets", "1000000", "--role", "loadgen", "--ignore", strings.Join(failed, ","))
 	if code != 0 {
 		t.Errorf("with %v ignored: exit %d %s", failed, code, stderr)
 	}
-	_, _, code = runBin(t, "preflight", "--sockets", "1000000", "--role", "loadgen", "--ignore", strings.Join(failed, ","), "--strict")
+	_, _, code = testenv.Run(t, nil, "preflight", "--sockets", "1000000", "--role", "loadgen", "--ignore", strings.Join(failed, ","), "--strict")
 	if code != 1 {
 		t.Errorf("--strict with warnings: exit %d, want 1", code)
 	}
@@ -209,7 +192,7 @@ func TestE2EIgnoreAndStrict(t *testing.T) {
 // --active with a small K: the child opens the sockets under the target's
 // limits and prints the kernel bytes per socket.
 func TestE2EActive(t *testing.T) {
-	out, stderr, code := runBin(t, "preflight", "--sockets", "3000", "--role", "broker", "--active", "-o", "json")
+	out, stderr, code := testenv.Run(t, nil, "preflight", "--sockets", "3000", "--role", "broker", "--active", "-o", "json")
 	if code != 0 && code != 1 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -231,13 +214,13 @@ func TestE2EActive(t *testing.T) {
 	if !m.CostMeasured || !r.Capacity.BytesPerSocketMeasured || r.Capacity.BytesPerSocket != m.BytesPerSocket {
 		t.Errorf("3000 sockets is a measurement: measured %+v, capacity %+v", m, r.Capacity)
 	}
-	text, _, _ := runBin(t, "preflight", "--sockets", "2000", "--role", "broker", "--active")
+	text, _, _ := testenv.Run(t, nil, "preflight", "--sockets", "2000", "--role", "broker", "--active")
 	if !strings.Contains(text, "bytes per socket") || !strings.Contains(text, "2 fds per connection") ||
 		!strings.Contains(text, "opened 2000 of 2000 sockets as 1000 loopback connections: both ends counted") ||
 		!strings.Contains(text, "(1000 loopback connections, both ends in the measuring process)") {
 		t.Errorf("text output lacks the measurement or how many connections it was:\n%s", text)
 	}
-	help, _, _ := runBin(t, "preflight", "--help")
+	help, _, _ := testenv.Run(t, nil, "preflight", "--help")
 	for _, want := range []string{"--active --sockets 15000 opens 7500 connections", "counting both ends as sockets (--sockets 15000 opens 7500 connections)", "both ends counted: K/2 loopback connections"} {
 		if !strings.Contains(strings.Join(strings.Fields(help), " "), want) {
 			t.Errorf("--help lacks %q:\n%s", want, help)
@@ -249,7 +232,7 @@ func TestE2EActive(t *testing.T) {
 // --log-level debug shows where the facts and limits came from and the
 // measuring child's command line.
 func TestE2EDebugLog(t *testing.T) {
-	_, stderr, code := runBin(t, "--log-level", "debug", "preflight", "--sockets", "10", "--active")
+	_, stderr, code := testenv.Run(t, nil, "--log-level", "debug", "preflight", "--sockets", "10", "--active")
 	if code != 0 && code != 1 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -259,7 +242,7 @@ func TestE2EDebugLog(t *testing.T) {
 			t.Errorf("debug log lacks %q:\n%s", want, stderr)
 		}
 	}
-	_, stderr, _ = runBin(t, "preflight", "--sockets", "10")
+	_, stderr, _ = testenv.Run(t, nil, "preflight", "--sockets", "10")
 	if strings.Contains(stderr, "level=DEBUG") {
 		t.Errorf("debug lines at the default level:\n%s", stderr)
 	}
@@ -270,7 +253,7 @@ func TestE2EDebugLog(t *testing.T) {
 func TestE2EActiveTooSmall(t *testing.T) {
 	// an odd --active-sockets is rounded down to whole connections, and said
 	var odd Report
-	out, stderr, code := runBin(t, "preflight", "--sockets", "10", "--active", "--active-sockets", "7", "-o", "json")
+	out, stderr, code := testenv.Run(t, nil, "preflight", "--sockets", "10", "--active", "--active-sockets", "7", "-o", "json")
 	if err := json.Unmarshal([]byte(out), &odd); err != nil || (code != 0 && code != 1) {
 		t.Fatalf("exit %d %v: %s", code, err, stderr)
 	}
@@ -278,7 +261,7 @@ func TestE2EActiveTooSmall(t *testing.T) {
 		t.Errorf("odd --active-sockets: measured %+v, notes %q", odd.Capacity.Measured, odd.Notes)
 	}
 
-	out, stderr, code = runBin(t, "preflight", "--sockets", "10", "--role", "broker", "--active", "-o", "json")
+	out, stderr, code = testenv.Run(t, nil, "preflight", "--sockets", "10", "--role", "broker", "--active", "-o", "json")
 	if code != 0 && code != 1 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -373,7 +356,7 @@ func assertNoChildren(t *testing.T) {
 
 // --profile needs no other flags; explicit flags override the profile.
 func TestE2EProfile(t *testing.T) {
-	out, stderr, code := runBin(t, "preflight", "--profile", "mqtt-broker-1m", "-o", "json")
+	out, stderr, code := testenv.Run(t, nil, "preflight", "--profile", "mqtt-broker-1m", "-o", "json")
 	if code != 0 && code != 1 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -384,7 +367,7 @@ func TestE2EProfile(t *testing.T) {
 	if r.Target.Sockets != 1000000 || r.Target.Role != Broker || r.TargetProcess.Unit == "" {
 		t.Errorf("profile target %+v, process %+v", r.Target, r.TargetProcess)
 	}
-	out, _, _ = runBin(t, "preflight", "--profile", "mqtt-broker-1m", "--sockets", "500", "-o", "json")
+	out, _, _ = testenv.Run(t, nil, "preflight", "--profile", "mqtt-broker-1m", "--sockets", "500", "-o", "json")
 	if err := json.Unmarshal([]byte(out), &r); err != nil || r.Target.Sockets != 500 {
 		t.Errorf("--sockets must override the profile: %v %+v", err, r.Target)
 	}
@@ -397,11 +380,11 @@ func TestE2EWithoutSystemd(t *testing.T) {
 	if _, err := os.Stat("/run/systemd/system"); err == nil {
 		t.Skip("systemd runs here")
 	}
-	_, stderr, code := runBin(t, "preflight", "--sockets", "10", "--service", "nosuch.service")
+	_, stderr, code := testenv.Run(t, nil, "preflight", "--sockets", "10", "--service", "nosuch.service")
 	if code != 2 || !strings.Contains(stderr, "nosuch.service") || !strings.Contains(stderr, "systemd is not running") {
 		t.Errorf("--service nosuch.service: exit %d, %s", code, stderr)
 	}
-	out, stderr, code := runBin(t, "preflight", "--profile", "mqtt-broker-1m", "-o", "json")
+	out, stderr, code := testenv.Run(t, nil, "preflight", "--profile", "mqtt-broker-1m", "-o", "json")
 	if code != 1 {
 		t.Fatalf("--profile mqtt-broker-1m: exit %d, want 1: %s", code, stderr)
 	}
@@ -484,7 +467,7 @@ func TestE2EActiveHitsTargetLimit(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	out, stderr, code := runBin(t, "preflight", "--sockets", "1000", "--pid", pid, "--active", "--active-sockets", "1000", "-o", "json")
+	out, stderr, code := testenv.Run(t, nil, "preflight", "--sockets", "1000", "--pid", pid, "--active", "--active-sockets", "1000", "-o", "json")
 	if code != 1 {
 		t.Fatalf("exit %d, want 1: %s\n%s", code, stderr, out)
 	}

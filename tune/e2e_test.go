@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,18 +57,7 @@ exec sleep 3600`
 func (n *netns) run(argv ...string) (string, string, int) {
 	n.t.Helper()
 	args := append([]string{"-t", strconv.Itoa(n.pid), "-m", "-n", "--"}, argv...)
-	cmd := exec.Command("nsenter", args...)
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		n.t.Fatalf("nsenter %v: %v", argv, err)
-	}
-	return o.String(), e.String(), code
+	return testenv.Exec(n.t, exec.Command("nsenter", args...))
 }
 
 func (n *netns) hostprep(args ...string) (string, string, int) {

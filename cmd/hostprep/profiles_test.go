@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,43 +10,26 @@ import (
 	"github.com/hostprep/hostprep/internal/testenv"
 )
 
-// run runs the built hostprep with args and returns stdout, stderr and the
-// exit code.
-func runHostprep(t *testing.T, args ...string) (string, string, int) {
-	t.Helper()
-	cmd := exec.Command(testenv.Binary(t), args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
-}
-
 func TestProfilesCLI(t *testing.T) {
-	out, _, code := runHostprep(t, "profiles", "list")
+	out, _, code := testenv.Run(t, nil, "profiles", "list")
 	if code != 0 || !strings.Contains(out, "sys-tune") || !strings.Contains(out, "ready-small") || !strings.Contains(out, "DESCRIPTION") {
 		t.Errorf("profiles list: exit %d\n%s", code, out)
 	}
-	out, _, code = runHostprep(t, "profiles", "list", "--output", "json")
+	out, _, code = testenv.Run(t, nil, "profiles", "list", "--output", "json")
 	var list []struct{ Name, Summary, Description string }
 	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) < 5 {
 		t.Errorf("profiles list --output json: exit %d\n%s", code, out)
 	}
 
-	out, _, code = runHostprep(t, "profiles", "show", "sys-tune")
+	out, _, code = testenv.Run(t, nil, "profiles", "show", "sys-tune")
 	if code != 0 || !strings.Contains(out, "net.ipv4.ip_local_port_range:") || !strings.Contains(out, "value: 1024 65535") {
 		t.Errorf("profiles show: exit %d\n%s", code, out)
 	}
-	out, _, code = runHostprep(t, "profiles", "show", "--raw", "sys-tune")
+	out, _, code = testenv.Run(t, nil, "profiles", "show", "--raw", "sys-tune")
 	if code != 0 || !strings.Contains(out, "# sys-tune:") {
 		t.Errorf("profiles show --raw keeps comments: exit %d\n%s", code, out)
 	}
-	out, _, code = runHostprep(t, "profiles", "show", "mqtt-broker-1m", "--set", "net.core.somaxconn=65535", "--output", "json")
+	out, _, code = testenv.Run(t, nil, "profiles", "show", "mqtt-broker-1m", "--set", "net.core.somaxconn=65535", "--output", "json")
 	var shown struct {
 		Sysctl map[string]struct{ Value, Mode string }
 	}
@@ -62,11 +43,11 @@ func TestProfilesCLI(t *testing.T) {
 	os.WriteFile(good, []byte("include: [ready-small]\nsysctl:\n  net.ipv4.ip_local_port_range: \"1024 65534\"\n"), 0o644)
 	os.WriteFile(bad, []byte("sysctl:\n  net.ipv4.ip_local_port_range: \"1000 65535\"\n"), 0o644)
 
-	out, errOut, code := runHostprep(t, "profiles", "validate", good)
+	out, errOut, code := testenv.Run(t, nil, "profiles", "validate", good)
 	if code != 0 || !strings.Contains(out, "good.yaml: ok") || !strings.Contains(out, "parity") || errOut != "" {
 		t.Errorf("validate good: exit %d\nstdout %s\nstderr %s", code, out, errOut)
 	}
-	out, errOut, code = runHostprep(t, "profiles", "validate", good, bad)
+	out, errOut, code = testenv.Run(t, nil, "profiles", "validate", good, bad)
 	if code != 2 {
 		t.Errorf("validate bad: exit %d, want 2", code)
 	}
@@ -76,7 +57,7 @@ func TestProfilesCLI(t *testing.T) {
 	if !strings.Contains(out, "good.yaml: ok") {
 		t.Errorf("the valid file is still reported: %q", out)
 	}
-	out, _, code = runHostprep(t, "profiles", "validate", "--output", "json", good, bad)
+	out, _, code = testenv.Run(t, nil, "profiles", "validate", "--output", "json", good, bad)
 	var res []struct {
 		File  string
 		OK    bool
@@ -85,11 +66,11 @@ func TestProfilesCLI(t *testing.T) {
 	if code != 2 || json.Unmarshal([]byte(out), &res) != nil || len(res) != 2 || !res[0].OK || res[1].OK || res[1].Error == "" {
 		t.Errorf("validate --output json: exit %d\n%s", code, out)
 	}
-	_, errOut, code = runHostprep(t, "profiles", "show", "nosuch")
+	_, errOut, code = testenv.Run(t, nil, "profiles", "show", "nosuch")
 	if code != 2 || !strings.Contains(errOut, "not a built-in") {
 		t.Errorf("show nosuch: exit %d %q", code, errOut)
 	}
-	_, _, code = runHostprep(t, "profiles", "list", "--output", "xml")
+	_, _, code = testenv.Run(t, nil, "profiles", "list", "--output", "xml")
 	if code != 2 {
 		t.Errorf("--output xml: exit %d, want 2", code)
 	}
@@ -103,7 +84,7 @@ func TestProfilesValidateRefusesLineInjection(t *testing.T) {
 	f := filepath.Join(dir, "inject.yaml")
 	os.WriteFile(f, []byte("name: \"a\\nnet.ipv4.ip_forward = 1\"\nsysctl:\n  net.core.somaxconn: \"4096\"\n"), 0o644)
 	for _, args := range [][]string{{"profiles", "validate", f}, {"tune", "plan", "--profile", f}} {
-		_, errOut, code := runHostprep(t, args...)
+		_, errOut, code := testenv.Run(t, nil, args...)
 		if code != 2 || !strings.Contains(errOut, "inject.yaml:1:7:") || !strings.Contains(errOut, "only letters, digits") {
 			t.Errorf("%v: exit %d, want 2 naming inject.yaml:1:7 and the name rule; stderr %q", args, code, errOut)
 		}
@@ -113,7 +94,7 @@ func TestProfilesValidateRefusesLineInjection(t *testing.T) {
 // TestProfilesValidateRefusesNonRegularFile: /dev/zero is refused at once
 // with exit 2 naming the path (it used to be read until memory ran out).
 func TestProfilesValidateRefusesNonRegularFile(t *testing.T) {
-	_, errOut, code := runHostprep(t, "profiles", "validate", "/dev/zero")
+	_, errOut, code := testenv.Run(t, nil, "profiles", "validate", "/dev/zero")
 	if code != 2 || !strings.Contains(errOut, "/dev/zero") || !strings.Contains(errOut, "not a regular file") {
 		t.Errorf("validate /dev/zero: exit %d, want 2 naming the path; stderr %q", code, errOut)
 	}
@@ -125,7 +106,7 @@ func TestProfilesValidateRefusesNonRegularFile(t *testing.T) {
 func TestProfilesValidateWarnsNofileAboveDefaultNrOpen(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "nr.yaml")
 	os.WriteFile(f, []byte("limits:\n  nofile: {soft: 2097152, hard: 2097152}\n"), 0o644)
-	out, _, code := runHostprep(t, "profiles", "validate", f)
+	out, _, code := testenv.Run(t, nil, "profiles", "validate", f)
 	if code != 0 || !strings.Contains(out, "warning:") || !strings.Contains(out, "add fs.nr_open at-least 2097152") {
 		t.Errorf("validate: exit %d, want 0 with the fs.nr_open warning; stdout %q", code, out)
 	}

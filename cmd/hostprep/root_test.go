@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/hostprep/hostprep/internal/testenv"
 )
 
 // Usage mistakes exit 2 with one line naming what was wrong; a bare command
@@ -18,7 +20,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"preflight", "--no-such-flag"},
 		{"--log-format", "xml", "profiles", "list"},
 	} {
-		stdout, stderr, code := runHostprep(t, args...)
+		stdout, stderr, code := testenv.Run(t, nil, args...)
 		if code != 2 {
 			t.Errorf("hostprep %v: exit %d, want 2\nstdout: %s\nstderr: %s", args, code, stdout, stderr)
 			continue
@@ -28,7 +30,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		}
 	}
 	for _, args := range [][]string{{"tune"}, {"probe"}, {"profiles"}} {
-		stdout, _, code := runHostprep(t, args...)
+		stdout, _, code := testenv.Run(t, nil, args...)
 		if code != 0 || !strings.Contains(stdout, "Available Commands") {
 			t.Errorf("hostprep %v: exit %d, want 0 with help; stdout %q", args, code, stdout)
 		}

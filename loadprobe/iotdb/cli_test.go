@@ -1,12 +1,9 @@
 package iotdb
 
 import (
-	"bytes"
 	"encoding/csv"
 	"encoding/json"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,24 +12,6 @@ import (
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/loadprobe/iotdb/faultserver"
 )
-
-// hostprep runs the built CLI and returns stdout, stderr and the exit code.
-func hostprep(t *testing.T, env []string, args ...string) (string, string, int) {
-	t.Helper()
-	cmd := exec.Command(testenv.Binary(t), args...)
-	cmd.Env = append(os.Environ(), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
-}
 
 func TestCLIOnRealIoTDB(t *testing.T) {
 	addr := testenv.IoTDB(t)
@@ -47,7 +26,7 @@ func TestCLIOnRealIoTDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	html, csvPath := filepath.Join(dir, "report.html"), filepath.Join(dir, "steps.csv")
-	out, stderr, code := hostprep(t, nil, "probe", "iotdb", "--host", host, "--port", port, "--password-file", pwFile,
+	out, stderr, code := testenv.Run(t, nil, "probe", "iotdb", "--host", host, "--port", port, "--password-file", pwFile,
 		"--scenario", "write", "--steps", "1,2", "--step-duration", "1s", "--pool-size", "4",
 		"--html", html, "--csv", csvPath, "-o", "json")
 	if code != 0 {
@@ -81,7 +60,7 @@ func TestCLIOnRealIoTDB(t *testing.T) {
 	}
 
 	// A threshold that cannot be met: exit 1 naming the check.
-	_, stderr, code = hostprep(t, nil, "probe", "iotdb", "--host", host, "--port", port, "--password-file", pwFile,
+	_, stderr, code = testenv.Run(t, nil, "probe", "iotdb", "--host", host, "--port", port, "--password-file", pwFile,
 		"--steps", "1", "--step-duration", "500ms", "--min-tps", "1e9")
 	if code != 1 || !strings.Contains(stderr, "iotdb.min_tps") {
 		t.Errorf("unmeetable --min-tps: exit %d, stderr %s; want 1 naming iotdb.min_tps", code, stderr)
@@ -90,15 +69,15 @@ func TestCLIOnRealIoTDB(t *testing.T) {
 
 func TestCLIExitCodes(t *testing.T) {
 	// Bad input: exit 2, one line naming the flag.
-	_, stderr, code := hostprep(t, nil, "probe", "iotdb", "--scenario", "bogus")
+	_, stderr, code := testenv.Run(t, nil, "probe", "iotdb", "--scenario", "bogus")
 	if code != 2 || !strings.Contains(stderr, "--scenario") {
 		t.Errorf("--scenario bogus: exit %d, %s", code, stderr)
 	}
-	_, stderr, code = hostprep(t, nil, "probe", "iotdb", "--steps", "1,2", "--target-step", "5")
+	_, stderr, code = testenv.Run(t, nil, "probe", "iotdb", "--steps", "1,2", "--target-step", "5")
 	if code != 2 || !strings.Contains(stderr, "--target-step") {
 		t.Errorf("--target-step 5: exit %d, %s", code, stderr)
 	}
-	_, stderr, code = hostprep(t, nil, "probe", "iotdb", "--password-file", "/nonexistent/pw")
+	_, stderr, code = testenv.Run(t, nil, "probe", "iotdb", "--password-file", "/nonexistent/pw")
 	if code != 2 || !strings.Contains(stderr, "--password-file") {
 		t.Errorf("missing password file: exit %d, %s", code, stderr)
 	}
@@ -110,7 +89,7 @@ func TestCLIExitCodes(t *testing.T) {
 	}
 	host, port := srv.HostPort()
 	srv.Close()
-	_, stderr, code = hostprep(t, nil, "probe", "iotdb", "--host", host, "--port", strconv.Itoa(port), "--steps", "1", "--step-duration", "200ms")
+	_, stderr, code = testenv.Run(t, nil, "probe", "iotdb", "--host", host, "--port", strconv.Itoa(port), "--steps", "1", "--step-duration", "200ms")
 	if code != 3 || !strings.Contains(stderr, "cannot open a session") {
 		t.Errorf("closed port: exit %d, %s", code, stderr)
 	}
@@ -123,7 +102,7 @@ func TestCLIExitCodes(t *testing.T) {
 	defer srv.Close()
 	host, port = srv.HostPort()
 	secret := "s3cr3t-Pw-not-printed"
-	out, stderr, code := hostprep(t, []string{"HOSTPREP_IOTDB_PASSWORD=" + secret}, "probe", "iotdb", "--host", host, "--port", strconv.Itoa(port),
+	out, stderr, code := testenv.Run(t, []string{"HOSTPREP_IOTDB_PASSWORD=" + secret}, "probe", "iotdb", "--host", host, "--port", strconv.Itoa(port),
 		"--steps", "1", "--step-duration", "300ms", "--warmup", "-1s", "--log-level", "debug")
 	if code != 1 || !strings.Contains(stderr, "iotdb.error_rate") || !strings.Contains(out, "status") {
 		t.Errorf("status fault: exit %d\nstdout %s\nstderr %s", code, out, stderr)

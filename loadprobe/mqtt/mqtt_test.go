@@ -523,18 +523,16 @@ func TestOutputs(t *testing.T) {
 // `hostprep probe mqtt` with no broker runs against the embedded one and
 // passes (exit 0); bad input is exit 2 and names the flag.
 func TestCLIEmbeddedPasses(t *testing.T) {
-	bin := testenv.Binary(t)
-	out, err := exec.Command(bin, "probe", "mqtt", "--clients", "5", "--duration", "1s", "--output", "json").Output()
-	if err != nil {
-		t.Fatalf("exit: %v\n%s", err, out)
+	out, errOut, code := testenv.Run(t, nil, "probe", "mqtt", "--clients", "5", "--duration", "1s", "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
 	var res Result
-	if err := json.Unmarshal(out, &res); err != nil || res.Verdict != verdict.Pass || !strings.Contains(res.BrokerNote, "embedded broker") {
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Verdict != verdict.Pass || !strings.Contains(res.BrokerNote, "embedded broker") {
 		t.Fatalf("want a passing embedded run, got %v %s %q", err, res.Verdict, res.BrokerNote)
 	}
-	out, err = exec.Command(bin, "probe", "mqtt", "--qos", "3").CombinedOutput()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "--qos 3") {
-		t.Fatalf("want exit 2 naming --qos 3, got %v:\n%s", err, out)
+	out, errOut, code = testenv.Run(t, nil, "probe", "mqtt", "--qos", "3")
+	if code != 2 || !strings.Contains(out+errOut, "--qos 3") {
+		t.Fatalf("want exit 2 naming --qos 3, got exit %d:\n%s%s", code, out, errOut)
 	}
 }
