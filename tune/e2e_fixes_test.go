@@ -18,19 +18,19 @@ func TestE2ELockWaitFlag(t *testing.T) {
 	n := newNetns(t)
 	for _, verb := range [][]string{{"apply", "--profile", "sys-tune"}, {"rollback"}} {
 		args := append([]string{"tune"}, verb...)
-		_, errOut, code := n.hostprep(append(args, "--lock-wait", "-1s")...)
+		_, errOut, code := n.Hostprep(append(args, "--lock-wait", "-1s")...)
 		if code != 2 || !strings.Contains(errOut, "--lock-wait -1s") {
 			t.Fatalf("%v --lock-wait -1s: exit %d, want 2\n%s", verb, code, errOut)
 		}
 	}
-	if _, _, c := n.run("test", "-e", "/var/lib/hostprep/state.json"); c == 0 {
+	if _, _, c := n.Run("test", "-e", "/var/lib/hostprep/state.json"); c == 0 {
 		t.Fatal("journal written although --lock-wait was refused")
 	}
-	if _, e, c := n.run("sh", "-c", "flock /run/hostprep.lock sleep 3 >/dev/null 2>&1 & sleep 0.3"); c != 0 {
+	if _, e, c := n.Run("sh", "-c", "flock /run/hostprep.lock sleep 3 >/dev/null 2>&1 & sleep 0.3"); c != 0 {
 		t.Fatal(e)
 	}
 	start := time.Now()
-	_, errOut, code := n.hostprep("tune", "apply", "--profile", "sys-tune", "--lock-wait", "0")
+	_, errOut, code := n.Hostprep("tune", "apply", "--profile", "sys-tune", "--lock-wait", "0")
 	took := time.Since(start)
 	if code != 3 || !strings.Contains(errOut, "holds /run/hostprep.lock") {
 		t.Fatalf("--lock-wait 0 with the lock held: exit %d\n%s", code, errOut)
@@ -69,17 +69,17 @@ func TestE2EImageModeNeedsNoRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	nobody := []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", bin}
-	out, errOut, code := n.run(append(nobody, "tune", "apply", "--profile", "sys-tune", "--root", img)...)
+	out, errOut, code := n.Run(append(nobody, "tune", "apply", "--profile", "sys-tune", "--root", img)...)
 	if code != 0 {
 		t.Fatalf("unprivileged image apply: exit %d\n%s%s", code, out, errOut)
 	}
-	if _, ok := n.readFile(filepath.Join(img, "etc/sysctl.d/60-hostprep.conf")); !ok {
+	if _, ok := n.ReadFile(filepath.Join(img, "etc/sysctl.d/60-hostprep.conf")); !ok {
 		t.Fatal("image apply wrote no sysctl.d file")
 	}
-	if _, _, c := n.run("test", "-e", "/run/hostprep.lock"); c == 0 {
+	if _, _, c := n.Run("test", "-e", "/run/hostprep.lock"); c == 0 {
 		t.Error("image apply created the host's /run/hostprep.lock")
 	}
-	out, errOut, code = n.run(append(nobody, "tune", "rollback", "--root", img)...)
+	out, errOut, code = n.Run(append(nobody, "tune", "rollback", "--root", img)...)
 	if code != 0 {
 		t.Fatalf("unprivileged image rollback: exit %d\n%s%s", code, out, errOut)
 	}
@@ -119,12 +119,12 @@ func TestE2EStatusVerifyChangedFieldAndRootHint(t *testing.T) {
 	guardGlobal(t)
 	n := newNetns(t)
 	nobody := n.unprivileged()
-	if _, e, c := n.hostprep("tune", "apply", "--profile", "sys-tune"); c != 0 {
+	if _, e, c := n.Hostprep("tune", "apply", "--profile", "sys-tune"); c != 0 {
 		t.Fatalf("apply: exit %d\n%s", c, e)
 	}
-	t.Cleanup(func() { n.hostprep("tune", "rollback") })
+	t.Cleanup(func() { n.Hostprep("tune", "rollback") })
 	for _, verb := range []string{"status", "verify"} {
-		out, errOut, code := n.hostprep("tune", verb, "-o", "json")
+		out, errOut, code := n.Hostprep("tune", verb, "-o", "json")
 		var m map[string]any
 		if err := json.Unmarshal([]byte(out), &m); err != nil || code != 0 {
 			t.Fatalf("%s -o json: exit %d %v\n%s%s", verb, code, err, out, errOut)
@@ -132,12 +132,12 @@ func TestE2EStatusVerifyChangedFieldAndRootHint(t *testing.T) {
 		if c, ok := m["changed"]; !ok || c != false {
 			t.Errorf("%s -o json: changed = %v (present %v), want false", verb, c, ok)
 		}
-		out, errOut, code = n.run(append(nobody, "tune", verb)...)
+		out, errOut, code = n.Run(append(nobody, "tune", verb)...)
 		if code != 3 || !strings.Contains(errOut, "run as root (the journal is 0600") {
 			t.Errorf("unprivileged %s: exit %d, want 3 and a hint to run as root:\n%s%s", verb, code, out, errOut)
 		}
 	}
-	if _, e, c := n.hostprep("tune", "rollback"); c != 0 {
+	if _, e, c := n.Hostprep("tune", "rollback"); c != 0 {
 		t.Fatalf("rollback: exit %d\n%s", c, e)
 	}
 }
@@ -150,7 +150,7 @@ func TestE2EJSONOnErrors(t *testing.T) {
 	n := newNetns(t)
 	nobody := n.unprivileged()
 
-	out, errOut, code := n.run(append(nobody, "tune", "apply", "--profile", "sys-tune", "-o", "json")...)
+	out, errOut, code := n.Run(append(nobody, "tune", "apply", "--profile", "sys-tune", "-o", "json")...)
 	var je jsonError
 	if err := json.Unmarshal([]byte(out), &je); err != nil || code != 3 || je.ExitCode != 3 || je.Changed == nil || *je.Changed || !strings.Contains(je.Error, "needs root") {
 		t.Fatalf("unprivileged apply -o json: exit %d, stdout %q (%v)", code, out, err)
@@ -158,34 +158,34 @@ func TestE2EJSONOnErrors(t *testing.T) {
 	if strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, "needs root") {
 		t.Errorf("stderr is not the one-line error: %q", errOut)
 	}
-	out, _, code = n.hostprep("tune", "plan", "--profile", "no-such-profile", "-o", "json")
+	out, _, code = n.Hostprep("tune", "plan", "--profile", "no-such-profile", "-o", "json")
 	je = jsonError{}
 	if err := json.Unmarshal([]byte(out), &je); err != nil || code != 2 || je.ExitCode != 2 || je.Error == "" {
 		t.Errorf("plan with a bad profile -o json: exit %d, stdout %q", code, out)
 	}
 
-	if _, e, c := n.hostprep("tune", "apply", "--profile", "sys-tune"); c != 0 {
+	if _, e, c := n.Hostprep("tune", "apply", "--profile", "sys-tune"); c != 0 {
 		t.Fatalf("apply: exit %d\n%s", c, e)
 	}
-	t.Cleanup(func() { n.hostprep("tune", "rollback") })
+	t.Cleanup(func() { n.Hostprep("tune", "rollback") })
 	for _, verb := range []string{"status", "verify"} {
-		out, _, code = n.run(append(nobody, "tune", verb, "-o", "json")...)
+		out, _, code = n.Run(append(nobody, "tune", verb, "-o", "json")...)
 		je = jsonError{}
 		if err := json.Unmarshal([]byte(out), &je); err != nil || code != 3 || je.ExitCode != 3 || je.Error == "" {
 			t.Errorf("unprivileged %s -o json: exit %d, stdout %q", verb, code, out)
 		}
 	}
 	// A drifted verify: exit 1, and the JSON says so too.
-	if _, e, c := n.run("sysctl", "-qw", "net.core.somaxconn=100"); c != 0 {
+	if _, e, c := n.Run("sysctl", "-qw", "net.core.somaxconn=100"); c != 0 {
 		t.Fatal(e)
 	}
-	out, _, code = n.hostprep("tune", "verify", "-o", "json")
+	out, _, code = n.Hostprep("tune", "verify", "-o", "json")
 	je = jsonError{}
 	if err := json.Unmarshal([]byte(out), &je); err != nil || code != 1 || je.ExitCode != 1 || !strings.Contains(je.Error, "drifted") {
 		t.Errorf("drifted verify -o json: exit %d, stdout %q", code, out)
 	}
-	n.run("sysctl", "-qw", "net.core.somaxconn=32768")
-	if _, e, c := n.hostprep("tune", "rollback"); c != 0 {
+	n.Run("sysctl", "-qw", "net.core.somaxconn=32768")
+	if _, e, c := n.Hostprep("tune", "rollback"); c != 0 {
 		t.Fatalf("rollback: exit %d\n%s", c, e)
 	}
 }
@@ -197,20 +197,20 @@ func TestE2EJSONOnErrors(t *testing.T) {
 func TestE2ERollbackKeepsNrOpenForAHandEditedLimitsFile(t *testing.T) {
 	orig := guardGlobal(t)
 	n := newNetns(t)
-	if _, e, c := n.hostprep("tune", "apply", "--profile", "mqtt-broker-1m"); c != 0 {
+	if _, e, c := n.Hostprep("tune", "apply", "--profile", "mqtt-broker-1m"); c != 0 {
 		t.Fatalf("apply: exit %d\n%s", c, e)
 	}
 	t.Cleanup(func() {
-		n.run("rm", "-f", "/etc/security/limits.d/60-hostprep.conf")
-		n.hostprep("tune", "rollback")
+		n.Run("rm", "-f", "/etc/security/limits.d/60-hostprep.conf")
+		n.Hostprep("tune", "rollback")
 	})
-	if n.sysctl("fs.nr_open") != "2097152" {
-		t.Skipf("mqtt-broker-1m did not raise fs.nr_open to 2097152 here (now %s)", n.sysctl("fs.nr_open"))
+	if n.Sysctl("fs.nr_open") != "2097152" {
+		t.Skipf("mqtt-broker-1m did not raise fs.nr_open to 2097152 here (now %s)", n.Sysctl("fs.nr_open"))
 	}
-	if _, e, c := n.run("sh", "-c", "echo '# hand edit' >> /etc/security/limits.d/60-hostprep.conf"); c != 0 {
+	if _, e, c := n.Run("sh", "-c", "echo '# hand edit' >> /etc/security/limits.d/60-hostprep.conf"); c != 0 {
 		t.Fatal(e)
 	}
-	out, errOut, code := n.hostprep("tune", "rollback", "-o", "json")
+	out, errOut, code := n.Hostprep("tune", "rollback", "-o", "json")
 	var r struct {
 		Kept []struct {
 			Key, Current, Reason string
@@ -220,20 +220,20 @@ func TestE2ERollbackKeepsNrOpenForAHandEditedLimitsFile(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 0 {
 		t.Fatalf("rollback: exit %d %v\n%s%s", code, err, out, errOut)
 	}
-	if got := n.sysctl("fs.nr_open"); got != "2097152" {
+	if got := n.Sysctl("fs.nr_open"); got != "2097152" {
 		t.Fatalf("fs.nr_open lowered to %s under a limits file with hard nofile 2097152", got)
 	}
 	if len(r.Kept) == 0 || r.Kept[0].Key != "fs.nr_open" || !strings.Contains(r.Kept[0].Reason, "kept because /etc/security/limits.d/60-hostprep.conf") || !r.JournalKept {
 		t.Errorf("rollback JSON does not report fs.nr_open kept: %s", out)
 	}
-	n.run("rm", "/etc/security/limits.d/60-hostprep.conf")
-	if _, e, c := n.hostprep("tune", "rollback"); c != 0 {
+	n.Run("rm", "/etc/security/limits.d/60-hostprep.conf")
+	if _, e, c := n.Hostprep("tune", "rollback"); c != 0 {
 		t.Fatalf("second rollback: exit %d\n%s", c, e)
 	}
-	if got := n.sysctl("fs.nr_open"); got != orig["fs/nr_open"] {
-		t.Errorf("fs.nr_open = %s after the second rollback, want %s", got, orig["fs/nr_open"])
+	if got := n.Sysctl("fs.nr_open"); got != orig["fs.nr_open"] {
+		t.Errorf("fs.nr_open = %s after the second rollback, want %s", got, orig["fs.nr_open"])
 	}
-	if _, _, c := n.run("test", "-e", "/var/lib/hostprep/state.json"); c == 0 {
+	if _, _, c := n.Run("test", "-e", "/var/lib/hostprep/state.json"); c == 0 {
 		t.Error("journal left after the second rollback")
 	}
 }
@@ -245,30 +245,30 @@ func TestE2ERollbackKeepsNrOpenForAHandEditedLimitsFile(t *testing.T) {
 func TestE2EPidAboveTheHardLimitIsRefusedUpFront(t *testing.T) {
 	guardGlobal(t)
 	n := newNetns(t)
-	out, e, c := n.run("sh", "-c", "prlimit --nofile=1024:4096 sleep 60 >/dev/null 2>&1 & echo $!")
+	out, e, c := n.Run("sh", "-c", "prlimit --nofile=1024:4096 sleep 60 >/dev/null 2>&1 & echo $!")
 	if c != 0 {
 		t.Fatal(e)
 	}
 	pid := strings.TrimSpace(out)
-	t.Cleanup(func() { n.run("kill", pid) })
+	t.Cleanup(func() { n.Run("kill", pid) })
 	time.Sleep(200 * time.Millisecond)
 	if hasCapSysResource(t) {
 		t.Skip("this process has CAP_SYS_RESOURCE; the refusal needs a host without it")
 	}
-	somax := n.sysctl("net.core.somaxconn")
-	_, errOut, code := n.hostprep("tune", "apply", "--profile", "ready-small", "--pid", pid)
+	somax := n.Sysctl("net.core.somaxconn")
+	_, errOut, code := n.Hostprep("tune", "apply", "--profile", "ready-small", "--pid", pid)
 	if code != 3 || !strings.Contains(errOut, "ceiling for this process is 4096") || !strings.Contains(errOut, "nothing was changed") {
 		t.Fatalf("apply --pid above the hard limit: exit %d, want 3 naming the ceiling 4096\n%s", code, errOut)
 	}
-	if got := n.sysctl("net.core.somaxconn"); got != somax {
+	if got := n.Sysctl("net.core.somaxconn"); got != somax {
 		t.Errorf("somaxconn changed %s -> %s by a refused apply", somax, got)
 	}
 	for _, p := range []string{"/var/lib/hostprep/state.json", "/etc/security/limits.d/60-hostprep.conf", "/etc/sysctl.d/60-hostprep.conf"} {
-		if _, _, c := n.run("test", "-e", p); c == 0 {
+		if _, _, c := n.Run("test", "-e", p); c == 0 {
 			t.Errorf("%s written by a refused apply", p)
 		}
 	}
-	lim, _, _ := n.run("prlimit", "--nofile", "--pid", pid, "--noheadings", "--raw", "--output", "SOFT,HARD")
+	lim, _, _ := n.Run("prlimit", "--nofile", "--pid", pid, "--noheadings", "--raw", "--output", "SOFT,HARD")
 	if f := strings.Fields(lim); len(f) != 2 || f[0] != "1024" || f[1] != "4096" {
 		t.Errorf("process limit now %q, want 1024 4096", lim)
 	}
@@ -300,31 +300,31 @@ func TestE2EKilledApplyIsReportedInterrupted(t *testing.T) {
 		t.Skip("strace not installed")
 	}
 	n := newNetns(t)
-	somax := n.sysctl("net.core.somaxconn")
-	_, errOut, code := n.run("strace", "-f", "-qq", "-o", "/dev/null", "-P", "/etc/sysctl.d/60-hostprep.conf", "-e", "trace=rename,renameat,renameat2",
+	somax := n.Sysctl("net.core.somaxconn")
+	_, errOut, code := n.Run("strace", "-f", "-qq", "-o", "/dev/null", "-P", "/etc/sysctl.d/60-hostprep.conf", "-e", "trace=rename,renameat,renameat2",
 		"-e", "inject=rename,renameat,renameat2:error=EIO:signal=SIGKILL:when=1", n.bin, "tune", "apply", "--profile", "sys-tune")
 	if code == 0 {
 		t.Fatalf("apply was not killed:\n%s", errOut)
 	}
-	t.Cleanup(func() { n.hostprep("tune", "rollback") })
-	if _, ok := n.readFile("/etc/sysctl.d/60-hostprep.conf"); ok {
+	t.Cleanup(func() { n.Hostprep("tune", "rollback") })
+	if _, ok := n.ReadFile("/etc/sysctl.d/60-hostprep.conf"); ok {
 		t.Fatal("the first owned file was written although the kill came at its rename")
 	}
-	out, errOut, code := n.hostprep("tune", "status")
+	out, errOut, code := n.Hostprep("tune", "status")
 	if code != 0 || !strings.Contains(out, "INTERRUPTED: apply of profile sys-tune interrupted") || strings.Contains(out, "removed since hostprep wrote it") || !strings.Contains(out, "hostprep tune rollback") {
 		t.Errorf("status after a killed apply: exit %d\n%s%s", code, out, errOut)
 	}
-	_, errOut, code = n.hostprep("tune", "verify")
+	_, errOut, code = n.Hostprep("tune", "verify")
 	if code != 1 || !strings.Contains(errOut, "interrupted") {
 		t.Errorf("verify after a killed apply: exit %d\n%s", code, errOut)
 	}
-	if _, e, c := n.hostprep("tune", "rollback"); c != 0 {
+	if _, e, c := n.Hostprep("tune", "rollback"); c != 0 {
 		t.Fatalf("rollback: exit %d\n%s", c, e)
 	}
-	if got := n.sysctl("fs.nr_open"); got != orig["fs/nr_open"] {
-		t.Errorf("fs.nr_open = %s after rollback, want %s", got, orig["fs/nr_open"])
+	if got := n.Sysctl("fs.nr_open"); got != orig["fs.nr_open"] {
+		t.Errorf("fs.nr_open = %s after rollback, want %s", got, orig["fs.nr_open"])
 	}
-	if got := n.sysctl("net.core.somaxconn"); got != somax {
+	if got := n.Sysctl("net.core.somaxconn"); got != somax {
 		t.Errorf("somaxconn = %s after rollback, want %s", got, somax)
 	}
 }

@@ -1,13 +1,9 @@
 package tune_test
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,94 +11,28 @@ import (
 	"github.com/hostprep/hostprep/internal/testenv"
 )
 
-// netns is a throwaway mount+network namespace (unshare --mount --net)
-// with tmpfs over every directory hostprep writes on a host: /etc/sysctl.d,
-// /etc/security/limits.d, /etc/systemd, /var/lib (journal) and /run
-// (lock). net.* writes land in the namespace; fs.* keys are global, which
-// is why the tests check that rollback restores them and keep a safety net.
+// netns is the shared end-to-end sandbox (testenv.Sandbox): a throwaway
+// mount+network namespace with tmpfs over every directory hostprep writes
+// on a host. net.* writes land in the namespace; fs.* keys are global,
+// which is why the tests check that rollback restores them and keep a
+// safety net (guardGlobal).
 type netns struct {
+	*testenv.Sandbox
 	t   *testing.T
-	pid int
 	bin string
 }
 
 func newNetns(t *testing.T) *netns {
 	t.Helper()
-	testenv.RequireUnshare(t)
-	bin := testenv.Binary(t)
-	script := `set -e
-for d in /etc/sysctl.d /etc/security/limits.d /etc/systemd /var/lib /run; do mount -t tmpfs hostprep-test "$d"; done
-echo ready
-exec sleep 3600`
-	cmd := exec.Command("unshare", "--mount", "--net", "sh", "-c", script)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || strings.TrimSpace(line) != "ready" {
-		t.Fatalf("namespace setup: %q %v %s", line, err, stderr.String())
-	}
-	return &netns{t: t, pid: cmd.Process.Pid, bin: bin}
-}
-
-// run runs argv inside the namespace and returns stdout, stderr and the
-// exit code.
-func (n *netns) run(argv ...string) (string, string, int) {
-	n.t.Helper()
-	args := append([]string{"-t", strconv.Itoa(n.pid), "-m", "-n", "--"}, argv...)
-	return testenv.Exec(n.t, exec.Command("nsenter", args...))
-}
-
-func (n *netns) hostprep(args ...string) (string, string, int) {
-	n.t.Helper()
-	return n.run(append([]string{n.bin}, args...)...)
-}
-
-func (n *netns) sysctl(key string) string {
-	n.t.Helper()
-	out, errOut, code := n.run("cat", "/proc/sys/"+strings.ReplaceAll(key, ".", "/"))
-	if code != 0 {
-		n.t.Fatalf("read %s: %s", key, errOut)
-	}
-	return strings.TrimSpace(out)
-}
-
-func (n *netns) readFile(path string) (string, bool) {
-	out, _, code := n.run("cat", path)
-	return out, code == 0
+	s := testenv.NewSandbox(t)
+	return &netns{Sandbox: s, t: t, bin: s.Bin}
 }
 
 // guardGlobal records the global fs.* keys and, should a test fail before
 // rollback restored them, puts them back and reports it.
 func guardGlobal(t *testing.T) map[string]string {
 	t.Helper()
-	orig := map[string]string{}
-	for _, k := range []string{"fs/nr_open", "fs/file-max"} {
-		b, err := os.ReadFile("/proc/sys/" + k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		orig[k] = strings.TrimSpace(string(b))
-	}
-	t.Cleanup(func() {
-		for k, v := range orig {
-			b, _ := os.ReadFile("/proc/sys/" + k)
-			if strings.TrimSpace(string(b)) != v {
-				t.Errorf("safety net: %s was %s after the test, restoring %s", k, strings.TrimSpace(string(b)), v)
-				if err := os.WriteFile("/proc/sys/"+k, []byte(v), 0o644); err != nil {
-					t.Errorf("safety net: restoring %s: %v", k, err)
-				}
-			}
-		}
-	})
-	return orig
+	return testenv.GuardSysctls(t, "fs.nr_open", "fs.file-max")
 }
 
 // writeProfile writes a profile file where the namespace can read it.
@@ -160,15 +90,15 @@ func TestE2EApplySysTuneTwiceThenRollback(t *testing.T) {
 	}
 	// A file already where hostprep writes: restored byte for byte.
 	pre := "# written by the admin before hostprep\nvm.swappiness = 10\n"
-	if _, e, c := n.run("sh", "-c", "printf '%s' \"$1\" > /etc/sysctl.d/60-hostprep.conf", "sh", pre); c != 0 {
+	if _, e, c := n.Run("sh", "-c", "printf '%s' \"$1\" > /etc/sysctl.d/60-hostprep.conf", "sh", pre); c != 0 {
 		t.Fatal(e)
 	}
 	before := map[string]string{}
 	for _, k := range sysTuneKeys {
-		before[k] = n.sysctl(k)
+		before[k] = n.Sysctl(k)
 	}
 
-	out, errOut, code := n.hostprep("tune", "apply", "--profile", "sys-tune", "--output", "json")
+	out, errOut, code := n.Hostprep("tune", "apply", "--profile", "sys-tune", "--output", "json")
 	if code != 0 {
 		t.Fatalf("apply: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -198,37 +128,37 @@ func TestE2EApplySysTuneTwiceThenRollback(t *testing.T) {
 		"net.ipv4.tcp_fin_timeout":         "15",
 	}
 	for k, v := range want {
-		if got := n.sysctl(k); got != v {
+		if got := n.Sysctl(k); got != v {
 			t.Errorf("after apply %s = %q, want %q", k, got, v)
 		}
 	}
-	conf, ok := n.readFile("/etc/sysctl.d/60-hostprep.conf")
+	conf, ok := n.ReadFile("/etc/sysctl.d/60-hostprep.conf")
 	if !ok || !strings.Contains(conf, "net.core.somaxconn = 32768") || strings.Contains(conf, "admin") {
 		t.Errorf("sysctl.d file:\n%s", conf)
 	}
-	limits, ok := n.readFile("/etc/security/limits.d/60-hostprep.conf")
+	limits, ok := n.ReadFile("/etc/security/limits.d/60-hostprep.conf")
 	if !ok || !strings.Contains(limits, "root hard nofile 1048576") {
 		t.Errorf("limits.d file:\n%s", limits)
 	}
-	_, mtime1, _ := n.run("stat", "-c", "%Y.%y", "/etc/sysctl.d/60-hostprep.conf", "/etc/security/limits.d/60-hostprep.conf")
+	_, mtime1, _ := n.Run("stat", "-c", "%Y.%y", "/etc/sysctl.d/60-hostprep.conf", "/etc/security/limits.d/60-hostprep.conf")
 
 	// Second apply: nothing written.
-	out, errOut, code = n.hostprep("tune", "apply", "--profile", "sys-tune", "--output", "json")
+	out, errOut, code = n.Hostprep("tune", "apply", "--profile", "sys-tune", "--output", "json")
 	if code != 0 || decode(t, out).Changed {
 		t.Fatalf("second apply: exit %d, want changed false\n%s\n%s", code, out, errOut)
 	}
-	if _, mtime2, _ := n.run("stat", "-c", "%Y.%y", "/etc/sysctl.d/60-hostprep.conf", "/etc/security/limits.d/60-hostprep.conf"); mtime1 != mtime2 {
+	if _, mtime2, _ := n.Run("stat", "-c", "%Y.%y", "/etc/sysctl.d/60-hostprep.conf", "/etc/security/limits.d/60-hostprep.conf"); mtime1 != mtime2 {
 		t.Errorf("second apply changed mtimes: %s -> %s", mtime1, mtime2)
 	}
-	if out, _, code := n.hostprep("tune", "verify", "--profile", "sys-tune"); code != 0 {
+	if out, _, code := n.Hostprep("tune", "verify", "--profile", "sys-tune"); code != 0 {
 		t.Errorf("verify after apply: exit %d\n%s", code, out)
 	}
-	if out, _, code := n.hostprep("tune", "status"); code != 0 || !strings.Contains(out, "sys-tune") {
+	if out, _, code := n.Hostprep("tune", "status"); code != 0 || !strings.Contains(out, "sys-tune") {
 		t.Errorf("status: exit %d\n%s", code, out)
 	}
 
 	// Rollback: every value and file back exactly.
-	out, errOut, code = n.hostprep("tune", "rollback", "--output", "json")
+	out, errOut, code = n.Hostprep("tune", "rollback", "--output", "json")
 	if code != 0 {
 		t.Fatalf("rollback: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -236,29 +166,29 @@ func TestE2EApplySysTuneTwiceThenRollback(t *testing.T) {
 		t.Errorf("rollback result %+v", rr)
 	}
 	for _, k := range sysTuneKeys {
-		if got := n.sysctl(k); got != before[k] {
+		if got := n.Sysctl(k); got != before[k] {
 			t.Errorf("after rollback %s = %q, want the original %q", k, got, before[k])
 		}
 	}
 	for k, v := range orig { // the global keys, read from the host side
-		b, _ := os.ReadFile("/proc/sys/" + k)
+		b, _ := os.ReadFile("/proc/sys/" + strings.ReplaceAll(k, ".", "/"))
 		if strings.TrimSpace(string(b)) != v {
 			t.Errorf("global %s = %s after rollback, want %s", k, strings.TrimSpace(string(b)), v)
 		}
 	}
-	if got, _ := n.readFile("/etc/sysctl.d/60-hostprep.conf"); got != pre {
+	if got, _ := n.ReadFile("/etc/sysctl.d/60-hostprep.conf"); got != pre {
 		t.Errorf("pre-existing file not restored byte for byte: %q", got)
 	}
 	for _, p := range []string{"/etc/security/limits.d/60-hostprep.conf", "/var/lib/hostprep/state.json", "/var/lib/hostprep"} {
-		if _, ok := n.readFile(p); ok {
+		if _, ok := n.ReadFile(p); ok {
 			t.Errorf("%s still exists after rollback", p)
 		}
-		if _, _, c := n.run("test", "-e", p); c == 0 {
+		if _, _, c := n.Run("test", "-e", p); c == 0 {
 			t.Errorf("%s still exists after rollback", p)
 		}
 	}
 	// Nothing applied now: rollback is a no-op.
-	if out, _, code := n.hostprep("tune", "rollback"); code != 0 || !strings.Contains(out, "nothing applied") {
+	if out, _, code := n.Hostprep("tune", "rollback"); code != 0 || !strings.Contains(out, "nothing applied") {
 		t.Errorf("second rollback: exit %d\n%s", code, out)
 	}
 	for p, st := range never {
@@ -273,58 +203,58 @@ func TestE2EKernelRefusalUndoesTheRun(t *testing.T) {
 	guardGlobal(t)
 	n := newNetns(t)
 	// The script's "1000 65535": the kernel really refuses it here...
-	if _, errOut, c := n.run("sh", "-c", "printf '1000 65535' > /proc/sys/net/ipv4/ip_local_port_range"); c == 0 {
+	if _, errOut, c := n.Run("sh", "-c", "printf '1000 65535' > /proc/sys/net/ipv4/ip_local_port_range"); c == 0 {
 		t.Fatal("the kernel accepted ip_local_port_range 1000 65535; this test's premise is gone")
 	} else {
 		t.Logf("kernel: %s", strings.TrimSpace(errOut))
 	}
 	// ...and hostprep refuses it before writing anything (exit 2).
 	bad := writeProfile(t, "script.yaml", "sysctl:\n  net.core.somaxconn: \"8192\"\n  net.ipv4.ip_local_port_range: \"1000 65535\"\n")
-	_, errOut, code := n.hostprep("tune", "apply", "--profile", bad)
+	_, errOut, code := n.Hostprep("tune", "apply", "--profile", bad)
 	if code != 2 || !strings.Contains(errOut, "ip_unprivileged_port_start") || !strings.Contains(errOut, "1024 65535") {
 		t.Fatalf("exit %d, want 2 naming ip_unprivileged_port_start and suggesting 1024:\n%s", code, errOut)
 	}
-	if got := n.sysctl("net.core.somaxconn"); got != "4096" {
+	if got := n.Sysctl("net.core.somaxconn"); got != "4096" {
 		t.Fatalf("somaxconn %s after a refused profile", got)
 	}
 
 	// A malformed profile (misspelled field): exit 2 with file:line:col,
 	// nothing touched.
 	typo := writeProfile(t, "typo.yaml", "sysctl:\n  net.core.somaxconn: {valeu: \"8192\"}\n")
-	_, errOut, code = n.hostprep("tune", "apply", "--profile", typo)
+	_, errOut, code = n.Hostprep("tune", "apply", "--profile", typo)
 	if code != 2 || !strings.Contains(errOut, "typo.yaml:2:") {
 		t.Fatalf("malformed profile: exit %d, want 2 with file:line:col\n%s", code, errOut)
 	}
-	if got := n.sysctl("net.core.somaxconn"); got != "4096" {
+	if got := n.Sysctl("net.core.somaxconn"); got != "4096" {
 		t.Fatalf("somaxconn %s after a malformed profile", got)
 	}
-	if _, _, c := n.run("test", "-e", "/var/lib/hostprep"); c == 0 {
+	if _, _, c := n.Run("test", "-e", "/var/lib/hostprep"); c == 0 {
 		t.Fatal("journal directory created for a malformed profile")
 	}
 
 	// A value no static rule knows, refused by the kernel mid-run:
 	// tcp_syn_retries is capped at 127 (EINVAL). The keys written before it
 	// (fs.nr_open, net.core.somaxconn) must be undone.
-	nrOpen := n.sysctl("fs.nr_open")
+	nrOpen := n.Sysctl("fs.nr_open")
 	syn := writeProfile(t, "syn.yaml", `sysctl:
   fs.nr_open: {value: "2097152", mode: at-least}
   net.core.somaxconn: "8192"
   net.ipv4.tcp_syn_retries: "200"
 `)
-	out, errOut, code := n.hostprep("tune", "apply", "--profile", syn)
+	out, errOut, code := n.Hostprep("tune", "apply", "--profile", syn)
 	if code != 3 || !strings.Contains(errOut, "net.ipv4.tcp_syn_retries") || !strings.Contains(errOut, "EINVAL") || !strings.Contains(errOut, "undone") {
 		t.Fatalf("exit %d, want 3 naming the key and EINVAL:\n%s\n%s", code, out, errOut)
 	}
-	if got := n.sysctl("net.core.somaxconn"); got != "4096" {
+	if got := n.Sysctl("net.core.somaxconn"); got != "4096" {
 		t.Errorf("somaxconn %s, want 4096 (undone)", got)
 	}
-	if got := n.sysctl("fs.nr_open"); got != nrOpen {
+	if got := n.Sysctl("fs.nr_open"); got != nrOpen {
 		t.Errorf("fs.nr_open %s, want %s (undone)", got, nrOpen)
 	}
-	if _, _, c := n.run("test", "-e", "/var/lib/hostprep/state.json"); c == 0 {
+	if _, _, c := n.Run("test", "-e", "/var/lib/hostprep/state.json"); c == 0 {
 		t.Error("journal left after an undone first apply")
 	}
-	if _, _, c := n.run("test", "-e", "/etc/sysctl.d/60-hostprep.conf"); c == 0 {
+	if _, _, c := n.Run("test", "-e", "/etc/sysctl.d/60-hostprep.conf"); c == 0 {
 		t.Error("sysctl.d file written although the run failed")
 	}
 }
@@ -345,24 +275,24 @@ func TestE2EContainerAndPrivileges(t *testing.T) {
 	if err := os.WriteFile(bin, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code := n.run("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", bin, "tune", "apply", "--profile", "sys-tune")
+	out, errOut, code := n.Run("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", bin, "tune", "apply", "--profile", "sys-tune")
 	if code != 3 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, "needs root") {
 		t.Fatalf("unprivileged apply: exit %d, want 3 and one line:\n%s%s", code, out, errOut)
 	}
 	// tune plan works without root.
-	if out, errOut, code := n.run("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", bin, "tune", "plan", "--profile", "sys-tune"); code != 0 || !strings.Contains(out, "fs.nr_open") {
+	if out, errOut, code := n.Run("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", bin, "tune", "plan", "--profile", "sys-tune"); code != 0 || !strings.Contains(out, "fs.nr_open") {
 		t.Fatalf("unprivileged plan: exit %d\n%s%s", code, out, errOut)
 	}
-	if got := n.sysctl("net.core.somaxconn"); got != "4096" {
+	if got := n.Sysctl("net.core.somaxconn"); got != "4096" {
 		t.Fatalf("somaxconn changed to %s", got)
 	}
 
 	// Lock held by someone else: exit 3 naming the lock.
-	if _, e, c := n.run("sh", "-c", "flock /run/hostprep.lock sleep 3 >/dev/null 2>&1 & sleep 0.3"); c != 0 {
+	if _, e, c := n.Run("sh", "-c", "flock /run/hostprep.lock sleep 3 >/dev/null 2>&1 & sleep 0.3"); c != 0 {
 		t.Fatal(e)
 	}
 	start := time.Now()
-	_, errOut, code = n.hostprep("tune", "apply", "--profile", "sys-tune", "--lock-wait", "500ms")
+	_, errOut, code = n.Hostprep("tune", "apply", "--profile", "sys-tune", "--lock-wait", "500ms")
 	if code != 3 || !strings.Contains(errOut, "another hostprep apply/rollback holds /run/hostprep.lock") {
 		t.Fatalf("lock held: exit %d\n%s", code, errOut)
 	}
@@ -372,14 +302,14 @@ func TestE2EContainerAndPrivileges(t *testing.T) {
 	time.Sleep(3 * time.Second)
 
 	// Read-only /proc/sys, as in a container.
-	if _, e, c := n.run("sh", "-c", "mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys"); c != 0 {
+	if _, e, c := n.Run("sh", "-c", "mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys"); c != 0 {
 		t.Fatal(e)
 	}
-	_, errOut, code = n.hostprep("tune", "apply", "--profile", "sys-tune")
+	_, errOut, code = n.Hostprep("tune", "apply", "--profile", "sys-tune")
 	if code != 3 || !strings.Contains(errOut, "looks like a container") || !strings.Contains(errOut, "--sysctl net.core.somaxconn=32768") || !strings.Contains(errOut, "fs.nr_open") {
 		t.Fatalf("read-only /proc/sys: exit %d\n%s", code, errOut)
 	}
-	if _, _, c := n.run("test", "-e", "/var/lib/hostprep/state.json"); c == 0 {
+	if _, _, c := n.Run("test", "-e", "/var/lib/hostprep/state.json"); c == 0 {
 		t.Error("journal written in a container")
 	}
 }
@@ -390,9 +320,9 @@ func TestE2EApplyTwoProfilesThenRollback(t *testing.T) {
 	before := map[string]string{}
 	keys := append([]string{"net.ipv4.tcp_tw_reuse"}, sysTuneKeys...)
 	for _, k := range keys {
-		before[k] = n.sysctl(k)
+		before[k] = n.Sysctl(k)
 	}
-	if _, e, c := n.hostprep("tune", "apply", "--profile", "sys-tune"); c != 0 {
+	if _, e, c := n.Hostprep("tune", "apply", "--profile", "sys-tune"); c != 0 {
 		t.Fatalf("apply A: %s", e)
 	}
 	b := writeProfile(t, "broker.yaml", `description: test profile B
@@ -405,34 +335,34 @@ systemd:
   default_limit_nofile: {soft: 65536, hard: 1048576}
   services: [emqx]
 `)
-	out, e, c := n.hostprep("tune", "apply", "--profile", b)
+	out, e, c := n.Hostprep("tune", "apply", "--profile", b)
 	if c != 0 || !strings.Contains(out, "systemctl restart emqx.service") {
 		t.Fatalf("apply B: exit %d\n%s\n%s", c, out, e)
 	}
-	if got := n.sysctl("net.core.somaxconn"); got != "65535" {
+	if got := n.Sysctl("net.core.somaxconn"); got != "65535" {
 		t.Errorf("somaxconn %s after B", got)
 	}
-	if s, ok := n.readFile("/etc/systemd/system/emqx.service.d/60-hostprep.conf"); !ok || !strings.Contains(s, "LimitNOFILE=65536:1048576") {
+	if s, ok := n.ReadFile("/etc/systemd/system/emqx.service.d/60-hostprep.conf"); !ok || !strings.Contains(s, "LimitNOFILE=65536:1048576") {
 		t.Errorf("drop-in: %q", s)
 	}
-	if s, ok := n.readFile("/etc/systemd/system.conf.d/60-hostprep.conf"); !ok || !strings.Contains(s, "DefaultLimitNOFILE=65536:1048576") {
+	if s, ok := n.ReadFile("/etc/systemd/system.conf.d/60-hostprep.conf"); !ok || !strings.Contains(s, "DefaultLimitNOFILE=65536:1048576") {
 		t.Errorf("system.conf.d: %q", s)
 	}
-	if out, e, c := n.hostprep("tune", "rollback"); c != 0 {
+	if out, e, c := n.Hostprep("tune", "rollback"); c != 0 {
 		t.Fatalf("rollback: exit %d\n%s\n%s", c, out, e)
 	}
 	for _, k := range keys {
-		if got := n.sysctl(k); got != before[k] {
+		if got := n.Sysctl(k); got != before[k] {
 			t.Errorf("after rollback %s = %q, want %q", k, got, before[k])
 		}
 	}
 	for _, p := range []string{"/etc/systemd/system", "/etc/systemd/system.conf.d", "/etc/security/limits.d/60-hostprep.conf", "/etc/sysctl.d/60-hostprep.conf", "/var/lib/hostprep"} {
-		if _, _, c := n.run("test", "-e", p); c == 0 {
+		if _, _, c := n.Run("test", "-e", p); c == 0 {
 			t.Errorf("%s left after rollback", p)
 		}
 	}
 	for k, v := range orig {
-		b, _ := os.ReadFile("/proc/sys/" + k)
+		b, _ := os.ReadFile("/proc/sys/" + strings.ReplaceAll(k, ".", "/"))
 		if strings.TrimSpace(string(b)) != v {
 			t.Errorf("global %s = %s after rollback, want %s", k, strings.TrimSpace(string(b)), v)
 		}
@@ -456,32 +386,32 @@ systemd:
 	keys := []string{"fs.nr_open", "net.core.somaxconn"}
 	before := map[string]string{}
 	for _, k := range keys {
-		before[k] = n.sysctl(k)
+		before[k] = n.Sysctl(k)
 	}
 	for _, dir := range []string{"/etc/sysctl.d", "/etc/security/limits.d", "/etc/systemd"} {
-		if _, e, c := n.run("mount", "-o", "remount,ro", dir); c != 0 {
+		if _, e, c := n.Run("mount", "-o", "remount,ro", dir); c != 0 {
 			t.Fatal(e)
 		}
-		_, errOut, code := n.hostprep("tune", "apply", "--profile", prof)
+		_, errOut, code := n.Hostprep("tune", "apply", "--profile", prof)
 		if code != 3 || !strings.Contains(errOut, dir) || !strings.Contains(errOut, "undone") {
 			t.Errorf("%s read-only: exit %d, want 3 naming it\n%s", dir, code, errOut)
 		}
 		for _, k := range keys {
-			if got := n.sysctl(k); got != before[k] {
+			if got := n.Sysctl(k); got != before[k] {
 				t.Errorf("%s read-only: %s = %s after the failed run, want %s", dir, k, got, before[k])
 			}
 		}
 		for _, p := range []string{"/etc/sysctl.d/60-hostprep.conf", "/etc/security/limits.d/60-hostprep.conf", "/etc/systemd/system", "/var/lib/hostprep"} {
-			if _, _, c := n.run("test", "-e", p); c == 0 {
+			if _, _, c := n.Run("test", "-e", p); c == 0 {
 				t.Errorf("%s read-only: %s left behind", dir, p)
 			}
 		}
-		if _, e, c := n.run("mount", "-o", "remount,rw", dir); c != 0 {
+		if _, e, c := n.Run("mount", "-o", "remount,rw", dir); c != 0 {
 			t.Fatal(e)
 		}
 	}
 	b, _ := os.ReadFile("/proc/sys/fs/nr_open")
-	if strings.TrimSpace(string(b)) != orig["fs/nr_open"] {
-		t.Errorf("global fs.nr_open = %s, want %s", strings.TrimSpace(string(b)), orig["fs/nr_open"])
+	if strings.TrimSpace(string(b)) != orig["fs.nr_open"] {
+		t.Errorf("global fs.nr_open = %s, want %s", strings.TrimSpace(string(b)), orig["fs.nr_open"])
 	}
 }
