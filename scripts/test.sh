@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command: installs and starts what the tests need
 # (mosquitto from Debian, IoTDB from Maven Central) on loopback, runs the
-# whole suite with the race detector, and stops the services again.
+# whole suite with the race detector, one package at a time, and stops the
+# services it started (ones already running are left alone).
 # Run as root on a fresh Debian 12 machine; running it twice is harmless.
 set -euo pipefail
 cd "$(dirname "$0")/.."
