@@ -26,14 +26,22 @@ start_service() {
   scripts/"$1".sh start
 }
 
+if ! command -v go >/dev/null; then
+  [ -x /usr/local/go/bin/go ] && export PATH=$PATH:/usr/local/go/bin
+fi
+command -v go >/dev/null || { echo "test.sh: go not found: install Go 1.26 or newer and put it on PATH" >&2; exit 1; }
 echo "== go toolchain: $(go version)"
 # Tools the tests call: ansible-playbook (examples/ syntax check),
-# unshare and ip (tune sandbox), systemd-analyze (examples/ unit check).
+# unshare and ip (tune sandbox), systemd-analyze (examples/ unit check), a C
+# compiler for the race detector, Maven and Java for IoTDB.
 need_pkgs=()
 command -v ansible-playbook >/dev/null || need_pkgs+=(ansible-core)
 command -v unshare >/dev/null || need_pkgs+=(util-linux)
 command -v ip >/dev/null || need_pkgs+=(iproute2)
 command -v systemd-analyze >/dev/null || need_pkgs+=(systemd)
+command -v gcc >/dev/null || need_pkgs+=(gcc libc6-dev)   # go test -race needs cgo
+command -v mvn >/dev/null || need_pkgs+=(maven)           # fetches IoTDB
+command -v java >/dev/null || need_pkgs+=(openjdk-17-jre-headless)   # runs IoTDB
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "== apt-get install ${need_pkgs[*]}"
   apt-get update -qq
