@@ -81,7 +81,10 @@ trap 'rm -rf "$tmpdir"; rm -f "$new"' EXIT
 trap 'exit 130' INT TERM
 
 echo "install.sh: building hostprep with $("$go" version) from $src"
-(cd "$src" && "$go" build -trimpath -o "$tmpdir/hostprep" ./cmd/hostprep)
+# The version hostprep --version prints: the checkout's git description
+# when there is one.
+version=$(git -C "$src" describe --always --dirty 2>/dev/null || echo dev)
+(cd "$src" && "$go" build -trimpath -ldflags "-X main.version=$version" -o "$tmpdir/hostprep" ./cmd/hostprep)
 
 if [ -f "$dest" ] && cmp -s "$tmpdir/hostprep" "$dest"; then
 	echo "install.sh: $dest unchanged (identical binary already installed)"

@@ -23,6 +23,9 @@ type rootFlags struct {
 
 var globals rootFlags
 
+// version is set at build time by install.sh (-X main.version=...).
+var version = "dev"
+
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "hostprep",
@@ -34,6 +37,7 @@ short calibrated load (probe mqtt, probe iotdb), or does all three (ready).
 Exit codes: 0 success, 1 a check/verify/threshold failed, 2 bad input
 (nothing touched), 3 the environment refused (not root, read-only /proc/sys,
 lock held, kernel EINVAL, target unreachable).`,
+		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {

@@ -36,3 +36,10 @@ func TestUsageErrorsExit2(t *testing.T) {
 		}
 	}
 }
+
+func TestVersionFlag(t *testing.T) {
+	stdout, _, code := testenv.Run(t, nil, "--version")
+	if code != 0 || !strings.HasPrefix(stdout, "hostprep version ") {
+		t.Errorf("--version: exit %d, stdout %q", code, stdout)
+	}
+}
