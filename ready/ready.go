@@ -179,7 +179,7 @@ func run(ctx context.Context, o Options, rn runners) (*Result, error) {
 // finish folds the verdict and maps it to the run's error (exit code).
 func finish(res *Result) (*Result, error) {
 	res.Verdict = outcome.Fold(res.Steps)
-	res.Failing = outcome.Findings(res.Steps)
+	res.Failing, res.Warnings = outcome.Findings(res.Steps)
 	res.DurationMS = float64(time.Since(res.Started).Microseconds()) / 1000
 	code := exitcode.OK
 	var couldNot []string

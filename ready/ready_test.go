@@ -119,8 +119,16 @@ func TestFailedCheckIsExit1FailuresFirst(t *testing.T) {
 	if got := strings.Join(f.ran, ","); got != "tune,preflight,mqtt" {
 		t.Errorf("ran %s: a failed preflight must not stop the probes", got)
 	}
-	if res.Failing[0] != "preflight: fd.hard: hard nofile 20000 < 1000064" || res.Failing[1] != "preflight: clock: clock not synchronised" {
-		t.Errorf("failing %q", res.Failing)
+	// failing names failures only (the NOT READY reasons); the warning
+	// is listed apart, and the one-line error (stderr) does not name it.
+	if len(res.Failing) != 1 || res.Failing[0] != "preflight: fd.hard: hard nofile 20000 < 1000064" {
+		t.Errorf("failing %q: want the failed check only", res.Failing)
+	}
+	if len(res.Warnings) != 1 || res.Warnings[0] != "preflight: clock: clock not synchronised" {
+		t.Errorf("warnings %q", res.Warnings)
+	}
+	if strings.Contains(err.Error(), "clock") {
+		t.Errorf("error line names a warning: %v", err)
 	}
 	if s := res.Step(outcome.StepProbeIoTDB); s == nil || s.Verdict != verdict.Skip || !strings.Contains(s.Summary, "--iotdb") {
 		t.Errorf("iotdb step %+v: want skip naming --iotdb", s)

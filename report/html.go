@@ -126,8 +126,9 @@ func fleetCharts(f *Fleet) []template.HTML {
 }
 
 func hostSection(r Row) htmlHost {
+	fails, warns := outcome.Findings(r.run.Steps)
 	h := htmlHost{Host: r.Host, Verdict: string(r.Verdict), Class: class(r.Verdict), Source: r.Source,
-		Findings: outcome.Findings(r.run.Steps)}
+		Findings: append(fails, warns...)} // failures first
 	if s := r.run.Step(outcome.StepProbeMQTT); s != nil {
 		for _, name := range []string{"ack_latency_ms", "e2e_latency_ms", "connect_latency_ms"} {
 			pts := s.Series[name]

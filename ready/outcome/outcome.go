@@ -114,9 +114,13 @@ type Result struct {
 	// Started is when the run began; DurationMS its wall time, ms.
 	Started    time.Time `json:"started"`
 	DurationMS float64   `json:"duration_ms"`
-	// Failing names what makes the host not ready (or warned), failures
-	// first: "step: check-id: summary".
+	// Failing names what makes the host NOT READY, failed checks only:
+	// "step: check-id: summary" (or "step: error" for a step that could
+	// not run). Empty when nothing failed.
 	Failing []string `json:"failing,omitempty"`
+	// Warnings are the warned checks, same form; they never make a host
+	// NOT READY.
+	Warnings []string `json:"warnings,omitempty"`
 	// Steps in the order they ran.
 	Steps []Step `json:"steps"`
 }
@@ -147,11 +151,10 @@ func Fold(steps []Step) Verdict {
 	return v
 }
 
-// Findings lists the failed checks, then the warned ones, as
+// Findings lists the failed checks and, separately, the warned ones, as
 // "step: id: summary"; a failed step with no failed check contributes
-// "step: error or summary".
-func Findings(steps []Step) []string {
-	var fails, warns []string
+// "step: error or summary" to fails.
+func Findings(steps []Step) (fails, warns []string) {
 	for _, s := range steps {
 		failedCheck := false
 		for _, c := range s.Checks {
@@ -172,5 +175,5 @@ func Findings(steps []Step) []string {
 			fails = append(fails, s.Name+": "+msg)
 		}
 	}
-	return append(fails, warns...)
+	return fails, warns
 }

@@ -28,7 +28,7 @@ func TestFold(t *testing.T) {
 	}
 }
 
-func TestFindingsFailuresFirst(t *testing.T) {
+func TestFindingsFailuresApartFromWarnings(t *testing.T) {
 	steps := []Step{
 		{Name: "tune", Verdict: verdict.Pass},
 		{Name: "preflight", Verdict: verdict.Fail, Checks: []verdict.Check{
@@ -37,12 +37,13 @@ func TestFindingsFailuresFirst(t *testing.T) {
 		}},
 		{Name: "probe-iotdb", Verdict: verdict.Fail, Error: "connect 127.0.0.1:6667: refused"},
 	}
-	want := []string{
+	wantFails := []string{
 		"preflight: fd.hard: hard nofile 20000 < 1000000",
 		"probe-iotdb: connect 127.0.0.1:6667: refused",
-		"preflight: clock: clock not synchronised",
 	}
-	if got := Findings(steps); !reflect.DeepEqual(got, want) {
-		t.Errorf("Findings = %q, want %q", got, want)
+	wantWarns := []string{"preflight: clock: clock not synchronised"}
+	fails, warns := Findings(steps)
+	if !reflect.DeepEqual(fails, wantFails) || !reflect.DeepEqual(warns, wantWarns) {
+		t.Errorf("Findings = %q, %q; want failures %q and warnings %q apart", fails, warns, wantFails, wantWarns)
 	}
 }

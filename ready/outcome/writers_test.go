@@ -32,8 +32,9 @@ func sample() *Result {
 			Metrics: map[string]float64{MetricAckP95MS: 1.25, MetricLoss: 0}},
 		{Name: StepProbeIoTDB, Verdict: verdict.Fail, Summary: "could not run", Error: "dial tcp 127.0.0.1:6667: connection refused", ExitCode: 3},
 	}
+	fails, warns := Findings(steps)
 	return &Result{Host: "lg-01", Profile: "ready-small", Verdict: Fold(steps), Changed: true,
-		Started: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), DurationMS: 10600, Failing: Findings(steps), Steps: steps}
+		Started: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), DurationMS: 10600, Failing: fails, Warnings: warns, Steps: steps}
 }
 
 func TestJUnit(t *testing.T) {
