@@ -201,6 +201,14 @@ func TestBrokerKilledMidRun(t *testing.T) {
 	if len(res.Failures) == 0 {
 		t.Error("the failure must be named")
 	}
+	// Rates are over the window as it really ran (it ended when the
+	// broker died, ~1.5 s in), not over the planned 4 s.
+	if res.WindowSeconds <= 0.5 || res.WindowSeconds >= 3 {
+		t.Errorf("window %.2fs, want the real ~1.5 s, not the planned %v", res.WindowSeconds, cfg.Duration)
+	}
+	if got, want := res.Throughput.PublishedPerSec, res.Throughput.RequestedPerSec; got < want*0.8 || got > want*1.1 {
+		t.Errorf("published %.1f msg/s over the real window, want about the requested %.1f", got, want)
+	}
 }
 
 func TestProxyDelayedPubackResentNotDoubleCounted(t *testing.T) {
@@ -350,6 +358,12 @@ func TestInterrupted(t *testing.T) {
 		t.Fatalf("want partial results and an environment error, got %v", err)
 	}
 	checkCounts(t, res)
+	if res.WindowSeconds <= 0.3 || res.WindowSeconds >= 2 {
+		t.Errorf("window %.2fs, want the real ~1 s up to the interrupt, not the planned %v", res.WindowSeconds, cfg.Duration)
+	}
+	if got, want := res.Throughput.PublishedPerSec, res.Throughput.RequestedPerSec; got < want*0.8 || got > want*1.1 {
+		t.Errorf("published %.1f msg/s over the real window, want about the requested %.1f", got, want)
+	}
 }
 
 func TestBadInput(t *testing.T) {

@@ -25,8 +25,11 @@ type Result struct {
 	Config     Config    `json:"config"`
 	StartedAt  time.Time `json:"started_at"`
 	// RampSeconds is the connect ramp (Clients/ConnRate), the warm-up;
-	// WindowSeconds the steady-state window after it; DrainSeconds the
-	// time spent waiting for outstanding acks/deliveries after it.
+	// WindowSeconds the steady-state window after it as it really ran:
+	// Config.Duration, or less when the run stopped early (broker died,
+	// every subscriber lost, interrupted), so rates are per real second;
+	// DrainSeconds the time spent waiting for outstanding acks/deliveries
+	// after it.
 	// Procs is the GOMAXPROCS the probe ran with (see Config.Procs).
 	Procs         int     `json:"procs"`
 	RampSeconds   float64 `json:"ramp_s"`
@@ -123,7 +126,9 @@ type Latencies struct {
 	SchedulerLag latency.Summary `json:"scheduler_lag"`
 }
 
-// Throughput over the steady window (messages scheduled in it).
+// Throughput over the steady window as it really ran (messages scheduled
+// in it, divided by Result.WindowSeconds, which is shorter than
+// Config.Duration when the run stopped early).
 type Throughput struct {
 	PublishedPerSec float64 `json:"published_per_s"`
 	ReceivedPerSec  float64 `json:"received_per_s"`
@@ -231,6 +236,7 @@ func (r *run) fill(res *Result) {
 	m.Duplicated = r.dup.Load()
 	m.OutOfOrder = r.ooo.Load()
 	res.Messages = m
+	res.WindowSeconds = r.windowSeconds()
 	if res.WindowSeconds > 0 {
 		res.Throughput = Throughput{
 			PublishedPerSec: float64(r.winPublished.Load()) / res.WindowSeconds,
@@ -368,7 +374,7 @@ func (res *Result) WriteText(w io.Writer) error {
 	if res.BrokerNote != "" {
 		p("\t%s\n", res.BrokerNote)
 	}
-	p("load\t%d clients at %g conn/s, QoS %d, %d B every %v, window %.0fs after a %.1fs ramp, MQTT %s, %d subscriber(s) on %s\n",
+	p("load\t%d clients at %g conn/s, QoS %d, %d B every %v, window %.1fs after a %.1fs ramp, MQTT %s, %d subscriber(s) on %s\n",
 		c.Clients, c.ConnRate, c.QoS, c.Size, c.PubInterval, res.WindowSeconds, res.RampSeconds, c.MQTTVersion, c.Subscribers, res.Filter)
 	b := res.Baseline
 	p("baseline\tconnect %.3f ms, round trip p50 %.3f ms max %.3f ms, scheduler jitter p50 %.3f ms p99 %.3f ms\n",

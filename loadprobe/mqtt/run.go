@@ -80,6 +80,10 @@ type run struct {
 	subs    []*conn
 	rampEnd int64 // ns since base: end of the connect ramp
 	pubEnd  int64 // last scheduled publish is before this
+	// winEnd is when the steady window really ended (ns since base):
+	// pubEnd, or earlier when the run stopped early or was interrupted;
+	// 0 until then.
+	winEnd atomic.Int64
 
 	// counters
 	scheduled, published, sendFailed, acked, ackErrors, strayAcks, resent atomic.Int64
@@ -362,7 +366,6 @@ func (r *run) execute(res *Result) error {
 	r.rampEnd = start + int64(float64(cfg.Clients)*step)
 	r.pubEnd = r.rampEnd + int64(cfg.Duration)
 	res.RampSeconds = float64(r.rampEnd-start) / 1e9
-	res.WindowSeconds = cfg.Duration.Seconds()
 	for i := 0; i < cfg.Clients; i++ {
 		r.sched.add(event{at: start + int64(float64(i)*step), client: int32(i), kind: evConnect})
 	}
@@ -419,6 +422,7 @@ func (r *run) execute(res *Result) error {
 			break
 		}
 	}
+	r.markWindowEnd()
 	// Drain: outstanding acks and deliveries, bounded by Grace.
 	r.stopping.Store(true)
 	deadline := time.Now().Add(cfg.Grace)
@@ -454,7 +458,31 @@ func (r *run) subsDead() bool {
 	return true
 }
 
+// markWindowEnd records the real end of the steady window: now, or
+// pubEnd if that came first. Only the first call counts.
+func (r *run) markWindowEnd() {
+	if r.sched == nil || r.winEnd.Load() != 0 {
+		return
+	}
+	end := r.now()
+	if end > r.pubEnd {
+		end = r.pubEnd
+	}
+	r.winEnd.CompareAndSwap(0, end)
+}
+
+// windowSeconds is the steady window as it really ran: from the end of
+// the connect ramp to winEnd (0 when the run ended during the ramp).
+func (r *run) windowSeconds() float64 {
+	end := r.winEnd.Load()
+	if end <= r.rampEnd {
+		return 0
+	}
+	return float64(end-r.rampEnd) / 1e9
+}
+
 func (r *run) interrupted() error {
+	r.markWindowEnd()
 	return exitcode.Environmentf("interrupted: the run was cancelled (Ctrl-C or deadline); partial results follow")
 }
 
@@ -561,6 +589,9 @@ func (r *run) fire(e event, now int64) {
 	case evPublish:
 		if e.at >= r.pubEnd {
 			return
+		}
+		if end := r.winEnd.Load(); end != 0 && e.at >= end {
+			return // stopped early: nothing is scheduled after the real window
 		}
 		c := r.conns[e.client].Load()
 		if c == nil {
