@@ -1,6 +1,9 @@
 package iotdb
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Knee rules: a step is the knee when, against the step before it,
 // throughput grows by less than KneeTPSGrowth while p95 grows by more than
@@ -29,8 +32,11 @@ type Knee struct {
 // FindKnee finds the throughput peak and the knee of steps (in the order
 // run; the rule compares each step with the one before it). It is a pure
 // function of Workers, TPS and Latency.P95.
+//
+// Partial steps (cut short by an interruption) are left out.
 func FindKnee(steps []Step) Knee {
 	var k Knee
+	steps = slices.DeleteFunc(slices.Clone(steps), func(s Step) bool { return s.Partial })
 	if len(steps) == 0 {
 		k.Reading = "no steps were measured"
 		return k

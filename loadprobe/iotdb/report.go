@@ -29,16 +29,24 @@ func (r *Result) WriteText(w io.Writer) error {
 	if r.Kept {
 		kept = "KEPT"
 	}
-	fmt.Fprintf(w, "database     %s (%d series, %s)\n\n", r.Database, r.Series, kept)
+	fmt.Fprintf(w, "database     %s (%d series, %s)\n", r.Database, r.Series, kept)
+	if r.StopReason != "" {
+		fmt.Fprintf(w, "INCOMPLETE   %s\n", r.StopReason)
+	}
+	fmt.Fprintln(w)
 
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "workers\tops\tTPS\tpoints/s\tmean ms\tp50 ms\tp95 ms\tp99 ms\tmax ms\terrors\tpool use\t\n")
 	for _, s := range r.Steps {
 		mark := ""
-		switch s.Workers {
-		case r.Knee.Workers:
+		if s.Partial {
+			mark = " partial"
+		}
+		switch {
+		case s.Partial:
+		case s.Workers == r.Knee.Workers:
 			mark = " knee"
-		case r.Knee.PeakWorkers:
+		case s.Workers == r.Knee.PeakWorkers:
 			if len(r.Steps) > 1 {
 				mark = " peak"
 			}

@@ -47,6 +47,14 @@ type Result struct {
 	// Notes are things the reader should know (abandoned calls, clean-up
 	// problems, an unreadable version).
 	Notes []string `json:"notes,omitempty"`
+	// Interrupted is true when the run was cancelled (Ctrl-C, SIGTERM, a
+	// caller's deadline) before its last step finished: Steps are partial
+	// (the step cut short has Partial set), the check iotdb.complete
+	// fails, so Verdict is never pass, and Run returns an
+	// exitcode.Environment error (exit 3).
+	Interrupted bool `json:"interrupted"`
+	// StopReason says why the run ended early ("" when it ran to the end).
+	StopReason string `json:"stop_reason,omitempty"`
 }
 
 // Step is one load step with a fixed number of workers.
@@ -83,6 +91,9 @@ type Step struct {
 	PointsPerS float64 `json:"points_per_s"`
 	// Pool is the sampled session-pool utilisation.
 	Pool PoolUse `json:"pool"`
+	// Partial is true when the step was cut short (run interrupted or
+	// stopped); it is shown but left out of the knee.
+	Partial bool `json:"partial,omitempty"`
 }
 
 // PoolUse is the session pool's utilisation during a step, counted by the

@@ -69,6 +69,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	w := newWorkload(&cfg, res.Database)
 	if err := setup(ctx, pool, w, res); err != nil {
+		if ctx.Err() != nil {
+			return nil, exitcode.Environmentf("iotdb probe interrupted (%v) while setting up %s on %s: nothing measured", ctx.Err(), res.Database, res.Target)
+		}
 		return nil, err
 	}
 	slog.Info("iotdb probe: database ready", "database", res.Database, "series", res.Series, "server_version", res.ServerVersion)
@@ -80,12 +83,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.WarmupOps = w.Ops
 	}
 	var runErr error
+	cutAt := 0 // the step running when ctx was cancelled (0: warm-up or between steps)
 	for _, n := range cfg.Steps {
 		if ctx.Err() != nil {
-			runErr = ctx.Err()
 			break
 		}
 		st := runStep(ctx, &cfg, pool, w, n)
+		if ctx.Err() != nil {
+			st.Partial, cutAt = true, n
+		}
 		res.Steps = append(res.Steps, st)
 		slog.Info("iotdb probe: step done", "workers", n, "tps", st.TPS, "p95_ms", st.Latency.P95, "error_rate", st.ErrorRate)
 		if cfg.OnStep != nil {
@@ -96,8 +102,39 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	teardown(pool, &cfg, res)
 	res.Knee = FindKnee(res.Steps)
 	res.Checks = Checks(&cfg, res.Steps)
+	if err := ctx.Err(); err != nil {
+		runErr = res.interrupted(err, cutAt, len(cfg.Steps))
+	}
 	res.Verdict = verdict.Worst(res.Checks)
 	return res, runErr
+}
+
+// CheckComplete fails when the run did not run every step to its end
+// (interrupted, or stopped because the server could not be reached).
+const CheckComplete = "iotdb.complete"
+
+// interrupted marks res as cut short by err (ctx's error) while the step
+// of cutAt workers ran (0: before the first step or between steps), adds
+// the failing iotdb.complete check and returns the exit-3 error.
+func (res *Result) interrupted(err error, cutAt, planned int) error {
+	full := 0
+	for _, s := range res.Steps {
+		if !s.Partial {
+			full++
+		}
+	}
+	where := "before the first step"
+	switch {
+	case cutAt != 0:
+		where = fmt.Sprintf("during the step at %d workers", cutAt)
+	case len(res.Steps) > 0:
+		where = fmt.Sprintf("after the step at %d workers", res.Steps[len(res.Steps)-1].Workers)
+	}
+	res.Interrupted = true
+	res.StopReason = fmt.Sprintf("interrupted (%v) %s: %d of %d steps ran to the end; the results are partial and are no verdict on the load", err, where, full, planned)
+	res.Checks = append(res.Checks, verdict.Check{ID: CheckComplete, Status: verdict.Fail,
+		Summary: res.StopReason, Remedy: "run the probe again and let every step finish"})
+	return exitcode.Environmentf("iotdb probe interrupted: %v %s; %d of %d steps complete, results partial", err, where, full, planned)
 }
 
 // TSStatus codes of a refused login (IoTDB's TSStatusCode

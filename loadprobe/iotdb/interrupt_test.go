@@ -1,0 +1,91 @@
+package iotdb
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/testenv"
+	"github.com/hostprep/hostprep/internal/verdict"
+)
+
+// A run cancelled in its last (here: only) step must not read as a pass:
+// exit-3 error, Interrupted, the step marked partial, verdict fail.
+func TestInterruptInLastStepIsNotAPass(t *testing.T) {
+	cfg := realConfig(t, ScenarioWrite)
+	cfg.Steps, cfg.StepDuration = []int{1}, 20*time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(2500*time.Millisecond, cancel)
+	t0 := time.Now()
+	res, err := Run(ctx, cfg)
+	if took := time.Since(t0); took > 12*time.Second {
+		t.Errorf("Run took %v after cancel at 2.5s", took)
+	}
+	if exitcode.Code(err) != exitcode.Environment || !strings.Contains(err.Error(), "interrupted") {
+		t.Fatalf("Run: %v (code %d), want exit 3 'interrupted'", err, exitcode.Code(err))
+	}
+	if res == nil {
+		t.Fatal("no partial result")
+	}
+	if !res.Interrupted || res.Verdict == verdict.Pass || len(res.Steps) != 1 || !res.Steps[0].Partial {
+		t.Fatalf("interrupted=%v verdict=%s steps=%+v, want interrupted, not pass, one partial step", res.Interrupted, res.Verdict, res.Steps)
+	}
+	var txt bytes.Buffer
+	if err := res.WriteText(&txt); err != nil {
+		t.Fatal(err)
+	}
+	out := txt.String()
+	for _, want := range []string{"interrupted", "partial", CheckComplete} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text report lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "verdict: PASS") {
+		t.Errorf("text report of an interrupted run says PASS:\n%s", out)
+	}
+}
+
+// The CLI: SIGINT during the last step gives exit 3, the report says
+// interrupted, and no PASS (the tester's `--steps 1 --step-duration 20s`).
+func TestCLIInterruptInLastStepExits3(t *testing.T) {
+	addr := testenv.IoTDB(t)
+	host, port, _ := strings.Cut(addr, ":")
+	pw := filepath.Join(t.TempDir(), "pw")
+	secret := os.Getenv("HOSTPREP_IOTDB_PASSWORD")
+	if secret == "" {
+		secret = "root"
+	}
+	if err := os.WriteFile(pw, []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		steps string
+		after time.Duration
+	}{{"1", 4 * time.Second}, {"1,2", 4 * time.Second}} {
+		cmd := exec.Command(testenv.Binary(t), "probe", "iotdb", "--host", host, "--port", port, "--password-file", pw,
+			"--steps", tc.steps, "--step-duration", "20s", "--pool-size", "4")
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.AfterFunc(tc.after, func() { _ = cmd.Process.Signal(syscall.SIGINT) })
+		err := cmd.Wait()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		if code != 3 || !strings.Contains(o.String(), "interrupted") || !strings.Contains(o.String(), "partial") ||
+			strings.Contains(o.String(), "verdict: PASS") || !strings.Contains(e.String(), "interrupted") {
+			t.Errorf("--steps %s, SIGINT after %v: exit %d\nstdout:\n%s\nstderr:\n%s\nwant exit 3, report saying interrupted and partial, no PASS",
+				tc.steps, tc.after, code, o.String(), e.String())
+		}
+	}
+}
