@@ -1,15 +1,12 @@
 package preflight
 
 import (
-	"bufio"
-	"fmt"
-	"io"
 	"net"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/hostprep/hostprep/internal/procnet"
 	psnet "github.com/shirou/gopsutil/v3/net"
 )
 
@@ -35,49 +32,13 @@ func (g *gatherer) conntrack() {
 	g.f.Conntrack = c
 }
 
-// netstat reads the TcpExt counters of /proc/net/netstat (a header line of
-// names followed by a line of values).
+// netstat reads the TcpExt counters of /proc/net/netstat (procnet.TcpExt).
 func (g *gatherer) netstat() {
-	fh, err := os.Open(g.path("/proc/net/netstat"))
-	if err != nil {
-		g.note("/proc/net/netstat: %v", err)
-		return
-	}
-	defer fh.Close()
-	m, err := parseNetstat(fh)
+	m, err := procnet.TcpExt(g.path("/proc"))
 	if err != nil {
 		g.note("/proc/net/netstat: %v", err)
 	}
 	g.f.Netstat = m
-}
-
-// parseNetstat returns the TcpExt counters by name.
-func parseNetstat(r io.Reader) (map[string]uint64, error) {
-	out := map[string]uint64{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	var names []string
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) == 0 || fields[0] != "TcpExt:" {
-			names = nil
-			continue
-		}
-		if names == nil {
-			names = fields[1:]
-			continue
-		}
-		if len(fields)-1 != len(names) {
-			return out, fmt.Errorf("TcpExt: %d names but %d values", len(names), len(fields)-1)
-		}
-		for i, v := range fields[1:] {
-			if n, err := strconv.ParseUint(v, 10, 64); err == nil {
-				out[names[i]] = n
-			}
-		}
-		names = nil
-	}
-	return out, sc.Err()
 }
 
 // sockstat reads the TCP line of /proc/net/sockstat.
@@ -116,61 +77,15 @@ func parseSockstat(s string) Sockstat {
 	return out
 }
 
-// listening reads the TCP ports in LISTEN state (st 0A) from /proc/net/tcp
-// and /proc/net/tcp6.
+// listening reads the TCP ports in LISTEN state from /proc/net/tcp and
+// /proc/net/tcp6 (procnet.ListeningTCPPorts).
 func (g *gatherer) listening() error {
-	seen := map[int]bool{}
-	for _, name := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		fh, err := os.Open(g.path(name))
-		if os.IsNotExist(err) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		err = parseProcNetTCP(fh, seen)
-		fh.Close()
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
+	ports, err := procnet.ListeningTCPPorts(g.path("/proc"))
+	if err != nil {
+		return err
 	}
-	g.f.ListeningPorts = sortedKeys(seen)
+	g.f.ListeningPorts = ports
 	return nil
-}
-
-// parseProcNetTCP adds the local ports of LISTEN sockets to seen.
-func parseProcNetTCP(r io.Reader, seen map[int]bool) error {
-	sc := bufio.NewScanner(r)
-	first := true
-	for sc.Scan() {
-		if first {
-			first = false
-			continue
-		}
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 4 || fields[3] != "0A" {
-			continue
-		}
-		i := strings.LastIndexByte(fields[1], ':')
-		if i < 0 {
-			return fmt.Errorf("bad local_address %q", fields[1])
-		}
-		p, err := strconv.ParseUint(fields[1][i+1:], 16, 16)
-		if err != nil {
-			return fmt.Errorf("bad port in %q", fields[1])
-		}
-		seen[int(p)] = true
-	}
-	return sc.Err()
-}
-
-func sortedKeys(m map[int]bool) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Ints(out)
-	return out
 }
 
 // sourceAddresses lists the global unicast addresses (gopsutil net

@@ -6,8 +6,9 @@
 // Layout: plan.go computes, apply.go executes, rollback.go undoes,
 // verify.go compares the live host with the journal, output.go prints.
 // Sub-packages: sysctl (the /proc/sys backend), files (owned files,
-// atomic writes), journal (state.json), lock (flock), procnet (listening
-// ports), sysval (field-by-field value comparison).
+// atomic writes), journal (state.json), lock (flock), sysval
+// (field-by-field value comparison); listening ports come from
+// internal/procnet.
 package tune
 
 import (
@@ -16,9 +17,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hostprep/hostprep/internal/procnet"
 	"github.com/hostprep/hostprep/tune/journal"
 	"github.com/hostprep/hostprep/tune/lock"
-	"github.com/hostprep/hostprep/tune/procnet"
 	"github.com/hostprep/hostprep/tune/sysctl"
 )
 

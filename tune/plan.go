@@ -13,10 +13,10 @@ import (
 	"syscall"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/procnet"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
-	"github.com/hostprep/hostprep/tune/procnet"
 	"github.com/hostprep/hostprep/tune/sysctl"
 	"github.com/hostprep/hostprep/tune/sysval"
 )

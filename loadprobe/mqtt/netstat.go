@@ -1,10 +1,6 @@
 package mqtt
 
-import (
-	"os"
-	"strconv"
-	"strings"
-)
+import "github.com/hostprep/hostprep/internal/procnet"
 
 // HostCounters are the kernel's TCP counters (/proc/net/netstat, TcpExt,
 // this network namespace) that explain a slow or failing connect ramp,
@@ -24,41 +20,16 @@ type HostCounters struct {
 	PruneCalled int64 `json:"prune_called"`
 }
 
-// readHostCounters reads the TcpExt counters; zero when unavailable.
+// readHostCounters reads the TcpExt counters (procnet.TcpExt); zero when
+// unavailable.
 func readHostCounters() HostCounters {
-	b, err := os.ReadFile("/proc/net/netstat")
-	if err != nil {
-		return HostCounters{}
+	m, _ := procnet.TcpExt("")
+	return HostCounters{
+		ListenOverflows: int64(m["ListenOverflows"]),
+		ListenDrops:     int64(m["ListenDrops"]),
+		TCPSynRetrans:   int64(m["TCPSynRetrans"]),
+		PruneCalled:     int64(m["PruneCalled"]),
 	}
-	var keys []string
-	var h HostCounters
-	for _, line := range strings.Split(string(b), "\n") {
-		if !strings.HasPrefix(line, "TcpExt:") {
-			continue
-		}
-		f := strings.Fields(line)[1:]
-		if keys == nil {
-			keys = f
-			continue
-		}
-		for i, k := range keys {
-			if i >= len(f) {
-				break
-			}
-			v, _ := strconv.ParseInt(f[i], 10, 64)
-			switch k {
-			case "ListenOverflows":
-				h.ListenOverflows = v
-			case "ListenDrops":
-				h.ListenDrops = v
-			case "TCPSynRetrans":
-				h.TCPSynRetrans = v
-			case "PruneCalled":
-				h.PruneCalled = v
-			}
-		}
-	}
-	return h
 }
 
 func (h HostCounters) sub(o HostCounters) HostCounters {

@@ -1,5 +1,7 @@
-// Package procnet reads the TCP ports listening on this host (in this
-// network namespace) from /proc/net/tcp and /proc/net/tcp6.
+// Package procnet reads this network namespace's TCP state from procfs
+// under a configurable root (node_exporter style): the ports listening
+// (/proc/net/tcp, /proc/net/tcp6) and the TcpExt counters
+// (/proc/net/netstat).
 package procnet
 
 import (

@@ -1,0 +1,61 @@
+package procnet
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// TcpExt returns the TcpExt counters of procRoot/net/netstat ("" means
+// /proc) by the kernel's names (ListenOverflows, ListenDrops,
+// TCPSynRetrans, PruneCalled, ...): counts since boot for this network
+// namespace. The error is the file's (not readable) or ParseTcpExt's,
+// with the counters read before it.
+func TcpExt(procRoot string) (map[string]uint64, error) {
+	if procRoot == "" {
+		procRoot = DefaultRoot
+	}
+	f, err := os.Open(filepath.Join(procRoot, "net", "netstat"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ParseTcpExt(f)
+}
+
+// ParseTcpExt reads the TcpExt counters from r in /proc/net/netstat's
+// format: a "TcpExt:" line of names followed by a "TcpExt:" line of
+// values. A values line whose length differs from its names line is an
+// error, returned with the counters read before it; a value that is not
+// a number is left out.
+func ParseTcpExt(r io.Reader) (map[string]uint64, error) {
+	out := map[string]uint64{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	var names []string
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 || fields[0] != "TcpExt:" {
+			names = nil
+			continue
+		}
+		if names == nil {
+			names = fields[1:]
+			continue
+		}
+		if len(fields)-1 != len(names) {
+			return out, fmt.Errorf("TcpExt: %d names but %d values", len(names), len(fields)-1)
+		}
+		for i, v := range fields[1:] {
+			if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+				out[names[i]] = n
+			}
+		}
+		names = nil
+	}
+	return out, sc.Err()
+}
