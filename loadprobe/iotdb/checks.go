@@ -3,6 +3,7 @@ package iotdb
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/hostprep/hostprep/internal/verdict"
 )
@@ -125,7 +126,13 @@ func errorRemedy(s *Step, c *Config) string {
 	}
 	switch top {
 	case ClassWaitTimeout:
-		return fmt.Sprintf("the pool is exhausted: %d workers share %d sessions; raise --pool-size (and the server's dn_rpc_max_concurrent_client_num) or --wait-timeout %v", s.Workers, c.PoolSize, c.WaitTimeout)
+		wait := suggestWait(c.WaitTimeout)
+		if c.PoolSize < s.Workers {
+			return fmt.Sprintf("the pool is exhausted: %d workers share %d sessions; use --pool-size %d (one session per worker; the server's dn_rpc_max_concurrent_client_num must allow it) or let workers wait longer with --wait-timeout %v (now %v)",
+				s.Workers, c.PoolSize, s.Workers, wait, c.WaitTimeout)
+		}
+		return fmt.Sprintf("no session became free within the %v wait although the pool (%d sessions) covers the %d workers: sessions are slow to open or stuck in calls; use --wait-timeout %v and check the server's dn_rpc_max_concurrent_client_num and load",
+			c.WaitTimeout, c.PoolSize, s.Workers, wait)
 	case ClassConnect:
 		return "sessions could not be opened or were dropped: check the server log, its connection limit (dn_rpc_max_concurrent_client_num) and the host's nofile limit (hostprep preflight)"
 	case ClassStatus:
@@ -136,4 +143,15 @@ func errorRemedy(s *Step, c *Config) string {
 		return "the IoTDB Go client panicked (e.g. on a MULTIPLE_ERROR status without a message); see error_samples in --output json"
 	}
 	return "see error_samples in --output json"
+}
+
+// suggestWait is the --wait-timeout the pool-exhaustion advice proposes:
+// ten times the current one, at least 1 s, rounded to whole ms (whole
+// seconds from 1 s up) so it can be typed back as a flag.
+func suggestWait(cur time.Duration) time.Duration {
+	d := max(10*cur, time.Second)
+	if d >= time.Second {
+		return d.Round(time.Second)
+	}
+	return d.Round(time.Millisecond)
 }

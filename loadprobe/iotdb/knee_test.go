@@ -155,3 +155,32 @@ func TestConfigFromProfile(t *testing.T) {
 		t.Errorf("profile config does not validate: %v", err)
 	}
 }
+
+// Pool-exhaustion advice names concrete larger values, never the ones
+// given (the tester saw "or --wait-timeout 1ms" with --wait-timeout 1ms).
+func TestWaitTimeoutRemedySuggestsLargerValues(t *testing.T) {
+	zero := 0.0
+	st := Step{Workers: 16, Ops: 100, OK: 10, Errors: 90, ErrorRate: 0.9, ErrorsByClass: map[string]int64{ClassWaitTimeout: 90}}
+	for _, tc := range []struct {
+		pool       int
+		wait       time.Duration
+		want, bans []string
+	}{
+		{1, time.Millisecond, []string{"--pool-size 16", "--wait-timeout 1s"}, []string{"--wait-timeout 1ms"}},
+		{4, 5 * time.Second, []string{"--pool-size 16", "--wait-timeout 50s"}, []string{"--wait-timeout 5s"}},
+		{32, 200 * time.Millisecond, []string{"--wait-timeout 2s", "covers the 16 workers"}, []string{"--pool-size", "--wait-timeout 200ms"}},
+	} {
+		cfg := Config{Steps: []int{16}, PoolSize: tc.pool, WaitTimeout: tc.wait, Thresholds: Thresholds{MaxErrorRate: &zero}}
+		r := Checks(&cfg, []Step{st})[0].Remedy
+		for _, w := range tc.want {
+			if !strings.Contains(r, w) {
+				t.Errorf("pool %d wait %v: remedy %q lacks %q", tc.pool, tc.wait, r, w)
+			}
+		}
+		for _, b := range tc.bans {
+			if strings.Contains(r, b+" ") || strings.HasSuffix(r, b) {
+				t.Errorf("pool %d wait %v: remedy %q suggests the current %q", tc.pool, tc.wait, r, b)
+			}
+		}
+	}
+}
