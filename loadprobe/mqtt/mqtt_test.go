@@ -195,6 +195,9 @@ func TestBrokerKilledMidRun(t *testing.T) {
 	if res.Connects.Lost == 0 || res.Verdict != verdict.Fail {
 		t.Errorf("want lost connections and a fail verdict: %+v %s", res.Connects, res.Verdict)
 	}
+	if c := res.Connects; c.SubscribersLost != 1 || c.Lost > c.OK {
+		t.Errorf("want the subscriber counted apart (subscribers_lost 1) and publishers lost <= ok: %+v", c)
+	}
 	if res.Messages.Published == 0 {
 		t.Error("want what was measured before the broker died")
 	}

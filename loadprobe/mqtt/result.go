@@ -71,9 +71,16 @@ type Connects struct {
 	// FailedBy: refused, timeout, not_authorised, server_unavailable,
 	// fd_limit, no_source_port, closed_by_broker, reset, tls, canceled, other.
 	FailedBy map[string]int64 `json:"failed_by,omitempty"`
-	// Lost are established connections that ended before the run did.
+	// Lost are established publisher connections that ended before the
+	// run did (at most OK).
 	Lost   int64            `json:"lost"`
 	LostBy map[string]int64 `json:"lost_by,omitempty"`
+	// Subscribers is Config.Subscribers; SubscribersLost counts subscriber
+	// connections that ended before the run did (not part of Target, OK
+	// or Lost).
+	Subscribers       int              `json:"subscribers"`
+	SubscribersLost   int64            `json:"subscribers_lost"`
+	SubscribersLostBy map[string]int64 `json:"subscribers_lost_by,omitempty"`
 	// FailRate is Failed / Target.
 	FailRate float64 `json:"fail_rate"`
 }
@@ -169,7 +176,8 @@ func (r *run) fill(res *Result) {
 	res.Latency.SchedulerLag = r.schedLag.Summary()
 
 	r.mu.Lock()
-	cn := Connects{Target: cfg.Clients, OK: r.connectOK, FailedBy: map[string]int64{}, LostBy: map[string]int64{}}
+	cn := Connects{Target: cfg.Clients, OK: r.connectOK, FailedBy: map[string]int64{}, LostBy: map[string]int64{},
+		Subscribers: cfg.Subscribers, SubscribersLostBy: map[string]int64{}}
 	for k, v := range r.connectFailed {
 		cn.FailedBy[k] = v
 		cn.Failed += v
@@ -177,6 +185,10 @@ func (r *run) fill(res *Result) {
 	for k, v := range r.disconnects {
 		cn.LostBy[k] = v
 		cn.Lost += v
+	}
+	for k, v := range r.subLost {
+		cn.SubscribersLostBy[k] = v
+		cn.SubscribersLost += v
 	}
 	first := map[string]string{}
 	for k, v := range r.firstFailure {
@@ -250,7 +262,10 @@ func (r *run) fill(res *Result) {
 		res.Failures = append(res.Failures, fmt.Sprintf("%d of %d connects failed: %s", cn.Failed, cfg.Clients, byReason(cn.FailedBy, first, "connect:")))
 	}
 	if cn.Lost > 0 {
-		res.Failures = append(res.Failures, fmt.Sprintf("%d established connections were lost mid-run: %s", cn.Lost, byReason(cn.LostBy, first, "conn:")))
+		res.Failures = append(res.Failures, fmt.Sprintf("%d of %d established publisher connections were lost mid-run: %s", cn.Lost, cn.OK, byReason(cn.LostBy, first, "conn:")))
+	}
+	if cn.SubscribersLost > 0 {
+		res.Failures = append(res.Failures, fmt.Sprintf("%d of %d subscriber connections were lost mid-run: %s", cn.SubscribersLost, cn.Subscribers, byReason(cn.SubscribersLostBy, first, "sub:")))
 	}
 	if m.Unacked > 0 {
 		res.Failures = append(res.Failures, fmt.Sprintf("%d of %d QoS %d publishes got no PUBACK/PUBCOMP within the %v grace", m.Unacked, m.Published, cfg.QoS, cfg.Grace))
@@ -347,9 +362,11 @@ func judge(cfg *Config, res *Result) []verdict.Check {
 	}
 	dur("mqtt.e2e_p99", "end-to-end p99", res.Latency.E2E.P99, res.Latency.E2E.Count, t.E2EP99,
 		"deliveries are slow: check the broker's CPU and the subscribers (more --subscribers with a shared subscription)")
-	lost := verdict.Check{ID: "mqtt.connections_lost", Status: verdict.Pass, Observed: strconv.FormatInt(res.Connects.Lost, 10), Expected: "0",
-		Summary: fmt.Sprintf("%d established connections lost mid-run", res.Connects.Lost)}
-	if res.Connects.Lost > 0 {
+	cn := res.Connects
+	lost := verdict.Check{ID: "mqtt.connections_lost", Status: verdict.Pass,
+		Observed: fmt.Sprintf("%d of %d publishers, %d of %d subscribers", cn.Lost, cn.OK, cn.SubscribersLost, cn.Subscribers), Expected: "0",
+		Summary: fmt.Sprintf("%d of %d established publisher connections and %d of %d subscriber connections lost mid-run", cn.Lost, cn.OK, cn.SubscribersLost, cn.Subscribers)}
+	if cn.Lost > 0 || cn.SubscribersLost > 0 {
 		lost.Status = verdict.Fail
 		lost.Remedy = "the broker closed or reset connections: see lost by reason and the broker's log"
 	}
@@ -380,7 +397,8 @@ func (res *Result) WriteText(w io.Writer) error {
 	p("baseline\tconnect %.3f ms, round trip p50 %.3f ms max %.3f ms, scheduler jitter p50 %.3f ms p99 %.3f ms\n",
 		b.ConnectMs, b.RoundTrip.P50, b.RoundTrip.Max, b.SchedulerJitter.P50, b.SchedulerJitter.P99)
 	cn := res.Connects
-	p("connects\t%d ok, %d failed%s, %d lost mid-run%s\n", cn.OK, cn.Failed, reasons(cn.FailedBy), cn.Lost, reasons(cn.LostBy))
+	p("connects\t%d of %d publishers ok, %d failed%s, %d lost mid-run%s; %d subscriber(s), %d lost mid-run%s\n",
+		cn.OK, cn.Target, cn.Failed, reasons(cn.FailedBy), cn.Lost, reasons(cn.LostBy), cn.Subscribers, cn.SubscribersLost, reasons(cn.SubscribersLostBy))
 	m := res.Messages
 	p("messages\tscheduled %d, published %d, acked %d, unacked %d, received %d, lost %d, duplicated %d, out of order %d, overruns %d\n",
 		m.Scheduled, m.Published, m.Acked, m.Unacked, m.Received, m.Lost, m.Duplicated, m.OutOfOrder, m.Overruns)

@@ -95,7 +95,8 @@ type run struct {
 	mu            sync.Mutex
 	connectFailed map[string]int64
 	connectOK     int64
-	disconnects   map[string]int64
+	disconnects   map[string]int64  // publishers
+	subLost       map[string]int64  // subscribers
 	firstFailure  map[string]string // reason -> first error text
 	schedLag      *latency.Recorder // scheduler goroutine only
 
@@ -195,11 +196,17 @@ func (r *run) failConnect(reason string, err error) {
 	r.mu.Unlock()
 }
 
-func (r *run) lostConn(reason string, err error) {
+// lostConn accounts an established connection that ended before the run
+// did: a publisher's in disconnects, a subscriber's in subLost.
+func (r *run) lostConn(sub bool, reason string, err error) {
+	m, prefix := r.disconnects, "conn:"
+	if sub {
+		m, prefix = r.subLost, "sub:"
+	}
 	r.mu.Lock()
-	r.disconnects[reason]++
-	if _, ok := r.firstFailure["conn:"+reason]; !ok {
-		r.firstFailure["conn:"+reason] = err.Error()
+	m[reason]++
+	if _, ok := r.firstFailure[prefix+reason]; !ok {
+		r.firstFailure[prefix+reason] = err.Error()
 	}
 	r.mu.Unlock()
 }
@@ -247,6 +254,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		base:          time.Now(),
 		connectFailed: map[string]int64{},
 		disconnects:   map[string]int64{},
+		subLost:       map[string]int64{},
 		firstFailure:  map[string]string{},
 		schedLag:      latency.New(),
 		track:         make([]pubTrack, cfg.Clients),
@@ -760,8 +768,8 @@ func (r *run) connEnded(c *conn, err error) {
 	if c.client >= 0 {
 		r.connected.Add(-1)
 	}
-	if !byUs && !r.stoppingNow() {
-		r.lostConn(classify(err), err)
+	if !byUs && !r.stoppingNow() && (c.client >= 0 || c.sub) {
+		r.lostConn(c.sub, classify(err), err)
 		slog.Debug("mqtt connection lost", "client", c.client, "err", err)
 	}
 }
