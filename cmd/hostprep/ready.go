@@ -36,7 +36,8 @@ loopback; probes against external targets are skipped.
 Results go to stdout (--output text|json; the JSON carries "changed" for
 Ansible's changed_when), logs to stderr. --json, --junit and --prom also
 write the result to files (JUnit: every check and probe threshold is a test
-case; prom: a node_exporter textfile).
+case; prom: a node_exporter textfile); their folders must exist: a missing
+one is refused (exit 2) before anything runs.
 
 Exit codes: 0 READY (also READY WITH WARNINGS), 1 NOT READY, 2 bad input,
 3 a step could not run (not root, lock held, target unreachable).`,
@@ -48,6 +49,13 @@ Exit codes: 0 READY (also READY WITH WARNINGS), 1 NOT READY, 2 bad input,
 			RunE: func(cmd *cobra.Command, args []string) error {
 				if err := checkOutput(output, "text", "json"); err != nil {
 					return err
+				}
+				// Result files are checked before anything runs (tune
+				// included): a missing folder is exit 2, never created.
+				for _, f := range []struct{ flag, path string }{{"--json", jsonFile}, {"--junit", junitFile}, {"--prom", promFile}} {
+					if err := outcome.CheckOutputPath(f.flag, f.path); err != nil {
+						return err
+					}
 				}
 				var err error
 				if o.MQTTPassword, err = secret(mqttPwFile, "--mqtt-password-file", "HOSTPREP_MQTT_PASSWORD"); err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -155,7 +156,7 @@ func TestText(t *testing.T) {
 
 func TestWriteFileAtomic(t *testing.T) {
 	dir := t.TempDir()
-	p := filepath.Join(dir, "sub", "hostprep.prom")
+	p := filepath.Join(dir, "hostprep.prom")
 	if err := WriteFileAtomic(p, func(w io.Writer) error { return WriteProm(w, sample()) }); err != nil {
 		t.Fatal(err)
 	}
@@ -167,4 +168,36 @@ func TestWriteFileAtomic(t *testing.T) {
 	if len(ents) != 1 {
 		t.Errorf("temp files left: %v", ents)
 	}
+	// A missing folder is an error, never created.
+	sub := filepath.Join(dir, "sub")
+	if err := WriteFileAtomic(filepath.Join(sub, "x.prom"), func(w io.Writer) error { return WriteProm(w, sample()) }); err == nil {
+		t.Error("wrote into a missing folder")
+	}
+	if _, err := os.Stat(sub); !os.IsNotExist(err) {
+		t.Errorf("%s was created", sub)
+	}
 }
+
+func TestCheckOutputPath(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, want string }{
+		{filepath.Join(dir, "ok.xml"), ""},
+		{file, ""}, // an existing file is replaced
+		{filepath.Join(dir, "no", "f.xml"), "--junit " + filepath.Join(dir, "no", "f.xml") + ": folder " + filepath.Join(dir, "no") + " does not exist"},
+		{filepath.Join(file, "f.xml"), "is not a folder"},
+		{dir, "is a folder"},
+	} {
+		err := CheckOutputPath("--junit", tc.path)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.path, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || exitcode.Code(err) != exitcode.BadInput):
+			t.Errorf("%s: err %v (code %d), want exit 2 with %q", tc.path, err, exitcode.Code(err), tc.want)
+		}
+	}
+}
+
