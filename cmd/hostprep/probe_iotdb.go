@@ -2,15 +2,12 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"slices"
-	"strings"
 	"syscall"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
-	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/loadprobe/iotdb"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/spf13/cobra"
@@ -114,29 +111,17 @@ interrupted).`,
 				th.TargetStep = cfg.Thresholds.TargetStep
 			}
 			cfg.Thresholds = th
-			switch {
-			case passwordFile != "":
-				b, err := os.ReadFile(passwordFile)
-				if err != nil {
-					return exitcode.BadInputf("--password-file %s: %v", passwordFile, err)
-				}
-				cfg.Password = strings.TrimRight(string(b), "\r\n")
-				if cfg.Password == "" {
-					return exitcode.BadInputf("--password-file %s is empty: put the IoTDB password in it", passwordFile)
-				}
-			default:
-				cfg.Password = os.Getenv(iotdbPasswordEnv)
+			pw, err := probePassword(passwordFile, iotdbPasswordEnv)
+			if err != nil {
+				return err
 			}
+			if passwordFile != "" && pw == "" {
+				return exitcode.BadInputf("--password-file %s is empty: put the IoTDB password in it", passwordFile)
+			}
+			cfg.Password = pw
 			// Fail on an unwritable output file before loading the server.
-			for flag, path := range map[string]string{"--csv": csvFile, "--html": htmlFile} {
-				if path == "" {
-					continue
-				}
-				fh, err := os.Create(path)
-				if err != nil {
-					return exitcode.BadInputf("%s %s: %v", flag, path, err)
-				}
-				fh.Close()
+			if err := probeCreatable(map[string]string{"--csv": csvFile, "--html": htmlFile}); err != nil {
+				return err
 			}
 			stderr := cmd.ErrOrStderr()
 			cfg.OnStep = func(s iotdb.Step) {
@@ -158,10 +143,10 @@ interrupted).`,
 				if err != nil {
 					return err
 				}
-				if err := iotdbWriteFile(csvFile, "--csv", res.WriteCSV); err != nil {
+				if err := probeWriteFile(csvFile, "--csv", res.WriteCSV); err != nil {
 					return err
 				}
-				if err := iotdbWriteFile(htmlFile, "--html", res.WriteHTML); err != nil {
+				if err := probeWriteFile(htmlFile, "--html", res.WriteHTML); err != nil {
 					return err
 				}
 			}
@@ -171,16 +156,7 @@ interrupted).`,
 				}
 				return runErr
 			}
-			if res.Verdict == verdict.Fail {
-				var failed []string
-				for _, ch := range res.Checks {
-					if ch.Status == verdict.Fail {
-						failed = append(failed, ch.ID)
-					}
-				}
-				return exitcode.Failedf("probe iotdb: %s failed", strings.Join(failed, ", "))
-			}
-			return nil
+			return probeVerdictErr("iotdb", res.Verdict, res.Checks)
 		},
 	}
 	fl := c.Flags()
@@ -208,23 +184,4 @@ interrupted).`,
 	fl.StringVar(&csvFile, "csv", "", "also write one row per step to this CSV `FILE`")
 	fl.StringVar(&htmlFile, "html", "", "also write a self-contained HTML report with response-time and throughput charts to `FILE`")
 	return c
-}
-
-// iotdbWriteFile writes path with write, if path is set.
-func iotdbWriteFile(path, flag string, write func(io.Writer) error) error {
-	if path == "" {
-		return nil
-	}
-	fh, err := os.Create(path)
-	if err != nil {
-		return exitcode.Environmentf("%s %s: %v", flag, path, err)
-	}
-	if err := write(fh); err != nil {
-		fh.Close()
-		return exitcode.Environmentf("%s %s: %v", flag, path, err)
-	}
-	if err := fh.Close(); err != nil {
-		return exitcode.Environmentf("%s %s: %v", flag, path, err)
-	}
-	return nil
 }

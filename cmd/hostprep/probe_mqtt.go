@@ -4,12 +4,10 @@ import (
 	"encoding/json"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
-	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/loadprobe/mqtt"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/spf13/cobra"
@@ -93,22 +91,13 @@ never printed. Exit codes: 0 pass, 1 a threshold failed, 2 bad input,
 				th.E2EP99 = e2eP99
 			}
 			cfg.Thresholds = th
-			switch {
-			case passwordFile != "":
-				b, err := os.ReadFile(passwordFile)
-				if err != nil {
-					return exitcode.BadInputf("--password-file %s: %v", passwordFile, err)
-				}
-				cfg.Password = strings.TrimRight(string(b), "\r\n")
-			default:
-				cfg.Password = os.Getenv(mqtt.PasswordEnv)
+			pw, err := probePassword(passwordFile, mqtt.PasswordEnv)
+			if err != nil {
+				return err
 			}
-			if csvFile != "" {
-				fh, err := os.Create(csvFile)
-				if err != nil {
-					return exitcode.BadInputf("--csv %s: %v", csvFile, err)
-				}
-				fh.Close()
+			cfg.Password = pw
+			if err := probeCreatable(map[string]string{"--csv": csvFile}); err != nil {
+				return err
 			}
 			cfg.Progress = cmd.ErrOrStderr()
 			cfg.ProgressTTY = term.IsTerminal(int(os.Stderr.Fd()))
@@ -127,33 +116,14 @@ never printed. Exit codes: 0 pass, 1 a threshold failed, 2 bad input,
 				} else if err := res.WriteText(out); err != nil {
 					return err
 				}
-				if csvFile != "" {
-					fh, err := os.Create(csvFile)
-					if err != nil {
-						return exitcode.Environmentf("--csv %s: %v", csvFile, err)
-					}
-					if err := res.WriteCSV(fh); err != nil {
-						fh.Close()
-						return exitcode.Environmentf("--csv %s: %v", csvFile, err)
-					}
-					if err := fh.Close(); err != nil {
-						return exitcode.Environmentf("--csv %s: %v", csvFile, err)
-					}
+				if err := probeWriteFile(csvFile, "--csv", res.WriteCSV); err != nil {
+					return err
 				}
 			}
 			if runErr != nil {
 				return runErr
 			}
-			if res.Verdict == verdict.Fail {
-				var failed []string
-				for _, ch := range res.Checks {
-					if ch.Status == verdict.Fail {
-						failed = append(failed, ch.ID)
-					}
-				}
-				return exitcode.Failedf("probe mqtt: %s failed", strings.Join(failed, ", "))
-			}
-			return nil
+			return probeVerdictErr("mqtt", res.Verdict, res.Checks)
 		},
 	}
 	fl := c.Flags()

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"io"
+	"os"
+	"strings"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/verdict"
+)
+
+// What the probe commands (probe mqtt, probe iotdb) share: where the
+// password comes from, output files checked before the load and written
+// after it, and the exit code of a failed verdict.
+
+// probePassword returns the password from file (its content without the
+// trailing newline) when file is set, else from the environment variable
+// env. An unreadable file is bad input (exit 2) naming --password-file.
+func probePassword(file, env string) (string, error) {
+	if file == "" {
+		return os.Getenv(env), nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", exitcode.BadInputf("--password-file %s: %v", file, err)
+	}
+	return strings.TrimRight(string(b), "\r\n"), nil
+}
+
+// probeCreatable fails with bad input (exit 2) naming the flag when an
+// output file (flag -> path; empty paths are skipped) cannot be created,
+// so an unwritable --csv fails before loading the server.
+func probeCreatable(files map[string]string) error {
+	for flag, path := range files {
+		if path == "" {
+			continue
+		}
+		fh, err := os.Create(path)
+		if err != nil {
+			return exitcode.BadInputf("%s %s: %v", flag, path, err)
+		}
+		fh.Close()
+	}
+	return nil
+}
+
+// probeWriteFile writes path with write, if path is set; any error is
+// the environment's (exit 3) naming flag.
+func probeWriteFile(path, flag string, write func(io.Writer) error) error {
+	if path == "" {
+		return nil
+	}
+	fh, err := os.Create(path)
+	if err != nil {
+		return exitcode.Environmentf("%s %s: %v", flag, path, err)
+	}
+	if err := write(fh); err != nil {
+		fh.Close()
+		return exitcode.Environmentf("%s %s: %v", flag, path, err)
+	}
+	if err := fh.Close(); err != nil {
+		return exitcode.Environmentf("%s %s: %v", flag, path, err)
+	}
+	return nil
+}
+
+// probeVerdictErr is nil unless v is a failure; then it is exit 1
+// ("probe NAME: ID, ID failed") naming the failed checks.
+func probeVerdictErr(name string, v verdict.Status, checks []verdict.Check) error {
+	if v != verdict.Fail {
+		return nil
+	}
+	var failed []string
+	for _, ch := range checks {
+		if ch.Status == verdict.Fail {
+			failed = append(failed, ch.ID)
+		}
+	}
+	return exitcode.Failedf("probe %s: %s failed", name, strings.Join(failed, ", "))
+}
