@@ -325,10 +325,23 @@ func TestFDLimitTooLow(t *testing.T) {
 	if exitcode.Code(err) != exitcode.Environment || !strings.Contains(err.Error(), "at most 478 clients") {
 		t.Fatalf("want an environment error with the number that fits, got %v", err)
 	}
+	if !strings.Contains(err.Error(), "external --broker") {
+		t.Errorf("embedded broker: an external --broker halves the fds, say so: %v", err)
+	}
 	cfg.Broker = "tcp://127.0.0.1:1"
 	_, err = Run(context.Background(), cfg)
 	if exitcode.Code(err) != exitcode.Environment || !strings.Contains(err.Error(), "at most 958 clients") {
 		t.Fatalf("external broker: one fd per client, got %v", err)
+	}
+	// The broker is external already: suggesting one is wrong advice.
+	// NoFileLimit is the hard limit too, so the ceiling is named.
+	for _, want := range []string{"RLIMIT_NOFILE 1024", "ulimit", "LimitNOFILE", "CAP_SYS_RESOURCE", "lower --clients", "several probe hosts"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("external broker: want %q in %v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "external --broker") {
+		t.Errorf("external broker given, yet the error suggests one: %v", err)
 	}
 }
 

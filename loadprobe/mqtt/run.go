@@ -817,9 +817,12 @@ func (c *Config) procs(embedded bool) int {
 
 // checkFDs refuses a run RLIMIT_NOFILE cannot hold, before anything
 // starts: each client needs one fd, plus the broker's side when the broker
-// is embedded.
+// is embedded. The error names the limit, the number of clients that fit
+// and the fixes that apply: an external --broker only when the embedded
+// one is in use; CAP_SYS_RESOURCE when the soft limit already is the hard
+// one (Config.NoFileLimit stands for both).
 func checkFDs(cfg *Config, embedded bool) error {
-	limit := cfg.NoFileLimit
+	limit, hard := cfg.NoFileLimit, cfg.NoFileLimit
 	if limit == 0 {
 		var rl unix.Rlimit
 		if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
@@ -831,7 +834,7 @@ func checkFDs(cfg *Config, embedded bool) error {
 				rl.Cur = rl.Max
 			}
 		}
-		limit = rl.Cur
+		limit, hard = rl.Cur, rl.Max
 	}
 	per := uint64(1)
 	if embedded {
@@ -849,8 +852,16 @@ func checkFDs(cfg *Config, embedded bool) error {
 	if embedded {
 		where = " (2 per client: the embedded broker's side is in this process too)"
 	}
-	return exitcode.Environmentf("RLIMIT_NOFILE %d is too low for --clients %d: the run needs about %d file descriptors%s; at most %d clients fit. Raise the limit (ulimit -n, LimitNOFILE= in the unit, or `hostprep tune`), lower --clients, or use an external --broker",
-		limit, cfg.Clients, need, where, fits)
+	raise := "raise the soft limit (ulimit -n, LimitNOFILE= in the unit, or `hostprep tune`)"
+	if limit >= hard {
+		raise = fmt.Sprintf("raise the hard limit %d (it is the ceiling: ulimit -Hn as root, LimitNOFILE= in the unit, nofile in limits.conf, or `hostprep tune`; raising it needs CAP_SYS_RESOURCE)", hard)
+	}
+	other := "or spread the clients over several probe hosts (--source-ips does not help: every connection needs an fd whatever its source address)"
+	if embedded {
+		other = "or use an external --broker (then 1 fd per client)"
+	}
+	return exitcode.Environmentf("RLIMIT_NOFILE %d is too low for --clients %d: the run needs about %d file descriptors%s; at most %d clients fit. Fix: %s, lower --clients to %d or fewer, %s",
+		limit, cfg.Clients, need, where, fits, raise, fits, other)
 }
 
 // checkPorts refuses a run that needs more source ports towards one
