@@ -154,6 +154,10 @@ type Second struct {
 	E2EP95    float64 `json:"e2e_p95_ms"`
 }
 
+// scheduleAllowance is the fraction of publishes that may be issued more
+// than overrunThreshold late before mqtt.schedule warns.
+const scheduleAllowance = 0.01
+
 // fill copies the counters and merged histograms into res and judges it.
 func (r *run) fill(res *Result) {
 	cfg := &r.cfg
@@ -371,11 +375,20 @@ func judge(cfg *Config, res *Result) []verdict.Check {
 		lost.Remedy = "the broker closed or reset connections: see lost by reason and the broker's log"
 	}
 	cs = append(cs, lost)
-	sch := verdict.Check{ID: "mqtt.schedule", Status: verdict.Pass, Observed: fmt.Sprintf("%d overruns", m.Overruns), Expected: "0",
-		Summary: fmt.Sprintf("probe kept its schedule (%d publishes > %v late)", m.Overruns, overrunThreshold)}
-	if m.Scheduled > 0 && float64(m.Overruns)/float64(m.Scheduled) > 0.01 {
+	// The probe may fall behind its schedule for up to 1% of publishes
+	// (GC pauses, a busy core) before its latencies stop being the
+	// broker's: within that allowance the check passes, above it warns.
+	var lateFrac float64
+	if m.Scheduled > 0 {
+		lateFrac = float64(m.Overruns) / float64(m.Scheduled)
+	}
+	sch := verdict.Check{ID: "mqtt.schedule", Status: verdict.Pass,
+		Observed: fmt.Sprintf("%d of %d (%.2f%%)", m.Overruns, m.Scheduled, lateFrac*100),
+		Expected: fmt.Sprintf("<= %g%% of publishes more than %v late", scheduleAllowance*100, overrunThreshold)}
+	sch.Summary = fmt.Sprintf("probe kept its schedule: %s publishes more than %v late, within the %g%% allowance", sch.Observed, overrunThreshold, scheduleAllowance*100)
+	if lateFrac > scheduleAllowance {
 		sch.Status = verdict.Warn
-		sch.Summary = fmt.Sprintf("the probe fell behind its schedule for %d of %d publishes: latencies include the probe's own delay", m.Overruns, m.Scheduled)
+		sch.Summary = fmt.Sprintf("the probe fell behind its schedule for %s publishes more than %v late, beyond the %g%% allowance: latencies include the probe's own delay", sch.Observed, overrunThreshold, scheduleAllowance*100)
 		sch.Remedy = "run the probe on another host or lower the rate; see the calibration's scheduler jitter"
 	}
 	cs = append(cs, sch)
