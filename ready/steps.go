@@ -21,6 +21,23 @@ func errStep(err error) outcome.Step {
 	return outcome.Step{Verdict: verdict.Fail, Summary: "could not run", Error: err.Error(), ExitCode: exitcode.Code(err)}
 }
 
+// probeOutcome finishes a probe's step: a failed verdict is exit 1; a
+// run error is the step's error and exit code, and the whole step when
+// the probe returned no result (ran is false).
+func probeOutcome(s outcome.Step, ran bool, err error) outcome.Step {
+	if ran && s.Verdict == verdict.Fail {
+		s.ExitCode = exitcode.Failed
+	}
+	if err != nil {
+		e := errStep(err)
+		if !ran {
+			return e
+		}
+		s.Verdict, s.Error, s.ExitCode = verdict.Fail, e.Error, e.ExitCode
+	}
+	return s
+}
+
 // tuneChecks turns a tune result into checks: one per change made (pass),
 // one per key or file tune skipped with its reason (pass: already as
 // wanted), one per warning, one per failed --pid/--service prlimit.
@@ -81,6 +98,34 @@ func tuneStep(ctx context.Context, p *profiles.Profile, o Options) outcome.Step 
 		s.Summary += "; restart " + strings.Join(r.Restart, ", ") + " to pick up the new limits"
 	}
 	return s
+}
+
+// recheckTune re-plans the profile against the host at the end of a run
+// (tune.NewPlan reads every key and owned file again): right after a
+// successful apply the plan is empty, so each change it now lists is a
+// value undone while ready ran — a `hostprep tune rollback`, another
+// tool, a package's sysctl.d — and is a failed "tune.drift.LAYER.TARGET"
+// check (observed: the live value, expected: the profile's). With no
+// drift it is one passed "tune.still-applied" check. A plan that cannot
+// be made is a warning: the run's result stands, unconfirmed.
+func recheckTune(p *profiles.Profile, o Options) []verdict.Check {
+	pl, err := tune.NewPlan(p, o.Tune)
+	if err != nil {
+		return []verdict.Check{{ID: "tune.still-applied", Status: verdict.Warn,
+			Summary: "could not re-read the tuning at the end of the run: " + err.Error()}}
+	}
+	if !pl.Changed {
+		return []verdict.Check{{ID: "tune.still-applied", Status: verdict.Pass,
+			Summary: "re-read at the end of the run: the host still matches " + p.Name}}
+	}
+	var cs []verdict.Check
+	for _, c := range pl.Changes {
+		cs = append(cs, verdict.Check{ID: "tune.drift." + c.Layer + "." + c.Target(), Status: verdict.Fail,
+			Summary:  fmt.Sprintf("%s %s is %s again at the end of the run, not %s as applied: undone while ready ran (hostprep tune rollback, another tool?)", c.Layer, c.Target(), c.From, c.To),
+			Observed: c.From, Expected: c.To,
+			Remedy:   "find what reset it (hostprep tune status shows the drift), then run hostprep ready again"})
+	}
+	return cs
 }
 
 // mqttConfig is the MQTT probe a run makes, or why it is skipped.
@@ -181,18 +226,8 @@ func mqttStep(ctx context.Context, cfg mqtt.Config) outcome.Step {
 		if len(r.Failures) > 0 {
 			s.Summary += "; " + strings.Join(r.Failures, "; ")
 		}
-		if s.Verdict == verdict.Fail {
-			s.ExitCode = exitcode.Failed
-		}
 	}
-	if err != nil {
-		e := errStep(err)
-		if r == nil {
-			return e
-		}
-		s.Verdict, s.Error, s.ExitCode = verdict.Fail, e.Error, e.ExitCode
-	}
-	return s
+	return probeOutcome(s, r != nil, err)
 }
 
 func iotdbStep(ctx context.Context, cfg iotdb.Config) outcome.Step {
@@ -227,16 +262,6 @@ func iotdbStep(ctx context.Context, cfg iotdb.Config) outcome.Step {
 		} else {
 			s.Summary = fmt.Sprintf("%s: no step measured", r.Target)
 		}
-		if s.Verdict == verdict.Fail {
-			s.ExitCode = exitcode.Failed
-		}
 	}
-	if err != nil {
-		e := errStep(err)
-		if r == nil {
-			return e
-		}
-		s.Verdict, s.Error, s.ExitCode = verdict.Fail, e.Error, e.ExitCode
-	}
-	return s
+	return probeOutcome(s, r != nil, err)
 }
