@@ -15,6 +15,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -30,7 +31,13 @@ import (
 // password from when no --password-file is given.
 const PasswordEnv = "HOSTPREP_MQTT_PASSWORD"
 
-// Config is one probe run. Zero fields take the defaults of Defaults().
+// Config is one probe run. Start from Defaults() or ConfigFromProfile
+// and change fields: Validate (called by Run) refuses a zero where zero
+// has no meaning (Clients, ConnRate, Subscribers, Keepalive,
+// ConnectTimeout, Grace, ...) instead of silently defaulting it. Zero is
+// meaningful, and documented, for Broker (embedded), RetryInterval
+// (never), Workers, Procs, NoFileLimit, SourceIPs and the latency
+// thresholds (not judged).
 type Config struct {
 	// Broker is tcp://host:port, mqtt://, mqtts:// or ssl://; empty starts
 	// the embedded broker on 127.0.0.1.
@@ -63,17 +70,19 @@ type Config struct {
 	// Duration is the steady-state measurement window after the connect
 	// ramp (Clients/ConnRate seconds).
 	Duration time.Duration `json:"duration_ns"`
-	// Subscribers receive everything; more than one uses a shared
-	// subscription ($share/hostprep-{run}/...).
+	// Subscribers receive everything (1 to 64); more than one uses a
+	// shared subscription ($share/hostprep-{run}/...).
 	Subscribers int `json:"subscribers"`
 
-	// ConnectTimeout bounds dial + TLS + CONNECT->CONNACK (default 10 s).
+	// ConnectTimeout bounds dial + TLS + CONNECT->CONNACK; > 0 (Defaults:
+	// 10 s).
 	ConnectTimeout time.Duration `json:"connect_timeout_ns"`
 	// Grace bounds the drain after the last scheduled publish, waiting
-	// for outstanding PUBACK/PUBCOMP and deliveries (default 5 s).
+	// for outstanding PUBACK/PUBCOMP and deliveries; > 0 (Defaults: 5 s).
 	Grace time.Duration `json:"grace_ns"`
 	// RetryInterval re-sends an unacknowledged QoS>0 PUBLISH with DUP set
-	// after this long (MQTT 3.1.1 only; 0 = never, the default).
+	// after this long (MQTT 3.1.1 only: MQTT 5 forbids re-sending on a
+	// live connection; 0 = never, the default; negative is refused).
 	RetryInterval time.Duration `json:"retry_interval_ns,omitempty"`
 	// Workers, when > 0, is a pool of goroutines issuing the scheduled
 	// writes; 0 (the default) writes from the scheduler goroutine itself,
@@ -197,31 +206,9 @@ func ConfigFromProfile(p *profiles.MQTTProbe) Config {
 	return c
 }
 
-// fill sets zero fields to defaults.
+// fill sets the output-only fields Validate does not judge.
 func (c *Config) fill() {
-	d := Defaults()
-	if c.MQTTVersion == "" {
-		c.MQTTVersion = d.MQTTVersion
-	}
-	if c.Topic == "" {
-		c.Topic = d.Topic
-	}
-	if c.ClientID == "" {
-		c.ClientID = d.ClientID
-	}
-	if c.Keepalive == 0 {
-		c.Keepalive = d.Keepalive
-	}
-	if c.Subscribers == 0 {
-		c.Subscribers = 1
-	}
-	if c.ConnectTimeout == 0 {
-		c.ConnectTimeout = d.ConnectTimeout
-	}
-	if c.Grace == 0 {
-		c.Grace = d.Grace
-	}
-	if c.ProgressEvery == 0 {
+	if c.ProgressEvery <= 0 {
 		c.ProgressEvery = 5 * time.Second
 	}
 }
@@ -232,14 +219,29 @@ type brokerAddr struct {
 	tls      bool
 }
 
-// validate checks c; errors are exitcode.BadInput naming the flag.
-func (c *Config) validate() (brokerAddr, error) {
+// Validate checks c as Run would run it, before anything is started or
+// touched (hostprep ready calls it before tuning). Every error is
+// exitcode.BadInput, one line naming the flag, the value, the rule and
+// the fix; the password is never part of it. Zero is refused where it has
+// no meaning (see Config). SourceIPs naming an interface is looked up: a
+// failure to read its addresses is exitcode.Environment.
+func (c Config) Validate() error {
+	if _, err := c.check(); err != nil {
+		return err
+	}
+	_, err := parseSourceIPs(c.SourceIPs)
+	return err
+}
+
+// check is Validate without the SourceIPs lookup; it returns the parsed
+// broker address.
+func (c *Config) check() (brokerAddr, error) {
 	var b brokerAddr
 	bad := exitcode.BadInputf
 	if c.Clients < 1 {
 		return b, bad("--clients %d: want at least 1", c.Clients)
 	}
-	if c.ConnRate <= 0 {
+	if !(c.ConnRate > 0) || math.IsInf(c.ConnRate, 0) {
 		return b, bad("--conn-rate %g: want a positive rate in connections/s, e.g. 1000", c.ConnRate)
 	}
 	if c.QoS < 0 || c.QoS > 2 {
@@ -261,7 +263,25 @@ func (c *Config) validate() (brokerAddr, error) {
 		return b, bad("--mqtt-version %q: want 3.1.1 or 5", c.MQTTVersion)
 	}
 	if c.Subscribers < 1 || c.Subscribers > 64 {
-		return b, bad("--subscribers %d: want 1 to 64", c.Subscribers)
+		return b, bad("--subscribers %d: want 1 to 64 (1 is the default; more than 1 shares one subscription)", c.Subscribers)
+	}
+	if c.ConnectTimeout <= 0 {
+		return b, bad("--connect-timeout %v: want a positive bound on dial + CONNECT -> CONNACK, e.g. 10s", c.ConnectTimeout)
+	}
+	if c.Grace <= 0 {
+		return b, bad("--grace %v: want a positive bound on the wait for outstanding acks and deliveries, e.g. 5s", c.Grace)
+	}
+	if c.RetryInterval < 0 {
+		return b, bad("--retry-interval %v: want 0 (never re-send) or a positive duration, e.g. 2s", c.RetryInterval)
+	}
+	if c.RetryInterval > 0 && c.MQTTVersion == "5" {
+		return b, bad("--retry-interval %v with --mqtt-version 5: MQTT 5 forbids re-sending a PUBLISH on a live connection; drop --retry-interval or use --mqtt-version 3.1.1", c.RetryInterval)
+	}
+	if c.Workers < 0 {
+		return b, bad("workers %d: want 0 (write from the scheduler) or a positive pool size", c.Workers)
+	}
+	if c.Procs < -1 {
+		return b, bad("procs %d: want -1 (leave GOMAXPROCS), 0 (auto) or a positive number", c.Procs)
 	}
 	if !strings.Contains(c.ClientID, "{client}") {
 		return b, bad("--client-id %q: must contain {client} so every client id is unique", c.ClientID)
@@ -269,11 +289,19 @@ func (c *Config) validate() (brokerAddr, error) {
 	if strings.ContainsAny(c.Topic, "+#") || c.Topic == "" {
 		return b, bad("--topic %q: want a topic name without wildcards, e.g. hostprep/{client}", c.Topic)
 	}
-	if c.Thresholds.Loss != nil && (*c.Thresholds.Loss < 0 || *c.Thresholds.Loss > 1) {
-		return b, bad("--max-loss %g: want a fraction 0..1", *c.Thresholds.Loss)
+	if c.Thresholds.Loss != nil && !(*c.Thresholds.Loss >= 0 && *c.Thresholds.Loss <= 1) {
+		return b, bad("--max-loss %g: want a fraction 0..1, e.g. 0.001 for 0.1%%", *c.Thresholds.Loss)
 	}
-	if c.Thresholds.ConnectFailRate != nil && (*c.Thresholds.ConnectFailRate < 0 || *c.Thresholds.ConnectFailRate > 1) {
-		return b, bad("--max-connect-fail-rate %g: want a fraction 0..1", *c.Thresholds.ConnectFailRate)
+	if c.Thresholds.ConnectFailRate != nil && !(*c.Thresholds.ConnectFailRate >= 0 && *c.Thresholds.ConnectFailRate <= 1) {
+		return b, bad("--max-connect-fail-rate %g: want a fraction 0..1, e.g. 0.01 for 1%%", *c.Thresholds.ConnectFailRate)
+	}
+	for _, th := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--connect-p95", c.Thresholds.ConnectP95}, {"--ack-p95", c.Thresholds.AckP95}, {"--e2e-p99", c.Thresholds.E2EP99}} {
+		if th.v < 0 {
+			return b, bad("%s %v: want a positive latency limit, e.g. 250ms, or 0 to not judge it", th.flag, th.v)
+		}
 	}
 	if c.Broker == "" {
 		return b, nil

@@ -13,6 +13,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"net"
 	"os"
@@ -398,6 +399,56 @@ func TestBadInput(t *testing.T) {
 		mod(&c)
 		if _, err := Run(context.Background(), c); exitcode.Code(err) != exitcode.BadInput {
 			t.Errorf("%+v: want bad input, got %v", c, err)
+		}
+	}
+}
+
+// Values that used to be silently defaulted or accepted are refused by
+// Validate (and so by Run) with one line naming the flag and the value;
+// zero stays accepted where it is documented.
+func TestValidateRefusesSilentDefaults(t *testing.T) {
+	if err := Defaults().Validate(); err != nil {
+		t.Fatalf("Defaults() must validate: %v", err)
+	}
+	for _, tc := range []struct {
+		mod  func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.Subscribers = 0 }, "--subscribers 0"},
+		{func(c *Config) { c.Subscribers = -2 }, "--subscribers -2"},
+		{func(c *Config) { c.Grace = -time.Second }, "--grace -1s"},
+		{func(c *Config) { c.Grace = 0 }, "--grace 0s"},
+		{func(c *Config) { c.RetryInterval = -time.Second }, "--retry-interval -1s"},
+		{func(c *Config) { c.ConnectTimeout = 0 }, "--connect-timeout 0s"},
+		{func(c *Config) { c.ConnectTimeout = -time.Second }, "--connect-timeout -1s"},
+		{func(c *Config) { c.Keepalive = 0 }, "--keepalive 0s"},
+		{func(c *Config) { c.MQTTVersion = "" }, "--mqtt-version"},
+		{func(c *Config) { c.ConnRate = math.NaN() }, "--conn-rate NaN"},
+		{func(c *Config) { c.Thresholds.AckP95 = -time.Millisecond }, "--ack-p95 -1ms"},
+		{func(c *Config) { nan := math.NaN(); c.Thresholds.Loss = &nan }, "--max-loss NaN"},
+		{func(c *Config) { c.MQTTVersion, c.RetryInterval = "5", time.Second }, "--retry-interval 1s with --mqtt-version 5"},
+	} {
+		c := Defaults()
+		tc.mod(&c)
+		err := c.Validate()
+		if exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("want one bad-input line naming %q, got %v", tc.want, err)
+			continue
+		}
+		if _, rerr := Run(context.Background(), c); exitcode.Code(rerr) != exitcode.BadInput {
+			t.Errorf("%s: Run must refuse what Validate refuses, got %v", tc.want, rerr)
+		}
+	}
+	for _, mod := range []func(*Config){
+		func(c *Config) { c.RetryInterval = 0 },
+		func(c *Config) { c.Thresholds.AckP95, c.Thresholds.E2EP99, c.Thresholds.ConnectP95 = 0, 0, 0 },
+		func(c *Config) { c.Workers, c.Procs = 0, -1 },
+		func(c *Config) { c.Broker = "" },
+	} {
+		c := Defaults()
+		mod(&c)
+		if err := c.Validate(); err != nil {
+			t.Errorf("documented zero refused: %v", err)
 		}
 	}
 }

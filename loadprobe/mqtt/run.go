@@ -220,7 +220,8 @@ func spread(i int, interval time.Duration) int64 {
 
 // Run runs the probe described by cfg and returns what it measured.
 //
-// Errors: exitcode.BadInput for an invalid cfg; exitcode.Environment when
+// Errors: exitcode.BadInput for an invalid cfg (see Config.Validate, which
+// Run calls first); exitcode.Environment when
 // the run could not happen (RLIMIT_NOFILE too low for Clients — checked
 // before anything starts and naming the number that fits —, broker
 // unreachable or refusing the calibration client, embedded broker failed,
@@ -232,11 +233,11 @@ func spread(i int, interval time.Duration) int64 {
 // ramp + Duration + Grace + ConnectTimeout (+ 1 s), and no goroutine it
 // started outlives it.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
-	cfg.fill()
-	addr, err := cfg.validate()
+	addr, err := cfg.check() // Validate, keeping the parsed address
 	if err != nil {
 		return nil, err
 	}
+	cfg.fill()
 	ips, err := parseSourceIPs(cfg.SourceIPs)
 	if err != nil {
 		return nil, err
