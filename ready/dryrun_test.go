@@ -38,6 +38,9 @@ func TestDryRunTouchesNothing(t *testing.T) {
 	if after := snap(); after != before {
 		t.Errorf("dry run changed the host:\nbefore %s\nafter %s", before, after)
 	}
+	if res.Verdict == outcome.Ready || res.Verdict == outcome.ReadyWithWarnings {
+		t.Errorf("a dry run said %s", res.Verdict)
+	}
 	if !res.DryRun || res.Changed {
 		t.Errorf("dry_run %v changed %v", res.DryRun, res.Changed)
 	}

@@ -55,7 +55,8 @@ type Options struct {
 	// NoTune skips the tune step: only check and probe.
 	NoTune bool
 	// DryRun plans the tuning without applying it and runs only what
-	// touches nothing: the (passive) preflight and the MQTT probe against
+	// touches nothing; its verdict is DRY RUN (exit 0) when nothing that
+	// ran failed, never READY, and NOT READY when a step that ran failed: the (passive) preflight and the MQTT probe against
 	// the embedded in-process broker on loopback. Probes against an
 	// external target (--mqtt, --iotdb or the profile's) are skipped:
 	// they would put load on, and for IoTDB write a database to, another
@@ -173,13 +174,15 @@ func run(ctx context.Context, o Options, rn runners) (*Result, error) {
 	} else {
 		res.Steps = append(res.Steps, timed(outcome.StepProbeIoTDB, func() outcome.Step { return rn.iotdb(ctx, icfg) }))
 	}
+
 	return finish(res)
 }
 
 // finish folds the verdict and maps it to the run's error (exit code).
 func finish(res *Result) (*Result, error) {
-	res.Verdict = outcome.Fold(res.Steps)
+	res.Verdict = outcome.VerdictOf(res.Steps, res.DryRun)
 	res.Failing, res.Warnings = outcome.Findings(res.Steps)
+	res.Skipped = outcome.SkippedSteps(res.Steps)
 	res.DurationMS = float64(time.Since(res.Started).Microseconds()) / 1000
 	code := exitcode.OK
 	var couldNot []string

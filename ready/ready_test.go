@@ -230,3 +230,23 @@ func TestInterruptedRunIsNotReady(t *testing.T) {
 		t.Errorf("preflight step %+v", s)
 	}
 }
+
+// TestDryRunNeverSaysReady: with every step that ran passing, a dry run's
+// verdict is DRY RUN (exit 0), the skipped steps are listed; a failure in a
+// step that ran is NOT READY (exit 1).
+func TestDryRunNeverSaysReady(t *testing.T) {
+	f := newFakes()
+	res, err := run(context.Background(), Options{Profile: "ready-small", DryRun: true}, f.runners())
+	if err != nil || res.Verdict != outcome.DryRun {
+		t.Fatalf("verdict %s err %v: want DRY RUN, exit 0", res.Verdict, err)
+	}
+	if len(res.Skipped) != 1 || !strings.HasPrefix(res.Skipped[0], "probe-iotdb: not run") {
+		t.Errorf("skipped %q: want the IoTDB probe (no target)", res.Skipped)
+	}
+	f = newFakes()
+	f.preflight = outcome.Step{Verdict: verdict.Fail, ExitCode: 1, Checks: []verdict.Check{{ID: "fd.hard", Status: verdict.Fail, Summary: "too low"}}}
+	res, err = run(context.Background(), Options{Profile: "ready-small", DryRun: true}, f.runners())
+	if exitcode.Code(err) != exitcode.Failed || res.Verdict != outcome.NotReady {
+		t.Errorf("dry run with a failed preflight: verdict %s err %v, want NOT READY exit 1", res.Verdict, err)
+	}
+}

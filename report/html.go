@@ -55,7 +55,7 @@ func class(v outcome.Verdict) string {
 	switch v {
 	case outcome.NotReady:
 		return "fail"
-	case outcome.ReadyWithWarnings:
+	case outcome.ReadyWithWarnings, outcome.DryRun:
 		return "warn"
 	}
 	return "pass"

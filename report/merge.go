@@ -48,8 +48,9 @@ type Row struct {
 	run *outcome.Result
 }
 
-// Fleet is the merged table, not-ready hosts first, then hosts with
-// warnings, then ready ones; by host name within each group.
+// Fleet is the merged table, not-ready hosts first, then dry runs (not
+// checked), then hosts with warnings, then ready ones; by host name
+// within each group.
 type Fleet struct {
 	Hosts     int            `json:"hosts"`
 	ByVerdict map[string]int `json:"by_verdict"`
@@ -75,9 +76,9 @@ func Load(path string) (*outcome.Result, error) {
 		return nil, exitcode.BadInputf("report merge: %s: no \"host\" or \"verdict\" field; want the output of `hostprep ready --output json`", path)
 	}
 	switch r.Verdict {
-	case outcome.Ready, outcome.ReadyWithWarnings, outcome.NotReady:
+	case outcome.Ready, outcome.ReadyWithWarnings, outcome.NotReady, outcome.DryRun:
 	default:
-		return nil, exitcode.BadInputf("report merge: %s: verdict %q: want READY, READY WITH WARNINGS or NOT READY", path, r.Verdict)
+		return nil, exitcode.BadInputf("report merge: %s: verdict %q: want READY, READY WITH WARNINGS, NOT READY or DRY RUN", path, r.Verdict)
 	}
 	return &r, nil
 }
@@ -128,10 +129,12 @@ func rank(v outcome.Verdict) int {
 	switch v {
 	case outcome.NotReady:
 		return 0
-	case outcome.ReadyWithWarnings:
+	case outcome.DryRun: // not checked: not known to be ready
 		return 1
+	case outcome.ReadyWithWarnings:
+		return 2
 	}
-	return 2
+	return 3
 }
 
 func metric(r *outcome.Result, step, name string) *float64 {

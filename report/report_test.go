@@ -166,3 +166,24 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("no files: %v", err)
 	}
 }
+
+// TestMergeDryRun: a --dry-run result (verdict DRY RUN) is accepted and
+// ranked after the NOT READY hosts and before the ones that were checked:
+// it was not checked, so it is not known to be ready.
+func TestMergeDryRun(t *testing.T) {
+	f, err := Merge(append(fleetFiles, "testdata/lg-04-dryrun.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, r := range f.Rows {
+		order = append(order, r.Host+"="+string(r.Verdict))
+	}
+	want := "lg-02=NOT READY lg-04=DRY RUN lg-03=READY WITH WARNINGS lg-01=READY"
+	if got := strings.Join(order, " "); got != want {
+		t.Errorf("rows = %s, want %s", got, want)
+	}
+	if f.ByVerdict["DRY RUN"] != 1 {
+		t.Errorf("by verdict = %v", f.ByVerdict)
+	}
+}

@@ -31,7 +31,9 @@ back by ready: undo tuning with 'hostprep tune rollback'.
 
 --dry-run only plans the tuning and runs what touches nothing: the passive
 preflight and the MQTT probe against the in-process embedded broker on
-loopback; probes against external targets are skipped.
+loopback; probes against external targets are skipped. A dry run never says
+READY: its verdict is DRY RUN (exit 0) when nothing that ran failed, NOT
+READY (exit 1) when something that ran failed; skipped steps are listed.
 
 Results go to stdout (--output text|json; the JSON carries "changed" for
 Ansible's changed_when), logs to stderr. --json, --junit and --prom also
@@ -39,7 +41,7 @@ write the result to files (JUnit: every check and probe threshold is a test
 case; prom: a node_exporter textfile); their folders must exist: a missing
 one is refused (exit 2) before anything runs.
 
-Exit codes: 0 READY (also READY WITH WARNINGS), 1 NOT READY, 2 bad input,
+Exit codes: 0 READY (also READY WITH WARNINGS, DRY RUN), 1 NOT READY, 2 bad input,
 3 a step could not run (not root, lock held, target unreachable).`,
 			Example: `  hostprep ready --profile ready-small
   hostprep ready --profile loadgen --mqtt tcp://broker.example:1883 --output json

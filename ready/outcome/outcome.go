@@ -24,7 +24,23 @@ const (
 	// NotReady: a step failed or could not run (exit 1, or 3 when a step
 	// could not run at all).
 	NotReady Verdict = "NOT READY"
+	// DryRun: a --dry-run in which nothing that ran failed (exit 0). It is
+	// not a readiness verdict: the tuning was only planned, and the steps
+	// that would touch something (or had no target) were skipped, so a dry
+	// run never says READY. A failure found by a step that did run is
+	// still NOT READY.
+	DryRun Verdict = "DRY RUN"
 )
+
+// VerdictOf is the run's verdict: Fold(steps), except that a dry run
+// that found no failure is DryRun, never READY.
+func VerdictOf(steps []Step, dryRun bool) Verdict {
+	v := Fold(steps)
+	if dryRun && v != NotReady {
+		return DryRun
+	}
+	return v
+}
 
 // Step names, in the order ready runs them.
 const (
@@ -104,7 +120,8 @@ type Result struct {
 	Host string `json:"host"`
 	// Profile is the profile's name.
 	Profile string `json:"profile"`
-	// Verdict: READY, READY WITH WARNINGS or NOT READY.
+	// Verdict: READY, READY WITH WARNINGS or NOT READY; DRY RUN for a
+	// --dry-run that found no failure (see DryRun).
 	Verdict Verdict `json:"verdict"`
 	// Changed is true when tuning changed anything on the host; a second
 	// run on a ready host gives false (use it for Ansible's changed_when).
@@ -121,6 +138,9 @@ type Result struct {
 	// Warnings are the warned checks, same form; they never make a host
 	// NOT READY.
 	Warnings []string `json:"warnings,omitempty"`
+	// Skipped names the steps that were not run and why, "step: reason"
+	// (--no-tune, no target, dry run, an earlier step failed).
+	Skipped []string `json:"skipped,omitempty"`
 	// Steps in the order they ran.
 	Steps []Step `json:"steps"`
 }
@@ -149,6 +169,17 @@ func Fold(steps []Step) Verdict {
 		}
 	}
 	return v
+}
+
+// SkippedSteps lists the steps not run as "step: reason".
+func SkippedSteps(steps []Step) []string {
+	var out []string
+	for _, s := range steps {
+		if s.Verdict == verdict.Skip {
+			out = append(out, s.Name+": "+s.Summary)
+		}
+	}
+	return out
 }
 
 // Findings lists the failed checks and, separately, the warned ones, as

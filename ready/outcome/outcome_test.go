@@ -47,3 +47,26 @@ func TestFindingsFailuresApartFromWarnings(t *testing.T) {
 		t.Errorf("Findings = %q, %q; want failures %q and warnings %q apart", fails, warns, wantFails, wantWarns)
 	}
 }
+
+// TestVerdictOfDryRun: a dry run never says READY; a failure found by a
+// step that ran is still NOT READY.
+func TestVerdictOfDryRun(t *testing.T) {
+	pass := []Step{{Name: StepTune, Verdict: verdict.Pass}, {Name: StepPreflight, Verdict: verdict.Skip}}
+	warn := []Step{{Name: StepTune, Verdict: verdict.Warn}}
+	fail := []Step{{Name: StepTune, Verdict: verdict.Pass}, {Name: StepPreflight, Verdict: verdict.Fail}}
+	for _, tc := range []struct {
+		steps []Step
+		dry   bool
+		want  Verdict
+	}{
+		{pass, false, Ready}, {warn, false, ReadyWithWarnings}, {fail, false, NotReady},
+		{pass, true, DryRun}, {warn, true, DryRun}, {fail, true, NotReady},
+	} {
+		if got := VerdictOf(tc.steps, tc.dry); got != tc.want {
+			t.Errorf("VerdictOf(%v, dry=%v) = %s, want %s", tc.steps, tc.dry, got, tc.want)
+		}
+	}
+	if got := SkippedSteps(pass); len(got) != 1 || got[0] != "preflight: " {
+		t.Errorf("SkippedSteps = %q", got)
+	}
+}

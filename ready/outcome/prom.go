@@ -32,7 +32,7 @@ func PromChecks(r *Result) []verdict.Check {
 //
 //	hostprep_ready_check_status{check="STEP/ID"}   0 pass, 1 warn, 2 fail, -1 skip
 //	hostprep_ready_verdict                         worst of them: 0 pass, 1 warn, 2 fail
-//	hostprep_ready                                 1 READY / READY WITH WARNINGS, 0 NOT READY
+//	hostprep_ready                                 1 READY / READY WITH WARNINGS, 0 NOT READY or DRY RUN
 //	hostprep_ready_changed                         1 when this run changed the host
 //	hostprep_ready_step_status{step}               0 pass, 1 warn, 2 fail, -1 skip
 //	hostprep_ready_step_metric{step,metric}        headline numbers (unit in the metric label)
@@ -45,8 +45,8 @@ func WriteProm(w io.Writer, r *Result) error {
 		return 0
 	}
 	extra := []verdict.Gauge{
-		{Name: "hostprep_ready", Help: "1 if hostprep ready found the host READY (or READY WITH WARNINGS), 0 if NOT READY.",
-			Labels: map[string]string{"profile": r.Profile}, Value: b01(r.Verdict != NotReady)},
+		{Name: "hostprep_ready", Help: "1 if hostprep ready found the host READY (or READY WITH WARNINGS), 0 if NOT READY or a DRY RUN.",
+			Labels: map[string]string{"profile": r.Profile}, Value: b01(r.Verdict == Ready || r.Verdict == ReadyWithWarnings)},
 		{Name: "hostprep_ready_changed", Help: "1 if the last hostprep ready run changed the host's tuning.", Value: b01(r.Changed)},
 	}
 	for _, s := range r.Steps {

@@ -37,11 +37,21 @@ func WriteText(w io.Writer, r *Result) error {
 	if r.Changed {
 		changed = "yes"
 	}
-	dry := ""
+	fmt.Fprintf(w, "hostprep ready: %s\n", r.Verdict)
 	if r.DryRun {
-		dry = " (dry run: nothing applied)"
+		planned := "tuning planned, not applied"
+		if t := r.Step(StepTune); t != nil && t.Verdict == verdict.Skip {
+			planned = "tuning not planned"
+		} else if t != nil {
+			planned = fmt.Sprintf("tuning planned, not applied (%.0f changes)", t.Metrics[MetricChanges])
+		}
+		fmt.Fprintf(w, "  dry run: %s; %d steps skipped", planned, len(r.Skipped))
+		if r.Verdict == DryRun {
+			fmt.Fprint(w, "; nothing that ran failed, but this is not a readiness verdict: run without --dry-run")
+		}
+		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "hostprep ready: %s%s\n  host %s, profile %s, changed: %s, %.1f s\n", r.Verdict, dry, r.Host, r.Profile, changed, r.DurationMS/1000)
+	fmt.Fprintf(w, "  host %s, profile %s, changed: %s, %.1f s\n", r.Host, r.Profile, changed, r.DurationMS/1000)
 	for _, s := range Ordered(r.Steps) {
 		fmt.Fprintf(w, "  %-4s  %-12s %s\n", strings.ToUpper(string(s.Verdict)), s.Name, s.Summary)
 		if s.Error != "" {

@@ -201,3 +201,35 @@ func TestCheckOutputPath(t *testing.T) {
 	}
 }
 
+// TestTextAndPromDryRun: the text of a dry run says the tuning was only
+// planned and how many steps were skipped, and never READY; the textfile
+// says hostprep_ready 0.
+func TestTextAndPromDryRun(t *testing.T) {
+	steps := []Step{
+		{Name: StepTune, Verdict: verdict.Pass, Summary: "dry run: would make 17 changes", Metrics: map[string]float64{MetricChanges: 17}},
+		{Name: StepPreflight, Verdict: verdict.Skip, Summary: "not run: no preflight target"},
+		{Name: StepProbeMQTT, Verdict: verdict.Skip, Summary: "not run: no MQTT probe"},
+		{Name: StepProbeIoTDB, Verdict: verdict.Skip, Summary: "not run: no IoTDB target"},
+	}
+	r := &Result{Host: "h", Profile: "sys-tune", DryRun: true, Verdict: VerdictOf(steps, true), Skipped: SkippedSteps(steps), Steps: steps}
+	var b bytes.Buffer
+	if err := WriteText(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"hostprep ready: DRY RUN\n", "dry run: tuning planned, not applied (17 changes); 3 steps skipped", "not a readiness verdict"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "ready: READY") {
+		t.Errorf("dry run text claims READY:\n%s", out)
+	}
+	b.Reset()
+	if err := WriteProm(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "\nhostprep_ready{profile=\"sys-tune\"} 0\n") {
+		t.Errorf("prom: want hostprep_ready 0 for a dry run:\n%s", b.String())
+	}
+}
