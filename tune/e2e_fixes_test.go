@@ -60,15 +60,7 @@ func TestE2EImageModeNeedsNoRoot(t *testing.T) {
 	if err := os.Chown(img, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(dir, "hostprep")
-	b, err := os.ReadFile(n.bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	nobody := []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", bin}
+	nobody := n.unprivileged()
 	out, errOut, code := n.Run(append(nobody, "tune", "apply", "--profile", "sys-tune", "--root", img)...)
 	if code != 0 {
 		t.Fatalf("unprivileged image apply: exit %d\n%s%s", code, out, errOut)

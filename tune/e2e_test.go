@@ -263,24 +263,13 @@ func TestE2EContainerAndPrivileges(t *testing.T) {
 	guardGlobal(t)
 	n := newNetns(t)
 	// Without root: exit 3, one line, nothing changed.
-	dir := t.TempDir()
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "hostprep")
-	b, err := os.ReadFile(n.bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	out, errOut, code := n.Run("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", bin, "tune", "apply", "--profile", "sys-tune")
+	nobody := n.unprivileged()
+	out, errOut, code := n.Run(append(nobody, "tune", "apply", "--profile", "sys-tune")...)
 	if code != 3 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, "needs root") {
 		t.Fatalf("unprivileged apply: exit %d, want 3 and one line:\n%s%s", code, out, errOut)
 	}
 	// tune plan works without root.
-	if out, errOut, code := n.Run("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", bin, "tune", "plan", "--profile", "sys-tune"); code != 0 || !strings.Contains(out, "fs.nr_open") {
+	if out, errOut, code := n.Run(append(nobody, "tune", "plan", "--profile", "sys-tune")...); code != 0 || !strings.Contains(out, "fs.nr_open") {
 		t.Fatalf("unprivileged plan: exit %d\n%s%s", code, out, errOut)
 	}
 	if got := n.Sysctl("net.core.somaxconn"); got != "4096" {
