@@ -109,6 +109,9 @@ func run(ctx context.Context, o Options, rn runners) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkProbes(p, o); err != nil { // before anything is tuned
+		return nil, err
+	}
 	host := o.Host
 	if host == "" {
 		if host, err = os.Hostname(); err != nil {

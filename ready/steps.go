@@ -123,7 +123,7 @@ func recheckTune(p *profiles.Profile, o Options) []verdict.Check {
 		cs = append(cs, verdict.Check{ID: "tune.drift." + c.Layer + "." + c.Target(), Status: verdict.Fail,
 			Summary:  fmt.Sprintf("%s %s is %s again at the end of the run, not %s as applied: undone while ready ran (hostprep tune rollback, another tool?)", c.Layer, c.Target(), c.From, c.To),
 			Observed: c.From, Expected: c.To,
-			Remedy:   "find what reset it (hostprep tune status shows the drift), then run hostprep ready again"})
+			Remedy: "find what reset it (hostprep tune status shows the drift), then run hostprep ready again"})
 	}
 	return cs
 }
@@ -150,6 +150,21 @@ func mqttConfig(p *profiles.Profile, o Options) (mqtt.Config, string) {
 		cfg.Progress, cfg.ProgressTTY = o.Progress, o.ProgressTTY
 	}
 	return cfg, ""
+}
+
+// checkProbes refuses, before anything is tuned, an MQTT probe ready
+// would run with a setting the probe itself refuses
+// (mqtt.Config.Validate): exitcode.BadInput naming the profile, the
+// setting and the rule. Dry runs are checked too.
+func checkProbes(p *profiles.Profile, o Options) error {
+	if p.Probe.MQTT == nil && o.MQTT == "" {
+		return nil
+	}
+	cfg, _ := mqttConfig(p, o)
+	if err := cfg.Validate(); err != nil {
+		return exitcode.BadInputf("profile %s, probe.mqtt: %v", p.Name, err)
+	}
+	return nil
 }
 
 // DefaultIoTDBProbe is the IoTDB probe ready runs when --iotdb is given
