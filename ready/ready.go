@@ -109,6 +109,11 @@ func run(ctx context.Context, o Options, rn runners) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p.Probe.IoTDB != nil { // a bad IoTDB probe setting is refused before anything is tuned
+		if err := iotdb.ConfigFromProfile(p.Probe.IoTDB).Validate(); err != nil {
+			return nil, exitcode.BadInputf("profile %s: %v", p.Name, err)
+		}
+	}
 	if err := checkProbes(p, o); err != nil { // before anything is tuned
 		return nil, err
 	}

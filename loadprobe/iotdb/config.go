@@ -45,7 +45,15 @@ type Thresholds struct {
 	MinTPS float64 `json:"min_tps,omitempty"`
 }
 
-// Config is one probe run. Zero fields take the defaults of Defaults.
+// Config is one probe run.
+//
+// A Config written from scratch (Config{Steps: ...}) takes the value of
+// Defaults for every zero field. A Config copied from Defaults (as the CLI
+// does before parsing its flags) or made by ConfigFromProfile is complete:
+// its zero fields are values someone set, and Validate rejects a zero
+// --port, --pool-size, --step-duration, --wait-timeout, --call-timeout and
+// the like instead of silently replacing it (only Password still defaults
+// to root, and a zero Warmup means no warm-up).
 type Config struct {
 	// Host and Port of the IoTDB DataNode client RPC (default 127.0.0.1:6667).
 	Host string `json:"host"`
@@ -92,6 +100,10 @@ type Config struct {
 	Thresholds Thresholds `json:"thresholds"`
 	// OnStep, if set, is called after each step (e.g. to print progress).
 	OnStep func(Step) `json:"-"`
+
+	// complete is set in Defaults (so in every copy of it) and by
+	// ConfigFromProfile: zero fields are then explicit, not defaults.
+	complete bool
 }
 
 // Defaults are the values zero Config fields take.
@@ -110,11 +122,19 @@ var Defaults = Config{
 	CallTimeout:    10 * time.Second,
 	FetchSize:      1000,
 	SampleInterval: 100 * time.Millisecond,
+	complete:       true,
 }
 
-// withDefaults fills zero fields from Defaults.
+// withDefaults fills zero fields from Defaults; in a complete Config only
+// Password (default root).
 func (c Config) withDefaults() Config {
 	d := Defaults
+	if c.complete {
+		if c.Password == "" {
+			c.Password = d.Password
+		}
+		return c
+	}
 	if c.Host == "" {
 		c.Host = d.Host
 	}
@@ -163,32 +183,75 @@ func (c Config) withDefaults() Config {
 // maxWorkers is the largest step.
 func (c *Config) maxWorkers() int { return slices.Max(c.Steps) }
 
-// validate checks a defaulted Config; errors are exit-code 2 (bad input)
-// and name the flag, the value, the rule and the fix.
+// Validate checks c as Run would use it (zero fields of a Config written
+// from scratch take their defaults first; see Config) without contacting
+// anything. Errors are exitcode.BadInput (exit 2), one line naming the
+// flag and its profile key (probe.iotdb.*) where it has one, the value,
+// the rule and the fix. Steps must be strictly increasing: the knee rule
+// compares each step with the one before it, so a descending or repeated
+// step would read a fall in concurrency as a knee.
+func (c Config) Validate() error {
+	d := c.withDefaults()
+	return d.validate()
+}
+
+// optName is how a setting is named in errors: the flag, and the profile
+// key when the profile has one.
+func optName(flag string) string {
+	switch flag {
+	case "host", "port", "user", "scenario", "steps", "step-duration", "pool-size", "wait-timeout", "fetch-size":
+		return "--" + flag + " (probe.iotdb." + strings.ReplaceAll(flag, "-", "_") + ")"
+	case "max-error-rate", "max-p95", "min-tps", "target-step":
+		key := map[string]string{"max-error-rate": "max_error_rate", "max-p95": "p95", "min-tps": "min_tps", "target-step": "target_step"}[flag]
+		return "--" + flag + " (probe.iotdb.thresholds." + key + ")"
+	}
+	return "--" + flag
+}
+
+// validate checks a defaulted Config; see Validate.
 func (c *Config) validate() error {
 	if !slices.Contains(Scenarios, c.Scenario) {
-		return exitcode.BadInputf("--scenario %q: want one of %s", c.Scenario, strings.Join(Scenarios, ", "))
+		return exitcode.BadInputf("%s %q: want one of %s", optName("scenario"), c.Scenario, strings.Join(Scenarios, ", "))
+	}
+	if strings.TrimSpace(c.Host) == "" {
+		return exitcode.BadInputf("%s is empty: want the DataNode's host name or address, e.g. --host 127.0.0.1", optName("host"))
 	}
 	if c.Port < 1 || c.Port > 65535 {
-		return exitcode.BadInputf("--port %d: want a TCP port 1..65535 (IoTDB's client RPC default is 6667)", c.Port)
+		return exitcode.BadInputf("%s %d: want a TCP port 1..65535 (IoTDB's client RPC default is 6667), e.g. --port 6667", optName("port"), c.Port)
 	}
-	for _, s := range c.Steps {
+	if c.User == "" {
+		return exitcode.BadInputf("%s is empty: want the IoTDB user, e.g. --user root", optName("user"))
+	}
+	if len(c.Steps) == 0 {
+		return exitcode.BadInputf("%s is empty: want worker counts in increasing order, e.g. --steps 10,20,30", optName("steps"))
+	}
+	for i, s := range c.Steps {
 		if s < 1 || s > 10000 {
-			return exitcode.BadInputf("--steps %v: every step is a worker count 1..10000, got %d", c.Steps, s)
+			return exitcode.BadInputf("%s %s: every step is a worker count 1..10000, got %d", optName("steps"), joinInts(c.Steps), s)
+		}
+		if i > 0 && s <= c.Steps[i-1] {
+			return exitcode.BadInputf("%s %s: steps must increase (%d follows %d; the knee compares each step with the one before): list them in increasing order, e.g. --steps %s",
+				optName("steps"), joinInts(c.Steps), s, c.Steps[i-1], joinInts(sortedUnique(c.Steps)))
 		}
 	}
-	pos := map[string]time.Duration{"--step-duration": c.StepDuration, "--wait-timeout": c.WaitTimeout,
-		"--connect-timeout": c.ConnectTimeout, "--call-timeout": c.CallTimeout, "sample interval": c.SampleInterval}
-	for _, name := range []string{"--step-duration", "--wait-timeout", "--connect-timeout", "--call-timeout", "sample interval"} {
-		if pos[name] < 0 {
-			return exitcode.BadInputf("%s %v: want a positive duration such as 5s", name, pos[name])
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+		eg   string
+	}{{"step-duration", c.StepDuration, "30s"}, {"wait-timeout", c.WaitTimeout, "5s"},
+		{"connect-timeout", c.ConnectTimeout, "5s"}, {"call-timeout", c.CallTimeout, "10s"}} {
+		if d.v <= 0 {
+			return exitcode.BadInputf("%s %v: want a duration > 0, e.g. --%s %s (0 is not \"the default\"; leave the flag out for that)", optName(d.flag), d.v, d.flag, d.eg)
 		}
+	}
+	if c.SampleInterval <= 0 {
+		return exitcode.BadInputf("sample interval %v: want a duration > 0, e.g. 100ms", c.SampleInterval)
 	}
 	if c.PoolSize < 1 {
-		return exitcode.BadInputf("--pool-size %d: want at least 1 session", c.PoolSize)
+		return exitcode.BadInputf("%s %d: want at least 1 session, e.g. --pool-size %d (one per worker of the largest step)", optName("pool-size"), c.PoolSize, max(1, slices.Max(c.Steps)))
 	}
 	if c.FetchSize < 1 || c.FetchSize > 1<<20 {
-		return exitcode.BadInputf("--fetch-size %d: want 1..1048576 rows", c.FetchSize)
+		return exitcode.BadInputf("%s %d: want 1..1048576 rows, e.g. --fetch-size 1000", optName("fetch-size"), c.FetchSize)
 	}
 	if c.Rate < 0 {
 		return exitcode.BadInputf("--rate %g: want operations/s per worker > 0, or 0 for closed loop", c.Rate)
@@ -202,7 +265,7 @@ func (c *Config) validate() error {
 	}
 	t := c.Thresholds
 	if t.MaxErrorRate != nil && (*t.MaxErrorRate < 0 || *t.MaxErrorRate > 1) {
-		return exitcode.BadInputf("--max-error-rate %g: want a fraction 0..1 (0.01 = 1%%)", *t.MaxErrorRate)
+		return exitcode.BadInputf("%s %g: want a fraction 0..1 (0.01 = 1%%)", optName("max-error-rate"), *t.MaxErrorRate)
 	}
 	if t.P95 < 0 {
 		return exitcode.BadInputf("--max-p95 %v: want a positive duration such as 200ms", t.P95)
@@ -211,7 +274,7 @@ func (c *Config) validate() error {
 		return exitcode.BadInputf("--min-tps %g: want operations/s >= 0", t.MinTPS)
 	}
 	if t.TargetStep != 0 && !slices.Contains(c.Steps, t.TargetStep) {
-		return exitcode.BadInputf("--target-step %d: not one of --steps %v; pick one of them (or 0 for the last)", t.TargetStep, c.Steps)
+		return exitcode.BadInputf("%s %d: not one of --steps %s; pick one of them (or 0 for the last)", optName("target-step"), t.TargetStep, joinInts(c.Steps))
 	}
 	return nil
 }
@@ -224,10 +287,13 @@ func (c *Config) targetStep() int {
 	return c.Steps[len(c.Steps)-1]
 }
 
-// ConfigFromProfile turns a profile's probe.iotdb section into a Config;
-// zero fields keep their defaults (applied by Run). The password is not
-// part of a profile: set Config.Password (the CLI reads --password-file or
-// HOSTPREP_IOTDB_PASSWORD). A nil p gives the zero Config (all defaults).
+// ConfigFromProfile turns a profile's probe.iotdb section into a complete
+// Config (see Config): a key the profile leaves out (or sets to 0; YAML
+// cannot tell the two apart) takes its value from Defaults, settings the
+// profile has no key for (connect and call timeouts, warm-up) too. The
+// password is not part of a profile: set Config.Password (the CLI reads
+// --password-file or HOSTPREP_IOTDB_PASSWORD; default root). A nil p gives
+// the zero Config (all defaults). Check the result with Validate.
 func ConfigFromProfile(p *profiles.IoTDBProbe) Config {
 	if p == nil {
 		return Config{}
@@ -252,7 +318,24 @@ func ConfigFromProfile(p *profiles.IoTDBProbe) Config {
 		v := *p.Thresholds.MaxErrorRate
 		c.Thresholds.MaxErrorRate = &v
 	}
+	c = c.withDefaults()
+	c.Password = ""
+	c.complete = true
 	return c
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+func sortedUnique(v []int) []int {
+	v = slices.Clone(v)
+	slices.Sort(v)
+	return slices.Compact(v)
 }
 
 func (c *Config) addr() string { return net.JoinHostPort(c.Host, strconv.Itoa(c.Port)) }

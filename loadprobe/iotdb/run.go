@@ -32,10 +32,10 @@ import (
 // cancelled mid-run the steps measured so far are returned with ctx's
 // error, after clean-up.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg = cfg.withDefaults()
 	if cfg.RunID == "" {
 		var b [4]byte
 		_, _ = rand.Read(b[:])

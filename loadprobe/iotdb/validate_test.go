@@ -1,0 +1,78 @@
+package iotdb
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/testenv"
+	"github.com/hostprep/hostprep/profiles"
+)
+
+// A value someone set to 0 is refused, not silently replaced by the
+// default; descending or repeated steps are refused.
+func TestValidateRejectsExplicitZerosAndDescendingSteps(t *testing.T) {
+	for flag, set := range map[string]func(*Config){
+		"--step-duration":   func(c *Config) { c.StepDuration = 0 },
+		"--pool-size":       func(c *Config) { c.PoolSize = 0 },
+		"--port":            func(c *Config) { c.Port = 0 },
+		"--wait-timeout":    func(c *Config) { c.WaitTimeout = 0 },
+		"--call-timeout":    func(c *Config) { c.CallTimeout = 0 },
+		"--connect-timeout": func(c *Config) { c.ConnectTimeout = 0 },
+		"--fetch-size":      func(c *Config) { c.FetchSize = 0 },
+		"--host":            func(c *Config) { c.Host = "" },
+		"--steps":           func(c *Config) { c.Steps = []int{4, 2} },
+	} {
+		c := Defaults
+		set(&c)
+		err := c.Validate()
+		if exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), flag) {
+			t.Errorf("%s: Validate = %v (code %d), want exit 2 naming %s", flag, err, exitcode.Code(err), flag)
+		}
+	}
+	c := Defaults
+	c.Steps = []int{2, 2}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "increas") {
+		t.Errorf("repeated step: %v, want 'steps must increase'", err)
+	}
+	if err := Defaults.Validate(); err != nil {
+		t.Errorf("Defaults: %v", err)
+	}
+	// A Config written from scratch still takes defaults for zero fields.
+	if err := (Config{Steps: []int{1, 2}}).Validate(); err != nil {
+		t.Errorf("Config{Steps: 1,2}: %v, want valid (zero fields are defaults)", err)
+	}
+	// From a profile: keys left out take defaults; bad ones are named by key.
+	if err := ConfigFromProfile(&profiles.IoTDBProbe{Host: "db1"}).Validate(); err != nil {
+		t.Errorf("profile with only a host: %v", err)
+	}
+	err := ConfigFromProfile(&profiles.IoTDBProbe{Host: "db1", Steps: []int{4, 2}, StepDuration: time.Second}).Validate()
+	if exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), "probe.iotdb.steps") {
+		t.Errorf("profile steps 4,2: %v, want exit 2 naming probe.iotdb.steps", err)
+	}
+}
+
+func TestCLIRejectsZeroValuesAndDescendingSteps(t *testing.T) {
+	for _, args := range [][]string{
+		{"--step-duration", "0"}, {"--pool-size", "0"}, {"--port", "0"}, {"--wait-timeout", "0"},
+		{"--call-timeout", "0"}, {"--steps", "4,2"},
+	} {
+		out, stderr, code := testenv.Run(t, nil, append([]string{"probe", "iotdb", "--host", "127.0.0.1"}, args...)...)
+		line := strings.TrimSpace(stderr)
+		if code != 2 || !strings.Contains(line, args[0]) || strings.Contains(line, "\n") || out != "" {
+			t.Errorf("%v: exit %d\nstdout %q\nstderr %q\nwant exit 2, one line naming %s", args, code, out, stderr, args[0])
+		}
+	}
+	// ready refuses a profile's bad IoTDB probe setting before tuning.
+	prof := filepath.Join(t.TempDir(), "bad-probe.yaml")
+	if err := os.WriteFile(prof, []byte("include: [iotdb]\nprobe:\n  iotdb:\n    host: 127.0.0.1\n    steps: [4, 2]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := testenv.Run(t, nil, "ready", "--profile", prof, "--dry-run")
+	if code != 2 || !strings.Contains(stderr, "probe.iotdb.steps") {
+		t.Errorf("ready with probe.iotdb.steps [4, 2]: exit %d\nstdout %s\nstderr %s\nwant exit 2 naming probe.iotdb.steps", code, out, stderr)
+	}
+}
