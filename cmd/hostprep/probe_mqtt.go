@@ -128,8 +128,8 @@ never printed. Exit codes: 0 pass, 1 a threshold failed, 2 bad input,
 	}
 	fl := c.Flags()
 	fl.StringVar(&profile, "profile", "", "take the load and thresholds from this profile's probe.mqtt section (built-in name or file); flags given explicitly win")
-	fl.StringVar(&cfg.Broker, "broker", "", "broker URL tcp://HOST:PORT or mqtts://HOST:PORT; empty starts the embedded broker on 127.0.0.1")
-	fl.StringVar(&cfg.CAFile, "ca", "", "PEM CA bundle for mqtts://")
+	fl.StringVar(&cfg.Broker, "broker", "", "broker URL: tcp:// or mqtt:// (plain, port 1883 by default), mqtts://, ssl:// or tls:// (TLS, port 8883), e.g. tcp://HOST:1883; empty starts the embedded broker on 127.0.0.1")
+	fl.StringVar(&cfg.CAFile, "ca", "", "PEM CA bundle for mqtts:// (ssl://, tls://)")
 	fl.StringVar(&cfg.CertFile, "cert", "", "PEM client certificate for mqtts://")
 	fl.StringVar(&cfg.KeyFile, "key", "", "PEM client key for mqtts://")
 	fl.StringVar(&cfg.Username, "username", "", "MQTT username")

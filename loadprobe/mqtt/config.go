@@ -39,8 +39,10 @@ const PasswordEnv = "HOSTPREP_MQTT_PASSWORD"
 // (never), Workers, Procs, NoFileLimit, SourceIPs and the latency
 // thresholds (not judged).
 type Config struct {
-	// Broker is tcp://host:port, mqtt://, mqtts:// or ssl://; empty starts
-	// the embedded broker on 127.0.0.1.
+	// Broker is a URL: tcp://HOST:PORT or mqtt:// for plain MQTT (port
+	// 1883 when omitted), mqtts://, ssl:// or tls:// for MQTT over TLS
+	// (port 8883); schemes are the BrokerSchemes. Empty starts the embedded
+	// broker on 127.0.0.1.
 	Broker string `json:"broker,omitempty"`
 	// CAFile, CertFile, KeyFile are PEM files for mqtts://.
 	CAFile   string `json:"ca,omitempty"`
@@ -213,6 +215,13 @@ func (c *Config) fill() {
 	}
 }
 
+// BrokerSchemes lists the --broker URL schemes the probe accepts: the
+// first two are plain TCP, the rest TLS.
+var BrokerSchemes = []string{"tcp", "mqtt", "mqtts", "ssl", "tls"}
+
+// brokerSchemesHelp says which schemes mean what, for errors and help.
+const brokerSchemesHelp = "tcp:// or mqtt:// (plain, port 1883 by default), mqtts://, ssl:// or tls:// (TLS, port 8883)"
+
 // brokerAddr is a parsed Broker URL.
 type brokerAddr struct {
 	hostport string
@@ -308,7 +317,7 @@ func (c *Config) check() (brokerAddr, error) {
 	}
 	u, err := url.Parse(c.Broker)
 	if err != nil || u.Host == "" {
-		return b, bad("--broker %q: want tcp://HOST:PORT or mqtts://HOST:PORT", c.Broker)
+		return b, bad("--broker %q: want a URL such as tcp://HOST:1883 or mqtts://HOST:8883; schemes: %s", c.Broker, brokerSchemesHelp)
 	}
 	port := u.Port()
 	switch u.Scheme {
@@ -322,10 +331,10 @@ func (c *Config) check() (brokerAddr, error) {
 			port = "8883"
 		}
 	default:
-		return b, bad("--broker %q: scheme %q not supported; want tcp:// or mqtts://", c.Broker, u.Scheme)
+		return b, bad("--broker %q: scheme %q not supported; want %s", c.Broker, u.Scheme, brokerSchemesHelp)
 	}
 	if (c.CAFile != "" || c.CertFile != "") && !b.tls {
-		return b, bad("--ca/--cert given but --broker %q is not mqtts://", c.Broker)
+		return b, bad("--ca/--cert given but --broker %q is not TLS: use mqtts://, ssl:// or tls://, or drop --ca/--cert", c.Broker)
 	}
 	if (c.CertFile == "") != (c.KeyFile == "") {
 		return b, bad("--cert and --key go together (a client certificate needs its key)")

@@ -453,6 +453,40 @@ func TestValidateRefusesSilentDefaults(t *testing.T) {
 	}
 }
 
+// Help, error and behaviour agree on the broker schemes: tcp and mqtt
+// are plain, mqtts, ssl and tls are TLS, anything else is refused with
+// the list.
+func TestBrokerSchemes(t *testing.T) {
+	for scheme, want := range map[string]brokerAddr{
+		"tcp":   {hostport: "h:1883"},
+		"mqtt":  {hostport: "h:1883"},
+		"mqtts": {hostport: "h:8883", tls: true},
+		"ssl":   {hostport: "h:8883", tls: true},
+		"tls":   {hostport: "h:8883", tls: true},
+	} {
+		c := Defaults()
+		c.Broker = scheme + "://h"
+		if err := c.Validate(); err != nil {
+			t.Errorf("%s:// refused: %v", scheme, err)
+		}
+		if got, err := c.check(); err != nil || got != want {
+			t.Errorf("%s://h: got %+v %v, want %+v", scheme, got, err, want)
+		}
+	}
+	c := Defaults()
+	c.Broker = "ws://h:80"
+	err := c.Validate()
+	for _, s := range BrokerSchemes {
+		if err == nil || !strings.Contains(err.Error(), s+"://") {
+			t.Errorf("the error must list %s://: %v", s, err)
+		}
+	}
+	c.Broker, c.CAFile = "mqtt://h", "ca.pem"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "ssl://") {
+		t.Errorf("--ca with a plain broker: want the TLS schemes named, got %v", err)
+	}
+}
+
 func TestConfigFromProfile(t *testing.T) {
 	if c := ConfigFromProfile(nil); c.Clients != 100 || c.QoS != 1 || *c.Thresholds.Loss != 0 {
 		t.Errorf("defaults: %+v", c)
