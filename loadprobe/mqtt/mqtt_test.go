@@ -288,8 +288,17 @@ func TestWrongPassword(t *testing.T) {
 	cfg := small(m.url, 3)
 	cfg.Username, cfg.Password = "probe", "wrong-secret"
 	_, err := runProbe(t, cfg)
-	if exitcode.Code(err) != exitcode.Environment || !strings.Contains(err.Error(), "not_authorised") {
-		t.Fatalf("want an environment error naming not_authorised, got %v", err)
+	if exitcode.Code(err) != exitcode.Environment {
+		t.Fatalf("want an environment error, got %v", err)
+	}
+	// The broker answered: it refused the login, it was not unreachable.
+	for _, want := range []string{"refused the login", "CONNACK return code", "--username", "--password-file"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("want %q in %v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "unreachable") {
+		t.Errorf("a broker that sent CONNACK is reachable: %v", err)
 	}
 	if strings.Contains(err.Error(), "secret") {
 		t.Errorf("the password leaked into the error: %v", err)

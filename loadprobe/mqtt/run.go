@@ -496,10 +496,27 @@ func (r *run) interrupted() error {
 }
 
 // unreachable turns a failed subscriber/calibration connect into the
-// could-not-run error, with the reason and the fix.
+// could-not-run error, with the reason and the fix. A CONNACK with a
+// refusal code is not "unreachable": the error says the broker refused
+// the login (not authorised, bad username or password) or the client,
+// and never includes the password.
 func (r *run) unreachable(who string, err error) error {
 	if r.ctx.Err() != nil {
 		return r.interrupted()
+	}
+	var ce connackError
+	if errors.As(err, &ce) { // the broker answered: reachable, but said no
+		what := fmt.Sprintf("%s (CONNACK return code 0x%02x)", connackReason(ce.code), ce.code)
+		switch classify(err) {
+		case "not_authorised":
+			return exitcode.Environmentf("broker %s refused the login of the %s client: %s; check --username and the password (--password-file or $%s)",
+				r.addr.hostport, who, what, PasswordEnv)
+		case "server_unavailable":
+			return exitcode.Environmentf("broker %s refused the %s client: %s; the broker is up but not taking clients (overloaded, max_connections, or shutting down)",
+				r.addr.hostport, who, what)
+		}
+		return exitcode.Environmentf("broker %s refused the %s client's CONNECT: %s; check --mqtt-version and --client-id",
+			r.addr.hostport, who, what)
 	}
 	reason := classify(err)
 	hint := ""
@@ -508,8 +525,6 @@ func (r *run) unreachable(who string, err error) error {
 		hint = ": nothing listens there; start the broker or fix --broker"
 	case "timeout":
 		hint = fmt.Sprintf(": no answer within %v; check the address, firewall and that the broker is not overloaded", r.cfg.ConnectTimeout)
-	case "not_authorised":
-		hint = ": check --username and the password (--password-file or " + PasswordEnv + ")"
 	case "tls":
 		hint = ": check --ca, --cert and --key"
 	}
