@@ -80,9 +80,12 @@ type runners struct {
 	preflight func(ctx context.Context, p *profiles.Profile, o Options) outcome.Step
 	mqtt      func(ctx context.Context, cfg mqtt.Config) outcome.Step
 	iotdb     func(ctx context.Context, cfg iotdb.Config) outcome.Step
+	// recheck re-reads, after the probes, what tune applied (see
+	// recheckTune).
+	recheck func(p *profiles.Profile, o Options) []verdict.Check
 }
 
-var real = runners{tune: tuneStep, preflight: preflightStep, mqtt: mqttStep, iotdb: iotdbStep}
+var real = runners{tune: tuneStep, preflight: preflightStep, mqtt: mqttStep, iotdb: iotdbStep, recheck: recheckTune}
 
 // Run loads the profile, applies it (unless NoTune; only plans in
 // DryRun), runs the preflight and the probes, and returns the result.
@@ -183,7 +186,29 @@ func run(ctx context.Context, o Options, rn runners) (*Result, error) {
 		res.Steps = append(res.Steps, timed(outcome.StepProbeIoTDB, func() outcome.Step { return rn.iotdb(ctx, icfg) }))
 	}
 
+	// 5. The tuning is still in force: nothing (a `tune rollback`, another
+	// tool, a package's sysctl.d) undid it while preflight and the probes
+	// ran. A drift fails the tune step.
+	if !o.NoTune && !o.DryRun && ctx.Err() == nil {
+		recheck(&res.Steps[0], rn.recheck(p, o))
+	}
 	return finish(res)
+}
+
+// recheck adds the end-of-run checks to the tune step; a failed one makes
+// the step fail (exit 1).
+func recheck(ts *outcome.Step, cs []verdict.Check) {
+	ts.Checks = append(ts.Checks, cs...)
+	var drifted int
+	for _, c := range cs {
+		if c.Status == verdict.Fail {
+			drifted++
+		}
+	}
+	if drifted > 0 {
+		ts.Verdict, ts.ExitCode = verdict.Fail, exitcode.Failed
+		ts.Summary += fmt.Sprintf("; %d value(s) no longer as applied at the end of the run (undone while ready ran?)", drifted)
+	}
 }
 
 // finish folds the verdict and maps it to the run's error (exit code).

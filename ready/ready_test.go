@@ -18,6 +18,7 @@ import (
 // cannot (a tune that fails); they record what ran and with what config.
 type fakes struct {
 	tune, preflight, mqtt, iotdb outcome.Step
+	recheck                      []verdict.Check
 	ran                          []string
 	mqttCfg                      mqtt.Config
 	iotdbCfg                     iotdb.Config
@@ -51,6 +52,10 @@ func (f *fakes) runners() runners {
 			f.iotdbCfg = c
 			return f.iotdb
 		},
+		recheck: func(*profiles.Profile, Options) []verdict.Check {
+			f.ran = append(f.ran, "recheck")
+			return f.recheck
+		},
 	}
 }
 
@@ -72,7 +77,7 @@ func TestAllPassIsReady(t *testing.T) {
 	if res.Verdict != outcome.Ready || !res.Changed || res.Host != "h1" || res.Profile != "ready-small" {
 		t.Errorf("got %s changed=%v host=%s profile=%s", res.Verdict, res.Changed, res.Host, res.Profile)
 	}
-	if got := strings.Join(f.ran, ","); got != "tune,preflight,mqtt,iotdb" {
+	if got := strings.Join(f.ran, ","); got != "tune,preflight,mqtt,iotdb,recheck" {
 		t.Errorf("ran %s", got)
 	}
 	// ready-small names no IoTDB probe: --iotdb gets ready's short default.
@@ -116,7 +121,7 @@ func TestFailedCheckIsExit1FailuresFirst(t *testing.T) {
 	if exitcode.Code(err) != exitcode.Failed || !strings.Contains(err.Error(), "NOT READY: preflight: fd.hard") {
 		t.Fatalf("err %v (code %d)", err, exitcode.Code(err))
 	}
-	if got := strings.Join(f.ran, ","); got != "tune,preflight,mqtt" {
+	if got := strings.Join(f.ran, ","); got != "tune,preflight,mqtt,recheck" {
 		t.Errorf("ran %s: a failed preflight must not stop the probes", got)
 	}
 	// failing names failures only (the NOT READY reasons); the warning
@@ -248,5 +253,32 @@ func TestDryRunNeverSaysReady(t *testing.T) {
 	res, err = run(context.Background(), Options{Profile: "ready-small", DryRun: true}, f.runners())
 	if exitcode.Code(err) != exitcode.Failed || res.Verdict != outcome.NotReady {
 		t.Errorf("dry run with a failed preflight: verdict %s err %v, want NOT READY exit 1", res.Verdict, err)
+	}
+}
+
+// TestDriftDuringRunFailsTune: a value the end-of-run re-check finds
+// undone fails the tune step (NOT READY, exit 1, named in failing); no
+// re-check with --no-tune or --dry-run (nothing was applied).
+func TestDriftDuringRunFailsTune(t *testing.T) {
+	f := newFakes()
+	f.recheck = []verdict.Check{{ID: "tune.drift.runtime.net.core.somaxconn", Status: verdict.Fail, Summary: "runtime net.core.somaxconn is 4096 again"}}
+	res, err := run(context.Background(), Options{Profile: "ready-small"}, f.runners())
+	if exitcode.Code(err) != exitcode.Failed || res.Verdict != outcome.NotReady {
+		t.Fatalf("verdict %s err %v: want NOT READY exit 1", res.Verdict, err)
+	}
+	ts := res.Step(outcome.StepTune)
+	if ts.Verdict != verdict.Fail || !strings.Contains(ts.Summary, "no longer as applied") {
+		t.Errorf("tune step %s %q", ts.Verdict, ts.Summary)
+	}
+	if len(res.Failing) != 1 || !strings.HasPrefix(res.Failing[0], "tune: tune.drift.runtime.net.core.somaxconn") {
+		t.Errorf("failing %q", res.Failing)
+	}
+	for _, o := range []Options{{Profile: "ready-small", NoTune: true}, {Profile: "ready-small", DryRun: true}} {
+		f := newFakes()
+		f.recheck = []verdict.Check{{ID: "x", Status: verdict.Fail}}
+		run(context.Background(), o, f.runners())
+		if strings.Contains(strings.Join(f.ran, ","), "recheck") {
+			t.Errorf("%+v: re-checked tuning that was not applied", o)
+		}
 	}
 }
