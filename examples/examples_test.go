@@ -69,8 +69,9 @@ func commandOf(tk task) string {
 
 func TestAnsiblePlaybookStructure(t *testing.T) {
 	var plays []struct {
-		Hosts string `yaml:"hosts"`
-		Tasks []task `yaml:"tasks"`
+		Hosts string         `yaml:"hosts"`
+		Vars  map[string]any `yaml:"vars"`
+		Tasks []task         `yaml:"tasks"`
 	}
 	parseYAML(t, "ansible/hostprep-ready.yml", &plays)
 	if len(plays) == 0 {
@@ -83,7 +84,7 @@ func TestAnsiblePlaybookStructure(t *testing.T) {
 			switch {
 			case strings.Contains(c, "hostprep ready"):
 				ready = tk
-			case strings.Contains(c, "hostprep report merge"):
+			case strings.Contains(c, " report merge "):
 				merge = tk
 			}
 		}
@@ -106,7 +107,24 @@ func TestAnsiblePlaybookStructure(t *testing.T) {
 		t.Errorf("failed_when %q: want it decided by %s.rc", fw, reg)
 	}
 	if merge == nil {
-		t.Error("no task runs `hostprep report merge` over the hosts' results")
+		t.Fatal("no task runs `hostprep report merge` over the hosts' results")
+	}
+	// The merge runs on the control node with the binary the play copies
+	// from there, not a `hostprep` that may not be on its PATH.
+	if c := commandOf(merge); !strings.HasPrefix(c, "{{ hostprep_merge_binary") {
+		t.Errorf("merge task %q: want it to run {{ hostprep_merge_binary }} (default hostprep_binary), not hostprep from PATH", c)
+	}
+	// Ansible resolves a relative copy src next to the playbook, so the
+	// default binary and every documented hostprep_binary are absolute.
+	if b, _ := plays[0].Vars["hostprep_binary"].(string); !strings.HasPrefix(b, "/") {
+		t.Errorf("default hostprep_binary %q: want an absolute path (a relative one is looked up next to the playbook)", b)
+	}
+	for _, f := range []string{"ansible/hostprep-ready.yml", "README.md"} {
+		for _, m := range regexp.MustCompile(`hostprep_binary=(\S+)`).FindAllStringSubmatch(read(t, f), -1) {
+			if !strings.HasPrefix(m[1], "/") && !strings.HasPrefix(m[1], "$PWD/") {
+				t.Errorf("%s documents hostprep_binary=%s: want an absolute path ($PWD/hostprep)", f, m[1])
+			}
+		}
 	}
 }
 
@@ -449,3 +467,4 @@ func TestExampleFlagsExist(t *testing.T) {
 		t.Errorf("found only %d hostprep invocations in the examples", seen)
 	}
 }
+

@@ -31,7 +31,8 @@ func taskStatus(out, task string) string {
 }
 
 // TestAnsiblePlaybookRuns runs examples/ansible/hostprep-ready.yml for
-// real, twice, against this host (connection local) inside the tune
+// real, as examples/README.md says (from the checkout's root, the binary
+// where ./install.sh puts it), twice, against this host (connection local) inside the tune
 // sandbox, with /usr/local/bin on a tmpfs so the play's install task
 // writes nothing to the host: the first run reports the ready task
 // changed, the second not (changed_when reads the JSON), and the fleet
@@ -55,19 +56,43 @@ func TestAnsiblePlaybookRuns(t *testing.T) {
 	if err := os.WriteFile(inv, []byte("[loadgens]\nlocalhost ansible_connection=local ansible_python_interpreter=/usr/bin/python3\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	reports := filepath.Join(out, "reports")
-	argv := []string{play, "-i", inv, filepath.Join(testenv.RepoRoot(), "examples/ansible/hostprep-ready.yml"),
-		"-e", "hostprep_binary=" + bin, "-e", "hostprep_profile=" + profile, "-e", "hostprep_report_dir=" + reports,
+	// The documented invocation, from a checkout's root (a directory
+	// holding examples/, so ./hostprep-reports lands in the test's
+	// directory, not the repository) after ./install.sh put the binary in
+	// /usr/local/bin (the playbook's default hostprep_binary): only the
+	// inventory, the profile and become differ. The second run passes the
+	// binary by absolute path, the documented form for a binary elsewhere.
+	if err := os.Symlink(filepath.Join(testenv.RepoRoot(), "examples"), filepath.Join(out, "examples")); err != nil {
+		t.Fatal(err)
+	}
+	reports := filepath.Join(out, "hostprep-reports")
+	inDir := func(argv ...string) []string {
+		return append([]string{"sh", "-c", `cd "$0" && exec "$@"`, out}, argv...)
+	}
+	argv := []string{play, "-i", inv, "examples/ansible/hostprep-ready.yml",
+		"-e", "hostprep_profile=" + profile,
 		"-e", "ansible_become=false"} // root already; there is no sudo here
 	env := []string{"ANSIBLE_LOCAL_TEMP=" + filepath.Join(out, "atmp"),
 		"ANSIBLE_HOME=" + filepath.Join(out, "ahome"), "ANSIBLE_NOCOLOR=1", "ANSIBLE_HOST_KEY_CHECKING=False"}
+	withPath := append(append([]string(nil), argv...), "-e", "hostprep_binary="+bin)
 	notReady := append(append([]string(nil), argv...), "-e", `{"hostprep_extra_args": "--sockets 1000000"}`)
 	res := runSandboxSteps(t, nil, []string{"/usr/local/bin"}, []sandboxStep{
-		{Argv: argv, Env: env},
-		{Argv: argv, Env: env},
-		{Argv: notReady, Env: env},
+		{Argv: []string{"install", "-m", "0755", bin, "/usr/local/bin/hostprep"}}, // where ./install.sh puts it
+		{Argv: inDir(argv...), Env: env},
+		{Argv: inDir(withPath...), Env: env},
+		{Argv: inDir(notReady...), Env: env},
 		{Argv: []string{bin, "tune", "rollback"}},
 	})
+	// A relative report dir would land next to the playbook, in the
+	// repository.
+	if stray := filepath.Join(testenv.RepoRoot(), "examples/ansible/hostprep-reports"); func() bool { _, err := os.Stat(stray); return err == nil }() {
+		os.RemoveAll(stray)
+		t.Errorf("the play wrote its reports into %s, not the directory it was started from", stray)
+	}
+	if res[0].Exit != 0 {
+		t.Fatalf("install: exit %d %s", res[0].Exit, res[0].Stderr)
+	}
+	res = res[1:]
 	for i := 0; i < 2; i++ {
 		t.Logf("ansible run %d: exit %d\n%s", i+1, res[i].Exit, res[i].Stdout)
 		if res[i].Exit != 0 {
