@@ -2,6 +2,7 @@ package examples
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -204,6 +205,12 @@ func TestSystemdUnitContent(t *testing.T) {
 	} {
 		if !strings.Contains(u, want) {
 			t.Errorf("hostprep-ready.service lacks %q", want)
+		}
+	}
+	// Only references that exist: no invented web address.
+	for _, l := range strings.Split(u, "\n") {
+		if strings.HasPrefix(l, "Documentation=") {
+			t.Errorf("hostprep-ready.service: %q: hostprep installs no documentation to point at; drop it", l)
 		}
 	}
 	if !strings.Contains(read(t, "systemd/hostprep-ready.timer"), "OnBootSec=") {
@@ -468,3 +475,52 @@ func TestExampleFlagsExist(t *testing.T) {
 	}
 }
 
+// TestCloudInitUnitsByteIdentical: the units cloud-init writes are
+// byte-for-byte examples/systemd/ (examples/README.md says so), read the
+// way cloud-init reads user-data (PyYAML, when python3 has it) as well as
+// with yaml.v3: same length, same last bytes, exactly one final newline.
+func TestCloudInitUnitsByteIdentical(t *testing.T) {
+	var doc struct {
+		WriteFiles []struct {
+			Path    string `yaml:"path"`
+			Content string `yaml:"content"`
+		} `yaml:"write_files"`
+	}
+	parseYAML(t, "cloud-init/user-data.yaml", &doc)
+	contents := map[string]string{}
+	for _, f := range doc.WriteFiles {
+		contents[f.Path] = f.Content
+	}
+	var py map[string]string
+	if out, err := exec.Command("python3", "-c", `import json, sys, yaml
+d = yaml.safe_load(open("cloud-init/user-data.yaml"))
+json.dump({f["path"]: f["content"] for f in d["write_files"]}, sys.stdout)`).Output(); err == nil {
+		if err := json.Unmarshal(out, &py); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		t.Logf("python3 with PyYAML not available (%v): yaml.v3 only", err)
+	}
+	for _, u := range []string{"hostprep-ready.service", "hostprep-ready.timer"} {
+		want := read(t, filepath.Join("systemd", u))
+		if !strings.HasSuffix(want, "\n") || strings.HasSuffix(want, "\n\n") {
+			t.Errorf("examples/systemd/%s: want exactly one final newline", u)
+		}
+		for parser, got := range map[string]string{"yaml.v3": contents["/etc/systemd/system/"+u], "PyYAML": py["/etc/systemd/system/"+u]} {
+			if parser == "PyYAML" && py == nil {
+				continue
+			}
+			if got != want {
+				t.Errorf("%s: cloud-init's %s (%d bytes, ends %q) != examples/systemd/%s (%d bytes, ends %q)",
+					parser, u, len(got), tail(got), u, len(want), tail(want))
+			}
+		}
+	}
+}
+
+func tail(s string) string {
+	if len(s) > 12 {
+		return s[len(s)-12:]
+	}
+	return s
+}
