@@ -94,6 +94,10 @@ type Config struct {
 	// RunID names the database root.hostprep_<RunID> (lower-case letters,
 	// digits, underscore); default: random.
 	RunID string `json:"run_id,omitempty"`
+	// UnreachableAfter: when operations have failed only with connect
+	// errors for this long (no operation reached the server), the server
+	// is taken as gone and the run stops with an exit-3 error (default 5s).
+	UnreachableAfter time.Duration `json:"unreachable_after"`
 	// SampleInterval is how often pool utilisation is sampled (default 100ms).
 	SampleInterval time.Duration `json:"sample_interval"`
 	// Thresholds decide the verdict.
@@ -108,21 +112,22 @@ type Config struct {
 
 // Defaults are the values zero Config fields take.
 var Defaults = Config{
-	Host:           "127.0.0.1",
-	Port:           6667,
-	User:           "root",
-	Password:       "root",
-	Scenario:       ScenarioWrite,
-	Steps:          []int{10, 20, 30, 40, 50},
-	StepDuration:   30 * time.Second,
-	Warmup:         time.Second,
-	PoolSize:       200,
-	WaitTimeout:    5 * time.Second,
-	ConnectTimeout: 5 * time.Second,
-	CallTimeout:    10 * time.Second,
-	FetchSize:      1000,
-	SampleInterval: 100 * time.Millisecond,
-	complete:       true,
+	Host:             "127.0.0.1",
+	Port:             6667,
+	User:             "root",
+	Password:         "root",
+	Scenario:         ScenarioWrite,
+	Steps:            []int{10, 20, 30, 40, 50},
+	StepDuration:     30 * time.Second,
+	Warmup:           time.Second,
+	PoolSize:         200,
+	WaitTimeout:      5 * time.Second,
+	ConnectTimeout:   5 * time.Second,
+	CallTimeout:      10 * time.Second,
+	FetchSize:        1000,
+	SampleInterval:   100 * time.Millisecond,
+	UnreachableAfter: 5 * time.Second,
+	complete:         true,
 }
 
 // withDefaults fills zero fields from Defaults; in a complete Config only
@@ -176,6 +181,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SampleInterval == 0 {
 		c.SampleInterval = d.SampleInterval
+	}
+	if c.UnreachableAfter == 0 {
+		c.UnreachableAfter = d.UnreachableAfter
 	}
 	return c
 }
@@ -243,6 +251,9 @@ func (c *Config) validate() error {
 		if d.v <= 0 {
 			return exitcode.BadInputf("%s %v: want a duration > 0, e.g. --%s %s (0 is not \"the default\"; leave the flag out for that)", optName(d.flag), d.v, d.flag, d.eg)
 		}
+	}
+	if c.UnreachableAfter <= 0 {
+		return exitcode.BadInputf("Config.UnreachableAfter %v: want a duration > 0, e.g. 5s", c.UnreachableAfter)
 	}
 	if c.SampleInterval <= 0 {
 		return exitcode.BadInputf("sample interval %v: want a duration > 0, e.g. 100ms", c.SampleInterval)

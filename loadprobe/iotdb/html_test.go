@@ -18,7 +18,7 @@ func TestWriteHTMLSelfContained(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := &Result{Target: "127.0.0.1:6667", ServerVersion: "2.0.10", Database: "root.hostprep_x", Scenario: ScenarioWrite,
 				Mode: "closed", PoolSize: 200, Steps: st, Started: time.Now()}
-			r.Knee = FindKnee(st)
+			r.Knee = FindKnee(st, 1)
 			r.Checks = Checks(&Config{Steps: []int{st[len(st)-1].Workers}}, st)
 			path := filepath.Join(t.TempDir(), "report.html")
 			f, err := os.Create(path)

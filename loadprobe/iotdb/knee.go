@@ -11,6 +11,10 @@ import (
 const (
 	KneeTPSGrowth = 0.05
 	KneeP95Growth = 0.50
+	// KneeMaxErrorRate is the highest error rate a step may have to count
+	// for the peak and the knee when no --max-error-rate is set: a step
+	// where most operations failed has a meaningless TPS and p95.
+	KneeMaxErrorRate = 0.50
 )
 
 // Knee is where more concurrency stops buying throughput.
@@ -25,6 +29,9 @@ type Knee struct {
 	// step (fractions: 0.02 = +2%).
 	TPSGrowth float64 `json:"tps_growth,omitempty"`
 	P95Growth float64 `json:"p95_growth,omitempty"`
+	// Ignored are the worker counts of steps left out because their error
+	// rate was above the limit FindKnee was given.
+	Ignored []int `json:"ignored_steps,omitempty"`
 	// Reading is one line for humans.
 	Reading string `json:"reading"`
 }
@@ -33,13 +40,32 @@ type Knee struct {
 // run; the rule compares each step with the one before it). It is a pure
 // function of Workers, TPS and Latency.P95.
 //
-// Partial steps (cut short by an interruption) are left out.
-func FindKnee(steps []Step) Knee {
+// Partial steps (cut short) are left out, and so are steps whose error
+// rate is above maxErrorRate (listed in Knee.Ignored and named in the
+// reading): their TPS and p95 come from the few operations that got
+// through. Run passes --max-error-rate, or KneeMaxErrorRate when none is set.
+func FindKnee(steps []Step, maxErrorRate float64) Knee {
 	var k Knee
-	steps = slices.DeleteFunc(slices.Clone(steps), func(s Step) bool { return s.Partial })
+	steps = slices.DeleteFunc(slices.Clone(steps), func(s Step) bool {
+		if !s.Partial && s.ErrorRate > maxErrorRate {
+			k.Ignored = append(k.Ignored, s.Workers)
+		}
+		return s.Partial || s.ErrorRate > maxErrorRate
+	})
+	k.Reading = k.read(steps)
+	if len(k.Ignored) > 0 {
+		k.Reading += fmt.Sprintf(" (steps at %s workers ignored for the knee: error rate above %.2f%%)", joinInts(k.Ignored), 100*maxErrorRate)
+	}
+	return k
+}
+
+// read finds the peak and the knee of steps into k and returns the reading.
+func (k *Knee) read(steps []Step) string {
 	if len(steps) == 0 {
-		k.Reading = "no steps were measured"
-		return k
+		if len(k.Ignored) > 0 {
+			return "no step ran with an acceptable error rate: no knee to read"
+		}
+		return "no steps were measured"
 	}
 	for i, s := range steps {
 		if i == 0 || s.TPS > k.PeakTPS {
@@ -61,22 +87,21 @@ func FindKnee(steps []Step) Knee {
 	last := steps[len(steps)-1]
 	switch {
 	case k.PeakTPS <= 0:
-		k.Reading = "no operation succeeded: no throughput to read a knee from"
+		return "no operation succeeded: no throughput to read a knee from"
 	case len(steps) == 1:
-		k.Reading = fmt.Sprintf("one step (%d workers, %.0f TPS): add steps to find a knee", last.Workers, k.PeakTPS)
+		return fmt.Sprintf("one step (%d workers, %.0f TPS): add steps to find a knee", last.Workers, k.PeakTPS)
 	case k.Workers != 0 && k.Workers < k.PeakWorkers:
-		k.Reading = fmt.Sprintf("at %d workers latency rises without more throughput (TPS %+.1f%%, p95 %+.0f%%), yet throughput peaks later at %d workers (%.0f TPS): the steps are noisy; repeat with longer --step-duration",
+		return fmt.Sprintf("at %d workers latency rises without more throughput (TPS %+.1f%%, p95 %+.0f%%), yet throughput peaks later at %d workers (%.0f TPS): the steps are noisy; repeat with longer --step-duration",
 			k.Workers, 100*k.TPSGrowth, 100*k.P95Growth, k.PeakWorkers, k.PeakTPS)
 	case k.Workers != 0 && k.Workers == k.PeakWorkers:
-		k.Reading = fmt.Sprintf("throughput tops out at %d workers (%.0f TPS, only %+.1f%% over the step before) while p95 rises %+.0f%%: the knee is at %d workers; more workers only add latency",
+		return fmt.Sprintf("throughput tops out at %d workers (%.0f TPS, only %+.1f%% over the step before) while p95 rises %+.0f%%: the knee is at %d workers; more workers only add latency",
 			k.Workers, k.PeakTPS, 100*k.TPSGrowth, 100*k.P95Growth, k.Workers)
 	case k.Workers != 0:
-		k.Reading = fmt.Sprintf("throughput peaks at %d workers (%.0f TPS); at %d workers latency rises without more throughput (TPS %+.1f%%, p95 %+.0f%%)",
+		return fmt.Sprintf("throughput peaks at %d workers (%.0f TPS); at %d workers latency rises without more throughput (TPS %+.1f%%, p95 %+.0f%%)",
 			k.PeakWorkers, k.PeakTPS, k.Workers, 100*k.TPSGrowth, 100*k.P95Growth)
 	case k.PeakWorkers == last.Workers && len(steps) > 1:
-		k.Reading = fmt.Sprintf("throughput still grows at the last step (%d workers, %.0f TPS): no knee within these steps; try larger steps", k.PeakWorkers, k.PeakTPS)
+		return fmt.Sprintf("throughput still grows at the last step (%d workers, %.0f TPS): no knee within these steps; try larger steps", k.PeakWorkers, k.PeakTPS)
 	default:
-		k.Reading = fmt.Sprintf("throughput peaks at %d workers (%.0f TPS) and falls beyond it, without the p95 jump that marks a knee", k.PeakWorkers, k.PeakTPS)
+		return fmt.Sprintf("throughput peaks at %d workers (%.0f TPS) and falls beyond it, without the p95 jump that marks a knee", k.PeakWorkers, k.PeakTPS)
 	}
-	return k
 }

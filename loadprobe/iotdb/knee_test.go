@@ -83,7 +83,7 @@ func TestFindKnee(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			k := FindKnee(c.steps)
+			k := FindKnee(c.steps, 1)
 			if k.PeakWorkers != c.peak || k.Workers != c.knee {
 				t.Errorf("peak %d knee %d, want peak %d knee %d (%s)", k.PeakWorkers, k.Workers, c.peak, c.knee, k.Reading)
 			}

@@ -26,8 +26,11 @@ func (r *Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "load         %s, %s; SessionPool %d sessions, wait timeout %.0f ms, call deadline %.0f ms\n",
 		load, mode, r.PoolSize, r.WaitTimeoutMS, r.CallTimeoutMS)
 	kept := "deleted after the run"
-	if r.Kept {
-		kept = "KEPT"
+	switch {
+	case r.DeleteError != "":
+		kept = "NOT DELETED (delete failed: " + r.DeleteError + ")"
+	case r.Kept:
+		kept = "KEPT (--keep)"
 	}
 	fmt.Fprintf(w, "database     %s (%d series, %s)\n", r.Database, r.Series, kept)
 	if r.StopReason != "" {

@@ -53,6 +53,14 @@ type Result struct {
 	// fails, so Verdict is never pass, and Run returns an
 	// exitcode.Environment error (exit 3).
 	Interrupted bool `json:"interrupted"`
+	// Unreachable is true when the run was stopped because every operation
+	// failed to connect for Config.UnreachableAfter (the server went away):
+	// like Interrupted, Steps are partial, iotdb.complete fails and Run
+	// returns an exitcode.Environment error naming the target.
+	Unreachable bool `json:"unreachable,omitempty"`
+	// DeleteError is why the database could not be deleted after the run
+	// ("" when it was deleted or --keep was given); Kept is then true.
+	DeleteError string `json:"delete_error,omitempty"`
 	// StopReason says why the run ended early ("" when it ran to the end).
 	StopReason string `json:"stop_reason,omitempty"`
 }

@@ -11,6 +11,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/iotdb-client-go/client"
@@ -76,21 +77,28 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	slog.Info("iotdb probe: database ready", "database", res.Database, "series", res.Series, "server_version", res.ServerVersion)
 
+	lv := newLiveness(cfg.UnreachableAfter)
 	if cfg.Warmup > 0 {
 		wc := cfg
 		wc.StepDuration = cfg.Warmup
-		w := runStep(ctx, &wc, pool, w, cfg.Steps[0])
+		w := runStep(ctx, &wc, pool, w, cfg.Steps[0], lv)
 		res.WarmupOps = w.Ops
 	}
 	var runErr error
-	cutAt := 0 // the step running when ctx was cancelled (0: warm-up or between steps)
+	cutAt := 0   // the step running when ctx was cancelled (0: warm-up or between steps)
+	downAt := -1 // the step running when the server was found unreachable (0: warm-up)
+	if lv.isDown() {
+		downAt = 0
+	}
 	for _, n := range cfg.Steps {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || downAt >= 0 {
 			break
 		}
-		st := runStep(ctx, &cfg, pool, w, n)
+		st := runStep(ctx, &cfg, pool, w, n, lv)
 		if ctx.Err() != nil {
 			st.Partial, cutAt = true, n
+		} else if lv.isDown() {
+			st.Partial, downAt = true, n
 		}
 		res.Steps = append(res.Steps, st)
 		slog.Info("iotdb probe: step done", "workers", n, "tps", st.TPS, "p95_ms", st.Latency.P95, "error_rate", st.ErrorRate)
@@ -100,14 +108,101 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	teardown(pool, &cfg, res)
-	res.Knee = FindKnee(res.Steps)
+	res.Knee = FindKnee(res.Steps, kneeErrorLimit(&cfg))
 	res.Checks = Checks(&cfg, res.Steps)
 	if err := ctx.Err(); err != nil {
 		runErr = res.interrupted(err, cutAt, len(cfg.Steps))
+	} else if downAt >= 0 {
+		runErr = res.unreachable(&cfg, lv, downAt)
 	}
 	res.Verdict = verdict.Worst(res.Checks)
 	return res, runErr
 }
+
+// kneeErrorLimit is the highest error rate a step may have to count for the
+// knee and the peak: the --max-error-rate threshold, or KneeMaxErrorRate
+// when none is set.
+func kneeErrorLimit(c *Config) float64 {
+	if c.Thresholds.MaxErrorRate != nil {
+		return *c.Thresholds.MaxErrorRate
+	}
+	return KneeMaxErrorRate
+}
+
+// unreachable marks res as stopped because every operation failed to
+// connect for cfg.UnreachableAfter while the step of downAt workers ran
+// (0: the warm-up), adds the failing iotdb.complete check and returns the
+// exit-3 error naming the target.
+func (res *Result) unreachable(cfg *Config, lv *liveness, downAt int) error {
+	where := "during the warm-up"
+	if downAt > 0 {
+		where = fmt.Sprintf("during the step at %d workers", downAt)
+	}
+	full := 0
+	for _, s := range res.Steps {
+		if !s.Partial {
+			full++
+		}
+	}
+	res.Unreachable = true
+	res.StopReason = fmt.Sprintf("stopped: %s could not be reached for %v %s (every operation failed to connect; last error: %s); %d of %d steps ran to the end; the results are partial and are no verdict on the load",
+		res.Target, cfg.UnreachableAfter, where, lv.lastErr(), full, len(cfg.Steps))
+	res.Checks = append(res.Checks, verdict.Check{ID: CheckComplete, Status: verdict.Fail, Summary: res.StopReason,
+		Remedy: "check that IoTDB at " + res.Target + " is up (its DataNode log, scripts/iotdb.sh status for the test server), then run the probe again"})
+	return exitcode.Environmentf("iotdb probe could not run: %s unreachable for %v %s (every operation failed to connect: %s); %d of %d steps complete, results partial",
+		res.Target, cfg.UnreachableAfter, where, lv.lastErr(), full, len(cfg.Steps))
+}
+
+// liveness tells a server that went away from one that is merely
+// failing some operations: it remembers when an operation last reached
+// the server (a success, or any error other than a connect failure). When
+// a connect failure comes more than after later than that, the server is
+// taken as unreachable and the run stops.
+type liveness struct {
+	after   time.Duration
+	last    atomic.Int64 // unix ns of the last operation that reached the server
+	down    atomic.Bool
+	mu      sync.Mutex
+	lastMsg string
+}
+
+func newLiveness(after time.Duration) *liveness {
+	lv := &liveness{after: after}
+	lv.last.Store(time.Now().UnixNano())
+	return lv
+}
+
+// reached records an operation that got an answer from the server.
+func (lv *liveness) reached() { lv.last.Store(time.Now().UnixNano()) }
+
+// connectFailed records a connect failure; it reports whether the server
+// has now been unreachable for longer than lv.after.
+func (lv *liveness) connectFailed(err error) bool {
+	lv.mu.Lock()
+	lv.lastMsg = err.Error()
+	lv.mu.Unlock()
+	if time.Since(time.Unix(0, lv.last.Load())) > lv.after {
+		lv.down.Store(true)
+	}
+	return lv.down.Load()
+}
+
+func (lv *liveness) isDown() bool { return lv.down.Load() }
+
+func (lv *liveness) lastErr() string {
+	lv.mu.Lock()
+	defer lv.mu.Unlock()
+	return lv.lastMsg
+}
+
+// Connect-failure backoff of one worker: the first retry waits about
+// backoffMin, each further failure doubles it up to backoffMax; the wait
+// is drawn from [d/2, d] (jitter) so workers do not retry in lockstep. A
+// success or any other error resets it.
+const (
+	backoffMin = 20 * time.Millisecond
+	backoffMax = time.Second
+)
 
 // CheckComplete fails when the run did not run every step to its end
 // (interrupted, or stopped because the server could not be reached).
@@ -241,6 +336,7 @@ func teardown(p *countingPool, cfg *Config, res *Result) {
 	}
 	if err := dropDatabase(p, res.Database); err != nil {
 		res.Kept = true
+		res.DeleteError = err.Error()
 		res.Notes = append(res.Notes, fmt.Sprintf("could not delete %s: %v; drop it with: DELETE DATABASE %s", res.Database, err, res.Database))
 	}
 }
@@ -287,7 +383,10 @@ func (s *workerStats) add(kind opKind, n int64, err error) {
 }
 
 // runStep keeps n workers busy for cfg.StepDuration and measures them.
-func runStep(ctx context.Context, cfg *Config, p *countingPool, w *workload, n int) Step {
+//
+// A worker whose operation fails to connect backs off (see backoffMin);
+// when lv finds the server unreachable the step ends early.
+func runStep(ctx context.Context, cfg *Config, p *countingPool, w *workload, n int, lv *liveness) Step {
 	stepCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	start := time.Now()
@@ -328,7 +427,7 @@ func runStep(ctx context.Context, cfg *Config, p *countingPool, w *workload, n i
 		go func(worker int) {
 			defer wg.Done()
 			rng := mrand.New(mrand.NewPCG(uint64(worker), uint64(start.UnixNano())))
-			var interval time.Duration
+			var interval, backoff time.Duration
 			next := start
 			if cfg.Rate > 0 {
 				interval = time.Duration(float64(time.Second) / cfg.Rate)
@@ -370,6 +469,21 @@ func runStep(ctx context.Context, cfg *Config, p *countingPool, w *workload, n i
 				st.add(kind, pts, err)
 				if err == nil {
 					st.lat.Record(time.Since(began))
+				}
+				if class, _ := classify(err); err == nil || class != ClassConnect {
+					backoff = 0
+					lv.reached()
+					continue
+				}
+				if lv.connectFailed(err) {
+					cancel() // the server is gone: end the step for every worker
+					return
+				}
+				backoff = min(max(2*backoff, backoffMin), backoffMax)
+				select {
+				case <-time.After(backoff/2 + time.Duration(rng.Int64N(int64(backoff/2)+1))):
+				case <-stepCtx.Done():
+					return
 				}
 			}
 		}(i)
