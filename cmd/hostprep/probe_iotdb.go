@@ -56,8 +56,9 @@ step whose throughput grows < 5% while p95 grows > 50%.
 
 The password comes from --password-file or $` + iotdbPasswordEnv + ` (default
 root) and is never printed. Exit codes: 0 pass, 1 a threshold failed, 2 bad
-input, 3 could not run (IoTDB unreachable, database not creatable,
-interrupted).`,
+input (a 0 duration, pool size or port, steps not increasing), 3 could not
+run (IoTDB unreachable, or gone for 5 s mid-run; database not creatable;
+interrupted: the partial report says INCOMPLETE and never PASS).`,
 		Example: `  hostprep probe iotdb --scenario write --steps 10,20,30,40,50 --step-duration 30s
   hostprep probe iotdb --scenario batch --steps 50,100,150,200 --pool-size 200 --html report.html
   hostprep probe iotdb --scenario mixed --steps 200,300,400,500 --max-p95 200ms --min-tps 1000 -o json
@@ -166,7 +167,7 @@ interrupted).`,
 	fl.StringVar(&cfg.User, "user", cfg.User, "IoTDB user")
 	fl.StringVar(&passwordFile, "password-file", "", "file holding the IoTDB password (else $"+iotdbPasswordEnv+", else root); never printed")
 	fl.StringVar(&cfg.Scenario, "scenario", cfg.Scenario, "load: write, batch or mixed")
-	fl.IntSliceVar(&cfg.Steps, "steps", cfg.Steps, "worker counts of the steps, in order (e.g. 10,20,30,40,50)")
+	fl.IntSliceVar(&cfg.Steps, "steps", cfg.Steps, "worker counts of the steps, strictly increasing (e.g. 10,20,30,40,50)")
 	fl.DurationVar(&cfg.StepDuration, "step-duration", cfg.StepDuration, "how long each step runs")
 	fl.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "unmeasured warm-up with the first step's workers (negative: none)")
 	fl.IntVar(&cfg.PoolSize, "pool-size", cfg.PoolSize, "SessionPool size (sessions)")

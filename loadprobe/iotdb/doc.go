@@ -41,4 +41,13 @@
 //     reconnect. A worker recovers and counts ClassPanic.
 //   - A MULTIPLE_ERROR whose sub-statuses are all successes (or empty) is
 //     reported as success.
+//
+// A run that does not finish is never a pass: when ctx is cancelled
+// (Ctrl-C, SIGTERM) or the server cannot be reached for
+// Config.UnreachableAfter (every operation failing to connect), Run
+// returns the steps so far (the one cut short marked partial, left out of
+// the knee), Result.Interrupted or Result.Unreachable, a failing
+// iotdb.complete check and an exitcode.Environment error (exit 3). Connect
+// failures back off per worker (20 ms doubling to 1 s, jittered) instead of
+// retrying at once.
 package iotdb
