@@ -42,3 +42,23 @@ func TestScheduleCheckStatesAllowance(t *testing.T) {
 		}
 	}
 }
+
+// An interrupted run never passes, however good its partial counts.
+func TestInterruptedNeverPasses(t *testing.T) {
+	cfg := Defaults()
+	m := Messages{Scheduled: 100, Published: 100, Acked: 100, Expected: 100, Received: 100}
+	healthy := &Result{Messages: m, Connects: Connects{Target: 100, OK: 100}}
+	healthy.Latency.Connect.Count, healthy.Latency.Ack.Count, healthy.Latency.E2E.Count = 100, 100, 100
+	if v := verdict.Worst(judge(&cfg, healthy)); v != verdict.Pass {
+		t.Fatalf("healthy counts: verdict %s, want pass", v)
+	}
+	cut := *healthy
+	cut.Interrupted, cut.StoppedEarlyReason = true, "interrupted after 6.0 s: partial results"
+	cs := judge(&cfg, &cut)
+	if v := verdict.Worst(cs); v != verdict.Fail {
+		t.Errorf("interrupted: verdict %s, want fail", v)
+	}
+	if c := checkByID(t, cs, "mqtt.complete"); c.Status != verdict.Fail || c.Observed != "interrupted" || !strings.Contains(c.Summary, "interrupted after 6.0 s") {
+		t.Errorf("mqtt.complete %+v", c)
+	}
+}

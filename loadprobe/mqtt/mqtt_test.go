@@ -196,6 +196,9 @@ func TestBrokerKilledMidRun(t *testing.T) {
 	if res.Connects.Lost == 0 || res.Verdict != verdict.Fail {
 		t.Errorf("want lost connections and a fail verdict: %+v %s", res.Connects, res.Verdict)
 	}
+	if res.Interrupted || !strings.Contains(res.StoppedEarlyReason, "stopped early") {
+		t.Errorf("broker death stops the run early (not an interrupt): interrupted %v, reason %q", res.Interrupted, res.StoppedEarlyReason)
+	}
 	if c := res.Connects; c.SubscribersLost != 1 || c.Lost > c.OK {
 		t.Errorf("want the subscriber counted apart (subscribers_lost 1) and publishers lost <= ok: %+v", c)
 	}
@@ -384,6 +387,17 @@ func TestInterrupted(t *testing.T) {
 		t.Fatalf("want partial results and an environment error, got %v", err)
 	}
 	checkCounts(t, res)
+	if !res.Interrupted || !strings.Contains(res.StoppedEarlyReason, "interrupted after") || res.Verdict != verdict.Fail {
+		t.Errorf("an interrupted run says so and never passes: interrupted %v, reason %q, verdict %s", res.Interrupted, res.StoppedEarlyReason, res.Verdict)
+	}
+	var txt strings.Builder
+	_ = res.WriteText(&txt)
+	if !strings.Contains(txt.String(), "interrupted after") || !strings.Contains(txt.String(), "partial results") {
+		t.Errorf("text report does not say it was interrupted:\n%s", txt.String())
+	}
+	if j, _ := json.Marshal(res); !bytes.Contains(j, []byte(`"interrupted":true`)) || !bytes.Contains(j, []byte(`"stopped_early_reason":"interrupted after`)) {
+		t.Errorf("json lacks interrupted/stopped_early_reason: %.300s", j)
+	}
 	if res.WindowSeconds <= 0.3 || res.WindowSeconds >= 2 {
 		t.Errorf("window %.2fs, want the real ~1 s up to the interrupt, not the planned %v", res.WindowSeconds, cfg.Duration)
 	}

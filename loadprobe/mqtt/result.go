@@ -36,6 +36,15 @@ type Result struct {
 	WindowSeconds float64 `json:"window_s"`
 	DrainSeconds  float64 `json:"drain_s"`
 
+	// Interrupted is true when the caller's context ended the run
+	// (Ctrl-C, SIGTERM, a deadline): every count is partial and the
+	// verdict is fail (check mqtt.complete), never pass.
+	Interrupted bool `json:"interrupted"`
+	// StoppedEarlyReason says why the run ended before its planned
+	// window (interrupted, every subscriber lost, no client connected);
+	// empty when it ran its course.
+	StoppedEarlyReason string `json:"stopped_early_reason,omitempty"`
+
 	Verdict verdict.Status  `json:"verdict"`
 	Checks  []verdict.Check `json:"checks"`
 	// Failures name what went wrong in words (broker died, acks
@@ -299,13 +308,24 @@ func byReason(m map[string]int64, first map[string]string, prefix string) string
 	return strings.Join(parts, ", ")
 }
 
-// judge turns the thresholds into checks: mqtt.loss,
+// judge turns the thresholds into checks: mqtt.complete (fails when
+// the run was interrupted or stopped early), mqtt.loss,
 // mqtt.unacked (QoS>0, against the loss threshold),
 // mqtt.connect_fail_rate, mqtt.connect_p95, mqtt.ack_p95, mqtt.e2e_p99,
 // mqtt.connections_lost, mqtt.schedule.
 func judge(cfg *Config, res *Result) []verdict.Check {
 	t := cfg.Thresholds
 	var cs []verdict.Check
+	complete := verdict.Check{ID: "mqtt.complete", Status: verdict.Pass, Summary: "the run went its full window", Expected: "the full window", Observed: "complete"}
+	if res.Interrupted || res.StoppedEarlyReason != "" {
+		complete.Status, complete.Summary, complete.Observed = verdict.Fail, res.StoppedEarlyReason, "stopped early"
+		complete.Remedy = "see the failures above; partial results are not a verdict: run the probe again to its end"
+		if res.Interrupted {
+			complete.Observed = "interrupted"
+			complete.Remedy = "partial results are not a verdict: run the probe again without interrupting it"
+		}
+	}
+	cs = append(cs, complete)
 	frac := func(id, what string, got float64, max *float64, remedy string) {
 		c := verdict.Check{ID: id, Observed: fmt.Sprintf("%.4f%%", got*100)}
 		if max == nil {
@@ -406,6 +426,9 @@ func (res *Result) WriteText(w io.Writer) error {
 	}
 	p("load\t%d clients at %g conn/s, QoS %d, %d B every %v, window %.1fs after a %.1fs ramp, MQTT %s, %d subscriber(s) on %s\n",
 		c.Clients, c.ConnRate, c.QoS, c.Size, c.PubInterval, res.WindowSeconds, res.RampSeconds, c.MQTTVersion, c.Subscribers, res.Filter)
+	if res.StoppedEarlyReason != "" {
+		p("stopped\t%s\n", res.StoppedEarlyReason)
+	}
 	b := res.Baseline
 	p("baseline\tconnect %.3f ms, round trip p50 %.3f ms max %.3f ms, scheduler jitter p50 %.3f ms p99 %.3f ms\n",
 		b.ConnectMs, b.RoundTrip.P50, b.RoundTrip.Max, b.SchedulerJitter.P50, b.SchedulerJitter.P99)

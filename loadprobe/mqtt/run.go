@@ -84,6 +84,9 @@ type run struct {
 	// pubEnd, or earlier when the run stopped early or was interrupted;
 	// 0 until then.
 	winEnd atomic.Int64
+	// wasInterrupted: the caller's ctx ended the run (Ctrl-C, SIGTERM,
+	// deadline).
+	wasInterrupted atomic.Bool
 
 	// counters
 	scheduled, published, sendFailed, acked, ackErrors, strayAcks, resent atomic.Int64
@@ -309,6 +312,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	host0 := readHostCounters()
 	runErr := r.execute(res)
+	if r.wasInterrupted.Load() {
+		res.Interrupted = true
+		res.StoppedEarlyReason = fmt.Sprintf("interrupted after %.1f s: partial results (Ctrl-C, SIGTERM or the caller's deadline ended the run)", time.Since(r.base).Seconds())
+	}
 	r.shutdown()
 	res.Host = readHostCounters().sub(host0)
 	r.fill(res)
@@ -423,11 +430,13 @@ func (r *run) execute(res *Result) error {
 		case <-tick.C:
 		}
 		if r.now() > r.rampEnd+int64(cfg.ConnectTimeout) && r.connected.Load() == 0 && r.connecting.Load() == 0 {
-			res.Failures = append(res.Failures, fmt.Sprintf("no client connected at %.1fs: stopped early", float64(r.now()-start)/1e9))
+			res.StoppedEarlyReason = fmt.Sprintf("no client connected at %.1fs: stopped early", float64(r.now()-start)/1e9)
+			res.Failures = append(res.Failures, res.StoppedEarlyReason)
 			break
 		}
 		if len(r.subs) > 0 && r.subsDead() {
-			res.Failures = append(res.Failures, "every subscriber lost its connection: stopped early (deliveries can no longer be counted)")
+			res.StoppedEarlyReason = fmt.Sprintf("every subscriber lost its connection at %.1fs: stopped early (deliveries can no longer be counted)", float64(r.now()-start)/1e9)
+			res.Failures = append(res.Failures, res.StoppedEarlyReason)
 			break
 		}
 	}
@@ -491,6 +500,7 @@ func (r *run) windowSeconds() float64 {
 }
 
 func (r *run) interrupted() error {
+	r.wasInterrupted.Store(true)
 	r.markWindowEnd()
 	return exitcode.Environmentf("interrupted: the run was cancelled (Ctrl-C or deadline); partial results follow")
 }
