@@ -7,11 +7,37 @@ import (
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/profiles"
+	"github.com/spf13/cobra"
 )
 
 // What the probe commands (probe mqtt, probe iotdb) share: where the
 // password comes from, output files checked before the load and written
 // after it, and the exit code of a failed verdict.
+
+// probeProfile loads the profile --profile names (built-in name or file)
+// and returns it if has finds the probe's section in it; a profile
+// without it is bad input (exit 2) naming section (probe.mqtt).
+func probeProfile(ref, section string, has func(*profiles.Profile) bool) (*profiles.Profile, error) {
+	p, err := profiles.Load(ref, nil)
+	if err != nil {
+		return nil, err
+	}
+	if !has(p) {
+		return nil, exitcode.BadInputf("--profile %s has no %s section: add one or pass the load as flags", ref, section)
+	}
+	return p, nil
+}
+
+// keepChangedFlags calls keep[name] for each flag name given explicitly
+// on the command line: those flags win over the profile.
+func keepChangedFlags(cmd *cobra.Command, keep map[string]func()) {
+	for name, set := range keep {
+		if cmd.Flags().Changed(name) {
+			set()
+		}
+	}
+}
 
 // probePassword returns the password from file (its content without the
 // trailing newline) when file is set, else from the environment variable

@@ -70,12 +70,9 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 			}
 			f := cmd.Flags()
 			if profile != "" {
-				p, err := profiles.Load(profile, nil)
+				p, err := probeProfile(profile, "probe.iotdb", func(p *profiles.Profile) bool { return p.Probe.IoTDB != nil })
 				if err != nil {
 					return err
-				}
-				if p.Probe.IoTDB == nil {
-					return exitcode.BadInputf("--profile %s has no probe.iotdb section: add one or pass the load as flags", profile)
 				}
 				base := iotdb.ConfigFromProfile(p.Probe.IoTDB)
 				// Flags given explicitly win over the profile; flags the
@@ -89,11 +86,7 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 					"pool-size": func() { cfg.PoolSize = keep.PoolSize }, "wait-timeout": func() { cfg.WaitTimeout = keep.WaitTimeout },
 					"fetch-size": func() { cfg.FetchSize = keep.FetchSize },
 				}
-				for name, set := range over {
-					if f.Changed(name) {
-						set()
-					}
-				}
+				keepChangedFlags(cmd, over)
 				cfg.ConnectTimeout, cfg.CallTimeout, cfg.Rate, cfg.Keep, cfg.Warmup = keep.ConnectTimeout, keep.CallTimeout, keep.Rate, keep.Keep, keep.Warmup
 				th = cfg.Thresholds
 			} else {

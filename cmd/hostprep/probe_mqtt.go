@@ -7,7 +7,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/loadprobe/mqtt"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/spf13/cobra"
@@ -47,12 +46,9 @@ never printed. Exit codes: 0 pass, 1 a threshold failed, 2 bad input,
 			}
 			f := cmd.Flags()
 			if profile != "" {
-				p, err := profiles.Load(profile, nil)
+				p, err := probeProfile(profile, "probe.mqtt", func(p *profiles.Profile) bool { return p.Probe.MQTT != nil })
 				if err != nil {
 					return err
-				}
-				if p.Probe.MQTT == nil {
-					return exitcode.BadInputf("--profile %s has no probe.mqtt section: add one or pass the load as flags", profile)
 				}
 				base := mqtt.ConfigFromProfile(p.Probe.MQTT)
 				// Flags given explicitly win over the profile.
@@ -64,11 +60,7 @@ never printed. Exit codes: 0 pass, 1 a threshold failed, 2 bad input,
 					"size": func() { cfg.Size = keep.Size }, "pub-interval": func() { cfg.PubInterval = keep.PubInterval },
 					"keepalive": func() { cfg.Keepalive = keep.Keepalive }, "duration": func() { cfg.Duration = keep.Duration },
 				}
-				for name, set := range over {
-					if f.Changed(name) {
-						set()
-					}
-				}
+				keepChangedFlags(cmd, over)
 				// The profile has no fields for these: keep the flags.
 				cfg.CAFile, cfg.CertFile, cfg.KeyFile, cfg.Username = keep.CAFile, keep.CertFile, keep.KeyFile, keep.Username
 				cfg.MQTTVersion, cfg.Topic, cfg.ClientID, cfg.SourceIPs = keep.MQTTVersion, keep.Topic, keep.ClientID, keep.SourceIPs
