@@ -42,6 +42,9 @@ func TestInterruptInLastStepIsNotAPass(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := txt.String()
+	if !strings.Contains(res.Knee.Reading, "no step ran to the end") {
+		t.Errorf("knee reading %q, want it to say no step ran to the end", res.Knee.Reading)
+	}
 	for _, want := range []string{"interrupted", "partial", CheckComplete} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text report lacks %q:\n%s", want, out)

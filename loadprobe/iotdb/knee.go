@@ -46,6 +46,16 @@ type Knee struct {
 // through. Run passes --max-error-rate, or KneeMaxErrorRate when none is set.
 func FindKnee(steps []Step, maxErrorRate float64) Knee {
 	var k Knee
+	partial := 0
+	for _, s := range steps {
+		if s.Partial {
+			partial++
+		}
+	}
+	if partial > 0 && partial == len(steps) {
+		k.Reading = "no step ran to the end (the run was cut short): no knee to read"
+		return k
+	}
 	steps = slices.DeleteFunc(slices.Clone(steps), func(s Step) bool {
 		if !s.Partial && s.ErrorRate > maxErrorRate {
 			k.Ignored = append(k.Ignored, s.Workers)

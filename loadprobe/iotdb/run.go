@@ -229,7 +229,7 @@ func (res *Result) interrupted(err error, cutAt, planned int) error {
 	res.StopReason = fmt.Sprintf("interrupted (%v) %s: %d of %d steps ran to the end; the results are partial and are no verdict on the load", err, where, full, planned)
 	res.Checks = append(res.Checks, verdict.Check{ID: CheckComplete, Status: verdict.Fail,
 		Summary: res.StopReason, Remedy: "run the probe again and let every step finish"})
-	return exitcode.Environmentf("iotdb probe interrupted: %v %s; %d of %d steps complete, results partial", err, where, full, planned)
+	return exitcode.Environmentf("iotdb probe interrupted (%v) %s; %d of %d steps complete, results partial", err, where, full, planned)
 }
 
 // TSStatus codes of a refused login (IoTDB's TSStatusCode
