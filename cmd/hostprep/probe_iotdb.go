@@ -62,7 +62,7 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 		Example: `  hostprep probe iotdb --scenario write --steps 10,20,30,40,50 --step-duration 30s
   hostprep probe iotdb --scenario batch --steps 50,100,150,200 --pool-size 200 --html report.html
   hostprep probe iotdb --scenario mixed --steps 200,300,400,500 --max-p95 200ms --min-tps 1000 -o json
-  hostprep probe iotdb --profile iotdb-ingest`,
+  hostprep probe iotdb --profile iotdb`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output, "text", "json"); err != nil {
