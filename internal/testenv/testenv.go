@@ -8,6 +8,7 @@
 package testenv
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,20 +87,32 @@ func RepoRoot() string {
 func Binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "hostprep-bin-")
-		if err != nil {
-			buildErr = err
+		// One binary per checkout and race mode, in the checkout's
+		// git-ignored .cache/testbin, rebuilt by each test process (the go
+		// build cache makes that quick) and renamed into place, so test runs
+		// leave no directory behind in /tmp.
+		dir := filepath.Join(RepoRoot(), ".cache", "testbin")
+		if buildErr = os.MkdirAll(dir, 0o755); buildErr != nil {
 			return
 		}
-		binPath = filepath.Join(dir, "hostprep")
-		args := []string{"build", "-o", binPath}
+		name := "hostprep"
+		if raceEnabled {
+			name += "-race"
+		}
+		tmp := filepath.Join(dir, fmt.Sprintf(".%s.%d", name, os.Getpid()))
+		args := []string{"build", "-o", tmp}
 		if raceEnabled {
 			args = append(args, "-race")
 		}
 		args = append(args, "./cmd/hostprep")
 		cmd := exec.Command("go", args...)
 		cmd.Dir = RepoRoot()
-		buildOut, buildErr = cmd.CombinedOutput()
+		if buildOut, buildErr = cmd.CombinedOutput(); buildErr != nil {
+			os.Remove(tmp)
+			return
+		}
+		binPath = filepath.Join(dir, name)
+		buildErr = os.Rename(tmp, binPath)
 	})
 	if buildErr != nil {
 		t.Fatalf("building hostprep: %v\n%s", buildErr, buildOut)
