@@ -204,6 +204,7 @@ func main() {
 	flag.IntVar(&benchProcs, "procs", 0, "load: the probe's Config.Procs (0 auto, -1 leave GOMAXPROCS)")
 	flag.IntVar(&benchWorkers, "workers", 0, "load: probe scheduler workers (0 = the probe's default)")
 	cpuprofile := flag.String("cpuprofile", "", "load/hold: write a CPU profile here")
+	only := flag.String("only", "", "all: run only this section: marginal (the marginal CPU per message; skips idle cost, sweep and hold)")
 	flag.Parse()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -226,6 +227,18 @@ func main() {
 		}
 	}
 	fmt.Printf("MQTT probe benchmark against %s (broker pid %d), %d CPUs, %s\n\n", *broker, *brokerPID, runtime.NumCPU(), runtime.Version())
+	switch *only {
+	case "":
+	case "marginal":
+		if *marginal <= 0 {
+			*marginal = 10000
+		}
+		marginalCPU(*broker, *brokerPID, *marginal, *sweepClients, *subs)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "-only %q: want marginal\n", *only)
+		os.Exit(2)
+	}
 
 	// 1. Per idle connection: RSS and goroutines.
 	fmt.Println("== idle connection cost (slope between", *n1, "and", *n2, "connections, fresh process each, after GC)")
@@ -277,28 +290,8 @@ func main() {
 	}
 	fmt.Printf("highest rate with zero loss: %.0f msg/s\n", best)
 
-	// Marginal CPU per message: the difference between a short and a long
-	// window at the same rate cancels the fixed costs (process start,
-	// connect ramp, calibration) that the per-step figures above include.
 	if *marginal > 0 {
-		type point struct {
-			probe, broker time.Duration
-			msgs          int64
-		}
-		var pts [2]point
-		for i, d := range []string{"5s", "20s"} {
-			b0 := cpuTicks(*brokerPID)
-			var lr loadResult
-			cpu, err := child(&lr, "-mode", "load", "-broker", *broker, "-n", strconv.Itoa(*sweepClients), "-rate", strconv.FormatFloat(*marginal, 'f', 0, 64), "-duration", d, "-subscribers", strconv.Itoa(*subs), "-procs", strconv.Itoa(benchProcs))
-			if err != nil {
-				fmt.Println(err)
-				return
-			}
-			pts[i] = point{cpu, time.Duration(cpuTicks(*brokerPID)-b0) * 10 * time.Millisecond, lr.Published}
-		}
-		dm := float64(pts[1].msgs - pts[0].msgs)
-		fmt.Printf("marginal CPU per message at %.0f msg/s (20 s minus 5 s window): probe %.1f µs, broker %.1f µs\n", *marginal,
-			float64((pts[1].probe-pts[0].probe).Microseconds())/dm, float64((pts[1].broker-pts[0].broker).Microseconds())/dm)
+		marginalCPU(*broker, *brokerPID, *marginal, *sweepClients, *subs)
 	}
 
 	// 4. Hold the target number of connections.
@@ -309,4 +302,29 @@ func main() {
 		return
 	}
 	fmt.Printf("connects ok %d, failed %d, published %d, received %d, lost %d %s\n", lr.ConnectsOK, lr.Failed, lr.Published, lr.Received, lr.Lost, lr.Err)
+}
+
+// marginalCPU prints the CPU per message of probe and broker at rate as
+// the difference between a short and a long window at the same rate,
+// which cancels the fixed costs (process start, connect ramp,
+// calibration) that the per-step figures of the sweep include.
+func marginalCPU(broker string, brokerPID int, rate float64, clients, subs int) {
+	type point struct {
+		probe, broker time.Duration
+		msgs          int64
+	}
+	var pts [2]point
+	for i, d := range []string{"5s", "20s"} {
+		b0 := cpuTicks(brokerPID)
+		var lr loadResult
+		cpu, err := child(&lr, "-mode", "load", "-broker", broker, "-n", strconv.Itoa(clients), "-rate", strconv.FormatFloat(rate, 'f', 0, 64), "-duration", d, "-subscribers", strconv.Itoa(subs), "-procs", strconv.Itoa(benchProcs))
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		pts[i] = point{cpu, time.Duration(cpuTicks(brokerPID)-b0) * 10 * time.Millisecond, lr.Published}
+	}
+	dm := float64(pts[1].msgs - pts[0].msgs)
+	fmt.Printf("marginal CPU per message at %.0f msg/s (20 s minus 5 s window): probe %.1f µs, broker %.1f µs\n", rate,
+		float64((pts[1].probe-pts[0].probe).Microseconds())/dm, float64((pts[1].broker-pts[0].broker).Microseconds())/dm)
 }
