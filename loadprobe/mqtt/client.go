@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mochi-mqtt/server/v2/packets"
+	"golang.org/x/sys/unix"
 )
 
 // writeTimeout bounds every write to the broker; a broker that stops
@@ -59,6 +60,7 @@ type conn struct {
 	dead     bool
 	failErr  error // why a writer gave up on the connection
 	byUs     bool  // closed on purpose by the probe
+	ackBuf   [4]byte
 
 	rbuf   []byte
 	pong   chan struct{} // calibration client only
@@ -308,11 +310,17 @@ func (c *conn) writeLocked(b []byte) error {
 	if c.dead {
 		return net.ErrClosed
 	}
-	_ = c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
 	var err error
 	if c.bw != nil {
+		// Buffered (subscriber acks): only a write that makes bufio
+		// flush reaches the socket and needs the deadline; setting it
+		// per ack costs a runtime timer update per message.
+		if len(b) > c.bw.Available() {
+			_ = c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		}
 		_, err = c.bw.Write(b)
 	} else {
+		_ = c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
 		_, err = c.nc.Write(b)
 	}
 	if err == nil {
@@ -332,14 +340,14 @@ func (c *conn) flushLocked() error {
 
 // ack writes a PUBACK/PUBREC/PUBREL/PUBCOMP for id.
 func (c *conn) ackLocked(typ byte, id uint16) error {
-	var b [4]byte
+	b := c.ackBuf[:] // a local array would escape: an allocation per ack
 	b[0] = typ << 4
 	if typ == packets.Pubrel {
 		b[0] |= 2 // [MQTT-3.6.1-1]
 	}
 	b[1] = 2
 	binary.BigEndian.PutUint16(b[2:], id)
-	return c.writeLocked(b[:])
+	return c.writeLocked(b)
 }
 
 // ping writes a PINGREQ.
@@ -433,11 +441,103 @@ func getHeader(b []byte) (tag uint32, pub int, seq uint32, sched int64, ok bool)
 		uint32(binary.BigEndian.Uint64(b[8:])), int64(binary.BigEndian.Uint64(b[16:])), true
 }
 
-// encoder builds PUBLISH packets; one per scheduler worker.
+// encoder builds PUBLISH packets; one per scheduler worker. It reuses
+// one buffer and, for polled (plain TCP) connections, writes it with one
+// write(2) on the raw fd through a closure made once per encoder, so a
+// publish allocates nothing.
 type encoder struct {
-	buf     bytes.Buffer
+	buf     []byte
 	payload []byte
-	pk      packets.Packet
+	wn      int
+	werr    error
+	writeFn func(fd uintptr) bool
+}
+
+func newEncoder(size int) *encoder {
+	e := &encoder{payload: make([]byte, size), buf: make([]byte, 0, size+64)}
+	e.writeFn = func(fd uintptr) bool {
+		e.wn, e.werr = rawWrite(int(fd), e.buf)
+		return true
+	}
+	return e
+}
+
+// appendPublish appends a PUBLISH packet to dst, byte for byte what
+// packets.Packet.PublishEncode produces for these fields (no
+// properties; MQTT 5 gets an empty property length).
+func appendPublish(dst []byte, v5, dup bool, qos byte, topic string, id uint16, payload []byte) []byte {
+	rem := 2 + len(topic) + len(payload)
+	if qos > 0 {
+		rem += 2
+	}
+	if v5 {
+		rem++
+	}
+	h := packets.Publish<<4 | qos<<1
+	if dup {
+		h |= 1 << 3
+	}
+	dst = append(dst, h)
+	for {
+		b := byte(rem % 128)
+		rem /= 128
+		if rem > 0 {
+			b |= 0x80
+		}
+		dst = append(dst, b)
+		if rem == 0 {
+			break
+		}
+	}
+	dst = append(dst, byte(len(topic)>>8), byte(len(topic)))
+	dst = append(dst, topic...)
+	if qos > 0 {
+		dst = append(dst, byte(id>>8), byte(id))
+	}
+	if v5 {
+		dst = append(dst, 0)
+	}
+	return append(dst, payload...)
+}
+
+// encodePublish puts client c's PUBLISH for (seq, sched, id) into e.buf.
+func (c *conn) encodePublish(e *encoder, dup bool, seq uint32, sched int64, id uint16) error {
+	r := c.r
+	qos := byte(r.cfg.QoS)
+	if qos > 0 && id == 0 {
+		return packets.ErrProtocolViolationNoPacketID // as PublishEncode
+	}
+	putHeader(e.payload, r.tag, c.client, seq, sched)
+	e.buf = appendPublish(e.buf[:0], r.protoVersion() == 5, dup, qos, r.topics[c.client], id, e.payload)
+	return nil
+}
+
+// writePublishLocked writes e.buf; c.mu must be held. A polled
+// connection gets one non-blocking write(2) on its fd, without the
+// per-write deadline (which costs a runtime timer update); a short write
+// or EAGAIN falls back to net.Conn.Write with the deadline for the rest.
+func (c *conn) writePublishLocked(e *encoder) error {
+	if c.dead {
+		return net.ErrClosed
+	}
+	if c.raw == nil || c.bw != nil {
+		return c.writeLocked(e.buf)
+	}
+	if err := c.raw.Write(e.writeFn); err != nil {
+		return err // closed: wraps net.ErrClosed
+	}
+	n, err := e.wn, e.werr
+	if n < 0 {
+		n = 0
+	}
+	switch {
+	case err == nil && n == len(e.buf):
+		c.lastSent = c.r.now()
+		return nil
+	case err != nil && err != unix.EAGAIN && err != unix.EINTR:
+		return &net.OpError{Op: "write", Net: "tcp", Source: c.nc.LocalAddr(), Addr: c.nc.RemoteAddr(), Err: os.NewSyscallError("write", err)}
+	}
+	return c.writeLocked(e.buf[n:])
 }
 
 // publish writes client c's next message, scheduled at sched. It returns
@@ -467,19 +567,10 @@ func (c *conn) publish(e *encoder, sched int64) error {
 		id = c.nextID
 	}
 	seq := c.seq
-	putHeader(e.payload, r.tag, c.client, seq, sched)
-	e.pk = packets.Packet{
-		FixedHeader:     packets.FixedHeader{Type: packets.Publish, Qos: qos},
-		ProtocolVersion: r.protoVersion(),
-		TopicName:       r.topics[c.client],
-		PacketID:        id,
-		Payload:         e.payload,
-	}
-	e.buf.Reset()
-	if err := e.pk.PublishEncode(&e.buf); err != nil {
+	if err := c.encodePublish(e, false, seq, sched, id); err != nil {
 		return err
 	}
-	if err := c.writeLocked(e.buf.Bytes()); err != nil {
+	if err := c.writePublishLocked(e); err != nil {
 		return err
 	}
 	c.seq++
@@ -520,7 +611,6 @@ func (c *conn) take(id uint16) (inflight, bool) {
 // resend re-sends with DUP every inflight PUBLISH last sent before
 // olderThan (MQTT 3.1.1 retry); it returns how many were re-sent.
 func (c *conn) resend(e *encoder, olderThan int64) int {
-	r := c.r
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := 0
@@ -529,16 +619,7 @@ func (c *conn) resend(e *encoder, olderThan int64) int {
 		if c.dead || f.sent > olderThan || f.gotRec {
 			continue
 		}
-		putHeader(e.payload, r.tag, c.client, f.seq, f.sched)
-		e.pk = packets.Packet{
-			FixedHeader:     packets.FixedHeader{Type: packets.Publish, Qos: byte(r.cfg.QoS), Dup: true},
-			ProtocolVersion: r.protoVersion(),
-			TopicName:       r.topics[c.client],
-			PacketID:        f.id,
-			Payload:         e.payload,
-		}
-		e.buf.Reset()
-		if e.pk.PublishEncode(&e.buf) != nil || c.writeLocked(e.buf.Bytes()) != nil {
+		if c.encodePublish(e, true, f.seq, f.sched, f.id) != nil || c.writePublishLocked(e) != nil {
 			return n
 		}
 		f.sent = c.lastSent
@@ -550,6 +631,13 @@ func (c *conn) resend(e *encoder, olderThan int64) int {
 // readLoop handles everything the broker sends after CONNACK until the
 // connection fails or is closed; it returns the error that ended it.
 func (c *conn) readLoop() error {
+	if c.sub {
+		if tc, ok := c.nc.(*net.TCPConn); ok {
+			if rc, err := tc.SyscallConn(); err == nil {
+				return c.rawReadLoop(rc)
+			}
+		}
+	}
 	for {
 		pk, err := c.readPacket()
 		if err != nil {
@@ -564,6 +652,113 @@ func (c *conn) readLoop() error {
 			}
 		}
 	}
+}
+
+// rawReadLoop is readLoop for a plain-TCP subscriber: it reads the
+// socket in one RawConn.Read whose callback handles what each read(2)
+// returned and parks only after a short read (the socket was drained, so
+// any later data raises a new readiness edge). A net.Conn reader always
+// ends a burst with one more read that fails with EAGAIN: one system
+// call per wake-up saved.
+func (c *conn) rawReadLoop(rc syscall.RawConn) error {
+	buf := make([]byte, subReadBuf)
+	// Bytes the handshake's bufio.Reader already took from the socket.
+	pending := make([]byte, 0, 512)
+	if n := c.br.Buffered(); n > 0 {
+		b, _ := c.br.Peek(n)
+		pending = append(pending, b...)
+	}
+	c.br = nil
+	var rerr error
+	err := rc.Read(func(fd uintptr) bool {
+		for {
+			n, e := rawRead(int(fd), buf)
+			switch {
+			case e == unix.EINTR:
+				continue
+			case e == unix.EAGAIN:
+				return false
+			case e != nil:
+				rerr = &net.OpError{Op: "read", Net: "tcp", Source: c.nc.LocalAddr(), Addr: c.nc.RemoteAddr(), Err: os.NewSyscallError("read", e)}
+				return true
+			case n == 0:
+				rerr = io.EOF
+				return true
+			}
+			data := buf[:n]
+			if len(pending) > 0 {
+				pending = append(pending, data...)
+				data = pending
+			}
+			for {
+				used, perr := c.handleNext(data)
+				if perr != nil {
+					rerr = perr
+					return true
+				}
+				if used == 0 {
+					break
+				}
+				data = data[used:]
+			}
+			pending = append(pending[:0], data...)
+			if n < len(buf) { // drained
+				if err := c.flushSoon(); err != nil {
+					rerr = err
+					return true
+				}
+				return false
+			}
+		}
+	})
+	if err != nil {
+		var oe *net.OpError
+		if errors.As(err, &oe) && oe.Op == "raw-read" {
+			oe.Op = "read" // as net.Conn.Read names it
+		}
+		return err
+	}
+	return rerr
+}
+
+// handleNext decodes and handles the first packet in data; used is 0
+// when it is incomplete.
+func (c *conn) handleNext(data []byte) (used int, err error) {
+	if len(data) < 2 {
+		return 0, nil
+	}
+	var pk packets.Packet
+	if err := pk.FixedHeader.Decode(data[0]); err != nil {
+		return 0, err
+	}
+	// Remaining length: up to 4 bytes of 7 bits.
+	rem, mult, i := 0, 1, 1
+	for ; ; i++ {
+		if i >= len(data) {
+			return 0, nil
+		}
+		if i > 4 {
+			return 0, errors.New("malformed remaining length")
+		}
+		b := data[i]
+		rem += int(b&127) * mult
+		mult *= 128
+		if b&128 == 0 {
+			break
+		}
+	}
+	end := i + 1 + rem
+	if end > len(data) {
+		return 0, nil
+	}
+	pk.FixedHeader.Remaining = rem
+	if err := c.decode(&pk, data[i+1:end]); err != nil {
+		return 0, err
+	}
+	if err := c.handle(&pk); err != nil {
+		return 0, err
+	}
+	return end, nil
 }
 
 // ackFlushDelay is how long a subscriber holds its acks to write many in

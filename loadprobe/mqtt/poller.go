@@ -8,7 +8,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mochi-mqtt/server/v2/packets"
 	"golang.org/x/sys/unix"
 )
 
@@ -31,6 +30,11 @@ type poller struct {
 	file *os.File
 	rc   syscall.RawConn
 	buf  []byte
+
+	// read's raw read, made once (a closure per read would allocate).
+	rn     int
+	rerr   error
+	readFn func(fd uintptr) bool
 }
 
 func newPoller(r *run) (*poller, error) {
@@ -48,7 +52,12 @@ func newPoller(r *run) (*poller, error) {
 		f.Close()
 		return nil, err
 	}
-	return &poller{r: r, epfd: fd, file: f, rc: rc, buf: make([]byte, 64<<10)}, nil
+	p := &poller{r: r, epfd: fd, file: f, rc: rc, buf: make([]byte, 64<<10)}
+	p.readFn = func(fd uintptr) bool {
+		p.rn, p.rerr = rawRead(int(fd), p.buf)
+		return true
+	}
+	return p, nil
 }
 
 // add registers publisher c; false when c cannot be polled (TLS).
@@ -76,46 +85,47 @@ func (p *poller) add(c *conn) bool {
 
 // loop waits for readable publisher sockets until stop is closed, then
 // closes the epoll set.
+//
+// Everything happens inside one RawConn.Read of the epoll fd: the
+// callback takes the ready sockets, reads them, and returns false to park
+// until the netpoller reports the set readable again. Staying inside one
+// Read keeps a readiness edge that arrives while the callback runs (it is
+// kept by the pollDesc and ends the next park at once) without the extra
+// empty epoll_wait per batch that a new Read (which resets that state)
+// would need.
 func (p *poller) loop(stop <-chan struct{}) {
 	go func() { <-stop; _ = p.file.SetReadDeadline(time.Unix(1, 0)) }()
 	defer p.file.Close()
 	evs := make([]unix.EpollEvent, 256)
-	for {
-		var n int
-		var werr error
-		err := p.rc.Read(func(uintptr) bool {
-			n, werr = unix.EpollWait(p.epfd, evs, 0)
-			return n != 0 || (werr != nil && werr != syscall.EINTR)
-		})
-		if err != nil { // deadline set at stop, or closed
-			return
-		}
-		if werr != nil {
-			if errors.Is(werr, syscall.EINTR) {
-				continue
+	_ = p.rc.Read(func(uintptr) bool {
+		for {
+			n, err := rawEpollPoll(p.epfd, evs)
+			if err != nil {
+				if errors.Is(err, syscall.EINTR) {
+					continue
+				}
+				return true // epoll set broken: stop
 			}
-			return
-		}
-		for i := 0; i < n; i++ {
-			id := int(evs[i].Fd)
-			if id < 0 || id >= len(p.r.conns) {
-				continue
+			for i := 0; i < n; i++ {
+				id := int(evs[i].Fd)
+				if id < 0 || id >= len(p.r.conns) {
+					continue
+				}
+				if c := p.r.conns[id].Load(); c != nil && c.raw != nil {
+					p.read(c)
+				}
 			}
-			if c := p.r.conns[id].Load(); c != nil && c.raw != nil {
-				p.read(c)
+			if n < len(evs) {
+				return false // drained: park until the set is readable
 			}
 		}
-	}
+	}) // returns at stop (read deadline), on close or when the set broke
 }
 
 // read drains what is readable on c and handles every complete packet.
 func (p *poller) read(c *conn) {
-	var n int
-	var rerr error
-	err := c.raw.Read(func(fd uintptr) bool {
-		n, rerr = unix.Read(int(fd), p.buf)
-		return true
-	})
+	err := c.raw.Read(p.readFn)
+	n, rerr := p.rn, p.rerr
 	switch {
 	case err != nil: // closed by us
 		p.unregister(c)
@@ -154,41 +164,7 @@ func (p *poller) read(c *conn) {
 
 // one handles the first packet in data; used is 0 when it is incomplete.
 func (p *poller) one(c *conn, data []byte) (used int, err error) {
-	if len(data) < 2 {
-		return 0, nil
-	}
-	var pk packets.Packet
-	if err := pk.FixedHeader.Decode(data[0]); err != nil {
-		return 0, err
-	}
-	// Remaining length: up to 4 bytes of 7 bits.
-	rem, mult, i := 0, 1, 1
-	for ; ; i++ {
-		if i >= len(data) {
-			return 0, nil
-		}
-		if i > 4 {
-			return 0, errors.New("malformed remaining length")
-		}
-		b := data[i]
-		rem += int(b&127) * mult
-		mult *= 128
-		if b&128 == 0 {
-			break
-		}
-	}
-	end := i + 1 + rem
-	if end > len(data) {
-		return 0, nil
-	}
-	pk.FixedHeader.Remaining = rem
-	if err := c.decode(&pk, data[i+1:end]); err != nil {
-		return 0, err
-	}
-	if err := c.handle(&pk); err != nil {
-		return 0, err
-	}
-	return end, nil
+	return c.handleNext(data)
 }
 
 func (p *poller) unregister(c *conn) {

@@ -173,15 +173,16 @@ func (r *run) onMessage(payload []byte, now int64, sub int) {
 	if int64(seq) > t.maxSeq {
 		t.maxSeq = int64(seq)
 	}
+	rampEnd, pubEnd := r.rampEnd, r.pubEnd // written under trackMu
 	r.trackMu.Unlock()
 	r.received.Add(1)
-	if sched >= r.rampEnd && sched < r.pubEnd {
+	if sched >= rampEnd && sched < pubEnd {
 		r.winReceived.Add(1)
 	}
 	s := r.shard(pub)
 	d := time.Duration(now - sched)
 	s.mu.Lock()
-	if sched < r.rampEnd {
+	if sched < rampEnd {
 		s.warmE2E.Record(d)
 	} else {
 		s.e2e.Record(d)
@@ -379,8 +380,13 @@ func (r *run) execute(res *Result) error {
 	r.work = make(chan event, 8192)
 	start := r.now() + int64(20*time.Millisecond)
 	step := float64(time.Second) / cfg.ConnRate
+	// Under trackMu: the subscribers' readers, already running, read
+	// them in onMessage (the schedule below orders every publish after
+	// this, but through the broker, which the race detector cannot see).
+	r.trackMu.Lock()
 	r.rampEnd = start + int64(float64(cfg.Clients)*step)
 	r.pubEnd = r.rampEnd + int64(cfg.Duration)
+	r.trackMu.Unlock()
 	res.RampSeconds = float64(r.rampEnd-start) / 1e9
 	for i := 0; i < cfg.Clients; i++ {
 		r.sched.add(event{at: start + int64(float64(i)*step), client: int32(i), kind: evConnect})
@@ -406,7 +412,7 @@ func (r *run) execute(res *Result) error {
 		}
 	}
 	if cfg.Workers <= 0 {
-		r.inline = &encoder{payload: make([]byte, cfg.Size)}
+		r.inline = newEncoder(cfg.Size)
 	}
 	for w := 0; w < cfg.Workers; w++ {
 		r.wg.Add(1)
@@ -670,7 +676,7 @@ func (r *run) dispatch(e event) {
 // worker performs scheduled writes (Config.Workers > 0).
 func (r *run) worker() {
 	defer r.wg.Done()
-	e := &encoder{payload: make([]byte, r.cfg.Size)}
+	e := newEncoder(r.cfg.Size)
 	for {
 		select {
 		case <-r.stop:

@@ -1,7 +1,6 @@
 package mqtt
 
 import (
-	"container/heap"
 	"sync"
 	"time"
 )
@@ -21,17 +20,49 @@ type event struct {
 	kind   uint8
 }
 
+// eventHeap is a binary min-heap on at. It is typed (not
+// container/heap) so that pushing and popping an event does not box it in
+// an interface: two allocations per publish otherwise.
 type eventHeap []event
 
-func (h eventHeap) Len() int           { return len(h) }
-func (h eventHeap) Less(i, j int) bool { return h[i].at < h[j].at }
-func (h eventHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *eventHeap) Push(x any)        { *h = append(*h, x.(event)) }
-func (h *eventHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
+func (h *eventHeap) push(e event) {
+	*h = append(*h, e)
+	q := *h
+	i := len(q) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if q[p].at <= q[i].at {
+			break
+		}
+		q[p], q[i] = q[i], q[p]
+		i = p
+	}
+}
+
+func (h *eventHeap) pop() event {
+	q := *h
+	top := q[0]
+	last := len(q) - 1
+	q[0] = q[last]
+	q = q[:last]
+	*h = q
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= len(q) {
+			break
+		}
+		m := l
+		if r := l + 1; r < len(q) && q[r].at < q[l].at {
+			m = r
+		}
+		if q[i].at <= q[m].at {
+			break
+		}
+		q[i], q[m] = q[m], q[i]
+		i = m
+	}
+	return top
 }
 
 // scheduler is one goroutine and one timer for every client: a min-heap
@@ -51,7 +82,7 @@ func newScheduler(now func() int64, capacity int) *scheduler {
 // add schedules e; safe from any goroutine.
 func (s *scheduler) add(e event) {
 	s.mu.Lock()
-	heap.Push(&s.h, e)
+	s.h.push(e)
 	first := s.h[0].at == e.at
 	s.mu.Unlock()
 	if first {
@@ -76,7 +107,7 @@ func (s *scheduler) loop(stop <-chan struct{}, fire func(e event, now int64)) {
 				wait = time.Duration(s.h[0].at - now)
 				break
 			}
-			e := heap.Pop(&s.h).(event)
+			e := s.h.pop()
 			s.mu.Unlock()
 			fire(e, now)
 			select {

@@ -1,0 +1,48 @@
+package mqtt
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Non-blocking socket and epoll calls of the hot path, issued as raw
+// system calls: they never block (the sockets are non-blocking and
+// epoll_wait has a zero timeout), so the runtime need not be told. A
+// plain Syscall marks the P as in a system call; with GOMAXPROCS=1 and
+// a write that takes longer than sysmon's 20 µs tick, sysmon then hands
+// the P to another thread, and the writer sleeps to get it back: thread
+// wake-ups and context switches that measured as a large part of the
+// probe's CPU per message.
+
+func rawRead(fd int, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+func rawWrite(fd int, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+// rawEpollPoll is epoll_wait with a zero timeout (epoll_pwait with no
+// signal mask, as x/sys/unix does where epoll_wait does not exist).
+func rawEpollPoll(epfd int, evs []unix.EpollEvent) (int, error) {
+	n, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&evs[0])), uintptr(len(evs)), 0, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
