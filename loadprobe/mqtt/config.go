@@ -3,11 +3,13 @@
 // publish on its own interval, counts every message again at one or more
 // subscribers, and gives a verdict against thresholds.
 //
-// The client is hostprep's own lean connection core (one reader goroutine
-// and a ~512 B read buffer per connection, writes issued by a central
-// scheduler) on top of the MQTT 3.1.1/5 packet codec of
-// github.com/mochi-mqtt/server/v2/packets; see bench/README.md for why it
-// is not paho. Without a broker URL it starts an embedded mochi-mqtt
+// The client is hostprep's own lean connection core (writes issued by a
+// central scheduler; the acks of all plain-TCP publishers read by one
+// epoll poller goroutine, a reader goroutine only for subscribers and TLS
+// connections) on top of the MQTT 3.1.1/5 packet codec of
+// github.com/mochi-mqtt/server/v2/packets (PUBLISH is encoded by hostprep
+// into a reused buffer, byte for byte as that codec does); see
+// bench/README.md for why it is not paho and what a message costs. Without a broker URL it starts an embedded mochi-mqtt
 // broker on a loopback port in the same process.
 package mqtt
 
