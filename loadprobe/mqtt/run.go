@@ -131,6 +131,34 @@ func (r *run) recordAck(client int, sched, now int64) {
 	s.mu.Unlock()
 }
 
+// censorAck records a QoS>0 publish (client, scheduled at sched) that
+// will never be acknowledged — its connection ended, the broker answered
+// with an error reason code, or the grace period ran out — in the ack
+// histogram at max(Grace, now-sched), so the ack percentiles cover every
+// publish and not only the acknowledged ones (latency.RecordCensored).
+func (r *run) censorAck(client int, sched, now int64) {
+	s := r.shard(client)
+	s.mu.Lock()
+	if sched < r.rampEnd {
+		s.warmAck.RecordCensored(time.Duration(now-sched), r.cfg.Grace)
+	} else {
+		s.ack.RecordCensored(time.Duration(now-sched), r.cfg.Grace)
+	}
+	s.mu.Unlock()
+}
+
+// censorInflight censors every publish of c still waiting for its ack
+// and forgets them; c.mu is held (lock order c.mu, then shard.mu), so a
+// publish is censored exactly once whoever gets there first (connEnded
+// or fill).
+func (r *run) censorInflight(c *conn, now int64) {
+	for _, f := range c.inflight {
+		r.censorAck(c.client, f.sched, now)
+	}
+	r.inflight.Add(-int64(len(c.inflight)))
+	c.inflight = nil
+}
+
 // onMessage accounts one PUBLISH received by subscriber sub. Order is
 // judged per publisher and subscriber: a shared subscription splits one
 // publisher's messages over the group, each member seeing them in order.
@@ -768,6 +796,9 @@ func (r *run) connectClient(i int, sched int64) {
 	if first < now {
 		first += ((now - first + iv - 1) / iv) * iv
 	}
+	c.mu.Lock()
+	c.firstSched = first
+	c.mu.Unlock()
 	if first < r.pubEnd {
 		r.sched.add(event{at: first, client: int32(i), kind: evPublish})
 	}
@@ -792,9 +823,9 @@ func (r *run) connEnded(c *conn, err error) {
 		err = c.failErr
 	}
 	byUs := c.byUs && c.failErr == nil
-	// Its unacknowledged publishes can no longer be acked: stop waiting.
-	r.inflight.Add(-int64(len(c.inflight)))
-	c.inflight = nil
+	// Its unacknowledged publishes can no longer be acked: stop waiting,
+	// and count them in the ack percentiles as censored.
+	r.censorInflight(c, r.now())
 	c.mu.Unlock()
 	_ = c.nc.Close()
 	if c.client >= 0 {
