@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/loadprobe/fleet"
 	"github.com/hostprep/hostprep/loadprobe/latency"
 )
 
@@ -46,6 +47,16 @@ type Result struct {
 	// empty when it ran its course.
 	StoppedEarlyReason string `json:"stopped_early_reason,omitempty"`
 
+	// ScheduleStart is the wall-clock instant the schedule started: the
+	// fleet's client 0 connects then (Config.StartAt when given).
+	ScheduleStart time.Time `json:"schedule_start,omitzero"`
+	// FirstPublish is when this run's first PUBLISH was written and when
+	// it was scheduled (nil when nothing was published).
+	FirstPublish *FirstPublish `json:"first_publish,omitempty"`
+	// Clock is this host's clock as adjtimex reported it before a
+	// StartAt run (nil otherwise).
+	Clock *fleet.Clock `json:"clock,omitempty"`
+
 	Verdict verdict.Status  `json:"verdict"`
 	Checks  []verdict.Check `json:"checks"`
 	// Failures name what went wrong in words (broker died, acks
@@ -75,6 +86,14 @@ type Histograms struct {
 	E2E       latency.Snapshot `json:"e2e"`
 	WarmupAck latency.Snapshot `json:"warmup_ack"`
 	WarmupE2E latency.Snapshot `json:"warmup_e2e"`
+}
+
+// FirstPublish times the first PUBLISH of a run (wall clock, UTC):
+// written At, Scheduled for, and LateMs = At - Scheduled in ms.
+type FirstPublish struct {
+	At        time.Time `json:"at"`
+	Scheduled time.Time `json:"scheduled"`
+	LateMs    float64   `json:"late_ms"`
 }
 
 // Baseline is measured before the load: one client's connect and
@@ -280,7 +299,7 @@ func (r *run) fill(res *Result) {
 	res.Histograms = snapshots(hists)
 
 	r.mu.Lock()
-	cn := Connects{Target: cfg.Clients, OK: r.connectOK, FailedBy: map[string]int64{}, LostBy: map[string]int64{},
+	cn := Connects{Target: r.n, OK: r.connectOK, FailedBy: map[string]int64{}, LostBy: map[string]int64{},
 		Subscribers: cfg.Subscribers, SubscribersLostBy: map[string]int64{}}
 	for k, v := range r.connectFailed {
 		cn.FailedBy[k] = v
@@ -300,11 +319,11 @@ func (r *run) fill(res *Result) {
 	}
 	r.mu.Unlock()
 	// Clients never attempted (run ended early) count as failed: canceled.
-	if missing := int64(cfg.Clients) - cn.OK - cn.Failed; missing > 0 {
+	if missing := int64(r.n) - cn.OK - cn.Failed; missing > 0 {
 		cn.FailedBy["not_attempted"] += missing
 		cn.Failed += missing
 	}
-	cn.FailRate = float64(cn.Failed) / float64(cfg.Clients)
+	cn.FailRate = float64(cn.Failed) / float64(r.n)
 	res.Connects = cn
 
 	m := Messages{
@@ -338,11 +357,15 @@ func (r *run) fill(res *Result) {
 			ReceivedPerSec:  float64(r.winReceived.Load()) / res.WindowSeconds,
 		}
 	}
-	res.Throughput.RequestedPerSec = float64(cfg.Clients) / cfg.PubInterval.Seconds()
+	res.Throughput.RequestedPerSec = float64(r.n) / cfg.PubInterval.Seconds()
+	if at := r.firstPubAt.Load(); at != 0 {
+		res.FirstPublish = &FirstPublish{At: r.base.Add(time.Duration(at)).UTC(), Scheduled: r.base.Add(time.Duration(r.firstPubSched.Load())).UTC()}
+		res.FirstPublish.LateMs = ms(at - r.firstPubSched.Load())
+	}
 
 	// Failures in words.
 	if cn.Failed > 0 {
-		res.Failures = append(res.Failures, fmt.Sprintf("%d of %d connects failed: %s", cn.Failed, cfg.Clients, byReason(cn.FailedBy, first, "connect:")))
+		res.Failures = append(res.Failures, fmt.Sprintf("%d of %d connects failed: %s", cn.Failed, r.n, byReason(cn.FailedBy, first, "connect:")))
 	}
 	if cn.Lost > 0 {
 		res.Failures = append(res.Failures, fmt.Sprintf("%d of %d established publisher connections were lost mid-run: %s", cn.Lost, cn.OK, byReason(cn.LostBy, first, "conn:")))
@@ -497,6 +520,9 @@ func (res *Result) WriteText(w io.Writer) error {
 	p("MQTT probe\t%s\n", res.Broker)
 	if res.BrokerNote != "" {
 		p("\t%s\n", res.BrokerNote)
+	}
+	if c.Shard.On() {
+		p("shard\t%s of run %s: %d of the fleet's %d clients, schedule from %s\n", c.Shard, res.RunID, res.Connects.Target, c.Clients, res.ScheduleStart.Format(time.RFC3339Nano))
 	}
 	p("load\t%d clients at %g conn/s, QoS %d, %d B every %v, window %.1fs after a %.1fs ramp, MQTT %s, %d subscriber(s) on %s\n",
 		c.Clients, c.ConnRate, c.QoS, c.Size, c.PubInterval, res.WindowSeconds, res.RampSeconds, c.MQTTVersion, c.Subscribers, res.Filter)
