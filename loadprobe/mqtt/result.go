@@ -19,6 +19,8 @@ import (
 // (latencies in ms, see latency.Summary).
 type Result struct {
 	RunID string `json:"run_id"`
+	// Hostname is the load generator's host name (os.Hostname).
+	Hostname string `json:"hostname,omitempty"`
 	// Broker is the URL probed, or "embedded mochi-mqtt broker at ...".
 	Broker string `json:"broker"`
 	// BrokerNote says what an embedded-broker result measures.

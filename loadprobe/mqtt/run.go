@@ -334,6 +334,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		r.topics[j] = expand(cfg.Topic, r.topicRun, cfg.Shard.Global(j))
 	}
 	res := &Result{RunID: r.runID, Config: cfg, Broker: cfg.Broker, StartedAt: r.base.UTC(), Clock: clock}
+	res.Hostname, _ = os.Hostname()
 
 	if embedded {
 		eb, err := startEmbedded()
