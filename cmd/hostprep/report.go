@@ -2,8 +2,10 @@ package main
 
 import (
 	"os"
+	"strings"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/report"
 	"github.com/spf13/cobra"
 )
@@ -61,10 +63,7 @@ unreadable, not a result, or the shards do not make one run.`,
 				if err != nil {
 					return err
 				}
-				if fleet.Failed() {
-					return probeVerdictErr("fleet run "+fleet.Run.RunID, fleet.Run.Verdict, fleet.Run.Checks)
-				}
-				return nil
+				return fleetErr(fleet)
 			},
 		}
 		merge.Flags().StringVarP(&output, "output", "o", "text", "output format: text, json or junit")
@@ -88,4 +87,18 @@ func writeHTML(fleet *report.Fleet, path string) error {
 		return exitcode.Environmentf("--html %s: %v", path, err)
 	}
 	return nil
+}
+
+// fleetErr is exit 1 naming the failed checks when the fleet run failed.
+func fleetErr(fleet *report.Fleet) error {
+	if !fleet.Failed() {
+		return nil
+	}
+	var failed []string
+	for _, ch := range fleet.Run.Checks {
+		if ch.Status == verdict.Fail {
+			failed = append(failed, ch.ID)
+		}
+	}
+	return exitcode.Failedf("report merge: fleet run %s failed: %s", fleet.Run.RunID, strings.Join(failed, ", "))
 }

@@ -38,7 +38,8 @@ func MergeShards(shards []*Result) (*Result, error) {
 	}
 	cfg := first.Config
 	cfg.Shard.K = 0 // the whole fleet
-	m := &Result{RunID: first.RunID, Broker: first.Broker, BrokerNote: first.BrokerNote, Filter: first.Filter, Config: cfg,
+	filter := strings.Replace(first.Filter, "-s1/", "-s{K}/", 1) + " (shard K's own)"
+	m := &Result{RunID: first.RunID, Broker: first.Broker, BrokerNote: first.BrokerNote, Filter: filter, Config: cfg,
 		StartedAt: first.StartedAt, ScheduleStart: first.ScheduleStart, WindowSeconds: first.WindowSeconds}
 	var hists [5]*latency.Recorder
 	for i := range hists {

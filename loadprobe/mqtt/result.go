@@ -523,7 +523,11 @@ func (res *Result) WriteText(w io.Writer) error {
 	if res.BrokerNote != "" {
 		p("\t%s\n", res.BrokerNote)
 	}
-	if c.Shard.On() {
+	merged := c.Shard.On() && c.Shard.K == 0 // MergeShards: the whole fleet
+	switch {
+	case merged:
+		p("fleet\t%d shards of run %s, %d clients, schedule from %s\n", c.Shard.N, res.RunID, res.Connects.Target, res.ScheduleStart.Format(time.RFC3339Nano))
+	case c.Shard.On():
 		p("shard\t%s of run %s: %d of the fleet's %d clients, schedule from %s\n", c.Shard, res.RunID, res.Connects.Target, c.Clients, res.ScheduleStart.Format(time.RFC3339Nano))
 	}
 	p("load\t%d clients at %g conn/s, QoS %d, %d B every %v, window %.1fs after a %.1fs ramp, MQTT %s, %d subscriber(s) on %s\n",
@@ -532,8 +536,10 @@ func (res *Result) WriteText(w io.Writer) error {
 		p("stopped\t%s\n", res.StoppedEarlyReason)
 	}
 	b := res.Baseline
-	p("baseline\tconnect %.3f ms, round trip p50 %.3f ms max %.3f ms, scheduler jitter p50 %.3f ms p99 %.3f ms\n",
-		b.ConnectMs, b.RoundTrip.P50, b.RoundTrip.Max, b.SchedulerJitter.P50, b.SchedulerJitter.P99)
+	if !merged {
+		p("baseline\tconnect %.3f ms, round trip p50 %.3f ms max %.3f ms, scheduler jitter p50 %.3f ms p99 %.3f ms\n",
+			b.ConnectMs, b.RoundTrip.P50, b.RoundTrip.Max, b.SchedulerJitter.P50, b.SchedulerJitter.P99)
+	}
 	cn := res.Connects
 	p("connects\t%d of %d publishers ok, %d failed%s, %d lost mid-run%s; %d subscriber(s), %d lost mid-run%s\n",
 		cn.OK, cn.Target, cn.Failed, reasons(cn.FailedBy), cn.Lost, reasons(cn.LostBy), cn.Subscribers, cn.SubscribersLost, reasons(cn.SubscribersLostBy))
@@ -560,7 +566,9 @@ func (res *Result) WriteText(w io.Writer) error {
 		row("warm-up ack", res.Latency.WarmupAck)
 	}
 	row("warm-up e2e", res.Latency.WarmupE2E)
-	row("scheduler lag", res.Latency.SchedulerLag)
+	if !merged {
+		row("scheduler lag", res.Latency.SchedulerLag)
+	}
 	tw.Flush()
 	if n := res.Latency.Ack.Censored + res.Latency.E2E.Censored + res.Latency.WarmupAck.Censored + res.Latency.WarmupE2E.Censored; n > 0 {
 		fmt.Fprintf(w, "censored: %d publishes never acknowledged or never delivered are counted at >= the %v grace in the percentiles above\n", n, c.Grace)
