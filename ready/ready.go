@@ -56,12 +56,12 @@ type Options struct {
 	// NoTune skips the tune step: only check and probe.
 	NoTune bool
 	// DryRun plans the tuning without applying it and runs only what
-	// touches nothing; its verdict is DRY RUN (exit 0) when nothing that
-	// ran failed, never READY, and NOT READY when a step that ran failed: the (passive) preflight and the MQTT probe against
+	// touches nothing: the (passive) preflight and the MQTT probe against
 	// the embedded in-process broker on loopback. Probes against an
 	// external target (--mqtt, --iotdb or the profile's) are skipped:
 	// they would put load on, and for IoTDB write a database to, another
-	// system.
+	// system. Its verdict is DRY RUN (exit 0) when nothing that ran
+	// failed, never READY, and NOT READY when a step that ran failed.
 	DryRun bool
 	// Tune says where the host is (tests point it at a sandbox); the zero
 	// value is the live host.
