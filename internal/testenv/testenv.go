@@ -33,20 +33,24 @@ func need(t testing.TB, what, how string) {
 // started by scripts/test.sh, from HOSTPREP_TEST_MQTT.
 func MQTTBroker(t testing.TB) string {
 	t.Helper()
-	u := os.Getenv("HOSTPREP_TEST_MQTT")
-	if u == "" {
-		need(t, "mosquitto", "run the README's test command (scripts/test.sh), or scripts/mosquitto.sh start and export HOSTPREP_TEST_MQTT")
-	}
-	return u
+	return service(t, "mosquitto", "mosquitto", "HOSTPREP_TEST_MQTT")
 }
 
 // IoTDB returns host:port of the real IoTDB DataNode started by
 // scripts/test.sh, from HOSTPREP_TEST_IOTDB.
 func IoTDB(t testing.TB) string {
 	t.Helper()
-	a := os.Getenv("HOSTPREP_TEST_IOTDB")
+	return service(t, "IoTDB", "iotdb", "HOSTPREP_TEST_IOTDB")
+}
+
+// service returns the address of a service scripts/test.sh starts, from
+// the environment variable env; when it is unset the test skips (fails in
+// CI) saying how to start it with scripts/SCRIPT.sh.
+func service(t testing.TB, what, script, env string) string {
+	t.Helper()
+	a := os.Getenv(env)
 	if a == "" {
-		need(t, "IoTDB", "run the README's test command (scripts/test.sh), or scripts/iotdb.sh start and export HOSTPREP_TEST_IOTDB")
+		need(t, what, "run the README's test command (scripts/test.sh), or scripts/"+script+".sh start and export "+env)
 	}
 	return a
 }
