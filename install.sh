@@ -81,10 +81,10 @@ trap 'rm -rf "$tmpdir"; rm -f "$new"' EXIT
 trap 'exit 130' INT TERM
 
 # The first build compiles every dependency (cobra, the IoTDB and MQTT
-# clients, gopsutil, ...) into the Go build cache: about a minute on 2
-# cores; later builds reuse the cache and take seconds.
+# clients, gopsutil, ...) into the Go build cache: about 95 CPU-seconds,
+# a minute on 2 idle cores; later builds reuse the cache and take seconds.
 echo "install.sh: building hostprep with $("$go" version) from $src"
-echo "install.sh: (a first build compiles every dependency: about a minute on 2 cores; later ones take seconds)"
+echo "install.sh: (a first build compiles every dependency: about a minute on 2 idle cores; later ones take seconds)"
 # The version hostprep --version prints: the checkout's git description
 # when there is one.
 version=$(git -C "$src" describe --always --dirty 2>/dev/null || echo dev)
