@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -122,4 +123,16 @@ func Binary(t testing.TB) string {
 		t.Fatalf("building hostprep: %v\n%s", buildErr, buildOut)
 	}
 	return binPath
+}
+
+// HostSysctl returns the live value of sysctl key (net.core.somaxconn) in
+// this process's namespaces, read from /proc/sys and trimmed; an
+// unreadable key fails the test.
+func HostSysctl(t testing.TB, key string) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/sys/" + strings.ReplaceAll(key, ".", "/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
 }
