@@ -33,6 +33,7 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 	"github.com/hostprep/hostprep/loadprobe/mqtt"
+	"golang.org/x/sys/unix"
 )
 
 // holdResult is what a "hold" child reports.
@@ -74,19 +75,6 @@ func rssKiB() int64 {
 		}
 	}
 	return 0
-}
-
-// cpuTicks is utime+stime of pid in clock ticks (USER_HZ, 100/s).
-func cpuTicks(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return u + st
 }
 
 func settle() (int64, int) {
@@ -176,14 +164,22 @@ func load(broker string, clients int, rate float64, dur time.Duration, subs int)
 // child runs this program again with args and decodes its JSON answer;
 // it returns the child's CPU time too.
 func child(v any, args ...string) (time.Duration, error) {
-	cmd := exec.Command(os.Args[0], args...)
+	c, err := childCPU(v, nil, args...)
+	return c.user + c.sys, err
+}
+
+// childCPU is child run under the command prefix pre (e.g. taskset -c
+// 0, which execs it: same process, same rusage); it returns the child's
+// user and system time.
+func childCPU(v any, pre []string, args ...string) (cpuTime, error) {
+	argv := append(append(append([]string(nil), pre...), os.Args[0]), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return 0, fmt.Errorf("%v: %v", args, err)
+		return cpuTime{}, fmt.Errorf("%v: %v", args, err)
 	}
-	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-	return cpu, json.Unmarshal(out, v)
+	return cpuTime{cmd.ProcessState.UserTime(), cmd.ProcessState.SystemTime()}, json.Unmarshal(out, v)
 }
 
 func main() {
@@ -267,10 +263,10 @@ func main() {
 		if err != nil {
 			continue
 		}
-		b0 := cpuTicks(*brokerPID)
+		b0 := procCPU(*brokerPID)
 		var lr loadResult
 		cpu, err := child(&lr, "-mode", "load", "-broker", *broker, "-n", strconv.Itoa(*sweepClients), "-rate", s, "-duration", dur.String(), "-subscribers", strconv.Itoa(*subs))
-		b1 := cpuTicks(*brokerPID)
+		bc := procCPU(*brokerPID).sub(b0)
 		if err != nil {
 			fmt.Println(r, err)
 			break
@@ -279,7 +275,7 @@ func main() {
 		probeUS, brokerUS := 0.0, 0.0
 		if msgs > 0 {
 			probeUS = float64(cpu.Microseconds()) / msgs
-			brokerUS = float64(b1-b0) * 10000 / msgs // ticks are 10 ms
+			brokerUS = float64((bc.user + bc.sys).Microseconds()) / msgs
 		}
 		fmt.Printf("%9.0f %10d %10d %6d %8d %8.1fms %8.1fms %14.1f %14.1f %9d %s\n", r, lr.Published, lr.Received, lr.Lost, lr.Unacked, lr.AckP99, lr.E2EP99, probeUS, brokerUS, lr.Overruns, lr.Err)
 		if lr.Lost == 0 && lr.Unacked == 0 && lr.Err == "" && lr.Published > 0 {
@@ -304,27 +300,105 @@ func main() {
 	fmt.Printf("connects ok %d, failed %d, published %d, received %d, lost %d %s\n", lr.ConnectsOK, lr.Failed, lr.Published, lr.Received, lr.Lost, lr.Err)
 }
 
+// cpuTime is user and system CPU time of a process.
+type cpuTime struct{ user, sys time.Duration }
+
+func (a cpuTime) sub(b cpuTime) cpuTime { return cpuTime{a.user - b.user, a.sys - b.sys} }
+
+// procCPU is utime and stime of pid from /proc/PID/stat (clock ticks of
+// USER_HZ, 100/s, so 10 ms resolution).
+func procCPU(pid int) cpuTime {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return cpuTime{}
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return cpuTime{time.Duration(u) * 10 * time.Millisecond, time.Duration(st) * 10 * time.Millisecond}
+}
+
+// pinBroker pins pid (the broker) to cpu and returns a function that
+// restores its affinity; it reports an error when pid cannot be pinned.
+func pinBroker(pid, cpu int) (func(), error) {
+	var old, set unix.CPUSet
+	if err := unix.SchedGetaffinity(pid, &old); err != nil {
+		return nil, err
+	}
+	set.Set(cpu)
+	// Every thread of the broker (mosquitto has one, but be exact).
+	tids, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, t := range tids {
+		tid, _ := strconv.Atoi(t.Name())
+		if err := unix.SchedSetaffinity(tid, &set); err != nil {
+			return nil, err
+		}
+	}
+	return func() {
+		for _, t := range tids {
+			tid, _ := strconv.Atoi(t.Name())
+			_ = unix.SchedSetaffinity(tid, &old)
+		}
+	}, nil
+}
+
 // marginalCPU prints the CPU per message of probe and broker at rate as
 // the difference between a short and a long window at the same rate,
 // which cancels the fixed costs (process start, connect ramp,
-// calibration) that the per-step figures of the sweep include.
+// calibration) that the per-step figures of the sweep include. It
+// measures twice: unpinned, then with the probe on CPU 0 and the broker
+// on CPU 1 (taskset), and prints user and system time separately.
 func marginalCPU(broker string, brokerPID int, rate float64, clients, subs int) {
-	type point struct {
-		probe, broker time.Duration
+	fmt.Printf("marginal CPU per message at %.0f msg/s, %d clients, QoS 1, 200 B (20 s minus 5 s window), µs:\n", rate, clients)
+	fmt.Printf("%-9s %-7s %7s %7s %7s\n", "variant", "who", "user", "system", "total")
+	for _, pinned := range []bool{false, true} {
+		variant := "unpinned"
+		if pinned {
+			variant = "pinned"
+		}
+		probe, brk, ok := marginalOnce(broker, brokerPID, rate, clients, subs, pinned)
+		if !ok {
+			continue
+		}
+		fmt.Printf("%-9s %-7s %7.1f %7.1f %7.1f\n", variant, "probe", probe[0], probe[1], probe[0]+probe[1])
+		fmt.Printf("%-9s %-7s %7.1f %7.1f %7.1f\n", variant, "broker", brk[0], brk[1], brk[0]+brk[1])
+		fmt.Printf("%-9s %-7s %7.2f %7.2f %7.2f   (probe / broker)\n", variant, "ratio", probe[0]/brk[0], probe[1]/brk[1], (probe[0]+probe[1])/(brk[0]+brk[1]))
+	}
+}
+
+// marginalOnce runs the 5 s and 20 s windows and returns user and system
+// µs per message of probe and broker.
+func marginalOnce(broker string, brokerPID int, rate float64, clients, subs int, pinned bool) (probe, brk [2]float64, ok bool) {
+	var pts [2]struct {
+		probe, broker cpuTime
 		msgs          int64
 	}
-	var pts [2]point
+	var pre []string
+	if pinned {
+		restore, err := pinBroker(brokerPID, 1)
+		if err != nil {
+			fmt.Println("pinned: cannot pin the broker:", err)
+			return probe, brk, false
+		}
+		defer restore()
+		pre = []string{"taskset", "-c", "0"}
+	}
 	for i, d := range []string{"5s", "20s"} {
-		b0 := cpuTicks(brokerPID)
+		b0 := procCPU(brokerPID)
 		var lr loadResult
-		cpu, err := child(&lr, "-mode", "load", "-broker", broker, "-n", strconv.Itoa(clients), "-rate", strconv.FormatFloat(rate, 'f', 0, 64), "-duration", d, "-subscribers", strconv.Itoa(subs), "-procs", strconv.Itoa(benchProcs))
+		pc, err := childCPU(&lr, pre, "-mode", "load", "-broker", broker, "-n", strconv.Itoa(clients), "-rate", strconv.FormatFloat(rate, 'f', 0, 64), "-duration", d, "-subscribers", strconv.Itoa(subs), "-procs", strconv.Itoa(benchProcs))
 		if err != nil {
 			fmt.Println(err)
-			return
+			return probe, brk, false
 		}
-		pts[i] = point{cpu, time.Duration(cpuTicks(brokerPID)-b0) * 10 * time.Millisecond, lr.Published}
+		if lr.Lost != 0 || lr.Unacked != 0 || lr.Err != "" {
+			fmt.Printf("warning: %s window lost %d, unacked %d %s\n", d, lr.Lost, lr.Unacked, lr.Err)
+		}
+		pts[i].probe, pts[i].broker, pts[i].msgs = pc, procCPU(brokerPID).sub(b0), lr.Published
 	}
 	dm := float64(pts[1].msgs - pts[0].msgs)
-	fmt.Printf("marginal CPU per message at %.0f msg/s (20 s minus 5 s window): probe %.1f µs, broker %.1f µs\n", rate,
-		float64((pts[1].probe-pts[0].probe).Microseconds())/dm, float64((pts[1].broker-pts[0].broker).Microseconds())/dm)
+	p, b := pts[1].probe.sub(pts[0].probe), pts[1].broker.sub(pts[0].broker)
+	us := func(d time.Duration) float64 { return float64(d.Microseconds()) / dm }
+	return [2]float64{us(p.user), us(p.sys)}, [2]float64{us(b.user), us(b.sys)}, true
 }

@@ -7,9 +7,14 @@
 #
 # Needs root-free loopback only; RLIMIT_NOFILE must allow ~15,100 fds for
 # the probe and for mosquitto (separate processes, each under its limit).
+#
+# The broker is the benchmark's own (port $HOSTPREP_BENCH_MQTT_PORT, default
+# 18841), not the tests' shared one on 18831: other clients would add to the
+# broker CPU it measures, and the pinned variant moves the broker to CPU 1
+# while it runs (restored after).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-export HOSTPREP_TEST_MQTT_PORT=${HOSTPREP_TEST_MQTT_PORT:-18831}
+export HOSTPREP_TEST_MQTT_PORT=${HOSTPREP_BENCH_MQTT_PORT:-18841}
 started=
 if ! scripts/mosquitto.sh status >/dev/null 2>&1; then
   scripts/mosquitto.sh start
