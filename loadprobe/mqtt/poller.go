@@ -30,11 +30,6 @@ type poller struct {
 	file *os.File
 	rc   syscall.RawConn
 	buf  []byte
-
-	// read's raw read, made once (a closure per read would allocate).
-	rn     int
-	rerr   error
-	readFn func(fd uintptr) bool
 }
 
 func newPoller(r *run) (*poller, error) {
@@ -52,12 +47,7 @@ func newPoller(r *run) (*poller, error) {
 		f.Close()
 		return nil, err
 	}
-	p := &poller{r: r, epfd: fd, file: f, rc: rc, buf: make([]byte, 64<<10)}
-	p.readFn = func(fd uintptr) bool {
-		p.rn, p.rerr = rawRead(int(fd), p.buf)
-		return true
-	}
-	return p, nil
+	return &poller{r: r, epfd: fd, file: f, rc: rc, buf: make([]byte, 64<<10)}, nil
 }
 
 // add registers publisher c; false when c cannot be polled (TLS).
@@ -70,16 +60,19 @@ func (p *poller) add(c *conn) bool {
 	if err != nil {
 		return false
 	}
-	c.raw = rc
 	var cerr error
+	sock := -1
 	err = rc.Control(func(fd uintptr) {
 		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(c.client)}
 		cerr = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, int(fd), &ev)
+		sock = int(fd)
 	})
 	if err != nil || cerr != nil {
-		c.raw = nil
 		return false
 	}
+	c.mu.Lock() // c is not shared yet; for the race detector's sake
+	c.raw, c.fd = rc, sock
+	c.mu.Unlock()
 	return true
 }
 
@@ -123,13 +116,16 @@ func (p *poller) loop(stop <-chan struct{}) {
 }
 
 // read drains what is readable on c and handles every complete packet.
+// The read(2) is under c.mu, which keeps c.fd open (see conn.fd).
 func (p *poller) read(c *conn) {
-	err := c.raw.Read(p.readFn)
-	n, rerr := p.rn, p.rerr
-	switch {
-	case err != nil: // closed by us
-		p.unregister(c)
+	c.mu.Lock()
+	if c.fd < 0 { // dead: already out of the set
+		c.mu.Unlock()
 		return
+	}
+	n, rerr := rawRead(c.fd, p.buf)
+	c.mu.Unlock()
+	switch {
 	case rerr == unix.EAGAIN || rerr == unix.EINTR:
 		return
 	case rerr != nil:
@@ -145,7 +141,7 @@ func (p *poller) read(c *conn) {
 		data = c.pending
 	}
 	for {
-		used, perr := p.one(c, data)
+		used, perr := c.handleNext(data)
 		if perr != nil {
 			p.end(c, perr)
 			return
@@ -162,19 +158,8 @@ func (p *poller) read(c *conn) {
 	}
 }
 
-// one handles the first packet in data; used is 0 when it is incomplete.
-func (p *poller) one(c *conn, data []byte) (used int, err error) {
-	return c.handleNext(data)
-}
-
-func (p *poller) unregister(c *conn) {
-	_ = c.raw.Control(func(fd uintptr) {
-		_ = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, int(fd), nil)
-	})
-}
-
-// end accounts a polled connection that the broker closed or broke.
+// end accounts a polled connection that the broker closed or broke
+// (connEnded takes it out of the epoll set).
 func (p *poller) end(c *conn, err error) {
-	p.unregister(c)
 	p.r.connEnded(c, err)
 }

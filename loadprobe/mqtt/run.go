@@ -855,7 +855,7 @@ func (r *run) connEnded(c *conn, err error) {
 		return
 	}
 	c.ended = true
-	c.dead = true
+	c.markDeadLocked()
 	if c.failErr != nil {
 		err = c.failErr
 	}
