@@ -471,9 +471,10 @@ func getHeader(b []byte) (tag uint32, pub int, seq uint32, sched int64, ok bool)
 type encoder struct {
 	buf     []byte
 	payload []byte
-	wn      int
-	werr    error
-	writeFn func(fd uintptr) bool
+	// now is when the scheduler dispatched the write (ns since the run
+	// base): a polled connection's lastSent, which only keepalive and
+	// the retry interval read, without a clock read per publish.
+	now int64
 }
 
 func newEncoder(size int) *encoder {
@@ -547,7 +548,7 @@ func (c *conn) writePublishLocked(e *encoder) error {
 	}
 	switch {
 	case err == nil && n == len(e.buf):
-		c.lastSent = c.r.now()
+		c.lastSent = e.now
 		return nil
 	case err != nil && err != unix.EAGAIN && err != unix.EINTR:
 		return &net.OpError{Op: "write", Net: "tcp", Source: c.nc.LocalAddr(), Addr: c.nc.RemoteAddr(), Err: os.NewSyscallError("write", err)}
@@ -658,7 +659,7 @@ func (c *conn) readLoop() error {
 		if err != nil {
 			return err
 		}
-		if err := c.handle(&pk); err != nil {
+		if err := c.handle(&pk, c.r.now()); err != nil {
 			return err
 		}
 		if c.bw != nil && c.br.Buffered() == 0 {
@@ -700,13 +701,16 @@ func (c *conn) rawReadLoop(rc syscall.RawConn) error {
 				rerr = io.EOF
 				return true
 			}
+			// One clock read per read(2): every packet it returned had
+			// arrived by then.
+			now := c.r.now()
 			data := buf[:n]
 			if len(pending) > 0 {
 				pending = append(pending, data...)
 				data = pending
 			}
 			for {
-				used, perr := c.handleNext(data)
+				used, perr := c.handleNext(data, now)
 				if perr != nil {
 					rerr = perr
 					return true
@@ -736,9 +740,9 @@ func (c *conn) rawReadLoop(rc syscall.RawConn) error {
 	return rerr
 }
 
-// handleNext decodes and handles the first packet in data; used is 0
-// when it is incomplete.
-func (c *conn) handleNext(data []byte) (used int, err error) {
+// handleNext decodes and handles the first packet in data, which was
+// read at now (ns since the run base); used is 0 when it is incomplete.
+func (c *conn) handleNext(data []byte, now int64) (used int, err error) {
 	if len(data) < 2 {
 		return 0, nil
 	}
@@ -770,7 +774,7 @@ func (c *conn) handleNext(data []byte) (used int, err error) {
 	if err := c.decode(&pk, data[i+1:end]); err != nil {
 		return 0, err
 	}
-	if err := c.handle(&pk); err != nil {
+	if err := c.handle(&pk, now); err != nil {
 		return 0, err
 	}
 	return end, nil
@@ -813,11 +817,10 @@ func (c *conn) flushSoon() error {
 	return nil
 }
 
-// handle acts on one packet from the broker; an error ends the
-// connection.
-func (c *conn) handle(pk *packets.Packet) error {
+// handle acts on one packet from the broker, read at now (ns since the
+// run base); an error ends the connection.
+func (c *conn) handle(pk *packets.Packet, now int64) error {
 	r := c.r
-	now := r.now()
 	switch pk.FixedHeader.Type {
 	case packets.Puback, packets.Pubcomp:
 		c.mu.Lock()

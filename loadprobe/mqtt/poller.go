@@ -125,6 +125,7 @@ func (p *poller) read(c *conn) {
 	}
 	n, rerr := rawRead(c.fd, p.buf)
 	c.mu.Unlock()
+	now := p.r.now() // every packet this read returned had arrived by now
 	switch {
 	case rerr == unix.EAGAIN || rerr == unix.EINTR:
 		return
@@ -141,7 +142,7 @@ func (p *poller) read(c *conn) {
 		data = c.pending
 	}
 	for {
-		used, perr := c.handleNext(data)
+		used, perr := c.handleNext(data, now)
 		if perr != nil {
 			p.end(c, perr)
 			return

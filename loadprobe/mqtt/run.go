@@ -709,7 +709,7 @@ func (r *run) fire(e event, now int64) {
 		if next := e.at + int64(cfg.PubInterval); next < r.pubEnd {
 			r.sched.add(event{at: next, client: e.client, kind: evPublish})
 		}
-		r.dispatch(e)
+		r.dispatch(e, now)
 	case evPing, evRetry:
 		step := cfg.Keepalive / 2
 		if e.client >= 0 {
@@ -719,14 +719,15 @@ func (r *run) fire(e event, now int64) {
 			step = cfg.RetryInterval / 4
 		}
 		r.sched.add(event{at: e.at + int64(step), client: e.client, kind: e.kind})
-		r.dispatch(e)
+		r.dispatch(e, now)
 	}
 }
 
-// dispatch hands e to the worker pool, or performs it right here.
-func (r *run) dispatch(e event) {
+// dispatch hands e, dispatched at now, to the worker pool, or performs
+// it right here.
+func (r *run) dispatch(e event, now int64) {
 	if r.inline != nil {
-		r.do(e, r.inline)
+		r.do(e, r.inline, now)
 		return
 	}
 	select {
@@ -744,19 +745,22 @@ func (r *run) worker() {
 		case <-r.stop:
 			return
 		case ev := <-r.work:
-			r.do(ev, e)
+			r.do(ev, e, r.now())
 		}
 	}
 }
 
-// do performs one scheduled write with encoder e.
-func (r *run) do(ev event, e *encoder) {
+// do performs one scheduled write with encoder e; now is when it was
+// taken from the schedule or the work queue (ns since the run base), the
+// time the overrun check judges.
+func (r *run) do(ev event, e *encoder, now int64) {
 	switch ev.kind {
 	case evPublish:
-		if late := r.now() - ev.at; late > int64(overrunThreshold) {
+		if late := now - ev.at; late > int64(overrunThreshold) {
 			r.overruns.Add(1)
 		}
 		c := r.conns[ev.client].Load()
+		e.now = now
 		if err := c.publish(e, ev.at); err != nil {
 			r.sendFailed.Add(1)
 			if !errors.Is(err, net.ErrClosed) {
