@@ -707,7 +707,7 @@ func (r *run) fire(e event, now int64) {
 		}
 		r.scheduled.Add(1)
 		if next := e.at + int64(cfg.PubInterval); next < r.pubEnd {
-			r.sched.add(event{at: next, client: e.client, kind: evPublish})
+			r.sched.addNext(event{at: next, client: e.client, kind: evPublish})
 		}
 		r.dispatch(e, now)
 	case evPing, evRetry:
