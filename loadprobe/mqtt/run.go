@@ -58,14 +58,16 @@ type pubTrack struct {
 	count  int64
 }
 
+// run is one probe run: what it was asked for and its identity, plus
+// three parts with one job each (embedded, so their fields read as r.x):
+// the timeline and its scheduler, the connection core, and the
+// accounting of what happened.
 type run struct {
-	cfg    Config
-	addr   brokerAddr
-	tls    *tls.Config
-	srcIPs []net.IP
-	base   time.Time
-	runID  string
-	tag    uint32
+	cfg   Config
+	base  time.Time
+	runID string
+	tag   uint32
+	// topics are the publishers' topics, by local number.
 	topics []string
 	// n is the number of this host's publishers: Config.Clients, or the
 	// shard's share of them; publisher j is the fleet's client
@@ -75,34 +77,54 @@ type run struct {
 	// group: the run id, with "-sK" for shard K so shards never see each
 	// other's messages.
 	topicRun string
-	// start is when the schedule starts (ns since base); firstPubAt and
-	// firstPubSched are the first publish's write and scheduled times
-	// (ns since base, 0 until then).
-	start                     int64
-	firstPubAt, firstPubSched atomic.Int64
 
+	timeline
+	connCore
+	accounting
+}
+
+// timeline is when things happen: the schedule's landmarks (ns since
+// run.base), the scheduler that fires due events and the goroutines the
+// run starts.
+type timeline struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	sched  *scheduler
-	poll   *poller  // nil: a reader goroutine per publisher
 	inline *encoder // scheduler goroutine's encoder when Workers == 0
 	work   chan event
 	stop   chan struct{}
 	wg     sync.WaitGroup // every goroutine the run starts
 
-	conns   []atomic.Pointer[conn]
-	subs    []*conn
-	rampEnd int64 // ns since base: end of the connect ramp
-	pubEnd  int64 // last scheduled publish is before this
-	// winEnd is when the steady window really ended (ns since base):
-	// pubEnd, or earlier when the run stopped early or was interrupted;
-	// 0 until then.
+	// start is when the schedule starts; rampEnd the end of the connect
+	// ramp; pubEnd bounds the last scheduled publish.
+	start, rampEnd, pubEnd int64
+	// winEnd is when the steady window really ended: pubEnd, or earlier
+	// when the run stopped early or was interrupted; 0 until then.
 	winEnd atomic.Int64
 	// wasInterrupted: the caller's ctx ended the run (Ctrl-C, SIGTERM,
 	// deadline).
 	wasInterrupted atomic.Bool
+	// firstPubAt and firstPubSched are the first publish's write and
+	// scheduled times (0 until then).
+	firstPubAt, firstPubSched atomic.Int64
+	schedLag                  *latency.Recorder // scheduler goroutine only
+}
 
-	// counters
+// connCore is the connections: where they go, from which addresses,
+// the publishers (by local number) and subscribers, and the poller that
+// reads the publishers' acks.
+type connCore struct {
+	addr   brokerAddr
+	tls    *tls.Config
+	srcIPs []net.IP
+	poll   *poller // nil: a reader goroutine per publisher
+	conns  []atomic.Pointer[conn]
+	subs   []*conn
+}
+
+// accounting is what happened: counters, failures by reason, the latency
+// histograms (shards) and what the subscribers saw of each publisher.
+type accounting struct {
 	scheduled, published, sendFailed, acked, ackErrors, strayAcks, resent atomic.Int64
 	overruns, inflight, connecting, connected                             atomic.Int64
 	winPublished, winReceived                                             atomic.Int64
@@ -115,7 +137,6 @@ type run struct {
 	disconnects   map[string]int64  // publishers
 	subLost       map[string]int64  // subscribers
 	firstFailure  map[string]string // reason -> first error text
-	schedLag      *latency.Recorder // scheduler goroutine only
 
 	shards [shards]*shard
 
@@ -300,21 +321,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &run{
-		cfg:           cfg,
-		addr:          addr,
-		n:             n,
-		base:          time.Now(),
-		connectFailed: map[string]int64{},
-		disconnects:   map[string]int64{},
-		subLost:       map[string]int64{},
-		firstFailure:  map[string]string{},
-		schedLag:      latency.New(),
-		track:         make([]pubTrack, n),
-		conns:         make([]atomic.Pointer[conn], n),
-		stop:          make(chan struct{}),
-	}
-	r.srcIPs = ips
+	r := &run{cfg: cfg, n: n, base: time.Now()}
+	r.timeline.stop, r.schedLag = make(chan struct{}), latency.New()
+	r.connCore = connCore{addr: addr, srcIPs: ips, conns: make([]atomic.Pointer[conn], n)}
+	r.connectFailed, r.disconnects, r.subLost = map[string]int64{}, map[string]int64{}, map[string]int64{}
+	r.firstFailure, r.track = map[string]string{}, make([]pubTrack, n)
 	for i := range r.shards {
 		r.shards[i] = newShard()
 	}
