@@ -49,18 +49,19 @@ type holdResult struct {
 
 // loadResult is what a "load" child reports.
 type loadResult struct {
-	Clients    int     `json:"clients"`
-	Rate       float64 `json:"rate"`
-	Published  int64   `json:"published"`
-	Received   int64   `json:"received"`
-	Lost       int64   `json:"lost"`
-	Unacked    int64   `json:"unacked"`
-	ConnectsOK int64   `json:"connects_ok"`
-	Failed     int64   `json:"connects_failed"`
-	AckP99     float64 `json:"ack_p99_ms"`
-	E2EP99     float64 `json:"e2e_p99_ms"`
-	Overruns   int64   `json:"overruns"`
-	Err        string  `json:"err,omitempty"`
+	Clients    int              `json:"clients"`
+	Rate       float64          `json:"rate"`
+	Published  int64            `json:"published"`
+	Received   int64            `json:"received"`
+	Lost       int64            `json:"lost"`
+	Unacked    int64            `json:"unacked"`
+	ConnectsOK int64            `json:"connects_ok"`
+	Failed     int64            `json:"connects_failed"`
+	FailedBy   map[string]int64 `json:"connects_failed_by,omitempty"`
+	AckP99     float64          `json:"ack_p99_ms"`
+	E2EP99     float64          `json:"e2e_p99_ms"`
+	Overruns   int64            `json:"overruns"`
+	Err        string           `json:"err,omitempty"`
 }
 
 var benchWorkers, benchProcs int
@@ -155,7 +156,7 @@ func load(broker string, clients int, rate float64, dur time.Duration, subs int)
 	if res != nil {
 		m := res.Messages
 		out.Published, out.Received, out.Lost, out.Unacked = m.Published, m.Received, m.Lost, m.Unacked
-		out.ConnectsOK, out.Failed = res.Connects.OK, res.Connects.Failed
+		out.ConnectsOK, out.Failed, out.FailedBy = res.Connects.OK, res.Connects.Failed, res.Connects.FailedBy
 		out.AckP99, out.E2EP99, out.Overruns = res.Latency.Ack.P99, res.Latency.E2E.P99, m.Overruns
 	}
 	return out
@@ -297,7 +298,7 @@ func main() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Printf("connects ok %d, failed %d, published %d, received %d, lost %d %s\n", lr.ConnectsOK, lr.Failed, lr.Published, lr.Received, lr.Lost, lr.Err)
+	fmt.Printf("connects ok %d, failed %d %v, published %d, received %d, lost %d %s\n", lr.ConnectsOK, lr.Failed, lr.FailedBy, lr.Published, lr.Received, lr.Lost, lr.Err)
 }
 
 // cpuTime is user and system CPU time of a process.
