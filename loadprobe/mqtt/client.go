@@ -76,12 +76,16 @@ type conn struct {
 	// Polled publishers (see poller): no reader goroutine.
 	raw syscall.RawConn
 	// fd is a polled connection's socket, used with raw read(2) and
-	// write(2) under mu (no RawConn round trip: its fd lock and poll
-	// descriptor reset per call measured as a fifth of the probe's user
-	// time); -1 once markDeadLocked ran, which is always before the
-	// socket is closed, so the number is never used after close(2) could
-	// hand it to another socket.
+	// write(2) (no RawConn round trip: its fd lock and poll descriptor
+	// reset per call measured as a fifth of the probe's user time); -1
+	// once markDeadLocked ran, which is always before the socket is
+	// closed, so the number is never used after close(2) could hand it
+	// to another socket. Writers hold mu; markDeadLocked holds mu and
+	// fdMu; the poller's read holds fdMu only, so a writer waiting for
+	// a full send buffer (writeLocked, up to writeTimeout under mu) does
+	// not hold up the acks of every other connection.
 	fd      int
+	fdMu    sync.Mutex
 	pending []byte // a partial packet, poller goroutine only
 	ended   bool   // connEnded ran
 }
@@ -442,10 +446,12 @@ func (c *conn) close() {
 func (c *conn) markDeadLocked() {
 	c.dead = true
 	if c.fd >= 0 {
+		c.fdMu.Lock()
 		if p := c.r.poll; p != nil {
 			_ = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
 		}
 		c.fd = -1
+		c.fdMu.Unlock()
 	}
 }
 

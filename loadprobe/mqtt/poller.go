@@ -71,7 +71,9 @@ func (p *poller) add(c *conn) bool {
 		return false
 	}
 	c.mu.Lock() // c is not shared yet; for the race detector's sake
+	c.fdMu.Lock()
 	c.raw, c.fd = rc, sock
+	c.fdMu.Unlock()
 	c.mu.Unlock()
 	return true
 }
@@ -116,15 +118,15 @@ func (p *poller) loop(stop <-chan struct{}) {
 }
 
 // read drains what is readable on c and handles every complete packet.
-// The read(2) is under c.mu, which keeps c.fd open (see conn.fd).
+// The read(2) is under c.fdMu, which keeps c.fd open (see conn.fd).
 func (p *poller) read(c *conn) {
-	c.mu.Lock()
+	c.fdMu.Lock()
 	if c.fd < 0 { // dead: already out of the set
-		c.mu.Unlock()
+		c.fdMu.Unlock()
 		return
 	}
 	n, rerr := rawRead(c.fd, p.buf)
-	c.mu.Unlock()
+	c.fdMu.Unlock()
 	now := p.r.now() // every packet this read returned had arrived by now
 	switch {
 	case rerr == unix.EAGAIN || rerr == unix.EINTR:
