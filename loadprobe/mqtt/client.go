@@ -74,12 +74,14 @@ type conn struct {
 	flushArmed bool
 
 	// Polled publishers (see poller): no reader goroutine.
-	raw syscall.RawConn
-	// fd is a polled connection's socket, used with raw read(2) and
-	// write(2) (no RawConn round trip: its fd lock and poll descriptor
-	// reset per call measured as a fifth of the probe's user time); -1
-	// once markDeadLocked ran, which is always before the socket is
-	// closed, so the number is never used after close(2) could hand it
+	polled bool
+	// fd is a polled connection's socket: a duplicate that the
+	// connection owns once poller.add closed nc (which takes the socket
+	// out of Go's netpoller, where every ack raised a second readiness
+	// event), used with raw read(2) and write(2) (no RawConn round trip
+	// either: its fd lock and poll descriptor reset per call measured as
+	// a fifth of the probe's user time). markDeadLocked closes it and
+	// sets -1, so the number is never used after close(2) could hand it
 	// to another socket. Writers hold mu; markDeadLocked holds mu and
 	// fdMu; the poller's read holds fdMu only, so a writer waiting for
 	// a full send buffer (writeLocked, up to writeTimeout under mu) does
@@ -325,6 +327,9 @@ func (c *conn) writeLocked(b []byte) error {
 	if c.dead {
 		return net.ErrClosed
 	}
+	if c.fd >= 0 {
+		return c.writeRawLocked(b)
+	}
 	var err error
 	if c.bw != nil {
 		// Buffered (subscriber acks): only a write that makes bufio
@@ -342,6 +347,40 @@ func (c *conn) writeLocked(b []byte) error {
 		c.lastSent = c.r.now()
 	}
 	return err
+}
+
+// writeRawLocked writes all of b to a polled connection's socket,
+// waiting in poll(2) while the send buffer is full, up to writeTimeout;
+// c.mu must be held (which keeps c.fd open).
+func (c *conn) writeRawLocked(b []byte) error {
+	deadline := time.Now().Add(writeTimeout)
+	for len(b) > 0 {
+		n, err := rawWrite(c.fd, b)
+		switch {
+		case err == nil:
+			b = b[n:]
+			continue
+		case err == unix.EINTR:
+			continue
+		case err != unix.EAGAIN:
+			return c.opError(os.NewSyscallError("write", err))
+		}
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			return c.opError(os.ErrDeadlineExceeded)
+		}
+		pfd := []unix.PollFd{{Fd: int32(c.fd), Events: unix.POLLOUT}}
+		if _, err := unix.Poll(pfd, int(wait/time.Millisecond)+1); err != nil && err != unix.EINTR {
+			return c.opError(os.NewSyscallError("poll", err))
+		}
+	}
+	c.lastSent = c.r.now()
+	return nil
+}
+
+// opError is err as net.Conn.Write would return it.
+func (c *conn) opError(err error) error {
+	return &net.OpError{Op: "write", Net: "tcp", Source: c.nc.LocalAddr(), Addr: c.nc.RemoteAddr(), Err: err}
 }
 
 // flushLocked flushes the subscriber's write buffer; c.mu must be held.
@@ -405,9 +444,13 @@ func (c *conn) disconnect() {
 	}
 	c.byUs = true
 	if !c.dead && c.failErr == nil {
-		_ = c.nc.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
-		_ = c.flushLocked()
-		_, _ = c.nc.Write([]byte{packets.Disconnect << 4, 0})
+		if c.fd >= 0 {
+			_, _ = rawWrite(c.fd, []byte{packets.Disconnect << 4, 0}) // non-blocking
+		} else {
+			_ = c.nc.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
+			_ = c.flushLocked()
+			_, _ = c.nc.Write([]byte{packets.Disconnect << 4, 0})
+		}
 	}
 	c.markDeadLocked()
 	c.mu.Unlock()
@@ -422,7 +465,7 @@ func (c *conn) fail(err error) {
 		c.failErr = err
 	}
 	c.markDeadLocked()
-	polled := c.raw != nil
+	polled := c.polled
 	c.mu.Unlock()
 	_ = c.nc.Close()
 	if polled { // no reader goroutine to notice
@@ -440,16 +483,13 @@ func (c *conn) close() {
 	_ = c.nc.Close()
 }
 
-// markDeadLocked marks c dead and takes a polled socket out of the
-// poller's epoll set while its fd is still open; c.mu must be held, and
-// every close of a polled connection's socket comes after it.
+// markDeadLocked marks c dead and closes a polled connection's socket
+// (which takes it out of the poller's epoll set); c.mu must be held.
 func (c *conn) markDeadLocked() {
 	c.dead = true
 	if c.fd >= 0 {
 		c.fdMu.Lock()
-		if p := c.r.poll; p != nil {
-			_ = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
-		}
+		_ = unix.Close(c.fd)
 		c.fd = -1
 		c.fdMu.Unlock()
 	}
@@ -545,7 +585,7 @@ func (c *conn) writePublishLocked(e *encoder) error {
 	if c.dead {
 		return net.ErrClosed
 	}
-	if c.fd < 0 || c.bw != nil {
+	if c.fd < 0 {
 		return c.writeLocked(e.buf)
 	}
 	n, err := rawWrite(c.fd, e.buf)
@@ -557,9 +597,9 @@ func (c *conn) writePublishLocked(e *encoder) error {
 		c.lastSent = e.now
 		return nil
 	case err != nil && err != unix.EAGAIN && err != unix.EINTR:
-		return &net.OpError{Op: "write", Net: "tcp", Source: c.nc.LocalAddr(), Addr: c.nc.RemoteAddr(), Err: os.NewSyscallError("write", err)}
+		return c.opError(os.NewSyscallError("write", err))
 	}
-	return c.writeLocked(e.buf[n:])
+	return c.writeRawLocked(e.buf[n:])
 }
 
 // publish writes client c's next message, scheduled at sched. It returns

@@ -16,9 +16,9 @@ import (
 // with its own level-triggered epoll set, instead of one reader goroutine
 // per connection: no goroutine stack per idle connection, and one read
 // per ack instead of a read plus an EAGAIN read and a goroutine wake-up.
-// Writes still go through net.Conn. Reads use syscall.RawConn.Read, which
-// holds the fd's reference so a concurrent Close cannot hand the fd
-// number to another socket mid-read.
+// A polled connection's socket is a duplicate that the connection owns
+// (conn.fd), outside Go's netpoller; reads and writes are raw system
+// calls on it, and conn.fdMu keeps it from being closed mid-read.
 //
 // The epoll fd itself is registered with Go's netpoller (an epoll set is
 // readable when it has ready events), so the poller goroutine parks like
@@ -60,19 +60,27 @@ func (p *poller) add(c *conn) bool {
 	if err != nil {
 		return false
 	}
+	// A duplicate of the socket, for c alone: closing nc then takes the
+	// socket out of Go's netpoller, which would otherwise get a second
+	// readiness event (and the probe a second epoll_wait entry to walk)
+	// for every ack.
 	var cerr error
 	sock := -1
 	err = rc.Control(func(fd uintptr) {
-		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(c.client)}
-		cerr = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, int(fd), &ev)
-		sock = int(fd)
+		sock, cerr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
 	})
 	if err != nil || cerr != nil {
 		return false
 	}
-	c.mu.Lock() // c is not shared yet; for the race detector's sake
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(c.client)}
+	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, sock, &ev); err != nil {
+		_ = unix.Close(sock)
+		return false
+	}
+	_ = c.nc.Close() // the socket stays open: sock refers to it
+	c.mu.Lock()      // c is not shared yet; for the race detector's sake
 	c.fdMu.Lock()
-	c.raw, c.fd = rc, sock
+	c.polled, c.fd = true, sock
 	c.fdMu.Unlock()
 	c.mu.Unlock()
 	return true
@@ -106,7 +114,7 @@ func (p *poller) loop(stop <-chan struct{}) {
 				if id < 0 || id >= len(p.r.conns) {
 					continue
 				}
-				if c := p.r.conns[id].Load(); c != nil && c.raw != nil {
+				if c := p.r.conns[id].Load(); c != nil && c.polled {
 					p.read(c)
 				}
 			}

@@ -838,7 +838,7 @@ func (r *run) connectClient(i int, sched int64) {
 	r.connectOK++
 	r.mu.Unlock()
 	// Register with the poller before publishing c: the atomic Store
-	// orders c.raw for the poller; an event before it is seen again
+	// orders c.polled for the poller; an event before it is seen again
 	// (level-triggered).
 	polled := r.poll != nil && r.poll.add(c)
 	r.conns[i].Store(c)
