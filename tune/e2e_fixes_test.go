@@ -26,9 +26,7 @@ func TestE2ELockWaitFlag(t *testing.T) {
 	if _, _, c := n.Run("test", "-e", "/var/lib/hostprep/state.json"); c == 0 {
 		t.Fatal("journal written although --lock-wait was refused")
 	}
-	if _, e, c := n.Run("sh", "-c", "flock /run/hostprep.lock sleep 3 >/dev/null 2>&1 & sleep 0.3"); c != 0 {
-		t.Fatal(e)
-	}
+	release := n.holdLock()
 	start := time.Now()
 	_, errOut, code := n.Hostprep("tune", "apply", "--profile", "sys-tune", "--lock-wait", "0")
 	took := time.Since(start)
@@ -38,7 +36,7 @@ func TestE2ELockWaitFlag(t *testing.T) {
 	if took > time.Second {
 		t.Errorf("--lock-wait 0 waited %s, want an immediate failure", took)
 	}
-	time.Sleep(3 * time.Second)
+	release()
 }
 
 // TestE2EImageModeNeedsNoRoot: `tune apply --root DIR` as an unprivileged
@@ -243,7 +241,15 @@ func TestE2EPidAboveTheHardLimitIsRefusedUpFront(t *testing.T) {
 	}
 	pid := strings.TrimSpace(out)
 	t.Cleanup(func() { n.Run("kill", pid) })
-	time.Sleep(200 * time.Millisecond)
+	waitFor(t, 5*time.Second, "sleep to run under nofile 1024:4096", func() bool {
+		out, _, _ := n.Run("cat", "/proc/"+pid+"/limits")
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) >= 5 && f[1] == "open" && f[3] == "1024" && f[4] == "4096" {
+				return true
+			}
+		}
+		return false
+	})
 	if hasCapSysResource(t) {
 		t.Skip("this process has CAP_SYS_RESOURCE; the refusal needs a host without it")
 	}

@@ -35,6 +35,38 @@ func guardGlobal(t *testing.T) map[string]string {
 	return testenv.GuardSysctls(t, "fs.nr_open", "fs.file-max")
 }
 
+// waitFor polls cond every 20 ms until it holds, failing the test after
+// deadline with what it waited for.
+func waitFor(t *testing.T, deadline time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(deadline)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("waited %s for %s", deadline, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// holdLock makes a process in the sandbox hold /run/hostprep.lock (as a
+// concurrent apply would), waits until it does, and returns a func that
+// ends that process and waits until the lock is free again.
+func (n *netns) holdLock() (release func()) {
+	n.t.Helper()
+	if _, e, c := n.Run("sh", "-c", "flock -o /run/hostprep.lock sh -c 'echo $$ > /run/lock-holder.pid; exec sleep 60' >/dev/null 2>&1 &"); c != 0 {
+		n.t.Fatal(e)
+	}
+	free := func() bool { _, _, c := n.Run("flock", "-n", "/run/hostprep.lock", "true"); return c == 0 }
+	waitFor(n.t, 5*time.Second, "the lock holder", func() bool {
+		_, _, c := n.Run("test", "-s", "/run/lock-holder.pid")
+		return c == 0 && !free()
+	})
+	return func() {
+		n.Run("sh", "-c", "kill $(cat /run/lock-holder.pid)")
+		waitFor(n.t, 5*time.Second, "the lock to be free", free)
+	}
+}
+
 // writeProfile writes a profile file where the namespace can read it.
 func writeProfile(t *testing.T, name, body string) string {
 	t.Helper()
@@ -153,8 +185,23 @@ func TestE2EApplySysTuneTwiceThenRollback(t *testing.T) {
 	if out, _, code := n.Hostprep("tune", "verify", "--profile", "sys-tune"); code != 0 {
 		t.Errorf("verify after apply: exit %d\n%s", code, out)
 	}
-	if out, _, code := n.Hostprep("tune", "status"); code != 0 || !strings.Contains(out, "sys-tune") {
-		t.Errorf("status: exit %d\n%s", code, out)
+	if out, _, code := n.Hostprep("tune", "status"); code != 0 || !strings.Contains(out, "sys-tune") || !strings.Contains(out, "AT BOOT") || !strings.Contains(out, "32768 (/etc/sysctl.d/60-hostprep.conf:") {
+		t.Errorf("status (live and boot values): exit %d\n%s", code, out)
+	}
+	// At boot the host gets what hostprep applied ...
+	if out, errOut, code := n.Hostprep("tune", "verify", "--boot"); code != 0 {
+		t.Errorf("verify --boot after apply: exit %d\n%s%s", code, out, errOut)
+	}
+	// ... until a local file that sorts later lowers somaxconn.
+	if _, e, c := n.Run("sh", "-c", "echo 'net.core.somaxconn = 1024' > /etc/sysctl.d/99-zz-local.conf"); c != 0 {
+		t.Fatal(e)
+	}
+	out, errOut, code = n.Hostprep("tune", "verify", "--boot")
+	if code != 1 || !strings.Contains(errOut, "/etc/sysctl.d/99-zz-local.conf:1 sets 1024") || !strings.Contains(out, "DIFFERS") {
+		t.Errorf("verify --boot with a later file: exit %d, want 1 naming /etc/sysctl.d/99-zz-local.conf:1\n%s%s", code, out, errOut)
+	}
+	if _, e, c := n.Run("rm", "/etc/sysctl.d/99-zz-local.conf"); c != 0 {
+		t.Fatal(e)
 	}
 
 	// Rollback: every value and file back exactly.
@@ -277,9 +324,7 @@ func TestE2EContainerAndPrivileges(t *testing.T) {
 	}
 
 	// Lock held by someone else: exit 3 naming the lock.
-	if _, e, c := n.Run("sh", "-c", "flock /run/hostprep.lock sleep 3 >/dev/null 2>&1 & sleep 0.3"); c != 0 {
-		t.Fatal(e)
-	}
+	release := n.holdLock()
 	start := time.Now()
 	_, errOut, code = n.Hostprep("tune", "apply", "--profile", "sys-tune", "--lock-wait", "500ms")
 	if code != 3 || !strings.Contains(errOut, "another hostprep apply/rollback holds /run/hostprep.lock") {
@@ -288,7 +333,7 @@ func TestE2EContainerAndPrivileges(t *testing.T) {
 	if time.Since(start) < 400*time.Millisecond {
 		t.Errorf("did not wait for the lock")
 	}
-	time.Sleep(3 * time.Second)
+	release()
 
 	// Read-only /proc/sys, as in a container.
 	if _, e, c := n.Run("sh", "-c", "mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys"); c != 0 {

@@ -15,6 +15,7 @@ import (
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/procnet"
 	"github.com/hostprep/hostprep/profiles"
+	"github.com/hostprep/hostprep/tune/boot"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
 	"github.com/hostprep/hostprep/tune/sysctl"
@@ -65,6 +66,9 @@ type Change struct {
 	To string `json:"to"`
 	// Reason says why (mode, derived key, limit that needs it).
 	Reason string `json:"reason,omitempty"`
+	// Boot is what a sysctl key will be after the next boot once this
+	// plan is applied, and the file:line that sets it then.
+	Boot *BootValue `json:"boot,omitempty"`
 }
 
 // Target names what a change is about (key, file or "pid N").
@@ -88,6 +92,8 @@ type Skip struct {
 	// Current is the value the host has (empty when absent).
 	Current string `json:"current,omitempty"`
 	Reason  string `json:"reason"`
+	// Boot is the key's value after the next boot (see Change.Boot).
+	Boot *BootValue `json:"boot,omitempty"`
 }
 
 // Target names what a skip is about.
@@ -124,6 +130,10 @@ type Result struct {
 	Notes []string `json:"notes,omitempty"`
 	// Processes reports each --pid/--service prlimit outcome (apply only).
 	Processes []ProcessResult `json:"processes,omitempty"`
+	// Boot compares every key and limit hostprep persists with what the
+	// host will have after its next boot, once this plan is applied; an
+	// item that is not OK is also a warning.
+	Boot []BootItem `json:"boot_check,omitempty"`
 }
 
 // ProcessResult is the outcome of raising one process's RLIMIT_NOFILE.
@@ -694,6 +704,7 @@ func (pl *Plan) planFiles(p *profiles.Profile, st *journal.State, targets map[st
 		data []byte
 		note string
 		unit string
+		why  string // the reason shown for the change
 	}
 	var wants []want
 	if len(per.Sysctl) > 0 {
@@ -708,6 +719,9 @@ func (pl *Plan) planFiles(p *profiles.Profile, st *journal.State, targets map[st
 			lines[i] = files.SysctlLine{Key: k, Value: v.Value, Optional: v.Optional, Comment: v.Comment}
 		}
 		wants = append(wants, want{path: files.SysctlConf, data: files.RenderSysctl(pl.profiles, lines)})
+	}
+	if mods, why := modulesFor(per.Sysctl); len(mods) > 0 {
+		wants = append(wants, want{path: files.ModulesLoad, data: files.RenderModules(pl.profiles, mods), why: why})
 	}
 	if per.Nofile != nil {
 		wants = append(wants, want{path: files.LimitsConf,
@@ -772,6 +786,9 @@ func (pl *Plan) planFiles(p *profiles.Profile, st *journal.State, targets map[st
 		case existed:
 			reason = "owned by hostprep; content differs"
 		}
+		if w.why != "" {
+			reason = w.why + "; " + reason
+		}
 		pl.Changes = append(pl.Changes, Change{File: path, Layer: Persistent, From: describe(cur, existed), To: describe(w.data, true), Reason: reason})
 		if pl.env.ImageMode() {
 			continue // nothing runs in an image yet: no restarts, no sessions
@@ -781,6 +798,73 @@ func (pl *Plan) planFiles(p *profiles.Profile, st *journal.State, targets map[st
 		}
 		if w.unit != "" {
 			pl.Restart = append(pl.Restart, w.unit)
+		}
+	}
+	return pl.checkBoot(p, st)
+}
+
+// modulesFor lists the kernel modules the persisted keys need at boot
+// (net.netfilter.* needs nf_conntrack), each with the keys that need it,
+// and the reason for the modules-load.d file.
+func modulesFor(keys map[string]journal.PersistedKey) ([]files.ModuleLine, string) {
+	need := map[string][]string{}
+	for k := range keys {
+		if m := boot.ModuleFor(k); m != "" {
+			need[m] = append(need[m], k)
+		}
+	}
+	if len(need) == 0 {
+		return nil, ""
+	}
+	names := make([]string, 0, len(need))
+	for m := range need {
+		names = append(names, m)
+	}
+	sort.Strings(names)
+	out := make([]files.ModuleLine, len(names))
+	var whys []string
+	for i, m := range names {
+		sort.Strings(need[m])
+		ks := strings.Join(need[m], ", ")
+		out[i] = files.ModuleLine{Module: m, Comment: "registers " + ks + "; loaded by systemd-modules-load before systemd-sysctl applies " + files.SysctlConf}
+		whys = append(whys, fmt.Sprintf("loads %s at boot before systemd-sysctl runs, so %s exists when %s is applied (without it the key is missing then and keeps its default after a reboot)", m, ks, files.SysctlConf))
+	}
+	return out, strings.Join(whys, "; ")
+}
+
+// checkBoot simulates the boot that follows this plan (the owned files
+// with their new bytes) and records, per key and limit, the value after a
+// reboot; a key or limit another file wins is a warning naming it.
+func (pl *Plan) checkBoot(p *profiles.Profile, st *journal.State) error {
+	modes := map[string]string{}
+	for k, j := range st.Keys {
+		modes[k] = j.Mode
+	}
+	for k, s := range p.Sysctl {
+		modes[k] = string(s.Mode)
+	}
+	items, err := bootItems(pl.env, pl.persisted, modes, overlayOf(pl.env, pl.files))
+	if err != nil {
+		return err
+	}
+	pl.Boot = items
+	byKey := map[string]*BootValue{}
+	for i, it := range items {
+		if it.Key != "" {
+			byKey[it.Key] = &items[i].Boot
+		}
+		if !it.OK {
+			pl.Warnings = append(pl.Warnings, it.Problem)
+		}
+	}
+	for i, c := range pl.Changes {
+		if c.Key != "" {
+			pl.Changes[i].Boot = byKey[c.Key]
+		}
+	}
+	for i, s := range pl.Skipped {
+		if s.Key != "" {
+			pl.Skipped[i].Boot = byKey[s.Key]
 		}
 	}
 	return nil

@@ -42,6 +42,9 @@ type ItemStatus struct {
 	OK bool `json:"ok"`
 	// Drift explains a mismatch.
 	Drift string `json:"drift,omitempty"`
+	// Boot is a key's value after the next boot and the file:line that
+	// sets it (tune/boot's simulation of systemd-sysctl or sysctl --system).
+	Boot *BootValue `json:"boot,omitempty"`
 }
 
 // Status is what `hostprep tune status|verify` report; its JSON:
@@ -60,6 +63,9 @@ type Status struct {
 	Drift int `json:"drift"`
 	// Journal is the state file read.
 	Journal string `json:"journal"`
+	// Boot compares every persisted key and limit with its value after the
+	// next boot (as `tune verify --boot`); it does not count in Drift.
+	Boot []BootItem `json:"boot_check,omitempty"`
 	// Interrupted says the last apply was killed part way (its completion
 	// marker was never written) and what to run; items it had not reached
 	// yet show their original value and are not counted in Drift.
@@ -182,7 +188,30 @@ func StatusOf(env Env) (*Status, error) {
 			s.Drift++
 		}
 	}
+	s.attachBoot(env, st)
 	return s, nil
+}
+
+// attachBoot adds the boot value of every persisted key and limit; a
+// configuration file that cannot be read leaves them out (verify --boot
+// reports that error).
+func (s *Status) attachBoot(env Env, st *journal.State) {
+	modes := map[string]string{}
+	for k, j := range st.Keys {
+		modes[k] = j.Mode
+	}
+	items, err := bootItems(env, st.Persisted, modes, nil)
+	if err != nil {
+		return
+	}
+	s.Boot = items
+	for i, it := range s.Items {
+		for j, b := range items {
+			if it.Key != "" && b.Key == it.Key {
+				s.Items[i].Boot = &items[j].Boot
+			}
+		}
+	}
 }
 
 // Verify is StatusOf that fails (exitcode.Failed, exit 1) when any applied

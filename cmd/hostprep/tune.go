@@ -24,6 +24,7 @@ type tuneFlags struct {
 	lockWait time.Duration
 	pids     []int
 	services []string
+	boot     bool
 }
 
 func (f *tuneFlags) env() tune.Env {
@@ -177,7 +178,13 @@ func tunePlanCmd() *cobra.Command {
 				return err
 			}
 			if f.output == "json" {
-				return writeJSON(cmd.OutOrStdout(), pl.Result)
+				// A plan changes nothing: "changed" is false, the planned
+				// changes are listed and counted in "would_change".
+				return writeJSON(cmd.OutOrStdout(), struct {
+					tune.Result
+					Changed     bool `json:"changed"`
+					WouldChange int  `json:"would_change"`
+				}{Result: pl.Result, WouldChange: len(pl.Changes)})
 			}
 			return pl.WriteText(cmd.OutOrStdout(), "plan")
 		}),
@@ -305,12 +312,37 @@ func tuneVerifyCmd() *cobra.Command {
 		Use:   "verify [--profile P]",
 		Short: "Check the live host still matches what hostprep applied (drift: exit 1)",
 		Long: `verify compares every key and file in the journal with the live host; with
---profile it also requires that the profile plans no change. Drift exits 1.`,
-		Example: "  sudo hostprep tune verify\n  sudo hostprep tune verify --profile sys-tune --output json",
+--profile it also requires that the profile plans no change. Drift exits 1.
+
+With --boot it instead compares every key and limit hostprep persisted with
+what the host will have after its next boot, reading sysctl.d, limits.d and
+systemd configuration the way systemd-sysctl (or sysctl --system),
+pam_limits and systemd do; a key another file wins at boot exits 1, naming
+that file and line.`,
+		Example: "  sudo hostprep tune verify\n  sudo hostprep tune verify --profile sys-tune --output json\n  sudo hostprep tune verify --boot",
 		Args:    cobra.NoArgs,
 		RunE: jsonErrors(f, func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(f.output, "text", "json"); err != nil {
 				return err
+			}
+			if f.boot {
+				if f.profile != "" {
+					return exitcode.BadInputf("--boot checks what hostprep applied (the journal); drop --profile")
+				}
+				bs, verr := tune.VerifyBoot(f.env())
+				if bs == nil {
+					return verr
+				}
+				if f.output == "json" {
+					if err := writeJSONResult(cmd.OutOrStdout(), bs, verr); err != nil {
+						return err
+					}
+					return verr
+				}
+				if err := bs.WriteText(cmd.OutOrStdout()); err != nil {
+					return err
+				}
+				return verr
 			}
 			p, err := f.load(false)
 			if err != nil {
@@ -346,5 +378,6 @@ func tuneVerifyCmd() *cobra.Command {
 		}),
 	}
 	f.common(c, true, true)
+	c.Flags().BoolVar(&f.boot, "boot", false, "check the values the host will have after its next boot instead of the live ones")
 	return c
 }

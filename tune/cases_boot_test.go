@@ -1,0 +1,158 @@
+package tune
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/testenv"
+	"github.com/hostprep/hostprep/tune/files"
+)
+
+// TestFieldCasesInSync makes sure every shared field case has a copy in
+// testdata/cases (the shared tree is next to the repository on the build
+// host; the copies let the tests run where it is absent).
+func TestFieldCasesInSync(t *testing.T) {
+	shared := filepath.Join(testenv.RepoRoot(), "..", "shared", "cases", "tune")
+	all, _ := filepath.Glob(filepath.Join(shared, "*.yaml"))
+	if len(all) == 0 {
+		t.Skipf("no shared cases at %s", shared)
+	}
+	for _, p := range all {
+		a, _ := os.ReadFile(p)
+		b, err := os.ReadFile(filepath.Join("testdata", "cases", filepath.Base(p)))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("shared case %s is missing or differs in testdata/cases: copy it (cp %s tune/testdata/cases/)", filepath.Base(p), p)
+		}
+	}
+}
+
+// layFiles writes a case's host files under h.root, and a systemd-sysctl
+// so the boot simulation uses systemd's rules as on Debian.
+func (h *fakeHost) layFiles(fs map[string]string) {
+	h.t.Helper()
+	fs["/usr/lib/systemd/systemd-sysctl"] = ""
+	for p, body := range fs {
+		host := filepath.Join(h.root, p)
+		must(h.t, os.MkdirAll(filepath.Dir(host), 0o755))
+		os.Remove(host)
+		if target, ok := strings.CutPrefix(body, "symlink to "); ok {
+			must(h.t, os.Symlink(target, host))
+			continue
+		}
+		must(h.t, os.WriteFile(host, []byte(body), 0o644))
+	}
+}
+
+func TestCaseLaterSysctlFileWinsAtBoot(t *testing.T) {
+	c, p, err := loadCase(t, "later-sysctl-file-wins-at-boot")
+	must(t, err)
+	h := newHost(t, c.Host.Sysctl)
+	h.layFiles(c.Host.Files)
+	foreign := map[string]string{}
+	for path := range c.Host.Files {
+		b, _ := os.ReadFile(filepath.Join(h.root, path))
+		foreign[path] = string(b)
+	}
+	pl, err := NewPlan(p, h.env)
+	must(t, err)
+	warn := strings.Join(pl.Warnings, "\n")
+	for _, want := range []string{
+		"sysctl net.core.somaxconn: after a reboot /usr/lib/sysctl.d/99-vendor.conf:1 sets 512",
+		"sysctl fs.file-max: after a reboot /etc/sysctl.conf (as /etc/sysctl.d/99-sysctl.conf):2 sets 1000000",
+		"never edits a file it does not own",
+	} {
+		if !strings.Contains(warn, want) {
+			t.Errorf("plan warnings lack %q:\n%s", want, warn)
+		}
+	}
+	var somaxconn *Change
+	for i, ch := range pl.Changes {
+		if ch.Key == "net.core.somaxconn" {
+			somaxconn = &pl.Changes[i]
+		}
+	}
+	if somaxconn == nil || somaxconn.Boot == nil || somaxconn.Boot.Value != "512" || somaxconn.Boot.File != "/usr/lib/sysctl.d/99-vendor.conf" || somaxconn.Boot.Line != 1 {
+		t.Errorf("somaxconn change lacks boot {512, 99-vendor.conf, 1}: %+v", somaxconn)
+	}
+	res, err := h.apply(p)
+	must(t, err)
+	if !strings.Contains(strings.Join(res.Warnings, "\n"), "99-vendor.conf:1") {
+		t.Errorf("apply does not warn: %v", res.Warnings)
+	}
+	bs, err := VerifyBoot(h.env)
+	wantCode(t, err, exitcode.Failed, "net.core.somaxconn", "99-vendor.conf:1", "fs.file-max", "/etc/sysctl.conf")
+	if bs == nil || bs.Failing != 2 {
+		t.Errorf("verify --boot: %+v", bs)
+	}
+	for path, want := range foreign {
+		if b, _ := os.ReadFile(filepath.Join(h.root, path)); string(b) != want {
+			t.Errorf("%s was edited", path)
+		}
+	}
+	// Without the vendor line the old script's /etc/sysctl.conf line wins.
+	must(t, os.WriteFile(filepath.Join(h.root, "usr/lib/sysctl.d/99-vendor.conf"), nil, 0o644))
+	_, err = VerifyBoot(h.env)
+	wantCode(t, err, exitcode.Failed, "fs.file-max", "/etc/sysctl.conf (as /etc/sysctl.d/99-sysctl.conf):1 sets 1024")
+	if strings.Contains(err.Error(), "99-vendor") {
+		t.Errorf("emptied vendor file still reported: %v", err)
+	}
+	// Without both, only fs.file-max (line 2 of /etc/sysctl.conf) is left.
+	must(t, os.WriteFile(filepath.Join(h.root, "etc/sysctl.conf"), []byte("# cleaned\n\nfs.file-max = 1000000\n"), 0o644))
+	_, err = VerifyBoot(h.env)
+	wantCode(t, err, exitcode.Failed, "fs.file-max", "sysctl.conf):3")
+	if strings.Contains(err.Error(), "somaxconn") {
+		t.Errorf("somaxconn still reported: %v", err)
+	}
+}
+
+func TestCaseConntrackLimitLostAtBoot(t *testing.T) {
+	c, p, err := loadCase(t, "conntrack-limit-lost-at-boot")
+	must(t, err)
+	// The module is loaded now: the key exists.
+	h := newHost(t, map[string]string{"net.netfilter.nf_conntrack_max": "262144"})
+	h.layFiles(map[string]string{})
+	if len(c.Host.ModulesLoaded) != 1 || c.Host.ModulesLoaded[0] != "nf_conntrack" {
+		t.Fatalf("case changed: %+v", c.Host)
+	}
+	pl, err := NewPlan(p, h.env)
+	must(t, err)
+	var mod *Change
+	for i, ch := range pl.Changes {
+		if strings.HasSuffix(ch.File, files.ModulesLoad) {
+			mod = &pl.Changes[i]
+		}
+	}
+	if mod == nil || !strings.Contains(mod.Reason, "loads nf_conntrack at boot before systemd-sysctl") {
+		t.Fatalf("plan does not write %s with the reason: %+v", files.ModulesLoad, pl.Changes)
+	}
+	_, err = h.apply(p)
+	must(t, err)
+	got, ok := h.file(files.ModulesLoad)
+	if !ok || !strings.Contains(got, "\nnf_conntrack\n") {
+		t.Fatalf("%s:\n%s", files.ModulesLoad, got)
+	}
+	if _, err := VerifyBoot(h.env); err != nil {
+		t.Errorf("verify --boot after apply: %v", err)
+	}
+	// Without the modules-load.d file the key is lost at boot: verify says so.
+	must(t, os.Remove(filepath.Join(h.root, files.ModulesLoad)))
+	_, err = VerifyBoot(h.env)
+	wantCode(t, err, exitcode.Failed, "net.netfilter.nf_conntrack_max", "nf_conntrack", "modules-load.d")
+	must(t, os.WriteFile(filepath.Join(h.root, files.ModulesLoad), []byte(got), 0o644))
+	h.rollback()
+	if _, ok := h.file(files.ModulesLoad); ok {
+		t.Error("rollback left the modules-load.d file")
+	}
+
+	// Image mode (--root DIR) writes it too.
+	img := t.TempDir()
+	_, err = Apply(t.Context(), p, Options{Env: Env{Root: img, Image: true, SkipPrivilegeCheck: true}})
+	must(t, err)
+	if b, err := os.ReadFile(filepath.Join(img, files.ModulesLoad)); err != nil || !strings.Contains(string(b), "nf_conntrack") {
+		t.Errorf("image: %s: %q %v", files.ModulesLoad, b, err)
+	}
+}
