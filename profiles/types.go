@@ -37,6 +37,9 @@ type Sysctl struct {
 type Limit struct {
 	Soft uint64 `yaml:"soft" json:"soft"`
 	Hard uint64 `yaml:"hard" json:"hard"`
+	// Mode may only be at-least (the default, also when empty): tune never
+	// writes a nofile limit below what new sessions and services get now.
+	Mode Mode `yaml:"mode,omitempty" json:"mode,omitempty"`
 }
 
 // Limits are the PAM (pam_limits, /etc/security/limits.d) limits a login

@@ -380,6 +380,9 @@ func (c *checker) limits() {
 		name := displayPath(nl.path)
 		soft, hard := append(slices.Clone(nl.path), "soft"), append(slices.Clone(nl.path), "hard")
 		switch {
+		case nl.l.Mode != "" && nl.l.Mode != AtLeast:
+			c.add(append(slices.Clone(nl.path), "mode"), "%s.mode %q: a nofile limit is always at-least (hostprep never lowers what sessions and services get now); remove mode or write at-least", name, nl.l.Mode)
+			continue
 		case nl.l.Hard == 0:
 			c.add(hard, "%s.hard is 0 or missing; give both soft and hard, e.g. {soft: 1048576, hard: 1048576}", name)
 			continue

@@ -2,8 +2,11 @@ package tune
 
 import (
 	"bytes"
+	"fmt"
+	"github.com/hostprep/hostprep/profiles"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -154,5 +157,88 @@ func TestCaseConntrackLimitLostAtBoot(t *testing.T) {
 	must(t, err)
 	if b, err := os.ReadFile(filepath.Join(img, files.ModulesLoad)); err != nil || !strings.Contains(string(b), "nf_conntrack") {
 		t.Errorf("image: %s: %q %v", files.ModulesLoad, b, err)
+	}
+}
+
+func TestCaseApplyNeverLowersCapacity(t *testing.T) {
+	c, p, err := loadCase(t, "apply-never-lowers-capacity")
+	must(t, err)
+	ls := c.Host.LoginSessionNofile
+	if ls == nil || ls.Hard != 20000 {
+		t.Fatalf("case changed: %+v", c.Host)
+	}
+	for _, how := range []string{"inherited", "limits.conf"} {
+		t.Run(how, func(t *testing.T) {
+			h := newHost(t, nil)
+			if how == "inherited" {
+				// New sessions started from here inherit the limit of the
+				// process that starts hostprep.
+				lim := fmt.Sprintf("Limit                     Soft Limit           Hard Limit           Units\nMax open files            %d                %d                files\n", ls.Soft, ls.Hard)
+				must(t, os.MkdirAll(filepath.Join(h.proc, strconv.Itoa(os.Getppid())), 0o755))
+				must(t, os.WriteFile(filepath.Join(h.proc, strconv.Itoa(os.Getppid()), "limits"), []byte(lim), 0o644))
+			} else {
+				must(t, os.WriteFile(filepath.Join(h.root, "etc/security/limits.conf"), []byte(fmt.Sprintf("*    - nofile %d\nroot - nofile %d\n", ls.Hard, ls.Hard)), 0o644))
+			}
+			pl, err := NewPlan(p, h.env)
+			must(t, err)
+			var kept string
+			for _, s := range pl.Skipped {
+				if strings.HasSuffix(s.File, files.LimitsConf) {
+					kept = s.Reason
+				}
+			}
+			if !strings.Contains(kept, "nofile kept at hard 20000 (the profile asks for 16384)") || !strings.Contains(kept, "never lowers") {
+				t.Errorf("plan does not say nofile is kept at 20000: %q", kept)
+			}
+			_, err = h.apply(p)
+			must(t, err)
+			got, _ := h.file(files.LimitsConf)
+			if !strings.Contains(got, "hard nofile 20000") || strings.Contains(got, "16384") {
+				t.Errorf("limits.d file lowers nofile:\n%s", got)
+			}
+		})
+	}
+}
+
+func TestCaseHostWideSoftNofileStays1024(t *testing.T) {
+	_, p, err := loadCase(t, "host-wide-soft-nofile-stays-1024")
+	must(t, err)
+	h := newHost(t, nil)
+	h.env.SystemdRunDir = h.root // "systemd is running"
+	pl, err := NewPlan(p, h.env)
+	must(t, err)
+	for _, w := range append(pl.Warnings, pl.Notes...) {
+		if strings.Contains(w, "FD_SETSIZE") {
+			t.Errorf("the built-in raises a host-wide soft: %s", w)
+		}
+	}
+	_, err = h.apply(p)
+	must(t, err)
+	limits, _ := h.file(files.LimitsConf)
+	system, _ := h.file(files.SystemConf)
+	unit, _ := h.file(files.ServiceDropIn("emqx"))
+	if !strings.Contains(limits, "*    soft nofile 1024\n") || !strings.Contains(limits, "*    hard nofile 2097152\n") {
+		t.Errorf("limits.d:\n%s", limits)
+	}
+	if !strings.Contains(system, "DefaultLimitNOFILE=1024:2097152\n") {
+		t.Errorf("system.conf.d:\n%s", system)
+	}
+	if !strings.Contains(unit, "LimitNOFILE=2097152:2097152\n") {
+		t.Errorf("emqx drop-in:\n%s", unit)
+	}
+	// A profile that raises the host-wide soft gets a note, and a warning
+	// past 1048576.
+	for soft, where := range map[uint64]string{16384: "note", 2097152: "warning"} {
+		q := *p
+		q.Limits.Nofile = &profiles.Limit{Soft: soft, Hard: 2097152}
+		pl, err := NewPlan(&q, newHost(t, nil).env)
+		must(t, err)
+		list := pl.Notes
+		if where == "warning" {
+			list = pl.Warnings
+		}
+		if !strings.Contains(strings.Join(list, "\n"), "select()") || !strings.Contains(strings.Join(list, "\n"), "FD_SETSIZE") {
+			t.Errorf("soft %d: no %s naming select() and FD_SETSIZE: notes %v warnings %v", soft, where, pl.Notes, pl.Warnings)
+		}
 	}
 }

@@ -693,6 +693,10 @@ func (pl *Plan) planFiles(p *profiles.Profile, st *journal.State, targets map[st
 			per.Services[files.UnitName(s)] = journal.Limit{Soft: l.Soft, Hard: l.Hard}
 		}
 	}
+	systemdOK, why := pl.env.SystemdDecision()
+	if err := pl.neverLower(&per, systemdOK); err != nil {
+		return err
+	}
 	pl.persisted = per
 	pl.profiles = st.Profiles()
 	if !slices.Contains(pl.profiles, p.Name) {
@@ -728,7 +732,6 @@ func (pl *Plan) planFiles(p *profiles.Profile, st *journal.State, targets map[st
 			data: files.RenderLimits(pl.profiles, per.NofileUsers, per.Nofile.Soft, per.Nofile.Hard),
 			note: fmt.Sprintf("new login sessions get nofile %d:%d (pam_limits); running shells and services keep their limit", per.Nofile.Soft, per.Nofile.Hard)})
 	}
-	systemdOK, why := pl.env.SystemdDecision()
 	if per.DefaultLimitNOFILE != nil || len(per.Services) > 0 {
 		if systemdOK {
 			if d := per.DefaultLimitNOFILE; d != nil {
