@@ -449,3 +449,65 @@ systemd:
 		t.Errorf("global fs.nr_open = %s, want %s", strings.TrimSpace(string(b)), orig["fs.nr_open"])
 	}
 }
+
+// capacity runs `hostprep preflight --profile P -o json` in the sandbox and
+// returns each capacity limit (sockets) by check name.
+func (n *netns) capacity(profile string) map[string]int64 {
+	n.t.Helper()
+	args := []string{"preflight", "--profile", profile, "-o", "json"}
+	if profile == "sys-tune" { // no preflight section: a broker target
+		args = []string{"preflight", "--sockets", "10000", "--role", "broker", "-o", "json"}
+	}
+	out, errOut, _ := n.Hostprep(args...)
+	var r struct {
+		Capacity struct {
+			Sockets int64 `json:"sockets"`
+			Limits  []struct {
+				Check   string `json:"check"`
+				Sockets int64  `json:"sockets"`
+			} `json:"limits"`
+		} `json:"capacity"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || len(r.Capacity.Limits) == 0 {
+		n.t.Fatalf("preflight --profile %s: %v\n%s%s", profile, err, out, errOut)
+	}
+	m := map[string]int64{}
+	for _, l := range r.Capacity.Limits {
+		m[l.Check] = l.Sockets
+	}
+	return m
+}
+
+// TestE2ECapacityNeverLowered: for every built-in profile, the socket
+// capacity preflight reports after `tune apply` is not lower than before,
+// limit by limit (the field case apply-never-lowers-capacity). Free file
+// handles and memory move with the rest of the machine, so those two get
+// 2% of slack; the fd, port and conntrack limits none.
+func TestE2ECapacityNeverLowered(t *testing.T) {
+	guardGlobal(t)
+	for _, profile := range []string{"sys-tune", "mqtt-broker-1m", "loadgen", "iotdb", "ready-small"} {
+		t.Run(profile, func(t *testing.T) {
+			n := newNetns(t)
+			before := n.capacity(profile)
+			out, errOut, code := n.Hostprep("tune", "apply", "--profile", profile)
+			if code != 0 {
+				t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
+			}
+			after := n.capacity(profile)
+			if _, errOut, code := n.Hostprep("tune", "rollback"); code != 0 {
+				t.Fatalf("rollback: %s", errOut)
+			}
+			t.Logf("%s: capacity by limit before %v, after %v", profile, before, after)
+			for check, b := range before {
+				a, ok := after[check]
+				slack := int64(0)
+				if check == "fd.file_max" || check == "mem.available" {
+					slack = b / 50
+				}
+				if !ok || a < b-slack {
+					t.Errorf("%s: capacity limit %s went from %d to %d sockets after apply", profile, check, b, a)
+				}
+			}
+		})
+	}
+}
