@@ -30,31 +30,6 @@ const (
 	NrOpenMin = 64
 )
 
-// numericKeys are single-number keys with the bounds the kernel enforces
-// (or, where it enforces none, >= 0).
-var numericKeys = map[string][2]int64{
-	"fs.file-max":                         {0, 1<<63 - 1},
-	"fs.nr_open":                          {NrOpenMin, NrOpenMax},
-	"net.core.somaxconn":                  {0, 1<<31 - 1},
-	"net.core.netdev_max_backlog":         {0, 1<<31 - 1},
-	"net.core.rmem_default":               {0, 1<<31 - 1},
-	"net.core.wmem_default":               {0, 1<<31 - 1},
-	"net.core.rmem_max":                   {0, 1<<31 - 1},
-	"net.core.wmem_max":                   {0, 1<<31 - 1},
-	"net.core.optmem_max":                 {0, 1<<31 - 1},
-	"net.ipv4.tcp_max_syn_backlog":        {0, 1<<31 - 1},
-	"net.ipv4.tcp_fin_timeout":            {0, 1<<31 - 1},
-	"net.ipv4.tcp_max_tw_buckets":         {0, 1<<31 - 1},
-	"net.ipv4.tcp_max_orphans":            {0, 1<<31 - 1},
-	"net.ipv4.tcp_tw_reuse":               {0, 2},
-	"net.ipv4.tcp_syncookies":             {0, 2},
-	"net.ipv4.ip_unprivileged_port_start": {0, 65535},
-	"net.netfilter.nf_conntrack_max":      {0, 1<<31 - 1},
-	"net.nf_conntrack_max":                {0, 1<<31 - 1},
-	"vm.max_map_count":                    {0, 1<<31 - 1},
-	"vm.swappiness":                       {0, 200},
-}
-
 // sysctlTrees are the top-level directories of /proc/sys.
 var sysctlTrees = []string{"abi", "crypto", "debug", "dev", "fs", "kernel", "net", "sunrpc", "user", "vm"}
 
@@ -248,6 +223,10 @@ func (c *checker) sysctl(key string, s Sysctl) {
 			sorted := slices.Clone(f)
 			slices.Sort(sorted)
 			c.add(vat, "%s %q: fields must be ordered min <= %s <= max (%s); did you mean %q?", key, s.Value, map[bool]string{true: "pressure", false: "default"}[lo == 0], what, strings.Trim(fmt.Sprint(sorted), "[]"))
+			return
+		}
+		for _, msg := range CheckBounds(key, s.Value, "") {
+			c.add(vat, "%s", msg)
 		}
 		return
 	}
@@ -258,7 +237,9 @@ func (c *checker) sysctl(key string, s Sysctl) {
 			return
 		}
 		if f[0] < b[0] || f[0] > b[1] {
-			c.add(vat, "%s %d: out of the range the kernel accepts, %d..%d", key, f[0], b[0], b[1])
+			for _, msg := range CheckBounds(key, s.Value, "") {
+				c.add(vat, "%s", msg)
+			}
 			return
 		}
 		return

@@ -242,3 +242,40 @@ func TestCaseHostWideSoftNofileStays1024(t *testing.T) {
 		}
 	}
 }
+
+func TestCaseBufferFieldAboveIntMax(t *testing.T) {
+	_, _, err := loadCase(t, "buffer-field-above-int-max")
+	wantCode(t, err, exitcode.BadInput, "net.ipv4.tcp_rmem", "field max", "4294967296", "2147483647", "int[3]")
+	// The same for tcp_wmem and every key held in an int, built in code
+	// (reaching tune's own check), with nothing touched.
+	for key, v := range map[string]string{"net.ipv4.tcp_wmem": "4096 16384 4294967296", "net.core.rmem_max": "4294967296", "net.core.somaxconn": "2147483648", "net.ipv4.tcp_max_syn_backlog": "3000000000"} {
+		h := newHost(t, nil)
+		before := h.snapshot()
+		_, err := h.apply(&profiles.Profile{Name: "case", Sysctl: map[string]profiles.Sysctl{key: {Value: v}}})
+		wantCode(t, err, exitcode.BadInput, key, "2147483647")
+		h.assertUnchanged(before)
+	}
+}
+
+func TestCaseSomaxconnAbove65535OldKernel(t *testing.T) {
+	c, p, err := loadCase(t, "somaxconn-above-65535-old-kernel")
+	must(t, err)
+	host := map[string]string{"kernel.osrelease": c.Host.Kernel}
+	for k, v := range c.Host.Sysctl {
+		host[k] = v
+	}
+	h := newHost(t, host)
+	before := h.snapshot()
+	_, err = h.apply(p)
+	wantCode(t, err, exitcode.BadInput, "net.core.somaxconn", "262144", "4.15.0", "0..65535", "u16", "5.4")
+	h.assertUnchanged(before)
+	// On kernel 6 262144 is fine.
+	host["kernel.osrelease"] = "6.1.0-18-amd64"
+	h6 := newHost(t, host)
+	if _, err := h6.apply(p); err != nil {
+		t.Fatal(err)
+	}
+	if got := h6.get("net.core.somaxconn"); got != "262144" {
+		t.Errorf("somaxconn on kernel 6: %s", got)
+	}
+}

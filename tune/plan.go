@@ -328,6 +328,10 @@ func (pl *Plan) planSysctl(p *profiles.Profile) (map[string]target, error) {
 	targets := map[string]target{}
 	var errs []string
 	current := map[string]string{}
+	kernel := ""
+	if !image {
+		kernel = pl.kernelRelease()
+	}
 	for _, k := range keys {
 		s := p.Sysctl[k]
 		mode := string(s.Mode)
@@ -361,6 +365,12 @@ func (pl *Plan) planSysctl(p *profiles.Profile) (map[string]target, error) {
 			errs = append(errs, fmt.Sprintf("sysctl %s = %q: %v", k, s.Value, err))
 			continue
 		}
+		if msgs := profiles.CheckBounds(k, to, kernel); len(msgs) > 0 {
+			for _, m := range msgs {
+				errs = append(errs, "sysctl "+m+"; nothing was changed")
+			}
+			continue
+		}
 		targets[k] = target{value: to, optional: s.Optional, comment: s.Comment, present: true}
 	}
 	if len(errs) > 0 {
@@ -375,6 +385,7 @@ func (pl *Plan) planSysctl(p *profiles.Profile) (map[string]target, error) {
 	if image {
 		return targets, nil
 	}
+	pl.memoryWarnings(targets)
 	keys = keys[:0]
 	for k := range targets {
 		keys = append(keys, k)
