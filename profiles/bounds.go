@@ -32,7 +32,7 @@ const (
 	srcLongTriple  = "tcp_mem/udp_mem are long[3] in pages (proc_doulongvec_minmax, net/ipv4/sysctl_net_ipv4.c)"
 	srcNrOpen      = "sysctl_nr_open_max in fs/file.c: INT_MAX rounded down to a multiple of BITS_PER_LONG on 64-bit; at least BITS_PER_LONG"
 	srcFileMax     = "files_stat.max_files is an unsigned long written with proc_doulongvec_minmax, capped at LONG_MAX (fs/file_table.c)"
-	srcSomaxconn54 = "before Linux 5.4 sk_max_ack_backlog is a u16 (include/net/sock.h): listen() keeps only the low 16 bits, so 262144 becomes a backlog of 0; 5.4 made it an unsigned int"
+	srcSomaxconn54 = "before Linux 5.4 sk_max_ack_backlog is an unsigned short (u16, include/net/sock.h): kernels with commit 5f671d6b4ec3 (2015) refuse a larger somaxconn with EINVAL, older ones keep only the low 16 bits at listen() (262144 becomes 0); 5.4 made it an unsigned int"
 	srcJiffies     = "seconds converted to jiffies with proc_dointvec_jiffies (kernel/sysctl.c): seconds x HZ must fit an int, 2147483 at HZ=1000"
 	srcSwappiness  = "vm.swappiness is 0..100 before Linux 5.8 and 0..200 from 5.8 (mm/vmscan.c, kernel/sysctl.c)"
 	srcTri         = "0..2 (proc_dointvec_minmax with extra2 = 2)"
