@@ -43,6 +43,20 @@ type BootItem struct {
 	Problem string `json:"problem,omitempty"`
 }
 
+// persistHint suggests a --persist-name that sorts after the file that
+// wins, where a name can (procps reads /etc/sysctl.conf after every
+// sysctl.d file, so nothing sorts after it there).
+func persistHint(loader boot.Loader, win boot.ConfFile) string {
+	if loader == boot.ProcpsSystem && win.Path == boot.SysctlConf {
+		return " (sysctl --system reads /etc/sysctl.conf last, so only editing it helps)"
+	}
+	name := "zz-hostprep.conf"
+	for name <= path.Base(win.Path) {
+		name = "z" + name
+	}
+	return fmt.Sprintf(", or apply again with --persist-name %s so hostprep's file is read after %s", name, path.Base(win.Path))
+}
+
 // anyUser is a user name in no group, so that only "*" lines apply to it:
 // what every ordinary login session gets.
 const anyUser = "hostprep-any-user"
@@ -55,8 +69,8 @@ func (e Env) bootRoot() string { return e.Root }
 // to the root; nil overlay: the files on disk). modes gives each key's
 // mode (missing: exact). Errors: exitcode.Environment when a
 // configuration file cannot be read.
-func bootItems(env Env, per journal.Persisted, modes map[string]string, overlay map[string][]byte) ([]BootItem, error) {
-	items, err := bootSysctlItems(env, per, modes, overlay)
+func bootItems(env Env, per journal.Persisted, modes map[string]string, overlay map[string][]byte, owned map[string]bool) ([]BootItem, error) {
+	items, err := bootSysctlItems(env, per, modes, overlay, owned)
 	if err != nil {
 		return nil, exitcode.Environmentf("tune: boot configuration: %v", err)
 	}
@@ -67,7 +81,7 @@ func bootItems(env Env, per journal.Persisted, modes map[string]string, overlay 
 	return append(items, lim...), nil
 }
 
-func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, overlay map[string][]byte) ([]BootItem, error) {
+func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, overlay map[string][]byte, owned map[string]bool) ([]BootItem, error) {
 	if len(per.Sysctl) == 0 {
 		return nil, nil
 	}
@@ -98,10 +112,10 @@ func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, ov
 		switch {
 		case !ok:
 			it.OK = false
-			it.Problem = fmt.Sprintf("sysctl %s: no file sets it at boot (%s), so after a reboot it is back at the kernel default instead of %s; is %s masked or the key excluded with \"-%s\"?", k, loader, want, files.SysctlConf, k)
-		case set.File.Path != files.SysctlConf && !sysval.Satisfies(set.Value, want, mode):
+			it.Problem = fmt.Sprintf("sysctl %s: no file sets it at boot (%s), so after a reboot it is back at the kernel default instead of %s; is hostprep's sysctl.d file masked or the key excluded with \"-%s\"?", k, loader, want, k)
+		case !owned[set.File.Path] && !sysval.Satisfies(set.Value, want, mode):
 			it.OK = false
-			it.Problem = fmt.Sprintf("sysctl %s: after a reboot %s sets %s (%s reads it after %s), so the host boots with %s, not %s; hostprep never edits a file it does not own: change or remove that line", k, set.Where(), sysval.Normalize(set.Value), loader, files.SysctlConf, sysval.Normalize(set.Value), want)
+			it.Problem = fmt.Sprintf("sysctl %s: after a reboot %s sets %s (%s reads it after hostprep's file), so the host boots with %s, not %s; hostprep never edits a file it does not own: change or remove that line%s", k, set.Where(), sysval.Normalize(set.Value), loader, sysval.Normalize(set.Value), want, persistHint(loader, set.File))
 		case !sysval.Satisfies(set.Value, want, mode):
 			it.OK = false
 			it.Problem = fmt.Sprintf("sysctl %s: %s sets %s, not the %s hostprep wrote (the file was edited); `hostprep tune apply` writes it again", k, set.Where(), sysval.Normalize(set.Value), want)
@@ -224,6 +238,19 @@ func overlayOf(env Env, steps []fileStep) map[string][]byte {
 	return out
 }
 
+// ownedFiles are the files in the journal, by path relative to the root.
+func ownedFiles(env Env, st *journal.State) map[string]bool {
+	out := map[string]bool{}
+	for p := range st.Files {
+		rel := p
+		if env.Root != "" {
+			rel = "/" + relTo(env.Root, p)
+		}
+		out[path.Clean(rel)] = true
+	}
+	return out
+}
+
 // BootStatus is the JSON of `hostprep tune verify --boot`.
 type BootStatus struct {
 	// Changed is always false: verify only reads.
@@ -253,7 +280,7 @@ func VerifyBoot(env Env) (*BootStatus, error) {
 	for k, j := range st.Keys {
 		modes[k] = j.Mode
 	}
-	items, err := bootItems(env, st.Persisted, modes, nil)
+	items, err := bootItems(env, st.Persisted, modes, nil, ownedFiles(env, st))
 	if err != nil {
 		return nil, err
 	}

@@ -279,3 +279,34 @@ func TestCaseSomaxconnAbove65535OldKernel(t *testing.T) {
 		t.Errorf("somaxconn on kernel 6: %s", got)
 	}
 }
+
+// The fix the boot warning offers: --persist-name with a name that sorts
+// after the winning file makes hostprep's values win at boot; rollback
+// removes both owned files.
+func TestPersistNameWinsAtBoot(t *testing.T) {
+	c, p, err := loadCase(t, "later-sysctl-file-wins-at-boot")
+	must(t, err)
+	h := newHost(t, c.Host.Sysctl)
+	h.layFiles(c.Host.Files)
+	res, err := h.apply(p)
+	must(t, err)
+	if w := strings.Join(res.Warnings, "\n"); !strings.Contains(w, "--persist-name zz-hostprep.conf") {
+		t.Fatalf("no --persist-name hint:\n%s", w)
+	}
+	wantCode(t, CheckPersistName("../x.conf"), exitcode.BadInput, "--persist-name", ".conf")
+	must(t, CheckPersistName("zz-hostprep.conf"))
+	h.env.PersistName = "zz-hostprep.conf"
+	if _, err := h.apply(p); err != nil {
+		t.Fatal(err)
+	}
+	h.env.PersistName = ""
+	if bs, err := VerifyBoot(h.env); err != nil {
+		t.Fatalf("verify --boot with hostprep's file read last: %v %+v", err, bs)
+	}
+	h.rollback()
+	for _, f := range []string{files.SysctlConf, "/etc/sysctl.d/zz-hostprep.conf"} {
+		if _, ok := h.file(f); ok {
+			t.Errorf("rollback left %s", f)
+		}
+	}
+}

@@ -17,7 +17,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/procnet"
+	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
 	"github.com/hostprep/hostprep/tune/lock"
 	"github.com/hostprep/hostprep/tune/sysctl"
@@ -55,6 +57,30 @@ type Env struct {
 	// Backend overrides the sysctl backend built from ProcSys (tests wrap
 	// it to inject a kernel refusal).
 	Backend sysctl.Backend
+	// PersistName is the basename of hostprep's sysctl.d file ("" =
+	// 60-hostprep.conf); a name that sorts after another file's lets
+	// hostprep's values win at boot (--persist-name).
+	PersistName string
+}
+
+// sysctlConf is hostprep's sysctl.d file, relative to the root.
+func (e Env) sysctlConf() string {
+	if e.PersistName == "" {
+		return files.SysctlConf
+	}
+	return "/etc/sysctl.d/" + e.PersistName
+}
+
+// CheckPersistName refuses a --persist-name that is not a plain *.conf
+// basename systemd-sysctl and sysctl --system read (exitcode.BadInput).
+func CheckPersistName(name string) error {
+	if name == "" {
+		return nil
+	}
+	if strings.ContainsAny(name, "/\x00") || strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".conf") || len(name) > 200 || strings.TrimFunc(name, func(r rune) bool { return r > ' ' && r < 0x7f }) != "" {
+		return exitcode.BadInputf("--persist-name %q: want a plain file name ending in .conf, not hidden, printable ASCII without \"/\", e.g. \"99-zz-hostprep.conf\" (systemd-sysctl and sysctl --system read only *.conf, in name order)", name)
+	}
+	return nil
 }
 
 // ImageMode reports whether Env writes only persistent files (--root DIR).

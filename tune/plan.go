@@ -733,9 +733,9 @@ func (pl *Plan) planFiles(p *profiles.Profile, st *journal.State, targets map[st
 			v := per.Sysctl[k]
 			lines[i] = files.SysctlLine{Key: k, Value: v.Value, Optional: v.Optional, Comment: v.Comment}
 		}
-		wants = append(wants, want{path: files.SysctlConf, data: files.RenderSysctl(pl.profiles, lines)})
+		wants = append(wants, want{path: pl.env.sysctlConf(), data: files.RenderSysctl(pl.profiles, lines)})
 	}
-	if mods, why := modulesFor(per.Sysctl); len(mods) > 0 {
+	if mods, why := modulesFor(per.Sysctl, pl.env.sysctlConf()); len(mods) > 0 {
 		wants = append(wants, want{path: files.ModulesLoad, data: files.RenderModules(pl.profiles, mods), why: why})
 	}
 	if per.Nofile != nil {
@@ -820,7 +820,7 @@ func (pl *Plan) planFiles(p *profiles.Profile, st *journal.State, targets map[st
 // modulesFor lists the kernel modules the persisted keys need at boot
 // (net.netfilter.* needs nf_conntrack), each with the keys that need it,
 // and the reason for the modules-load.d file.
-func modulesFor(keys map[string]journal.PersistedKey) ([]files.ModuleLine, string) {
+func modulesFor(keys map[string]journal.PersistedKey, conf string) ([]files.ModuleLine, string) {
 	need := map[string][]string{}
 	for k := range keys {
 		if m := boot.ModuleFor(k); m != "" {
@@ -840,8 +840,8 @@ func modulesFor(keys map[string]journal.PersistedKey) ([]files.ModuleLine, strin
 	for i, m := range names {
 		sort.Strings(need[m])
 		ks := strings.Join(need[m], ", ")
-		out[i] = files.ModuleLine{Module: m, Comment: "registers " + ks + "; loaded by systemd-modules-load before systemd-sysctl applies " + files.SysctlConf}
-		whys = append(whys, fmt.Sprintf("loads %s at boot before systemd-sysctl runs, so %s exists when %s is applied (without it the key is missing then and keeps its default after a reboot)", m, ks, files.SysctlConf))
+		out[i] = files.ModuleLine{Module: m, Comment: "registers " + ks + "; loaded by systemd-modules-load before systemd-sysctl applies " + conf}
+		whys = append(whys, fmt.Sprintf("loads %s at boot before systemd-sysctl runs, so %s exists when %s is applied (without it the key is missing then and keeps its default after a reboot)", m, ks, conf))
 	}
 	return out, strings.Join(whys, "; ")
 }
@@ -857,7 +857,9 @@ func (pl *Plan) checkBoot(p *profiles.Profile, st *journal.State) error {
 	for k, s := range p.Sysctl {
 		modes[k] = string(s.Mode)
 	}
-	items, err := bootItems(pl.env, pl.persisted, modes, overlayOf(pl.env, pl.files))
+	owned := ownedFiles(pl.env, st)
+	owned[pl.env.sysctlConf()] = true
+	items, err := bootItems(pl.env, pl.persisted, modes, overlayOf(pl.env, pl.files), owned)
 	if err != nil {
 		return err
 	}

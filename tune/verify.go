@@ -200,7 +200,7 @@ func (s *Status) attachBoot(env Env, st *journal.State) {
 	for k, j := range st.Keys {
 		modes[k] = j.Mode
 	}
-	items, err := bootItems(env, st.Persisted, modes, nil)
+	items, err := bootItems(env, st.Persisted, modes, nil, ownedFiles(env, st))
 	if err != nil {
 		return
 	}

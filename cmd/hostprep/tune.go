@@ -25,10 +25,11 @@ type tuneFlags struct {
 	pids     []int
 	services []string
 	boot     bool
+	persist  string
 }
 
 func (f *tuneFlags) env() tune.Env {
-	e := tune.Env{ProcSys: f.procSys, Proc: f.proc, StateFile: f.state, LockFile: f.lockFile, LockWait: f.lockWait}
+	e := tune.Env{ProcSys: f.procSys, Proc: f.proc, StateFile: f.state, LockFile: f.lockFile, LockWait: f.lockWait, PersistName: f.persist}
 	if f.lockWait == 0 {
 		e.LockWait = tune.NoWait
 	}
@@ -169,6 +170,9 @@ func tunePlanCmd() *cobra.Command {
 			if err := checkOutput(f.output, "text", "json"); err != nil {
 				return err
 			}
+			if err := tune.CheckPersistName(f.persist); err != nil {
+				return err
+			}
 			p, err := f.load(true)
 			if err != nil {
 				return err
@@ -192,6 +196,7 @@ func tunePlanCmd() *cobra.Command {
 	f.common(c, true, true)
 	c.Flags().IntSliceVar(&f.pids, "pid", nil, "also plan raising RLIMIT_NOFILE of this running process (repeatable)")
 	c.Flags().StringArrayVar(&f.services, "service", nil, "also plan raising RLIMIT_NOFILE of this systemd unit's main process (repeatable)")
+	c.Flags().StringVar(&f.persist, "persist-name", "", "name of hostprep's sysctl.d file (default 60-hostprep.conf); one that sorts after a file that wins at boot makes hostprep's values win")
 	return c
 }
 
@@ -209,6 +214,9 @@ func tuneApplyCmd() *cobra.Command {
 				return err
 			}
 			if err := f.checkLockWait(); err != nil {
+				return err
+			}
+			if err := tune.CheckPersistName(f.persist); err != nil {
 				return err
 			}
 			p, err := f.load(true)
@@ -234,6 +242,7 @@ func tuneApplyCmd() *cobra.Command {
 	f.locking(c)
 	c.Flags().IntSliceVar(&f.pids, "pid", nil, "also raise RLIMIT_NOFILE of this running process with prlimit (repeatable)")
 	c.Flags().StringArrayVar(&f.services, "service", nil, "also raise RLIMIT_NOFILE of this systemd unit's main process (repeatable)")
+	c.Flags().StringVar(&f.persist, "persist-name", "", "name of hostprep's sysctl.d file (default 60-hostprep.conf); one that sorts after a file that wins at boot makes hostprep's values win")
 	return c
 }
 
