@@ -20,8 +20,8 @@ type ConfFile struct {
 	// root ("/etc/sysctl.conf"); equal to Path for a plain file. It is the
 	// file to edit.
 	Target string
-	// Masked is true for an empty file or a symlink to /dev/null: it is
-	// read as empty and hides files of the same name in later directories.
+	// Masked is true for a symlink to /dev/null: it is read as empty and,
+	// like any file, hides files of the same name in later directories.
 	Masked bool
 }
 
@@ -80,8 +80,8 @@ func resolve(root, p string) string {
 // systemd's conf_files_list does (systemd true) or procps does (false):
 // hidden names (".x.conf") are skipped by systemd, read by procps; a
 // basename found in an earlier directory hides the same name in later
-// ones; a name that is empty or points to /dev/null is kept as Masked (it
-// still hides later ones); a name that is not a regular file once
+// ones; a name that points to /dev/null is kept as Masked (it still hides
+// later ones); a name that is not a regular file once
 // symlinks are followed (a directory, a broken link) is skipped and hides
 // nothing for systemd, and is kept (read as empty) for procps. The result is sorted by
 // basename in C-locale (byte) order. Directories that resolve to one
@@ -109,7 +109,7 @@ func listConfDirs(t tree, dirs []string, systemd bool) []ConfFile {
 		for _, name := range names {
 			if b, ok := t.overlay[path.Join(d, name)]; ok {
 				if b != nil && byName[name].Path == "" && strings.HasSuffix(name, ".conf") {
-					byName[name] = ConfFile{Path: path.Join(d, name), Target: path.Join(d, name), Masked: len(b) == 0}
+					byName[name] = ConfFile{Path: path.Join(d, name), Target: path.Join(d, name)}
 				}
 				if b == nil {
 					continue
@@ -131,7 +131,6 @@ func listConfDirs(t tree, dirs []string, systemd bool) []ConfFile {
 			st, err := os.Stat(hostPath(root, f.Target))
 			switch {
 			case err == nil && st.Mode().IsRegular():
-				f.Masked = st.Size() == 0
 			case systemd:
 				continue
 			}
