@@ -3,6 +3,7 @@ package tune
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -70,4 +71,56 @@ func (l *fileLayer) undo() []string {
 		os.Remove(l.madeDirs[i])
 	}
 	return problems
+}
+
+// file undoes one owned file (rollback); a file someone else changed is
+// left, and its hard nofile remembered so fs.nr_open is not lowered
+// below it.
+func (r *rollbackRun) file(path string) {
+	ch, left, err := rollbackFile(path, r.st.Files[path])
+	switch {
+	case err != nil:
+		r.failures = append(r.failures, fmt.Sprintf("%s: %v", path, err))
+		return
+	case left != nil:
+		r.res.Left = append(r.res.Left, *left)
+		if cur, ok, err := files.Read(path); err == nil && ok {
+			if n, ok := files.HardNofile(cur); ok {
+				r.keepFiles[path] = n
+				if n > r.need {
+					r.need, r.needFile = n, path
+				}
+			}
+		}
+	case ch != nil:
+		r.res.Changes = append(r.res.Changes, *ch)
+	}
+	delete(r.remaining.Files, path)
+}
+
+// rollbackFile restores an owned file byte for byte (or removes it)
+// unless someone else changed it since hostprep wrote it.
+func rollbackFile(path string, f *journal.File) (*Change, *Skip, error) {
+	cur, exists, err := files.Read(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if exists == f.Existed && (!exists || string(cur) == string(f.Original)) {
+		return nil, nil, nil // already original
+	}
+	if !exists || journal.SHA256(cur) != f.SetSHA256 {
+		return nil, &Skip{File: path, Layer: Persistent, Current: describe(cur, exists),
+			Reason: "changed by someone else after hostprep wrote it; left in place and no longer tracked by hostprep (its header still names hostprep): it is yours now, remove or keep it"}, nil
+	}
+	if f.Existed {
+		uid, gid := f.Owner.IDs()
+		if err := files.WriteAtomicOwned(path, f.Original, fs.FileMode(f.Mode).Perm(), uid, gid); err != nil {
+			return nil, nil, err
+		}
+		return &Change{File: path, Layer: Persistent, From: describe(cur, true), To: describe(f.Original, true), Reason: "original restored"}, nil, nil
+	}
+	if err := files.Remove(path); err != nil {
+		return nil, nil, err
+	}
+	return &Change{File: path, Layer: Persistent, From: describe(cur, true), To: "absent", Reason: "created by hostprep; removed"}, nil, nil
 }

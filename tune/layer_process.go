@@ -60,3 +60,44 @@ func (l *processLayer) undo() []string {
 	l.res.Processes = nil
 	return problems
 }
+
+// process undoes one journaled process (rollback).
+func (r *rollbackRun) process(id string) {
+	p := r.st.Processes[id]
+	ch, left, note, err := rollbackProcess(p)
+	switch {
+	case err != nil:
+		r.failures = append(r.failures, fmt.Sprintf("pid %d: %v", p.PID, err))
+		return
+	case left != nil:
+		r.res.Left = append(r.res.Left, *left)
+	case ch != nil:
+		r.res.Changes = append(r.res.Changes, *ch)
+	case note != "":
+		r.res.Notes = append(r.res.Notes, note)
+	}
+	delete(r.remaining.Processes, id)
+}
+
+// rollbackProcess puts a raised process's RLIMIT_NOFILE back while it is
+// the same process (pid and start time) and still has the limit hostprep
+// set; a process that exited gives a note, one whose limit someone else
+// changed is left alone.
+func rollbackProcess(p *journal.Process) (*Change, *Skip, string, error) {
+	orig := unix.Rlimit{Cur: p.Original.Soft, Max: p.Original.Hard}
+	set := unix.Rlimit{Cur: p.Set.Soft, Max: p.Set.Hard}
+	what, live, err := restoreProc(p.PID, p.StartTime, orig, set)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	switch what {
+	case "gone":
+		return nil, nil, fmt.Sprintf("pid %d has exited (or its pid was reused): its RLIMIT_NOFILE went with it, nothing to restore", p.PID), nil
+	case "changed":
+		return nil, &Skip{PID: p.PID, Layer: Process, Current: live,
+			Reason: fmt.Sprintf("RLIMIT_NOFILE changed by someone else after hostprep set %s (original %s); left alone", fmtLimit(set.Cur, set.Max), fmtLimit(orig.Cur, orig.Max))}, "", nil
+	case "restored":
+		return &Change{PID: p.PID, Layer: Process, From: live, To: fmtLimit(orig.Cur, orig.Max), Reason: "original"}, nil, "", nil
+	}
+	return nil, nil, "", nil
+}

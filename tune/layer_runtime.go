@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/hostprep/hostprep/tune/journal"
@@ -65,4 +67,75 @@ func (l *runtimeLayer) undo() []string {
 		}
 	}
 	return problems
+}
+
+// key undoes one runtime key (rollback), keeping fs.nr_open and
+// fs.file-max where a left-behind file needs them.
+func (r *rollbackRun) key(key string) {
+	if r.backendErr != nil {
+		r.failures = append(r.failures, fmt.Sprintf("%s: %v", key, r.backendErr))
+		return
+	}
+	k := r.st.Keys[key]
+	if kept := keepForNofile(r.b, key, k, r.need, r.needFile); kept != nil {
+		r.res.Kept = append(r.res.Kept, *kept)
+		return
+	}
+	ch, left, err := rollbackKey(r.b, key, k)
+	switch {
+	case err != nil:
+		r.failures = append(r.failures, fmt.Sprintf("%s back to %q: %v", key, k.Original, err))
+		return
+	case left != nil:
+		r.res.Left = append(r.res.Left, *left)
+	case ch != nil:
+		r.res.Changes = append(r.res.Changes, *ch)
+	}
+	delete(r.remaining.Keys, key)
+}
+
+// keepForNofile returns a Kept entry when key is fs.nr_open or fs.file-max
+// and restoring its original would put it below need, the hard nofile a
+// left-behind file (needFile) sets; nil otherwise.
+func keepForNofile(b interface{ Get(string) (string, error) }, key string, k *journal.Key, need uint64, needFile string) *Skip {
+	if need == 0 || (key != keyNrOpen && key != keyFileMax) {
+		return nil
+	}
+	orig, err := strconv.ParseUint(strings.TrimSpace(k.Original), 10, 64)
+	if err != nil || orig >= need {
+		return nil
+	}
+	live, err := b.Get(key)
+	if err != nil {
+		return nil
+	}
+	cur, err := strconv.ParseUint(strings.TrimSpace(live), 10, 64)
+	if err != nil || cur < need {
+		return nil // already below: nothing to protect by keeping it
+	}
+	return &Skip{Key: key, Layer: Runtime, Current: sysval.Normalize(live),
+		Reason: fmt.Sprintf("kept because %s (left behind, edited after hostprep wrote it) sets hard nofile %d, above the original %s %d: lowering it would make logins and services fail to set that limit; fix or remove that file and run `hostprep tune rollback` again", needFile, need, key, orig)}
+}
+
+// rollbackKey puts key back to its original unless someone else changed
+// it since hostprep set it.
+func rollbackKey(b interface {
+	Get(string) (string, error)
+	Set(string, string) error
+}, key string, k *journal.Key) (*Change, *Skip, error) {
+	live, err := b.Get(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	if sysval.Equal(live, k.Original) {
+		return nil, nil, nil
+	}
+	if !sysval.Equal(live, k.Set) {
+		return nil, &Skip{Key: key, Layer: Runtime, Current: sysval.Normalize(live),
+			Reason: fmt.Sprintf("changed by someone else after hostprep set %q (original %q); left alone", k.Set, sysval.Normalize(k.Original))}, nil
+	}
+	if err := b.Set(key, k.Original); err != nil {
+		return nil, nil, kernelErr(err)
+	}
+	return &Change{Key: key, Layer: Runtime, From: sysval.Normalize(live), To: sysval.Normalize(k.Original), Reason: "original"}, nil, nil
 }
