@@ -15,7 +15,6 @@ import (
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/procnet"
 	"github.com/hostprep/hostprep/profiles"
-	"github.com/hostprep/hostprep/tune/boot"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
 	"github.com/hostprep/hostprep/tune/sysctl"
@@ -672,15 +671,55 @@ func (pl *Plan) effective(key string, targets map[string]target, def uint64) (ui
 // planFiles merges the profile's persistent settings into what earlier
 // applies persisted, renders the owned files and compares them with disk.
 func (pl *Plan) planFiles(p *profiles.Profile, st *journal.State, targets map[string]target) error {
+	per := mergePersisted(p, st, targets)
+	systemdOK, why := pl.env.SystemdDecision()
+	if err := pl.neverLower(&per, systemdOK); err != nil {
+		return err
+	}
+	pl.persisted = per
+	pl.profiles = st.Profiles()
+	if !slices.Contains(pl.profiles, p.Name) {
+		pl.profiles = append(pl.profiles, p.Name)
+	}
+	// One want per owned file, from the layer that owns it.
+	wants := pl.sysctlDWants(per)
+	wants = append(wants, pl.modulesWants(per)...)
+	wants = append(wants, pl.limitsDWants(per)...)
+	if per.DefaultLimitNOFILE != nil || len(per.Services) > 0 {
+		if systemdOK {
+			wants = append(wants, pl.systemdWants(per)...)
+		} else {
+			pl.Skipped = append(pl.Skipped, Skip{File: pl.env.path("/etc/systemd"), Layer: Persistent, Reason: "systemd drop-ins not written: " + why + "; services started otherwise need their own nofile limit"})
+		}
+	}
+	for _, w := range wants {
+		if err := pl.planFile(w, st); err != nil {
+			return err
+		}
+	}
+	return pl.checkBoot(p, st)
+}
+
+// fileWant is an owned file's planned bytes, from its layer.
+type fileWant struct {
+	path string // relative to the root
+	data []byte
+	note string // what else must happen for it to take effect
+	unit string // a unit to restart
+	why  string // the reason shown for the change
+}
+
+// mergePersisted merges the profile's persistent settings into what
+// earlier applies persisted (the later apply wins).
+func mergePersisted(p *profiles.Profile, st *journal.State, targets map[string]target) journal.Persisted {
 	per := clonePersisted(st.Persisted)
 	if per.Sysctl == nil {
 		per.Sysctl = map[string]journal.PersistedKey{}
 	}
 	for k, t := range targets {
-		if !t.present {
-			continue
+		if t.present {
+			per.Sysctl[k] = journal.PersistedKey{Value: t.value, Optional: t.optional, Comment: t.comment}
 		}
-		per.Sysctl[k] = journal.PersistedKey{Value: t.value, Optional: t.optional, Comment: t.comment}
 	}
 	if n := p.Limits.Nofile; n != nil {
 		per.Nofile = &journal.Limit{Soft: n.Soft, Hard: n.Hard}
@@ -704,146 +743,60 @@ func (pl *Plan) planFiles(p *profiles.Profile, st *journal.State, targets map[st
 			per.Services[files.UnitName(s)] = journal.Limit{Soft: l.Soft, Hard: l.Hard}
 		}
 	}
-	systemdOK, why := pl.env.SystemdDecision()
-	if err := pl.neverLower(&per, systemdOK); err != nil {
-		return err
-	}
-	pl.persisted = per
-	pl.profiles = st.Profiles()
-	if !slices.Contains(pl.profiles, p.Name) {
-		pl.profiles = append(pl.profiles, p.Name)
-	}
-
-	type want struct {
-		path string
-		data []byte
-		note string
-		unit string
-		why  string // the reason shown for the change
-	}
-	var wants []want
-	if len(per.Sysctl) > 0 {
-		keys := make([]string, 0, len(per.Sysctl))
-		for k := range per.Sysctl {
-			keys = append(keys, k)
-		}
-		sortKeys(keys)
-		lines := make([]files.SysctlLine, len(keys))
-		for i, k := range keys {
-			v := per.Sysctl[k]
-			lines[i] = files.SysctlLine{Key: k, Value: v.Value, Optional: v.Optional, Comment: v.Comment}
-		}
-		wants = append(wants, want{path: pl.env.sysctlConf(), data: files.RenderSysctl(pl.profiles, lines)})
-	}
-	if mods, why := modulesFor(per.Sysctl, pl.env.sysctlConf()); len(mods) > 0 {
-		wants = append(wants, want{path: files.ModulesLoad, data: files.RenderModules(pl.profiles, mods), why: why})
-	}
-	if per.Nofile != nil {
-		wants = append(wants, want{path: files.LimitsConf,
-			data: files.RenderLimits(pl.profiles, per.NofileUsers, per.Nofile.Soft, per.Nofile.Hard),
-			note: fmt.Sprintf("new login sessions get nofile %d:%d (pam_limits); running shells and services keep their limit", per.Nofile.Soft, per.Nofile.Hard)})
-	}
-	if per.DefaultLimitNOFILE != nil || len(per.Services) > 0 {
-		if systemdOK {
-			if d := per.DefaultLimitNOFILE; d != nil {
-				wants = append(wants, want{path: files.SystemConf,
-					data: files.RenderSystemConf(pl.profiles, d.Soft, d.Hard),
-					note: fmt.Sprintf("systemd applies DefaultLimitNOFILE=%d:%d after `systemctl daemon-reexec`, to services started afterwards", d.Soft, d.Hard)})
-			}
-			units := make([]string, 0, len(per.Services))
-			for u := range per.Services {
-				units = append(units, u)
-			}
-			sort.Strings(units)
-			for _, u := range units {
-				l := per.Services[u]
-				wants = append(wants, want{path: files.ServiceDropIn(u),
-					data: files.RenderServiceDropIn(pl.profiles, l.Soft, l.Hard), unit: u})
-			}
-		} else {
-			pl.Skipped = append(pl.Skipped, Skip{File: pl.env.path("/etc/systemd"), Layer: Persistent, Reason: "systemd drop-ins not written: " + why + "; services started otherwise need their own nofile limit"})
-		}
-	}
-
-	for _, w := range wants {
-		path := pl.env.path(w.path)
-		cur, existed, err := files.Read(path)
-		if err != nil {
-			return exitcode.Environmentf("tune: reading %s: %v", path, err)
-		}
-		if existed && string(cur) == string(w.data) {
-			pl.Skipped = append(pl.Skipped, Skip{File: path, Layer: Persistent, Current: describe(cur, true), Reason: "already has these exact bytes; not rewritten"})
-			continue
-		}
-		perm := fs.FileMode(0o644)
-		var owner *journal.Owner
-		if existed {
-			if fi, err := os.Stat(path); err == nil {
-				perm = fi.Mode().Perm()
-				if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-					owner = &journal.Owner{UID: int(sys.Uid), GID: int(sys.Gid)}
-				}
-			}
-		}
-		_, journaled := st.Files[path]
-		foreign := existed && !journaled
-		dirs, err := missingDirs(filepath.Dir(path))
-		if err != nil {
-			return exitcode.Environmentf("tune: %v", err)
-		}
-		pl.files = append(pl.files, fileStep{path: path, existed: existed, from: cur, perm: perm, owner: owner, foreign: foreign, to: w.data, dirs: dirs})
-		reason := "owned by hostprep"
-		switch {
-		case foreign:
-			reason = "exists but was not written by hostprep: replaced; its bytes, owner and mode are saved in the journal and rollback restores them"
-			pl.Warnings = append(pl.Warnings, fmt.Sprintf("%s exists and hostprep did not write it (%s): apply replaces it with hostprep's own; the original bytes, owner and mode are saved in the journal (%s) and `hostprep tune rollback` restores them", path, describe(cur, true), pl.env.stateFile()))
-		case existed:
-			reason = "owned by hostprep; content differs"
-		}
-		if w.why != "" {
-			reason = w.why + "; " + reason
-		}
-		pl.Changes = append(pl.Changes, Change{File: path, Layer: Persistent, From: describe(cur, existed), To: describe(w.data, true), Reason: reason})
-		if pl.env.ImageMode() {
-			continue // nothing runs in an image yet: no restarts, no sessions
-		}
-		if w.note != "" {
-			pl.Notes = append(pl.Notes, w.note)
-		}
-		if w.unit != "" {
-			pl.Restart = append(pl.Restart, w.unit)
-		}
-	}
-	return pl.checkBoot(p, st)
+	return per
 }
 
-// modulesFor lists the kernel modules the persisted keys need at boot
-// (net.netfilter.* needs nf_conntrack), each with the keys that need it,
-// and the reason for the modules-load.d file.
-func modulesFor(keys map[string]journal.PersistedKey, conf string) ([]files.ModuleLine, string) {
-	need := map[string][]string{}
-	for k := range keys {
-		if m := boot.ModuleFor(k); m != "" {
-			need[m] = append(need[m], k)
+// planFile compares one wanted file with disk and plans its write (or
+// says it already has these bytes).
+func (pl *Plan) planFile(w fileWant, st *journal.State) error {
+	path := pl.env.path(w.path)
+	cur, existed, err := files.Read(path)
+	if err != nil {
+		return exitcode.Environmentf("tune: reading %s: %v", path, err)
+	}
+	if existed && string(cur) == string(w.data) {
+		pl.Skipped = append(pl.Skipped, Skip{File: path, Layer: Persistent, Current: describe(cur, true), Reason: "already has these exact bytes; not rewritten"})
+		return nil
+	}
+	perm := fs.FileMode(0o644)
+	var owner *journal.Owner
+	if existed {
+		if fi, err := os.Stat(path); err == nil {
+			perm = fi.Mode().Perm()
+			if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+				owner = &journal.Owner{UID: int(sys.Uid), GID: int(sys.Gid)}
+			}
 		}
 	}
-	if len(need) == 0 {
-		return nil, ""
+	_, journaled := st.Files[path]
+	foreign := existed && !journaled
+	dirs, err := missingDirs(filepath.Dir(path))
+	if err != nil {
+		return exitcode.Environmentf("tune: %v", err)
 	}
-	names := make([]string, 0, len(need))
-	for m := range need {
-		names = append(names, m)
+	pl.files = append(pl.files, fileStep{path: path, existed: existed, from: cur, perm: perm, owner: owner, foreign: foreign, to: w.data, dirs: dirs})
+	reason := "owned by hostprep"
+	switch {
+	case foreign:
+		reason = "exists but was not written by hostprep: replaced; its bytes, owner and mode are saved in the journal and rollback restores them"
+		pl.Warnings = append(pl.Warnings, fmt.Sprintf("%s exists and hostprep did not write it (%s): apply replaces it with hostprep's own; the original bytes, owner and mode are saved in the journal (%s) and `hostprep tune rollback` restores them", path, describe(cur, true), pl.env.stateFile()))
+	case existed:
+		reason = "owned by hostprep; content differs"
 	}
-	sort.Strings(names)
-	out := make([]files.ModuleLine, len(names))
-	var whys []string
-	for i, m := range names {
-		sort.Strings(need[m])
-		ks := strings.Join(need[m], ", ")
-		out[i] = files.ModuleLine{Module: m, Comment: "registers " + ks + "; loaded by systemd-modules-load before systemd-sysctl applies " + conf}
-		whys = append(whys, fmt.Sprintf("loads %s at boot before systemd-sysctl runs, so %s exists when %s is applied (without it the key is missing then and keeps its default after a reboot)", m, ks, conf))
+	if w.why != "" {
+		reason = w.why + "; " + reason
 	}
-	return out, strings.Join(whys, "; ")
+	pl.Changes = append(pl.Changes, Change{File: path, Layer: Persistent, From: describe(cur, existed), To: describe(w.data, true), Reason: reason})
+	if pl.env.ImageMode() {
+		return nil // nothing runs in an image yet: no restarts, no sessions
+	}
+	if w.note != "" {
+		pl.Notes = append(pl.Notes, w.note)
+	}
+	if w.unit != "" {
+		pl.Restart = append(pl.Restart, w.unit)
+	}
+	return nil
 }
 
 // checkBoot simulates the boot that follows this plan (the owned files
