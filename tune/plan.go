@@ -18,7 +18,6 @@ import (
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
 	"github.com/hostprep/hostprep/tune/sysctl"
-	"github.com/hostprep/hostprep/tune/sysval"
 )
 
 // Layers of a change.
@@ -318,121 +317,19 @@ func (pl *Plan) current(key string) (string, bool, error) {
 }
 
 func (pl *Plan) planSysctl(p *profiles.Profile) (map[string]target, error) {
-	image := pl.env.ImageMode()
-	keys := make([]string, 0, len(p.Sysctl))
-	for k := range p.Sysctl {
-		keys = append(keys, k)
+	targets, current, err := pl.sysctlTargets(p)
+	if err != nil {
+		return nil, err
 	}
-	sortKeys(keys)
-	targets := map[string]target{}
-	var errs []string
-	current := map[string]string{}
-	kernel := ""
-	if !image {
-		kernel = pl.kernelRelease()
-	}
-	for _, k := range keys {
-		s := p.Sysctl[k]
-		mode := string(s.Mode)
-		if mode == "" {
-			mode = sysval.Exact
-		}
-		if image {
-			targets[k] = target{value: sysval.Normalize(s.Value), optional: s.Optional, comment: s.Comment, present: true}
-			continue
-		}
-		cur, ok, err := pl.current(k)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			if s.Optional {
-				pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Runtime, Reason: "optional key not on this kernel (" + filepath.Join(pl.env.procSys(), strings.ReplaceAll(k, ".", "/")) + " is absent; a module may not be loaded); not set, not persisted"})
-				continue
-			}
-			if strings.HasPrefix(k, "net.") && pl.env.foreignNetNS() {
-				pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Runtime, Reason: "not visible in this network namespace (a global net.* key lives only in the host's initial namespace): set it on the host; not set, not persisted here"})
-				pl.Warnings = append(pl.Warnings, fmt.Sprintf("sysctl %s: this process runs in its own network namespace (container or unshare), where %s does not exist; only namespaced net.* keys are set here, set this one on the host", k, k))
-				continue
-			}
-			errs = append(errs, fmt.Sprintf("sysctl %s: this kernel has no such key (no %s): fix the spelling, remove it, or mark it `optional: true` if it needs a module", k, filepath.Join(pl.env.procSys(), strings.ReplaceAll(k, ".", "/"))))
-			continue
-		}
-		current[k] = cur
-		to, err := sysval.Target(cur, s.Value, mode)
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("sysctl %s = %q: %v", k, s.Value, err))
-			continue
-		}
-		if msgs := profiles.CheckBounds(k, to, kernel); len(msgs) > 0 {
-			for _, m := range msgs {
-				errs = append(errs, "sysctl "+m+"; nothing was changed")
-			}
-			continue
-		}
-		targets[k] = target{value: to, optional: s.Optional, comment: s.Comment, present: true}
-	}
-	if len(errs) > 0 {
-		return nil, exitcode.BadInputf("%s", strings.Join(errs, "\n"))
-	}
-
 	// Port range: the host's rule and the reserved ports it widens over.
 	if err := pl.planPorts(p, targets, current); err != nil {
 		return nil, err
 	}
-
-	if image {
+	if pl.env.ImageMode() {
 		return targets, nil
 	}
 	pl.memoryWarnings(targets)
-	keys = keys[:0]
-	for k := range targets {
-		keys = append(keys, k)
-	}
-	sortKeys(keys)
-	for _, k := range keys {
-		t := targets[k]
-		cur := current[k]
-		s := p.Sysctl[k]
-		mode := string(s.Mode)
-		if mode == "" {
-			mode = sysval.Exact
-		}
-		if sysval.Equal(cur, t.value) {
-			reason := "already " + sysval.Normalize(cur)
-			switch {
-			case k == keyReservedPorts && s.Value == "":
-				reason = "already reserves every port to keep out of the ephemeral range"
-			case mode == sysval.AtLeast && !sysval.Equal(cur, s.Value):
-				reason = fmt.Sprintf("at-least %s: host already has %s, never lowered", sysval.Normalize(s.Value), sysval.Normalize(cur))
-			case mode == sysval.AtMost && !sysval.Equal(cur, s.Value):
-				reason = fmt.Sprintf("at-most %s: host already has %s, never raised", sysval.Normalize(s.Value), sysval.Normalize(cur))
-			}
-			pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Runtime, Current: sysval.Normalize(cur), Reason: reason})
-			continue
-		}
-		if !pl.backend.Writable(k) {
-			if strings.HasPrefix(k, "net.") && pl.env.foreignNetNS() {
-				pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Runtime, Current: sysval.Normalize(cur), Reason: "read-only in this network namespace (the kernel mirrors the host's global value): set it on the host; not set, not persisted here"})
-				pl.Warnings = append(pl.Warnings, fmt.Sprintf("sysctl %s: read-only in this network namespace (container or unshare); set %s=%s on the host", k, k, t.value))
-				delete(targets, k)
-				continue
-			}
-			return nil, exitcode.Environmentf("sysctl %s: the kernel shows it read-only (%s has no write permission), so it cannot be set to %q here; remove it from the profile or set it where it is writable", k, filepath.Join(pl.env.procSys(), strings.ReplaceAll(k, ".", "/")), t.value)
-		}
-		reason := ""
-		switch {
-		case k == keyReservedPorts && s.Value == "":
-			reason = t.comment
-		case mode != sysval.Exact:
-			reason = mode + " " + sysval.Normalize(s.Value)
-		default:
-			reason = "exact"
-		}
-		pl.runtime = append(pl.runtime, keyStep{key: k, from: cur, to: t.value, mode: mode, want: sysval.Normalize(s.Value)})
-		pl.Changes = append(pl.Changes, Change{Key: k, Layer: Runtime, From: sysval.Normalize(cur), To: t.value, Reason: reason})
-	}
-	return targets, nil
+	return targets, pl.planRuntime(p, targets, current)
 }
 
 // planPorts checks net.ipv4.ip_local_port_range against the host's
