@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
@@ -123,4 +124,38 @@ func rollbackFile(path string, f *journal.File) (*Change, *Skip, error) {
 		return nil, nil, err
 	}
 	return &Change{File: path, Layer: Persistent, From: describe(cur, true), To: "absent", Reason: "created by hostprep; removed"}, nil, nil
+}
+
+// fileStatuses compares every owned file with the bytes hostprep wrote.
+func fileStatuses(st *journal.State, pending string) []ItemStatus {
+	var items []ItemStatus
+	paths := make([]string, 0, len(st.Files))
+	for p := range st.Files {
+		paths = append(paths, p)
+	}
+	sort.Slice(paths, func(i, j int) bool { return st.Files[paths[i]].Seq < st.Files[paths[j]].Seq })
+	for _, p := range paths {
+		j := st.Files[p]
+		it := ItemStatus{File: p, Layer: Persistent, Original: describe(j.Original, j.Existed), Set: "sha256:" + j.SetSHA256[:12]}
+		cur, ok, err := files.Read(p)
+		switch {
+		case err != nil:
+			it.Live, it.Drift = "unreadable", err.Error()
+		case !ok && pending != "" && !j.Existed:
+			it.Live, it.Drift = "absent", pending
+		case !ok:
+			it.Live, it.Drift = "absent", "removed since hostprep wrote it"
+		default:
+			it.Live = "sha256:" + journal.SHA256(cur)[:12]
+			if journal.SHA256(cur) == j.SetSHA256 {
+				it.OK = true
+			} else if pending != "" && j.Existed && string(cur) == string(j.Original) {
+				it.Drift = pending
+			} else {
+				it.Drift = "content changed since hostprep wrote it"
+			}
+		}
+		items = append(items, it)
+	}
+	return items
 }

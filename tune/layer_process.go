@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -100,4 +101,37 @@ func rollbackProcess(p *journal.Process) (*Change, *Skip, string, error) {
 		return &Change{PID: p.PID, Layer: Process, From: live, To: fmtLimit(orig.Cur, orig.Max), Reason: "original"}, nil, "", nil
 	}
 	return nil, nil, "", nil
+}
+
+// processStatuses compares every raised process's RLIMIT_NOFILE with what
+// hostprep set, while it is the same process.
+func processStatuses(st *journal.State, pending string) []ItemStatus {
+	var items []ItemStatus
+	pids := make([]string, 0, len(st.Processes))
+	for id := range st.Processes {
+		pids = append(pids, id)
+	}
+	sort.Slice(pids, func(i, j int) bool { return st.Processes[pids[i]].Seq < st.Processes[pids[j]].Seq })
+	for _, id := range pids {
+		j := st.Processes[id]
+		it := ItemStatus{PID: j.PID, Layer: Process, Original: fmtLimit(j.Original.Soft, j.Original.Hard), Set: fmtLimit(j.Set.Soft, j.Set.Hard)}
+		var cur unix.Rlimit
+		if stt, err := procStartTime(j.PID); err != nil || stt != j.StartTime {
+			it.Live, it.OK = "exited", true // nothing left to check or restore
+		} else if err := unix.Prlimit(j.PID, unix.RLIMIT_NOFILE, nil, &cur); err != nil {
+			it.Live, it.Drift = "unreadable", err.Error()
+		} else {
+			it.Live = fmtLimit(cur.Cur, cur.Max)
+			switch {
+			case cur.Cur >= j.Set.Soft && cur.Max >= j.Set.Hard:
+				it.OK = true
+			case pending != "" && cur.Cur == j.Original.Soft && cur.Max == j.Original.Hard:
+				it.Drift = pending
+			default:
+				it.Drift = fmt.Sprintf("RLIMIT_NOFILE %s is below the %s hostprep set", it.Live, it.Set)
+			}
+		}
+		items = append(items, it)
+	}
+	return items
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -268,4 +269,46 @@ func rollbackKey(b interface {
 		return nil, nil, kernelErr(err)
 	}
 	return &Change{Key: key, Layer: Runtime, From: sysval.Normalize(live), To: sysval.Normalize(k.Original), Reason: "original"}, nil, nil
+}
+
+// keyStatuses compares every journaled key with /proc/sys (tune status);
+// pending marks an item an interrupted apply had not reached.
+func keyStatuses(env Env, st *journal.State, pending string) ([]ItemStatus, error) {
+	var items []ItemStatus
+	keys := make([]string, 0, len(st.Keys))
+	for k := range st.Keys {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return st.Keys[keys[i]].Seq < st.Keys[keys[j]].Seq })
+	var b interface{ Get(string) (string, error) }
+	if len(keys) > 0 {
+		be, err := env.backend()
+		if err != nil {
+			return nil, exitcode.Environmentf("tune status: %v", err)
+		}
+		b = be
+	}
+	for _, k := range keys {
+		j := st.Keys[k]
+		it := ItemStatus{Key: k, Layer: Runtime, Original: sysval.Normalize(j.Original), Set: j.Set, Mode: j.Mode}
+		live, err := b.Get(k)
+		if err != nil {
+			it.Live, it.Drift = "unreadable", err.Error()
+		} else {
+			it.Live = sysval.Normalize(live)
+			want, mode := j.Want, j.Mode
+			if want == "" || k == keyReservedPorts {
+				want, mode = j.Set, sysval.Exact
+			}
+			if sysval.Satisfies(live, want, mode) {
+				it.OK = true
+			} else if pending != "" && sysval.Equal(live, j.Original) {
+				it.Drift = pending
+			} else {
+				it.Drift = fmt.Sprintf("live %q no longer satisfies %s %q set by hostprep", it.Live, mode, want)
+			}
+		}
+		items = append(items, it)
+	}
+	return items, nil
 }
