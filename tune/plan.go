@@ -207,12 +207,9 @@ func PlanFor(p *profiles.Profile, opts Options) (*Plan, error) {
 	if env.ImageMode() {
 		pl.Mode = "image"
 	}
-	// The profile's own rules (file:line:col for a loaded profile), then
-	// the ones tune relies on, for profiles built in code.
+	// A profile is validated once, by its own package (file:line:col for
+	// a loaded profile; the same rules for one built in code).
 	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	if err := validateStatic(p); err != nil {
 		return nil, err
 	}
 	cp := *p // planning adds derived keys; never change the caller's profile
