@@ -34,6 +34,15 @@ type GatherOptions struct {
 	ServiceFromProfile bool
 	// SourceIPs overrides the host's global addresses (--source-ips).
 	SourceIPs []string
+	// Role and Ports say whose listeners are the target's (Target.Role,
+	// Target.ListenerPorts): their owning process is looked up, and for
+	// a broker or iotdb with no PID or Service named, that process is the
+	// target.
+	Role  Role
+	Ports []int
+	// IoTDBHome is an IoTDB release directory (--iotdb-home) whose
+	// configuration is read; "" = none.
+	IoTDBHome string
 }
 
 // sysctlKeys are the /proc/sys keys the checks read.
@@ -45,6 +54,7 @@ var sysctlKeys = []string{
 	"net.ipv4.tcp_tw_reuse", "net.ipv4.tcp_fin_timeout",
 	"net.ipv4.tcp_mem", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem",
 	"net.ipv4.tcp_max_orphans", "net.ipv4.tcp_max_tw_buckets",
+	"vm.max_map_count",
 }
 
 type gatherer struct {
@@ -96,16 +106,29 @@ func Gather(ctx context.Context, o GatherOptions) (*Facts, error) {
 	g.conntrack()
 	g.netstat()
 	g.sockstat()
-	if err := g.listening(); err != nil {
-		g.note("listening ports: %v", err)
-	}
+	g.listeners(o.Ports)
+	g.pid1()
 	if err := g.sourceAddresses(o.SourceIPs); err != nil {
 		g.note("source addresses: %v", err)
 	}
 	g.systemd()
 	g.limitsD()
-	if err := g.target(ctx, o.PID, o.Service, o.ServiceFromProfile); err != nil {
+	pid := o.PID
+	if pid == 0 && o.Service == "" && o.Role != Loadgen {
+		pid = g.listenerOwner(o.Ports)
+	}
+	if err := g.target(ctx, pid, o.Service, o.ServiceFromProfile); err != nil {
 		return nil, err
+	}
+	if pid != o.PID {
+		f.Target.Source = "owner of the listener on " + g.ownerEndpoint(pid) + ", " + f.Target.Source
+	}
+	if o.IoTDBHome != "" {
+		c, err := ReadIoTDBConfig(o.IoTDBHome)
+		if err != nil {
+			return nil, err
+		}
+		f.IoTDB = c
 	}
 	g.clock()
 	g.container()

@@ -241,11 +241,10 @@ func (g *gatherer) targetService(ctx context.Context, unit string, fromProfile b
 		if pid, _ := strconv.Atoi(props["MainPID"]); pid > 0 {
 			return g.targetPID(pid, fmt.Sprintf("running %s, /proc/%d/limits", unit, pid))
 		}
-		hard, err1 := strconv.ParseUint(props["LimitNOFILE"], 10, 64)
-		soft, err2 := strconv.ParseUint(props["LimitNOFILESoft"], 10, 64)
+		hard, err1 := parseSystemdLimit(props["LimitNOFILE"])
+		soft, err2 := parseSystemdLimit(props["LimitNOFILESoft"])
 		if err1 == nil && err2 == nil {
-			t.NofileSoft, t.NofileHard = soft, hard
-			t.Source = "systemctl show " + unit
+			g.f.applyUnitLimit(profiles.Limit{Soft: soft.Soft, Hard: hard.Soft}, "systemctl show "+unit+" (not running)")
 			if u := props["User"]; u != "" && u != "root" {
 				t.CapSysResource = false
 			}
@@ -278,25 +277,8 @@ func (g *gatherer) targetService(ctx context.Context, unit string, fromProfile b
 	// drop-ins apply in lexical order of their file names, whatever the directory
 	sort.SliceStable(dropins, func(i, j int) bool { return filepath.Base(dropins[i]) < filepath.Base(dropins[j]) })
 	files = append(files, dropins...)
-	var (
-		lim      profiles.Limit
-		limSrc   string
-		found    bool
-		capSysRe = true
-	)
-	for _, p := range files {
-		if v, ok := iniValue(p, "LimitNOFILE"); ok {
-			l, err := parseSystemdLimit(v)
-			if err != nil {
-				g.note("%s: LimitNOFILE=%s: %v", p, v, err)
-				continue
-			}
-			lim, limSrc, found = l, p, true
-		}
-		if v, ok := iniValue(p, "User"); ok && v != "" && v != "root" {
-			capSysRe = false
-		}
-	}
+	var reader unitNofileReader = fileUnitReader{g}
+	lim, limSrc, user, found := reader.UnitNofile(unit, files)
 	if !g.f.Systemd.Running {
 		// Nothing applies the unit: whoever starts the program passes on
 		// its own limits. Report those, and the unit's setting beside them.
@@ -308,22 +290,21 @@ func (g *gatherer) targetService(ctx context.Context, unit string, fromProfile b
 			t.UnitLimitNOFILE = fmt.Sprintf("%s (%s)", fmtLimit(lim), limSrc)
 			unitSays = "its LimitNOFILE=" + t.UnitLimitNOFILE + " cannot apply"
 		}
-		t.Unit, t.UnitFile = unit, unitFile
+		t.Unit, t.UnitFile, t.Assumed = unit, unitFile, false
 		t.Source = fmt.Sprintf("systemd is not running here (no /run/systemd/system), so nothing starts %s from its unit (%s) and %s; a process started from a login shell gets: %s", unit, unitFile, unitSays, t.Source)
 		return nil
 	}
 	t.UnitFile = unitFile
-	t.CapSysResource = capSysRe
+	t.CapSysResource = user == "" || user == "root"
 	if found {
-		t.NofileSoft, t.NofileHard, t.Source = lim.Soft, lim.Hard, limSrc
+		g.f.applyUnitLimit(lim, "LimitNOFILE in "+limSrc+" (unit not running)")
 		return nil
 	}
 	d := systemdBuiltinNofile
 	if g.f.Systemd.DefaultLimitNOFILE != nil {
 		d = *g.f.Systemd.DefaultLimitNOFILE
 	}
-	t.NofileSoft, t.NofileHard = d.Soft, d.Hard
-	t.Source = fmt.Sprintf("no LimitNOFILE for %s (%s): systemd DefaultLimitNOFILE %s", unit, unitFile, fmtLimit(d))
+	g.f.applyUnitLimit(d, fmt.Sprintf("no LimitNOFILE for %s (%s): systemd DefaultLimitNOFILE %s", unit, unitFile, fmtLimit(d)))
 	return nil
 }
 
@@ -334,7 +315,7 @@ func (g *gatherer) unitMissing(unit, why string) error {
 		return err
 	}
 	t := &g.f.Target
-	t.Unit, t.UnitMissing = unit, true
+	t.Unit, t.UnitMissing, t.Assumed = unit, true, false
 	t.Source = fmt.Sprintf("named by the profile but not installed: %s; shown instead: what a process started from a login shell gets, %s", why, t.Source)
 	return nil
 }
@@ -358,7 +339,7 @@ func parseSystemctlShow(out string) map[string]string {
 // shell; never hostprep's own, which the Go runtime raised).
 func (g *gatherer) targetLogin() error {
 	t := &g.f.Target
-	t.ManagedBy = "shell"
+	t.ManagedBy, t.Assumed = "shell", true
 	ppid := os.Getppid()
 	soft, hard, err := readNofile(g.path(fmt.Sprintf("/proc/%d/limits", ppid)))
 	parentRead, parentHard := err == nil, hard

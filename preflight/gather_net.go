@@ -77,15 +77,50 @@ func parseSockstat(s string) Sockstat {
 	return out
 }
 
-// listening reads the TCP ports in LISTEN state from /proc/net/tcp and
-// /proc/net/tcp6 (procnet.ListeningTCPPorts).
-func (g *gatherer) listening() error {
-	ports, err := procnet.ListeningTCPPorts(g.path("/proc"))
-	if err != nil {
-		return err
+// listeners reads the TCP listeners over sock_diag and the owners of
+// those on ports; where sock_diag cannot be read (a recorded root holds
+// no netlink socket) only the ports come from /proc/net/tcp and tcp6
+// (procnet.ListeningTCPPorts) and ListenersKnown stays false.
+func (g *gatherer) listeners(ports []int) {
+	if g.root == "/" {
+		ls, err := readListeners()
+		if err == nil {
+			findOwners(g.path("/proc"), ls, ports)
+			g.f.Listeners, g.f.ListenersKnown = ls, true
+			g.f.ListeningPorts = listenerPorts(ls)
+			return
+		}
+		g.note("listeners: %v", err)
 	}
-	g.f.ListeningPorts = ports
-	return nil
+	p, err := procnet.ListeningTCPPorts(g.path("/proc"))
+	if err != nil {
+		g.note("listening ports: %v", err)
+	}
+	g.f.ListeningPorts = p
+}
+
+// listenerOwner returns the PID owning a listener on one of ports, the
+// first in port order; 0 if none is known.
+func (g *gatherer) listenerOwner(ports []int) int {
+	for _, p := range ports {
+		for _, l := range g.f.Listeners {
+			if l.Port == p && l.PID > 0 {
+				return l.PID
+			}
+		}
+	}
+	return 0
+}
+
+// ownerEndpoint names the listeners pid owns ("127.0.0.1:18831").
+func (g *gatherer) ownerEndpoint(pid int) string {
+	var eps []string
+	for _, l := range g.f.Listeners {
+		if l.PID == pid {
+			eps = append(eps, l.Endpoint())
+		}
+	}
+	return strings.Join(eps, ", ")
 }
 
 // sourceAddresses lists the global unicast addresses (gopsutil net

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
@@ -22,7 +24,20 @@ type HostFile struct {
 	PageSize          *int64            `yaml:"page_size"`
 	Sysctl            map[string]string `yaml:"sysctl"`
 	Conntrack         *Conntrack        `yaml:"conntrack"`
-	TargetProcess     *ProcessFacts     `yaml:"target_process"`
+	// TargetProcess is the process that will hold the sockets: with a pid,
+	// its /proc/PID/limits; with managed_by systemd and a unit but no pid,
+	// the unit's LimitNOFILE as written ("infinity" allowed), which
+	// preflight resolves as systemd does (see resolveNofile).
+	TargetProcess *hostTarget `yaml:"target_process"`
+	// Pid1Nofile is PID 1's RLIMIT_NOFILE (/proc/1/limits).
+	Pid1Nofile *struct {
+		Soft nofileValue `yaml:"soft"`
+		Hard nofileValue `yaml:"hard"`
+	} `yaml:"pid1_nofile"`
+	// Listeners are the TCP listeners (sock_diag, ss -ltn): port, backlog
+	// (Send-Q), accept_queue (Recv-Q), address (default 0.0.0.0),
+	// process and pid.
+	Listeners []Listener `yaml:"listeners"`
 	// CapabilitiesMissing lists capabilities the target process lacks
 	// (CAP_SYS_RESOURCE).
 	CapabilitiesMissing []string `yaml:"capabilities_missing"`
@@ -102,19 +117,13 @@ func (h *HostFile) Facts() (*Facts, error) {
 	if h.Conntrack != nil {
 		f.Conntrack = *h.Conntrack
 	}
+	if h.Pid1Nofile != nil {
+		f.Pid1Nofile = &profiles.Limit{Soft: uint64(h.Pid1Nofile.Soft), Hard: uint64(h.Pid1Nofile.Hard)}
+	}
 	if h.TargetProcess != nil {
-		tp := *h.TargetProcess
-		if tp.ManagedBy == "" {
-			tp.ManagedBy = "shell"
+		if err := h.TargetProcess.apply(f); err != nil {
+			return nil, err
 		}
-		if tp.ManagedBy != "shell" && tp.ManagedBy != "systemd" {
-			return nil, exitcode.BadInputf("target_process.managed_by %q: want shell or systemd", tp.ManagedBy)
-		}
-		if tp.Source == "" {
-			tp.Source = "recorded"
-		}
-		tp.CapSysResource = true
-		f.Target = tp
 	}
 	for _, c := range h.CapabilitiesMissing {
 		switch strings.ToUpper(c) {
@@ -143,7 +152,25 @@ func (h *HostFile) Facts() (*Facts, error) {
 		f.SourceAddresses = h.SourceAddresses
 	}
 	if h.ListeningPorts != nil {
-		f.ListeningPorts = h.ListeningPorts
+		// ports alone: the backlog of no listener is known
+		f.ListeningPorts, f.Listeners, f.ListenersKnown = h.ListeningPorts, nil, false
+	}
+	if h.Listeners != nil {
+		f.Listeners, f.ListenersKnown = nil, true
+		for _, l := range h.Listeners {
+			if l.Address == "" {
+				l.Address = "0.0.0.0"
+			}
+			if l.Port < 1 || l.Port > 65535 {
+				return nil, exitcode.BadInputf("listeners: port %d: want 1..65535", l.Port)
+			}
+			f.Listeners = append(f.Listeners, l)
+			if !containsInt(f.ListeningPorts, l.Port) {
+				f.ListeningPorts = append(f.ListeningPorts, l.Port)
+			}
+		}
+		sortListeners(f.Listeners)
+		sort.Ints(f.ListeningPorts)
 	}
 	for k, v := range h.Netstat {
 		f.Netstat[k] = v
@@ -165,3 +192,58 @@ func (h *HostFile) Facts() (*Facts, error) {
 
 // String is a short description for test logs.
 func (h *HostFile) String() string { return fmt.Sprintf("%+v", *h) }
+
+// nofileValue is a recorded nofile number, or "infinity"/"unlimited"
+// (Unlimited).
+type nofileValue uint64
+
+func (v *nofileValue) UnmarshalYAML(n *yaml.Node) error {
+	switch s := strings.TrimSpace(n.Value); s {
+	case "infinity", "unlimited":
+		*v = nofileValue(Unlimited)
+		return nil
+	default:
+		u, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return fmt.Errorf("line %d: nofile %q: want a number or infinity", n.Line, s)
+		}
+		*v = nofileValue(u)
+		return nil
+	}
+}
+
+// hostTarget is the recorded target_process.
+type hostTarget struct {
+	ManagedBy       string      `yaml:"managed_by"`
+	PID             int         `yaml:"pid"`
+	Unit            string      `yaml:"unit"`
+	NofileSoft      nofileValue `yaml:"nofile_soft"`
+	NofileHard      nofileValue `yaml:"nofile_hard"`
+	Source          string      `yaml:"source"`
+	UnitFile        string      `yaml:"unit_file"`
+	UnitLimitNOFILE string      `yaml:"unit_limit_nofile"`
+	UnitMissing     bool        `yaml:"unit_missing"`
+}
+
+// apply sets f.Target from the recording (after sysctls and pid1_nofile,
+// which a unit's limit is resolved against).
+func (h *hostTarget) apply(f *Facts) error {
+	tp := ProcessFacts{ManagedBy: h.ManagedBy, PID: h.PID, Unit: h.Unit, Source: h.Source, UnitFile: h.UnitFile,
+		UnitLimitNOFILE: h.UnitLimitNOFILE, UnitMissing: h.UnitMissing, CapSysResource: true,
+		NofileSoft: uint64(h.NofileSoft), NofileHard: uint64(h.NofileHard)}
+	if tp.ManagedBy == "" {
+		tp.ManagedBy = "shell"
+	}
+	if tp.ManagedBy != "shell" && tp.ManagedBy != "systemd" {
+		return exitcode.BadInputf("target_process.managed_by %q: want shell or systemd", tp.ManagedBy)
+	}
+	if tp.Source == "" {
+		tp.Source = "recorded"
+	}
+	f.Target = tp
+	if tp.ManagedBy == "systemd" && tp.PID == 0 && f.Systemd.Running {
+		// a unit not running: its LimitNOFILE as systemd will apply it
+		f.applyUnitLimit(profiles.Limit{Soft: tp.NofileSoft, Hard: tp.NofileHard}, "LimitNOFILE of "+tp.Unit+" ("+tp.Source+")")
+	}
+	return nil
+}

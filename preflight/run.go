@@ -31,6 +31,9 @@ type Options struct {
 	Ignore []string
 	// Facts, when set, are used instead of gathering (a recorded host).
 	Facts *Facts
+	// IoTDBHome is an IoTDB release directory whose configuration the
+	// iotdb checks read (--iotdb-home); "" = none.
+	IoTDBHome string
 }
 
 // HostSummary is the host the report is about.
@@ -117,7 +120,8 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			svc, fromProfile = t.Service, t.Service != ""
 		}
 		var err error
-		f, err = Gather(ctx, GatherOptions{Root: opts.Root, PID: opts.PID, Service: svc, ServiceFromProfile: fromProfile, SourceIPs: t.SourceIPs})
+		f, err = Gather(ctx, GatherOptions{Root: opts.Root, PID: opts.PID, Service: svc, ServiceFromProfile: fromProfile, SourceIPs: t.SourceIPs,
+			Role: t.Role, Ports: t.ListenerPorts(), IoTDBHome: opts.IoTDBHome})
 		if err != nil {
 			return nil, err
 		}

@@ -80,6 +80,11 @@ Checks (IDs for --ignore):
 					pt.Destinations = t.Destinations
 				}
 				pt.SourceIPs = t.SourceIPs
+				pt.Ports = t.Ports
+				if fl.Changed("pool-size") {
+					pt.IoTDB.PoolSize = t.IoTDB.PoolSize
+				}
+				pt.IoTDB.LoadGenerators, pt.IoTDB.BatchPoints = t.IoTDB.LoadGenerators, t.IoTDB.BatchPoints
 				t = pt
 			} else {
 				if len(sets) > 0 {
@@ -88,6 +93,9 @@ Checks (IDs for --ignore):
 				t.Role = preflight.Role(role)
 				if role == "" {
 					t.Role = preflight.Broker
+				}
+				if !cmd.Flags().Changed("sockets") {
+					return exitcode.BadInputf("--sockets is required: give the number of concurrent TCP sockets the host must carry (e.g. --sockets 100000), or --profile NAME whose preflight section names it")
 				}
 			}
 			fl := cmd.Flags()
@@ -136,8 +144,12 @@ Checks (IDs for --ignore):
 	f.StringVarP(&output, "output", "o", "text", "output format: text, json, junit or prom (node_exporter textfile)")
 	f.BoolVar(&strict, "strict", false, "exit 1 on warnings too")
 	f.StringSliceVar(&opts.Ignore, "ignore", nil, "check IDs whose failures become warnings (comma-separated)")
-	f.StringVar(&opts.Root, "root", "", "read /proc, /sys and /etc under this directory (a recorded host tree)")
-	_ = f.MarkHidden("root")
+	f.IntSliceVar(&t.Ports, "port", nil, "TCP port the target listens on (repeatable); default the role's usual ports (broker 1883,8883; iotdb 6667)")
+	f.StringVar(&opts.IoTDBHome, "iotdb-home", "", "role iotdb: the unpacked IoTDB release (conf/iotdb-system.properties, conf/datanode-env.sh) whose configuration is checked")
+	f.IntVar(&t.IoTDB.PoolSize, "pool-size", 0, "role iotdb: SessionPool size of one load generator (default the profile's probe.iotdb.pool_size)")
+	f.IntVar(&t.IoTDB.LoadGenerators, "loadgens", 0, "role iotdb: load generators each running such a pool (default 1)")
+	f.IntVar(&t.IoTDB.BatchPoints, "batch-points", 0, "role iotdb: points in the largest insertTablet batch, checked against the Thrift frame size")
+	f.StringVar(&opts.Root, "root", "", "read /proc, /sys and /etc under this directory: a host recorded with --record DIR")
 	c.AddCommand(newActiveChildCmd())
 	return c
 }
