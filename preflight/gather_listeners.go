@@ -77,7 +77,11 @@ func readListeners() ([]Listener, error) {
 			if s.State != tcpListenState {
 				continue
 			}
-			out = append(out, Listener{Address: s.ID.Source.String(), Port: int(s.ID.SourcePort),
+			addr := s.ID.Source.String()
+			if v4 := s.ID.Source.To4(); fam == unix.AF_INET6 && v4 != nil {
+				addr = "::ffff:" + v4.String() // an IPv6 socket bound to an IPv4-mapped address, as ss prints it
+			}
+			out = append(out, Listener{Address: addr, Port: int(s.ID.SourcePort),
 				Backlog: s.WQueue, AcceptQueue: s.RQueue, Inode: s.INode})
 		}
 	}

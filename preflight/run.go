@@ -85,6 +85,13 @@ type Report struct {
 	Host    HostSummary    `json:"host"`
 	// TargetProcess is whose limits the fd checks used.
 	TargetProcess ProcessFacts `json:"target_process"`
+	// Listeners are the target's listeners (on Target.ListenerPorts) with
+	// their listen() backlog and accept queue; ListenersKnown is false
+	// when sock_diag could not be read.
+	Listeners      []Listener `json:"listeners"`
+	ListenersKnown bool       `json:"listeners_known"`
+	// IoTDB is the --iotdb-home configuration read, nil without it.
+	IoTDB *IoTDBConfig `json:"iotdb,omitempty"`
 	// Checks in report order (registry order; writers may sort).
 	Checks   []verdict.Check `json:"checks"`
 	Capacity Capacity        `json:"capacity"`
@@ -158,14 +165,17 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		slog.Debug("preflight: check", "id", c.ID, "status", c.Status, "ignored", c.Ignored, "summary", c.Summary)
 	}
 	r := &Report{
-		Verdict:       verdict.Worst(checks),
-		Target:        t,
-		Host:          HostSummary{Kernel: f.Kernel, CPUs: f.CPUs, MemTotal: f.MemTotal, MemAvailable: f.MemAvailable, PageSize: f.PageSize},
-		TargetProcess: f.Target,
-		Checks:        checks,
-		Capacity:      capacityOf(f, t),
-		Ignored:       opts.Ignore,
-		Notes:         f.Notes,
+		Verdict:        verdict.Worst(checks),
+		Target:         t,
+		Host:           HostSummary{Kernel: f.Kernel, CPUs: f.CPUs, MemTotal: f.MemTotal, MemAvailable: f.MemAvailable, PageSize: f.PageSize},
+		TargetProcess:  f.Target,
+		Listeners:      targetListeners(f, t),
+		ListenersKnown: f.ListenersKnown,
+		IoTDB:          f.IoTDB,
+		Checks:         checks,
+		Capacity:       capacityOf(f, t),
+		Ignored:        opts.Ignore,
+		Notes:          f.Notes,
 	}
 	return r, nil
 }
