@@ -317,8 +317,13 @@ func TestE2EActiveChildDiesWithParent(t *testing.T) {
 	for len(childrenOf(bin)) == 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
+	seen := len(childrenOf(bin)) > 0
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
+	if !seen {
+		// without a child there is nothing to prove: the test must not pass
+		t.Fatalf("the measuring child (%s %s) never appeared within 10 s", bin, ActiveChildArg)
+	}
 	assertNoChildren(t)
 }
 

@@ -1,0 +1,135 @@
+package preflight
+
+import (
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/profiles"
+)
+
+// Checks that judge the real service, by check ID and status on recorded
+// hosts.
+func TestServiceTruthStatuses(t *testing.T) {
+	cases := []struct {
+		name   string
+		host   string
+		target Target
+		id     string
+		status verdict.Status
+	}{
+		{"orphans over the limit now fail whatever the target", `sockstat: {orphan: 65738}
+sysctl: {net.ipv4.tcp_max_orphans: "65536"}`, Target{Sockets: 10, Role: Broker}, "tcp.orphans", verdict.Fail},
+		{"orphans below the limit", `sockstat: {orphan: 100}
+sysctl: {net.ipv4.tcp_max_orphans: "65536"}`, Target{Sockets: 10, Role: Broker}, "tcp.orphans", verdict.Pass},
+		{"tcp_mem max above RAM warns at 10 sockets", `mem_total_bytes: 8589934592
+sysctl: {net.ipv4.tcp_mem: "1000000 1500000 4000000"}`, Target{Sockets: 10, Role: Broker}, "mem.tcp_mem", verdict.Warn},
+		{"tcp_mem pressure above RAM warns", `mem_total_bytes: 8589934592
+sysctl: {net.ipv4.tcp_mem: "1000000 3000000 3000001"}`, Target{Sockets: 10, Role: Loadgen}, "mem.tcp_mem", verdict.Warn},
+		{"tcp_mem of the kernel's own sizing passes", `mem_total_bytes: 8589934592`, Target{Sockets: 10, Role: Broker}, "mem.tcp_mem", verdict.Pass},
+		{"accept queue full now", `listeners: [{port: 1883, backlog: 4096, accept_queue: 4096, process: mosquitto}]`,
+			Target{Sockets: 10, Role: Broker, ConnRate: 100}, "accept.queue", verdict.Fail},
+		{"listener backlog covers the rate", `listeners: [{port: 1883, backlog: 4096, process: emqx}]`,
+			Target{Sockets: 10, Role: Broker, ConnRate: 100}, "accept.backlog", verdict.Pass},
+		{"somaxconn caps a big listen backlog", `listeners: [{port: 1883, backlog: 65535}]
+sysctl: {net.core.somaxconn: "4096"}`, Target{Sockets: 10, Role: Broker, ConnRate: 2500}, "accept.backlog", verdict.Fail},
+		{"--port picks the listener", `listeners: [{port: 1883, backlog: 100}, {port: 11883, backlog: 4096}]`,
+			Target{Sockets: 10, Role: Broker, ConnRate: 500, Ports: []int{11883}}, "accept.backlog", verdict.Pass},
+		{"nothing listens yet: not judged", ``, Target{Sockets: 10, Role: Broker, ConnRate: 500}, "accept.backlog", verdict.Skip},
+		{"listeners unreadable: cannot pass", `listening_ports: [1883]`, Target{Sockets: 10, Role: Broker, ConnRate: 500}, "accept.backlog", verdict.Warn},
+		{"max_map_count default warns for iotdb", `sysctl: {vm.max_map_count: "65530"}`, Target{Sockets: 10, Role: IoTDB}, "iotdb.max_map_count", verdict.Warn},
+		{"max_map_count tuned", `sysctl: {vm.max_map_count: "262144"}`, Target{Sockets: 10, Role: IoTDB}, "iotdb.max_map_count", verdict.Pass},
+		{"iotdb config not read without --iotdb-home", ``, Target{Sockets: 10, Role: IoTDB}, "iotdb.clients", verdict.Skip},
+		{"unnamed server process: fd.soft warns", ``, Target{Sockets: 5000, Role: Broker}, "fd.soft", verdict.Warn},
+		{"unnamed loadgen: the login shell is the truth", ``, Target{Sockets: 5000, Role: Loadgen}, "fd.soft", verdict.Fail},
+		{"unit asks infinity: resolved to PID 1's hard limit", `target_process: {managed_by: systemd, unit: emqx.service, nofile_soft: infinity, nofile_hard: infinity}
+pid1_nofile: {soft: 65536, hard: 65536}`, Target{Sockets: 70000, Role: Broker}, "fd.hard", verdict.Fail},
+		{"unit asks infinity, PID 1 allows it", `target_process: {managed_by: systemd, unit: emqx.service, nofile_soft: infinity, nofile_hard: infinity}
+pid1_nofile: {soft: 1048576, hard: 1048576}`, Target{Sockets: 70000, Role: Broker}, "fd.hard", verdict.Pass},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tg := c.target
+			if err := tg.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			got := find(t, Evaluate(host(t, c.host), tg), c.id)
+			if got.Status != c.status {
+				t.Errorf("%s: %s, want %s: %s", c.id, got.Status, c.status, message(got))
+			}
+		})
+	}
+}
+
+func TestResolveNofile(t *testing.T) {
+	inf := uint64(Unlimited)
+	cases := []struct {
+		name     string
+		req      profiles.Limit
+		nrOpen   int64
+		pid1     *profiles.Limit
+		want     profiles.Limit
+		resolved bool
+	}{
+		{"fits: applied as written", profiles.Limit{Soft: 1024, Hard: 524288}, 1048576, &profiles.Limit{Hard: 65536}, profiles.Limit{Soft: 1024, Hard: 524288}, false},
+		{"infinity: PID 1's hard limit", profiles.Limit{Soft: inf, Hard: inf}, 1048576, &profiles.Limit{Soft: 65536, Hard: 65536}, profiles.Limit{Soft: 65536, Hard: 65536}, true},
+		{"above nr_open: PID 1's hard limit", profiles.Limit{Soft: 2000000, Hard: 2000000}, 1048576, &profiles.Limit{Hard: 524288}, profiles.Limit{Soft: 524288, Hard: 524288}, true},
+		{"soft below PID 1 stays", profiles.Limit{Soft: 1024, Hard: inf}, 1048576, &profiles.Limit{Hard: 65536}, profiles.Limit{Soft: 1024, Hard: 65536}, true},
+		{"PID 1 unknown: at most nr_open", profiles.Limit{Soft: inf, Hard: inf}, 1048576, nil, profiles.Limit{Soft: 1048576, Hard: 1048576}, true},
+	}
+	for _, c := range cases {
+		got, how := resolveNofile(c.req, c.nrOpen, c.pid1)
+		if got != c.want || (how != "") != c.resolved {
+			t.Errorf("%s: %+v (%q), want %+v resolved=%v", c.name, got, how, c.want, c.resolved)
+		}
+	}
+}
+
+func TestJVMMemoryFollowsEnvScript(t *testing.T) {
+	const gib = 1 << 30
+	cases := []struct {
+		m             JVMMemory
+		ram           uint64
+		confignode    bool
+		heapMB, dirMB int64
+	}{
+		{JVMMemory{}, 24 * gib, false, 12288 / 5 * 4, 12288 - 12288/5*4}, // half of RAM, 4..16 GiB: 4/5 heap
+		{JVMMemory{}, 4 * gib, false, 2048 / 4 * 3, 2048 - 2048/4*3},     // below 4 GiB: 3/4 heap
+		{JVMMemory{}, 64 * gib, true, 8192 / 5 * 4, 8192 - 8192/5*4},     // ConfigNode: 3/10 of RAM, at most 8 GiB
+		{JVMMemory{MemorySize: "2G"}, 64 * gib, false, 1536, 512},
+		{JVMMemory{HeapOverride: "1G", DirectOverride: "512M"}, 64 * gib, false, 1024, 512},
+	}
+	for i, c := range cases {
+		h, d, how := c.m.HeapAndDirect(c.ram, c.confignode)
+		if h != c.heapMB<<20 || d != c.dirMB<<20 {
+			t.Errorf("case %d: heap %d MiB direct %d MiB (%s), want %d and %d", i, h>>20, d>>20, how, c.heapMB, c.dirMB)
+		}
+	}
+}
+
+// A remedy never contradicts another check: where fd.raise says the hard
+// limit cannot be raised, fd.soft suggests no ulimit -n above it.
+func TestRemediesAgree(t *testing.T) {
+	f := host(t, `target_process: {managed_by: shell, nofile_soft: 1024, nofile_hard: 20000}
+capabilities_missing: [CAP_SYS_RESOURCE]`)
+	tg := Target{Sockets: 100000, Role: Loadgen}
+	if err := tg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cs := Evaluate(f, tg)
+	if c := find(t, cs, "fd.raise"); c.Status != verdict.Fail {
+		t.Fatalf("fd.raise %s", c.Status)
+	}
+	soft := find(t, cs, "fd.soft")
+	for _, m := range regexp.MustCompile(`ulimit -n (\d+)`).FindAllStringSubmatch(soft.Remedy, -1) {
+		if n, _ := strconv.Atoi(m[1]); n > 20000 {
+			t.Errorf("fd.soft remedy suggests ulimit -n %d above the hard limit 20000 that fd.raise says cannot be raised: %s", n, soft.Remedy)
+		}
+	}
+	for _, c := range cs {
+		if regexp.MustCompile(`(?i)(edit|add .* to) /etc/security/limits`).MatchString(c.Remedy) {
+			t.Errorf("%s remedy hand-edits limits.d instead of hostprep tune: %s", c.ID, c.Remedy)
+		}
+	}
+}
