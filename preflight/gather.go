@@ -43,6 +43,9 @@ type GatherOptions struct {
 	// IoTDBHome is an IoTDB release directory (--iotdb-home) whose
 	// configuration is read; "" = none.
 	IoTDBHome string
+	// Record is a directory to copy what is read into (--record; see
+	// record.go); "" = none. It needs the live host (Root "" or "/").
+	Record string
 }
 
 // sysctlKeys are the /proc/sys keys the checks read.
@@ -60,9 +63,32 @@ var sysctlKeys = []string{
 type gatherer struct {
 	root string
 	f    *Facts
+	// rec collects the paths read when recording (--record), nil otherwise.
+	rec *recorder
+	// rep holds a recording's answers when replaying (--root DIR with a
+	// hostprep-record.json), nil otherwise.
+	rep *Recording
 }
 
-func (g *gatherer) path(p string) string { return filepath.Join(g.root, p) }
+// path is p under the root; every file preflight reads is named through
+// it (or glob), which is what --record copies.
+func (g *gatherer) path(p string) string {
+	full := filepath.Join(g.root, p)
+	g.rec.add(full)
+	return full
+}
+
+// glob expands a pattern under the root (the *.conf of a .d directory).
+func (g *gatherer) glob(pattern string) []string {
+	full := filepath.Join(g.root, pattern)
+	g.rec.add(full)
+	m, _ := filepath.Glob(full)
+	return m
+}
+
+// live says whether the gatherer reads the running host (not a recorded
+// or fixture root): system calls and commands answer only then.
+func (g *gatherer) live() bool { return g.root == "/" }
 
 func (g *gatherer) note(format string, a ...any) {
 	g.f.Notes = append(g.f.Notes, fmt.Sprintf(format, a...))
@@ -83,6 +109,22 @@ func Gather(ctx context.Context, o GatherOptions) (*Facts, error) {
 		Sysctl:   map[string]string{},
 	}}
 	f := g.f
+	if o.Record != "" {
+		if !g.live() {
+			return nil, exitcode.BadInputf("--record %s with --root %s: a recording is made of the live host; drop --root", o.Record, o.Root)
+		}
+		g.rec = &recorder{paths: map[string]bool{}}
+	}
+	if !g.live() {
+		rep, err := loadRecording(root)
+		if err != nil {
+			return nil, err
+		}
+		g.rep = rep
+		if rep != nil {
+			f.PageSize = rep.PageSize
+		}
+	}
 	if _, err := os.Stat(g.path("/proc/sys")); err != nil {
 		return nil, exitcode.Environmentf("preflight needs procfs: %v (mount /proc, or pass the root that holds proc/)", err)
 	}
@@ -132,6 +174,18 @@ func Gather(ctx context.Context, o GatherOptions) (*Facts, error) {
 	}
 	g.clock()
 	g.container()
+	if g.rec != nil {
+		g.rec.fill(f)
+		if err := g.rec.write(o.Record); err != nil {
+			return nil, err
+		}
+		// Judge what was recorded, read back from it: the live files were
+		// copied a moment after they were read (fs.file-nr, meminfo move),
+		// and a replay must give this run's verdict byte for byte.
+		replay := o
+		replay.Root, replay.Record = o.Record, ""
+		return Gather(ctx, replay)
+	}
 	slog.Debug("preflight: facts gathered", "root", root, "kernel", f.Kernel, "cpus", f.CPUs,
 		"mem_total_bytes", f.MemTotal, "mem_available_bytes", f.MemAvailable, "sysctl_keys", len(f.Sysctl),
 		"systemd_running", f.Systemd.Running, "conntrack_loaded", f.Conntrack.Loaded,

@@ -41,7 +41,7 @@ func (g *gatherer) systemd() {
 	}
 	files := []string{g.path("/etc/systemd/system.conf")}
 	for _, d := range []string{"/usr/lib/systemd/system.conf.d", "/run/systemd/system.conf.d", "/etc/systemd/system.conf.d"} {
-		m, _ := filepath.Glob(g.path(d) + "/*.conf")
+		m := g.glob(d + "/*.conf")
 		sort.Strings(m)
 		files = append(files, m...)
 	}
@@ -107,7 +107,7 @@ func parseSystemdLimit(v string) (profiles.Limit, error) {
 // or - for both; later lines win for the same domain).
 func (g *gatherer) limitsD() {
 	files := []string{g.path("/etc/security/limits.conf")}
-	m, _ := filepath.Glob(g.path("/etc/security/limits.d") + "/*.conf")
+	m := g.glob("/etc/security/limits.d/*.conf")
 	sort.Strings(m)
 	files = append(files, m...)
 	for _, p := range files {
@@ -224,14 +224,10 @@ func (g *gatherer) targetService(ctx context.Context, unit string, fromProfile b
 	t := &g.f.Target
 	t.ManagedBy, t.Unit = "systemd", unit
 	t.CapSysResource = true // a unit without User= runs as root with the full bounding set
-	if g.f.Systemd.Running && g.root == "/" {
-		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, "systemctl", "show", "-p", "MainPID,LimitNOFILE,LimitNOFILESoft,User,LoadState", unit).Output()
-		if err != nil {
-			return exitcode.Environmentf("--service %s: systemctl show failed: %v", unit, err)
-		}
-		props := parseSystemctlShow(string(out))
+	if out, ok, err := g.systemctlShow(ctx, unit); err != nil {
+		return err
+	} else if ok {
+		props := parseSystemctlShow(out)
 		if props["LoadState"] == "not-found" {
 			if fromProfile {
 				return g.unitMissing(unit, "systemctl show: LoadState=not-found")
@@ -271,7 +267,7 @@ func (g *gatherer) targetService(ctx context.Context, unit string, fromProfile b
 	unitFile := files[len(files)-1]
 	var dropins []string
 	for _, d := range unitDirs {
-		m, _ := filepath.Glob(g.path(d + "/" + unit + ".d/*.conf"))
+		m := g.glob(d + "/" + unit + ".d/*.conf")
 		dropins = append(dropins, m...)
 	}
 	// drop-ins apply in lexical order of their file names, whatever the directory
@@ -341,6 +337,11 @@ func (g *gatherer) targetLogin() error {
 	t := &g.f.Target
 	t.ManagedBy, t.Assumed = "shell", true
 	ppid := os.Getppid()
+	if g.rep != nil {
+		ppid = g.rep.ParentPID
+	} else if g.rec != nil {
+		g.rec.m.ParentPID = ppid
+	}
 	soft, hard, err := readNofile(g.path(fmt.Sprintf("/proc/%d/limits", ppid)))
 	parentRead, parentHard := err == nil, hard
 	t.Source = fmt.Sprintf("inherited from the parent shell (/proc/%d/limits)", ppid)
@@ -352,18 +353,7 @@ func (g *gatherer) targetLogin() error {
 		soft, hard = g.f.Systemd.DefaultLimitNOFILE.Soft, g.f.Systemd.DefaultLimitNOFILE.Hard
 		t.Source = "systemd DefaultLimitNOFILE (login sessions inherit it)"
 	}
-	var groups []string
-	name := "root"
-	if u, err := user.Current(); err == nil {
-		name = u.Username
-		if ids, err := u.GroupIds(); err == nil {
-			for _, id := range ids {
-				if gr, err := user.LookupGroupId(id); err == nil {
-					groups = append(groups, gr.Name)
-				}
-			}
-		}
-	}
+	name, groups := g.user()
 	if l, dom, ok := loginLimit(g.f.LimitsD, name, groups); ok {
 		if l.Soft != 0 {
 			soft = l.Soft
@@ -471,4 +461,54 @@ func fmtNofile(n uint64) string {
 		return "infinity"
 	}
 	return strconv.FormatUint(n, 10)
+}
+
+// systemctlShow asks systemd for a unit's limits and main PID when systemd
+// runs the live host (or replays the recorded answer); ok is false when
+// there is no answer to use and the unit files are read instead.
+func (g *gatherer) systemctlShow(ctx context.Context, unit string) (string, bool, error) {
+	if g.rep != nil {
+		out, ok := g.rep.SystemctlShow[unit]
+		return out, ok && g.f.Systemd.Running, nil
+	}
+	if !g.f.Systemd.Running || !g.live() {
+		return "", false, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	b, err := exec.CommandContext(ctx, "systemctl", "show", "-p", "MainPID,LimitNOFILE,LimitNOFILESoft,User,LoadState", unit).Output()
+	if err != nil {
+		return "", false, exitcode.Environmentf("--service %s: systemctl show failed: %v", unit, err)
+	}
+	if g.rec != nil {
+		if g.rec.m.SystemctlShow == nil {
+			g.rec.m.SystemctlShow = map[string]string{}
+		}
+		g.rec.m.SystemctlShow[unit] = string(b)
+	}
+	return string(b), true, nil
+}
+
+// user returns who runs hostprep and their groups (the pam_limits
+// domains that apply), or the recorded ones.
+func (g *gatherer) user() (string, []string) {
+	if g.rep != nil {
+		return g.rep.User, g.rep.Groups
+	}
+	var groups []string
+	name := "root"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+		if ids, err := u.GroupIds(); err == nil {
+			for _, id := range ids {
+				if gr, err := user.LookupGroupId(id); err == nil {
+					groups = append(groups, gr.Name)
+				}
+			}
+		}
+	}
+	if g.rec != nil {
+		g.rec.m.User, g.rec.m.Groups = name, groups
+	}
+	return name, groups
 }

@@ -13,9 +13,8 @@ import (
 // conntrack reads nf_conntrack's table size, only where the module is
 // loaded (like node_exporter's conntrack collector, absence is "no data").
 func (g *gatherer) conntrack() {
-	dir := g.path("/proc/sys/net/netfilter")
 	read := func(name string) (uint64, bool) {
-		b, err := os.ReadFile(dir + "/" + name)
+		b, err := os.ReadFile(g.path("/proc/sys/net/netfilter/" + name))
 		if err != nil {
 			return 0, false
 		}
@@ -82,7 +81,14 @@ func parseSockstat(s string) Sockstat {
 // no netlink socket) only the ports come from /proc/net/tcp and tcp6
 // (procnet.ListeningTCPPorts) and ListenersKnown stays false.
 func (g *gatherer) listeners(ports []int) {
-	if g.root == "/" {
+	if g.rep != nil {
+		g.f.Listeners, g.f.ListenersKnown = g.rep.Listeners, g.rep.ListenersKnown
+		if g.rep.ListenersKnown {
+			g.f.ListeningPorts = listenerPorts(g.rep.Listeners)
+			return
+		}
+	}
+	if g.live() {
 		ls, err := readListeners()
 		if err == nil {
 			findOwners(g.path("/proc"), ls, ports)
@@ -128,6 +134,10 @@ func (g *gatherer) ownerEndpoint(pid int) string {
 func (g *gatherer) sourceAddresses(override []string) error {
 	if len(override) > 0 {
 		g.f.SourceAddresses = append([]string(nil), override...)
+		return nil
+	}
+	if g.rep != nil {
+		g.f.SourceAddresses = g.rep.SourceAddresses
 		return nil
 	}
 	ifs, err := psnet.Interfaces()

@@ -230,3 +230,66 @@ func TestE2ELiveIoTDB(t *testing.T) {
 		t.Errorf("iotdb.memory: %+v", c)
 	}
 }
+
+// --record then --root reproduces the live verdict: the same JSON report
+// byte for byte, and the same check statuses as a plain live run.
+func TestE2ERecordReplayRoundTrip(t *testing.T) {
+	port := strconv.Itoa(servicePort(t, testenv.MQTTBroker(t)))
+	args := []string{"preflight", "--sockets", "5000", "--role", "broker", "--port", port, "--conn-rate", "2000", "-o", "json"}
+	dir := filepath.Join(t.TempDir(), "host")
+	rec, stderr, code := testenv.Run(t, nil, append(args, "--record", dir)...)
+	if code != 1 {
+		t.Fatalf("--record: exit %d, want 1 (the listener's backlog 100)\n%s", code, stderr)
+	}
+	rep, stderr, code := testenv.Run(t, nil, append(args, "--root", dir)...)
+	if code != 1 {
+		t.Fatalf("--root: exit %d, want 1\n%s", code, stderr)
+	}
+	if rec != rep {
+		t.Errorf("replay differs from the recording run:\n--record: %s\n--root: %s", rec, rep)
+	}
+	live := runJSON(t, 1, args[:len(args)-2]...)
+	var replayed Report
+	if err := json.Unmarshal([]byte(rep), &replayed); err != nil {
+		t.Fatal(err)
+	}
+	if replayed.Verdict != live.Verdict || len(replayed.Checks) != len(live.Checks) {
+		t.Fatalf("replay verdict %s (%d checks), live %s (%d)", replayed.Verdict, len(replayed.Checks), live.Verdict, len(live.Checks))
+	}
+	for i, c := range live.Checks {
+		if r := replayed.Checks[i]; r.ID != c.ID || r.Status != c.Status {
+			t.Errorf("check %d: replay %s %s, live %s %s", i, r.ID, r.Status, c.ID, c.Status)
+		}
+	}
+	// exactly what was read: the manifest lists every file, and no
+	// process environment is copied
+	m, err := loadRecording(dir)
+	if err != nil || m == nil {
+		t.Fatalf("manifest: %v", err)
+	}
+	var files []string
+	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && filepath.Base(p) != RecordManifest {
+			rel, _ := filepath.Rel(dir, p)
+			files = append(files, rel)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(files, ",") != strings.Join(m.Files, ",") {
+		t.Errorf("files in the recording %v, manifest lists %v", files, m.Files)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "environ") {
+			t.Errorf("recorded a process environment: %s", f)
+		}
+	}
+	if _, _, code := testenv.Run(t, nil, append(args, "--record", dir)...); code != 2 {
+		t.Errorf("--record into a non-empty directory: exit %d, want 2", code)
+	}
+	if _, _, code := testenv.Run(t, nil, append(args, "--record", t.TempDir()+"/x", "--root", dir)...); code != 2 {
+		t.Errorf("--record with --root: exit %d, want 2", code)
+	}
+}

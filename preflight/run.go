@@ -34,6 +34,9 @@ type Options struct {
 	// IoTDBHome is an IoTDB release directory whose configuration the
 	// iotdb checks read (--iotdb-home); "" = none.
 	IoTDBHome string
+	// Record copies what preflight reads of the live host into this
+	// directory (--record; replay it with Root).
+	Record string
 }
 
 // HostSummary is the host the report is about.
@@ -128,7 +131,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		}
 		var err error
 		f, err = Gather(ctx, GatherOptions{Root: opts.Root, PID: opts.PID, Service: svc, ServiceFromProfile: fromProfile, SourceIPs: t.SourceIPs,
-			Role: t.Role, Ports: t.ListenerPorts(), IoTDBHome: opts.IoTDBHome})
+			Role: t.Role, Ports: t.ListenerPorts(), IoTDBHome: opts.IoTDBHome, Record: opts.Record})
 		if err != nil {
 			return nil, err
 		}

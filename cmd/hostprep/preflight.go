@@ -149,7 +149,8 @@ Checks (IDs for --ignore):
 	f.IntVar(&t.IoTDB.PoolSize, "pool-size", 0, "role iotdb: SessionPool size of one load generator (default the profile's probe.iotdb.pool_size)")
 	f.IntVar(&t.IoTDB.LoadGenerators, "loadgens", 0, "role iotdb: load generators each running such a pool (default 1)")
 	f.IntVar(&t.IoTDB.BatchPoints, "batch-points", 0, "role iotdb: points in the largest insertTablet batch, checked against the Thrift frame size")
-	f.StringVar(&opts.Root, "root", "", "read /proc, /sys and /etc under this directory: a host recorded with --record DIR")
+	f.StringVar(&opts.Root, "root", "", "replay a host recorded with --record DIR: read /proc, /sys, /etc and the recorded answers under DIR")
+	f.StringVar(&opts.Record, "record", "", "copy exactly the files and command outputs preflight reads into this new directory, to replay with --root (e.g. for a bug report)")
 	c.AddCommand(newActiveChildCmd())
 	return c
 }
