@@ -86,6 +86,19 @@ func (g *gatherer) glob(pattern string) []string {
 	return m
 }
 
+// sysctl reads one /proc/sys key into Facts.Sysctl; an absent key (not
+// in this kernel) is left out, another error noted.
+func (g *gatherer) sysctl(k string) {
+	b, err := os.ReadFile(g.path("/proc/sys/" + strings.ReplaceAll(k, ".", "/")))
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			g.note("%s: %v", k, err)
+		}
+		return
+	}
+	g.f.Sysctl[k] = strings.TrimRight(string(b), "\n")
+}
+
 // live says whether the gatherer reads the running host (not a recorded
 // or fixture root): system calls and commands answer only then.
 func (g *gatherer) live() bool { return g.root == "/" }
@@ -135,14 +148,7 @@ func Gather(ctx context.Context, o GatherOptions) (*Facts, error) {
 		f.Kernel = strings.TrimSpace(string(b))
 	}
 	for _, k := range sysctlKeys {
-		b, err := os.ReadFile(g.path("/proc/sys/" + strings.ReplaceAll(k, ".", "/")))
-		if err != nil {
-			if !errors.Is(err, fs.ErrNotExist) {
-				g.note("%s: %v", k, err)
-			}
-			continue
-		}
-		f.Sysctl[k] = strings.TrimRight(string(b), "\n")
+		g.sysctl(k)
 	}
 	g.memory(ctx)
 	g.conntrack()

@@ -133,3 +133,23 @@ capabilities_missing: [CAP_SYS_RESOURCE]`)
 		}
 	}
 }
+
+// The MQTT probe's pre-checks are preflight's fd.soft and ports.ephemeral
+// on this process's facts.
+func TestOwnProcessChecks(t *testing.T) {
+	cs := OwnProcessChecks(2000, nil, 1024)
+	if cs[0].ID != "fd.soft" || cs[0].Status != verdict.Fail || cs[1].ID != "ports.ephemeral" {
+		t.Fatalf("2000 fds under nofile 1024: %+v", cs)
+	}
+	if cs := OwnProcessChecks(10, nil, 1024); cs[0].Status != verdict.Pass || cs[1].Status != verdict.Pass {
+		t.Errorf("10 fds: %+v", cs)
+	}
+	// one source address can never hold more connections to one
+	// destination than there are ports
+	if cs := OwnProcessChecks(70000, []string{"127.0.0.1"}, 100000); cs[1].Status != verdict.Fail {
+		t.Errorf("70000 connections from one address: %+v", cs[1])
+	}
+	if cs := OwnProcessChecks(70000, []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"}, 100000); cs[1].Status != verdict.Pass {
+		t.Errorf("70000 connections from three addresses: %+v", cs[1])
+	}
+}
