@@ -138,7 +138,9 @@ func Gather(ctx context.Context, o GatherOptions) (*Facts, error) {
 			f.PageSize = rep.PageSize
 		}
 	}
-	if _, err := os.Stat(g.path("/proc/sys")); err != nil {
+	if _, err := os.Stat(g.path("/proc/sys")); err != nil && !g.live() {
+		return nil, exitcode.BadInputf("--root %s: no proc/sys in it (%v); pass a directory recorded with hostprep preflight --record DIR", root, err)
+	} else if err != nil {
 		return nil, exitcode.Environmentf("preflight needs procfs: %v (mount /proc, or pass the root that holds proc/)", err)
 	}
 	var uts unix.Utsname

@@ -32,11 +32,16 @@ func newPreflightCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "preflight",
 		Short: "Check whether this host can carry N sockets, and say why not",
-		Long: `preflight checks file descriptor limits (of the process that will hold the
-sockets, not hostprep's), ephemeral ports, port collisions, kernel memory
-(tcp_mem in pages), the accept path, conntrack, orphans and TIME_WAIT, the
-clock and containment, and prints one verdict with observed / expected /
-remedy for every check. --active measures instead of estimating: a child
+		Long: `preflight checks file descriptor limits of the process that will hold the
+sockets (a running one's /proc/PID/limits, or what systemd will give a unit,
+LimitNOFILE=infinity resolved to the manager's own hard limit; never
+hostprep's), the target's listeners over sock_diag (listen() backlog and
+accept queue against --conn-rate), ephemeral ports, port collisions, kernel
+memory (tcp_mem in pages), the accept path, conntrack, orphans and
+TIME_WAIT, and for --role iotdb vm.max_map_count and, with --iotdb-home, the
+release's configuration. It prints one verdict with observed / expected /
+remedy for every check. --record DIR copies what it read; --root DIR
+replays it. --active measures instead of estimating: a child
 opens real loopback sockets under the target's limits. It counts both ends
 of each loopback connection as sockets (both are fds of the measuring
 process), so --active --sockets 15000 opens 7500 connections = 15000
@@ -49,6 +54,9 @@ warned), 2 bad input, 3 could not run.
 Checks (IDs for --ignore):
 ` + checkList(),
 		Example: `  hostprep preflight --sockets 1000000 --role broker --service mosquitto
+  hostprep preflight --sockets 5000 --role broker --port 1883 --conn-rate 2000
+  hostprep preflight --sockets 10000 --role iotdb --port 6667 --iotdb-home /opt/iotdb --pool-size 200
+  hostprep preflight --sockets 5000 --port 1883 --record host-a && hostprep preflight --sockets 5000 --port 1883 --root host-a
   hostprep preflight --sockets 100000 --role loadgen --dest 192.0.2.10:1883 --conn-rate 2000
   hostprep preflight --profile mqtt-broker-1m --output junit > preflight.xml
   hostprep preflight --sockets 15000 --role broker --active`,
