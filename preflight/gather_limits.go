@@ -15,6 +15,7 @@ import (
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/profiles"
+	"github.com/prometheus/procfs"
 )
 
 // capSysResource is CAP_SYS_RESOURCE's bit in CapEff (linux/capability.h).
@@ -195,7 +196,7 @@ func (g *gatherer) targetPID(pid int, source string) error {
 			t.ManagedBy, t.Unit = "systemd", u
 		}
 	}
-	t.CapSysResource, err = hasCap(g.path(fmt.Sprintf("/proc/%d/status", pid)), capSysResource)
+	t.CapSysResource, err = g.hasCap(pid, "CapEff", capSysResource)
 	if err != nil {
 		g.note("capabilities of pid %d: %v", pid, err)
 	}
@@ -367,14 +368,14 @@ func (g *gatherer) targetLogin() error {
 	// sandbox) no process here can ever raise a hard limit: not pam_limits
 	// at login, not systemd. A login gets at most the hard limit the
 	// processes above it have, which the parent shell shows.
-	if bnd, err := hasCapIn(g.path("/proc/self/status"), "CapBnd", capSysResource); err == nil && !bnd && parentRead && hard > parentHard {
+	if bnd, err := g.hasCap(g.selfPID(), "CapBnd", capSysResource); err == nil && !bnd && parentRead && hard > parentHard {
 		t.Source += fmt.Sprintf(", which asks for nofile %s but is capped at the hard limit %s inherited here (/proc/%d/limits): CAP_SYS_RESOURCE is not in this host's capability bounding set (CapBnd), so no process here can raise a hard nofile",
 			fmtLimit(profiles.Limit{Soft: soft, Hard: hard}), fmtNofile(parentHard), ppid)
 		hard = parentHard
 		soft = min(soft, hard)
 	}
 	t.NofileSoft, t.NofileHard = soft, hard
-	t.CapSysResource, err = hasCap(g.path("/proc/self/status"), capSysResource)
+	t.CapSysResource, err = g.hasCap(g.selfPID(), "CapEff", capSysResource)
 	if err != nil {
 		g.note("own capabilities: %v", err)
 	}
@@ -410,29 +411,59 @@ func readNofile(path string) (soft, hard uint64, err error) {
 	return 0, 0, fmt.Errorf("%s: no \"Max open files\" line", path)
 }
 
-// hasCap reports whether bit is set in the CapEff line of a
-// /proc/PID/status file.
+// hasCap reports whether bit is set in a capability set (CapEff, CapBnd)
+// of /proc/PID/status under the root, parsed by prometheus/procfs.
+func (g *gatherer) hasCap(pid int, set string, bit uint) (bool, error) {
+	status := g.path(fmt.Sprintf("/proc/%d/status", pid)) // named for --record
+	fs, err := procfs.NewFS(g.path("/proc"))
+	if err != nil {
+		return false, err
+	}
+	p, err := fs.Proc(pid)
+	if err != nil {
+		return false, err
+	}
+	st, err := p.NewStatus()
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", status, err)
+	}
+	v := st.CapEff
+	if set == "CapBnd" {
+		v = st.CapBnd
+	}
+	return v&(1<<bit) != 0, nil
+}
+
+// hasCap reports whether bit is set in CapEff of a /proc/PID/status file
+// on the live host (tests).
 func hasCap(statusPath string, bit uint) (bool, error) {
 	return hasCapIn(statusPath, "CapEff", bit)
 }
 
-// hasCapIn reports whether bit is set in the field line (CapEff, CapBnd,
-// ...) of a /proc/PID/status file.
+// hasCapIn reports whether bit is set in the field line (CapEff, CapBnd)
+// of a live /proc/PID/status file.
 func hasCapIn(statusPath, field string, bit uint) (bool, error) {
-	b, err := os.ReadFile(statusPath)
+	dir := filepath.Dir(statusPath)
+	pid, err := strconv.Atoi(filepath.Base(dir))
+	if filepath.Base(dir) == "self" {
+		pid, err = os.Getpid(), nil
+	}
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("%s: not /proc/PID/status", statusPath)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			n, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-			if err != nil {
-				return false, fmt.Errorf("%s %q: %v", field, v, err)
-			}
-			return n&(1<<bit) != 0, nil
-		}
+	g := &gatherer{root: filepath.Dir(filepath.Dir(dir)), f: &Facts{}}
+	return g.hasCap(pid, field, bit)
+}
+
+// selfPID is hostprep's own PID, or the recorded one when replaying.
+func (g *gatherer) selfPID() int {
+	if g.rep != nil {
+		return g.rep.SelfPID
 	}
-	return false, fmt.Errorf("%s: no %s line", statusPath, field)
+	if g.rec != nil {
+		g.rec.m.SelfPID = os.Getpid()
+	}
+	return os.Getpid()
 }
 
 // serviceOfPID returns the systemd unit ("x.service") in a

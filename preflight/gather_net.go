@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/procnet"
+	"github.com/prometheus/procfs"
 	psnet "github.com/shirou/gopsutil/v3/net"
 )
 
@@ -40,40 +41,29 @@ func (g *gatherer) netstat() {
 	g.f.Netstat = m
 }
 
-// sockstat reads the TCP line of /proc/net/sockstat.
+// sockstat reads the TCP line of /proc/net/sockstat (prometheus/procfs).
 func (g *gatherer) sockstat() {
-	b, err := os.ReadFile(g.path("/proc/net/sockstat"))
+	g.path("/proc/net/sockstat") // named for --record
+	fs, err := procfs.NewFS(g.path("/proc"))
+	var st *procfs.NetSockstat
+	if err == nil {
+		st, err = fs.NetSockstat()
+	}
 	if err != nil {
 		g.note("/proc/net/sockstat: %v", err)
 		return
 	}
-	g.f.Sockstat = parseSockstat(string(b))
-}
-
-func parseSockstat(s string) Sockstat {
-	var out Sockstat
-	for _, line := range strings.Split(s, "\n") {
-		fields := strings.Fields(line)
-		if len(fields) == 0 || fields[0] != "TCP:" {
-			continue
+	val := func(p *int) uint64 {
+		if p == nil {
+			return 0
 		}
-		for i := 1; i+1 < len(fields); i += 2 {
-			n, _ := strconv.ParseUint(fields[i+1], 10, 64)
-			switch fields[i] {
-			case "inuse":
-				out.InUse = n
-			case "orphan":
-				out.Orphan = n
-			case "tw":
-				out.TW = n
-			case "alloc":
-				out.Alloc = n
-			case "mem":
-				out.MemPages = n
-			}
+		return uint64(max(*p, 0))
+	}
+	for _, p := range st.Protocols {
+		if p.Protocol == "TCP" {
+			g.f.Sockstat = Sockstat{InUse: uint64(max(p.InUse, 0)), Orphan: val(p.Orphan), TW: val(p.TW), Alloc: val(p.Alloc), MemPages: val(p.Mem)}
 		}
 	}
-	return out
 }
 
 // listeners reads the TCP listeners over sock_diag and the owners of

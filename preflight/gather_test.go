@@ -213,7 +213,7 @@ func TestGatherLoginCappedWithoutCapSysResource(t *testing.T) {
 		{"000001fffeffffff", 20000, 20000, true}, // bit 24 clear, as on the build machine
 		{"000001ffffffffff", 65536, 65536, false},
 	} {
-		root := fixtureRoot(t, map[string]string{parent: parentLimits, "proc/self/status": "Name:\thostprep\nCapEff:\t0000000000000000\nCapBnd:\t" + c.capBnd + "\n"})
+		root := fixtureRoot(t, map[string]string{parent: parentLimits, fmt.Sprintf("proc/%d/status", os.Getpid()): "Name:\thostprep\nCapEff:\t0000000000000000\nCapBnd:\t" + c.capBnd + "\n"})
 		if err := os.RemoveAll(filepath.Join(root, "run/systemd")); err != nil {
 			t.Fatal(err)
 		}
@@ -237,8 +237,8 @@ func TestGatherErrors(t *testing.T) {
 	if _, err := Gather(t.Context(), GatherOptions{Root: root, PID: 999999}); exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), "--pid 999999") {
 		t.Errorf("missing pid: %v", err)
 	}
-	if _, err := Gather(t.Context(), GatherOptions{Root: t.TempDir()}); exitcode.Code(err) != exitcode.Environment {
-		t.Errorf("no procfs: %v", err)
+	if _, err := Gather(t.Context(), GatherOptions{Root: t.TempDir()}); exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), "--root") {
+		t.Errorf("a --root with no proc/sys is bad input naming --root: %v", err)
 	}
 }
 

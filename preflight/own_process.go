@@ -37,7 +37,7 @@ func OwnProcessChecks(sockets int, sourceIPs []string, nofile uint64) []verdict.
 		return []verdict.Check{skip("RLIMIT_NOFILE of this process not readable: " + err.Error()), checkByID(g.f, t, "ports.ephemeral")}
 	}
 	tp.NofileSoft, tp.NofileHard = soft, hard
-	tp.CapSysResource, _ = hasCap(g.path("/proc/self/status"), capSysResource)
+	tp.CapSysResource, _ = g.hasCap(g.selfPID(), "CapEff", capSysResource)
 	return []verdict.Check{checkByID(g.f, t, "fd.soft"), checkByID(g.f, t, "ports.ephemeral")}
 }
 

@@ -48,6 +48,9 @@ type Recording struct {
 	// ParentPID is the PID of the shell that started hostprep (whose
 	// /proc/PID/limits a login-shell estimate reads).
 	ParentPID int `json:"parent_pid"`
+	// SelfPID is hostprep's own PID (whose /proc/PID/status gives its
+	// capabilities).
+	SelfPID int `json:"self_pid"`
 	// User and Groups are who ran hostprep (pam_limits domains).
 	User   string   `json:"user"`
 	Groups []string `json:"groups"`
