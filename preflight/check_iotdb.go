@@ -51,22 +51,25 @@ func noIoTDBHome() verdict.Check {
 	return skip("IoTDB configuration not read: pass --iotdb-home DIR (the unpacked release holding conf/iotdb-system.properties)")
 }
 
-func propInt(c *IoTDBConfig, name string) (int64, IoTDBSetting, bool) {
-	s, ok := c.Properties[name]
-	if !ok {
-		return 0, s, false
-	}
+// propInt returns a numeric property, or the warning that it is not a
+// whole number (IoTDB then refuses to start).
+func propInt(c *IoTDBConfig, name string) (int64, IoTDBSetting, *verdict.Check) {
+	s := c.Properties[name]
 	n, err := strconv.ParseInt(s.Value, 10, 64)
-	return n, s, err == nil
+	if err != nil || n < 0 {
+		w := warn(fmt.Sprintf("%s is not a whole number >= 0", s), s.String(), "a whole number", "set "+name+" to a whole number in "+s.File)
+		return 0, s, &w
+	}
+	return n, s, nil
 }
 
 func checkIoTDBClients(f *Facts, t Target) verdict.Check {
 	if f.IoTDB == nil {
 		return noIoTDBHome()
 	}
-	n, s, ok := propInt(f.IoTDB, PropMaxClients)
-	if !ok {
-		return warn(fmt.Sprintf("%s is not a number", s), s.String(), "a whole number of clients", "set "+PropMaxClients+" to a whole number in "+s.File)
+	n, s, bad := propInt(f.IoTDB, PropMaxClients)
+	if bad != nil {
+		return *bad
 	}
 	d := t.IoTDB
 	if d.PoolSize == 0 {
@@ -98,9 +101,9 @@ func checkIoTDBFrame(f *Facts, t Target) verdict.Check {
 	if f.IoTDB == nil {
 		return noIoTDBHome()
 	}
-	n, s, ok := propInt(f.IoTDB, PropFrameSize)
-	if !ok {
-		return warn(fmt.Sprintf("%s is not a number", s), s.String(), "bytes", "set "+PropFrameSize+" to a number of bytes in "+s.File)
+	n, s, bad := propInt(f.IoTDB, PropFrameSize)
+	if bad != nil {
+		return *bad
 	}
 	frame, how := n, "as set"
 	if n == 0 {

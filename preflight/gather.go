@@ -163,22 +163,8 @@ func Gather(ctx context.Context, o GatherOptions) (*Facts, error) {
 	}
 	g.systemd()
 	g.limitsD()
-	pid := o.PID
-	if pid == 0 && o.Service == "" && o.Role != Loadgen {
-		pid = g.listenerOwner(o.Ports)
-	}
-	if err := g.target(ctx, pid, o.Service, o.ServiceFromProfile); err != nil {
+	if err := g.targetAndConfig(ctx, o); err != nil {
 		return nil, err
-	}
-	if pid != o.PID {
-		f.Target.Source = "owner of the listener on " + g.ownerEndpoint(pid) + ", " + f.Target.Source
-	}
-	if o.IoTDBHome != "" {
-		c, err := ReadIoTDBConfig(o.IoTDBHome)
-		if err != nil {
-			return nil, err
-		}
-		f.IoTDB = c
 	}
 	g.clock()
 	g.container()
@@ -194,6 +180,36 @@ func Gather(ctx context.Context, o GatherOptions) (*Facts, error) {
 		replay.Root, replay.Record = o.Record, ""
 		return Gather(ctx, replay)
 	}
+	logFacts(root, f)
+	return f, nil
+}
+
+// targetAndConfig finds the target process — --pid, --service, else for
+// a server role the owner of its listener, else a login shell's limits —
+// and reads the IoTDB configuration.
+func (g *gatherer) targetAndConfig(ctx context.Context, o GatherOptions) error {
+	pid := o.PID
+	if pid == 0 && o.Service == "" && o.Role != Loadgen {
+		pid = g.listenerOwner(o.Ports)
+	}
+	if err := g.target(ctx, pid, o.Service, o.ServiceFromProfile); err != nil {
+		return err
+	}
+	if pid != o.PID {
+		g.f.Target.Source = "owner of the listener on " + g.ownerEndpoint(pid) + ", " + g.f.Target.Source
+	}
+	if o.IoTDBHome != "" {
+		c, err := ReadIoTDBConfig(o.IoTDBHome)
+		if err != nil {
+			return err
+		}
+		g.f.IoTDB = c
+	}
+	return nil
+}
+
+// logFacts logs what was gathered at debug level.
+func logFacts(root string, f *Facts) {
 	slog.Debug("preflight: facts gathered", "root", root, "kernel", f.Kernel, "cpus", f.CPUs,
 		"mem_total_bytes", f.MemTotal, "mem_available_bytes", f.MemAvailable, "sysctl_keys", len(f.Sysctl),
 		"systemd_running", f.Systemd.Running, "conntrack_loaded", f.Conntrack.Loaded,
@@ -212,7 +228,6 @@ func Gather(ctx context.Context, o GatherOptions) (*Facts, error) {
 	for dom, l := range f.LimitsD {
 		slog.Debug("preflight: limits.d nofile", "domain", dom, "soft", fmtNofile(l.Soft), "hard", fmtNofile(l.Hard))
 	}
-	return f, nil
 }
 
 // memory fills CPUs, MemTotal and MemAvailable with gopsutil, pointed at

@@ -151,26 +151,8 @@ func (h *HostFile) Facts() (*Facts, error) {
 	if h.SourceAddresses != nil {
 		f.SourceAddresses = h.SourceAddresses
 	}
-	if h.ListeningPorts != nil {
-		// ports alone: the backlog of no listener is known
-		f.ListeningPorts, f.Listeners, f.ListenersKnown = h.ListeningPorts, nil, false
-	}
-	if h.Listeners != nil {
-		f.Listeners, f.ListenersKnown = nil, true
-		for _, l := range h.Listeners {
-			if l.Address == "" {
-				l.Address = "0.0.0.0"
-			}
-			if l.Port < 1 || l.Port > 65535 {
-				return nil, exitcode.BadInputf("listeners: port %d: want 1..65535", l.Port)
-			}
-			f.Listeners = append(f.Listeners, l)
-			if !containsInt(f.ListeningPorts, l.Port) {
-				f.ListeningPorts = append(f.ListeningPorts, l.Port)
-			}
-		}
-		sortListeners(f.Listeners)
-		sort.Ints(f.ListeningPorts)
+	if err := h.applyListeners(f); err != nil {
+		return nil, err
 	}
 	for k, v := range h.Netstat {
 		f.Netstat[k] = v
@@ -244,6 +226,33 @@ func (h *hostTarget) apply(f *Facts) error {
 	if tp.ManagedBy == "systemd" && tp.PID == 0 && f.Systemd.Running {
 		// a unit not running: its LimitNOFILE as systemd will apply it
 		f.applyUnitLimit(profiles.Limit{Soft: tp.NofileSoft, Hard: tp.NofileHard}, "LimitNOFILE of "+tp.Unit+" ("+tp.Source+")")
+	}
+	return nil
+}
+
+// applyListeners sets the recorded listening ports and listeners: ports
+// alone leave every backlog unknown.
+func (h *HostFile) applyListeners(f *Facts) error {
+	if h.ListeningPorts != nil {
+		// ports alone: the backlog of no listener is known
+		f.ListeningPorts, f.Listeners, f.ListenersKnown = h.ListeningPorts, nil, false
+	}
+	if h.Listeners != nil {
+		f.Listeners, f.ListenersKnown = nil, true
+		for _, l := range h.Listeners {
+			if l.Address == "" {
+				l.Address = "0.0.0.0"
+			}
+			if l.Port < 1 || l.Port > 65535 {
+				return exitcode.BadInputf("listeners: port %d: want 1..65535", l.Port)
+			}
+			f.Listeners = append(f.Listeners, l)
+			if !containsInt(f.ListeningPorts, l.Port) {
+				f.ListeningPorts = append(f.ListeningPorts, l.Port)
+			}
+		}
+		sortListeners(f.Listeners)
+		sort.Ints(f.ListeningPorts)
 	}
 	return nil
 }
