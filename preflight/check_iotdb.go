@@ -30,7 +30,7 @@ func init() {
 	register(CheckDef{ID: "iotdb.max_map_count", Doc: "vm.max_map_count >= 262144 (memory maps of the DataNode's JVM)", Roles: iotdbOnly, Func: checkIoTDBMapCount})
 	register(CheckDef{ID: "iotdb.clients", Doc: "dn_rpc_max_concurrent_client_num >= SessionPool size x load generators (--iotdb-home)", Roles: iotdbOnly, Func: checkIoTDBClients})
 	register(CheckDef{ID: "iotdb.frame_size", Doc: "Thrift max frame size >= the largest batch (--iotdb-home, --batch-points)", Roles: iotdbOnly, Func: checkIoTDBFrame})
-	register(CheckDef{ID: "iotdb.memory", Doc: "JVM heap + direct memory of DataNode and ConfigNode <= RAM (--iotdb-home)", Roles: iotdbOnly, Func: checkIoTDBMemory})
+	register(CheckDef{ID: "iotdb.memory", Doc: "JVM heap + direct memory of the DataNode (running, or --iotdb-home) and ConfigNode <= RAM", Roles: iotdbOnly, Func: checkIoTDBMemory})
 }
 
 func checkIoTDBMapCount(f *Facts, t Target) verdict.Check {
@@ -129,16 +129,29 @@ func checkIoTDBFrame(f *Facts, t Target) verdict.Check {
 
 func checkIoTDBMemory(f *Facts, t Target) verdict.Check {
 	c := f.IoTDB
-	if c == nil {
-		return noIoTDBHome()
+	if f.MemTotal == 0 {
+		return skip("RAM unknown")
 	}
-	if c.DataNode == nil || f.MemTotal == 0 {
-		return skip("no conf/datanode-env.sh in --iotdb-home, or RAM unknown")
+	var heap, direct int64
+	var obs, remedy string
+	switch j := f.TargetJVM; {
+	case j != nil && j.Heap > 0:
+		heap, direct = j.Heap, j.Direct
+		if direct == 0 {
+			direct = heap // HotSpot: MaxDirectMemorySize defaults to the heap size
+		}
+		obs = fmt.Sprintf("running DataNode heap %s (-Xmx) + direct %s (%s)", mib(float64(heap)), mib(float64(direct)), j.Source)
+		remedy = "restart the DataNode with a smaller -Xmx / -XX:MaxDirectMemorySize (MEMORY_SIZE in conf/datanode-env.sh)"
+	case c != nil && c.DataNode != nil:
+		var how string
+		heap, direct, how = c.DataNode.HeapAndDirect(f.MemTotal, false)
+		obs = fmt.Sprintf("DataNode heap %s + direct %s (%s: %s)", mib(float64(heap)), mib(float64(direct)), c.DataNode.Script, how)
+		remedy = fmt.Sprintf("set MEMORY_SIZE (e.g. MEMORY_SIZE=%dM) in %s, or ON_HEAP_MEMORY / OFF_HEAP_MEMORY", int64(0.4*float64(f.MemTotal))>>20, c.DataNode.Script)
+	default:
+		return skip("the DataNode's memory is not known: no running DataNode found (--pid, --service or its listener) and no conf/datanode-env.sh (--iotdb-home)")
 	}
-	heap, direct, how := c.DataNode.HeapAndDirect(f.MemTotal, false)
 	total := heap + direct
-	obs := fmt.Sprintf("DataNode heap %s + direct %s (%s: %s)", mib(float64(heap)), mib(float64(direct)), c.DataNode.Script, how)
-	if c.ConfigNode != nil {
+	if c != nil && c.ConfigNode != nil {
 		h, d, how := c.ConfigNode.HeapAndDirect(f.MemTotal, true)
 		total += h + d
 		obs += fmt.Sprintf("; ConfigNode heap %s + direct %s (%s: %s)", mib(float64(h)), mib(float64(d)), c.ConfigNode.Script, how)
@@ -146,7 +159,6 @@ func checkIoTDBMemory(f *Facts, t Target) verdict.Check {
 	ram := float64(f.MemTotal)
 	obs += fmt.Sprintf("; RAM %s", mib(ram))
 	exp := fmt.Sprintf("<= 80%% of RAM (%s): the JVMs also need metaspace, thread stacks and the page cache for TsFiles", mib(0.8*ram))
-	remedy := fmt.Sprintf("set MEMORY_SIZE (e.g. MEMORY_SIZE=%dM) in %s, or ON_HEAP_MEMORY / OFF_HEAP_MEMORY", int64(0.4*ram)>>20, c.DataNode.Script)
 	switch {
 	case float64(total) > ram:
 		return fail(fmt.Sprintf("JVM heap + direct memory %s > RAM %s: the kernel's OOM killer ends a node under load", mib(float64(total)), mib(ram)), obs, exp, remedy)

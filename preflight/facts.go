@@ -60,6 +60,9 @@ type Facts struct {
 	// IoTDB is the IoTDB release configuration read with --iotdb-home, nil
 	// without it.
 	IoTDB *IoTDBConfig `json:"iotdb,omitempty"`
+	// TargetJVM is the heap and direct memory a running Java target was
+	// started with, nil when the target is not a running JVM.
+	TargetJVM *JVMFlags `json:"target_jvm,omitempty"`
 	// Netstat holds the TcpExt counters of /proc/net/netstat
 	// (ListenOverflows, ListenDrops, TCPMemoryPressures, TCPAbortOnMemory,
 	// TCPTimeWaitOverflow, ...), counted since boot.

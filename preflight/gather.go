@@ -198,6 +198,7 @@ func (g *gatherer) targetAndConfig(ctx context.Context, o GatherOptions) error {
 	if pid != o.PID {
 		g.f.Target.Source = "owner of the listener on " + g.ownerEndpoint(pid) + ", " + g.f.Target.Source
 	}
+	g.targetJVM()
 	if o.IoTDBHome != "" {
 		c, err := ReadIoTDBConfig(o.IoTDBHome)
 		if err != nil {
@@ -206,6 +207,24 @@ func (g *gatherer) targetAndConfig(ctx context.Context, o GatherOptions) error {
 		g.f.IoTDB = c
 	}
 	return nil
+}
+
+// targetJVM reads the memory flags of a running Java target from its
+// command line, which is never copied by --record (it may hold secrets):
+// the two values go into the recording's answers instead.
+func (g *gatherer) targetJVM() {
+	switch pid := g.f.Target.PID; {
+	case g.rep != nil:
+		g.f.TargetJVM = g.rep.TargetJVM
+	case pid > 0:
+		src := fmt.Sprintf("/proc/%d/cmdline", pid)
+		if b, err := os.ReadFile(filepath.Join(g.root, src)); err == nil {
+			g.f.TargetJVM = parseJVMFlags(b, src)
+		}
+	}
+	if g.rec != nil {
+		g.rec.m.TargetJVM = g.f.TargetJVM
+	}
 }
 
 // logFacts logs what was gathered at debug level.

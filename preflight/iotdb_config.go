@@ -284,3 +284,33 @@ func (m *JVMMemory) HeapAndDirect(memTotal uint64, confignode bool) (heap, direc
 	}
 	return heap, direct, how
 }
+
+// JVMFlags are the memory flags of a running JVM's command line.
+type JVMFlags struct {
+	// Heap is -Xmx and Direct -XX:MaxDirectMemorySize, bytes (0 = not set:
+	// the JVM's own default).
+	Heap   int64 `json:"heap_bytes"`
+	Direct int64 `json:"direct_bytes"`
+	// Source is where they were read ("/proc/PID/cmdline").
+	Source string `json:"source"`
+}
+
+// parseJVMFlags picks -Xmx and -XX:MaxDirectMemorySize out of a NUL-
+// separated command line; nil when argv[0] is not java. Only those two
+// values are kept: a command line may carry secrets (-D...password=).
+func parseJVMFlags(cmdline []byte, source string) *JVMFlags {
+	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+	if len(args) == 0 || filepath.Base(args[0]) != "java" {
+		return nil
+	}
+	j := &JVMFlags{Source: source}
+	for _, a := range args[1:] {
+		if v, ok := strings.CutPrefix(a, "-Xmx"); ok {
+			j.Heap, _ = parseJVMSize(v)
+		}
+		if v, ok := strings.CutPrefix(a, "-XX:MaxDirectMemorySize="); ok {
+			j.Direct, _ = parseJVMSize(v)
+		}
+	}
+	return j
+}

@@ -226,7 +226,11 @@ func TestE2ELiveIoTDB(t *testing.T) {
 	if c := find(t, r.Checks, "iotdb.frame_size"); c.Status != verdict.Pass {
 		t.Errorf("iotdb.frame_size: %+v", c)
 	}
-	if c := find(t, r.Checks, "iotdb.memory"); c.Status == verdict.Skip || !strings.Contains(c.Observed, "datanode-env.sh") {
+	// the running DataNode's own -Xmx and -XX:MaxDirectMemorySize (scripts/iotdb.sh: 1g and 512m)
+	if j := r.TargetJVM; j == nil || j.Heap != 1<<30 || j.Direct != 512<<20 {
+		t.Errorf("target JVM %+v, want heap 1 GiB and direct 512 MiB from the DataNode's command line", j)
+	}
+	if c := find(t, r.Checks, "iotdb.memory"); c.Status == verdict.Skip || !strings.Contains(c.Observed, "running DataNode heap 1024 MiB") || !strings.Contains(c.Observed, "confignode-env.sh") {
 		t.Errorf("iotdb.memory: %+v", c)
 	}
 }

@@ -58,6 +58,9 @@ type Recording struct {
 	Container Container `json:"container"`
 	// SourceAddresses are the host's global addresses.
 	SourceAddresses []string `json:"source_addresses"`
+	// TargetJVM are the memory flags of a running Java target (from its
+	// command line, which is not copied).
+	TargetJVM *JVMFlags `json:"target_jvm,omitempty"`
 	// SystemctlShow maps a unit to `systemctl show -p ... UNIT` output.
 	SystemctlShow map[string]string `json:"systemctl_show,omitempty"`
 	// Files lists the files copied, relative to DIR.

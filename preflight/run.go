@@ -95,6 +95,8 @@ type Report struct {
 	ListenersKnown bool       `json:"listeners_known"`
 	// IoTDB is the --iotdb-home configuration read, nil without it.
 	IoTDB *IoTDBConfig `json:"iotdb,omitempty"`
+	// TargetJVM are a running Java target's memory flags.
+	TargetJVM *JVMFlags `json:"target_jvm,omitempty"`
 	// Checks in report order (registry order; writers may sort).
 	Checks   []verdict.Check `json:"checks"`
 	Capacity Capacity        `json:"capacity"`
@@ -175,6 +177,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		Listeners:      targetListeners(f, t),
 		ListenersKnown: f.ListenersKnown,
 		IoTDB:          f.IoTDB,
+		TargetJVM:      f.TargetJVM,
 		Checks:         checks,
 		Capacity:       capacityOf(f, t),
 		Ignored:        opts.Ignore,

@@ -153,3 +153,26 @@ func TestOwnProcessChecks(t *testing.T) {
 		t.Errorf("70000 connections from three addresses: %+v", cs[1])
 	}
 }
+
+func TestRunningJVMMemory(t *testing.T) {
+	if j := parseJVMFlags([]byte("/usr/bin/python3\x00-Xmx1g\x00"), "x"); j != nil {
+		t.Errorf("not a JVM: %+v", j)
+	}
+	j := parseJVMFlags([]byte("/usr/lib/jvm/bin/java\x00-Xms1g\x00-Xmx12g\x00-Dpassword=secret\x00-XX:MaxDirectMemorySize=6g\x00org.apache.iotdb.db.service.DataNode\x00"), "/proc/9/cmdline")
+	if j == nil || j.Heap != 12<<30 || j.Direct != 6<<30 {
+		t.Fatalf("flags %+v", j)
+	}
+	f := host(t, `mem_total_bytes: 17179869184`)
+	f.TargetJVM = j
+	tg := Target{Sockets: 10, Role: IoTDB}
+	if err := tg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c := find(t, Evaluate(f, tg), "iotdb.memory"); c.Status != verdict.Fail {
+		t.Errorf("18 GiB of JVM on 16 GiB RAM: %s %s", c.Status, message(c))
+	}
+	f.TargetJVM = &JVMFlags{Heap: 4 << 30, Direct: 2 << 30}
+	if c := find(t, Evaluate(f, tg), "iotdb.memory"); c.Status != verdict.Pass {
+		t.Errorf("6 GiB of JVM on 16 GiB RAM: %s %s", c.Status, message(c))
+	}
+}
