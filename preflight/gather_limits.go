@@ -37,9 +37,15 @@ func (g *gatherer) systemd() {
 			installed = true
 		}
 	}
-	if !installed {
-		return
+	if installed {
+		g.systemdDefault()
 	}
+}
+
+// systemdDefault reads the manager's DefaultLimitNOFILE from system.conf
+// and its drop-ins (later files win), systemd's built-in default when
+// none sets it.
+func (g *gatherer) systemdDefault() {
 	files := []string{g.path("/etc/systemd/system.conf")}
 	for _, d := range []string{"/usr/lib/systemd/system.conf.d", "/run/systemd/system.conf.d", "/etc/systemd/system.conf.d"} {
 		m := g.glob(d + "/*.conf")

@@ -2,8 +2,11 @@ package preflight
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,6 +37,13 @@ type HostFile struct {
 		Soft nofileValue `yaml:"soft"`
 		Hard nofileValue `yaml:"hard"`
 	} `yaml:"pid1_nofile"`
+	// Files are configuration files on the host (absolute path -> content):
+	// limits.conf and limits.d, system.conf and its drop-ins, unit files
+	// and their drop-ins. They are read as a live host's would be: limits.d
+	// (unless limits_d is given), DefaultLimitNOFILE (unless
+	// systemd.default_limit_nofile is), and the LimitNOFILE of a
+	// target_process unit given without nofile numbers.
+	Files map[string]string `yaml:"files"`
 	// Listeners are the TCP listeners (sock_diag, ss -ltn): port, backlog
 	// (Send-Q), accept_queue (Recv-Q), address (default 0.0.0.0),
 	// process and pid.
@@ -124,6 +134,9 @@ func (h *HostFile) Facts() (*Facts, error) {
 		if err := h.TargetProcess.apply(f); err != nil {
 			return nil, err
 		}
+	}
+	if err := h.applyFiles(f); err != nil {
+		return nil, err
 	}
 	for _, c := range h.CapabilitiesMissing {
 		switch strings.ToUpper(c) {
@@ -255,4 +268,57 @@ func (h *HostFile) applyListeners(f *Facts) error {
 		sort.Ints(f.ListeningPorts)
 	}
 	return nil
+}
+
+// fileDirs are where recorded files may live: the configuration preflight
+// reads, nothing else.
+var fileDirs = []string{"/etc/security/", "/etc/systemd/", "/usr/lib/systemd/", "/lib/systemd/", "/run/systemd/"}
+
+// applyFiles writes Files into a throwaway root and reads them with the
+// same code that reads a live host's.
+func (h *HostFile) applyFiles(f *Facts) error {
+	if len(h.Files) == 0 {
+		return nil
+	}
+	dir, err := os.MkdirTemp("", "hostprep-host-")
+	if err != nil {
+		return exitcode.Environmentf("files: %v", err)
+	}
+	defer os.RemoveAll(dir)
+	for p, content := range h.Files {
+		if !filepath.IsAbs(p) || filepath.Clean(p) != p || !underAny(p, fileDirs) {
+			return exitcode.BadInputf("files: %q: want an absolute, clean path under %s", p, strings.Join(fileDirs, ", "))
+		}
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return exitcode.Environmentf("files: %v", err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			return exitcode.Environmentf("files: %v", err)
+		}
+	}
+	g := &gatherer{root: dir, f: f}
+	if h.LimitsD == nil {
+		g.limitsD()
+	}
+	if h.Systemd == nil || h.Systemd.DefaultLimitNOFILE == "" {
+		g.systemdDefault()
+	}
+	if tp := h.TargetProcess; tp != nil && tp.ManagedBy == "systemd" && tp.Unit != "" && tp.PID == 0 && tp.NofileSoft == 0 && tp.NofileHard == 0 {
+		if err := g.targetService(context.Background(), tp.Unit, false); err != nil {
+			return err
+		}
+		f.Target.Source = strings.ReplaceAll(f.Target.Source, dir, "")
+		f.Target.UnitFile = strings.TrimPrefix(f.Target.UnitFile, dir)
+	}
+	return nil
+}
+
+func underAny(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if strings.HasPrefix(p, d) {
+			return true
+		}
+	}
+	return false
 }

@@ -3,8 +3,10 @@ package preflight
 import (
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/profiles"
 )
@@ -174,5 +176,26 @@ func TestRunningJVMMemory(t *testing.T) {
 	f.TargetJVM = &JVMFlags{Heap: 4 << 30, Direct: 2 << 30}
 	if c := find(t, Evaluate(f, tg), "iotdb.memory"); c.Status != verdict.Pass {
 		t.Errorf("6 GiB of JVM on 16 GiB RAM: %s %s", c.Status, message(c))
+	}
+}
+
+// A recorded host's files are read by the same code as a live host's: a
+// drop-in's LimitNOFILE=infinity resolves to PID 1's hard limit.
+func TestRecordedFilesMergeUnit(t *testing.T) {
+	f := host(t, `target_process: {managed_by: systemd, unit: emqx.service}
+pid1_nofile: {soft: 65536, hard: 65536}
+files:
+  /lib/systemd/system/emqx.service: "[Service]\nExecStart=/usr/bin/emqx foreground\nLimitNOFILE=1048576\n"
+  /etc/systemd/system/emqx.service.d/override.conf: "[Service]\nLimitNOFILE=infinity\n"
+  /etc/security/limits.d/90-nofile.conf: "* soft nofile 1048576\n* hard nofile 1048576\n"`)
+	tp := f.Target
+	if tp.NofileSoft != 65536 || tp.NofileHard != 65536 || tp.Requested != "infinity:infinity" || tp.UnitFile != "/lib/systemd/system/emqx.service" {
+		t.Errorf("target %+v: want infinity from the drop-in resolved to 65536", tp)
+	}
+	if l := f.LimitsD["*"]; l.Soft != 1048576 || l.Hard != 1048576 {
+		t.Errorf("limits.d from files: %+v", f.LimitsD)
+	}
+	if _, err := LoadHostYAML("t", strings.NewReader(`files: {/root/.ssh/id_rsa: "x"}`)); exitcode.Code(err) != exitcode.BadInput {
+		t.Errorf("a file outside the configuration preflight reads: %v", err)
 	}
 }
