@@ -103,7 +103,7 @@ func checkFDSoft(f *Facts, t Target) verdict.Check {
 		}
 		summary = fmt.Sprintf("target process soft nofile %d < %d sockets: %s runs under systemd, which sets its limit from LimitNOFILE", p.NofileSoft, t.Sockets, unit)
 		if p.Requested != "" {
-			summary += fmt.Sprintf(" (it asks for %s, which systemd resolves to %s: %s)", p.Requested, fmtLimit(profiles.Limit{Soft: p.NofileSoft, Hard: p.NofileHard}), p.Source)
+			summary += fmt.Sprintf(" (it asks for LimitNOFILE=%s; setrlimit() refuses that and systemd sets the closest it can, %s: see observed)", p.Requested, fmtLimit(profiles.Limit{Soft: p.NofileSoft, Hard: p.NofileHard}))
 		} else if d := f.Systemd.DefaultLimitNOFILE; d != nil && d.Soft == p.NofileSoft && d.Hard == p.NofileHard {
 			summary += fmt.Sprintf(" (none set: systemd's DefaultLimitNOFILE %s applies)", fmtLimit(*d))
 		} else {
@@ -139,7 +139,7 @@ func checkFDHard(f *Facts, t Target) verdict.Check {
 	}
 	summary := fmt.Sprintf("target process hard nofile %d < %d sockets: the soft limit cannot go above it", p.NofileHard, t.Sockets)
 	if p.Requested != "" {
-		summary += fmt.Sprintf(" (the unit asks for %s; %s)", p.Requested, p.Source)
+		summary += fmt.Sprintf(" (the unit asks for LimitNOFILE=%s, which systemd clamps: see observed)", p.Requested)
 	}
 	remedy := fmt.Sprintf("set the hard limit to %d where the process is started: hostprep tune apply with limits.nofile {hard: %d} for login sessions, prlimit, or docker --ulimit nofile=%d:%d", need, need, need, need)
 	if underSystemd(f) {
