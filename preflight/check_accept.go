@@ -103,9 +103,26 @@ func checkAcceptBacklog(f *Facts, t Target) verdict.Check {
 	o := fmt.Sprintf("net.core.somaxconn %d; %s", s, strings.Join(obs, "; "))
 	if len(short) > 0 {
 		return fail(strings.Join(short, "; ")+fmt.Sprintf(" < %d needed at %d connections/s: the queue overflows, the kernel drops SYNs and logs \"SYN flooding\", clients retry after 1 s", need, t.ConnRate),
-			o, exp, fmt.Sprintf("raise the server's own listen backlog to >= %d (somaxconn %d already allows it; a hard-coded backlog such as mosquitto's 100 cannot be raised: spread the clients over more listeners or hosts, or lower the connect rate), then restart it; known backlogs: %s", need, s, knownBacklogText(need)))
+			o, exp, backlogRemedy(ls, need, s))
 	}
 	return pass(fmt.Sprintf("accept queue of %d listener(s) on port %s holds >= %d connections for %d connections/s", len(ls), portList(ports), need, t.ConnRate), o, exp)
+}
+
+// backlogRemedy says how to raise the listeners' backlog, naming what is
+// known of the owning server.
+func backlogRemedy(ls []Listener, need, somaxconn int64) string {
+	r := fmt.Sprintf("raise the server's own listen backlog to >= %d (somaxconn %d already allows it) and restart it", need, somaxconn)
+	known := map[string]string{
+		"mosquitto": "mosquitto 2.0 hard-codes listen(sock, 100): no setting raises it; spread the clients over more listeners or brokers, or lower the connect rate",
+		"java":      "an IoTDB 2.0 DataNode listens with Java's default backlog of 50 (Thrift TServerSocket), with no property to raise it: lower the connect rate (SessionPool connects once per session) or spread clients over more DataNodes",
+		"beam.smp":  "EMQX: set listeners.tcp.default.tcp_options.backlog (default 1024)",
+	}
+	for _, l := range ls {
+		if k, ok := known[l.Process]; ok {
+			return r + "; " + k
+		}
+	}
+	return r + "; known backlogs: " + knownBacklogText(need)
 }
 
 func checkAcceptQueue(f *Facts, t Target) verdict.Check {
