@@ -82,10 +82,10 @@ func checkMemTCPMem(f *Facts, t Target) verdict.Check {
 	needPages := int64(t.Sockets) // one page (sk_mem_quantum) per socket with any data queued
 	obs := fmt.Sprintf("tcp_mem %d %d %d pages (min %s, pressure %s, max %s; a page is %d bytes)", m[0], m[1], m[2], mib(float64(m[0])*page), mib(float64(m[1])*page), mib(float64(m[2])*page), f.PageSize)
 	exp := fmt.Sprintf("max >= %d pages (%s): one page of buffered data for each of %d sockets", needPages, mib(float64(needPages)*page), t.Sockets)
+	if c, ok := tcpMemAboveRAM(f, m, obs, exp); ok {
+		return c // above RAM is wrong whatever the target: it comes first
+	}
 	if maxPages >= needPages {
-		if c, ok := tcpMemAboveRAM(f, m, obs, exp); ok {
-			return c
-		}
 		return pass(fmt.Sprintf("tcp_mem max %d pages (%s) covers %d sockets with a page of buffered data each", maxPages, mib(float64(maxPages)*page), t.Sockets), obs, exp)
 	}
 	// Suggest {N, 1.5 N, 2 N} pages, capped so max stays under 3/4 of RAM.

@@ -199,3 +199,17 @@ files:
 		t.Errorf("a file outside the configuration preflight reads: %v", err)
 	}
 }
+
+// tcp_mem above RAM is named even when the target also needs more.
+func TestTCPMemAboveRAMFirst(t *testing.T) {
+	f := host(t, `mem_total_bytes: 8589934592
+sysctl: {net.ipv4.tcp_mem: "1000000 3000000 4000000"}`)
+	tg := Target{Sockets: 10000000, Role: Broker}
+	if err := tg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c := find(t, Evaluate(f, tg), "mem.tcp_mem")
+	if c.Status != verdict.Warn || !strings.Contains(c.Summary, "above physical memory") {
+		t.Errorf("%s: %s", c.Status, c.Summary)
+	}
+}
