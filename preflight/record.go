@@ -24,7 +24,9 @@ import (
 // a bug report becomes a test.
 //
 // Nothing else is copied: no process environment (/proc/1/environ is
-// read only for its container= entry, which the manifest keeps), no
+// read only for its container= entry, which the manifest keeps) or
+// command line, of configuration files only the lines preflight reads
+// (keepReadLines: a unit's Environment= may hold a password), no
 // directory listing beyond the *.conf files read, and no binary (the
 // systemd binary's presence is kept as an empty file).
 
@@ -186,7 +188,40 @@ func copyRecorded(src, dst string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("read: %w", err)
 	}
-	return true, os.WriteFile(dst, b, 0o644)
+	return true, os.WriteFile(dst, keepReadLines(src, b), 0o644)
+}
+
+// keepReadLines keeps of a configuration file only the lines preflight
+// reads — a unit's Environment= or a drop-in's ExecStart= may hold
+// secrets: section headers, LimitNOFILE=, User= and DefaultLimitNOFILE=
+// of systemd files, and the nofile lines of limits.conf and limits.d.
+// Other files (procfs) are kept whole.
+func keepReadLines(path string, b []byte) []byte {
+	var keep func(line string) bool
+	switch {
+	case strings.HasPrefix(path, "/etc/security/"):
+		keep = func(l string) bool {
+			l, _, _ = strings.Cut(l, "#") // as limitsD reads it
+			f := strings.Fields(l)
+			return len(f) == 4 && f[2] == "nofile"
+		}
+	case strings.Contains(path, "/systemd/"):
+		keep = func(l string) bool {
+			l = strings.TrimSpace(l)
+			k, _, _ := strings.Cut(l, "=")
+			k = strings.TrimSpace(k)
+			return strings.HasPrefix(l, "[") || k == "LimitNOFILE" || k == "User" || k == "DefaultLimitNOFILE"
+		}
+	default:
+		return b
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if keep(l) {
+			out = append(out, l)
+		}
+	}
+	return []byte(strings.Join(out, "\n") + "\n")
 }
 
 // fill takes the answers of system calls from the gathered facts.

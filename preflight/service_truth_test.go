@@ -213,3 +213,16 @@ sysctl: {net.ipv4.tcp_mem: "1000000 3000000 4000000"}`)
 		t.Errorf("%s: %s", c.Status, c.Summary)
 	}
 }
+
+// A recording keeps only the configuration lines preflight reads.
+func TestRecordKeepsOnlyReadLines(t *testing.T) {
+	unit := "[Unit]\nDescription=x\n[Service]\nEnvironment=DB_PASSWORD=hunter2\nExecStart=/usr/bin/emqx --token s3cret\nUser=emqx\nLimitNOFILE=infinity\n"
+	got := string(keepReadLines("/etc/systemd/system/emqx.service", []byte(unit)))
+	if strings.Contains(got, "hunter2") || strings.Contains(got, "s3cret") || !strings.Contains(got, "LimitNOFILE=infinity") || !strings.Contains(got, "User=emqx") || !strings.Contains(got, "[Service]") {
+		t.Errorf("unit kept as %q", got)
+	}
+	lim := "# comment\n* soft nofile 1048576\n@adm hard nproc 10\nroot - nofile 65536\n"
+	if got := string(keepReadLines("/etc/security/limits.conf", []byte(lim))); got != "* soft nofile 1048576\nroot - nofile 65536\n" {
+		t.Errorf("limits.conf kept as %q", got)
+	}
+}
