@@ -103,3 +103,22 @@ func (f *Facts) applyUnitLimit(req profiles.Limit, source string) {
 		t.Source = source + "; " + how
 	}
 }
+
+// capUnlimited replaces an "unlimited" nofile that no systemd resolution
+// handled (limits.d's unlimited or -1, a recorded value) with what the
+// kernel can give: there is no infinite fd limit, setrlimit() refuses
+// anything above fs.nr_open, and pam_limits turns "unlimited" for nofile
+// into fs.nr_open. Unknown fs.nr_open leaves the value as it is.
+func (f *Facts) capUnlimited() {
+	t := &f.Target
+	nr, ok := f.SysInt("fs.nr_open")
+	if !ok || nr <= 0 || (t.NofileSoft != Unlimited && t.NofileHard != Unlimited) {
+		return
+	}
+	req := profiles.Limit{Soft: t.NofileSoft, Hard: t.NofileHard}
+	t.NofileSoft, t.NofileHard = min(t.NofileSoft, uint64(nr)), min(t.NofileHard, uint64(nr))
+	if t.Requested == "" {
+		t.Requested = fmtLimit(req)
+	}
+	t.Source += fmt.Sprintf("; nofile %s: there is no infinite fd limit, the kernel allows at most fs.nr_open %d (pam_limits turns unlimited into fs.nr_open)", fmtLimit(req), nr)
+}

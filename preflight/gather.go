@@ -166,6 +166,7 @@ func Gather(ctx context.Context, o GatherOptions) (*Facts, error) {
 	if err := g.targetAndConfig(ctx, o); err != nil {
 		return nil, err
 	}
+	f.capUnlimited()
 	g.clock()
 	g.container()
 	if g.rec != nil {

@@ -138,6 +138,7 @@ func (h *HostFile) Facts() (*Facts, error) {
 	if err := h.applyFiles(f); err != nil {
 		return nil, err
 	}
+	f.capUnlimited()
 	for _, c := range h.CapabilitiesMissing {
 		switch strings.ToUpper(c) {
 		case "CAP_SYS_RESOURCE":
