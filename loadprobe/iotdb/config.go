@@ -77,10 +77,17 @@ type Config struct {
 	// WaitTimeout is how long a worker waits for a free session before the
 	// operation counts as a wait_timeout error.
 	WaitTimeout time.Duration `json:"wait_timeout"`
+	// NodeURLs, when set, are the DataNodes' client RPC addresses
+	// (host:port), the SessionPool's NodeUrls: a new session goes to the
+	// first that answers, starting with the one that answered last; Host
+	// and Port are then not used. Nodes that could not be reached are named
+	// in Result.UnreachableNodes.
+	NodeURLs []string `json:"node_urls,omitempty"`
 	// ConnectTimeout bounds the TCP connect of a new session.
 	ConnectTimeout time.Duration `json:"connect_timeout"`
-	// CallTimeout is the probe's own deadline on every call (the client
-	// sets no socket timeout); a call still running then is a deadline error.
+	// CallTimeout is the deadline of every call (set on the session's
+	// connection); a call still running then is a deadline error and its
+	// session is closed.
 	CallTimeout time.Duration `json:"call_timeout"`
 	// FetchSize is the query fetch size (rows per fetch).
 	FetchSize int `json:"fetch_size"`
@@ -89,7 +96,13 @@ type Config struct {
 	// each operation's scheduled start (wrk2). 0 means closed loop: each
 	// worker starts its next operation when the last one returned.
 	Rate float64 `json:"rate_per_worker,omitempty"`
-	// Keep leaves the probe's database in place after the run.
+	// Database, when set, is an existing database (root.x) the probe
+	// writes under: devices root.x.hostprep_<run id>.d<N>, only time series
+	// created, and only those deleted afterwards. Empty: the probe creates
+	// (and deletes) its own database root.hostprep_<run id>.
+	Database string `json:"database,omitempty"`
+	// Keep leaves the probe's database (or, with Database, its time
+	// series) in place after the run.
 	Keep bool `json:"keep,omitempty"`
 	// RunID names the database root.hostprep_<RunID> (lower-case letters,
 	// digits, underscore); default: random.
@@ -227,6 +240,11 @@ func (c *Config) validate() error {
 	if c.Port < 1 || c.Port > 65535 {
 		return exitcode.BadInputf("%s %d: want a TCP port 1..65535 (IoTDB's client RPC default is 6667), e.g. --port 6667", optName("port"), c.Port)
 	}
+	for _, u := range c.NodeURLs {
+		if _, port, err := net.SplitHostPort(u); err != nil || port == "" {
+			return exitcode.BadInputf("%s %q: want host:port of a DataNode's client RPC, e.g. --node-urls 10.0.0.1:6667,10.0.0.2:6667", optName("node-urls"), u)
+		}
+	}
 	if c.User == "" {
 		return exitcode.BadInputf("%s is empty: want the IoTDB user, e.g. --user root", optName("user"))
 	}
@@ -266,6 +284,9 @@ func (c *Config) validate() error {
 	}
 	if c.Rate < 0 {
 		return exitcode.BadInputf("--rate %g: want operations/s per worker > 0, or 0 for closed loop", c.Rate)
+	}
+	if c.Database != "" && !validPath(c.Database) {
+		return exitcode.BadInputf("%s %q: want an existing database's path such as root.sg (root followed by .-separated names of letters, digits and _)", optName("database"), c.Database)
 	}
 	if c.RunID != "" {
 		for _, r := range c.RunID {
@@ -335,6 +356,26 @@ func ConfigFromProfile(p *profiles.IoTDBProbe) Config {
 	return c
 }
 
+// validPath tells a plain IoTDB path: root followed by one or more
+// .-separated nodes of letters, digits and _ (no wildcards, no quoting).
+func validPath(p string) bool {
+	nodes := strings.Split(p, ".")
+	if len(nodes) < 2 || nodes[0] != "root" {
+		return false
+	}
+	for _, n := range nodes[1:] {
+		if n == "" {
+			return false
+		}
+		for _, r := range n {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 func joinInts(v []int) string {
 	s := make([]string, len(v))
 	for i, n := range v {
@@ -349,4 +390,11 @@ func sortedUnique(v []int) []int {
 	return slices.Compact(v)
 }
 
-func (c *Config) addr() string { return net.JoinHostPort(c.Host, strconv.Itoa(c.Port)) }
+// addr is the target as reported: host:port, or the node URLs joined by
+// commas.
+func (c *Config) addr() string {
+	if len(c.NodeURLs) > 0 {
+		return strings.Join(c.NodeURLs, ",")
+	}
+	return net.JoinHostPort(c.Host, strconv.Itoa(c.Port))
+}

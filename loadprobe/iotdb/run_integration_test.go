@@ -171,9 +171,9 @@ func TestRunKeepLeavesDatabase(t *testing.T) {
 	}
 	// Clean up what --keep left.
 	c := cfg.withDefaults()
-	p := newCountingPool(&c)
+	p := newSessionPool(&c)
 	defer p.close(5 * time.Second)
-	if err := dropDatabase(p, res.Database); err != nil {
+	if err := admin(context.Background(), p, func(s *session) error { return s.exec("DELETE DATABASE " + res.Database) }); err != nil {
 		t.Fatalf("dropping %s: %v", res.Database, err)
 	}
 }

@@ -1,0 +1,222 @@
+package iotdb
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"time"
+
+	"github.com/apache/iotdb-client-go/client"
+	"github.com/apache/iotdb-client-go/common"
+	"github.com/apache/iotdb-client-go/rpc"
+	"github.com/apache/thrift/lib/go/thrift"
+)
+
+// session is one IoTDB client session, driven through the Go client's
+// generated Thrift stubs (github.com/apache/iotdb-client-go/rpc) rather
+// than client.Session, so that a call costs one write(2) and its reads,
+// with no goroutine or timer of its own:
+//
+//   - the request frame goes out in one write: the framed transport writes
+//     its 4-byte header and the body into connTransport's buffer, flushed
+//     once (client.Session's TSocket writes them in two syscalls);
+//   - the call deadline is the connection's deadline, set once per call
+//     (sessionPool.call); a call that hits it fails with a timeout and its
+//     session is closed (its stream is mid-frame), so no call outlives its
+//     deadline and nothing is left running in the background;
+//   - values are encoded by the probe into reused buffers
+//     (client.Session encodes them with binary.Write, via reflection,
+//     into fresh buffers every call).
+//
+// A session is used by one goroutine at a time (the pool hands it out).
+type session struct {
+	node  string // host:port it is connected to
+	conn  net.Conn
+	tr    *connTransport
+	rpc   *rpc.IClientRPCServiceClient
+	id    int64 // session id from OpenSession
+	stmt  int64 // statement id from RequestStatementId
+	fetch int32
+}
+
+// connTransport is the Thrift transport under the framed transport: reads
+// go straight to the connection (the framed transport buffers them), writes
+// into a buffer flushed by Flush.
+type connTransport struct {
+	c  net.Conn
+	bw *bufio.Writer
+}
+
+func (t *connTransport) Open() error                     { return nil }
+func (t *connTransport) IsOpen() bool                    { return true }
+func (t *connTransport) Close() error                    { return t.c.Close() }
+func (t *connTransport) Read(p []byte) (int, error)      { return t.c.Read(p) }
+func (t *connTransport) Write(p []byte) (int, error)     { return t.bw.Write(p) }
+func (t *connTransport) Flush(ctx context.Context) error { return t.bw.Flush() }
+func (t *connTransport) RemainingBytes() uint64          { return math.MaxUint64 }
+
+// writeBuffer is connTransport's write buffer (bytes): large enough for the
+// biggest request of the scenarios (a batch of 1,000 FLOAT points is about
+// 9 KiB) to go out in one write.
+const writeBuffer = 64 << 10
+
+// openSession dials node (host:port) within connectTimeout and opens an
+// IoTDB session as user within callTimeout. Errors: the dial or RPC error,
+// or a *client.ExecutionError with the status the server refused the
+// session with (wrong password: 801).
+func openSession(ctx context.Context, node, user, password string, connectTimeout, callTimeout time.Duration, fetch int32) (*session, error) {
+	d := net.Dialer{Timeout: connectTimeout}
+	c, err := d.DialContext(ctx, "tcp", node)
+	if err != nil {
+		return nil, err
+	}
+	conf := &thrift.TConfiguration{MaxFrameSize: thrift.DEFAULT_MAX_FRAME_SIZE}
+	tr := &connTransport{c: c, bw: bufio.NewWriterSize(c, writeBuffer)}
+	framed := thrift.NewTFramedTransportConf(tr, conf)
+	pf := thrift.NewTBinaryProtocolFactoryConf(conf)
+	s := &session{node: node, conn: c, tr: tr, fetch: fetch,
+		rpc: rpc.NewIClientRPCServiceClient(thrift.NewTStandardClient(pf.GetProtocol(framed), pf.GetProtocol(framed)))}
+	_ = c.SetDeadline(time.Now().Add(callTimeout))
+	resp, err := s.rpc.OpenSession(ctx, &rpc.TSOpenSessionReq{ClientProtocol: rpc.TSProtocolVersion_IOTDB_SERVICE_PROTOCOL_V3,
+		ZoneId: "UTC", Username: user, Password: &password})
+	if err == nil {
+		err = verify(resp.GetStatus())
+	}
+	if err == nil {
+		s.id = resp.GetSessionId()
+		s.stmt, err = s.rpc.RequestStatementId(ctx, s.id)
+	}
+	if err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// close ends the session on the server (within d) and closes the
+// connection; broken skips the CloseSession call (the stream is unusable).
+func (s *session) close(broken bool, d time.Duration) {
+	if !broken {
+		_ = s.conn.SetDeadline(time.Now().Add(d))
+		_, _ = s.rpc.CloseSession(context.Background(), &rpc.TSCloseSessionReq{SessionId: s.id})
+	}
+	_ = s.conn.Close()
+}
+
+// errNoStatus is a response without the TSStatus it must carry.
+var errNoStatus = errors.New("the server's answer carries no status")
+
+// verify turns a TSStatus into an error: nil for success (200) and
+// redirection (400); a *client.ExecutionError with the code otherwise. For
+// MULTIPLE_ERROR (302) the first failing sub-status is returned (302
+// itself when it lists none). Unlike the v1.3.7 client's VerifySuccess it
+// does not dereference a missing message.
+func verify(st *common.TSStatus) error {
+	if st == nil {
+		return errNoStatus
+	}
+	switch st.Code {
+	case client.SuccessStatus, client.RedirectionRecommend:
+		return nil
+	case client.MultipleError:
+		failed := false
+		for _, sub := range st.SubStatus {
+			if sub == nil {
+				failed = true
+				continue
+			}
+			if sub.Code != client.SuccessStatus && sub.Code != client.RedirectionRecommend {
+				return &client.ExecutionError{Code: sub.Code, Message: sub.GetMessage()}
+			}
+		}
+		if !failed && len(st.SubStatus) > 0 {
+			return nil
+		}
+	}
+	return &client.ExecutionError{Code: st.Code, Message: st.GetMessage()}
+}
+
+// exec runs a statement that returns no rows (CREATE, DELETE, ...).
+func (s *session) exec(sql string) error {
+	resp, err := s.rpc.ExecuteStatementV2(context.Background(), &rpc.TSExecuteStatementReq{SessionId: s.id, Statement: sql, StatementId: s.stmt, FetchSize: &s.fetch})
+	if err != nil {
+		return err
+	}
+	return verify(resp.GetStatus())
+}
+
+// query runs sql and returns its rows; the caller must Close the data set
+// before the session goes back to the pool.
+func (s *session) query(sql string) (*client.SessionDataSet, error) {
+	timeout := int64(0)
+	resp, err := s.rpc.ExecuteQueryStatementV2(context.Background(), &rpc.TSExecuteStatementReq{SessionId: s.id, Statement: sql,
+		StatementId: s.stmt, FetchSize: &s.fetch, Timeout: &timeout})
+	if err != nil {
+		return nil, err
+	}
+	if err := verify(resp.GetStatus()); err != nil {
+		return nil, err
+	}
+	if resp.QueryId == nil {
+		return nil, fmt.Errorf("query %q: the answer carries no query id", sql)
+	}
+	return client.NewSessionDataSet(sql, resp.Columns, resp.DataTypeList, resp.ColumnNameIndexMap, *resp.QueryId, s.stmt, s.rpc, s.id,
+		resp.QueryResult_, resp.IsSetIgnoreTimeStamp() && resp.GetIgnoreTimeStamp(), &timeout, resp.GetMoreData(), s.fetch)
+}
+
+// createSeries creates FLOAT time series (GORILLA, LZ4) at paths.
+func (s *session) createSeries(paths []string) error {
+	n := len(paths)
+	req := &rpc.TSCreateMultiTimeseriesReq{SessionId: s.id, Paths: paths,
+		DataTypes: make([]int32, n), Encodings: make([]int32, n), Compressors: make([]int32, n)}
+	for i := range paths {
+		req.DataTypes[i], req.Encodings[i], req.Compressors[i] = int32(client.FLOAT), int32(client.GORILLA), int32(client.LZ4)
+	}
+	st, err := s.rpc.CreateMultiTimeseries(context.Background(), req)
+	if err != nil {
+		return err
+	}
+	return verify(st)
+}
+
+// deleteSeries deletes the time series at paths (their data with them).
+func (s *session) deleteSeries(paths []string) error {
+	st, err := s.rpc.DeleteTimeseries(context.Background(), s.id, paths)
+	if err != nil {
+		return err
+	}
+	return verify(st)
+}
+
+// insertRecord sends req (one row of one device) on this session.
+func (s *session) insertRecord(req *rpc.TSInsertRecordReq) error {
+	req.SessionId = s.id
+	st, err := s.rpc.InsertRecord(context.Background(), req)
+	if err != nil {
+		return err
+	}
+	return verify(st)
+}
+
+// insertTablet sends req (rows of one device) on this session.
+func (s *session) insertTablet(req *rpc.TSInsertTabletReq) error {
+	req.SessionId = s.id
+	st, err := s.rpc.InsertTablet(context.Background(), req)
+	if err != nil {
+		return err
+	}
+	return verify(st)
+}
+
+// insertTablets sends req (rows of several devices) on this session.
+func (s *session) insertTablets(req *rpc.TSInsertTabletsReq) error {
+	req.SessionId = s.id
+	st, err := s.rpc.InsertTablets(context.Background(), req)
+	if err != nil {
+		return err
+	}
+	return verify(st)
+}
