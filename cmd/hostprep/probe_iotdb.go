@@ -47,7 +47,15 @@ points, 30% writes of 300 points).
 
 Before the load it reads the server version and creates the database
 root.hostprep_<run id> and its time series; afterwards it deletes it
-(unless --keep). Nothing outside that database is written.
+(unless --keep). Nothing outside that database is written. With --database
+root.x (an existing database, for users who may write but not create
+databases) the devices go under root.x.hostprep_<run id>, only time series
+are created, and only those are deleted afterwards.
+
+Each step says what bounded it: the pool (use >= 90% with workers waiting),
+the client (the probe's own CPU or scheduling lag), errors, or the server
+(latency rising while pool and client had headroom); the knee line names it
+with the fix, and suggestions follow. IoTDB status codes met are explained.
 
 Per step: mean, p50, p95, p99, max response time (ms), TPS, points/s, error
 rate, errors by class (wait_timeout, connect, status, deadline, panic, other)
@@ -88,6 +96,7 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 				}
 				keepChangedFlags(cmd, over)
 				cfg.ConnectTimeout, cfg.CallTimeout, cfg.Rate, cfg.Keep, cfg.Warmup = keep.ConnectTimeout, keep.CallTimeout, keep.Rate, keep.Keep, keep.Warmup
+				cfg.NodeURLs, cfg.Database = keep.NodeURLs, keep.Database
 				th = cfg.Thresholds
 			} else {
 				th.MaxErrorRate = &maxErrorRate
@@ -118,6 +127,12 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 				return err
 			}
 			stderr := cmd.ErrOrStderr()
+			if err := cfg.Validate(); err != nil {
+				return err
+			}
+			for _, w := range cfg.Warnings() {
+				fmt.Fprintf(stderr, "probe iotdb: warning: %s\n", w)
+			}
 			cfg.OnStep = func(s iotdb.Step) {
 				fmt.Fprintf(stderr, "probe iotdb: %d workers: %.1f TPS, p95 %.2f ms, errors %.2f%%, pool %.0f%%\n",
 					s.Workers, s.TPS, s.Latency.P95, 100*s.ErrorRate, 100*s.Pool.MeanUtil)
@@ -157,6 +172,8 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 	fl.StringVar(&profile, "profile", "", "take the load and thresholds from this profile's probe.iotdb section (built-in name or file); flags given explicitly win")
 	fl.StringVar(&cfg.Host, "host", cfg.Host, "IoTDB DataNode host")
 	fl.IntVar(&cfg.Port, "port", cfg.Port, "IoTDB DataNode client RPC port")
+	fl.StringSliceVar(&cfg.NodeURLs, "node-urls", nil, "DataNodes' client RPC addresses host:port,... (the SessionPool's NodeUrls; a new session goes to the first that answers); replaces --host/--port")
+	fl.StringVar(&cfg.Database, "database", "", "write under this existing database (root.x): devices root.x.hostprep_<run id>.d<N>, only time series created and deleted (default: create and delete root.hostprep_<run id>)")
 	fl.StringVar(&cfg.User, "user", cfg.User, "IoTDB user")
 	fl.StringVar(&passwordFile, "password-file", "", "file holding the IoTDB password (else $"+iotdbPasswordEnv+", else root); never printed")
 	fl.StringVar(&cfg.Scenario, "scenario", cfg.Scenario, "load: write, batch or mixed")
@@ -169,7 +186,7 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 	fl.DurationVar(&cfg.CallTimeout, "call-timeout", cfg.CallTimeout, "the probe's deadline on every call (the client has no socket timeout)")
 	fl.IntVar(&cfg.FetchSize, "fetch-size", cfg.FetchSize, "query fetch size (rows)")
 	fl.Float64Var(&cfg.Rate, "rate", 0, "open loop: operations/s per worker on a fixed schedule, latency from the scheduled start (0: closed loop)")
-	fl.BoolVar(&cfg.Keep, "keep", false, "keep the database root.hostprep_<run id> after the run")
+	fl.BoolVar(&cfg.Keep, "keep", false, "keep the database root.hostprep_<run id> (with --database: the probe's time series) after the run")
 	fl.Float64Var(&maxErrorRate, "max-error-rate", maxErrorRate, "highest acceptable fraction (0..1) of failed operations in any step")
 	fl.DurationVar(&cfg.Thresholds.P95, "max-p95", 0, "highest acceptable p95 response time at the target step (0: not checked)")
 	fl.Float64Var(&cfg.Thresholds.MinTPS, "min-tps", 0, "lowest acceptable TPS at the target step (0: not checked)")

@@ -1,6 +1,7 @@
 package iotdb
 
 import (
+	"fmt"
 	"net"
 	"slices"
 	"strconv"
@@ -309,6 +310,25 @@ func (c *Config) validate() error {
 		return exitcode.BadInputf("%s %d: not one of --steps %s; pick one of them (or 0 for the last)", optName("target-step"), t.TargetStep, joinInts(c.Steps))
 	}
 	return nil
+}
+
+// Warnings are findings about a valid c that make the run's figures
+// harder to read, one line each: steps with more workers than sessions
+// in the pool (those workers wait for a session, so the pool, not the
+// server, sets the throughput).
+func (c Config) Warnings() []string {
+	d := c.withDefaults()
+	var over []int
+	for _, s := range d.Steps {
+		if s > d.PoolSize {
+			over = append(over, s)
+		}
+	}
+	if len(over) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("pool size %d is smaller than the steps at %s workers: their workers wait for a session, so those steps measure the pool, not the server; set pool size >= %d (a common sizing is 1.5 x the writers: %d)",
+		d.PoolSize, joinInts(over), d.maxWorkers(), (3*d.maxWorkers()+1)/2)}
 }
 
 // targetStep is the worker count thresholds apply to.

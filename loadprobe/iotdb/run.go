@@ -60,6 +60,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if res.Database == "" {
 		res.Database = prefix
 	}
+	res.Notes = append(res.Notes, cfg.Warnings()...)
 	pool := newSessionPool(&cfg)
 	defer pool.close(cfg.CallTimeout)
 
@@ -104,7 +105,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	teardown(pool, &cfg, w, res)
 	res.UnreachableNodes = pool.unreachable()
+	attributeBounds(res.Steps, kneeErrorLimit(&cfg))
 	res.Knee = FindKnee(res.Steps, kneeErrorLimit(&cfg))
+	bound, note := limitNote(res.Steps, res.Knee, cfg.maxWorkers())
+	res.Knee.Bound, res.Knee.Reading = bound, res.Knee.Reading+note
+	res.Suggestions = Suggest(&cfg, res.Steps, res.ServerVersion)
 	res.Checks = Checks(&cfg, res.Steps)
 	if err := ctx.Err(); err != nil {
 		runErr = res.interrupted(err, cutAt, len(cfg.Steps))

@@ -3,7 +3,6 @@ package iotdb
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/apache/iotdb-client-go/client"
 )
@@ -77,9 +76,5 @@ func explain(err error, serverVersion string) string {
 
 // line is the one-line explanation.
 func (e StatusExplanation) line(serverVersion string) string {
-	s := fmt.Sprintf("status %d %s: %s; fix: %s", e.Code, e.Name, e.Cause, e.Fix)
-	if serverVersion != "" && !strings.HasPrefix(serverVersion, StatusCodesRelease) {
-		s += fmt.Sprintf(" (code meaning as in IoTDB %s; this server is %s)", StatusCodesRelease, serverVersion)
-	}
-	return s
+	return fmt.Sprintf("status %d %s: %s; fix: %s%s", e.Code, e.Name, e.Cause, e.Fix, versionCaveat(serverVersion))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	mrand "math/rand/v2"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -191,6 +192,7 @@ func runStep(ctx context.Context, cfg *Config, p *sessionPool, w *workload, n in
 	out.Pool.MeanUtil = out.Pool.MeanUsed / float64(p.size)
 	out.Pool.MaxUtil = float64(out.Pool.MaxUsed) / float64(p.size)
 	out.Client.SchedLagMaxMs = ms(sm.lagMax)
+	out.Client.Cores = runtime.GOMAXPROCS(0)
 	cpu := cpuTime() - cpu0
 	out.Client.CPUCores = cpu.Seconds() / elapsed.Seconds()
 	if out.Ops > 0 {
