@@ -57,6 +57,8 @@ type Server struct {
 	skip  atomic.Int64
 	delay atomic.Int64 // ns
 	code  atomic.Int32
+	// schemaCode, when not 0, is answered to schema creation.
+	schemaCode atomic.Int32
 	// DataCalls counts data calls received (any fault).
 	DataCalls atomic.Int64
 
@@ -111,6 +113,26 @@ func (s *Server) SetDelay(d time.Duration) { s.delay.Store(int64(d)) }
 
 // SetCode sets the status code Status answers.
 func (s *Server) SetCode(code int32) { s.code.Store(code) }
+
+// SetSchemaCode makes schema creation (CREATE DATABASE and
+// CreateMultiTimeseries) answer code with a message like IoTDB's (0:
+// success again). Code 906 stands for a DataNode that cannot create
+// another schema region (NO_AVAILABLE_REGION_GROUP), as seen on a small
+// DataNode holding a few databases.
+func (s *Server) SetSchemaCode(code int32) { s.schemaCode.Store(code) }
+
+// schemaStatus is the answer to a schema creation call.
+func (s *Server) schemaStatus() *common.TSStatus {
+	code := s.schemaCode.Load()
+	if code == 0 {
+		return ok()
+	}
+	msg := fmt.Sprintf("injected by hostprep faultserver (status %d)", code)
+	if code == 906 {
+		msg = "There are no available SchemaRegionGroups currently, please use \"show cluster\" or \"show regions\" to check the cluster status"
+	}
+	return &common.TSStatus{Code: code, Message: &msg}
+}
 
 // Close stops listening, ends slow answers, closes every connection and
 // waits for the server's goroutines.
@@ -249,11 +271,19 @@ func (h *handler) CloseOperation(ctx context.Context, req *rpc.TSCloseOperationR
 }
 
 func (h *handler) CreateMultiTimeseries(ctx context.Context, req *rpc.TSCreateMultiTimeseriesReq) (*common.TSStatus, error) {
+	return h.s.schemaStatus(), nil
+}
+
+func (h *handler) DeleteTimeseries(ctx context.Context, sessionID int64, paths []string) (*common.TSStatus, error) {
 	return ok(), nil
 }
 
-// ExecuteStatementV2 carries CREATE/DELETE DATABASE: always success.
+// ExecuteStatementV2 carries CREATE/DELETE DATABASE: success, or the
+// schema code for CREATE DATABASE.
 func (h *handler) ExecuteStatementV2(ctx context.Context, req *rpc.TSExecuteStatementReq) (*rpc.TSExecuteStatementResp, error) {
+	if strings.HasPrefix(strings.ToUpper(strings.TrimSpace(req.Statement)), "CREATE DATABASE") {
+		return &rpc.TSExecuteStatementResp{Status: h.s.schemaStatus()}, nil
+	}
 	return &rpc.TSExecuteStatementResp{Status: ok()}, nil
 }
 
