@@ -1,10 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
@@ -12,6 +14,43 @@ import (
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/spf13/cobra"
 )
+
+// iotdbFlag is the flag that gives a setting of iotdb.Resolve ("" for
+// settings without a flag).
+func iotdbFlag(key string) string {
+	switch key {
+	case "thresholds.max_error_rate":
+		return "max-error-rate"
+	case "thresholds.p95":
+		return "max-p95"
+	case "thresholds.min_tps":
+		return "min-tps"
+	case "thresholds.target_step":
+		return "target-step"
+	case "password", "run_id", "unreachable_after", "sample_interval", "on_step":
+		return ""
+	}
+	return strings.ReplaceAll(key, "_", "-")
+}
+
+// iotdbFlagError names an invalid setting of err by its flag as well as
+// its profile key ("--pool-size (probe.iotdb.pool_size) 0: ..."); other
+// errors are returned as they are.
+func iotdbFlagError(err error) error {
+	var se *iotdb.SettingError
+	if !errors.As(err, &se) {
+		return err
+	}
+	flag := iotdbFlag(se.Key)
+	if flag == "" {
+		return err
+	}
+	name := "--" + flag
+	if sn := iotdb.SettingName(se.Key); sn != se.Key {
+		name += " (" + sn + ")"
+	}
+	return exitcode.New(exitcode.Code(err), se.Named(name))
+}
 
 // iotdbPasswordEnv holds the IoTDB password when --password-file is not given.
 const iotdbPasswordEnv = "HOSTPREP_IOTDB_PASSWORD"
@@ -27,7 +66,6 @@ func newProbeIoTDBCmd() *cobra.Command {
 		output, csvFile       string
 		htmlFile              string
 		maxErrorRate          = 0.01
-		th                    iotdb.Thresholds
 	)
 	cfg.Password = ""
 	cfg.Steps = slices.Clone(cfg.Steps)
@@ -77,43 +115,21 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 				return err
 			}
 			f := cmd.Flags()
+			var section *profiles.IoTDBProbe
 			if profile != "" {
 				p, err := probeProfile(profile, "probe.iotdb", func(p *profiles.Profile) bool { return p.Probe.IoTDB != nil })
 				if err != nil {
 					return err
 				}
-				base := iotdb.ConfigFromProfile(p.Probe.IoTDB)
-				// Flags given explicitly win over the profile; flags the
-				// profile has no field for are kept.
-				keep := cfg
-				cfg = base
-				over := map[string]func(){
-					"host": func() { cfg.Host = keep.Host }, "port": func() { cfg.Port = keep.Port },
-					"user": func() { cfg.User = keep.User }, "scenario": func() { cfg.Scenario = keep.Scenario },
-					"steps": func() { cfg.Steps = keep.Steps }, "step-duration": func() { cfg.StepDuration = keep.StepDuration },
-					"pool-size": func() { cfg.PoolSize = keep.PoolSize }, "wait-timeout": func() { cfg.WaitTimeout = keep.WaitTimeout },
-					"fetch-size": func() { cfg.FetchSize = keep.FetchSize },
-				}
-				keepChangedFlags(cmd, over)
-				cfg.ConnectTimeout, cfg.CallTimeout, cfg.Rate, cfg.Keep, cfg.Warmup = keep.ConnectTimeout, keep.CallTimeout, keep.Rate, keep.Keep, keep.Warmup
-				cfg.NodeURLs, cfg.Database = keep.NodeURLs, keep.Database
-				th = cfg.Thresholds
-			} else {
-				th.MaxErrorRate = &maxErrorRate
+				section = p.Probe.IoTDB
 			}
-			if f.Changed("max-error-rate") {
-				th.MaxErrorRate = &maxErrorRate
-			}
-			if f.Changed("max-p95") {
-				th.P95 = cfg.Thresholds.P95
-			}
-			if f.Changed("min-tps") {
-				th.MinTPS = cfg.Thresholds.MinTPS
-			}
-			if f.Changed("target-step") {
-				th.TargetStep = cfg.Thresholds.TargetStep
-			}
-			cfg.Thresholds = th
+			// Built-in defaults (an error-rate limit of 1%), then the
+			// profile's section, then the flags given explicitly.
+			cfg.Thresholds.MaxErrorRate = &maxErrorRate
+			base := iotdb.Defaults
+			defaultMax := 0.01
+			base.Thresholds.MaxErrorRate = &defaultMax
+			cfg = iotdb.Resolve(&base, section, &cfg, func(key string) bool { return f.Changed(iotdbFlag(key)) })
 			pw, err := probePassword(passwordFile, iotdbPasswordEnv)
 			if err != nil {
 				return err
@@ -128,7 +144,7 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 			}
 			stderr := cmd.ErrOrStderr()
 			if err := cfg.Validate(); err != nil {
-				return err
+				return iotdbFlagError(err)
 			}
 			for _, w := range cfg.Warnings() {
 				fmt.Fprintf(stderr, "probe iotdb: warning: %s\n", w)
@@ -141,6 +157,7 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			res, runErr := iotdb.Run(ctx, cfg)
+			runErr = iotdbFlagError(runErr)
 			if res != nil {
 				out := cmd.OutOrStdout()
 				var err error

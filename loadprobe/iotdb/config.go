@@ -3,6 +3,7 @@ package iotdb
 import (
 	"fmt"
 	"net"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -217,97 +218,133 @@ func (c Config) Validate() error {
 	return d.validate()
 }
 
-// optName is how a setting is named in errors: the flag, and the profile
-// key when the profile has one.
-func optName(flag string) string {
-	switch flag {
-	case "host", "port", "user", "scenario", "steps", "step-duration", "pool-size", "wait-timeout", "fetch-size":
-		return "--" + flag + " (probe.iotdb." + strings.ReplaceAll(flag, "-", "_") + ")"
-	case "max-error-rate", "max-p95", "min-tps", "target-step":
-		key := map[string]string{"max-error-rate": "max_error_rate", "max-p95": "p95", "min-tps": "min_tps", "target-step": "target_step"}[flag]
-		return "--" + flag + " (probe.iotdb.thresholds." + key + ")"
+// SettingError is an invalid setting: Key is its iotdb.Resolve key
+// ("pool_size", "thresholds.p95"), Value the value given, Rule what is
+// wanted and Example a valid value. Its message names the setting by its
+// profile key (probe.iotdb.<key>; see SettingName), never by a CLI flag: the CLI, which
+// knows its flags, renames it (see Named).
+type SettingError struct {
+	Key, Value, Rule, Example string
+	// Name is how the setting is named in the message; default
+	// probe.iotdb.<Key>.
+	Name string
+}
+
+func (e *SettingError) Error() string {
+	name := e.Name
+	if name == "" {
+		name = SettingName(e.Key)
 	}
-	return "--" + flag
+	msg := name + " " + e.Value + ": " + e.Rule
+	if e.Example != "" {
+		msg += ", e.g. " + e.Example
+	}
+	return msg
+}
+
+// SettingName is how a setting is named in errors: probe.iotdb.<key> when
+// the profile has the key, else the key itself (connect_timeout).
+func SettingName(key string) string {
+	if _, ok := profileField(reflect.ValueOf(profiles.IoTDBProbe{}), key); ok {
+		return "probe.iotdb." + key
+	}
+	return key
+}
+
+// Named returns a copy of e named name (e.g. "--pool-size (probe.iotdb.pool_size)").
+func (e *SettingError) Named(name string) *SettingError {
+	c := *e
+	c.Name = name
+	return &c
+}
+
+// bad is a bad-input (exit 2) SettingError.
+func bad(key string, value any, rule, example string) error {
+	v := fmt.Sprint(value)
+	if s, ok := value.(string); ok {
+		v = strconv.Quote(s)
+	}
+	return exitcode.New(exitcode.BadInput, &SettingError{Key: key, Value: v, Rule: rule, Example: example})
 }
 
 // validate checks a defaulted Config; see Validate.
 func (c *Config) validate() error {
 	if !slices.Contains(Scenarios, c.Scenario) {
-		return exitcode.BadInputf("%s %q: want one of %s", optName("scenario"), c.Scenario, strings.Join(Scenarios, ", "))
+		return bad("scenario", c.Scenario, "want one of "+strings.Join(Scenarios, ", "), "")
 	}
 	if strings.TrimSpace(c.Host) == "" {
-		return exitcode.BadInputf("%s is empty: want the DataNode's host name or address, e.g. --host 127.0.0.1", optName("host"))
+		return bad("host", c.Host, "want the DataNode's host name or address", "127.0.0.1")
 	}
 	if c.Port < 1 || c.Port > 65535 {
-		return exitcode.BadInputf("%s %d: want a TCP port 1..65535 (IoTDB's client RPC default is 6667), e.g. --port 6667", optName("port"), c.Port)
+		return bad("port", c.Port, "want a TCP port 1..65535 (IoTDB's client RPC default is 6667)", "6667")
 	}
 	for _, u := range c.NodeURLs {
 		if _, port, err := net.SplitHostPort(u); err != nil || port == "" {
-			return exitcode.BadInputf("%s %q: want host:port of a DataNode's client RPC, e.g. --node-urls 10.0.0.1:6667,10.0.0.2:6667", optName("node-urls"), u)
+			return bad("node_urls", u, "want host:port of a DataNode's client RPC", "10.0.0.1:6667,10.0.0.2:6667")
 		}
 	}
 	if c.User == "" {
-		return exitcode.BadInputf("%s is empty: want the IoTDB user, e.g. --user root", optName("user"))
+		return bad("user", c.User, "want the IoTDB user", "root")
 	}
 	if len(c.Steps) == 0 {
-		return exitcode.BadInputf("%s is empty: want worker counts in increasing order, e.g. --steps 10,20,30", optName("steps"))
+		return bad("steps", "(empty)", "want worker counts in increasing order", "10,20,30")
 	}
 	for i, s := range c.Steps {
 		if s < 1 || s > 10000 {
-			return exitcode.BadInputf("%s %s: every step is a worker count 1..10000, got %d", optName("steps"), joinInts(c.Steps), s)
+			return bad("steps", joinInts(c.Steps), fmt.Sprintf("every step is a worker count 1..10000, got %d", s), "")
 		}
 		if i > 0 && s <= c.Steps[i-1] {
-			return exitcode.BadInputf("%s %s: steps must increase (%d follows %d; the knee compares each step with the one before): list them in increasing order, e.g. --steps %s",
-				optName("steps"), joinInts(c.Steps), s, c.Steps[i-1], joinInts(sortedUnique(c.Steps)))
+			return bad("steps", joinInts(c.Steps), fmt.Sprintf("steps must increase (%d follows %d; the knee compares each step with the one before): list them in increasing order", s, c.Steps[i-1]),
+				joinInts(sortedUnique(c.Steps)))
 		}
 	}
 	for _, d := range []struct {
-		flag string
-		v    time.Duration
-		eg   string
-	}{{"step-duration", c.StepDuration, "30s"}, {"wait-timeout", c.WaitTimeout, "5s"},
-		{"connect-timeout", c.ConnectTimeout, "5s"}, {"call-timeout", c.CallTimeout, "10s"}} {
+		key string
+		v   time.Duration
+		eg  string
+	}{{"step_duration", c.StepDuration, "30s"}, {"wait_timeout", c.WaitTimeout, "5s"},
+		{"connect_timeout", c.ConnectTimeout, "5s"}, {"call_timeout", c.CallTimeout, "10s"}} {
 		if d.v <= 0 {
-			return exitcode.BadInputf("%s %v: want a duration > 0, e.g. --%s %s (0 is not \"the default\"; leave the flag out for that)", optName(d.flag), d.v, d.flag, d.eg)
+			return bad(d.key, d.v, `want a duration > 0 (0 is not "the default"; leave the setting out for that)`, d.eg)
 		}
 	}
 	if c.UnreachableAfter <= 0 {
-		return exitcode.BadInputf("Config.UnreachableAfter %v: want a duration > 0, e.g. 5s", c.UnreachableAfter)
+		return bad("unreachable_after", c.UnreachableAfter, "want a duration > 0", "5s")
 	}
 	if c.SampleInterval <= 0 {
-		return exitcode.BadInputf("sample interval %v: want a duration > 0, e.g. 100ms", c.SampleInterval)
+		return bad("sample_interval", c.SampleInterval, "want a duration > 0", "100ms")
 	}
 	if c.PoolSize < 1 {
-		return exitcode.BadInputf("%s %d: want at least 1 session, e.g. --pool-size %d (one per worker of the largest step)", optName("pool-size"), c.PoolSize, max(1, slices.Max(c.Steps)))
+		return bad("pool_size", c.PoolSize, "want at least 1 session (one per worker of the largest step)", strconv.Itoa(max(1, slices.Max(c.Steps))))
 	}
 	if c.FetchSize < 1 || c.FetchSize > 1<<20 {
-		return exitcode.BadInputf("%s %d: want 1..1048576 rows, e.g. --fetch-size 1000", optName("fetch-size"), c.FetchSize)
+		return bad("fetch_size", c.FetchSize, "want 1..1048576 rows", "1000")
 	}
 	if c.Rate < 0 {
-		return exitcode.BadInputf("--rate %g: want operations/s per worker > 0, or 0 for closed loop", c.Rate)
+		return bad("rate", c.Rate, "want operations/s per worker > 0, or 0 for closed loop", "100")
 	}
 	if c.Database != "" && !validPath(c.Database) {
-		return exitcode.BadInputf("%s %q: want an existing database's path such as root.sg (root followed by .-separated names of letters, digits and _)", optName("database"), c.Database)
+		return bad("database", c.Database, "want an existing database's path (root followed by .-separated names of letters, digits and _)", "root.sg")
 	}
 	if c.RunID != "" {
 		for _, r := range c.RunID {
 			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
-				return exitcode.BadInputf("run id %q: use lower-case letters, digits and _ only (it names root.hostprep_<id>)", c.RunID)
+				return bad("run_id", c.RunID, "use lower-case letters, digits and _ only (it names root.hostprep_<id>)", "run1")
 			}
 		}
 	}
 	t := c.Thresholds
 	if t.MaxErrorRate != nil && (*t.MaxErrorRate < 0 || *t.MaxErrorRate > 1) {
-		return exitcode.BadInputf("%s %g: want a fraction 0..1 (0.01 = 1%%)", optName("max-error-rate"), *t.MaxErrorRate)
+		return bad("thresholds.max_error_rate", *t.MaxErrorRate, "want a fraction 0..1 (0.01 = 1%)", "0.01")
 	}
 	if t.P95 < 0 {
-		return exitcode.BadInputf("--max-p95 %v: want a positive duration such as 200ms", t.P95)
+		return bad("thresholds.p95", t.P95, "want a positive duration", "200ms")
 	}
 	if t.MinTPS < 0 {
-		return exitcode.BadInputf("--min-tps %g: want operations/s >= 0", t.MinTPS)
+		return bad("thresholds.min_tps", t.MinTPS, "want operations/s >= 0", "1000")
 	}
 	if t.TargetStep != 0 && !slices.Contains(c.Steps, t.TargetStep) {
-		return exitcode.BadInputf("%s %d: not one of --steps %s; pick one of them (or 0 for the last)", optName("target-step"), t.TargetStep, joinInts(c.Steps))
+		return bad("thresholds.target_step", t.TargetStep, "not one of the steps "+joinInts(c.Steps)+"; pick one of them (or 0 for the last)", "")
 	}
 	return nil
 }
