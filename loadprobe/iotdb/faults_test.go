@@ -9,15 +9,15 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/iotdbfault"
 	"github.com/hostprep/hostprep/internal/verdict"
-	"github.com/hostprep/hostprep/loadprobe/iotdb/faultserver"
 )
 
 // faultRun runs a short probe against a fault server; the fault server
 // gives error paths only, never a performance number.
-func faultRun(t *testing.T, f faultserver.Fault, scenario string, tune func(*faultserver.Server, *Config)) *Result {
+func faultRun(t *testing.T, f iotdbfault.Fault, scenario string, tune func(*iotdbfault.Server, *Config)) *Result {
 	t.Helper()
-	srv, err := faultserver.Start(faultserver.None)
+	srv, err := iotdbfault.Start(iotdbfault.None)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func onlyClass(t *testing.T, s Step, class string) {
 }
 
 func TestFaultSlowAnswerIsClientDeadline(t *testing.T) {
-	res := faultRun(t, faultserver.Slow, ScenarioWrite, func(srv *faultserver.Server, c *Config) {
+	res := faultRun(t, iotdbfault.Slow, ScenarioWrite, func(srv *iotdbfault.Server, c *Config) {
 		srv.SetDelay(3 * time.Second)
 		c.CallTimeout = 200 * time.Millisecond
 	})
@@ -87,7 +87,7 @@ func TestFaultSlowAnswerIsClientDeadline(t *testing.T) {
 func TestFaultStatusCodeIsCounted(t *testing.T) {
 	for _, sc := range []string{ScenarioWrite, ScenarioBatch, ScenarioMixed} {
 		t.Run(sc, func(t *testing.T) {
-			res := faultRun(t, faultserver.Status, sc, func(srv *faultserver.Server, c *Config) { srv.SetCode(305) })
+			res := faultRun(t, iotdbfault.Status, sc, func(srv *iotdbfault.Server, c *Config) { srv.SetCode(305) })
 			s := res.Steps[0]
 			onlyClass(t, s, ClassStatus)
 			if s.StatusCodes["305"] != s.Errors {
@@ -104,7 +104,7 @@ func TestFaultStatusCodeIsCounted(t *testing.T) {
 // v1.3.7 client's VerifySuccess panic (nil dereference); the probe's own
 // status check reads it as the sub-status's code.
 func TestFaultMultipleErrorWithoutMessageIsSubStatus(t *testing.T) {
-	res := faultRun(t, faultserver.MultipleNoMessage, ScenarioWrite, nil)
+	res := faultRun(t, iotdbfault.MultipleNoMessage, ScenarioWrite, nil)
 	s := res.Steps[0]
 	onlyClass(t, s, ClassStatus)
 	if len(s.StatusCodes) != 1 || s.StatusCodes["507"] != s.Errors {
@@ -121,7 +121,7 @@ func TestFaultMultipleErrorWithoutMessageIsSubStatus(t *testing.T) {
 func TestFaultDroppedConnectionIsConnectError(t *testing.T) {
 	for _, sc := range []string{ScenarioWrite, ScenarioMixed} {
 		t.Run(sc, func(t *testing.T) {
-			res := faultRun(t, faultserver.Drop, sc, nil)
+			res := faultRun(t, iotdbfault.Drop, sc, nil)
 			s := res.Steps[0]
 			// A dropped write is a lost connection; a dropped query can make
 			// the v1.3.7 client panic (nil response after reconnect) — both

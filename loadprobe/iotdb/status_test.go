@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
-	"github.com/hostprep/hostprep/loadprobe/iotdb/faultserver"
+	"github.com/hostprep/hostprep/internal/iotdbfault"
 )
 
 // A DataNode that cannot create another schema region answers 906 when the
@@ -15,7 +15,7 @@ import (
 // databases): the probe exits 3 with one line saying what it means and
 // what to do, not just IoTDB's raw message.
 func TestStatus906AtSetupIsExplained(t *testing.T) {
-	srv, err := faultserver.Start(faultserver.None)
+	srv, err := iotdbfault.Start(iotdbfault.None)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestStatusCodesDuringLoadBecomeSuggestions(t *testing.T) {
 		803: {"privileges", "NO_PERMISSION", "grant the privilege"},
 		906: {"DataNode memory", "NO_AVAILABLE_REGION_GROUP", "--database"},
 	} {
-		res := faultRun(t, faultserver.Status, ScenarioWrite, func(srv *faultserver.Server, c *Config) { srv.SetCode(code) })
+		res := faultRun(t, iotdbfault.Status, ScenarioWrite, func(srv *iotdbfault.Server, c *Config) { srv.SetCode(code) })
 		found := false
 		for _, g := range res.Suggestions {
 			if g.Setting == want.setting && strings.Contains(g.Observed, want.name) && strings.Contains(g.Fix, want.fix) {
@@ -70,7 +70,7 @@ func TestStatusCodesDuringLoadBecomeSuggestions(t *testing.T) {
 // --database names a database that must exist: without the check IoTDB's
 // schema auto-creation would quietly create one.
 func TestDatabaseMustExist(t *testing.T) {
-	srv, err := faultserver.Start(faultserver.None)
+	srv, err := iotdbfault.Start(iotdbfault.None)
 	if err != nil {
 		t.Fatal(err)
 	}

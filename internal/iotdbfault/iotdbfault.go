@@ -1,4 +1,4 @@
-// Package faultserver is a fault-injecting stand-in for an IoTDB DataNode's
+// Package iotdbfault is a fault-injecting stand-in for an IoTDB DataNode's
 // client RPC, built on the Go client's own generated Thrift processor
 // (rpc.NewIClientRPCServiceProcessor) with framed transport and the binary
 // protocol, as the real server speaks them.
@@ -10,7 +10,7 @@
 // successfully (with no version row) and applies the configured Fault to
 // data calls (inserts and queries). It stores nothing and must never be
 // used for a performance number.
-package faultserver
+package iotdbfault
 
 import (
 	"context"
@@ -127,7 +127,7 @@ func (s *Server) schemaStatus() *common.TSStatus {
 	if code == 0 {
 		return ok()
 	}
-	msg := fmt.Sprintf("injected by hostprep faultserver (status %d)", code)
+	msg := fmt.Sprintf("injected by hostprep iotdbfault (status %d)", code)
 	if code == 906 {
 		msg = "There are no available SchemaRegionGroups currently, please use \"show cluster\" or \"show regions\" to check the cluster status"
 	}
@@ -210,7 +210,7 @@ type safeProcessor struct{ thrift.TProcessor }
 func (p *safeProcessor) Process(ctx context.Context, in, out thrift.TProtocol) (ok bool, err thrift.TException) {
 	defer func() {
 		if r := recover(); r != nil {
-			ok, err = false, thrift.NewTApplicationException(thrift.INTERNAL_ERROR, fmt.Sprint("faultserver: ", r))
+			ok, err = false, thrift.NewTApplicationException(thrift.INTERNAL_ERROR, fmt.Sprint("iotdbfault: ", r))
 		}
 	}()
 	return p.TProcessor.Process(ctx, in, out)
@@ -241,7 +241,7 @@ func (h *handler) data(ctx context.Context) (*common.TSStatus, error) {
 			return nil, thrift.ErrAbandonRequest
 		}
 	case Status:
-		msg := "injected by hostprep faultserver"
+		msg := "injected by hostprep iotdbfault"
 		return &common.TSStatus{Code: h.s.code.Load(), Message: &msg}, nil
 	case MultipleNoMessage:
 		return &common.TSStatus{Code: 302, SubStatus: []*common.TSStatus{{Code: 507}}}, nil
