@@ -23,31 +23,12 @@ func testSession(t *testing.T, cfg Config) *client.Session {
 	return &s
 }
 
-// timeseries lists the time series under path (show timeseries path.**).
+// timeseries lists the time series under path (show timeseries path.**), sorted.
 func timeseries(t *testing.T, s *client.Session, path string) []string {
 	t.Helper()
-	timeout := int64(10000)
-	ds, err := s.ExecuteQueryStatement("show timeseries "+path+".**", &timeout)
-	if err != nil {
-		t.Fatalf("show timeseries: %v", err)
-	}
-	defer ds.Close()
-	var out []string
-	for {
-		ok, err := ds.Next()
-		if err != nil {
-			t.Fatalf("show timeseries: %v", err)
-		}
-		if !ok {
-			slices.Sort(out)
-			return out
-		}
-		name, err := ds.GetString("Timeseries")
-		if err != nil {
-			t.Fatalf("show timeseries: %v", err)
-		}
-		out = append(out, name)
-	}
+	out := column(t, s, "show timeseries "+path+".**", "Timeseries")
+	slices.Sort(out)
+	return out
 }
 
 // --database with a database the test created: the probe writes only under

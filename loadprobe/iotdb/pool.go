@@ -115,6 +115,9 @@ func (p *sessionPool) get(ctx context.Context) (*session, error) {
 	s, err := p.open(ctx)
 	if err != nil {
 		p.release()
+		if ctx.Err() != nil {
+			return nil, ctx.Err() // cancelled mid-dial: no connect failure
+		}
 		return nil, err
 	}
 	return s, nil
@@ -156,9 +159,10 @@ func (p *sessionPool) open(ctx context.Context) (*session, error) {
 // when its connection failed or it is mid-frame).
 func (p *sessionPool) call(ctx context.Context, s *session, op opFunc) (n int64, err error) {
 	deadline := time.Now().Add(p.callTimeout)
-	_ = s.conn.SetDeadline(deadline)
+	s.w.begin(deadline)
 	broken := true
 	defer func() {
+		s.w.end()
 		if v := recover(); v != nil {
 			n, err = 0, &panicError{where: "client call", value: v}
 		}
@@ -205,14 +209,14 @@ func (p *sessionPool) release() {
 	<-p.sem
 }
 
-// interrupt makes every call in flight return at once (its connection's
-// deadline set to now): for a cancelled run. Sessions idle meanwhile are
-// unaffected (each call sets its own deadline).
+// interrupt makes every call in flight return at once (its socket shut
+// down; its session is then closed): for a cancelled run. Idle sessions
+// stay usable (for the clean-up).
 func (p *sessionPool) interrupt() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for s := range p.live {
-		_ = s.conn.SetDeadline(time.Now())
+		s.w.interrupt()
 	}
 }
 

@@ -1,12 +1,9 @@
 package iotdb
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"net"
 	"time"
 
 	"github.com/apache/iotdb-client-go/client"
@@ -21,12 +18,13 @@ import (
 // with no goroutine or timer of its own:
 //
 //   - the request frame goes out in one write: the framed transport writes
-//     its 4-byte header and the body into connTransport's buffer, flushed
-//     once (client.Session's TSocket writes them in two syscalls);
-//   - the call deadline is the connection's deadline, set once per call
-//     (sessionPool.call); a call that hits it fails with a timeout and its
-//     session is closed (its stream is mid-frame), so no call outlives its
-//     deadline and nothing is left running in the background;
+//     its 4-byte header and the body into wire's buffer, flushed once
+//     (client.Session's TSocket writes them in two syscalls), and the answer
+//     is read with a blocking read on the worker's thread (see wire);
+//   - the call deadline is the socket's timeout (see wire), with no
+//     goroutine or timer per call; a call that hits it fails with a timeout
+//     and its session is closed (its stream is mid-frame), so no call
+//     outlives its deadline and nothing is left running in the background;
 //   - values are encoded by the probe into reused buffers
 //     (client.Session encodes them with binary.Write, via reflection,
 //     into fresh buffers every call).
@@ -34,31 +32,14 @@ import (
 // A session is used by one goroutine at a time (the pool hands it out).
 type session struct {
 	node  string // host:port it is connected to
-	conn  net.Conn
-	tr    *connTransport
+	w     *wire
 	rpc   *rpc.IClientRPCServiceClient
 	id    int64 // session id from OpenSession
 	stmt  int64 // statement id from RequestStatementId
 	fetch int32
 }
 
-// connTransport is the Thrift transport under the framed transport: reads
-// go straight to the connection (the framed transport buffers them), writes
-// into a buffer flushed by Flush.
-type connTransport struct {
-	c  net.Conn
-	bw *bufio.Writer
-}
-
-func (t *connTransport) Open() error                     { return nil }
-func (t *connTransport) IsOpen() bool                    { return true }
-func (t *connTransport) Close() error                    { return t.c.Close() }
-func (t *connTransport) Read(p []byte) (int, error)      { return t.c.Read(p) }
-func (t *connTransport) Write(p []byte) (int, error)     { return t.bw.Write(p) }
-func (t *connTransport) Flush(ctx context.Context) error { return t.bw.Flush() }
-func (t *connTransport) RemainingBytes() uint64          { return math.MaxUint64 }
-
-// writeBuffer is connTransport's write buffer (bytes): large enough for the
+// writeBuffer is wire's write buffer (bytes): large enough for the
 // biggest request of the scenarios (a batch of 1,000 FLOAT points is about
 // 9 KiB) to go out in one write.
 const writeBuffer = 64 << 10
@@ -68,18 +49,17 @@ const writeBuffer = 64 << 10
 // or a *client.ExecutionError with the status the server refused the
 // session with (wrong password: 801).
 func openSession(ctx context.Context, node, user, password string, connectTimeout, callTimeout time.Duration, fetch int32) (*session, error) {
-	d := net.Dialer{Timeout: connectTimeout}
-	c, err := d.DialContext(ctx, "tcp", node)
+	w, err := dialWire(ctx, node, connectTimeout, callTimeout)
 	if err != nil {
 		return nil, err
 	}
 	conf := &thrift.TConfiguration{MaxFrameSize: thrift.DEFAULT_MAX_FRAME_SIZE}
-	tr := &connTransport{c: c, bw: bufio.NewWriterSize(c, writeBuffer)}
-	framed := thrift.NewTFramedTransportConf(tr, conf)
+	framed := thrift.NewTFramedTransportConf(w, conf)
 	pf := thrift.NewTBinaryProtocolFactoryConf(conf)
-	s := &session{node: node, conn: c, tr: tr, fetch: fetch,
+	s := &session{node: node, w: w, fetch: fetch,
 		rpc: rpc.NewIClientRPCServiceClient(thrift.NewTStandardClient(pf.GetProtocol(framed), pf.GetProtocol(framed)))}
-	_ = c.SetDeadline(time.Now().Add(callTimeout))
+	w.begin(time.Now().Add(callTimeout))
+	defer w.end()
 	resp, err := s.rpc.OpenSession(ctx, &rpc.TSOpenSessionReq{ClientProtocol: rpc.TSProtocolVersion_IOTDB_SERVICE_PROTOCOL_V3,
 		ZoneId: "UTC", Username: user, Password: &password})
 	if err == nil {
@@ -90,7 +70,7 @@ func openSession(ctx context.Context, node, user, password string, connectTimeou
 		s.stmt, err = s.rpc.RequestStatementId(ctx, s.id)
 	}
 	if err != nil {
-		_ = c.Close()
+		_ = w.Close()
 		return nil, err
 	}
 	return s, nil
@@ -100,10 +80,11 @@ func openSession(ctx context.Context, node, user, password string, connectTimeou
 // connection; broken skips the CloseSession call (the stream is unusable).
 func (s *session) close(broken bool, d time.Duration) {
 	if !broken {
-		_ = s.conn.SetDeadline(time.Now().Add(d))
+		s.w.begin(time.Now().Add(d))
 		_, _ = s.rpc.CloseSession(context.Background(), &rpc.TSCloseSessionReq{SessionId: s.id})
+		s.w.end()
 	}
-	_ = s.conn.Close()
+	_ = s.w.Close()
 }
 
 // errNoStatus is a response without the TSStatus it must carry.
