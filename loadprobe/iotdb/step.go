@@ -92,8 +92,7 @@ func (ss *seconds) stats() []SecondStats {
 	out := make([]SecondStats, len(ss.lat))
 	for i, l := range ss.lat {
 		out[i] = SecondStats{Second: i, Ops: ss.ops[i], Errors: ss.errs[i]}
-		if l.Count() > 0 {
-			sum := l.Summary()
+		if sum := l.Summary(); sum.Count > 0 {
 			out[i].P50Ms, out[i].P95Ms, out[i].P99Ms, out[i].MaxMs = sum.P50, sum.P95, sum.P99, sum.Max
 		}
 	}
