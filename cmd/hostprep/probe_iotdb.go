@@ -190,6 +190,7 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 	fl.StringVar(&cfg.Host, "host", cfg.Host, "IoTDB DataNode host")
 	fl.IntVar(&cfg.Port, "port", cfg.Port, "IoTDB DataNode client RPC port")
 	fl.StringSliceVar(&cfg.NodeURLs, "node-urls", nil, "DataNodes' client RPC addresses host:port,... (the SessionPool's NodeUrls; a new session goes to the first that answers); replaces --host/--port")
+	fl.BoolVar(&cfg.Redirection, "redirection", false, "follow the server's redirection of writes to the DataNode leading the device's region (the Java SessionPool's enableRedirection)")
 	fl.StringVar(&cfg.Database, "database", "", "write under this existing database (root.x): devices root.x.hostprep_<run id>.d<N>, only time series created and deleted (default: create and delete root.hostprep_<run id>)")
 	fl.StringVar(&cfg.User, "user", cfg.User, "IoTDB user")
 	fl.StringVar(&passwordFile, "password-file", "", "file holding the IoTDB password (else $"+iotdbPasswordEnv+", else root); never printed")

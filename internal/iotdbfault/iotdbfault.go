@@ -57,6 +57,8 @@ type Server struct {
 	skip  atomic.Int64
 	delay atomic.Int64 // ns
 	code  atomic.Int32
+	// redirect, when set, is the host:port data calls are redirected to.
+	redirect atomic.Pointer[common.TEndPoint]
 	// schemaCode, when not 0, is answered to schema creation.
 	schemaCode atomic.Int32
 	// DataCalls counts data calls received (any fault).
@@ -113,6 +115,20 @@ func (s *Server) SetDelay(d time.Duration) { s.delay.Store(int64(d)) }
 
 // SetCode sets the status code Status answers.
 func (s *Server) SetCode(code int32) { s.code.Store(code) }
+
+// SetRedirect makes successful data calls answer REDIRECTION_RECOMMEND
+// (400) naming addr (host:port) as the node to write to, as a DataNode that
+// does not lead the device's region does ("": plain success again).
+func (s *Server) SetRedirect(addr string) {
+	if addr == "" {
+		s.redirect.Store(nil)
+		return
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	var p int32
+	fmt.Sscan(port, &p)
+	s.redirect.Store(&common.TEndPoint{IP: host, Port: p})
+}
 
 // SetSchemaCode makes schema creation (CREATE DATABASE and
 // CreateMultiTimeseries) answer code with a message like IoTDB's (0:
@@ -249,6 +265,9 @@ func (h *handler) data(ctx context.Context) (*common.TSStatus, error) {
 		// The generated processor passes ErrAbandonRequest up and
 		// TSimpleServer closes the connection without writing a reply.
 		return nil, thrift.ErrAbandonRequest
+	}
+	if ep := h.s.redirect.Load(); ep != nil {
+		return &common.TSStatus{Code: 400, RedirectNode: ep}, nil
 	}
 	return ok(), nil
 }

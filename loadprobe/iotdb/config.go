@@ -85,6 +85,13 @@ type Config struct {
 	// and Port are then not used. Nodes that could not be reached are named
 	// in Result.UnreachableNodes.
 	NodeURLs []string `json:"node_urls,omitempty"`
+	// Redirection follows the server's redirection of writes
+	// (REDIRECTION_RECOMMEND, 400, naming the DataNode that leads the
+	// device's region), as the Java SessionPool's enableRedirection: the
+	// worker's next operations go to a session on that node. Off: every
+	// session writes through the node it is connected to (answers
+	// recommending another node are still counted, Step.Redirects).
+	Redirection bool `json:"redirection,omitempty"`
 	// ConnectTimeout bounds the TCP connect of a new session.
 	ConnectTimeout time.Duration `json:"connect_timeout"`
 	// CallTimeout is the deadline of every call (set on the session's

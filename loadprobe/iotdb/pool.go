@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,8 +36,8 @@ type sessionPool struct {
 	openTimeout time.Duration // TCP connect of a new session
 	callTimeout time.Duration // every call, OpenSession included
 
-	sem  chan struct{} // one token per session out (size slots)
-	idle chan *session // open sessions not in use
+	sem  chan struct{}                // one token per session out (size slots)
+	idle atomic.Pointer[idleSessions] // open sessions not in use, per node
 
 	inUse   atomic.Int64 // sessions handed out and not yet put back
 	waiting atomic.Int64 // workers waiting for a free slot
@@ -52,7 +54,7 @@ func newSessionPool(cfg *Config) *sessionPool {
 	if len(nodes) == 0 {
 		nodes = []string{cfg.addr()}
 	}
-	return &sessionPool{
+	p := &sessionPool{
 		nodes:       nodes,
 		user:        cfg.User,
 		password:    cfg.Password,
@@ -62,10 +64,66 @@ func newSessionPool(cfg *Config) *sessionPool {
 		openTimeout: cfg.ConnectTimeout,
 		callTimeout: cfg.CallTimeout,
 		sem:         make(chan struct{}, cfg.PoolSize),
-		idle:        make(chan *session, cfg.PoolSize),
 		live:        map[*session]struct{}{},
 		nodeErrs:    map[string]string{},
 	}
+	in := &idleSessions{byNode: map[string]chan *session{}}
+	for _, n := range nodes {
+		in.add(n, cfg.PoolSize)
+	}
+	p.idle.Store(in)
+	return p
+}
+
+// idleSessions are the idle sessions per node (host:port), copied on
+// write: a node is added (a redirection target) under sessionPool.mu.
+type idleSessions struct {
+	order  []string
+	byNode map[string]chan *session
+}
+
+func (in *idleSessions) add(node string, size int) {
+	in.order = append(in.order, node)
+	in.byNode[node] = make(chan *session, size) // never full: at most size sessions exist
+}
+
+// idleFor is node's idle channel, added if new.
+func (p *sessionPool) idleFor(node string) chan *session {
+	if ch, ok := p.idle.Load().byNode[node]; ok {
+		return ch
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old := p.idle.Load()
+	if ch, ok := old.byNode[node]; ok {
+		return ch
+	}
+	in := &idleSessions{order: slices.Clone(old.order), byNode: maps.Clone(old.byNode)}
+	in.add(node, p.size)
+	p.idle.Store(in)
+	return in.byNode[node]
+}
+
+// takeIdle is an idle session of node ("": of any node, in node order), or
+// nil.
+func (p *sessionPool) takeIdle(node string) *session {
+	in := p.idle.Load()
+	if node != "" {
+		select {
+		case s := <-in.byNode[node]:
+			return s
+		default:
+			return nil
+		}
+	}
+	for _, n := range in.order {
+		select {
+		case s := <-in.byNode[n]:
+			return s
+		default:
+		}
+	}
+	return nil
 }
 
 // opFunc is one probe operation on a session; it returns the number of
@@ -77,8 +135,13 @@ type opFunc func(s *session) (points int64, err error)
 // classify: *waitTimeoutError, *connectError (no session could be opened),
 // *deadlineError, *panicError, ctx's error when ctx ended mid-call, or the
 // call's own error.
-func (p *sessionPool) do(ctx context.Context, op opFunc) (int64, error) {
-	s, err := p.get(ctx)
+//
+// prefer, when not "", is the node (host:port) the operation should go to
+// (a redirection recommended by the server): an idle session there, else a
+// new one there (closing an idle session elsewhere if the pool is full of
+// sessions), else any session.
+func (p *sessionPool) do(ctx context.Context, prefer string, op opFunc) (int64, error) {
+	s, err := p.get(ctx, prefer)
 	if err != nil {
 		return 0, err
 	}
@@ -86,8 +149,8 @@ func (p *sessionPool) do(ctx context.Context, op opFunc) (int64, error) {
 }
 
 // get takes a slot (at once if one is free, else waiting up to
-// waitTimeout) and an idle session, or opens a new one.
-func (p *sessionPool) get(ctx context.Context) (*session, error) {
+// waitTimeout) and an idle session (at prefer when set), or opens a new one.
+func (p *sessionPool) get(ctx context.Context, prefer string) (*session, error) {
 	select {
 	case p.sem <- struct{}{}:
 	default:
@@ -107,10 +170,16 @@ func (p *sessionPool) get(ctx context.Context) (*session, error) {
 		}
 	}
 	p.inUse.Add(1)
-	select {
-	case s := <-p.idle:
+	if prefer != "" {
+		if s := p.takeIdle(prefer); s != nil {
+			return s, nil
+		}
+		if s := p.openAt(ctx, prefer); s != nil {
+			return s, nil
+		}
+	}
+	if s := p.takeIdle(""); s != nil {
 		return s, nil
-	default:
 	}
 	s, err := p.open(ctx)
 	if err != nil {
@@ -121,6 +190,53 @@ func (p *sessionPool) get(ctx context.Context) (*session, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// openAt opens a session to node (a redirection target), first closing an
+// idle session elsewhere when the pool already holds size sessions; nil
+// when node does not answer (the caller falls back to any node).
+func (p *sessionPool) openAt(ctx context.Context, node string) *session {
+	p.mu.Lock()
+	full := len(p.live) >= p.size
+	p.mu.Unlock()
+	if full {
+		if s := p.takeIdle(""); s != nil {
+			p.forget(s)
+			s.close(false, p.callTimeout)
+		}
+	}
+	s, err := openSession(ctx, node, p.user, p.password, p.openTimeout, p.callTimeout, p.fetch)
+	if err != nil {
+		p.mu.Lock()
+		p.nodeErrs[node] = err.Error()
+		p.mu.Unlock()
+		return nil
+	}
+	p.idleFor(node)
+	if !p.remember(s) {
+		return nil
+	}
+	return s
+}
+
+// remember adds s to the live sessions; false (s closed) when the pool
+// was closed meanwhile.
+func (p *sessionPool) remember(s *session) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		s.close(false, p.callTimeout)
+		return false
+	}
+	p.live[s] = struct{}{}
+	return true
+}
+
+// forget removes s from the live sessions (before closing it).
+func (p *sessionPool) forget(s *session) {
+	p.mu.Lock()
+	delete(p.live, s)
+	p.mu.Unlock()
 }
 
 // open opens a session to the first node that answers, starting with the
@@ -134,13 +250,9 @@ func (p *sessionPool) open(ctx context.Context) (*session, error) {
 		s, err := openSession(ctx, node, p.user, p.password, p.openTimeout, p.callTimeout, p.fetch)
 		if err == nil {
 			p.prefer.Store(int32(k))
-			p.mu.Lock()
-			defer p.mu.Unlock()
-			if p.closed {
-				s.close(false, p.callTimeout)
+			if !p.remember(s) {
 				return nil, &connectError{err: errors.New("the session pool is closed")}
 			}
-			p.live[s] = struct{}{}
 			return s, nil
 		}
 		var ee *client.ExecutionError
@@ -199,7 +311,7 @@ func (p *sessionPool) put(s *session, broken bool) {
 	if broken || closed {
 		s.close(broken, p.callTimeout)
 	} else {
-		p.idle <- s // never blocks: at most size sessions exist
+		p.idleFor(s.node) <- s // never blocks: at most size sessions exist
 	}
 	p.release()
 }
@@ -240,16 +352,9 @@ func (p *sessionPool) close(d time.Duration) {
 	p.mu.Lock()
 	p.closed = true
 	p.mu.Unlock()
-	for {
-		select {
-		case s := <-p.idle:
-			p.mu.Lock()
-			delete(p.live, s)
-			p.mu.Unlock()
-			s.close(false, d)
-		default:
-			return
-		}
+	for s := p.takeIdle(""); s != nil; s = p.takeIdle("") {
+		p.forget(s)
+		s.close(false, d)
 	}
 }
 

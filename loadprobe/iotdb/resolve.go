@@ -23,6 +23,7 @@ var settings = []setting{
 	{"host", func(d, s *Config) { d.Host = s.Host }},
 	{"port", func(d, s *Config) { d.Port = s.Port }},
 	{"node_urls", func(d, s *Config) { d.NodeURLs = slices.Clone(s.NodeURLs) }},
+	{"redirection", func(d, s *Config) { d.Redirection = s.Redirection }},
 	{"user", func(d, s *Config) { d.User = s.User }},
 	{"password", func(d, s *Config) { d.Password = s.Password }},
 	{"scenario", func(d, s *Config) { d.Scenario = s.Scenario }},

@@ -32,6 +32,8 @@ type Result struct {
 	// target) where opening a session failed at least once, as
 	// "host:port: last error".
 	UnreachableNodes []string `json:"unreachable_nodes,omitempty"`
+	// Redirection echoes Config.Redirection.
+	Redirection bool `json:"redirection,omitempty"`
 	// Series is the number of time series created before the load.
 	Series int `json:"series"`
 	// Scenario is write, batch or mixed; Mode is "closed" (each worker
@@ -156,6 +158,9 @@ type Step struct {
 	Pool PoolUse `json:"pool"`
 	// Client is the probe's own load during the step.
 	Client ClientUse `json:"client"`
+	// Redirects counts write answers that recommended another DataNode
+	// (REDIRECTION_RECOMMEND, 400); followed with --redirection.
+	Redirects int64 `json:"redirects,omitempty"`
 	// Partial is true when the step was cut short (run interrupted or
 	// stopped); it is shown but left out of the knee.
 	Partial bool `json:"partial,omitempty"`

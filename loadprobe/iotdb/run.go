@@ -48,6 +48,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		Mode:          "closed",
 		RatePerWorker: cfg.Rate,
 		PoolSize:      cfg.PoolSize,
+		Redirection:   cfg.Redirection,
 		WaitTimeoutMS: ms(cfg.WaitTimeout),
 		CallTimeoutMS: ms(cfg.CallTimeout),
 		Started:       time.Now().UTC(),

@@ -43,6 +43,8 @@ type workload struct {
 	devices  int    // devices d0..d<devices-1>
 	clock    atomic.Int64
 	types    []int32 // the measurements' data types (FLOAT)
+	// redirection: follow the server's REDIRECTION_RECOMMEND (Config.Redirection).
+	redirection bool
 }
 
 func newWorkload(cfg *Config, prefix string) *workload {
@@ -50,7 +52,7 @@ func newWorkload(cfg *Config, prefix string) *workload {
 	if cfg.Scenario == ScenarioBatch && n < batchDevices {
 		n = batchDevices
 	}
-	w := &workload{scenario: cfg.Scenario, prefix: prefix, devices: n}
+	w := &workload{scenario: cfg.Scenario, prefix: prefix, devices: n, redirection: cfg.Redirection}
 	for range measurements {
 		w.types = append(w.types, int32(client.FLOAT))
 	}
@@ -115,6 +117,11 @@ type workerOps struct {
 	rng    *rand.Rand
 	kind   opKind // of the operation prepared last
 	exec   opFunc // runs the operation prepared last
+	// prefer is the node the server last recommended for this worker's
+	// writes (with Config.Redirection); redirected is set when an answer
+	// carried a recommendation (counted in Step.Redirects).
+	prefer     string
+	redirected bool
 
 	rec     rpc.TSInsertRecordReq  // write
 	tablets rpc.TSInsertTabletsReq // batch
@@ -185,22 +192,38 @@ func (o *workerOps) next() opKind {
 	return o.kind
 }
 
+// redirect takes the node s's last answer recommended.
+func (o *workerOps) redirect(s *session) {
+	if r := s.takeRedirect(); r != "" {
+		o.redirected = true
+		if o.w.redirection {
+			o.prefer = r
+		}
+	}
+}
+
 func (o *workerOps) write(s *session) (int64, error) {
-	if err := s.insertRecord(&o.rec); err != nil {
+	err := s.insertRecord(&o.rec)
+	o.redirect(s)
+	if err != nil {
 		return 0, err
 	}
 	return int64(len(measurements)), nil
 }
 
 func (o *workerOps) batch(s *session) (int64, error) {
-	if err := s.insertTablets(&o.tablets); err != nil {
+	err := s.insertTablets(&o.tablets)
+	o.redirect(s)
+	if err != nil {
 		return 0, err
 	}
 	return batchDevices * batchRows * int64(len(measurements)), nil
 }
 
 func (o *workerOps) mixedWrite(s *session) (int64, error) {
-	if err := s.insertTablet(&o.tablet); err != nil {
+	err := s.insertTablet(&o.tablet)
+	o.redirect(s)
+	if err != nil {
 		return 0, err
 	}
 	return mixedWrite * int64(len(measurements)), nil

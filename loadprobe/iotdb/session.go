@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/apache/iotdb-client-go/client"
@@ -37,6 +39,23 @@ type session struct {
 	id    int64 // session id from OpenSession
 	stmt  int64 // statement id from RequestStatementId
 	fetch int32
+	// redirect is the node (host:port) the last write's answer recommended
+	// (REDIRECTION_RECOMMEND, 400, with a redirect node), "" if none.
+	redirect string
+}
+
+// noteRedirect records the node a write's status recommends.
+func (s *session) noteRedirect(st *common.TSStatus) {
+	if st != nil && st.Code == client.RedirectionRecommend && st.RedirectNode != nil {
+		s.redirect = net.JoinHostPort(st.RedirectNode.IP, strconv.Itoa(int(st.RedirectNode.Port)))
+	}
+}
+
+// takeRedirect returns and clears the recommended node.
+func (s *session) takeRedirect() string {
+	r := s.redirect
+	s.redirect = ""
+	return r
 }
 
 // writeBuffer is wire's write buffer (bytes): large enough for the
@@ -179,6 +198,7 @@ func (s *session) insertRecord(req *rpc.TSInsertRecordReq) error {
 	if err != nil {
 		return err
 	}
+	s.noteRedirect(st)
 	return verify(st)
 }
 
@@ -189,6 +209,7 @@ func (s *session) insertTablet(req *rpc.TSInsertTabletReq) error {
 	if err != nil {
 		return err
 	}
+	s.noteRedirect(st)
 	return verify(st)
 }
 
@@ -199,5 +220,6 @@ func (s *session) insertTablets(req *rpc.TSInsertTabletsReq) error {
 	if err != nil {
 		return err
 	}
+	s.noteRedirect(st)
 	return verify(st)
 }

@@ -22,7 +22,7 @@ const seriesChunk = 1000
 // admin runs one setup/teardown call on a pooled session under the
 // probe's deadlines.
 func admin(ctx context.Context, p *sessionPool, op func(s *session) error) error {
-	_, err := p.do(ctx, func(s *session) (int64, error) { return 0, op(s) })
+	_, err := p.do(ctx, "", func(s *session) (int64, error) { return 0, op(s) })
 	return err
 }
 

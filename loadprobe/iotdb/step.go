@@ -22,6 +22,7 @@ type workerStats struct {
 	byClass       map[string]int64
 	codes         map[string]int64
 	samples       map[string]string
+	redirects     int64
 
 	// The second being counted (since the step's start) and its tally,
 	// handed to the step's seconds when the next second begins.
@@ -233,7 +234,11 @@ func runWorker(ctx context.Context, cancel context.CancelFunc, cfg *Config, p *s
 			return
 		}
 		kind := ops.next()
-		pts, err := p.do(ctx, ops.exec)
+		pts, err := p.do(ctx, ops.prefer, ops.exec)
+		if ops.redirected {
+			st.redirects++
+			ops.redirected = false
+		}
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 			return
 		}
@@ -290,6 +295,7 @@ func mergeStats(n int, stats []*workerStats, scenario string, elapsed time.Durat
 		out.Reads += st.reads
 		out.Writes += st.writes
 		out.Points += st.points
+		out.Redirects += st.redirects
 		for k, v := range st.byClass {
 			out.ErrorsByClass[k] += v
 		}
