@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/loadprobe/fleet"
 	"github.com/hostprep/hostprep/loadprobe/iotdb"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/spf13/cobra"
@@ -27,7 +28,7 @@ func iotdbFlag(key string) string {
 		return "min-tps"
 	case "thresholds.target_step":
 		return "target-step"
-	case "password", "run_id", "unreachable_after", "sample_interval", "on_step":
+	case "password", "unreachable_after", "sample_interval", "on_step":
 		return ""
 	}
 	return strings.ReplaceAll(key, "_", "-")
@@ -66,6 +67,7 @@ func newProbeIoTDBCmd() *cobra.Command {
 		output, csvFile       string
 		htmlFile              string
 		maxErrorRate          = 0.01
+		shard                 string
 	)
 	cfg.Password = ""
 	cfg.Steps = slices.Clone(cfg.Steps)
@@ -115,6 +117,10 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 				return err
 			}
 			f := cmd.Flags()
+			var err error
+			if cfg.Shard, err = fleet.ParseShard(shard); err != nil {
+				return err
+			}
 			var section *profiles.IoTDBProbe
 			if profile != "" {
 				p, err := probeProfile(profile, "probe.iotdb", func(p *profiles.Profile) bool { return p.Probe.IoTDB != nil })
@@ -191,6 +197,8 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 	fl.IntVar(&cfg.Port, "port", cfg.Port, "IoTDB DataNode client RPC port")
 	fl.StringSliceVar(&cfg.NodeURLs, "node-urls", nil, "DataNodes' client RPC addresses host:port,... (the SessionPool's NodeUrls; a new session goes to the first that answers); replaces --host/--port")
 	fl.BoolVar(&cfg.Redirection, "redirection", false, "follow the server's redirection of writes to the DataNode leading the device's region (the Java SessionPool's enableRedirection)")
+	fl.StringVar(&shard, "shard", "", "run shard `K/N` of a fleet run of N load generators: this host's share of each step's workers, its own devices; every shard gets the same --run-id")
+	fl.StringVar(&cfg.RunID, "run-id", "", "run id naming the database root.hostprep_<run id> (lower-case letters, digits, _); the same on every shard of a fleet run (default: random)")
 	fl.StringVar(&cfg.Database, "database", "", "write under this existing database (root.x): devices root.x.hostprep_<run id>.d<N>, only time series created and deleted (default: create and delete root.hostprep_<run id>)")
 	fl.StringVar(&cfg.User, "user", cfg.User, "IoTDB user")
 	fl.StringVar(&passwordFile, "password-file", "", "file holding the IoTDB password (else $"+iotdbPasswordEnv+", else root); never printed")

@@ -51,9 +51,9 @@ func stepBound(s, prev *Step, errLimit float64) (string, string) {
 			100*s.ErrorRate, s.Errors, s.Ops, mainClass(s), 100*errLimit)
 	}
 	p := s.Pool
-	if p.MeanUtil >= BoundPoolUtil && (p.WaitingShare >= BoundPoolWaiting || s.Workers > p.Size) {
+	if p.MeanUtil >= BoundPoolUtil && (p.WaitingShare >= BoundPoolWaiting || s.local() > p.Size) {
 		return BoundPool, fmt.Sprintf("pool use %.0f%% (mean %.1f of %d sessions) with workers waiting for a session in %.0f%% of samples (mean %.1f waiting; %d workers on %d sessions)",
-			100*p.MeanUtil, p.MeanUsed, p.Size, 100*p.WaitingShare, p.MeanWaiting, s.Workers, p.Size)
+			100*p.MeanUtil, p.MeanUsed, p.Size, 100*p.WaitingShare, p.MeanWaiting, s.local(), p.Size)
 	}
 	c := s.Client
 	if c.Cores > 0 && c.CPUCores >= BoundClientCPU*float64(c.Cores) || c.SchedLagMeanMs >= BoundClientLagMs {
@@ -69,6 +69,14 @@ func stepBound(s, prev *Step, errLimit float64) (string, string) {
 			prev.Workers, s.Workers, 100*tg, 100*pg, prev.Latency.P95, s.Latency.P95, 100*p.MeanUtil, 100*p.WaitingShare, c.CPUCores, c.Cores, c.SchedLagMeanMs)
 	}
 	return "", ""
+}
+
+// local is how many workers of the step ran here (the shard's share).
+func (s *Step) local() int {
+	if s.ShardWorkers > 0 {
+		return s.ShardWorkers
+	}
+	return s.Workers
 }
 
 // mainClass is ", mostly <class>" for the error class with most errors.

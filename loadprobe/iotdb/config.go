@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/loadprobe/fleet"
 	"github.com/hostprep/hostprep/profiles"
 )
 
@@ -110,6 +111,13 @@ type Config struct {
 	// created, and only those deleted afterwards. Empty: the probe creates
 	// (and deletes) its own database root.hostprep_<run id>.
 	Database string `json:"database,omitempty"`
+	// Shard, when set (K/N), makes this run shard K of a fleet run of N
+	// load generators sharing RunID: each step's workers are split between
+	// the shards (worker g of the fleet runs on shard g mod N + 1), each
+	// shard writes only its own devices (d<g>) under the shared database,
+	// deletes only its own series, and the last shard to finish deletes
+	// the database. Step.Workers stays the fleet's worker count.
+	Shard fleet.Shard `json:"shard,omitzero"`
 	// Keep leaves the probe's database (or, with Database, its time
 	// series) in place after the run.
 	Keep bool `json:"keep,omitempty"`
@@ -330,6 +338,14 @@ func (c *Config) validate() error {
 	if c.Rate < 0 {
 		return bad("rate", c.Rate, "want operations/s per worker > 0, or 0 for closed loop", "100")
 	}
+	if c.Shard.On() {
+		if c.RunID == "" {
+			return bad("run_id", "(empty)", "every shard of a fleet run needs the same run id (the database root.hostprep_<run id> they share)", "fleet1")
+		}
+		if c.Steps[0] < c.Shard.N {
+			return bad("steps", joinInts(c.Steps), fmt.Sprintf("with %d shards every step needs at least %d workers (one per shard)", c.Shard.N, c.Shard.N), joinInts([]int{c.Shard.N}))
+		}
+	}
 	if c.Database != "" && !validPath(c.Database) {
 		return bad("database", c.Database, "want an existing database's path (root followed by .-separated names of letters, digits and _)", "root.sg")
 	}
@@ -364,7 +380,7 @@ func (c Config) Warnings() []string {
 	d := c.withDefaults()
 	var over []int
 	for _, s := range d.Steps {
-		if s > d.PoolSize {
+		if d.Shard.Count(s) > d.PoolSize {
 			over = append(over, s)
 		}
 	}

@@ -38,6 +38,7 @@ var settings = []setting{
 	{"rate", func(d, s *Config) { d.Rate = s.Rate }},
 	{"database", func(d, s *Config) { d.Database = s.Database }},
 	{"keep", func(d, s *Config) { d.Keep = s.Keep }},
+	{"shard", func(d, s *Config) { d.Shard = s.Shard }},
 	{"run_id", func(d, s *Config) { d.RunID = s.RunID }},
 	{"unreachable_after", func(d, s *Config) { d.UnreachableAfter = s.UnreachableAfter }},
 	{"sample_interval", func(d, s *Config) { d.SampleInterval = s.SampleInterval }},

@@ -32,6 +32,8 @@ type Result struct {
 	// target) where opening a session failed at least once, as
 	// "host:port: last error".
 	UnreachableNodes []string `json:"unreachable_nodes,omitempty"`
+	// Shard is "K/N" for shard K of a fleet run of N ("" when not sharded).
+	Shard string `json:"shard,omitempty"`
 	// Redirection echoes Config.Redirection.
 	Redirection bool `json:"redirection,omitempty"`
 	// Series is the number of time series created before the load.
@@ -124,8 +126,11 @@ type SecondStats struct {
 
 // Step is one load step with a fixed number of workers.
 type Step struct {
-	// Workers is the number of concurrent workers (the step's concurrency).
+	// Workers is the number of concurrent workers (the step's concurrency;
+	// of the whole fleet when sharded).
 	Workers int `json:"workers"`
+	// ShardWorkers is how many of them this shard ran (sharded runs only).
+	ShardWorkers int `json:"shard_workers,omitempty"`
 	// DurationS is the measured length of the step in seconds: from the
 	// first operation's start until the last worker finished.
 	DurationS float64 `json:"duration_s"`

@@ -49,6 +49,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		RatePerWorker: cfg.Rate,
 		PoolSize:      cfg.PoolSize,
 		Redirection:   cfg.Redirection,
+		Shard:         cfg.Shard.String(),
 		WaitTimeoutMS: ms(cfg.WaitTimeout),
 		CallTimeoutMS: ms(cfg.CallTimeout),
 		Started:       time.Now().UTC(),

@@ -40,7 +40,9 @@ func PointsPerOp(scenario string) (write, read int) {
 type workload struct {
 	scenario string
 	prefix   string // the devices' parent path (probePrefix)
-	devices  int    // devices d0..d<devices-1>
+	devices  int    // devices d0..d<devices-1> of the whole (fleet) run
+	own      []int  // the devices this run (shard) writes: its series
+	shared   bool   // the database is shared by a fleet run's shards
 	clock    atomic.Int64
 	types    []int32 // the measurements' data types (FLOAT)
 	// redirection: follow the server's REDIRECTION_RECOMMEND (Config.Redirection).
@@ -48,11 +50,18 @@ type workload struct {
 }
 
 func newWorkload(cfg *Config, prefix string) *workload {
-	n := cfg.maxWorkers()
-	if cfg.Scenario == ScenarioBatch && n < batchDevices {
-		n = batchDevices
+	// One device per worker (batch: batchDevices per worker), numbered by
+	// the worker's fleet-wide index, so shards write disjoint devices.
+	max, per := cfg.maxWorkers(), 1
+	if cfg.Scenario == ScenarioBatch {
+		per = batchDevices
 	}
-	w := &workload{scenario: cfg.Scenario, prefix: prefix, devices: n, redirection: cfg.Redirection}
+	w := &workload{scenario: cfg.Scenario, prefix: prefix, devices: max * per, redirection: cfg.Redirection}
+	for j := 0; j < cfg.Shard.Count(max); j++ {
+		for k := 0; k < per; k++ {
+			w.own = append(w.own, cfg.Shard.Global(j)*per+k)
+		}
+	}
 	for range measurements {
 		w.types = append(w.types, int32(client.FLOAT))
 	}
@@ -64,10 +73,10 @@ func newWorkload(cfg *Config, prefix string) *workload {
 
 func (w *workload) device(i int) string { return fmt.Sprintf("%s.d%d", w.prefix, i%w.devices) }
 
-// seriesPaths lists every time series the run needs.
+// seriesPaths lists every time series the run (shard) writes.
 func (w *workload) seriesPaths() []string {
 	var paths []string
-	for d := 0; d < w.devices; d++ {
+	for _, d := range w.own {
 		for _, m := range measurements {
 			paths = append(paths, w.device(d)+"."+m)
 		}

@@ -14,6 +14,9 @@ import (
 const (
 	statusWrongLogin = 801
 	statusNotLogin   = 802
+	// DATABASE_ALREADY_EXISTS and DATABASE_NOT_EXIST (IoTDB 2.0.10).
+	statusDatabaseExists   = 501
+	statusDatabaseNotExist = 500
 )
 
 // seriesChunk is how many time series one create or delete call names.
@@ -47,11 +50,16 @@ func setup(ctx context.Context, p *sessionPool, cfg *Config, w *workload, res *R
 	res.ServerVersion = v
 
 	if cfg.Database == "" {
-		if err := admin(ctx, p, func(s *session) error { return s.exec("CREATE DATABASE " + w.prefix) }); err != nil {
+		err := admin(ctx, p, func(s *session) error { return s.exec("CREATE DATABASE " + w.prefix) })
+		if cfg.Shard.On() && statusCode(err) == statusDatabaseExists {
+			err = nil // another shard of the fleet run created it
+		}
+		if err != nil {
 			return exitcode.Environmentf("iotdb probe: CREATE DATABASE %s on %s failed: %v%s", w.prefix, res.Target, err, explainOr(err, v,
 				" (check the user may create databases, or use --database with an existing one)"))
 		}
-		res.CreatedDatabase = true
+		res.CreatedDatabase = !cfg.Shard.On()
+		w.shared = cfg.Shard.On()
 	} else if err := databaseExists(ctx, p, cfg.Database); err != nil {
 		return exitcode.Environmentf("iotdb probe: --database %s on %s: %v%s", cfg.Database, res.Target, err, explain(err, v))
 	}
@@ -116,7 +124,7 @@ func databaseExists(ctx context.Context, p *sessionPool, db string) error {
 // seed writes one mixed write per device, so that reads have rows.
 func seed(ctx context.Context, p *sessionPool, w *workload) error {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for d := 0; d < w.devices; d++ {
+	for _, d := range w.own {
 		req := w.tabletReq(w.device(d), mixedWrite)
 		putColumns(rng, req.Values, req.Timestamps, mixedWrite, w.ts(mixedWrite))
 		if err := admin(ctx, p, func(s *session) error { return s.insertTablet(&req) }); err != nil {
@@ -158,7 +166,7 @@ func teardown(p *sessionPool, cfg *Config, w *workload, res *Result) {
 
 // deleteStatement is the statement that removes what the probe created.
 func deleteStatement(w *workload, res *Result) string {
-	if res.CreatedDatabase {
+	if res.CreatedDatabase || w.shared {
 		return "DELETE DATABASE " + w.prefix
 	}
 	return "DELETE TIMESERIES " + w.prefix + ".**"
@@ -178,12 +186,43 @@ func dropProbeData(p *sessionPool, w *workload, res *Result, paths []string) {
 			err = admin(context.Background(), p, func(s *session) error { return s.deleteSeries(chunk) })
 		}
 	}
+	if err == nil && w.shared {
+		err = dropIfEmpty(p, w.prefix)
+	}
 	if err != nil {
 		res.Kept = true
 		res.DeleteError = err.Error()
 		res.Notes = append(res.Notes, fmt.Sprintf("could not delete %s: %v%s; delete it with: %s", w.prefix, err,
 			explain(err, res.ServerVersion), deleteStatement(w, res)))
 	}
+}
+
+// dropIfEmpty deletes the database a fleet run's shards share once the
+// last shard has deleted its series (a shard still running has series
+// there); a database another shard deleted first is no error.
+func dropIfEmpty(p *sessionPool, db string) error {
+	empty := false
+	err := admin(context.Background(), p, func(s *session) error {
+		ds, err := s.query("SHOW TIMESERIES " + db + ".** LIMIT 1")
+		if err != nil {
+			return err
+		}
+		defer ds.Close()
+		more, err := ds.Next()
+		empty = !more
+		return err
+	})
+	if statusCode(err) == statusDatabaseNotExist {
+		return nil
+	}
+	if err != nil || !empty {
+		return err
+	}
+	err = admin(context.Background(), p, func(s *session) error { return s.exec("DELETE DATABASE " + db) })
+	if statusCode(err) == statusDatabaseNotExist {
+		return nil
+	}
+	return err
 }
 
 // probePrefix is where the probe's devices go: root.hostprep_<id> (its

@@ -164,23 +164,27 @@ func runStep(ctx context.Context, cfg *Config, p *sessionPool, w *workload, n in
 	defer stopInterrupt()
 	start := time.Now()
 	cpu0 := cpuTime()
-	stats := make([]*workerStats, n)
+	local := cfg.Shard.Count(n) // this shard's workers of the step's n
+	stats := make([]*workerStats, local)
 	secs := &seconds{}
 	sm := startSampler(p, cfg.SampleInterval)
 	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
+	for i := 0; i < local; i++ {
 		st := newWorkerStats()
 		stats[i] = st
 		wg.Add(1)
 		go func(worker int) {
 			defer wg.Done()
-			runWorker(stepCtx, cancel, cfg, p, w, worker, start, st, secs, lv)
+			runWorker(stepCtx, cancel, cfg, p, w, cfg.Shard.Global(worker), start, st, secs, lv)
 		}(i)
 	}
 	wg.Wait()
 	sm.finish()
 	elapsed := time.Since(start)
 	out := mergeStats(n, stats, w.scenario, elapsed)
+	if cfg.Shard.On() {
+		out.ShardWorkers = local
+	}
 	out.Seconds = secs.stats()
 	out.Pool = PoolUse{Size: p.size, MaxUsed: sm.maxInUse, Samples: sm.samples}
 	if sm.samples > 0 {
