@@ -44,7 +44,7 @@ func checkIoTDBMapCount(f *Facts, t Target) verdict.Check {
 		return pass(fmt.Sprintf("vm.max_map_count %d leaves the DataNode room for its memory maps", n), obs, exp)
 	}
 	return warn(fmt.Sprintf("vm.max_map_count %d is below %d: a DataNode mapping many TsFiles and direct buffers fails with \"Map failed\" / OutOfMemoryError once it is used up (65530 is the kernel default)", n, MinMaxMapCount),
-		obs, exp, fmt.Sprintf("hostprep tune --profile iotdb (sets vm.max_map_count %d), or sysctl -w vm.max_map_count=%d", MinMaxMapCount, MinMaxMapCount))
+		obs, exp, fmt.Sprintf("hostprep tune apply --profile iotdb (sets vm.max_map_count %d now and at boot)", MinMaxMapCount))
 }
 
 func noIoTDBHome() verdict.Check {
@@ -108,7 +108,10 @@ func checkIoTDBFrame(f *Facts, t Target) verdict.Check {
 	frame, how := n, "as set"
 	if n == 0 {
 		frame, how = defaultMaxFrame, "0 means min(64 MiB, DataNode heap / 64)"
-		if dn := f.IoTDB.DataNode; dn != nil && f.MemTotal > 0 {
+		if j := f.TargetJVM; j != nil && j.Heap > 0 {
+			frame = min(frame, j.Heap/64)
+			how += fmt.Sprintf(", heap %s (-Xmx of the running DataNode, %s)", mib(float64(j.Heap)), j.Source)
+		} else if dn := f.IoTDB.DataNode; dn != nil && f.MemTotal > 0 {
 			heap, _, _ := dn.HeapAndDirect(f.MemTotal, false)
 			frame = min(frame, heap/64)
 			how += fmt.Sprintf(", heap %s", mib(float64(heap)))

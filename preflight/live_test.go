@@ -223,7 +223,8 @@ func TestE2ELiveIoTDB(t *testing.T) {
 	if c := find(t, r.Checks, "iotdb.clients"); c.Status != verdict.Fail || !strings.Contains(c.Summary, PropMaxClients+"=1000 < 1200") || !strings.Contains(c.Remedy, "iotdb-system.properties") {
 		t.Errorf("iotdb.clients: %+v", c)
 	}
-	if c := find(t, r.Checks, "iotdb.frame_size"); c.Status != verdict.Pass {
+	// dn_thrift_max_frame_size=0: min(64 MiB, heap / 64) = 16 MiB for the running 1 GiB heap
+	if c := find(t, r.Checks, "iotdb.frame_size"); c.Status != verdict.Pass || !strings.Contains(c.Observed, "frames up to 16777216 bytes") {
 		t.Errorf("iotdb.frame_size: %+v", c)
 	}
 	// the running DataNode's own -Xmx and -XX:MaxDirectMemorySize (scripts/iotdb.sh: 1g and 512m)
