@@ -47,7 +47,7 @@ func writeFile(t *testing.T, dir, name, body string) string {
 
 func TestBuiltins(t *testing.T) {
 	names := BuiltinNames()
-	want := []string{"iotdb", "loadgen", "mqtt-broker-1m", "ready-small", "sys-tune"}
+	want := []string{"iotdb", "iotdb-study-a", "iotdb-study-b", "iotdb-study-c", "loadgen", "mqtt-broker-1m", "ready-small", "sys-tune"}
 	if !reflect.DeepEqual(names, want) {
 		t.Fatalf("BuiltinNames() = %v, want %v", names, want)
 	}
@@ -555,7 +555,7 @@ func TestSysTuneDescriptionIsHonest(t *testing.T) {
 		for i := range f {
 			higher[i] = 2 * f[i]
 		}
-		cur := FormatFields(higher)
+		cur := formatFields(higher)
 		got := applyMode(t, s.Mode, cur, s.Value)
 		if slices.Equal(got, higher) {
 			continue

@@ -14,11 +14,28 @@ type Result struct {
 	// ServerVersion is what `show version` answered ("" if it could not
 	// be read; see Notes).
 	ServerVersion string `json:"server_version"`
-	// Database is the throwaway database root.hostprep_<run id>.
+	// Database is the database written to: the throwaway
+	// root.hostprep_<run id> the probe created (CreatedDatabase), or the
+	// existing one given with --database.
 	Database string `json:"database"`
-	// Kept is true when the database was left in place (--keep) or could
-	// not be deleted (see Notes).
+	// Prefix is the path the probe's devices were under (Prefix.d<N>):
+	// the database itself, or <database>.hostprep_<run id>.
+	Prefix string `json:"prefix"`
+	// CreatedDatabase is true when the probe created Database (and so
+	// deletes all of it); false under --database (only its series are
+	// deleted).
+	CreatedDatabase bool `json:"created_database"`
+	// Kept is true when the probe's data was left in place (--keep) or
+	// could not be deleted (see Notes).
 	Kept bool `json:"kept"`
+	// UnreachableNodes lists the nodes (of --node-urls, or the one
+	// target) where opening a session failed at least once, as
+	// "host:port: last error".
+	UnreachableNodes []string `json:"unreachable_nodes,omitempty"`
+	// Shard is "K/N" for shard K of a fleet run of N ("" when not sharded).
+	Shard string `json:"shard,omitempty"`
+	// Redirection echoes Config.Redirection.
+	Redirection bool `json:"redirection,omitempty"`
 	// Series is the number of time series created before the load.
 	Series int `json:"series"`
 	// Scenario is write, batch or mixed; Mode is "closed" (each worker
@@ -63,12 +80,57 @@ type Result struct {
 	DeleteError string `json:"delete_error,omitempty"`
 	// StopReason says why the run ended early ("" when it ran to the end).
 	StopReason string `json:"stop_reason,omitempty"`
+	// Suggestions are tuning hints derived from the run (pool size
+	// against workers, wait-timeout hits, error classes and status codes
+	// pointing at server settings); empty when nothing stood out.
+	Suggestions []Suggestion `json:"suggestions,omitempty"`
+}
+
+// Suggestion is one tuning hint: the setting concerned, what the run
+// observed (with the numbers) and the fix.
+type Suggestion struct {
+	// Setting is the flag or server setting concerned ("--pool-size",
+	// "DataNode memory", "privileges").
+	Setting string `json:"setting"`
+	// Observed is what the run saw, one line with the numbers.
+	Observed string `json:"observed"`
+	// Fix is what to change, one line.
+	Fix string `json:"fix"`
+}
+
+// Bound values of Step.Bound: what limited a step's throughput.
+const (
+	// BoundPool: the session pool (use >= 90% with workers waiting for a
+	// session).
+	BoundPool = "pool"
+	// BoundClient: the probe itself (its CPU or scheduler lag).
+	BoundClient = "client"
+	// BoundErrors: failed operations (error rate above the limit).
+	BoundErrors = "errors"
+	// BoundServer: latency rose while pool and client had headroom.
+	BoundServer = "server"
+)
+
+// SecondStats is one second of a step: operations finished in it and the
+// latency of its successful operations, ms (HdrHistogram per second).
+type SecondStats struct {
+	// Second counts from the step's start (0 = the first second).
+	Second int     `json:"second"`
+	Ops    int64   `json:"ops"`
+	Errors int64   `json:"errors"`
+	P50Ms  float64 `json:"p50_ms"`
+	P95Ms  float64 `json:"p95_ms"`
+	P99Ms  float64 `json:"p99_ms"`
+	MaxMs  float64 `json:"max_ms"`
 }
 
 // Step is one load step with a fixed number of workers.
 type Step struct {
-	// Workers is the number of concurrent workers (the step's concurrency).
+	// Workers is the number of concurrent workers (the step's concurrency;
+	// of the whole fleet when sharded).
 	Workers int `json:"workers"`
+	// ShardWorkers is how many of them this shard ran (sharded runs only).
+	ShardWorkers int `json:"shard_workers,omitempty"`
 	// DurationS is the measured length of the step in seconds: from the
 	// first operation's start until the last worker finished.
 	DurationS float64 `json:"duration_s"`
@@ -99,9 +161,22 @@ type Step struct {
 	PointsPerS float64 `json:"points_per_s"`
 	// Pool is the sampled session-pool utilisation.
 	Pool PoolUse `json:"pool"`
+	// Client is the probe's own load during the step.
+	Client ClientUse `json:"client"`
+	// Redirects counts write answers that recommended another DataNode
+	// (REDIRECTION_RECOMMEND, 400); followed with --redirection.
+	Redirects int64 `json:"redirects,omitempty"`
 	// Partial is true when the step was cut short (run interrupted or
 	// stopped); it is shown but left out of the knee.
 	Partial bool `json:"partial,omitempty"`
+	// Seconds is the step's per-second latency (for the heat map), in
+	// order; a second with no operation is present with zeros.
+	Seconds []SecondStats `json:"seconds,omitempty"`
+	// Bound is what limited the step: BoundPool, BoundClient,
+	// BoundErrors, BoundServer, or "" when nothing did (throughput still
+	// grew with workers); BoundReason is one line with the numbers.
+	Bound       string `json:"bound,omitempty"`
+	BoundReason string `json:"bound_reason,omitempty"`
 }
 
 // PoolUse is the session pool's utilisation during a step, counted by the
@@ -115,4 +190,25 @@ type PoolUse struct {
 	MeanUtil float64 `json:"mean_util"`
 	MaxUtil  float64 `json:"max_util"`
 	Samples  int     `json:"samples"`
+	// MeanWaiting is the mean number of workers waiting for a session;
+	// WaitingShare the fraction (0..1) of samples with any worker waiting.
+	MeanWaiting  float64 `json:"mean_waiting"`
+	WaitingShare float64 `json:"waiting_share"`
+}
+
+// ClientUse is the probe process's own load during a step: whether the
+// load generator, not the server, was the limit.
+type ClientUse struct {
+	// CPUCores is the process's CPU time (user + system, getrusage) over
+	// the step's wall time: 1.0 = one core busy all the time.
+	CPUCores float64 `json:"cpu_cores"`
+	// CPUPerOpUs is that CPU time per operation, µs.
+	CPUPerOpUs float64 `json:"cpu_per_op_us"`
+	// SchedLagMeanMs and SchedLagMaxMs are how late the pool sampler's
+	// ticks were handled, ms: the time a runnable goroutine of the probe
+	// waited for a CPU (high when the probe's host is CPU-bound).
+	SchedLagMeanMs float64 `json:"sched_lag_mean_ms"`
+	SchedLagMaxMs  float64 `json:"sched_lag_max_ms"`
+	// Cores is the number of CPUs the probe could use (GOMAXPROCS).
+	Cores int `json:"cores"`
 }
