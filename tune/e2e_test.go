@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/testenv"
+	"github.com/hostprep/hostprep/profiles"
 )
 
 // netns is the shared end-to-end sandbox (testenv.Sandbox): a throwaway
@@ -455,7 +456,9 @@ systemd:
 func (n *netns) capacity(profile string) map[string]int64 {
 	n.t.Helper()
 	args := []string{"preflight", "--profile", profile, "-o", "json"}
-	if profile == "sys-tune" { // no preflight section: a broker target
+	if p, err := profiles.Load(profile, nil); err != nil {
+		n.t.Fatal(err)
+	} else if p.Preflight == nil { // no preflight section: a broker target
 		args = []string{"preflight", "--sockets", "10000", "--role", "broker", "-o", "json"}
 	}
 	out, errOut, _ := n.Hostprep(args...)
@@ -485,7 +488,11 @@ func (n *netns) capacity(profile string) map[string]int64 {
 // 2% of slack; the fd, port and conntrack limits none.
 func TestE2ECapacityNeverLowered(t *testing.T) {
 	guardGlobal(t)
-	for _, profile := range []string{"sys-tune", "mqtt-broker-1m", "loadgen", "iotdb", "ready-small"} {
+	names := profiles.BuiltinNames()
+	if len(names) < 5 {
+		t.Fatalf("built-ins: %v", names)
+	}
+	for _, profile := range names {
 		t.Run(profile, func(t *testing.T) {
 			n := newNetns(t)
 			before := n.capacity(profile)
