@@ -310,3 +310,38 @@ func TestPersistNameWinsAtBoot(t *testing.T) {
 		}
 	}
 }
+
+// A later limits.d file or systemd drop-in that lowers what hostprep
+// writes wins at boot: plan warns naming its file:line and verify --boot
+// fails.
+func TestLaterLimitsAndDropInWinAtBoot(t *testing.T) {
+	_, p, err := loadCase(t, "host-wide-soft-nofile-stays-1024") // mqtt-broker-1m
+	must(t, err)
+	h := newHost(t, nil)
+	h.env.SystemdRunDir = h.root
+	h.layFiles(map[string]string{
+		"/etc/security/limits.d/90-local.conf":                  "# local cap\n* hard nofile 65536\n",
+		"/etc/systemd/system.conf.d/90-local.conf":              "[Manager]\nDefaultLimitNOFILE=1024:65536\n",
+		"/etc/systemd/system/emqx.service.d/90-local.conf":      "[Service]\nLimitNOFILE=65536\n",
+		"/etc/systemd/system/mosquitto.service.d/10-early.conf": "[Service]\nLimitNOFILE=65536\n",
+	})
+	pl, err := NewPlan(p, h.env)
+	must(t, err)
+	warn := strings.Join(pl.Warnings, "\n")
+	for _, want := range []string{
+		"limits.d nofile for *: new login sessions get nofile 1024:65536, below the 1024:2097152 hostprep wrote: /etc/security/limits.d/90-local.conf:2",
+		"DefaultLimitNOFILE: after a reboot systemd uses 1024:65536 from /etc/systemd/system.conf.d/90-local.conf:2",
+		"emqx.service LimitNOFILE: after a reboot systemd uses 65536:65536 from /etc/systemd/system/emqx.service.d/90-local.conf:2",
+	} {
+		if !strings.Contains(warn, want) {
+			t.Errorf("plan warnings lack %q:\n%s", want, warn)
+		}
+	}
+	if strings.Contains(warn, "mosquitto.service LimitNOFILE") {
+		t.Errorf("an earlier drop-in (10-early.conf) does not win over 60-hostprep.conf:\n%s", warn)
+	}
+	_, err = h.apply(p)
+	must(t, err)
+	_, err = VerifyBoot(h.env)
+	wantCode(t, err, exitcode.Failed, "90-local.conf:2", "DefaultLimitNOFILE", "emqx.service")
+}
