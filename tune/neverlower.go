@@ -35,8 +35,9 @@ type nofileNow struct {
 // simulation of limits.d and systemd, and for sessions with no line the
 // limit inherited from the process that started hostprep): hostprep never
 // writes a lower soft or hard. A kept value is listed as skipped with the
-// reason. It then notes a host-wide soft above 1024 (select(),
-// FD_SETSIZE) and warns above 1048576.
+// reason. A profile that raises a host-wide soft above 1024 gets a note
+// (select(), FD_SETSIZE), above 1048576 a warning; a soft kept because the
+// host already has it gets neither.
 func (pl *Plan) neverLower(per *journal.Persisted, services bool) error {
 	root := pl.env.bootRoot()
 	if n := per.Nofile; n != nil {
@@ -44,8 +45,8 @@ func (pl *Plan) neverLower(per *journal.Persisted, services bool) error {
 		if err != nil {
 			return err
 		}
-		pl.keep(n, now, pl.env.path(files.LimitsConf), "new login sessions")
 		pl.noteHostWideSoft("limits.nofile (new login sessions of "+strings.Join(per.NofileUsers, ", ")+")", n.Soft)
+		pl.keep(n, now, pl.env.path(files.LimitsConf), "new login sessions")
 	}
 	if !services {
 		return nil
@@ -55,8 +56,8 @@ func (pl *Plan) neverLower(per *journal.Persisted, services bool) error {
 		if err != nil {
 			return exitcode.Environmentf("tune: %v", err)
 		}
-		pl.keep(d, nofileNow{m.Soft, m.Hard, m.Where()}, pl.env.path(files.SystemConf), "every systemd service (DefaultLimitNOFILE)")
 		pl.noteHostWideSoft("systemd.default_limit_nofile (every service)", d.Soft)
+		pl.keep(d, nofileNow{m.Soft, m.Hard, m.Where()}, pl.env.path(files.SystemConf), "every systemd service (DefaultLimitNOFILE)")
 	}
 	units := make([]string, 0, len(per.Services))
 	for u := range per.Services {
