@@ -345,3 +345,22 @@ func TestLaterLimitsAndDropInWinAtBoot(t *testing.T) {
 	_, err = VerifyBoot(h.env)
 	wantCode(t, err, exitcode.Failed, "90-local.conf:2", "DefaultLimitNOFILE", "emqx.service")
 }
+
+// tcp_mem (in pages) above physical memory and a conntrack table that
+// would not fit are warnings naming both numbers.
+func TestMemoryRelativeWarnings(t *testing.T) {
+	h := newHost(t, map[string]string{"net.netfilter.nf_conntrack_max": "262144"})
+	must(t, os.WriteFile(filepath.Join(h.proc, "meminfo"), []byte("MemTotal:        4000000 kB\nMemFree:  1000 kB\n"), 0o644))
+	p := &profiles.Profile{Name: "ram", Sysctl: map[string]profiles.Sysctl{
+		"net.ipv4.tcp_mem":               {Value: "786432 1048576 1572864", Mode: profiles.AtLeast},
+		"net.netfilter.nf_conntrack_max": {Value: "20000000", Mode: profiles.AtLeast},
+	}}
+	pl, err := NewPlan(p, h.env)
+	must(t, err)
+	w := strings.Join(pl.Warnings, "\n")
+	for _, want := range []string{"tcp_mem", "pressure 1048576 pages is 4.0 GiB, above this host's physical memory (3.8 GiB)", "max 1572864 pages", "tcp_mem is in pages", "nf_conntrack_max 20000000: a full table takes about 6.0 GiB"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warnings lack %q:\n%s", want, w)
+		}
+	}
+}
