@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hostprep/hostprep/internal/testenv"
 )
 
 // TestE2ELockWaitFlag: a negative --lock-wait is bad input (exit 2,
@@ -324,5 +326,33 @@ func TestE2EKilledApplyIsReportedInterrupted(t *testing.T) {
 	}
 	if got := n.Sysctl("net.core.somaxconn"); got != somax {
 		t.Errorf("somaxconn = %s after rollback, want %s", got, somax)
+	}
+}
+
+// TestE2EImageConntrackWritesModulesLoad: `tune apply --root DIR` of a
+// profile with nf_conntrack_max writes the modules-load.d file next to the
+// sysctl.d line, `tune verify --boot --root DIR` passes, and rollback
+// removes both.
+func TestE2EImageConntrackWritesModulesLoad(t *testing.T) {
+	dir := t.TempDir()
+	prof := writeProfile(t, "conntrack.yaml", "description: conntrack\nsysctl:\n  net.netfilter.nf_conntrack_max: {value: \"2097152\", mode: at-least, optional: true}\n")
+	if out, errOut, code := testenv.Run(t, nil, "tune", "apply", "--profile", prof, "--root", dir); code != 0 {
+		t.Fatalf("apply --root: exit %d\n%s%s", code, out, errOut)
+	}
+	mods, err := os.ReadFile(filepath.Join(dir, "etc/modules-load.d/60-hostprep.conf"))
+	if err != nil || !strings.Contains(string(mods), "\nnf_conntrack\n") {
+		t.Fatalf("modules-load.d: %q %v", mods, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "etc/sysctl.d/60-hostprep.conf")); !strings.Contains(string(b), "net.netfilter.nf_conntrack_max = 2097152") {
+		t.Errorf("sysctl.d:\n%s", b)
+	}
+	if out, errOut, code := testenv.Run(t, nil, "tune", "verify", "--boot", "--root", dir); code != 0 {
+		t.Errorf("verify --boot --root: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, errOut, code := testenv.Run(t, nil, "tune", "rollback", "--root", dir); code != 0 {
+		t.Fatalf("rollback: %s", errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "etc/modules-load.d/60-hostprep.conf")); err == nil {
+		t.Error("rollback left the modules-load.d file")
 	}
 }
