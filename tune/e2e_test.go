@@ -62,8 +62,10 @@ func (n *netns) holdLock() (release func()) {
 		_, _, c := n.Run("test", "-s", "/run/lock-holder.pid")
 		return c == 0 && !free()
 	})
+	kill := func() { n.Run("sh", "-c", "kill $(cat /run/lock-holder.pid) 2>/dev/null") }
+	n.t.Cleanup(kill) // a test that stops early leaves no holder behind
 	return func() {
-		n.Run("sh", "-c", "kill $(cat /run/lock-holder.pid)")
+		kill()
 		waitFor(n.t, 5*time.Second, "the lock to be free", free)
 	}
 }
