@@ -321,8 +321,8 @@ func (p *sessionPool) release() {
 	<-p.sem
 }
 
-// interrupt makes every call in flight return at once (its socket shut
-// down; its session is then closed): for a cancelled run. Idle sessions
+// interrupt makes every call in flight return at once (its deadline moved
+// to now; its session is then closed): for a cancelled run. Idle sessions
 // stay usable (for the clean-up).
 func (p *sessionPool) interrupt() {
 	p.mu.Lock()

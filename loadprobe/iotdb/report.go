@@ -40,6 +40,12 @@ func (r *Result) WriteText(w io.Writer) error {
 	} else {
 		fmt.Fprintf(w, "database     %s (existing), devices under %s (%d series; only these %s)\n", r.Database, r.Prefix, r.Series, kept)
 	}
+	if r.Shard != "" {
+		fmt.Fprintf(w, "shard        %s of a fleet run: workers columns are the fleet's; ops, TPS and latency this shard's\n", r.Shard)
+	}
+	if r.Redirection {
+		fmt.Fprintf(w, "redirection  on: writes follow the server's REDIRECTION_RECOMMEND to the node leading the device\n")
+	}
 	for _, n := range r.UnreachableNodes {
 		fmt.Fprintf(w, "unreachable  %s\n", n)
 	}

@@ -21,10 +21,10 @@ import (
 //
 //   - the request frame goes out in one write: the framed transport writes
 //     its 4-byte header and the body into wire's buffer, flushed once
-//     (client.Session's TSocket writes them in two syscalls), and the answer
-//     is read with a blocking read on the worker's thread (see wire);
-//   - the call deadline is the socket's timeout (see wire), with no
-//     goroutine or timer per call; a call that hits it fails with a timeout
+//     (client.Session's TSocket writes them in two syscalls);
+//   - the call deadline is the connection's deadline, set once per call
+//     (see wire), with no goroutine or timer per call; a call that hits it
+//     fails with a timeout
 //     and its session is closed (its stream is mid-frame), so no call
 //     outlives its deadline and nothing is left running in the background;
 //   - values are encoded by the probe into reused buffers
