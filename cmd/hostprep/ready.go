@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/hostprep/hostprep/internal/atomicfile"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/ready"
 	"github.com/hostprep/hostprep/ready/outcome"
@@ -55,7 +56,7 @@ Exit codes: 0 READY (also READY WITH WARNINGS, DRY RUN), 1 NOT READY, 2 bad inpu
 				// Result files are checked before anything runs (tune
 				// included): a missing folder is exit 2, never created.
 				for _, f := range []struct{ flag, path string }{{"--json", jsonFile}, {"--junit", junitFile}, {"--prom", promFile}} {
-					if err := outcome.CheckOutputPath(f.flag, f.path); err != nil {
+					if err := atomicfile.Check(f.flag, f.path); err != nil {
 						return err
 					}
 				}
@@ -81,7 +82,7 @@ Exit codes: 0 READY (also READY WITH WARNINGS, DRY RUN), 1 NOT READY, 2 bad inpu
 					if path == "" {
 						return nil
 					}
-					if err := outcome.WriteFileAtomic(path, f); err != nil {
+					if err := atomicfile.Write(path, f); err != nil {
 						return exitcode.Environmentf("writing %s: %v", path, err)
 					}
 					return nil
