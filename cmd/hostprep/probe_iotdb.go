@@ -114,7 +114,7 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 			}
 			cfg.Password = pw
 			// Fail on an unwritable output file before loading the server.
-			if err := probeCreatable(map[string]string{"--csv": csvFile, "--html": htmlFile}); err != nil {
+			if err := probeCheckFiles(map[string]string{"--csv": csvFile, "--html": htmlFile}); err != nil {
 				return err
 			}
 			stderr := cmd.ErrOrStderr()
@@ -137,10 +137,13 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 				if err != nil {
 					return err
 				}
-				if err := probeWriteFile(csvFile, "--csv", res.WriteCSV); err != nil {
+				if err := writeReportFile(csvFile, "--csv", res.WriteCSV); err != nil {
 					return err
 				}
-				if err := probeWriteFile(htmlFile, "--html", res.WriteHTML); err != nil {
+				if runErr != nil && res.StopReason == "" {
+					res.StopReason = runErr.Error() // the report says INCOMPLETE and why
+				}
+				if err := writeReportFile(htmlFile, "--html", res.WriteHTML); err != nil {
 					return err
 				}
 			}

@@ -21,7 +21,7 @@ func newProbeMQTTCmd() *cobra.Command {
 	var (
 		cfg                        = mqtt.Defaults()
 		profile, passwordFile      string
-		output, csvFile            string
+		output, csvFile, htmlFile  string
 		maxLoss, maxConnectFail    float64
 		connectP95, ackP95, e2eP99 time.Duration
 		th                         = mqtt.DefaultThresholds()
@@ -88,7 +88,7 @@ never printed. Exit codes: 0 pass, 1 a threshold failed, 2 bad input,
 				return err
 			}
 			cfg.Password = pw
-			if err := probeCreatable(map[string]string{"--csv": csvFile}); err != nil {
+			if err := probeCheckFiles(map[string]string{"--csv": csvFile, "--html": htmlFile}); err != nil {
 				return err
 			}
 			cfg.Progress = cmd.ErrOrStderr()
@@ -108,7 +108,13 @@ never printed. Exit codes: 0 pass, 1 a threshold failed, 2 bad input,
 				} else if err := res.WriteText(out); err != nil {
 					return err
 				}
-				if err := probeWriteFile(csvFile, "--csv", res.WriteCSV); err != nil {
+				if err := writeReportFile(csvFile, "--csv", res.WriteCSV); err != nil {
+					return err
+				}
+				if runErr != nil && res.StoppedEarlyReason == "" {
+					res.StoppedEarlyReason = runErr.Error() // the report says INCOMPLETE and why
+				}
+				if err := writeReportFile(htmlFile, "--html", res.WriteHTML); err != nil {
 					return err
 				}
 			}
@@ -148,5 +154,6 @@ never printed. Exit codes: 0 pass, 1 a threshold failed, 2 bad input,
 	fl.DurationVar(&e2eP99, "e2e-p99", th.E2EP99, "highest acceptable end-to-end p99; 0 = not judged")
 	fl.StringVarP(&output, "output", "o", "text", "result format: text or json")
 	fl.StringVar(&csvFile, "csv", "", "write the per-second series to this CSV file")
+	fl.StringVar(&htmlFile, "html", "", "also write a self-contained HTML report (connections, msg/s, latency over time, a latency heat map, delivery accounting, checks) to `FILE`; a run that fails before measuring writes none")
 	return c
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"os"
-
-	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/atomicfile"
 	"github.com/hostprep/hostprep/report"
 	"github.com/spf13/cobra"
 )
@@ -30,22 +28,15 @@ file is unreadable or not a ready result.`,
 				if err := checkOutput(output, "text", "json"); err != nil {
 					return err
 				}
+				if err := atomicfile.Check("--html", htmlFile); err != nil {
+					return err
+				}
 				fleet, err := report.Merge(args)
 				if err != nil {
 					return err
 				}
-				if htmlFile != "" {
-					f, err := os.Create(htmlFile)
-					if err != nil {
-						return exitcode.BadInputf("--html %s: %v", htmlFile, err)
-					}
-					if err := fleet.WriteHTML(f); err != nil {
-						f.Close()
-						return exitcode.Environmentf("--html %s: %v", htmlFile, err)
-					}
-					if err := f.Close(); err != nil {
-						return exitcode.Environmentf("--html %s: %v", htmlFile, err)
-					}
+				if err := writeReportFile(htmlFile, "--html", fleet.WriteHTML); err != nil {
+					return err
 				}
 				if output == "json" {
 					return fleet.WriteJSON(cmd.OutOrStdout())

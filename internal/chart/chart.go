@@ -86,9 +86,21 @@ func (l Line) HTML() (template.HTML, error) {
 			Style: chart.Style{StrokeColor: c.WithAlpha(200), StrokeWidth: 1.5, StrokeDashArray: []float64{6, 4}}})
 		legend = append(legend, legendItem{Color: c.String(), Label: m.Label, Dashed: true})
 	}
+	solid := 0
+	for _, s := range l.Series {
+		if !s.Dashed {
+			solid++
+		}
+	}
 	for i, s := range l.Series {
 		c := colorOr(s.Color, Palette[i%len(Palette)])
+		// Solid lines drawn earlier are wider, so a later line on the
+		// same values (received = published) leaves them visible.
 		st := chart.Style{StrokeColor: c, StrokeWidth: 2}
+		if !s.Dashed && solid > 1 {
+			st.StrokeWidth = 2 + 2*float64(solid-1)
+			solid--
+		}
 		if s.Dashed {
 			st.StrokeDashArray = []float64{8, 5}
 		} else if len(s.X) <= 60 {
@@ -152,8 +164,8 @@ func padded(xs []float64) *chart.ContinuousRange {
 }
 
 // niceMax is the top of the y axis: 10% above the largest value, at
-// least 1 (go-chart refuses an empty range), rounded up to 1, 2, 2.5 or
-// 5 times a power of ten so the ticks are round numbers.
+// least 1 (go-chart refuses an empty range), rounded up to a round
+// number (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 times a power of ten).
 func niceMax(ys []float64) float64 {
 	hi := 0.0
 	for _, y := range ys {
@@ -164,7 +176,7 @@ func niceMax(ys []float64) float64 {
 		return 1
 	}
 	p := math.Pow(10, math.Floor(math.Log10(hi)))
-	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+	for _, m := range []float64{1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10} {
 		if m*p >= hi {
 			return m * p
 		}
@@ -172,31 +184,48 @@ func niceMax(ys []float64) float64 {
 	return 10 * p
 }
 
-// yTicks are 0 to top in round steps (1, 2, 2.5 or 5 times a power of
-// ten), at most 6 intervals; go-chart's own spacing gives 420, 840, ...
+// yTicks are 0 to top in round steps; go-chart's own spacing gives 420,
+// 840, ...
 func yTicks(top float64) []chart.Tick {
-	p := math.Pow(10, math.Floor(math.Log10(top/6)))
+	return roundTicks(0, top, 6)
+}
+
+// roundTicks are the multiples of a round step (1, 2, 2.5 or 5 times a
+// power of ten) from lo to hi, at most n intervals.
+func roundTicks(lo, hi float64, n int) []chart.Tick {
+	span := hi - lo
+	p := math.Pow(10, math.Floor(math.Log10(span/float64(n))))
 	step := 10 * p
 	for _, m := range []float64{1, 2, 2.5, 5} {
-		if top/(m*p) <= 6 {
+		if span/(m*p) <= float64(n) {
 			step = m * p
 			break
 		}
 	}
+	// Decimals the step needs: 0 for 1, 5, 20; 1 for 0.5, 2.5; 2 for 0.25.
+	dec := 0
+	for dec < 6 && math.Abs(step*math.Pow(10, float64(dec))-math.Round(step*math.Pow(10, float64(dec)))) > 1e-9 {
+		dec++
+	}
 	var out []chart.Tick
-	for i := 0; float64(i)*step <= top*(1+1e-9); i++ {
-		v := float64(i) * step
-		out = append(out, chart.Tick{Value: v, Label: FormatNumber(v, top)})
+	for i := math.Ceil(lo/step - 1e-9); i*step <= hi+span*1e-9; i++ {
+		v := i*step + 0 // + 0: no "-0"
+		label := fmt.Sprintf("%.*f", dec, v)
+		if dec == 0 && math.Abs(v) >= 10000 {
+			label = group(label)
+		}
+		out = append(out, chart.Tick{Value: v, Label: label})
 	}
 	return out
 }
 
 func xTicks(ts []Tick, xr *chart.ContinuousRange) []chart.Tick {
-	if len(ts) == 0 {
-		return nil // go-chart spaces them
-	}
-	// go-chart scales the axis to the first and last tick: keep the padding.
+	// go-chart scales the axis to the first and last tick: unlabelled
+	// ticks at the padded ends keep the padding.
 	out := []chart.Tick{{Value: xr.Min}}
+	if len(ts) == 0 {
+		out = append(out, roundTicks(xr.Min, xr.Max, 10)...)
+	}
 	for _, t := range ts {
 		out = append(out, chart.Tick{Value: t.X, Label: html.EscapeString(t.Label)})
 	}

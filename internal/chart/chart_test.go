@@ -45,6 +45,9 @@ func TestLineStyle(t *testing.T) {
 	if x, _ := strconv.Atoi(m[1]); x > width/2 {
 		t.Errorf("y axis tick at x=%d: on the right", x)
 	}
+	if strings.Contains(s, ">-0<") {
+		t.Error("an axis says -0")
+	}
 	// One dot per point of the measured series (4), none on the dashed one.
 	if n := strings.Count(s, "<circle"); n != 4 {
 		t.Errorf("%d dots, want 4", n)
@@ -107,7 +110,7 @@ func TestHeatMap(t *testing.T) {
 }
 
 func TestNiceMaxAndFormat(t *testing.T) {
-	for _, tc := range []struct{ in, want float64 }{{0, 1}, {2100, 2500}, {9.5, 20}, {0.3, 0.5}, {1, 2}} {
+	for _, tc := range []struct{ in, want float64 }{{0, 1}, {2100, 2500}, {9.5, 12}, {0.3, 0.4}, {1, 1.2}, {50, 60}} {
 		if got := niceMax([]float64{tc.in}); got != tc.want {
 			t.Errorf("niceMax(%g) = %g, want %g", tc.in, got, tc.want)
 		}

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bytes"
+	"encoding/csv"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hostprep/hostprep/internal/testenv"
+)
+
+// figures splits an HTML report into its charts, keyed by caption.
+func figures(t *testing.T, page string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, f := range strings.Split(page, `<figure class="chart">`)[1:] {
+		f = f[:strings.Index(f, "</figure>")]
+		m := regexp.MustCompile(`^<figcaption>([^<]*)</figcaption>`).FindStringSubmatch(f)
+		if m == nil {
+			t.Fatalf("figure without caption: %.200s", f)
+		}
+		out[m[1]] = f
+	}
+	return out
+}
+
+// selfContained fails the test if the page fetches anything.
+func selfContained(t *testing.T, page string) {
+	t.Helper()
+	if m := regexp.MustCompile(`(?i).{0,40}https?://.{0,40}`).FindString(page); m != "" {
+		t.Errorf("the page references a URL: %q", m)
+	}
+	if regexp.MustCompile(`(?i)<script|<link|<img|<iframe|@import|url\(`).MatchString(page) {
+		t.Errorf("the page loads an external asset")
+	}
+}
+
+// TestProbeMQTTHTML: `probe mqtt --html` against the embedded broker
+// writes a self-contained report whose charts hold one point per second
+// of the run (the --csv rows of the same run), and the heat map one cell
+// per second and latency row.
+func TestProbeMQTTHTML(t *testing.T) {
+	dir := t.TempDir()
+	html, csvPath := filepath.Join(dir, "r.html"), filepath.Join(dir, "r.csv")
+	stdout, stderr, code := testenv.Run(t, nil, "probe", "mqtt", "--clients", "20", "--conn-rate", "200", "--qos", "1",
+		"--pub-interval", "100ms", "--duration", "3s", "--html", html, "--csv", csvPath)
+	if code != 0 && code != 1 { // 1: a latency threshold on a busy machine
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	b, err := os.ReadFile(html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	selfContained(t, page)
+	f, _ := os.Open(csvPath)
+	rows, err := csv.NewReader(f).ReadAll()
+	f.Close()
+	if err != nil || len(rows) < 4 {
+		t.Fatalf("csv: %v, %d rows", err, len(rows))
+	}
+	secs := len(rows) - 1
+	figs := figures(t, page)
+	for caption, series := range map[string]int{
+		"Connections over time":                  1, // connected (the target is a dashed line without dots)
+		"Messages per second":                    3, // published, received, acknowledged
+		"Latency over time (p95 of each second)": 2, // ack p95, e2e p95
+	} {
+		fig, ok := figs[caption]
+		if !ok {
+			t.Errorf("no chart %q; have %v", caption, keys(figs))
+			continue
+		}
+		if n := strings.Count(fig, "<circle"); n != series*secs {
+			t.Errorf("%s: %d points, want %d series x %d seconds", caption, n, series, secs)
+		}
+		if !strings.Contains(fig, "<svg") || !strings.Contains(fig, `viewBox=`) {
+			t.Errorf("%s: no scalable SVG", caption)
+		}
+	}
+	// The connections chart reaches the 20 clients: its y axis goes above 20.
+	if fig := figs["Connections over time"]; !strings.Contains(fig, "target (20 clients)") || !regexp.MustCompile(`>(20|25)</text>`).MatchString(fig) {
+		t.Errorf("connections chart has no 20-client target/axis")
+	}
+	heat, ok := figs["Latency heat map: p95 of each second"]
+	if !ok {
+		t.Fatalf("no heat map; have %v", keys(figs))
+	}
+	// One filled cell path per second and row (2 rows at QoS 1) + nothing else filled.
+	if n := strings.Count(heat, "<path"); n < 2*secs {
+		t.Errorf("heat map: %d cells, want >= %d", n, 2*secs)
+	}
+	for _, want := range []string{"Delivery accounting", "mqtt.loss", "mqtt.complete", "Verdict:", "publish -&gt; ack"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 2 {
+		t.Errorf("left in the folder: %v (want r.html and r.csv only)", ents)
+	}
+}
+
+func keys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// TestProbeFailureLeavesNoReport: a probe that cannot start measuring
+// (nothing listens at the target) exits 3 and leaves no --html or --csv
+// file, not even an empty one, and no temporary file.
+func TestProbeFailureLeavesNoReport(t *testing.T) {
+	for name, args := range map[string][]string{
+		"mqtt":  {"probe", "mqtt", "--broker", "tcp://127.0.0.1:1", "--clients", "2", "--duration", "1s"},
+		"iotdb": {"probe", "iotdb", "--host", "127.0.0.1", "--port", "1", "--steps", "1", "--step-duration", "1s"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			args = append(args, "--html", filepath.Join(dir, "r.html"), "--csv", filepath.Join(dir, "r.csv"))
+			stdout, stderr, code := testenv.Run(t, nil, args...)
+			if code != 3 {
+				t.Fatalf("exit %d, want 3\n%s\n%s", code, stdout, stderr)
+			}
+			if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+				t.Errorf("a failed run left %v", ents)
+			}
+		})
+	}
+}
+
+// TestProbeMQTTInterruptedReportSaysIncomplete: a run interrupted after
+// it started measuring writes a report that says INCOMPLETE and why, and
+// no verdict.
+func TestProbeMQTTInterruptedReportSaysIncomplete(t *testing.T) {
+	dir := t.TempDir()
+	html := filepath.Join(dir, "r.html")
+	cmd := exec.Command(testenv.Binary(t), "probe", "mqtt", "--clients", "10", "--conn-rate", "100", "--pub-interval", "100ms",
+		"--duration", "60s", "--html", html)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
+		t.Fatalf("exit %v, want 3\n%s\n%s", err, out.String(), errb.String())
+	}
+	b, err := os.ReadFile(html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	if !strings.Contains(page, "INCOMPLETE: interrupted after") || strings.Contains(page, "Verdict: pass") {
+		t.Errorf("report does not say INCOMPLETE and why:\n%.2000s", page)
+	}
+	if len(figures(t, page)) < 4 {
+		t.Errorf("partial report lost its charts")
+	}
+}
