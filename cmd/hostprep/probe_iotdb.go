@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/rate"
 	"github.com/hostprep/hostprep/loadprobe/iotdb"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/spf13/cobra"
@@ -171,7 +172,7 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 	fl.DurationVar(&cfg.ConnectTimeout, "connect-timeout", cfg.ConnectTimeout, "TCP connect timeout of a new session")
 	fl.DurationVar(&cfg.CallTimeout, "call-timeout", cfg.CallTimeout, "the probe's deadline on every call (the client has no socket timeout)")
 	fl.IntVar(&cfg.FetchSize, "fetch-size", cfg.FetchSize, "query fetch size (rows)")
-	fl.Float64Var(&cfg.Rate, "rate", 0, "open loop: operations/s per worker on a fixed schedule, latency from the scheduled start (0: closed loop)")
+	fl.Var((*rate.PerSecond)(&cfg.Rate), "rate", "open loop: operations per second per worker (10, 10/s or 600/m) on a fixed schedule, latency from the scheduled start (0: closed loop)")
 	fl.BoolVar(&cfg.Keep, "keep", false, "keep the database root.hostprep_<run id> after the run")
 	fl.Float64Var(&maxErrorRate, "max-error-rate", maxErrorRate, "highest acceptable fraction (0..1) of failed operations in any step")
 	fl.DurationVar(&cfg.Thresholds.P95, "max-p95", 0, "highest acceptable p95 response time at the target step (0: not checked)")

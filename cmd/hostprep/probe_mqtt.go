@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hostprep/hostprep/internal/rate"
 	"github.com/hostprep/hostprep/loadprobe/mqtt"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/spf13/cobra"
@@ -137,7 +138,7 @@ never printed. Exit codes: 0 pass, 1 a threshold failed, 2 bad input,
 	fl.StringVar(&cfg.ClientID, "client-id", cfg.ClientID, "client id pattern; must contain {client}")
 	fl.StringVar(&cfg.SourceIPs, "source-ips", "", "spread connections over source addresses: 127.0.0.2-127.0.0.9, a,b,c or an interface name")
 	fl.IntVar(&cfg.Clients, "clients", cfg.Clients, "number of publishing clients")
-	fl.Float64Var(&cfg.ConnRate, "conn-rate", cfg.ConnRate, "connections per second (client i connects at i/rate)")
+	fl.Var((*rate.PerSecond)(&cfg.ConnRate), "conn-rate", "connections per second: 1000, 1000/s or 60000/m (client i connects at i/rate)")
 	fl.DurationVar(&cfg.Keepalive, "keepalive", cfg.Keepalive, "MQTT keepalive")
 	fl.IntVar(&cfg.QoS, "qos", cfg.QoS, "QoS 0, 1 or 2 for publishes and the subscription")
 	fl.IntVar(&cfg.Size, "size", cfg.Size, "payload bytes (>= 24)")

@@ -48,7 +48,7 @@ func selfContained(t *testing.T, page string) {
 func TestProbeMQTTHTML(t *testing.T) {
 	dir := t.TempDir()
 	html, csvPath := filepath.Join(dir, "r.html"), filepath.Join(dir, "r.csv")
-	stdout, stderr, code := testenv.Run(t, nil, "probe", "mqtt", "--clients", "20", "--conn-rate", "200", "--qos", "1",
+	stdout, stderr, code := testenv.Run(t, nil, "probe", "mqtt", "--clients", "20", "--conn-rate", "200/s", "--qos", "1",
 		"--pub-interval", "100ms", "--duration", "3s", "--html", html, "--csv", csvPath)
 	if code != 0 && code != 1 { // 1: a latency threshold on a busy machine
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
@@ -142,7 +142,7 @@ func TestProbeFailureLeavesNoReport(t *testing.T) {
 func TestProbeMQTTInterruptedReportSaysIncomplete(t *testing.T) {
 	dir := t.TempDir()
 	html := filepath.Join(dir, "r.html")
-	cmd := exec.Command(testenv.Binary(t), "probe", "mqtt", "--clients", "10", "--conn-rate", "100", "--pub-interval", "100ms",
+	cmd := exec.Command(testenv.Binary(t), "probe", "mqtt", "--clients", "10", "--conn-rate", "6000/m", "--pub-interval", "100ms",
 		"--duration", "60s", "--html", html)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -165,5 +165,29 @@ func TestProbeMQTTInterruptedReportSaysIncomplete(t *testing.T) {
 	}
 	if len(figures(t, page)) < 4 {
 		t.Errorf("partial report lost its charts")
+	}
+}
+
+// TestRateFlags: --conn-rate and --rate take 1000, 1000/s and 60000/m;
+// anything else is exit 2 with one line naming the flag and the form.
+func TestRateFlags(t *testing.T) {
+	for _, v := range []string{"1200", "1200/s", "72000/m"} {
+		stdout, stderr, code := testenv.Run(t, nil, "preflight", "--sockets", "100", "--conn-rate", v, "-o", "json")
+		if code != 0 && code != 1 {
+			t.Fatalf("preflight --conn-rate %s: exit %d\n%s", v, code, stderr)
+		}
+		if !strings.Contains(stdout, `"conn_rate": 1200`) {
+			t.Errorf("preflight --conn-rate %s: target is not 1200 connections/s:\n%.600s", v, stdout)
+		}
+	}
+	for _, args := range [][]string{
+		{"probe", "mqtt", "--conn-rate", "10/h"},
+		{"probe", "iotdb", "--rate", "fast"},
+		{"preflight", "--sockets", "100", "--conn-rate", "-1/s"},
+	} {
+		_, stderr, code := testenv.Run(t, nil, args...)
+		if code != 2 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, args[len(args)-2]) || !strings.Contains(stderr, "1000/s") {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 with one line naming the flag and the form", args, code, stderr)
+		}
 	}
 }
