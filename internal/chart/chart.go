@@ -86,20 +86,15 @@ func (l Line) HTML() (template.HTML, error) {
 			Style: chart.Style{StrokeColor: c.WithAlpha(200), StrokeWidth: 1.5, StrokeDashArray: []float64{6, 4}}})
 		legend = append(legend, legendItem{Color: c.String(), Label: m.Label, Dashed: true})
 	}
-	solid := 0
-	for _, s := range l.Series {
-		if !s.Dashed {
-			solid++
-		}
-	}
 	for i, s := range l.Series {
 		c := colorOr(s.Color, Palette[i%len(Palette)])
-		// Solid lines drawn earlier are wider, so a later line on the
-		// same values (received = published) leaves them visible.
+		// A solid line that later ones cover (received = published) is
+		// drawn wider, so it stays visible around them.
 		st := chart.Style{StrokeColor: c, StrokeWidth: 2}
-		if !s.Dashed && solid > 1 {
-			st.StrokeWidth = 2 + 2*float64(solid-1)
-			solid--
+		for _, later := range l.Series[i+1:] {
+			if !s.Dashed && !later.Dashed && covers(later, s) {
+				st.StrokeWidth += 2.5
+			}
 		}
 		if s.Dashed {
 			st.StrokeDashArray = []float64{8, 5}
@@ -130,6 +125,25 @@ func (l Line) HTML() (template.HTML, error) {
 	}
 	svg := strings.Replace(b.String(), "</svg>", yName(l.YName, 16, height-60)+"</svg>", 1)
 	return figure(l.Title, svg, legendHTML(legend)), nil
+}
+
+// covers tells whether b's line lies on a's: same x, and y within 1% of
+// the larger value at 80% of the points or more.
+func covers(a, b Series) bool {
+	if len(a.X) != len(b.X) || len(a.Y) != len(b.Y) || len(a.Y) == 0 {
+		return false
+	}
+	top := 0.0
+	for i := range a.Y {
+		top = math.Max(top, math.Max(math.Abs(a.Y[i]), math.Abs(b.Y[i])))
+	}
+	same := 0
+	for i := range a.Y {
+		if a.X[i] == b.X[i] && math.Abs(a.Y[i]-b.Y[i]) <= 0.01*top {
+			same++
+		}
+	}
+	return float64(same) >= 0.8*float64(len(a.Y))
 }
 
 // extent lists every x and y of the series (markers excluded).

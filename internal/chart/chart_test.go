@@ -119,3 +119,25 @@ func TestNiceMaxAndFormat(t *testing.T) {
 		t.Errorf("FormatNumber = %q", got)
 	}
 }
+
+func TestBars(t *testing.T) {
+	h, err := Bars{Title: "Capacity per host", XName: "connections", Labels: []string{"a-very-long-host-name.example", "b<c"}, Values: []float64{120000, 80000}}.HTML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(h)
+	for _, want := range []string{"a-very-long-host-name.example", "b&lt;c", "120\u2009000", "connections"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("bars lack %q", want)
+		}
+	}
+	if strings.Contains(s, "b<c") {
+		t.Error("label not escaped")
+	}
+	if h, _ := (Bars{Title: "none"}).HTML(); !strings.Contains(string(h), "no data") {
+		t.Errorf("empty bars: %s", h)
+	}
+	if f := os.Getenv("HOSTPREP_CHART_DEMO"); f != "" {
+		os.WriteFile(f+".bars.html", []byte(page(s)), 0o644)
+	}
+}

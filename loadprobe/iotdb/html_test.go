@@ -54,3 +54,35 @@ func TestWriteHTMLSelfContained(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteHTMLIncompleteAndMarkers: a cut-short run says INCOMPLETE and
+// why instead of a verdict; the peak and knee are dashed lines named in
+// the legend, not labels drawn over the data; the charts scale with the
+// page (viewBox, no fixed width).
+func TestWriteHTMLIncompleteAndMarkers(t *testing.T) {
+	st := steps([3]float64{50, 1000, 20}, [3]float64{100, 1800, 25}, [3]float64{150, 2100, 40}, [3]float64{200, 2050, 90})
+	r := &Result{Target: "127.0.0.1:6667", Scenario: ScenarioWrite, Mode: "closed", Steps: st, Started: time.Now(), Verdict: "fail",
+		Interrupted: true, StopReason: "interrupted after 2 of 4 steps"}
+	r.Knee = FindKnee(st, 1)
+	var b strings.Builder
+	if err := r.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if !strings.Contains(page, "INCOMPLETE: interrupted after 2 of 4 steps") || strings.Contains(page, "Verdict:") {
+		t.Errorf("an interrupted run's report does not say INCOMPLETE and why")
+	}
+	legend := regexp.MustCompile(`(?s)<ul class="legend">.*?</ul>`).FindString(page)
+	for _, want := range []string{"peak (150 workers)", "knee (200 workers)"} {
+		if !strings.Contains(legend, want) {
+			t.Errorf("legend lacks %q: %s", want, legend)
+		}
+	}
+	svg := regexp.MustCompile(`(?s)<svg.*?</svg>`).FindString(page)
+	if strings.Contains(svg, ">peak<") || strings.Contains(svg, ">knee<") {
+		t.Error("a marker label is drawn inside the chart")
+	}
+	if !strings.Contains(svg, "viewBox=") || regexp.MustCompile(`<svg[^>]*\swidth=`).MatchString(svg) {
+		t.Error("chart has a fixed size")
+	}
+}
