@@ -114,7 +114,7 @@ func TestHTMLSelfContained(t *testing.T) {
 	if n := strings.Count(page, "<svg"); n < 4 {
 		t.Errorf("%d inline SVG charts, want at least 4 (capacity, fleet p95, lg-01 MQTT, lg-01 IoTDB)", n)
 	}
-	for _, want := range []string{"lg-01: IoTDB throughput and p95 per step", "lg-01: MQTT e2e_latency percentiles", "preflight: fd.hard: hard nofile 20000", "probe-iotdb: connect 10.0.0.5:6667"} {
+	for _, want := range []string{"lg-01: IoTDB throughput per step", "lg-01: MQTT latency percentiles", "preflight: fd.hard: hard nofile 20000", "probe-iotdb: connect 10.0.0.5:6667"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}
