@@ -279,7 +279,7 @@ var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 {{end}}</table>
 {{range .Steps}}{{if or .Checks .Section}}<h3>{{title .Name}}: <span class="{{.Verdict}}">{{.Verdict}}</span></h3>
 {{.Section}}
-{{if .Checks}}<details{{if .Open}} open{{end}}><summary>{{len .Checks}} checks</summary>
+{{if .Checks}}<details{{if .Open}} open{{end}}><summary>checks ({{len .Checks}})</summary>
 <table><tr><th class="l">status</th><th class="l">check</th><th class="l">summary</th><th class="l">fix</th></tr>
 {{range .Checks}}<tr><td class="{{.Status}}">{{.Status}}</td><td class="l">{{.ID}}</td><td class="l">{{.Summary}}</td><td class="l">{{if ne (print .Status) "pass"}}{{.Remedy}}{{end}}</td></tr>
 {{end}}</table></details>{{end}}

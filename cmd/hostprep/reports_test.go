@@ -191,3 +191,41 @@ func TestRateFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestReadyHTML: `ready --dry-run --html` (touches nothing: plans the
+// tuning, passive preflight, MQTT probe against the embedded broker)
+// writes a page with every step and the MQTT probe's charts; a folder
+// that does not exist is refused (exit 2) before anything runs, and
+// nothing is created.
+func TestReadyHTML(t *testing.T) {
+	dir := t.TempDir()
+	html := filepath.Join(dir, "ready.html")
+	stdout, stderr, code := testenv.Run(t, nil, "ready", "--profile", "ready-small", "--dry-run", "--html", html)
+	if code != 0 && code != 1 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	b, err := os.ReadFile(html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	selfContained(t, page)
+	figs := figures(t, page)
+	for _, want := range []string{"Connections over time", "Messages per second", "Latency heat map: p95 of each second"} {
+		if fig, ok := figs[want]; !ok || !strings.Contains(fig, "<svg") {
+			t.Errorf("ready page lacks chart %q (have %v)", want, keys(figs))
+		}
+	}
+	for _, want := range []string{"hostprep ready on", "DRY RUN", "preflight", "probe-mqtt"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("ready page lacks %q", want)
+		}
+	}
+	missing := filepath.Join(dir, "no", "r.html")
+	if _, stderr, code := testenv.Run(t, nil, "ready", "--profile", "ready-small", "--dry-run", "--html", missing); code != 2 || !strings.Contains(stderr, "--html") {
+		t.Errorf("missing folder: exit %d %q, want 2 naming --html", code, stderr)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("left in the folder: %v", ents)
+	}
+}
