@@ -268,8 +268,8 @@ var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 {{end}}{{end}}
 {{range .Hosts}}<section id="host-{{.Host}}">
 {{if $.Fleet}}<h2>{{.Host}}: <span class="{{.Class}}">{{.Verdict}}</span></h2>
-{{else}}<h1>hostprep ready on {{.Host}}</h1>{{end}}
-<p class="banner {{.Class}}">{{.Verdict}}</p>
+{{else}}<h1>hostprep ready on {{.Host}}</h1>
+<p class="banner {{.Class}}">{{.Verdict}}</p>{{end}}
 <p>Profile {{.Profile}}, started {{.Started}}{{if .Source}}, from {{.Source}}{{end}}.</p>
 {{if .Fails}}<p><strong>Failing:</strong></p><ul>{{range .Fails}}<li class="fail">{{.}}</li>{{end}}</ul>{{end}}
 {{if .Warns}}<p><strong>Warnings:</strong></p><ul>{{range .Warns}}<li class="warn">{{.}}</li>{{end}}</ul>{{end}}

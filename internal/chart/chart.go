@@ -356,7 +356,7 @@ const Style = `
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:1.5em auto;padding:0 1.5em;max-width:1200px;color:#222;line-height:1.4}
 h1{font-size:1.45em;margin:.2em 0 .4em} h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ddd;padding-bottom:.15em} h3{font-size:1em;margin:1.2em 0 .3em}
 table{border-collapse:collapse;font-variant-numeric:tabular-nums;margin:.5em 0;font-size:.9em}
-td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;vertical-align:top} th{background:#f3f3f3} td.l,th.l{text-align:left}
+td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;vertical-align:top} th{background:#f3f3f3} td.l,th.l{text-align:left} td:not(.l){white-space:nowrap}
 .pass{color:#2a7d2a}.fail{color:#b22}.warn{color:#a65f00}.skip{color:#777}
 td.pass,td.fail,td.warn,td.skip{font-weight:600;text-align:left}
 .banner{padding:.6em 1em;border-radius:4px;margin:.8em 0;font-weight:600}
