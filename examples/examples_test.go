@@ -416,65 +416,6 @@ func TestGitHubActions(t *testing.T) {
 	}
 }
 
-var invocation = regexp.MustCompile("hostprep (ready|report merge)\\b([^\n`|;&)]*)")
-
-// scalars returns every string scalar of a YAML document, so a command
-// folded over several lines (run: >-) is seen whole.
-func scalars(n *yaml.Node) []string {
-	if n.Kind == yaml.ScalarNode {
-		return []string{n.Value}
-	}
-	var out []string
-	for _, c := range n.Content {
-		out = append(out, scalars(c)...)
-	}
-	return out
-}
-
-var flagRe = regexp.MustCompile(`(?:^|\s)(--[a-z][a-z0-9-]*)`)
-
-// TestExampleFlagsExist runs the built binary's --help for every command
-// the examples call and checks each flag they pass exists, so the
-// examples cannot drift from the CLI.
-func TestExampleFlagsExist(t *testing.T) {
-	bin := testenv.Binary(t)
-	help := map[string]string{}
-	for _, sub := range []string{"ready", "report merge"} {
-		out, err := exec.Command(bin, append(strings.Fields(sub), "--help")...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("hostprep %s --help: %v\n%s", sub, err, out)
-		}
-		help[sub] = string(out)
-	}
-	files, _ := filepath.Glob("*/*")
-	files = append(files, "README.md")
-	seen := 0
-	for _, f := range files {
-		if strings.HasSuffix(f, ".go") {
-			continue
-		}
-		texts := []string{read(t, f)}
-		if strings.HasSuffix(f, ".yml") || strings.HasSuffix(f, ".yaml") {
-			var doc yaml.Node
-			if err := yaml.Unmarshal([]byte(texts[0]), &doc); err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			texts = scalars(&doc) // instead of the raw text: comments are not commands
-		}
-		for _, m := range invocation.FindAllStringSubmatch(strings.Join(texts, "\n"), -1) {
-			seen++
-			for _, fl := range flagRe.FindAllStringSubmatch(m[2], -1) {
-				if !strings.Contains(help[m[1]], fl[1]+" ") {
-					t.Errorf("%s: `hostprep %s` uses %s, which hostprep %s --help does not list", f, m[1], fl[1], m[1])
-				}
-			}
-		}
-	}
-	if seen < 5 {
-		t.Errorf("found only %d hostprep invocations in the examples", seen)
-	}
-}
-
 // TestCloudInitUnitsByteIdentical: the units cloud-init writes are
 // byte-for-byte examples/systemd/ (examples/README.md says so), read the
 // way cloud-init reads user-data (PyYAML, when python3 has it) as well as

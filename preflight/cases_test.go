@@ -13,8 +13,8 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// caseFile is a field case of shared/cases/preflight (copied to
-// testdata/cases so the test runs where the shared tree is absent).
+// caseFile is a field case in testdata/cases (kept equal to the project's
+// field cases by TestFieldCasesInSync).
 type caseFile struct {
 	Role         string    `yaml:"role"`
 	Sockets      int       `yaml:"sockets"`

@@ -8,7 +8,8 @@ import (
 )
 
 // Stock host used when a recorded host leaves a field out: "as on a stock
-// Debian 12 host with kernel 6.1, 8 GiB RAM, 4 CPUs" (shared/cases/README.md).
+// Debian 12 host with kernel 6.1, 8 GiB RAM, 4 CPUs", as the field cases
+// in testdata/cases assume.
 const (
 	StockMemTotal = 8 << 30 // bytes
 	StockCPUs     = 4

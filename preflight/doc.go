@@ -6,7 +6,7 @@
 //   - Facts are gathered once (gather*.go) from procfs/sysfs under a
 //     configurable root, gopsutil for CPU and memory, adjtimex for the clock.
 //     A host recorded as YAML (the `host:` block of the field cases in
-//     shared/cases/preflight, see LoadHostYAML) gives the same Facts, so a
+//     preflight/testdata/cases, see LoadHostYAML) gives the same Facts, so a
 //     bug report is a test.
 //   - Every check (check_*.go, one file per family) is a pure function of
 //     Facts and Target returning a verdict.Check with observed / expected /

@@ -12,7 +12,7 @@ import (
 )
 
 // HostFile is a recorded host, the `host:` block of a field case
-// (shared/cases/preflight/*.yaml). Every field is optional: an absent one
+// (preflight/testdata/cases/*.yaml). Every field is optional: an absent one
 // is taken from StockDebian12.
 type HostFile struct {
 	Kernel            *string           `yaml:"kernel"`

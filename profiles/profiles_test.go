@@ -553,7 +553,7 @@ func TestSysTuneDescriptionIsHonest(t *testing.T) {
 		for i := range f {
 			higher[i] = 2 * f[i]
 		}
-		cur := FormatFields(higher)
+		cur := formatFields(higher)
 		got := applyMode(t, s.Mode, cur, s.Value)
 		if slices.Equal(got, higher) {
 			continue

@@ -8,13 +8,6 @@ import (
 	"github.com/hostprep/hostprep/internal/rate"
 )
 
-// SetKeys are the non-sysctl keys ApplySets accepts.
-var SetKeys = []string{
-	"limits.nofile.soft", "limits.nofile.hard",
-	"preflight.sockets", "preflight.role", "preflight.conn_rate",
-	"reserve_ports",
-}
-
 // IsSysctlKey reports whether a --set key names a sysctl: it contains a
 // dot and starts with net., fs., vm. or kernel.
 func IsSysctlKey(key string) bool {

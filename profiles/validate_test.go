@@ -193,8 +193,8 @@ func TestYAMLStrictness(t *testing.T) {
 	}
 }
 
-// TestFieldCases are the tune field cases in testdata/fieldcases (copied
-// from the project's shared cases), static side.
+// TestFieldCases are the tune field cases in testdata/fieldcases, static
+// side.
 func TestFieldCases(t *testing.T) {
 	t.Run("port-range-below-unprivileged-start", func(t *testing.T) {
 		p := fieldCaseProfile(t, "port-range-below-unprivileged-start.yaml")

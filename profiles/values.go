@@ -30,16 +30,6 @@ func Fields(v string) ([]int64, error) {
 	return out, nil
 }
 
-// FormatFields is the inverse of Fields: the numbers joined by a tab, as
-// the kernel prints multi-value keys ("4096\t131072\t6291456").
-func FormatFields(fs []int64) string {
-	s := make([]string, len(fs))
-	for i, f := range fs {
-		s[i] = strconv.FormatInt(f, 10)
-	}
-	return strings.Join(s, "\t")
-}
-
 // KeyFields is the number of fields the kernel expects in the value of a
 // known multi-value key: 3 for net.ipv4.tcp_rmem, tcp_wmem, tcp_mem and
 // udp_mem (min, default/pressure, max), 2 for net.ipv4.ip_local_port_range
@@ -72,9 +62,6 @@ func (r PortRange) String() string {
 
 // Contains reports whether port lies in the range.
 func (r PortRange) Contains(port int) bool { return port >= r.Lo && port <= r.Hi }
-
-// Len is the number of ports in the range.
-func (r PortRange) Len() int { return r.Hi - r.Lo + 1 }
 
 // ParsePortRange parses a net.ipv4.ip_local_port_range value, two port
 // numbers separated by white space ("32768\t60999"), and returns the low
@@ -180,16 +167,6 @@ func FormatReservedPorts(rs []PortRange) string {
 		s[i] = r.String()
 	}
 	return strings.Join(s, ",")
-}
-
-// PortsToRanges turns single ports (as in Profile.ReservePorts) into
-// one-port ranges, for merging with ParseReservedPorts results.
-func PortsToRanges(ports []int) []PortRange {
-	out := make([]PortRange, 0, len(ports))
-	for _, p := range ports {
-		out = append(out, PortRange{Lo: p, Hi: p})
-	}
-	return out
 }
 
 // ContainsPort reports whether any range in rs contains port.

@@ -3,6 +3,7 @@ package profiles
 import (
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -36,8 +37,8 @@ func TestFields(t *testing.T) {
 			t.Errorf("Fields(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
 		}
 	}
-	if s := FormatFields([]int64{4096, 16384, 4194304}); s != "4096\t16384\t4194304" {
-		t.Errorf("FormatFields = %q", s)
+	if s := formatFields([]int64{4096, 16384, 4194304}); s != "4096\t16384\t4194304" {
+		t.Errorf("formatFields = %q", s)
 	}
 	if KeyFields("net.ipv4.tcp_mem") != 3 || KeyFields("net.ipv4.ip_local_port_range") != 2 || KeyFields("net.core.somaxconn") != 0 {
 		t.Error("KeyFields")
@@ -93,7 +94,7 @@ func TestReservedPorts(t *testing.T) {
 			t.Errorf("ParseReservedPorts(%q) accepted", bad)
 		}
 	}
-	merged := NormalizePortRanges(append(PortsToRanges([]int{1883, 8883, 8083, 8084, 18083}), PortRange{8080, 8085}))
+	merged := NormalizePortRanges(append(portsToRanges([]int{1883, 8883, 8083, 8084, 18083}), PortRange{8080, 8085}))
 	if s := FormatReservedPorts(merged); s != "1883,8080-8085,8883,18083" {
 		t.Errorf("merge %q", s)
 	}
@@ -195,4 +196,24 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("round trip differs:\n%#v\n%#v", p, q)
 		}
 	})
+}
+
+// formatFields is the inverse of Fields: the numbers joined by a tab, as
+// the kernel prints multi-value keys ("4096\t131072\t6291456").
+func formatFields(fs []int64) string {
+	s := make([]string, len(fs))
+	for i, f := range fs {
+		s[i] = strconv.FormatInt(f, 10)
+	}
+	return strings.Join(s, "\t")
+}
+
+// portsToRanges turns single ports (as in Profile.ReservePorts) into
+// one-port ranges, for merging with ParseReservedPorts results.
+func portsToRanges(ports []int) []PortRange {
+	out := make([]PortRange, 0, len(ports))
+	for _, p := range ports {
+		out = append(out, PortRange{Lo: p, Hi: p})
+	}
+	return out
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/ready/outcome"
 )
@@ -22,7 +23,7 @@ func TestDryRunTouchesNothing(t *testing.T) {
 	snap := func() string {
 		var b strings.Builder
 		for _, k := range keys {
-			b.WriteString(k + "=" + readSysctl(t, k) + "\n")
+			b.WriteString(k + "=" + testenv.HostSysctl(t, k) + "\n")
 		}
 		for _, f := range files {
 			c, err := os.ReadFile(f)

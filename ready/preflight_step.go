@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/preflight"
 	"github.com/hostprep/hostprep/profiles"
@@ -54,8 +55,9 @@ func preflightStep(ctx context.Context, p *profiles.Profile, o Options) outcome.
 			warns++
 		}
 	}
-	s.Summary = fmt.Sprintf("%d sockets as %s: %d checks, %d failed, %d warned; capacity about %d sockets (limited by %s)",
-		r.Target.Sockets, r.Target.Role, len(r.Checks), fails, warns, r.Capacity.Sockets, r.Capacity.LimitedBy)
+	s.Summary = fmt.Sprintf("%s as %s: %s, %d failed, %d warned; capacity about %s (limited by %s)",
+		plural.N(r.Target.Sockets, "socket"), r.Target.Role, plural.N(len(r.Checks), "check"), fails, warns,
+		plural.N(r.Capacity.Sockets, "socket"), r.Capacity.LimitedBy)
 	if r.Verdict == verdict.Fail {
 		s.ExitCode = exitcode.Failed
 	}

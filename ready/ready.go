@@ -1,7 +1,7 @@
 // Package ready is `hostprep ready`: apply a profile (tune), run the
 // preflight for the profile's target, run the probes the profile names,
 // and fold it all into one verdict — READY, READY WITH WARNINGS or NOT
-// READY — with the failing steps first. It is the command Ansible,
+// READY — naming the failing steps. It is the command Ansible,
 // cloud-init, systemd and CI run once per host (see examples/).
 //
 // The result is an outcome.Result (JSON: {"host", "profile", "verdict",
@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/loadprobe/iotdb"
 	"github.com/hostprep/hostprep/loadprobe/mqtt"
@@ -55,12 +56,12 @@ type Options struct {
 	// NoTune skips the tune step: only check and probe.
 	NoTune bool
 	// DryRun plans the tuning without applying it and runs only what
-	// touches nothing; its verdict is DRY RUN (exit 0) when nothing that
-	// ran failed, never READY, and NOT READY when a step that ran failed: the (passive) preflight and the MQTT probe against
+	// touches nothing: the (passive) preflight and the MQTT probe against
 	// the embedded in-process broker on loopback. Probes against an
 	// external target (--mqtt, --iotdb or the profile's) are skipped:
 	// they would put load on, and for IoTDB write a database to, another
-	// system.
+	// system. Its verdict is DRY RUN (exit 0) when nothing that ran
+	// failed, never READY, and NOT READY when a step that ran failed.
 	DryRun bool
 	// Tune says where the host is (tests point it at a sandbox); the zero
 	// value is the live host.
@@ -207,7 +208,7 @@ func recheck(ts *outcome.Step, cs []verdict.Check) {
 	}
 	if drifted > 0 {
 		ts.Verdict, ts.ExitCode = verdict.Fail, exitcode.Failed
-		ts.Summary += fmt.Sprintf("; %d value(s) no longer as applied at the end of the run (undone while ready ran?)", drifted)
+		ts.Summary += "; " + plural.N(drifted, "value") + " no longer as applied at the end of the run (undone while ready ran?)"
 	}
 }
 

@@ -267,7 +267,7 @@ func TestDriftDuringRunFailsTune(t *testing.T) {
 		t.Fatalf("verdict %s err %v: want NOT READY exit 1", res.Verdict, err)
 	}
 	ts := res.Step(outcome.StepTune)
-	if ts.Verdict != verdict.Fail || !strings.Contains(ts.Summary, "no longer as applied") {
+	if ts.Verdict != verdict.Fail || !strings.Contains(ts.Summary, "; 1 value no longer as applied") {
 		t.Errorf("tune step %s %q", ts.Verdict, ts.Summary)
 	}
 	if len(res.Failing) != 1 || !strings.HasPrefix(res.Failing[0], "tune: tune.drift.runtime.net.core.somaxconn") {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/loadprobe/iotdb"
 	"github.com/hostprep/hostprep/loadprobe/latency"
@@ -73,7 +74,7 @@ func tuneStep(ctx context.Context, p *profiles.Profile, o Options) outcome.Step 
 		r := pl.Result
 		s := outcome.Step{Checks: tuneChecks(&r), Result: r,
 			Metrics: map[string]float64{outcome.MetricChanges: float64(len(r.Changes))}}
-		s.Summary = fmt.Sprintf("dry run: would make %d changes (tune plan --profile %s shows them); nothing applied", len(r.Changes), p.Name)
+		s.Summary = fmt.Sprintf("dry run: would make %s (tune plan --profile %s shows them); nothing applied", plural.N(len(r.Changes), "change"), p.Name)
 		if !r.Changed {
 			s.Summary = "dry run: no change needed, the host already matches " + p.Name
 		}
@@ -90,7 +91,7 @@ func tuneStep(ctx context.Context, p *profiles.Profile, o Options) outcome.Step 
 	s := outcome.Step{Changed: r.Changed, Checks: tuneChecks(r), Result: *r,
 		Metrics: map[string]float64{outcome.MetricChanges: float64(len(r.Changes))}}
 	if r.Changed {
-		s.Summary = fmt.Sprintf("%d changes applied (hostprep tune rollback undoes them)", len(r.Changes))
+		s.Summary = plural.N(len(r.Changes), "change") + " applied (hostprep tune rollback undoes them)"
 	} else {
 		s.Summary = "no change: the host already matches " + p.Name
 	}
@@ -235,8 +236,8 @@ func mqttStep(ctx context.Context, cfg mqtt.Config) outcome.Step {
 				s.Series[name] = pts
 			}
 		}
-		s.Summary = fmt.Sprintf("%s: %d/%d clients connected, %d of %d messages received (%d lost), ack p95 %.1f ms, e2e p99 %.1f ms, %.0f msgs/s",
-			r.Broker, r.Connects.OK, r.Connects.Target, r.Messages.Received, r.Messages.Expected, r.Messages.Lost,
+		s.Summary = fmt.Sprintf("%s: %d/%s connected, %d of %s received (%d lost), ack p95 %.1f ms, e2e p99 %.1f ms, %.0f msgs/s",
+			r.Broker, r.Connects.OK, plural.N(r.Connects.Target, "client"), r.Messages.Received, plural.N(r.Messages.Expected, "message"), r.Messages.Lost,
 			r.Latency.Ack.P95, r.Latency.E2E.P99, r.Throughput.ReceivedPerSec)
 		if len(r.Failures) > 0 {
 			s.Summary += "; " + strings.Join(r.Failures, "; ")
@@ -272,8 +273,8 @@ func iotdbStep(ctx context.Context, cfg iotdb.Config) outcome.Step {
 		if at != nil {
 			s.Metrics[outcome.MetricP95MS] = at.Latency.P95
 			s.Metrics[outcome.MetricTPS] = at.TPS
-			s.Summary = fmt.Sprintf("%s, %s scenario, %d steps: at %d workers %.0f TPS, p95 %.1f ms; highest error rate %.2g%%; %s",
-				r.Target, r.Scenario, len(r.Steps), at.Workers, at.TPS, at.Latency.P95, maxErr*100, r.Knee.Reading)
+			s.Summary = fmt.Sprintf("%s, %s scenario, %s: at %s %.0f TPS, p95 %.1f ms; highest error rate %.2g%%; %s",
+				r.Target, r.Scenario, plural.N(len(r.Steps), "step"), plural.N(at.Workers, "worker"), at.TPS, at.Latency.P95, maxErr*100, r.Knee.Reading)
 		} else {
 			s.Summary = fmt.Sprintf("%s: no step measured", r.Target)
 		}

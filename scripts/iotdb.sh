@@ -54,7 +54,13 @@ DN_DATA_CONSENSUS_PORT=10760
 log() { echo "iotdb.sh: $*" >&2; }
 die() { log "$*"; exit 1; }
 
-mvnq() { mvn -q -B -Dmaven.repo.local="$M2" "$@"; }
+# mvnq runs mvn quietly inside the scratch directory $MVN_CWD. Without a
+# project of its own (dependency:unpack) Maven resolves
+# ${project.build.directory} to the literal "${project.basedir}/target" under
+# the working directory and writes its plugin markers there (the unpack
+# goal's markersDirectory has no user property to move it), so mvn must not
+# run in the checkout.
+mvnq() { (cd "$MVN_CWD" && mvn -q -B -Dmaven.repo.local="$M2" "$@"); }
 
 # fetch makes $DIST/{confignode,datanode}/lib (+conf from the zips) once.
 fetch() {
@@ -66,12 +72,15 @@ fetch() {
   tmp="$DIST.tmp.$$"
   rm -rf "$tmp"
   mkdir -p "$tmp"
+  MVN_CWD=$(mktemp -d "${TMPDIR:-/tmp}/hostprep-mvn.XXXXXX")
+  # shellcheck disable=SC2064
+  trap "rm -rf '$MVN_CWD'" EXIT
   log "fetching IoTDB $VERSION (ConfigNode and DataNode zips) with mvn into $DIST"
   if [ "${HOSTPREP_IOTDB_FETCH:-zip}" != jars ] &&
      mvnq dependency:unpack -Dartifact="org.apache.iotdb:iotdb-confignode:$VERSION:zip" \
-        -DoutputDirectory="$tmp/confignode" -DmarkersDirectory="$tmp/markers" >"$tmp/mvn-cn.log" 2>&1 &&
+        -DoutputDirectory="$tmp/confignode" >"$tmp/mvn-cn.log" 2>&1 &&
      mvnq dependency:unpack -Dartifact="org.apache.iotdb:iotdb-server:$VERSION:zip" \
-        -DoutputDirectory="$tmp/datanode" -DmarkersDirectory="$tmp/markers" >"$tmp/mvn-dn.log" 2>&1 &&
+        -DoutputDirectory="$tmp/datanode" >"$tmp/mvn-dn.log" 2>&1 &&
      [ -d "$tmp/confignode/lib" ] && [ -d "$tmp/datanode/lib" ]; then
     echo zip >"$tmp/.source"
   else
@@ -79,7 +88,10 @@ fetch() {
     tail -n 5 "$tmp"/mvn-*.log >&2 2>/dev/null || true
     rm -rf "$tmp/confignode" "$tmp/datanode"
     mkdir -p "$tmp/lib"
-    if ! mvnq -f "$here/iotdb/pom.xml" -Diotdb.version="$VERSION" \
+    # A copy of the pom in the scratch directory, so its target/ lands
+    # there and not under scripts/iotdb/.
+    cp "$here/iotdb/pom.xml" "$MVN_CWD/pom.xml"
+    if ! mvnq -f "$MVN_CWD/pom.xml" -Diotdb.version="$VERSION" \
           dependency:copy-dependencies -DincludeScope=runtime \
           -DoutputDirectory="$tmp/lib" >"$tmp/mvn-jars.log" 2>&1; then
       cat "$tmp/mvn-jars.log" >&2

@@ -7,6 +7,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The run must leave the checkout as it found it (no build output, no
+# Maven markers, no test data): what `git status --porcelain` shows now is
+# compared with what it shows at the end.
+in_git=false
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  in_git=true
+  status_before=$(git status --porcelain)
+fi
+
 export HOSTPREP_TEST_MQTT_PORT=${HOSTPREP_TEST_MQTT_PORT:-18831}
 export HOSTPREP_TEST_IOTDB_PORT=${HOSTPREP_TEST_IOTDB_PORT:-6667}
 
@@ -56,6 +65,12 @@ echo "== gofmt and go vet"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted"; exit 1; fi
 go vet ./...
+echo "== go mod tidy -diff"
+if ! tidy_diff=$(go mod tidy -diff 2>&1); then
+  echo "$tidy_diff"
+  echo "test.sh: go.mod/go.sum are not tidy (diff above); run 'go mod tidy' and commit go.mod and go.sum" >&2
+  exit 1
+fi
 
 # -p 1: one package at a time. The tune end-to-end tests change the global
 # fs.nr_open / fs.file-max for a few seconds (and restore them), and the
@@ -63,3 +78,13 @@ go vet ./...
 # load on a 2-core machine.
 echo "== go test -race -p 1 ./..."
 go test -race -p 1 -count=1 -timeout 40m ./... "$@"
+
+if $in_git; then
+  echo "== git status --porcelain (the run leaves the checkout clean)"
+  status_after=$(git status --porcelain)
+  if [ "$status_after" != "$status_before" ]; then
+    echo "$status_after"
+    echo "test.sh: the test run left the checkout dirty (git status above; before the run it was ${status_before:-clean}); a test or script writes into the checkout: make it write under a temp dir or .cache/" >&2
+    exit 1
+  fi
+fi

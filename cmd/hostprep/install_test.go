@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -75,6 +76,13 @@ func TestInstallScript(t *testing.T) {
 	out, code := runInstall(t, src, nil, "--prefix", prefix)
 	if code != 0 || !strings.Contains(out, "installed "+bin) {
 		t.Fatalf("first install: exit %d\n%s", code, out)
+	}
+	// It says that it is building, what a first build costs, and how long
+	// this one took.
+	for _, re := range []string{`install.sh: building hostprep with go version `, `about a minute on 2 idle cores`, `install.sh: built hostprep \S+ in \d+ s\n`} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("install output lacks %q:\n%s", re, out)
+		}
 	}
 	st1, err := os.Stat(bin)
 	if err != nil || st1.Mode().Perm() != 0o755 {

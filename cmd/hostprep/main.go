@@ -2,17 +2,8 @@
 // tune, preflight, probe, ready.
 package main
 
-import (
-	"fmt"
-	"os"
-
-	"github.com/hostprep/hostprep/internal/exitcode"
-)
+import "os"
 
 func main() {
-	err := newRootCmd().Execute()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "hostprep: "+err.Error())
-	}
-	os.Exit(exitcode.Code(err))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }

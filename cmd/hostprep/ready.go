@@ -27,9 +27,10 @@ func init() {
 			Long: `Apply the profile (as 'tune apply'), run the preflight for the profile's
 target, run the probes the profile names — against --mqtt / --iotdb, or the
 MQTT probe against the embedded broker when no broker is given — and give
-one verdict: READY, READY WITH WARNINGS, or NOT READY with the failing
-steps first. If tuning fails, nothing after it runs. Nothing is ever rolled
-back by ready: undo tuning with 'hostprep tune rollback'.
+one verdict: READY, READY WITH WARNINGS, or NOT READY naming the failing
+steps; the steps follow in the order they ran. If tuning fails, nothing
+after it runs. Nothing is ever rolled back by ready: undo tuning with
+'hostprep tune rollback'.
 
 --dry-run only plans the tuning and runs what touches nothing: the passive
 preflight and the MQTT probe against the in-process embedded broker on

@@ -46,6 +46,7 @@ lock held, kernel EINVAL, target unreachable).`,
 	}
 	root.PersistentFlags().StringVar(&globals.logFormat, "log-format", "text", "log format on stderr: text or json")
 	root.PersistentFlags().StringVar(&globals.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
+	addOutputFlag(root)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return exitcode.BadInputf("%v (see '%s --help')", err, c.CommandPath())
 	})

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -33,20 +34,24 @@ func need(t testing.TB, what, how string) {
 // started by scripts/test.sh, from HOSTPREP_TEST_MQTT.
 func MQTTBroker(t testing.TB) string {
 	t.Helper()
-	u := os.Getenv("HOSTPREP_TEST_MQTT")
-	if u == "" {
-		need(t, "mosquitto", "run the README's test command (scripts/test.sh), or scripts/mosquitto.sh start and export HOSTPREP_TEST_MQTT")
-	}
-	return u
+	return service(t, "mosquitto", "mosquitto", "HOSTPREP_TEST_MQTT")
 }
 
 // IoTDB returns host:port of the real IoTDB DataNode started by
 // scripts/test.sh, from HOSTPREP_TEST_IOTDB.
 func IoTDB(t testing.TB) string {
 	t.Helper()
-	a := os.Getenv("HOSTPREP_TEST_IOTDB")
+	return service(t, "IoTDB", "iotdb", "HOSTPREP_TEST_IOTDB")
+}
+
+// service returns the address of a service scripts/test.sh starts, from
+// the environment variable env; when it is unset the test skips (fails in
+// CI) saying how to start it with scripts/SCRIPT.sh.
+func service(t testing.TB, what, script, env string) string {
+	t.Helper()
+	a := os.Getenv(env)
 	if a == "" {
-		need(t, "IoTDB", "run the README's test command (scripts/test.sh), or scripts/iotdb.sh start and export HOSTPREP_TEST_IOTDB")
+		need(t, what, "run the README's test command (scripts/test.sh), or scripts/"+script+".sh start and export "+env)
 	}
 	return a
 }
@@ -118,4 +123,16 @@ func Binary(t testing.TB) string {
 		t.Fatalf("building hostprep: %v\n%s", buildErr, buildOut)
 	}
 	return binPath
+}
+
+// HostSysctl returns the live value of sysctl key (net.core.somaxconn) in
+// this process's namespaces, read from /proc/sys and trimmed; an
+// unreadable key fails the test.
+func HostSysctl(t testing.TB, key string) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/sys/" + strings.ReplaceAll(key, ".", "/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
 }

@@ -63,6 +63,48 @@ type Result struct {
 	DeleteError string `json:"delete_error,omitempty"`
 	// StopReason says why the run ended early ("" when it ran to the end).
 	StopReason string `json:"stop_reason,omitempty"`
+	// Suggestions are tuning hints derived from the run (pool size
+	// against workers, wait-timeout hits, error classes and status codes
+	// pointing at server settings); empty when nothing stood out.
+	Suggestions []Suggestion `json:"suggestions,omitempty"`
+}
+
+// Suggestion is one tuning hint: the setting concerned, what the run
+// observed (with the numbers) and the fix.
+type Suggestion struct {
+	// Setting is the flag or server setting concerned ("--pool-size",
+	// "DataNode memory", "privileges").
+	Setting string `json:"setting"`
+	// Observed is what the run saw, one line with the numbers.
+	Observed string `json:"observed"`
+	// Fix is what to change, one line.
+	Fix string `json:"fix"`
+}
+
+// Bound values of Step.Bound: what limited a step's throughput.
+const (
+	// BoundPool: the session pool (use >= 90% with workers waiting for a
+	// session).
+	BoundPool = "pool"
+	// BoundClient: the probe itself (its CPU or scheduler lag).
+	BoundClient = "client"
+	// BoundErrors: failed operations (error rate above the limit).
+	BoundErrors = "errors"
+	// BoundServer: latency rose while pool and client had headroom.
+	BoundServer = "server"
+)
+
+// SecondStats is one second of a step: operations finished in it and the
+// latency of its successful operations, ms (HdrHistogram per second).
+type SecondStats struct {
+	// Second counts from the step's start (0 = the first second).
+	Second int     `json:"second"`
+	Ops    int64   `json:"ops"`
+	Errors int64   `json:"errors"`
+	P50Ms  float64 `json:"p50_ms"`
+	P95Ms  float64 `json:"p95_ms"`
+	P99Ms  float64 `json:"p99_ms"`
+	MaxMs  float64 `json:"max_ms"`
 }
 
 // Step is one load step with a fixed number of workers.
@@ -102,6 +144,14 @@ type Step struct {
 	// Partial is true when the step was cut short (run interrupted or
 	// stopped); it is shown but left out of the knee.
 	Partial bool `json:"partial,omitempty"`
+	// Seconds is the step's per-second latency (for the heat map), in
+	// order; a second with no operation is present with zeros.
+	Seconds []SecondStats `json:"seconds,omitempty"`
+	// Bound is what limited the step: BoundPool, BoundClient,
+	// BoundErrors, BoundServer, or "" when nothing did (throughput still
+	// grew with workers); BoundReason is one line with the numbers.
+	Bound       string `json:"bound,omitempty"`
+	BoundReason string `json:"bound_reason,omitempty"`
 }
 
 // PoolUse is the session pool's utilisation during a step, counted by the

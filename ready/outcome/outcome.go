@@ -3,7 +3,8 @@
 // anything changed, and one entry per step (tune, preflight, probe-mqtt,
 // probe-iotdb) with its checks, headline numbers and full result.
 //
-// It is a leaf package (no hostprep imports besides internal/verdict) so
+// It is a leaf package (no hostprep imports besides internal/verdict and
+// internal/plural) so
 // the report can read results without linking the tuner and the probes.
 package outcome
 

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
 
@@ -21,38 +22,42 @@ func statusRank(s verdict.Status) int {
 	return 3
 }
 
-// Ordered returns the steps failing first, then warned, passed and
-// skipped; run order within each group.
-func Ordered(steps []Step) []Step {
-	out := append([]Step(nil), steps...)
-	sort.SliceStable(out, func(i, j int) bool { return statusRank(out[i].Verdict) < statusRank(out[j].Verdict) })
-	return out
-}
-
-// WriteText writes the human summary: the verdict line, then one line per
-// step (failing steps first) with its failed and warned checks, each with
+// WriteText writes the human summary: the verdict line (naming the
+// failing steps), the run's host, profile and "changed: yes|no" (the
+// JSON's "changed"), then one line per step in the order the steps ran,
+// each with its failed and warned checks (failed first), each with
 // observed, expected and the fix.
 func WriteText(w io.Writer, r *Result) error {
 	changed := "no"
 	if r.Changed {
 		changed = "yes"
 	}
-	fmt.Fprintf(w, "hostprep ready: %s\n", r.Verdict)
+	fmt.Fprintf(w, "hostprep ready: %s", r.Verdict)
+	var failing []string
+	for _, s := range r.Steps {
+		if s.Verdict == verdict.Fail {
+			failing = append(failing, s.Name)
+		}
+	}
+	if len(failing) > 0 {
+		fmt.Fprintf(w, " (failing: %s)", strings.Join(failing, ", "))
+	}
+	fmt.Fprintln(w)
 	if r.DryRun {
 		planned := "tuning planned, not applied"
 		if t := r.Step(StepTune); t != nil && t.Verdict == verdict.Skip {
 			planned = "tuning not planned"
 		} else if t != nil {
-			planned = fmt.Sprintf("tuning planned, not applied (%.0f changes)", t.Metrics[MetricChanges])
+			planned = fmt.Sprintf("tuning planned, not applied (%s)", plural.N(int(t.Metrics[MetricChanges]), "change"))
 		}
-		fmt.Fprintf(w, "  dry run: %s; %d steps skipped", planned, len(r.Skipped))
+		fmt.Fprintf(w, "  dry run: %s; %s skipped", planned, plural.N(len(r.Skipped), "step"))
 		if r.Verdict == DryRun {
 			fmt.Fprint(w, "; nothing that ran failed, but this is not a readiness verdict: run without --dry-run")
 		}
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "  host %s, profile %s, changed: %s, %.1f s\n", r.Host, r.Profile, changed, r.DurationMS/1000)
-	for _, s := range Ordered(r.Steps) {
+	for _, s := range r.Steps {
 		fmt.Fprintf(w, "  %-4s  %-12s %s\n", strings.ToUpper(string(s.Verdict)), s.Name, s.Summary)
 		if s.Error != "" {
 			fmt.Fprintf(w, "        error: %s\n", s.Error)

@@ -2,6 +2,7 @@ package outcome
 
 import (
 	"bytes"
+	"encoding/json"
 	"encoding/xml"
 	"regexp"
 	"strings"
@@ -135,13 +136,13 @@ func TestText(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	if !strings.HasPrefix(out, "hostprep ready: NOT READY\n") {
+	if !strings.HasPrefix(out, "hostprep ready: NOT READY (failing: preflight, probe-iotdb)\n") {
 		t.Errorf("first line:\n%s", out)
 	}
-	// failing steps first, in run order: preflight, probe-iotdb, then tune.
-	ip, ii, it := strings.Index(out, "FAIL  preflight"), strings.Index(out, "FAIL  probe-iotdb"), strings.Index(out, "PASS  tune")
-	if ip < 0 || ii < ip || it < ii {
-		t.Errorf("order wrong:\n%s", out)
+	// Steps in the order they ran: tune, preflight, probe-mqtt, probe-iotdb.
+	it, ip, im, ii := strings.Index(out, "PASS  tune"), strings.Index(out, "FAIL  preflight"), strings.Index(out, "PASS  probe-mqtt"), strings.Index(out, "FAIL  probe-iotdb")
+	if it < 0 || ip < it || im < ip || ii < im {
+		t.Errorf("steps not in run order:\n%s", out)
 	}
 	for _, want := range []string{"fail fd.hard: hard nofile 20000", "fix: LimitNOFILE=1048576", "error: dial tcp 127.0.0.1:6667"} {
 		if !strings.Contains(out, want) {
@@ -180,5 +181,42 @@ func TestTextAndPromDryRun(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "\nhostprep_ready{profile=\"sys-tune\"} 0\n") {
 		t.Errorf("prom: want hostprep_ready 0 for a dry run:\n%s", b.String())
+	}
+}
+
+// The text says "changed: yes|no" exactly when the JSON says "changed":
+// true|false, and its counts read right for 1 ("1 change", "1 step
+// skipped").
+func TestTextChangedAndCounts(t *testing.T) {
+	for _, changed := range []bool{true, false} {
+		r := sample()
+		r.Changed = changed
+		var b bytes.Buffer
+		if err := WriteText(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		js, _ := json.Marshal(r)
+		var back struct{ Changed bool }
+		if err := json.Unmarshal(js, &back); err != nil {
+			t.Fatal(err)
+		}
+		want := map[bool]string{true: "changed: yes,", false: "changed: no,"}[back.Changed]
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("JSON changed %v, text lacks %q:\n%s", back.Changed, want, b.String())
+		}
+	}
+	steps := []Step{
+		{Name: StepTune, Verdict: verdict.Pass, Metrics: map[string]float64{MetricChanges: 1}},
+		{Name: StepPreflight, Verdict: verdict.Pass},
+		{Name: StepProbeMQTT, Verdict: verdict.Pass},
+		{Name: StepProbeIoTDB, Verdict: verdict.Skip, Summary: "not run: no IoTDB target"},
+	}
+	r := &Result{Host: "h", Profile: "p", DryRun: true, Verdict: VerdictOf(steps, true), Skipped: SkippedSteps(steps), Steps: steps}
+	var b bytes.Buffer
+	if err := WriteText(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if want := "tuning planned, not applied (1 change); 1 step skipped"; !strings.Contains(b.String(), want) {
+		t.Errorf("text lacks %q:\n%s", want, b.String())
 	}
 }

@@ -1,4 +1,4 @@
-package ready
+package main
 
 // End-to-end tests of the built binary run in testenv.Sandbox: a mount
 // and network namespace (unshare --mount --net) with tmpfs over every

@@ -1,4 +1,4 @@
-package ready
+package main
 
 import (
 	"encoding/json"
@@ -16,15 +16,6 @@ import (
 	"github.com/hostprep/hostprep/ready/outcome"
 	"golang.org/x/sys/unix"
 )
-
-func readSysctl(t *testing.T, key string) string {
-	t.Helper()
-	b, err := os.ReadFile("/proc/sys/" + strings.ReplaceAll(key, ".", "/"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.TrimSpace(string(b))
-}
 
 // hostKeys are checked unchanged on the host after the sandboxed runs:
 // the host namespace's copy of every net.* key ready-small tunes (they
@@ -116,7 +107,7 @@ func TestReadyEndToEnd(t *testing.T) {
 
 	before := map[string]string{}
 	for _, k := range hostKeys {
-		before[k] = readSysctl(t, k)
+		before[k] = testenv.HostSysctl(t, k)
 	}
 
 	// The built-in ready-small, with the MQTT latency limits widened: the
@@ -153,7 +144,7 @@ func TestReadyEndToEnd(t *testing.T) {
 
 	// The host: nothing changed outside the sandbox.
 	for _, k := range hostKeys {
-		if got := readSysctl(t, k); got != before[k] {
+		if got := testenv.HostSysctl(t, k); got != before[k] {
 			t.Errorf("host %s changed: %q -> %q", k, before[k], got)
 		}
 	}

@@ -1,0 +1,127 @@
+package boot_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hostprep/hostprep/tune/boot"
+)
+
+func writeTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for p, body := range files {
+		host := filepath.Join(root, p)
+		must(t, os.MkdirAll(filepath.Dir(host), 0o755))
+		if target, ok := strings.CutPrefix(body, "symlink to "); ok {
+			must(t, os.Symlink(target, host))
+			continue
+		}
+		must(t, os.WriteFile(host, []byte(body), 0o644))
+	}
+	return root
+}
+
+// The field case later-sysctl-file-wins-at-boot: the old script's lines in
+// /etc/sysctl.conf (Debian's /etc/sysctl.d/99-sysctl.conf link) and a
+// vendor file sort after 60-hostprep.conf and win at boot.
+func TestSysctlLaterFileWins(t *testing.T) {
+	root := writeTree(t, map[string]string{
+		"/etc/sysctl.conf":                 "net.core.somaxconn = 1024\nfs.file-max = 1000000\n",
+		"/etc/sysctl.d/99-sysctl.conf":     "symlink to ../sysctl.conf",
+		"/etc/sysctl.d/60-hostprep.conf":   "net.core.somaxconn = 32768\nfs.file-max = 2097152\nnet.ipv4.tcp_fin_timeout = 15\n",
+		"/usr/lib/sysctl.d/99-vendor.conf": "net.core.somaxconn = 512\n",
+		"/usr/lib/systemd/systemd-sysctl":  "",
+	})
+	s, err := boot.ReadSysctlWith(root, boot.SystemdSysctl)
+	must(t, err)
+	for key, want := range map[string]string{"net.core.somaxconn": "512 /usr/lib/sysctl.d/99-vendor.conf:1", "fs.file-max": "1000000 /etc/sysctl.conf (as /etc/sysctl.d/99-sysctl.conf):2", "net.ipv4.tcp_fin_timeout": "15 /etc/sysctl.d/60-hostprep.conf:3"} {
+		set, ok := s.Lookup(key)
+		if got := set.Value + " " + set.Where(); !ok || got != want {
+			t.Errorf("%s at boot: %q (set %v), want %q", key, got, ok, want)
+		}
+	}
+	// procps reads /etc/sysctl.conf once more at the end.
+	p, err := boot.ReadSysctlWith(root, boot.ProcpsSystem)
+	must(t, err)
+	if set, _ := p.Lookup("net.core.somaxconn"); set.Value != "1024" || set.File.Path != "/etc/sysctl.conf" {
+		t.Errorf("procps somaxconn: %+v", set)
+	}
+	if v, f, l, ok := boot.SysctlAtBoot(root, "net/core/somaxconn"); !ok || v != "512" || l != 1 || !strings.HasSuffix(f, "99-vendor.conf") {
+		t.Errorf("SysctlAtBoot: %q %q %d %v", v, f, l, ok)
+	}
+}
+
+func TestNofileAtBootDomains(t *testing.T) {
+	root := writeTree(t, map[string]string{
+		"/etc/passwd":               "root:x:0:0::/root:/bin/sh\nmqtt:x:1000:1000::/home/mqtt:/bin/sh\n",
+		"/etc/group":                "root:x:0:\nmqtt:x:1000:\nbrokers:x:2000:mqtt\n",
+		"/etc/security/limits.conf": "mqtt soft nofile 30000 # user line beats everything below\n",
+		"/etc/security/limits.d/60-hostprep.conf": "* soft nofile 1024\n* hard nofile 1048576\nroot hard nofile 1048576\n",
+		"/etc/security/limits.d/90-local.conf":    "@brokers hard nofile 20000\n* hard nofile 4096\n",
+	})
+	n, err := boot.NofileAtBoot(root, "mqtt")
+	must(t, err)
+	if n.Soft.Value != 30000 || n.Soft.Domain != "mqtt" || n.Hard.Value != 20000 || n.Hard.Domain != "@brokers" || n.Hard.Line != 1 {
+		t.Errorf("mqtt: soft %+v hard %+v", n.Soft, n.Hard)
+	}
+	r, err := boot.NofileAtBoot(root, "root")
+	must(t, err)
+	if r.Soft.Set || r.Hard.Value != 1048576 || !strings.HasSuffix(r.Hard.Where(), "60-hostprep.conf:3") {
+		t.Errorf("root: soft %+v hard %+v", r.Soft, r.Hard)
+	}
+	o, err := boot.NofileAtBoot(root, "nobody")
+	must(t, err)
+	if o.Hard.Value != 4096 || !strings.HasSuffix(o.Hard.Where(), "90-local.conf:2") {
+		t.Errorf("nobody: hard %+v (the later * line wins)", o.Hard)
+	}
+}
+
+func TestManagerAndUnitNofile(t *testing.T) {
+	root := writeTree(t, map[string]string{
+		"/etc/systemd/system.conf":                            "[Manager]\n#DefaultLimitNOFILE=1024:524288\n",
+		"/etc/systemd/system.conf.d/60-hostprep.conf":         "[Manager]\nDefaultLimitNOFILE=1024:2097152\n",
+		"/usr/lib/systemd/system.conf.d/70-vendor.conf":       "[Manager]\nDefaultLimitNOFILE=65536\n",
+		"/usr/lib/systemd/system.conf.d/60-hostprep.conf":     "[Manager]\nDefaultLimitNOFILE=1\n",
+		"/usr/lib/systemd/system/emqx.service":                "[Service]\nExecStart=/bin/true\nLimitNOFILE=1048576\n",
+		"/etc/systemd/system/emqx.service.d/60-hostprep.conf": "[Service]\nLimitNOFILE=2097152:2097152\n",
+		"/usr/lib/systemd/system/plain.service":               "[Service]\nExecStart=/bin/true\n",
+	})
+	m, files, err := boot.ManagerNofile(root)
+	must(t, err)
+	if m.String() != "65536:65536" || !strings.HasSuffix(m.Where(), "70-vendor.conf:2") || len(files) != 3 {
+		t.Errorf("manager: %v at %s, files %v", m, m.Where(), files)
+	}
+	u, _, err := boot.UnitNofile(root, "emqx")
+	must(t, err)
+	if u.String() != "2097152:2097152" || !strings.HasSuffix(u.Where(), "emqx.service.d/60-hostprep.conf:2") {
+		t.Errorf("emqx: %v at %s", u, u.Where())
+	}
+	p, _, err := boot.UnitNofile(root, "plain.service")
+	must(t, err)
+	if p != m {
+		t.Errorf("plain.service: %v, want the manager default %v", p, m)
+	}
+	// systemd-analyze cat-config reads the same files in the same order.
+	if _, err := exec.LookPath("systemd-analyze"); err != nil {
+		t.Skip("no systemd-analyze")
+	}
+	out, err := exec.Command("systemd-analyze", "cat-config", "--no-pager", "--root="+root, "systemd/system.conf").Output()
+	must(t, err)
+	var got []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "# /") {
+			got = append(got, strings.TrimPrefix(strings.TrimPrefix(l, "# "), root))
+		}
+	}
+	var want []string
+	for _, f := range files {
+		want = append(want, f.Path)
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("systemd-analyze cat-config reads %v, simulation %v", got, want)
+	}
+}

@@ -1,0 +1,43 @@
+// Package boot computes what a Linux host will have after its next boot,
+// by reading its configuration files exactly as the programs that run at
+// boot or login read them. It reads files only (under a root directory,
+// "" or "/" for the live host) and never runs those programs or touches
+// /proc.
+//
+// Three simulations, each with one entry point and a Read* form that
+// keeps the parsed configuration for many lookups:
+//
+//   - sysctl: SysctlAtBoot(root, key) / ReadSysctl(root). systemd-sysctl's
+//     rules (sysctl.d(5), systemd 252): *.conf in /etc/sysctl.d,
+//     /run/sysctl.d, /usr/local/lib/sysctl.d, /usr/lib/sysctl.d and
+//     /lib/sysctl.d (when it is a separate directory); a basename in an
+//     earlier directory shadows it in later ones; a file that is empty or a
+//     symlink to /dev/null masks the name; all files are applied in
+//     basename order; the last assignment of a key wins; an explicit key
+//     beats any glob; "-key" without a value excludes the key from globs;
+//     "a.b/c" and "a/b.c" spellings are normalized. On hosts without
+//     systemd (no systemd-sysctl under ROOT/lib/systemd or
+//     ROOT/usr/lib/systemd), procps `sysctl --system` (sysctl(8)): the same
+//     file list, then /etc/sysctl.conf, each line written in order (no
+//     globs).
+//   - limits (pam_limits, what a new login session gets): NofileAtBoot(root,
+//     user) / ReadLimits(root). /etc/security/limits.conf, then
+//     /etc/security/limits.d/*.conf in C-locale order; per soft and hard
+//     value, a line naming the user beats @group beats "*" whatever the
+//     order, later lines of the same kind win, and "*" and @group lines do
+//     not apply to root.
+//   - systemd (what a service started after the next boot or
+//     `systemctl daemon-reexec` gets): ManagerNofile(root) and
+//     UnitNofile(root, unit). /etc/systemd/system.conf then
+//     system.conf.d/*.conf drop-ins from /etc, /run, /usr/local/lib,
+//     /usr/lib (shadowing and order as for sysctl.d), as
+//     `systemd-analyze cat-config systemd/system.conf` merges them; a
+//     unit's own file and its UNIT.d/*.conf drop-ins the same way.
+//
+// Every value comes with the file and line that set it, so a caller can
+// name the file that wins at boot and tell how to fix it.
+//
+// The simulations are tested against the real programs (systemd-sysctl,
+// sysctl --system, runuser -l with pam_limits, systemd-analyze
+// cat-config) in tune's sandbox tests.
+package boot

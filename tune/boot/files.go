@@ -1,0 +1,159 @@
+package boot
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// ConfFile is one configuration file a boot program reads, in the order it
+// reads them.
+type ConfFile struct {
+	// Path is where the program finds it, relative to the root
+	// ("/etc/sysctl.d/99-sysctl.conf").
+	Path string
+	// Target is the file Path resolves to through symlinks, relative to the
+	// root ("/etc/sysctl.conf"); equal to Path for a plain file. It is the
+	// file to edit.
+	Target string
+	// Masked is true for an empty file or a symlink to /dev/null: it is
+	// read as empty and hides files of the same name in later directories.
+	Masked bool
+}
+
+// Name is how a report names the file: Target, with Path when they differ
+// ("/etc/sysctl.conf (as /etc/sysctl.d/99-sysctl.conf)").
+func (f ConfFile) Name() string {
+	if f.Target == f.Path || f.Target == "" {
+		return f.Path
+	}
+	return f.Target + " (as " + f.Path + ")"
+}
+
+// hostPath maps a path relative to root onto the file system.
+func hostPath(root, p string) string {
+	if root == "" || root == "/" {
+		return p
+	}
+	return filepath.Join(root, p)
+}
+
+// resolve follows symlinks in p (absolute, relative to root) component by
+// component, with absolute link targets taken relative to root as
+// chroot(2) would. It returns the resolved path relative to root, or
+// "/dev/null" when the chain ends there. Broken links resolve to their
+// (missing) target.
+func resolve(root, p string) string {
+	p = path.Clean("/" + p)
+	done := "/"
+	rest := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	for hops := 0; len(rest) > 0 && hops < 40; {
+		c := rest[0]
+		rest = rest[1:]
+		if c == "" || c == "." {
+			continue
+		}
+		next := path.Join(done, c)
+		if next == "/dev/null" && len(rest) == 0 {
+			return next
+		}
+		t, err := os.Readlink(hostPath(root, next))
+		if err != nil {
+			done = next
+			continue
+		}
+		hops++
+		if !path.IsAbs(t) {
+			t = path.Join(done, t)
+		}
+		rest = append(strings.Split(strings.TrimPrefix(path.Clean(t), "/"), "/"), rest...)
+		done = "/"
+	}
+	return done
+}
+
+// listConfDirs lists the *.conf files of dirs (relative to root) the way
+// systemd's conf_files_list does (systemd true) or procps does (false):
+// hidden names (".x.conf") are skipped by systemd, read by procps; a
+// basename found in an earlier directory hides the same name in later
+// ones; a name that is empty or points to /dev/null is kept as Masked (it
+// still hides later ones); a name that is not a regular file once
+// symlinks are followed (a directory, a broken link) is skipped and hides
+// nothing for systemd, and is kept (read as empty) for procps. The result is sorted by
+// basename in C-locale (byte) order. Directories that resolve to one
+// already listed (/lib -> usr/lib) are read once.
+func listConfDirs(root string, dirs []string, systemd bool) []ConfFile {
+	seen := map[string]bool{}
+	byName := map[string]ConfFile{}
+	for _, d := range dirs {
+		rd := resolve(root, d)
+		if seen[rd] {
+			continue
+		}
+		seen[rd] = true
+		ents, err := os.ReadDir(hostPath(root, rd))
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			name := e.Name()
+			if !strings.HasSuffix(name, ".conf") || (systemd && strings.HasPrefix(name, ".")) {
+				continue
+			}
+			if _, ok := byName[name]; ok {
+				continue
+			}
+			p := path.Join(d, name)
+			f := ConfFile{Path: p, Target: resolve(root, p)}
+			if f.Target == "/dev/null" {
+				f.Masked = true
+				byName[name] = f
+				continue
+			}
+			st, err := os.Stat(hostPath(root, f.Target))
+			switch {
+			case err == nil && st.Mode().IsRegular():
+				f.Masked = st.Size() == 0
+			case systemd:
+				continue
+			}
+			byName[name] = f
+		}
+	}
+	names := make([]string, 0, len(byName))
+	for n := range byName {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]ConfFile, len(names))
+	for i, n := range names {
+		out[i] = byName[n]
+	}
+	return out
+}
+
+// readLines reads f's lines (nil for a masked or missing file).
+func readLines(root string, f ConfFile) ([]string, error) {
+	if f.Masked {
+		return nil, nil
+	}
+	b, err := os.ReadFile(hostPath(root, f.Target))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return strings.Split(string(b), "\n"), nil
+}
+
+func statHost(root, p string) (os.FileInfo, error) {
+	if p == "/dev/null" {
+		return os.Stat("/dev/null")
+	}
+	return os.Stat(hostPath(root, p))
+}

@@ -1,0 +1,370 @@
+package boot
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"strings"
+)
+
+// Loader is the program that applies sysctl.d files at boot.
+type Loader string
+
+const (
+	// SystemdSysctl is systemd-sysctl.service (systemd 252 rules).
+	SystemdSysctl Loader = "systemd-sysctl"
+	// ProcpsSystem is procps `sysctl --system` (procps-ng 4.0), run by
+	// the init script of hosts without systemd.
+	ProcpsSystem Loader = "sysctl --system"
+)
+
+// SysctlDirs are the sysctl.d directories in precedence order (earlier
+// shadows later), as sysctl.d(5) and sysctl(8) list them.
+var SysctlDirs = []string{"/etc/sysctl.d", "/run/sysctl.d", "/usr/local/lib/sysctl.d", "/usr/lib/sysctl.d", "/lib/sysctl.d"}
+
+// SysctlConf is the file procps reads last and Debian links as
+// /etc/sysctl.d/99-sysctl.conf for systemd-sysctl.
+const SysctlConf = "/etc/sysctl.conf"
+
+// SysctlSetting is the assignment of one key that is in force after boot.
+type SysctlSetting struct {
+	// Key as the kernel spells it (net.core.somaxconn).
+	Key string
+	// Value as written in the file, surrounding blanks removed.
+	Value string
+	// File is the file that sets it and Line its 1-based line.
+	File ConfFile
+	Line int
+	// Glob is the pattern when a glob line sets the key
+	// (net.ipv4.conf.*.rp_filter); empty for an explicit key.
+	Glob string
+	// IgnoreFailure is true for a "-key = value" line: a refusal by the
+	// kernel (no such key, EINVAL) is not an error at boot.
+	IgnoreFailure bool
+}
+
+// Where is "FILE:LINE" for messages.
+func (s SysctlSetting) Where() string {
+	return fmt.Sprintf("%s:%d", s.File.Name(), s.Line)
+}
+
+// Sysctl is the sysctl configuration a host applies at boot.
+type Sysctl struct {
+	// Root the files were read under ("" = /).
+	Root string
+	// Loader is the program whose rules were used.
+	Loader Loader
+	// Files in the order they are applied.
+	Files []ConfFile
+	// explicit maps a normalized key (path form, net/core/somaxconn) to
+	// its assignment; a nil value is a "-key" exclusion from globs.
+	explicit map[string]*SysctlSetting
+	// globs in the order systemd-sysctl applies them.
+	globs []*SysctlSetting
+	// writes is every line procps keeps, in order.
+	writes []procpsWrite
+}
+
+// DetectLoader says which program applies sysctl.d at boot on the host
+// under root: systemd-sysctl when it is installed
+// (ROOT/lib/systemd/systemd-sysctl or ROOT/usr/lib/systemd/systemd-sysctl),
+// else procps `sysctl --system`.
+func DetectLoader(root string) Loader {
+	for _, p := range []string{"/usr/lib/systemd/systemd-sysctl", "/lib/systemd/systemd-sysctl"} {
+		if _, err := os.Stat(hostPath(root, resolve(root, p))); err == nil {
+			return SystemdSysctl
+		}
+	}
+	return ProcpsSystem
+}
+
+// ReadSysctl reads the sysctl configuration under root ("" = /) with the
+// loader DetectLoader finds. Errors: a configuration file that exists but
+// cannot be read (the message names it).
+func ReadSysctl(root string) (*Sysctl, error) {
+	return ReadSysctlWith(root, DetectLoader(root))
+}
+
+// ReadSysctlWith is ReadSysctl with the loader given.
+func ReadSysctlWith(root string, loader Loader) (*Sysctl, error) {
+	s := &Sysctl{Root: root, Loader: loader, explicit: map[string]*SysctlSetting{}}
+	s.Files = listConfDirs(root, SysctlDirs, loader == SystemdSysctl)
+	if loader == ProcpsSystem {
+		if st, err := os.Stat(hostPath(root, resolve(root, SysctlConf))); err == nil && st.Mode().IsRegular() {
+			s.Files = append(s.Files, ConfFile{Path: SysctlConf, Target: resolve(root, SysctlConf)})
+		}
+	}
+	for _, f := range s.Files {
+		lines, err := readLines(root, f)
+		if err != nil {
+			return nil, fmt.Errorf("boot: reading %s: %w", f.Name(), err)
+		}
+		for i, l := range lines {
+			if loader == SystemdSysctl {
+				s.systemdLine(f, i+1, l)
+			} else {
+				s.procpsLine(f, i+1, l)
+			}
+		}
+	}
+	return s, nil
+}
+
+// systemdLine parses one line as systemd-sysctl 252 does (parse_file).
+func (s *Sysctl) systemdLine(f ConfFile, n int, line string) {
+	p := strings.TrimSpace(line)
+	if p == "" || strings.ContainsRune("#;", rune(p[0])) {
+		return
+	}
+	key, value, hasValue := strings.Cut(p, "=")
+	ignore := false
+	if strings.HasPrefix(key, "-") {
+		ignore, key = true, key[1:]
+	} else if !hasValue {
+		return // "Line is not an assignment, ignoring"
+	}
+	key = NormalizeSysctlKey(strings.TrimSpace(key))
+	if key == "" {
+		return
+	}
+	if !hasValue {
+		s.explicit[key] = nil // "-key": excluded from globs, unset
+		s.removeGlob(key)
+		return
+	}
+	set := &SysctlSetting{Key: DottedKey(key), Value: strings.TrimSpace(value), File: f, Line: n, IgnoreFailure: ignore}
+	if isGlob(key) {
+		set.Glob = set.Key
+		for i, g := range s.globs {
+			if NormalizeSysctlKey(g.Glob) == key {
+				if g.Value == set.Value {
+					g.IgnoreFailure = g.IgnoreFailure || ignore
+					return
+				}
+				s.globs = append(s.globs[:i], s.globs[i+1:]...)
+				break
+			}
+		}
+		s.globs = append(s.globs, set)
+		return
+	}
+	if old, ok := s.explicit[key]; ok && old != nil && old.Value == set.Value {
+		old.IgnoreFailure = old.IgnoreFailure || ignore
+		return
+	}
+	s.explicit[key] = set
+}
+
+func (s *Sysctl) removeGlob(key string) {
+	for i, g := range s.globs {
+		if NormalizeSysctlKey(g.Glob) == key {
+			s.globs = append(s.globs[:i], s.globs[i+1:]...)
+			return
+		}
+	}
+}
+
+// procpsWrite is one line procps-ng 4.0 `sysctl --system` keeps.
+type procpsWrite struct {
+	set     *SysctlSetting
+	path    string // "/proc/sys/" + the key with separators swapped, as procps builds it
+	glob    bool
+	exclude bool // "-key" without a value
+}
+
+// procpsLine parses one line as procps-ng 4.0 `sysctl --system` does
+// (parse_setting_line): every line is kept in order; then explicit keys
+// are written in that order (the last wins) and a glob is written to each
+// key it matches that no line names with exactly the same path (an
+// explicit line or a "-key" exclusion).
+func (s *Sysctl) procpsLine(f ConfFile, n int, line string) {
+	key := strings.TrimLeft(line, " \t\r\v\f")
+	if key == "" || key[0] == '#' || key[0] == ';' {
+		return
+	}
+	k, value, hasValue := strings.Cut(key, "=")
+	w := procpsWrite{set: &SysctlSetting{File: f, Line: n}}
+	switch {
+	case !hasValue && strings.HasPrefix(k, "-"):
+		w.exclude = true
+		k = strings.TrimRight(k[1:], " \t\r\v\f")
+	case !hasValue:
+		return // "invalid syntax, continuing..."
+	default:
+		if strings.HasPrefix(k, "-") {
+			w.set.IgnoreFailure, k = true, k[1:]
+		}
+		k = strings.TrimRight(k, " \t\r\v\f")
+		w.set.Value = strings.TrimSpace(value)
+	}
+	w.path = "/proc/sys/" + slashdot(k)
+	w.glob = isGlob(w.path)
+	w.set.Key = DottedKey(NormalizeSysctlKey(k))
+	if w.glob {
+		w.set.Glob = w.set.Key
+	}
+	s.writes = append(s.writes, w)
+}
+
+// slashdot is procps's slashdot(key, '.', '/'): when the first separator
+// is a dot, dots and slashes swap; otherwise the key is kept.
+func slashdot(k string) string {
+	i := strings.IndexAny(k, "./")
+	if i < 0 || k[i] == '/' {
+		return k
+	}
+	b := []byte(k)
+	for j := i; j < len(b); j++ {
+		switch b[j] {
+		case '.':
+			b[j] = '/'
+		case '/':
+			b[j] = '.'
+		}
+	}
+	return string(b)
+}
+
+// procpsLookup is Lookup for procps.
+func (s *Sysctl) procpsLookup(k string) (SysctlSetting, bool) {
+	p := "/proc/sys/" + k
+	named := false
+	for _, w := range s.writes {
+		if w.path == p {
+			named = true
+			break
+		}
+	}
+	for i := len(s.writes) - 1; i >= 0; i-- {
+		w := s.writes[i]
+		var hit bool
+		switch {
+		case w.exclude:
+		case w.glob:
+			m, _ := path.Match(w.path, p)
+			hit = m && !named
+		default:
+			hit = path.Clean(w.path) == p
+		}
+		if hit {
+			out := *w.set
+			out.Key = DottedKey(k)
+			return out, true
+		}
+	}
+	return SysctlSetting{}, false
+}
+
+// Lookup returns the assignment of key (either spelling) in force after
+// boot: for systemd-sysctl the explicit one, else the last glob that
+// matches it; for procps the last line that matches it.
+// ok is false when no file sets the key, so it keeps the kernel's default.
+//
+// Lookup does not know whether the key exists when the loader runs: a key
+// of a module loaded later (net.netfilter.* before nf_conntrack) is
+// assigned here but not set at boot; see NeedsModule.
+func (s *Sysctl) Lookup(key string) (SysctlSetting, bool) {
+	k := NormalizeSysctlKey(key)
+	if s.Loader == ProcpsSystem {
+		return s.procpsLookup(k)
+	}
+	if set, ok := s.explicit[k]; ok {
+		if set == nil {
+			return SysctlSetting{}, false
+		}
+		return *set, true
+	}
+	for i := len(s.globs) - 1; i >= 0; i-- {
+		g := s.globs[i]
+		if m, _ := path.Match(NormalizeSysctlKey(g.Glob), k); m {
+			out := *g
+			out.Key = DottedKey(k)
+			return out, true
+		}
+	}
+	return SysctlSetting{}, false
+}
+
+// Assignments lists every assignment of key (either spelling) in the
+// files, in the order they are read, explicit and glob; the last explicit
+// one is what Lookup returns. It helps name every file that also sets a
+// key.
+func (s *Sysctl) Assignments(key string) []SysctlSetting {
+	k := NormalizeSysctlKey(key)
+	var out []SysctlSetting
+	for _, f := range s.Files {
+		lines, _ := readLines(s.Root, f)
+		for i, l := range lines {
+			t := strings.TrimSpace(l)
+			if t == "" || t[0] == '#' || t[0] == ';' {
+				continue
+			}
+			lk, v, ok := strings.Cut(t, "=")
+			if !ok {
+				continue
+			}
+			n := NormalizeSysctlKey(strings.TrimPrefix(strings.TrimSpace(lk), "-"))
+			if m, _ := path.Match(n, k); n == k || (isGlob(n) && m) {
+				out = append(out, SysctlSetting{Key: DottedKey(k), Value: strings.TrimSpace(v), File: f, Line: i + 1})
+			}
+		}
+	}
+	return out
+}
+
+// SysctlAtBoot is the value key (net.core.somaxconn, or net/core/somaxconn)
+// will have after the next boot of the host under root ("" = /), as far
+// as the files say, and the file (as its Name) and 1-based line that set
+// it. ok is false when no file sets it (the kernel default stays) or the
+// files cannot be read.
+func SysctlAtBoot(root, key string) (value, file string, line int, ok bool) {
+	s, err := ReadSysctl(root)
+	if err != nil {
+		return "", "", 0, false
+	}
+	set, ok := s.Lookup(key)
+	if !ok {
+		return "", "", 0, false
+	}
+	return set.Value, set.File.Name(), set.Line, true
+}
+
+// NormalizeSysctlKey returns key in path form as systemd's
+// sysctl_normalize does: when the first separator is a dot, dots become
+// slashes and slashes dots (net.ipv4.conf.eth0/100.rp_filter ->
+// net/ipv4/conf/eth0.100/rp_filter); when it is a slash the key is kept.
+// Leading and repeated slashes are removed.
+func NormalizeSysctlKey(key string) string {
+	i := strings.IndexAny(key, "./")
+	if i >= 0 && key[i] == '.' {
+		b := []byte(key)
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '.':
+				b[j] = '/'
+			case '/':
+				b[j] = '.'
+			}
+		}
+		key = string(b)
+	}
+	parts := strings.FieldsFunc(key, func(r rune) bool { return r == '/' })
+	return strings.Join(parts, "/")
+}
+
+// DottedKey is the kernel's dotted spelling of a path-form key
+// (net/ipv4/conf/eth0.100/rp_filter -> net.ipv4.conf.eth0/100.rp_filter).
+func DottedKey(pathKey string) string {
+	b := []byte(pathKey)
+	for i, c := range b {
+		switch c {
+		case '/':
+			b[i] = '.'
+		case '.':
+			b[i] = '/'
+		}
+	}
+	return string(b)
+}
+
+func isGlob(s string) bool { return strings.ContainsAny(s, "*?[") }

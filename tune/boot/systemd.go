@@ -1,0 +1,168 @@
+package boot
+
+import (
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+)
+
+// SystemdDefaultNofile is systemd's DefaultLimitNOFILE when no file sets
+// it (systemd.conf(5), systemd >= 240): soft 1024 so select() keeps
+// working, hard 524288.
+var SystemdDefaultNofile = NofileSetting{Soft: 1024, Hard: 524288}
+
+// ManagerConf is the manager's main configuration file; ManagerDropInDirs
+// its drop-in directories in precedence order.
+var (
+	ManagerConf       = "/etc/systemd/system.conf"
+	ManagerDropInDirs = []string{"/etc/systemd/system.conf.d", "/run/systemd/system.conf.d", "/usr/local/lib/systemd/system.conf.d", "/usr/lib/systemd/system.conf.d", "/lib/systemd/system.conf.d"}
+)
+
+// UnitDirs are the system unit directories in precedence order (an
+// earlier one's UNIT file or drop-in name hides a later one's).
+var UnitDirs = []string{"/etc/systemd/system.control", "/run/systemd/system.control", "/run/systemd/transient",
+	"/etc/systemd/system", "/run/systemd/system", "/usr/local/lib/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system"}
+
+// NofileSetting is an RLIMIT_NOFILE pair systemd gives services, with the
+// line that sets it.
+type NofileSetting struct {
+	Soft, Hard uint64
+	// Set is false when no file sets it (a default applies).
+	Set  bool
+	File ConfFile
+	Line int
+}
+
+// Where is "FILE:LINE" for messages, or "systemd's built-in default".
+func (n NofileSetting) Where() string {
+	if !n.Set {
+		return "systemd's built-in default"
+	}
+	return fmt.Sprintf("%s:%d", n.File.Name(), n.Line)
+}
+
+// String is "soft:hard".
+func (n NofileSetting) String() string {
+	f := func(v uint64) string {
+		if v == Unlimited {
+			return "infinity"
+		}
+		return strconv.FormatUint(v, 10)
+	}
+	return f(n.Soft) + ":" + f(n.Hard)
+}
+
+// ManagerNofile is the DefaultLimitNOFILE= the systemd manager of the
+// host under root ("" = /) uses after the next boot (or `systemctl
+// daemon-reexec`): /etc/systemd/system.conf, then system.conf.d/*.conf
+// drop-ins (shadowing and order as `systemd-analyze cat-config
+// systemd/system.conf` shows them), the last assignment in a [Manager]
+// section wins; SystemdDefaultNofile when none sets it. It also returns
+// the files in the order they are read. Errors: a file that exists but
+// cannot be read.
+func ManagerNofile(root string) (NofileSetting, []ConfFile, error) {
+	files := []ConfFile{{Path: ManagerConf, Target: resolve(root, ManagerConf)}}
+	files = append(files, listConfDirs(root, ManagerDropInDirs, true)...)
+	set, err := lastAssignment(root, files, "Manager", "DefaultLimitNOFILE")
+	if err != nil {
+		return set, files, err
+	}
+	if !set.Set {
+		set = SystemdDefaultNofile
+	}
+	return set, files, nil
+}
+
+// UnitNofile is the LimitNOFILE= a service unit (emqx or emqx.service)
+// started after the next boot gets: the unit file from the first of
+// UnitDirs that has it, then its UNIT.d/*.conf drop-ins and the
+// service.d/*.conf ones from every directory (by basename, earlier
+// directories hiding later ones, applied in basename order); the last
+// assignment in a [Service] section wins, else the manager's
+// DefaultLimitNOFILE (ManagerNofile). Files are returned in the order
+// read. Errors: a file that exists but cannot be read.
+func UnitNofile(root, unit string) (NofileSetting, []ConfFile, error) {
+	if !strings.Contains(unit, ".") {
+		unit += ".service"
+	}
+	var files []ConfFile
+	for _, d := range UnitDirs {
+		p := path.Join(d, unit)
+		t := resolve(root, p)
+		if fi, err := statHost(root, t); err == nil && (t == "/dev/null" || fi.Mode().IsRegular()) {
+			files = append(files, ConfFile{Path: p, Target: t, Masked: t == "/dev/null"})
+			break
+		}
+	}
+	var dropDirs []string
+	for _, d := range UnitDirs {
+		dropDirs = append(dropDirs, path.Join(d, "service.d"))
+	}
+	for _, d := range UnitDirs {
+		dropDirs = append(dropDirs, path.Join(d, unit+".d"))
+	}
+	// Unit drop-ins and service.d ones share one name space and order.
+	files = append(files, listConfDirs(root, dropDirs, true)...)
+	set, err := lastAssignment(root, files, "Service", "LimitNOFILE")
+	if err != nil || set.Set {
+		return set, files, err
+	}
+	m, _, err := ManagerNofile(root)
+	return m, files, err
+}
+
+// lastAssignment finds the last KEY= line inside [section] of files.
+func lastAssignment(root string, files []ConfFile, section, key string) (NofileSetting, error) {
+	var out NofileSetting
+	for _, f := range files {
+		lines, err := readLines(root, f)
+		if err != nil {
+			return out, fmt.Errorf("boot: reading %s: %w", f.Name(), err)
+		}
+		in := ""
+		for i, l := range lines {
+			t := strings.TrimSpace(l)
+			if t == "" || t[0] == '#' || t[0] == ';' {
+				continue
+			}
+			if strings.HasPrefix(t, "[") && strings.HasSuffix(t, "]") {
+				in = t[1 : len(t)-1]
+				continue
+			}
+			k, v, ok := strings.Cut(t, "=")
+			if !ok || in != section || strings.TrimSpace(k) != key {
+				continue
+			}
+			v = strings.TrimSpace(v)
+			if v == "" {
+				out = NofileSetting{} // an empty assignment resets to the default
+				continue
+			}
+			soft, hard, ok := parseSystemdRlimit(v)
+			if !ok {
+				continue // systemd logs and ignores an invalid value
+			}
+			out = NofileSetting{Soft: soft, Hard: hard, Set: true, File: f, Line: i + 1}
+		}
+	}
+	return out, nil
+}
+
+// parseSystemdRlimit parses "N", "S:H" or "infinity" as systemd does.
+func parseSystemdRlimit(v string) (soft, hard uint64, ok bool) {
+	one := func(s string) (uint64, bool) {
+		if s == "infinity" {
+			return Unlimited, true
+		}
+		n, err := strconv.ParseUint(s, 10, 64)
+		return n, err == nil
+	}
+	s, h, pair := strings.Cut(v, ":")
+	soft, ok1 := one(s)
+	if !pair {
+		return soft, soft, ok1
+	}
+	hard, ok2 := one(h)
+	return soft, hard, ok1 && ok2 && soft <= hard
+}
