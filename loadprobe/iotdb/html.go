@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"math"
+	"strconv"
 
 	"github.com/hostprep/hostprep/internal/chart"
 	"github.com/hostprep/hostprep/internal/verdict"
@@ -14,8 +16,8 @@ import (
 // script, stylesheet, font or image; charts are inline SVG in the shared
 // style of internal/chart): a banner with the verdict, or INCOMPLETE and
 // why when the run was cut short, the run's settings, the charts of
-// HTMLCharts, the per-step table and every check, and the text report as
-// printed. Errors come from rendering a chart or from w.
+// HTMLCharts, the per-step table with what limited each step, the tuning
+// suggestions, every check, and the text report as printed. Errors come from rendering a chart or from w.
 func (r *Result) WriteHTML(w io.Writer) error {
 	body, err := r.HTMLSection()
 	if err != nil {
@@ -58,7 +60,8 @@ func (r *Result) incompleteReason() string {
 // HTMLCharts are the charts against concurrency, one point per step with
 // a tick at each step's workers: response time (mean, p50, p95, p99 in
 // ms) and throughput (TPS), the throughput peak and the knee marked as
-// dashed lines behind the data.
+// dashed lines behind the data; then the latency heat map, per second and
+// per step (Step.Seconds), when the result has per-second data.
 func (r *Result) HTMLCharts() ([]template.HTML, error) {
 	xs := make([]float64, len(r.Steps))
 	ticks := make([]chart.Tick, len(r.Steps))
@@ -93,7 +96,41 @@ func (r *Result) HTMLCharts() ([]template.HTML, error) {
 		}
 		out = append(out, h)
 	}
+	if hm, ok := r.heatMap(); ok {
+		h, err := hm.HTML()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, h)
+	}
 	return out, nil
+}
+
+// heatMap lays every step's seconds side by side (one band per step,
+// labelled with its workers), rows p50, p95, p99 and max of the second's
+// successful operations; a second without one is "no sample". ok is
+// false when no step has per-second data (a result from an older
+// hostprep).
+func (r *Result) heatMap() (h chart.HeatMap, ok bool) {
+	h = chart.HeatMap{Title: "Latency heat map: each second of each step", XName: "second of the step (s)", YName: "response time",
+		Unit: "ms", Rows: []string{"p50", "p95", "p99", "max"}}
+	for _, st := range r.Steps {
+		from := len(h.Cells)
+		for _, sec := range st.Seconds {
+			ok = true
+			h.Columns = append(h.Columns, strconv.Itoa(sec.Second))
+			cell := []float64{sec.P50Ms, sec.P95Ms, sec.P99Ms, sec.MaxMs}
+			if sec.Ops-sec.Errors <= 0 {
+				nan := math.NaN()
+				cell = []float64{nan, nan, nan, nan}
+			}
+			h.Cells = append(h.Cells, cell)
+		}
+		if len(h.Cells) > from {
+			h.Bands = append(h.Bands, chart.Band{From: from, To: len(h.Cells), Label: fmt.Sprintf("%d workers", st.Workers)})
+		}
+	}
+	return h, ok
 }
 
 // markers are the throughput peak (when there is more than one step) and
@@ -131,13 +168,17 @@ database {{.R.Database}} ({{.R.Series}} series{{if .R.Kept}}, kept{{end}}). Star
 {{range .Charts}}{{.}}
 {{end}}
 <h3>Steps</h3>
-<table><tr><th>workers</th><th>ops</th><th>TPS</th><th>points/s</th><th>mean ms</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>max ms</th><th>error rate</th><th class="l">errors by class</th><th>pool use mean / max</th></tr>
+<table><tr><th>workers</th><th>ops</th><th>TPS</th><th>points/s</th><th>mean ms</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>max ms</th><th>error rate</th><th class="l">errors by class</th><th>pool use mean / max</th><th class="l">limited by</th></tr>
 {{range .R.Steps}}<tr>
 <td>{{.Workers}}{{if eq .Workers $.R.Knee.Workers}} (knee){{else if and (eq .Workers $.R.Knee.PeakWorkers) (gt (len $.R.Steps) 1)}} (peak){{end}}{{if .Partial}} (partial){{end}}</td><td>{{.Ops}}</td><td>{{printf "%.1f" .TPS}}</td><td>{{printf "%.0f" .PointsPerS}}</td>
 <td>{{printf "%.2f" .Latency.Mean}}</td><td>{{printf "%.2f" .Latency.P50}}</td><td>{{printf "%.2f" .Latency.P95}}</td><td>{{printf "%.2f" .Latency.P99}}</td><td>{{printf "%.2f" .Latency.Max}}</td>
 <td>{{printf "%.2f%%" (mul100 .ErrorRate)}}</td><td class="l">{{range $k, $v := .ErrorsByClass}}{{$k}} {{$v}} {{end}}</td>
-<td>{{printf "%.0f%%" (mul100 .Pool.MeanUtil)}} / {{printf "%.0f%%" (mul100 .Pool.MaxUtil)}}</td></tr>
+<td>{{printf "%.0f%%" (mul100 .Pool.MeanUtil)}} / {{printf "%.0f%%" (mul100 .Pool.MaxUtil)}}</td><td class="l">{{if .Bound}}<strong>{{.Bound}}</strong>{{if .BoundReason}}: {{.BoundReason}}{{end}}{{else}}-{{end}}</td></tr>
 {{end}}</table>
+{{if .R.Suggestions}}<h3>Tuning suggestions</h3>
+<table><tr><th class="l">setting</th><th class="l">observed</th><th class="l">fix</th></tr>
+{{range .R.Suggestions}}<tr><td class="l">{{.Setting}}</td><td class="l">{{.Observed}}</td><td class="l">{{.Fix}}</td></tr>
+{{end}}</table>{{end}}
 <h3>Checks</h3>
 <table><tr><th class="l">status</th><th class="l">check</th><th class="l">summary</th><th class="l">fix</th></tr>
 {{range .R.Checks}}<tr><td class="{{.Status}}">{{.Status}}</td><td class="l">{{.ID}}</td><td class="l">{{.Summary}}</td><td class="l">{{if ne (print .Status) "pass"}}{{.Remedy}}{{end}}</td></tr>
