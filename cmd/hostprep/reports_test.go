@@ -31,6 +31,23 @@ func figures(t *testing.T, page string) map[string]string {
 	return out
 }
 
+// runReport runs hostprep with args, which write the report file path,
+// and returns the page after checking it fetches nothing. Exit 1 (a
+// latency threshold failed on a busy machine) still writes the report.
+func runReport(t *testing.T, path string, args ...string) string {
+	t.Helper()
+	stdout, stderr, code := testenv.Run(t, nil, args...)
+	if code != 0 && code != 1 {
+		t.Fatalf("hostprep %v: exit %d\n%s\n%s", args, code, stdout, stderr)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	selfContained(t, string(b))
+	return string(b)
+}
+
 // selfContained fails the test if the page fetches anything.
 func selfContained(t *testing.T, page string) {
 	t.Helper()
@@ -49,17 +66,8 @@ func selfContained(t *testing.T, page string) {
 func TestProbeMQTTHTML(t *testing.T) {
 	dir := t.TempDir()
 	html, csvPath := filepath.Join(dir, "r.html"), filepath.Join(dir, "r.csv")
-	stdout, stderr, code := testenv.Run(t, nil, "probe", "mqtt", "--clients", "20", "--conn-rate", "200/s", "--qos", "1",
+	page := runReport(t, html, "probe", "mqtt", "--clients", "20", "--conn-rate", "200/s", "--qos", "1",
 		"--pub-interval", "100ms", "--duration", "3s", "--html", html, "--csv", csvPath)
-	if code != 0 && code != 1 { // 1: a latency threshold on a busy machine
-		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	b, err := os.ReadFile(html)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page := string(b)
-	selfContained(t, page)
 	f, _ := os.Open(csvPath)
 	rows, err := csv.NewReader(f).ReadAll()
 	f.Close()
@@ -223,16 +231,7 @@ func TestRateFlags(t *testing.T) {
 func TestReadyHTML(t *testing.T) {
 	dir := t.TempDir()
 	html := filepath.Join(dir, "ready.html")
-	stdout, stderr, code := testenv.Run(t, nil, "ready", "--profile", "ready-small", "--dry-run", "--html", html)
-	if code != 0 && code != 1 {
-		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	b, err := os.ReadFile(html)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page := string(b)
-	selfContained(t, page)
+	page := runReport(t, html, "ready", "--profile", "ready-small", "--dry-run", "--html", html)
 	figs := figures(t, page)
 	for _, want := range []string{"Connections over time", "Messages per second", "Latency heat map: p95 of each second"} {
 		if fig, ok := figs[want]; !ok || !strings.Contains(fig, "<svg") {

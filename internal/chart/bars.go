@@ -7,7 +7,6 @@ import (
 	"math"
 	"strings"
 
-	chart "github.com/wcharczuk/go-chart/v2"
 	"github.com/wcharczuk/go-chart/v2/drawing"
 )
 
@@ -31,24 +30,17 @@ func (b Bars) HTML() (template.HTML, error) {
 		return note(b.Title, "no data was measured"), nil
 	}
 	const right, top, barH, gap = 80, 10, 24, 8
-	r, err := chart.SVG(width, 1)
+	hgt := top + len(b.Labels)*(barH+gap) + 56
+	r, err := svgRenderer(hgt)
 	if err != nil {
 		return "", err
 	}
-	font, err := chart.GetDefaultFont()
-	if err != nil {
-		return "", err
-	}
-	r.SetFont(font)
 	r.SetFontSize(10)
-	left := 40
+	left := 40 // room for the longest label, at most a third of the width
 	for _, l := range b.Labels {
 		left = max(left, r.MeasureText(l).Width()+24)
 	}
 	left = min(left, width/3)
-	hgt := top + len(b.Labels)*(barH+gap) + 56
-	r, _ = chart.SVG(width, hgt)
-	r.SetFont(font)
 	top0 := niceMax(b.Values)
 	plotW := float64(width - left - right)
 	text := func(s string, x, y int, size float64, c string) {

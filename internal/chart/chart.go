@@ -360,7 +360,7 @@ td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;vertical-align:top}
 .pass{color:#2a7d2a}.fail{color:#b22}.warn{color:#a65f00}.skip{color:#777}
 td.pass,td.fail,td.warn,td.skip{font-weight:600;text-align:left}
 .banner{padding:.6em 1em;border-radius:4px;margin:.8em 0;font-weight:600}
-.banner.fail{background:#fde2e2;border:1px solid #e4a0a0}.banner.warn{background:#fff3cd;border:1px solid #e6c86e}.banner.pass{background:#e3f3e0;border:1px solid #9fcf98}
+.banner.fail{background:#fde2e2;border:1px solid #e4a0a0}.banner.warn{background:#fff3cd;border:1px solid #e6c86e}.banner.pass{background:#e3f3e0;border:1px solid #9fcf98}.banner.skip{background:#f3f3f3;border:1px solid #ccc}
 figure.chart{margin:1em 0 1.4em;break-inside:avoid;page-break-inside:avoid}
 figure.chart figcaption{font-weight:600;margin-bottom:.2em}
 figure.chart svg{display:block;width:100%;height:auto}

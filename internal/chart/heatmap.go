@@ -60,15 +60,10 @@ func (h HeatMap) HTML() (template.HTML, error) {
 	rowH := math.Max(18, math.Min(40, 220/float64(max(len(h.Rows), 1))))
 	gridH := rowH * float64(len(h.Rows))
 	hgt := int(top + gridH + 58)
-	r, err := chart.SVG(width, hgt)
+	r, err := svgRenderer(hgt)
 	if err != nil {
 		return "", err
 	}
-	font, err := chart.GetDefaultFont()
-	if err != nil {
-		return "", err
-	}
-	r.SetFont(font)
 	colW := float64(width-left-right) / float64(len(h.Cells))
 	for c, col := range h.Cells {
 		for row := range h.Rows {

@@ -9,7 +9,6 @@ import (
 	"strconv"
 
 	"github.com/hostprep/hostprep/internal/chart"
-	"github.com/hostprep/hostprep/internal/verdict"
 )
 
 // WriteHTML writes a self-contained HTML report (nothing is fetched: no
@@ -27,7 +26,8 @@ func (r *Result) WriteHTML(w io.Writer) error {
 	if err := r.WriteText(&text); err != nil {
 		return err
 	}
-	return htmlPage.Execute(w, map[string]any{"R": r, "Style": template.CSS(chart.Style), "Body": body, "Text": text.String()})
+	return chart.Page{Title: "hostprep probe iotdb: " + r.Scenario + " on " + r.Target, Heading: "IoTDB probe: " + r.Scenario + " on " + r.Target,
+		Body: body, Printed: text.String()}.Write(w)
 }
 
 // HTMLSection is the report without the page around it (headings h3 and
@@ -146,21 +146,11 @@ func (r *Result) markers() []chart.Marker {
 	return m
 }
 
-func bannerClass(v verdict.Status) string {
-	switch v {
-	case verdict.Fail:
-		return "fail"
-	case verdict.Warn:
-		return "warn"
-	}
-	return "pass"
-}
-
 var htmlBody = template.Must(template.New("iotdb-body").Funcs(template.FuncMap{
-	"mul100": func(v float64) float64 { return 100 * v }, "banner": bannerClass,
+	"mul100": func(v float64) float64 { return 100 * v },
 }).Parse(`
 {{if .Incomplete}}<p class="banner fail">INCOMPLETE: {{.Incomplete}}. The steps below are partial and are not a verdict.</p>
-{{else}}<p class="banner {{banner .R.Verdict}}">Verdict: {{.R.Verdict}}</p>{{end}}
+{{else}}<p class="banner {{.R.Verdict}}">Verdict: {{.R.Verdict}}</p>{{end}}
 <p>IoTDB {{if .R.ServerVersion}}{{.R.ServerVersion}}{{else}}(version unknown){{end}} at {{.R.Target}}, scenario {{.R.Scenario}}, {{.R.Mode}} loop{{if .R.RatePerWorker}} at {{.R.RatePerWorker}} operations/s per worker{{end}},
 SessionPool {{.R.PoolSize}} sessions, wait timeout {{.R.WaitTimeoutMS}} ms, call deadline {{.R.CallTimeoutMS}} ms,
 database {{.R.Database}} ({{.R.Series}} series{{if .R.Kept}}, kept{{end}}). Started {{.R.Started.Format "2006-01-02 15:04:05 UTC"}}, {{printf "%.0f" .R.DurationS}} s.</p>
@@ -184,15 +174,4 @@ database {{.R.Database}} ({{.R.Series}} series{{if .R.Kept}}, kept{{end}}). Star
 {{range .R.Checks}}<tr><td class="{{.Status}}">{{.Status}}</td><td class="l">{{.ID}}</td><td class="l">{{.Summary}}</td><td class="l">{{if ne (print .Status) "pass"}}{{.Remedy}}{{end}}</td></tr>
 {{end}}</table>
 {{if .R.Notes}}<h3>Notes</h3><ul>{{range .R.Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
-`))
-
-var htmlPage = template.Must(template.New("iotdb").Parse(`<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<title>hostprep probe iotdb: {{.R.Scenario}} on {{.R.Target}}</title>
-<style>{{.Style}}</style></head><body>
-<h1>IoTDB probe: {{.R.Scenario}} on {{.R.Target}}</h1>
-{{.Body}}
-<h2>As printed</h2>
-<pre>{{.Text}}</pre>
-</body></html>
 `))

@@ -9,7 +9,6 @@ import (
 	"strconv"
 
 	"github.com/hostprep/hostprep/internal/chart"
-	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/loadprobe/latency"
 )
 
@@ -29,9 +28,8 @@ func (res *Result) WriteHTML(w io.Writer) error {
 	if err := res.WriteText(&text); err != nil {
 		return err
 	}
-	return htmlPage.Execute(w, map[string]any{
-		"R": res, "Style": template.CSS(chart.Style), "Body": res.htmlBody(charts), "Text": text.String(),
-	})
+	return chart.Page{Title: "hostprep probe mqtt: " + res.Broker, Heading: "MQTT probe: " + res.Broker,
+		Body: res.htmlBody(charts), Printed: text.String()}.Write(w)
 }
 
 // HTMLSection is the report without the page around it (heading level
@@ -175,21 +173,11 @@ func (res *Result) latencyRows() []latRow {
 	return append(rows, latRow{"warm-up end-to-end", res.Latency.WarmupE2E}, latRow{"scheduler lag (the probe's own)", res.Latency.SchedulerLag})
 }
 
-func bannerClass(v verdict.Status) string {
-	switch v {
-	case verdict.Fail:
-		return "fail"
-	case verdict.Warn:
-		return "warn"
-	}
-	return "pass"
-}
-
-var htmlFuncs = template.FuncMap{"banner": bannerClass, "pct": func(v float64) string { return fmt.Sprintf("%.4f%%", 100*v) }}
+var htmlFuncs = template.FuncMap{"pct": func(v float64) string { return fmt.Sprintf("%.4f%%", 100*v) }}
 
 var htmlBody = template.Must(template.New("mqtt-body").Funcs(htmlFuncs).Parse(`
 {{if .Incomplete}}<p class="banner fail">INCOMPLETE: {{.R.StoppedEarlyReason}}. The numbers below are partial and are not a verdict.</p>
-{{else}}<p class="banner {{banner .R.Verdict}}">Verdict: {{.R.Verdict}}</p>{{end}}
+{{else}}<p class="banner {{.R.Verdict}}">Verdict: {{.R.Verdict}}</p>{{end}}
 {{with .R.Config}}<p>{{.Clients}} clients connecting at {{.ConnRate}} connections/s, QoS {{.QoS}}, {{.Size}} B every {{.PubInterval}},
 MQTT {{.MQTTVersion}}, {{.Subscribers}} subscriber(s) on <code>{{$.R.Filter}}</code>;
 steady window {{printf "%.1f" $.R.WindowSeconds}} s after a {{printf "%.1f" $.R.RampSeconds}} s connect ramp. Run {{$.R.RunID}}, started {{$.R.StartedAt.Format "2006-01-02 15:04:05 UTC"}}.</p>{{end}}
@@ -224,15 +212,4 @@ steady window {{printf "%.1f" $.R.WindowSeconds}} s after a {{printf "%.1f" $.R.
 <table><tr><th class="l">status</th><th class="l">check</th><th class="l">summary</th><th class="l">fix</th></tr>
 {{range .R.Checks}}<tr><td class="{{.Status}}">{{.Status}}</td><td class="l">{{.ID}}</td><td class="l">{{.Summary}}</td><td class="l">{{if ne (print .Status) "pass"}}{{.Remedy}}{{end}}</td></tr>
 {{end}}</table>
-`))
-
-var htmlPage = template.Must(template.New("mqtt").Parse(`<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<title>hostprep probe mqtt: {{.R.Broker}}</title>
-<style>{{.Style}}</style></head><body>
-<h1>MQTT probe: {{.R.Broker}}</h1>
-{{.Body}}
-<h2>As printed</h2>
-<pre>{{.Text}}</pre>
-</body></html>
 `))
