@@ -16,7 +16,8 @@ import (
 // style of internal/chart): a banner with the verdict, or INCOMPLETE and
 // why when the run was cut short, the run's settings, the charts of
 // HTMLCharts, the per-step table with what limited each step, the tuning
-// suggestions, every check, and the text report as printed. Errors come from rendering a chart or from w.
+// suggestions, every check, and the text report as printed. Errors come
+// from rendering a chart or from w.
 func (r *Result) WriteHTML(w io.Writer) error {
 	body, err := r.HTMLSection()
 	if err != nil {
