@@ -30,12 +30,12 @@ func (b Bars) HTML() (template.HTML, error) {
 		return note(b.Title, "no data was measured"), nil
 	}
 	const right, top, barH, gap = 80, 10, 24, 8
-	hgt := top + len(b.Labels)*(barH+gap) + 56
+	hgt := top + len(b.Labels)*(barH+gap) + 62
 	r, err := svgRenderer(hgt)
 	if err != nil {
 		return "", err
 	}
-	r.SetFontSize(10)
+	r.SetFontSize(tickPt)
 	left := 40 // room for the longest label, at most a third of the width
 	for _, l := range b.Labels {
 		left = max(left, r.MeasureText(l).Width()+24)
@@ -57,24 +57,24 @@ func (b Bars) HTML() (template.HTML, error) {
 		r.MoveTo(x, top)
 		r.LineTo(x, axisY)
 		r.Stroke()
-		r.SetFontSize(10)
-		text(t.Label, x-r.MeasureText(t.Label).Width()/2, axisY+16, 10, "333333")
+		r.SetFontSize(tickPt)
+		text(t.Label, x-r.MeasureText(t.Label).Width()/2, axisY+18, tickPt, "333333")
 	}
 	c := colorOr(b.Color, Palette[0])
 	for i, l := range b.Labels {
 		y := top + i*(barH+gap)
 		v := b.Values[i]
 		fillRect(r, float64(left), float64(y), math.Max(1, v/top0*plotW), barH, c)
-		r.SetFontSize(10)
-		text(l, left-10-r.MeasureText(l).Width(), y+barH/2+4, 10, "333333")
-		text(FormatNumber(v, top0), left+int(v/top0*plotW)+6, y+barH/2+4, 10, "222222")
+		r.SetFontSize(tickPt)
+		text(l, left-10-r.MeasureText(l).Width(), y+barH/2+4, tickPt, "333333")
+		text(FormatNumber(v, top0), left+int(v/top0*plotW)+6, y+barH/2+4, tickPt, "222222")
 	}
 	r.SetStrokeColor(drawing.ColorFromHex("888888"))
 	r.MoveTo(left, axisY)
 	r.LineTo(width-right, axisY)
 	r.Stroke()
-	r.SetFontSize(11)
-	text(b.XName, left+int(plotW)/2-r.MeasureText(b.XName).Width()/2, axisY+40, 11, "222222")
+	r.SetFontSize(namePt)
+	text(b.XName, left+int(plotW)/2-r.MeasureText(b.XName).Width()/2, axisY+46, namePt, "222222")
 	var out bytes.Buffer
 	if err := r.Save(&out); err != nil {
 		return "", err

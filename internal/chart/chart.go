@@ -28,6 +28,14 @@ const (
 	height = 360
 )
 
+// Type sizes in points (go-chart draws n pt as n*96/72 px of the
+// 1000-unit canvas): tick labels stay about 9 px tall when the chart is
+// printed 18 cm wide, 15 px on a laptop screen.
+const (
+	tickPt = 11.0
+	namePt = 12.0
+)
+
 // Palette is the series colours in order (Tableau 10: distinguishable,
 // and still apart when printed in grey).
 var Palette = []string{"4e79a7", "f28e2b", "e15759", "76b7b2", "59a14f", "edc948", "b07aa1", "ff9da7", "9c755f", "bab0ac"}
@@ -288,11 +296,11 @@ func group(s string) string {
 }
 
 func axisStyle() chart.Style {
-	return chart.Style{FontSize: 10, FontColor: drawing.ColorFromHex("333333"), StrokeColor: drawing.ColorFromHex("888888"), StrokeWidth: 1}
+	return chart.Style{FontSize: tickPt, FontColor: drawing.ColorFromHex("333333"), StrokeColor: drawing.ColorFromHex("888888"), StrokeWidth: 1}
 }
 
 func axisNameStyle() chart.Style {
-	return chart.Style{FontSize: 11, FontColor: drawing.ColorFromHex("222222")}
+	return chart.Style{FontSize: namePt, FontColor: drawing.ColorFromHex("222222")}
 }
 
 // yName is the y axis name, reading bottom to top as axis names do,
@@ -301,8 +309,8 @@ func axisNameStyle() chart.Style {
 // is hidden and this one is added to the SVG.
 func yName(name string, plotTop, plotBottom int) string {
 	y := (plotTop + plotBottom) / 2
-	return fmt.Sprintf(`<text x="16" y="%d" transform="rotate(-90,16,%d)" text-anchor="middle" style="fill:#222;font-size:14.1px;font-family:'Roboto Medium',sans-serif">%s</text>`,
-		y, y, html.EscapeString(name))
+	return fmt.Sprintf(`<text x="16" y="%d" transform="rotate(-90,16,%d)" text-anchor="middle" style="fill:#222;font-size:%.1fpx;font-family:'Roboto Medium',sans-serif">%s</text>`,
+		y, y, namePt*96/72, html.EscapeString(name))
 }
 
 func colorOr(hex, def string) drawing.Color {

@@ -141,3 +141,38 @@ func TestBars(t *testing.T) {
 		os.WriteFile(f+".bars.html", []byte(page(s)), 0o644)
 	}
 }
+
+// TestHeatMapLongRun: an hour of seconds is drawn as at most maxColumns
+// columns, each the highest of the seconds it holds, within its band.
+func TestHeatMapLongRun(t *testing.T) {
+	h := HeatMap{Title: "hour", Rows: []string{"p95"}, Unit: "ms"}
+	for s := 0; s < 3600; s++ {
+		h.Columns = append(h.Columns, strconv.Itoa(s))
+		v := 1.0
+		if s == 1234 {
+			v = 500 // one slow second
+		}
+		h.Cells = append(h.Cells, []float64{v})
+	}
+	h.Bands = []Band{{From: 0, To: 1800, Label: "a"}, {From: 1800, To: 3600, Label: "b"}}
+	b := h.binned(maxColumns)
+	if len(b.Cells) > maxColumns || len(b.Cells) < maxColumns/2 {
+		t.Fatalf("%d columns", len(b.Cells))
+	}
+	if b.Bands[0].To != b.Bands[1].From || b.Bands[1].To != len(b.Cells) {
+		t.Errorf("bands %v", b.Bands)
+	}
+	slow := 0
+	for _, c := range b.Cells {
+		if c[0] == 500 {
+			slow++
+		}
+	}
+	if slow != 1 || !strings.Contains(b.Title, "one column = the highest of 15") {
+		t.Errorf("slow columns %d, title %q", slow, b.Title)
+	}
+	out, err := h.HTML()
+	if err != nil || strings.Count(string(out), "<path") > 2*maxColumns {
+		t.Errorf("%v: %d paths", err, strings.Count(string(out), "<path"))
+	}
+}

@@ -52,18 +52,26 @@ var noSample = drawing.ColorFromHex("e8e8e8")
 // colour scale under it (lowest and highest value). With no cell it
 // renders a note instead. Errors come from the renderer.
 func (h HeatMap) HTML() (template.HTML, error) {
+	h = h.binned(maxColumns)
 	lo, hi, ok := h.span()
 	if !ok {
 		return note(h.Title, "no data was measured"), nil
 	}
-	const left, right, top = 120, 24, 34
+	const right, top = 24, 34
 	rowH := math.Max(18, math.Min(40, 220/float64(max(len(h.Rows), 1))))
 	gridH := rowH * float64(len(h.Rows))
-	hgt := int(top + gridH + 58)
+	hgt := int(top + gridH + 62)
 	r, err := svgRenderer(hgt)
 	if err != nil {
 		return "", err
 	}
+	// Room left of the grid for the y axis name and the longest row label.
+	r.SetFontSize(tickPt)
+	left := 0
+	for _, name := range h.Rows {
+		left = max(left, r.MeasureText(name).Width())
+	}
+	left = min(left+48, width/3)
 	colW := float64(width-left-right) / float64(len(h.Cells))
 	for c, col := range h.Cells {
 		for row := range h.Rows {
@@ -71,7 +79,7 @@ func (h HeatMap) HTML() (template.HTML, error) {
 			if row < len(col) {
 				v = col[row]
 			}
-			x0 := left + float64(c)*colW
+			x0 := float64(left) + float64(c)*colW
 			y0 := top + gridH - float64(row+1)*rowH
 			fillRect(r, x0, y0, colW, rowH, h.color(v, lo, hi))
 		}
@@ -85,18 +93,18 @@ func (h HeatMap) HTML() (template.HTML, error) {
 		r.Text(html.EscapeString(s), x, y)
 	}
 	for row, name := range h.Rows {
-		text(name, left-8, int(top+gridH-float64(row)*rowH-rowH/2+4), 10, true)
+		text(name, left-8, int(top+gridH-float64(row)*rowH-rowH/2+4), tickPt, true)
 	}
 	every := max(1, int(math.Ceil(float64(len(h.Columns))/16)))
 	for c := range h.Columns {
 		if (c-h.bandStart(c))%every != 0 {
 			continue
 		}
-		x := int(left + (float64(c)+0.5)*colW)
-		text(h.Columns[c], x-r.MeasureText(h.Columns[c]).Width()/2, int(top+gridH+16), 10, false)
+		x := left + int((float64(c)+0.5)*colW)
+		text(h.Columns[c], x-r.MeasureText(h.Columns[c]).Width()/2, int(top+gridH+18), tickPt, false)
 	}
 	for _, b := range h.Bands {
-		x0 := left + float64(b.From)*colW
+		x0 := float64(left) + float64(b.From)*colW
 		if b.From > 0 { // separator between bands
 			r.SetStrokeColor(drawing.ColorWhite)
 			r.SetStrokeWidth(3)
@@ -104,9 +112,9 @@ func (h HeatMap) HTML() (template.HTML, error) {
 			r.LineTo(int(x0), int(top+gridH))
 			r.Stroke()
 		}
-		text(b.Label, int(x0)+2, top-10, 10, false)
+		text(b.Label, int(x0)+2, top-10, tickPt, false)
 	}
-	text(h.XName, left+(width-left-right)/2-r.MeasureText(h.XName).Width()/2, int(top+gridH+40), 11, false)
+	text(h.XName, left+(width-left-right)/2-r.MeasureText(h.XName).Width()/2, int(top+gridH+46), namePt, false)
 	var b bytes.Buffer
 	if err := r.Save(&b); err != nil {
 		return "", err
@@ -124,6 +132,48 @@ func (h HeatMap) bandStart(c int) int {
 		}
 	}
 	return 0
+}
+
+// maxColumns is the most columns a heat map draws (a one-hour run has
+// 3600 seconds): about 3 SVG units each.
+const maxColumns = 240
+
+// binned merges runs of k neighbouring columns, within each band, into
+// one holding each row's highest value (a slow second stays visible), so
+// that at most about max columns are drawn; a merged column is labelled
+// with its first column and the title says how many seconds one holds.
+func (h HeatMap) binned(limit int) HeatMap {
+	if len(h.Cells) <= limit {
+		return h
+	}
+	k := (len(h.Cells) + limit - 1) / limit
+	bands := h.Bands
+	if len(bands) == 0 {
+		bands = []Band{{From: 0, To: len(h.Cells)}}
+	}
+	out := h
+	out.Cells, out.Columns, out.Bands = nil, nil, nil
+	out.Title = fmt.Sprintf("%s (one column = the highest of %d)", h.Title, k)
+	for _, b := range bands {
+		from := len(out.Cells)
+		for c := b.From; c < b.To; c += k {
+			merged := make([]float64, len(h.Rows))
+			for r := range merged {
+				merged[r] = math.NaN()
+				for cc := c; cc < min(c+k, b.To); cc++ {
+					if r < len(h.Cells[cc]) && !math.IsNaN(h.Cells[cc][r]) && (math.IsNaN(merged[r]) || h.Cells[cc][r] > merged[r]) {
+						merged[r] = h.Cells[cc][r]
+					}
+				}
+			}
+			out.Cells = append(out.Cells, merged)
+			out.Columns = append(out.Columns, h.Columns[c])
+		}
+		if len(h.Bands) > 0 {
+			out.Bands = append(out.Bands, Band{From: from, To: len(out.Cells), Label: b.Label})
+		}
+	}
+	return out
 }
 
 // span is the lowest and highest positive cell value; ok is false when
