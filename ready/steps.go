@@ -134,16 +134,13 @@ func mqttConfig(p *profiles.Profile, o Options) (mqtt.Config, string) {
 	if p.Probe.MQTT == nil && o.MQTT == "" {
 		return mqtt.Config{}, "not run: the profile names no MQTT probe and no --mqtt target was given"
 	}
-	cfg := mqtt.ConfigFromProfile(p.Probe.MQTT)
-	if o.MQTT != "" {
-		cfg.Broker = o.MQTT
-	}
-	if o.MQTTUser != "" {
-		cfg.Username = o.MQTTUser
-	}
-	if o.MQTTPassword != "" {
-		cfg.Password = o.MQTTPassword
-	}
+	// One resolver, as `hostprep probe mqtt` uses: defaults, the
+	// profile, then what ready's flags give (--mqtt, --mqtt-user).
+	explicit := mqtt.Defaults()
+	explicit.Broker, explicit.Username, explicit.Password = o.MQTT, o.MQTTUser, o.MQTTPassword
+	cfg := mqtt.Resolve(p.Probe.MQTT, explicit, func(flag string) bool {
+		return (flag == "broker" && o.MQTT != "") || (flag == "username" && o.MQTTUser != "")
+	})
 	if o.DryRun && cfg.Broker != "" {
 		return cfg, "not run: dry run does not load the external broker " + cfg.Broker + " (without a target the embedded broker would run)"
 	}

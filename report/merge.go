@@ -1,18 +1,20 @@
 // Package report joins the results of `hostprep ready --output json` from
 // many hosts into one fleet table (host, verdict, failing checks, measured
 // capacity, probe p95/loss), as text, JSON, or a self-contained HTML page
-// with per-host charts.
+// with per-host charts; and the shards of one fleet MQTT run (`hostprep
+// probe mqtt --shard K/N --output json`) into one result with exact
+// merged percentiles and one fleet verdict (FleetRun).
 package report
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/ready/outcome"
 )
 
@@ -57,16 +59,27 @@ type Fleet struct {
 	Rows      []Row          `json:"rows"`
 	// Notes are things the merge decided (a host given twice).
 	Notes []string `json:"notes,omitempty"`
+	// Run is the fleet MQTT run the shard files make, nil when none was
+	// given.
+	Run *FleetRun `json:"fleet_run,omitempty"`
 }
+
+// Failed reports whether a fleet run was given and its verdict is fail
+// (report merge then exits 1). Host rows never fail the report.
+func (f *Fleet) Failed() bool { return f.Run != nil && f.Run.Verdict == verdict.Fail }
 
 // Load reads one result file. An unreadable file, invalid JSON, or a JSON
 // document that is not a ready result (no host or verdict) is a
 // exitcode.BadInput error naming the file.
 func Load(path string) (*outcome.Result, error) {
-	b, err := os.ReadFile(path)
+	b, err := readFile(path)
 	if err != nil {
-		return nil, exitcode.BadInputf("report merge: %v", err)
+		return nil, err
 	}
+	return loadReady(path, b)
+}
+
+func loadReady(path string, b []byte) (*outcome.Result, error) {
 	var r outcome.Result
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&r); err != nil {
@@ -85,15 +98,30 @@ func Load(path string) (*outcome.Result, error) {
 
 // Merge loads every file and builds the fleet table. When the same host
 // appears in several files the most recent run (by "started") wins and a
-// note says so. No files is a BadInput error.
+// note says so. Shard results of `hostprep probe mqtt --shard` are merged
+// into Fleet.Run (see mergeShards for their errors). No files is a
+// BadInput error.
 func Merge(paths []string) (*Fleet, error) {
 	if len(paths) == 0 {
-		return nil, exitcode.BadInputf("report merge: no files given; pass the JSON files of `hostprep ready --output json`, e.g. reports/*.json")
+		return nil, exitcode.BadInputf("report merge: no files given; pass the JSON files of `hostprep ready --output json` or `hostprep probe mqtt --shard K/N --output json`, e.g. reports/*.json")
 	}
 	byHost := map[string]Row{}
 	var notes []string
+	var shards []shardFile
 	for _, p := range paths {
-		r, err := Load(p)
+		b, err := readFile(p)
+		if err != nil {
+			return nil, err
+		}
+		sf, isShard, err := loadShard(p, b)
+		if err != nil {
+			return nil, err
+		}
+		if isShard {
+			shards = append(shards, sf)
+			continue
+		}
+		r, err := loadReady(p, b)
 		if err != nil {
 			return nil, err
 		}
@@ -110,6 +138,13 @@ func Merge(paths []string) (*Fleet, error) {
 		byHost[r.Host] = row
 	}
 	f := &Fleet{ByVerdict: map[string]int{}, Notes: notes}
+	if len(shards) > 0 {
+		run, err := mergeShards(shards)
+		if err != nil {
+			return nil, err
+		}
+		f.Run = run
+	}
 	for _, row := range byHost {
 		f.Rows = append(f.Rows, row)
 		f.ByVerdict[string(row.Verdict)]++

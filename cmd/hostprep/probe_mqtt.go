@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/rate"
+	"github.com/hostprep/hostprep/loadprobe/fleet"
 	"github.com/hostprep/hostprep/loadprobe/mqtt"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/spf13/cobra"
@@ -23,6 +24,7 @@ func newProbeMQTTCmd() *cobra.Command {
 		cfg                        = mqtt.Defaults()
 		profile, passwordFile      string
 		output, csvFile, htmlFile  string
+		shard, startAt             string
 		maxLoss, maxConnectFail    float64
 		connectP95, ackP95, e2eP99 time.Duration
 		th                         = mqtt.DefaultThresholds()
@@ -46,44 +48,25 @@ never printed. Exit codes: 0 pass, 1 a threshold failed, 2 bad input,
 				return err
 			}
 			f := cmd.Flags()
+			var err error
+			if cfg.Shard, err = fleet.ParseShard(shard); err != nil {
+				return err
+			}
+			if cfg.StartAt, err = fleet.ParseStart(startAt, time.Now()); err != nil {
+				return err
+			}
+			cfg.Thresholds.Loss, cfg.Thresholds.ConnectFailRate = &maxLoss, &maxConnectFail
+			cfg.Thresholds.ConnectP95, cfg.Thresholds.AckP95, cfg.Thresholds.E2EP99 = connectP95, ackP95, e2eP99
+			var section *profiles.MQTTProbe
 			if profile != "" {
 				p, err := probeProfile(profile, "probe.mqtt", func(p *profiles.Profile) bool { return p.Probe.MQTT != nil })
 				if err != nil {
 					return err
 				}
-				base := mqtt.ConfigFromProfile(p.Probe.MQTT)
-				// Flags given explicitly win over the profile.
-				keep := cfg
-				cfg = base
-				over := map[string]func(){
-					"broker": func() { cfg.Broker = keep.Broker }, "clients": func() { cfg.Clients = keep.Clients },
-					"conn-rate": func() { cfg.ConnRate = keep.ConnRate }, "qos": func() { cfg.QoS = keep.QoS },
-					"size": func() { cfg.Size = keep.Size }, "pub-interval": func() { cfg.PubInterval = keep.PubInterval },
-					"keepalive": func() { cfg.Keepalive = keep.Keepalive }, "duration": func() { cfg.Duration = keep.Duration },
-				}
-				keepChangedFlags(cmd, over)
-				// The profile has no fields for these: keep the flags.
-				cfg.CAFile, cfg.CertFile, cfg.KeyFile, cfg.Username = keep.CAFile, keep.CertFile, keep.KeyFile, keep.Username
-				cfg.MQTTVersion, cfg.Topic, cfg.ClientID, cfg.SourceIPs = keep.MQTTVersion, keep.Topic, keep.ClientID, keep.SourceIPs
-				cfg.Subscribers, cfg.ConnectTimeout, cfg.Grace, cfg.RetryInterval = keep.Subscribers, keep.ConnectTimeout, keep.Grace, keep.RetryInterval
-				th = cfg.Thresholds
+				section = p.Probe.MQTT
 			}
-			if f.Changed("max-loss") {
-				th.Loss = &maxLoss
-			}
-			if f.Changed("max-connect-fail-rate") {
-				th.ConnectFailRate = &maxConnectFail
-			}
-			if f.Changed("connect-p95") {
-				th.ConnectP95 = connectP95
-			}
-			if f.Changed("ack-p95") {
-				th.AckP95 = ackP95
-			}
-			if f.Changed("e2e-p99") {
-				th.E2EP99 = e2eP99
-			}
-			cfg.Thresholds = th
+			// Defaults, then the profile, then the flags given explicitly.
+			cfg = mqtt.Resolve(section, cfg, f.Changed)
 			pw, err := probePassword(passwordFile, mqtt.PasswordEnv)
 			if err != nil {
 				return err
@@ -127,7 +110,7 @@ never printed. Exit codes: 0 pass, 1 a threshold failed, 2 bad input,
 	}
 	fl := c.Flags()
 	fl.StringVar(&profile, "profile", "", "take the load and thresholds from this profile's probe.mqtt section (built-in name or file); flags given explicitly win")
-	fl.StringVar(&cfg.Broker, "broker", "", "broker URL: tcp:// or mqtt:// (plain, port 1883 by default), mqtts://, ssl:// or tls:// (TLS, port 8883), e.g. tcp://HOST:1883; empty starts the embedded broker on 127.0.0.1")
+	fl.StringVar(&cfg.Broker, "broker", "", "broker URL: "+mqtt.BrokerSchemesHelp+", e.g. tcp://HOST:1883; empty starts the embedded broker on 127.0.0.1")
 	fl.StringVar(&cfg.CAFile, "ca", "", "PEM CA bundle for mqtts:// (ssl://, tls://)")
 	fl.StringVar(&cfg.CertFile, "cert", "", "PEM client certificate for mqtts://")
 	fl.StringVar(&cfg.KeyFile, "key", "", "PEM client key for mqtts://")
@@ -153,6 +136,10 @@ never printed. Exit codes: 0 pass, 1 a threshold failed, 2 bad input,
 	fl.DurationVar(&connectP95, "connect-p95", th.ConnectP95, "highest acceptable connect p95 (scheduled -> CONNACK); 0 = not judged")
 	fl.DurationVar(&ackP95, "ack-p95", th.AckP95, "highest acceptable publish -> PUBACK/PUBCOMP p95; 0 = not judged")
 	fl.DurationVar(&e2eP99, "e2e-p99", th.E2EP99, "highest acceptable end-to-end p99; 0 = not judged")
+	fl.StringVar(&shard, "shard", "", "run shard `K/N` of a fleet run: this host takes the fleet's clients g with g mod N = K-1 on the fleet's schedule (--clients and --conn-rate are the fleet's); needs --start-at")
+	fl.StringVar(&startAt, "start-at", "", "start the schedule at `TIME`: RFC 3339, TIME+30s (an offset from a time the control node hands out) or +30s from now; refused when past or when the clock's error exceeds --max-clock-error")
+	fl.DurationVar(&cfg.MaxClockError, "max-clock-error", cfg.MaxClockError, "with --start-at: highest acceptable clock error by adjtimex (maxerror); 0 = not checked (every shard on this host: one clock)")
+	fl.StringVar(&cfg.RunID, "run-id", "", "run id shared by a fleet's shards (topics, client ids, report merge); default: random, or with --shard derived from --start-at")
 	fl.StringVarP(&output, "output", "o", "text", "result format: text or json")
 	fl.StringVar(&csvFile, "csv", "", "write the per-second series to this CSV file")
 	fl.StringVar(&htmlFile, "html", "", "also write a self-contained HTML report (connections, msg/s, latency over time, a latency heat map, delivery accounting, checks) to `FILE`; a run that fails before measuring writes none")

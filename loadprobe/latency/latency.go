@@ -6,6 +6,16 @@
 // recorded in microseconds from 1 µs to 1 hour with 3 significant digits
 // (relative error <= 0.1%); shorter values count as 1 µs, longer ones as
 // 1 hour and are counted in Summary.Clamped.
+//
+// A value that never arrived in time (a PUBLISH never acknowledged within
+// the probe's grace period) is recorded with RecordCensored at no less
+// than its censoring bound, so a percentile is never computed over the
+// survivors only; Summary.Censored says how many values are such bounds.
+//
+// Snapshot and FromSnapshot carry a Recorder losslessly between hosts
+// (HdrHistogram's compressed V2 encoding, base64): merging snapshots and
+// reading a percentile gives exactly the percentile of one histogram of
+// all the values.
 package latency
 
 import (
@@ -23,8 +33,9 @@ const (
 
 // Recorder is one goroutine's histogram of durations.
 type Recorder struct {
-	h       *hdrhistogram.Histogram
-	clamped int64
+	h        *hdrhistogram.Histogram
+	clamped  int64
+	censored int64
 }
 
 // New returns an empty Recorder (about 40 KiB of counters).
@@ -46,6 +57,18 @@ func (r *Recorder) Record(d time.Duration) {
 	_ = r.h.RecordValue(us) // cannot fail: us is within the trackable range
 }
 
+// RecordCensored adds one value that was never observed: the event did
+// not happen before bound (e.g. no PUBACK within the grace period). It is
+// recorded at max(d, bound), so percentiles treat it as at least that
+// slow, and counted in Summary.Censored.
+func (r *Recorder) RecordCensored(d, bound time.Duration) {
+	if d < bound {
+		d = bound
+	}
+	r.Record(d)
+	r.censored++
+}
+
 // Merge adds every value recorded in other to r. other is unchanged.
 func (r *Recorder) Merge(other *Recorder) {
 	if other == nil {
@@ -53,13 +76,57 @@ func (r *Recorder) Merge(other *Recorder) {
 	}
 	r.h.Merge(other.h)
 	r.clamped += other.clamped
+	r.censored += other.censored
 }
 
 // Reset empties r for reuse.
-func (r *Recorder) Reset() { r.h.Reset(); r.clamped = 0 }
+func (r *Recorder) Reset() { r.h.Reset(); r.clamped = 0; r.censored = 0 }
 
-// Count is the number of values recorded.
-func (r *Recorder) Count() int64 { return r.h.TotalCount() }
+// Snapshot is a Recorder in a lossless, portable form (JSON): the
+// histogram in HdrHistogram's compressed V2 encoding, base64 (readable by
+// every HdrHistogram implementation; values in µs), and the clamped and
+// censored counts.
+type Snapshot struct {
+	HDR      string `json:"hdr"`
+	Clamped  int64  `json:"clamped,omitempty"`
+	Censored int64  `json:"censored,omitempty"`
+}
+
+// Snapshot encodes everything recorded so far. Encoding an in-memory
+// histogram cannot fail; an error would be a library fault and is
+// returned as is.
+func (r *Recorder) Snapshot() (Snapshot, error) {
+	b, err := r.h.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("encoding the latency histogram: %w", err)
+	}
+	return Snapshot{HDR: string(b), Clamped: r.clamped, Censored: r.censored}, nil
+}
+
+// FromSnapshot decodes s into a Recorder that Merge accepts. An empty
+// HDR gives an empty Recorder; a corrupt one, or one recorded with
+// another range or precision than New's (1 µs to 1 hour, 3 significant
+// digits), is an error.
+func FromSnapshot(s Snapshot) (*Recorder, error) {
+	r := New()
+	if s.HDR == "" {
+		if s.Clamped != 0 || s.Censored != 0 {
+			return nil, fmt.Errorf("latency snapshot has no histogram but counts %d clamped and %d censored values", s.Clamped, s.Censored)
+		}
+		return r, nil
+	}
+	h, err := hdrhistogram.Decode([]byte(s.HDR))
+	if err != nil {
+		return nil, fmt.Errorf("decoding the latency histogram: %w", err)
+	}
+	if h.LowestTrackableValue() != lowestUS || h.HighestTrackableValue() != highestUS || h.SignificantFigures() != sigFigs {
+		return nil, fmt.Errorf("latency histogram covers %d..%d µs with %d significant digits; want %d..%d with %d (a hostprep probe's)",
+			h.LowestTrackableValue(), h.HighestTrackableValue(), h.SignificantFigures(), lowestUS, highestUS, sigFigs)
+	}
+	r.h = h
+	r.clamped, r.censored = s.Clamped, s.Censored
+	return r, nil
+}
 
 // Quantile returns the value at q (0..100, e.g. 99.9) as a Duration; 0
 // when nothing was recorded.
@@ -86,6 +153,10 @@ type Summary struct {
 	Max   float64 `json:"max_ms"`
 	// Clamped counts values above the 1 hour ceiling (recorded as 1 hour).
 	Clamped int64 `json:"clamped,omitempty"`
+	// Censored counts values that never arrived (RecordCensored): they
+	// are part of Count and of every percentile at no less than their
+	// bound (for the MQTT probe, --grace).
+	Censored int64 `json:"censored"`
 }
 
 func ms(us int64) float64 { return float64(us) / 1000 }
@@ -98,16 +169,17 @@ func (r *Recorder) Summary() Summary {
 	}
 	p := r.h.ValueAtPercentilesSlice([]float64{50, 90, 95, 99, 99.9})
 	s := Summary{
-		Count:   n,
-		Min:     ms(r.h.Min()),
-		Mean:    r.h.Mean() / 1000,
-		P50:     ms(p[0]),
-		P90:     ms(p[1]),
-		P95:     ms(p[2]),
-		P99:     ms(p[3]),
-		P999:    ms(p[4]),
-		Max:     ms(r.h.Max()),
-		Clamped: r.clamped,
+		Count:    n,
+		Min:      ms(r.h.Min()),
+		Mean:     r.h.Mean() / 1000,
+		P50:      ms(p[0]),
+		P90:      ms(p[1]),
+		P95:      ms(p[2]),
+		P99:      ms(p[3]),
+		P999:     ms(p[4]),
+		Max:      ms(r.h.Max()),
+		Clamped:  r.clamped,
+		Censored: r.censored,
 	}
 	// Min is the lowest equivalent value while percentiles and Max are the
 	// highest equivalent values of their buckets; keep the order strict.
@@ -131,6 +203,10 @@ func Duration(ms float64) time.Duration { return time.Duration(ms * float64(time
 
 // String formats the summary as one line: "n=… p50=…ms … max=…ms".
 func (s Summary) String() string {
-	return fmt.Sprintf("n=%d min=%.3fms p50=%.3fms p90=%.3fms p95=%.3fms p99=%.3fms p99.9=%.3fms max=%.3fms",
+	out := fmt.Sprintf("n=%d min=%.3fms p50=%.3fms p90=%.3fms p95=%.3fms p99=%.3fms p99.9=%.3fms max=%.3fms",
 		s.Count, s.Min, s.P50, s.P90, s.P95, s.P99, s.P999, s.Max)
+	if s.Censored > 0 {
+		out += fmt.Sprintf(" censored=%d", s.Censored)
+	}
+	return out
 }

@@ -56,11 +56,15 @@ type conn struct {
 	inflight []inflight
 	nextID   uint16
 	seq      uint32 // publishes written so far (next sequence number)
-	lastSent int64
-	dead     bool
-	failErr  error // why a writer gave up on the connection
-	byUs     bool  // closed on purpose by the probe
-	ackBuf   [4]byte
+	// firstSched is the scheduled time of sequence number 0 (ns since
+	// the run base): publish k was scheduled at firstSched + k *
+	// PubInterval, which is how a lost message's latency is censored.
+	firstSched int64
+	lastSent   int64
+	dead       bool
+	failErr    error // why a writer gave up on the connection
+	byUs       bool  // closed on purpose by the probe
+	ackBuf     [4]byte
 
 	rbuf   []byte
 	pong   chan struct{} // calibration client only
@@ -815,6 +819,7 @@ func (c *conn) handle(pk *packets.Packet) error {
 		r.inflight.Add(-1)
 		if pk.ReasonCode >= 0x80 {
 			r.ackErrors.Add(1)
+			r.censorAck(c.client, f.sched, now)
 			return nil
 		}
 		r.acked.Add(1)
@@ -828,9 +833,10 @@ func (c *conn) handle(pk *packets.Packet) error {
 			}
 		}
 		if pk.ReasonCode >= 0x80 {
-			if _, ok := c.take(pk.PacketID); ok {
+			if f, ok := c.take(pk.PacketID); ok {
 				r.inflight.Add(-1)
 				r.ackErrors.Add(1)
+				r.censorAck(c.client, f.sched, now)
 			}
 		} else {
 			werr = c.ackLocked(packets.Pubrel, pk.PacketID)
@@ -874,11 +880,4 @@ func (c *conn) handle(pk *packets.Packet) error {
 		return fmt.Errorf("broker sent DISCONNECT reason 0x%02x: %w", pk.ReasonCode, io.EOF)
 	}
 	return nil
-}
-
-// unackedCount is the number of PUBLISH packets still waiting for an ack.
-func (c *conn) unackedCount() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.inflight)
 }

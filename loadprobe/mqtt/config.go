@@ -21,11 +21,13 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/loadprobe/fleet"
 	"github.com/hostprep/hostprep/profiles"
 )
 
@@ -45,49 +47,49 @@ type Config struct {
 	// 1883 when omitted), mqtts://, ssl:// or tls:// for MQTT over TLS
 	// (port 8883); schemes are the BrokerSchemes. Empty starts the embedded
 	// broker on 127.0.0.1.
-	Broker string `json:"broker,omitempty"`
+	Broker string `json:"broker,omitempty" flag:"broker"`
 	// CAFile, CertFile, KeyFile are PEM files for mqtts://.
-	CAFile   string `json:"ca,omitempty"`
-	CertFile string `json:"cert,omitempty"`
-	KeyFile  string `json:"key,omitempty"`
+	CAFile   string `json:"ca,omitempty" flag:"ca"`
+	CertFile string `json:"cert,omitempty" flag:"cert"`
+	KeyFile  string `json:"key,omitempty" flag:"key"`
 	// Username and Password go in CONNECT; Password is never printed,
 	// logged or serialised.
-	Username string `json:"username,omitempty"`
+	Username string `json:"username,omitempty" flag:"username"`
 	Password string `json:"-"`
 	// MQTTVersion is "3.1.1" or "5".
-	MQTTVersion string `json:"mqtt_version"`
+	MQTTVersion string `json:"mqtt_version" flag:"mqtt-version"`
 	// Topic and ClientID are patterns: {client} is the client number
 	// (0-based), {run} the run id.
-	Topic    string `json:"topic"`
-	ClientID string `json:"client_id"`
+	Topic    string `json:"topic" flag:"topic"`
+	ClientID string `json:"client_id" flag:"client-id"`
 	// SourceIPs spreads connections over local addresses (round robin by
 	// client number): "127.0.0.2-127.0.0.9", "10.0.0.1,10.0.0.2" or an
 	// interface name. Empty lets the kernel choose.
-	SourceIPs string `json:"source_ips,omitempty"`
+	SourceIPs string `json:"source_ips,omitempty" flag:"source-ips"`
 
-	Clients     int           `json:"clients"`
-	ConnRate    float64       `json:"conn_rate"` // connections/s
-	Keepalive   time.Duration `json:"keepalive_ns"`
-	QoS         int           `json:"qos"`
-	Size        int           `json:"size"` // payload bytes, >= MinSize
-	PubInterval time.Duration `json:"pub_interval_ns"`
+	Clients     int           `json:"clients" flag:"clients"`
+	ConnRate    float64       `json:"conn_rate" flag:"conn-rate"` // connections/s
+	Keepalive   time.Duration `json:"keepalive_ns" flag:"keepalive"`
+	QoS         int           `json:"qos" flag:"qos"`
+	Size        int           `json:"size" flag:"size"` // payload bytes, >= MinSize
+	PubInterval time.Duration `json:"pub_interval_ns" flag:"pub-interval"`
 	// Duration is the steady-state measurement window after the connect
 	// ramp (Clients/ConnRate seconds).
-	Duration time.Duration `json:"duration_ns"`
+	Duration time.Duration `json:"duration_ns" flag:"duration"`
 	// Subscribers receive everything (1 to 64); more than one uses a
 	// shared subscription ($share/hostprep-{run}/...).
-	Subscribers int `json:"subscribers"`
+	Subscribers int `json:"subscribers" flag:"subscribers"`
 
 	// ConnectTimeout bounds dial + TLS + CONNECT->CONNACK; > 0 (Defaults:
 	// 10 s).
-	ConnectTimeout time.Duration `json:"connect_timeout_ns"`
+	ConnectTimeout time.Duration `json:"connect_timeout_ns" flag:"connect-timeout"`
 	// Grace bounds the drain after the last scheduled publish, waiting
 	// for outstanding PUBACK/PUBCOMP and deliveries; > 0 (Defaults: 5 s).
-	Grace time.Duration `json:"grace_ns"`
+	Grace time.Duration `json:"grace_ns" flag:"grace"`
 	// RetryInterval re-sends an unacknowledged QoS>0 PUBLISH with DUP set
 	// after this long (MQTT 3.1.1 only: MQTT 5 forbids re-sending on a
 	// live connection; 0 = never, the default; negative is refused).
-	RetryInterval time.Duration `json:"retry_interval_ns,omitempty"`
+	RetryInterval time.Duration `json:"retry_interval_ns,omitempty" flag:"retry-interval"`
 	// Workers, when > 0, is a pool of goroutines issuing the scheduled
 	// writes; 0 (the default) writes from the scheduler goroutine itself,
 	// which costs the fewest wake-ups per message. A write only blocks
@@ -95,7 +97,31 @@ type Config struct {
 	// counter shows it.
 	Workers int `json:"workers"`
 
-	Thresholds profiles.MQTTThresholds `json:"thresholds"`
+	Thresholds profiles.MQTTThresholds `json:"thresholds" flag:"thresholds"`
+
+	// Shard, when set (K/N), makes this run shard K of a fleet run of N
+	// load generators: Clients and ConnRate stay the fleet's figures and
+	// this host runs the clients g with g mod N = K-1 on the fleet's
+	// schedule (client g connects at g/ConnRate), so it connects at
+	// ConnRate/N and the N shards together are exactly one Clients run.
+	// Needs StartAt. Client ids use g; topics put the shard in {run}
+	// ("RUN-sK") so each shard's subscribers get only its own messages.
+	Shard fleet.Shard `json:"shard,omitzero" flag:"shard"`
+	// StartAt, when set, is the wall-clock instant the schedule starts
+	// (client 0 of the fleet connects then); zero starts right after the
+	// calibration. It must be at least fleet.MinLead ahead when Run
+	// starts, and this host's clock within MaxClockError of true time
+	// (adjtimex), else Run fails before any connection.
+	StartAt time.Time `json:"start_at,omitzero" flag:"start-at"`
+	// MaxClockError is the bound on this clock's maximum error (adjtimex
+	// maxerror) for a StartAt run (Defaults: 50 ms); 0 = not checked
+	// (all shards on one host share one clock).
+	MaxClockError time.Duration `json:"max_clock_error_ns,omitempty" flag:"max-clock-error"`
+	// RunID names the run in topics, client ids and the result; a fleet's
+	// shards share it. Empty: random, or with Shard derived from StartAt
+	// (every shard given the same start gets the same id). Letters,
+	// digits, '-', '_' and '.', at most 64.
+	RunID string `json:"run_id,omitempty" flag:"run-id"`
 
 	// Procs is GOMAXPROCS during the run: 0 picks 1 when the broker is
 	// external and the requested rate is at most 20,000 msg/s (the probe's
@@ -158,6 +184,7 @@ func Defaults() Config {
 		ConnectTimeout: 10 * time.Second,
 		Grace:          5 * time.Second,
 		Thresholds:     DefaultThresholds(),
+		MaxClockError:  fleet.DefaultMaxClockError,
 	}
 }
 
@@ -217,12 +244,44 @@ func (c *Config) fill() {
 	}
 }
 
-// BrokerSchemes lists the --broker URL schemes the probe accepts: the
-// first two are plain TCP, the rest TLS.
-var BrokerSchemes = []string{"tcp", "mqtt", "mqtts", "ssl", "tls"}
+// brokerSchemes is the one list of --broker URL schemes: whether the
+// scheme means TLS and its default port. BrokerSchemes and the help text
+// are made from it.
+var brokerSchemes = []struct {
+	name, port string
+	tls        bool
+}{
+	{"tcp", "1883", false}, {"mqtt", "1883", false},
+	{"mqtts", "8883", true}, {"ssl", "8883", true}, {"tls", "8883", true},
+}
 
-// brokerSchemesHelp says which schemes mean what, for errors and help.
-const brokerSchemesHelp = "tcp:// or mqtt:// (plain, port 1883 by default), mqtts://, ssl:// or tls:// (TLS, port 8883)"
+// BrokerSchemes lists the --broker URL schemes the probe accepts: the
+// plain ones first, then TLS.
+var BrokerSchemes = func() []string {
+	var out []string
+	for _, s := range brokerSchemes {
+		out = append(out, s.name)
+	}
+	return out
+}()
+
+// BrokerSchemesHelp says which schemes mean what and their default
+// ports, for errors and flag help: "tcp:// or mqtt:// (plain, port 1883
+// by default), mqtts://, ssl:// or tls:// (TLS, port 8883)".
+var BrokerSchemesHelp = func() string {
+	var plain, tls []string
+	for _, s := range brokerSchemes {
+		if s.tls {
+			tls = append(tls, s.name+"://")
+		} else {
+			plain = append(plain, s.name+"://")
+		}
+	}
+	or := func(l []string) string {
+		return strings.Join(l[:len(l)-1], ", ") + " or " + l[len(l)-1]
+	}
+	return fmt.Sprintf("%s (plain, port %s by default), %s (TLS, port %s)", or(plain), brokerSchemes[0].port, or(tls), brokerSchemes[len(brokerSchemes)-1].port)
+}()
 
 // brokerAddr is a parsed Broker URL.
 type brokerAddr struct {
@@ -314,26 +373,27 @@ func (c *Config) check() (brokerAddr, error) {
 			return b, bad("%s %v: want a positive latency limit, e.g. 250ms, or 0 to not judge it", th.flag, th.v)
 		}
 	}
+	if err := c.checkFleet(); err != nil {
+		return b, err
+	}
 	if c.Broker == "" {
 		return b, nil
 	}
 	u, err := url.Parse(c.Broker)
 	if err != nil || u.Host == "" {
-		return b, bad("--broker %q: want a URL such as tcp://HOST:1883 or mqtts://HOST:8883; schemes: %s", c.Broker, brokerSchemesHelp)
+		return b, bad("--broker %q: want a URL such as tcp://HOST:1883 or mqtts://HOST:8883; schemes: %s", c.Broker, BrokerSchemesHelp)
 	}
-	port := u.Port()
-	switch u.Scheme {
-	case "tcp", "mqtt":
-		if port == "" {
-			port = "1883"
+	port, known := u.Port(), false
+	for _, s := range brokerSchemes {
+		if s.name == u.Scheme {
+			known, b.tls = true, s.tls
+			if port == "" {
+				port = s.port
+			}
 		}
-	case "mqtts", "ssl", "tls":
-		b.tls = true
-		if port == "" {
-			port = "8883"
-		}
-	default:
-		return b, bad("--broker %q: scheme %q not supported; want %s", c.Broker, u.Scheme, brokerSchemesHelp)
+	}
+	if !known {
+		return b, bad("--broker %q: scheme %q not supported; want %s", c.Broker, u.Scheme, BrokerSchemesHelp)
 	}
 	if (c.CAFile != "" || c.CertFile != "") && !b.tls {
 		return b, bad("--ca/--cert given but --broker %q is not TLS: use mqtts://, ssl:// or tls://, or drop --ca/--cert", c.Broker)
@@ -343,6 +403,34 @@ func (c *Config) check() (brokerAddr, error) {
 	}
 	b.hostport = net.JoinHostPort(u.Hostname(), port)
 	return b, nil
+}
+
+// runIDPattern is what RunID may hold: it goes into topic names and
+// client ids.
+var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// checkFleet validates Shard, StartAt, MaxClockError and RunID.
+func (c *Config) checkFleet() error {
+	bad := exitcode.BadInputf
+	if c.RunID != "" && !runIDPattern.MatchString(c.RunID) {
+		return bad("--run-id %q: want 1 to 64 letters, digits, '-', '_' or '.' (it goes into topics and client ids)", c.RunID)
+	}
+	if c.MaxClockError < 0 {
+		return bad("--max-clock-error %v: want a positive bound, e.g. 50ms, or 0 to not check the clock", c.MaxClockError)
+	}
+	if !c.Shard.On() {
+		return nil
+	}
+	if c.StartAt.IsZero() {
+		return bad("--shard %s without --start-at: the shards of a fleet must start their schedule together; hand every shard the same --start-at", c.Shard)
+	}
+	if c.Shard.N > c.Clients {
+		return bad("--shard %s with --clients %d: every shard needs at least one client; use at most %d shards or more --clients", c.Shard, c.Clients, c.Clients)
+	}
+	if !strings.Contains(c.Topic, "{run}") {
+		return bad("--topic %q with --shard: must contain {run}, which holds the shard, so each shard's subscribers receive only its own messages", c.Topic)
+	}
+	return nil
 }
 
 // tlsConfig builds the client TLS config from CAFile/CertFile/KeyFile.

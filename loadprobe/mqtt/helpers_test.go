@@ -55,6 +55,16 @@ func checkCounts(t *testing.T, res *Result) {
 	if m.Received < 0 || m.Lost < 0 || m.Unacked < 0 {
 		t.Errorf("negative count: %+v", m)
 	}
+	// Every publish is in the ack and end-to-end histograms: acked or
+	// delivered ones at their latency, the rest censored (issue 12).
+	if l := res.Latency; res.Config.QoS > 0 && l.Ack.Count+l.WarmupAck.Count != m.Published {
+		t.Errorf("ack histograms hold %d + %d values, want one per publish (%d)", l.Ack.Count, l.WarmupAck.Count, m.Published)
+	} else if res.Config.QoS > 0 && l.Ack.Censored+l.WarmupAck.Censored != m.Unacked {
+		t.Errorf("ack censored %d + %d, want unacked %d", l.Ack.Censored, l.WarmupAck.Censored, m.Unacked)
+	}
+	if l := res.Latency; l.E2E.Censored+l.WarmupE2E.Censored != m.Lost {
+		t.Errorf("e2e censored %d + %d, want lost %d", l.E2E.Censored, l.WarmupE2E.Censored, m.Lost)
+	}
 	if c.OK+c.Failed != int64(c.Target) {
 		t.Errorf("connects ok %d + failed %d != target %d", c.OK, c.Failed, c.Target)
 	}
@@ -158,10 +168,13 @@ func (m *ownMosquitto) kill() {
 // broker's PUBACK/PUBCOMP packets or closes the connection after a while.
 // A stand-in for faults a healthy broker does not produce.
 type faultProxy struct {
-	ln         net.Listener
-	target     string
-	ackDelay   time.Duration
-	dropAcks   bool
+	ln       net.Listener
+	target   string
+	ackDelay time.Duration
+	dropAcks bool
+	// keepEvery > 0 drops every PUBACK/PUBCOMP except each keepEvery-th
+	// of a connection.
+	keepEvery  int
 	closeAfter time.Duration
 	wg         sync.WaitGroup
 	mu         sync.Mutex
@@ -271,6 +284,7 @@ func (p *faultProxy) handle(cl net.Conn) {
 	bb := bufio.NewReader(br)
 	var timers sync.WaitGroup
 	defer timers.Wait()
+	acks := 0
 	for { // broker -> client
 		hb, raw, _, err := readRaw(bb)
 		if err != nil {
@@ -279,6 +293,9 @@ func (p *faultProxy) handle(cl net.Conn) {
 		typ := hb >> 4
 		if publisher && (typ == packets.Puback || typ == packets.Pubcomp) {
 			if p.dropAcks {
+				continue
+			}
+			if acks++; p.keepEvery > 0 && acks%p.keepEvery != 0 {
 				continue
 			}
 			if p.ackDelay > 0 {

@@ -284,6 +284,47 @@ func TestProxyDroppedPubacksNotCountedAsDelivered(t *testing.T) {
 	}
 }
 
+// Issue 12: 1,920 of 2,020 QoS 1 publishes never got a PUBACK, yet the
+// report said "publish->ack p95 1.97 ms" and passed mqtt.ack_p95, because
+// only the acked ones were in the histogram. Every unacked publish now
+// counts at no less than the grace period.
+func TestMissingAcksCensoredInPercentiles(t *testing.T) {
+	url := testenv.MQTTBroker(t)
+	noLeak(t)
+	p := &faultProxy{keepEvery: 20} // about 95% of the acks never arrive
+	cfg := small(startProxy(t, url, p), 5)
+	cfg.Grace = 500 * time.Millisecond
+	cfg.Thresholds.AckP95 = 100 * time.Millisecond
+	res, err := runProbe(t, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ack := res.Messages, res.Latency.Ack
+	if m.Acked == 0 || m.Unacked < m.Published*9/10 {
+		t.Fatalf("want a few acks and ~95%% missing: %+v", m)
+	}
+	if ack.Censored == 0 || ack.P95 < 500 {
+		t.Errorf("ack p95 %.3f ms with %d censored: want >= the 500 ms grace (the survivors alone are fast)", ack.P95, ack.Censored)
+	}
+	if ack.P50 < 500 {
+		t.Errorf("ack p50 %.3f ms: most publishes were never acked, want >= 500 ms", ack.P50)
+	}
+	var c verdict.Check
+	for _, ch := range res.Checks {
+		if ch.ID == "mqtt.ack_p95" {
+			c = ch
+		}
+	}
+	if c.Status != verdict.Fail || !strings.Contains(c.Observed, "censored") {
+		t.Errorf("mqtt.ack_p95 = %+v, want fail naming the censored values", c)
+	}
+	var b strings.Builder
+	_ = res.WriteText(&b)
+	if !strings.Contains(b.String(), "censored:") {
+		t.Errorf("text report does not say how many values are censored:\n%s", b.String())
+	}
+}
+
 func TestProxyClosesConnections(t *testing.T) {
 	url := testenv.MQTTBroker(t)
 	noLeak(t)

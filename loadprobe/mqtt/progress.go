@@ -38,6 +38,18 @@ func (r *run) startProgress(res *Result) *progress {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
+		// Second t of the series is [start + t-1 s, start + t s) of the
+		// schedule, so shards started together line up (report merge
+		// adds them per second).
+		if wait := time.Until(r.base.Add(time.Duration(r.start))); wait > 0 {
+			w := time.NewTimer(wait)
+			select {
+			case <-p.done:
+				w.Stop()
+				return
+			case <-w.C:
+			}
+		}
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
 		var lastPub, lastAck, lastRecv int64
@@ -79,7 +91,7 @@ func (r *run) startProgress(res *Result) *progress {
 			lastPub, lastAck, lastRecv = pub, ak, rc
 			res.Series = append(res.Series, sec)
 			line := fmt.Sprintf("connected %d/%d, %d msg/s out, %d msg/s in, e2e p95 %.1f ms, failed conns %d",
-				sec.Connected, cfg.Clients, sec.Published, sec.Received, sec.E2EP95, r.failedSoFar())
+				sec.Connected, r.n, sec.Published, sec.Received, sec.E2EP95, r.failedSoFar())
 			switch {
 			case bar != nil:
 				bar.Describe(line)

@@ -4,12 +4,14 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"math/bits"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/loadprobe/fleet"
 	"github.com/hostprep/hostprep/loadprobe/latency"
 )
 
@@ -17,6 +19,8 @@ import (
 // (latencies in ms, see latency.Summary).
 type Result struct {
 	RunID string `json:"run_id"`
+	// Hostname is the load generator's host name (os.Hostname).
+	Hostname string `json:"hostname,omitempty"`
 	// Broker is the URL probed, or "embedded mochi-mqtt broker at ...".
 	Broker string `json:"broker"`
 	// BrokerNote says what an embedded-broker result measures.
@@ -45,6 +49,16 @@ type Result struct {
 	// empty when it ran its course.
 	StoppedEarlyReason string `json:"stopped_early_reason,omitempty"`
 
+	// ScheduleStart is the wall-clock instant the schedule started: the
+	// fleet's client 0 connects then (Config.StartAt when given).
+	ScheduleStart time.Time `json:"schedule_start,omitzero"`
+	// FirstPublish is when this run's first PUBLISH was written and when
+	// it was scheduled (nil when nothing was published).
+	FirstPublish *FirstPublish `json:"first_publish,omitempty"`
+	// Clock is this host's clock as adjtimex reported it before a
+	// StartAt run (nil otherwise).
+	Clock *fleet.Clock `json:"clock,omitempty"`
+
 	Verdict verdict.Status  `json:"verdict"`
 	Checks  []verdict.Check `json:"checks"`
 	// Failures name what went wrong in words (broker died, acks
@@ -59,6 +73,29 @@ type Result struct {
 	// Host is what the kernel counted meanwhile (this netns, all sockets).
 	Host   HostCounters `json:"host"`
 	Series []Second     `json:"series,omitempty"`
+	// Histograms are the latency histograms behind Latency, lossless
+	// (HdrHistogram's encoded form), for `hostprep report merge` to
+	// compute a fleet's exact percentiles.
+	Histograms Histograms `json:"histograms"`
+}
+
+// Histograms are Latencies' histograms in HdrHistogram's compressed
+// base64 form (values in µs, 1 µs to 1 h, 3 significant digits), with
+// their clamped and censored counts.
+type Histograms struct {
+	Connect   latency.Snapshot `json:"connect"`
+	Ack       latency.Snapshot `json:"ack"`
+	E2E       latency.Snapshot `json:"e2e"`
+	WarmupAck latency.Snapshot `json:"warmup_ack"`
+	WarmupE2E latency.Snapshot `json:"warmup_e2e"`
+}
+
+// FirstPublish times the first PUBLISH of a run (wall clock, UTC):
+// written At, Scheduled for, and LateMs = At - Scheduled in ms.
+type FirstPublish struct {
+	At        time.Time `json:"at"`
+	Scheduled time.Time `json:"scheduled"`
+	LateMs    float64   `json:"late_ms"`
 }
 
 // Baseline is measured before the load: one client's connect and
@@ -132,7 +169,9 @@ type Messages struct {
 // Latencies in ms, all measured from the scheduled time (so a stall
 // shows up as latency, not as a lower rate). Ack and E2E cover messages
 // scheduled in the steady window; Warmup* those scheduled during the
-// connect ramp.
+// connect ramp. Every published message is in them: one never
+// acknowledged (Ack) or never delivered (E2E) is counted at no less than
+// the grace period (Config.Grace) and in Summary.Censored.
 type Latencies struct {
 	Connect      latency.Summary `json:"connect"`
 	Ack          latency.Summary `json:"ack"`
@@ -167,29 +206,102 @@ type Second struct {
 // than overrunThreshold late before mqtt.schedule warns.
 const scheduleAllowance = 0.01
 
+// missing is what censorMissing found: the lost messages' end-to-end
+// latencies (censored) and the deliveries of messages never published.
+type missing struct {
+	e2e, warmE2E *latency.Recorder
+	// unexpected counts deliveries with a sequence number the publisher
+	// never wrote (a write that failed half-way may still have reached
+	// the broker): not part of Received.
+	unexpected int64
+}
+
+// censorMissing runs once the load has stopped. It censors every publish
+// still waiting for its ack (censorInflight) and every published message
+// no subscriber received, at max(Grace, now - scheduled time), so the
+// ack and end-to-end percentiles cover every publish (a p95 over the
+// survivors only would pass a broker that dropped 95% of them). Message k
+// of a publisher was scheduled at conn.firstSched + k*PubInterval.
+func (r *run) censorMissing() missing {
+	now := r.now()
+	ms := missing{e2e: latency.New(), warmE2E: latency.New()}
+	iv := int64(r.cfg.PubInterval)
+	r.trackMu.Lock()
+	defer r.trackMu.Unlock()
+	for i := range r.track {
+		var pubs uint32
+		var first int64
+		if c := r.conns[i].Load(); c != nil {
+			c.mu.Lock()
+			r.censorInflight(c, now)
+			pubs, first = c.seq, c.firstSched
+			c.mu.Unlock()
+		}
+		t := &r.track[i]
+		for s := uint32(pubs); int64(s) <= t.maxSeq; s++ {
+			if t.bits[s/64]&(1<<(s%64)) != 0 {
+				ms.unexpected++
+			}
+		}
+		for w := 0; w*64 < int(pubs); w++ {
+			var word uint64
+			if w < len(t.bits) {
+				word = t.bits[w]
+			}
+			for miss := ^word; miss != 0; miss &= miss - 1 {
+				seq := w*64 + bits.TrailingZeros64(miss)
+				if seq >= int(pubs) {
+					break
+				}
+				sched := first + int64(seq)*iv
+				rec := ms.e2e
+				if sched < r.rampEnd {
+					rec = ms.warmE2E
+				}
+				rec.RecordCensored(time.Duration(now-sched), r.cfg.Grace)
+			}
+		}
+	}
+	return ms
+}
+
+// snapshots encodes the connect, ack, e2e, warm-up ack and warm-up e2e
+// histograms for Result.Histograms.
+func snapshots(h [5]*latency.Recorder) Histograms {
+	var out [5]latency.Snapshot
+	for i, r := range h {
+		out[i], _ = r.Snapshot() // encoding an in-memory histogram does not fail
+	}
+	return Histograms{Connect: out[0], Ack: out[1], E2E: out[2], WarmupAck: out[3], WarmupE2E: out[4]}
+}
+
 // fill copies the counters and merged histograms into res and judges it.
 func (r *run) fill(res *Result) {
 	cfg := &r.cfg
-	merged := func(pick func(*shard) *latency.Recorder) latency.Summary {
+	lost := r.censorMissing()
+	merged := func(extra *latency.Recorder, pick func(*shard) *latency.Recorder) *latency.Recorder {
 		m := latency.New()
+		m.Merge(extra)
 		for _, s := range r.shards {
 			s.mu.Lock()
 			m.Merge(pick(s))
 			s.mu.Unlock()
 		}
-		return m.Summary()
+		return m
 	}
-	res.Latency = Latencies{
-		Connect:   merged(func(s *shard) *latency.Recorder { return s.connect }),
-		Ack:       merged(func(s *shard) *latency.Recorder { return s.ack }),
-		E2E:       merged(func(s *shard) *latency.Recorder { return s.e2e }),
-		WarmupAck: merged(func(s *shard) *latency.Recorder { return s.warmAck }),
-		WarmupE2E: merged(func(s *shard) *latency.Recorder { return s.warmE2E }),
+	hists := [5]*latency.Recorder{
+		merged(nil, func(s *shard) *latency.Recorder { return s.connect }),
+		merged(nil, func(s *shard) *latency.Recorder { return s.ack }),
+		merged(lost.e2e, func(s *shard) *latency.Recorder { return s.e2e }),
+		merged(nil, func(s *shard) *latency.Recorder { return s.warmAck }),
+		merged(lost.warmE2E, func(s *shard) *latency.Recorder { return s.warmE2E }),
 	}
-	res.Latency.SchedulerLag = r.schedLag.Summary()
+	res.Latency = Latencies{Connect: hists[0].Summary(), Ack: hists[1].Summary(), E2E: hists[2].Summary(),
+		WarmupAck: hists[3].Summary(), WarmupE2E: hists[4].Summary(), SchedulerLag: r.schedLag.Summary()}
+	res.Histograms = snapshots(hists)
 
 	r.mu.Lock()
-	cn := Connects{Target: cfg.Clients, OK: r.connectOK, FailedBy: map[string]int64{}, LostBy: map[string]int64{},
+	cn := Connects{Target: r.n, OK: r.connectOK, FailedBy: map[string]int64{}, LostBy: map[string]int64{},
 		Subscribers: cfg.Subscribers, SubscribersLostBy: map[string]int64{}}
 	for k, v := range r.connectFailed {
 		cn.FailedBy[k] = v
@@ -209,11 +321,11 @@ func (r *run) fill(res *Result) {
 	}
 	r.mu.Unlock()
 	// Clients never attempted (run ended early) count as failed: canceled.
-	if missing := int64(cfg.Clients) - cn.OK - cn.Failed; missing > 0 {
+	if missing := int64(r.n) - cn.OK - cn.Failed; missing > 0 {
 		cn.FailedBy["not_attempted"] += missing
 		cn.Failed += missing
 	}
-	cn.FailRate = float64(cn.Failed) / float64(cfg.Clients)
+	cn.FailRate = float64(cn.Failed) / float64(r.n)
 	res.Connects = cn
 
 	m := Messages{
@@ -228,29 +340,8 @@ func (r *run) fill(res *Result) {
 	if cfg.QoS > 0 {
 		m.Unacked = m.Published - m.Acked
 	}
-	// Count only deliveries of messages that were published (a write
-	// that failed half-way may still have reached the broker).
-	var unexpected int64
-	r.trackMu.Lock()
-	for i := range r.track {
-		var pubs uint32
-		if c := r.conns[i].Load(); c != nil {
-			c.mu.Lock()
-			pubs = c.seq
-			c.mu.Unlock()
-		}
-		t := &r.track[i]
-		if t.maxSeq >= int64(pubs) {
-			for s := uint32(pubs); int64(s) <= t.maxSeq; s++ {
-				if t.bits[s/64]&(1<<(s%64)) != 0 {
-					unexpected++
-				}
-			}
-		}
-	}
-	r.trackMu.Unlock()
 	m.Expected = m.Published
-	m.Received = r.received.Load() - unexpected
+	m.Received = r.received.Load() - lost.unexpected
 	m.Lost = m.Expected - m.Received
 	if m.Expected > 0 {
 		m.LossRate = float64(m.Lost) / float64(m.Expected)
@@ -268,11 +359,15 @@ func (r *run) fill(res *Result) {
 			ReceivedPerSec:  float64(r.winReceived.Load()) / res.WindowSeconds,
 		}
 	}
-	res.Throughput.RequestedPerSec = float64(cfg.Clients) / cfg.PubInterval.Seconds()
+	res.Throughput.RequestedPerSec = float64(r.n) / cfg.PubInterval.Seconds()
+	if at := r.firstPubAt.Load(); at != 0 {
+		res.FirstPublish = &FirstPublish{At: r.base.Add(time.Duration(at)).UTC(), Scheduled: r.base.Add(time.Duration(r.firstPubSched.Load())).UTC()}
+		res.FirstPublish.LateMs = ms(at - r.firstPubSched.Load())
+	}
 
 	// Failures in words.
 	if cn.Failed > 0 {
-		res.Failures = append(res.Failures, fmt.Sprintf("%d of %d connects failed: %s", cn.Failed, cfg.Clients, byReason(cn.FailedBy, first, "connect:")))
+		res.Failures = append(res.Failures, fmt.Sprintf("%d of %d connects failed: %s", cn.Failed, r.n, byReason(cn.FailedBy, first, "connect:")))
 	}
 	if cn.Lost > 0 {
 		res.Failures = append(res.Failures, fmt.Sprintf("%d of %d established publisher connections were lost mid-run: %s", cn.Lost, cn.OK, byReason(cn.LostBy, first, "conn:")))
@@ -340,8 +435,12 @@ func judge(cfg *Config, res *Result) []verdict.Check {
 		}
 		cs = append(cs, c)
 	}
-	dur := func(id, what string, got float64, n int64, max time.Duration, remedy string) {
+	dur := func(id, what string, got float64, sum latency.Summary, max time.Duration, remedy string) {
+		n := sum.Count
 		c := verdict.Check{ID: id, Observed: fmt.Sprintf("%.3f ms", got)}
+		if sum.Censored > 0 {
+			c.Observed += fmt.Sprintf(" (%d of %d values censored at >= the %v grace: never answered)", sum.Censored, n, cfg.Grace)
+		}
 		switch {
 		case max <= 0:
 			c.Status, c.Summary = verdict.Skip, what+": no threshold"
@@ -376,15 +475,15 @@ func judge(cfg *Config, res *Result) []verdict.Check {
 	}
 	frac("mqtt.connect_fail_rate", "connects failed", res.Connects.FailRate, t.ConnectFailRate,
 		"see connects failed by reason: fd limit (ulimit -n), listen backlog (net.core.somaxconn), broker max_connections, ephemeral ports")
-	dur("mqtt.connect_p95", "connect p95 (scheduled -> CONNACK)", res.Latency.Connect.P95, res.Latency.Connect.Count, t.ConnectP95,
+	dur("mqtt.connect_p95", "connect p95 (scheduled -> CONNACK)", res.Latency.Connect.P95, res.Latency.Connect, t.ConnectP95,
 		"lower --conn-rate or raise net.core.somaxconn / net.ipv4.tcp_max_syn_backlog and the broker's accept rate")
 	if cfg.QoS > 0 {
-		dur("mqtt.ack_p95", "publish -> ack p95", res.Latency.Ack.P95, res.Latency.Ack.Count, t.AckP95,
+		dur("mqtt.ack_p95", "publish -> ack p95", res.Latency.Ack.P95, res.Latency.Ack, t.AckP95,
 			"the broker acknowledges slowly: check its CPU, persistence and inflight limits")
 	} else {
 		cs = append(cs, verdict.Check{ID: "mqtt.ack_p95", Status: verdict.Skip, Summary: "QoS 0 has no PUBACK"})
 	}
-	dur("mqtt.e2e_p99", "end-to-end p99", res.Latency.E2E.P99, res.Latency.E2E.Count, t.E2EP99,
+	dur("mqtt.e2e_p99", "end-to-end p99", res.Latency.E2E.P99, res.Latency.E2E, t.E2EP99,
 		"deliveries are slow: check the broker's CPU and the subscribers (more --subscribers with a shared subscription)")
 	cn := res.Connects
 	lost := verdict.Check{ID: "mqtt.connections_lost", Status: verdict.Pass,
@@ -424,14 +523,23 @@ func (res *Result) WriteText(w io.Writer) error {
 	if res.BrokerNote != "" {
 		p("\t%s\n", res.BrokerNote)
 	}
+	merged := c.Shard.On() && c.Shard.K == 0 // MergeShards: the whole fleet
+	switch {
+	case merged:
+		p("fleet\t%d shards of run %s, %d clients, schedule from %s\n", c.Shard.N, res.RunID, res.Connects.Target, res.ScheduleStart.Format(time.RFC3339Nano))
+	case c.Shard.On():
+		p("shard\t%s of run %s: %d of the fleet's %d clients, schedule from %s\n", c.Shard, res.RunID, res.Connects.Target, c.Clients, res.ScheduleStart.Format(time.RFC3339Nano))
+	}
 	p("load\t%d clients at %g conn/s, QoS %d, %d B every %v, window %.1fs after a %.1fs ramp, MQTT %s, %d subscriber(s) on %s\n",
 		c.Clients, c.ConnRate, c.QoS, c.Size, c.PubInterval, res.WindowSeconds, res.RampSeconds, c.MQTTVersion, c.Subscribers, res.Filter)
 	if res.StoppedEarlyReason != "" {
 		p("stopped\t%s\n", res.StoppedEarlyReason)
 	}
 	b := res.Baseline
-	p("baseline\tconnect %.3f ms, round trip p50 %.3f ms max %.3f ms, scheduler jitter p50 %.3f ms p99 %.3f ms\n",
-		b.ConnectMs, b.RoundTrip.P50, b.RoundTrip.Max, b.SchedulerJitter.P50, b.SchedulerJitter.P99)
+	if !merged {
+		p("baseline\tconnect %.3f ms, round trip p50 %.3f ms max %.3f ms, scheduler jitter p50 %.3f ms p99 %.3f ms\n",
+			b.ConnectMs, b.RoundTrip.P50, b.RoundTrip.Max, b.SchedulerJitter.P50, b.SchedulerJitter.P99)
+	}
 	cn := res.Connects
 	p("connects\t%d of %d publishers ok, %d failed%s, %d lost mid-run%s; %d subscriber(s), %d lost mid-run%s\n",
 		cn.OK, cn.Target, cn.Failed, reasons(cn.FailedBy), cn.Lost, reasons(cn.LostBy), cn.Subscribers, cn.SubscribersLost, reasons(cn.SubscribersLostBy))
@@ -445,9 +553,9 @@ func (res *Result) WriteText(w io.Writer) error {
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "latency (ms)\tcount\tmin\tp50\tp90\tp95\tp99\tp99.9\tmax\t\n")
+	fmt.Fprintf(tw, "latency (ms)\tcount\tcensored\tmin\tp50\tp90\tp95\tp99\tp99.9\tmax\t\n")
 	row := func(name string, s latency.Summary) {
-		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t\n", name, s.Count, s.Min, s.P50, s.P90, s.P95, s.P99, s.P999, s.Max)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t\n", name, s.Count, s.Censored, s.Min, s.P50, s.P90, s.P95, s.P99, s.P999, s.Max)
 	}
 	row("connect", res.Latency.Connect)
 	if c.QoS > 0 {
@@ -458,8 +566,13 @@ func (res *Result) WriteText(w io.Writer) error {
 		row("warm-up ack", res.Latency.WarmupAck)
 	}
 	row("warm-up e2e", res.Latency.WarmupE2E)
-	row("scheduler lag", res.Latency.SchedulerLag)
+	if !merged {
+		row("scheduler lag", res.Latency.SchedulerLag)
+	}
 	tw.Flush()
+	if n := res.Latency.Ack.Censored + res.Latency.E2E.Censored + res.Latency.WarmupAck.Censored + res.Latency.WarmupE2E.Censored; n > 0 {
+		fmt.Fprintf(w, "censored: %d publishes never acknowledged or never delivered are counted at >= the %v grace in the percentiles above\n", n, c.Grace)
+	}
 	fmt.Fprintln(w)
 	// What went wrong during the run, in words; whether it fails the run
 	// is the checks' business (59 late publishes of 650,000 pass

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/loadprobe/fleet"
 	"github.com/hostprep/hostprep/loadprobe/latency"
 	"golang.org/x/sys/unix"
 )
@@ -57,38 +58,73 @@ type pubTrack struct {
 	count  int64
 }
 
+// run is one probe run: what it was asked for and its identity, plus
+// three parts with one job each (embedded, so their fields read as r.x):
+// the timeline and its scheduler, the connection core, and the
+// accounting of what happened.
 type run struct {
-	cfg    Config
-	addr   brokerAddr
-	tls    *tls.Config
-	srcIPs []net.IP
-	base   time.Time
-	runID  string
-	tag    uint32
+	cfg   Config
+	base  time.Time
+	runID string
+	tag   uint32
+	// topics are the publishers' topics, by local number.
 	topics []string
+	// n is the number of this host's publishers: Config.Clients, or the
+	// shard's share of them; publisher j is the fleet's client
+	// cfg.Shard.Global(j), which names it and fixes its schedule.
+	n int
+	// topicRun replaces {run} in topics and the shared-subscription
+	// group: the run id, with "-sK" for shard K so shards never see each
+	// other's messages.
+	topicRun string
 
+	timeline
+	connCore
+	accounting
+}
+
+// timeline is when things happen: the schedule's landmarks (ns since
+// run.base), the scheduler that fires due events and the goroutines the
+// run starts.
+type timeline struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	sched  *scheduler
-	poll   *poller  // nil: a reader goroutine per publisher
 	inline *encoder // scheduler goroutine's encoder when Workers == 0
 	work   chan event
 	stop   chan struct{}
 	wg     sync.WaitGroup // every goroutine the run starts
 
-	conns   []atomic.Pointer[conn]
-	subs    []*conn
-	rampEnd int64 // ns since base: end of the connect ramp
-	pubEnd  int64 // last scheduled publish is before this
-	// winEnd is when the steady window really ended (ns since base):
-	// pubEnd, or earlier when the run stopped early or was interrupted;
-	// 0 until then.
+	// start is when the schedule starts; rampEnd the end of the connect
+	// ramp; pubEnd bounds the last scheduled publish.
+	start, rampEnd, pubEnd int64
+	// winEnd is when the steady window really ended: pubEnd, or earlier
+	// when the run stopped early or was interrupted; 0 until then.
 	winEnd atomic.Int64
 	// wasInterrupted: the caller's ctx ended the run (Ctrl-C, SIGTERM,
 	// deadline).
 	wasInterrupted atomic.Bool
+	// firstPubAt and firstPubSched are the first publish's write and
+	// scheduled times (0 until then).
+	firstPubAt, firstPubSched atomic.Int64
+	schedLag                  *latency.Recorder // scheduler goroutine only
+}
 
-	// counters
+// connCore is the connections: where they go, from which addresses,
+// the publishers (by local number) and subscribers, and the poller that
+// reads the publishers' acks.
+type connCore struct {
+	addr   brokerAddr
+	tls    *tls.Config
+	srcIPs []net.IP
+	poll   *poller // nil: a reader goroutine per publisher
+	conns  []atomic.Pointer[conn]
+	subs   []*conn
+}
+
+// accounting is what happened: counters, failures by reason, the latency
+// histograms (shards) and what the subscribers saw of each publisher.
+type accounting struct {
 	scheduled, published, sendFailed, acked, ackErrors, strayAcks, resent atomic.Int64
 	overruns, inflight, connecting, connected                             atomic.Int64
 	winPublished, winReceived                                             atomic.Int64
@@ -101,7 +137,6 @@ type run struct {
 	disconnects   map[string]int64  // publishers
 	subLost       map[string]int64  // subscribers
 	firstFailure  map[string]string // reason -> first error text
-	schedLag      *latency.Recorder // scheduler goroutine only
 
 	shards [shards]*shard
 
@@ -129,6 +164,34 @@ func (r *run) recordAck(client int, sched, now int64) {
 	}
 	s.winAck.Record(d)
 	s.mu.Unlock()
+}
+
+// censorAck records a QoS>0 publish (client, scheduled at sched) that
+// will never be acknowledged — its connection ended, the broker answered
+// with an error reason code, or the grace period ran out — in the ack
+// histogram at max(Grace, now-sched), so the ack percentiles cover every
+// publish and not only the acknowledged ones (latency.RecordCensored).
+func (r *run) censorAck(client int, sched, now int64) {
+	s := r.shard(client)
+	s.mu.Lock()
+	if sched < r.rampEnd {
+		s.warmAck.RecordCensored(time.Duration(now-sched), r.cfg.Grace)
+	} else {
+		s.ack.RecordCensored(time.Duration(now-sched), r.cfg.Grace)
+	}
+	s.mu.Unlock()
+}
+
+// censorInflight censors every publish of c still waiting for its ack
+// and forgets them; c.mu is held (lock order c.mu, then shard.mu), so a
+// publish is censored exactly once whoever gets there first (connEnded
+// or fill).
+func (r *run) censorInflight(c *conn, now int64) {
+	for _, f := range c.inflight {
+		r.censorAck(c.client, f.sched, now)
+	}
+	r.inflight.Add(-int64(len(c.inflight)))
+	c.inflight = nil
 }
 
 // onMessage accounts one PUBLISH received by subscriber sub. Order is
@@ -247,26 +310,22 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	embedded := cfg.Broker == ""
-	if err := checkFDs(&cfg, embedded); err != nil {
+	n := cfg.Shard.Count(cfg.Clients)
+	if err := checkFDs(&cfg, n, embedded); err != nil {
 		return nil, err
 	}
-	if err := checkPorts(&cfg, len(ips), embedded); err != nil {
+	if err := checkPorts(&cfg, n, len(ips), embedded); err != nil {
 		return nil, err
 	}
-	r := &run{
-		cfg:           cfg,
-		addr:          addr,
-		base:          time.Now(),
-		connectFailed: map[string]int64{},
-		disconnects:   map[string]int64{},
-		subLost:       map[string]int64{},
-		firstFailure:  map[string]string{},
-		schedLag:      latency.New(),
-		track:         make([]pubTrack, cfg.Clients),
-		conns:         make([]atomic.Pointer[conn], cfg.Clients),
-		stop:          make(chan struct{}),
+	clock, err := checkStart(&cfg)
+	if err != nil {
+		return nil, err
 	}
-	r.srcIPs = ips
+	r := &run{cfg: cfg, n: n, base: time.Now()}
+	r.timeline.stop, r.schedLag = make(chan struct{}), latency.New()
+	r.connCore = connCore{addr: addr, srcIPs: ips, conns: make([]atomic.Pointer[conn], n)}
+	r.connectFailed, r.disconnects, r.subLost = map[string]int64{}, map[string]int64{}, map[string]int64{}
+	r.firstFailure, r.track = map[string]string{}, make([]pubTrack, n)
 	for i := range r.shards {
 		r.shards[i] = newShard()
 	}
@@ -276,12 +335,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	var rb [8]byte
 	_, _ = rand.Read(rb[:])
 	r.tag = binary.BigEndian.Uint32(rb[:4])
-	r.runID = hex.EncodeToString(rb[4:])
-	r.topics = make([]string, cfg.Clients)
-	for i := range r.topics {
-		r.topics[i] = expand(cfg.Topic, r.runID, i)
+	r.runID = runID(&cfg, hex.EncodeToString(rb[4:]))
+	r.topicRun = r.runID
+	if cfg.Shard.On() {
+		r.topicRun += "-s" + strconv.Itoa(cfg.Shard.K)
 	}
-	res := &Result{RunID: r.runID, Config: cfg, Broker: cfg.Broker, StartedAt: r.base.UTC()}
+	r.topics = make([]string, n)
+	for j := range r.topics {
+		r.topics[j] = expand(cfg.Topic, r.topicRun, cfg.Shard.Global(j))
+	}
+	res := &Result{RunID: r.runID, Config: cfg, Broker: cfg.Broker, StartedAt: r.base.UTC(), Clock: clock}
+	res.Hostname, _ = os.Hostname()
 
 	if embedded {
 		eb, err := startEmbedded()
@@ -337,14 +401,14 @@ func (r *run) execute(res *Result) error {
 	qos := byte(cfg.QoS)
 
 	// Subscribers first: they must see every message.
-	filter := filterFor(cfg.Topic, r.runID)
+	filter := filterFor(cfg.Topic, r.topicRun)
 	if cfg.Subscribers > 1 {
-		filter = "$share/hostprep-" + r.runID + "/" + filter
+		filter = "$share/hostprep-" + r.topicRun + "/" + filter
 	}
 	res.Filter = filter
 	for i := 0; i < cfg.Subscribers; i++ {
 		t0 := r.now()
-		c, err := r.dial(r.ctx, -1-i, expand(cfg.ClientID, r.runID, 0)+"-sub"+strconv.Itoa(i), true)
+		c, err := r.dial(r.ctx, -1-i, expand(cfg.ClientID, r.runID, cfg.Shard.Global(0))+"-sub"+strconv.Itoa(i), true)
 		if err != nil {
 			return r.unreachable("subscriber", err)
 		}
@@ -375,10 +439,19 @@ func (r *run) execute(res *Result) error {
 		return err
 	}
 
-	// The schedule: client i connects at start + i/R.
-	r.sched = newScheduler(r.now, cfg.Clients+cfg.Subscribers+4)
+	// The schedule: client g of the fleet connects at start + g/R.
+	r.sched = newScheduler(r.now, r.n+cfg.Subscribers+4)
 	r.work = make(chan event, 8192)
 	start := r.now() + int64(20*time.Millisecond)
+	if !cfg.StartAt.IsZero() {
+		start = int64(cfg.StartAt.Sub(r.base))
+		if late := r.now() - start; late > 0 {
+			return exitcode.Environmentf("--start-at %s passed %v before the subscribers were connected and the calibration done: hand out a start time further ahead",
+				cfg.StartAt.UTC().Format(time.RFC3339Nano), time.Duration(late).Round(time.Millisecond))
+		}
+	}
+	r.start = start
+	res.ScheduleStart = r.base.Add(time.Duration(start)).UTC()
 	step := float64(time.Second) / cfg.ConnRate
 	// Under trackMu: the subscribers' readers, already running, read
 	// them in onMessage (the schedule below orders every publish after
@@ -388,8 +461,8 @@ func (r *run) execute(res *Result) error {
 	r.pubEnd = r.rampEnd + int64(cfg.Duration)
 	r.trackMu.Unlock()
 	res.RampSeconds = float64(r.rampEnd-start) / 1e9
-	for i := 0; i < cfg.Clients; i++ {
-		r.sched.add(event{at: start + int64(float64(i)*step), client: int32(i), kind: evConnect})
+	for j := 0; j < r.n; j++ {
+		r.sched.add(event{at: start + int64(float64(cfg.Shard.Global(j))*step), client: int32(j), kind: evConnect})
 	}
 	for i := range r.subs {
 		r.sched.add(event{at: start + int64(cfg.Keepalive/2), client: int32(-1 - i), kind: evPing})
@@ -551,7 +624,7 @@ func (r *run) unreachable(who string, err error) error {
 // trips, and the scheduler timer's lateness over 200 sleeps of 0.1-2 ms.
 func (r *run) calibrate(res *Result) error {
 	t0 := r.now()
-	c, err := r.dial(r.ctx, calibClient, expand(r.cfg.ClientID, r.runID, 0)+"-calib", false)
+	c, err := r.dial(r.ctx, calibClient, expand(r.cfg.ClientID, r.runID, r.cfg.Shard.Global(0))+"-calib", false)
 	if err != nil {
 		return r.unreachable("calibration", err)
 	}
@@ -703,6 +776,9 @@ func (r *run) do(ev event, e *encoder) {
 			return
 		}
 		r.published.Add(1)
+		if r.firstPubAt.Load() == 0 && r.firstPubAt.CompareAndSwap(0, r.now()) {
+			r.firstPubSched.Store(ev.at)
+		}
 		if ev.at >= r.rampEnd {
 			r.winPublished.Add(1)
 		}
@@ -732,7 +808,7 @@ func (r *run) do(ev event, e *encoder) {
 // reader goroutine.
 func (r *run) connectClient(i int, sched int64) {
 	defer r.wg.Done()
-	c, err := r.dial(r.ctx, i, expand(r.cfg.ClientID, r.runID, i), false)
+	c, err := r.dial(r.ctx, i, expand(r.cfg.ClientID, r.runID, r.cfg.Shard.Global(i)), false)
 	now := r.now()
 	if err != nil {
 		r.connecting.Add(-1)
@@ -764,10 +840,13 @@ func (r *run) connectClient(i int, sched int64) {
 	// First publish: the first slot of client i's fixed grid (connect
 	// time + spread offset + k*interval) that is not already past.
 	iv := int64(r.cfg.PubInterval)
-	first := sched + spread(i, r.cfg.PubInterval)
+	first := sched + spread(r.cfg.Shard.Global(i), r.cfg.PubInterval)
 	if first < now {
 		first += ((now - first + iv - 1) / iv) * iv
 	}
+	c.mu.Lock()
+	c.firstSched = first
+	c.mu.Unlock()
 	if first < r.pubEnd {
 		r.sched.add(event{at: first, client: int32(i), kind: evPublish})
 	}
@@ -792,9 +871,9 @@ func (r *run) connEnded(c *conn, err error) {
 		err = c.failErr
 	}
 	byUs := c.byUs && c.failErr == nil
-	// Its unacknowledged publishes can no longer be acked: stop waiting.
-	r.inflight.Add(-int64(len(c.inflight)))
-	c.inflight = nil
+	// Its unacknowledged publishes can no longer be acked: stop waiting,
+	// and count them in the ack percentiles as censored.
+	r.censorInflight(c, r.now())
 	c.mu.Unlock()
 	_ = c.nc.Close()
 	if c.client >= 0 {
@@ -853,7 +932,7 @@ func (c *Config) procs(embedded bool) int {
 // and the fixes that apply: an external --broker only when the embedded
 // one is in use; CAP_SYS_RESOURCE when the soft limit already is the hard
 // one (Config.NoFileLimit stands for both).
-func checkFDs(cfg *Config, embedded bool) error {
+func checkFDs(cfg *Config, clients int, embedded bool) error {
 	limit, hard := cfg.NoFileLimit, cfg.NoFileLimit
 	if limit == 0 {
 		var rl unix.Rlimit
@@ -872,7 +951,7 @@ func checkFDs(cfg *Config, embedded bool) error {
 	if embedded {
 		per = 2
 	}
-	need := uint64(cfg.Clients+cfg.Subscribers+1)*per + fdHeadroom
+	need := uint64(clients+cfg.Subscribers+1)*per + fdHeadroom
 	if need <= limit {
 		return nil
 	}
@@ -893,12 +972,12 @@ func checkFDs(cfg *Config, embedded bool) error {
 		other = "or use an external --broker (then 1 fd per client)"
 	}
 	return exitcode.Environmentf("RLIMIT_NOFILE %d is too low for --clients %d: the run needs about %d file descriptors%s; at most %d clients fit. Fix: %s, lower --clients to %d or fewer, %s",
-		limit, cfg.Clients, need, where, fits, raise, fits, other)
+		limit, clients, need, where, fits, raise, fits, other)
 }
 
 // checkPorts refuses a run that needs more source ports towards one
 // broker address than the ephemeral port range has.
-func checkPorts(cfg *Config, nIPs int, embedded bool) error {
+func checkPorts(cfg *Config, clients, nIPs int, embedded bool) error {
 	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
 	if err != nil {
 		return nil
@@ -913,12 +992,49 @@ func checkPorts(cfg *Config, nIPs int, embedded bool) error {
 	if nIPs < 1 {
 		nIPs = 1
 	}
-	need := (cfg.Clients + cfg.Subscribers + 1 + nIPs - 1) / nIPs
+	need := (clients + cfg.Subscribers + 1 + nIPs - 1) / nIPs
 	if need <= ports {
 		return nil
 	}
 	return exitcode.Environmentf("--clients %d needs %d source ports per source address towards one broker address, but net.ipv4.ip_local_port_range %q gives %d: widen the range (hostprep tune) or spread over more addresses with --source-ips (e.g. 127.0.0.2-127.0.0.9)",
-		cfg.Clients, need, strings.TrimSpace(string(b)), ports)
+		clients, need, strings.TrimSpace(string(b)), ports)
+}
+
+// checkStart refuses a StartAt already past or too near, and a clock
+// that cannot keep a common start (fleet.CheckStart, fleet.CheckClock),
+// before any connection. It returns the clock as adjtimex reports it
+// (nil without StartAt).
+func checkStart(cfg *Config) (*fleet.Clock, error) {
+	if cfg.StartAt.IsZero() {
+		return nil, nil
+	}
+	if err := fleet.CheckStart(cfg.StartAt, time.Now()); err != nil {
+		return nil, err
+	}
+	clock, err := fleet.ReadClock()
+	if err != nil {
+		if cfg.MaxClockError > 0 {
+			return nil, exitcode.Environmentf("--start-at: cannot read this host's clock error (%v) to check it against --max-clock-error %v; pass --max-clock-error 0 when every shard runs on this host", err, cfg.MaxClockError)
+		}
+		return nil, nil
+	}
+	if err := fleet.CheckClock(clock, cfg.MaxClockError); err != nil {
+		return nil, err
+	}
+	return &clock, nil
+}
+
+// runID is cfg.RunID, else with a shard one derived from StartAt (the
+// same for every shard handed the same start: "fleet-" and its Unix
+// time in ms), else random.
+func runID(cfg *Config, random string) string {
+	switch {
+	case cfg.RunID != "":
+		return cfg.RunID
+	case cfg.Shard.On():
+		return "fleet-" + strconv.FormatInt(cfg.StartAt.UnixMilli(), 10)
+	}
+	return random
 }
 
 // sortedKeys returns m's keys sorted.

@@ -1,0 +1,179 @@
+package mqtt
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/loadprobe/latency"
+)
+
+// MergeShards joins the results of the N shards of one fleet run (one
+// Result per shard K = 1..N, any order) into the Result one host running
+// the whole load would have given, and judges it against the run's
+// thresholds: counts are summed (connects, scheduled, published, acked,
+// received, lost, duplicated, ...), latency percentiles come from the
+// merged HdrHistograms (Result.Histograms; exact: the same as one
+// histogram of every shard's values), throughput and the per-second
+// series are added up (per second of the common schedule; a second's
+// p95 is the highest of the shards', an upper bound). Failures are
+// prefixed with their shard.
+//
+// The caller checks that every K is present exactly once (report merge
+// names a missing shard). Errors are exitcode.BadInput: shards that are
+// not of one run (run id, N, load or thresholds differ) or a histogram
+// that does not decode.
+func MergeShards(shards []*Result) (*Result, error) {
+	if len(shards) == 0 {
+		return nil, exitcode.BadInputf("no shard results to merge")
+	}
+	sort.Slice(shards, func(i, j int) bool { return shards[i].Config.Shard.K < shards[j].Config.Shard.K })
+	first := shards[0]
+	for _, s := range shards[1:] {
+		if err := sameRun(first, s); err != nil {
+			return nil, err
+		}
+	}
+	cfg := first.Config
+	cfg.Shard.K = 0 // the whole fleet
+	filter := strings.Replace(first.Filter, "-s1/", "-s{K}/", 1) + " (shard K's own)"
+	m := &Result{RunID: first.RunID, Broker: first.Broker, BrokerNote: first.BrokerNote, Filter: filter, Config: cfg,
+		StartedAt: first.StartedAt, ScheduleStart: first.ScheduleStart, WindowSeconds: first.WindowSeconds}
+	var hists [5]*latency.Recorder
+	for i := range hists {
+		hists[i] = latency.New()
+	}
+	for _, s := range shards {
+		if err := m.add(s, &hists); err != nil {
+			return nil, err
+		}
+	}
+	m.Connects.FailRate = float64(m.Connects.Failed) / float64(max(m.Connects.Target, 1))
+	if m.Messages.Expected > 0 {
+		m.Messages.LossRate = float64(m.Messages.Lost) / float64(m.Messages.Expected)
+	}
+	m.Latency = Latencies{Connect: hists[0].Summary(), Ack: hists[1].Summary(), E2E: hists[2].Summary(),
+		WarmupAck: hists[3].Summary(), WarmupE2E: hists[4].Summary()}
+	m.Histograms = snapshots(hists)
+	m.Checks = judge(&m.Config, m)
+	m.Verdict = verdict.Worst(m.Checks)
+	return m, nil
+}
+
+// sameRun refuses a shard b that is not of a's run.
+func sameRun(a, b *Result) error {
+	ca, cb := a.Config, b.Config
+	why := ""
+	switch {
+	case a.RunID != b.RunID:
+		why = fmt.Sprintf("run id %q, not %q", b.RunID, a.RunID)
+	case ca.Shard.N != cb.Shard.N:
+		why = fmt.Sprintf("is a shard of %d, not %d", cb.Shard.N, ca.Shard.N)
+	case !ca.StartAt.Equal(cb.StartAt):
+		why = fmt.Sprintf("started at %v, not %v", cb.StartAt, ca.StartAt)
+	case ca.Clients != cb.Clients || ca.ConnRate != cb.ConnRate || ca.QoS != cb.QoS || ca.Size != cb.Size ||
+		ca.PubInterval != cb.PubInterval || ca.Duration != cb.Duration || ca.Grace != cb.Grace || ca.MQTTVersion != cb.MQTTVersion:
+		why = fmt.Sprintf("load %s, not %s", cb.String(), ca.String())
+	case fmt.Sprint(thresholdText(ca)) != fmt.Sprint(thresholdText(cb)):
+		why = fmt.Sprintf("thresholds %s, not %s", thresholdText(cb), thresholdText(ca))
+	}
+	if why == "" {
+		return nil
+	}
+	return exitcode.BadInputf("shard %s of run %s %s: not the same fleet run as shard %s; give every shard the same flags", cb.Shard, b.RunID, why, ca.Shard)
+}
+
+func thresholdText(c Config) string {
+	t := c.Thresholds
+	f := func(p *float64) string {
+		if p == nil {
+			return "-"
+		}
+		return fmt.Sprint(*p)
+	}
+	return fmt.Sprintf("loss=%s connect_fail=%s connect_p95=%v ack_p95=%v e2e_p99=%v", f(t.Loss), f(t.ConnectFailRate), t.ConnectP95, t.AckP95, t.E2EP99)
+}
+
+// add sums shard s into m and merges its histograms into hists.
+func (m *Result) add(s *Result, hists *[5]*latency.Recorder) error {
+	prefix := "shard " + s.Config.Shard.String() + ": "
+	h := s.Histograms
+	for i, snap := range []latency.Snapshot{h.Connect, h.Ack, h.E2E, h.WarmupAck, h.WarmupE2E} {
+		r, err := latency.FromSnapshot(snap)
+		if err != nil {
+			return exitcode.BadInputf("%srun %s: %v", prefix, s.RunID, err)
+		}
+		hists[i].Merge(r)
+	}
+	c, sc := &m.Connects, s.Connects
+	c.Target += sc.Target
+	c.OK += sc.OK
+	c.Failed += sc.Failed
+	c.Lost += sc.Lost
+	c.Subscribers += sc.Subscribers
+	c.SubscribersLost += sc.SubscribersLost
+	c.FailedBy = addCounts(c.FailedBy, sc.FailedBy)
+	c.LostBy = addCounts(c.LostBy, sc.LostBy)
+	c.SubscribersLostBy = addCounts(c.SubscribersLostBy, sc.SubscribersLostBy)
+	mm, sm := &m.Messages, s.Messages
+	for _, p := range [][2]*int64{{&mm.Scheduled, &sm.Scheduled}, {&mm.Published, &sm.Published}, {&mm.SendFailed, &sm.SendFailed},
+		{&mm.Acked, &sm.Acked}, {&mm.Unacked, &sm.Unacked}, {&mm.AckErrors, &sm.AckErrors}, {&mm.Resent, &sm.Resent},
+		{&mm.Expected, &sm.Expected}, {&mm.Received, &sm.Received}, {&mm.Lost, &sm.Lost}, {&mm.LostAfterAck, &sm.LostAfterAck},
+		{&mm.Duplicated, &sm.Duplicated}, {&mm.OutOfOrder, &sm.OutOfOrder}, {&mm.Overruns, &sm.Overruns}} {
+		*p[0] += *p[1]
+	}
+	m.Throughput.PublishedPerSec += s.Throughput.PublishedPerSec
+	m.Throughput.ReceivedPerSec += s.Throughput.ReceivedPerSec
+	m.Throughput.RequestedPerSec += s.Throughput.RequestedPerSec
+	m.Host.ListenOverflows += s.Host.ListenOverflows
+	m.Host.ListenDrops += s.Host.ListenDrops
+	m.Host.TCPSynRetrans += s.Host.TCPSynRetrans
+	m.Host.PruneCalled += s.Host.PruneCalled
+	m.RampSeconds = max(m.RampSeconds, s.RampSeconds)
+	m.WindowSeconds = min(m.WindowSeconds, s.WindowSeconds)
+	m.DrainSeconds = max(m.DrainSeconds, s.DrainSeconds)
+	m.Interrupted = m.Interrupted || s.Interrupted
+	if s.StoppedEarlyReason != "" {
+		m.StoppedEarlyReason = strings.TrimPrefix(m.StoppedEarlyReason+"; "+prefix+s.StoppedEarlyReason, "; ")
+	}
+	for _, f := range s.Failures {
+		m.Failures = append(m.Failures, prefix+f)
+	}
+	if fp := s.FirstPublish; fp != nil && (m.FirstPublish == nil || fp.At.Before(m.FirstPublish.At)) {
+		m.FirstPublish = fp
+	}
+	m.addSeries(s.Series)
+	return nil
+}
+
+// addSeries adds a shard's per-second rows to m's, second by second of
+// the common schedule.
+func (m *Result) addSeries(series []Second) {
+	for _, sec := range series {
+		for len(m.Series) < sec.T {
+			m.Series = append(m.Series, Second{T: len(m.Series) + 1})
+		}
+		d := &m.Series[sec.T-1]
+		d.Connected += sec.Connected
+		d.Published += sec.Published
+		d.Acked += sec.Acked
+		d.Received += sec.Received
+		d.AckP95 = max(d.AckP95, sec.AckP95)
+		d.E2EP95 = max(d.E2EP95, sec.E2EP95)
+	}
+}
+
+func addCounts(dst, src map[string]int64) map[string]int64 {
+	if len(src) == 0 {
+		return dst
+	}
+	if dst == nil {
+		dst = map[string]int64{}
+	}
+	for k, v := range src {
+		dst[k] += v
+	}
+	return dst
+}
