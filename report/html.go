@@ -17,8 +17,10 @@ import (
 
 // WriteHTML writes a self-contained page (no script, stylesheet, font or
 // image is fetched: charts are inline SVG in the shared style of
-// internal/chart) with the fleet table, fleet charts (capacity and MQTT
-// end-to-end p95 per host) and one section per host (see WriteHostHTML).
+// internal/chart) with the fleet table, the fleet MQTT run when shards
+// were merged (verdict, shards, checks, the merged run's charts), fleet
+// charts (capacity, MQTT end-to-end p95 and IoTDB TPS per host) and one
+// section per host (see WriteHostHTML).
 func (f *Fleet) WriteHTML(w io.Writer) error {
 	page := htmlPage{Title: fmt.Sprintf("hostprep fleet readiness: %d hosts", f.Hosts), Style: template.CSS(chart.Style), Fleet: f, Header: header}
 	for _, r := range f.Rows {
@@ -27,6 +29,11 @@ func (f *Fleet) WriteHTML(w io.Writer) error {
 	var err error
 	if page.FleetCharts, err = fleetCharts(f); err != nil {
 		return err
+	}
+	if f.Run != nil {
+		if page.FleetRun, err = fleetRunSection(f.Run); err != nil {
+			return err
+		}
 	}
 	for _, r := range f.Rows {
 		h, err := hostSection(r.run, r.Source)
@@ -74,6 +81,7 @@ type htmlPage struct {
 	Header      []string
 	Rows        []htmlRow
 	FleetCharts []template.HTML
+	FleetRun    template.HTML
 	Hosts       []htmlHost
 }
 
@@ -116,6 +124,40 @@ func fleetCharts(f *Fleet) ([]template.HTML, error) {
 	}
 	return out, nil
 }
+
+// fleetRunSection is a fleet MQTT run: its verdict, the shards present
+// and missing, its checks, and the merged run's own report (charts over
+// time from the combined per-second series, exact percentiles, delivery
+// accounting) when every shard is there.
+func fleetRunSection(run *FleetRun) (template.HTML, error) {
+	var merged template.HTML
+	if run.Merged != nil {
+		m := *run.Merged
+		m.Checks = nil // the fleet's checks, listed above it, include them
+		var err error
+		if merged, err = m.HTMLSection(); err != nil {
+			return "", err
+		}
+	}
+	var b strings.Builder
+	err := fleetRunTmpl.Execute(&b, map[string]any{"Run": run, "Merged": merged})
+	return template.HTML(b.String()), err
+}
+
+var fleetRunTmpl = template.Must(template.New("fleet-run").Parse(`
+<h2>Fleet MQTT run {{.Run.RunID}}: <span class="{{.Run.Verdict}}">{{.Run.Verdict}}</span></h2>
+<p>{{len .Run.Present}} of {{.Run.Shards}} shards reported{{if .Run.Missing}}; <strong class="fail">missing: {{range $i, $k := .Run.Missing}}{{if $i}}, {{end}}shard {{$k}}/{{$.Run.Shards}}{{end}}</strong>
+(no exact fleet figures without every shard){{end}}.</p>
+<table><tr><th>shard</th><th class="l">host</th><th class="l">verdict</th><th>clients</th><th>connected</th><th>published</th><th>acked</th><th>received</th><th>lost</th><th>first publish late (ms)</th><th class="l">file</th></tr>
+{{range .Run.Present}}<tr><td>{{.K}}/{{$.Run.Shards}}</td><td class="l">{{.Hostname}}</td><td class="{{.Verdict}}">{{.Verdict}}</td><td>{{.Clients}}</td><td>{{.Connected}}</td><td>{{.Published}}</td><td>{{.Acked}}</td><td>{{.Received}}</td><td>{{.Lost}}</td><td>{{if ge .FirstPublishLateMs 0.0}}{{printf "%.1f" .FirstPublishLateMs}}{{else}}-{{end}}</td><td class="l">{{.Source}}</td></tr>
+{{end}}</table>
+<h3>Fleet checks</h3>
+<table><tr><th class="l">status</th><th class="l">check</th><th class="l">summary</th><th class="l">fix</th></tr>
+{{range .Run.Checks}}<tr><td class="{{.Status}}">{{.Status}}</td><td class="l">{{.ID}}</td><td class="l">{{.Summary}}</td><td class="l">{{if ne (print .Status) "pass"}}{{.Remedy}}{{end}}</td></tr>
+{{end}}</table>
+{{if .Merged}}<h3>The fleet as one run</h3>
+{{.Merged}}{{end}}
+`))
 
 // hostSection is one run: verdict, findings, and each step with its
 // checks and, for the probes, their report.
@@ -259,11 +301,12 @@ var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 <title>{{.Title}}</title>
 <style>{{.Style}}</style></head><body>
 {{with .Fleet}}<h1>hostprep fleet readiness</h1>
-<p>{{.Hosts}} hosts:{{range $v, $n := .ByVerdict}} {{$n}} {{$v}};{{end}}</p>
 {{range .Notes}}<p class="note">note: {{.}}</p>{{end}}
+{{if $.Rows}}<p>{{.Hosts}} hosts:{{range $v, $n := .ByVerdict}} {{$n}} {{$v}};{{end}}</p>
 <table><thead><tr>{{range $.Header}}<th class="l">{{.}}</th>{{end}}</tr></thead><tbody>
 {{range $.Rows}}{{$cls := .Class}}<tr>{{range $i, $c := .Cells}}<td class="{{if eq $i 1}}{{$cls}} {{end}}l">{{$c}}</td>{{end}}</tr>
-{{end}}</tbody></table>
+{{end}}</tbody></table>{{end}}
+{{$.FleetRun}}
 {{range $.FleetCharts}}{{.}}
 {{end}}{{end}}
 {{range .Hosts}}<section id="host-{{.Host}}">

@@ -2,11 +2,14 @@ package report
 
 import (
 	"bytes"
+	"fmt"
+	"math/rand/v2"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/loadprobe/latency"
 	"github.com/hostprep/hostprep/loadprobe/mqtt"
 	"github.com/hostprep/hostprep/ready/outcome"
 )
@@ -94,5 +97,55 @@ func TestWriteHostHTMLInProcess(t *testing.T) {
 	}
 	if strings.Contains(page, "h<1>") {
 		t.Error("host name not escaped")
+	}
+}
+
+// TestHTMLFleetRun: merged shards of a fleet MQTT run show the fleet's
+// verdict, a row per shard, the fleet checks once, and the merged run's
+// charts from the combined per-second series; a missing shard is named
+// and no merged figures are shown.
+func TestHTMLFleetRun(t *testing.T) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(5, 6))
+	all := [2]*latency.Recorder{latency.New(), latency.New()}
+	var paths []string
+	for k := 1; k <= 3; k++ {
+		paths = append(paths, writeResult(t, dir, fmt.Sprintf("shard%d.json", k), shardResult(t, k, 3, "fleet-h", rng, &all)))
+	}
+	page := func(files []string) string {
+		f, err := Merge(files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := f.WriteHTML(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	full := page(paths)
+	for _, want := range []string{"Fleet MQTT run fleet-h: <span class=\"pass\">pass</span>", "3 of 3 shards reported", "<td>2/3</td>", "fleet.shards",
+		"The fleet as one run", "Messages per second", "Delivery accounting"} {
+		if !strings.Contains(full, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if n := strings.Count(full, "<td class=\"l\">fleet.shards</td>"); n != 1 {
+		t.Errorf("fleet.shards listed %d times, want once", n)
+	}
+	// The merged series has 2 seconds: published and received, acked at QoS 1.
+	msgs := full[strings.Index(full, "<figcaption>Messages per second</figcaption>"):]
+	msgs = msgs[:strings.Index(msgs, "</figure>")]
+	if n := strings.Count(msgs, "<circle"); n != 2*3 {
+		t.Errorf("messages chart: %d points, want 6", n)
+	}
+	missing := page(paths[:2])
+	for _, want := range []string{"Fleet MQTT run fleet-h: <span class=\"fail\">fail</span>", "2 of 3 shards reported", "missing: shard 3/3"} {
+		if !strings.Contains(missing, want) {
+			t.Errorf("page with a missing shard lacks %q", want)
+		}
+	}
+	if strings.Contains(missing, "The fleet as one run") {
+		t.Error("merged figures shown without every shard")
 	}
 }

@@ -34,7 +34,8 @@ func (res *Result) WriteHTML(w io.Writer) error {
 
 // HTMLSection is the report without the page around it (heading level
 // h3 and below), for pages that show many runs: `hostprep ready --html`
-// and `hostprep report merge --html`.
+// and `hostprep report merge --html`. A result without checks (a fleet's
+// merged run, whose checks the caller shows) has no checks table.
 func (res *Result) HTMLSection() (template.HTML, error) {
 	charts, err := res.HTMLCharts()
 	if err != nil {
@@ -208,8 +209,8 @@ steady window {{printf "%.1f" $.R.WindowSeconds}} s after a {{printf "%.1f" $.R.
 </table>{{end}}
 {{with .R.Host}}<p>Kernel (TcpExt, whole network namespace, during the run): {{.ListenOverflows}} listen-queue overflows, {{.TCPSynRetrans}} SYN retransmits, {{.PruneCalled}} receive-queue prunes.</p>{{end}}
 {{if .R.Failures}}<h3>Observed</h3><ul>{{range .R.Failures}}<li>{{.}}</li>{{end}}</ul>{{end}}
-<h3>Checks</h3>
+{{if .R.Checks}}<h3>Checks</h3>
 <table><tr><th class="l">status</th><th class="l">check</th><th class="l">summary</th><th class="l">fix</th></tr>
 {{range .R.Checks}}<tr><td class="{{.Status}}">{{.Status}}</td><td class="l">{{.ID}}</td><td class="l">{{.Summary}}</td><td class="l">{{if ne (print .Status) "pass"}}{{.Remedy}}{{end}}</td></tr>
-{{end}}</table>
+{{end}}</table>{{end}}
 `))
