@@ -144,7 +144,7 @@ func fleetRunSection(run *FleetRun) (template.HTML, error) {
 	return template.HTML(b.String()), err
 }
 
-var fleetRunTmpl = template.Must(template.New("fleet-run").Parse(`
+var fleetRunTmpl = template.Must(template.New("fleet-run").Funcs(template.FuncMap{"checks": chart.ChecksTable}).Parse(`
 <h2>Fleet MQTT run {{.Run.RunID}}: <span class="{{.Run.Verdict}}">{{.Run.Verdict}}</span></h2>
 <p>{{len .Run.Present}} of {{.Run.Shards}} shards reported{{if .Run.Missing}}; <strong class="fail">missing: {{range $i, $k := .Run.Missing}}{{if $i}}, {{end}}shard {{$k}}/{{$.Run.Shards}}{{end}}</strong>
 (no exact fleet figures without every shard){{end}}.</p>
@@ -152,9 +152,7 @@ var fleetRunTmpl = template.Must(template.New("fleet-run").Parse(`
 {{range .Run.Present}}<tr><td>{{.K}}/{{$.Run.Shards}}</td><td class="l">{{.Hostname}}</td><td class="{{.Verdict}}">{{.Verdict}}</td><td>{{.Clients}}</td><td>{{.Connected}}</td><td>{{.Published}}</td><td>{{.Acked}}</td><td>{{.Received}}</td><td>{{.Lost}}</td><td>{{if ge .FirstPublishLateMs 0.0}}{{printf "%.1f" .FirstPublishLateMs}}{{else}}-{{end}}</td><td class="l">{{.Source}}</td></tr>
 {{end}}</table>
 <h3>Fleet checks</h3>
-<table><tr><th class="l">status</th><th class="l">check</th><th class="l">summary</th><th class="l">fix</th></tr>
-{{range .Run.Checks}}<tr><td class="{{.Status}}">{{.Status}}</td><td class="l">{{.ID}}</td><td class="l">{{.Summary}}</td><td class="l">{{if ne (print .Status) "pass"}}{{.Remedy}}{{end}}</td></tr>
-{{end}}</table>
+{{checks .Run.Checks}}
 {{if .Merged}}<h3>The fleet as one run</h3>
 {{.Merged}}{{end}}
 `))
@@ -294,8 +292,9 @@ var stepTitle = map[string]string{
 }
 
 var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
-	"title": func(s string) string { return stepTitle[s] },
-	"secs":  func(ms float64) string { return fmt.Sprintf("%.1f s", ms/1000) },
+	"checks": chart.ChecksTable,
+	"title":  func(s string) string { return stepTitle[s] },
+	"secs":   func(ms float64) string { return fmt.Sprintf("%.1f s", ms/1000) },
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>{{.Title}}</title>
@@ -323,9 +322,7 @@ var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 {{range .Steps}}{{if or .Checks .Section}}<h3>{{title .Name}}: <span class="{{.Verdict}}">{{.Verdict}}</span></h3>
 {{.Section}}
 {{if .Checks}}<details{{if .Open}} open{{end}}><summary>checks ({{len .Checks}})</summary>
-<table><tr><th class="l">status</th><th class="l">check</th><th class="l">summary</th><th class="l">fix</th></tr>
-{{range .Checks}}<tr><td class="{{.Status}}">{{.Status}}</td><td class="l">{{.ID}}</td><td class="l">{{.Summary}}</td><td class="l">{{if ne (print .Status) "pass"}}{{.Remedy}}{{end}}</td></tr>
-{{end}}</table></details>{{end}}
+{{checks .Checks}}</details>{{end}}
 {{end}}{{end}}
 </section>
 {{end}}</body></html>

@@ -14,13 +14,10 @@ import (
 	"github.com/hostprep/hostprep/ready/outcome"
 )
 
-// TestHTMLFullResults: from the JSON of a real `hostprep ready` run
-// (preflight, MQTT probe against the embedded broker, IoTDB probe against
-// the test server) the merged page carries each probe's own report: the
-// MQTT charts over time with one point per second and series, the heat
-// map, and the IoTDB charts with one point per step.
-func TestHTMLFullResults(t *testing.T) {
-	f, err := Merge([]string{"testdata/lg-05-full.json", "testdata/lg-01.json"})
+// mergedPage merges files and returns the fleet and its HTML page.
+func mergedPage(t *testing.T, files ...string) (*Fleet, string) {
+	t.Helper()
+	f, err := Merge(files)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +25,16 @@ func TestHTMLFullResults(t *testing.T) {
 	if err := f.WriteHTML(&b); err != nil {
 		t.Fatal(err)
 	}
-	page := b.String()
+	return f, b.String()
+}
+
+// TestHTMLFullResults: from the JSON of a real `hostprep ready` run
+// (preflight, MQTT probe against the embedded broker, IoTDB probe against
+// the test server) the merged page carries each probe's own report: the
+// MQTT charts over time with one point per second and series, the heat
+// map, and the IoTDB charts with one point per step.
+func TestHTMLFullResults(t *testing.T) {
+	f, page := mergedPage(t, "testdata/lg-05-full.json", "testdata/lg-01.json")
 	if regexp.MustCompile(`(?i)https?://|<script|<link|<img|url\(`).MatchString(page) {
 		t.Error("the page fetches something")
 	}
@@ -112,18 +118,7 @@ func TestHTMLFleetRun(t *testing.T) {
 	for k := 1; k <= 3; k++ {
 		paths = append(paths, writeResult(t, dir, fmt.Sprintf("shard%d.json", k), shardResult(t, k, 3, "fleet-h", rng, &all)))
 	}
-	page := func(files []string) string {
-		f, err := Merge(files)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b bytes.Buffer
-		if err := f.WriteHTML(&b); err != nil {
-			t.Fatal(err)
-		}
-		return b.String()
-	}
-	full := page(paths)
+	_, full := mergedPage(t, paths...)
 	for _, want := range []string{"Fleet MQTT run fleet-h: <span class=\"pass\">pass</span>", "3 of 3 shards reported", "<td>2/3</td>", "fleet.shards",
 		"The fleet as one run", "Messages per second", "Delivery accounting"} {
 		if !strings.Contains(full, want) {
@@ -139,7 +134,7 @@ func TestHTMLFleetRun(t *testing.T) {
 	if n := strings.Count(msgs, "<circle"); n != 2*3 {
 		t.Errorf("messages chart: %d points, want 6", n)
 	}
-	missing := page(paths[:2])
+	_, missing := mergedPage(t, paths[:2]...)
 	for _, want := range []string{"Fleet MQTT run fleet-h: <span class=\"fail\">fail</span>", "2 of 3 shards reported", "missing: shard 3/3"} {
 		if !strings.Contains(missing, want) {
 			t.Errorf("page with a missing shard lacks %q", want)

@@ -97,15 +97,7 @@ func TestJSONRoundTrip(t *testing.T) {
 }
 
 func TestHTMLSelfContained(t *testing.T) {
-	f, err := Merge(fleetFiles)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	if err := f.WriteHTML(&b); err != nil {
-		t.Fatal(err)
-	}
-	page := b.String()
+	_, page := mergedPage(t, fleetFiles...)
 	// Nothing is fetched when the page is opened.
 	if m := regexp.MustCompile(`(?i)(src|href)\s*=\s*["']?(https?:)?//|@import|url\(`).FindString(page); m != "" {
 		t.Errorf("page loads something from outside: %q", m)

@@ -3,6 +3,9 @@ package chart
 import (
 	"html/template"
 	"io"
+	"strings"
+
+	"github.com/hostprep/hostprep/internal/verdict"
 
 	chart "github.com/wcharczuk/go-chart/v2"
 )
@@ -51,3 +54,19 @@ func svgRenderer(height int) (chart.Renderer, error) {
 	r.SetFont(font)
 	return r, nil
 }
+
+// ChecksTable is the table of checks every report shows: status (with its
+// colour), ID, summary, and the fix for those that did not pass. No
+// checks, no table.
+func ChecksTable(checks []verdict.Check) (template.HTML, error) {
+	if len(checks) == 0 {
+		return "", nil
+	}
+	var b strings.Builder
+	err := checksTmpl.Execute(&b, checks)
+	return template.HTML(b.String()), err
+}
+
+var checksTmpl = template.Must(template.New("checks").Parse(`<table><tr><th class="l">status</th><th class="l">check</th><th class="l">summary</th><th class="l">fix</th></tr>
+{{range .}}<tr><td class="{{.Status}}">{{.Status}}</td><td class="l">{{.ID}}</td><td class="l">{{.Summary}}</td><td class="l">{{if ne (print .Status) "pass"}}{{.Remedy}}{{end}}</td></tr>
+{{end}}</table>`))

@@ -148,6 +148,7 @@ func (r *Result) markers() []chart.Marker {
 }
 
 var htmlBody = template.Must(template.New("iotdb-body").Funcs(template.FuncMap{
+	"checks": chart.ChecksTable,
 	"mul100": func(v float64) float64 { return 100 * v },
 }).Parse(`
 {{if .Incomplete}}<p class="banner fail">INCOMPLETE: {{.Incomplete}}. The steps below are partial and are not a verdict.</p>
@@ -171,8 +172,6 @@ database {{.R.Database}} ({{.R.Series}} series{{if .R.Kept}}, kept{{end}}). Star
 {{range .R.Suggestions}}<tr><td class="l">{{.Setting}}</td><td class="l">{{.Observed}}</td><td class="l">{{.Fix}}</td></tr>
 {{end}}</table>{{end}}
 <h3>Checks</h3>
-<table><tr><th class="l">status</th><th class="l">check</th><th class="l">summary</th><th class="l">fix</th></tr>
-{{range .R.Checks}}<tr><td class="{{.Status}}">{{.Status}}</td><td class="l">{{.ID}}</td><td class="l">{{.Summary}}</td><td class="l">{{if ne (print .Status) "pass"}}{{.Remedy}}{{end}}</td></tr>
-{{end}}</table>
+{{checks .R.Checks}}
 {{if .R.Notes}}<h3>Notes</h3><ul>{{range .R.Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
 `))

@@ -174,7 +174,7 @@ func (res *Result) latencyRows() []latRow {
 	return append(rows, latRow{"warm-up end-to-end", res.Latency.WarmupE2E}, latRow{"scheduler lag (the probe's own)", res.Latency.SchedulerLag})
 }
 
-var htmlFuncs = template.FuncMap{"pct": func(v float64) string { return fmt.Sprintf("%.4f%%", 100*v) }}
+var htmlFuncs = template.FuncMap{"pct": func(v float64) string { return fmt.Sprintf("%.4f%%", 100*v) }, "checks": chart.ChecksTable}
 
 var htmlBody = template.Must(template.New("mqtt-body").Funcs(htmlFuncs).Parse(`
 {{if .Incomplete}}<p class="banner fail">INCOMPLETE: {{.R.StoppedEarlyReason}}. The numbers below are partial and are not a verdict.</p>
@@ -210,7 +210,5 @@ steady window {{printf "%.1f" $.R.WindowSeconds}} s after a {{printf "%.1f" $.R.
 {{with .R.Host}}<p>Kernel (TcpExt, whole network namespace, during the run): {{.ListenOverflows}} listen-queue overflows, {{.TCPSynRetrans}} SYN retransmits, {{.PruneCalled}} receive-queue prunes.</p>{{end}}
 {{if .R.Failures}}<h3>Observed</h3><ul>{{range .R.Failures}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{if .R.Checks}}<h3>Checks</h3>
-<table><tr><th class="l">status</th><th class="l">check</th><th class="l">summary</th><th class="l">fix</th></tr>
-{{range .R.Checks}}<tr><td class="{{.Status}}">{{.Status}}</td><td class="l">{{.ID}}</td><td class="l">{{.Summary}}</td><td class="l">{{if ne (print .Status) "pass"}}{{.Remedy}}{{end}}</td></tr>
-{{end}}</table>{{end}}
+{{checks .R.Checks}}{{end}}
 `))
