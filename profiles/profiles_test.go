@@ -47,7 +47,7 @@ func writeFile(t *testing.T, dir, name, body string) string {
 
 func TestBuiltins(t *testing.T) {
 	names := BuiltinNames()
-	want := []string{"iotdb", "loadgen", "mqtt-broker-1m", "ready-small", "sys-tune"}
+	want := []string{"iotdb", "iotdb-study-a", "iotdb-study-b", "iotdb-study-c", "loadgen", "mqtt-broker-1m", "ready-small", "sys-tune"}
 	if !reflect.DeepEqual(names, want) {
 		t.Fatalf("BuiltinNames() = %v, want %v", names, want)
 	}
