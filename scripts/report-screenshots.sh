@@ -19,7 +19,7 @@ hp=$work/hostprep
 iotdb=${HOSTPREP_TEST_IOTDB:-127.0.0.1:6667}
 # Exit 1 (a threshold failed on a busy machine) still makes a report.
 "$hp" probe mqtt --clients 200 --conn-rate 50/s --qos 1 --pub-interval 200ms --duration 15s --html "$work/mqtt.html" >/dev/null || [ $? -eq 1 ]
-"$hp" probe iotdb --host "${iotdb%:*}" --port "${iotdb##*:}" --steps 2,4,8,16 --step-duration 5s --html "$work/iotdb.html" >/dev/null || [ $? -eq 1 ]
+"$hp" probe iotdb --host "${iotdb%:*}" --port "${iotdb##*:}" --steps 2,4,8,16 --step-duration 5s --pool-size 8 --html "$work/iotdb.html" >/dev/null || [ $? -eq 1 ]
 "$hp" ready --profile ready-small --dry-run --html "$work/ready.html" >/dev/null || [ $? -eq 1 ]
 start=$(date -u -d '+6 seconds' +%Y-%m-%dT%H:%M:%SZ)
 for k in 1 2 3; do
