@@ -8,11 +8,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hostprep/hostprep/internal/iotdbfault"
 	"github.com/hostprep/hostprep/internal/testenv"
 )
 
@@ -124,19 +126,32 @@ func keys(m map[string]string) []string {
 }
 
 // TestProbeFailureLeavesNoReport: a probe that cannot start measuring
-// (nothing listens at the target) exits 3 and leaves no --html or --csv
-// file, not even an empty one, and no temporary file.
+// (nothing listens at the target; an IoTDB that refuses the probe's
+// schema with 906, as the fault server does) exits 3 with one line
+// saying why and leaves no --html or --csv file, not even an empty one,
+// and no temporary file.
 func TestProbeFailureLeavesNoReport(t *testing.T) {
-	for name, args := range map[string][]string{
-		"mqtt":  {"probe", "mqtt", "--broker", "tcp://127.0.0.1:1", "--clients", "2", "--duration", "1s"},
-		"iotdb": {"probe", "iotdb", "--host", "127.0.0.1", "--port", "1", "--steps", "1", "--step-duration", "1s"},
+	srv, err := iotdbfault.Start(iotdbfault.None)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	srv.SetSchemaCode(906)
+	host, port := srv.HostPort()
+	for name, tc := range map[string]struct {
+		args []string
+		want string
+	}{
+		"mqtt":      {[]string{"probe", "mqtt", "--broker", "tcp://127.0.0.1:1", "--clients", "2", "--duration", "1s"}, "127.0.0.1:1"},
+		"iotdb":     {[]string{"probe", "iotdb", "--host", "127.0.0.1", "--port", "1", "--steps", "1", "--step-duration", "1s"}, "127.0.0.1:1"},
+		"iotdb 906": {[]string{"probe", "iotdb", "--host", host, "--port", strconv.Itoa(port), "--steps", "1", "--step-duration", "1s"}, "906"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			args = append(args, "--html", filepath.Join(dir, "r.html"), "--csv", filepath.Join(dir, "r.csv"))
+			args := append(tc.args, "--html", filepath.Join(dir, "r.html"), "--csv", filepath.Join(dir, "r.csv"))
 			stdout, stderr, code := testenv.Run(t, nil, args...)
-			if code != 3 {
-				t.Fatalf("exit %d, want 3\n%s\n%s", code, stdout, stderr)
+			if code != 3 || !strings.Contains(stderr, "hostprep: ") || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("exit %d, want 3 naming %q\n%s\n%s", code, tc.want, stdout, stderr)
 			}
 			if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 				t.Errorf("a failed run left %v", ents)
