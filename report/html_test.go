@@ -32,7 +32,7 @@ func mergedPage(t *testing.T, files ...string) (*Fleet, string) {
 // (preflight, MQTT probe against the embedded broker, IoTDB probe against
 // the test server) the merged page carries each probe's own report: the
 // MQTT charts over time with one point per second and series, the heat
-// map, and the IoTDB charts with one point per step.
+// maps, and the IoTDB charts with one point per step.
 func TestHTMLFullResults(t *testing.T) {
 	f, page := mergedPage(t, "testdata/lg-05-full.json", "testdata/lg-01.json")
 	if regexp.MustCompile(`(?i)https?://|<script|<link|<img|url\(`).MatchString(page) {
@@ -72,6 +72,9 @@ func TestHTMLFullResults(t *testing.T) {
 	}
 	if _, ok := got["Latency heat map: p95 of each second"]; !ok {
 		t.Error("no MQTT heat map")
+	}
+	if _, ok := got["Latency heat map: each second of each step"]; !ok {
+		t.Error("no IoTDB heat map")
 	}
 	// lg-01 has no full results: its step series are charted instead.
 	for _, want := range []string{"lg-01: MQTT latency percentiles", "lg-01: IoTDB throughput per step", "Capacity per host (preflight)", "MQTT end-to-end p95 per host"} {
