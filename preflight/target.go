@@ -165,7 +165,7 @@ func TargetFromProfile(p *profiles.Profile) (Target, error) {
 	t := Target{
 		Sockets:      p.Preflight.Sockets,
 		Role:         Role(p.Preflight.Role),
-		ConnRate:     p.Preflight.ConnRate,
+		ConnRate:     p.Preflight.ConnRate.Ceil(),
 		Destinations: append([]string(nil), p.Preflight.Destinations...),
 	}
 	t.ServicePorts = append(t.ServicePorts, p.ReservePorts...)

@@ -536,7 +536,7 @@ func (c *checker) preflight() {
 		c.add(at("sockets"), "preflight.sockets %d: want the number of concurrent connections the host must carry, > 0", t.Sockets)
 	}
 	if t.ConnRate < 0 {
-		c.add(at("conn_rate"), "preflight.conn_rate %d: want new connections/s >= 0", t.ConnRate)
+		c.add(at("conn_rate"), "preflight.conn_rate %v: want new connections/s >= 0", float64(t.ConnRate))
 	}
 	for i, d := range t.Destinations {
 		host, port, err := net.SplitHostPort(d)
@@ -575,7 +575,7 @@ func (c *checker) mqtt() {
 		c.add(at("qos"), "probe.mqtt.qos %d: MQTT QoS is 0, 1 or 2", m.QoS)
 	}
 	c.nonNegative(at("clients"), float64(m.Clients))
-	c.nonNegative(at("conn_rate"), m.ConnRate)
+	c.nonNegative(at("conn_rate"), float64(m.ConnRate))
 	c.nonNegative(at("size"), float64(m.Size))
 	c.duration(at("pub_interval"), m.PubInterval)
 	c.duration(at("duration"), m.Duration)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/rate"
 	"github.com/hostprep/hostprep/preflight"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/spf13/cobra"
@@ -21,6 +22,7 @@ func init() {
 func newPreflightCmd() *cobra.Command {
 	var (
 		t          preflight.Target
+		connRate   rate.PerSecond
 		role       string
 		profile    string
 		sets       []string
@@ -65,6 +67,7 @@ Checks (IDs for --ignore):
 			if err := checkOutput(output, preflight.Formats...); err != nil {
 				return err
 			}
+			t.ConnRate = connRate.Ceil() // whole connections/s, rounded up
 			if profile != "" {
 				p, err := profiles.Load(profile, sets)
 				if err != nil {
@@ -139,7 +142,7 @@ Checks (IDs for --ignore):
 	f := c.Flags()
 	f.IntVar(&t.Sockets, "sockets", 0, "concurrent TCP sockets the host must carry")
 	f.StringVar(&role, "role", "", "broker (accepts connections), loadgen (opens them) or iotdb; default broker, or the profile's")
-	f.IntVar(&t.ConnRate, "conn-rate", 0, "new connections per second (default 2000)")
+	f.Var(&connRate, "conn-rate", "new connections per second: 2000, 2000/s or 120000/m (default 2000)")
 	f.StringArrayVar(&t.Destinations, "dest", nil, "loadgen destination ip:port (repeatable); default one destination")
 	f.StringSliceVar(&t.SourceIPs, "source-ips", nil, "loadgen source addresses (comma-separated); default the host's global addresses")
 	f.IntVar(&opts.PID, "pid", 0, "PID of the process that will hold the sockets (reads /proc/PID/limits)")
