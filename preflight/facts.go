@@ -42,9 +42,27 @@ type Facts struct {
 	// SourceAddresses are the host's global unicast addresses, the source
 	// addresses a loadgen can use.
 	SourceAddresses []string `json:"source_addresses"`
-	// ListeningPorts are the TCP ports in LISTEN state (/proc/net/tcp,
-	// /proc/net/tcp6), sorted.
+	// ListeningPorts are the TCP ports in LISTEN state (from Listeners, or
+	// /proc/net/tcp and tcp6 where sock_diag could not be read), sorted.
 	ListeningPorts []int `json:"listening_ports"`
+	// Listeners are the TCP sockets in LISTEN state with their backlog and
+	// accept queue (sock_diag), sorted by port; the owning process is
+	// looked up for the target's ports only.
+	Listeners []Listener `json:"listeners,omitempty"`
+	// ListenersKnown is false when sock_diag could not be read (then the
+	// listen() backlog of no listener is known).
+	ListenersKnown bool `json:"listeners_known"`
+	// Pid1Nofile is the RLIMIT_NOFILE of PID 1 (/proc/1/limits): the
+	// service manager's own hard limit is the ceiling systemd clamps a
+	// unit's LimitNOFILE=infinity (or any value above fs.nr_open) to. Nil
+	// when not readable.
+	Pid1Nofile *profiles.Limit `json:"pid1_nofile,omitempty"`
+	// IoTDB is the IoTDB release configuration read with --iotdb-home, nil
+	// without it.
+	IoTDB *IoTDBConfig `json:"iotdb,omitempty"`
+	// TargetJVM is the heap and direct memory a running Java target was
+	// started with, nil when the target is not a running JVM.
+	TargetJVM *JVMFlags `json:"target_jvm,omitempty"`
 	// Netstat holds the TcpExt counters of /proc/net/netstat
 	// (ListenOverflows, ListenDrops, TCPMemoryPressures, TCPAbortOnMemory,
 	// TCPTimeWaitOverflow, ...), counted since boot.
@@ -94,6 +112,13 @@ type ProcessFacts struct {
 	// Source says where the numbers come from ("/proc/123/limits",
 	// "systemctl show mosquitto.service", "limits.d for user root", ...).
 	Source string `json:"source,omitempty" yaml:"source"`
+	// Assumed is true when no process was named or found (no --pid,
+	// --service, profile unit, or owner of the target's listener): the
+	// limits are what a process started from a login shell here would get.
+	Assumed bool `json:"assumed,omitempty" yaml:"-"`
+	// Requested is the LimitNOFILE the unit asks for when systemd had to
+	// resolve it ("infinity:infinity"), "" when it applied as written.
+	Requested string `json:"requested,omitempty" yaml:"-"`
 	// UnitFile is the unit's own file when the unit was read from disk
 	// ("" when systemctl answered or no file exists).
 	UnitFile string `json:"unit_file,omitempty" yaml:"unit_file"`

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/profiles"
+	"github.com/prometheus/procfs"
 )
 
 // capSysResource is CAP_SYS_RESOURCE's bit in CapEff (linux/capability.h).
@@ -36,12 +37,18 @@ func (g *gatherer) systemd() {
 			installed = true
 		}
 	}
-	if !installed {
-		return
+	if installed {
+		g.systemdDefault()
 	}
+}
+
+// systemdDefault reads the manager's DefaultLimitNOFILE from system.conf
+// and its drop-ins (later files win), systemd's built-in default when
+// none sets it.
+func (g *gatherer) systemdDefault() {
 	files := []string{g.path("/etc/systemd/system.conf")}
 	for _, d := range []string{"/usr/lib/systemd/system.conf.d", "/run/systemd/system.conf.d", "/etc/systemd/system.conf.d"} {
-		m, _ := filepath.Glob(g.path(d) + "/*.conf")
+		m := g.glob(d + "/*.conf")
 		sort.Strings(m)
 		files = append(files, m...)
 	}
@@ -107,7 +114,7 @@ func parseSystemdLimit(v string) (profiles.Limit, error) {
 // or - for both; later lines win for the same domain).
 func (g *gatherer) limitsD() {
 	files := []string{g.path("/etc/security/limits.conf")}
-	m, _ := filepath.Glob(g.path("/etc/security/limits.d") + "/*.conf")
+	m := g.glob("/etc/security/limits.d/*.conf")
 	sort.Strings(m)
 	files = append(files, m...)
 	for _, p := range files {
@@ -195,7 +202,7 @@ func (g *gatherer) targetPID(pid int, source string) error {
 			t.ManagedBy, t.Unit = "systemd", u
 		}
 	}
-	t.CapSysResource, err = hasCap(g.path(fmt.Sprintf("/proc/%d/status", pid)), capSysResource)
+	t.CapSysResource, err = g.hasCap(pid, "CapEff", capSysResource)
 	if err != nil {
 		g.note("capabilities of pid %d: %v", pid, err)
 	}
@@ -224,14 +231,10 @@ func (g *gatherer) targetService(ctx context.Context, unit string, fromProfile b
 	t := &g.f.Target
 	t.ManagedBy, t.Unit = "systemd", unit
 	t.CapSysResource = true // a unit without User= runs as root with the full bounding set
-	if g.f.Systemd.Running && g.root == "/" {
-		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, "systemctl", "show", "-p", "MainPID,LimitNOFILE,LimitNOFILESoft,User,LoadState", unit).Output()
-		if err != nil {
-			return exitcode.Environmentf("--service %s: systemctl show failed: %v", unit, err)
-		}
-		props := parseSystemctlShow(string(out))
+	if out, ok, err := g.systemctlShow(ctx, unit); err != nil {
+		return err
+	} else if ok {
+		props := parseSystemctlShow(out)
 		if props["LoadState"] == "not-found" {
 			if fromProfile {
 				return g.unitMissing(unit, "systemctl show: LoadState=not-found")
@@ -241,11 +244,10 @@ func (g *gatherer) targetService(ctx context.Context, unit string, fromProfile b
 		if pid, _ := strconv.Atoi(props["MainPID"]); pid > 0 {
 			return g.targetPID(pid, fmt.Sprintf("running %s, /proc/%d/limits", unit, pid))
 		}
-		hard, err1 := strconv.ParseUint(props["LimitNOFILE"], 10, 64)
-		soft, err2 := strconv.ParseUint(props["LimitNOFILESoft"], 10, 64)
+		hard, err1 := parseSystemdLimit(props["LimitNOFILE"])
+		soft, err2 := parseSystemdLimit(props["LimitNOFILESoft"])
 		if err1 == nil && err2 == nil {
-			t.NofileSoft, t.NofileHard = soft, hard
-			t.Source = "systemctl show " + unit
+			g.f.applyUnitLimit(profiles.Limit{Soft: soft.Soft, Hard: hard.Soft}, "systemctl show "+unit+" (not running)")
 			if u := props["User"]; u != "" && u != "root" {
 				t.CapSysResource = false
 			}
@@ -272,31 +274,14 @@ func (g *gatherer) targetService(ctx context.Context, unit string, fromProfile b
 	unitFile := files[len(files)-1]
 	var dropins []string
 	for _, d := range unitDirs {
-		m, _ := filepath.Glob(g.path(d + "/" + unit + ".d/*.conf"))
+		m := g.glob(d + "/" + unit + ".d/*.conf")
 		dropins = append(dropins, m...)
 	}
 	// drop-ins apply in lexical order of their file names, whatever the directory
 	sort.SliceStable(dropins, func(i, j int) bool { return filepath.Base(dropins[i]) < filepath.Base(dropins[j]) })
 	files = append(files, dropins...)
-	var (
-		lim      profiles.Limit
-		limSrc   string
-		found    bool
-		capSysRe = true
-	)
-	for _, p := range files {
-		if v, ok := iniValue(p, "LimitNOFILE"); ok {
-			l, err := parseSystemdLimit(v)
-			if err != nil {
-				g.note("%s: LimitNOFILE=%s: %v", p, v, err)
-				continue
-			}
-			lim, limSrc, found = l, p, true
-		}
-		if v, ok := iniValue(p, "User"); ok && v != "" && v != "root" {
-			capSysRe = false
-		}
-	}
+	var reader unitNofileReader = fileUnitReader{g}
+	lim, limSrc, user, found := reader.UnitNofile(unit, files)
 	if !g.f.Systemd.Running {
 		// Nothing applies the unit: whoever starts the program passes on
 		// its own limits. Report those, and the unit's setting beside them.
@@ -308,22 +293,21 @@ func (g *gatherer) targetService(ctx context.Context, unit string, fromProfile b
 			t.UnitLimitNOFILE = fmt.Sprintf("%s (%s)", fmtLimit(lim), limSrc)
 			unitSays = "its LimitNOFILE=" + t.UnitLimitNOFILE + " cannot apply"
 		}
-		t.Unit, t.UnitFile = unit, unitFile
+		t.Unit, t.UnitFile, t.Assumed = unit, unitFile, false
 		t.Source = fmt.Sprintf("systemd is not running here (no /run/systemd/system), so nothing starts %s from its unit (%s) and %s; a process started from a login shell gets: %s", unit, unitFile, unitSays, t.Source)
 		return nil
 	}
 	t.UnitFile = unitFile
-	t.CapSysResource = capSysRe
+	t.CapSysResource = user == "" || user == "root"
 	if found {
-		t.NofileSoft, t.NofileHard, t.Source = lim.Soft, lim.Hard, limSrc
+		g.f.applyUnitLimit(lim, "LimitNOFILE in "+limSrc+" (unit not running)")
 		return nil
 	}
 	d := systemdBuiltinNofile
 	if g.f.Systemd.DefaultLimitNOFILE != nil {
 		d = *g.f.Systemd.DefaultLimitNOFILE
 	}
-	t.NofileSoft, t.NofileHard = d.Soft, d.Hard
-	t.Source = fmt.Sprintf("no LimitNOFILE for %s (%s): systemd DefaultLimitNOFILE %s", unit, unitFile, fmtLimit(d))
+	g.f.applyUnitLimit(d, fmt.Sprintf("no LimitNOFILE for %s (%s): systemd DefaultLimitNOFILE %s", unit, unitFile, fmtLimit(d)))
 	return nil
 }
 
@@ -334,7 +318,7 @@ func (g *gatherer) unitMissing(unit, why string) error {
 		return err
 	}
 	t := &g.f.Target
-	t.Unit, t.UnitMissing = unit, true
+	t.Unit, t.UnitMissing, t.Assumed = unit, true, false
 	t.Source = fmt.Sprintf("named by the profile but not installed: %s; shown instead: what a process started from a login shell gets, %s", why, t.Source)
 	return nil
 }
@@ -358,8 +342,13 @@ func parseSystemctlShow(out string) map[string]string {
 // shell; never hostprep's own, which the Go runtime raised).
 func (g *gatherer) targetLogin() error {
 	t := &g.f.Target
-	t.ManagedBy = "shell"
+	t.ManagedBy, t.Assumed = "shell", true
 	ppid := os.Getppid()
+	if g.rep != nil {
+		ppid = g.rep.ParentPID
+	} else if g.rec != nil {
+		g.rec.m.ParentPID = ppid
+	}
 	soft, hard, err := readNofile(g.path(fmt.Sprintf("/proc/%d/limits", ppid)))
 	parentRead, parentHard := err == nil, hard
 	t.Source = fmt.Sprintf("inherited from the parent shell (/proc/%d/limits)", ppid)
@@ -371,18 +360,7 @@ func (g *gatherer) targetLogin() error {
 		soft, hard = g.f.Systemd.DefaultLimitNOFILE.Soft, g.f.Systemd.DefaultLimitNOFILE.Hard
 		t.Source = "systemd DefaultLimitNOFILE (login sessions inherit it)"
 	}
-	var groups []string
-	name := "root"
-	if u, err := user.Current(); err == nil {
-		name = u.Username
-		if ids, err := u.GroupIds(); err == nil {
-			for _, id := range ids {
-				if gr, err := user.LookupGroupId(id); err == nil {
-					groups = append(groups, gr.Name)
-				}
-			}
-		}
-	}
+	name, groups := g.user()
 	if l, dom, ok := loginLimit(g.f.LimitsD, name, groups); ok {
 		if l.Soft != 0 {
 			soft = l.Soft
@@ -396,14 +374,14 @@ func (g *gatherer) targetLogin() error {
 	// sandbox) no process here can ever raise a hard limit: not pam_limits
 	// at login, not systemd. A login gets at most the hard limit the
 	// processes above it have, which the parent shell shows.
-	if bnd, err := hasCapIn(g.path("/proc/self/status"), "CapBnd", capSysResource); err == nil && !bnd && parentRead && hard > parentHard {
+	if bnd, err := g.hasCap(g.selfPID(), "CapBnd", capSysResource); err == nil && !bnd && parentRead && hard > parentHard {
 		t.Source += fmt.Sprintf(", which asks for nofile %s but is capped at the hard limit %s inherited here (/proc/%d/limits): CAP_SYS_RESOURCE is not in this host's capability bounding set (CapBnd), so no process here can raise a hard nofile",
 			fmtLimit(profiles.Limit{Soft: soft, Hard: hard}), fmtNofile(parentHard), ppid)
 		hard = parentHard
 		soft = min(soft, hard)
 	}
 	t.NofileSoft, t.NofileHard = soft, hard
-	t.CapSysResource, err = hasCap(g.path("/proc/self/status"), capSysResource)
+	t.CapSysResource, err = g.hasCap(g.selfPID(), "CapEff", capSysResource)
 	if err != nil {
 		g.note("own capabilities: %v", err)
 	}
@@ -439,29 +417,59 @@ func readNofile(path string) (soft, hard uint64, err error) {
 	return 0, 0, fmt.Errorf("%s: no \"Max open files\" line", path)
 }
 
-// hasCap reports whether bit is set in the CapEff line of a
-// /proc/PID/status file.
+// hasCap reports whether bit is set in a capability set (CapEff, CapBnd)
+// of /proc/PID/status under the root, parsed by prometheus/procfs.
+func (g *gatherer) hasCap(pid int, set string, bit uint) (bool, error) {
+	status := g.path(fmt.Sprintf("/proc/%d/status", pid)) // named for --record
+	fs, err := procfs.NewFS(g.path("/proc"))
+	if err != nil {
+		return false, err
+	}
+	p, err := fs.Proc(pid)
+	if err != nil {
+		return false, err
+	}
+	st, err := p.NewStatus()
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", status, err)
+	}
+	v := st.CapEff
+	if set == "CapBnd" {
+		v = st.CapBnd
+	}
+	return v&(1<<bit) != 0, nil
+}
+
+// hasCap reports whether bit is set in CapEff of a /proc/PID/status file
+// on the live host (tests).
 func hasCap(statusPath string, bit uint) (bool, error) {
 	return hasCapIn(statusPath, "CapEff", bit)
 }
 
-// hasCapIn reports whether bit is set in the field line (CapEff, CapBnd,
-// ...) of a /proc/PID/status file.
+// hasCapIn reports whether bit is set in the field line (CapEff, CapBnd)
+// of a live /proc/PID/status file.
 func hasCapIn(statusPath, field string, bit uint) (bool, error) {
-	b, err := os.ReadFile(statusPath)
+	dir := filepath.Dir(statusPath)
+	pid, err := strconv.Atoi(filepath.Base(dir))
+	if filepath.Base(dir) == "self" {
+		pid, err = os.Getpid(), nil
+	}
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("%s: not /proc/PID/status", statusPath)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			n, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-			if err != nil {
-				return false, fmt.Errorf("%s %q: %v", field, v, err)
-			}
-			return n&(1<<bit) != 0, nil
-		}
+	g := &gatherer{root: filepath.Dir(filepath.Dir(dir)), f: &Facts{}}
+	return g.hasCap(pid, field, bit)
+}
+
+// selfPID is hostprep's own PID, or the recorded one when replaying.
+func (g *gatherer) selfPID() int {
+	if g.rep != nil {
+		return g.rep.SelfPID
 	}
-	return false, fmt.Errorf("%s: no %s line", statusPath, field)
+	if g.rec != nil {
+		g.rec.m.SelfPID = os.Getpid()
+	}
+	return os.Getpid()
 }
 
 // serviceOfPID returns the systemd unit ("x.service") in a
@@ -490,4 +498,54 @@ func fmtNofile(n uint64) string {
 		return "infinity"
 	}
 	return strconv.FormatUint(n, 10)
+}
+
+// systemctlShow asks systemd for a unit's limits and main PID when systemd
+// runs the live host (or replays the recorded answer); ok is false when
+// there is no answer to use and the unit files are read instead.
+func (g *gatherer) systemctlShow(ctx context.Context, unit string) (string, bool, error) {
+	if g.rep != nil {
+		out, ok := g.rep.SystemctlShow[unit]
+		return out, ok && g.f.Systemd.Running, nil
+	}
+	if !g.f.Systemd.Running || !g.live() {
+		return "", false, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	b, err := exec.CommandContext(ctx, "systemctl", "show", "-p", "MainPID,LimitNOFILE,LimitNOFILESoft,User,LoadState", unit).Output()
+	if err != nil {
+		return "", false, exitcode.Environmentf("--service %s: systemctl show failed: %v", unit, err)
+	}
+	if g.rec != nil {
+		if g.rec.m.SystemctlShow == nil {
+			g.rec.m.SystemctlShow = map[string]string{}
+		}
+		g.rec.m.SystemctlShow[unit] = string(b)
+	}
+	return string(b), true, nil
+}
+
+// user returns who runs hostprep and their groups (the pam_limits
+// domains that apply), or the recorded ones.
+func (g *gatherer) user() (string, []string) {
+	if g.rep != nil {
+		return g.rep.User, g.rep.Groups
+	}
+	var groups []string
+	name := "root"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+		if ids, err := u.GroupIds(); err == nil {
+			for _, id := range ids {
+				if gr, err := user.LookupGroupId(id); err == nil {
+					groups = append(groups, gr.Name)
+				}
+			}
+		}
+	}
+	if g.rec != nil {
+		g.rec.m.User, g.rec.m.Groups = name, groups
+	}
+	return name, groups
 }

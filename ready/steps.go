@@ -184,19 +184,27 @@ func iotdbConfig(p *profiles.Profile, o Options) (iotdb.Config, string) {
 		}
 		return iotdb.Config{}, "not run: no IoTDB target (pass --iotdb host:port to probe IoTDB)"
 	}
-	cfg := DefaultIoTDBProbe()
+	// iotdb.Resolve: ready's built-in probe when the profile has no
+	// probe.iotdb section (the probe's own defaults when it has one), then
+	// the profile's keys, then --iotdb, --iotdb-user and the password.
+	base := DefaultIoTDBProbe()
 	if pp != nil {
-		cfg = iotdb.ConfigFromProfile(pp)
+		base = iotdb.Config{}
 	}
-	if o.IoTDB != "" {
-		cfg.Host, cfg.Port, _ = splitHostPort(o.IoTDB) // validated in validate
-	}
-	if o.IoTDBUser != "" {
-		cfg.User = o.IoTDBUser
-	}
-	if o.IoTDBPassword != "" {
-		cfg.Password = o.IoTDBPassword
-	}
+	var given iotdb.Config
+	given.Host, given.Port, _ = splitHostPort(o.IoTDB) // validated in validate
+	given.User, given.Password = o.IoTDBUser, o.IoTDBPassword
+	cfg := iotdb.Resolve(&base, pp, &given, func(key string) bool {
+		switch key {
+		case "host", "port":
+			return o.IoTDB != ""
+		case "user":
+			return o.IoTDBUser != ""
+		case "password":
+			return o.IoTDBPassword != ""
+		}
+		return false
+	})
 	if o.DryRun {
 		return cfg, fmt.Sprintf("not run: dry run does not load IoTDB at %s:%d (the probe creates and deletes a database there)", cfg.Host, cfg.Port)
 	}

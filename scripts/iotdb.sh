@@ -218,7 +218,7 @@ fail_start() {
 # session_ok opens a real client session (Go client v1.3.7) and runs
 # `show version`; prints the version.
 session_ok() {
-  (cd "$repo" && go run ./loadprobe/iotdb/cmd/iotdbping -addr "127.0.0.1:$PORT" -timeout 10s) 2>>"$STATE/ping.err"
+  (cd "$repo" && go run ./internal/iotdbping -addr "127.0.0.1:$PORT" -timeout 10s) 2>>"$STATE/ping.err"
 }
 
 running() { pid_alive "$STATE/confignode.pid" && pid_alive "$STATE/datanode.pid"; }
@@ -243,7 +243,7 @@ start() {
   write_conf
   : >"$STATE/ping.err"
   # Compile the session check while the JVMs start.
-  (cd "$repo" && go build -o /dev/null ./loadprobe/iotdb/cmd/iotdbping) 2>>"$STATE/ping.err" &
+  (cd "$repo" && go build -o /dev/null ./internal/iotdbping) 2>>"$STATE/ping.err" &
   local build=$!
   launch confignode
   local deadline=$((SECONDS + TIMEOUT))

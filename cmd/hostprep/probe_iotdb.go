@@ -1,17 +1,58 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/rate"
+	"github.com/hostprep/hostprep/loadprobe/fleet"
 	"github.com/hostprep/hostprep/loadprobe/iotdb"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/spf13/cobra"
 )
+
+// iotdbFlag is the flag that gives a setting of iotdb.Resolve ("" for
+// settings without a flag).
+func iotdbFlag(key string) string {
+	switch key {
+	case "thresholds.max_error_rate":
+		return "max-error-rate"
+	case "thresholds.p95":
+		return "max-p95"
+	case "thresholds.min_tps":
+		return "min-tps"
+	case "thresholds.target_step":
+		return "target-step"
+	case "password", "unreachable_after", "sample_interval", "on_step":
+		return ""
+	}
+	return strings.ReplaceAll(key, "_", "-")
+}
+
+// iotdbFlagError names an invalid setting of err by its flag as well as
+// its profile key ("--pool-size (probe.iotdb.pool_size) 0: ..."); other
+// errors are returned as they are.
+func iotdbFlagError(err error) error {
+	var se *iotdb.SettingError
+	if !errors.As(err, &se) {
+		return err
+	}
+	flag := iotdbFlag(se.Key)
+	if flag == "" {
+		return err
+	}
+	name := "--" + flag
+	if sn := iotdb.SettingName(se.Key); sn != se.Key {
+		name += " (" + sn + ")"
+	}
+	return exitcode.New(exitcode.Code(err), se.Named(name))
+}
 
 // iotdbPasswordEnv holds the IoTDB password when --password-file is not given.
 const iotdbPasswordEnv = "HOSTPREP_IOTDB_PASSWORD"
@@ -27,7 +68,7 @@ func newProbeIoTDBCmd() *cobra.Command {
 		output, csvFile       string
 		htmlFile              string
 		maxErrorRate          = 0.01
-		th                    iotdb.Thresholds
+		shard                 string
 	)
 	cfg.Password = ""
 	cfg.Steps = slices.Clone(cfg.Steps)
@@ -47,7 +88,15 @@ points, 30% writes of 300 points).
 
 Before the load it reads the server version and creates the database
 root.hostprep_<run id> and its time series; afterwards it deletes it
-(unless --keep). Nothing outside that database is written.
+(unless --keep). Nothing outside that database is written. With --database
+root.x (an existing database, for users who may write but not create
+databases) the devices go under root.x.hostprep_<run id>, only time series
+are created, and only those are deleted afterwards.
+
+Each step says what bounded it: the pool (use >= 90% with workers waiting),
+the client (the probe's own CPU or scheduling lag), errors, or the server
+(latency rising while pool and client had headroom); the knee line names it
+with the fix, and suggestions follow. IoTDB status codes met are explained.
 
 Per step: mean, p50, p95, p99, max response time (ms), TPS, points/s, error
 rate, errors by class (wait_timeout, connect, status, deadline, panic, other)
@@ -69,42 +118,25 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 				return err
 			}
 			f := cmd.Flags()
+			var err error
+			if cfg.Shard, err = fleet.ParseShard(shard); err != nil {
+				return err
+			}
+			var section *profiles.IoTDBProbe
 			if profile != "" {
 				p, err := probeProfile(profile, "probe.iotdb", func(p *profiles.Profile) bool { return p.Probe.IoTDB != nil })
 				if err != nil {
 					return err
 				}
-				base := iotdb.ConfigFromProfile(p.Probe.IoTDB)
-				// Flags given explicitly win over the profile; flags the
-				// profile has no field for are kept.
-				keep := cfg
-				cfg = base
-				over := map[string]func(){
-					"host": func() { cfg.Host = keep.Host }, "port": func() { cfg.Port = keep.Port },
-					"user": func() { cfg.User = keep.User }, "scenario": func() { cfg.Scenario = keep.Scenario },
-					"steps": func() { cfg.Steps = keep.Steps }, "step-duration": func() { cfg.StepDuration = keep.StepDuration },
-					"pool-size": func() { cfg.PoolSize = keep.PoolSize }, "wait-timeout": func() { cfg.WaitTimeout = keep.WaitTimeout },
-					"fetch-size": func() { cfg.FetchSize = keep.FetchSize },
-				}
-				keepChangedFlags(cmd, over)
-				cfg.ConnectTimeout, cfg.CallTimeout, cfg.Rate, cfg.Keep, cfg.Warmup = keep.ConnectTimeout, keep.CallTimeout, keep.Rate, keep.Keep, keep.Warmup
-				th = cfg.Thresholds
-			} else {
-				th.MaxErrorRate = &maxErrorRate
+				section = p.Probe.IoTDB
 			}
-			if f.Changed("max-error-rate") {
-				th.MaxErrorRate = &maxErrorRate
-			}
-			if f.Changed("max-p95") {
-				th.P95 = cfg.Thresholds.P95
-			}
-			if f.Changed("min-tps") {
-				th.MinTPS = cfg.Thresholds.MinTPS
-			}
-			if f.Changed("target-step") {
-				th.TargetStep = cfg.Thresholds.TargetStep
-			}
-			cfg.Thresholds = th
+			// Built-in defaults (an error-rate limit of 1%), then the
+			// profile's section, then the flags given explicitly.
+			cfg.Thresholds.MaxErrorRate = &maxErrorRate
+			base := iotdb.Defaults
+			defaultMax := 0.01
+			base.Thresholds.MaxErrorRate = &defaultMax
+			cfg = iotdb.Resolve(&base, section, &cfg, func(key string) bool { return f.Changed(iotdbFlag(key)) })
 			pw, err := probePassword(passwordFile, iotdbPasswordEnv)
 			if err != nil {
 				return err
@@ -114,10 +146,16 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 			}
 			cfg.Password = pw
 			// Fail on an unwritable output file before loading the server.
-			if err := probeCreatable(map[string]string{"--csv": csvFile, "--html": htmlFile}); err != nil {
+			if err := probeCheckFiles(map[string]string{"--csv": csvFile, "--html": htmlFile}); err != nil {
 				return err
 			}
 			stderr := cmd.ErrOrStderr()
+			if err := cfg.Validate(); err != nil {
+				return iotdbFlagError(err)
+			}
+			for _, w := range cfg.Warnings() {
+				fmt.Fprintf(stderr, "probe iotdb: warning: %s\n", w)
+			}
 			cfg.OnStep = func(s iotdb.Step) {
 				fmt.Fprintf(stderr, "probe iotdb: %d workers: %.1f TPS, p95 %.2f ms, errors %.2f%%, pool %.0f%%\n",
 					s.Workers, s.TPS, s.Latency.P95, 100*s.ErrorRate, 100*s.Pool.MeanUtil)
@@ -126,6 +164,7 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			res, runErr := iotdb.Run(ctx, cfg)
+			runErr = iotdbFlagError(runErr)
 			if res != nil {
 				out := cmd.OutOrStdout()
 				var err error
@@ -137,10 +176,13 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 				if err != nil {
 					return err
 				}
-				if err := probeWriteFile(csvFile, "--csv", res.WriteCSV); err != nil {
+				if err := writeReportFile(csvFile, "--csv", res.WriteCSV); err != nil {
 					return err
 				}
-				if err := probeWriteFile(htmlFile, "--html", res.WriteHTML); err != nil {
+				if runErr != nil && res.StopReason == "" {
+					res.StopReason = runErr.Error() // the report says INCOMPLETE and why
+				}
+				if err := writeReportFile(htmlFile, "--html", res.WriteHTML); err != nil {
 					return err
 				}
 			}
@@ -157,6 +199,11 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 	fl.StringVar(&profile, "profile", "", "take the load and thresholds from this profile's probe.iotdb section (built-in name or file); flags given explicitly win")
 	fl.StringVar(&cfg.Host, "host", cfg.Host, "IoTDB DataNode host")
 	fl.IntVar(&cfg.Port, "port", cfg.Port, "IoTDB DataNode client RPC port")
+	fl.StringSliceVar(&cfg.NodeURLs, "node-urls", nil, "DataNodes' client RPC addresses host:port,... (the SessionPool's NodeUrls; a new session goes to the first that answers); replaces --host/--port")
+	fl.BoolVar(&cfg.Redirection, "redirection", false, "follow the server's redirection of writes to the DataNode leading the device's region (the Java SessionPool's enableRedirection)")
+	fl.StringVar(&shard, "shard", "", "run shard `K/N` of a fleet run of N load generators: this host's share of each step's workers, its own devices; every shard gets the same --run-id")
+	fl.StringVar(&cfg.RunID, "run-id", "", "run id naming the database root.hostprep_<run id> (lower-case letters, digits, _); the same on every shard of a fleet run (default: random)")
+	fl.StringVar(&cfg.Database, "database", "", "write under this existing database (root.x): devices root.x.hostprep_<run id>.d<N>, only time series created and deleted (default: create and delete root.hostprep_<run id>)")
 	fl.StringVar(&cfg.User, "user", cfg.User, "IoTDB user")
 	fl.StringVar(&passwordFile, "password-file", "", "file holding the IoTDB password (else $"+iotdbPasswordEnv+", else root); never printed")
 	fl.StringVar(&cfg.Scenario, "scenario", cfg.Scenario, "load: write, batch or mixed")
@@ -168,8 +215,8 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 	fl.DurationVar(&cfg.ConnectTimeout, "connect-timeout", cfg.ConnectTimeout, "TCP connect timeout of a new session")
 	fl.DurationVar(&cfg.CallTimeout, "call-timeout", cfg.CallTimeout, "the probe's deadline on every call (the client has no socket timeout)")
 	fl.IntVar(&cfg.FetchSize, "fetch-size", cfg.FetchSize, "query fetch size (rows)")
-	fl.Float64Var(&cfg.Rate, "rate", 0, "open loop: operations/s per worker on a fixed schedule, latency from the scheduled start (0: closed loop)")
-	fl.BoolVar(&cfg.Keep, "keep", false, "keep the database root.hostprep_<run id> after the run")
+	fl.Var((*rate.PerSecond)(&cfg.Rate), "rate", "open loop: operations per second per worker (10, 10/s or 600/m) on a fixed schedule, latency from the scheduled start (0: closed loop)")
+	fl.BoolVar(&cfg.Keep, "keep", false, "keep the database root.hostprep_<run id> (with --database: the probe's time series) after the run")
 	fl.Float64Var(&maxErrorRate, "max-error-rate", maxErrorRate, "highest acceptable fraction (0..1) of failed operations in any step")
 	fl.DurationVar(&cfg.Thresholds.P95, "max-p95", 0, "highest acceptable p95 response time at the target step (0: not checked)")
 	fl.Float64Var(&cfg.Thresholds.MinTPS, "min-tps", 0, "lowest acceptable TPS at the target step (0: not checked)")

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/internal/iotdbfault"
 	"github.com/hostprep/hostprep/internal/testenv"
-	"github.com/hostprep/hostprep/loadprobe/iotdb/faultserver"
 )
 
 func TestCLIOnRealIoTDB(t *testing.T) {
@@ -83,7 +83,7 @@ func TestCLIExitCodes(t *testing.T) {
 	}
 
 	// Nothing listening: exit 3.
-	srv, err := faultserver.Start(faultserver.None)
+	srv, err := iotdbfault.Start(iotdbfault.None)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestCLIExitCodes(t *testing.T) {
 	}
 
 	// A server rejecting every write: exit 1 with the error-rate check.
-	srv, err = faultserver.Start(faultserver.Status)
+	srv, err = iotdbfault.Start(iotdbfault.Status)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/apache/iotdb-client-go/client"
-	"github.com/hostprep/hostprep/loadprobe/iotdb/faultserver"
+	"github.com/hostprep/hostprep/internal/iotdbfault"
 )
 
 // These tests pin down the behaviour of the v1.3.7 client that the probe
@@ -14,7 +14,7 @@ import (
 // client upgrade changes it, they fail and the workarounds can be revisited.
 
 func TestClientPoolAcceptsForeignPutBack(t *testing.T) {
-	srv, err := faultserver.Start(faultserver.None)
+	srv, err := iotdbfault.Start(iotdbfault.None)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestClientPoolAcceptsForeignPutBack(t *testing.T) {
 }
 
 func TestClientConnectionTimeoutDoesNotBoundCalls(t *testing.T) {
-	srv, err := faultserver.Start(faultserver.Slow)
+	srv, err := iotdbfault.Start(iotdbfault.Slow)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,16 @@
 package iotdb
 
 import (
+	"fmt"
 	"net"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/loadprobe/fleet"
 	"github.com/hostprep/hostprep/profiles"
 )
 
@@ -77,10 +80,24 @@ type Config struct {
 	// WaitTimeout is how long a worker waits for a free session before the
 	// operation counts as a wait_timeout error.
 	WaitTimeout time.Duration `json:"wait_timeout"`
+	// NodeURLs, when set, are the DataNodes' client RPC addresses
+	// (host:port), the SessionPool's NodeUrls: a new session goes to the
+	// first that answers, starting with the one that answered last; Host
+	// and Port are then not used. Nodes that could not be reached are named
+	// in Result.UnreachableNodes.
+	NodeURLs []string `json:"node_urls,omitempty"`
+	// Redirection follows the server's redirection of writes
+	// (REDIRECTION_RECOMMEND, 400, naming the DataNode that leads the
+	// device's region), as the Java SessionPool's enableRedirection: the
+	// worker's next operations go to a session on that node. Off: every
+	// session writes through the node it is connected to (answers
+	// recommending another node are still counted, Step.Redirects).
+	Redirection bool `json:"redirection,omitempty"`
 	// ConnectTimeout bounds the TCP connect of a new session.
 	ConnectTimeout time.Duration `json:"connect_timeout"`
-	// CallTimeout is the probe's own deadline on every call (the client
-	// sets no socket timeout); a call still running then is a deadline error.
+	// CallTimeout is the deadline of every call (set on the session's
+	// connection); a call still running then is a deadline error and its
+	// session is closed.
 	CallTimeout time.Duration `json:"call_timeout"`
 	// FetchSize is the query fetch size (rows per fetch).
 	FetchSize int `json:"fetch_size"`
@@ -89,7 +106,20 @@ type Config struct {
 	// each operation's scheduled start (wrk2). 0 means closed loop: each
 	// worker starts its next operation when the last one returned.
 	Rate float64 `json:"rate_per_worker,omitempty"`
-	// Keep leaves the probe's database in place after the run.
+	// Database, when set, is an existing database (root.x) the probe
+	// writes under: devices root.x.hostprep_<run id>.d<N>, only time series
+	// created, and only those deleted afterwards. Empty: the probe creates
+	// (and deletes) its own database root.hostprep_<run id>.
+	Database string `json:"database,omitempty"`
+	// Shard, when set (K/N), makes this run shard K of a fleet run of N
+	// load generators sharing RunID: each step's workers are split between
+	// the shards (worker g of the fleet runs on shard g mod N + 1), each
+	// shard writes only its own devices (d<g>) under the shared database,
+	// deletes only its own series, and the last shard to finish deletes
+	// the database. Step.Workers stays the fleet's worker count.
+	Shard fleet.Shard `json:"shard,omitzero"`
+	// Keep leaves the probe's database (or, with Database, its time
+	// series) in place after the run.
 	Keep bool `json:"keep,omitempty"`
 	// RunID names the database root.hostprep_<RunID> (lower-case letters,
 	// digits, underscore); default: random.
@@ -203,91 +233,162 @@ func (c Config) Validate() error {
 	return d.validate()
 }
 
-// optName is how a setting is named in errors: the flag, and the profile
-// key when the profile has one.
-func optName(flag string) string {
-	switch flag {
-	case "host", "port", "user", "scenario", "steps", "step-duration", "pool-size", "wait-timeout", "fetch-size":
-		return "--" + flag + " (probe.iotdb." + strings.ReplaceAll(flag, "-", "_") + ")"
-	case "max-error-rate", "max-p95", "min-tps", "target-step":
-		key := map[string]string{"max-error-rate": "max_error_rate", "max-p95": "p95", "min-tps": "min_tps", "target-step": "target_step"}[flag]
-		return "--" + flag + " (probe.iotdb.thresholds." + key + ")"
+// SettingError is an invalid setting: Key is its iotdb.Resolve key
+// ("pool_size", "thresholds.p95"), Value the value given, Rule what is
+// wanted and Example a valid value. Its message names the setting by its
+// profile key (probe.iotdb.<key>; see SettingName), never by a CLI flag: the CLI, which
+// knows its flags, renames it (see Named).
+type SettingError struct {
+	Key, Value, Rule, Example string
+	// Name is how the setting is named in the message; default
+	// probe.iotdb.<Key>.
+	Name string
+}
+
+func (e *SettingError) Error() string {
+	name := e.Name
+	if name == "" {
+		name = SettingName(e.Key)
 	}
-	return "--" + flag
+	msg := name + " " + e.Value + ": " + e.Rule
+	if e.Example != "" {
+		msg += ", e.g. " + e.Example
+	}
+	return msg
+}
+
+// SettingName is how a setting is named in errors: probe.iotdb.<key> when
+// the profile has the key, else the key itself (connect_timeout).
+func SettingName(key string) string {
+	if _, ok := profileField(reflect.ValueOf(profiles.IoTDBProbe{}), key); ok {
+		return "probe.iotdb." + key
+	}
+	return key
+}
+
+// Named returns a copy of e named name (e.g. "--pool-size (probe.iotdb.pool_size)").
+func (e *SettingError) Named(name string) *SettingError {
+	c := *e
+	c.Name = name
+	return &c
+}
+
+// bad is a bad-input (exit 2) SettingError.
+func bad(key string, value any, rule, example string) error {
+	v := fmt.Sprint(value)
+	if s, ok := value.(string); ok {
+		v = strconv.Quote(s)
+	}
+	return exitcode.New(exitcode.BadInput, &SettingError{Key: key, Value: v, Rule: rule, Example: example})
 }
 
 // validate checks a defaulted Config; see Validate.
 func (c *Config) validate() error {
 	if !slices.Contains(Scenarios, c.Scenario) {
-		return exitcode.BadInputf("%s %q: want one of %s", optName("scenario"), c.Scenario, strings.Join(Scenarios, ", "))
+		return bad("scenario", c.Scenario, "want one of "+strings.Join(Scenarios, ", "), "")
 	}
 	if strings.TrimSpace(c.Host) == "" {
-		return exitcode.BadInputf("%s is empty: want the DataNode's host name or address, e.g. --host 127.0.0.1", optName("host"))
+		return bad("host", c.Host, "want the DataNode's host name or address", "127.0.0.1")
 	}
 	if c.Port < 1 || c.Port > 65535 {
-		return exitcode.BadInputf("%s %d: want a TCP port 1..65535 (IoTDB's client RPC default is 6667), e.g. --port 6667", optName("port"), c.Port)
+		return bad("port", c.Port, "want a TCP port 1..65535 (IoTDB's client RPC default is 6667)", "6667")
+	}
+	for _, u := range c.NodeURLs {
+		if _, port, err := net.SplitHostPort(u); err != nil || port == "" {
+			return bad("node_urls", u, "want host:port of a DataNode's client RPC", "10.0.0.1:6667,10.0.0.2:6667")
+		}
 	}
 	if c.User == "" {
-		return exitcode.BadInputf("%s is empty: want the IoTDB user, e.g. --user root", optName("user"))
+		return bad("user", c.User, "want the IoTDB user", "root")
 	}
 	if len(c.Steps) == 0 {
-		return exitcode.BadInputf("%s is empty: want worker counts in increasing order, e.g. --steps 10,20,30", optName("steps"))
+		return bad("steps", "(empty)", "want worker counts in increasing order", "10,20,30")
 	}
 	for i, s := range c.Steps {
 		if s < 1 || s > 10000 {
-			return exitcode.BadInputf("%s %s: every step is a worker count 1..10000, got %d", optName("steps"), joinInts(c.Steps), s)
+			return bad("steps", joinInts(c.Steps), fmt.Sprintf("every step is a worker count 1..10000, got %d", s), "")
 		}
 		if i > 0 && s <= c.Steps[i-1] {
-			return exitcode.BadInputf("%s %s: steps must increase (%d follows %d; the knee compares each step with the one before): list them in increasing order, e.g. --steps %s",
-				optName("steps"), joinInts(c.Steps), s, c.Steps[i-1], joinInts(sortedUnique(c.Steps)))
+			return bad("steps", joinInts(c.Steps), fmt.Sprintf("steps must increase (%d follows %d; the knee compares each step with the one before): list them in increasing order", s, c.Steps[i-1]),
+				joinInts(sortedUnique(c.Steps)))
 		}
 	}
 	for _, d := range []struct {
-		flag string
-		v    time.Duration
-		eg   string
-	}{{"step-duration", c.StepDuration, "30s"}, {"wait-timeout", c.WaitTimeout, "5s"},
-		{"connect-timeout", c.ConnectTimeout, "5s"}, {"call-timeout", c.CallTimeout, "10s"}} {
+		key string
+		v   time.Duration
+		eg  string
+	}{{"step_duration", c.StepDuration, "30s"}, {"wait_timeout", c.WaitTimeout, "5s"},
+		{"connect_timeout", c.ConnectTimeout, "5s"}, {"call_timeout", c.CallTimeout, "10s"}} {
 		if d.v <= 0 {
-			return exitcode.BadInputf("%s %v: want a duration > 0, e.g. --%s %s (0 is not \"the default\"; leave the flag out for that)", optName(d.flag), d.v, d.flag, d.eg)
+			return bad(d.key, d.v, `want a duration > 0 (0 is not "the default"; leave the setting out for that)`, d.eg)
 		}
 	}
 	if c.UnreachableAfter <= 0 {
-		return exitcode.BadInputf("Config.UnreachableAfter %v: want a duration > 0, e.g. 5s", c.UnreachableAfter)
+		return bad("unreachable_after", c.UnreachableAfter, "want a duration > 0", "5s")
 	}
 	if c.SampleInterval <= 0 {
-		return exitcode.BadInputf("sample interval %v: want a duration > 0, e.g. 100ms", c.SampleInterval)
+		return bad("sample_interval", c.SampleInterval, "want a duration > 0", "100ms")
 	}
 	if c.PoolSize < 1 {
-		return exitcode.BadInputf("%s %d: want at least 1 session, e.g. --pool-size %d (one per worker of the largest step)", optName("pool-size"), c.PoolSize, max(1, slices.Max(c.Steps)))
+		return bad("pool_size", c.PoolSize, "want at least 1 session (one per worker of the largest step)", strconv.Itoa(max(1, slices.Max(c.Steps))))
 	}
 	if c.FetchSize < 1 || c.FetchSize > 1<<20 {
-		return exitcode.BadInputf("%s %d: want 1..1048576 rows, e.g. --fetch-size 1000", optName("fetch-size"), c.FetchSize)
+		return bad("fetch_size", c.FetchSize, "want 1..1048576 rows", "1000")
 	}
 	if c.Rate < 0 {
-		return exitcode.BadInputf("--rate %g: want operations/s per worker > 0, or 0 for closed loop", c.Rate)
+		return bad("rate", c.Rate, "want operations/s per worker > 0, or 0 for closed loop", "100")
+	}
+	if c.Shard.On() {
+		if c.RunID == "" {
+			return bad("run_id", "(empty)", "every shard of a fleet run needs the same run id (the database root.hostprep_<run id> they share)", "fleet1")
+		}
+		if c.Steps[0] < c.Shard.N {
+			return bad("steps", joinInts(c.Steps), fmt.Sprintf("with %d shards every step needs at least %d workers (one per shard)", c.Shard.N, c.Shard.N), joinInts([]int{c.Shard.N}))
+		}
+	}
+	if c.Database != "" && !validPath(c.Database) {
+		return bad("database", c.Database, "want an existing database's path (root followed by .-separated names of letters, digits and _)", "root.sg")
 	}
 	if c.RunID != "" {
 		for _, r := range c.RunID {
 			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
-				return exitcode.BadInputf("run id %q: use lower-case letters, digits and _ only (it names root.hostprep_<id>)", c.RunID)
+				return bad("run_id", c.RunID, "use lower-case letters, digits and _ only (it names root.hostprep_<id>)", "run1")
 			}
 		}
 	}
 	t := c.Thresholds
 	if t.MaxErrorRate != nil && (*t.MaxErrorRate < 0 || *t.MaxErrorRate > 1) {
-		return exitcode.BadInputf("%s %g: want a fraction 0..1 (0.01 = 1%%)", optName("max-error-rate"), *t.MaxErrorRate)
+		return bad("thresholds.max_error_rate", *t.MaxErrorRate, "want a fraction 0..1 (0.01 = 1%)", "0.01")
 	}
 	if t.P95 < 0 {
-		return exitcode.BadInputf("--max-p95 %v: want a positive duration such as 200ms", t.P95)
+		return bad("thresholds.p95", t.P95, "want a positive duration", "200ms")
 	}
 	if t.MinTPS < 0 {
-		return exitcode.BadInputf("--min-tps %g: want operations/s >= 0", t.MinTPS)
+		return bad("thresholds.min_tps", t.MinTPS, "want operations/s >= 0", "1000")
 	}
 	if t.TargetStep != 0 && !slices.Contains(c.Steps, t.TargetStep) {
-		return exitcode.BadInputf("%s %d: not one of --steps %s; pick one of them (or 0 for the last)", optName("target-step"), t.TargetStep, joinInts(c.Steps))
+		return bad("thresholds.target_step", t.TargetStep, "not one of the steps "+joinInts(c.Steps)+"; pick one of them (or 0 for the last)", "")
 	}
 	return nil
+}
+
+// Warnings are findings about a valid c that make the run's figures
+// harder to read, one line each: steps with more workers than sessions
+// in the pool (those workers wait for a session, so the pool, not the
+// server, sets the throughput).
+func (c Config) Warnings() []string {
+	d := c.withDefaults()
+	var over []int
+	for _, s := range d.Steps {
+		if d.Shard.Count(s) > d.PoolSize {
+			over = append(over, s)
+		}
+	}
+	if len(over) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("pool size %d is smaller than the steps at %s workers: their workers wait for a session, so those steps measure the pool, not the server; set pool size >= %d (a common sizing is 1.5 x the writers: %d)",
+		d.PoolSize, joinInts(over), d.maxWorkers(), (3*d.maxWorkers()+1)/2)}
 }
 
 // targetStep is the worker count thresholds apply to.
@@ -335,6 +436,26 @@ func ConfigFromProfile(p *profiles.IoTDBProbe) Config {
 	return c
 }
 
+// validPath tells a plain IoTDB path: root followed by one or more
+// .-separated nodes of letters, digits and _ (no wildcards, no quoting).
+func validPath(p string) bool {
+	nodes := strings.Split(p, ".")
+	if len(nodes) < 2 || nodes[0] != "root" {
+		return false
+	}
+	for _, n := range nodes[1:] {
+		if n == "" {
+			return false
+		}
+		for _, r := range n {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 func joinInts(v []int) string {
 	s := make([]string, len(v))
 	for i, n := range v {
@@ -349,4 +470,11 @@ func sortedUnique(v []int) []int {
 	return slices.Compact(v)
 }
 
-func (c *Config) addr() string { return net.JoinHostPort(c.Host, strconv.Itoa(c.Port)) }
+// addr is the target as reported: host:port, or the node URLs joined by
+// commas.
+func (c *Config) addr() string {
+	if len(c.NodeURLs) > 0 {
+		return strings.Join(c.NodeURLs, ",")
+	}
+	return net.JoinHostPort(c.Host, strconv.Itoa(c.Port))
+}

@@ -1,8 +1,8 @@
-// Package iotdb is hostprep's IoTDB probe: a short step load through the
-// IoTDB Go client's SessionPool (github.com/apache/iotdb-client-go v1.3.7,
-// tree model) with per-step latency (HdrHistogram), TPS, points/s, error
-// rate by class and pool utilisation, the knee, and a verdict against
-// thresholds.
+// Package iotdb is hostprep's IoTDB probe: a short step load through a
+// SessionPool of IoTDB client sessions (tree model) with per-step and
+// per-second latency (HdrHistogram), TPS, points/s, error rate by class,
+// pool utilisation and the probe's own CPU, what bounded each step, the
+// knee, and a verdict against thresholds.
 //
 // It follows a published test of IoTDB's Java SessionPool: scenario write
 // (insertRecord of two FLOAT measurements, temperature and humidity, one
@@ -10,37 +10,37 @@
 // mixed (70% reads of 100 points, 30% writes of 300 points), each run as
 // steps of increasing concurrency.
 //
-// What the v1.3.7 client does and does not do, read from its source
-// (client/sessionpool.go, client/session.go), and what the probe does
-// about it:
+// The probe drives the Go client's generated Thrift stubs
+// (github.com/apache/iotdb-client-go v1.3.7, package rpc) through its own
+// SessionPool (pool.go, session.go) instead of client.SessionPool and
+// client.Session, for what they cost per operation and what they leave
+// out, read from their source (client/sessionpool.go, client/session.go):
 //
-//   - SessionPool.PutBack accepts any Session: it does not check that the
-//     pool gave it out. It re-queues the session if its socket is open and
-//     then takes a slot token (<-sem); a session the pool never gave out
-//     thus frees a slot it never held (the pool then lets more than its
-//     size out), or blocks when its idle channel is full. PutBack after
-//     Close sends on a closed channel (it recovers the panic). The pool
-//     keeps no count of sessions in use, so the probe counts what it hands
-//     out, puts every session back exactly once, and closes sessions that
-//     come back after the pool was closed. (client_claims_test.go pins
-//     this behaviour down.)
-//   - The connection timeout (NewSessionPool's connectionTimeoutInMs) is
-//     only thrift's ConnectTimeout for the TCP dial; the socket timeout is
-//     0 and every RPC runs with context.Background(), so nothing bounds a
-//     call to a server that does not answer. A failed call reconnects with
-//     ConnectTimeout 0. The probe therefore puts its own deadline
-//     (Config.CallTimeout) on every call and on opening a session.
-//   - GetSession's wait timeout bounds only the wait for a free slot, not
-//     opening a new session; its timeout error is unexported ("get session
-//     timeout") and is matched by text.
-//   - Session.Open ignores the status of the OpenSession response, so a
-//     wrong password shows only at the first statement.
-//   - The library can panic: VerifySuccess dereferences the message of
-//     every failed sub-status of a MULTIPLE_ERROR (302) without a nil check,
-//     and ExecuteStatement dereferences a nil response after a failed
-//     reconnect. A worker recovers and counts ClassPanic.
-//   - A MULTIPLE_ERROR whose sub-statuses are all successes (or empty) is
-//     reported as success.
+//   - The v1.3.7 client sets no socket timeout and runs every RPC with
+//     context.Background(), so bounding a call took a goroutine, a channel
+//     and a timer per call (and one more for GetSession). The probe sets
+//     the call deadline on the session's connection instead: a call that
+//     hits it returns a timeout, its session is closed (its stream is
+//     mid-frame) and nothing keeps running in the background.
+//   - Its framed transport writes the 4-byte frame header and the body in
+//     two write(2) calls; the probe's transport buffers both into one.
+//   - It encodes values with binary.Write (reflection) into fresh buffers;
+//     the probe encodes them into per-worker buffers reused every call.
+//   - GetSession allocates a timer per call even when a session is free;
+//     the probe's pool takes a free slot without one.
+//   - SessionPool.PutBack accepts sessions it never gave out and keeps no
+//     count of sessions in use (client_claims_test.go pins this down); the
+//     probe's pool counts sessions in use and workers waiting.
+//   - Session.Open ignores the OpenSession status (a wrong password shows
+//     only at the first statement) and VerifySuccess dereferences the
+//     message of a failed MULTIPLE_ERROR sub-status without a nil check
+//     (a panic); the probe checks both statuses itself (verify).
+//
+// SessionPool semantics are kept: at most --pool-size sessions, borrowed
+// for one operation and returned, a wait of at most --wait-timeout for a
+// free one, new sessions opened on demand to the first of --node-urls that
+// answers, and a session whose connection failed replaced by a new one at
+// the next borrow (the reconnect).
 //
 // A run that does not finish is never a pass: when ctx is cancelled
 // (Ctrl-C, SIGTERM) or the server cannot be reached for

@@ -32,6 +32,10 @@ type Knee struct {
 	// Ignored are the worker counts of steps left out because their error
 	// rate was above the limit FindKnee was given.
 	Ignored []int `json:"ignored_steps,omitempty"`
+	// Bound is what limited the knee step (or the first bounded step
+	// from the peak on): one of the Bound* values, "" when none was found
+	// (see Step.Bound); Run names it, its reason and the fix in Reading.
+	Bound string `json:"bound,omitempty"`
 	// Reading is one line for humans.
 	Reading string `json:"reading"`
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
+	"maps"
+	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,200 +14,347 @@ import (
 	"github.com/apache/iotdb-client-go/client"
 )
 
-// countingPool wraps the client's SessionPool (tree model) with what the
-// v1.3.7 pool does not give (see the package doc): a count of the sessions
-// the probe has handed out and not yet put back, a deadline on taking a
-// session and on every call, and recovery from panics inside the library.
+// sessionPool is the probe's SessionPool: at most size sessions, borrowed
+// by a worker for one operation and returned after it, a wait of at most
+// waitTimeout for a free one, new sessions opened on demand (to the first
+// node of nodes that answers), and a session whose connection failed
+// dropped so that the next borrower opens a new one (the reconnect).
 //
-// Every session taken is put back exactly once, by the goroutine that used
-// it, after any result set it opened is closed; a call abandoned at its
-// deadline keeps its session (counted as in use) until the call returns.
-type countingPool struct {
-	pool        client.SessionPool
-	size        int
+// It replaces client.SessionPool (v1.3.7) for the per-operation cost: no
+// goroutine, channel or timer per call (a timer only when a worker has to
+// wait), the call deadline set on the connection (see session), and a
+// count of sessions in use and of workers waiting, which the v1.3.7 pool
+// does not keep. Every session taken is put back exactly once, by the
+// goroutine that used it.
+type sessionPool struct {
+	nodes       []string
 	user        string
+	password    string
+	fetch       int32
+	size        int
 	waitTimeout time.Duration
-	openTimeout time.Duration // bound on constructing a new session (dial + OpenSession)
-	callTimeout time.Duration
+	openTimeout time.Duration // TCP connect of a new session
+	callTimeout time.Duration // every call, OpenSession included
 
-	mu     sync.RWMutex // putBack (read) against close (write)
-	closed bool
+	sem  chan struct{}                // one token per session out (size slots)
+	idle atomic.Pointer[idleSessions] // open sessions not in use, per node
 
-	inUse     atomic.Int64 // sessions handed out and not yet put back
-	abandoned atomic.Int64 // calls/opens still running past their deadline
-	bg        sync.WaitGroup
+	inUse   atomic.Int64 // sessions handed out and not yet put back
+	waiting atomic.Int64 // workers waiting for a free slot
+	prefer  atomic.Int32 // index in nodes of the last node that opened a session
+
+	mu       sync.Mutex
+	closed   bool
+	live     map[*session]struct{} // every open session, for interrupt and close
+	nodeErrs map[string]string     // node -> the last error opening a session there
 }
 
-func newCountingPool(cfg *Config) *countingPool {
-	pc := &client.PoolConfig{
-		Host:      cfg.Host,
-		Port:      strconv.Itoa(cfg.Port),
-		UserName:  cfg.User,
-		Password:  cfg.Password,
-		FetchSize: int32(cfg.FetchSize),
-		TimeZone:  "UTC",
-		// One reconnect attempt inside a failed call: the library retries
-		// the call once after it, with no deadline of its own.
-		ConnectRetryMax: 1,
+func newSessionPool(cfg *Config) *sessionPool {
+	nodes := cfg.NodeURLs
+	if len(nodes) == 0 {
+		nodes = []string{cfg.addr()}
 	}
-	return &countingPool{
-		pool:        client.NewSessionPool(pc, cfg.PoolSize, int(cfg.ConnectTimeout/time.Millisecond), int(cfg.WaitTimeout/time.Millisecond), false),
-		size:        cfg.PoolSize,
+	p := &sessionPool{
+		nodes:       nodes,
 		user:        cfg.User,
+		password:    cfg.Password,
+		fetch:       int32(cfg.FetchSize),
+		size:        cfg.PoolSize,
 		waitTimeout: cfg.WaitTimeout,
-		openTimeout: cfg.ConnectTimeout + cfg.CallTimeout,
+		openTimeout: cfg.ConnectTimeout,
 		callTimeout: cfg.CallTimeout,
+		sem:         make(chan struct{}, cfg.PoolSize),
+		live:        map[*session]struct{}{},
+		nodeErrs:    map[string]string{},
 	}
+	in := &idleSessions{byNode: map[string]chan *session{}}
+	for _, n := range nodes {
+		in.add(n, cfg.PoolSize)
+	}
+	p.idle.Store(in)
+	return p
+}
+
+// idleSessions are the idle sessions per node (host:port), copied on
+// write: a node is added (a redirection target) under sessionPool.mu.
+type idleSessions struct {
+	order  []string
+	byNode map[string]chan *session
+}
+
+func (in *idleSessions) add(node string, size int) {
+	in.order = append(in.order, node)
+	in.byNode[node] = make(chan *session, size) // never full: at most size sessions exist
+}
+
+// idleFor is node's idle channel, added if new.
+func (p *sessionPool) idleFor(node string) chan *session {
+	if ch, ok := p.idle.Load().byNode[node]; ok {
+		return ch
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old := p.idle.Load()
+	if ch, ok := old.byNode[node]; ok {
+		return ch
+	}
+	in := &idleSessions{order: slices.Clone(old.order), byNode: maps.Clone(old.byNode)}
+	in.add(node, p.size)
+	p.idle.Store(in)
+	return in.byNode[node]
+}
+
+// takeIdle is an idle session of node ("": of any node, in node order), or
+// nil.
+func (p *sessionPool) takeIdle(node string) *session {
+	in := p.idle.Load()
+	if node != "" {
+		select {
+		case s := <-in.byNode[node]:
+			return s
+		default:
+			return nil
+		}
+	}
+	for _, n := range in.order {
+		select {
+		case s := <-in.byNode[n]:
+			return s
+		default:
+		}
+	}
+	return nil
 }
 
 // opFunc is one probe operation on a session; it returns the number of
 // points written or read. It must close any result set it opens.
-type opFunc func(s *client.Session) (points int64, err error)
+type opFunc func(s *session) (points int64, err error)
 
-type getResult struct {
-	s   client.Session
-	err error
-}
-
-// do takes a session, runs op under the call deadline and puts the session
-// back. The error, if any, is classified by classify.
-func (p *countingPool) do(ctx context.Context, op opFunc) (int64, error) {
-	// Take a session. GetSession bounds only the wait for a free slot;
-	// opening a new session (dial + OpenSession RPC) is bounded here.
-	got := make(chan getResult, 1)
-	go func() {
-		var r getResult
-		defer func() {
-			if v := recover(); v != nil {
-				r = getResult{err: &panicError{where: "SessionPool.GetSession", value: v}}
-			}
-			got <- r
-		}()
-		r.s, r.err = p.pool.GetSession()
-		if r.err == nil {
-			p.inUse.Add(1)
-		}
-	}()
-	t := time.NewTimer(p.waitTimeout + p.openTimeout)
-	var s client.Session
-	select {
-	case r := <-got:
-		t.Stop()
-		if r.err != nil {
-			return 0, wrapGetErr(r.err)
-		}
-		s = r.s
-	case <-t.C:
-		p.abandoned.Add(1)
-		p.bg.Add(1)
-		go func() { // put back whatever arrives late
-			defer p.bg.Done()
-			defer p.abandoned.Add(-1)
-			if r := <-got; r.err == nil {
-				p.putBack(r.s)
-			}
-		}()
-		return 0, &connectError{err: fmt.Errorf("opening a session did not finish within %v", p.waitTimeout+p.openTimeout)}
-	case <-ctx.Done():
-		t.Stop()
-		p.bg.Add(1)
-		go func() {
-			defer p.bg.Done()
-			if r := <-got; r.err == nil {
-				p.putBack(r.s)
-			}
-		}()
-		return 0, ctx.Err()
-	}
-
-	// Run the call; the session goes back when the call returns, even if
-	// that is after the deadline.
-	type callResult struct {
-		n   int64
-		err error
-	}
-	done := make(chan callResult, 1)
-	go func() {
-		var r callResult
-		defer func() {
-			if v := recover(); v != nil {
-				r = callResult{err: &panicError{where: "client call", value: v}}
-			}
-			p.putBack(s)
-			done <- r
-		}()
-		r.n, r.err = op(&s)
-	}()
-	t = time.NewTimer(p.callTimeout)
-	defer t.Stop()
-	select {
-	case r := <-done:
-		return r.n, r.err
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	p.abandoned.Add(1)
-	p.bg.Add(1)
-	go func() {
-		defer p.bg.Done()
-		defer p.abandoned.Add(-1)
-		<-done
-	}()
-	if ctx.Err() != nil {
-		return 0, ctx.Err()
-	}
-	return 0, &deadlineError{d: p.callTimeout}
-}
-
-// putBack returns s to the client's pool (which drops it if its socket is
-// no longer open) and uncounts it. A panic in PutBack is swallowed: the
-// library already recovers there and closes the session.
+// do borrows a session (waiting at most waitTimeout), runs op on it under
+// the call deadline and returns it. The error, if any, is classified by
+// classify: *waitTimeoutError, *connectError (no session could be opened),
+// *deadlineError, *panicError, ctx's error when ctx ended mid-call, or the
+// call's own error.
 //
-// A session coming back after close (a call abandoned at its deadline that
-// returned late) is closed instead: PutBack on the closed pool would send
-// on its closed channel.
-func (p *countingPool) putBack(s client.Session) {
-	defer func() { _ = recover() }()
-	defer p.inUse.Add(-1)
-	p.mu.RLock()
-	if p.closed {
-		p.mu.RUnlock()
-		_ = s.Close()
-		return
+// prefer, when not "", is the node (host:port) the operation should go to
+// (a redirection recommended by the server): an idle session there, else a
+// new one there (closing an idle session elsewhere if the pool is full of
+// sessions), else any session.
+func (p *sessionPool) do(ctx context.Context, prefer string, op opFunc) (int64, error) {
+	s, err := p.get(ctx, prefer)
+	if err != nil {
+		return 0, err
 	}
-	defer p.mu.RUnlock()
-	p.pool.PutBack(s)
+	return p.call(ctx, s, op)
 }
 
-// drain waits up to d for abandoned calls to return; it reports how many
-// are still running.
-func (p *countingPool) drain(d time.Duration) int64 {
-	done := make(chan struct{})
-	go func() { p.bg.Wait(); close(done) }()
+// get takes a slot (at once if one is free, else waiting up to
+// waitTimeout) and an idle session (at prefer when set), or opens a new one.
+func (p *sessionPool) get(ctx context.Context, prefer string) (*session, error) {
 	select {
-	case <-done:
-	case <-time.After(d):
+	case p.sem <- struct{}{}:
+	default:
+		p.waiting.Add(1)
+		t := time.NewTimer(p.waitTimeout)
+		select {
+		case p.sem <- struct{}{}:
+			t.Stop()
+			p.waiting.Add(-1)
+		case <-t.C:
+			p.waiting.Add(-1)
+			return nil, &waitTimeoutError{err: fmt.Errorf("all %d sessions in use for %v", p.size, p.waitTimeout)}
+		case <-ctx.Done():
+			t.Stop()
+			p.waiting.Add(-1)
+			return nil, ctx.Err()
+		}
 	}
-	return p.abandoned.Load()
+	p.inUse.Add(1)
+	if prefer != "" {
+		if s := p.takeIdle(prefer); s != nil {
+			return s, nil
+		}
+		if s := p.openAt(ctx, prefer); s != nil {
+			return s, nil
+		}
+	}
+	if s := p.takeIdle(""); s != nil {
+		return s, nil
+	}
+	s, err := p.open(ctx)
+	if err != nil {
+		p.release()
+		if ctx.Err() != nil {
+			return nil, ctx.Err() // cancelled mid-dial: no connect failure
+		}
+		return nil, err
+	}
+	return s, nil
 }
 
-// close closes the client's pool (which sends CloseSession, with no
-// deadline, for every idle session) bounded by d.
-func (p *countingPool) close(d time.Duration) error {
+// openAt opens a session to node (a redirection target), first closing an
+// idle session elsewhere when the pool already holds size sessions; nil
+// when node does not answer (the caller falls back to any node).
+func (p *sessionPool) openAt(ctx context.Context, node string) *session {
+	p.mu.Lock()
+	full := len(p.live) >= p.size
+	p.mu.Unlock()
+	if full {
+		if s := p.takeIdle(""); s != nil {
+			p.forget(s)
+			s.close(false, p.callTimeout)
+		}
+	}
+	s, err := openSession(ctx, node, p.user, p.password, p.openTimeout, p.callTimeout, p.fetch)
+	if err != nil {
+		p.mu.Lock()
+		p.nodeErrs[node] = err.Error()
+		p.mu.Unlock()
+		return nil
+	}
+	p.idleFor(node)
+	if !p.remember(s) {
+		return nil
+	}
+	return s
+}
+
+// remember adds s to the live sessions; false (s closed) when the pool
+// was closed meanwhile.
+func (p *sessionPool) remember(s *session) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		s.close(false, p.callTimeout)
+		return false
+	}
+	p.live[s] = struct{}{}
+	return true
+}
+
+// forget removes s from the live sessions (before closing it).
+func (p *sessionPool) forget(s *session) {
+	p.mu.Lock()
+	delete(p.live, s)
+	p.mu.Unlock()
+}
+
+// open opens a session to the first node that answers, starting with the
+// one that answered last; a node that fails is remembered (UnreachableNodes).
+func (p *sessionPool) open(ctx context.Context) (*session, error) {
+	first := int(p.prefer.Load())
+	var errs []error
+	for i := range p.nodes {
+		k := (first + i) % len(p.nodes)
+		node := p.nodes[k]
+		s, err := openSession(ctx, node, p.user, p.password, p.openTimeout, p.callTimeout, p.fetch)
+		if err == nil {
+			p.prefer.Store(int32(k))
+			if !p.remember(s) {
+				return nil, &connectError{err: errors.New("the session pool is closed")}
+			}
+			return s, nil
+		}
+		var ee *client.ExecutionError
+		if errors.As(err, &ee) {
+			return nil, err // the server answered: a refused login is no connect failure
+		}
+		p.mu.Lock()
+		p.nodeErrs[node] = err.Error()
+		p.mu.Unlock()
+		errs = append(errs, fmt.Errorf("%s: %w", node, err))
+	}
+	return nil, &connectError{err: errors.Join(errs...)}
+}
+
+// call runs op on s under the call deadline and puts s back (closing it
+// when its connection failed or it is mid-frame).
+func (p *sessionPool) call(ctx context.Context, s *session, op opFunc) (n int64, err error) {
+	deadline := time.Now().Add(p.callTimeout)
+	s.w.begin(deadline)
+	broken := true
+	defer func() {
+		s.w.end()
+		if v := recover(); v != nil {
+			n, err = 0, &panicError{where: "client call", value: v}
+		}
+		p.put(s, broken)
+	}()
+	n, err = op(s)
+	var ee *client.ExecutionError
+	switch {
+	case err == nil, errors.As(err, &ee), errors.Is(err, errNoStatus):
+		broken = false // the server answered: the session is fine
+	case ctx.Err() != nil:
+		err = ctx.Err()
+	case !time.Now().Before(deadline) || isTimeout(err):
+		err = &deadlineError{d: p.callTimeout}
+	}
+	return n, err
+}
+
+// isTimeout tells a network timeout (the connection's deadline passed).
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// put returns s to the idle sessions, or closes it when broken or when
+// the pool was closed, and frees its slot.
+func (p *sessionPool) put(s *session, broken bool) {
+	p.mu.Lock()
+	closed := p.closed
+	if broken || closed {
+		delete(p.live, s)
+	}
+	p.mu.Unlock()
+	if broken || closed {
+		s.close(broken, p.callTimeout)
+	} else {
+		p.idleFor(s.node) <- s // never blocks: at most size sessions exist
+	}
+	p.release()
+}
+
+func (p *sessionPool) release() {
+	p.inUse.Add(-1)
+	<-p.sem
+}
+
+// interrupt makes every call in flight return at once (its deadline moved
+// to now; its session is then closed): for a cancelled run. Idle sessions
+// stay usable (for the clean-up).
+func (p *sessionPool) interrupt() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for s := range p.live {
+		s.w.interrupt()
+	}
+}
+
+// unreachable lists the nodes where opening a session failed, with the
+// last error, "host:port: error" each, in the order of nodes.
+func (p *sessionPool) unreachable() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, n := range p.nodes {
+		if e, ok := p.nodeErrs[n]; ok {
+			out = append(out, n+": "+e)
+		}
+	}
+	return out
+}
+
+// close closes the idle sessions (CloseSession, each bounded by d); a
+// session in use is closed when it comes back.
+func (p *sessionPool) close(d time.Duration) {
 	p.mu.Lock()
 	p.closed = true
 	p.mu.Unlock()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer func() { _ = recover() }()
-		p.pool.Close()
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-time.After(d):
-		return fmt.Errorf("closing the session pool did not finish within %v", d)
+	for s := p.takeIdle(""); s != nil; s = p.takeIdle("") {
+		p.forget(s)
+		s.close(false, d)
 	}
 }
 
@@ -215,15 +364,16 @@ const (
 	// (pool exhausted).
 	ClassWaitTimeout = "wait_timeout"
 	// ClassConnect: a session could not be opened, or its connection was
-	// lost (refused, reset, EOF) and the library's reconnect failed.
+	// lost (refused, reset, EOF); the next operation opens a new session.
 	ClassConnect = "connect"
 	// ClassStatus: the server answered with a non-success TSStatus code
 	// (see Step.StatusCodes).
 	ClassStatus = "status"
 	// ClassDeadline: the call did not return within --call-timeout (the
-	// probe's own deadline; the client sets no socket timeout).
+	// deadline set on the session's connection; the session is closed).
 	ClassDeadline = "deadline"
-	// ClassPanic: the client library panicked; the worker recovered.
+	// ClassPanic: the client library (its Thrift stubs or result-set
+	// decoding) panicked; the worker recovered.
 	ClassPanic = "panic"
 	// ClassOther: anything else (protocol errors, bad responses).
 	ClassOther = "other"
@@ -252,17 +402,3 @@ type waitTimeoutError struct{ err error }
 
 func (e *waitTimeoutError) Error() string { return "no free session: " + e.err.Error() }
 func (e *waitTimeoutError) Unwrap() error { return e.err }
-
-// wrapGetErr sorts GetSession's errors: the library's unexported
-// "get session timeout" is a wait timeout, everything else a failure to
-// open a session.
-func wrapGetErr(err error) error {
-	var pe *panicError
-	if errors.As(err, &pe) {
-		return err
-	}
-	if err.Error() == "get session timeout" {
-		return &waitTimeoutError{err: err}
-	}
-	return &connectError{err: err}
-}

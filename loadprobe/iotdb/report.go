@@ -26,20 +26,36 @@ func (r *Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "load         %s, %s; SessionPool %d sessions, wait timeout %.0f ms, call deadline %.0f ms\n",
 		load, mode, r.PoolSize, r.WaitTimeoutMS, r.CallTimeoutMS)
 	kept := "deleted after the run"
+	if !r.CreatedDatabase && r.Prefix != r.Database {
+		kept = "series deleted after the run"
+	}
 	switch {
 	case r.DeleteError != "":
 		kept = "NOT DELETED (delete failed: " + r.DeleteError + ")"
 	case r.Kept:
 		kept = "KEPT (--keep)"
 	}
-	fmt.Fprintf(w, "database     %s (%d series, %s)\n", r.Database, r.Series, kept)
+	if r.CreatedDatabase || r.Prefix == r.Database {
+		fmt.Fprintf(w, "database     %s (%d series, %s)\n", r.Database, r.Series, kept)
+	} else {
+		fmt.Fprintf(w, "database     %s (existing), devices under %s (%d series; only these %s)\n", r.Database, r.Prefix, r.Series, kept)
+	}
+	if r.Shard != "" {
+		fmt.Fprintf(w, "shard        %s of a fleet run: workers columns are the fleet's; ops, TPS and latency this shard's\n", r.Shard)
+	}
+	if r.Redirection {
+		fmt.Fprintf(w, "redirection  on: writes follow the server's REDIRECTION_RECOMMEND to the node leading the device\n")
+	}
+	for _, n := range r.UnreachableNodes {
+		fmt.Fprintf(w, "unreachable  %s\n", n)
+	}
 	if r.StopReason != "" {
 		fmt.Fprintf(w, "INCOMPLETE   %s\n", r.StopReason)
 	}
 	fmt.Fprintln(w)
 
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(tw, "workers\tops\tTPS\tpoints/s\tmean ms\tp50 ms\tp95 ms\tp99 ms\tmax ms\terrors\tpool use\t\n")
+	fmt.Fprint(tw, "workers\tops\tTPS\tpoints/s\tmean ms\tp50 ms\tp95 ms\tp99 ms\tmax ms\terrors\tpool use\tclient CPU\tbound\t\n")
 	for _, s := range r.Steps {
 		mark := ""
 		if s.Partial {
@@ -54,9 +70,13 @@ func (r *Result) WriteText(w io.Writer) error {
 				mark = " peak"
 			}
 		}
-		fmt.Fprintf(tw, "%d%s\t%d\t%.1f\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f%%\t%.0f%% (max %.0f%%)\t\n",
+		bound := s.Bound
+		if bound == "" {
+			bound = "-"
+		}
+		fmt.Fprintf(tw, "%d%s\t%d\t%.1f\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f%%\t%.0f%% (max %.0f%%)\t%.2f cores\t%s\t\n",
 			s.Workers, mark, s.Ops, s.TPS, s.PointsPerS, s.Latency.Mean, s.Latency.P50, s.Latency.P95, s.Latency.P99, s.Latency.Max,
-			100*s.ErrorRate, 100*s.Pool.MeanUtil, 100*s.Pool.MaxUtil)
+			100*s.ErrorRate, 100*s.Pool.MeanUtil, 100*s.Pool.MaxUtil, s.Client.CPUCores, bound)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -66,7 +86,15 @@ func (r *Result) WriteText(w io.Writer) error {
 			fmt.Fprintf(w, "errors at %d workers: %s%s\n", s.Workers, classSummary(&s), codeSummary(s.StatusCodes))
 		}
 	}
+	for _, s := range r.Steps {
+		if s.Bound != "" {
+			fmt.Fprintf(w, "bound at %d workers: %s (%s)\n", s.Workers, s.Bound, s.BoundReason)
+		}
+	}
 	fmt.Fprintf(w, "\nknee         %s\n", r.Knee.Reading)
+	for _, g := range r.Suggestions {
+		fmt.Fprintf(w, "suggest      %s: %s; fix: %s\n", g.Setting, g.Observed, g.Fix)
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note         %s\n", n)
 	}

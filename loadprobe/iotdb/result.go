@@ -14,11 +14,28 @@ type Result struct {
 	// ServerVersion is what `show version` answered ("" if it could not
 	// be read; see Notes).
 	ServerVersion string `json:"server_version"`
-	// Database is the throwaway database root.hostprep_<run id>.
+	// Database is the database written to: the throwaway
+	// root.hostprep_<run id> the probe created (CreatedDatabase), or the
+	// existing one given with --database.
 	Database string `json:"database"`
-	// Kept is true when the database was left in place (--keep) or could
-	// not be deleted (see Notes).
+	// Prefix is the path the probe's devices were under (Prefix.d<N>):
+	// the database itself, or <database>.hostprep_<run id>.
+	Prefix string `json:"prefix"`
+	// CreatedDatabase is true when the probe created Database (and so
+	// deletes all of it); false under --database (only its series are
+	// deleted).
+	CreatedDatabase bool `json:"created_database"`
+	// Kept is true when the probe's data was left in place (--keep) or
+	// could not be deleted (see Notes).
 	Kept bool `json:"kept"`
+	// UnreachableNodes lists the nodes (of --node-urls, or the one
+	// target) where opening a session failed at least once, as
+	// "host:port: last error".
+	UnreachableNodes []string `json:"unreachable_nodes,omitempty"`
+	// Shard is "K/N" for shard K of a fleet run of N ("" when not sharded).
+	Shard string `json:"shard,omitempty"`
+	// Redirection echoes Config.Redirection.
+	Redirection bool `json:"redirection,omitempty"`
 	// Series is the number of time series created before the load.
 	Series int `json:"series"`
 	// Scenario is write, batch or mixed; Mode is "closed" (each worker
@@ -109,8 +126,11 @@ type SecondStats struct {
 
 // Step is one load step with a fixed number of workers.
 type Step struct {
-	// Workers is the number of concurrent workers (the step's concurrency).
+	// Workers is the number of concurrent workers (the step's concurrency;
+	// of the whole fleet when sharded).
 	Workers int `json:"workers"`
+	// ShardWorkers is how many of them this shard ran (sharded runs only).
+	ShardWorkers int `json:"shard_workers,omitempty"`
 	// DurationS is the measured length of the step in seconds: from the
 	// first operation's start until the last worker finished.
 	DurationS float64 `json:"duration_s"`
@@ -141,6 +161,11 @@ type Step struct {
 	PointsPerS float64 `json:"points_per_s"`
 	// Pool is the sampled session-pool utilisation.
 	Pool PoolUse `json:"pool"`
+	// Client is the probe's own load during the step.
+	Client ClientUse `json:"client"`
+	// Redirects counts write answers that recommended another DataNode
+	// (REDIRECTION_RECOMMEND, 400); followed with --redirection.
+	Redirects int64 `json:"redirects,omitempty"`
 	// Partial is true when the step was cut short (run interrupted or
 	// stopped); it is shown but left out of the knee.
 	Partial bool `json:"partial,omitempty"`
@@ -165,4 +190,25 @@ type PoolUse struct {
 	MeanUtil float64 `json:"mean_util"`
 	MaxUtil  float64 `json:"max_util"`
 	Samples  int     `json:"samples"`
+	// MeanWaiting is the mean number of workers waiting for a session;
+	// WaitingShare the fraction (0..1) of samples with any worker waiting.
+	MeanWaiting  float64 `json:"mean_waiting"`
+	WaitingShare float64 `json:"waiting_share"`
+}
+
+// ClientUse is the probe process's own load during a step: whether the
+// load generator, not the server, was the limit.
+type ClientUse struct {
+	// CPUCores is the process's CPU time (user + system, getrusage) over
+	// the step's wall time: 1.0 = one core busy all the time.
+	CPUCores float64 `json:"cpu_cores"`
+	// CPUPerOpUs is that CPU time per operation, µs.
+	CPUPerOpUs float64 `json:"cpu_per_op_us"`
+	// SchedLagMeanMs and SchedLagMaxMs are how late the pool sampler's
+	// ticks were handled, ms: the time a runnable goroutine of the probe
+	// waited for a CPU (high when the probe's host is CPU-bound).
+	SchedLagMeanMs float64 `json:"sched_lag_mean_ms"`
+	SchedLagMaxMs  float64 `json:"sched_lag_max_ms"`
+	// Cores is the number of CPUs the probe could use (GOMAXPROCS).
+	Cores int `json:"cores"`
 }

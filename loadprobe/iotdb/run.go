@@ -7,17 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	mrand "math/rand/v2"
 	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/apache/iotdb-client-go/client"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/verdict"
-	"github.com/hostprep/hostprep/loadprobe/latency"
 )
 
 // Run executes the probe: it opens the SessionPool, reads the server
@@ -42,13 +39,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		_, _ = rand.Read(b[:])
 		cfg.RunID = hex.EncodeToString(b[:])
 	}
+	prefix := probePrefix(cfg.Database, cfg.RunID)
 	res := &Result{
 		Target:        cfg.addr(),
-		Database:      "root.hostprep_" + cfg.RunID,
+		Database:      cfg.Database,
+		Prefix:        prefix,
 		Scenario:      cfg.Scenario,
 		Mode:          "closed",
 		RatePerWorker: cfg.Rate,
 		PoolSize:      cfg.PoolSize,
+		Redirection:   cfg.Redirection,
+		Shard:         cfg.Shard.String(),
 		WaitTimeoutMS: ms(cfg.WaitTimeout),
 		CallTimeoutMS: ms(cfg.CallTimeout),
 		Started:       time.Now().UTC(),
@@ -58,24 +59,21 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer func() { res.DurationS = time.Since(res.Started).Seconds() }()
 
-	pool := newCountingPool(&cfg)
-	defer func() {
-		if n := pool.drain(cfg.CallTimeout); n > 0 {
-			res.Notes = append(res.Notes, fmt.Sprintf("%d calls were still running %v after the last step (server not answering); they were left to finish on their own", n, cfg.CallTimeout))
-		}
-		if err := pool.close(cfg.CallTimeout); err != nil {
-			res.Notes = append(res.Notes, err.Error())
-		}
-	}()
+	if res.Database == "" {
+		res.Database = prefix
+	}
+	res.Notes = append(res.Notes, cfg.Warnings()...)
+	pool := newSessionPool(&cfg)
+	defer pool.close(cfg.CallTimeout)
 
-	w := newWorkload(&cfg, res.Database)
-	if err := setup(ctx, pool, w, res); err != nil {
+	w := newWorkload(&cfg, prefix)
+	if err := setup(ctx, pool, &cfg, w, res); err != nil {
 		if ctx.Err() != nil {
-			return nil, exitcode.Environmentf("iotdb probe interrupted (%v) while setting up %s on %s: nothing measured", ctx.Err(), res.Database, res.Target)
+			return nil, exitcode.Environmentf("iotdb probe interrupted (%v) while setting up %s on %s: nothing measured", ctx.Err(), prefix, res.Target)
 		}
 		return nil, err
 	}
-	slog.Info("iotdb probe: database ready", "database", res.Database, "series", res.Series, "server_version", res.ServerVersion)
+	slog.Info("iotdb probe: series ready", "prefix", prefix, "series", res.Series, "server_version", res.ServerVersion)
 
 	lv := newLiveness(cfg.UnreachableAfter)
 	if cfg.Warmup > 0 {
@@ -107,8 +105,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 
-	teardown(pool, &cfg, res)
+	teardown(pool, &cfg, w, res)
+	res.UnreachableNodes = pool.unreachable()
+	attributeBounds(res.Steps, kneeErrorLimit(&cfg))
 	res.Knee = FindKnee(res.Steps, kneeErrorLimit(&cfg))
+	bound, note := limitNote(res.Steps, res.Knee, cfg.maxWorkers())
+	res.Knee.Bound, res.Knee.Reading = bound, res.Knee.Reading+note
+	res.Suggestions = Suggest(&cfg, res.Steps, res.ServerVersion)
 	res.Checks = Checks(&cfg, res.Steps)
 	if err := ctx.Err(); err != nil {
 		runErr = res.interrupted(err, cutAt, len(cfg.Steps))
@@ -118,6 +121,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.Verdict = verdict.Worst(res.Checks)
 	return res, runErr
 }
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // kneeErrorLimit is the highest error rate a step may have to count for the
 // knee and the peak: the --max-error-rate threshold, or KneeMaxErrorRate
@@ -232,315 +237,6 @@ func (res *Result) interrupted(err error, cutAt, planned int) error {
 	return exitcode.Environmentf("iotdb probe interrupted (%v) %s; %d of %d steps complete, results partial", err, where, full, planned)
 }
 
-// TSStatus codes of a refused login (IoTDB's TSStatusCode
-// WRONG_LOGIN_PASSWORD and NOT_LOGIN).
-const (
-	statusWrongLogin = 801
-	statusNotLogin   = 802
-)
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// admin runs one setup/teardown statement on a pooled session under the
-// probe's deadlines.
-func admin(ctx context.Context, p *countingPool, op opFunc) error {
-	_, err := p.do(ctx, op)
-	return err
-}
-
-// setup opens the first session, reads the version and creates the
-// database and its series. Failures are Environment errors.
-func setup(ctx context.Context, p *countingPool, w *workload, res *Result) error {
-	v, err := serverVersion(ctx, p)
-	if err != nil {
-		class, code := classify(err)
-		// The v1.3.7 client ignores the OpenSession status, so a refused
-		// login shows here, at the first statement.
-		if class == ClassStatus && (code == statusWrongLogin || code == statusNotLogin) {
-			return exitcode.Environmentf("iotdb probe: %s refused the login of user %q (status %d): check --user and --password-file or $HOSTPREP_IOTDB_PASSWORD", res.Target, p.user, code)
-		}
-		if class == ClassConnect || class == ClassWaitTimeout || class == ClassDeadline || class == ClassPanic {
-			return exitcode.Environmentf("iotdb probe: cannot open a session to %s: %v (is IoTDB running and is --host/--port its client RPC? scripts/iotdb.sh start runs one on 127.0.0.1:6667)", res.Target, err)
-		}
-		res.Notes = append(res.Notes, "server version not read: "+err.Error())
-	} else if v == "" {
-		res.Notes = append(res.Notes, "server version not read: show version returned no row")
-	}
-	res.ServerVersion = v
-
-	if err := admin(ctx, p, func(s *client.Session) (int64, error) {
-		return 0, s.ExecuteNonQueryStatement("CREATE DATABASE " + w.database)
-	}); err != nil {
-		return exitcode.Environmentf("iotdb probe: CREATE DATABASE %s on %s failed: %v (check --user has the privilege and the server accepts writes)", w.database, res.Target, err)
-	}
-	paths := w.seriesPaths()
-	for i := 0; i < len(paths); i += 1000 {
-		chunk := paths[i:min(i+1000, len(paths))]
-		types := make([]client.TSDataType, len(chunk))
-		enc := make([]client.TSEncoding, len(chunk))
-		comp := make([]client.TSCompressionType, len(chunk))
-		for j := range chunk {
-			types[j], enc[j], comp[j] = client.FLOAT, client.GORILLA, client.LZ4
-		}
-		if err := admin(ctx, p, func(s *client.Session) (int64, error) {
-			return 0, s.CreateMultiTimeseries(chunk, types, enc, comp)
-		}); err != nil {
-			dropDatabase(p, w.database)
-			return exitcode.Environmentf("iotdb probe: creating %d time series under %s failed: %v", len(paths), w.database, err)
-		}
-	}
-	res.Series = len(paths)
-	if w.scenario == ScenarioMixed {
-		// Reads need rows to read: one mixed write per device.
-		rng := mrand.New(mrand.NewPCG(1, 2))
-		for d := 0; d < w.devices; d++ {
-			tb, err := w.tablet(rng, w.device(d), mixedWrite, w.ts(mixedWrite))
-			if err == nil {
-				err = admin(ctx, p, func(s *client.Session) (int64, error) { return 0, s.InsertTablet(tb, true) })
-			}
-			if err != nil {
-				dropDatabase(p, w.database)
-				return exitcode.Environmentf("iotdb probe: seeding %s for reads failed: %v", w.device(d), err)
-			}
-		}
-	}
-	return nil
-}
-
-// serverVersion answers `show version` (the v1.3.7 client does not expose
-// the version the server reports at session open).
-func serverVersion(ctx context.Context, p *countingPool) (string, error) {
-	var v string
-	err := admin(ctx, p, func(s *client.Session) (int64, error) {
-		timeout := int64(0)
-		ds, err := s.ExecuteQueryStatement("show version", &timeout)
-		if err != nil {
-			return 0, err
-		}
-		defer ds.Close()
-		ok, err := ds.Next()
-		if err != nil || !ok {
-			return 0, err
-		}
-		v, err = ds.GetString("Version")
-		return 0, err
-	})
-	return v, err
-}
-
-func teardown(p *countingPool, cfg *Config, res *Result) {
-	if cfg.Keep {
-		res.Kept = true
-		res.Notes = append(res.Notes, "--keep: database "+res.Database+" left in place; drop it with: DELETE DATABASE "+res.Database)
-		return
-	}
-	if err := dropDatabase(p, res.Database); err != nil {
-		res.Kept = true
-		res.DeleteError = err.Error()
-		res.Notes = append(res.Notes, fmt.Sprintf("could not delete %s: %v; drop it with: DELETE DATABASE %s", res.Database, err, res.Database))
-	}
-}
-
-// dropDatabase deletes the probe's database; it runs even when the run's
-// context is cancelled, bounded by the pool's deadlines.
-func dropDatabase(p *countingPool, db string) error {
-	return admin(context.Background(), p, func(s *client.Session) (int64, error) {
-		return 0, s.ExecuteNonQueryStatement("DELETE DATABASE " + db)
-	})
-}
-
-// workerStats is one worker's tally, merged at the end of a step.
-type workerStats struct {
-	lat           *latency.Recorder
-	ok, errs      int64
-	reads, writes int64
-	points        int64
-	byClass       map[string]int64
-	codes         map[string]int64
-	samples       map[string]string
-}
-
-func (s *workerStats) add(kind opKind, n int64, err error) {
-	if kind == opRead {
-		s.reads++
-	} else {
-		s.writes++
-	}
-	if err == nil {
-		s.ok++
-		s.points += n
-		return
-	}
-	s.errs++
-	class, code := classify(err)
-	s.byClass[class]++
-	if class == ClassStatus {
-		s.codes[strconv.Itoa(int(code))]++
-	}
-	if _, ok := s.samples[class]; !ok {
-		s.samples[class] = err.Error()
-	}
-}
-
-// runStep keeps n workers busy for cfg.StepDuration and measures them.
-//
-// A worker whose operation fails to connect backs off (see backoffMin);
-// when lv finds the server unreachable the step ends early.
-func runStep(ctx context.Context, cfg *Config, p *countingPool, w *workload, n int, lv *liveness) Step {
-	stepCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	start := time.Now()
-	end := start.Add(cfg.StepDuration)
-	stats := make([]*workerStats, n)
-
-	// Pool utilisation sampler.
-	var (
-		samples  int
-		sum      int64
-		maxInUse int64
-		sampWG   sync.WaitGroup
-	)
-	stopSampler := make(chan struct{})
-	sampWG.Add(1)
-	go func() {
-		defer sampWG.Done()
-		t := time.NewTicker(cfg.SampleInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-stopSampler:
-				return
-			case <-t.C:
-				v := p.inUse.Load()
-				samples++
-				sum += v
-				maxInUse = max(maxInUse, v)
-			}
-		}
-	}()
-
-	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
-		st := &workerStats{lat: latency.New(), byClass: map[string]int64{}, codes: map[string]int64{}, samples: map[string]string{}}
-		stats[i] = st
-		wg.Add(1)
-		go func(worker int) {
-			defer wg.Done()
-			rng := mrand.New(mrand.NewPCG(uint64(worker), uint64(start.UnixNano())))
-			var interval, backoff time.Duration
-			next := start
-			if cfg.Rate > 0 {
-				interval = time.Duration(float64(time.Second) / cfg.Rate)
-				// Spread the workers' schedules over one interval.
-				next = start.Add(time.Duration(rng.Int64N(int64(interval) + 1)))
-			}
-			for {
-				var began time.Time
-				if cfg.Rate > 0 {
-					if !next.Before(end) {
-						return
-					}
-					if d := time.Until(next); d > 0 {
-						select {
-						case <-time.After(d):
-						case <-stepCtx.Done():
-							return
-						}
-					}
-					began = next // wrk2: latency from the scheduled start
-					next = next.Add(interval)
-				} else {
-					began = time.Now()
-					if !began.Before(end) {
-						return
-					}
-				}
-				if stepCtx.Err() != nil {
-					return
-				}
-				kind, op, err := w.next(worker, rng)
-				var pts int64
-				if err == nil {
-					pts, err = p.do(stepCtx, op)
-				}
-				if errors.Is(err, context.Canceled) && stepCtx.Err() != nil {
-					return
-				}
-				st.add(kind, pts, err)
-				if err == nil {
-					st.lat.Record(time.Since(began))
-				}
-				if class, _ := classify(err); err == nil || class != ClassConnect {
-					backoff = 0
-					lv.reached()
-					continue
-				}
-				if lv.connectFailed(err) {
-					cancel() // the server is gone: end the step for every worker
-					return
-				}
-				backoff = min(max(2*backoff, backoffMin), backoffMax)
-				select {
-				case <-time.After(backoff/2 + time.Duration(rng.Int64N(int64(backoff/2)+1))):
-				case <-stepCtx.Done():
-					return
-				}
-			}
-		}(i)
-	}
-	wg.Wait()
-	close(stopSampler)
-	sampWG.Wait()
-	elapsed := time.Since(start)
-
-	out := Step{Workers: n, DurationS: elapsed.Seconds(), ErrorsByClass: map[string]int64{}, StatusCodes: map[string]int64{}, ErrorSamples: map[string]string{}}
-	lat := latency.New()
-	for _, st := range stats {
-		lat.Merge(st.lat)
-		out.OK += st.ok
-		out.Errors += st.errs
-		out.Reads += st.reads
-		out.Writes += st.writes
-		out.Points += st.points
-		for k, v := range st.byClass {
-			out.ErrorsByClass[k] += v
-		}
-		for k, v := range st.codes {
-			out.StatusCodes[k] += v
-		}
-		for k, v := range st.samples {
-			if _, ok := out.ErrorSamples[k]; !ok {
-				out.ErrorSamples[k] = v
-			}
-		}
-	}
-	if w.scenario != ScenarioMixed {
-		out.Reads, out.Writes = 0, 0
-	}
-	out.Ops = out.OK + out.Errors
-	if out.Ops > 0 {
-		out.ErrorRate = float64(out.Errors) / float64(out.Ops)
-	}
-	out.Latency = lat.Summary()
-	if s := elapsed.Seconds(); s > 0 {
-		out.TPS = float64(out.OK) / s
-		out.PointsPerS = float64(out.Points) / s
-	}
-	out.Pool = PoolUse{Size: p.size, MaxUsed: maxInUse, Samples: samples}
-	if samples > 0 {
-		out.Pool.MeanUsed = float64(sum) / float64(samples)
-	}
-	out.Pool.MeanUtil = out.Pool.MeanUsed / float64(p.size)
-	out.Pool.MaxUtil = float64(out.Pool.MaxUsed) / float64(p.size)
-	if len(out.ErrorsByClass) == 0 {
-		out.ErrorsByClass, out.StatusCodes, out.ErrorSamples = nil, nil, nil
-	}
-	if len(out.StatusCodes) == 0 {
-		out.StatusCodes = nil
-	}
-	return out
-}
-
 // Ping opens one session to addr (host:port) as user, runs `show version`
 // and returns the server's version; the whole exchange is bounded by ctx's
 // deadline (10 s if it has none). It is what scripts/iotdb.sh waits on.
@@ -558,7 +254,7 @@ func Ping(ctx context.Context, addr, user, password string) (string, error) {
 		d = time.Until(dl)
 	}
 	cfg := Config{Host: host, Port: pn, User: user, Password: password, PoolSize: 1, WaitTimeout: d, ConnectTimeout: d, CallTimeout: d}.withDefaults()
-	p := newCountingPool(&cfg)
+	p := newSessionPool(&cfg)
 	defer p.close(d)
 	v, err := serverVersion(ctx, p)
 	if err == nil && v == "" {

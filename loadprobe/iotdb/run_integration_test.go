@@ -40,32 +40,34 @@ func realConfig(t *testing.T, scenario string) Config {
 // databases lists the databases the server has (show databases).
 func databases(t *testing.T, cfg Config) []string {
 	t.Helper()
-	c := cfg.withDefaults()
-	s := client.NewSession(&client.Config{Host: c.Host, Port: strconv.Itoa(c.Port), UserName: c.User, Password: c.Password})
-	if err := s.Open(false, 5000); err != nil {
-		t.Fatalf("open session: %v", err)
-	}
+	s := testSession(t, cfg)
 	defer s.Close()
+	return column(t, s, "show databases", "Database")
+}
+
+// column runs sql on s and returns the column col of every row.
+func column(t *testing.T, s *client.Session, sql, col string) []string {
+	t.Helper()
 	timeout := int64(10000)
-	ds, err := s.ExecuteQueryStatement("show databases", &timeout)
+	ds, err := s.ExecuteQueryStatement(sql, &timeout)
 	if err != nil {
-		t.Fatalf("show databases: %v", err)
+		t.Fatalf("%s: %v", sql, err)
 	}
 	defer ds.Close()
 	var out []string
 	for {
 		ok, err := ds.Next()
 		if err != nil {
-			t.Fatalf("show databases: %v", err)
+			t.Fatalf("%s: %v", sql, err)
 		}
 		if !ok {
 			return out
 		}
-		name, err := ds.GetString("Database")
+		v, err := ds.GetString(col)
 		if err != nil {
-			t.Fatalf("show databases: %v", err)
+			t.Fatalf("%s: %v", sql, err)
 		}
-		out = append(out, name)
+		out = append(out, v)
 	}
 }
 
@@ -171,9 +173,9 @@ func TestRunKeepLeavesDatabase(t *testing.T) {
 	}
 	// Clean up what --keep left.
 	c := cfg.withDefaults()
-	p := newCountingPool(&c)
+	p := newSessionPool(&c)
 	defer p.close(5 * time.Second)
-	if err := dropDatabase(p, res.Database); err != nil {
+	if err := admin(context.Background(), p, func(s *session) error { return s.exec("DELETE DATABASE " + res.Database) }); err != nil {
 		t.Fatalf("dropping %s: %v", res.Database, err)
 	}
 }

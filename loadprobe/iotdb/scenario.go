@@ -1,12 +1,14 @@
 package iotdb
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"sync/atomic"
 
 	"github.com/apache/iotdb-client-go/client"
+	"github.com/apache/iotdb-client-go/rpc"
 )
 
 // Measurements written by every scenario: two FLOAT series per device.
@@ -37,22 +39,31 @@ func PointsPerOp(scenario string) (write, read int) {
 // workload holds the database layout and the shared timestamp clock.
 type workload struct {
 	scenario string
-	database string // root.hostprep_<id>
-	devices  int    // devices d0..d<devices-1>
+	prefix   string // the devices' parent path (probePrefix)
+	devices  int    // devices d0..d<devices-1> of the whole (fleet) run
+	own      []int  // the devices this run (shard) writes: its series
+	shared   bool   // the database is shared by a fleet run's shards
 	clock    atomic.Int64
-	schemas  []*client.MeasurementSchema
-	types    []client.TSDataType
+	types    []int32 // the measurements' data types (FLOAT)
+	// redirection: follow the server's REDIRECTION_RECOMMEND (Config.Redirection).
+	redirection bool
 }
 
-func newWorkload(cfg *Config, database string) *workload {
-	n := cfg.maxWorkers()
-	if cfg.Scenario == ScenarioBatch && n < batchDevices {
-		n = batchDevices
+func newWorkload(cfg *Config, prefix string) *workload {
+	// One device per worker (batch: batchDevices per worker), numbered by
+	// the worker's fleet-wide index, so shards write disjoint devices.
+	max, per := cfg.maxWorkers(), 1
+	if cfg.Scenario == ScenarioBatch {
+		per = batchDevices
 	}
-	w := &workload{scenario: cfg.Scenario, database: database, devices: n}
-	for _, m := range measurements {
-		w.schemas = append(w.schemas, &client.MeasurementSchema{Measurement: m, DataType: client.FLOAT})
-		w.types = append(w.types, client.FLOAT)
+	w := &workload{scenario: cfg.Scenario, prefix: prefix, devices: max * per, redirection: cfg.Redirection}
+	for j := 0; j < cfg.Shard.Count(max); j++ {
+		for k := 0; k < per; k++ {
+			w.own = append(w.own, cfg.Shard.Global(j)*per+k)
+		}
+	}
+	for range measurements {
+		w.types = append(w.types, int32(client.FLOAT))
 	}
 	// Timestamps (ms) come from one counter, so no two operations write the
 	// same timestamp of a device; start at a fixed epoch to keep them small.
@@ -60,12 +71,12 @@ func newWorkload(cfg *Config, database string) *workload {
 	return w
 }
 
-func (w *workload) device(i int) string { return fmt.Sprintf("%s.d%d", w.database, i%w.devices) }
+func (w *workload) device(i int) string { return fmt.Sprintf("%s.d%d", w.prefix, i%w.devices) }
 
-// seriesPaths lists every time series the run needs.
+// seriesPaths lists every time series the run (shard) writes.
 func (w *workload) seriesPaths() []string {
 	var paths []string
-	for d := 0; d < w.devices; d++ {
+	for _, d := range w.own {
 		for _, m := range measurements {
 			paths = append(paths, w.device(d)+"."+m)
 		}
@@ -78,25 +89,24 @@ func (w *workload) ts(n int) int64 { return w.clock.Add(int64(n)) - int64(n) + 1
 
 // value is a plausible reading: temperature around 21 °C, humidity around 45 %.
 func value(rng *rand.Rand, m int, t int64) float32 {
-	base := []float64{21, 45}[m]
+	base := 21.0
+	if m == 1 {
+		base = 45
+	}
 	return float32(base + 3*math.Sin(float64(t%3600)/573) + rng.Float64())
 }
 
-func (w *workload) tablet(rng *rand.Rand, device string, rows int, t0 int64) (*client.Tablet, error) {
-	tb, err := client.NewTablet(device, w.schemas, rows)
-	if err != nil {
-		return nil, err
-	}
+// putColumns fills vals (len(measurements) x rows FLOAT columns, big
+// endian, as IoTDB's tablet format has them) and ts (rows int64
+// timestamps from t0) with one device's rows.
+func putColumns(rng *rand.Rand, vals, ts []byte, rows int, t0 int64) {
 	for r := 0; r < rows; r++ {
-		tb.SetTimestamp(t0+int64(r), r)
+		t := t0 + int64(r)
+		binary.BigEndian.PutUint64(ts[8*r:], uint64(t))
 		for m := range measurements {
-			if err := tb.SetValueAt(value(rng, m, t0+int64(r)), m, r); err != nil {
-				return nil, err
-			}
+			binary.BigEndian.PutUint32(vals[4*(m*rows+r):], math.Float32bits(value(rng, m, t)))
 		}
 	}
-	tb.RowSize = rows
-	return tb, nil
 }
 
 // opKind tells reads from writes in the per-step counts.
@@ -107,62 +117,133 @@ const (
 	opRead
 )
 
-// next builds worker's next operation. Everything the call touches is
-// built here, fresh, so an abandoned call never shares memory with the
-// worker's next operation.
-func (w *workload) next(worker int, rng *rand.Rand) (opKind, opFunc, error) {
+// workerOps is one worker's operations: the requests are built once and
+// refilled for every operation (a session's call never outlives its
+// deadline, so nothing else can still be reading them).
+type workerOps struct {
+	w      *workload
+	worker int
+	rng    *rand.Rand
+	kind   opKind // of the operation prepared last
+	exec   opFunc // runs the operation prepared last
+	// prefer is the node the server last recommended for this worker's
+	// writes (with Config.Redirection); redirected is set when an answer
+	// carried a recommendation (counted in Step.Redirects).
+	prefer     string
+	redirected bool
+
+	rec     rpc.TSInsertRecordReq  // write
+	tablets rpc.TSInsertTabletsReq // batch
+	tablet  rpc.TSInsertTabletReq  // mixed write
+	sql     string                 // mixed read
+}
+
+// newWorkerOps prepares worker's requests.
+func (w *workload) newWorkerOps(worker int, rng *rand.Rand) *workerOps {
+	o := &workerOps{w: w, worker: worker, rng: rng}
+	cols := len(measurements)
 	switch w.scenario {
 	case ScenarioWrite:
-		dev := w.device(worker)
+		o.rec = rpc.TSInsertRecordReq{PrefixPath: w.device(worker), Measurements: measurements, Values: make([]byte, 5*cols)}
+		o.exec = o.write
+	case ScenarioBatch:
+		r := &o.tablets
+		for j := 0; j < batchDevices; j++ {
+			r.PrefixPaths = append(r.PrefixPaths, w.device(worker*batchDevices+j))
+			r.MeasurementsList = append(r.MeasurementsList, measurements)
+			r.ValuesList = append(r.ValuesList, make([]byte, 4*cols*batchRows))
+			r.TimestampsList = append(r.TimestampsList, make([]byte, 8*batchRows))
+			r.TypesList = append(r.TypesList, w.types)
+			r.SizeList = append(r.SizeList, batchRows)
+		}
+		o.exec = o.batch
+	case ScenarioMixed:
+		o.tablet = w.tabletReq(w.device(worker), mixedWrite)
+		o.sql = fmt.Sprintf("select %s, %s from %s order by time desc limit %d", measurements[0], measurements[1], w.device(worker), mixedRead)
+	}
+	return o
+}
+
+// tabletReq is an InsertTablet request of rows rows of device, values to
+// be filled by putColumns.
+func (w *workload) tabletReq(device string, rows int) rpc.TSInsertTabletReq {
+	return rpc.TSInsertTabletReq{PrefixPath: device, Measurements: measurements, Types: w.types, Size: int32(rows),
+		Values: make([]byte, 4*len(measurements)*rows), Timestamps: make([]byte, 8*rows)}
+}
+
+// next prepares the worker's next operation (new timestamps and values)
+// and returns its kind; o.exec then runs it on a session.
+func (o *workerOps) next() opKind {
+	w := o.w
+	switch w.scenario {
+	case ScenarioWrite:
 		t := w.ts(1)
-		vals := []interface{}{value(rng, 0, t), value(rng, 1, t)}
-		return opWrite, func(s *client.Session) (int64, error) {
-			if err := s.InsertRecord(dev, measurements, w.types, vals, t); err != nil {
-				return 0, err
-			}
-			return int64(len(measurements)), nil
-		}, nil
+		o.rec.Timestamp = t
+		for m := range measurements {
+			o.rec.Values[5*m] = byte(client.FLOAT)
+			binary.BigEndian.PutUint32(o.rec.Values[5*m+1:], math.Float32bits(value(o.rng, m, t)))
+		}
+		o.kind = opWrite
 	case ScenarioBatch:
 		t0 := w.ts(batchRows)
-		tablets := make([]*client.Tablet, 0, batchDevices)
-		for j := 0; j < batchDevices; j++ {
-			tb, err := w.tablet(rng, w.device(worker*batchDevices+j), batchRows, t0)
-			if err != nil {
-				return 0, nil, err
-			}
-			tablets = append(tablets, tb)
+		for j := range o.tablets.PrefixPaths {
+			putColumns(o.rng, o.tablets.ValuesList[j], o.tablets.TimestampsList[j], batchRows, t0)
 		}
-		return opWrite, func(s *client.Session) (int64, error) {
-			if err := s.InsertTablets(tablets, true); err != nil {
-				return 0, err
-			}
-			return batchDevices * batchRows * int64(len(measurements)), nil
-		}, nil
+		o.kind = opWrite
 	case ScenarioMixed:
-		dev := w.device(worker)
-		if rng.IntN(100) < mixedReadPct {
-			sql := fmt.Sprintf("select %s, %s from %s order by time desc limit %d", measurements[0], measurements[1], dev, mixedRead)
-			return opRead, func(s *client.Session) (int64, error) { return readPoints(s, sql) }, nil
+		if o.rng.IntN(100) < mixedReadPct {
+			o.kind, o.exec = opRead, o.read
+		} else {
+			putColumns(o.rng, o.tablet.Values, o.tablet.Timestamps, mixedWrite, w.ts(mixedWrite))
+			o.kind, o.exec = opWrite, o.mixedWrite
 		}
-		tb, err := w.tablet(rng, dev, mixedWrite, w.ts(mixedWrite))
-		if err != nil {
-			return 0, nil, err
-		}
-		return opWrite, func(s *client.Session) (int64, error) {
-			if err := s.InsertTablet(tb, true); err != nil {
-				return 0, err
-			}
-			return mixedWrite * int64(len(measurements)), nil
-		}, nil
 	}
-	return 0, nil, fmt.Errorf("unknown scenario %q", w.scenario)
+	return o.kind
 }
+
+// redirect takes the node s's last answer recommended.
+func (o *workerOps) redirect(s *session) {
+	if r := s.takeRedirect(); r != "" {
+		o.redirected = true
+		if o.w.redirection {
+			o.prefer = r
+		}
+	}
+}
+
+func (o *workerOps) write(s *session) (int64, error) {
+	err := s.insertRecord(&o.rec)
+	o.redirect(s)
+	if err != nil {
+		return 0, err
+	}
+	return int64(len(measurements)), nil
+}
+
+func (o *workerOps) batch(s *session) (int64, error) {
+	err := s.insertTablets(&o.tablets)
+	o.redirect(s)
+	if err != nil {
+		return 0, err
+	}
+	return batchDevices * batchRows * int64(len(measurements)), nil
+}
+
+func (o *workerOps) mixedWrite(s *session) (int64, error) {
+	err := s.insertTablet(&o.tablet)
+	o.redirect(s)
+	if err != nil {
+		return 0, err
+	}
+	return mixedWrite * int64(len(measurements)), nil
+}
+
+func (o *workerOps) read(s *session) (int64, error) { return readPoints(s, o.sql) }
 
 // readPoints runs a query, counts the non-null values it returns and
 // closes the result set before returning (so before the session goes back).
-func readPoints(s *client.Session, sql string) (n int64, err error) {
-	timeout := int64(0)
-	ds, err := s.ExecuteQueryStatement(sql, &timeout)
+func readPoints(s *session, sql string) (n int64, err error) {
+	ds, err := s.query(sql)
 	if err != nil {
 		return 0, err
 	}

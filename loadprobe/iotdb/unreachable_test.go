@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/iotdbfault"
 	"github.com/hostprep/hostprep/internal/verdict"
-	"github.com/hostprep/hostprep/loadprobe/iotdb/faultserver"
 )
 
 // The server dies mid-run (here the fault server closes: connections
@@ -18,7 +18,7 @@ import (
 // run" naming the target once nothing has connected for UnreachableAfter,
 // and the header says the database was NOT DELETED (not "KEPT").
 func TestServerGoneMidRunBacksOffAndStops(t *testing.T) {
-	srv, err := faultserver.Start(faultserver.None)
+	srv, err := iotdbfault.Start(iotdbfault.None)
 	if err != nil {
 		t.Fatal(err)
 	}

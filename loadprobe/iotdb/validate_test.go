@@ -16,21 +16,25 @@ import (
 // default; descending or repeated steps are refused.
 func TestValidateRejectsExplicitZerosAndDescendingSteps(t *testing.T) {
 	for flag, set := range map[string]func(*Config){
-		"--step-duration":   func(c *Config) { c.StepDuration = 0 },
-		"--pool-size":       func(c *Config) { c.PoolSize = 0 },
-		"--port":            func(c *Config) { c.Port = 0 },
-		"--wait-timeout":    func(c *Config) { c.WaitTimeout = 0 },
-		"--call-timeout":    func(c *Config) { c.CallTimeout = 0 },
-		"--connect-timeout": func(c *Config) { c.ConnectTimeout = 0 },
-		"--fetch-size":      func(c *Config) { c.FetchSize = 0 },
-		"--host":            func(c *Config) { c.Host = "" },
-		"--steps":           func(c *Config) { c.Steps = []int{4, 2} },
+		"probe.iotdb.step_duration": func(c *Config) { c.StepDuration = 0 },
+		"probe.iotdb.pool_size":     func(c *Config) { c.PoolSize = 0 },
+		"probe.iotdb.port":          func(c *Config) { c.Port = 0 },
+		"probe.iotdb.wait_timeout":  func(c *Config) { c.WaitTimeout = 0 },
+		"call_timeout":              func(c *Config) { c.CallTimeout = 0 },
+		"connect_timeout":           func(c *Config) { c.ConnectTimeout = 0 },
+		"probe.iotdb.fetch_size":    func(c *Config) { c.FetchSize = 0 },
+		"probe.iotdb.host":          func(c *Config) { c.Host = "" },
+		"probe.iotdb.steps":         func(c *Config) { c.Steps = []int{4, 2} },
 	} {
 		c := Defaults
 		set(&c)
 		err := c.Validate()
 		if exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), flag) {
 			t.Errorf("%s: Validate = %v (code %d), want exit 2 naming %s", flag, err, exitcode.Code(err), flag)
+		}
+		// The library names settings, never CLI flags (the CLI adds them).
+		if err != nil && strings.Contains(err.Error(), "--") {
+			t.Errorf("%s: Validate = %v names a CLI flag", flag, err)
 		}
 	}
 	c := Defaults

@@ -11,8 +11,8 @@
 //     rules (sysctl.d(5), systemd 252): *.conf in /etc/sysctl.d,
 //     /run/sysctl.d, /usr/local/lib/sysctl.d, /usr/lib/sysctl.d and
 //     /lib/sysctl.d (when it is a separate directory); a basename in an
-//     earlier directory shadows it in later ones; a file that is empty or a
-//     symlink to /dev/null masks the name; all files are applied in
+//     earlier directory shadows it in later ones; a symlink to /dev/null masks
+//     the name; all files are applied in
 //     basename order; the last assignment of a key wins; an explicit key
 //     beats any glob; "-key" without a value excludes the key from globs;
 //     "a.b/c" and "a/b.c" spellings are normalized. On hosts without

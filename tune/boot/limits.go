@@ -62,14 +62,20 @@ const (
 // @group lines do not apply to root; a "-" type sets soft and hard. Only
 // "nofile" lines count. Errors: a file that exists but cannot be read.
 func NofileAtBoot(root, user string) (Nofile, error) {
+	return NofileOverlay(root, user, nil)
+}
+
+// NofileOverlay is NofileAtBoot as if the files in overlay (paths relative
+// to root) had the given bytes (nil: absent).
+func NofileOverlay(root, user string, overlay map[string][]byte) (Nofile, error) {
+	t := tree{root: root, overlay: overlay}
 	n := Nofile{User: user}
-	n.Soft.Value, n.Hard.Value = 0, 0
 	files := []ConfFile{{Path: LimitsConf, Target: resolve(root, LimitsConf)}}
-	files = append(files, listConfDirs(root, []string{LimitsDir}, false)...)
+	files = append(files, listConfDirs(t, []string{LimitsDir}, false)...)
 	groups := userGroups(root, user)
 	softPrio, hardPrio := prioNone, prioNone
 	for _, f := range files {
-		lines, err := readLines(root, f)
+		lines, err := readLines(t, f)
 		if err != nil {
 			return n, fmt.Errorf("boot: reading %s: %w", f.Name(), err)
 		}

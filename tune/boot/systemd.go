@@ -62,9 +62,16 @@ func (n NofileSetting) String() string {
 // the files in the order they are read. Errors: a file that exists but
 // cannot be read.
 func ManagerNofile(root string) (NofileSetting, []ConfFile, error) {
+	return ManagerNofileOverlay(root, nil)
+}
+
+// ManagerNofileOverlay is ManagerNofile as if the files in overlay (paths
+// relative to root) had the given bytes (nil: absent).
+func ManagerNofileOverlay(root string, overlay map[string][]byte) (NofileSetting, []ConfFile, error) {
+	t := tree{root: root, overlay: overlay}
 	files := []ConfFile{{Path: ManagerConf, Target: resolve(root, ManagerConf)}}
-	files = append(files, listConfDirs(root, ManagerDropInDirs, true)...)
-	set, err := lastAssignment(root, files, "Manager", "DefaultLimitNOFILE")
+	files = append(files, listConfDirs(t, ManagerDropInDirs, true)...)
+	set, err := lastAssignment(t, files, "Manager", "DefaultLimitNOFILE")
 	if err != nil {
 		return set, files, err
 	}
@@ -83,6 +90,13 @@ func ManagerNofile(root string) (NofileSetting, []ConfFile, error) {
 // DefaultLimitNOFILE (ManagerNofile). Files are returned in the order
 // read. Errors: a file that exists but cannot be read.
 func UnitNofile(root, unit string) (NofileSetting, []ConfFile, error) {
+	return UnitNofileOverlay(root, unit, nil)
+}
+
+// UnitNofileOverlay is UnitNofile as if the files in overlay (paths
+// relative to root) had the given bytes (nil: absent).
+func UnitNofileOverlay(root, unit string, overlay map[string][]byte) (NofileSetting, []ConfFile, error) {
+	t := tree{root: root, overlay: overlay}
 	if !strings.Contains(unit, ".") {
 		unit += ".service"
 	}
@@ -103,20 +117,20 @@ func UnitNofile(root, unit string) (NofileSetting, []ConfFile, error) {
 		dropDirs = append(dropDirs, path.Join(d, unit+".d"))
 	}
 	// Unit drop-ins and service.d ones share one name space and order.
-	files = append(files, listConfDirs(root, dropDirs, true)...)
-	set, err := lastAssignment(root, files, "Service", "LimitNOFILE")
+	files = append(files, listConfDirs(t, dropDirs, true)...)
+	set, err := lastAssignment(t, files, "Service", "LimitNOFILE")
 	if err != nil || set.Set {
 		return set, files, err
 	}
-	m, _, err := ManagerNofile(root)
+	m, _, err := ManagerNofileOverlay(root, overlay)
 	return m, files, err
 }
 
 // lastAssignment finds the last KEY= line inside [section] of files.
-func lastAssignment(root string, files []ConfFile, section, key string) (NofileSetting, error) {
+func lastAssignment(t tree, files []ConfFile, section, key string) (NofileSetting, error) {
 	var out NofileSetting
 	for _, f := range files {
-		lines, err := readLines(root, f)
+		lines, err := readLines(t, f)
 		if err != nil {
 			return out, fmt.Errorf("boot: reading %s: %w", f.Name(), err)
 		}

@@ -1,4 +1,4 @@
-// Package faultserver is a fault-injecting stand-in for an IoTDB DataNode's
+// Package iotdbfault is a fault-injecting stand-in for an IoTDB DataNode's
 // client RPC, built on the Go client's own generated Thrift processor
 // (rpc.NewIClientRPCServiceProcessor) with framed transport and the binary
 // protocol, as the real server speaks them.
@@ -10,7 +10,7 @@
 // successfully (with no version row) and applies the configured Fault to
 // data calls (inserts and queries). It stores nothing and must never be
 // used for a performance number.
-package faultserver
+package iotdbfault
 
 import (
 	"context"
@@ -57,6 +57,10 @@ type Server struct {
 	skip  atomic.Int64
 	delay atomic.Int64 // ns
 	code  atomic.Int32
+	// redirect, when set, is the host:port data calls are redirected to.
+	redirect atomic.Pointer[common.TEndPoint]
+	// schemaCode, when not 0, is answered to schema creation.
+	schemaCode atomic.Int32
 	// DataCalls counts data calls received (any fault).
 	DataCalls atomic.Int64
 
@@ -111,6 +115,40 @@ func (s *Server) SetDelay(d time.Duration) { s.delay.Store(int64(d)) }
 
 // SetCode sets the status code Status answers.
 func (s *Server) SetCode(code int32) { s.code.Store(code) }
+
+// SetRedirect makes successful data calls answer REDIRECTION_RECOMMEND
+// (400) naming addr (host:port) as the node to write to, as a DataNode that
+// does not lead the device's region does ("": plain success again).
+func (s *Server) SetRedirect(addr string) {
+	if addr == "" {
+		s.redirect.Store(nil)
+		return
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	var p int32
+	fmt.Sscan(port, &p)
+	s.redirect.Store(&common.TEndPoint{IP: host, Port: p})
+}
+
+// SetSchemaCode makes schema creation (CREATE DATABASE and
+// CreateMultiTimeseries) answer code with a message like IoTDB's (0:
+// success again). Code 906 stands for a DataNode that cannot create
+// another schema region (NO_AVAILABLE_REGION_GROUP), as seen on a small
+// DataNode holding a few databases.
+func (s *Server) SetSchemaCode(code int32) { s.schemaCode.Store(code) }
+
+// schemaStatus is the answer to a schema creation call.
+func (s *Server) schemaStatus() *common.TSStatus {
+	code := s.schemaCode.Load()
+	if code == 0 {
+		return ok()
+	}
+	msg := fmt.Sprintf("injected by hostprep iotdbfault (status %d)", code)
+	if code == 906 {
+		msg = "There are no available SchemaRegionGroups currently, please use \"show cluster\" or \"show regions\" to check the cluster status"
+	}
+	return &common.TSStatus{Code: code, Message: &msg}
+}
 
 // Close stops listening, ends slow answers, closes every connection and
 // waits for the server's goroutines.
@@ -188,7 +226,7 @@ type safeProcessor struct{ thrift.TProcessor }
 func (p *safeProcessor) Process(ctx context.Context, in, out thrift.TProtocol) (ok bool, err thrift.TException) {
 	defer func() {
 		if r := recover(); r != nil {
-			ok, err = false, thrift.NewTApplicationException(thrift.INTERNAL_ERROR, fmt.Sprint("faultserver: ", r))
+			ok, err = false, thrift.NewTApplicationException(thrift.INTERNAL_ERROR, fmt.Sprint("iotdbfault: ", r))
 		}
 	}()
 	return p.TProcessor.Process(ctx, in, out)
@@ -219,7 +257,7 @@ func (h *handler) data(ctx context.Context) (*common.TSStatus, error) {
 			return nil, thrift.ErrAbandonRequest
 		}
 	case Status:
-		msg := "injected by hostprep faultserver"
+		msg := "injected by hostprep iotdbfault"
 		return &common.TSStatus{Code: h.s.code.Load(), Message: &msg}, nil
 	case MultipleNoMessage:
 		return &common.TSStatus{Code: 302, SubStatus: []*common.TSStatus{{Code: 507}}}, nil
@@ -227,6 +265,9 @@ func (h *handler) data(ctx context.Context) (*common.TSStatus, error) {
 		// The generated processor passes ErrAbandonRequest up and
 		// TSimpleServer closes the connection without writing a reply.
 		return nil, thrift.ErrAbandonRequest
+	}
+	if ep := h.s.redirect.Load(); ep != nil {
+		return &common.TSStatus{Code: 400, RedirectNode: ep}, nil
 	}
 	return ok(), nil
 }
@@ -249,11 +290,19 @@ func (h *handler) CloseOperation(ctx context.Context, req *rpc.TSCloseOperationR
 }
 
 func (h *handler) CreateMultiTimeseries(ctx context.Context, req *rpc.TSCreateMultiTimeseriesReq) (*common.TSStatus, error) {
+	return h.s.schemaStatus(), nil
+}
+
+func (h *handler) DeleteTimeseries(ctx context.Context, sessionID int64, paths []string) (*common.TSStatus, error) {
 	return ok(), nil
 }
 
-// ExecuteStatementV2 carries CREATE/DELETE DATABASE: always success.
+// ExecuteStatementV2 carries CREATE/DELETE DATABASE: success, or the
+// schema code for CREATE DATABASE.
 func (h *handler) ExecuteStatementV2(ctx context.Context, req *rpc.TSExecuteStatementReq) (*rpc.TSExecuteStatementResp, error) {
+	if strings.HasPrefix(strings.ToUpper(strings.TrimSpace(req.Statement)), "CREATE DATABASE") {
+		return &rpc.TSExecuteStatementResp{Status: h.s.schemaStatus()}, nil
+	}
 	return &rpc.TSExecuteStatementResp{Status: ok()}, nil
 }
 

@@ -1,0 +1,227 @@
+package iotdb
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Bound rules: what limited a step, checked in this order.
+const (
+	// BoundPoolUtil is the mean pool use (0..1) at or above which, with
+	// workers waiting for a session in at least BoundPoolWaiting of the
+	// samples (or more workers than sessions), a step is bounded by the
+	// pool.
+	BoundPoolUtil    = 0.90
+	BoundPoolWaiting = 0.25
+	// BoundClientCPU is the share (0..1) of the probe's CPUs (GOMAXPROCS)
+	// its own process used at or above which the step is bounded by the
+	// client; BoundClientLagMs the mean scheduling lag (ms) of the probe's
+	// goroutines at or above which it is too (the host had no CPU for it).
+	BoundClientCPU   = 0.90
+	BoundClientLagMs = 5.0
+)
+
+// attributeBounds sets Bound and BoundReason on every complete step:
+// BoundErrors when its error rate is above errLimit; BoundPool when the
+// pool was near full with workers waiting; BoundClient when the probe's
+// own CPU or scheduling lag was at its limit; BoundServer when, against the
+// step before, throughput grew < KneeTPSGrowth while p95 grew >
+// KneeP95Growth or throughput fell, with pool and client below those
+// limits; "" otherwise (more workers still bought throughput).
+func attributeBounds(steps []Step, errLimit float64) {
+	var prev *Step
+	for i := range steps {
+		s := &steps[i]
+		if s.Partial {
+			continue
+		}
+		s.Bound, s.BoundReason = stepBound(s, prev, errLimit)
+		prev = s
+	}
+}
+
+// stepBound is attributeBounds for one step and the complete step before
+// it (nil for the first).
+func stepBound(s, prev *Step, errLimit float64) (string, string) {
+	if s.Ops > 0 && s.ErrorRate > errLimit {
+		return BoundErrors, fmt.Sprintf("error rate %.2f%% (%d of %d operations failed%s) above %.2f%%",
+			100*s.ErrorRate, s.Errors, s.Ops, mainClass(s), 100*errLimit)
+	}
+	p := s.Pool
+	if p.MeanUtil >= BoundPoolUtil && (p.WaitingShare >= BoundPoolWaiting || s.local() > p.Size) {
+		return BoundPool, fmt.Sprintf("pool use %.0f%% (mean %.1f of %d sessions) with workers waiting for a session in %.0f%% of samples (mean %.1f waiting; %d workers on %d sessions)",
+			100*p.MeanUtil, p.MeanUsed, p.Size, 100*p.WaitingShare, p.MeanWaiting, s.local(), p.Size)
+	}
+	c := s.Client
+	if c.Cores > 0 && c.CPUCores >= BoundClientCPU*float64(c.Cores) || c.SchedLagMeanMs >= BoundClientLagMs {
+		return BoundClient, fmt.Sprintf("the probe used %.2f of %d CPUs (%.0f µs per operation) and its goroutines waited %.1f ms on average (max %.1f ms) for a CPU",
+			c.CPUCores, c.Cores, c.CPUPerOpUs, c.SchedLagMeanMs, c.SchedLagMaxMs)
+	}
+	if prev == nil || prev.TPS <= 0 || prev.Latency.P95 <= 0 {
+		return "", ""
+	}
+	tg, pg := s.TPS/prev.TPS-1, s.Latency.P95/prev.Latency.P95-1
+	if tg < KneeTPSGrowth && (pg > KneeP95Growth || tg < 0) {
+		return BoundServer, fmt.Sprintf("from %d to %d workers TPS %+.1f%% while p95 %+.0f%% (%.2f -> %.2f ms), with headroom in the pool (%.0f%% used, %.0f%% of samples with waiters) and the client (%.2f of %d CPUs, %.1f ms scheduling lag)",
+			prev.Workers, s.Workers, 100*tg, 100*pg, prev.Latency.P95, s.Latency.P95, 100*p.MeanUtil, 100*p.WaitingShare, c.CPUCores, c.Cores, c.SchedLagMeanMs)
+	}
+	return "", ""
+}
+
+// local is how many workers of the step ran here (the shard's share).
+func (s *Step) local() int {
+	if s.ShardWorkers > 0 {
+		return s.ShardWorkers
+	}
+	return s.Workers
+}
+
+// mainClass is ", mostly <class>" for the error class with most errors.
+func mainClass(s *Step) string {
+	best, n := "", int64(0)
+	for _, c := range Classes {
+		if v := s.ErrorsByClass[c]; v > n {
+			best, n = c, v
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return ", mostly " + best
+}
+
+// boundFix is the fix for a bound, given the run's largest step.
+func boundFix(bound string, maxWorkers int) string {
+	switch bound {
+	case BoundPool:
+		return fmt.Sprintf("a pool of at least the largest step: --pool-size %d or more (a common sizing is 1.5 x the writers: %d)", maxWorkers, (3*maxWorkers+1)/2)
+	case BoundClient:
+		return "the load generator is the limit, not the server: run the probe from more hosts (--shard K/N) or a host with more CPUs, or fewer workers per host"
+	case BoundErrors:
+		return "fix the errors first (see errors by class and the status codes); the throughput of a failing step says nothing about capacity"
+	case BoundServer:
+		return "the server is the limit: check its CPU, disk and memory (MEMORY_SIZE in datanode-env.sh, data region count), or add DataNodes"
+	}
+	return ""
+}
+
+// limitNote is the bound of the step where throughput stopped growing
+// (the knee step when it has one, else the first bounded step from the
+// peak or the knee on) for the knee reading: " — limited by the pool at 16
+// workers: <reason>; fix: <fix>"; "" when no such step has a bound.
+func limitNote(steps []Step, k Knee, maxWorkers int) (bound, note string) {
+	from := k.PeakWorkers
+	if k.Workers != 0 {
+		from = min(from, k.Workers)
+	}
+	var pick *Step
+	for i := range steps {
+		s := &steps[i]
+		if s.Partial || s.Workers < from || s.Bound == "" {
+			continue
+		}
+		if pick == nil || s.Workers == k.Workers {
+			pick = s
+		}
+	}
+	if pick == nil {
+		return "", ""
+	}
+	return pick.Bound, fmt.Sprintf(" — limited by the %s at %d workers: %s; fix: %s", pick.Bound, pick.Workers, pick.BoundReason, boundFix(pick.Bound, maxWorkers))
+}
+
+// Suggest derives tuning suggestions from a finished run: the pool size
+// against the workers, wait-timeout hits, deadline errors, a client-bound
+// step, and every IoTDB status code the probe can explain (pointing at
+// server settings or privileges). cfg is the run's configuration.
+func Suggest(cfg *Config, steps []Step, serverVersion string) []Suggestion {
+	var out []Suggestion
+	maxW := 0
+	var poolBound, clientBound []string
+	var waitHits, deadlines int64
+	codes := map[int32]int64{}
+	codeSteps := map[int32][]string{}
+	for _, s := range steps {
+		maxW = max(maxW, s.Workers)
+		switch s.Bound {
+		case BoundPool:
+			poolBound = append(poolBound, strconv.Itoa(s.Workers))
+		case BoundClient:
+			clientBound = append(clientBound, strconv.Itoa(s.Workers))
+		}
+		waitHits += s.ErrorsByClass[ClassWaitTimeout]
+		deadlines += s.ErrorsByClass[ClassDeadline]
+		for k, v := range s.StatusCodes {
+			c, err := strconv.Atoi(k)
+			if err != nil {
+				continue
+			}
+			codes[int32(c)] += v
+			if !slices.Contains(codeSteps[int32(c)], strconv.Itoa(s.Workers)) {
+				codeSteps[int32(c)] = append(codeSteps[int32(c)], strconv.Itoa(s.Workers))
+			}
+		}
+	}
+	if maxW > cfg.PoolSize || len(poolBound) > 0 {
+		obs := fmt.Sprintf("steps up to %d workers on a pool of %d sessions", maxW, cfg.PoolSize)
+		if len(poolBound) > 0 {
+			obs += "; the pool bounded the steps at " + strings.Join(poolBound, ", ") + " workers (near full, workers waiting for a session)"
+		}
+		out = append(out, Suggestion{Setting: "--pool-size", Observed: obs, Fix: boundFix(BoundPool, maxW)})
+	}
+	if waitHits > 0 {
+		out = append(out, Suggestion{Setting: "--wait-timeout", Observed: fmt.Sprintf("%d operations found no free session within %v", waitHits, cfg.WaitTimeout),
+			Fix: "raise --pool-size so that every worker has a session; a longer --wait-timeout only hides the queue"})
+	}
+	if deadlines > 0 {
+		out = append(out, Suggestion{Setting: "--call-timeout", Observed: fmt.Sprintf("%d calls did not return within %v", deadlines, cfg.CallTimeout),
+			Fix: "the server answers slower than the deadline: check its load (CPU, disk, GC in the DataNode log); raise --call-timeout only if such latency is acceptable"})
+	}
+	if len(clientBound) > 0 {
+		out = append(out, Suggestion{Setting: "load generators", Observed: "the probe's own CPU or scheduling lag bounded the steps at " + strings.Join(clientBound, ", ") + " workers",
+			Fix: boundFix(BoundClient, maxW)})
+	}
+	keys := make([]int32, 0, len(codes))
+	for c := range codes {
+		keys = append(keys, c)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	for _, c := range keys {
+		e, ok := ExplainStatus(c)
+		if !ok {
+			continue
+		}
+		out = append(out, Suggestion{Setting: statusSetting(c),
+			Observed: fmt.Sprintf("status %d %s x%d at %s workers: %s", c, e.Name, codes[c], strings.Join(codeSteps[c], ", "), e.Cause),
+			Fix:      e.Fix + versionCaveat(serverVersion)})
+	}
+	return out
+}
+
+// statusSetting is what a status code points at.
+func statusSetting(code int32) string {
+	switch code {
+	case 801:
+		return "--user / password"
+	case 803, 811:
+		return "privileges"
+	case 500:
+		return "--database"
+	case 717:
+		return "max_allowed_concurrent_queries"
+	case 600:
+		return "DataNode disk"
+	}
+	return "DataNode memory"
+}
+
+// versionCaveat notes that code meanings come from another release.
+func versionCaveat(serverVersion string) string {
+	if serverVersion == "" || strings.HasPrefix(serverVersion, StatusCodesRelease) {
+		return ""
+	}
+	return fmt.Sprintf(" (code meaning as in IoTDB %s; this server is %s)", StatusCodesRelease, serverVersion)
+}

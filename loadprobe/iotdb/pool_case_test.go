@@ -1,0 +1,88 @@
+package iotdb
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hostprep/hostprep/profiles"
+	"gopkg.in/yaml.v3"
+)
+
+// poolCase is shared/cases/probe/iotdb-pool-smaller-than-workers.yaml
+// (copied to testdata/cases): a probe section and what must be reported.
+type poolCase struct {
+	Probe struct {
+		IoTDB profiles.IoTDBProbe `yaml:"iotdb"`
+	} `yaml:"probe"`
+	Expect map[string]string `yaml:"expect"`
+}
+
+// The field case: a SessionPool of 8 sessions driven by up to 40 writers.
+// Throughput flattens because writers queue for a session; the report must
+// say so (pool use near 100%, the pool as the limit, the pool-size fix),
+// validation must warn, and no step beyond the pool may be put on the
+// server.
+func TestPoolSmallerThanWorkersIsAttributedToThePool(t *testing.T) {
+	raw, err := os.ReadFile("testdata/cases/iotdb-pool-smaller-than-workers.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c poolCase
+	dec := yaml.NewDecoder(strings.NewReader(string(raw)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		t.Fatalf("case file: %v", err)
+	}
+	real := realConfig(t, ScenarioWrite)
+	cfg := ConfigFromProfile(&c.Probe.IoTDB)
+	cfg.Host, cfg.Port, cfg.Password = real.Host, real.Port, real.Password
+	cfg.StepDuration, cfg.Warmup = 3*time.Second, 500*time.Millisecond
+	if cfg.PoolSize != 8 || len(cfg.Steps) != 3 || cfg.Steps[2] != 40 {
+		t.Fatalf("case config %+v: want pool 8, steps 8,16,40", cfg)
+	}
+
+	warn := strings.Join(cfg.Warnings(), " ")
+	if !strings.Contains(warn, "smaller than the steps at 16,40 workers") || !strings.Contains(warn, "wait for a session") {
+		t.Errorf("warnings %q: want the steps above the pool size named (%s)", warn, c.Expect["validate"])
+	}
+
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	if err := res.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + text.String())
+	for _, s := range res.Steps {
+		if s.Workers > cfg.PoolSize {
+			if s.Bound != BoundPool {
+				t.Errorf("%d workers on 8 sessions: bound %q (%s), want pool", s.Workers, s.Bound, s.BoundReason)
+			}
+			if s.Pool.MeanUtil < BoundPoolUtil {
+				t.Errorf("%d workers on 8 sessions: pool use %.0f%%, want near 100%%", s.Workers, 100*s.Pool.MeanUtil)
+			}
+		}
+		if s.Bound == BoundServer {
+			t.Errorf("%d workers: bound server (%s): %s", s.Workers, s.BoundReason, c.Expect["never"])
+		}
+	}
+	if res.Knee.Bound != BoundPool || !strings.Contains(res.Knee.Reading, "limited by the pool") ||
+		!strings.Contains(res.Knee.Reading, "--pool-size 40 or more") || !strings.Contains(res.Knee.Reading, "1.5 x the writers: 60") {
+		t.Errorf("knee %+v: want it attributed to the pool with the fix (%s)", res.Knee, c.Expect["report"])
+	}
+	found := false
+	for _, g := range res.Suggestions {
+		found = found || g.Setting == "--pool-size" && strings.Contains(g.Fix, "--pool-size 40")
+	}
+	if !found {
+		t.Errorf("suggestions %+v: want one for --pool-size", res.Suggestions)
+	}
+	if !strings.Contains(strings.Join(res.Notes, " "), "smaller than the steps") {
+		t.Errorf("notes %v: want the pool-size warning in the result", res.Notes)
+	}
+}

@@ -1,0 +1,225 @@
+package iotdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/apache/iotdb-client-go/client"
+	"github.com/apache/iotdb-client-go/common"
+	"github.com/apache/iotdb-client-go/rpc"
+	"github.com/apache/thrift/lib/go/thrift"
+)
+
+// session is one IoTDB client session, driven through the Go client's
+// generated Thrift stubs (github.com/apache/iotdb-client-go/rpc) rather
+// than client.Session, so that a call costs one write(2) and its reads,
+// with no goroutine or timer of its own:
+//
+//   - the request frame goes out in one write: the framed transport writes
+//     its 4-byte header and the body into wire's buffer, flushed once
+//     (client.Session's TSocket writes them in two syscalls);
+//   - the call deadline is the connection's deadline, set once per call
+//     (see wire), with no goroutine or timer per call; a call that hits it
+//     fails with a timeout
+//     and its session is closed (its stream is mid-frame), so no call
+//     outlives its deadline and nothing is left running in the background;
+//   - values are encoded by the probe into reused buffers
+//     (client.Session encodes them with binary.Write, via reflection,
+//     into fresh buffers every call).
+//
+// A session is used by one goroutine at a time (the pool hands it out).
+type session struct {
+	node  string // host:port it is connected to
+	w     *wire
+	rpc   *rpc.IClientRPCServiceClient
+	id    int64 // session id from OpenSession
+	stmt  int64 // statement id from RequestStatementId
+	fetch int32
+	// redirect is the node (host:port) the last write's answer recommended
+	// (REDIRECTION_RECOMMEND, 400, with a redirect node), "" if none.
+	redirect string
+}
+
+// noteRedirect records the node a write's status recommends.
+func (s *session) noteRedirect(st *common.TSStatus) {
+	if st != nil && st.Code == client.RedirectionRecommend && st.RedirectNode != nil {
+		s.redirect = net.JoinHostPort(st.RedirectNode.IP, strconv.Itoa(int(st.RedirectNode.Port)))
+	}
+}
+
+// takeRedirect returns and clears the recommended node.
+func (s *session) takeRedirect() string {
+	r := s.redirect
+	s.redirect = ""
+	return r
+}
+
+// writeBuffer is wire's write buffer (bytes): large enough for the
+// biggest request of the scenarios (a batch of 1,000 FLOAT points is about
+// 9 KiB) to go out in one write.
+const writeBuffer = 64 << 10
+
+// openSession dials node (host:port) within connectTimeout and opens an
+// IoTDB session as user within callTimeout. Errors: the dial or RPC error,
+// or a *client.ExecutionError with the status the server refused the
+// session with (wrong password: 801).
+func openSession(ctx context.Context, node, user, password string, connectTimeout, callTimeout time.Duration, fetch int32) (*session, error) {
+	w, err := dialWire(ctx, node, connectTimeout, callTimeout)
+	if err != nil {
+		return nil, err
+	}
+	conf := &thrift.TConfiguration{MaxFrameSize: thrift.DEFAULT_MAX_FRAME_SIZE}
+	framed := thrift.NewTFramedTransportConf(w, conf)
+	pf := thrift.NewTBinaryProtocolFactoryConf(conf)
+	s := &session{node: node, w: w, fetch: fetch,
+		rpc: rpc.NewIClientRPCServiceClient(thrift.NewTStandardClient(pf.GetProtocol(framed), pf.GetProtocol(framed)))}
+	w.begin(time.Now().Add(callTimeout))
+	defer w.end()
+	resp, err := s.rpc.OpenSession(ctx, &rpc.TSOpenSessionReq{ClientProtocol: rpc.TSProtocolVersion_IOTDB_SERVICE_PROTOCOL_V3,
+		ZoneId: "UTC", Username: user, Password: &password})
+	if err == nil {
+		err = verify(resp.GetStatus())
+	}
+	if err == nil {
+		s.id = resp.GetSessionId()
+		s.stmt, err = s.rpc.RequestStatementId(ctx, s.id)
+	}
+	if err != nil {
+		_ = w.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// close ends the session on the server (within d) and closes the
+// connection; broken skips the CloseSession call (the stream is unusable).
+func (s *session) close(broken bool, d time.Duration) {
+	if !broken {
+		s.w.begin(time.Now().Add(d))
+		_, _ = s.rpc.CloseSession(context.Background(), &rpc.TSCloseSessionReq{SessionId: s.id})
+		s.w.end()
+	}
+	_ = s.w.Close()
+}
+
+// errNoStatus is a response without the TSStatus it must carry.
+var errNoStatus = errors.New("the server's answer carries no status")
+
+// verify turns a TSStatus into an error: nil for success (200) and
+// redirection (400); a *client.ExecutionError with the code otherwise. For
+// MULTIPLE_ERROR (302) the first failing sub-status is returned (302
+// itself when it lists none). Unlike the v1.3.7 client's VerifySuccess it
+// does not dereference a missing message.
+func verify(st *common.TSStatus) error {
+	if st == nil {
+		return errNoStatus
+	}
+	switch st.Code {
+	case client.SuccessStatus, client.RedirectionRecommend:
+		return nil
+	case client.MultipleError:
+		failed := false
+		for _, sub := range st.SubStatus {
+			if sub == nil {
+				failed = true
+				continue
+			}
+			if sub.Code != client.SuccessStatus && sub.Code != client.RedirectionRecommend {
+				return &client.ExecutionError{Code: sub.Code, Message: sub.GetMessage()}
+			}
+		}
+		if !failed && len(st.SubStatus) > 0 {
+			return nil
+		}
+	}
+	return &client.ExecutionError{Code: st.Code, Message: st.GetMessage()}
+}
+
+// exec runs a statement that returns no rows (CREATE, DELETE, ...).
+func (s *session) exec(sql string) error {
+	resp, err := s.rpc.ExecuteStatementV2(context.Background(), &rpc.TSExecuteStatementReq{SessionId: s.id, Statement: sql, StatementId: s.stmt, FetchSize: &s.fetch})
+	if err != nil {
+		return err
+	}
+	return verify(resp.GetStatus())
+}
+
+// query runs sql and returns its rows; the caller must Close the data set
+// before the session goes back to the pool.
+func (s *session) query(sql string) (*client.SessionDataSet, error) {
+	timeout := int64(0)
+	resp, err := s.rpc.ExecuteQueryStatementV2(context.Background(), &rpc.TSExecuteStatementReq{SessionId: s.id, Statement: sql,
+		StatementId: s.stmt, FetchSize: &s.fetch, Timeout: &timeout})
+	if err != nil {
+		return nil, err
+	}
+	if err := verify(resp.GetStatus()); err != nil {
+		return nil, err
+	}
+	if resp.QueryId == nil {
+		return nil, fmt.Errorf("query %q: the answer carries no query id", sql)
+	}
+	return client.NewSessionDataSet(sql, resp.Columns, resp.DataTypeList, resp.ColumnNameIndexMap, *resp.QueryId, s.stmt, s.rpc, s.id,
+		resp.QueryResult_, resp.IsSetIgnoreTimeStamp() && resp.GetIgnoreTimeStamp(), &timeout, resp.GetMoreData(), s.fetch)
+}
+
+// createSeries creates FLOAT time series (GORILLA, LZ4) at paths.
+func (s *session) createSeries(paths []string) error {
+	n := len(paths)
+	req := &rpc.TSCreateMultiTimeseriesReq{SessionId: s.id, Paths: paths,
+		DataTypes: make([]int32, n), Encodings: make([]int32, n), Compressors: make([]int32, n)}
+	for i := range paths {
+		req.DataTypes[i], req.Encodings[i], req.Compressors[i] = int32(client.FLOAT), int32(client.GORILLA), int32(client.LZ4)
+	}
+	st, err := s.rpc.CreateMultiTimeseries(context.Background(), req)
+	if err != nil {
+		return err
+	}
+	return verify(st)
+}
+
+// deleteSeries deletes the time series at paths (their data with them).
+func (s *session) deleteSeries(paths []string) error {
+	st, err := s.rpc.DeleteTimeseries(context.Background(), s.id, paths)
+	if err != nil {
+		return err
+	}
+	return verify(st)
+}
+
+// insertRecord sends req (one row of one device) on this session.
+func (s *session) insertRecord(req *rpc.TSInsertRecordReq) error {
+	req.SessionId = s.id
+	st, err := s.rpc.InsertRecord(context.Background(), req)
+	if err != nil {
+		return err
+	}
+	s.noteRedirect(st)
+	return verify(st)
+}
+
+// insertTablet sends req (rows of one device) on this session.
+func (s *session) insertTablet(req *rpc.TSInsertTabletReq) error {
+	req.SessionId = s.id
+	st, err := s.rpc.InsertTablet(context.Background(), req)
+	if err != nil {
+		return err
+	}
+	s.noteRedirect(st)
+	return verify(st)
+}
+
+// insertTablets sends req (rows of several devices) on this session.
+func (s *session) insertTablets(req *rpc.TSInsertTabletsReq) error {
+	req.SessionId = s.id
+	st, err := s.rpc.InsertTablets(context.Background(), req)
+	if err != nil {
+		return err
+	}
+	s.noteRedirect(st)
+	return verify(st)
+}

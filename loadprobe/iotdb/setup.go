@@ -1,0 +1,235 @@
+package iotdb
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+)
+
+// TSStatus codes of a refused login (IoTDB's TSStatusCode
+// WRONG_LOGIN_PASSWORD and NOT_LOGIN).
+const (
+	statusWrongLogin = 801
+	statusNotLogin   = 802
+	// DATABASE_ALREADY_EXISTS and DATABASE_NOT_EXIST (IoTDB 2.0.10).
+	statusDatabaseExists   = 501
+	statusDatabaseNotExist = 500
+)
+
+// seriesChunk is how many time series one create or delete call names.
+const seriesChunk = 1000
+
+// admin runs one setup/teardown call on a pooled session under the
+// probe's deadlines.
+func admin(ctx context.Context, p *sessionPool, op func(s *session) error) error {
+	_, err := p.do(ctx, "", func(s *session) (int64, error) { return 0, op(s) })
+	return err
+}
+
+// setup reads the server version, makes the place the devices go (a new
+// database root.hostprep_<id>, or the prefix <database>.hostprep_<id>
+// under the existing cfg.Database) and creates the series. Failures are
+// Environment errors naming the step, with the status code explained.
+func setup(ctx context.Context, p *sessionPool, cfg *Config, w *workload, res *Result) error {
+	v, err := serverVersion(ctx, p)
+	if err != nil {
+		class, code := classify(err)
+		if class == ClassStatus && (code == statusWrongLogin || code == statusNotLogin) {
+			return exitcode.Environmentf("iotdb probe: %s refused the login of user %q (status %d): check --user and --password-file or $HOSTPREP_IOTDB_PASSWORD", res.Target, cfg.User, code)
+		}
+		if class == ClassConnect || class == ClassWaitTimeout || class == ClassDeadline || class == ClassPanic {
+			return exitcode.Environmentf("iotdb probe: cannot open a session to %s: %v (is IoTDB running and is --host/--port its client RPC? scripts/iotdb.sh start runs one on 127.0.0.1:6667)", res.Target, err)
+		}
+		res.Notes = append(res.Notes, "server version not read: "+err.Error())
+	} else if v == "" {
+		res.Notes = append(res.Notes, "server version not read: show version returned no row")
+	}
+	res.ServerVersion = v
+
+	if cfg.Database == "" {
+		err := admin(ctx, p, func(s *session) error { return s.exec("CREATE DATABASE " + w.prefix) })
+		if cfg.Shard.On() && statusCode(err) == statusDatabaseExists {
+			err = nil // another shard of the fleet run created it
+		}
+		if err != nil {
+			return exitcode.Environmentf("iotdb probe: CREATE DATABASE %s on %s failed: %v%s", w.prefix, res.Target, err, explainOr(err, v,
+				" (check the user may create databases, or use --database with an existing one)"))
+		}
+		res.CreatedDatabase = !cfg.Shard.On()
+		w.shared = cfg.Shard.On()
+	} else if err := databaseExists(ctx, p, cfg.Database); err != nil {
+		return exitcode.Environmentf("iotdb probe: --database %s on %s: %v%s", cfg.Database, res.Target, err, explain(err, v))
+	}
+	paths := w.seriesPaths()
+	for i := 0; i < len(paths); i += seriesChunk {
+		chunk := paths[i:min(i+seriesChunk, len(paths))]
+		if err := admin(ctx, p, func(s *session) error { return s.createSeries(chunk) }); err != nil {
+			res.Series = i
+			dropProbeData(p, w, res, paths[:i])
+			return exitcode.Environmentf("iotdb probe: creating %d time series under %s failed: %v%s", len(paths), w.prefix, err, explain(err, v))
+		}
+	}
+	res.Series = len(paths)
+	if w.scenario == ScenarioMixed {
+		if err := seed(ctx, p, w); err != nil {
+			dropProbeData(p, w, res, paths)
+			return exitcode.Environmentf("iotdb probe: seeding %s for reads failed: %v%s", w.prefix, err, explain(err, v))
+		}
+	}
+	return nil
+}
+
+// explainOr is explain's line, or otherwise when the status is unknown.
+func explainOr(err error, serverVersion, otherwise string) string {
+	if e := explain(err, serverVersion); e != "" {
+		return e
+	}
+	return otherwise
+}
+
+// databaseExists checks that db is a database on the server; without the
+// check, IoTDB's schema auto-creation would quietly create one.
+func databaseExists(ctx context.Context, p *sessionPool, db string) error {
+	found := false
+	err := admin(ctx, p, func(s *session) error {
+		ds, err := s.query("SHOW DATABASES " + db)
+		if err != nil {
+			return err
+		}
+		defer ds.Close()
+		for {
+			ok, err := ds.Next()
+			if err != nil || !ok {
+				return err
+			}
+			name, err := ds.GetString("Database")
+			if err != nil {
+				return err
+			}
+			found = found || name == db
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if !found {
+		return fmt.Errorf("no such database (SHOW DATABASES %s returned nothing): create it first, or leave --database out to let the probe create its own", db)
+	}
+	return nil
+}
+
+// seed writes one mixed write per device, so that reads have rows.
+func seed(ctx context.Context, p *sessionPool, w *workload) error {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, d := range w.own {
+		req := w.tabletReq(w.device(d), mixedWrite)
+		putColumns(rng, req.Values, req.Timestamps, mixedWrite, w.ts(mixedWrite))
+		if err := admin(ctx, p, func(s *session) error { return s.insertTablet(&req) }); err != nil {
+			return fmt.Errorf("%s: %w", w.device(d), err)
+		}
+	}
+	return nil
+}
+
+// serverVersion answers `show version`.
+func serverVersion(ctx context.Context, p *sessionPool) (string, error) {
+	var v string
+	err := admin(ctx, p, func(s *session) error {
+		ds, err := s.query("show version")
+		if err != nil {
+			return err
+		}
+		defer ds.Close()
+		ok, err := ds.Next()
+		if err != nil || !ok {
+			return err
+		}
+		v, err = ds.GetString("Version")
+		return err
+	})
+	return v, err
+}
+
+// teardown deletes what the probe created (unless cfg.Keep): its database,
+// or, under an existing --database, only its own time series.
+func teardown(p *sessionPool, cfg *Config, w *workload, res *Result) {
+	if cfg.Keep {
+		res.Kept = true
+		res.Notes = append(res.Notes, "--keep: "+w.prefix+" left in place; delete it with: "+deleteStatement(w, res))
+		return
+	}
+	dropProbeData(p, w, res, w.seriesPaths())
+}
+
+// deleteStatement is the statement that removes what the probe created.
+func deleteStatement(w *workload, res *Result) string {
+	if res.CreatedDatabase || w.shared {
+		return "DELETE DATABASE " + w.prefix
+	}
+	return "DELETE TIMESERIES " + w.prefix + ".**"
+}
+
+// dropProbeData deletes the probe's database (when it created it) or the
+// time series at paths (under an existing database); it runs even when the
+// run's context is cancelled, bounded by the pool's deadlines. A failure
+// is recorded in res (Kept, DeleteError, a note).
+func dropProbeData(p *sessionPool, w *workload, res *Result, paths []string) {
+	var err error
+	if res.CreatedDatabase {
+		err = admin(context.Background(), p, func(s *session) error { return s.exec("DELETE DATABASE " + w.prefix) })
+	} else {
+		for i := 0; i < len(paths) && err == nil; i += seriesChunk {
+			chunk := paths[i:min(i+seriesChunk, len(paths))]
+			err = admin(context.Background(), p, func(s *session) error { return s.deleteSeries(chunk) })
+		}
+	}
+	if err == nil && w.shared {
+		err = dropIfEmpty(p, w.prefix)
+	}
+	if err != nil {
+		res.Kept = true
+		res.DeleteError = err.Error()
+		res.Notes = append(res.Notes, fmt.Sprintf("could not delete %s: %v%s; delete it with: %s", w.prefix, err,
+			explain(err, res.ServerVersion), deleteStatement(w, res)))
+	}
+}
+
+// dropIfEmpty deletes the database a fleet run's shards share once the
+// last shard has deleted its series (a shard still running has series
+// there); a database another shard deleted first is no error.
+func dropIfEmpty(p *sessionPool, db string) error {
+	empty := false
+	err := admin(context.Background(), p, func(s *session) error {
+		ds, err := s.query("SHOW TIMESERIES " + db + ".** LIMIT 1")
+		if err != nil {
+			return err
+		}
+		defer ds.Close()
+		more, err := ds.Next()
+		empty = !more
+		return err
+	})
+	if statusCode(err) == statusDatabaseNotExist {
+		return nil
+	}
+	if err != nil || !empty {
+		return err
+	}
+	err = admin(context.Background(), p, func(s *session) error { return s.exec("DELETE DATABASE " + db) })
+	if statusCode(err) == statusDatabaseNotExist {
+		return nil
+	}
+	return err
+}
+
+// probePrefix is where the probe's devices go: root.hostprep_<id> (its
+// own database), or <database>.hostprep_<id> under an existing database.
+func probePrefix(database, runID string) string {
+	if database == "" {
+		return "root.hostprep_" + runID
+	}
+	return strings.TrimSuffix(database, ".") + ".hostprep_" + runID
+}

@@ -1,0 +1,86 @@
+package iotdb
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/iotdbfault"
+)
+
+// A DataNode that cannot create another schema region answers 906 when the
+// probe creates its schema (seen on the test server holding a few
+// databases): the probe exits 3 with one line saying what it means and
+// what to do, not just IoTDB's raw message.
+func TestStatus906AtSetupIsExplained(t *testing.T) {
+	srv, err := iotdbfault.Start(iotdbfault.None)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	srv.SetSchemaCode(906)
+	host, port := srv.HostPort()
+	res, err := Run(context.Background(), Config{Host: host, Port: port, Steps: []int{1}, StepDuration: 200 * time.Millisecond, Warmup: -1})
+	if res != nil {
+		t.Errorf("a probe that failed before measuring returned a result to render: %+v", res)
+	}
+	if exitcode.Code(err) != exitcode.Environment {
+		t.Fatalf("err %v (code %d), want exit 3", err, exitcode.Code(err))
+	}
+	msg := err.Error()
+	t.Log(msg)
+	for _, want := range []string{"906", "NO_AVAILABLE_REGION_GROUP", "schema", "--database", "memory"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q lacks %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "\n") {
+		t.Errorf("error is not one line: %q", msg)
+	}
+}
+
+// Status codes met during the load become suggestions that point at the
+// server setting or privilege behind them.
+func TestStatusCodesDuringLoadBecomeSuggestions(t *testing.T) {
+	for code, want := range map[int32]struct{ setting, name, fix string }{
+		719: {"DataNode memory", "QUERY_EXECUTION_MEMORY_NOT_ENOUGH", "raise the DataNode's memory"},
+		803: {"privileges", "NO_PERMISSION", "grant the privilege"},
+		906: {"DataNode memory", "NO_AVAILABLE_REGION_GROUP", "--database"},
+	} {
+		res := faultRun(t, iotdbfault.Status, ScenarioWrite, func(srv *iotdbfault.Server, c *Config) { srv.SetCode(code) })
+		found := false
+		for _, g := range res.Suggestions {
+			if g.Setting == want.setting && strings.Contains(g.Observed, want.name) && strings.Contains(g.Fix, want.fix) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("status %d: suggestions %+v, want %s naming %s with fix %q", code, res.Suggestions, want.setting, want.name, want.fix)
+		}
+		var text strings.Builder
+		_ = res.WriteText(&text)
+		if !strings.Contains(text.String(), want.name) {
+			t.Errorf("status %d: the text report does not explain it:\n%s", code, text.String())
+		}
+	}
+}
+
+// --database names a database that must exist: without the check IoTDB's
+// schema auto-creation would quietly create one.
+func TestDatabaseMustExist(t *testing.T) {
+	srv, err := iotdbfault.Start(iotdbfault.None)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	host, port := srv.HostPort()
+	_, err = Run(context.Background(), Config{Host: host, Port: port, Database: "root.nosuch", Steps: []int{1}, StepDuration: 200 * time.Millisecond, Warmup: -1})
+	if exitcode.Code(err) != exitcode.Environment || !strings.Contains(err.Error(), "no such database") || !strings.Contains(err.Error(), "root.nosuch") {
+		t.Fatalf("--database root.nosuch on a server without it: %v, want exit 3 'no such database'", err)
+	}
+	if err := (Config{Database: "root.a*"}).Validate(); exitcode.Code(err) != exitcode.BadInput {
+		t.Errorf("--database root.a*: %v, want bad input", err)
+	}
+}

@@ -1,0 +1,334 @@
+package iotdb
+
+import (
+	"context"
+	"errors"
+	mrand "math/rand/v2"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hostprep/hostprep/loadprobe/latency"
+)
+
+// workerStats is one worker's tally, merged at the end of a step.
+type workerStats struct {
+	lat           *latency.Recorder
+	ok, errs      int64
+	reads, writes int64
+	points        int64
+	byClass       map[string]int64
+	codes         map[string]int64
+	samples       map[string]string
+	redirects     int64
+
+	// The second being counted (since the step's start) and its tally,
+	// handed to the step's seconds when the next second begins.
+	sec             int
+	secLat          *latency.Recorder
+	secOps, secErrs int64
+}
+
+func newWorkerStats() *workerStats {
+	return &workerStats{lat: latency.New(), secLat: latency.New(), byClass: map[string]int64{}, codes: map[string]int64{}, samples: map[string]string{}}
+}
+
+func (s *workerStats) add(kind opKind, n int64, err error) {
+	if kind == opRead {
+		s.reads++
+	} else {
+		s.writes++
+	}
+	s.secOps++
+	if err == nil {
+		s.ok++
+		s.points += n
+		return
+	}
+	s.errs++
+	s.secErrs++
+	class, code := classify(err)
+	s.byClass[class]++
+	if class == ClassStatus {
+		s.codes[strconv.Itoa(int(code))]++
+	}
+	if _, ok := s.samples[class]; !ok {
+		s.samples[class] = err.Error()
+	}
+}
+
+// seconds collects a step's per-second latency from its workers.
+type seconds struct {
+	mu   sync.Mutex
+	lat  []*latency.Recorder
+	ops  []int64
+	errs []int64
+}
+
+// flush hands worker s's tally of its current second to ss and starts
+// second sec.
+func (ss *seconds) flush(s *workerStats, sec int) {
+	if s.secOps > 0 {
+		ss.mu.Lock()
+		for len(ss.lat) <= s.sec {
+			ss.lat = append(ss.lat, latency.New())
+			ss.ops = append(ss.ops, 0)
+			ss.errs = append(ss.errs, 0)
+		}
+		ss.lat[s.sec].Merge(s.secLat)
+		ss.ops[s.sec] += s.secOps
+		ss.errs[s.sec] += s.secErrs
+		ss.mu.Unlock()
+		s.secLat.Reset()
+		s.secOps, s.secErrs = 0, 0
+	}
+	s.sec = sec
+}
+
+// stats is the per-second series (for the heat map); seconds without an
+// operation have zeros.
+func (ss *seconds) stats() []SecondStats {
+	out := make([]SecondStats, len(ss.lat))
+	for i, l := range ss.lat {
+		out[i] = SecondStats{Second: i, Ops: ss.ops[i], Errors: ss.errs[i]}
+		if sum := l.Summary(); sum.Count > 0 {
+			out[i].P50Ms, out[i].P95Ms, out[i].P99Ms, out[i].MaxMs = sum.P50, sum.P95, sum.P99, sum.Max
+		}
+	}
+	return out
+}
+
+// sampler samples pool use, workers waiting for a session and its own
+// scheduling lag every interval until stopped.
+type sampler struct {
+	samples, waitingSamples int
+	sum, maxInUse, waitSum  int64
+	lagSum, lagMax          time.Duration
+	stop                    chan struct{}
+	wg                      sync.WaitGroup
+}
+
+func startSampler(p *sessionPool, interval time.Duration) *sampler {
+	sm := &sampler{stop: make(chan struct{})}
+	sm.wg.Add(1)
+	go func() {
+		defer sm.wg.Done()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-sm.stop:
+				return
+			case now := <-t.C:
+				// The tick's lateness: how long a runnable goroutine waited
+				// for a CPU (the ticker's channel holds the due time).
+				lag := max(time.Since(now), 0)
+				v, wt := p.inUse.Load(), p.waiting.Load()
+				sm.samples++
+				sm.sum += v
+				sm.maxInUse = max(sm.maxInUse, v)
+				sm.waitSum += wt
+				if wt > 0 {
+					sm.waitingSamples++
+				}
+				sm.lagSum += lag
+				sm.lagMax = max(sm.lagMax, lag)
+			}
+		}
+	}()
+	return sm
+}
+
+func (sm *sampler) finish() { close(sm.stop); sm.wg.Wait() }
+
+// cpuTime is the process's user+system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// runStep keeps n workers busy for cfg.StepDuration and measures them.
+//
+// A worker whose operation fails to connect backs off (see backoffMin);
+// when lv finds the server unreachable the step ends early. When ctx ends,
+// calls in flight are cut at once (sessionPool.interrupt).
+func runStep(ctx context.Context, cfg *Config, p *sessionPool, w *workload, n int, lv *liveness) Step {
+	stepCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopInterrupt := context.AfterFunc(ctx, p.interrupt)
+	defer stopInterrupt()
+	start := time.Now()
+	cpu0 := cpuTime()
+	local := cfg.Shard.Count(n) // this shard's workers of the step's n
+	stats := make([]*workerStats, local)
+	secs := &seconds{}
+	sm := startSampler(p, cfg.SampleInterval)
+	var wg sync.WaitGroup
+	for i := 0; i < local; i++ {
+		st := newWorkerStats()
+		stats[i] = st
+		wg.Add(1)
+		go func(worker int) {
+			defer wg.Done()
+			runWorker(stepCtx, cancel, cfg, p, w, cfg.Shard.Global(worker), start, st, secs, lv)
+		}(i)
+	}
+	wg.Wait()
+	sm.finish()
+	elapsed := time.Since(start)
+	out := mergeStats(n, stats, w.scenario, elapsed)
+	if cfg.Shard.On() {
+		out.ShardWorkers = local
+	}
+	out.Seconds = secs.stats()
+	out.Pool = PoolUse{Size: p.size, MaxUsed: sm.maxInUse, Samples: sm.samples}
+	if sm.samples > 0 {
+		out.Pool.MeanUsed = float64(sm.sum) / float64(sm.samples)
+		out.Pool.MeanWaiting = float64(sm.waitSum) / float64(sm.samples)
+		out.Pool.WaitingShare = float64(sm.waitingSamples) / float64(sm.samples)
+		out.Client.SchedLagMeanMs = ms(sm.lagSum / time.Duration(sm.samples))
+	}
+	out.Pool.MeanUtil = out.Pool.MeanUsed / float64(p.size)
+	out.Pool.MaxUtil = float64(out.Pool.MaxUsed) / float64(p.size)
+	out.Client.SchedLagMaxMs = ms(sm.lagMax)
+	out.Client.Cores = runtime.GOMAXPROCS(0)
+	cpu := cpuTime() - cpu0
+	out.Client.CPUCores = cpu.Seconds() / elapsed.Seconds()
+	if out.Ops > 0 {
+		out.Client.CPUPerOpUs = float64(cpu.Microseconds()) / float64(out.Ops)
+	}
+	return out
+}
+
+// runWorker is one worker's loop: closed (next operation when the last
+// returned) or open (cfg.Rate operations/s on a fixed schedule, latency
+// from the scheduled start, as wrk2 measures).
+func runWorker(ctx context.Context, cancel context.CancelFunc, cfg *Config, p *sessionPool, w *workload, worker int,
+	start time.Time, st *workerStats, secs *seconds, lv *liveness) {
+	defer secs.flush(st, 0)
+	end := start.Add(cfg.StepDuration)
+	rng := mrand.New(mrand.NewPCG(uint64(worker), uint64(start.UnixNano())))
+	ops := w.newWorkerOps(worker, rng)
+	var interval, backoff time.Duration
+	next := start
+	if cfg.Rate > 0 {
+		interval = time.Duration(float64(time.Second) / cfg.Rate)
+		// Spread the workers' schedules over one interval.
+		next = start.Add(time.Duration(rng.Int64N(int64(interval) + 1)))
+	}
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		var began time.Time
+		if cfg.Rate > 0 {
+			if !next.Before(end) || !sleep(ctx, timer, time.Until(next)) {
+				return
+			}
+			began, next = next, next.Add(interval)
+		} else if began = time.Now(); !began.Before(end) {
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		kind := ops.next()
+		pts, err := p.do(ctx, ops.prefer, ops.exec)
+		if ops.redirected {
+			st.redirects++
+			ops.redirected = false
+		}
+		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			return
+		}
+		now := time.Now()
+		if sec := int(now.Sub(start) / time.Second); sec != st.sec {
+			secs.flush(st, sec)
+		}
+		st.add(kind, pts, err)
+		if err == nil {
+			d := now.Sub(began)
+			st.lat.Record(d)
+			st.secLat.Record(d)
+		}
+		if class, _ := classify(err); err == nil || class != ClassConnect {
+			backoff = 0
+			lv.reached()
+			continue
+		}
+		if lv.connectFailed(err) {
+			cancel() // the server is gone: end the step for every worker
+			return
+		}
+		backoff = min(max(2*backoff, backoffMin), backoffMax)
+		if !sleep(ctx, timer, backoff/2+time.Duration(rng.Int64N(int64(backoff/2)+1))) {
+			return
+		}
+	}
+}
+
+// sleep waits d on timer (stopped, reused); false when ctx ended first.
+func sleep(ctx context.Context, timer *time.Timer, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	timer.Reset(d)
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		timer.Stop()
+		return false
+	}
+}
+
+// mergeStats adds the workers' tallies into the step of n workers that
+// ran for elapsed.
+func mergeStats(n int, stats []*workerStats, scenario string, elapsed time.Duration) Step {
+	out := Step{Workers: n, DurationS: elapsed.Seconds(), ErrorsByClass: map[string]int64{}, StatusCodes: map[string]int64{}, ErrorSamples: map[string]string{}}
+	lat := latency.New()
+	for _, st := range stats {
+		lat.Merge(st.lat)
+		out.OK += st.ok
+		out.Errors += st.errs
+		out.Reads += st.reads
+		out.Writes += st.writes
+		out.Points += st.points
+		out.Redirects += st.redirects
+		for k, v := range st.byClass {
+			out.ErrorsByClass[k] += v
+		}
+		for k, v := range st.codes {
+			out.StatusCodes[k] += v
+		}
+		for k, v := range st.samples {
+			if _, ok := out.ErrorSamples[k]; !ok {
+				out.ErrorSamples[k] = v
+			}
+		}
+	}
+	if scenario != ScenarioMixed {
+		out.Reads, out.Writes = 0, 0
+	}
+	out.Ops = out.OK + out.Errors
+	if out.Ops > 0 {
+		out.ErrorRate = float64(out.Errors) / float64(out.Ops)
+	}
+	out.Latency = lat.Summary()
+	if s := elapsed.Seconds(); s > 0 {
+		out.TPS = float64(out.OK) / s
+		out.PointsPerS = float64(out.Points) / s
+	}
+	if len(out.ErrorsByClass) == 0 {
+		out.ErrorsByClass, out.StatusCodes, out.ErrorSamples = nil, nil, nil
+	}
+	if len(out.StatusCodes) == 0 {
+		out.StatusCodes = nil
+	}
+	return out
+}
