@@ -36,7 +36,12 @@ func describeTarget(p ProcessFacts) string {
 	return "a process started from a login shell"
 }
 
+// limitsDSummary says what limits.conf and limits.d give: a login's
+// values with their file:line (Facts.Login), else a host file's domains.
 func limitsDSummary(f *Facts) string {
+	if l := f.Login; l != nil && (l.Soft != nil || l.Hard != nil) {
+		return "a login of " + l.describe()
+	}
 	if len(f.LimitsD) == 0 {
 		return ""
 	}

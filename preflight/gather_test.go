@@ -103,8 +103,8 @@ func TestGatherFromRecordedTree(t *testing.T) {
 	if d := f.Systemd.DefaultLimitNOFILE; !f.Systemd.Running || d == nil || d.Soft != 4096 || d.Hard != 65536 {
 		t.Errorf("systemd %+v %+v", f.Systemd, d)
 	}
-	if l := f.LimitsD["*"]; l.Soft != 1048576 || l.Hard != 1048576 || f.LimitsD["root"].Soft != 65536 || f.LimitsD["@adm"].Hard != 4096 {
-		t.Errorf("limits.d %+v", f.LimitsD)
+	if l := f.Login; l == nil || l.Soft == nil || l.Hard == nil || l.Soft.From != "/etc/security/limits.conf:2" && l.Soft.From != "/etc/security/limits.conf:4" {
+		t.Errorf("login limits from limits.conf: %+v", l)
 	}
 	if f.MemTotal != 16384000*1024 || f.MemAvailable != 12000000*1024 {
 		t.Errorf("memory via gopsutil: %d %d", f.MemTotal, f.MemAvailable)
@@ -242,20 +242,30 @@ func TestGatherErrors(t *testing.T) {
 	}
 }
 
+// pam_limits' precedence as preflight sees it through tune/boot, for a
+// recorded user: the user's own line beats @group beats "*", and "*" never
+// applies to root.
 func TestLoginLimitPrecedence(t *testing.T) {
 	root := fixtureRoot(t, nil)
-	f, err := Gather(t.Context(), GatherOptions{Root: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l, dom, ok := loginLimit(f.LimitsD, "alice", []string{"adm"}); !ok || dom != "@adm" || l.Hard != 4096 {
-		t.Errorf("group beats *: %v %q", l, dom)
-	}
-	if l, dom, _ := loginLimit(f.LimitsD, "bob", nil); dom != "*" || l.Soft != 1048576 {
-		t.Errorf("* for users: %v %q", l, dom)
-	}
-	if l, dom, _ := loginLimit(f.LimitsD, "root", nil); dom != "root" || l.Soft != 65536 {
-		t.Errorf("root needs its own line: %v %q", l, dom)
+	for _, c := range []struct {
+		user   string
+		groups []string
+		want   string
+	}{
+		{"alice", []string{"adm"}, `user alice: soft 1048576 ("*", /etc/security/limits.conf:2), hard 4096 ("@adm", /etc/security/limits.conf:5)`},
+		{"bob", nil, `user bob: soft 1048576 ("*", /etc/security/limits.conf:2), hard 1048576 ("*", /etc/security/limits.conf:3)`},
+		{"root", []string{"adm"}, `user root: soft 65536 ("root", /etc/security/limits.conf:4), hard 65536 ("root", /etc/security/limits.conf:4)`},
+	} {
+		g := &gatherer{root: root, f: &Facts{}, rep: &Recording{User: c.user, Groups: c.groups}}
+		g.loginNofile()
+		if g.f.Login == nil || g.f.Login.describe() != c.want {
+			t.Errorf("%s: %+v, want %s", c.user, g.f.Login, c.want)
+			continue
+		}
+		g.targetLogin()
+		if !strings.Contains(g.f.Target.Source, c.want) {
+			t.Errorf("%s: target source %q does not name the lines", c.user, g.f.Target.Source)
+		}
 	}
 }
 

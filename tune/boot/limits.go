@@ -62,11 +62,26 @@ const (
 // @group lines do not apply to root; a "-" type sets soft and hard. Only
 // "nofile" lines count. Errors: a file that exists but cannot be read.
 func NofileAtBoot(root, user string) (Nofile, error) {
+	return nofileFor(root, user, userGroups(root, user))
+}
+
+// NofileForGroups is NofileAtBoot for a user whose groups (names, primary
+// and supplementary) the caller already knows — from NSS (os/user) on the
+// live host, or from a recording — instead of ROOT/etc/passwd and
+// ROOT/etc/group. It reads limits.conf and limits.d only.
+func NofileForGroups(root, user string, groups []string) (Nofile, error) {
+	set := map[string]bool{}
+	for _, g := range groups {
+		set[g] = true
+	}
+	return nofileFor(root, user, set)
+}
+
+func nofileFor(root, user string, groups map[string]bool) (Nofile, error) {
 	n := Nofile{User: user}
 	n.Soft.Value, n.Hard.Value = 0, 0
 	files := []ConfFile{{Path: LimitsConf, Target: resolve(root, LimitsConf)}}
 	files = append(files, listConfDirs(root, []string{LimitsDir}, false)...)
-	groups := userGroups(root, user)
 	softPrio, hardPrio := prioNone, prioNone
 	for _, f := range files {
 		lines, err := readLines(root, f)

@@ -115,10 +115,27 @@ func UnitNofile(root, unit string) (NofileSetting, []ConfFile, error) {
 // lastAssignment finds the last KEY= line inside [section] of files.
 func lastAssignment(root string, files []ConfFile, section, key string) (NofileSetting, error) {
 	var out NofileSetting
+	err := eachAssignment(root, files, section, key, func(v string, f ConfFile, line int) {
+		if v == "" {
+			out = NofileSetting{} // an empty assignment resets to the default
+			return
+		}
+		soft, hard, ok := parseSystemdRlimit(v)
+		if !ok {
+			return // systemd logs and ignores an invalid value
+		}
+		out = NofileSetting{Soft: soft, Hard: hard, Set: true, File: f, Line: line}
+	})
+	return out, err
+}
+
+// eachAssignment calls fn with the value (trimmed), file and 1-based line
+// of every KEY= line inside [section] of files, in order.
+func eachAssignment(root string, files []ConfFile, section, key string, fn func(v string, f ConfFile, line int)) error {
 	for _, f := range files {
 		lines, err := readLines(root, f)
 		if err != nil {
-			return out, fmt.Errorf("boot: reading %s: %w", f.Name(), err)
+			return fmt.Errorf("boot: reading %s: %w", f.Name(), err)
 		}
 		in := ""
 		for i, l := range lines {
@@ -131,23 +148,51 @@ func lastAssignment(root string, files []ConfFile, section, key string) (NofileS
 				continue
 			}
 			k, v, ok := strings.Cut(t, "=")
-			if !ok || in != section || strings.TrimSpace(k) != key {
-				continue
+			if ok && in == section && strings.TrimSpace(k) == key {
+				fn(strings.TrimSpace(v), f, i+1)
 			}
-			v = strings.TrimSpace(v)
-			if v == "" {
-				out = NofileSetting{} // an empty assignment resets to the default
-				continue
-			}
-			soft, hard, ok := parseSystemdRlimit(v)
-			if !ok {
-				continue // systemd logs and ignores an invalid value
-			}
-			out = NofileSetting{Soft: soft, Hard: hard, Set: true, File: f, Line: i + 1}
 		}
 	}
-	return out, nil
+	return nil
 }
+
+// Setting is the last KEY=value of a systemd configuration, with the line
+// that sets it.
+type Setting struct {
+	// Value as written, trimmed; "" when unset or reset by an empty
+	// assignment.
+	Value string
+	// Set is false when no line assigns a non-empty value.
+	Set  bool
+	File ConfFile
+	Line int
+}
+
+// Where is "FILE:LINE" for messages ("" when not set).
+func (s Setting) Where() string {
+	if !s.Set {
+		return ""
+	}
+	return fmt.Sprintf("%s:%d", s.File.Name(), s.Line)
+}
+
+// LastSetting is the value of KEY= in [section] that files (as
+// ManagerNofile or UnitNofile return them) leave in force: the last
+// assignment wins and an empty one resets it ("User" in "Service" is the
+// user a unit runs as, "" for root). Errors: a file that exists but
+// cannot be read.
+func LastSetting(root string, files []ConfFile, section, key string) (Setting, error) {
+	var out Setting
+	err := eachAssignment(root, files, section, key, func(v string, f ConfFile, line int) {
+		out = Setting{Value: v, Set: v != "", File: f, Line: line}
+	})
+	return out, err
+}
+
+// ParseNofile parses a LimitNOFILE=/DefaultLimitNOFILE= value as systemd
+// does: "N", "SOFT:HARD" (soft <= hard) or "infinity" (Unlimited), in file
+// descriptors; ok is false for anything else.
+func ParseNofile(v string) (soft, hard uint64, ok bool) { return parseSystemdRlimit(v) }
 
 // parseSystemdRlimit parses "N", "S:H" or "infinity" as systemd does.
 func parseSystemdRlimit(v string) (soft, hard uint64, ok bool) {
