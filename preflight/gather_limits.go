@@ -212,7 +212,10 @@ func (g *gatherer) targetLogin() error {
 	}
 	if g.f.Systemd.Running && g.f.Systemd.DefaultLimitNOFILE != nil {
 		soft, hard = g.f.Systemd.DefaultLimitNOFILE.Soft, g.f.Systemd.DefaultLimitNOFILE.Hard
-		t.Source = fmt.Sprintf("systemd DefaultLimitNOFILE %s (%s; login sessions inherit it)", fmtLimit(*g.f.Systemd.DefaultLimitNOFILE), g.f.Systemd.DefaultLimitNOFILEFrom)
+		t.Source = fmt.Sprintf("systemd DefaultLimitNOFILE %s (login sessions inherit it)", fmtLimit(*g.f.Systemd.DefaultLimitNOFILE))
+		if from := g.f.Systemd.DefaultLimitNOFILEFrom; from != "" {
+			t.Source = fmt.Sprintf("systemd DefaultLimitNOFILE %s (%s; login sessions inherit it)", fmtLimit(*g.f.Systemd.DefaultLimitNOFILE), from)
+		}
 	}
 	if l := g.f.Login; l != nil && (l.Soft != nil || l.Hard != nil) {
 		if l.Soft != nil {

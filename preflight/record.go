@@ -275,7 +275,11 @@ func keepReadLines(path string, b []byte) []byte {
 			lines[i] = ""
 		}
 	}
-	return []byte(strings.Join(lines, "\n"))
+	out := strings.Join(lines, "\n")
+	if out == "" && len(b) > 0 {
+		out = "\n" // an empty file would read as masked (tune/boot)
+	}
+	return []byte(out)
 }
 
 // fill takes the answers of system calls from the gathered facts.

@@ -228,6 +228,10 @@ func TestRecordKeepsOnlyReadLines(t *testing.T) {
 	if got := string(keepReadLines("/etc/security/limits.conf", []byte(lim))); got != "\n* soft nofile 1048576\n\nroot - nofile 65536\n" {
 		t.Errorf("limits.conf kept as %q", got)
 	}
+	// a file with no line read stays non-empty: an empty one is masked
+	if got := string(keepReadLines("/etc/systemd/system/x.service.d/a.conf", []byte("Environment=A=b"))); got != "\n" {
+		t.Errorf("a drop-in with nothing read kept as %q, want one empty line", got)
+	}
 }
 
 // A recording replays tune/boot's reading of a unit exactly: a unit file
