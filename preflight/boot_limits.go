@@ -134,10 +134,9 @@ func (g *gatherer) unitFromFiles(unit string) (unitNofile, error) {
 		_, mfiles, _ := boot.ManagerNofile(g.root)
 		g.readConf(mfiles)
 	}
-	user, err := boot.LastSetting(g.root, files, "Service", "User")
+	u.user, _, err = boot.LastSetting(g.root, files, "Service", "User")
 	if err != nil {
 		return u, exitcode.Environmentf("--service %s: %v (run as root)", unit, err)
 	}
-	u.user = user.Value
 	return u, nil
 }

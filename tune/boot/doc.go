@@ -25,7 +25,8 @@
 //     /etc/security/limits.d/*.conf in C-locale order; per soft and hard
 //     value, a line naming the user beats @group beats "*" whatever the
 //     order, later lines of the same kind win, and "*" and @group lines do
-//     not apply to root.
+//     not apply to root. NofileForGroups takes the
+//     user's groups from the caller (NSS, a recording), not ROOT/etc/group.
 //   - systemd (what a service started after the next boot or
 //     `systemctl daemon-reexec` gets): ManagerNofile(root) and
 //     UnitNofile(root, unit). /etc/systemd/system.conf then
@@ -33,6 +34,7 @@
 //     /usr/lib (shadowing and order as for sysctl.d), as
 //     `systemd-analyze cat-config systemd/system.conf` merges them; a
 //     unit's own file and its UNIT.d/*.conf drop-ins the same way.
+//     LastSetting reads another key of those files (a unit's User=).
 //
 // Every value comes with the file and line that set it, so a caller can
 // name the file that wins at boot and tell how to fix it.

@@ -156,37 +156,19 @@ func eachAssignment(root string, files []ConfFile, section, key string, fn func(
 	return nil
 }
 
-// Setting is the last KEY=value of a systemd configuration, with the line
-// that sets it.
-type Setting struct {
-	// Value as written, trimmed; "" when unset or reset by an empty
-	// assignment.
-	Value string
-	// Set is false when no line assigns a non-empty value.
-	Set  bool
-	File ConfFile
-	Line int
-}
-
-// Where is "FILE:LINE" for messages ("" when not set).
-func (s Setting) Where() string {
-	if !s.Set {
-		return ""
-	}
-	return fmt.Sprintf("%s:%d", s.File.Name(), s.Line)
-}
-
 // LastSetting is the value of KEY= in [section] that files (as
-// ManagerNofile or UnitNofile return them) leave in force: the last
-// assignment wins and an empty one resets it ("User" in "Service" is the
-// user a unit runs as, "" for root). Errors: a file that exists but
-// cannot be read.
-func LastSetting(root string, files []ConfFile, section, key string) (Setting, error) {
-	var out Setting
-	err := eachAssignment(root, files, section, key, func(v string, f ConfFile, line int) {
-		out = Setting{Value: v, Set: v != "", File: f, Line: line}
+// ManagerNofile or UnitNofile return them) leave in force, trimmed, and
+// the FILE:LINE that sets it: the last assignment wins and an empty one
+// resets it to "" (where "" too). "User" in "Service" is the user a unit
+// runs as, "" for root. Errors: a file that exists but cannot be read.
+func LastSetting(root string, files []ConfFile, section, key string) (value, where string, err error) {
+	err = eachAssignment(root, files, section, key, func(v string, f ConfFile, line int) {
+		value, where = v, ""
+		if v != "" {
+			where = fmt.Sprintf("%s:%d", f.Name(), line)
+		}
 	})
-	return out, err
+	return value, where, err
 }
 
 // ParseNofile parses a LimitNOFILE=/DefaultLimitNOFILE= value as systemd
