@@ -305,3 +305,38 @@ func TestParseSystemctlShow(t *testing.T) {
 		t.Error("bad LimitNOFILE accepted")
 	}
 }
+
+// The kind behind the infinity and keeps-1024 cases: a unit's limits come
+// from wherever systemd finds its files — /usr/local/lib units, service.d
+// drop-ins for every service, a /run drop-in shadowing an /etc one of the
+// same name — and a masked unit is no unit (tune/boot's reading).
+func TestGatherUnitEveryLocation(t *testing.T) {
+	root := fixtureRoot(t, map[string]string{
+		"usr/local/lib/systemd/system/broker.service":      "[Service]\nExecStart=/opt/broker\nLimitNOFILE=4096\n",
+		"usr/lib/systemd/system/service.d/50-all.conf":     "[Service]\nLimitNOFILE=8192\n",
+		"etc/systemd/system/broker.service.d/70-site.conf": "[Service]\nLimitNOFILE=100000\n",
+		"run/systemd/system/broker.service.d/70-site.conf": "[Service]\nLimitNOFILE=200000\nUser=broker\n",
+		"lib/systemd/system/gone.service":                  "[Service]\nExecStart=/bin/true\nLimitNOFILE=65536\n",
+	})
+	if err := os.Symlink("/dev/null", filepath.Join(root, "etc/systemd/system/gone.service")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Gather(t.Context(), GatherOptions{Root: root, Service: "broker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := f.Target
+	// /etc's 70-site.conf shadows /run's of the same name; it sorts after 50-all.conf
+	if tp.NofileSoft != 100000 || tp.NofileHard != 100000 || tp.UnitFile != "/usr/local/lib/systemd/system/broker.service" ||
+		!strings.Contains(tp.Source, "/etc/systemd/system/broker.service.d/70-site.conf:2") || !tp.CapSysResource {
+		t.Errorf("broker from every location: %+v", tp)
+	}
+	_, err = Gather(t.Context(), GatherOptions{Root: root, Service: "gone"})
+	if exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), "masked") {
+		t.Errorf("a masked unit: %v, want bad input saying it is masked", err)
+	}
+	f, err = Gather(t.Context(), GatherOptions{Root: root, Service: "gone", ServiceFromProfile: true})
+	if err != nil || !f.Target.UnitMissing || !strings.Contains(f.Target.Source, "masked") {
+		t.Errorf("a masked unit named by a profile: %v %+v", err, f.Target)
+	}
+}
