@@ -112,7 +112,7 @@ func (g *gatherer) targetService(ctx context.Context, unit string, fromProfile b
 		hard, err1 := parseSystemdLimit(props["LimitNOFILE"])
 		soft, err2 := parseSystemdLimit(props["LimitNOFILESoft"])
 		if err1 == nil && err2 == nil {
-			g.f.applyUnitLimit(profiles.Limit{Soft: soft.Soft, Hard: hard.Soft}, "systemctl show "+unit+" (not running)")
+			g.f.applyUnitLimit(g.loadedOrFiles(unit, profiles.Limit{Soft: soft.Soft, Hard: hard.Soft}))
 			if u := props["User"]; u != "" && u != "root" {
 				t.CapSysResource = false
 			}
@@ -145,6 +145,33 @@ func (g *gatherer) targetService(ctx context.Context, unit string, fromProfile b
 	}
 	g.f.applyUnitLimit(u.lim, fmt.Sprintf("no LimitNOFILE for %s (%s): systemd DefaultLimitNOFILE %s (%s)", unit, u.file, fmtLimit(u.lim), u.from))
 	return nil
+}
+
+// loadedOrFiles picks, for a unit systemd has loaded but is not running,
+// the LimitNOFILE to judge it on, and says where it comes from: what
+// systemd has loaded (systemctl show) applies at the next start until
+// `systemctl daemon-reload`, what its files say (tune/boot) after it and
+// at the next boot. When they differ the lower, as systemd resolves it,
+// is returned, and the source names both.
+func (g *gatherer) loadedOrFiles(unit string, loaded profiles.Limit) (profiles.Limit, string) {
+	src := "systemctl show " + unit + " (not running)"
+	u, err := g.unitFromFiles(unit)
+	if err != nil || u.missing != "" || u.lim == loaded {
+		return loaded, src
+	}
+	nr, _ := g.f.SysInt("fs.nr_open")
+	l, _ := resolveNofile(loaded, nr, g.f.Pid1Nofile)
+	d, _ := resolveNofile(u.lim, nr, g.f.Pid1Nofile)
+	setting := "LimitNOFILE"
+	if !u.found {
+		setting = "DefaultLimitNOFILE"
+	}
+	differ := fmt.Sprintf("systemd has LimitNOFILE=%s loaded but the files say %s=%s (%s): the next start uses the loaded one until `systemctl daemon-reload`, the next boot the files; judged on the lower",
+		fmtLimit(loaded), setting, fmtLimit(u.lim), u.from)
+	if d.Soft < l.Soft || (d.Soft == l.Soft && d.Hard < l.Hard) {
+		return u.lim, fmt.Sprintf("%s in %s (unit not running); %s", setting, u.from, differ)
+	}
+	return loaded, src + "; " + differ
 }
 
 // unitWithoutSystemd reports a unit on a host where systemd is not

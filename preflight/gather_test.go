@@ -340,3 +340,41 @@ func TestGatherUnitEveryLocation(t *testing.T) {
 		t.Errorf("a masked unit named by a profile: %v %+v", err, f.Target)
 	}
 }
+
+// A unit systemd has loaded but does not run yet: `systemctl show` gives
+// what the next start uses until `systemctl daemon-reload`, the files
+// what it gets after it and at the next boot. When they differ preflight
+// judges the lower and names both (a recorded systemctl show answer).
+func TestGatherLoadedUnitDiffersFromFiles(t *testing.T) {
+	for _, c := range []struct {
+		name, dropin, show string
+		soft               uint64
+		source             []string
+	}{
+		{"loaded lower", "[Service]\nLimitNOFILE=1048576\n", "LimitNOFILE=65536\nLimitNOFILESoft=65536\n", 65536,
+			[]string{"systemctl show emqx.service (not running)", "the files say LimitNOFILE=1048576:1048576 (/etc/systemd/system/emqx.service.d/60-hostprep.conf:2)", "daemon-reload"}},
+		{"files lower", "[Service]\nLimitNOFILE=4096\n", "LimitNOFILE=1048576\nLimitNOFILESoft=1048576\n", 4096,
+			[]string{"LimitNOFILE in /etc/systemd/system/emqx.service.d/60-hostprep.conf:2", "systemd has LimitNOFILE=1048576:1048576 loaded"}},
+		{"same", "[Service]\nLimitNOFILE=4096\n", "LimitNOFILE=4096\nLimitNOFILESoft=4096\n", 4096, []string{"systemctl show emqx.service (not running)"}},
+	} {
+		manifest := fmt.Sprintf(`{"format": 1, "page_size_bytes": 4096, "systemctl_show": {"emqx.service": %q}}`,
+			"MainPID=0\n"+c.show+"User=\nLoadState=loaded\n")
+		root := fixtureRoot(t, map[string]string{"etc/systemd/system/emqx.service.d/60-hostprep.conf": c.dropin, RecordManifest: manifest})
+		f, err := Gather(t.Context(), GatherOptions{Root: root, Service: "emqx"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp := f.Target
+		if tp.NofileSoft != c.soft {
+			t.Errorf("%s: soft %d, want %d (%s)", c.name, tp.NofileSoft, c.soft, tp.Source)
+		}
+		for _, s := range c.source {
+			if !strings.Contains(tp.Source, s) {
+				t.Errorf("%s: source %q does not say %q", c.name, tp.Source, s)
+			}
+		}
+		if c.name == "same" && strings.Contains(tp.Source, "daemon-reload") {
+			t.Errorf("same: source %q speaks of a difference", tp.Source)
+		}
+	}
+}
