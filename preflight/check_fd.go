@@ -116,7 +116,7 @@ func checkFDSoft(f *Facts, t Target) verdict.Check {
 			summary += fmt.Sprintf(" (%s)", fmtLimit(profiles.Limit{Soft: p.NofileSoft, Hard: p.NofileHard}))
 		}
 		if s := limitsDSummary(f); s != "" {
-			summary += fmt.Sprintf("; limits.d sets %s, but limits.conf does not apply to systemd services (pam_limits only runs for login sessions)", s)
+			summary += fmt.Sprintf("; limits.conf and limits.d give %s, but limits.conf does not apply to systemd services (pam_limits only runs for login sessions)", s)
 		} else {
 			summary += "; limits.conf does not apply to systemd services"
 		}

@@ -132,8 +132,19 @@ func TestGatherServiceFromFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Target.NofileSoft != 4096 || f.Target.NofileHard != 65536 || !strings.Contains(f.Target.Source, "DefaultLimitNOFILE") {
+	if f.Target.NofileSoft != 4096 || f.Target.NofileHard != 65536 || !strings.Contains(f.Target.Source, "DefaultLimitNOFILE 4096:65536 (/etc/systemd/system.conf.d/10-nofile.conf:2)") {
 		t.Errorf("default limit: %+v", f.Target)
+	}
+	// the classic trap, with the lines that set the login's limits
+	tg := Target{Sockets: 100000, Role: Broker}
+	_ = tg.Validate()
+	login := `soft 65536 ("root", /etc/security/limits.conf:4)`
+	if os.Geteuid() != 0 {
+		login = `soft 1048576 ("*", /etc/security/limits.conf:2)`
+	}
+	if c := find(t, Evaluate(f, tg), "fd.soft"); c.Status != verdict.Fail || !strings.Contains(c.Summary, login) ||
+		!strings.Contains(c.Summary, "limits.conf does not apply to systemd services") {
+		t.Errorf("fd.soft for a unit at the manager default: %s", message(c))
 	}
 }
 
