@@ -40,7 +40,7 @@ func register(d CheckDef) {
 
 // families fixes the report order: limits first, then ports, memory, the
 // accept path, tables, host and the measurement.
-var families = []string{"fd.", "ports.", "mem.", "accept.", "conntrack", "tcp.", "clock.", "container", "active"}
+var families = []string{"fd.", "ports.", "mem.", "accept.", "iotdb.", "conntrack", "tcp.", "clock.", "container", "active"}
 
 func familyRank(id string) int {
 	for i, f := range families {

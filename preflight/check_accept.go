@@ -2,6 +2,8 @@ package preflight
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/hostprep/hostprep/internal/verdict"
 )
@@ -16,12 +18,56 @@ import (
 var serverRoles = []Role{Broker, IoTDB}
 
 func init() {
-	register(CheckDef{ID: "accept.backlog", Doc: "net.core.somaxconn >= 2 x conn_rate x 1 s", Roles: serverRoles, Func: checkAcceptBacklog})
+	register(CheckDef{ID: "accept.backlog", Doc: "min(net.core.somaxconn, the target listener's listen() backlog) >= 2 x conn_rate x 1 s", Roles: serverRoles, Func: checkAcceptBacklog})
+	register(CheckDef{ID: "accept.queue", Doc: "the target listener's accept queue is not full now", Roles: serverRoles, Func: checkAcceptQueue})
 	register(CheckDef{ID: "accept.syn_backlog", Doc: "tcp_max_syn_backlog >= 2 x conn_rate x 1 s unless tcp_syncookies is on", Roles: serverRoles, Func: checkAcceptSynBacklog})
 	register(CheckDef{ID: "accept.overflows", Doc: "ListenOverflows and ListenDrops counters are 0 (no accept queue overflow since boot)", Roles: serverRoles, Func: checkAcceptOverflows})
 }
 
 func backlogNeed(t Target) int64 { return 2 * int64(t.ConnRate) }
+
+// KnownBacklogs are the listen() backlogs of common servers, in
+// connections, and where each number comes from.
+var KnownBacklogs = []struct {
+	Server  string
+	Backlog int
+	Source  string
+}{
+	{"mosquitto 2.0", 100, "listen(sock, 100) in its src/net.c, not configurable; ss -ltn shows Send-Q 100 for mosquitto 2.0.11"},
+	{"EMQX 5", 1024, "listeners.tcp.default.tcp_options.backlog, default 1024 (emqx.conf)"},
+	{"IoTDB 2.0 DataNode (Thrift)", 50, "Thrift's TServerSocket leaves Java's ServerSocket default backlog of 50; ss -ltn shows Send-Q 50 on port 6667 for IoTDB 2.0.10"},
+}
+
+func knownBacklogText(need int64) string {
+	var parts []string
+	for _, k := range KnownBacklogs {
+		short := ""
+		if int64(k.Backlog) < need {
+			short = fmt.Sprintf(", below the %d needed", need)
+		}
+		parts = append(parts, fmt.Sprintf("%s listens with %d%s (%s)", k.Server, k.Backlog, short, k.Source))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// targetListeners are the listeners on the target's ports.
+func targetListeners(f *Facts, t Target) []Listener {
+	var out []Listener
+	for _, l := range f.Listeners {
+		if containsInt(t.ListenerPorts(), l.Port) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func portList(ps []int) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = strconv.Itoa(p)
+	}
+	return strings.Join(s, "/")
+}
 
 func checkAcceptBacklog(f *Facts, t Target) verdict.Check {
 	s, ok := f.SysInt("net.core.somaxconn")
@@ -29,13 +75,76 @@ func checkAcceptBacklog(f *Facts, t Target) verdict.Check {
 		return skip("net.core.somaxconn not readable")
 	}
 	need := backlogNeed(t)
-	obs := fmt.Sprintf("net.core.somaxconn %d (caps every listen() backlog)", s)
-	exp := fmt.Sprintf(">= %d (2 x %d connections/s x 1 s)", need, t.ConnRate)
-	if s >= need {
-		return pass(fmt.Sprintf("accept queue up to %d connections for %d connections/s", s, t.ConnRate), obs, exp)
+	exp := fmt.Sprintf("accept queue >= %d connections (2 x %d connections/s x 1 s)", need, t.ConnRate)
+	if s < need {
+		return fail(fmt.Sprintf("net.core.somaxconn %d < %d: every listen() backlog is capped at it, so at %d connections/s the accept queue overflows and clients wait 1 s or more to retry", s, need, t.ConnRate),
+			fmt.Sprintf("net.core.somaxconn %d (caps every listen() backlog)", s), exp,
+			fmt.Sprintf("hostprep tune with net.core.somaxconn >= %d (or sysctl -w net.core.somaxconn=%d), then restart the server: a listener keeps the backlog it got at listen()", need, max(need, 4096)))
 	}
-	return fail(fmt.Sprintf("net.core.somaxconn %d < %d: at %d connections/s the accept queue overflows and clients wait 1 s or more to retry", s, need, t.ConnRate),
-		obs, exp, fmt.Sprintf("sysctl -w net.core.somaxconn=%d, and give the broker a listen backlog as large (it is capped by somaxconn)", max(need, 4096)))
+	ports := t.ListenerPorts()
+	if !f.ListenersKnown {
+		return warn(fmt.Sprintf("could not read the listeners (sock_diag): somaxconn %d allows %d, but the server's own listen() backlog decides and is unknown", s, need),
+			fmt.Sprintf("net.core.somaxconn %d; listeners not readable", s), exp, "run preflight where sock_diag is readable (the host's network namespace), or check ss -ltn: Send-Q of a LISTEN socket is its backlog")
+	}
+	ls := targetListeners(f, t)
+	if len(ls) == 0 {
+		return skip(fmt.Sprintf("nothing listens on port %s yet: somaxconn %d allows %d, but the server's own listen() backlog will decide: %s. Run preflight again with the server started (--port PORT names its listener)",
+			portList(ports), s, need, knownBacklogText(need)))
+	}
+	var short []string
+	var obs []string
+	for _, l := range ls {
+		q := min(int64(l.Backlog), s)
+		obs = append(obs, fmt.Sprintf("%s listen() backlog %d (ss -ltn Send-Q), %s", l.Endpoint(), l.Backlog, l.Owner()))
+		if q < need {
+			short = append(short, fmt.Sprintf("accept queue of the listener on port %d is %d (%s, %s): min(net.core.somaxconn %d, its listen() backlog %d)", l.Port, q, l.Endpoint(), l.Owner(), s, l.Backlog))
+		}
+	}
+	o := fmt.Sprintf("net.core.somaxconn %d; %s", s, strings.Join(obs, "; "))
+	if len(short) > 0 {
+		return fail(strings.Join(short, "; ")+fmt.Sprintf(" < %d needed at %d connections/s: the queue overflows, the kernel drops SYNs and logs \"SYN flooding\", clients retry after 1 s", need, t.ConnRate),
+			o, exp, backlogRemedy(ls, need, s))
+	}
+	return pass(fmt.Sprintf("accept queue of %d listener(s) on port %s holds >= %d connections for %d connections/s", len(ls), portList(ports), need, t.ConnRate), o, exp)
+}
+
+// backlogRemedy says how to raise the listeners' backlog, naming what is
+// known of the owning server.
+func backlogRemedy(ls []Listener, need, somaxconn int64) string {
+	r := fmt.Sprintf("raise the server's own listen backlog to >= %d (somaxconn %d already allows it) and restart it", need, somaxconn)
+	known := map[string]string{
+		"mosquitto": "mosquitto 2.0 hard-codes listen(sock, 100): no setting raises it; spread the clients over more listeners or brokers, or lower the connect rate",
+		"java":      "an IoTDB 2.0 DataNode listens with Java's default backlog of 50 (Thrift TServerSocket), with no property to raise it: lower the connect rate (SessionPool connects once per session) or spread clients over more DataNodes",
+		"beam.smp":  "EMQX: set listeners.tcp.default.tcp_options.backlog (default 1024)",
+	}
+	for _, l := range ls {
+		if k, ok := known[l.Process]; ok {
+			return r + "; " + k
+		}
+	}
+	return r + "; known backlogs: " + knownBacklogText(need)
+}
+
+func checkAcceptQueue(f *Facts, t Target) verdict.Check {
+	if !f.ListenersKnown {
+		return skip("listeners not readable (sock_diag)")
+	}
+	ls := targetListeners(f, t)
+	if len(ls) == 0 {
+		return skip(fmt.Sprintf("nothing listens on port %s", portList(t.ListenerPorts())))
+	}
+	var full, obs []string
+	for _, l := range ls {
+		obs = append(obs, fmt.Sprintf("%s: %d waiting of backlog %d (ss -ltn Recv-Q/Send-Q)", l.Endpoint(), l.AcceptQueue, l.Backlog))
+		if l.Backlog > 0 && l.AcceptQueue >= l.Backlog {
+			full = append(full, fmt.Sprintf("%s (%s): %d connections waiting, backlog %d", l.Endpoint(), l.Owner(), l.AcceptQueue, l.Backlog))
+		}
+	}
+	if len(full) > 0 {
+		return fail("accept queue full now: "+strings.Join(full, "; ")+": the server does not accept fast enough and new connections are dropped",
+			strings.Join(obs, "; "), "accept queue below its backlog", "find why the server stalls (CPU, a blocked accept loop), then raise its listen backlog")
+	}
+	return pass("accept queue not full", strings.Join(obs, "; "), "accept queue below its backlog")
 }
 
 func checkAcceptSynBacklog(f *Facts, t Target) verdict.Check {

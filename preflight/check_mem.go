@@ -2,6 +2,7 @@ package preflight
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/hostprep/hostprep/internal/verdict"
 )
@@ -81,6 +82,9 @@ func checkMemTCPMem(f *Facts, t Target) verdict.Check {
 	needPages := int64(t.Sockets) // one page (sk_mem_quantum) per socket with any data queued
 	obs := fmt.Sprintf("tcp_mem %d %d %d pages (min %s, pressure %s, max %s; a page is %d bytes)", m[0], m[1], m[2], mib(float64(m[0])*page), mib(float64(m[1])*page), mib(float64(m[2])*page), f.PageSize)
 	exp := fmt.Sprintf("max >= %d pages (%s): one page of buffered data for each of %d sockets", needPages, mib(float64(needPages)*page), t.Sockets)
+	if c, ok := tcpMemAboveRAM(f, m, obs, exp); ok {
+		return c // above RAM is wrong whatever the target: it comes first
+	}
 	if maxPages >= needPages {
 		return pass(fmt.Sprintf("tcp_mem max %d pages (%s) covers %d sockets with a page of buffered data each", maxPages, mib(float64(maxPages)*page), t.Sockets), obs, exp)
 	}
@@ -133,4 +137,28 @@ func checkMemPressure(f *Facts, t Target) verdict.Check {
 			obs, exp, "raise net.ipv4.tcp_mem (pages) or reduce buffered data per connection; check dmesg for \"TCP: out of memory\"")
 	}
 	return pass("no TCP memory pressure now or since boot", obs, exp)
+}
+
+// tcpMemAboveRAM warns, whatever the socket count, when tcp_mem's pressure
+// or max threshold (pages) lies above physical memory: TCP memory
+// pressure then never starts before RAM runs out (typically tcp_mem
+// written in bytes, or copied from a bigger host).
+func tcpMemAboveRAM(f *Facts, m []int64, obs, exp string) (verdict.Check, bool) {
+	if f.MemTotal == 0 {
+		return verdict.Check{}, false
+	}
+	page, ram := float64(f.PageSize), float64(f.MemTotal)
+	var above []string
+	for i, name := range []string{"min", "pressure", "max"} {
+		if i > 0 && float64(m[i])*page > ram {
+			above = append(above, fmt.Sprintf("%s %d pages (%s)", name, m[i], mib(float64(m[i])*page)))
+		}
+	}
+	if len(above) == 0 {
+		return verdict.Check{}, false
+	}
+	limit := int64(ram / page / 16) // tcp_init_mem(): free buffer pages / 16
+	return warn(fmt.Sprintf("tcp_mem %s above physical memory %s: TCP memory pressure never starts before RAM runs out, and the OOM killer comes first (was tcp_mem written in bytes? it counts pages of %d bytes)", strings.Join(above, " and "), mib(ram), f.PageSize),
+		obs, fmt.Sprintf("%s; pressure and max below RAM", exp),
+		fmt.Sprintf("hostprep tune apply with net.ipv4.tcp_mem below RAM in pages, e.g. the kernel's own sizing for this RAM \"%d %d %d\"", limit/4*3, limit, limit/4*3*2)), true
 }

@@ -248,7 +248,7 @@ func checkPortsCollision(f *Facts, t Target) verdict.Check {
 		reserve = append(reserve, strconv.Itoa(p))
 	}
 	return warn(summary, obs, exp,
-		fmt.Sprintf("sysctl -w net.ipv4.ip_local_reserved_ports=%s (keeps existing entries; persist it in /etc/sysctl.d, or list the ports under reserve_ports in the profile)", strings.Join(reserve, ",")))
+		fmt.Sprintf("hostprep tune apply with reserve_ports: [%s] in the profile (it merges them into net.ipv4.ip_local_reserved_ports now and at boot, keeping existing entries)", strings.Join(reserve, ", ")))
 }
 
 func pluralWord(n int, one, many string) string {

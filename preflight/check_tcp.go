@@ -22,6 +22,11 @@ func checkTCPOrphans(f *Facts, t Target) verdict.Check {
 	}
 	obs := fmt.Sprintf("tcp_max_orphans %d; %d orphaned now (sockstat)", m, f.Sockstat.Orphan)
 	exp := fmt.Sprintf(">= %d (every socket closed at once, e.g. a restart or network flap)", t.Sockets)
+	if now := int64(f.Sockstat.Orphan); now >= m {
+		return fail(fmt.Sprintf("%d orphaned sockets now >= tcp_max_orphans %d: the kernel is resetting connections at this moment (\"too many orphaned sockets\" in dmesg)", now, m),
+			obs, fmt.Sprintf("orphaned now < tcp_max_orphans %d, and it >= %d", m, t.Sockets),
+			fmt.Sprintf("find what closes so many connections at once (ss -tan state fin-wait-1 / last-ack), and hostprep tune apply with net.ipv4.tcp_max_orphans >= %d", max(int64(t.Sockets), 2*now)))
+	}
 	if m >= int64(t.Sockets) {
 		return pass(fmt.Sprintf("tcp_max_orphans %d covers closing all %d sockets at once", m, t.Sockets), obs, exp)
 	}

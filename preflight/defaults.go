@@ -44,7 +44,8 @@ const (
 //   - systemd DefaultLimitNOFILE 1024:524288: systemd >= 240 built-in
 //     default; a login shell inherits the same (no limits.d entries).
 //   - nf_conntrack not loaded (no firewall rules on a stock install).
-//   - one global source address, sshd listening on port 22, clock
+//   - one global source address, sshd listening on port 22 (backlog 128),
+//     PID 1 (systemd 252) with nofile fs.nr_open as its own limit, clock
 //     synchronised by systemd-timesyncd, not in a container, no counters.
 func StockDebian12(memTotal uint64) *Facts {
 	if memTotal == 0 {
@@ -70,7 +71,7 @@ func StockDebian12(memTotal uint64) *Facts {
 			"fs.file-nr":                       "1504\t0\t9223372036854775807",
 		},
 		Target: ProcessFacts{
-			ManagedBy: "shell", NofileSoft: 1024, NofileHard: 524288,
+			ManagedBy: "shell", NofileSoft: 1024, NofileHard: 524288, Assumed: true,
 			CapSysResource: true, Source: "stock Debian 12 login shell (systemd DefaultLimitNOFILE 1024:524288)",
 		},
 		Systemd: SystemdFacts{
@@ -79,8 +80,12 @@ func StockDebian12(memTotal uint64) *Facts {
 		},
 		SourceAddresses: []string{"192.0.2.1"},
 		ListeningPorts:  []int{22},
-		Netstat:         map[string]uint64{},
-		Clock:           Clock{Known: true, Synced: true},
+		// sshd: listen(fd, 128) (SSH_LISTEN_BACKLOG in OpenSSH's sshd.c)
+		Listeners:      []Listener{{Address: "0.0.0.0", Port: 22, Backlog: 128, Process: "sshd"}, {Address: "::", Port: 22, Backlog: 128, Process: "sshd"}},
+		ListenersKnown: true,
+		Netstat:        map[string]uint64{},
+		Pid1Nofile:     &profiles.Limit{Soft: 1024, Hard: 524288},
+		Clock:          Clock{Known: true, Synced: true},
 	}
 	f.deriveMemorySysctls(memTotal)
 	return f

@@ -153,12 +153,21 @@ func TestE2EBadInput(t *testing.T) {
 		{"--sockets 0", "--sockets 0: want a positive number"},
 		{"--sockets -5", "--sockets -5: want a positive number"},
 		{"--conn-rate -1", "--conn-rate -1: want connections/s >= 0"},
+		{"--port 0", "--port 0: want the TCP port"},
+		{"--role loadgen --port 1883", "--port [1883] with --role loadgen"},
+		{"--role iotdb --iotdb-home /nonexistent", "--iotdb-home /nonexistent: no conf/iotdb-system.properties"},
+		{"--root /nonexistent", "--root /nonexistent"},
 	} {
 		args := append([]string{"preflight", "--sockets", "100"}, strings.Fields(c.args)...)
 		out, stderr, code := testenv.Run(t, nil, args...)
 		if code != 2 || !strings.Contains(stderr, c.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || out != "" {
 			t.Errorf("%s: exit %d, stderr %q, stdout %d bytes; want exit 2 and one line with %q", c.args, code, stderr, len(out), c.want)
 		}
+	}
+	// no --sockets and no profile: the flag is required, not "--sockets 0"
+	out, stderr, code := testenv.Run(t, nil, "preflight", "--role", "broker")
+	if code != 2 || !strings.Contains(stderr, "--sockets is required") || strings.Contains(stderr, "--sockets 0") || out != "" {
+		t.Errorf("no --sockets: exit %d, stderr %q", code, stderr)
 	}
 	assertNoChildren(t)
 }
@@ -317,8 +326,13 @@ func TestE2EActiveChildDiesWithParent(t *testing.T) {
 	for len(childrenOf(bin)) == 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
+	seen := len(childrenOf(bin)) > 0
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
+	if !seen {
+		// without a child there is nothing to prove: the test must not pass
+		t.Fatalf("the measuring child (%s %s) never appeared within 10 s", bin, ActiveChildArg)
+	}
 	assertNoChildren(t)
 }
 

@@ -34,17 +34,41 @@ type Facts struct {
 	Conntrack Conntrack `json:"conntrack"`
 	// Target is the process that will hold the sockets.
 	Target ProcessFacts `json:"target_process"`
+	// Login is the nofile pam_limits gives a new login session of the
+	// user running hostprep, from /etc/security/limits.conf and limits.d
+	// as tune/boot reads them (each value with its file:line); nil when
+	// not read (a host file that gives limits_d instead).
+	Login *LoginNofile `json:"login_nofile,omitempty"`
 	// LimitsD maps pam_limits domains ("*", "root", "@group", a user name)
-	// to the nofile limit /etc/security/limits.conf and limits.d give them.
+	// to nofile soft/hard, as a host file (LoadHostYAML limits_d) states
+	// them; Gather fills Login instead.
 	LimitsD map[string]profiles.Limit `json:"limits_d,omitempty"`
 	// Systemd says whether systemd runs as PID 1 and its DefaultLimitNOFILE.
 	Systemd SystemdFacts `json:"systemd"`
 	// SourceAddresses are the host's global unicast addresses, the source
 	// addresses a loadgen can use.
 	SourceAddresses []string `json:"source_addresses"`
-	// ListeningPorts are the TCP ports in LISTEN state (/proc/net/tcp,
-	// /proc/net/tcp6), sorted.
+	// ListeningPorts are the TCP ports in LISTEN state (from Listeners, or
+	// /proc/net/tcp and tcp6 where sock_diag could not be read), sorted.
 	ListeningPorts []int `json:"listening_ports"`
+	// Listeners are the TCP sockets in LISTEN state with their backlog and
+	// accept queue (sock_diag), sorted by port; the owning process is
+	// looked up for the target's ports only.
+	Listeners []Listener `json:"listeners,omitempty"`
+	// ListenersKnown is false when sock_diag could not be read (then the
+	// listen() backlog of no listener is known).
+	ListenersKnown bool `json:"listeners_known"`
+	// Pid1Nofile is the RLIMIT_NOFILE of PID 1 (/proc/1/limits): the
+	// service manager's own hard limit is the ceiling systemd clamps a
+	// unit's LimitNOFILE=infinity (or any value above fs.nr_open) to. Nil
+	// when not readable.
+	Pid1Nofile *profiles.Limit `json:"pid1_nofile,omitempty"`
+	// IoTDB is the IoTDB release configuration read with --iotdb-home, nil
+	// without it.
+	IoTDB *IoTDBConfig `json:"iotdb,omitempty"`
+	// TargetJVM is the heap and direct memory a running Java target was
+	// started with, nil when the target is not a running JVM.
+	TargetJVM *JVMFlags `json:"target_jvm,omitempty"`
 	// Netstat holds the TcpExt counters of /proc/net/netstat
 	// (ListenOverflows, ListenDrops, TCPMemoryPressures, TCPAbortOnMemory,
 	// TCPTimeWaitOverflow, ...), counted since boot.
@@ -94,6 +118,13 @@ type ProcessFacts struct {
 	// Source says where the numbers come from ("/proc/123/limits",
 	// "systemctl show mosquitto.service", "limits.d for user root", ...).
 	Source string `json:"source,omitempty" yaml:"source"`
+	// Assumed is true when no process was named or found (no --pid,
+	// --service, profile unit, or owner of the target's listener): the
+	// limits are what a process started from a login shell here would get.
+	Assumed bool `json:"assumed,omitempty" yaml:"-"`
+	// Requested is the LimitNOFILE the unit asks for when systemd had to
+	// resolve it ("infinity:infinity"), "" when it applied as written.
+	Requested string `json:"requested,omitempty" yaml:"-"`
 	// UnitFile is the unit's own file when the unit was read from disk
 	// ("" when systemctl answered or no file exists).
 	UnitFile string `json:"unit_file,omitempty" yaml:"unit_file"`
@@ -103,10 +134,11 @@ type ProcessFacts struct {
 	// limits above are those a process started from a login shell gets.
 	UnitLimitNOFILE string `json:"unit_limit_nofile,omitempty" yaml:"unit_limit_nofile"`
 	// UnitMissing is true when Unit (named by a profile) is not installed:
-	// no unit file in /etc/systemd/system, /run/systemd/system,
-	// /lib/systemd/system or /usr/lib/systemd/system (drop-ins alone do
-	// not make a unit). fd.soft then fails: there is no such service whose
-	// limits could be checked.
+	// no unit file in any of systemd's unit directories
+	// (tune/boot.UnitDirs; drop-ins alone do not make a unit), or the
+	// unit is masked (its file is a symlink to /dev/null or empty).
+	// fd.soft then fails: there is no such service whose limits could be
+	// checked.
 	UnitMissing bool `json:"unit_missing,omitempty" yaml:"unit_missing"`
 }
 
@@ -120,6 +152,31 @@ type SystemdFacts struct {
 	// built-in 1024:524288 (systemd >= 240) when unset; nil when systemd is
 	// not installed.
 	DefaultLimitNOFILE *profiles.Limit `json:"default_limit_nofile,omitempty"`
+	// DefaultLimitNOFILEFrom is the FILE:LINE that sets it, or "systemd's
+	// built-in default" (tune/boot.ManagerNofile).
+	DefaultLimitNOFILEFrom string `json:"default_limit_nofile_from,omitempty"`
+}
+
+// LoginNofile is RLIMIT_NOFILE as pam_limits sets it at login
+// (tune/boot.NofileForGroups): Soft and Hard each nil when no line
+// applies, the session then keeps what it inherits.
+type LoginNofile struct {
+	// User is the login user; Groups their groups (pam_limits @group
+	// domains).
+	User   string     `json:"user"`
+	Groups []string   `json:"groups,omitempty"`
+	Soft   *LimitLine `json:"soft,omitempty"`
+	Hard   *LimitLine `json:"hard,omitempty"`
+}
+
+// LimitLine is one nofile value (file descriptors, Unlimited for
+// unlimited) and the line that sets it.
+type LimitLine struct {
+	Value uint64 `json:"value"`
+	// Domain is the line's pam_limits domain: the user, @group or "*".
+	Domain string `json:"domain"`
+	// From is FILE:LINE ("/etc/security/limits.d/60-hostprep.conf:3").
+	From string `json:"from"`
 }
 
 // Sockstat is /proc/net/sockstat's TCP line.

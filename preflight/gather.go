@@ -34,6 +34,18 @@ type GatherOptions struct {
 	ServiceFromProfile bool
 	// SourceIPs overrides the host's global addresses (--source-ips).
 	SourceIPs []string
+	// Role and Ports say whose listeners are the target's (Target.Role,
+	// Target.ListenerPorts): their owning process is looked up, and for
+	// a broker or iotdb with no PID or Service named, that process is the
+	// target.
+	Role  Role
+	Ports []int
+	// IoTDBHome is an IoTDB release directory (--iotdb-home) whose
+	// configuration is read; "" = none.
+	IoTDBHome string
+	// Record is a directory to copy what is read into (--record; see
+	// record.go); "" = none. It needs the live host (Root "" or "/").
+	Record string
 }
 
 // sysctlKeys are the /proc/sys keys the checks read.
@@ -45,14 +57,43 @@ var sysctlKeys = []string{
 	"net.ipv4.tcp_tw_reuse", "net.ipv4.tcp_fin_timeout",
 	"net.ipv4.tcp_mem", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem",
 	"net.ipv4.tcp_max_orphans", "net.ipv4.tcp_max_tw_buckets",
+	"vm.max_map_count",
 }
 
 type gatherer struct {
 	root string
 	f    *Facts
+	// rec collects the paths read when recording (--record), nil otherwise.
+	rec *recorder
+	// rep holds a recording's answers when replaying (--root DIR with a
+	// hostprep-record.json), nil otherwise.
+	rep *Recording
 }
 
-func (g *gatherer) path(p string) string { return filepath.Join(g.root, p) }
+// path is p under the root; every file preflight reads is named through
+// it (or readConf, for tune/boot's), which is what --record copies.
+func (g *gatherer) path(p string) string {
+	full := filepath.Join(g.root, p)
+	g.rec.add(full)
+	return full
+}
+
+// sysctl reads one /proc/sys key into Facts.Sysctl; an absent key (not
+// in this kernel) is left out, another error noted.
+func (g *gatherer) sysctl(k string) {
+	b, err := os.ReadFile(g.path("/proc/sys/" + strings.ReplaceAll(k, ".", "/")))
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			g.note("%s: %v", k, err)
+		}
+		return
+	}
+	g.f.Sysctl[k] = strings.TrimRight(string(b), "\n")
+}
+
+// live says whether the gatherer reads the running host (not a recorded
+// or fixture root): system calls and commands answer only then.
+func (g *gatherer) live() bool { return g.root == "/" }
 
 func (g *gatherer) note(format string, a ...any) {
 	g.f.Notes = append(g.f.Notes, fmt.Sprintf(format, a...))
@@ -73,7 +114,25 @@ func Gather(ctx context.Context, o GatherOptions) (*Facts, error) {
 		Sysctl:   map[string]string{},
 	}}
 	f := g.f
-	if _, err := os.Stat(g.path("/proc/sys")); err != nil {
+	if o.Record != "" {
+		if !g.live() {
+			return nil, exitcode.BadInputf("--record %s with --root %s: a recording is made of the live host; drop --root", o.Record, o.Root)
+		}
+		g.rec = newRecorder()
+	}
+	if !g.live() {
+		rep, err := loadRecording(root)
+		if err != nil {
+			return nil, err
+		}
+		g.rep = rep
+		if rep != nil {
+			f.PageSize = rep.PageSize
+		}
+	}
+	if _, err := os.Stat(g.path("/proc/sys")); err != nil && !g.live() {
+		return nil, exitcode.BadInputf("--root %s: no proc/sys in it (%v); pass a directory recorded with hostprep preflight --record DIR", root, err)
+	} else if err != nil {
 		return nil, exitcode.Environmentf("preflight needs procfs: %v (mount /proc, or pass the root that holds proc/)", err)
 	}
 	var uts unix.Utsname
@@ -83,32 +142,86 @@ func Gather(ctx context.Context, o GatherOptions) (*Facts, error) {
 		f.Kernel = strings.TrimSpace(string(b))
 	}
 	for _, k := range sysctlKeys {
-		b, err := os.ReadFile(g.path("/proc/sys/" + strings.ReplaceAll(k, ".", "/")))
-		if err != nil {
-			if !errors.Is(err, fs.ErrNotExist) {
-				g.note("%s: %v", k, err)
-			}
-			continue
-		}
-		f.Sysctl[k] = strings.TrimRight(string(b), "\n")
+		g.sysctl(k)
 	}
 	g.memory(ctx)
 	g.conntrack()
 	g.netstat()
 	g.sockstat()
-	if err := g.listening(); err != nil {
-		g.note("listening ports: %v", err)
-	}
+	g.listeners(o.Ports)
+	g.pid1()
 	if err := g.sourceAddresses(o.SourceIPs); err != nil {
 		g.note("source addresses: %v", err)
 	}
 	g.systemd()
-	g.limitsD()
-	if err := g.target(ctx, o.PID, o.Service, o.ServiceFromProfile); err != nil {
+	g.loginNofile()
+	if err := g.targetAndConfig(ctx, o); err != nil {
 		return nil, err
 	}
+	f.capUnlimited()
 	g.clock()
 	g.container()
+	if g.rec != nil {
+		g.rec.fill(f)
+		if err := g.rec.write(o.Record); err != nil {
+			return nil, err
+		}
+		// Judge what was recorded, read back from it: the live files were
+		// copied a moment after they were read (fs.file-nr, meminfo move),
+		// and a replay must give this run's verdict byte for byte.
+		replay := o
+		replay.Root, replay.Record = o.Record, ""
+		return Gather(ctx, replay)
+	}
+	logFacts(root, f)
+	return f, nil
+}
+
+// targetAndConfig finds the target process — --pid, --service, else for
+// a server role the owner of its listener, else a login shell's limits —
+// and reads the IoTDB configuration.
+func (g *gatherer) targetAndConfig(ctx context.Context, o GatherOptions) error {
+	pid := o.PID
+	if pid == 0 && o.Service == "" && o.Role != Loadgen {
+		pid = g.listenerOwner(o.Ports)
+	}
+	if err := g.target(ctx, pid, o.Service, o.ServiceFromProfile); err != nil {
+		return err
+	}
+	if pid != o.PID {
+		g.f.Target.Source = "owner of the listener on " + g.ownerEndpoint(pid) + ", " + g.f.Target.Source
+	}
+	g.targetJVM()
+	if o.IoTDBHome != "" {
+		c, err := ReadIoTDBConfig(o.IoTDBHome)
+		if err != nil {
+			return err
+		}
+		g.f.IoTDB = c
+	}
+	return nil
+}
+
+// targetJVM reads the memory flags of a running Java target from its
+// command line, which is never copied by --record (it may hold secrets):
+// the two values go into the recording's answers instead.
+func (g *gatherer) targetJVM() {
+	switch pid := g.f.Target.PID; {
+	case g.rep != nil:
+		g.f.TargetJVM = g.rep.TargetJVM
+	case pid > 0:
+		src := fmt.Sprintf("/proc/%d/cmdline", pid)
+		if b, err := os.ReadFile(filepath.Join(g.root, src)); err == nil {
+			g.f.TargetJVM = parseJVMFlags(b, src)
+		}
+	}
+	if g.rec != nil {
+		g.rec.m.TargetJVM = g.f.TargetJVM
+	}
+}
+
+// logFacts logs what was gathered at debug level.
+func logFacts(root string, f *Facts) {
 	slog.Debug("preflight: facts gathered", "root", root, "kernel", f.Kernel, "cpus", f.CPUs,
 		"mem_total_bytes", f.MemTotal, "mem_available_bytes", f.MemAvailable, "sysctl_keys", len(f.Sysctl),
 		"systemd_running", f.Systemd.Running, "conntrack_loaded", f.Conntrack.Loaded,
@@ -124,10 +237,9 @@ func Gather(ctx context.Context, o GatherOptions) (*Facts, error) {
 	if d := f.Systemd.DefaultLimitNOFILE; d != nil {
 		slog.Debug("preflight: systemd DefaultLimitNOFILE", "limit", fmtLimit(*d), "applies", f.Systemd.Running)
 	}
-	for dom, l := range f.LimitsD {
-		slog.Debug("preflight: limits.d nofile", "domain", dom, "soft", fmtNofile(l.Soft), "hard", fmtNofile(l.Hard))
+	if l := f.Login; l != nil {
+		slog.Debug("preflight: login nofile (pam_limits)", "login", l.describe())
 	}
-	return f, nil
 }
 
 // memory fills CPUs, MemTotal and MemAvailable with gopsutil, pointed at

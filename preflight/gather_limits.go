@@ -1,32 +1,27 @@
 package preflight
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/profiles"
+	"github.com/hostprep/hostprep/tune/boot"
+	"github.com/prometheus/procfs"
 )
 
 // capSysResource is CAP_SYS_RESOURCE's bit in CapEff (linux/capability.h).
 const capSysResource = 24
 
-// systemdBuiltinNofile is systemd's DefaultLimitNOFILE when system.conf
-// leaves it unset (systemd >= 240, NEWS v240: soft 1024 for select(),
-// hard 512K).
-var systemdBuiltinNofile = profiles.Limit{Soft: 1024, Hard: 524288}
-
-// systemd records whether systemd is PID 1 and its DefaultLimitNOFILE from
-// system.conf and system.conf.d drop-ins (later files win).
+// systemd records whether systemd is PID 1 and its DefaultLimitNOFILE
+// (see systemdDefault).
 func (g *gatherer) systemd() {
 	_, err := os.Stat(g.path("/run/systemd/system"))
 	g.f.Systemd.Running = err == nil
@@ -36,135 +31,19 @@ func (g *gatherer) systemd() {
 			installed = true
 		}
 	}
-	if !installed {
-		return
+	if installed {
+		g.systemdDefault()
 	}
-	files := []string{g.path("/etc/systemd/system.conf")}
-	for _, d := range []string{"/usr/lib/systemd/system.conf.d", "/run/systemd/system.conf.d", "/etc/systemd/system.conf.d"} {
-		m, _ := filepath.Glob(g.path(d) + "/*.conf")
-		sort.Strings(m)
-		files = append(files, m...)
-	}
-	lim := systemdBuiltinNofile
-	for _, p := range files {
-		if v, ok := iniValue(p, "DefaultLimitNOFILE"); ok {
-			if l, err := parseSystemdLimit(v); err == nil {
-				lim = l
-			} else {
-				g.note("%s: DefaultLimitNOFILE=%s: %v", p, v, err)
-			}
-		}
-	}
-	g.f.Systemd.DefaultLimitNOFILE = &lim
 }
 
-// iniValue returns the last KEY=value in a systemd-style file.
-func iniValue(path, key string) (string, bool) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", false
-	}
-	val, ok := "", false
-	for _, line := range strings.Split(string(b), "\n") {
-		line = strings.TrimSpace(line)
-		if strings.HasPrefix(line, "#") || strings.HasPrefix(line, ";") {
-			continue
-		}
-		k, v, found := strings.Cut(line, "=")
-		if found && strings.TrimSpace(k) == key {
-			val, ok = strings.TrimSpace(v), true
-		}
-	}
-	return val, ok
-}
-
-// parseSystemdLimit parses LimitNOFILE syntax: "N", "soft:hard",
-// "infinity".
+// parseSystemdLimit parses LimitNOFILE syntax ("N", "soft:hard",
+// "infinity") by systemd's rules (tune/boot.ParseNofile).
 func parseSystemdLimit(v string) (profiles.Limit, error) {
-	one := func(s string) (uint64, error) {
-		s = strings.TrimSpace(s)
-		if s == "infinity" || s == "unlimited" {
-			return Unlimited, nil
-		}
-		return strconv.ParseUint(s, 10, 64)
+	soft, hard, ok := boot.ParseNofile(strings.TrimSpace(v))
+	if !ok {
+		return profiles.Limit{}, fmt.Errorf("want N, SOFT:HARD (soft <= hard) or infinity")
 	}
-	soft, hard, pair := strings.Cut(v, ":")
-	s, err := one(soft)
-	if err != nil {
-		return profiles.Limit{}, fmt.Errorf("want N, SOFT:HARD or infinity")
-	}
-	h := s
-	if pair {
-		if h, err = one(hard); err != nil {
-			return profiles.Limit{}, fmt.Errorf("want N, SOFT:HARD or infinity")
-		}
-	}
-	return profiles.Limit{Soft: s, Hard: h}, nil
-}
-
-// limitsD parses nofile lines of /etc/security/limits.conf and
-// limits.d/*.conf (pam_limits: "domain type item value"; type soft, hard
-// or - for both; later lines win for the same domain).
-func (g *gatherer) limitsD() {
-	files := []string{g.path("/etc/security/limits.conf")}
-	m, _ := filepath.Glob(g.path("/etc/security/limits.d") + "/*.conf")
-	sort.Strings(m)
-	files = append(files, m...)
-	for _, p := range files {
-		fh, err := os.Open(p)
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(fh)
-		for sc.Scan() {
-			line, _, _ := strings.Cut(sc.Text(), "#")
-			f := strings.Fields(line)
-			if len(f) != 4 || f[2] != "nofile" {
-				continue
-			}
-			var n uint64
-			if f[3] == "unlimited" || f[3] == "infinity" || f[3] == "-1" {
-				n = Unlimited
-			} else if n, err = strconv.ParseUint(f[3], 10, 64); err != nil {
-				g.note("%s: nofile value %q is not a number", p, f[3])
-				continue
-			}
-			if g.f.LimitsD == nil {
-				g.f.LimitsD = map[string]profiles.Limit{}
-			}
-			l := g.f.LimitsD[f[0]]
-			switch f[1] {
-			case "soft":
-				l.Soft = n
-			case "hard":
-				l.Hard = n
-			case "-":
-				l.Soft, l.Hard = n, n
-			}
-			g.f.LimitsD[f[0]] = l
-		}
-		fh.Close()
-	}
-}
-
-// loginLimit returns the limits.d entry pam_limits would apply to user:
-// the user's own line beats a @group line beats "*" ("*" never applies to
-// root).
-func loginLimit(d map[string]profiles.Limit, username string, groups []string) (profiles.Limit, string, bool) {
-	if l, ok := d[username]; ok {
-		return l, username, true
-	}
-	for _, gname := range groups {
-		if l, ok := d["@"+gname]; ok {
-			return l, "@" + gname, true
-		}
-	}
-	if username != "root" {
-		if l, ok := d["*"]; ok {
-			return l, "*", true
-		}
-	}
-	return profiles.Limit{}, "", false
+	return profiles.Limit{Soft: soft, Hard: hard}, nil
 }
 
 // target finds the limits of the process that will hold the sockets.
@@ -195,19 +74,12 @@ func (g *gatherer) targetPID(pid int, source string) error {
 			t.ManagedBy, t.Unit = "systemd", u
 		}
 	}
-	t.CapSysResource, err = hasCap(g.path(fmt.Sprintf("/proc/%d/status", pid)), capSysResource)
+	t.CapSysResource, err = g.hasCap(pid, "CapEff", capSysResource)
 	if err != nil {
 		g.note("capabilities of pid %d: %v", pid, err)
 	}
 	return nil
 }
-
-// unitDirs are where unit files live, lowest priority first (a file in
-// /etc/systemd/system overrides the packaged one).
-var unitDirs = []string{"/usr/lib/systemd/system", "/lib/systemd/system", "/run/systemd/system", "/etc/systemd/system"}
-
-// unitDirList names unitDirs for messages, highest priority first.
-const unitDirList = "/etc/systemd/system, /run/systemd/system, /lib/systemd/system or /usr/lib/systemd/system"
 
 // targetService reads a unit's LimitNOFILE: from systemctl (and the
 // running MainPID's /proc limits) when systemd runs, else from the unit
@@ -224,14 +96,10 @@ func (g *gatherer) targetService(ctx context.Context, unit string, fromProfile b
 	t := &g.f.Target
 	t.ManagedBy, t.Unit = "systemd", unit
 	t.CapSysResource = true // a unit without User= runs as root with the full bounding set
-	if g.f.Systemd.Running && g.root == "/" {
-		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, "systemctl", "show", "-p", "MainPID,LimitNOFILE,LimitNOFILESoft,User,LoadState", unit).Output()
-		if err != nil {
-			return exitcode.Environmentf("--service %s: systemctl show failed: %v", unit, err)
-		}
-		props := parseSystemctlShow(string(out))
+	if out, ok, err := g.systemctlShow(ctx, unit); err != nil {
+		return err
+	} else if ok {
+		props := parseSystemctlShow(out)
 		if props["LoadState"] == "not-found" {
 			if fromProfile {
 				return g.unitMissing(unit, "systemctl show: LoadState=not-found")
@@ -241,11 +109,10 @@ func (g *gatherer) targetService(ctx context.Context, unit string, fromProfile b
 		if pid, _ := strconv.Atoi(props["MainPID"]); pid > 0 {
 			return g.targetPID(pid, fmt.Sprintf("running %s, /proc/%d/limits", unit, pid))
 		}
-		hard, err1 := strconv.ParseUint(props["LimitNOFILE"], 10, 64)
-		soft, err2 := strconv.ParseUint(props["LimitNOFILESoft"], 10, 64)
+		hard, err1 := parseSystemdLimit(props["LimitNOFILE"])
+		soft, err2 := parseSystemdLimit(props["LimitNOFILESoft"])
 		if err1 == nil && err2 == nil {
-			t.NofileSoft, t.NofileHard = soft, hard
-			t.Source = "systemctl show " + unit
+			g.f.applyUnitLimit(g.loadedOrFiles(unit, profiles.Limit{Soft: soft.Soft, Hard: hard.Soft}))
 			if u := props["User"]; u != "" && u != "root" {
 				t.CapSysResource = false
 			}
@@ -253,77 +120,75 @@ func (g *gatherer) targetService(ctx context.Context, unit string, fromProfile b
 		}
 	}
 	// systemd not running, or a recorded root: read the files.
-	var files []string
-	for _, d := range unitDirs {
-		if _, err := os.Stat(g.path(d + "/" + unit)); err == nil {
-			files = append(files, g.path(d+"/"+unit))
-		}
+	u, err := g.unitFromFiles(unit)
+	if err != nil {
+		return err
 	}
 	running := "systemd is running"
 	if !g.f.Systemd.Running {
 		running = "systemd is not running here either (no /run/systemd/system)"
 	}
-	if len(files) == 0 {
+	if u.missing != "" {
 		if fromProfile {
-			return g.unitMissing(unit, fmt.Sprintf("no unit file in %s, and %s", unitDirList, strings.TrimSuffix(running, " either (no /run/systemd/system)")))
+			return g.unitMissing(unit, fmt.Sprintf("%s, and %s", u.missing, strings.TrimSuffix(running, " either (no /run/systemd/system)")))
 		}
-		return exitcode.BadInputf("--service %s: no such unit: no unit file in %s (drop-ins alone do not make a unit), and %s; pass the unit that runs the broker (--service mosquitto) or the PID of the running process (--pid)", unit, unitDirList, running)
-	}
-	unitFile := files[len(files)-1]
-	var dropins []string
-	for _, d := range unitDirs {
-		m, _ := filepath.Glob(g.path(d + "/" + unit + ".d/*.conf"))
-		dropins = append(dropins, m...)
-	}
-	// drop-ins apply in lexical order of their file names, whatever the directory
-	sort.SliceStable(dropins, func(i, j int) bool { return filepath.Base(dropins[i]) < filepath.Base(dropins[j]) })
-	files = append(files, dropins...)
-	var (
-		lim      profiles.Limit
-		limSrc   string
-		found    bool
-		capSysRe = true
-	)
-	for _, p := range files {
-		if v, ok := iniValue(p, "LimitNOFILE"); ok {
-			l, err := parseSystemdLimit(v)
-			if err != nil {
-				g.note("%s: LimitNOFILE=%s: %v", p, v, err)
-				continue
-			}
-			lim, limSrc, found = l, p, true
-		}
-		if v, ok := iniValue(p, "User"); ok && v != "" && v != "root" {
-			capSysRe = false
-		}
+		return exitcode.BadInputf("--service %s: no such unit: %s (drop-ins alone do not make a unit), and %s; pass the unit that runs the broker (--service mosquitto) or the PID of the running process (--pid)", unit, u.missing, running)
 	}
 	if !g.f.Systemd.Running {
-		// Nothing applies the unit: whoever starts the program passes on
-		// its own limits. Report those, and the unit's setting beside them.
-		if err := g.targetLogin(); err != nil {
-			return err
-		}
-		unitSays := "it sets no LimitNOFILE anyway"
-		if found {
-			t.UnitLimitNOFILE = fmt.Sprintf("%s (%s)", fmtLimit(lim), limSrc)
-			unitSays = "its LimitNOFILE=" + t.UnitLimitNOFILE + " cannot apply"
-		}
-		t.Unit, t.UnitFile = unit, unitFile
-		t.Source = fmt.Sprintf("systemd is not running here (no /run/systemd/system), so nothing starts %s from its unit (%s) and %s; a process started from a login shell gets: %s", unit, unitFile, unitSays, t.Source)
+		return g.unitWithoutSystemd(unit, u)
+	}
+	t.UnitFile = u.file
+	t.CapSysResource = u.user == "" || u.user == "root"
+	if u.found {
+		g.f.applyUnitLimit(u.lim, "LimitNOFILE in "+u.from+" (unit not running)")
 		return nil
 	}
-	t.UnitFile = unitFile
-	t.CapSysResource = capSysRe
-	if found {
-		t.NofileSoft, t.NofileHard, t.Source = lim.Soft, lim.Hard, limSrc
-		return nil
+	g.f.applyUnitLimit(u.lim, fmt.Sprintf("no LimitNOFILE for %s (%s): systemd DefaultLimitNOFILE %s (%s)", unit, u.file, fmtLimit(u.lim), u.from))
+	return nil
+}
+
+// loadedOrFiles picks, for a unit systemd has loaded but is not running,
+// the LimitNOFILE to judge it on, and says where it comes from: what
+// systemd has loaded (systemctl show) applies at the next start until
+// `systemctl daemon-reload`, what its files say (tune/boot) after it and
+// at the next boot. When they differ the lower, as systemd resolves it,
+// is returned, and the source names both.
+func (g *gatherer) loadedOrFiles(unit string, loaded profiles.Limit) (profiles.Limit, string) {
+	src := "systemctl show " + unit + " (not running)"
+	u, err := g.unitFromFiles(unit)
+	if err != nil || u.missing != "" || u.lim == loaded {
+		return loaded, src
 	}
-	d := systemdBuiltinNofile
-	if g.f.Systemd.DefaultLimitNOFILE != nil {
-		d = *g.f.Systemd.DefaultLimitNOFILE
+	nr, _ := g.f.SysInt("fs.nr_open")
+	l, _ := resolveNofile(loaded, nr, g.f.Pid1Nofile)
+	d, _ := resolveNofile(u.lim, nr, g.f.Pid1Nofile)
+	setting := "LimitNOFILE"
+	if !u.found {
+		setting = "DefaultLimitNOFILE"
 	}
-	t.NofileSoft, t.NofileHard = d.Soft, d.Hard
-	t.Source = fmt.Sprintf("no LimitNOFILE for %s (%s): systemd DefaultLimitNOFILE %s", unit, unitFile, fmtLimit(d))
+	differ := fmt.Sprintf("systemd has LimitNOFILE=%s loaded but the files say %s=%s (%s): the next start uses the loaded one until `systemctl daemon-reload`, the next boot the files; judged on the lower",
+		fmtLimit(loaded), setting, fmtLimit(u.lim), u.from)
+	if d.Soft < l.Soft || (d.Soft == l.Soft && d.Hard < l.Hard) {
+		return u.lim, fmt.Sprintf("%s in %s (unit not running); %s", setting, u.from, differ)
+	}
+	return loaded, src + "; " + differ
+}
+
+// unitWithoutSystemd reports a unit on a host where systemd is not
+// running: nothing applies the unit, whoever starts the program passes on
+// its own limits. It reports those, and the unit's setting beside them.
+func (g *gatherer) unitWithoutSystemd(unit string, u unitNofile) error {
+	if err := g.targetLogin(); err != nil {
+		return err
+	}
+	t := &g.f.Target
+	unitSays := "it sets no LimitNOFILE anyway"
+	if u.found {
+		t.UnitLimitNOFILE = fmt.Sprintf("%s (%s)", fmtLimit(u.lim), u.from)
+		unitSays = "its LimitNOFILE=" + t.UnitLimitNOFILE + " cannot apply"
+	}
+	t.Unit, t.UnitFile, t.Assumed = unit, u.file, false
+	t.Source = fmt.Sprintf("systemd is not running here (no /run/systemd/system), so nothing starts %s from its unit (%s) and %s; a process started from a login shell gets: %s", unit, u.file, unitSays, t.Source)
 	return nil
 }
 
@@ -334,7 +199,7 @@ func (g *gatherer) unitMissing(unit, why string) error {
 		return err
 	}
 	t := &g.f.Target
-	t.Unit, t.UnitMissing = unit, true
+	t.Unit, t.UnitMissing, t.Assumed = unit, true, false
 	t.Source = fmt.Sprintf("named by the profile but not installed: %s; shown instead: what a process started from a login shell gets, %s", why, t.Source)
 	return nil
 }
@@ -358,52 +223,48 @@ func parseSystemctlShow(out string) map[string]string {
 // shell; never hostprep's own, which the Go runtime raised).
 func (g *gatherer) targetLogin() error {
 	t := &g.f.Target
-	t.ManagedBy = "shell"
+	t.ManagedBy, t.Assumed = "shell", true
 	ppid := os.Getppid()
+	if g.rep != nil {
+		ppid = g.rep.ParentPID
+	} else if g.rec != nil {
+		g.rec.m.ParentPID = ppid
+	}
 	soft, hard, err := readNofile(g.path(fmt.Sprintf("/proc/%d/limits", ppid)))
 	parentRead, parentHard := err == nil, hard
 	t.Source = fmt.Sprintf("inherited from the parent shell (/proc/%d/limits)", ppid)
 	if err != nil {
-		soft, hard = systemdBuiltinNofile.Soft, systemdBuiltinNofile.Hard
+		soft, hard = boot.SystemdDefaultNofile.Soft, boot.SystemdDefaultNofile.Hard
 		t.Source = "assumed 1024:524288, the usual login-session default (no parent shell to read)"
 	}
 	if g.f.Systemd.Running && g.f.Systemd.DefaultLimitNOFILE != nil {
 		soft, hard = g.f.Systemd.DefaultLimitNOFILE.Soft, g.f.Systemd.DefaultLimitNOFILE.Hard
-		t.Source = "systemd DefaultLimitNOFILE (login sessions inherit it)"
-	}
-	var groups []string
-	name := "root"
-	if u, err := user.Current(); err == nil {
-		name = u.Username
-		if ids, err := u.GroupIds(); err == nil {
-			for _, id := range ids {
-				if gr, err := user.LookupGroupId(id); err == nil {
-					groups = append(groups, gr.Name)
-				}
-			}
+		t.Source = fmt.Sprintf("systemd DefaultLimitNOFILE %s (login sessions inherit it)", fmtLimit(*g.f.Systemd.DefaultLimitNOFILE))
+		if from := g.f.Systemd.DefaultLimitNOFILEFrom; from != "" {
+			t.Source = fmt.Sprintf("systemd DefaultLimitNOFILE %s (%s; login sessions inherit it)", fmtLimit(*g.f.Systemd.DefaultLimitNOFILE), from)
 		}
 	}
-	if l, dom, ok := loginLimit(g.f.LimitsD, name, groups); ok {
-		if l.Soft != 0 {
-			soft = l.Soft
+	if l := g.f.Login; l != nil && (l.Soft != nil || l.Hard != nil) {
+		if l.Soft != nil {
+			soft = l.Soft.Value
 		}
-		if l.Hard != 0 {
-			hard = l.Hard
+		if l.Hard != nil {
+			hard = l.Hard.Value
 		}
-		t.Source = fmt.Sprintf("limits.d entry %q for user %s (pam_limits at login)", dom, name)
+		t.Source = "pam_limits at login: " + l.describe()
 	}
 	// Without CAP_SYS_RESOURCE in the bounding set (a container, this
 	// sandbox) no process here can ever raise a hard limit: not pam_limits
 	// at login, not systemd. A login gets at most the hard limit the
 	// processes above it have, which the parent shell shows.
-	if bnd, err := hasCapIn(g.path("/proc/self/status"), "CapBnd", capSysResource); err == nil && !bnd && parentRead && hard > parentHard {
+	if bnd, err := g.hasCap(g.selfPID(), "CapBnd", capSysResource); err == nil && !bnd && parentRead && hard > parentHard {
 		t.Source += fmt.Sprintf(", which asks for nofile %s but is capped at the hard limit %s inherited here (/proc/%d/limits): CAP_SYS_RESOURCE is not in this host's capability bounding set (CapBnd), so no process here can raise a hard nofile",
 			fmtLimit(profiles.Limit{Soft: soft, Hard: hard}), fmtNofile(parentHard), ppid)
 		hard = parentHard
 		soft = min(soft, hard)
 	}
 	t.NofileSoft, t.NofileHard = soft, hard
-	t.CapSysResource, err = hasCap(g.path("/proc/self/status"), capSysResource)
+	t.CapSysResource, err = g.hasCap(g.selfPID(), "CapEff", capSysResource)
 	if err != nil {
 		g.note("own capabilities: %v", err)
 	}
@@ -439,29 +300,59 @@ func readNofile(path string) (soft, hard uint64, err error) {
 	return 0, 0, fmt.Errorf("%s: no \"Max open files\" line", path)
 }
 
-// hasCap reports whether bit is set in the CapEff line of a
-// /proc/PID/status file.
+// hasCap reports whether bit is set in a capability set (CapEff, CapBnd)
+// of /proc/PID/status under the root, parsed by prometheus/procfs.
+func (g *gatherer) hasCap(pid int, set string, bit uint) (bool, error) {
+	status := g.path(fmt.Sprintf("/proc/%d/status", pid)) // named for --record
+	fs, err := procfs.NewFS(g.path("/proc"))
+	if err != nil {
+		return false, err
+	}
+	p, err := fs.Proc(pid)
+	if err != nil {
+		return false, err
+	}
+	st, err := p.NewStatus()
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", status, err)
+	}
+	v := st.CapEff
+	if set == "CapBnd" {
+		v = st.CapBnd
+	}
+	return v&(1<<bit) != 0, nil
+}
+
+// hasCap reports whether bit is set in CapEff of a /proc/PID/status file
+// on the live host (tests).
 func hasCap(statusPath string, bit uint) (bool, error) {
 	return hasCapIn(statusPath, "CapEff", bit)
 }
 
-// hasCapIn reports whether bit is set in the field line (CapEff, CapBnd,
-// ...) of a /proc/PID/status file.
+// hasCapIn reports whether bit is set in the field line (CapEff, CapBnd)
+// of a live /proc/PID/status file.
 func hasCapIn(statusPath, field string, bit uint) (bool, error) {
-	b, err := os.ReadFile(statusPath)
+	dir := filepath.Dir(statusPath)
+	pid, err := strconv.Atoi(filepath.Base(dir))
+	if filepath.Base(dir) == "self" {
+		pid, err = os.Getpid(), nil
+	}
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("%s: not /proc/PID/status", statusPath)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			n, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-			if err != nil {
-				return false, fmt.Errorf("%s %q: %v", field, v, err)
-			}
-			return n&(1<<bit) != 0, nil
-		}
+	g := &gatherer{root: filepath.Dir(filepath.Dir(dir)), f: &Facts{}}
+	return g.hasCap(pid, field, bit)
+}
+
+// selfPID is hostprep's own PID, or the recorded one when replaying.
+func (g *gatherer) selfPID() int {
+	if g.rep != nil {
+		return g.rep.SelfPID
 	}
-	return false, fmt.Errorf("%s: no %s line", statusPath, field)
+	if g.rec != nil {
+		g.rec.m.SelfPID = os.Getpid()
+	}
+	return os.Getpid()
 }
 
 // serviceOfPID returns the systemd unit ("x.service") in a
@@ -490,4 +381,54 @@ func fmtNofile(n uint64) string {
 		return "infinity"
 	}
 	return strconv.FormatUint(n, 10)
+}
+
+// systemctlShow asks systemd for a unit's limits and main PID when systemd
+// runs the live host (or replays the recorded answer); ok is false when
+// there is no answer to use and the unit files are read instead.
+func (g *gatherer) systemctlShow(ctx context.Context, unit string) (string, bool, error) {
+	if g.rep != nil {
+		out, ok := g.rep.SystemctlShow[unit]
+		return out, ok && g.f.Systemd.Running, nil
+	}
+	if !g.f.Systemd.Running || !g.live() {
+		return "", false, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	b, err := exec.CommandContext(ctx, "systemctl", "show", "-p", "MainPID,LimitNOFILE,LimitNOFILESoft,User,LoadState", unit).Output()
+	if err != nil {
+		return "", false, exitcode.Environmentf("--service %s: systemctl show failed: %v", unit, err)
+	}
+	if g.rec != nil {
+		if g.rec.m.SystemctlShow == nil {
+			g.rec.m.SystemctlShow = map[string]string{}
+		}
+		g.rec.m.SystemctlShow[unit] = string(b)
+	}
+	return string(b), true, nil
+}
+
+// user returns who runs hostprep and their groups (the pam_limits
+// domains that apply), or the recorded ones.
+func (g *gatherer) user() (string, []string) {
+	if g.rep != nil {
+		return g.rep.User, g.rep.Groups
+	}
+	var groups []string
+	name := "root"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+		if ids, err := u.GroupIds(); err == nil {
+			for _, id := range ids {
+				if gr, err := user.LookupGroupId(id); err == nil {
+					groups = append(groups, gr.Name)
+				}
+			}
+		}
+	}
+	if g.rec != nil {
+		g.rec.m.User, g.rec.m.Groups = name, groups
+	}
+	return name, groups
 }

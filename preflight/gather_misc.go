@@ -16,8 +16,12 @@ const procNetInitIno = 4026531833
 // read-only mode (modes 0): STA_UNSYNC set means nothing (NTP, PTP,
 // timesyncd) disciplines the clock.
 func (g *gatherer) clock() {
-	if g.root != "/" {
-		return // a recorded root has no clock to ask
+	if g.rep != nil {
+		g.f.Clock = g.rep.Clock
+		return
+	}
+	if !g.live() {
+		return // a fixture root has no clock to ask
 	}
 	var tx unix.Timex
 	state, err := unix.Adjtimex(&tx)
@@ -35,6 +39,10 @@ func (g *gatherer) clock() {
 // container detects containment the way systemd-detect-virt does for the
 // common engines, and whether the network namespace is the host's.
 func (g *gatherer) container() {
+	if g.rep != nil {
+		g.f.Container = g.rep.Container
+		return
+	}
 	c := Container{}
 	switch {
 	case exists(g.path("/.dockerenv")):

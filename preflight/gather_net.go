@@ -7,15 +7,15 @@ import (
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/procnet"
+	"github.com/prometheus/procfs"
 	psnet "github.com/shirou/gopsutil/v3/net"
 )
 
 // conntrack reads nf_conntrack's table size, only where the module is
 // loaded (like node_exporter's conntrack collector, absence is "no data").
 func (g *gatherer) conntrack() {
-	dir := g.path("/proc/sys/net/netfilter")
 	read := func(name string) (uint64, bool) {
-		b, err := os.ReadFile(dir + "/" + name)
+		b, err := os.ReadFile(g.path("/proc/sys/net/netfilter/" + name))
 		if err != nil {
 			return 0, false
 		}
@@ -41,51 +41,82 @@ func (g *gatherer) netstat() {
 	g.f.Netstat = m
 }
 
-// sockstat reads the TCP line of /proc/net/sockstat.
+// sockstat reads the TCP line of /proc/net/sockstat (prometheus/procfs).
 func (g *gatherer) sockstat() {
-	b, err := os.ReadFile(g.path("/proc/net/sockstat"))
+	g.path("/proc/net/sockstat") // named for --record
+	fs, err := procfs.NewFS(g.path("/proc"))
+	var st *procfs.NetSockstat
+	if err == nil {
+		st, err = fs.NetSockstat()
+	}
 	if err != nil {
 		g.note("/proc/net/sockstat: %v", err)
 		return
 	}
-	g.f.Sockstat = parseSockstat(string(b))
+	val := func(p *int) uint64 {
+		if p == nil {
+			return 0
+		}
+		return uint64(max(*p, 0))
+	}
+	for _, p := range st.Protocols {
+		if p.Protocol == "TCP" {
+			g.f.Sockstat = Sockstat{InUse: uint64(max(p.InUse, 0)), Orphan: val(p.Orphan), TW: val(p.TW), Alloc: val(p.Alloc), MemPages: val(p.Mem)}
+		}
+	}
 }
 
-func parseSockstat(s string) Sockstat {
-	var out Sockstat
-	for _, line := range strings.Split(s, "\n") {
-		fields := strings.Fields(line)
-		if len(fields) == 0 || fields[0] != "TCP:" {
-			continue
+// listeners reads the TCP listeners over sock_diag and the owners of
+// those on ports; where sock_diag cannot be read (a recorded root holds
+// no netlink socket) only the ports come from /proc/net/tcp and tcp6
+// (procnet.ListeningTCPPorts) and ListenersKnown stays false.
+func (g *gatherer) listeners(ports []int) {
+	if g.rep != nil {
+		g.f.Listeners, g.f.ListenersKnown = g.rep.Listeners, g.rep.ListenersKnown
+		if g.rep.ListenersKnown {
+			g.f.ListeningPorts = listenerPorts(g.rep.Listeners)
+			return
 		}
-		for i := 1; i+1 < len(fields); i += 2 {
-			n, _ := strconv.ParseUint(fields[i+1], 10, 64)
-			switch fields[i] {
-			case "inuse":
-				out.InUse = n
-			case "orphan":
-				out.Orphan = n
-			case "tw":
-				out.TW = n
-			case "alloc":
-				out.Alloc = n
-			case "mem":
-				out.MemPages = n
+	}
+	if g.live() {
+		ls, err := readListeners()
+		if err == nil {
+			findOwners(g.path("/proc"), ls, ports)
+			g.f.Listeners, g.f.ListenersKnown = ls, true
+			g.f.ListeningPorts = listenerPorts(ls)
+			return
+		}
+		g.note("listeners: %v", err)
+	}
+	p, err := procnet.ListeningTCPPorts(g.path("/proc"))
+	if err != nil {
+		g.note("listening ports: %v", err)
+	}
+	g.f.ListeningPorts = p
+}
+
+// listenerOwner returns the PID owning a listener on one of ports, the
+// first in port order; 0 if none is known.
+func (g *gatherer) listenerOwner(ports []int) int {
+	for _, p := range ports {
+		for _, l := range g.f.Listeners {
+			if l.Port == p && l.PID > 0 {
+				return l.PID
 			}
 		}
 	}
-	return out
+	return 0
 }
 
-// listening reads the TCP ports in LISTEN state from /proc/net/tcp and
-// /proc/net/tcp6 (procnet.ListeningTCPPorts).
-func (g *gatherer) listening() error {
-	ports, err := procnet.ListeningTCPPorts(g.path("/proc"))
-	if err != nil {
-		return err
+// ownerEndpoint names the listeners pid owns ("127.0.0.1:18831").
+func (g *gatherer) ownerEndpoint(pid int) string {
+	var eps []string
+	for _, l := range g.f.Listeners {
+		if l.PID == pid {
+			eps = append(eps, l.Endpoint())
+		}
 	}
-	g.f.ListeningPorts = ports
-	return nil
+	return strings.Join(eps, ", ")
 }
 
 // sourceAddresses lists the global unicast addresses (gopsutil net
@@ -93,6 +124,10 @@ func (g *gatherer) listening() error {
 func (g *gatherer) sourceAddresses(override []string) error {
 	if len(override) > 0 {
 		g.f.SourceAddresses = append([]string(nil), override...)
+		return nil
+	}
+	if g.rep != nil {
+		g.f.SourceAddresses = g.rep.SourceAddresses
 		return nil
 	}
 	ifs, err := psnet.Interfaces()

@@ -2,8 +2,13 @@ package preflight
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
@@ -22,7 +27,27 @@ type HostFile struct {
 	PageSize          *int64            `yaml:"page_size"`
 	Sysctl            map[string]string `yaml:"sysctl"`
 	Conntrack         *Conntrack        `yaml:"conntrack"`
-	TargetProcess     *ProcessFacts     `yaml:"target_process"`
+	// TargetProcess is the process that will hold the sockets: with a pid,
+	// its /proc/PID/limits; with managed_by systemd and a unit but no pid,
+	// the unit's LimitNOFILE as written ("infinity" allowed), which
+	// preflight resolves as systemd does (see resolveNofile).
+	TargetProcess *hostTarget `yaml:"target_process"`
+	// Pid1Nofile is PID 1's RLIMIT_NOFILE (/proc/1/limits).
+	Pid1Nofile *struct {
+		Soft nofileValue `yaml:"soft"`
+		Hard nofileValue `yaml:"hard"`
+	} `yaml:"pid1_nofile"`
+	// Files are configuration files on the host (absolute path -> content):
+	// limits.conf and limits.d, system.conf and its drop-ins, unit files
+	// and their drop-ins. They are read as a live host's would be: limits.d
+	// for a login of root (unless limits_d is given), DefaultLimitNOFILE (unless
+	// systemd.default_limit_nofile is), and the LimitNOFILE of a
+	// target_process unit given without nofile numbers.
+	Files map[string]string `yaml:"files"`
+	// Listeners are the TCP listeners (sock_diag, ss -ltn): port, backlog
+	// (Send-Q), accept_queue (Recv-Q), address (default 0.0.0.0),
+	// process and pid.
+	Listeners []Listener `yaml:"listeners"`
 	// CapabilitiesMissing lists capabilities the target process lacks
 	// (CAP_SYS_RESOURCE).
 	CapabilitiesMissing []string `yaml:"capabilities_missing"`
@@ -102,20 +127,18 @@ func (h *HostFile) Facts() (*Facts, error) {
 	if h.Conntrack != nil {
 		f.Conntrack = *h.Conntrack
 	}
-	if h.TargetProcess != nil {
-		tp := *h.TargetProcess
-		if tp.ManagedBy == "" {
-			tp.ManagedBy = "shell"
-		}
-		if tp.ManagedBy != "shell" && tp.ManagedBy != "systemd" {
-			return nil, exitcode.BadInputf("target_process.managed_by %q: want shell or systemd", tp.ManagedBy)
-		}
-		if tp.Source == "" {
-			tp.Source = "recorded"
-		}
-		tp.CapSysResource = true
-		f.Target = tp
+	if h.Pid1Nofile != nil {
+		f.Pid1Nofile = &profiles.Limit{Soft: uint64(h.Pid1Nofile.Soft), Hard: uint64(h.Pid1Nofile.Hard)}
 	}
+	if h.TargetProcess != nil {
+		if err := h.TargetProcess.apply(f); err != nil {
+			return nil, err
+		}
+	}
+	if err := h.applyFiles(f); err != nil {
+		return nil, err
+	}
+	f.capUnlimited()
 	for _, c := range h.CapabilitiesMissing {
 		switch strings.ToUpper(c) {
 		case "CAP_SYS_RESOURCE":
@@ -142,8 +165,8 @@ func (h *HostFile) Facts() (*Facts, error) {
 	if h.SourceAddresses != nil {
 		f.SourceAddresses = h.SourceAddresses
 	}
-	if h.ListeningPorts != nil {
-		f.ListeningPorts = h.ListeningPorts
+	if err := h.applyListeners(f); err != nil {
+		return nil, err
 	}
 	for k, v := range h.Netstat {
 		f.Netstat[k] = v
@@ -165,3 +188,140 @@ func (h *HostFile) Facts() (*Facts, error) {
 
 // String is a short description for test logs.
 func (h *HostFile) String() string { return fmt.Sprintf("%+v", *h) }
+
+// nofileValue is a recorded nofile number, or "infinity"/"unlimited"
+// (Unlimited).
+type nofileValue uint64
+
+func (v *nofileValue) UnmarshalYAML(n *yaml.Node) error {
+	switch s := strings.TrimSpace(n.Value); s {
+	case "infinity", "unlimited":
+		*v = nofileValue(Unlimited)
+		return nil
+	default:
+		u, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return fmt.Errorf("line %d: nofile %q: want a number or infinity", n.Line, s)
+		}
+		*v = nofileValue(u)
+		return nil
+	}
+}
+
+// hostTarget is the recorded target_process.
+type hostTarget struct {
+	ManagedBy       string      `yaml:"managed_by"`
+	PID             int         `yaml:"pid"`
+	Unit            string      `yaml:"unit"`
+	NofileSoft      nofileValue `yaml:"nofile_soft"`
+	NofileHard      nofileValue `yaml:"nofile_hard"`
+	Source          string      `yaml:"source"`
+	UnitFile        string      `yaml:"unit_file"`
+	UnitLimitNOFILE string      `yaml:"unit_limit_nofile"`
+	UnitMissing     bool        `yaml:"unit_missing"`
+}
+
+// apply sets f.Target from the recording (after sysctls and pid1_nofile,
+// which a unit's limit is resolved against).
+func (h *hostTarget) apply(f *Facts) error {
+	tp := ProcessFacts{ManagedBy: h.ManagedBy, PID: h.PID, Unit: h.Unit, Source: h.Source, UnitFile: h.UnitFile,
+		UnitLimitNOFILE: h.UnitLimitNOFILE, UnitMissing: h.UnitMissing, CapSysResource: true,
+		NofileSoft: uint64(h.NofileSoft), NofileHard: uint64(h.NofileHard)}
+	if tp.ManagedBy == "" {
+		tp.ManagedBy = "shell"
+	}
+	if tp.ManagedBy != "shell" && tp.ManagedBy != "systemd" {
+		return exitcode.BadInputf("target_process.managed_by %q: want shell or systemd", tp.ManagedBy)
+	}
+	if tp.Source == "" {
+		tp.Source = "recorded"
+	}
+	f.Target = tp
+	if tp.ManagedBy == "systemd" && tp.PID == 0 && f.Systemd.Running {
+		// a unit not running: its LimitNOFILE as systemd will apply it
+		f.applyUnitLimit(profiles.Limit{Soft: tp.NofileSoft, Hard: tp.NofileHard}, "LimitNOFILE of "+tp.Unit+" ("+tp.Source+")")
+	}
+	return nil
+}
+
+// applyListeners sets the recorded listening ports and listeners: ports
+// alone leave every backlog unknown.
+func (h *HostFile) applyListeners(f *Facts) error {
+	if h.ListeningPorts != nil {
+		// ports alone: the backlog of no listener is known
+		f.ListeningPorts, f.Listeners, f.ListenersKnown = h.ListeningPorts, nil, false
+	}
+	if h.Listeners != nil {
+		f.Listeners, f.ListenersKnown = nil, true
+		for _, l := range h.Listeners {
+			if l.Address == "" {
+				l.Address = "0.0.0.0"
+			}
+			if l.Port < 1 || l.Port > 65535 {
+				return exitcode.BadInputf("listeners: port %d: want 1..65535", l.Port)
+			}
+			f.Listeners = append(f.Listeners, l)
+			if !containsInt(f.ListeningPorts, l.Port) {
+				f.ListeningPorts = append(f.ListeningPorts, l.Port)
+			}
+		}
+		sortListeners(f.Listeners)
+		sort.Ints(f.ListeningPorts)
+	}
+	return nil
+}
+
+// fileDirs are where recorded files may live: the configuration preflight
+// reads, nothing else.
+var fileDirs = []string{"/etc/security/", "/etc/systemd/", "/usr/lib/systemd/", "/lib/systemd/", "/run/systemd/"}
+
+// applyFiles writes Files into a throwaway root and reads them with the
+// same code that reads a live host's.
+func (h *HostFile) applyFiles(f *Facts) error {
+	if len(h.Files) == 0 {
+		return nil
+	}
+	dir, err := os.MkdirTemp("", "hostprep-host-")
+	if err != nil {
+		return exitcode.Environmentf("files: %v", err)
+	}
+	defer os.RemoveAll(dir)
+	for p, content := range h.Files {
+		if !filepath.IsAbs(p) || filepath.Clean(p) != p || !underAny(p, fileDirs) {
+			return exitcode.BadInputf("files: %q: want an absolute, clean path under %s", p, strings.Join(fileDirs, ", "))
+		}
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return exitcode.Environmentf("files: %v", err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			return exitcode.Environmentf("files: %v", err)
+		}
+	}
+	// A host file is no live host: no systemctl to ask, and the login
+	// limits.d is read for is root's.
+	g := &gatherer{root: dir, f: f, rep: &Recording{User: "root"}}
+	if h.LimitsD == nil {
+		g.loginNofile()
+	}
+	if h.Systemd == nil || h.Systemd.DefaultLimitNOFILE == "" {
+		g.systemdDefault()
+	}
+	if tp := h.TargetProcess; tp != nil && tp.ManagedBy == "systemd" && tp.Unit != "" && tp.PID == 0 && tp.NofileSoft == 0 && tp.NofileHard == 0 {
+		if err := g.targetService(context.Background(), tp.Unit, false); err != nil {
+			return err
+		}
+		f.Target.Source = strings.ReplaceAll(f.Target.Source, dir, "")
+		f.Target.UnitFile = strings.TrimPrefix(f.Target.UnitFile, dir)
+	}
+	return nil
+}
+
+func underAny(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if strings.HasPrefix(p, d) {
+			return true
+		}
+	}
+	return false
+}

@@ -92,6 +92,18 @@ func WriteText(w io.Writer, r *Report, color bool) error {
 	fmt.Fprintf(&b, "host: kernel %s, %d CPUs, %s RAM, %s available\n", h.Kernel, h.CPUs, gib(float64(h.MemTotal)), gib(float64(h.MemAvailable)))
 	tp := r.TargetProcess
 	fmt.Fprintf(&b, "target process: %s, nofile %s:%s (%s)\n", describeTarget(tp), fmtNofile(tp.NofileSoft), fmtNofile(tp.NofileHard), tp.Source)
+	for _, l := range r.Listeners {
+		fmt.Fprintf(&b, "listener: %s, listen() backlog %d, %d waiting to be accepted, %s (sock_diag)\n", l.Endpoint(), l.Backlog, l.AcceptQueue, l.Owner())
+	}
+	if r.IoTDB != nil {
+		fmt.Fprintf(&b, "iotdb config: %s", r.IoTDB.Home)
+		for _, n := range []string{PropRPCPort, PropMaxClients, PropFrameSize} {
+			if p, ok := r.IoTDB.Properties[n]; ok {
+				fmt.Fprintf(&b, "; %s", p)
+			}
+		}
+		b.WriteString("\n")
+	}
 	c := r.Capacity
 	fmt.Fprintf(&b, "capacity: about %d sockets (limited by %s; %.0f bytes of kernel memory per socket, %s)\n", c.Sockets, c.LimitedBy, c.BytesPerSocket, c.BytesPerSocketSource)
 	if m := c.Measured; m != nil {

@@ -53,7 +53,7 @@ func TestTextFailuresFirstAndColourOnlyWhenAsked(t *testing.T) {
 	if rows != len(CheckIDs()) {
 		t.Errorf("%d status rows, want one per check (%d)", rows, len(CheckIDs()))
 	}
-	for _, want := range []string{"remedy: systemctl edit mosquitto.service", "observed: soft nofile 1024", "capacity: about"} {
+	for _, want := range []string{"remedy: hostprep tune apply --profile P --service mosquitto.service", "observed: soft nofile 1024", "capacity: about"} {
 		if !strings.Contains(plain.String(), want) {
 			t.Errorf("text lacks %q", want)
 		}

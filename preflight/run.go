@@ -31,6 +31,12 @@ type Options struct {
 	Ignore []string
 	// Facts, when set, are used instead of gathering (a recorded host).
 	Facts *Facts
+	// IoTDBHome is an IoTDB release directory whose configuration the
+	// iotdb checks read (--iotdb-home); "" = none.
+	IoTDBHome string
+	// Record copies what preflight reads of the live host into this
+	// directory (--record; replay it with Root).
+	Record string
 }
 
 // HostSummary is the host the report is about.
@@ -82,6 +88,15 @@ type Report struct {
 	Host    HostSummary    `json:"host"`
 	// TargetProcess is whose limits the fd checks used.
 	TargetProcess ProcessFacts `json:"target_process"`
+	// Listeners are the target's listeners (on Target.ListenerPorts) with
+	// their listen() backlog and accept queue; ListenersKnown is false
+	// when sock_diag could not be read.
+	Listeners      []Listener `json:"listeners"`
+	ListenersKnown bool       `json:"listeners_known"`
+	// IoTDB is the --iotdb-home configuration read, nil without it.
+	IoTDB *IoTDBConfig `json:"iotdb,omitempty"`
+	// TargetJVM are a running Java target's memory flags.
+	TargetJVM *JVMFlags `json:"target_jvm,omitempty"`
 	// Checks in report order (registry order; writers may sort).
 	Checks   []verdict.Check `json:"checks"`
 	Capacity Capacity        `json:"capacity"`
@@ -117,7 +132,8 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			svc, fromProfile = t.Service, t.Service != ""
 		}
 		var err error
-		f, err = Gather(ctx, GatherOptions{Root: opts.Root, PID: opts.PID, Service: svc, ServiceFromProfile: fromProfile, SourceIPs: t.SourceIPs})
+		f, err = Gather(ctx, GatherOptions{Root: opts.Root, PID: opts.PID, Service: svc, ServiceFromProfile: fromProfile, SourceIPs: t.SourceIPs,
+			Role: t.Role, Ports: t.ListenerPorts(), IoTDBHome: opts.IoTDBHome, Record: opts.Record})
 		if err != nil {
 			return nil, err
 		}
@@ -154,14 +170,18 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		slog.Debug("preflight: check", "id", c.ID, "status", c.Status, "ignored", c.Ignored, "summary", c.Summary)
 	}
 	r := &Report{
-		Verdict:       verdict.Worst(checks),
-		Target:        t,
-		Host:          HostSummary{Kernel: f.Kernel, CPUs: f.CPUs, MemTotal: f.MemTotal, MemAvailable: f.MemAvailable, PageSize: f.PageSize},
-		TargetProcess: f.Target,
-		Checks:        checks,
-		Capacity:      capacityOf(f, t),
-		Ignored:       opts.Ignore,
-		Notes:         f.Notes,
+		Verdict:        verdict.Worst(checks),
+		Target:         t,
+		Host:           HostSummary{Kernel: f.Kernel, CPUs: f.CPUs, MemTotal: f.MemTotal, MemAvailable: f.MemAvailable, PageSize: f.PageSize},
+		TargetProcess:  f.Target,
+		Listeners:      targetListeners(f, t),
+		ListenersKnown: f.ListenersKnown,
+		IoTDB:          f.IoTDB,
+		TargetJVM:      f.TargetJVM,
+		Checks:         checks,
+		Capacity:       capacityOf(f, t),
+		Ignored:        opts.Ignore,
+		Notes:          f.Notes,
 	}
 	return r, nil
 }

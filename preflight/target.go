@@ -54,6 +54,40 @@ type Target struct {
 	// Service is the systemd unit that will hold the sockets (from the
 	// profile's systemd.services when --service/--pid are not given).
 	Service string `json:"service,omitempty"`
+	// Ports are the TCP ports the target listens on (--port, repeatable);
+	// empty means the role's usual ports (DefaultPorts).
+	Ports []int `json:"ports,omitempty"`
+	// IoTDB holds what the iotdb role's configuration checks compare the
+	// DataNode's settings against.
+	IoTDB IoTDBLoad `json:"iotdb,omitempty"`
+}
+
+// IoTDBLoad is the client load an IoTDB DataNode must take.
+type IoTDBLoad struct {
+	// PoolSize is the SessionPool size of one load generator (sessions,
+	// each one TCP connection to the DataNode's client port); 0 = not
+	// given, the client-count check is then skipped.
+	PoolSize int `json:"pool_size,omitempty"`
+	// LoadGenerators is how many hosts or processes run such a pool
+	// (default 1).
+	LoadGenerators int `json:"load_generators,omitempty"`
+	// BatchPoints is the points (rows x measurements) in the largest
+	// insertTablet/insertRecords call; 0 = not given.
+	BatchPoints int `json:"batch_points,omitempty"`
+}
+
+// DefaultPorts are the ports a role's service usually listens on: MQTT
+// 1883 and MQTT over TLS 8883 for a broker, the DataNode's client RPC
+// port 6667 (dn_rpc_port) for iotdb; none for a loadgen.
+var DefaultPorts = map[Role][]int{Broker: {1883, 8883}, IoTDB: {6667}}
+
+// ListenerPorts are the ports whose listeners are the target's: Ports, or
+// the role's DefaultPorts.
+func (t Target) ListenerPorts() []int {
+	if len(t.Ports) > 0 {
+		return t.Ports
+	}
+	return DefaultPorts[t.Role]
 }
 
 // Validate checks the target and fills defaults. Errors are
@@ -96,6 +130,20 @@ func (t *Target) Validate() error {
 			return exitcode.BadInputf("service port %d: must be 1..65535", p)
 		}
 	}
+	for _, p := range t.Ports {
+		if p < 1 || p > 65535 {
+			return exitcode.BadInputf("--port %d: want the TCP port the service listens on, 1..65535 (e.g. --port 1883)", p)
+		}
+	}
+	if t.Role == Loadgen && len(t.Ports) > 0 {
+		return exitcode.BadInputf("--port %v with --role loadgen: a load generator listens on nothing; --port names a broker's or DataNode's listener (use --dest for where a loadgen connects)", t.Ports)
+	}
+	if d := t.IoTDB; d.PoolSize < 0 || d.LoadGenerators < 0 || d.BatchPoints < 0 {
+		return exitcode.BadInputf("--pool-size %d, --loadgens %d, --batch-points %d: want counts >= 0 (0 means not given)", d.PoolSize, d.LoadGenerators, d.BatchPoints)
+	}
+	if t.IoTDB.LoadGenerators == 0 {
+		t.IoTDB.LoadGenerators = 1
+	}
 	return nil
 }
 
@@ -117,7 +165,7 @@ func TargetFromProfile(p *profiles.Profile) (Target, error) {
 	t := Target{
 		Sockets:      p.Preflight.Sockets,
 		Role:         Role(p.Preflight.Role),
-		ConnRate:     p.Preflight.ConnRate,
+		ConnRate:     p.Preflight.ConnRate.Ceil(),
 		Destinations: append([]string(nil), p.Preflight.Destinations...),
 	}
 	t.ServicePorts = append(t.ServicePorts, p.ReservePorts...)
@@ -130,6 +178,9 @@ func TargetFromProfile(p *profiles.Profile) (Target, error) {
 	}
 	if d := p.Probe.IoTDB; d != nil && d.Port > 0 && isLocalHost(d.Host) && t.Role == IoTDB {
 		t.ServicePorts = appendUnique(t.ServicePorts, d.Port)
+	}
+	if d := p.Probe.IoTDB; d != nil && t.Role == IoTDB {
+		t.IoTDB.PoolSize = d.PoolSize
 	}
 	if len(p.Systemd.Services) > 0 {
 		t.Service = p.Systemd.Services[0]

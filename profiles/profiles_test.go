@@ -135,7 +135,9 @@ func TestSysTuneIsTheScript(t *testing.T) {
 	if got := p.ReservePorts; !reflect.DeepEqual(got, []int{1883, 8883, 8083, 8084, 18083}) {
 		t.Errorf("reserve_ports %v", got)
 	}
-	if n := p.Limits.Nofile; n == nil || n.Soft != 1048576 || n.Hard != 1048576 {
+	// The script's hard nofile; its host-wide soft 1048576 deviates to 1024
+	// (select(), FD_SETSIZE), said in the file.
+	if n := p.Limits.Nofile; n == nil || n.Soft != 1024 || n.Hard != 1048576 {
 		t.Errorf("nofile %+v", n)
 	}
 	if !slices.Contains(p.Limits.Users, "root") || !slices.Contains(p.Limits.Users, "*") {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/rate"
 )
 
 // IsSysctlKey reports whether a --set key names a sysctl: it contains a
@@ -27,7 +28,7 @@ const setUsage = "want key=value, where key is a sysctl (net.core.somaxconn=6553
 //     its mode, optional flag and comment; a key the profile lacks is added
 //     with mode exact;
 //   - limits.nofile.soft=N / limits.nofile.hard=N (file descriptors);
-//   - preflight.sockets=N, preflight.role=R, preflight.conn_rate=N
+//   - preflight.sockets=N, preflight.role=R, preflight.conn_rate=N (or N/s, N/m)
 //     (connections/s);
 //   - reserve_ports=1883,8883 replaces the list ("reserve_ports=" empties it).
 //
@@ -91,7 +92,7 @@ func ApplySets(p *Profile, sets []string) error {
 				p.Limits.Nofile.Hard = uint64(n)
 				p.src.set(pos, "limits", "nofile", "hard")
 			}
-		case key == "preflight.sockets" || key == "preflight.conn_rate":
+		case key == "preflight.sockets":
 			n, err := whole()
 			if err != nil {
 				return err
@@ -99,13 +100,18 @@ func ApplySets(p *Profile, sets []string) error {
 			if p.Preflight == nil {
 				p.Preflight = &PreflightTarget{}
 			}
-			if key == "preflight.sockets" {
-				p.Preflight.Sockets = n
-				p.src.set(pos, "preflight", "sockets")
-			} else {
-				p.Preflight.ConnRate = n
-				p.src.set(pos, "preflight", "conn_rate")
+			p.Preflight.Sockets = n
+			p.src.set(pos, "preflight", "sockets")
+		case key == "preflight.conn_rate":
+			r, err := rate.Parse(val)
+			if err != nil {
+				return exitcode.BadInputf("--set %q: %s: %v", s, key, err)
 			}
+			if p.Preflight == nil {
+				p.Preflight = &PreflightTarget{}
+			}
+			p.Preflight.ConnRate = r
+			p.src.set(pos, "preflight", "conn_rate")
 		case key == "preflight.role":
 			if p.Preflight == nil {
 				p.Preflight = &PreflightTarget{}

@@ -54,7 +54,7 @@ func TestBuiltinsMeetTheirTCPTargets(t *testing.T) {
 			case !ok:
 				t.Errorf("%s sets no %s; its preflight target needs >= %d", name, key, min)
 			case !num || v < min:
-				t.Errorf("%s: %s %q < %d, what its preflight target (%d sockets, %d connections/s) needs", name, key, s.Value, min, p.Preflight.Sockets, rate)
+				t.Errorf("%s: %s %q < %d, what its preflight target (%d sockets, %v connections/s) needs", name, key, s.Value, min, p.Preflight.Sockets, rate)
 			case s.Mode != AtLeast:
 				t.Errorf("%s: %s mode %s, want at-least (never lower a host tuned higher)", name, key, s.Mode)
 			case !strings.Contains(s.Comment, "ip-sysctl.rst"):

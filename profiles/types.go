@@ -1,6 +1,10 @@
 package profiles
 
-import "time"
+import (
+	"time"
+
+	"github.com/hostprep/hostprep/internal/rate"
+)
 
 // Mode says how a sysctl value in a profile is compared with the host.
 type Mode string
@@ -37,6 +41,9 @@ type Sysctl struct {
 type Limit struct {
 	Soft uint64 `yaml:"soft" json:"soft"`
 	Hard uint64 `yaml:"hard" json:"hard"`
+	// Mode may only be at-least (the default, also when empty): tune never
+	// writes a nofile limit below what new sessions and services get now.
+	Mode Mode `yaml:"mode,omitempty" json:"mode,omitempty"`
 }
 
 // Limits are the PAM (pam_limits, /etc/security/limits.d) limits a login
@@ -68,8 +75,9 @@ type PreflightTarget struct {
 	Sockets int `yaml:"sockets" json:"sockets"`
 	// Role is broker, loadgen or iotdb.
 	Role string `yaml:"role" json:"role"`
-	// ConnRate is the expected rate of new connections, connections/s.
-	ConnRate int `yaml:"conn_rate,omitempty" json:"conn_rate,omitempty"`
+	// ConnRate is the expected rate of new connections, connections/s
+	// (written 2000, 2000/s or 120000/m; see internal/rate).
+	ConnRate rate.PerSecond `yaml:"conn_rate,omitempty" json:"conn_rate,omitempty"`
 	// Destinations are ip:port endpoints a loadgen connects to.
 	Destinations []string `yaml:"destinations,omitempty" json:"destinations,omitempty"`
 }
@@ -94,7 +102,7 @@ type MQTTProbe struct {
 	// Broker is tcp://host:port or mqtts://; empty means the embedded broker.
 	Broker      string         `yaml:"broker,omitempty" json:"broker,omitempty"`
 	Clients     int            `yaml:"clients,omitempty" json:"clients,omitempty"`
-	ConnRate    float64        `yaml:"conn_rate,omitempty" json:"conn_rate,omitempty"` // connections/s
+	ConnRate    rate.PerSecond `yaml:"conn_rate,omitempty" json:"conn_rate,omitempty"` // connections/s: 500, 500/s or 30000/m
 	QoS         int            `yaml:"qos,omitempty" json:"qos,omitempty"`
 	Size        int            `yaml:"size,omitempty" json:"size,omitempty"` // payload bytes
 	PubInterval time.Duration  `yaml:"pub_interval,omitempty" json:"pub_interval,omitempty"`

@@ -30,31 +30,6 @@ const (
 	NrOpenMin = 64
 )
 
-// numericKeys are single-number keys with the bounds the kernel enforces
-// (or, where it enforces none, >= 0).
-var numericKeys = map[string][2]int64{
-	"fs.file-max":                         {0, 1<<63 - 1},
-	"fs.nr_open":                          {NrOpenMin, NrOpenMax},
-	"net.core.somaxconn":                  {0, 1<<31 - 1},
-	"net.core.netdev_max_backlog":         {0, 1<<31 - 1},
-	"net.core.rmem_default":               {0, 1<<31 - 1},
-	"net.core.wmem_default":               {0, 1<<31 - 1},
-	"net.core.rmem_max":                   {0, 1<<31 - 1},
-	"net.core.wmem_max":                   {0, 1<<31 - 1},
-	"net.core.optmem_max":                 {0, 1<<31 - 1},
-	"net.ipv4.tcp_max_syn_backlog":        {0, 1<<31 - 1},
-	"net.ipv4.tcp_fin_timeout":            {0, 1<<31 - 1},
-	"net.ipv4.tcp_max_tw_buckets":         {0, 1<<31 - 1},
-	"net.ipv4.tcp_max_orphans":            {0, 1<<31 - 1},
-	"net.ipv4.tcp_tw_reuse":               {0, 2},
-	"net.ipv4.tcp_syncookies":             {0, 2},
-	"net.ipv4.ip_unprivileged_port_start": {0, 65535},
-	"net.netfilter.nf_conntrack_max":      {0, 1<<31 - 1},
-	"net.nf_conntrack_max":                {0, 1<<31 - 1},
-	"vm.max_map_count":                    {0, 1<<31 - 1},
-	"vm.swappiness":                       {0, 200},
-}
-
 // sysctlTrees are the top-level directories of /proc/sys.
 var sysctlTrees = []string{"abi", "crypto", "debug", "dev", "fs", "kernel", "net", "sunrpc", "user", "vm"}
 
@@ -248,6 +223,10 @@ func (c *checker) sysctl(key string, s Sysctl) {
 			sorted := slices.Clone(f)
 			slices.Sort(sorted)
 			c.add(vat, "%s %q: fields must be ordered min <= %s <= max (%s); did you mean %q?", key, s.Value, map[bool]string{true: "pressure", false: "default"}[lo == 0], what, strings.Trim(fmt.Sprint(sorted), "[]"))
+			return
+		}
+		for _, msg := range CheckBounds(key, s.Value, "") {
+			c.add(vat, "%s", msg)
 		}
 		return
 	}
@@ -258,7 +237,9 @@ func (c *checker) sysctl(key string, s Sysctl) {
 			return
 		}
 		if f[0] < b[0] || f[0] > b[1] {
-			c.add(vat, "%s %d: out of the range the kernel accepts, %d..%d", key, f[0], b[0], b[1])
+			for _, msg := range CheckBounds(key, s.Value, "") {
+				c.add(vat, "%s", msg)
+			}
 			return
 		}
 		return
@@ -380,6 +361,9 @@ func (c *checker) limits() {
 		name := displayPath(nl.path)
 		soft, hard := append(slices.Clone(nl.path), "soft"), append(slices.Clone(nl.path), "hard")
 		switch {
+		case nl.l.Mode != "" && nl.l.Mode != AtLeast:
+			c.add(append(slices.Clone(nl.path), "mode"), "%s.mode %q: a nofile limit is always at-least (hostprep never lowers what sessions and services get now); remove mode or write at-least", name, nl.l.Mode)
+			continue
 		case nl.l.Hard == 0:
 			c.add(hard, "%s.hard is 0 or missing; give both soft and hard, e.g. {soft: 1048576, hard: 1048576}", name)
 			continue
@@ -552,7 +536,7 @@ func (c *checker) preflight() {
 		c.add(at("sockets"), "preflight.sockets %d: want the number of concurrent connections the host must carry, > 0", t.Sockets)
 	}
 	if t.ConnRate < 0 {
-		c.add(at("conn_rate"), "preflight.conn_rate %d: want new connections/s >= 0", t.ConnRate)
+		c.add(at("conn_rate"), "preflight.conn_rate %v: want new connections/s >= 0", float64(t.ConnRate))
 	}
 	for i, d := range t.Destinations {
 		host, port, err := net.SplitHostPort(d)
@@ -591,7 +575,7 @@ func (c *checker) mqtt() {
 		c.add(at("qos"), "probe.mqtt.qos %d: MQTT QoS is 0, 1 or 2", m.QoS)
 	}
 	c.nonNegative(at("clients"), float64(m.Clients))
-	c.nonNegative(at("conn_rate"), m.ConnRate)
+	c.nonNegative(at("conn_rate"), float64(m.ConnRate))
 	c.nonNegative(at("size"), float64(m.Size))
 	c.duration(at("pub_interval"), m.PubInterval)
 	c.duration(at("duration"), m.Duration)

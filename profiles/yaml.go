@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hostprep/hostprep/internal/rate"
 	"gopkg.in/yaml.v3"
 )
 
@@ -278,6 +279,9 @@ func displaySysctl(path []string) string {
 func scalarWant(t reflect.Type) string {
 	if t == durationType {
 		return `a duration such as "500ms", "5s" or "1m"`
+	}
+	if t == reflect.TypeFor[rate.PerSecond]() {
+		return rate.Want
 	}
 	switch t.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:

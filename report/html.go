@@ -1,53 +1,88 @@
 package report
 
 import (
-	"bytes"
+	"encoding/json"
 	"fmt"
-	"html"
 	"html/template"
 	"io"
 	"sort"
 	"strings"
 
+	"github.com/hostprep/hostprep/internal/chart"
+	"github.com/hostprep/hostprep/internal/plural"
+	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/loadprobe/iotdb"
+	"github.com/hostprep/hostprep/loadprobe/mqtt"
 	"github.com/hostprep/hostprep/ready/outcome"
-	chart "github.com/wcharczuk/go-chart/v2"
-	"github.com/wcharczuk/go-chart/v2/drawing"
 )
 
 // WriteHTML writes a self-contained page (no script, stylesheet, font or
-// image is fetched: charts are inline SVG) with the fleet table, fleet
-// charts (capacity and MQTT p95 per host) and, per host, its failing
-// checks, the MQTT latency percentiles and the IoTDB throughput and p95
-// per step.
+// image is fetched: charts are inline SVG in the shared style of
+// internal/chart) with the fleet table, the fleet MQTT run when shards
+// were merged (verdict, shards, checks, the merged run's charts), fleet
+// charts (capacity, MQTT end-to-end p95 and IoTDB TPS per host) and one
+// section per host (see WriteHostHTML).
 func (f *Fleet) WriteHTML(w io.Writer) error {
-	page := htmlPage{Fleet: f, Header: header}
+	page := htmlPage{Title: "hostprep fleet readiness: " + plural.N(f.Hosts, "host"), Style: template.CSS(chart.Style), Fleet: f, Header: header}
 	for _, r := range f.Rows {
-		page.Rows = append(page.Rows, htmlRow{Row: r, Cells: r.cells(), Class: class(r.Verdict)})
+		page.Rows = append(page.Rows, htmlRow{Cells: r.cells(), Class: class(r.Verdict)})
 	}
-	page.FleetCharts = fleetCharts(f)
+	var err error
+	if page.FleetCharts, err = fleetCharts(f); err != nil {
+		return err
+	}
+	if f.Run != nil {
+		if page.FleetRun, err = fleetRunSection(f.Run); err != nil {
+			return err
+		}
+	}
 	for _, r := range f.Rows {
-		page.Hosts = append(page.Hosts, hostSection(r))
+		h, err := hostSection(r.run, r.Source)
+		if err != nil {
+			return err
+		}
+		page.Hosts = append(page.Hosts, h)
 	}
 	return pageTmpl.Execute(w, page)
 }
 
+// WriteHostHTML writes the self-contained page of one `hostprep ready`
+// run (`hostprep ready --html`): its verdict, what failed or warned,
+// every step with its checks, and the probes' full reports with charts
+// (the same sections `report merge --html` shows per host).
+func WriteHostHTML(w io.Writer, r *outcome.Result) error {
+	h, err := hostSection(r, "")
+	if err != nil {
+		return err
+	}
+	return pageTmpl.Execute(w, htmlPage{Title: "hostprep ready: " + r.Host + ": " + string(r.Verdict), Style: template.CSS(chart.Style), Hosts: []htmlHost{h}})
+}
+
 type htmlRow struct {
-	Row
 	Cells []string
 	Class string
 }
 
+type htmlStep struct {
+	outcome.Step
+	Open    bool // checks shown unfolded: the step failed or warned
+	Section template.HTML
+}
+
 type htmlHost struct {
-	Host, Verdict, Class, Source string
-	Findings                     []string
-	Charts                       []template.HTML
+	Host, Verdict, Class, Source, Profile, Started string
+	Fails, Warns, Skipped                          []string
+	Steps                                          []htmlStep
 }
 
 type htmlPage struct {
+	Title       string
+	Style       template.CSS
 	Fleet       *Fleet
 	Header      []string
 	Rows        []htmlRow
 	FleetCharts []template.HTML
+	FleetRun    template.HTML
 	Hosts       []htmlHost
 }
 
@@ -61,93 +96,189 @@ func class(v outcome.Verdict) string {
 	return "pass"
 }
 
-// svg renders a chart to inline SVG, or a short note when the data cannot
-// be charted (go-chart refuses an all-zero range).
-func svg(render func(io.Writer) error, title string) template.HTML {
-	var buf bytes.Buffer
-	if err := render(&buf); err != nil {
-		return template.HTML(`<p class="nochart">` + html.EscapeString(title+": no chart ("+err.Error()+")") + `</p>`)
-	}
-	s := buf.String()
-	if i := strings.Index(s, "<svg"); i > 0 {
-		s = s[i:]
-	}
-	return template.HTML(`<figure><figcaption>` + html.EscapeString(title) + `</figcaption>` + s + `</figure>`)
-}
-
-// bars draws one bar per label; labels are escaped here because go-chart
-// writes SVG text verbatim.
-func bars(title, unit string, labels []string, values []float64) template.HTML {
-	top := 0.0
-	for _, v := range values {
-		top = max(top, v)
-	}
-	if top == 0 {
-		top = 1 // all zero (no loss, say): still draw the axis
-	}
-	// Bars start at 0 (go-chart would start the axis at the smallest
-	// value, which makes p50 look like nothing).
-	bc := chart.BarChart{
-		Width: 640, Height: 300, BarWidth: 40,
-		Background: chart.Style{Padding: chart.Box{Top: 30, Bottom: 30, Left: 10, Right: 10}},
-		YAxis:      chart.YAxis{Name: unit, Range: &chart.ContinuousRange{Min: 0, Max: top * 1.1}},
-	}
-	for i, l := range labels {
-		bc.Bars = append(bc.Bars, chart.Value{Label: html.EscapeString(l), Value: values[i],
-			Style: chart.Style{FillColor: drawing.ColorFromHex("4e79a7"), StrokeColor: drawing.ColorFromHex("4e79a7")}})
-	}
-	return svg(func(w io.Writer) error { return bc.Render(chart.SVG, w) }, title)
-}
-
-func fleetCharts(f *Fleet) []template.HTML {
+// fleetCharts compare the hosts: preflight capacity (connections) and
+// MQTT end-to-end p95 (ms), for the hosts that have them.
+func fleetCharts(f *Fleet) ([]template.HTML, error) {
 	var out []template.HTML
-	var hosts []string
-	var capv []float64
-	for _, r := range f.Rows {
-		if r.CapacitySockets != nil {
-			hosts = append(hosts, r.Host)
-			capv = append(capv, *r.CapacitySockets)
+	for _, c := range []struct {
+		title, unit string
+		pick        func(Row) *float64
+	}{
+		{"Capacity per host (preflight)", "connections the host can hold", func(r Row) *float64 { return r.CapacitySockets }},
+		{"MQTT end-to-end p95 per host", "end-to-end p95 (ms)", func(r Row) *float64 { return r.MQTTE2EP95MS }},
+		{"IoTDB throughput per host (target step)", "TPS (operations/s)", func(r Row) *float64 { return r.IoTDBTPS }},
+	} {
+		b := chart.Bars{Title: c.title, XName: c.unit}
+		for _, r := range f.Rows {
+			if v := c.pick(r); v != nil {
+				b.Labels, b.Values = append(b.Labels, r.Host), append(b.Values, *v)
+			}
 		}
-	}
-	if len(hosts) > 0 {
-		out = append(out, bars("Capacity per host (connections, preflight)", "connections", hosts, capv))
-	}
-	hosts, capv = nil, nil
-	for _, r := range f.Rows {
-		if r.MQTTE2EP95MS != nil {
-			hosts = append(hosts, r.Host)
-			capv = append(capv, *r.MQTTE2EP95MS)
+		if len(b.Labels) == 0 {
+			continue
 		}
+		h, err := b.HTML()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, h)
 	}
-	if len(hosts) > 0 {
-		out = append(out, bars("MQTT end-to-end p95 per host (ms)", "ms", hosts, capv))
-	}
-	return out
+	return out, nil
 }
 
-func hostSection(r Row) htmlHost {
-	fails, warns := outcome.Findings(r.run.Steps)
-	h := htmlHost{Host: r.Host, Verdict: string(r.Verdict), Class: class(r.Verdict), Source: r.Source,
-		Findings: append(fails, warns...)} // failures first
-	if s := r.run.Step(outcome.StepProbeMQTT); s != nil {
-		for _, name := range []string{"ack_latency_ms", "e2e_latency_ms", "connect_latency_ms"} {
-			pts := s.Series[name]
-			if len(pts) == 0 {
-				continue
-			}
-			var labels []string
-			var vals []float64
-			for _, p := range pts {
-				labels = append(labels, percentileLabel(p.X))
-				vals = append(vals, p.Y)
-			}
-			h.Charts = append(h.Charts, bars(r.Host+": MQTT "+strings.TrimSuffix(name, "_ms")+" percentiles (ms)", "ms", labels, vals))
+// fleetRunSection is a fleet MQTT run: its verdict, the shards present
+// and missing, its checks, and the merged run's own report (charts over
+// time from the combined per-second series, exact percentiles, delivery
+// accounting) when every shard is there.
+func fleetRunSection(run *FleetRun) (template.HTML, error) {
+	var merged template.HTML
+	if run.Merged != nil {
+		m := *run.Merged
+		m.Checks = nil // the fleet's checks, listed above it, include them
+		var err error
+		if merged, err = m.HTMLSection(); err != nil {
+			return "", err
 		}
 	}
-	if s := r.run.Step(outcome.StepProbeIoTDB); s != nil && len(s.Series["tps"]) > 0 {
-		h.Charts = append(h.Charts, stepChart(r.Host, s))
+	var b strings.Builder
+	err := fleetRunTmpl.Execute(&b, map[string]any{"Run": run, "Merged": merged})
+	return template.HTML(b.String()), err
+}
+
+var fleetRunTmpl = template.Must(template.New("fleet-run").Funcs(template.FuncMap{"checks": chart.ChecksTable}).Parse(`
+<h2>Fleet MQTT run {{.Run.RunID}}: <span class="{{.Run.Verdict}}">{{.Run.Verdict}}</span></h2>
+<p>{{len .Run.Present}} of {{.Run.Shards}} shards reported{{if .Run.Missing}}; <strong class="fail">missing: {{range $i, $k := .Run.Missing}}{{if $i}}, {{end}}shard {{$k}}/{{$.Run.Shards}}{{end}}</strong>
+(no exact fleet figures without every shard){{end}}.</p>
+<table><tr><th>shard</th><th class="l">host</th><th class="l">verdict</th><th>clients</th><th>connected</th><th>published</th><th>acked</th><th>received</th><th>lost</th><th>first publish late (ms)</th><th class="l">file</th></tr>
+{{range .Run.Present}}<tr><td>{{.K}}/{{$.Run.Shards}}</td><td class="l">{{.Hostname}}</td><td class="{{.Verdict}}">{{.Verdict}}</td><td>{{.Clients}}</td><td>{{.Connected}}</td><td>{{.Published}}</td><td>{{.Acked}}</td><td>{{.Received}}</td><td>{{.Lost}}</td><td>{{if ge .FirstPublishLateMs 0.0}}{{printf "%.1f" .FirstPublishLateMs}}{{else}}-{{end}}</td><td class="l">{{.Source}}</td></tr>
+{{end}}</table>
+<h3>Fleet checks</h3>
+{{checks .Run.Checks}}
+{{if .Merged}}<h3>The fleet as one run</h3>
+{{.Merged}}{{end}}
+`))
+
+// hostSection is one run: verdict, findings, and each step with its
+// checks and, for the probes, their report.
+func hostSection(r *outcome.Result, source string) (htmlHost, error) {
+	fails, warns := outcome.Findings(r.Steps)
+	h := htmlHost{Host: r.Host, Verdict: string(r.Verdict), Class: class(r.Verdict), Source: source, Profile: r.Profile,
+		Started: r.Started.UTC().Format("2006-01-02 15:04:05 UTC"), Fails: fails, Warns: warns, Skipped: r.Skipped}
+	for _, s := range r.Steps {
+		hs := htmlStep{Step: s, Open: s.Verdict == verdict.Fail || s.Verdict == verdict.Warn}
+		var err error
+		full := false
+		switch s.Name {
+		case outcome.StepProbeMQTT:
+			hs.Section, full, err = mqttSection(r.Host, &s)
+		case outcome.StepProbeIoTDB:
+			hs.Section, full, err = iotdbSection(r.Host, &s)
+		}
+		if err != nil {
+			return h, fmt.Errorf("%s: %s: %w", r.Host, s.Name, err)
+		}
+		if full { // the probe's report lists its checks itself
+			hs.Checks = nil
+		}
+		h.Steps = append(h.Steps, hs)
 	}
-	return h
+	return h, nil
+}
+
+// decode reads a step's full result: the value itself in the process
+// that ran it (`ready --html`), or its JSON form read back from a file
+// (`report merge`). ok is false when the step has none (a step that
+// could not run, or a file written before results were included).
+func decode[T any](v any) (res *T, ok bool) {
+	switch x := v.(type) {
+	case nil:
+		return nil, false
+	case *T:
+		return x, x != nil
+	case T:
+		return &x, true
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, false
+	}
+	var t T
+	if err := json.Unmarshal(b, &t); err != nil {
+		return nil, false
+	}
+	return &t, true
+}
+
+// mqttSection is the MQTT probe's report from the step's full result
+// (full true), else a chart of the latency percentiles the step carries.
+func mqttSection(host string, s *outcome.Step) (_ template.HTML, full bool, _ error) {
+	if res, ok := decode[mqtt.Result](s.Result); ok && (len(res.Series) > 0 || res.Messages.Scheduled > 0) {
+		h, err := res.HTMLSection()
+		return h, true, err
+	}
+	// No full result: the latency percentiles the step carries.
+	var series []chart.Series
+	var ticks []chart.Tick
+	for i, name := range []string{"ack_latency_ms", "e2e_latency_ms", "connect_latency_ms"} {
+		pts := sortedPoints(s.Series[name])
+		if len(pts) == 0 {
+			continue
+		}
+		sr := chart.Series{Name: strings.TrimSuffix(strings.ReplaceAll(name, "_", " "), " ms"), Color: chart.Palette[[]int{1, 2, 0}[i]]}
+		for _, p := range pts {
+			sr.X, sr.Y = append(sr.X, p.X), append(sr.Y, p.Y)
+			if len(ticks) < len(pts) {
+				ticks = append(ticks, chart.Tick{X: p.X, Label: percentileLabel(p.X)})
+			}
+		}
+		series = append(series, sr)
+	}
+	if len(series) == 0 {
+		return "", false, nil
+	}
+	h, err := chart.Line{Title: host + ": MQTT latency percentiles", XName: "percentile", YName: "latency (ms)", XTicks: ticks, Series: series}.HTML()
+	return h, false, err
+}
+
+// iotdbSection is the IoTDB probe's report from the step's full result
+// (full true), else charts of the TPS and p95 per step the step carries.
+func iotdbSection(host string, s *outcome.Step) (_ template.HTML, full bool, _ error) {
+	if res, ok := decode[iotdb.Result](s.Result); ok && len(res.Steps) > 0 {
+		h, err := res.HTMLSection()
+		return h, true, err
+	}
+	// No full result: TPS and p95 per step as the step carries them.
+	var out []template.HTML
+	for _, c := range []struct{ name, title, unit string }{
+		{"tps", "IoTDB throughput per step", "throughput (operations/s)"},
+		{"p95_ms", "IoTDB p95 per step", "p95 response time (ms)"},
+	} {
+		pts := sortedPoints(s.Series[c.name])
+		if len(pts) == 0 {
+			continue
+		}
+		l := chart.Line{Title: host + ": " + c.title, XName: "concurrency (workers)", YName: c.unit, Series: []chart.Series{{Name: c.name}}}
+		for _, p := range pts {
+			l.Series[0].X, l.Series[0].Y = append(l.Series[0].X, p.X), append(l.Series[0].Y, p.Y)
+			l.XTicks = append(l.XTicks, chart.Tick{X: p.X, Label: fmt.Sprintf("%.0f", p.X)})
+		}
+		h, err := l.HTML()
+		if err != nil {
+			return "", false, err
+		}
+		out = append(out, h)
+	}
+	var b strings.Builder
+	for _, h := range out {
+		b.WriteString(string(h))
+	}
+	return template.HTML(b.String()), false, nil
+}
+
+func sortedPoints(pts []outcome.Point) []outcome.Point {
+	pts = append([]outcome.Point(nil), pts...)
+	sort.Slice(pts, func(i, j int) bool { return pts[i].X < pts[j].X })
+	return pts
 }
 
 func percentileLabel(x float64) string {
@@ -157,67 +288,43 @@ func percentileLabel(x float64) string {
 	return "p" + strings.TrimSuffix(strings.TrimSuffix(fmt.Sprintf("%.1f", x), "0"), ".")
 }
 
-// stepChart draws IoTDB throughput (left axis, operations/s) and p95
-// (right axis, ms) against the number of workers.
-func stepChart(host string, s *outcome.Step) template.HTML {
-	series := func(name string) ([]float64, []float64) {
-		pts := append([]outcome.Point(nil), s.Series[name]...)
-		sort.Slice(pts, func(i, j int) bool { return pts[i].X < pts[j].X })
-		var xs, ys []float64
-		for _, p := range pts {
-			xs = append(xs, p.X)
-			ys = append(ys, p.Y)
-		}
-		return xs, ys
-	}
-	tx, ty := series("tps")
-	var ticks []chart.Tick // one tick per step, labelled with its workers
-	for _, x := range tx {
-		ticks = append(ticks, chart.Tick{Value: x, Label: fmt.Sprintf("%.0f", x)})
-	}
-	c := chart.Chart{
-		Width: 640, Height: 300,
-		Background:     chart.Style{Padding: chart.Box{Top: 20, Left: 20, Right: 20}},
-		XAxis:          chart.XAxis{Name: "workers", Ticks: ticks},
-		YAxis:          chart.YAxis{Name: "TPS", ValueFormatter: func(v any) string { return fmt.Sprintf("%.0f", v) }},
-		YAxisSecondary: chart.YAxis{Name: "p95 ms", ValueFormatter: func(v any) string { return fmt.Sprintf("%.1f", v) }},
-		Series: []chart.Series{chart.ContinuousSeries{Name: "TPS", XValues: tx, YValues: ty,
-			Style: chart.Style{StrokeColor: drawing.ColorFromHex("4e79a7"), StrokeWidth: 2, DotWidth: 3}}},
-	}
-	if px, py := series("p95_ms"); len(px) > 0 {
-		c.Series = append(c.Series, chart.ContinuousSeries{Name: "p95 ms", YAxis: chart.YAxisSecondary, XValues: px, YValues: py,
-			Style: chart.Style{StrokeColor: drawing.ColorFromHex("e15759"), StrokeWidth: 2, DotWidth: 3}})
-	}
-	if len(tx) < 2 {
-		// A single step cannot make a line; show it as bars.
-		return bars(host+": IoTDB TPS at "+fmt.Sprint(tx[0])+" workers", "TPS", []string{fmt.Sprintf("%.0f workers", tx[0])}, ty)
-	}
-	c.Elements = []chart.Renderable{chart.Legend(&c)}
-	return svg(func(w io.Writer) error { return c.Render(chart.SVG, w) }, host+": IoTDB throughput and p95 per step")
+var stepTitle = map[string]string{
+	outcome.StepTune: "Tune", outcome.StepPreflight: "Preflight", outcome.StepProbeMQTT: "MQTT probe", outcome.StepProbeIoTDB: "IoTDB probe",
 }
 
-var pageTmpl = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
+	"checks": chart.ChecksTable,
+	"title":  func(s string) string { return stepTitle[s] },
+	"secs":   func(ms float64) string { return fmt.Sprintf("%.1f s", ms/1000) },
+}).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
-<title>hostprep fleet readiness: {{.Fleet.Hosts}} hosts</title>
-<style>
-body{font-family:system-ui,sans-serif;margin:2em;color:#222}
-table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;font-size:.9em}
-tr.fail td:nth-child(2){background:#f8d7da}tr.warn td:nth-child(2){background:#fff3cd}tr.pass td:nth-child(2){background:#d4edda}
-h2.fail{color:#a00}h2.warn{color:#a60}h2.pass{color:#060}
-figure{display:inline-block;margin:.5em}figcaption{font-size:.85em;color:#555}svg{width:640px;height:300px}
-.nochart{color:#888;font-style:italic}
-</style></head><body>
-<h1>hostprep fleet readiness</h1>
-<p>{{.Fleet.Hosts}} hosts:{{range $v, $n := .Fleet.ByVerdict}} {{$n}} {{$v}};{{end}}</p>
-{{range .Fleet.Notes}}<p class="note">note: {{.}}</p>{{end}}
-<table><thead><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr></thead><tbody>
-{{range .Rows}}<tr class="{{.Class}}">{{range .Cells}}<td>{{.}}</td>{{end}}</tr>
-{{end}}</tbody></table>
-{{range .FleetCharts}}{{.}}{{end}}
-{{range .Hosts}}<section id="host-{{.Host}}"><h2 class="{{.Class}}">{{.Host}}: {{.Verdict}}</h2>
-<p>from {{.Source}}</p>
-{{if .Findings}}<ul>{{range .Findings}}<li>{{.}}</li>{{end}}</ul>{{end}}
-{{range .Charts}}{{.}}{{end}}
+<title>{{.Title}}</title>
+<style>{{.Style}}</style></head><body>
+{{with .Fleet}}<h1>hostprep fleet readiness</h1>
+{{range .Notes}}<p class="note">note: {{.}}</p>{{end}}
+{{if $.Rows}}<p>{{.Hosts}} hosts:{{range $v, $n := .ByVerdict}} {{$n}} {{$v}};{{end}}</p>
+<table><thead><tr>{{range $.Header}}<th class="l">{{.}}</th>{{end}}</tr></thead><tbody>
+{{range $.Rows}}{{$cls := .Class}}<tr>{{range $i, $c := .Cells}}<td class="{{if eq $i 1}}{{$cls}} {{end}}l">{{$c}}</td>{{end}}</tr>
+{{end}}</tbody></table>{{end}}
+{{$.FleetRun}}
+{{range $.FleetCharts}}{{.}}
+{{end}}{{end}}
+{{range .Hosts}}<section id="host-{{.Host}}">
+{{if $.Fleet}}<h2>{{.Host}}: <span class="{{.Class}}">{{.Verdict}}</span></h2>
+{{else}}<h1>hostprep ready on {{.Host}}</h1>
+<p class="banner {{.Class}}">{{.Verdict}}</p>{{end}}
+<p>Profile {{.Profile}}, started {{.Started}}{{if .Source}}, from {{.Source}}{{end}}.</p>
+{{if .Fails}}<p><strong>Failing:</strong></p><ul>{{range .Fails}}<li class="fail">{{.}}</li>{{end}}</ul>{{end}}
+{{if .Warns}}<p><strong>Warnings:</strong></p><ul>{{range .Warns}}<li class="warn">{{.}}</li>{{end}}</ul>{{end}}
+{{if .Skipped}}<p><strong>Not run:</strong></p><ul>{{range .Skipped}}<li class="skip">{{.}}</li>{{end}}</ul>{{end}}
+<table><tr><th class="l">step</th><th class="l">verdict</th><th class="l">summary</th><th>time</th></tr>
+{{range .Steps}}<tr><td class="l">{{.Name}}</td><td class="{{.Verdict}}">{{.Verdict}}</td><td class="l">{{.Summary}}{{if .Error}}<br><span class="fail">{{.Error}}</span>{{end}}</td><td>{{secs .DurationMS}}</td></tr>
+{{end}}</table>
+{{range .Steps}}{{if or .Checks .Section}}<h3>{{title .Name}}: <span class="{{.Verdict}}">{{.Verdict}}</span></h3>
+{{.Section}}
+{{if .Checks}}<details{{if .Open}} open{{end}}><summary>checks ({{len .Checks}})</summary>
+{{checks .Checks}}</details>{{end}}
+{{end}}{{end}}
 </section>
 {{end}}</body></html>
 `))

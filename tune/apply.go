@@ -6,18 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/profiles"
-	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
 	"github.com/hostprep/hostprep/tune/lock"
-	"github.com/hostprep/hostprep/tune/sysval"
 )
 
 // Apply makes the host match profile p: it checks privileges, takes the
@@ -57,6 +52,33 @@ func Apply(ctx context.Context, p *profiles.Profile, opts Options) (*Result, err
 	return pl.execute(ctx)
 }
 
+// layer is one kind of setting an apply changes. Apply journals every
+// layer's originals before the first change, then applies the layers in
+// order (runtime sysctls, owned files, running processes); when one fails,
+// the layers applied so far are undone in reverse. Each layer lives in its
+// own file (layer_runtime.go, layer_files.go, layer_process.go) with its
+// rollback.
+type layer interface {
+	// record puts the originals and the values about to be set into st.
+	record(st *journal.State)
+	// apply makes the layer's changes in plan order, remembering what it
+	// did; a failure is a *stepError.
+	apply(ctx context.Context) error
+	// undo puts back what apply did, returning what could not be undone.
+	undo() []string
+}
+
+// stepError is a failed change: what was being done and the kernel's or
+// file system's error; final, when set, is returned as is after the undo
+// (a read-only /proc/sys names the container fix instead).
+type stepError struct {
+	what  string
+	cause error
+	final error
+}
+
+func (e *stepError) Error() string { return fmt.Sprintf("%s: %v", e.what, e.cause) }
+
 // execute carries out the plan; Apply calls it under the lock right after
 // planning, so the host cannot change in between.
 func (pl *Plan) execute(ctx context.Context) (*Result, error) {
@@ -71,196 +93,97 @@ func (pl *Plan) execute(ctx context.Context) (*Result, error) {
 	if err := checkProcs(pl.procs); err != nil {
 		return nil, err
 	}
-
-	// Journal first: originals of everything this run touches.
-	statePath := pl.env.stateFile()
-	prev, err := pl.env.loadJournal()
+	layers := []layer{&runtimeLayer{pl: pl}, &fileLayer{pl: pl}, &processLayer{pl: pl, res: &res}}
+	j, err := pl.openJournal(layers)
 	if err != nil {
-		return nil, exitcode.Environmentf("tune apply: %v", err)
+		return nil, err
 	}
-	st := journal.New()
-	if prev != nil {
-		st = prev.Clone()
-	}
-	for _, s := range pl.runtime {
-		k := st.Keys[s.key]
-		if k == nil {
-			k = &journal.Key{Original: s.from, Seq: st.NextSeq}
-			st.NextSeq++
-			st.Keys[s.key] = k
-		}
-		k.Set, k.Mode, k.Want = s.to, s.mode, s.want
-	}
-	for _, f := range pl.files {
-		j := st.Files[f.path]
-		if j == nil {
-			j = &journal.File{Existed: f.existed, Original: f.from, Mode: uint32(f.perm), Owner: f.owner, Seq: st.NextSeq}
-			st.NextSeq++
-			st.Files[f.path] = j
-		}
-		j.SetSHA256 = journal.SHA256(f.to)
-		for _, d := range f.dirs {
-			if !contains(st.Dirs, d) {
-				st.Dirs = append(st.Dirs, d)
-			}
-		}
-	}
-	for _, s := range pl.procs {
-		id := strconv.Itoa(s.pid)
-		j := st.Processes[id]
-		if j == nil || j.StartTime != s.startTime {
-			j = &journal.Process{PID: s.pid, StartTime: s.startTime, Service: s.service,
-				Original: journal.Limit{Soft: s.curSoft, Hard: s.curHard}, Seq: st.NextSeq}
-			st.NextSeq++
-			st.Processes[id] = j
-		}
-		j.Set = journal.Limit{Soft: s.wantSoft, Hard: s.wantHard}
-	}
-	journalDirs, err := missingDirs(filepath.Dir(statePath))
-	if err != nil {
-		return nil, exitcode.Environmentf("tune apply: journal %s: %v", statePath, err)
-	}
-	for _, d := range journalDirs {
-		if !contains(st.Dirs, d) {
-			st.Dirs = append(st.Dirs, d)
-		}
-	}
-	if len(pl.runtime) > 0 || len(pl.files) > 0 || len(pl.procs) > 0 {
-		st.Root = pl.env.Root
-		st.Persisted = pl.persisted
-		root := ""
-		if pl.env.ImageMode() {
-			root = pl.env.Root
-		}
-		st.Applies = append(st.Applies, journal.Apply{Profile: pl.Profile, At: time.Now().UTC(), Root: root, InProgress: true})
-		if err := journal.Save(statePath, st); err != nil {
-			return nil, exitcode.Environmentf("tune apply: writing the journal %s: %v; nothing was changed", statePath, err)
-		}
-	}
-	restoreJournal := func() error {
-		if prev == nil {
-			err := journal.Remove(statePath)
-			for i := len(journalDirs) - 1; i >= 0; i-- {
-				os.Remove(journalDirs[i])
-			}
-			return err
-		}
-		return journal.Save(statePath, prev)
-	}
-
-	// Runtime, in plan order.
-	var done []keyStep
-	undo := func() []string {
-		var problems []string
-		for i := len(done) - 1; i >= 0; i-- {
-			s := done[i]
-			if err := pl.backend.Set(s.key, s.from); err != nil {
-				problems = append(problems, fmt.Sprintf("%s back to %q: %v", s.key, s.from, err))
-			}
-		}
-		return problems
-	}
-	for _, s := range pl.runtime {
-		if err := ctx.Err(); err != nil {
-			return nil, pl.fail(undo(), nil, restoreJournal, "tune apply interrupted", err)
-		}
-		werr := pl.backend.Set(s.key, s.to)
-		if werr == nil {
-			if got, err := pl.backend.Get(s.key); err != nil {
-				werr = err
-			} else if !sysval.Equal(got, s.to) {
-				werr = fmt.Errorf("the kernel accepted %q but reads back %q", s.to, got)
-			}
-			done = append(done, s) // undo even a write that read back wrong
-		}
-		if werr != nil {
-			if errors.Is(werr, syscall.EROFS) {
-				pl.fail(undo(), nil, restoreJournal, "", nil)
-				return nil, containerError(pl.env.procSys(), pl.runtime)
-			}
-			return nil, pl.fail(undo(), nil, restoreJournal,
-				fmt.Sprintf("tune apply: writing %s = %q", s.key, s.to), kernelErr(werr))
-		}
-	}
-
-	// Persistent files, in plan order.
-	var written []fileStep
-	var madeDirs []string
-	undoFiles := func() []string {
-		var problems []string
-		for i := len(written) - 1; i >= 0; i-- {
-			f := written[i]
-			var err error
-			if f.existed {
-				uid, gid := f.owner.IDs()
-				err = files.WriteAtomicOwned(f.path, f.from, f.perm, uid, gid)
-			} else {
-				err = files.Remove(f.path)
-			}
-			if err != nil {
-				problems = append(problems, fmt.Sprintf("%s: %v", f.path, err))
-			}
-		}
-		for i := len(madeDirs) - 1; i >= 0; i-- {
-			os.Remove(madeDirs[i])
-		}
-		return problems
-	}
-	for _, f := range pl.files {
-		made, err := files.MkdirAll(filepath.Dir(f.path))
-		madeDirs = append(madeDirs, made...)
-		if err == nil {
-			err = files.WriteAtomic(f.path, f.to, f.perm)
-		}
-		if err != nil {
-			// Files first, so no limits file outlives the fs.nr_open it needs.
-			fileProblems := undoFiles()
-			return nil, pl.fail(undo(), fileProblems, restoreJournal,
-				fmt.Sprintf("tune apply: writing %s", f.path), err)
-		}
-		written = append(written, f)
-	}
-
-	// Running processes (journaled above): a refusal undoes the whole run,
-	// processes already raised included.
-	var raised []procStep
-	for _, s := range pl.procs {
-		r := raise(s)
-		if r.Error != "" {
+	for i, l := range layers {
+		if err := l.apply(ctx); err != nil {
 			var problems []string
-			for i := len(raised) - 1; i >= 0; i-- {
-				p := raised[i]
-				if err := unix.Prlimit(p.pid, unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: p.curSoft, Max: p.curHard}, nil); err != nil {
-					problems = append(problems, fmt.Sprintf("pid %d back to %s: %v", p.pid, fmtLimit(p.curSoft, p.curHard), err))
-				}
+			for k := i; k >= 0; k-- { // files before keys: no limits file outlives its fs.nr_open
+				problems = append(problems, layers[k].undo()...)
 			}
-			problems = append(problems, undoFiles()...)
-			return nil, pl.fail(undo(), problems, restoreJournal, "tune apply: raising RLIMIT_NOFILE", errors.New(r.Error))
+			return nil, pl.fail(problems, j.restore(), err)
 		}
-		raised = append(raised, s)
-		res.Processes = append(res.Processes, r)
 	}
-
 	// Completion marker: every change of this run is made.
-	if len(pl.runtime) > 0 || len(pl.files) > 0 || len(pl.procs) > 0 {
-		st.Applies[len(st.Applies)-1].InProgress = false
-		if err := journal.Save(statePath, st); err != nil {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("every change was made, but marking the apply complete in the journal %s failed (%v); `tune status` will call it interrupted until the next apply", statePath, err))
-		}
+	j.st.Applies[len(j.st.Applies)-1].InProgress = false
+	if err := journal.Save(j.path, j.st); err != nil {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("every change was made, but marking the apply complete in the journal %s failed (%v); `tune status` will call it interrupted until the next apply", j.path, err))
 	}
 	return &res, nil
 }
 
-// fail builds the error of a failed apply after undoing this run.
-func (pl *Plan) fail(keyProblems, fileProblems []string, restoreJournal func() error, what string, cause error) error {
-	problems := append(keyProblems, fileProblems...)
-	jerr := restoreJournal()
-	if what == "" {
-		return nil
+// applyJournal is the journal of one apply: the state written before the
+// first change, and how to put back the one that was there.
+type applyJournal struct {
+	path string
+	prev *journal.State
+	st   *journal.State
+	dirs []string // directories created for the journal itself
+}
+
+// openJournal records every layer's originals and writes the journal,
+// marked in progress, before any change.
+func (pl *Plan) openJournal(layers []layer) (*applyJournal, error) {
+	j := &applyJournal{path: pl.env.stateFile()}
+	prev, err := pl.env.loadJournal()
+	if err != nil {
+		return nil, exitcode.Environmentf("tune apply: %v", err)
 	}
-	msg := fmt.Sprintf("%s: %v; every change made in this run was undone, the host is as before", what, cause)
+	j.prev, j.st = prev, journal.New()
+	if prev != nil {
+		j.st = prev.Clone()
+	}
+	for _, l := range layers {
+		l.record(j.st)
+	}
+	if j.dirs, err = missingDirs(filepath.Dir(j.path)); err != nil {
+		return nil, exitcode.Environmentf("tune apply: journal %s: %v", j.path, err)
+	}
+	for _, d := range j.dirs {
+		if !contains(j.st.Dirs, d) {
+			j.st.Dirs = append(j.st.Dirs, d)
+		}
+	}
+	j.st.Root = pl.env.Root
+	j.st.Persisted = pl.persisted
+	root := ""
+	if pl.env.ImageMode() {
+		root = pl.env.Root
+	}
+	j.st.Applies = append(j.st.Applies, journal.Apply{Profile: pl.Profile, At: time.Now().UTC(), Root: root, InProgress: true})
+	if err := journal.Save(j.path, j.st); err != nil {
+		return nil, exitcode.Environmentf("tune apply: writing the journal %s: %v; nothing was changed", j.path, err)
+	}
+	return j, nil
+}
+
+// restore puts back the journal that was there before this apply.
+func (j *applyJournal) restore() error {
+	if j.prev == nil {
+		err := journal.Remove(j.path)
+		for i := len(j.dirs) - 1; i >= 0; i-- {
+			os.Remove(j.dirs[i])
+		}
+		return err
+	}
+	return journal.Save(j.path, j.prev)
+}
+
+// fail builds the error of a failed apply after this run was undone.
+func (pl *Plan) fail(problems []string, jerr error, err error) error {
+	var se *stepError
+	if !errors.As(err, &se) {
+		se = &stepError{what: "tune apply", cause: err}
+	}
+	if se.final != nil {
+		return se.final
+	}
+	msg := fmt.Sprintf("%s: %v; every change made in this run was undone, the host is as before", se.what, se.cause)
 	if len(problems) > 0 || jerr != nil {
-		msg = fmt.Sprintf("%s: %v; undoing this run also failed for %v (journal: %v): run `hostprep tune rollback`", what, cause, problems, jerr)
+		msg = fmt.Sprintf("%s: %v; undoing this run also failed for %v (journal: %v): run `hostprep tune rollback`", se.what, se.cause, problems, jerr)
 	}
 	return exitcode.Environmentf("%s", msg)
 }

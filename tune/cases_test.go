@@ -18,6 +18,14 @@ type fieldCase struct {
 	Profile yaml.Node `yaml:"profile"`
 	Host    struct {
 		Sysctl map[string]string `yaml:"sysctl"`
+		// Files are laid out under the host's root; "symlink to X" makes
+		// a symlink.
+		Files              map[string]string `yaml:"files"`
+		ModulesLoaded      []string          `yaml:"modules_loaded"`
+		Kernel             string            `yaml:"kernel"`
+		LoginSessionNofile *struct {
+			Soft, Hard uint64
+		} `yaml:"login_session_nofile"`
 	} `yaml:"host"`
 	Expect map[string]any `yaml:"expect"`
 }

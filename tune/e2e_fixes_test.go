@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hostprep/hostprep/internal/testenv"
 )
 
 // TestE2ELockWaitFlag: a negative --lock-wait is bad input (exit 2,
@@ -26,9 +28,7 @@ func TestE2ELockWaitFlag(t *testing.T) {
 	if _, _, c := n.Run("test", "-e", "/var/lib/hostprep/state.json"); c == 0 {
 		t.Fatal("journal written although --lock-wait was refused")
 	}
-	if _, e, c := n.Run("sh", "-c", "flock /run/hostprep.lock sleep 3 >/dev/null 2>&1 & sleep 0.3"); c != 0 {
-		t.Fatal(e)
-	}
+	release := n.holdLock()
 	start := time.Now()
 	_, errOut, code := n.Hostprep("tune", "apply", "--profile", "sys-tune", "--lock-wait", "0")
 	took := time.Since(start)
@@ -38,7 +38,7 @@ func TestE2ELockWaitFlag(t *testing.T) {
 	if took > time.Second {
 		t.Errorf("--lock-wait 0 waited %s, want an immediate failure", took)
 	}
-	time.Sleep(3 * time.Second)
+	release()
 }
 
 // TestE2EImageModeNeedsNoRoot: `tune apply --root DIR` as an unprivileged
@@ -243,7 +243,15 @@ func TestE2EPidAboveTheHardLimitIsRefusedUpFront(t *testing.T) {
 	}
 	pid := strings.TrimSpace(out)
 	t.Cleanup(func() { n.Run("kill", pid) })
-	time.Sleep(200 * time.Millisecond)
+	waitFor(t, 5*time.Second, "sleep to run under nofile 1024:4096", func() bool {
+		out, _, _ := n.Run("cat", "/proc/"+pid+"/limits")
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) >= 5 && f[1] == "open" && f[3] == "1024" && f[4] == "4096" {
+				return true
+			}
+		}
+		return false
+	})
 	if hasCapSysResource(t) {
 		t.Skip("this process has CAP_SYS_RESOURCE; the refusal needs a host without it")
 	}
@@ -318,5 +326,33 @@ func TestE2EKilledApplyIsReportedInterrupted(t *testing.T) {
 	}
 	if got := n.Sysctl("net.core.somaxconn"); got != somax {
 		t.Errorf("somaxconn = %s after rollback, want %s", got, somax)
+	}
+}
+
+// TestE2EImageConntrackWritesModulesLoad: `tune apply --root DIR` of a
+// profile with nf_conntrack_max writes the modules-load.d file next to the
+// sysctl.d line, `tune verify --boot --root DIR` passes, and rollback
+// removes both.
+func TestE2EImageConntrackWritesModulesLoad(t *testing.T) {
+	dir := t.TempDir()
+	prof := writeProfile(t, "conntrack.yaml", "description: conntrack\nsysctl:\n  net.netfilter.nf_conntrack_max: {value: \"2097152\", mode: at-least, optional: true}\n")
+	if out, errOut, code := testenv.Run(t, nil, "tune", "apply", "--profile", prof, "--root", dir); code != 0 {
+		t.Fatalf("apply --root: exit %d\n%s%s", code, out, errOut)
+	}
+	mods, err := os.ReadFile(filepath.Join(dir, "etc/modules-load.d/60-hostprep.conf"))
+	if err != nil || !strings.Contains(string(mods), "\nnf_conntrack\n") {
+		t.Fatalf("modules-load.d: %q %v", mods, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "etc/sysctl.d/60-hostprep.conf")); !strings.Contains(string(b), "net.netfilter.nf_conntrack_max = 2097152") {
+		t.Errorf("sysctl.d:\n%s", b)
+	}
+	if out, errOut, code := testenv.Run(t, nil, "tune", "verify", "--boot", "--root", dir); code != 0 {
+		t.Errorf("verify --boot --root: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, errOut, code := testenv.Run(t, nil, "tune", "rollback", "--root", dir); code != 0 {
+		t.Fatalf("rollback: %s", errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "etc/modules-load.d/60-hostprep.conf")); err == nil {
+		t.Error("rollback left the modules-load.d file")
 	}
 }

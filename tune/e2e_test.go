@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/testenv"
+	"github.com/hostprep/hostprep/profiles"
 )
 
 // netns is the shared end-to-end sandbox (testenv.Sandbox): a throwaway
@@ -33,6 +34,40 @@ func newNetns(t *testing.T) *netns {
 func guardGlobal(t *testing.T) map[string]string {
 	t.Helper()
 	return testenv.GuardSysctls(t, "fs.nr_open", "fs.file-max")
+}
+
+// waitFor polls cond every 20 ms until it holds, failing the test after
+// deadline with what it waited for.
+func waitFor(t *testing.T, deadline time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(deadline)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("waited %s for %s", deadline, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// holdLock makes a process in the sandbox hold /run/hostprep.lock (as a
+// concurrent apply would), waits until it does, and returns a func that
+// ends that process and waits until the lock is free again.
+func (n *netns) holdLock() (release func()) {
+	n.t.Helper()
+	if _, e, c := n.Run("sh", "-c", "flock -o /run/hostprep.lock sh -c 'echo $$ > /run/lock-holder.pid; exec sleep 60' >/dev/null 2>&1 &"); c != 0 {
+		n.t.Fatal(e)
+	}
+	free := func() bool { _, _, c := n.Run("flock", "-n", "/run/hostprep.lock", "true"); return c == 0 }
+	waitFor(n.t, 5*time.Second, "the lock holder", func() bool {
+		_, _, c := n.Run("test", "-s", "/run/lock-holder.pid")
+		return c == 0 && !free()
+	})
+	kill := func() { n.Run("sh", "-c", "kill $(cat /run/lock-holder.pid) 2>/dev/null") }
+	n.t.Cleanup(kill) // a test that stops early leaves no holder behind
+	return func() {
+		kill()
+		waitFor(n.t, 5*time.Second, "the lock to be free", free)
+	}
 }
 
 // writeProfile writes a profile file where the namespace can read it.
@@ -153,8 +188,23 @@ func TestE2EApplySysTuneTwiceThenRollback(t *testing.T) {
 	if out, _, code := n.Hostprep("tune", "verify", "--profile", "sys-tune"); code != 0 {
 		t.Errorf("verify after apply: exit %d\n%s", code, out)
 	}
-	if out, _, code := n.Hostprep("tune", "status"); code != 0 || !strings.Contains(out, "sys-tune") {
-		t.Errorf("status: exit %d\n%s", code, out)
+	if out, _, code := n.Hostprep("tune", "status"); code != 0 || !strings.Contains(out, "sys-tune") || !strings.Contains(out, "AT BOOT") || !strings.Contains(out, "32768 (/etc/sysctl.d/60-hostprep.conf:") {
+		t.Errorf("status (live and boot values): exit %d\n%s", code, out)
+	}
+	// At boot the host gets what hostprep applied ...
+	if out, errOut, code := n.Hostprep("tune", "verify", "--boot"); code != 0 {
+		t.Errorf("verify --boot after apply: exit %d\n%s%s", code, out, errOut)
+	}
+	// ... until a local file that sorts later lowers somaxconn.
+	if _, e, c := n.Run("sh", "-c", "echo 'net.core.somaxconn = 1024' > /etc/sysctl.d/99-zz-local.conf"); c != 0 {
+		t.Fatal(e)
+	}
+	out, errOut, code = n.Hostprep("tune", "verify", "--boot")
+	if code != 1 || !strings.Contains(errOut, "/etc/sysctl.d/99-zz-local.conf:1 sets 1024") || !strings.Contains(out, "DIFFERS") {
+		t.Errorf("verify --boot with a later file: exit %d, want 1 naming /etc/sysctl.d/99-zz-local.conf:1\n%s%s", code, out, errOut)
+	}
+	if _, e, c := n.Run("rm", "/etc/sysctl.d/99-zz-local.conf"); c != 0 {
+		t.Fatal(e)
 	}
 
 	// Rollback: every value and file back exactly.
@@ -277,9 +327,7 @@ func TestE2EContainerAndPrivileges(t *testing.T) {
 	}
 
 	// Lock held by someone else: exit 3 naming the lock.
-	if _, e, c := n.Run("sh", "-c", "flock /run/hostprep.lock sleep 3 >/dev/null 2>&1 & sleep 0.3"); c != 0 {
-		t.Fatal(e)
-	}
+	release := n.holdLock()
 	start := time.Now()
 	_, errOut, code = n.Hostprep("tune", "apply", "--profile", "sys-tune", "--lock-wait", "500ms")
 	if code != 3 || !strings.Contains(errOut, "another hostprep apply/rollback holds /run/hostprep.lock") {
@@ -288,7 +336,7 @@ func TestE2EContainerAndPrivileges(t *testing.T) {
 	if time.Since(start) < 400*time.Millisecond {
 		t.Errorf("did not wait for the lock")
 	}
-	time.Sleep(3 * time.Second)
+	release()
 
 	// Read-only /proc/sys, as in a container.
 	if _, e, c := n.Run("sh", "-c", "mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys"); c != 0 {
@@ -402,5 +450,73 @@ systemd:
 	b, _ := os.ReadFile("/proc/sys/fs/nr_open")
 	if strings.TrimSpace(string(b)) != orig["fs.nr_open"] {
 		t.Errorf("global fs.nr_open = %s, want %s", strings.TrimSpace(string(b)), orig["fs.nr_open"])
+	}
+}
+
+// capacity runs `hostprep preflight --profile P -o json` in the sandbox and
+// returns each capacity limit (sockets) by check name.
+func (n *netns) capacity(profile string) map[string]int64 {
+	n.t.Helper()
+	args := []string{"preflight", "--profile", profile, "-o", "json"}
+	if p, err := profiles.Load(profile, nil); err != nil {
+		n.t.Fatal(err)
+	} else if p.Preflight == nil { // no preflight section: a broker target
+		args = []string{"preflight", "--sockets", "10000", "--role", "broker", "-o", "json"}
+	}
+	out, errOut, _ := n.Hostprep(args...)
+	var r struct {
+		Capacity struct {
+			Sockets int64 `json:"sockets"`
+			Limits  []struct {
+				Check   string `json:"check"`
+				Sockets int64  `json:"sockets"`
+			} `json:"limits"`
+		} `json:"capacity"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || len(r.Capacity.Limits) == 0 {
+		n.t.Fatalf("preflight --profile %s: %v\n%s%s", profile, err, out, errOut)
+	}
+	m := map[string]int64{}
+	for _, l := range r.Capacity.Limits {
+		m[l.Check] = l.Sockets
+	}
+	return m
+}
+
+// TestE2ECapacityNeverLowered: for every built-in profile, the socket
+// capacity preflight reports after `tune apply` is not lower than before,
+// limit by limit (the field case apply-never-lowers-capacity). Free file
+// handles and memory move with the rest of the machine, so those two get
+// 2% of slack; the fd, port and conntrack limits none.
+func TestE2ECapacityNeverLowered(t *testing.T) {
+	guardGlobal(t)
+	names := profiles.BuiltinNames()
+	if len(names) < 5 {
+		t.Fatalf("built-ins: %v", names)
+	}
+	for _, profile := range names {
+		t.Run(profile, func(t *testing.T) {
+			n := newNetns(t)
+			before := n.capacity(profile)
+			out, errOut, code := n.Hostprep("tune", "apply", "--profile", profile)
+			if code != 0 {
+				t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
+			}
+			after := n.capacity(profile)
+			if _, errOut, code := n.Hostprep("tune", "rollback"); code != 0 {
+				t.Fatalf("rollback: %s", errOut)
+			}
+			t.Logf("%s: capacity by limit before %v, after %v", profile, before, after)
+			for check, b := range before {
+				a, ok := after[check]
+				slack := int64(0)
+				if check == "fd.file_max" || check == "mem.available" {
+					slack = b / 50
+				}
+				if !ok || a < b-slack {
+					t.Errorf("%s: capacity limit %s went from %d to %d sockets after apply", profile, check, b, a)
+				}
+			}
+		})
 	}
 }

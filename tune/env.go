@@ -3,12 +3,21 @@
 // from -> to, or why skipped), executes that same plan in order under a
 // lock with a journal, and takes it all back with Rollback.
 //
-// Layout: plan.go computes, apply.go executes, rollback.go undoes,
-// verify.go compares the live host with the journal, output.go prints.
-// Sub-packages: sysctl (the /proc/sys backend), files (owned files,
-// atomic writes), journal (state.json), lock (flock), sysval
-// (field-by-field value comparison); listening ports come from
-// internal/procnet.
+// Layout: one file per layer, each planning, applying, verifying and
+// rolling back its own items — layer_runtime.go (/proc/sys),
+// layer_files.go (writing, undoing and checking every owned file),
+// layer_sysctld.go, layer_modules.go, layer_limitsd.go and
+// layer_systemd.go (what each owned file holds), layer_process.go
+// (prlimit of running processes). plan.go, apply.go, rollback.go and
+// verify.go are short loops over the layers; bootcheck.go compares every
+// persisted key and limit with the host after its next boot (package
+// tune/boot), neverlower.go keeps nofile limits the host already has,
+// ports.go plans the port range and reserved ports, bounds.go the
+// version- and RAM-dependent kernel bounds, output.go prints.
+// Sub-packages: boot (boot simulation of sysctl.d, limits.d, systemd),
+// sysctl (the /proc/sys backend), files (owned files, atomic writes),
+// journal (state.json), lock (flock), sysval (field-by-field value
+// comparison); listening ports come from internal/procnet.
 package tune
 
 import (
@@ -17,7 +26,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/procnet"
+	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
 	"github.com/hostprep/hostprep/tune/lock"
 	"github.com/hostprep/hostprep/tune/sysctl"
@@ -55,6 +66,30 @@ type Env struct {
 	// Backend overrides the sysctl backend built from ProcSys (tests wrap
 	// it to inject a kernel refusal).
 	Backend sysctl.Backend
+	// PersistName is the basename of hostprep's sysctl.d file ("" =
+	// 60-hostprep.conf); a name that sorts after another file's lets
+	// hostprep's values win at boot (--persist-name).
+	PersistName string
+}
+
+// sysctlConf is hostprep's sysctl.d file, relative to the root.
+func (e Env) sysctlConf() string {
+	if e.PersistName == "" {
+		return files.SysctlConf
+	}
+	return "/etc/sysctl.d/" + e.PersistName
+}
+
+// CheckPersistName refuses a --persist-name that is not a plain *.conf
+// basename systemd-sysctl and sysctl --system read (exitcode.BadInput).
+func CheckPersistName(name string) error {
+	if name == "" {
+		return nil
+	}
+	if strings.ContainsAny(name, "/\x00") || strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".conf") || len(name) > 200 || strings.TrimFunc(name, func(r rune) bool { return r > ' ' && r < 0x7f }) != "" {
+		return exitcode.BadInputf("--persist-name %q: want a plain file name ending in .conf, not hidden, printable ASCII without \"/\", e.g. \"99-zz-hostprep.conf\" (systemd-sysctl and sysctl --system read only *.conf, in name order)", name)
+	}
+	return nil
 }
 
 // ImageMode reports whether Env writes only persistent files (--root DIR).

@@ -104,7 +104,7 @@ func (s *Status) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "INTERRUPTED: %s\n", s.Interrupted)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "LAYER\tKEY/FILE\tORIGINAL\tSET\tLIVE\tOK")
+	fmt.Fprintln(tw, "LAYER\tKEY/FILE\tORIGINAL\tSET\tLIVE\tAT BOOT\tOK")
 	for _, it := range s.Items {
 		name := Change{Key: it.Key, File: it.File, PID: it.PID}.Target()
 		ok := "ok"
@@ -118,9 +118,21 @@ func (s *Status) WriteText(w io.Writer) error {
 		if it.Mode != "" && it.Mode != "exact" {
 			set += " (" + it.Mode + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", it.Layer, name, cell(it.Original), cell(set), cell(it.Live), ok)
+		atBoot := "-"
+		if it.Boot != nil {
+			atBoot = cell(it.Boot.Value)
+			if it.Boot.File != "" {
+				atBoot += fmt.Sprintf(" (%s:%d)", it.Boot.File, it.Boot.Line)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", it.Layer, name, cell(it.Original), cell(set), cell(it.Live), atBoot, ok)
 	}
 	tw.Flush()
+	for _, b := range s.Boot {
+		if !b.OK {
+			fmt.Fprintf(w, "boot: %s\n", b.Problem)
+		}
+	}
 	if s.Drift > 0 {
 		fmt.Fprintf(w, "%d item(s) drifted\n", s.Drift)
 	}
@@ -132,4 +144,33 @@ func cell(s string) string {
 		return `""`
 	}
 	return s
+}
+
+// WriteText prints one line per key and limit: what hostprep applied, the
+// value after the next boot and the file:line that sets it.
+func (b *BootStatus) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY/LIMIT\tAPPLIED\tAT BOOT\tSET BY\tOK")
+	for _, it := range b.Items {
+		name := it.Key
+		if name == "" {
+			name = it.Limit
+		}
+		by := "default"
+		if it.Boot.File != "" {
+			by = fmt.Sprintf("%s:%d", it.Boot.File, it.Boot.Line)
+		}
+		ok := "ok"
+		if !it.OK {
+			ok = "DIFFERS"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, cell(it.Want), cell(it.Boot.Value), by, ok)
+	}
+	tw.Flush()
+	for _, it := range b.Items {
+		if !it.OK {
+			fmt.Fprintf(w, "boot: %s\n", it.Problem)
+		}
+	}
+	return nil
 }

@@ -13,12 +13,10 @@ import (
 	"syscall"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
-	"github.com/hostprep/hostprep/internal/procnet"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
 	"github.com/hostprep/hostprep/tune/sysctl"
-	"github.com/hostprep/hostprep/tune/sysval"
 )
 
 // Layers of a change.
@@ -65,6 +63,9 @@ type Change struct {
 	To string `json:"to"`
 	// Reason says why (mode, derived key, limit that needs it).
 	Reason string `json:"reason,omitempty"`
+	// Boot is what a sysctl key will be after the next boot once this
+	// plan is applied, and the file:line that sets it then.
+	Boot *BootValue `json:"boot,omitempty"`
 }
 
 // Target names what a change is about (key, file or "pid N").
@@ -88,6 +89,8 @@ type Skip struct {
 	// Current is the value the host has (empty when absent).
 	Current string `json:"current,omitempty"`
 	Reason  string `json:"reason"`
+	// Boot is the key's value after the next boot (see Change.Boot).
+	Boot *BootValue `json:"boot,omitempty"`
 }
 
 // Target names what a skip is about.
@@ -124,6 +127,10 @@ type Result struct {
 	Notes []string `json:"notes,omitempty"`
 	// Processes reports each --pid/--service prlimit outcome (apply only).
 	Processes []ProcessResult `json:"processes,omitempty"`
+	// Boot compares every key and limit hostprep persists with what the
+	// host will have after its next boot, once this plan is applied; an
+	// item that is not OK is also a warning.
+	Boot []BootItem `json:"boot_check,omitempty"`
 }
 
 // ProcessResult is the outcome of raising one process's RLIMIT_NOFILE.
@@ -200,12 +207,9 @@ func PlanFor(p *profiles.Profile, opts Options) (*Plan, error) {
 	if env.ImageMode() {
 		pl.Mode = "image"
 	}
-	// The profile's own rules (file:line:col for a loaded profile), then
-	// the ones tune relies on, for profiles built in code.
+	// A profile is validated once, by its own package (file:line:col for
+	// a loaded profile; the same rules for one built in code).
 	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	if err := validateStatic(p); err != nil {
 		return nil, err
 	}
 	cp := *p // planning adds derived keys; never change the caller's profile
@@ -309,260 +313,19 @@ func (pl *Plan) current(key string) (string, bool, error) {
 }
 
 func (pl *Plan) planSysctl(p *profiles.Profile) (map[string]target, error) {
-	image := pl.env.ImageMode()
-	keys := make([]string, 0, len(p.Sysctl))
-	for k := range p.Sysctl {
-		keys = append(keys, k)
+	targets, current, err := pl.sysctlTargets(p)
+	if err != nil {
+		return nil, err
 	}
-	sortKeys(keys)
-	targets := map[string]target{}
-	var errs []string
-	current := map[string]string{}
-	for _, k := range keys {
-		s := p.Sysctl[k]
-		mode := string(s.Mode)
-		if mode == "" {
-			mode = sysval.Exact
-		}
-		if image {
-			targets[k] = target{value: sysval.Normalize(s.Value), optional: s.Optional, comment: s.Comment, present: true}
-			continue
-		}
-		cur, ok, err := pl.current(k)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			if s.Optional {
-				pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Runtime, Reason: "optional key not on this kernel (" + filepath.Join(pl.env.procSys(), strings.ReplaceAll(k, ".", "/")) + " is absent; a module may not be loaded); not set, not persisted"})
-				continue
-			}
-			if strings.HasPrefix(k, "net.") && pl.env.foreignNetNS() {
-				pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Runtime, Reason: "not visible in this network namespace (a global net.* key lives only in the host's initial namespace): set it on the host; not set, not persisted here"})
-				pl.Warnings = append(pl.Warnings, fmt.Sprintf("sysctl %s: this process runs in its own network namespace (container or unshare), where %s does not exist; only namespaced net.* keys are set here, set this one on the host", k, k))
-				continue
-			}
-			errs = append(errs, fmt.Sprintf("sysctl %s: this kernel has no such key (no %s): fix the spelling, remove it, or mark it `optional: true` if it needs a module", k, filepath.Join(pl.env.procSys(), strings.ReplaceAll(k, ".", "/"))))
-			continue
-		}
-		current[k] = cur
-		to, err := sysval.Target(cur, s.Value, mode)
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("sysctl %s = %q: %v", k, s.Value, err))
-			continue
-		}
-		targets[k] = target{value: to, optional: s.Optional, comment: s.Comment, present: true}
-	}
-	if len(errs) > 0 {
-		return nil, exitcode.BadInputf("%s", strings.Join(errs, "\n"))
-	}
-
 	// Port range: the host's rule and the reserved ports it widens over.
 	if err := pl.planPorts(p, targets, current); err != nil {
 		return nil, err
 	}
-
-	if image {
+	if pl.env.ImageMode() {
 		return targets, nil
 	}
-	keys = keys[:0]
-	for k := range targets {
-		keys = append(keys, k)
-	}
-	sortKeys(keys)
-	for _, k := range keys {
-		t := targets[k]
-		cur := current[k]
-		s := p.Sysctl[k]
-		mode := string(s.Mode)
-		if mode == "" {
-			mode = sysval.Exact
-		}
-		if sysval.Equal(cur, t.value) {
-			reason := "already " + sysval.Normalize(cur)
-			switch {
-			case k == keyReservedPorts && s.Value == "":
-				reason = "already reserves every port to keep out of the ephemeral range"
-			case mode == sysval.AtLeast && !sysval.Equal(cur, s.Value):
-				reason = fmt.Sprintf("at-least %s: host already has %s, never lowered", sysval.Normalize(s.Value), sysval.Normalize(cur))
-			case mode == sysval.AtMost && !sysval.Equal(cur, s.Value):
-				reason = fmt.Sprintf("at-most %s: host already has %s, never raised", sysval.Normalize(s.Value), sysval.Normalize(cur))
-			}
-			pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Runtime, Current: sysval.Normalize(cur), Reason: reason})
-			continue
-		}
-		if !pl.backend.Writable(k) {
-			if strings.HasPrefix(k, "net.") && pl.env.foreignNetNS() {
-				pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Runtime, Current: sysval.Normalize(cur), Reason: "read-only in this network namespace (the kernel mirrors the host's global value): set it on the host; not set, not persisted here"})
-				pl.Warnings = append(pl.Warnings, fmt.Sprintf("sysctl %s: read-only in this network namespace (container or unshare); set %s=%s on the host", k, k, t.value))
-				delete(targets, k)
-				continue
-			}
-			return nil, exitcode.Environmentf("sysctl %s: the kernel shows it read-only (%s has no write permission), so it cannot be set to %q here; remove it from the profile or set it where it is writable", k, filepath.Join(pl.env.procSys(), strings.ReplaceAll(k, ".", "/")), t.value)
-		}
-		reason := ""
-		switch {
-		case k == keyReservedPorts && s.Value == "":
-			reason = t.comment
-		case mode != sysval.Exact:
-			reason = mode + " " + sysval.Normalize(s.Value)
-		default:
-			reason = "exact"
-		}
-		pl.runtime = append(pl.runtime, keyStep{key: k, from: cur, to: t.value, mode: mode, want: sysval.Normalize(s.Value)})
-		pl.Changes = append(pl.Changes, Change{Key: k, Layer: Runtime, From: sysval.Normalize(cur), To: t.value, Reason: reason})
-	}
-	return targets, nil
-}
-
-// planPorts checks net.ipv4.ip_local_port_range against the host's
-// net.ipv4.ip_unprivileged_port_start and adds listening ports and
-// reserve_ports inside the (new) range to net.ipv4.ip_local_reserved_ports.
-func (pl *Plan) planPorts(p *profiles.Profile, targets map[string]target, current map[string]string) error {
-	image := pl.env.ImageMode()
-	rangeVal := ""
-	if t, ok := targets[keyPortRange]; ok {
-		rangeVal = t.value
-		lo, hi, err := profiles.ParsePortRange(rangeVal)
-		if err != nil {
-			return exitcode.BadInputf("sysctl %s = %q: %v", keyPortRange, rangeVal, err)
-		}
-		if lo >= hi {
-			return exitcode.BadInputf("sysctl %s = %q: the low end must be below the high end, e.g. \"%d 65535\"", keyPortRange, rangeVal, lo)
-		}
-		start, from := defaultUnprivStart, "the kernel default"
-		if t, ok := targets[keyUnprivStart]; ok {
-			if n, err := strconv.Atoi(t.value); err == nil {
-				start, from = n, "the profile"
-			}
-		} else if !image {
-			if v, ok, err := pl.current(keyUnprivStart); err != nil {
-				return err
-			} else if ok {
-				if n, err := strconv.Atoi(v); err == nil {
-					start, from = n, "this host"
-				}
-			}
-		}
-		if lo < start {
-			return exitcode.BadInputf("sysctl %s = %q: the low end %d is below net.ipv4.ip_unprivileged_port_start %d (%s); the kernel refuses it with EINVAL (ports below it are privileged); use %q", keyPortRange, p.Sysctl[keyPortRange].Value, lo, start, from, fmt.Sprintf("%d %d", start, hi))
-		}
-		if lo%2 == hi%2 {
-			pl.Warnings = append(pl.Warnings, fmt.Sprintf("sysctl %s = %q: both ends are %s; the kernel picks ports of one parity for connect() and the other for bind(), so an odd/even pair such as \"%d %d\" uses the range fully", keyPortRange, rangeVal, parity(lo), lo, hi-1))
-		}
-	} else if !image {
-		v, ok, err := pl.current(keyPortRange)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return nil
-		}
-		rangeVal = v
-	} else {
-		rangeVal = defaultPortRange
-	}
-	lo, hi, err := profiles.ParsePortRange(rangeVal)
-	if err != nil {
-		return exitcode.Environmentf("tune: %s on this host is %q: %v", keyPortRange, rangeVal, err)
-	}
-	inRange := func(port int) bool { return port >= lo && port <= hi }
-
-	// What is reserved now, plus what the profile reserves itself.
-	var have []profiles.PortRange
-	if cur, ok := current[keyReservedPorts]; ok {
-		have, err = profiles.ParseReservedPorts(cur)
-		if err != nil {
-			return exitcode.Environmentf("tune: %s on this host is %q: %v", keyReservedPorts, cur, err)
-		}
-	} else if !image {
-		if cur, ok, err := pl.current(keyReservedPorts); err != nil {
-			return err
-		} else if ok {
-			current[keyReservedPorts] = cur
-			if have, err = profiles.ParseReservedPorts(cur); err != nil {
-				return exitcode.Environmentf("tune: %s on this host is %q: %v", keyReservedPorts, cur, err)
-			}
-		} else {
-			return nil // kernel without reserved ports
-		}
-	}
-	want := slices.Clone(have)
-	if s, ok := p.Sysctl[keyReservedPorts]; ok {
-		own, err := profiles.ParseReservedPorts(s.Value)
-		if err != nil {
-			return exitcode.BadInputf("sysctl %s = %q: %v", keyReservedPorts, s.Value, err)
-		}
-		want = append(want, own...)
-	}
-	added := map[string][]string{}
-	var nadded int
-	add := func(port int, why string) {
-		if inRange(port) && !profiles.ContainsPort(want, port) {
-			want = append(want, profiles.PortRange{Lo: port, Hi: port})
-			added[why] = append(added[why], strconv.Itoa(port))
-			nadded++
-		}
-	}
-	for _, port := range p.ReservePorts {
-		add(port, "reserve_ports")
-	}
-	if !image {
-		listening, err := procnet.ListeningTCPPorts(pl.env.proc())
-		if err != nil {
-			return exitcode.Environmentf("tune: listening ports: %v", err)
-		}
-		// A listener inside the host's current ephemeral range was most
-		// likely given its port by the kernel (bind to port 0) and is gone
-		// after a restart; reserving it for good would be wrong, so it is
-		// named in a warning instead.
-		curLo, curHi := -1, -1
-		if v, ok, err := pl.current(keyPortRange); err == nil && ok {
-			curLo, curHi, _ = profiles.ParsePortRange(v)
-		}
-		var transient []string
-		for _, port := range listening {
-			if port >= curLo && port <= curHi {
-				if inRange(port) && !profiles.ContainsPort(want, port) {
-					transient = append(transient, strconv.Itoa(port))
-				}
-				continue
-			}
-			add(port, "listening now")
-		}
-		if len(transient) > 0 {
-			pl.Warnings = append(pl.Warnings, fmt.Sprintf("listening ports %s lie inside the current ephemeral range %d-%d, so the kernel probably assigned them; not reserved (add them to reserve_ports if they are fixed service ports)", strings.Join(transient, ","), curLo, curHi))
-		}
-	}
-	merged := profiles.FormatReservedPorts(want)
-	_, inProfile := p.Sysctl[keyReservedPorts]
-	if !inProfile && nadded == 0 {
-		return nil
-	}
-	comment := ""
-	if nadded > 0 {
-		var parts []string
-		for _, why := range []string{"reserve_ports", "listening now"} {
-			if len(added[why]) > 0 {
-				parts = append(parts, strings.Join(added[why], ",")+" ("+why+")")
-			}
-		}
-		comment = fmt.Sprintf("keeps %s out of the ephemeral range %d-%d", strings.Join(parts, " and "), lo, hi)
-	}
-	t := targets[keyReservedPorts]
-	t.value, t.present = merged, true
-	if t.comment == "" {
-		t.comment = comment
-	} else if comment != "" {
-		t.comment += "; " + comment
-	}
-	targets[keyReservedPorts] = t
-	if !inProfile {
-		// Derived, not in the profile: planSysctl's change loop picks it up
-		// (PlanFor works on a copy of the caller's profile).
-		p.Sysctl[keyReservedPorts] = profiles.Sysctl{Value: "", Comment: comment}
-	}
-	return nil
+	pl.memoryWarnings(targets)
+	return targets, pl.planRuntime(p, targets, current)
 }
 
 func parity(n int) string {
@@ -651,15 +414,55 @@ func (pl *Plan) effective(key string, targets map[string]target, def uint64) (ui
 // planFiles merges the profile's persistent settings into what earlier
 // applies persisted, renders the owned files and compares them with disk.
 func (pl *Plan) planFiles(p *profiles.Profile, st *journal.State, targets map[string]target) error {
+	per := mergePersisted(p, st, targets)
+	systemdOK, why := pl.env.SystemdDecision()
+	if err := pl.neverLower(&per, systemdOK); err != nil {
+		return err
+	}
+	pl.persisted = per
+	pl.profiles = st.Profiles()
+	if !slices.Contains(pl.profiles, p.Name) {
+		pl.profiles = append(pl.profiles, p.Name)
+	}
+	// One want per owned file, from the layer that owns it.
+	wants := pl.sysctlDWants(per)
+	wants = append(wants, pl.modulesWants(per)...)
+	wants = append(wants, pl.limitsDWants(per)...)
+	if per.DefaultLimitNOFILE != nil || len(per.Services) > 0 {
+		if systemdOK {
+			wants = append(wants, pl.systemdWants(per)...)
+		} else {
+			pl.Skipped = append(pl.Skipped, Skip{File: pl.env.path("/etc/systemd"), Layer: Persistent, Reason: "systemd drop-ins not written: " + why + "; services started otherwise need their own nofile limit"})
+		}
+	}
+	for _, w := range wants {
+		if err := pl.planFile(w, st); err != nil {
+			return err
+		}
+	}
+	return pl.checkBoot(p, st)
+}
+
+// fileWant is an owned file's planned bytes, from its layer.
+type fileWant struct {
+	path string // relative to the root
+	data []byte
+	note string // what else must happen for it to take effect
+	unit string // a unit to restart
+	why  string // the reason shown for the change
+}
+
+// mergePersisted merges the profile's persistent settings into what
+// earlier applies persisted (the later apply wins).
+func mergePersisted(p *profiles.Profile, st *journal.State, targets map[string]target) journal.Persisted {
 	per := clonePersisted(st.Persisted)
 	if per.Sysctl == nil {
 		per.Sysctl = map[string]journal.PersistedKey{}
 	}
 	for k, t := range targets {
-		if !t.present {
-			continue
+		if t.present {
+			per.Sysctl[k] = journal.PersistedKey{Value: t.value, Optional: t.optional, Comment: t.comment}
 		}
-		per.Sysctl[k] = journal.PersistedKey{Value: t.value, Optional: t.optional, Comment: t.comment}
 	}
 	if n := p.Limits.Nofile; n != nil {
 		per.Nofile = &journal.Limit{Soft: n.Soft, Hard: n.Hard}
@@ -683,104 +486,97 @@ func (pl *Plan) planFiles(p *profiles.Profile, st *journal.State, targets map[st
 			per.Services[files.UnitName(s)] = journal.Limit{Soft: l.Soft, Hard: l.Hard}
 		}
 	}
-	pl.persisted = per
-	pl.profiles = st.Profiles()
-	if !slices.Contains(pl.profiles, p.Name) {
-		pl.profiles = append(pl.profiles, p.Name)
-	}
+	return per
+}
 
-	type want struct {
-		path string
-		data []byte
-		note string
-		unit string
+// planFile compares one wanted file with disk and plans its write (or
+// says it already has these bytes).
+func (pl *Plan) planFile(w fileWant, st *journal.State) error {
+	path := pl.env.path(w.path)
+	cur, existed, err := files.Read(path)
+	if err != nil {
+		return exitcode.Environmentf("tune: reading %s: %v", path, err)
 	}
-	var wants []want
-	if len(per.Sysctl) > 0 {
-		keys := make([]string, 0, len(per.Sysctl))
-		for k := range per.Sysctl {
-			keys = append(keys, k)
-		}
-		sortKeys(keys)
-		lines := make([]files.SysctlLine, len(keys))
-		for i, k := range keys {
-			v := per.Sysctl[k]
-			lines[i] = files.SysctlLine{Key: k, Value: v.Value, Optional: v.Optional, Comment: v.Comment}
-		}
-		wants = append(wants, want{path: files.SysctlConf, data: files.RenderSysctl(pl.profiles, lines)})
+	if existed && string(cur) == string(w.data) {
+		pl.Skipped = append(pl.Skipped, Skip{File: path, Layer: Persistent, Current: describe(cur, true), Reason: "already has these exact bytes; not rewritten"})
+		return nil
 	}
-	if per.Nofile != nil {
-		wants = append(wants, want{path: files.LimitsConf,
-			data: files.RenderLimits(pl.profiles, per.NofileUsers, per.Nofile.Soft, per.Nofile.Hard),
-			note: fmt.Sprintf("new login sessions get nofile %d:%d (pam_limits); running shells and services keep their limit", per.Nofile.Soft, per.Nofile.Hard)})
-	}
-	systemdOK, why := pl.env.SystemdDecision()
-	if per.DefaultLimitNOFILE != nil || len(per.Services) > 0 {
-		if systemdOK {
-			if d := per.DefaultLimitNOFILE; d != nil {
-				wants = append(wants, want{path: files.SystemConf,
-					data: files.RenderSystemConf(pl.profiles, d.Soft, d.Hard),
-					note: fmt.Sprintf("systemd applies DefaultLimitNOFILE=%d:%d after `systemctl daemon-reexec`, to services started afterwards", d.Soft, d.Hard)})
+	perm := fs.FileMode(0o644)
+	var owner *journal.Owner
+	if existed {
+		if fi, err := os.Stat(path); err == nil {
+			perm = fi.Mode().Perm()
+			if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+				owner = &journal.Owner{UID: int(sys.Uid), GID: int(sys.Gid)}
 			}
-			units := make([]string, 0, len(per.Services))
-			for u := range per.Services {
-				units = append(units, u)
-			}
-			sort.Strings(units)
-			for _, u := range units {
-				l := per.Services[u]
-				wants = append(wants, want{path: files.ServiceDropIn(u),
-					data: files.RenderServiceDropIn(pl.profiles, l.Soft, l.Hard), unit: u})
-			}
-		} else {
-			pl.Skipped = append(pl.Skipped, Skip{File: pl.env.path("/etc/systemd"), Layer: Persistent, Reason: "systemd drop-ins not written: " + why + "; services started otherwise need their own nofile limit"})
 		}
 	}
+	_, journaled := st.Files[path]
+	foreign := existed && !journaled
+	dirs, err := missingDirs(filepath.Dir(path))
+	if err != nil {
+		return exitcode.Environmentf("tune: %v", err)
+	}
+	pl.files = append(pl.files, fileStep{path: path, existed: existed, from: cur, perm: perm, owner: owner, foreign: foreign, to: w.data, dirs: dirs})
+	reason := "owned by hostprep"
+	switch {
+	case foreign:
+		reason = "exists but was not written by hostprep: replaced; its bytes, owner and mode are saved in the journal and rollback restores them"
+		pl.Warnings = append(pl.Warnings, fmt.Sprintf("%s exists and hostprep did not write it (%s): apply replaces it with hostprep's own; the original bytes, owner and mode are saved in the journal (%s) and `hostprep tune rollback` restores them", path, describe(cur, true), pl.env.stateFile()))
+	case existed:
+		reason = "owned by hostprep; content differs"
+	}
+	if w.why != "" {
+		reason = w.why + "; " + reason
+	}
+	pl.Changes = append(pl.Changes, Change{File: path, Layer: Persistent, From: describe(cur, existed), To: describe(w.data, true), Reason: reason})
+	if pl.env.ImageMode() {
+		return nil // nothing runs in an image yet: no restarts, no sessions
+	}
+	if w.note != "" {
+		pl.Notes = append(pl.Notes, w.note)
+	}
+	if w.unit != "" {
+		pl.Restart = append(pl.Restart, w.unit)
+	}
+	return nil
+}
 
-	for _, w := range wants {
-		path := pl.env.path(w.path)
-		cur, existed, err := files.Read(path)
-		if err != nil {
-			return exitcode.Environmentf("tune: reading %s: %v", path, err)
+// checkBoot simulates the boot that follows this plan (the owned files
+// with their new bytes) and records, per key and limit, the value after a
+// reboot; a key or limit another file wins is a warning naming it.
+func (pl *Plan) checkBoot(p *profiles.Profile, st *journal.State) error {
+	modes := map[string]string{}
+	for k, j := range st.Keys {
+		modes[k] = j.Mode
+	}
+	for k, s := range p.Sysctl {
+		modes[k] = string(s.Mode)
+	}
+	owned := ownedFiles(pl.env, st)
+	owned[pl.env.sysctlConf()] = true
+	items, err := bootItems(pl.env, pl.persisted, modes, overlayOf(pl.env, pl.files), owned)
+	if err != nil {
+		return err
+	}
+	pl.Boot = items
+	byKey := map[string]*BootValue{}
+	for i, it := range items {
+		if it.Key != "" {
+			byKey[it.Key] = &items[i].Boot
 		}
-		if existed && string(cur) == string(w.data) {
-			pl.Skipped = append(pl.Skipped, Skip{File: path, Layer: Persistent, Current: describe(cur, true), Reason: "already has these exact bytes; not rewritten"})
-			continue
+		if !it.OK {
+			pl.Warnings = append(pl.Warnings, it.Problem)
 		}
-		perm := fs.FileMode(0o644)
-		var owner *journal.Owner
-		if existed {
-			if fi, err := os.Stat(path); err == nil {
-				perm = fi.Mode().Perm()
-				if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-					owner = &journal.Owner{UID: int(sys.Uid), GID: int(sys.Gid)}
-				}
-			}
+	}
+	for i, c := range pl.Changes {
+		if c.Key != "" {
+			pl.Changes[i].Boot = byKey[c.Key]
 		}
-		_, journaled := st.Files[path]
-		foreign := existed && !journaled
-		dirs, err := missingDirs(filepath.Dir(path))
-		if err != nil {
-			return exitcode.Environmentf("tune: %v", err)
-		}
-		pl.files = append(pl.files, fileStep{path: path, existed: existed, from: cur, perm: perm, owner: owner, foreign: foreign, to: w.data, dirs: dirs})
-		reason := "owned by hostprep"
-		switch {
-		case foreign:
-			reason = "exists but was not written by hostprep: replaced; its bytes, owner and mode are saved in the journal and rollback restores them"
-			pl.Warnings = append(pl.Warnings, fmt.Sprintf("%s exists and hostprep did not write it (%s): apply replaces it with hostprep's own; the original bytes, owner and mode are saved in the journal (%s) and `hostprep tune rollback` restores them", path, describe(cur, true), pl.env.stateFile()))
-		case existed:
-			reason = "owned by hostprep; content differs"
-		}
-		pl.Changes = append(pl.Changes, Change{File: path, Layer: Persistent, From: describe(cur, existed), To: describe(w.data, true), Reason: reason})
-		if pl.env.ImageMode() {
-			continue // nothing runs in an image yet: no restarts, no sessions
-		}
-		if w.note != "" {
-			pl.Notes = append(pl.Notes, w.note)
-		}
-		if w.unit != "" {
-			pl.Restart = append(pl.Restart, w.unit)
+	}
+	for i, s := range pl.Skipped {
+		if s.Key != "" {
+			pl.Skipped[i].Boot = byKey[s.Key]
 		}
 	}
 	return nil

@@ -4,15 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"sort"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/profiles"
-	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
-	"github.com/hostprep/hostprep/tune/sysval"
 )
 
 // notReached is the Drift of an item an interrupted apply had not yet
@@ -42,6 +37,9 @@ type ItemStatus struct {
 	OK bool `json:"ok"`
 	// Drift explains a mismatch.
 	Drift string `json:"drift,omitempty"`
+	// Boot is a key's value after the next boot and the file:line that
+	// sets it (tune/boot's simulation of systemd-sysctl or sysctl --system).
+	Boot *BootValue `json:"boot,omitempty"`
 }
 
 // Status is what `hostprep tune status|verify` report; its JSON:
@@ -60,6 +58,9 @@ type Status struct {
 	Drift int `json:"drift"`
 	// Journal is the state file read.
 	Journal string `json:"journal"`
+	// Boot compares every persisted key and limit with its value after the
+	// next boot (as `tune verify --boot`); it does not count in Drift.
+	Boot []BootItem `json:"boot_check,omitempty"`
 	// Interrupted says the last apply was killed part way (its completion
 	// marker was never written) and what to run; items it had not reached
 	// yet show their original value and are not counted in Drift.
@@ -88,101 +89,42 @@ func StatusOf(env Env) (*Status, error) {
 		s.Interrupted = fmt.Sprintf("apply of profile %s interrupted at %s (killed part way); run `hostprep tune apply --profile %s` again to finish it or `hostprep tune rollback` to undo it", intr.Profile, intr.At.Format("2006-01-02 15:04:05Z"), intr.Profile)
 		pending = notReached
 	}
-	keys := make([]string, 0, len(st.Keys))
-	for k := range st.Keys {
-		keys = append(keys, k)
+	keys, err := keyStatuses(env, st, pending)
+	if err != nil {
+		return nil, err
 	}
-	sort.Slice(keys, func(i, j int) bool { return st.Keys[keys[i]].Seq < st.Keys[keys[j]].Seq })
-	var b interface{ Get(string) (string, error) }
-	if len(keys) > 0 {
-		be, err := env.backend()
-		if err != nil {
-			return nil, exitcode.Environmentf("tune status: %v", err)
-		}
-		b = be
-	}
-	for _, k := range keys {
-		j := st.Keys[k]
-		it := ItemStatus{Key: k, Layer: Runtime, Original: sysval.Normalize(j.Original), Set: j.Set, Mode: j.Mode}
-		live, err := b.Get(k)
-		if err != nil {
-			it.Live, it.Drift = "unreadable", err.Error()
-		} else {
-			it.Live = sysval.Normalize(live)
-			want, mode := j.Want, j.Mode
-			if want == "" || k == keyReservedPorts {
-				want, mode = j.Set, sysval.Exact
-			}
-			if sysval.Satisfies(live, want, mode) {
-				it.OK = true
-			} else if pending != "" && sysval.Equal(live, j.Original) {
-				it.Drift = pending
-			} else {
-				it.Drift = fmt.Sprintf("live %q no longer satisfies %s %q set by hostprep", it.Live, mode, want)
-			}
-		}
-		s.Items = append(s.Items, it)
-	}
-	paths := make([]string, 0, len(st.Files))
-	for p := range st.Files {
-		paths = append(paths, p)
-	}
-	sort.Slice(paths, func(i, j int) bool { return st.Files[paths[i]].Seq < st.Files[paths[j]].Seq })
-	for _, p := range paths {
-		j := st.Files[p]
-		it := ItemStatus{File: p, Layer: Persistent, Original: describe(j.Original, j.Existed), Set: "sha256:" + j.SetSHA256[:12]}
-		cur, ok, err := files.Read(p)
-		switch {
-		case err != nil:
-			it.Live, it.Drift = "unreadable", err.Error()
-		case !ok && pending != "" && !j.Existed:
-			it.Live, it.Drift = "absent", pending
-		case !ok:
-			it.Live, it.Drift = "absent", "removed since hostprep wrote it"
-		default:
-			it.Live = "sha256:" + journal.SHA256(cur)[:12]
-			if journal.SHA256(cur) == j.SetSHA256 {
-				it.OK = true
-			} else if pending != "" && j.Existed && string(cur) == string(j.Original) {
-				it.Drift = pending
-			} else {
-				it.Drift = "content changed since hostprep wrote it"
-			}
-		}
-		s.Items = append(s.Items, it)
-	}
-	pids := make([]string, 0, len(st.Processes))
-	for id := range st.Processes {
-		pids = append(pids, id)
-	}
-	sort.Slice(pids, func(i, j int) bool { return st.Processes[pids[i]].Seq < st.Processes[pids[j]].Seq })
-	for _, id := range pids {
-		j := st.Processes[id]
-		it := ItemStatus{PID: j.PID, Layer: Process, Original: fmtLimit(j.Original.Soft, j.Original.Hard), Set: fmtLimit(j.Set.Soft, j.Set.Hard)}
-		var cur unix.Rlimit
-		if stt, err := procStartTime(j.PID); err != nil || stt != j.StartTime {
-			it.Live, it.OK = "exited", true // nothing left to check or restore
-		} else if err := unix.Prlimit(j.PID, unix.RLIMIT_NOFILE, nil, &cur); err != nil {
-			it.Live, it.Drift = "unreadable", err.Error()
-		} else {
-			it.Live = fmtLimit(cur.Cur, cur.Max)
-			switch {
-			case cur.Cur >= j.Set.Soft && cur.Max >= j.Set.Hard:
-				it.OK = true
-			case pending != "" && cur.Cur == j.Original.Soft && cur.Max == j.Original.Hard:
-				it.Drift = pending
-			default:
-				it.Drift = fmt.Sprintf("RLIMIT_NOFILE %s is below the %s hostprep set", it.Live, it.Set)
-			}
-		}
-		s.Items = append(s.Items, it)
-	}
+	s.Items = append(s.Items, keys...)
+	s.Items = append(s.Items, fileStatuses(st, pending)...)
+	s.Items = append(s.Items, processStatuses(st, pending)...)
 	for _, it := range s.Items {
 		if !it.OK && (pending == "" || it.Drift != pending) {
 			s.Drift++
 		}
 	}
+	s.attachBoot(env, st)
 	return s, nil
+}
+
+// attachBoot adds the boot value of every persisted key and limit; a
+// configuration file that cannot be read leaves them out (verify --boot
+// reports that error).
+func (s *Status) attachBoot(env Env, st *journal.State) {
+	modes := map[string]string{}
+	for k, j := range st.Keys {
+		modes[k] = j.Mode
+	}
+	items, err := bootItems(env, st.Persisted, modes, nil, ownedFiles(env, st))
+	if err != nil {
+		return
+	}
+	s.Boot = items
+	for i, it := range s.Items {
+		for j, b := range items {
+			if it.Key != "" && b.Key == it.Key {
+				s.Items[i].Boot = &items[j].Boot
+			}
+		}
+	}
 }
 
 // Verify is StatusOf that fails (exitcode.Failed, exit 1) when any applied

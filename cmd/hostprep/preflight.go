@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/rate"
 	"github.com/hostprep/hostprep/preflight"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/spf13/cobra"
@@ -21,6 +22,7 @@ func init() {
 func newPreflightCmd() *cobra.Command {
 	var (
 		t          preflight.Target
+		connRate   rate.PerSecond
 		role       string
 		profile    string
 		sets       []string
@@ -32,11 +34,16 @@ func newPreflightCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "preflight",
 		Short: "Check whether this host can carry N sockets, and say why not",
-		Long: `preflight checks file descriptor limits (of the process that will hold the
-sockets, not hostprep's), ephemeral ports, port collisions, kernel memory
-(tcp_mem in pages), the accept path, conntrack, orphans and TIME_WAIT, the
-clock and containment, and prints one verdict with observed / expected /
-remedy for every check. --active measures instead of estimating: a child
+		Long: `preflight checks file descriptor limits of the process that will hold the
+sockets (a running one's /proc/PID/limits, or what systemd will give a unit,
+LimitNOFILE=infinity resolved to the manager's own hard limit; never
+hostprep's), the target's listeners over sock_diag (listen() backlog and
+accept queue against --conn-rate), ephemeral ports, port collisions, kernel
+memory (tcp_mem in pages), the accept path, conntrack, orphans and
+TIME_WAIT, and for --role iotdb vm.max_map_count and, with --iotdb-home, the
+release's configuration. It prints one verdict with observed / expected /
+remedy for every check. --record DIR copies what it read; --root DIR
+replays it. --active measures instead of estimating: a child
 opens real loopback sockets under the target's limits. It counts both ends
 of each loopback connection as sockets (both are fds of the measuring
 process), so --active --sockets 15000 opens 7500 connections = 15000
@@ -49,6 +56,9 @@ warned), 2 bad input, 3 could not run.
 Checks (IDs for --ignore):
 ` + checkList(),
 		Example: `  hostprep preflight --sockets 1000000 --role broker --service mosquitto
+  hostprep preflight --sockets 5000 --role broker --port 1883 --conn-rate 2000
+  hostprep preflight --sockets 10000 --role iotdb --port 6667 --iotdb-home /opt/iotdb --pool-size 200
+  hostprep preflight --sockets 5000 --port 1883 --record host-a && hostprep preflight --sockets 5000 --port 1883 --root host-a
   hostprep preflight --sockets 100000 --role loadgen --dest 192.0.2.10:1883 --conn-rate 2000
   hostprep preflight --profile mqtt-broker-1m --output junit > preflight.xml
   hostprep preflight --sockets 15000 --role broker --active`,
@@ -57,6 +67,7 @@ Checks (IDs for --ignore):
 			if err := checkOutput(output, preflight.Formats...); err != nil {
 				return err
 			}
+			t.ConnRate = connRate.Ceil() // whole connections/s, rounded up
 			if profile != "" {
 				p, err := profiles.Load(profile, sets)
 				if err != nil {
@@ -80,6 +91,11 @@ Checks (IDs for --ignore):
 					pt.Destinations = t.Destinations
 				}
 				pt.SourceIPs = t.SourceIPs
+				pt.Ports = t.Ports
+				if fl.Changed("pool-size") {
+					pt.IoTDB.PoolSize = t.IoTDB.PoolSize
+				}
+				pt.IoTDB.LoadGenerators, pt.IoTDB.BatchPoints = t.IoTDB.LoadGenerators, t.IoTDB.BatchPoints
 				t = pt
 			} else {
 				if len(sets) > 0 {
@@ -88,6 +104,9 @@ Checks (IDs for --ignore):
 				t.Role = preflight.Role(role)
 				if role == "" {
 					t.Role = preflight.Broker
+				}
+				if !cmd.Flags().Changed("sockets") {
+					return exitcode.BadInputf("--sockets is required: give the number of concurrent TCP sockets the host must carry (e.g. --sockets 100000), or --profile NAME whose preflight section names it")
 				}
 			}
 			fl := cmd.Flags()
@@ -123,7 +142,7 @@ Checks (IDs for --ignore):
 	f := c.Flags()
 	f.IntVar(&t.Sockets, "sockets", 0, "concurrent TCP sockets the host must carry")
 	f.StringVar(&role, "role", "", "broker (accepts connections), loadgen (opens them) or iotdb; default broker, or the profile's")
-	f.IntVar(&t.ConnRate, "conn-rate", 0, "new connections per second (default 2000)")
+	f.Var(&connRate, "conn-rate", "new connections per second: 2000, 2000/s or 120000/m (default 2000)")
 	f.StringArrayVar(&t.Destinations, "dest", nil, "loadgen destination ip:port (repeatable); default one destination")
 	f.StringSliceVar(&t.SourceIPs, "source-ips", nil, "loadgen source addresses (comma-separated); default the host's global addresses")
 	f.IntVar(&opts.PID, "pid", 0, "PID of the process that will hold the sockets (reads /proc/PID/limits)")
@@ -136,8 +155,13 @@ Checks (IDs for --ignore):
 	f.StringVarP(&output, "output", "o", "text", "output format: text, json, junit or prom (node_exporter textfile)")
 	f.BoolVar(&strict, "strict", false, "exit 1 on warnings too")
 	f.StringSliceVar(&opts.Ignore, "ignore", nil, "check IDs whose failures become warnings (comma-separated)")
-	f.StringVar(&opts.Root, "root", "", "read /proc, /sys and /etc under this directory (a recorded host tree)")
-	_ = f.MarkHidden("root")
+	f.IntSliceVar(&t.Ports, "port", nil, "TCP port the target listens on (repeatable); default the role's usual ports (broker 1883,8883; iotdb 6667)")
+	f.StringVar(&opts.IoTDBHome, "iotdb-home", "", "role iotdb: the unpacked IoTDB release (conf/iotdb-system.properties, conf/datanode-env.sh) whose configuration is checked")
+	f.IntVar(&t.IoTDB.PoolSize, "pool-size", 0, "role iotdb: SessionPool size of one load generator (default the profile's probe.iotdb.pool_size)")
+	f.IntVar(&t.IoTDB.LoadGenerators, "loadgens", 0, "role iotdb: load generators each running such a pool (default 1)")
+	f.IntVar(&t.IoTDB.BatchPoints, "batch-points", 0, "role iotdb: points in the largest insertTablet batch, checked against the Thrift frame size")
+	f.StringVar(&opts.Root, "root", "", "replay a host recorded with --record DIR: read /proc, /sys, /etc and the recorded answers under DIR")
+	f.StringVar(&opts.Record, "record", "", "copy exactly the files and command outputs preflight reads into this new directory, to replay with --root (e.g. for a bug report)")
 	c.AddCommand(newActiveChildCmd())
 	return c
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/hostprep/hostprep/internal/atomicfile"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/profiles"
@@ -53,38 +54,27 @@ func probePassword(file, env string) (string, error) {
 	return strings.TrimRight(string(b), "\r\n"), nil
 }
 
-// probeCreatable fails with bad input (exit 2) naming the flag when an
-// output file (flag -> path; empty paths are skipped) cannot be created,
-// so an unwritable --csv fails before loading the server.
-func probeCreatable(files map[string]string) error {
+// probeCheckFiles fails with bad input (exit 2) naming the flag when an
+// output file (flag -> path; empty paths are skipped) could not be
+// written later, so an unwritable --csv fails before loading the server.
+// It creates nothing: a run that fails before measuring leaves no file.
+func probeCheckFiles(files map[string]string) error {
 	for flag, path := range files {
-		if path == "" {
-			continue
+		if err := atomicfile.Check(flag, path); err != nil {
+			return err
 		}
-		fh, err := os.Create(path)
-		if err != nil {
-			return exitcode.BadInputf("%s %s: %v", flag, path, err)
-		}
-		fh.Close()
 	}
 	return nil
 }
 
-// probeWriteFile writes path with write, if path is set; any error is
-// the environment's (exit 3) naming flag.
-func probeWriteFile(path, flag string, write func(io.Writer) error) error {
+// writeReportFile writes path with write, if path is set, all or nothing
+// (internal/atomicfile); any error is the environment's (exit 3) naming
+// flag.
+func writeReportFile(path, flag string, write func(io.Writer) error) error {
 	if path == "" {
 		return nil
 	}
-	fh, err := os.Create(path)
-	if err != nil {
-		return exitcode.Environmentf("%s %s: %v", flag, path, err)
-	}
-	if err := write(fh); err != nil {
-		fh.Close()
-		return exitcode.Environmentf("%s %s: %v", flag, path, err)
-	}
-	if err := fh.Close(); err != nil {
+	if err := atomicfile.Write(path, write); err != nil {
 		return exitcode.Environmentf("%s %s: %v", flag, path, err)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/rate"
 	"github.com/hostprep/hostprep/loadprobe/fleet"
 	"github.com/hostprep/hostprep/loadprobe/iotdb"
 	"github.com/hostprep/hostprep/profiles"
@@ -145,7 +146,7 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 			}
 			cfg.Password = pw
 			// Fail on an unwritable output file before loading the server.
-			if err := probeCreatable(map[string]string{"--csv": csvFile, "--html": htmlFile}); err != nil {
+			if err := probeCheckFiles(map[string]string{"--csv": csvFile, "--html": htmlFile}); err != nil {
 				return err
 			}
 			stderr := cmd.ErrOrStderr()
@@ -175,10 +176,13 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 				if err != nil {
 					return err
 				}
-				if err := probeWriteFile(csvFile, "--csv", res.WriteCSV); err != nil {
+				if err := writeReportFile(csvFile, "--csv", res.WriteCSV); err != nil {
 					return err
 				}
-				if err := probeWriteFile(htmlFile, "--html", res.WriteHTML); err != nil {
+				if runErr != nil && res.StopReason == "" {
+					res.StopReason = runErr.Error() // the report says INCOMPLETE and why
+				}
+				if err := writeReportFile(htmlFile, "--html", res.WriteHTML); err != nil {
 					return err
 				}
 			}
@@ -211,7 +215,7 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 	fl.DurationVar(&cfg.ConnectTimeout, "connect-timeout", cfg.ConnectTimeout, "TCP connect timeout of a new session")
 	fl.DurationVar(&cfg.CallTimeout, "call-timeout", cfg.CallTimeout, "the probe's deadline on every call (the client has no socket timeout)")
 	fl.IntVar(&cfg.FetchSize, "fetch-size", cfg.FetchSize, "query fetch size (rows)")
-	fl.Float64Var(&cfg.Rate, "rate", 0, "open loop: operations/s per worker on a fixed schedule, latency from the scheduled start (0: closed loop)")
+	fl.Var((*rate.PerSecond)(&cfg.Rate), "rate", "open loop: operations per second per worker (10, 10/s or 600/m) on a fixed schedule, latency from the scheduled start (0: closed loop)")
 	fl.BoolVar(&cfg.Keep, "keep", false, "keep the database root.hostprep_<run id> (with --database: the probe's time series) after the run")
 	fl.Float64Var(&maxErrorRate, "max-error-rate", maxErrorRate, "highest acceptable fraction (0..1) of failed operations in any step")
 	fl.DurationVar(&cfg.Thresholds.P95, "max-p95", 0, "highest acceptable p95 response time at the target step (0: not checked)")

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hostprep/hostprep/internal/rate"
 	"github.com/hostprep/hostprep/loadprobe/fleet"
 	"github.com/hostprep/hostprep/loadprobe/mqtt"
 	"github.com/hostprep/hostprep/profiles"
@@ -22,7 +23,7 @@ func newProbeMQTTCmd() *cobra.Command {
 	var (
 		cfg                        = mqtt.Defaults()
 		profile, passwordFile      string
-		output, csvFile            string
+		output, csvFile, htmlFile  string
 		shard, startAt             string
 		maxLoss, maxConnectFail    float64
 		connectP95, ackP95, e2eP99 time.Duration
@@ -71,7 +72,7 @@ never printed. Exit codes: 0 pass, 1 a threshold failed, 2 bad input,
 				return err
 			}
 			cfg.Password = pw
-			if err := probeCreatable(map[string]string{"--csv": csvFile}); err != nil {
+			if err := probeCheckFiles(map[string]string{"--csv": csvFile, "--html": htmlFile}); err != nil {
 				return err
 			}
 			cfg.Progress = cmd.ErrOrStderr()
@@ -91,7 +92,13 @@ never printed. Exit codes: 0 pass, 1 a threshold failed, 2 bad input,
 				} else if err := res.WriteText(out); err != nil {
 					return err
 				}
-				if err := probeWriteFile(csvFile, "--csv", res.WriteCSV); err != nil {
+				if err := writeReportFile(csvFile, "--csv", res.WriteCSV); err != nil {
+					return err
+				}
+				if runErr != nil && res.StoppedEarlyReason == "" {
+					res.StoppedEarlyReason = runErr.Error() // the report says INCOMPLETE and why
+				}
+				if err := writeReportFile(htmlFile, "--html", res.WriteHTML); err != nil {
 					return err
 				}
 			}
@@ -114,7 +121,7 @@ never printed. Exit codes: 0 pass, 1 a threshold failed, 2 bad input,
 	fl.StringVar(&cfg.ClientID, "client-id", cfg.ClientID, "client id pattern; must contain {client}")
 	fl.StringVar(&cfg.SourceIPs, "source-ips", "", "spread connections over source addresses: 127.0.0.2-127.0.0.9, a,b,c or an interface name")
 	fl.IntVar(&cfg.Clients, "clients", cfg.Clients, "number of publishing clients")
-	fl.Float64Var(&cfg.ConnRate, "conn-rate", cfg.ConnRate, "connections per second (client i connects at i/rate)")
+	fl.Var((*rate.PerSecond)(&cfg.ConnRate), "conn-rate", "connections per second: 1000, 1000/s or 60000/m (client i connects at i/rate)")
 	fl.DurationVar(&cfg.Keepalive, "keepalive", cfg.Keepalive, "MQTT keepalive")
 	fl.IntVar(&cfg.QoS, "qos", cfg.QoS, "QoS 0, 1 or 2 for publishes and the subscription")
 	fl.IntVar(&cfg.Size, "size", cfg.Size, "payload bytes (>= 24)")
@@ -135,5 +142,6 @@ never printed. Exit codes: 0 pass, 1 a threshold failed, 2 bad input,
 	fl.StringVar(&cfg.RunID, "run-id", "", "run id shared by a fleet's shards (topics, client ids, report merge); default: random, or with --shard derived from --start-at")
 	fl.StringVarP(&output, "output", "o", "text", "result format: text or json")
 	fl.StringVar(&csvFile, "csv", "", "write the per-second series to this CSV file")
+	fl.StringVar(&htmlFile, "html", "", "also write a self-contained HTML report (connections, msg/s, latency over time, a latency heat map, delivery accounting, checks) to `FILE`; a run that fails before measuring writes none")
 	return c
 }

@@ -8,9 +8,11 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/hostprep/hostprep/internal/atomicfile"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/ready"
 	"github.com/hostprep/hostprep/ready/outcome"
+	"github.com/hostprep/hostprep/report"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -18,7 +20,7 @@ import (
 func init() {
 	addCommand(func() *cobra.Command {
 		var o ready.Options
-		var output, jsonFile, junitFile, promFile, mqttPwFile, iotdbPwFile string
+		var output, jsonFile, junitFile, promFile, htmlFile, mqttPwFile, iotdbPwFile string
 		c := &cobra.Command{
 			Use:   "ready --profile NAME|FILE",
 			Short: "Tune, preflight and probe in one run, with one verdict: READY, READY WITH WARNINGS, NOT READY",
@@ -37,7 +39,7 @@ READY: its verdict is DRY RUN (exit 0) when nothing that ran failed, NOT
 READY (exit 1) when something that ran failed; skipped steps are listed.
 
 Results go to stdout (--output text|json; the JSON carries "changed" for
-Ansible's changed_when), logs to stderr. --json, --junit and --prom also
+Ansible's changed_when), logs to stderr. --json, --junit, --prom and --html also
 write the result to files (JUnit: every check and probe threshold is a test
 case; prom: a node_exporter textfile); their folders must exist: a missing
 one is refused (exit 2) before anything runs.
@@ -55,8 +57,8 @@ Exit codes: 0 READY (also READY WITH WARNINGS, DRY RUN), 1 NOT READY, 2 bad inpu
 				}
 				// Result files are checked before anything runs (tune
 				// included): a missing folder is exit 2, never created.
-				for _, f := range []struct{ flag, path string }{{"--json", jsonFile}, {"--junit", junitFile}, {"--prom", promFile}} {
-					if err := outcome.CheckOutputPath(f.flag, f.path); err != nil {
+				for _, f := range []struct{ flag, path string }{{"--json", jsonFile}, {"--junit", junitFile}, {"--prom", promFile}, {"--html", htmlFile}} {
+					if err := atomicfile.Check(f.flag, f.path); err != nil {
 						return err
 					}
 				}
@@ -82,7 +84,7 @@ Exit codes: 0 READY (also READY WITH WARNINGS, DRY RUN), 1 NOT READY, 2 bad inpu
 					if path == "" {
 						return nil
 					}
-					if err := outcome.WriteFileAtomic(path, f); err != nil {
+					if err := atomicfile.Write(path, f); err != nil {
 						return exitcode.Environmentf("writing %s: %v", path, err)
 					}
 					return nil
@@ -99,6 +101,7 @@ Exit codes: 0 READY (also READY WITH WARNINGS, DRY RUN), 1 NOT READY, 2 bad inpu
 					{jsonFile, asJSON},
 					{junitFile, func(w io.Writer) error { return outcome.WriteJUnit(w, res) }},
 					{promFile, func(w io.Writer) error { return outcome.WriteProm(w, res) }},
+					{htmlFile, func(w io.Writer) error { return report.WriteHostHTML(w, res) }},
 				} {
 					if err := write(f.path, f.fn); err != nil {
 						return err
@@ -131,6 +134,7 @@ Exit codes: 0 READY (also READY WITH WARNINGS, DRY RUN), 1 NOT READY, 2 bad inpu
 		f.StringVarP(&output, "output", "o", "text", "stdout format: text or json")
 		f.StringVar(&jsonFile, "json", "", "also write the JSON result to `file`")
 		f.StringVar(&junitFile, "junit", "", "also write JUnit XML to `file` (one test case per check and probe threshold)")
+		f.StringVar(&htmlFile, "html", "", "also write a self-contained HTML report (every step and check, the probes' charts) to `file`")
 		f.StringVar(&promFile, "prom", "", "also write a node_exporter textfile to `file` (e.g. /var/lib/prometheus/node-exporter/hostprep.prom)")
 		return c
 	})

@@ -1,9 +1,9 @@
 package main
 
 import (
-	"os"
 	"strings"
 
+	"github.com/hostprep/hostprep/internal/atomicfile"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/report"
@@ -42,14 +42,15 @@ unreadable, not a result, or the shards do not make one run.`,
 				if err := checkOutput(output, "text", "json", "junit"); err != nil {
 					return err
 				}
+				if err := atomicfile.Check("--html", htmlFile); err != nil {
+					return err
+				}
 				fleet, err := report.Merge(args)
 				if err != nil {
 					return err
 				}
-				if htmlFile != "" {
-					if err := writeHTML(fleet, htmlFile); err != nil {
-						return err
-					}
+				if err := writeReportFile(htmlFile, "--html", fleet.WriteHTML); err != nil {
+					return err
 				}
 				out := cmd.OutOrStdout()
 				switch output {
@@ -71,22 +72,6 @@ unreadable, not a result, or the shards do not make one run.`,
 		c.AddCommand(merge)
 		return c
 	})
-}
-
-// writeHTML writes the fleet's HTML page to path.
-func writeHTML(fleet *report.Fleet, path string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return exitcode.BadInputf("--html %s: %v", path, err)
-	}
-	if err := fleet.WriteHTML(f); err != nil {
-		f.Close()
-		return exitcode.Environmentf("--html %s: %v", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return exitcode.Environmentf("--html %s: %v", path, err)
-	}
-	return nil
 }
 
 // fleetErr is exit 1 naming the failed checks when the fleet run failed.

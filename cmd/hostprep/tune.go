@@ -24,10 +24,12 @@ type tuneFlags struct {
 	lockWait time.Duration
 	pids     []int
 	services []string
+	boot     bool
+	persist  string
 }
 
 func (f *tuneFlags) env() tune.Env {
-	e := tune.Env{ProcSys: f.procSys, Proc: f.proc, StateFile: f.state, LockFile: f.lockFile, LockWait: f.lockWait}
+	e := tune.Env{ProcSys: f.procSys, Proc: f.proc, StateFile: f.state, LockFile: f.lockFile, LockWait: f.lockWait, PersistName: f.persist}
 	if f.lockWait == 0 {
 		e.LockWait = tune.NoWait
 	}
@@ -168,6 +170,9 @@ func tunePlanCmd() *cobra.Command {
 			if err := checkOutput(f.output, "text", "json"); err != nil {
 				return err
 			}
+			if err := tune.CheckPersistName(f.persist); err != nil {
+				return err
+			}
 			p, err := f.load(true)
 			if err != nil {
 				return err
@@ -177,7 +182,13 @@ func tunePlanCmd() *cobra.Command {
 				return err
 			}
 			if f.output == "json" {
-				return writeJSON(cmd.OutOrStdout(), pl.Result)
+				// A plan changes nothing: "changed" is false, the planned
+				// changes are listed and counted in "would_change".
+				return writeJSON(cmd.OutOrStdout(), struct {
+					tune.Result
+					Changed     bool `json:"changed"`
+					WouldChange int  `json:"would_change"`
+				}{Result: pl.Result, WouldChange: len(pl.Changes)})
 			}
 			return pl.WriteText(cmd.OutOrStdout(), "plan")
 		}),
@@ -185,6 +196,7 @@ func tunePlanCmd() *cobra.Command {
 	f.common(c, true, true)
 	c.Flags().IntSliceVar(&f.pids, "pid", nil, "also plan raising RLIMIT_NOFILE of this running process (repeatable)")
 	c.Flags().StringArrayVar(&f.services, "service", nil, "also plan raising RLIMIT_NOFILE of this systemd unit's main process (repeatable)")
+	c.Flags().StringVar(&f.persist, "persist-name", "", "name of hostprep's sysctl.d file (default 60-hostprep.conf); one that sorts after a file that wins at boot makes hostprep's values win")
 	return c
 }
 
@@ -202,6 +214,9 @@ func tuneApplyCmd() *cobra.Command {
 				return err
 			}
 			if err := f.checkLockWait(); err != nil {
+				return err
+			}
+			if err := tune.CheckPersistName(f.persist); err != nil {
 				return err
 			}
 			p, err := f.load(true)
@@ -227,6 +242,7 @@ func tuneApplyCmd() *cobra.Command {
 	f.locking(c)
 	c.Flags().IntSliceVar(&f.pids, "pid", nil, "also raise RLIMIT_NOFILE of this running process with prlimit (repeatable)")
 	c.Flags().StringArrayVar(&f.services, "service", nil, "also raise RLIMIT_NOFILE of this systemd unit's main process (repeatable)")
+	c.Flags().StringVar(&f.persist, "persist-name", "", "name of hostprep's sysctl.d file (default 60-hostprep.conf); one that sorts after a file that wins at boot makes hostprep's values win")
 	return c
 }
 
@@ -305,12 +321,37 @@ func tuneVerifyCmd() *cobra.Command {
 		Use:   "verify [--profile P]",
 		Short: "Check the live host still matches what hostprep applied (drift: exit 1)",
 		Long: `verify compares every key and file in the journal with the live host; with
---profile it also requires that the profile plans no change. Drift exits 1.`,
-		Example: "  sudo hostprep tune verify\n  sudo hostprep tune verify --profile sys-tune --output json",
+--profile it also requires that the profile plans no change. Drift exits 1.
+
+With --boot it instead compares every key and limit hostprep persisted with
+what the host will have after its next boot, reading sysctl.d, limits.d and
+systemd configuration the way systemd-sysctl (or sysctl --system),
+pam_limits and systemd do; a key another file wins at boot exits 1, naming
+that file and line.`,
+		Example: "  sudo hostprep tune verify\n  sudo hostprep tune verify --profile sys-tune --output json\n  sudo hostprep tune verify --boot",
 		Args:    cobra.NoArgs,
 		RunE: jsonErrors(f, func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(f.output, "text", "json"); err != nil {
 				return err
+			}
+			if f.boot {
+				if f.profile != "" {
+					return exitcode.BadInputf("--boot checks what hostprep applied (the journal); drop --profile")
+				}
+				bs, verr := tune.VerifyBoot(f.env())
+				if bs == nil {
+					return verr
+				}
+				if f.output == "json" {
+					if err := writeJSONResult(cmd.OutOrStdout(), bs, verr); err != nil {
+						return err
+					}
+					return verr
+				}
+				if err := bs.WriteText(cmd.OutOrStdout()); err != nil {
+					return err
+				}
+				return verr
 			}
 			p, err := f.load(false)
 			if err != nil {
@@ -346,5 +387,6 @@ func tuneVerifyCmd() *cobra.Command {
 		}),
 	}
 	f.common(c, true, true)
+	c.Flags().BoolVar(&f.boot, "boot", false, "check the values the host will have after its next boot instead of the live ones")
 	return c
 }

@@ -5,24 +5,21 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"slices"
-	"strings"
+	"math"
+	"strconv"
 
-	chart "github.com/wcharczuk/go-chart/v2"
-	"github.com/wcharczuk/go-chart/v2/drawing"
+	"github.com/hostprep/hostprep/internal/chart"
 )
 
-// WriteHTML writes a self-contained HTML report: the run's settings, two
-// inline SVG charts against concurrency (response time mean/p50/p95/p99,
-// and throughput TPS and points/s) with the throughput peak and the knee
-// marked, the per-step table and the checks. It references nothing
-// outside the file: no scripts, stylesheets, fonts or images to fetch.
+// WriteHTML writes a self-contained HTML report (nothing is fetched: no
+// script, stylesheet, font or image; charts are inline SVG in the shared
+// style of internal/chart): a banner with the verdict, or INCOMPLETE and
+// why when the run was cut short, the run's settings, the charts of
+// HTMLCharts, the per-step table with what limited each step, the tuning
+// suggestions, every check, and the text report as printed. Errors come
+// from rendering a chart or from w.
 func (r *Result) WriteHTML(w io.Writer) error {
-	lat, err := r.latencyChart()
-	if err != nil {
-		return err
-	}
-	tps, err := r.throughputChart()
+	body, err := r.HTMLSection()
 	if err != nil {
 		return err
 	}
@@ -30,98 +27,49 @@ func (r *Result) WriteHTML(w io.Writer) error {
 	if err := r.WriteText(&text); err != nil {
 		return err
 	}
-	return htmlPage.Execute(w, map[string]any{
-		"R": r, "Latency": lat, "Throughput": tps, "Text": text.String(),
-	})
+	return chart.Page{Title: "hostprep probe iotdb: " + r.Scenario + " on " + r.Target, Heading: "IoTDB probe: " + r.Scenario + " on " + r.Target,
+		Body: body, Printed: text.String()}.Write(w)
 }
 
-var (
-	colBlue   = drawing.ColorFromHex("4e79a7")
-	colOrange = drawing.ColorFromHex("f28e2b")
-	colRed    = drawing.ColorFromHex("e15759")
-	colGreen  = drawing.ColorFromHex("59a14f")
-	colGrey   = drawing.ColorFromHex("9c9c9c")
-	colPurple = drawing.ColorFromHex("b07aa1")
-)
+// HTMLSection is the report without the page around it (headings h3 and
+// below), for pages that show many runs (`hostprep ready --html`,
+// `hostprep report merge --html`).
+func (r *Result) HTMLSection() (template.HTML, error) {
+	charts, err := r.HTMLCharts()
+	if err != nil {
+		return "", err
+	}
+	var b bytes.Buffer
+	err = htmlBody.Execute(&b, map[string]any{"R": r, "Charts": charts, "Incomplete": r.incompleteReason()})
+	return template.HTML(b.String()), err
+}
 
-func (r *Result) xs() []float64 {
-	out := make([]float64, len(r.Steps))
+// incompleteReason says why the run is partial ("" when it ran to the
+// end).
+func (r *Result) incompleteReason() string {
+	switch {
+	case r.StopReason != "":
+		return r.StopReason
+	case r.Unreachable:
+		return "the server became unreachable mid-run"
+	case r.Interrupted:
+		return "interrupted (Ctrl-C, SIGTERM or the caller's deadline)"
+	}
+	return ""
+}
+
+// HTMLCharts are the charts against concurrency, one point per step with
+// a tick at each step's workers: response time (mean, p50, p95, p99 in
+// ms) and throughput (TPS), the throughput peak and the knee marked as
+// dashed lines behind the data; then the latency heat map, per second and
+// per step (Step.Seconds), when the result has per-second data.
+func (r *Result) HTMLCharts() ([]template.HTML, error) {
+	xs := make([]float64, len(r.Steps))
+	ticks := make([]chart.Tick, len(r.Steps))
 	for i, s := range r.Steps {
-		out[i] = float64(s.Workers)
+		xs[i] = float64(s.Workers)
+		ticks[i] = chart.Tick{X: xs[i], Label: fmt.Sprint(s.Workers)}
 	}
-	return out
-}
-
-// xRange spans the steps' worker counts; go-chart refuses an empty range.
-func (r *Result) xRange() *chart.ContinuousRange {
-	xs := r.xs()
-	if len(xs) == 0 {
-		return &chart.ContinuousRange{Min: 0, Max: 1}
-	}
-	lo, hi := slices.Min(xs), slices.Max(xs)
-	if lo == hi {
-		lo, hi = lo-1, hi+1
-	}
-	return &chart.ContinuousRange{Min: lo, Max: hi}
-}
-
-// xTicks puts one tick on each step's worker count.
-func (r *Result) xTicks() []chart.Tick {
-	var t []chart.Tick
-	for _, s := range r.Steps {
-		t = append(t, chart.Tick{Value: float64(s.Workers), Label: fmt.Sprint(s.Workers)})
-	}
-	if len(t) == 1 { // keep the padded range visible
-		xr := r.xRange()
-		t = []chart.Tick{{Value: xr.Min}, t[0], {Value: xr.Max}}
-	}
-	return t
-}
-
-func yRange(series ...[]float64) *chart.ContinuousRange {
-	hi := 0.0
-	for _, s := range series {
-		for _, v := range s {
-			hi = max(hi, v)
-		}
-	}
-	if hi <= 0 {
-		hi = 1
-	}
-	return &chart.ContinuousRange{Min: 0, Max: hi * 1.15}
-}
-
-func line(name string, xs, ys []float64, c drawing.Color, dashed bool) chart.ContinuousSeries {
-	st := chart.Style{StrokeColor: c, StrokeWidth: 2, DotColor: c, DotWidth: 3}
-	if dashed {
-		st.StrokeDashArray = []float64{5, 4}
-		st.DotWidth = 0
-	}
-	return chart.ContinuousSeries{Name: name, XValues: xs, YValues: ys, Style: st}
-}
-
-// markers draws vertical lines at the peak and the knee, labelled.
-func (r *Result) markers(top float64) []chart.Series {
-	var out []chart.Series
-	var ann []chart.Value2
-	if len(r.Steps) > 1 && r.Knee.PeakTPS > 0 {
-		x := float64(r.Knee.PeakWorkers)
-		out = append(out, line(fmt.Sprintf("peak (%d workers)", r.Knee.PeakWorkers), []float64{x, x}, []float64{0, top}, colGreen, true))
-		ann = append(ann, chart.Value2{XValue: x, YValue: top * 0.97, Label: "peak"})
-	}
-	if r.Knee.Workers != 0 {
-		x := float64(r.Knee.Workers)
-		out = append(out, line(fmt.Sprintf("knee (%d workers)", r.Knee.Workers), []float64{x, x}, []float64{0, top}, colRed, true))
-		ann = append(ann, chart.Value2{XValue: x, YValue: top * 0.87, Label: "knee"})
-	}
-	if len(ann) > 0 {
-		out = append(out, chart.AnnotationSeries{Annotations: ann})
-	}
-	return out
-}
-
-func (r *Result) latencyChart() (template.HTML, error) {
-	xs := r.xs()
 	col := func(f func(Step) float64) []float64 {
 		out := make([]float64, len(r.Steps))
 		for i, s := range r.Steps {
@@ -129,101 +77,101 @@ func (r *Result) latencyChart() (template.HTML, error) {
 		}
 		return out
 	}
-	mean := col(func(s Step) float64 { return s.Latency.Mean })
-	p50 := col(func(s Step) float64 { return s.Latency.P50 })
-	p95 := col(func(s Step) float64 { return s.Latency.P95 })
-	p99 := col(func(s Step) float64 { return s.Latency.P99 })
-	yr := yRange(mean, p50, p95, p99)
-	series := []chart.Series{
-		line("mean", xs, mean, colBlue, false),
-		line("p50", xs, p50, colGrey, false),
-		line("p95", xs, p95, colOrange, false),
-		line("p99", xs, p99, colPurple, false),
-	}
-	return renderChart("Response time against concurrency", "response time (ms)", r.xRange(), r.xTicks(), yr, append(series, r.markers(yr.Max)...))
-}
-
-func (r *Result) throughputChart() (template.HTML, error) {
-	xs := r.xs()
-	tps := make([]float64, len(r.Steps))
-	for i, s := range r.Steps {
-		tps[i] = s.TPS
-	}
-	yr := yRange(tps)
-	series := []chart.Series{line("TPS (successful operations/s)", xs, tps, colBlue, false)}
-	return renderChart("Throughput against concurrency", "TPS (operations/s)", r.xRange(), r.xTicks(), yr, append(series, r.markers(yr.Max)...))
-}
-
-// renderChart renders to SVG and makes it inline-ready: the XML namespace
-// attributes (not needed inside HTML5) are dropped, so the page carries no
-// URL at all.
-func renderChart(title, yName string, xr *chart.ContinuousRange, xt []chart.Tick, yr *chart.ContinuousRange, series []chart.Series) (template.HTML, error) {
-	c := chart.Chart{
-		Title:      title,
-		Width:      900,
-		Height:     400,
-		Background: chart.Style{Padding: chart.Box{Top: 50, Left: 180, Right: 50, Bottom: 10}},
-		XAxis:      chart.XAxis{Name: "concurrency (workers)", Range: xr, Ticks: xt},
-		YAxis: chart.YAxis{Name: yName, Range: yr, ValueFormatter: func(v interface{}) string {
-			f, _ := v.(float64)
-			if yr.Max >= 100 {
-				return fmt.Sprintf("%.0f", f)
-			}
-			return fmt.Sprintf("%.1f", f)
+	const xName = "concurrency (workers)"
+	lines := []chart.Line{
+		{Title: "Response time against concurrency", XName: xName, YName: "response time (ms)", XTicks: ticks, Markers: r.markers(), Series: []chart.Series{
+			{Name: "mean", X: xs, Y: col(func(s Step) float64 { return s.Latency.Mean })},
+			{Name: "p50", X: xs, Y: col(func(s Step) float64 { return s.Latency.P50 }), Color: "9c9c9c"},
+			{Name: "p95", X: xs, Y: col(func(s Step) float64 { return s.Latency.P95 }), Color: chart.Palette[1]},
+			{Name: "p99", X: xs, Y: col(func(s Step) float64 { return s.Latency.P99 }), Color: chart.Palette[6]},
 		}},
-		// No series uses the secondary axis; unhidden, go-chart draws it
-		// with an empty range at a bogus position.
-		YAxisSecondary: chart.YAxis{Style: chart.Style{Hidden: true}},
-		Series:         series,
+		{Title: "Throughput against concurrency", XName: xName, YName: "throughput (operations/s)", XTicks: ticks, Markers: r.markers(), Series: []chart.Series{
+			{Name: "TPS (successful operations/s)", X: xs, Y: col(func(s Step) float64 { return s.TPS })},
+		}},
 	}
-	c.Elements = []chart.Renderable{chart.LegendLeft(&c)}
-	var b bytes.Buffer
-	if err := c.Render(chart.SVG, &b); err != nil {
-		return "", fmt.Errorf("rendering %q: %w", title, err)
+	var out []template.HTML
+	for _, l := range lines {
+		h, err := l.HTML()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, h)
 	}
-	s := b.String()
-	s = strings.Replace(s, ` xmlns="http://www.w3.org/2000/svg"`, "", 1)
-	s = strings.Replace(s, ` xmlns:xlink="http://www.w3.org/1999/xlink"`, "", 1)
-	return template.HTML(s), nil // go-chart escapes its labels
+	if hm, ok := r.heatMap(); ok {
+		h, err := hm.HTML()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, h)
+	}
+	return out, nil
 }
 
-var htmlPage = template.Must(template.New("iotdb").Funcs(template.FuncMap{
+// heatMap lays every step's seconds side by side (one band per step,
+// labelled with its workers), rows p50, p95, p99 and max of the second's
+// successful operations; a second without one is "no sample". ok is
+// false when no step has per-second data (a result from an older
+// hostprep).
+func (r *Result) heatMap() (h chart.HeatMap, ok bool) {
+	h = chart.HeatMap{Title: "Latency heat map: each second of each step", XName: "second of the step (s)", YName: "response time",
+		Unit: "ms", Rows: []string{"p50", "p95", "p99", "max"}}
+	for _, st := range r.Steps {
+		from := len(h.Cells)
+		for _, sec := range st.Seconds {
+			ok = true
+			h.Columns = append(h.Columns, strconv.Itoa(sec.Second))
+			cell := []float64{sec.P50Ms, sec.P95Ms, sec.P99Ms, sec.MaxMs}
+			if sec.Ops-sec.Errors <= 0 {
+				nan := math.NaN()
+				cell = []float64{nan, nan, nan, nan}
+			}
+			h.Cells = append(h.Cells, cell)
+		}
+		if len(h.Cells) > from {
+			h.Bands = append(h.Bands, chart.Band{From: from, To: len(h.Cells), Label: fmt.Sprintf("%d workers", st.Workers)})
+		}
+	}
+	return h, ok
+}
+
+// markers are the throughput peak (when there is more than one step) and
+// the knee, named in the legend with their worker counts.
+func (r *Result) markers() []chart.Marker {
+	var m []chart.Marker
+	if len(r.Steps) > 1 && r.Knee.PeakTPS > 0 {
+		m = append(m, chart.Marker{X: float64(r.Knee.PeakWorkers), Label: fmt.Sprintf("peak (%d workers)", r.Knee.PeakWorkers), Color: "59a14f"})
+	}
+	if r.Knee.Workers != 0 {
+		m = append(m, chart.Marker{X: float64(r.Knee.Workers), Label: fmt.Sprintf("knee (%d workers)", r.Knee.Workers), Color: "e15759"})
+	}
+	return m
+}
+
+var htmlBody = template.Must(template.New("iotdb-body").Funcs(template.FuncMap{
+	"checks": chart.ChecksTable,
 	"mul100": func(v float64) float64 { return 100 * v },
-}).Parse(`<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<title>hostprep probe iotdb: {{.R.Scenario}} on {{.R.Target}}</title>
-<style>
-body{font-family:system-ui,sans-serif;margin:2em;max-width:960px;color:#222}
-h1{font-size:1.4em} h2{font-size:1.1em;margin-top:1.6em}
-table{border-collapse:collapse;font-variant-numeric:tabular-nums}
-td,th{border:1px solid #ccc;padding:3px 8px;text-align:right} th{background:#f3f3f3}
-tr.knee td{background:#fde2e2} tr.peak td{background:#e3f3e0}
-.pass{color:#2a7d2a}.fail{color:#b22}.warn{color:#b60}.skip{color:#777}
-svg{max-width:100%;height:auto} pre{background:#f7f7f7;padding:1em;overflow:auto}
-</style></head><body>
-<h1>IoTDB probe: {{.R.Scenario}} on {{.R.Target}} — <span class="{{.R.Verdict}}">{{.R.Verdict}}</span></h1>
-<p>IoTDB {{if .R.ServerVersion}}{{.R.ServerVersion}}{{else}}(version unknown){{end}}, {{.R.Mode}} loop,
+}).Parse(`
+{{if .Incomplete}}<p class="banner fail">INCOMPLETE: {{.Incomplete}}. The steps below are partial and are not a verdict.</p>
+{{else}}<p class="banner {{.R.Verdict}}">Verdict: {{.R.Verdict}}</p>{{end}}
+<p>IoTDB {{if .R.ServerVersion}}{{.R.ServerVersion}}{{else}}(version unknown){{end}} at {{.R.Target}}, scenario {{.R.Scenario}}, {{.R.Mode}} loop{{if .R.RatePerWorker}} at {{.R.RatePerWorker}} operations/s per worker{{end}},
 SessionPool {{.R.PoolSize}} sessions, wait timeout {{.R.WaitTimeoutMS}} ms, call deadline {{.R.CallTimeoutMS}} ms,
-database {{.R.Database}} ({{.R.Series}} series{{if .R.Kept}}, kept{{end}}). Started {{.R.Started.Format "2006-01-02 15:04:05 UTC"}}.</p>
+database {{.R.Database}} ({{.R.Series}} series{{if .R.Kept}}, kept{{end}}). Started {{.R.Started.Format "2006-01-02 15:04:05 UTC"}}, {{printf "%.0f" .R.DurationS}} s.</p>
 <p><strong>Knee:</strong> {{.R.Knee.Reading}}</p>
-<h2>Response time</h2>
-{{.Latency}}
-<h2>Throughput</h2>
-{{.Throughput}}
-<h2>Steps</h2>
-<table><tr><th>workers</th><th>ops</th><th>TPS</th><th>points/s</th><th>mean ms</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>max ms</th><th>error rate</th><th>errors by class</th><th>pool use mean / max</th></tr>
-{{range .R.Steps}}<tr class="{{if eq .Workers $.R.Knee.Workers}}knee{{else if eq .Workers $.R.Knee.PeakWorkers}}peak{{end}}">
-<td>{{.Workers}}</td><td>{{.Ops}}</td><td>{{printf "%.1f" .TPS}}</td><td>{{printf "%.0f" .PointsPerS}}</td>
+{{range .Charts}}{{.}}
+{{end}}
+<h3>Steps</h3>
+<table><tr><th>workers</th><th>ops</th><th>TPS</th><th>points/s</th><th>mean ms</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>max ms</th><th>error rate</th><th class="l">errors by class</th><th>pool use mean / max</th><th class="l">limited by</th></tr>
+{{range .R.Steps}}<tr>
+<td>{{.Workers}}{{if eq .Workers $.R.Knee.Workers}} (knee){{else if and (eq .Workers $.R.Knee.PeakWorkers) (gt (len $.R.Steps) 1)}} (peak){{end}}{{if .Partial}} (partial){{end}}</td><td>{{.Ops}}</td><td>{{printf "%.1f" .TPS}}</td><td>{{printf "%.0f" .PointsPerS}}</td>
 <td>{{printf "%.2f" .Latency.Mean}}</td><td>{{printf "%.2f" .Latency.P50}}</td><td>{{printf "%.2f" .Latency.P95}}</td><td>{{printf "%.2f" .Latency.P99}}</td><td>{{printf "%.2f" .Latency.Max}}</td>
-<td>{{printf "%.2f%%" (mul100 .ErrorRate)}}</td><td>{{range $k, $v := .ErrorsByClass}}{{$k}} {{$v}} {{end}}</td>
-<td>{{printf "%.0f%%" (mul100 .Pool.MeanUtil)}} / {{printf "%.0f%%" (mul100 .Pool.MaxUtil)}}</td></tr>
+<td>{{printf "%.2f%%" (mul100 .ErrorRate)}}</td><td class="l">{{range $k, $v := .ErrorsByClass}}{{$k}} {{$v}} {{end}}</td>
+<td>{{printf "%.0f%%" (mul100 .Pool.MeanUtil)}} / {{printf "%.0f%%" (mul100 .Pool.MaxUtil)}}</td><td class="l">{{if .Bound}}<strong>{{.Bound}}</strong>{{if .BoundReason}}: {{.BoundReason}}{{end}}{{else}}-{{end}}</td></tr>
 {{end}}</table>
-<h2>Checks</h2>
-<table><tr><th>status</th><th>check</th><th>summary</th><th>remedy</th></tr>
-{{range .R.Checks}}<tr><td class="{{.Status}}">{{.Status}}</td><td>{{.ID}}</td><td style="text-align:left">{{.Summary}}</td><td style="text-align:left">{{.Remedy}}</td></tr>
-{{end}}</table>
-{{if .R.Notes}}<h2>Notes</h2><ul>{{range .R.Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
-<h2>As printed</h2>
-<pre>{{.Text}}</pre>
-</body></html>
+{{if .R.Suggestions}}<h3>Tuning suggestions</h3>
+<table><tr><th class="l">setting</th><th class="l">observed</th><th class="l">fix</th></tr>
+{{range .R.Suggestions}}<tr><td class="l">{{.Setting}}</td><td class="l">{{.Observed}}</td><td class="l">{{.Fix}}</td></tr>
+{{end}}</table>{{end}}
+<h3>Checks</h3>
+{{checks .R.Checks}}
+{{if .R.Notes}}<h3>Notes</h3><ul>{{range .R.Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
 `))

@@ -203,7 +203,7 @@ func ConfigFromProfile(p *profiles.MQTTProbe) Config {
 		c.Clients = p.Clients
 	}
 	if p.ConnRate > 0 {
-		c.ConnRate = p.ConnRate
+		c.ConnRate = float64(p.ConnRate)
 	}
 	c.QoS = p.QoS
 	if p.Size > 0 {

@@ -21,8 +21,10 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/loadprobe/fleet"
 	"github.com/hostprep/hostprep/loadprobe/latency"
+	"github.com/hostprep/hostprep/preflight"
 	"golang.org/x/sys/unix"
 )
 
@@ -314,7 +316,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := checkFDs(&cfg, n, embedded); err != nil {
 		return nil, err
 	}
-	if err := checkPorts(&cfg, n, len(ips), embedded); err != nil {
+	if err := checkPorts(&cfg, n, ips); err != nil {
 		return nil, err
 	}
 	clock, err := checkStart(&cfg)
@@ -928,10 +930,12 @@ func (c *Config) procs(embedded bool) int {
 
 // checkFDs refuses a run RLIMIT_NOFILE cannot hold, before anything
 // starts: each client needs one fd, plus the broker's side when the broker
-// is embedded. The error names the limit, the number of clients that fit
-// and the fixes that apply: an external --broker only when the embedded
-// one is in use; CAP_SYS_RESOURCE when the soft limit already is the hard
-// one (Config.NoFileLimit stands for both).
+// is embedded. The rule is preflight's fd.soft, evaluated on this
+// process's limits (preflight.OwnProcessChecks). The error names the
+// limit, the number of clients that fit and the fixes that apply: an
+// external --broker only when the embedded one is in use; CAP_SYS_RESOURCE
+// when the soft limit already is the hard one (Config.NoFileLimit stands
+// for both).
 func checkFDs(cfg *Config, clients int, embedded bool) error {
 	limit, hard := cfg.NoFileLimit, cfg.NoFileLimit
 	if limit == 0 {
@@ -951,14 +955,11 @@ func checkFDs(cfg *Config, clients int, embedded bool) error {
 	if embedded {
 		per = 2
 	}
-	need := uint64(clients+cfg.Subscribers+1)*per + fdHeadroom
-	if need <= limit {
+	fds := uint64(clients+cfg.Subscribers+1) * per
+	if c := preflight.OwnProcessChecks(int(fds), nil, cfg.NoFileLimit)[0]; c.Status != verdict.Fail {
 		return nil
 	}
-	fits := 0
-	if limit > fdHeadroom+uint64(cfg.Subscribers+1)*per {
-		fits = int((limit-fdHeadroom)/per) - cfg.Subscribers - 1
-	}
+	fits := max(0, (preflight.UsableFDs(limit)-int64(cfg.Subscribers+1)*int64(per))/int64(per))
 	where := ""
 	if embedded {
 		where = " (2 per client: the embedded broker's side is in this process too)"
@@ -971,33 +972,23 @@ func checkFDs(cfg *Config, clients int, embedded bool) error {
 	if embedded {
 		other = "or use an external --broker (then 1 fd per client)"
 	}
-	return exitcode.Environmentf("RLIMIT_NOFILE %d is too low for --clients %d: the run needs about %d file descriptors%s; at most %d clients fit. Fix: %s, lower --clients to %d or fewer, %s",
-		limit, clients, need, where, fits, raise, fits, other)
+	return exitcode.Environmentf("RLIMIT_NOFILE %d is too low for --clients %d: the run needs about %d file descriptors%s and %d for its own files; at most %d clients fit. Fix: %s, lower --clients to %d or fewer, %s",
+		limit, clients, fds, where, uint64(int64(limit)-preflight.UsableFDs(limit)), fits, raise, fits, other)
 }
 
 // checkPorts refuses a run that needs more source ports towards one
-// broker address than the ephemeral port range has.
-func checkPorts(cfg *Config, clients, nIPs int, embedded bool) error {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
+// broker address than the ephemeral port range (less its reserved ports)
+// gives its source addresses: preflight's ports.ephemeral on this host.
+func checkPorts(cfg *Config, clients int, ips []net.IP) error {
+	var src []string
+	for _, ip := range ips {
+		src = append(src, ip.String())
+	}
+	c := preflight.OwnProcessChecks(clients+cfg.Subscribers+1, src, 0)[1]
+	if c.Status != verdict.Fail {
 		return nil
 	}
-	f := strings.Fields(string(b))
-	if len(f) != 2 {
-		return nil
-	}
-	lo, _ := strconv.Atoi(f[0])
-	hi, _ := strconv.Atoi(f[1])
-	ports := hi - lo + 1
-	if nIPs < 1 {
-		nIPs = 1
-	}
-	need := (clients + cfg.Subscribers + 1 + nIPs - 1) / nIPs
-	if need <= ports {
-		return nil
-	}
-	return exitcode.Environmentf("--clients %d needs %d source ports per source address towards one broker address, but net.ipv4.ip_local_port_range %q gives %d: widen the range (hostprep tune) or spread over more addresses with --source-ips (e.g. 127.0.0.2-127.0.0.9)",
-		clients, need, strings.TrimSpace(string(b)), ports)
+	return exitcode.Environmentf("--clients %d: %s; widen the range (hostprep tune) or spread over more addresses with --source-ips (e.g. 127.0.0.2-127.0.0.9)", clients, c.Summary)
 }
 
 // checkStart refuses a StartAt already past or too near, and a clock

@@ -28,7 +28,7 @@ func PromChecks(r *Result) []verdict.Check {
 
 // WriteProm writes r for node_exporter's textfile collector with the
 // shared writer of internal/verdict (write it atomically, see
-// WriteFileAtomic):
+// internal/atomicfile):
 //
 //	hostprep_ready_check_status{check="STEP/ID"}   0 pass, 1 warn, 2 fail, -1 skip
 //	hostprep_ready_verdict                         worst of them: 0 pass, 1 warn, 2 fail

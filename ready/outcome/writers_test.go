@@ -4,15 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
-	"io"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -151,53 +147,6 @@ func TestText(t *testing.T) {
 	for _, want := range []string{"fail fd.hard: hard nofile 20000", "fix: LimitNOFILE=1048576", "error: dial tcp 127.0.0.1:6667"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text lacks %q:\n%s", want, out)
-		}
-	}
-}
-
-func TestWriteFileAtomic(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "hostprep.prom")
-	if err := WriteFileAtomic(p, func(w io.Writer) error { return WriteProm(w, sample()) }); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(p)
-	if err != nil || !bytes.Contains(b, []byte("\nhostprep_ready{profile=\"ready-small\"} 0\n")) {
-		t.Fatalf("%v %q", err, b)
-	}
-	ents, _ := os.ReadDir(filepath.Dir(p))
-	if len(ents) != 1 {
-		t.Errorf("temp files left: %v", ents)
-	}
-	// A missing folder is an error, never created.
-	sub := filepath.Join(dir, "sub")
-	if err := WriteFileAtomic(filepath.Join(sub, "x.prom"), func(w io.Writer) error { return WriteProm(w, sample()) }); err == nil {
-		t.Error("wrote into a missing folder")
-	}
-	if _, err := os.Stat(sub); !os.IsNotExist(err) {
-		t.Errorf("%s was created", sub)
-	}
-}
-
-func TestCheckOutputPath(t *testing.T) {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "file")
-	if err := os.WriteFile(file, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct{ path, want string }{
-		{filepath.Join(dir, "ok.xml"), ""},
-		{file, ""}, // an existing file is replaced
-		{filepath.Join(dir, "no", "f.xml"), "--junit " + filepath.Join(dir, "no", "f.xml") + ": folder " + filepath.Join(dir, "no") + " does not exist"},
-		{filepath.Join(file, "f.xml"), "is not a folder"},
-		{dir, "is a folder"},
-	} {
-		err := CheckOutputPath("--junit", tc.path)
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("%s: %v", tc.path, err)
-		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || exitcode.Code(err) != exitcode.BadInput):
-			t.Errorf("%s: err %v (code %d), want exit 2 with %q", tc.path, err, exitcode.Code(err), tc.want)
 		}
 	}
 }

@@ -20,8 +20,8 @@ type ConfFile struct {
 	// root ("/etc/sysctl.conf"); equal to Path for a plain file. It is the
 	// file to edit.
 	Target string
-	// Masked is true for an empty file or a symlink to /dev/null: it is
-	// read as empty and hides files of the same name in later directories.
+	// Masked is true for a symlink to /dev/null: it is read as empty and,
+	// like any file, hides files of the same name in later directories.
 	Masked bool
 }
 
@@ -80,13 +80,14 @@ func resolve(root, p string) string {
 // systemd's conf_files_list does (systemd true) or procps does (false):
 // hidden names (".x.conf") are skipped by systemd, read by procps; a
 // basename found in an earlier directory hides the same name in later
-// ones; a name that is empty or points to /dev/null is kept as Masked (it
-// still hides later ones); a name that is not a regular file once
+// ones; a name that points to /dev/null is kept as Masked (it still hides
+// later ones); a name that is not a regular file once
 // symlinks are followed (a directory, a broken link) is skipped and hides
 // nothing for systemd, and is kept (read as empty) for procps. The result is sorted by
 // basename in C-locale (byte) order. Directories that resolve to one
 // already listed (/lib -> usr/lib) are read once.
-func listConfDirs(root string, dirs []string, systemd bool) []ConfFile {
+func listConfDirs(t tree, dirs []string, systemd bool) []ConfFile {
+	root := t.root
 	seen := map[string]bool{}
 	byName := map[string]ConfFile{}
 	for _, d := range dirs {
@@ -95,12 +96,25 @@ func listConfDirs(root string, dirs []string, systemd bool) []ConfFile {
 			continue
 		}
 		seen[rd] = true
-		ents, err := os.ReadDir(hostPath(root, rd))
-		if err != nil {
-			continue
-		}
+		ents, _ := os.ReadDir(hostPath(root, rd))
+		names := make([]string, 0, len(ents))
 		for _, e := range ents {
-			name := e.Name()
+			names = append(names, e.Name())
+		}
+		for p, b := range t.overlay {
+			if path.Dir(p) == d && b != nil {
+				names = append(names, path.Base(p))
+			}
+		}
+		for _, name := range names {
+			if b, ok := t.overlay[path.Join(d, name)]; ok {
+				if b != nil && byName[name].Path == "" && strings.HasSuffix(name, ".conf") {
+					byName[name] = ConfFile{Path: path.Join(d, name), Target: path.Join(d, name)}
+				}
+				if b == nil {
+					continue
+				}
+			}
 			if !strings.HasSuffix(name, ".conf") || (systemd && strings.HasPrefix(name, ".")) {
 				continue
 			}
@@ -117,7 +131,6 @@ func listConfDirs(root string, dirs []string, systemd bool) []ConfFile {
 			st, err := os.Stat(hostPath(root, f.Target))
 			switch {
 			case err == nil && st.Mode().IsRegular():
-				f.Masked = st.Size() == 0
 			case systemd:
 				continue
 			}
@@ -136,12 +149,26 @@ func listConfDirs(root string, dirs []string, systemd bool) []ConfFile {
 	return out
 }
 
+// tree is a root directory with some files replaced: overlay maps a path
+// relative to the root to the bytes it will have (nil: absent), so a plan
+// can see the boot that follows its apply before it writes anything.
+type tree struct {
+	root    string
+	overlay map[string][]byte
+}
+
 // readLines reads f's lines (nil for a masked or missing file).
-func readLines(root string, f ConfFile) ([]string, error) {
+func readLines(t tree, f ConfFile) ([]string, error) {
 	if f.Masked {
 		return nil, nil
 	}
-	b, err := os.ReadFile(hostPath(root, f.Target))
+	if b, ok := t.overlay[f.Target]; ok {
+		if b == nil {
+			return nil, nil
+		}
+		return strings.Split(string(b), "\n"), nil
+	}
+	b, err := os.ReadFile(hostPath(t.root, f.Target))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -62,14 +62,34 @@ const (
 // @group lines do not apply to root; a "-" type sets soft and hard. Only
 // "nofile" lines count. Errors: a file that exists but cannot be read.
 func NofileAtBoot(root, user string) (Nofile, error) {
+	return NofileOverlay(root, user, nil)
+}
+
+// NofileOverlay is NofileAtBoot as if the files in overlay (paths relative
+// to root) had the given bytes (nil: absent).
+func NofileOverlay(root, user string, overlay map[string][]byte) (Nofile, error) {
+	return nofileFor(tree{root: root, overlay: overlay}, user, userGroups(root, user))
+}
+
+// NofileForGroups is NofileAtBoot for a user whose groups (names, primary
+// and supplementary) the caller already knows — from NSS (os/user) on the
+// live host, or from a recording — instead of ROOT/etc/passwd and
+// ROOT/etc/group. It reads limits.conf and limits.d only.
+func NofileForGroups(root, user string, groups []string) (Nofile, error) {
+	set := map[string]bool{}
+	for _, g := range groups {
+		set[g] = true
+	}
+	return nofileFor(tree{root: root}, user, set)
+}
+
+func nofileFor(t tree, user string, groups map[string]bool) (Nofile, error) {
 	n := Nofile{User: user}
-	n.Soft.Value, n.Hard.Value = 0, 0
-	files := []ConfFile{{Path: LimitsConf, Target: resolve(root, LimitsConf)}}
-	files = append(files, listConfDirs(root, []string{LimitsDir}, false)...)
-	groups := userGroups(root, user)
+	files := []ConfFile{{Path: LimitsConf, Target: resolve(t.root, LimitsConf)}}
+	files = append(files, listConfDirs(t, []string{LimitsDir}, false)...)
 	softPrio, hardPrio := prioNone, prioNone
 	for _, f := range files {
-		lines, err := readLines(root, f)
+		lines, err := readLines(t, f)
 		if err != nil {
 			return n, fmt.Errorf("boot: reading %s: %w", f.Name(), err)
 		}

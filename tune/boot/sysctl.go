@@ -63,6 +63,7 @@ type Sysctl struct {
 	globs []*SysctlSetting
 	// writes is every line procps keeps, in order.
 	writes []procpsWrite
+	tree   tree
 }
 
 // DetectLoader says which program applies sysctl.d at boot on the host
@@ -87,15 +88,23 @@ func ReadSysctl(root string) (*Sysctl, error) {
 
 // ReadSysctlWith is ReadSysctl with the loader given.
 func ReadSysctlWith(root string, loader Loader) (*Sysctl, error) {
-	s := &Sysctl{Root: root, Loader: loader, explicit: map[string]*SysctlSetting{}}
-	s.Files = listConfDirs(root, SysctlDirs, loader == SystemdSysctl)
+	return ReadSysctlOverlay(root, loader, nil)
+}
+
+// ReadSysctlOverlay is ReadSysctlWith as if the files in overlay (paths
+// relative to root, "/etc/sysctl.d/60-hostprep.conf") had the given bytes
+// (nil: absent): what the boot after an apply that writes them will read.
+func ReadSysctlOverlay(root string, loader Loader, overlay map[string][]byte) (*Sysctl, error) {
+	t := tree{root: root, overlay: overlay}
+	s := &Sysctl{Root: root, Loader: loader, explicit: map[string]*SysctlSetting{}, tree: t}
+	s.Files = listConfDirs(t, SysctlDirs, loader == SystemdSysctl)
 	if loader == ProcpsSystem {
 		if st, err := os.Stat(hostPath(root, resolve(root, SysctlConf))); err == nil && st.Mode().IsRegular() {
 			s.Files = append(s.Files, ConfFile{Path: SysctlConf, Target: resolve(root, SysctlConf)})
 		}
 	}
 	for _, f := range s.Files {
-		lines, err := readLines(root, f)
+		lines, err := readLines(t, f)
 		if err != nil {
 			return nil, fmt.Errorf("boot: reading %s: %w", f.Name(), err)
 		}
@@ -293,7 +302,7 @@ func (s *Sysctl) Assignments(key string) []SysctlSetting {
 	k := NormalizeSysctlKey(key)
 	var out []SysctlSetting
 	for _, f := range s.Files {
-		lines, _ := readLines(s.Root, f)
+		lines, _ := readLines(s.tree, f)
 		for i, l := range lines {
 			t := strings.TrimSpace(l)
 			if t == "" || t[0] == '#' || t[0] == ';' {

@@ -62,9 +62,16 @@ func (n NofileSetting) String() string {
 // the files in the order they are read. Errors: a file that exists but
 // cannot be read.
 func ManagerNofile(root string) (NofileSetting, []ConfFile, error) {
+	return ManagerNofileOverlay(root, nil)
+}
+
+// ManagerNofileOverlay is ManagerNofile as if the files in overlay (paths
+// relative to root) had the given bytes (nil: absent).
+func ManagerNofileOverlay(root string, overlay map[string][]byte) (NofileSetting, []ConfFile, error) {
+	t := tree{root: root, overlay: overlay}
 	files := []ConfFile{{Path: ManagerConf, Target: resolve(root, ManagerConf)}}
-	files = append(files, listConfDirs(root, ManagerDropInDirs, true)...)
-	set, err := lastAssignment(root, files, "Manager", "DefaultLimitNOFILE")
+	files = append(files, listConfDirs(t, ManagerDropInDirs, true)...)
+	set, err := lastAssignment(t, files, "Manager", "DefaultLimitNOFILE")
 	if err != nil {
 		return set, files, err
 	}
@@ -83,6 +90,13 @@ func ManagerNofile(root string) (NofileSetting, []ConfFile, error) {
 // DefaultLimitNOFILE (ManagerNofile). Files are returned in the order
 // read. Errors: a file that exists but cannot be read.
 func UnitNofile(root, unit string) (NofileSetting, []ConfFile, error) {
+	return UnitNofileOverlay(root, unit, nil)
+}
+
+// UnitNofileOverlay is UnitNofile as if the files in overlay (paths
+// relative to root) had the given bytes (nil: absent).
+func UnitNofileOverlay(root, unit string, overlay map[string][]byte) (NofileSetting, []ConfFile, error) {
+	t := tree{root: root, overlay: overlay}
 	if !strings.Contains(unit, ".") {
 		unit += ".service"
 	}
@@ -103,22 +117,39 @@ func UnitNofile(root, unit string) (NofileSetting, []ConfFile, error) {
 		dropDirs = append(dropDirs, path.Join(d, unit+".d"))
 	}
 	// Unit drop-ins and service.d ones share one name space and order.
-	files = append(files, listConfDirs(root, dropDirs, true)...)
-	set, err := lastAssignment(root, files, "Service", "LimitNOFILE")
+	files = append(files, listConfDirs(t, dropDirs, true)...)
+	set, err := lastAssignment(t, files, "Service", "LimitNOFILE")
 	if err != nil || set.Set {
 		return set, files, err
 	}
-	m, _, err := ManagerNofile(root)
+	m, _, err := ManagerNofileOverlay(root, overlay)
 	return m, files, err
 }
 
 // lastAssignment finds the last KEY= line inside [section] of files.
-func lastAssignment(root string, files []ConfFile, section, key string) (NofileSetting, error) {
+func lastAssignment(t tree, files []ConfFile, section, key string) (NofileSetting, error) {
 	var out NofileSetting
+	err := eachAssignment(t, files, section, key, func(v string, f ConfFile, line int) {
+		if v == "" {
+			out = NofileSetting{} // an empty assignment resets to the default
+			return
+		}
+		soft, hard, ok := parseSystemdRlimit(v)
+		if !ok {
+			return // systemd logs and ignores an invalid value
+		}
+		out = NofileSetting{Soft: soft, Hard: hard, Set: true, File: f, Line: line}
+	})
+	return out, err
+}
+
+// eachAssignment calls fn with the value (trimmed), file and 1-based line
+// of every KEY= line inside [section] of files, in order.
+func eachAssignment(t tree, files []ConfFile, section, key string, fn func(v string, f ConfFile, line int)) error {
 	for _, f := range files {
-		lines, err := readLines(root, f)
+		lines, err := readLines(t, f)
 		if err != nil {
-			return out, fmt.Errorf("boot: reading %s: %w", f.Name(), err)
+			return fmt.Errorf("boot: reading %s: %w", f.Name(), err)
 		}
 		in := ""
 		for i, l := range lines {
@@ -131,23 +162,33 @@ func lastAssignment(root string, files []ConfFile, section, key string) (NofileS
 				continue
 			}
 			k, v, ok := strings.Cut(t, "=")
-			if !ok || in != section || strings.TrimSpace(k) != key {
-				continue
+			if ok && in == section && strings.TrimSpace(k) == key {
+				fn(strings.TrimSpace(v), f, i+1)
 			}
-			v = strings.TrimSpace(v)
-			if v == "" {
-				out = NofileSetting{} // an empty assignment resets to the default
-				continue
-			}
-			soft, hard, ok := parseSystemdRlimit(v)
-			if !ok {
-				continue // systemd logs and ignores an invalid value
-			}
-			out = NofileSetting{Soft: soft, Hard: hard, Set: true, File: f, Line: i + 1}
 		}
 	}
-	return out, nil
+	return nil
 }
+
+// LastSetting is the value of KEY= in [section] that files (as
+// ManagerNofile or UnitNofile return them) leave in force, trimmed, and
+// the FILE:LINE that sets it: the last assignment wins and an empty one
+// resets it to "" (where "" too). "User" in "Service" is the user a unit
+// runs as, "" for root. Errors: a file that exists but cannot be read.
+func LastSetting(root string, files []ConfFile, section, key string) (value, where string, err error) {
+	err = eachAssignment(tree{root: root}, files, section, key, func(v string, f ConfFile, line int) {
+		value, where = v, ""
+		if v != "" {
+			where = fmt.Sprintf("%s:%d", f.Name(), line)
+		}
+	})
+	return value, where, err
+}
+
+// ParseNofile parses a LimitNOFILE=/DefaultLimitNOFILE= value as systemd
+// does: "N", "SOFT:HARD" (soft <= hard) or "infinity" (Unlimited), in file
+// descriptors; ok is false for anything else.
+func ParseNofile(v string) (soft, hard uint64, ok bool) { return parseSystemdRlimit(v) }
 
 // parseSystemdRlimit parses "N", "S:H" or "infinity" as systemd does.
 func parseSystemdRlimit(v string) (soft, hard uint64, ok bool) {

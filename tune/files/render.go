@@ -8,9 +8,12 @@ import (
 
 // Owned file paths, relative to the root ("/" or --root DIR).
 const (
-	SysctlConf     = "/etc/sysctl.d/60-hostprep.conf"
-	LimitsConf     = "/etc/security/limits.d/60-hostprep.conf"
-	SystemConf     = "/etc/systemd/system.conf.d/60-hostprep.conf"
+	SysctlConf = "/etc/sysctl.d/60-hostprep.conf"
+	LimitsConf = "/etc/security/limits.d/60-hostprep.conf"
+	SystemConf = "/etc/systemd/system.conf.d/60-hostprep.conf"
+	// ModulesLoad names kernel modules systemd-modules-load loads at boot,
+	// before systemd-sysctl applies the keys they register.
+	ModulesLoad    = "/etc/modules-load.d/60-hostprep.conf"
 	serviceDropDir = "/etc/systemd/system"
 	dropInName     = "60-hostprep.conf"
 )
@@ -65,6 +68,25 @@ func RenderSysctl(profiles []string, lines []SysctlLine) []byte {
 			b.WriteString("-")
 		}
 		fmt.Fprintf(&b, "%s = %s\n", oneLine(l.Key), oneLine(l.Value))
+	}
+	return []byte(b.String())
+}
+
+// ModuleLine is one module of a modules-load.d file and why it is there.
+type ModuleLine struct {
+	Module, Comment string
+}
+
+// RenderModules renders a modules-load.d file: one module a line, each
+// after a comment saying which sysctl keys need it.
+func RenderModules(profiles []string, mods []ModuleLine) []byte {
+	var b strings.Builder
+	b.WriteString(header(profiles))
+	for _, m := range mods {
+		if m.Comment != "" {
+			fmt.Fprintf(&b, "# %s\n", oneLine(m.Comment))
+		}
+		fmt.Fprintf(&b, "%s\n", strings.Join(strings.Fields(oneLine(m.Module)), ""))
 	}
 	return []byte(b.String())
 }

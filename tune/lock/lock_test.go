@@ -24,11 +24,23 @@ func TestSecondAcquireWaitsThenNamesTheHolder(t *testing.T) {
 	if time.Since(start) < 200*time.Millisecond {
 		t.Error("did not wait")
 	}
-	// Released while waiting: the waiter gets it.
-	go func() { time.Sleep(100 * time.Millisecond); l.Release() }()
-	l2, err := Acquire(path, 2*time.Second)
-	if err != nil {
-		t.Fatal(err)
+	// Released while a waiter waits: the waiter gets it, well before its
+	// deadline.
+	got := make(chan error, 1)
+	go func() {
+		l2, err := Acquire(path, 5*time.Second)
+		if err == nil {
+			l2.Release()
+		}
+		got <- err
+	}()
+	l.Release()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter did not get the released lock")
 	}
-	l2.Release()
 }

@@ -1,0 +1,122 @@
+package atomicfile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+)
+
+func TestWrite(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "report.html")
+	if err := Write(p, func(w io.Writer) error { _, err := io.WriteString(w, "<html>ok</html>"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil || string(b) != "<html>ok</html>" {
+		t.Fatalf("%v %q", err, b)
+	}
+	if st, _ := os.Stat(p); st.Mode().Perm() != 0o644 {
+		t.Errorf("mode %v, want 0644", st.Mode().Perm())
+	}
+	// A second write replaces the file whole.
+	if err := Write(p, func(w io.Writer) error { _, err := io.WriteString(w, "v2"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "v2" {
+		t.Errorf("after rewrite: %q", b)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("temp files left: %v", ents)
+	}
+}
+
+// TestWriteNothingOnFailure: a render error, an empty render and a missing
+// folder leave no file (and an existing file untouched).
+func TestWriteNothingOnFailure(t *testing.T) {
+	dir := t.TempDir()
+	boom := errors.New("boom")
+	for name, tc := range map[string]struct {
+		path   string
+		render func(io.Writer) error
+		want   error
+	}{
+		"render fails half-way": {filepath.Join(dir, "a.html"), func(w io.Writer) error { fmt.Fprint(w, "<html>"); return boom }, boom},
+		"empty":                 {filepath.Join(dir, "b.html"), func(io.Writer) error { return nil }, ErrEmpty},
+		"missing folder":        {filepath.Join(dir, "sub", "c.html"), func(w io.Writer) error { _, err := io.WriteString(w, "x"); return err }, nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := Write(tc.path, tc.render)
+			if err == nil || (tc.want != nil && !errors.Is(err, tc.want)) {
+				t.Fatalf("err %v, want %v", err, tc.want)
+			}
+			if _, err := os.Stat(tc.path); !os.IsNotExist(err) {
+				t.Errorf("%s exists after a failed write", tc.path)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(dir, "sub")); !os.IsNotExist(err) {
+		t.Error("the missing folder was created")
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("files left: %v", ents)
+	}
+	// An existing report survives a failed rewrite byte for byte.
+	old := filepath.Join(dir, "old.html")
+	if err := os.WriteFile(old, []byte("previous run"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(old, func(w io.Writer) error { fmt.Fprint(w, "half"); return boom }); !errors.Is(err, boom) {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(old); string(b) != "previous run" {
+		t.Errorf("existing file changed to %q", b)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ro := filepath.Join(dir, "ro")
+	if err := os.Mkdir(ro, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, want string }{
+		{"", ""},
+		{filepath.Join(dir, "ok.xml"), ""},
+		{file, ""}, // an existing file is replaced later, not now
+		{filepath.Join(dir, "no", "f.xml"), "--junit " + filepath.Join(dir, "no", "f.xml") + ": folder " + filepath.Join(dir, "no") + " does not exist"},
+		{filepath.Join(file, "f.xml"), "is not a folder"},
+		{dir, "is a folder; want a file path, e.g. " + filepath.Join(dir, "report.junit")},
+	} {
+		err := Check("--junit", tc.path)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%q: %v", tc.path, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || exitcode.Code(err) != exitcode.BadInput):
+			t.Errorf("%s: err %v (code %d), want exit 2 with %q", tc.path, err, exitcode.Code(err), tc.want)
+		}
+	}
+	if os.Geteuid() != 0 { // root writes into a 0555 folder
+		if err := Check("--html", filepath.Join(ro, "r.html")); err == nil || exitcode.Code(err) != exitcode.BadInput {
+			t.Errorf("read-only folder: %v", err)
+		}
+	}
+	// Check created nothing and kept the existing file.
+	if b, _ := os.ReadFile(file); string(b) != "keep" {
+		t.Errorf("existing file changed to %q", b)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 2 {
+		t.Errorf("Check left files: %v", ents)
+	}
+}

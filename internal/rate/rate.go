@@ -1,0 +1,82 @@
+// Package rate reads the rates hostprep takes as flags (--conn-rate,
+// --rate) and profile values (conn_rate): a number per second, written
+// "1000", "1000/s" or "60000/m" (per minute).
+package rate
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// PerSecond is a rate in events per second (connections/s,
+// operations/s). Its zero value is 0/s. It is a pflag.Value (Set,
+// String, Type) and a yaml.v3 Unmarshaler, so flags and profiles accept
+// the same spellings; it marshals as a plain number of events/s.
+type PerSecond float64
+
+// Want is what a rate looks like, for error messages.
+const Want = "a rate >= 0 such as 1000, 1000/s or 60000/m (per minute)"
+
+// Parse reads "N", "N/s" or "N/m" (N a decimal number >= 0; "/m" is per
+// minute and is divided by 60; spaces around the parts are allowed) and
+// returns the rate per second. Anything else — a negative, NaN or
+// infinite N, another unit — is an error naming the value and Want.
+func Parse(s string) (PerSecond, error) {
+	num, unit, per := strings.Cut(strings.TrimSpace(s), "/")
+	div := 1.0
+	if per {
+		switch strings.TrimSpace(unit) {
+		case "s":
+		case "m":
+			div = 60
+		default:
+			return 0, fmt.Errorf("%q: unit %q is not s or m; want %s", s, strings.TrimSpace(unit), Want)
+		}
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if err != nil || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, fmt.Errorf("%q is not %s", s, Want)
+	}
+	return PerSecond(f / div), nil
+}
+
+// Set implements pflag.Value.
+func (r *PerSecond) Set(s string) error {
+	v, err := Parse(s)
+	if err != nil {
+		return err
+	}
+	*r = v
+	return nil
+}
+
+// String implements pflag.Value: the rate per second as a plain number.
+func (r *PerSecond) String() string {
+	if r == nil {
+		return "0"
+	}
+	return strconv.FormatFloat(float64(*r), 'f', -1, 64)
+}
+
+// Type implements pflag.Value; it names the value in --help.
+func (r *PerSecond) Type() string { return "rate" }
+
+// UnmarshalYAML reads a scalar with Parse: 1000, 2.5, "1000/s", 60000/m.
+func (r *PerSecond) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("want %s", Want)
+	}
+	return r.Set(n.Value)
+}
+
+// MarshalYAML writes the rate per second as a plain number.
+func (r PerSecond) MarshalYAML() (any, error) { return float64(r), nil }
+
+// Ceil is the rate rounded up to whole events per second, for consumers
+// that count whole connections/s (preflight's accept-queue sizing: a
+// rate rounded down would under-size it).
+func (r PerSecond) Ceil() int { return int(math.Ceil(float64(r))) }

@@ -1,0 +1,214 @@
+package mqtt
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"strconv"
+
+	"github.com/hostprep/hostprep/internal/chart"
+	"github.com/hostprep/hostprep/loadprobe/latency"
+)
+
+// WriteHTML writes a self-contained HTML report of the run (nothing is
+// fetched: no script, stylesheet, font or image; charts are inline SVG in
+// the shared style of internal/chart): the load, a banner saying
+// INCOMPLETE and why when the run stopped early or was interrupted, then
+// the charts of HTMLCharts, the latency percentiles, the delivery
+// accounting, the connects, the kernel counters, what was observed and
+// every check. Errors come from rendering a chart or from w.
+func (res *Result) WriteHTML(w io.Writer) error {
+	charts, err := res.HTMLCharts()
+	if err != nil {
+		return err
+	}
+	var text bytes.Buffer
+	if err := res.WriteText(&text); err != nil {
+		return err
+	}
+	return chart.Page{Title: "hostprep probe mqtt: " + res.Broker, Heading: "MQTT probe: " + res.Broker,
+		Body: res.htmlBody(charts), Printed: text.String()}.Write(w)
+}
+
+// HTMLSection is the report without the page around it (heading level
+// h3 and below), for pages that show many runs: `hostprep ready --html`
+// and `hostprep report merge --html`. A result without checks (a fleet's
+// merged run, whose checks the caller shows) has no checks table.
+func (res *Result) HTMLSection() (template.HTML, error) {
+	charts, err := res.HTMLCharts()
+	if err != nil {
+		return "", err
+	}
+	return res.htmlBody(charts), nil
+}
+
+func (res *Result) htmlBody(charts []template.HTML) template.HTML {
+	var b bytes.Buffer
+	if err := htmlBody.Execute(&b, map[string]any{"R": res, "Charts": charts, "Lat": res.latencyRows(),
+		"Incomplete": res.Interrupted || res.StoppedEarlyReason != ""}); err != nil {
+		return template.HTML(template.HTMLEscapeString("report section: " + err.Error()))
+	}
+	return template.HTML(b.String())
+}
+
+// HTMLCharts are the run's charts over time, one point per second of the
+// per-second series (Result.Series): connections against the target,
+// published/acked/received msg/s against the requested rate, ack and
+// end-to-end p95 in ms, and a heat map of those p95s per second. The
+// steady window's start and end are marked.
+func (res *Result) HTMLCharts() ([]template.HTML, error) {
+	n := len(res.Series)
+	ts := make([]float64, n)
+	col := func(f func(Second) float64) []float64 {
+		out := make([]float64, n)
+		for i, s := range res.Series {
+			out[i] = f(s)
+		}
+		return out
+	}
+	for i, s := range res.Series {
+		ts[i] = float64(s.T)
+	}
+	flat := func(v float64) []float64 {
+		out := make([]float64, n)
+		for i := range out {
+			out[i] = v
+		}
+		return out
+	}
+	marks := res.windowMarkers()
+	const xName = "time since the load started (s)"
+	charts := []chart.Line{
+		{Title: "Connections over time", XName: xName, YName: "connected publishers", Markers: marks, Series: []chart.Series{
+			{Name: "connected", X: ts, Y: col(func(s Second) float64 { return float64(s.Connected) })},
+			{Name: fmt.Sprintf("target (%d clients)", res.Config.Clients), X: ts, Y: flat(float64(res.Config.Clients)), Dashed: true, Color: "7f7f7f"},
+		}},
+		{Title: "Messages per second", XName: xName, YName: "messages/s", Markers: marks, Series: []chart.Series{
+			{Name: "published", X: ts, Y: col(func(s Second) float64 { return float64(s.Published) })},
+			{Name: "received by the subscribers", X: ts, Y: col(func(s Second) float64 { return float64(s.Received) }), Color: chart.Palette[4]},
+			{Name: fmt.Sprintf("requested (%s msg/s)", chart.FormatNumber(res.Throughput.RequestedPerSec, res.Throughput.RequestedPerSec)),
+				X: ts, Y: flat(res.Throughput.RequestedPerSec), Dashed: true, Color: "7f7f7f"},
+		}},
+	}
+	lat := chart.Line{Title: "Latency over time (p95 of each second)", XName: xName, YName: "latency (ms)", Markers: marks}
+	if res.Config.QoS > 0 {
+		charts[1].Series = append(charts[1].Series, chart.Series{Name: "acknowledged (PUBACK/PUBCOMP)", X: ts,
+			Y: col(func(s Second) float64 { return float64(s.Acked) }), Color: chart.Palette[1]})
+		lat.Series = append(lat.Series, chart.Series{Name: "publish -> ack p95", X: ts, Y: col(func(s Second) float64 { return s.AckP95 }), Color: chart.Palette[1]})
+	}
+	lat.Series = append(lat.Series, chart.Series{Name: "end-to-end p95", X: ts, Y: col(func(s Second) float64 { return s.E2EP95 }), Color: chart.Palette[2]})
+	charts = append(charts, lat)
+	var out []template.HTML
+	for _, c := range charts {
+		h, err := c.HTML()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, h)
+	}
+	h, err := res.heatMap().HTML()
+	if err != nil {
+		return nil, err
+	}
+	return append(out, h), nil
+}
+
+// windowMarkers mark the end of the connect ramp (the steady window's
+// start) and the window's end, when they fall inside the series.
+func (res *Result) windowMarkers() []chart.Marker {
+	if len(res.Series) == 0 {
+		return nil
+	}
+	last := float64(res.Series[len(res.Series)-1].T)
+	var m []chart.Marker
+	if res.RampSeconds > 0 && res.RampSeconds <= last {
+		m = append(m, chart.Marker{X: res.RampSeconds, Label: fmt.Sprintf("steady window starts (%.1f s: connect ramp over)", res.RampSeconds), Color: "59a14f"})
+	}
+	if end := res.RampSeconds + res.WindowSeconds; res.WindowSeconds > 0 && end <= last {
+		m = append(m, chart.Marker{X: end, Label: fmt.Sprintf("window ends (%.1f s)", end), Color: "b07aa1"})
+	}
+	return m
+}
+
+// heatMap colours each second's ack and end-to-end p95; a second in
+// which no message completed is "no sample".
+func (res *Result) heatMap() chart.HeatMap {
+	h := chart.HeatMap{Title: "Latency heat map: p95 of each second", XName: "time since the load started (s)", YName: "latency", Unit: "ms"}
+	h.Rows = []string{"end-to-end p95"}
+	if res.Config.QoS > 0 {
+		h.Rows = append(h.Rows, "ack p95")
+	}
+	sample := func(v float64) float64 {
+		if v <= 0 {
+			return math.NaN()
+		}
+		return v
+	}
+	for _, s := range res.Series {
+		h.Columns = append(h.Columns, strconv.Itoa(s.T))
+		cell := []float64{sample(s.E2EP95)}
+		if res.Config.QoS > 0 {
+			cell = append(cell, sample(s.AckP95))
+		}
+		h.Cells = append(h.Cells, cell)
+	}
+	return h
+}
+
+type latRow struct {
+	Name string
+	S    latency.Summary
+}
+
+func (res *Result) latencyRows() []latRow {
+	rows := []latRow{{"connect (scheduled -> CONNACK)", res.Latency.Connect}}
+	if res.Config.QoS > 0 {
+		rows = append(rows, latRow{"publish -> ack", res.Latency.Ack})
+	}
+	rows = append(rows, latRow{"end-to-end", res.Latency.E2E})
+	if res.Config.QoS > 0 {
+		rows = append(rows, latRow{"warm-up ack", res.Latency.WarmupAck})
+	}
+	return append(rows, latRow{"warm-up end-to-end", res.Latency.WarmupE2E}, latRow{"scheduler lag (the probe's own)", res.Latency.SchedulerLag})
+}
+
+var htmlFuncs = template.FuncMap{"pct": func(v float64) string { return fmt.Sprintf("%.4f%%", 100*v) }, "checks": chart.ChecksTable}
+
+var htmlBody = template.Must(template.New("mqtt-body").Funcs(htmlFuncs).Parse(`
+{{if .Incomplete}}<p class="banner fail">INCOMPLETE: {{.R.StoppedEarlyReason}}. The numbers below are partial and are not a verdict.</p>
+{{else}}<p class="banner {{.R.Verdict}}">Verdict: {{.R.Verdict}}</p>{{end}}
+{{with .R.Config}}<p>{{.Clients}} clients connecting at {{.ConnRate}} connections/s, QoS {{.QoS}}, {{.Size}} B every {{.PubInterval}},
+MQTT {{.MQTTVersion}}, {{.Subscribers}} subscriber(s) on <code>{{$.R.Filter}}</code>;
+steady window {{printf "%.1f" $.R.WindowSeconds}} s after a {{printf "%.1f" $.R.RampSeconds}} s connect ramp. Run {{$.R.RunID}}, started {{$.R.StartedAt.Format "2006-01-02 15:04:05 UTC"}}.</p>{{end}}
+{{if .R.BrokerNote}}<p><em>{{.R.BrokerNote}}</em></p>{{end}}
+<p>Throughput over the window: {{printf "%.1f" .R.Throughput.PublishedPerSec}} msg/s published, {{printf "%.1f" .R.Throughput.ReceivedPerSec}} msg/s received (requested {{printf "%.1f" .R.Throughput.RequestedPerSec}} msg/s).</p>
+{{range .Charts}}{{.}}
+{{end}}
+<h3>Latency (ms, from the scheduled time)</h3>
+<table><tr><th class="l">latency</th><th>count</th><th>min</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>p99.9</th><th>max</th></tr>
+{{range .Lat}}<tr><td class="l">{{.Name}}</td><td>{{.S.Count}}</td><td>{{printf "%.3f" .S.Min}}</td><td>{{printf "%.3f" .S.P50}}</td><td>{{printf "%.3f" .S.P90}}</td><td>{{printf "%.3f" .S.P95}}</td><td>{{printf "%.3f" .S.P99}}</td><td>{{printf "%.3f" .S.P999}}</td><td>{{printf "%.3f" .S.Max}}</td></tr>
+{{end}}</table>
+<h3>Delivery accounting</h3>
+{{with .R.Messages}}<table>
+<tr><th class="l">scheduled</th><td>{{.Scheduled}}</td><td class="l">publish slots that fell due on a connected client</td></tr>
+<tr><th class="l">published</th><td>{{.Published}}</td><td class="l">written to the socket (send failed: {{.SendFailed}}; DUP re-sends: {{.Resent}})</td></tr>
+{{if gt $.R.Config.QoS 0}}<tr><th class="l">acknowledged</th><td>{{.Acked}}</td><td class="l">PUBACK/PUBCOMP with a success code (unacked: {{.Unacked}}, of which ack errors: {{.AckErrors}})</td></tr>{{end}}
+<tr><th class="l">received</th><td>{{.Received}}</td><td class="l">distinct messages seen by the subscribers (expected {{.Expected}})</td></tr>
+<tr><th class="l">lost</th><td>{{.Lost}}</td><td class="l">loss rate {{pct .LossRate}}{{if gt $.R.Config.QoS 0}}; lost after the broker acknowledged: {{.LostAfterAck}}{{end}}</td></tr>
+<tr><th class="l">duplicated</th><td>{{.Duplicated}}</td><td class="l">seen again (counted once in received)</td></tr>
+<tr><th class="l">out of order</th><td>{{.OutOfOrder}}</td><td class="l">lower sequence number than one already received from the same publisher</td></tr>
+<tr><th class="l">overruns</th><td>{{.Overruns}}</td><td class="l">publishes issued more than 10 ms after their scheduled time</td></tr>
+</table>{{end}}
+<h3>Connections</h3>
+{{with .R.Connects}}<table>
+<tr><th class="l">publishers connected</th><td>{{.OK}} of {{.Target}}</td><td class="l">failed: {{.Failed}}{{range $k, $v := .FailedBy}} ({{$k}} {{$v}}){{end}}; fail rate {{pct .FailRate}}</td></tr>
+<tr><th class="l">lost mid-run</th><td>{{.Lost}}</td><td class="l">{{range $k, $v := .LostBy}}{{$k}} {{$v}} {{end}}</td></tr>
+<tr><th class="l">subscribers</th><td>{{.Subscribers}}</td><td class="l">lost mid-run: {{.SubscribersLost}}{{range $k, $v := .SubscribersLostBy}} ({{$k}} {{$v}}){{end}}</td></tr>
+</table>{{end}}
+{{with .R.Host}}<p>Kernel (TcpExt, whole network namespace, during the run): {{.ListenOverflows}} listen-queue overflows, {{.TCPSynRetrans}} SYN retransmits, {{.PruneCalled}} receive-queue prunes.</p>{{end}}
+{{if .R.Failures}}<h3>Observed</h3><ul>{{range .R.Failures}}<li>{{.}}</li>{{end}}</ul>{{end}}
+{{if .R.Checks}}<h3>Checks</h3>
+{{checks .R.Checks}}{{end}}
+`))

@@ -1,0 +1,170 @@
+package preflight
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// Listener is one TCP socket in LISTEN state, as sock_diag (netlink
+// NETLINK_SOCK_DIAG, INET_DIAG) reports it and `ss -ltn` prints it.
+type Listener struct {
+	// Address is the local address ("0.0.0.0", "::", "127.0.0.1").
+	Address string `json:"address" yaml:"address"`
+	// Port is the local TCP port.
+	Port int `json:"port" yaml:"port"`
+	// Backlog is the listen() backlog the kernel keeps for the socket
+	// (sk_max_ack_backlog, idiag_wqueue of a LISTEN socket, ss's Send-Q),
+	// in connections. The kernel already capped it at net.core.somaxconn
+	// as it was when listen() was called; a later somaxconn change does
+	// not reach it until the application listens again.
+	Backlog uint32 `json:"backlog" yaml:"backlog"`
+	// AcceptQueue is the connections waiting in the accept queue now
+	// (sk_ack_backlog, idiag_rqueue, ss's Recv-Q).
+	AcceptQueue uint32 `json:"accept_queue" yaml:"accept_queue"`
+	// PID and Process (its comm) own the socket; 0 and "" when not looked
+	// up (only the target's ports are) or not visible to this user.
+	PID     int    `json:"pid,omitempty" yaml:"pid"`
+	Process string `json:"process,omitempty" yaml:"process"`
+	// Inode is the socket's inode (socket:[N] in /proc/PID/fd).
+	Inode uint32 `json:"inode,omitempty" yaml:"inode"`
+}
+
+// Endpoint is "address:port" ("[::]:1883" for IPv6).
+func (l Listener) Endpoint() string {
+	return net.JoinHostPort(l.Address, strconv.Itoa(l.Port))
+}
+
+// Owner names the owning process ("mosquitto (pid 3747)"), or says it is
+// unknown.
+func (l Listener) Owner() string {
+	switch {
+	case l.Process != "" && l.PID > 0:
+		return fmt.Sprintf("%s (pid %d)", l.Process, l.PID)
+	case l.Process != "":
+		return l.Process
+	case l.PID > 0:
+		return fmt.Sprintf("pid %d", l.PID)
+	}
+	return "owner unknown"
+}
+
+// tcpListenState is TCP_LISTEN (include/net/tcp_states.h).
+const tcpListenState = 10
+
+// readListeners returns the TCP listeners of this network namespace over
+// sock_diag, IPv4 and IPv6, sorted by port then address. An IPv6 dump that
+// fails with EAFNOSUPPORT (no IPv6) is not an error.
+func readListeners() ([]Listener, error) {
+	var out []Listener
+	for _, fam := range []uint8{unix.AF_INET, unix.AF_INET6} {
+		socks, err := netlink.SocketDiagTCP(fam)
+		if err != nil && !errors.Is(err, netlink.ErrDumpInterrupted) {
+			if fam == unix.AF_INET6 && (errors.Is(err, unix.EAFNOSUPPORT) || errors.Is(err, unix.ENOENT)) {
+				continue
+			}
+			return nil, fmt.Errorf("sock_diag (netlink INET_DIAG) dump of family %d: %w", fam, err)
+		}
+		for _, s := range socks {
+			if s.State != tcpListenState {
+				continue
+			}
+			addr := s.ID.Source.String()
+			if v4 := s.ID.Source.To4(); fam == unix.AF_INET6 && v4 != nil {
+				addr = "::ffff:" + v4.String() // an IPv6 socket bound to an IPv4-mapped address, as ss prints it
+			}
+			out = append(out, Listener{Address: addr, Port: int(s.ID.SourcePort),
+				Backlog: s.WQueue, AcceptQueue: s.RQueue, Inode: s.INode})
+		}
+	}
+	sortListeners(out)
+	return out, nil
+}
+
+func sortListeners(ls []Listener) {
+	sort.Slice(ls, func(i, j int) bool {
+		if ls[i].Port != ls[j].Port {
+			return ls[i].Port < ls[j].Port
+		}
+		return ls[i].Address < ls[j].Address
+	})
+}
+
+// listenerPorts returns the distinct ports of ls, sorted.
+func listenerPorts(ls []Listener) []int {
+	seen := map[int]bool{}
+	var out []int
+	for _, l := range ls {
+		if !seen[l.Port] {
+			seen[l.Port] = true
+			out = append(out, l.Port)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+// findOwners fills PID and Process of the listeners whose port is in ports,
+// the way `ss -p` does: by finding "socket:[INODE]" among the fds in
+// procRoot/PID/fd. Only those listeners are looked up, so a host with a
+// million sockets is not walked for a port nobody asked about. A process
+// whose fds are not readable (another user's, without root) is skipped.
+func findOwners(procRoot string, ls []Listener, ports []int) {
+	want := map[string]int{}
+	for i, l := range ls {
+		if l.Inode != 0 && containsInt(ports, l.Port) {
+			want[fmt.Sprintf("socket:[%d]", l.Inode)] = i
+		}
+	}
+	if len(want) == 0 {
+		return
+	}
+	ents, err := os.ReadDir(procRoot)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 0 {
+			continue
+		}
+		fdDir := filepath.Join(procRoot, e.Name(), "fd")
+		fds, err := os.ReadDir(fdDir)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			link, err := os.Readlink(filepath.Join(fdDir, fd.Name()))
+			if err != nil {
+				continue
+			}
+			if i, ok := want[link]; ok {
+				ls[i].PID = pid
+				if b, err := os.ReadFile(filepath.Join(procRoot, e.Name(), "comm")); err == nil {
+					ls[i].Process = strings.TrimSpace(string(b))
+				}
+				delete(want, link)
+			}
+		}
+		if len(want) == 0 {
+			return
+		}
+	}
+}
+
+func containsInt(xs []int, x int) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}

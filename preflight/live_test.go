@@ -1,0 +1,300 @@
+package preflight
+
+import (
+	"encoding/json"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/hostprep/hostprep/internal/testenv"
+	"github.com/hostprep/hostprep/internal/verdict"
+)
+
+// Live tests against the mosquitto and IoTDB that scripts/test.sh starts:
+// the listen() backlog read over sock_diag must be the Send-Q that
+// `ss -ltn` prints for the same socket.
+
+// servicePort returns the port of a HOSTPREP_TEST_* address.
+func servicePort(t *testing.T, addr string) int {
+	t.Helper()
+	if u, err := url.Parse(addr); err == nil && u.Port() != "" {
+		addr = u.Host
+	}
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatalf("%q: %v", addr, err)
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// ssBacklogs runs `ss -ltnH sport = :PORT` and returns Send-Q by local
+// address:port.
+func ssBacklogs(t *testing.T, port int) map[string]uint32 {
+	t.Helper()
+	out, err := exec.Command("ss", "-ltnH", "sport", "=", ":"+strconv.Itoa(port)).Output()
+	if err != nil {
+		t.Fatalf("ss -ltn: %v", err)
+	}
+	m := map[string]uint32{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 || f[0] != "LISTEN" {
+			continue
+		}
+		n, err := strconv.ParseUint(f[2], 10, 32)
+		if err != nil {
+			t.Fatalf("ss line %q: %v", line, err)
+		}
+		m[f[3]] = uint32(n)
+	}
+	if len(m) == 0 {
+		t.Fatalf("ss -ltn shows no listener on port %d:\n%s", port, out)
+	}
+	return m
+}
+
+// ssEndpoint spells a listener's address as ss does ("127.0.0.1:18831",
+// "[::ffff:127.0.0.1]:6667", "*:1883" for the wildcard).
+func ssEndpoint(l Listener) string {
+	switch l.Address {
+	case "0.0.0.0", "::":
+		if l.Address == "::" {
+			return "[::]:" + strconv.Itoa(l.Port)
+		}
+		return "0.0.0.0:" + strconv.Itoa(l.Port)
+	}
+	return l.Endpoint()
+}
+
+func TestLiveListenerBacklogEqualsSS(t *testing.T) {
+	for _, svc := range []struct {
+		name, addr, owner string
+		want              uint32
+	}{
+		{"mosquitto", testenv.MQTTBroker(t), "mosquitto", 100},
+		{"IoTDB DataNode", testenv.IoTDB(t), "java", 50},
+	} {
+		t.Run(svc.name, func(t *testing.T) {
+			port := servicePort(t, svc.addr)
+			ls, err := readListeners()
+			if err != nil {
+				t.Fatal(err)
+			}
+			findOwners("/proc", ls, []int{port})
+			ss := ssBacklogs(t, port)
+			found := 0
+			for _, l := range ls {
+				if l.Port != port {
+					continue
+				}
+				found++
+				got, ok := ss[ssEndpoint(l)]
+				if !ok {
+					t.Errorf("sock_diag listener %s (%s) not in ss -ltn: %v", l.Endpoint(), ssEndpoint(l), ss)
+					continue
+				}
+				if l.Backlog != got {
+					t.Errorf("%s: sock_diag backlog %d, ss -ltn Send-Q %d", l.Endpoint(), l.Backlog, got)
+				}
+				if l.Backlog != svc.want {
+					t.Errorf("%s: backlog %d, want %s's %d", l.Endpoint(), l.Backlog, svc.name, svc.want)
+				}
+				if l.Process != svc.owner || l.PID <= 0 {
+					t.Errorf("%s: owner %q pid %d, want %s", l.Endpoint(), l.Process, l.PID, svc.owner)
+				}
+			}
+			if found != len(ss) {
+				t.Errorf("sock_diag found %d listeners on port %d, ss -ltn %d", found, port, len(ss))
+			}
+		})
+	}
+}
+
+// runJSON runs the binary and decodes its --output json report.
+func runJSON(t *testing.T, want int, args ...string) Report {
+	t.Helper()
+	out, stderr, code := testenv.Run(t, nil, append(args, "-o", "json")...)
+	if code != want {
+		t.Fatalf("%v: exit %d, want %d\n%s\n%s", args, code, want, out, stderr)
+	}
+	var r Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("json: %v\n%s", err, out)
+	}
+	return r
+}
+
+// The issue's done-when: with the test mosquitto running, --port names
+// its listener, whose backlog of 100 fails 2000 connections/s.
+func TestE2ELiveBrokerBacklogFails(t *testing.T) {
+	port := servicePort(t, testenv.MQTTBroker(t))
+	r := runJSON(t, 1, "preflight", "--sockets", "5000", "--role", "broker", "--port", strconv.Itoa(port), "--conn-rate", "2000")
+	c := find(t, r.Checks, "accept.backlog")
+	if c.Status != verdict.Fail || !strings.Contains(c.Summary, "port "+strconv.Itoa(port)+" is 100") {
+		t.Errorf("accept.backlog: %+v", c)
+	}
+	if len(r.Listeners) == 0 || r.Listeners[0].Backlog != 100 || r.Listeners[0].Port != port || r.Listeners[0].Process != "mosquitto" {
+		t.Errorf("listeners %+v, want mosquitto on %d with backlog 100", r.Listeners, port)
+	}
+	// no --pid/--service: the listener's owner is the target process
+	if tp := r.TargetProcess; tp.PID != r.Listeners[0].PID || tp.Assumed || !strings.Contains(tp.Source, "owner of the listener") {
+		t.Errorf("target process %+v, want the listener's owner", tp)
+	}
+}
+
+// iotdbHome is the release scripts/iotdb.sh unpacked (its cache layout).
+func iotdbHome(t *testing.T) string {
+	t.Helper()
+	root := os.Getenv("HOSTPREP_CACHE")
+	if root == "" {
+		home, _ := os.UserHomeDir()
+		root = filepath.Join(home, ".cache", "hostprep")
+	}
+	v := os.Getenv("HOSTPREP_IOTDB_VERSION")
+	if v == "" {
+		v = "2.0.10"
+	}
+	dir := filepath.Join(root, "iotdb-"+v)
+	if _, err := os.Stat(filepath.Join(dir, "datanode", "conf", "iotdb-system.properties")); err != nil {
+		if testenv.InCI() {
+			t.Fatalf("IoTDB release not unpacked at %s: %v (scripts/iotdb.sh start fetches it)", dir, err)
+		}
+		t.Skipf("IoTDB release not unpacked at %s (run scripts/iotdb.sh start)", dir)
+	}
+	return dir
+}
+
+// The property names preflight reads exist in the release's own files.
+func TestIoTDBPropertyNamesInRelease(t *testing.T) {
+	home := iotdbHome(t)
+	defs, src := templateDefaults(filepath.Join(home, "datanode", "lib"))
+	if src == "" {
+		t.Fatalf("no iotdb-system.properties.template in %s/datanode/lib/node-commons-*.jar", home)
+	}
+	for _, p := range []string{PropMaxClients, PropFrameSize, PropRPCPort} {
+		if _, ok := defs[p]; !ok {
+			t.Errorf("%s is not a property of %s", p, src)
+		}
+	}
+	if defs[PropMaxClients] != iotdbBuiltinDefaults[PropMaxClients] || defs[PropFrameSize] != iotdbBuiltinDefaults[PropFrameSize] {
+		t.Errorf("built-in defaults %v differ from the release's %s=%s, %s=%s", iotdbBuiltinDefaults, PropMaxClients, defs[PropMaxClients], PropFrameSize, defs[PropFrameSize])
+	}
+	for _, f := range []string{"datanode/conf/datanode-env.sh", "confignode/conf/confignode-env.sh"} {
+		b, err := os.ReadFile(filepath.Join(home, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range []string{"MEMORY_SIZE=", "#ON_HEAP_MEMORY=", "#OFF_HEAP_MEMORY="} {
+			if !strings.Contains(string(b), "\n"+v) {
+				t.Errorf("%s has no line starting %q", f, v)
+			}
+		}
+	}
+}
+
+// The issue's done-when: with the test IoTDB running, --role iotdb
+// --port 6667 names the DataNode listener's backlog and reads the
+// release's configuration with --iotdb-home.
+func TestE2ELiveIoTDB(t *testing.T) {
+	port := servicePort(t, testenv.IoTDB(t))
+	home := iotdbHome(t)
+	r := runJSON(t, 1, "preflight", "--sockets", "1000", "--role", "iotdb", "--port", strconv.Itoa(port), "--conn-rate", "100",
+		"--iotdb-home", home, "--pool-size", "600", "--loadgens", "2", "--batch-points", "1000")
+	c := find(t, r.Checks, "accept.backlog")
+	if c.Status != verdict.Fail || !strings.Contains(c.Summary, "port "+strconv.Itoa(port)+" is 50") {
+		t.Errorf("accept.backlog: %+v", c)
+	}
+	if len(r.Listeners) == 0 || r.Listeners[0].Backlog != 50 || r.Listeners[0].Process != "java" {
+		t.Errorf("listeners %+v, want the DataNode (java) with backlog 50", r.Listeners)
+	}
+	if r.IoTDB == nil || r.IoTDB.Properties[PropRPCPort].Value != strconv.Itoa(port) || r.IoTDB.Properties[PropRPCPort].Default {
+		t.Fatalf("iotdb config %+v: want %s=%d read from the release's conf", r.IoTDB, PropRPCPort, port)
+	}
+	// 600 x 2 sessions > the default 1000 clients
+	if c := find(t, r.Checks, "iotdb.clients"); c.Status != verdict.Fail || !strings.Contains(c.Summary, PropMaxClients+"=1000 < 1200") || !strings.Contains(c.Remedy, "iotdb-system.properties") {
+		t.Errorf("iotdb.clients: %+v", c)
+	}
+	// dn_thrift_max_frame_size=0: min(64 MiB, heap / 64) = 16 MiB for the running 1 GiB heap
+	if c := find(t, r.Checks, "iotdb.frame_size"); c.Status != verdict.Pass || !strings.Contains(c.Observed, "frames up to 16777216 bytes") {
+		t.Errorf("iotdb.frame_size: %+v", c)
+	}
+	// the running DataNode's own -Xmx and -XX:MaxDirectMemorySize (scripts/iotdb.sh: 1g and 512m)
+	if j := r.TargetJVM; j == nil || j.Heap != 1<<30 || j.Direct != 512<<20 {
+		t.Errorf("target JVM %+v, want heap 1 GiB and direct 512 MiB from the DataNode's command line", j)
+	}
+	if c := find(t, r.Checks, "iotdb.memory"); c.Status == verdict.Skip || !strings.Contains(c.Observed, "running DataNode heap 1024 MiB") || !strings.Contains(c.Observed, "confignode-env.sh") {
+		t.Errorf("iotdb.memory: %+v", c)
+	}
+}
+
+// --record then --root reproduces the live verdict: the same JSON report
+// byte for byte, and the same check statuses as a plain live run.
+func TestE2ERecordReplayRoundTrip(t *testing.T) {
+	port := strconv.Itoa(servicePort(t, testenv.MQTTBroker(t)))
+	args := []string{"preflight", "--sockets", "5000", "--role", "broker", "--port", port, "--conn-rate", "2000", "-o", "json"}
+	dir := filepath.Join(t.TempDir(), "host")
+	rec, stderr, code := testenv.Run(t, nil, append(args, "--record", dir)...)
+	if code != 1 {
+		t.Fatalf("--record: exit %d, want 1 (the listener's backlog 100)\n%s", code, stderr)
+	}
+	rep, stderr, code := testenv.Run(t, nil, append(args, "--root", dir)...)
+	if code != 1 {
+		t.Fatalf("--root: exit %d, want 1\n%s", code, stderr)
+	}
+	if rec != rep {
+		t.Errorf("replay differs from the recording run:\n--record: %s\n--root: %s", rec, rep)
+	}
+	live := runJSON(t, 1, args[:len(args)-2]...)
+	var replayed Report
+	if err := json.Unmarshal([]byte(rep), &replayed); err != nil {
+		t.Fatal(err)
+	}
+	if replayed.Verdict != live.Verdict || len(replayed.Checks) != len(live.Checks) {
+		t.Fatalf("replay verdict %s (%d checks), live %s (%d)", replayed.Verdict, len(replayed.Checks), live.Verdict, len(live.Checks))
+	}
+	for i, c := range live.Checks {
+		if r := replayed.Checks[i]; r.ID != c.ID || r.Status != c.Status {
+			t.Errorf("check %d: replay %s %s, live %s %s", i, r.ID, r.Status, c.ID, c.Status)
+		}
+	}
+	// exactly what was read: the manifest lists every file, and no
+	// process environment is copied
+	m, err := loadRecording(dir)
+	if err != nil || m == nil {
+		t.Fatalf("manifest: %v", err)
+	}
+	var files []string
+	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && filepath.Base(p) != RecordManifest {
+			rel, _ := filepath.Rel(dir, p)
+			files = append(files, rel)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(files, ",") != strings.Join(m.Files, ",") {
+		t.Errorf("files in the recording %v, manifest lists %v", files, m.Files)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "environ") {
+			t.Errorf("recorded a process environment: %s", f)
+		}
+	}
+	if _, _, code := testenv.Run(t, nil, append(args, "--record", dir)...); code != 2 {
+		t.Errorf("--record into a non-empty directory: exit %d, want 2", code)
+	}
+	if _, _, code := testenv.Run(t, nil, append(args, "--record", t.TempDir()+"/x", "--root", dir)...); code != 2 {
+		t.Errorf("--record with --root: exit %d, want 2", code)
+	}
+}

@@ -1,0 +1,279 @@
+package preflight
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/profiles"
+)
+
+// Checks that judge the real service, by check ID and status on recorded
+// hosts.
+func TestServiceTruthStatuses(t *testing.T) {
+	cases := []struct {
+		name   string
+		host   string
+		target Target
+		id     string
+		status verdict.Status
+	}{
+		{"orphans over the limit now fail whatever the target", `sockstat: {orphan: 65738}
+sysctl: {net.ipv4.tcp_max_orphans: "65536"}`, Target{Sockets: 10, Role: Broker}, "tcp.orphans", verdict.Fail},
+		{"orphans below the limit", `sockstat: {orphan: 100}
+sysctl: {net.ipv4.tcp_max_orphans: "65536"}`, Target{Sockets: 10, Role: Broker}, "tcp.orphans", verdict.Pass},
+		{"tcp_mem max above RAM warns at 10 sockets", `mem_total_bytes: 8589934592
+sysctl: {net.ipv4.tcp_mem: "1000000 1500000 4000000"}`, Target{Sockets: 10, Role: Broker}, "mem.tcp_mem", verdict.Warn},
+		{"tcp_mem pressure above RAM warns", `mem_total_bytes: 8589934592
+sysctl: {net.ipv4.tcp_mem: "1000000 3000000 3000001"}`, Target{Sockets: 10, Role: Loadgen}, "mem.tcp_mem", verdict.Warn},
+		{"tcp_mem of the kernel's own sizing passes", `mem_total_bytes: 8589934592`, Target{Sockets: 10, Role: Broker}, "mem.tcp_mem", verdict.Pass},
+		{"accept queue full now", `listeners: [{port: 1883, backlog: 4096, accept_queue: 4096, process: mosquitto}]`,
+			Target{Sockets: 10, Role: Broker, ConnRate: 100}, "accept.queue", verdict.Fail},
+		{"listener backlog covers the rate", `listeners: [{port: 1883, backlog: 4096, process: emqx}]`,
+			Target{Sockets: 10, Role: Broker, ConnRate: 100}, "accept.backlog", verdict.Pass},
+		{"somaxconn caps a big listen backlog", `listeners: [{port: 1883, backlog: 65535}]
+sysctl: {net.core.somaxconn: "4096"}`, Target{Sockets: 10, Role: Broker, ConnRate: 2500}, "accept.backlog", verdict.Fail},
+		{"--port picks the listener", `listeners: [{port: 1883, backlog: 100}, {port: 11883, backlog: 4096}]`,
+			Target{Sockets: 10, Role: Broker, ConnRate: 500, Ports: []int{11883}}, "accept.backlog", verdict.Pass},
+		{"nothing listens yet: not judged", ``, Target{Sockets: 10, Role: Broker, ConnRate: 500}, "accept.backlog", verdict.Skip},
+		{"listeners unreadable: cannot pass", `listening_ports: [1883]`, Target{Sockets: 10, Role: Broker, ConnRate: 500}, "accept.backlog", verdict.Warn},
+		{"max_map_count default warns for iotdb", `sysctl: {vm.max_map_count: "65530"}`, Target{Sockets: 10, Role: IoTDB}, "iotdb.max_map_count", verdict.Warn},
+		{"max_map_count tuned", `sysctl: {vm.max_map_count: "262144"}`, Target{Sockets: 10, Role: IoTDB}, "iotdb.max_map_count", verdict.Pass},
+		{"iotdb config not read without --iotdb-home", ``, Target{Sockets: 10, Role: IoTDB}, "iotdb.clients", verdict.Skip},
+		{"unnamed server process: fd.soft warns", ``, Target{Sockets: 5000, Role: Broker}, "fd.soft", verdict.Warn},
+		{"unnamed loadgen: the login shell is the truth", ``, Target{Sockets: 5000, Role: Loadgen}, "fd.soft", verdict.Fail},
+		{"unit asks infinity: resolved to PID 1's hard limit", `target_process: {managed_by: systemd, unit: emqx.service, nofile_soft: infinity, nofile_hard: infinity}
+pid1_nofile: {soft: 65536, hard: 65536}`, Target{Sockets: 70000, Role: Broker}, "fd.hard", verdict.Fail},
+		{"unit asks infinity, PID 1 allows it", `target_process: {managed_by: systemd, unit: emqx.service, nofile_soft: infinity, nofile_hard: infinity}
+pid1_nofile: {soft: 1048576, hard: 1048576}`, Target{Sockets: 70000, Role: Broker}, "fd.hard", verdict.Pass},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tg := c.target
+			if err := tg.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			got := find(t, Evaluate(host(t, c.host), tg), c.id)
+			if got.Status != c.status {
+				t.Errorf("%s: %s, want %s: %s", c.id, got.Status, c.status, message(got))
+			}
+		})
+	}
+}
+
+func TestResolveNofile(t *testing.T) {
+	inf := uint64(Unlimited)
+	cases := []struct {
+		name     string
+		req      profiles.Limit
+		nrOpen   int64
+		pid1     *profiles.Limit
+		want     profiles.Limit
+		resolved bool
+	}{
+		{"fits: applied as written", profiles.Limit{Soft: 1024, Hard: 524288}, 1048576, &profiles.Limit{Hard: 65536}, profiles.Limit{Soft: 1024, Hard: 524288}, false},
+		{"infinity: PID 1's hard limit", profiles.Limit{Soft: inf, Hard: inf}, 1048576, &profiles.Limit{Soft: 65536, Hard: 65536}, profiles.Limit{Soft: 65536, Hard: 65536}, true},
+		{"above nr_open: PID 1's hard limit", profiles.Limit{Soft: 2000000, Hard: 2000000}, 1048576, &profiles.Limit{Hard: 524288}, profiles.Limit{Soft: 524288, Hard: 524288}, true},
+		{"soft below PID 1 stays", profiles.Limit{Soft: 1024, Hard: inf}, 1048576, &profiles.Limit{Hard: 65536}, profiles.Limit{Soft: 1024, Hard: 65536}, true},
+		{"PID 1 unknown: at most nr_open", profiles.Limit{Soft: inf, Hard: inf}, 1048576, nil, profiles.Limit{Soft: 1048576, Hard: 1048576}, true},
+	}
+	for _, c := range cases {
+		got, how := resolveNofile(c.req, c.nrOpen, c.pid1)
+		if got != c.want || (how != "") != c.resolved {
+			t.Errorf("%s: %+v (%q), want %+v resolved=%v", c.name, got, how, c.want, c.resolved)
+		}
+	}
+}
+
+func TestJVMMemoryFollowsEnvScript(t *testing.T) {
+	const gib = 1 << 30
+	cases := []struct {
+		m             JVMMemory
+		ram           uint64
+		confignode    bool
+		heapMB, dirMB int64
+	}{
+		{JVMMemory{}, 24 * gib, false, 12288 / 5 * 4, 12288 - 12288/5*4}, // half of RAM, 4..16 GiB: 4/5 heap
+		{JVMMemory{}, 4 * gib, false, 2048 / 4 * 3, 2048 - 2048/4*3},     // below 4 GiB: 3/4 heap
+		{JVMMemory{}, 64 * gib, true, 8192 / 5 * 4, 8192 - 8192/5*4},     // ConfigNode: 3/10 of RAM, at most 8 GiB
+		{JVMMemory{MemorySize: "2G"}, 64 * gib, false, 1536, 512},
+		{JVMMemory{HeapOverride: "1G", DirectOverride: "512M"}, 64 * gib, false, 1024, 512},
+	}
+	for i, c := range cases {
+		h, d, how := c.m.HeapAndDirect(c.ram, c.confignode)
+		if h != c.heapMB<<20 || d != c.dirMB<<20 {
+			t.Errorf("case %d: heap %d MiB direct %d MiB (%s), want %d and %d", i, h>>20, d>>20, how, c.heapMB, c.dirMB)
+		}
+	}
+}
+
+// A remedy never contradicts another check: where fd.raise says the hard
+// limit cannot be raised, fd.soft suggests no ulimit -n above it.
+func TestRemediesAgree(t *testing.T) {
+	f := host(t, `target_process: {managed_by: shell, nofile_soft: 1024, nofile_hard: 20000}
+capabilities_missing: [CAP_SYS_RESOURCE]`)
+	tg := Target{Sockets: 100000, Role: Loadgen}
+	if err := tg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cs := Evaluate(f, tg)
+	if c := find(t, cs, "fd.raise"); c.Status != verdict.Fail {
+		t.Fatalf("fd.raise %s", c.Status)
+	}
+	soft := find(t, cs, "fd.soft")
+	for _, m := range regexp.MustCompile(`ulimit -n (\d+)`).FindAllStringSubmatch(soft.Remedy, -1) {
+		if n, _ := strconv.Atoi(m[1]); n > 20000 {
+			t.Errorf("fd.soft remedy suggests ulimit -n %d above the hard limit 20000 that fd.raise says cannot be raised: %s", n, soft.Remedy)
+		}
+	}
+	for _, c := range cs {
+		if regexp.MustCompile(`(?i)(edit|add .* to) /etc/security/limits`).MatchString(c.Remedy) {
+			t.Errorf("%s remedy hand-edits limits.d instead of hostprep tune: %s", c.ID, c.Remedy)
+		}
+	}
+}
+
+// The MQTT probe's pre-checks are preflight's fd.soft and ports.ephemeral
+// on this process's facts.
+func TestOwnProcessChecks(t *testing.T) {
+	cs := OwnProcessChecks(2000, nil, 1024)
+	if cs[0].ID != "fd.soft" || cs[0].Status != verdict.Fail || cs[1].ID != "ports.ephemeral" {
+		t.Fatalf("2000 fds under nofile 1024: %+v", cs)
+	}
+	if cs := OwnProcessChecks(10, nil, 1024); cs[0].Status != verdict.Pass || cs[1].Status != verdict.Pass {
+		t.Errorf("10 fds: %+v", cs)
+	}
+	// one source address can never hold more connections to one
+	// destination than there are ports
+	if cs := OwnProcessChecks(70000, []string{"127.0.0.1"}, 100000); cs[1].Status != verdict.Fail {
+		t.Errorf("70000 connections from one address: %+v", cs[1])
+	}
+	if cs := OwnProcessChecks(70000, []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"}, 100000); cs[1].Status != verdict.Pass {
+		t.Errorf("70000 connections from three addresses: %+v", cs[1])
+	}
+}
+
+func TestRunningJVMMemory(t *testing.T) {
+	if j := parseJVMFlags([]byte("/usr/bin/python3\x00-Xmx1g\x00"), "x"); j != nil {
+		t.Errorf("not a JVM: %+v", j)
+	}
+	j := parseJVMFlags([]byte("/usr/lib/jvm/bin/java\x00-Xms1g\x00-Xmx12g\x00-Dpassword=secret\x00-XX:MaxDirectMemorySize=6g\x00org.apache.iotdb.db.service.DataNode\x00"), "/proc/9/cmdline")
+	if j == nil || j.Heap != 12<<30 || j.Direct != 6<<30 {
+		t.Fatalf("flags %+v", j)
+	}
+	f := host(t, `mem_total_bytes: 17179869184`)
+	f.TargetJVM = j
+	tg := Target{Sockets: 10, Role: IoTDB}
+	if err := tg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c := find(t, Evaluate(f, tg), "iotdb.memory"); c.Status != verdict.Fail {
+		t.Errorf("18 GiB of JVM on 16 GiB RAM: %s %s", c.Status, message(c))
+	}
+	f.TargetJVM = &JVMFlags{Heap: 4 << 30, Direct: 2 << 30}
+	if c := find(t, Evaluate(f, tg), "iotdb.memory"); c.Status != verdict.Pass {
+		t.Errorf("6 GiB of JVM on 16 GiB RAM: %s %s", c.Status, message(c))
+	}
+}
+
+// A recorded host's files are read by the same code as a live host's: a
+// drop-in's LimitNOFILE=infinity resolves to PID 1's hard limit.
+func TestRecordedFilesMergeUnit(t *testing.T) {
+	f := host(t, `target_process: {managed_by: systemd, unit: emqx.service}
+pid1_nofile: {soft: 65536, hard: 65536}
+files:
+  /lib/systemd/system/emqx.service: "[Service]\nExecStart=/usr/bin/emqx foreground\nLimitNOFILE=1048576\n"
+  /etc/systemd/system/emqx.service.d/override.conf: "[Service]\nLimitNOFILE=infinity\n"
+  /etc/security/limits.d/90-nofile.conf: "* soft nofile 1048576\n* hard nofile 1048576\nroot hard nofile 524288\n"`)
+	tp := f.Target
+	if tp.NofileSoft != 65536 || tp.NofileHard != 65536 || tp.Requested != "infinity:infinity" || tp.UnitFile != "/lib/systemd/system/emqx.service" {
+		t.Errorf("target %+v: want infinity from the drop-in resolved to 65536", tp)
+	}
+	// pam_limits for root: "*" lines never apply to root, its own line does
+	if l := f.Login; l == nil || l.Soft != nil || l.Hard == nil || l.Hard.Value != 524288 || l.Hard.From != "/etc/security/limits.d/90-nofile.conf:3" {
+		t.Errorf("limits.d from files: %+v", l)
+	}
+	if _, err := LoadHostYAML("t", strings.NewReader(`files: {/root/.ssh/id_rsa: "x"}`)); exitcode.Code(err) != exitcode.BadInput {
+		t.Errorf("a file outside the configuration preflight reads: %v", err)
+	}
+}
+
+// tcp_mem above RAM is named even when the target also needs more.
+func TestTCPMemAboveRAMFirst(t *testing.T) {
+	f := host(t, `mem_total_bytes: 8589934592
+sysctl: {net.ipv4.tcp_mem: "1000000 3000000 4000000"}`)
+	tg := Target{Sockets: 10000000, Role: Broker}
+	if err := tg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c := find(t, Evaluate(f, tg), "mem.tcp_mem")
+	if c.Status != verdict.Warn || !strings.Contains(c.Summary, "above physical memory") {
+		t.Errorf("%s: %s", c.Status, c.Summary)
+	}
+}
+
+// A recording keeps only the configuration lines preflight reads.
+func TestRecordKeepsOnlyReadLines(t *testing.T) {
+	unit := "[Unit]\nDescription=x\n[Service]\nEnvironment=DB_PASSWORD=hunter2\nExecStart=/usr/bin/emqx --token s3cret\nUser=emqx\nLimitNOFILE=infinity\n"
+	got := string(keepReadLines("/etc/systemd/system/emqx.service", []byte(unit)))
+	if strings.Contains(got, "hunter2") || strings.Contains(got, "s3cret") || !strings.Contains(got, "LimitNOFILE=infinity") || !strings.Contains(got, "User=emqx") || !strings.Contains(got, "[Service]") {
+		t.Errorf("unit kept as %q", got)
+	}
+	lim := "# comment\n* soft nofile 1048576\n@adm hard nproc 10\nroot - nofile 65536\n"
+	if got := string(keepReadLines("/etc/security/limits.conf", []byte(lim))); got != "\n* soft nofile 1048576\n\nroot - nofile 65536\n" {
+		t.Errorf("limits.conf kept as %q", got)
+	}
+	// a file with no line read stays non-empty: an empty one is masked
+	if got := string(keepReadLines("/etc/systemd/system/x.service.d/a.conf", []byte("Environment=A=b"))); got != "\n" {
+		t.Errorf("a drop-in with nothing read kept as %q, want one empty line", got)
+	}
+}
+
+// A recording replays tune/boot's reading of a unit exactly: a unit file
+// reached through a symlink is named as on the host, a drop-in masked by
+// a symlink to /dev/null stays masked, line numbers survive the dropped
+// secret lines, and the secret does not reach the recording.
+func TestRecordReplaysBootFiles(t *testing.T) {
+	host := writeTree(t, map[string]string{
+		"opt/emqx/emqx.service":                               "[Service]\nEnvironment=PW=hunter2\nLimitNOFILE=65536\nUser=emqx\n",
+		"usr/lib/systemd/system/emqx.service.d/override.conf": "[Service]\nLimitNOFILE=1024\n",
+	})
+	for link, target := range map[string]string{
+		"etc/systemd/system/emqx.service":                 "/opt/emqx/emqx.service",
+		"etc/systemd/system/emqx.service.d/override.conf": "/dev/null",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(host, link)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, filepath.Join(host, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := &gatherer{root: host, f: &Facts{}, rec: newRecorder()}
+	live, err := g.unitFromFiles("emqx.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := unitNofile{file: "/opt/emqx/emqx.service (as /etc/systemd/system/emqx.service)", lim: profiles.Limit{Soft: 65536, Hard: 65536},
+		from: "/opt/emqx/emqx.service (as /etc/systemd/system/emqx.service):3", found: true, user: "emqx"}
+	if live != want {
+		t.Fatalf("live host: %+v, want %+v", live, want)
+	}
+	dir := filepath.Join(t.TempDir(), "rec")
+	if err := g.rec.write(dir); err != nil {
+		t.Fatal(err)
+	}
+	replay := &gatherer{root: filepath.Join(dir, host), f: &Facts{}}
+	if got, err := replay.unitFromFiles("emqx.service"); err != nil || got != want {
+		t.Errorf("replay: %+v %v, want %+v", got, err, want)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, host, "opt/emqx/emqx.service"))
+	if err != nil || strings.Contains(string(b), "hunter2") {
+		t.Errorf("recorded unit %q %v: want it without the Environment= line", b, err)
+	}
+}

@@ -1,0 +1,116 @@
+package boot_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/hostprep/hostprep/internal/testenv"
+	"github.com/hostprep/hostprep/tune/boot"
+)
+
+// limitsUsers are the sandbox users the oracle logs in as: root (which "*"
+// and @group lines do not reach), nobody (group nogroup) and daemon.
+var limitsUsers = []string{"root", "nobody", "daemon"}
+
+// limitsDomains are the domains the generator writes.
+var limitsDomains = []string{"*", "root", "nobody", "daemon", "@nogroup", "@daemon", "@root", "@staff"}
+
+// TestLimitsOracle draws random limits.conf and limits.d sets, opens a
+// session per user with the real pam_limits (runuser) inside the sandbox,
+// and requires `ulimit -Sn; ulimit -Hn` to equal boot.NofileAtBoot.
+//
+// The sandbox's processes have hard nofile 20000 and no CAP_SYS_RESOURCE,
+// so values stay below 20000; a line that sets only soft does not take
+// effect here (Debian's pam_limits then asks for a hard limit taken from
+// PID 1 that this process may not raise, and the session keeps soft 1024),
+// so the generator writes hard and "-" lines: a soft no line sets is the
+// sandbox's 1024, a hard no line sets the inherited 20000.
+func TestLimitsOracle(t *testing.T) {
+	for _, p := range []string{"/usr/sbin/runuser", "/etc/pam.d/runuser"} {
+		if _, err := os.Stat(p); err != nil {
+			if testenv.InCI() {
+				t.Fatalf("%s is needed: %v", p, err)
+			}
+			t.Skipf("%s is needed: %v", p, err)
+		}
+	}
+	box := testenv.NewSandbox(t)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "etc/security/limits.conf")
+	d := filepath.Join(dir, "etc/security/limits.d")
+	must(t, os.MkdirAll(d, 0o755))
+	must(t, os.WriteFile(conf, nil, 0o644))
+	for _, f := range []string{"/etc/passwd", "/etc/group"} {
+		b, err := os.ReadFile(f)
+		must(t, err)
+		must(t, os.WriteFile(filepath.Join(dir, f), b, 0o644))
+	}
+	if _, e, c := box.Run("sh", "-c", fmt.Sprintf("mount --bind %s /etc/security/limits.conf && mount --bind %s /etc/security/limits.d", conf, d)); c != 0 {
+		t.Fatalf("mounts: %s", e)
+	}
+	rapid.Check(t, func(rt *rapid.T) {
+		ents, _ := os.ReadDir(d)
+		for _, e := range ents {
+			must(t, os.Remove(filepath.Join(d, e.Name())))
+		}
+		line := func() string {
+			switch rapid.IntRange(0, 6).Draw(rt, "kind") {
+			case 0:
+				return rapid.SampledFrom([]string{"", "# * hard nofile 5", "  ", "nobody hard nproc 100"}).Draw(rt, "filler")
+			}
+			return fmt.Sprintf("%s %s nofile %d%s", rapid.SampledFrom(limitsDomains).Draw(rt, "domain"),
+				rapid.SampledFrom([]string{"hard", "-"}).Draw(rt, "type"), rapid.IntRange(2000, 19999).Draw(rt, "value"),
+				rapid.SampledFrom([]string{"", " # comment"}).Draw(rt, "tail"))
+		}
+		body := func(label string) string {
+			var b strings.Builder
+			for i, n := 0, rapid.IntRange(0, 4).Draw(rt, label); i < n; i++ {
+				b.WriteString(line() + "\n")
+			}
+			return b.String()
+		}
+		must(t, os.WriteFile(conf, []byte(body("conf")), 0o644))
+		for i, n := 0, rapid.IntRange(0, 4).Draw(rt, "files"); i < n; i++ {
+			name := rapid.SampledFrom([]string{"10-a.conf", "60-hostprep.conf", "90-z.conf", "A.conf", "notes.txt"}).Draw(rt, "name")
+			must(t, os.WriteFile(filepath.Join(d, name), []byte(body("lines")), 0o644))
+		}
+		for _, u := range limitsUsers {
+			out, e, c := box.Run("runuser", "-u", u, "--", "/bin/sh", "-c", "ulimit -Sn; ulimit -Hn")
+			if c != 0 {
+				rt.Fatalf("runuser %s: %s", u, e)
+			}
+			f := strings.Fields(out)
+			if len(f) != 2 {
+				rt.Fatalf("runuser %s: %q", u, out)
+			}
+			n, err := boot.NofileAtBoot(dir, u)
+			if err != nil {
+				rt.Fatal(err)
+			}
+			soft, hard := uint64(1024), uint64(20000)
+			if n.Hard.Set {
+				hard = n.Hard.Value
+			}
+			if n.Soft.Set {
+				soft = n.Soft.Value
+			}
+			soft = min(soft, hard)
+			if f[0] != strconv.FormatUint(soft, 10) || f[1] != strconv.FormatUint(hard, 10) {
+				c, _ := os.ReadFile(conf)
+				var ds strings.Builder
+				ents, _ := os.ReadDir(d)
+				for _, e := range ents {
+					b, _ := os.ReadFile(filepath.Join(d, e.Name()))
+					fmt.Fprintf(&ds, "%s:\n%s", e.Name(), b)
+				}
+				rt.Fatalf("%s: session gets %s:%s, simulation %d:%d (soft %+v, hard %+v)\nlimits.conf:\n%slimits.d:\n%s", u, f[0], f[1], soft, hard, n.Soft, n.Hard, c, ds.String())
+			}
+		}
+	})
+}

@@ -1,0 +1,320 @@
+package tune
+
+import (
+	"fmt"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/tune/boot"
+	"github.com/hostprep/hostprep/tune/files"
+	"github.com/hostprep/hostprep/tune/journal"
+	"github.com/hostprep/hostprep/tune/sysval"
+)
+
+// BootValue is what a key or limit will be after the next boot, and the
+// file and 1-based line that set it (no file: the kernel's or systemd's
+// default stays).
+type BootValue struct {
+	Value string `json:"value"`
+	File  string `json:"file,omitempty"`
+	Line  int    `json:"line,omitempty"`
+}
+
+// BootItem compares one thing hostprep persists with what the host will
+// have after its next boot (package tune/boot reads the configuration the
+// way systemd-sysctl, sysctl --system, pam_limits and systemd do).
+type BootItem struct {
+	// Key is a sysctl key; Limit names a nofile limit instead
+	// ("limits.d nofile for *", "DefaultLimitNOFILE", "emqx.service LimitNOFILE").
+	Key   string `json:"key,omitempty"`
+	Limit string `json:"limit,omitempty"`
+	// Want is what hostprep persists (a sysctl value, or "soft:hard").
+	Want string `json:"want"`
+	// Boot is the value after the next boot and the file line that sets it.
+	Boot BootValue `json:"boot"`
+	// OK says the boot value satisfies Want (by the key's mode; a nofile
+	// limit at least Want).
+	OK bool `json:"ok"`
+	// Problem says why not, naming the file and line that win, and the fix.
+	Problem string `json:"problem,omitempty"`
+}
+
+// persistHint suggests a --persist-name that sorts after the file that
+// wins, where a name can (procps reads /etc/sysctl.conf after every
+// sysctl.d file, so nothing sorts after it there).
+func persistHint(loader boot.Loader, win boot.ConfFile) string {
+	if loader == boot.ProcpsSystem && win.Path == boot.SysctlConf {
+		return " (sysctl --system reads /etc/sysctl.conf last, so only editing it helps)"
+	}
+	name := "zz-hostprep.conf"
+	for name <= path.Base(win.Path) {
+		name = "z" + name
+	}
+	return fmt.Sprintf(", or apply again with --persist-name %s so hostprep's file is read after %s", name, path.Base(win.Path))
+}
+
+// anyUser is a user name in no group, so that only "*" lines apply to it:
+// what every ordinary login session gets.
+const anyUser = "hostprep-any-user"
+
+// bootRoot is the root the boot simulation reads ("" = /).
+func (e Env) bootRoot() string { return e.Root }
+
+// bootItems checks every key and limit in per against the boot that
+// follows, as if the owned files had the bytes in overlay (paths relative
+// to the root; nil overlay: the files on disk). modes gives each key's
+// mode (missing: exact). Errors: exitcode.Environment when a
+// configuration file cannot be read.
+func bootItems(env Env, per journal.Persisted, modes map[string]string, overlay map[string][]byte, owned map[string]bool) ([]BootItem, error) {
+	items, err := bootSysctlItems(env, per, modes, overlay, owned)
+	if err != nil {
+		return nil, exitcode.Environmentf("tune: boot configuration: %v", err)
+	}
+	lim, err := bootLimitItems(env, per, overlay)
+	if err != nil {
+		return nil, exitcode.Environmentf("tune: boot configuration: %v", err)
+	}
+	return append(items, lim...), nil
+}
+
+func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, overlay map[string][]byte, owned map[string]bool) ([]BootItem, error) {
+	if len(per.Sysctl) == 0 {
+		return nil, nil
+	}
+	root := env.bootRoot()
+	loader := boot.DetectLoader(root)
+	s, err := boot.ReadSysctlOverlay(root, loader, overlay)
+	if err != nil {
+		return nil, err
+	}
+	mods, err := boot.ModulesAtBoot(root, overlay)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, len(per.Sysctl))
+	for k := range per.Sysctl {
+		keys = append(keys, k)
+	}
+	sortKeys(keys)
+	var out []BootItem
+	for _, k := range keys {
+		want := per.Sysctl[k].Value
+		it := BootItem{Key: k, Want: want, OK: true}
+		set, ok := s.Lookup(k)
+		if ok {
+			it.Boot = BootValue{Value: sysval.Normalize(set.Value), File: set.File.Name(), Line: set.Line}
+		}
+		mode := modes[k]
+		switch {
+		case !ok:
+			it.OK = false
+			it.Problem = fmt.Sprintf("sysctl %s: no file sets it at boot (%s), so after a reboot it is back at the kernel default instead of %s; is hostprep's sysctl.d file masked or the key excluded with \"-%s\"?", k, loader, want, k)
+		case !owned[set.File.Path] && !sysval.Satisfies(set.Value, want, mode):
+			it.OK = false
+			it.Problem = fmt.Sprintf("sysctl %s: after a reboot %s sets %s (%s reads it after hostprep's file), so the host boots with %s, not %s; hostprep never edits a file it does not own: change or remove that line%s", k, set.Where(), sysval.Normalize(set.Value), loader, sysval.Normalize(set.Value), want, persistHint(loader, set.File))
+		case !sysval.Satisfies(set.Value, want, mode):
+			it.OK = false
+			it.Problem = fmt.Sprintf("sysctl %s: %s sets %s, not the %s hostprep wrote (the file was edited); `hostprep tune apply` writes it again", k, set.Where(), sysval.Normalize(set.Value), want)
+		}
+		if m := boot.ModuleFor(k); m != "" && it.OK {
+			if _, loaded := mods[m]; !loaded {
+				it.OK = false
+				it.Problem = fmt.Sprintf("sysctl %s: needs kernel module %s, which no modules-load.d file loads before %s runs, so at boot the key does not exist yet and stays at its default; hostprep writes %s for it", k, m, loader, files.ModulesLoad)
+			}
+		}
+		out = append(out, it)
+	}
+	return out, nil
+}
+
+func bootLimitItems(env Env, per journal.Persisted, overlay map[string][]byte) ([]BootItem, error) {
+	root := env.bootRoot()
+	var out []BootItem
+	if n := per.Nofile; n != nil {
+		for _, u := range per.NofileUsers {
+			sim := u
+			switch {
+			case u == "*":
+				sim = anyUser
+			case len(u) > 0 && (u[0] == '@' || u[0] == '%'):
+				continue // a group: no single user stands for it
+			}
+			b, err := boot.NofileOverlay(root, sim, overlay)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, limitItem("limits.d nofile for "+u, *n, b.Soft, b.Hard))
+		}
+	}
+	if ok, _ := env.SystemdDecision(); !ok {
+		return out, nil
+	}
+	if d := per.DefaultLimitNOFILE; d != nil {
+		m, _, err := boot.ManagerNofileOverlay(root, overlay)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, systemdItem("DefaultLimitNOFILE", *d, m))
+	}
+	units := make([]string, 0, len(per.Services))
+	for u := range per.Services {
+		units = append(units, u)
+	}
+	sort.Strings(units)
+	for _, u := range units {
+		m, _, err := boot.UnitNofileOverlay(root, u, overlay)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, systemdItem(u+" LimitNOFILE", per.Services[u], m))
+	}
+	return out, nil
+}
+
+func fmtRlimit(v uint64) string {
+	if v == boot.Unlimited {
+		return "unlimited"
+	}
+	return strconv.FormatUint(v, 10)
+}
+
+// limitItem compares pam_limits' boot soft and hard with want.
+func limitItem(name string, want journal.Limit, soft, hard boot.LimitValue) BootItem {
+	it := BootItem{Limit: name, Want: fmtLimit(want.Soft, want.Hard), OK: true}
+	s, h := "inherited", "inherited"
+	if soft.Set {
+		s = fmtRlimit(soft.Value)
+	}
+	if hard.Set {
+		h = fmtRlimit(hard.Value)
+	}
+	it.Boot.Value = s + ":" + h
+	win := hard
+	if !hard.Set || (hard.Value >= want.Hard && soft.Set && soft.Value < want.Soft) {
+		win = soft
+	}
+	if win.Set {
+		it.Boot.File, it.Boot.Line = win.File.Name(), win.Line
+	}
+	switch {
+	case !soft.Set || !hard.Set:
+		it.OK = false
+		it.Problem = fmt.Sprintf("%s: pam_limits sets no nofile for it (soft %s, hard %s): %s is missing or unreadable", name, s, h, files.LimitsConf)
+	case hard.Value < want.Hard || soft.Value < want.Soft:
+		it.OK = false
+		it.Problem = fmt.Sprintf("%s: new login sessions get nofile %s:%s, below the %s hostprep wrote: %s line %q wins (a user line beats @group beats *, and a later file beats an earlier one); hostprep never edits a file it does not own: change or remove that line", name, s, h, it.Want, win.Where(), win.Domain)
+	}
+	return it
+}
+
+// systemdItem compares systemd's boot value of a nofile setting with want.
+func systemdItem(name string, want journal.Limit, got boot.NofileSetting) BootItem {
+	it := BootItem{Limit: name, Want: fmtLimit(want.Soft, want.Hard), OK: true, Boot: BootValue{Value: got.String()}}
+	if got.Set {
+		it.Boot.File, it.Boot.Line = got.File.Name(), got.Line
+	}
+	if got.Hard < want.Hard || got.Soft < want.Soft {
+		it.OK = false
+		it.Problem = fmt.Sprintf("%s: after a reboot systemd uses %s from %s, below the %s hostprep wrote; a drop-in that sorts later (or the same name in /etc) wins: change or remove it", name, got.String(), got.Where(), it.Want)
+	}
+	return it
+}
+
+// overlayOf maps the owned files a plan writes to their new bytes, by path
+// relative to the root, for the boot simulation.
+func overlayOf(env Env, steps []fileStep) map[string][]byte {
+	out := map[string][]byte{}
+	for _, f := range steps {
+		rel := f.path
+		if env.Root != "" {
+			rel = "/" + relTo(env.Root, f.path)
+		}
+		out[path.Clean(rel)] = f.to
+	}
+	return out
+}
+
+// ownedFiles are the files in the journal, by path relative to the root.
+func ownedFiles(env Env, st *journal.State) map[string]bool {
+	out := map[string]bool{}
+	for p := range st.Files {
+		rel := p
+		if env.Root != "" {
+			rel = "/" + relTo(env.Root, p)
+		}
+		out[path.Clean(rel)] = true
+	}
+	return out
+}
+
+// BootStatus is the JSON of `hostprep tune verify --boot`.
+type BootStatus struct {
+	// Changed is always false: verify only reads.
+	Changed bool       `json:"changed"`
+	Items   []BootItem `json:"items"`
+	// Failing counts items whose boot value differs from what hostprep
+	// applied.
+	Failing int `json:"failing"`
+}
+
+// VerifyBoot compares every key and limit hostprep persisted (from the
+// journal) with what the host will have after its next boot. It fails
+// (exitcode.Failed, exit 1) naming every key whose boot value differs and
+// the file:line that wins; with nothing applied it fails with exit 1 too,
+// since there is nothing to vouch for. Errors: exitcode.Environment when
+// the journal or a configuration file cannot be read.
+func VerifyBoot(env Env) (*BootStatus, error) {
+	st, err := env.loadJournal()
+	if err != nil {
+		return nil, exitcode.Environmentf("tune verify --boot: %v", err)
+	}
+	bs := &BootStatus{Items: []BootItem{}}
+	if st == nil {
+		return bs, exitcode.Failedf("tune verify --boot: nothing applied (no journal %s)", env.stateFile())
+	}
+	modes := map[string]string{}
+	for k, j := range st.Keys {
+		modes[k] = j.Mode
+	}
+	items, err := bootItems(env, st.Persisted, modes, nil, ownedFiles(env, st))
+	if err != nil {
+		return nil, err
+	}
+	bs.Items = items
+	var bad []string
+	for _, it := range items {
+		if !it.OK {
+			bs.Failing++
+			bad = append(bad, it.Problem)
+		}
+	}
+	if bs.Failing > 0 {
+		return bs, exitcode.Failedf("tune verify --boot: %d item(s) will not have hostprep's value after a reboot: %s", bs.Failing, joinSemi(bad))
+	}
+	return bs, nil
+}
+
+func joinSemi(ss []string) string {
+	out := ""
+	for i, s := range ss {
+		if i > 0 {
+			out += "; "
+		}
+		out += s
+	}
+	return out
+}
+
+// relTo is p relative to root ("etc/sysctl.d/x.conf"), or p when it is
+// not under root.
+func relTo(root, p string) string {
+	r, err := filepath.Rel(root, p)
+	if err != nil || strings.HasPrefix(r, "..") {
+		return strings.TrimPrefix(p, "/")
+	}
+	return r
+}

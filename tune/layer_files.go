@@ -1,0 +1,161 @@
+package tune
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/hostprep/hostprep/tune/files"
+	"github.com/hostprep/hostprep/tune/journal"
+)
+
+// fileLayer is the owned files (sysctl.d, modules-load.d, limits.d,
+// systemd manager and unit drop-ins): planned by planFiles (plan.go),
+// written here atomically in plan order, rolled back by rollbackFile.
+type fileLayer struct {
+	pl       *Plan
+	written  []fileStep
+	madeDirs []string
+}
+
+func (l *fileLayer) record(st *journal.State) {
+	for _, f := range l.pl.files {
+		j := st.Files[f.path]
+		if j == nil {
+			j = &journal.File{Existed: f.existed, Original: f.from, Mode: uint32(f.perm), Owner: f.owner, Seq: st.NextSeq}
+			st.NextSeq++
+			st.Files[f.path] = j
+		}
+		j.SetSHA256 = journal.SHA256(f.to)
+		for _, d := range f.dirs {
+			if !contains(st.Dirs, d) {
+				st.Dirs = append(st.Dirs, d)
+			}
+		}
+	}
+}
+
+func (l *fileLayer) apply(context.Context) error {
+	for _, f := range l.pl.files {
+		made, err := files.MkdirAll(filepath.Dir(f.path))
+		l.madeDirs = append(l.madeDirs, made...)
+		if err == nil {
+			err = files.WriteAtomic(f.path, f.to, f.perm)
+		}
+		if err != nil {
+			return &stepError{what: fmt.Sprintf("tune apply: writing %s", f.path), cause: err}
+		}
+		l.written = append(l.written, f)
+	}
+	return nil
+}
+
+func (l *fileLayer) undo() []string {
+	var problems []string
+	for i := len(l.written) - 1; i >= 0; i-- {
+		f := l.written[i]
+		var err error
+		if f.existed {
+			uid, gid := f.owner.IDs()
+			err = files.WriteAtomicOwned(f.path, f.from, f.perm, uid, gid)
+		} else {
+			err = files.Remove(f.path)
+		}
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", f.path, err))
+		}
+	}
+	for i := len(l.madeDirs) - 1; i >= 0; i-- {
+		os.Remove(l.madeDirs[i])
+	}
+	return problems
+}
+
+// file undoes one owned file (rollback); a file someone else changed is
+// left, and its hard nofile remembered so fs.nr_open is not lowered
+// below it.
+func (r *rollbackRun) file(path string) {
+	ch, left, err := rollbackFile(path, r.st.Files[path])
+	switch {
+	case err != nil:
+		r.failures = append(r.failures, fmt.Sprintf("%s: %v", path, err))
+		return
+	case left != nil:
+		r.res.Left = append(r.res.Left, *left)
+		if cur, ok, err := files.Read(path); err == nil && ok {
+			if n, ok := files.HardNofile(cur); ok {
+				r.keepFiles[path] = n
+				if n > r.need {
+					r.need, r.needFile = n, path
+				}
+			}
+		}
+	case ch != nil:
+		r.res.Changes = append(r.res.Changes, *ch)
+	}
+	delete(r.remaining.Files, path)
+}
+
+// rollbackFile restores an owned file byte for byte (or removes it)
+// unless someone else changed it since hostprep wrote it.
+func rollbackFile(path string, f *journal.File) (*Change, *Skip, error) {
+	cur, exists, err := files.Read(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if exists == f.Existed && (!exists || string(cur) == string(f.Original)) {
+		return nil, nil, nil // already original
+	}
+	if !exists || journal.SHA256(cur) != f.SetSHA256 {
+		return nil, &Skip{File: path, Layer: Persistent, Current: describe(cur, exists),
+			Reason: "changed by someone else after hostprep wrote it; left in place and no longer tracked by hostprep (its header still names hostprep): it is yours now, remove or keep it"}, nil
+	}
+	if f.Existed {
+		uid, gid := f.Owner.IDs()
+		if err := files.WriteAtomicOwned(path, f.Original, fs.FileMode(f.Mode).Perm(), uid, gid); err != nil {
+			return nil, nil, err
+		}
+		return &Change{File: path, Layer: Persistent, From: describe(cur, true), To: describe(f.Original, true), Reason: "original restored"}, nil, nil
+	}
+	if err := files.Remove(path); err != nil {
+		return nil, nil, err
+	}
+	return &Change{File: path, Layer: Persistent, From: describe(cur, true), To: "absent", Reason: "created by hostprep; removed"}, nil, nil
+}
+
+// fileStatuses compares every owned file with the bytes hostprep wrote.
+func fileStatuses(st *journal.State, pending string) []ItemStatus {
+	var items []ItemStatus
+	paths := make([]string, 0, len(st.Files))
+	for p := range st.Files {
+		paths = append(paths, p)
+	}
+	sort.Slice(paths, func(i, j int) bool { return st.Files[paths[i]].Seq < st.Files[paths[j]].Seq })
+	for _, p := range paths {
+		j := st.Files[p]
+		it := ItemStatus{File: p, Layer: Persistent, Original: describe(j.Original, j.Existed), Set: "sha256:" + j.SetSHA256[:12]}
+		cur, ok, err := files.Read(p)
+		switch {
+		case err != nil:
+			it.Live, it.Drift = "unreadable", err.Error()
+		case !ok && pending != "" && !j.Existed:
+			it.Live, it.Drift = "absent", pending
+		case !ok:
+			it.Live, it.Drift = "absent", "removed since hostprep wrote it"
+		default:
+			it.Live = "sha256:" + journal.SHA256(cur)[:12]
+			if journal.SHA256(cur) == j.SetSHA256 {
+				it.OK = true
+			} else if pending != "" && j.Existed && string(cur) == string(j.Original) {
+				it.Drift = pending
+			} else {
+				it.Drift = "content changed since hostprep wrote it"
+			}
+		}
+		items = append(items, it)
+	}
+	return items
+}

@@ -1,0 +1,314 @@
+package tune
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/profiles"
+	"github.com/hostprep/hostprep/tune/journal"
+	"github.com/hostprep/hostprep/tune/sysval"
+)
+
+// runtimeLayer is the live kernel values under /proc/sys: planned here
+// (sysctlTargets, planRuntime), applied in plan order (fs.nr_open before
+// fs.file-max before the rest), each write read back, and rolled back by
+// rollbackKey; verified now by StatusOf (verify.go).
+type runtimeLayer struct {
+	pl   *Plan
+	done []keyStep
+}
+
+// modeOf is a key's mode, exact when the profile gives none.
+func modeOf(s profiles.Sysctl) string {
+	if s.Mode == "" {
+		return sysval.Exact
+	}
+	return string(s.Mode)
+}
+
+// sysctlTargets computes the value every profile key will have after the
+// apply (by its mode, from the host's value; the profile's in image mode)
+// and the host's current values. Errors: exitcode.BadInput naming every
+// key unknown to the kernel or out of the kernel's bounds for this
+// kernel version; exitcode.Environment when /proc/sys cannot be read.
+func (pl *Plan) sysctlTargets(p *profiles.Profile) (map[string]target, map[string]string, error) {
+	keys := make([]string, 0, len(p.Sysctl))
+	for k := range p.Sysctl {
+		keys = append(keys, k)
+	}
+	sortKeys(keys)
+	targets, current := map[string]target{}, map[string]string{}
+	var errs []string
+	kernel := ""
+	if !pl.env.ImageMode() {
+		kernel = pl.kernelRelease()
+	}
+	for _, k := range keys {
+		s := p.Sysctl[k]
+		if pl.env.ImageMode() {
+			targets[k] = target{value: sysval.Normalize(s.Value), optional: s.Optional, comment: s.Comment, present: true}
+			continue
+		}
+		cur, ok, err := pl.current(k)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !ok {
+			if msg := pl.missingKey(k, s); msg != "" {
+				errs = append(errs, msg)
+			}
+			continue
+		}
+		current[k] = cur
+		to, err := sysval.Target(cur, s.Value, modeOf(s))
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("sysctl %s = %q: %v", k, s.Value, err))
+			continue
+		}
+		if msgs := profiles.CheckBounds(k, to, kernel); len(msgs) > 0 {
+			for _, m := range msgs {
+				errs = append(errs, "sysctl "+m+"; nothing was changed")
+			}
+			continue
+		}
+		targets[k] = target{value: to, optional: s.Optional, comment: s.Comment, present: true}
+	}
+	if len(errs) > 0 {
+		return nil, nil, exitcode.BadInputf("%s", strings.Join(errs, "\n"))
+	}
+	return targets, current, nil
+}
+
+// missingKey handles a key this kernel does not show: skipped when
+// optional or hidden in this network namespace, else the error message.
+func (pl *Plan) missingKey(k string, s profiles.Sysctl) string {
+	path := filepath.Join(pl.env.procSys(), strings.ReplaceAll(k, ".", "/"))
+	switch {
+	case s.Optional:
+		pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Runtime, Reason: "optional key not on this kernel (" + path + " is absent; a module may not be loaded); not set, not persisted"})
+	case strings.HasPrefix(k, "net.") && pl.env.foreignNetNS():
+		pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Runtime, Reason: "not visible in this network namespace (a global net.* key lives only in the host's initial namespace): set it on the host; not set, not persisted here"})
+		pl.Warnings = append(pl.Warnings, fmt.Sprintf("sysctl %s: this process runs in its own network namespace (container or unshare), where %s does not exist; only namespaced net.* keys are set here, set this one on the host", k, k))
+	default:
+		return fmt.Sprintf("sysctl %s: this kernel has no such key (no %s): fix the spelling, remove it, or mark it `optional: true` if it needs a module", k, path)
+	}
+	return ""
+}
+
+// planRuntime plans a /proc/sys write for every target the host does not
+// have yet, and says why the others are skipped.
+func (pl *Plan) planRuntime(p *profiles.Profile, targets map[string]target, current map[string]string) error {
+	keys := make([]string, 0, len(targets))
+	for k := range targets {
+		keys = append(keys, k)
+	}
+	sortKeys(keys)
+	for _, k := range keys {
+		t, cur, s := targets[k], current[k], p.Sysctl[k]
+		mode := modeOf(s)
+		if sysval.Equal(cur, t.value) {
+			pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Runtime, Current: sysval.Normalize(cur), Reason: alreadyReason(k, cur, s, mode)})
+			continue
+		}
+		if !pl.backend.Writable(k) {
+			if strings.HasPrefix(k, "net.") && pl.env.foreignNetNS() {
+				pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Runtime, Current: sysval.Normalize(cur), Reason: "read-only in this network namespace (the kernel mirrors the host's global value): set it on the host; not set, not persisted here"})
+				pl.Warnings = append(pl.Warnings, fmt.Sprintf("sysctl %s: read-only in this network namespace (container or unshare); set %s=%s on the host", k, k, t.value))
+				delete(targets, k)
+				continue
+			}
+			return exitcode.Environmentf("sysctl %s: the kernel shows it read-only (%s has no write permission), so it cannot be set to %q here; remove it from the profile or set it where it is writable", k, filepath.Join(pl.env.procSys(), strings.ReplaceAll(k, ".", "/")), t.value)
+		}
+		reason := "exact"
+		switch {
+		case k == keyReservedPorts && s.Value == "":
+			reason = t.comment
+		case mode != sysval.Exact:
+			reason = mode + " " + sysval.Normalize(s.Value)
+		}
+		pl.runtime = append(pl.runtime, keyStep{key: k, from: cur, to: t.value, mode: mode, want: sysval.Normalize(s.Value)})
+		pl.Changes = append(pl.Changes, Change{Key: k, Layer: Runtime, From: sysval.Normalize(cur), To: t.value, Reason: reason})
+	}
+	return nil
+}
+
+// alreadyReason says why a key the host already has is skipped.
+func alreadyReason(k, cur string, s profiles.Sysctl, mode string) string {
+	switch {
+	case k == keyReservedPorts && s.Value == "":
+		return "already reserves every port to keep out of the ephemeral range"
+	case mode == sysval.AtLeast && !sysval.Equal(cur, s.Value):
+		return fmt.Sprintf("at-least %s: host already has %s, never lowered", sysval.Normalize(s.Value), sysval.Normalize(cur))
+	case mode == sysval.AtMost && !sysval.Equal(cur, s.Value):
+		return fmt.Sprintf("at-most %s: host already has %s, never raised", sysval.Normalize(s.Value), sysval.Normalize(cur))
+	}
+	return "already " + sysval.Normalize(cur)
+}
+
+func (l *runtimeLayer) record(st *journal.State) {
+	for _, s := range l.pl.runtime {
+		k := st.Keys[s.key]
+		if k == nil {
+			k = &journal.Key{Original: s.from, Seq: st.NextSeq}
+			st.NextSeq++
+			st.Keys[s.key] = k
+		}
+		k.Set, k.Mode, k.Want = s.to, s.mode, s.want
+	}
+}
+
+func (l *runtimeLayer) apply(ctx context.Context) error {
+	pl := l.pl
+	for _, s := range pl.runtime {
+		if err := ctx.Err(); err != nil {
+			return &stepError{what: "tune apply interrupted", cause: err}
+		}
+		werr := pl.backend.Set(s.key, s.to)
+		if werr == nil {
+			if got, err := pl.backend.Get(s.key); err != nil {
+				werr = err
+			} else if !sysval.Equal(got, s.to) {
+				werr = fmt.Errorf("the kernel accepted %q but reads back %q", s.to, got)
+			}
+			l.done = append(l.done, s) // undo even a write that read back wrong
+		}
+		if werr != nil {
+			if errors.Is(werr, syscall.EROFS) {
+				return &stepError{final: containerError(pl.env.procSys(), pl.runtime)}
+			}
+			return &stepError{what: fmt.Sprintf("tune apply: writing %s = %q", s.key, s.to), cause: kernelErr(werr)}
+		}
+	}
+	return nil
+}
+
+func (l *runtimeLayer) undo() []string {
+	var problems []string
+	for i := len(l.done) - 1; i >= 0; i-- {
+		s := l.done[i]
+		if err := l.pl.backend.Set(s.key, s.from); err != nil {
+			problems = append(problems, fmt.Sprintf("%s back to %q: %v", s.key, s.from, err))
+		}
+	}
+	return problems
+}
+
+// key undoes one runtime key (rollback), keeping fs.nr_open and
+// fs.file-max where a left-behind file needs them.
+func (r *rollbackRun) key(key string) {
+	if r.backendErr != nil {
+		r.failures = append(r.failures, fmt.Sprintf("%s: %v", key, r.backendErr))
+		return
+	}
+	k := r.st.Keys[key]
+	if kept := keepForNofile(r.b, key, k, r.need, r.needFile); kept != nil {
+		r.res.Kept = append(r.res.Kept, *kept)
+		return
+	}
+	ch, left, err := rollbackKey(r.b, key, k)
+	switch {
+	case err != nil:
+		r.failures = append(r.failures, fmt.Sprintf("%s back to %q: %v", key, k.Original, err))
+		return
+	case left != nil:
+		r.res.Left = append(r.res.Left, *left)
+	case ch != nil:
+		r.res.Changes = append(r.res.Changes, *ch)
+	}
+	delete(r.remaining.Keys, key)
+}
+
+// keepForNofile returns a Kept entry when key is fs.nr_open or fs.file-max
+// and restoring its original would put it below need, the hard nofile a
+// left-behind file (needFile) sets; nil otherwise.
+func keepForNofile(b interface{ Get(string) (string, error) }, key string, k *journal.Key, need uint64, needFile string) *Skip {
+	if need == 0 || (key != keyNrOpen && key != keyFileMax) {
+		return nil
+	}
+	orig, err := strconv.ParseUint(strings.TrimSpace(k.Original), 10, 64)
+	if err != nil || orig >= need {
+		return nil
+	}
+	live, err := b.Get(key)
+	if err != nil {
+		return nil
+	}
+	cur, err := strconv.ParseUint(strings.TrimSpace(live), 10, 64)
+	if err != nil || cur < need {
+		return nil // already below: nothing to protect by keeping it
+	}
+	return &Skip{Key: key, Layer: Runtime, Current: sysval.Normalize(live),
+		Reason: fmt.Sprintf("kept because %s (left behind, edited after hostprep wrote it) sets hard nofile %d, above the original %s %d: lowering it would make logins and services fail to set that limit; fix or remove that file and run `hostprep tune rollback` again", needFile, need, key, orig)}
+}
+
+// rollbackKey puts key back to its original unless someone else changed
+// it since hostprep set it.
+func rollbackKey(b interface {
+	Get(string) (string, error)
+	Set(string, string) error
+}, key string, k *journal.Key) (*Change, *Skip, error) {
+	live, err := b.Get(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	if sysval.Equal(live, k.Original) {
+		return nil, nil, nil
+	}
+	if !sysval.Equal(live, k.Set) {
+		return nil, &Skip{Key: key, Layer: Runtime, Current: sysval.Normalize(live),
+			Reason: fmt.Sprintf("changed by someone else after hostprep set %q (original %q); left alone", k.Set, sysval.Normalize(k.Original))}, nil
+	}
+	if err := b.Set(key, k.Original); err != nil {
+		return nil, nil, kernelErr(err)
+	}
+	return &Change{Key: key, Layer: Runtime, From: sysval.Normalize(live), To: sysval.Normalize(k.Original), Reason: "original"}, nil, nil
+}
+
+// keyStatuses compares every journaled key with /proc/sys (tune status);
+// pending marks an item an interrupted apply had not reached.
+func keyStatuses(env Env, st *journal.State, pending string) ([]ItemStatus, error) {
+	var items []ItemStatus
+	keys := make([]string, 0, len(st.Keys))
+	for k := range st.Keys {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return st.Keys[keys[i]].Seq < st.Keys[keys[j]].Seq })
+	var b interface{ Get(string) (string, error) }
+	if len(keys) > 0 {
+		be, err := env.backend()
+		if err != nil {
+			return nil, exitcode.Environmentf("tune status: %v", err)
+		}
+		b = be
+	}
+	for _, k := range keys {
+		j := st.Keys[k]
+		it := ItemStatus{Key: k, Layer: Runtime, Original: sysval.Normalize(j.Original), Set: j.Set, Mode: j.Mode}
+		live, err := b.Get(k)
+		if err != nil {
+			it.Live, it.Drift = "unreadable", err.Error()
+		} else {
+			it.Live = sysval.Normalize(live)
+			want, mode := j.Want, j.Mode
+			if want == "" || k == keyReservedPorts {
+				want, mode = j.Set, sysval.Exact
+			}
+			if sysval.Satisfies(live, want, mode) {
+				it.OK = true
+			} else if pending != "" && sysval.Equal(live, j.Original) {
+				it.Drift = pending
+			} else {
+				it.Drift = fmt.Sprintf("live %q no longer satisfies %s %q set by hostprep", it.Live, mode, want)
+			}
+		}
+		items = append(items, it)
+	}
+	return items, nil
+}

@@ -1,0 +1,171 @@
+package tune
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/tune/boot"
+	"github.com/hostprep/hostprep/tune/files"
+	"github.com/hostprep/hostprep/tune/journal"
+)
+
+// selectLimit is FD_SETSIZE: select() cannot watch a descriptor >= 1024,
+// so a host-wide soft nofile above it breaks programs that still use it.
+const selectLimit = 1024
+
+// closeAllLimit is the soft nofile above which programs that loop over
+// every possible descriptor (close-all before exec, up to RLIMIT_NOFILE)
+// get slow enough to notice.
+const closeAllLimit = 1048576
+
+// nofileNow is what a new login session, the systemd manager or a unit
+// gets now (before this apply), and where that comes from.
+type nofileNow struct {
+	soft, hard uint64
+	from       string
+}
+
+// neverLower raises each nofile limit per will write to at least what new
+// login sessions, the systemd manager and each unit get now (the boot
+// simulation of limits.d and systemd, and for sessions with no line the
+// limit inherited from the process that started hostprep): hostprep never
+// writes a lower soft or hard. A kept value is listed as skipped with the
+// reason. A profile that raises a host-wide soft above 1024 gets a note
+// (select(), FD_SETSIZE), above 1048576 a warning; a soft kept because the
+// host already has it gets neither.
+func (pl *Plan) neverLower(per *journal.Persisted, services bool) error {
+	root := pl.env.bootRoot()
+	if n := per.Nofile; n != nil {
+		now, err := pl.sessionNofileNow(root, per.NofileUsers)
+		if err != nil {
+			return err
+		}
+		pl.noteHostWideSoft("limits.nofile (new login sessions of "+strings.Join(per.NofileUsers, ", ")+")", n.Soft)
+		pl.keep(n, now, pl.env.path(files.LimitsConf), "new login sessions")
+	}
+	if !services {
+		return nil
+	}
+	if d := per.DefaultLimitNOFILE; d != nil {
+		m, _, err := boot.ManagerNofile(root)
+		if err != nil {
+			return exitcode.Environmentf("tune: %v", err)
+		}
+		pl.noteHostWideSoft("systemd.default_limit_nofile (every service)", d.Soft)
+		pl.keep(d, nofileNow{m.Soft, m.Hard, m.Where()}, pl.env.path(files.SystemConf), "every systemd service (DefaultLimitNOFILE)")
+	}
+	units := make([]string, 0, len(per.Services))
+	for u := range per.Services {
+		units = append(units, u)
+	}
+	sort.Strings(units)
+	for _, u := range units {
+		m, _, err := boot.UnitNofile(root, u)
+		if err != nil {
+			return exitcode.Environmentf("tune: %v", err)
+		}
+		l := per.Services[u]
+		pl.keep(&l, nofileNow{m.Soft, m.Hard, m.Where()}, pl.env.path(files.ServiceDropIn(u)), u)
+		per.Services[u] = l
+	}
+	return nil
+}
+
+// keep raises want to now where now is higher (an unlimited now is left
+// to the profile: hostprep writes numbers) and says so as a skip.
+func (pl *Plan) keep(want *journal.Limit, now nofileNow, file, who string) {
+	var kept []string
+	if now.hard != boot.Unlimited && now.hard > want.Hard {
+		kept = append(kept, fmt.Sprintf("hard %d (the profile asks for %d)", now.hard, want.Hard))
+		want.Hard = now.hard
+	}
+	if now.soft != boot.Unlimited && now.soft > want.Soft && now.soft <= want.Hard {
+		kept = append(kept, fmt.Sprintf("soft %d (the profile asks for %d)", now.soft, want.Soft))
+		want.Soft = now.soft
+	}
+	if len(kept) == 0 {
+		return
+	}
+	pl.Skipped = append(pl.Skipped, Skip{File: file, Layer: Persistent, Current: fmtLimit(now.soft, now.hard),
+		Reason: fmt.Sprintf("nofile kept at %s for %s: they already get %s from %s, higher than the profile; hostprep never lowers a limit", strings.Join(kept, " and "), who, fmtLimit(now.soft, now.hard), now.from)})
+}
+
+// noteHostWideSoft explains what a host-wide soft nofile above 1024 does.
+func (pl *Plan) noteHostWideSoft(what string, soft uint64) {
+	switch {
+	case soft > closeAllLimit:
+		pl.Warnings = append(pl.Warnings, fmt.Sprintf("%s: soft nofile %d for every process it covers: programs that loop over every possible descriptor (closing up to RLIMIT_NOFILE before exec) slow down, and select() breaks past descriptor 1024 (FD_SETSIZE); keep the host-wide soft at 1024 and give the services that need more their own limit (systemd.services)", what, soft))
+	case soft > selectLimit:
+		pl.Notes = append(pl.Notes, fmt.Sprintf("%s: soft nofile %d is above 1024: a program there that uses select() fails on descriptors >= 1024 (FD_SETSIZE); the usual way is soft 1024 host-wide and a higher soft only for the services that need it (systemd.services)", what, soft))
+	}
+}
+
+// sessionNofileNow is the highest nofile any of users gets in a new login
+// session now: pam_limits' lines (limits.conf, limits.d, hostprep's own
+// file included), else what the process that started hostprep has (new
+// sessions started from here inherit it; unknown in image mode).
+func (pl *Plan) sessionNofileNow(root string, users []string) (nofileNow, error) {
+	var out nofileNow
+	inhSoft, inhHard, inhOK := uint64(0), uint64(0), false
+	if !pl.env.ImageMode() {
+		inhSoft, inhHard, inhOK = readNofile(filepath.Join(pl.env.proc(), strconv.Itoa(os.Getppid()), "limits"))
+	}
+	for _, u := range users {
+		sim := u
+		switch {
+		case u == "*":
+			sim = anyUser
+		case strings.HasPrefix(u, "@") || strings.HasPrefix(u, "%"):
+			continue
+		}
+		b, err := boot.NofileAtBoot(root, sim)
+		if err != nil {
+			return out, exitcode.Environmentf("tune: %v", err)
+		}
+		soft, hard, from := inhSoft, inhHard, fmt.Sprintf("the limit inherited from the process that started hostprep (pid %d)", os.Getppid())
+		if !inhOK {
+			soft, hard, from = 0, 0, ""
+		}
+		if b.Hard.Set {
+			hard, from = b.Hard.Value, b.Hard.Where()
+		}
+		if b.Soft.Set {
+			soft = b.Soft.Value
+			if from == "" || !b.Hard.Set {
+				from = b.Soft.Where()
+			}
+		}
+		if hard > out.hard || (hard == out.hard && soft > out.soft) {
+			out = nofileNow{soft, hard, from}
+		}
+	}
+	return out, nil
+}
+
+// readNofile reads the "Max open files" soft and hard of a
+// /proc/PID/limits file; ok is false when it cannot.
+func readNofile(path string) (soft, hard uint64, ok bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		rest, found := strings.CutPrefix(line, "Max open files")
+		if !found {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) < 2 {
+			return 0, 0, false
+		}
+		s, err1 := strconv.ParseUint(f[0], 10, 64)
+		h, err2 := strconv.ParseUint(f[1], 10, 64)
+		return s, h, err1 == nil && err2 == nil
+	}
+	return 0, 0, false
+}

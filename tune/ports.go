@@ -1,0 +1,187 @@
+package tune
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/procnet"
+	"github.com/hostprep/hostprep/profiles"
+)
+
+// planPorts checks net.ipv4.ip_local_port_range against the host's
+// net.ipv4.ip_unprivileged_port_start and adds listening ports and
+// reserve_ports inside the (new) range to net.ipv4.ip_local_reserved_ports.
+func (pl *Plan) planPorts(p *profiles.Profile, targets map[string]target, current map[string]string) error {
+	rangeVal, err := pl.ephemeralRange(p, targets)
+	if err != nil || rangeVal == "" {
+		return err
+	}
+	lo, hi, err := profiles.ParsePortRange(rangeVal)
+	if err != nil {
+		return exitcode.Environmentf("tune: %s on this host is %q: %v", keyPortRange, rangeVal, err)
+	}
+	have, ok, err := pl.reservedNow(current)
+	if err != nil || !ok {
+		return err // !ok: a kernel without reserved ports
+	}
+	r := &reservation{lo: lo, hi: hi, want: slices.Clone(have), added: map[string][]string{}}
+	if s, ok := p.Sysctl[keyReservedPorts]; ok {
+		own, err := profiles.ParseReservedPorts(s.Value)
+		if err != nil {
+			return exitcode.BadInputf("sysctl %s = %q: %v", keyReservedPorts, s.Value, err)
+		}
+		r.want = append(r.want, own...)
+	}
+	for _, port := range p.ReservePorts {
+		r.add(port, "reserve_ports")
+	}
+	if !pl.env.ImageMode() {
+		if err := pl.reserveListeners(r); err != nil {
+			return err
+		}
+	}
+	_, inProfile := p.Sysctl[keyReservedPorts]
+	if !inProfile && r.n == 0 {
+		return nil
+	}
+	t := targets[keyReservedPorts]
+	t.value, t.present = profiles.FormatReservedPorts(r.want), true
+	if comment := r.comment(); t.comment == "" {
+		t.comment = comment
+	} else if comment != "" {
+		t.comment += "; " + comment
+	}
+	targets[keyReservedPorts] = t
+	if !inProfile {
+		// Derived, not in the profile: planRuntime picks it up (PlanFor
+		// works on a copy of the caller's profile).
+		p.Sysctl[keyReservedPorts] = profiles.Sysctl{Value: "", Comment: r.comment()}
+	}
+	return nil
+}
+
+// ephemeralRange is the port range after the apply: the profile's, checked
+// against ip_unprivileged_port_start (exit 2 below it) with a parity
+// warning; else the host's ("" when the kernel has none); the kernel
+// default in image mode.
+func (pl *Plan) ephemeralRange(p *profiles.Profile, targets map[string]target) (string, error) {
+	t, ok := targets[keyPortRange]
+	if !ok {
+		if pl.env.ImageMode() {
+			return defaultPortRange, nil
+		}
+		v, _, err := pl.current(keyPortRange)
+		return v, err
+	}
+	lo, hi, err := profiles.ParsePortRange(t.value)
+	if err != nil {
+		return "", exitcode.BadInputf("sysctl %s = %q: %v", keyPortRange, t.value, err)
+	}
+	if lo >= hi {
+		return "", exitcode.BadInputf("sysctl %s = %q: the low end must be below the high end, e.g. \"%d 65535\"", keyPortRange, t.value, lo)
+	}
+	start, from := defaultUnprivStart, "the kernel default"
+	if u, ok := targets[keyUnprivStart]; ok {
+		if n, err := strconv.Atoi(u.value); err == nil {
+			start, from = n, "the profile"
+		}
+	} else if !pl.env.ImageMode() {
+		v, ok, err := pl.current(keyUnprivStart)
+		if err != nil {
+			return "", err
+		}
+		if n, err := strconv.Atoi(v); ok && err == nil {
+			start, from = n, "this host"
+		}
+	}
+	if lo < start {
+		return "", exitcode.BadInputf("sysctl %s = %q: the low end %d is below net.ipv4.ip_unprivileged_port_start %d (%s); the kernel refuses it with EINVAL (ports below it are privileged); use %q", keyPortRange, p.Sysctl[keyPortRange].Value, lo, start, from, fmt.Sprintf("%d %d", start, hi))
+	}
+	if lo%2 == hi%2 {
+		pl.Warnings = append(pl.Warnings, fmt.Sprintf("sysctl %s = %q: both ends are %s; the kernel picks ports of one parity for connect() and the other for bind(), so an odd/even pair such as \"%d %d\" uses the range fully", keyPortRange, t.value, parity(lo), lo, hi-1))
+	}
+	return t.value, nil
+}
+
+// reservedNow is what net.ipv4.ip_local_reserved_ports holds now (nothing
+// in image mode); ok is false on a kernel without the key.
+func (pl *Plan) reservedNow(current map[string]string) ([]profiles.PortRange, bool, error) {
+	cur, ok := current[keyReservedPorts]
+	if !ok {
+		if pl.env.ImageMode() {
+			return nil, true, nil
+		}
+		v, exists, err := pl.current(keyReservedPorts)
+		if err != nil || !exists {
+			return nil, false, err
+		}
+		cur, current[keyReservedPorts] = v, v
+	}
+	have, err := profiles.ParseReservedPorts(cur)
+	if err != nil {
+		return nil, false, exitcode.Environmentf("tune: %s on this host is %q: %v", keyReservedPorts, cur, err)
+	}
+	return have, true, nil
+}
+
+// reservation collects the ports to keep out of the ephemeral range lo-hi.
+type reservation struct {
+	lo, hi int
+	want   []profiles.PortRange
+	added  map[string][]string // why -> ports added for it
+	n      int
+}
+
+func (r *reservation) add(port int, why string) {
+	if port >= r.lo && port <= r.hi && !profiles.ContainsPort(r.want, port) {
+		r.want = append(r.want, profiles.PortRange{Lo: port, Hi: port})
+		r.added[why] = append(r.added[why], strconv.Itoa(port))
+		r.n++
+	}
+}
+
+// comment says which ports were added and why.
+func (r *reservation) comment() string {
+	if r.n == 0 {
+		return ""
+	}
+	var parts []string
+	for _, why := range []string{"reserve_ports", "listening now"} {
+		if len(r.added[why]) > 0 {
+			parts = append(parts, strings.Join(r.added[why], ",")+" ("+why+")")
+		}
+	}
+	return fmt.Sprintf("keeps %s out of the ephemeral range %d-%d", strings.Join(parts, " and "), r.lo, r.hi)
+}
+
+// reserveListeners adds the ports listening now. A listener inside the
+// host's current ephemeral range was most likely given its port by the
+// kernel (bind to port 0) and is gone after a restart; reserving it for
+// good would be wrong, so it is named in a warning instead.
+func (pl *Plan) reserveListeners(r *reservation) error {
+	listening, err := procnet.ListeningTCPPorts(pl.env.proc())
+	if err != nil {
+		return exitcode.Environmentf("tune: listening ports: %v", err)
+	}
+	curLo, curHi := -1, -1
+	if v, ok, err := pl.current(keyPortRange); err == nil && ok {
+		curLo, curHi, _ = profiles.ParsePortRange(v)
+	}
+	var transient []string
+	for _, port := range listening {
+		if port >= curLo && port <= curHi {
+			if port >= r.lo && port <= r.hi && !profiles.ContainsPort(r.want, port) {
+				transient = append(transient, strconv.Itoa(port))
+			}
+			continue
+		}
+		r.add(port, "listening now")
+	}
+	if len(transient) > 0 {
+		pl.Warnings = append(pl.Warnings, fmt.Sprintf("listening ports %s lie inside the current ephemeral range %d-%d, so the kernel probably assigned them; not reserved (add them to reserve_ports if they are fixed service ports)", strings.Join(transient, ","), curLo, curHi))
+	}
+	return nil
+}
