@@ -16,18 +16,6 @@ import (
 // manager's own hard limit (often 65536 or 524288), never an unlimited
 // number of files.
 
-// unitNofileReader finds the LimitNOFILE a unit's files and drop-ins set.
-// fileUnitReader (the unit files under the root) is the only one today;
-// when tune's boot simulation of limits.d/systemd lands on main it should
-// become the implementation, so preflight and tune merge units the same
-// way.
-type unitNofileReader interface {
-	// UnitNofile returns the merged LimitNOFILE of unit, the file that set
-	// it, and found=false when no file sets one (the manager default then
-	// applies). User is the unit's User= ("" for root).
-	UnitNofile(unit string, files []string) (lim profiles.Limit, src, user string, found bool)
-}
-
 // resolveNofile returns the RLIMIT_NOFILE a process started by systemd
 // with req gets, and how it was resolved ("" when req applies as
 // written). nrOpen is fs.nr_open (0 if unknown); pid1 is PID 1's limit
@@ -51,34 +39,6 @@ func resolveNofile(req profiles.Limit, nrOpen int64, pid1 *profiles.Limit) (prof
 	bound := uint64(nrOpen)
 	eff := profiles.Limit{Soft: min(req.Soft, bound), Hard: min(req.Hard, bound)}
 	return eff, why + fmt.Sprintf("capped at PID 1's hard limit, which could not be read; at most fs.nr_open %d", nrOpen)
-}
-
-// fileUnitReader reads LimitNOFILE and User= from a unit's files as
-// systemd merges them: the unit file, then its drop-ins in lexical order
-// of their names (later wins).
-type fileUnitReader struct{ g *gatherer }
-
-func (r fileUnitReader) UnitNofile(unit string, files []string) (profiles.Limit, string, string, bool) {
-	var (
-		lim   profiles.Limit
-		src   string
-		user  string
-		found bool
-	)
-	for _, p := range files {
-		if v, ok := iniValue(p, "LimitNOFILE"); ok {
-			l, err := parseSystemdLimit(v)
-			if err != nil {
-				r.g.note("%s: LimitNOFILE=%s: %v", p, v, err)
-				continue
-			}
-			lim, src, found = l, p, true
-		}
-		if v, ok := iniValue(p, "User"); ok {
-			user = v
-		}
-	}
-	return lim, src, user, found
 }
 
 // pid1 reads PID 1's RLIMIT_NOFILE (the service manager's own).

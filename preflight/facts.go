@@ -34,8 +34,14 @@ type Facts struct {
 	Conntrack Conntrack `json:"conntrack"`
 	// Target is the process that will hold the sockets.
 	Target ProcessFacts `json:"target_process"`
+	// Login is the nofile pam_limits gives a new login session of the
+	// user running hostprep, from /etc/security/limits.conf and limits.d
+	// as tune/boot reads them (each value with its file:line); nil when
+	// not read (a host file that gives limits_d instead).
+	Login *LoginNofile `json:"login_nofile,omitempty"`
 	// LimitsD maps pam_limits domains ("*", "root", "@group", a user name)
-	// to the nofile limit /etc/security/limits.conf and limits.d give them.
+	// to nofile soft/hard, as a host file (LoadHostYAML limits_d) states
+	// them; Gather fills Login instead.
 	LimitsD map[string]profiles.Limit `json:"limits_d,omitempty"`
 	// Systemd says whether systemd runs as PID 1 and its DefaultLimitNOFILE.
 	Systemd SystemdFacts `json:"systemd"`
@@ -128,10 +134,11 @@ type ProcessFacts struct {
 	// limits above are those a process started from a login shell gets.
 	UnitLimitNOFILE string `json:"unit_limit_nofile,omitempty" yaml:"unit_limit_nofile"`
 	// UnitMissing is true when Unit (named by a profile) is not installed:
-	// no unit file in /etc/systemd/system, /run/systemd/system,
-	// /lib/systemd/system or /usr/lib/systemd/system (drop-ins alone do
-	// not make a unit). fd.soft then fails: there is no such service whose
-	// limits could be checked.
+	// no unit file in any of systemd's unit directories
+	// (tune/boot.UnitDirs; drop-ins alone do not make a unit), or the
+	// unit is masked (its file is a symlink to /dev/null or empty).
+	// fd.soft then fails: there is no such service whose limits could be
+	// checked.
 	UnitMissing bool `json:"unit_missing,omitempty" yaml:"unit_missing"`
 }
 
@@ -145,6 +152,31 @@ type SystemdFacts struct {
 	// built-in 1024:524288 (systemd >= 240) when unset; nil when systemd is
 	// not installed.
 	DefaultLimitNOFILE *profiles.Limit `json:"default_limit_nofile,omitempty"`
+	// DefaultLimitNOFILEFrom is the FILE:LINE that sets it, or "systemd's
+	// built-in default" (tune/boot.ManagerNofile).
+	DefaultLimitNOFILEFrom string `json:"default_limit_nofile_from,omitempty"`
+}
+
+// LoginNofile is RLIMIT_NOFILE as pam_limits sets it at login
+// (tune/boot.NofileForGroups): Soft and Hard each nil when no line
+// applies, the session then keeps what it inherits.
+type LoginNofile struct {
+	// User is the login user; Groups their groups (pam_limits @group
+	// domains).
+	User   string     `json:"user"`
+	Groups []string   `json:"groups,omitempty"`
+	Soft   *LimitLine `json:"soft,omitempty"`
+	Hard   *LimitLine `json:"hard,omitempty"`
+}
+
+// LimitLine is one nofile value (file descriptors, Unlimited for
+// unlimited) and the line that sets it.
+type LimitLine struct {
+	Value uint64 `json:"value"`
+	// Domain is the line's pam_limits domain: the user, @group or "*".
+	Domain string `json:"domain"`
+	// From is FILE:LINE ("/etc/security/limits.d/60-hostprep.conf:3").
+	From string `json:"from"`
 }
 
 // Sockstat is /proc/net/sockstat's TCP line.

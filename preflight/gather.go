@@ -71,19 +71,11 @@ type gatherer struct {
 }
 
 // path is p under the root; every file preflight reads is named through
-// it (or glob), which is what --record copies.
+// it (or readConf, for tune/boot's), which is what --record copies.
 func (g *gatherer) path(p string) string {
 	full := filepath.Join(g.root, p)
 	g.rec.add(full)
 	return full
-}
-
-// glob expands a pattern under the root (the *.conf of a .d directory).
-func (g *gatherer) glob(pattern string) []string {
-	full := filepath.Join(g.root, pattern)
-	g.rec.add(full)
-	m, _ := filepath.Glob(full)
-	return m
 }
 
 // sysctl reads one /proc/sys key into Facts.Sysctl; an absent key (not
@@ -126,7 +118,7 @@ func Gather(ctx context.Context, o GatherOptions) (*Facts, error) {
 		if !g.live() {
 			return nil, exitcode.BadInputf("--record %s with --root %s: a recording is made of the live host; drop --root", o.Record, o.Root)
 		}
-		g.rec = &recorder{paths: map[string]bool{}}
+		g.rec = newRecorder()
 	}
 	if !g.live() {
 		rep, err := loadRecording(root)
@@ -162,7 +154,7 @@ func Gather(ctx context.Context, o GatherOptions) (*Facts, error) {
 		g.note("source addresses: %v", err)
 	}
 	g.systemd()
-	g.limitsD()
+	g.loginNofile()
 	if err := g.targetAndConfig(ctx, o); err != nil {
 		return nil, err
 	}
@@ -245,8 +237,8 @@ func logFacts(root string, f *Facts) {
 	if d := f.Systemd.DefaultLimitNOFILE; d != nil {
 		slog.Debug("preflight: systemd DefaultLimitNOFILE", "limit", fmtLimit(*d), "applies", f.Systemd.Running)
 	}
-	for dom, l := range f.LimitsD {
-		slog.Debug("preflight: limits.d nofile", "domain", dom, "soft", fmtNofile(l.Soft), "hard", fmtNofile(l.Hard))
+	if l := f.Login; l != nil {
+		slog.Debug("preflight: login nofile (pam_limits)", "login", l.describe())
 	}
 }
 

@@ -1,33 +1,27 @@
 package preflight
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/profiles"
+	"github.com/hostprep/hostprep/tune/boot"
 	"github.com/prometheus/procfs"
 )
 
 // capSysResource is CAP_SYS_RESOURCE's bit in CapEff (linux/capability.h).
 const capSysResource = 24
 
-// systemdBuiltinNofile is systemd's DefaultLimitNOFILE when system.conf
-// leaves it unset (systemd >= 240, NEWS v240: soft 1024 for select(),
-// hard 512K).
-var systemdBuiltinNofile = profiles.Limit{Soft: 1024, Hard: 524288}
-
-// systemd records whether systemd is PID 1 and its DefaultLimitNOFILE from
-// system.conf and system.conf.d drop-ins (later files win).
+// systemd records whether systemd is PID 1 and its DefaultLimitNOFILE
+// (see systemdDefault).
 func (g *gatherer) systemd() {
 	_, err := os.Stat(g.path("/run/systemd/system"))
 	g.f.Systemd.Running = err == nil
@@ -42,136 +36,14 @@ func (g *gatherer) systemd() {
 	}
 }
 
-// systemdDefault reads the manager's DefaultLimitNOFILE from system.conf
-// and its drop-ins (later files win), systemd's built-in default when
-// none sets it.
-func (g *gatherer) systemdDefault() {
-	files := []string{g.path("/etc/systemd/system.conf")}
-	for _, d := range []string{"/usr/lib/systemd/system.conf.d", "/run/systemd/system.conf.d", "/etc/systemd/system.conf.d"} {
-		m := g.glob(d + "/*.conf")
-		sort.Strings(m)
-		files = append(files, m...)
-	}
-	lim := systemdBuiltinNofile
-	for _, p := range files {
-		if v, ok := iniValue(p, "DefaultLimitNOFILE"); ok {
-			if l, err := parseSystemdLimit(v); err == nil {
-				lim = l
-			} else {
-				g.note("%s: DefaultLimitNOFILE=%s: %v", p, v, err)
-			}
-		}
-	}
-	g.f.Systemd.DefaultLimitNOFILE = &lim
-}
-
-// iniValue returns the last KEY=value in a systemd-style file.
-func iniValue(path, key string) (string, bool) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", false
-	}
-	val, ok := "", false
-	for _, line := range strings.Split(string(b), "\n") {
-		line = strings.TrimSpace(line)
-		if strings.HasPrefix(line, "#") || strings.HasPrefix(line, ";") {
-			continue
-		}
-		k, v, found := strings.Cut(line, "=")
-		if found && strings.TrimSpace(k) == key {
-			val, ok = strings.TrimSpace(v), true
-		}
-	}
-	return val, ok
-}
-
-// parseSystemdLimit parses LimitNOFILE syntax: "N", "soft:hard",
-// "infinity".
+// parseSystemdLimit parses LimitNOFILE syntax ("N", "soft:hard",
+// "infinity") by systemd's rules (tune/boot.ParseNofile).
 func parseSystemdLimit(v string) (profiles.Limit, error) {
-	one := func(s string) (uint64, error) {
-		s = strings.TrimSpace(s)
-		if s == "infinity" || s == "unlimited" {
-			return Unlimited, nil
-		}
-		return strconv.ParseUint(s, 10, 64)
+	soft, hard, ok := boot.ParseNofile(strings.TrimSpace(v))
+	if !ok {
+		return profiles.Limit{}, fmt.Errorf("want N, SOFT:HARD (soft <= hard) or infinity")
 	}
-	soft, hard, pair := strings.Cut(v, ":")
-	s, err := one(soft)
-	if err != nil {
-		return profiles.Limit{}, fmt.Errorf("want N, SOFT:HARD or infinity")
-	}
-	h := s
-	if pair {
-		if h, err = one(hard); err != nil {
-			return profiles.Limit{}, fmt.Errorf("want N, SOFT:HARD or infinity")
-		}
-	}
-	return profiles.Limit{Soft: s, Hard: h}, nil
-}
-
-// limitsD parses nofile lines of /etc/security/limits.conf and
-// limits.d/*.conf (pam_limits: "domain type item value"; type soft, hard
-// or - for both; later lines win for the same domain).
-func (g *gatherer) limitsD() {
-	files := []string{g.path("/etc/security/limits.conf")}
-	m := g.glob("/etc/security/limits.d/*.conf")
-	sort.Strings(m)
-	files = append(files, m...)
-	for _, p := range files {
-		fh, err := os.Open(p)
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(fh)
-		for sc.Scan() {
-			line, _, _ := strings.Cut(sc.Text(), "#")
-			f := strings.Fields(line)
-			if len(f) != 4 || f[2] != "nofile" {
-				continue
-			}
-			var n uint64
-			if f[3] == "unlimited" || f[3] == "infinity" || f[3] == "-1" {
-				n = Unlimited
-			} else if n, err = strconv.ParseUint(f[3], 10, 64); err != nil {
-				g.note("%s: nofile value %q is not a number", p, f[3])
-				continue
-			}
-			if g.f.LimitsD == nil {
-				g.f.LimitsD = map[string]profiles.Limit{}
-			}
-			l := g.f.LimitsD[f[0]]
-			switch f[1] {
-			case "soft":
-				l.Soft = n
-			case "hard":
-				l.Hard = n
-			case "-":
-				l.Soft, l.Hard = n, n
-			}
-			g.f.LimitsD[f[0]] = l
-		}
-		fh.Close()
-	}
-}
-
-// loginLimit returns the limits.d entry pam_limits would apply to user:
-// the user's own line beats a @group line beats "*" ("*" never applies to
-// root).
-func loginLimit(d map[string]profiles.Limit, username string, groups []string) (profiles.Limit, string, bool) {
-	if l, ok := d[username]; ok {
-		return l, username, true
-	}
-	for _, gname := range groups {
-		if l, ok := d["@"+gname]; ok {
-			return l, "@" + gname, true
-		}
-	}
-	if username != "root" {
-		if l, ok := d["*"]; ok {
-			return l, "*", true
-		}
-	}
-	return profiles.Limit{}, "", false
+	return profiles.Limit{Soft: soft, Hard: hard}, nil
 }
 
 // target finds the limits of the process that will hold the sockets.
@@ -209,13 +81,6 @@ func (g *gatherer) targetPID(pid int, source string) error {
 	return nil
 }
 
-// unitDirs are where unit files live, lowest priority first (a file in
-// /etc/systemd/system overrides the packaged one).
-var unitDirs = []string{"/usr/lib/systemd/system", "/lib/systemd/system", "/run/systemd/system", "/etc/systemd/system"}
-
-// unitDirList names unitDirs for messages, highest priority first.
-const unitDirList = "/etc/systemd/system, /run/systemd/system, /lib/systemd/system or /usr/lib/systemd/system"
-
 // targetService reads a unit's LimitNOFILE: from systemctl (and the
 // running MainPID's /proc limits) when systemd runs, else from the unit
 // file and its drop-ins. When systemd is not running (no
@@ -247,7 +112,7 @@ func (g *gatherer) targetService(ctx context.Context, unit string, fromProfile b
 		hard, err1 := parseSystemdLimit(props["LimitNOFILE"])
 		soft, err2 := parseSystemdLimit(props["LimitNOFILESoft"])
 		if err1 == nil && err2 == nil {
-			g.f.applyUnitLimit(profiles.Limit{Soft: soft.Soft, Hard: hard.Soft}, "systemctl show "+unit+" (not running)")
+			g.f.applyUnitLimit(g.loadedOrFiles(unit, profiles.Limit{Soft: soft.Soft, Hard: hard.Soft}))
 			if u := props["User"]; u != "" && u != "root" {
 				t.CapSysResource = false
 			}
@@ -255,59 +120,75 @@ func (g *gatherer) targetService(ctx context.Context, unit string, fromProfile b
 		}
 	}
 	// systemd not running, or a recorded root: read the files.
-	var files []string
-	for _, d := range unitDirs {
-		if _, err := os.Stat(g.path(d + "/" + unit)); err == nil {
-			files = append(files, g.path(d+"/"+unit))
-		}
+	u, err := g.unitFromFiles(unit)
+	if err != nil {
+		return err
 	}
 	running := "systemd is running"
 	if !g.f.Systemd.Running {
 		running = "systemd is not running here either (no /run/systemd/system)"
 	}
-	if len(files) == 0 {
+	if u.missing != "" {
 		if fromProfile {
-			return g.unitMissing(unit, fmt.Sprintf("no unit file in %s, and %s", unitDirList, strings.TrimSuffix(running, " either (no /run/systemd/system)")))
+			return g.unitMissing(unit, fmt.Sprintf("%s, and %s", u.missing, strings.TrimSuffix(running, " either (no /run/systemd/system)")))
 		}
-		return exitcode.BadInputf("--service %s: no such unit: no unit file in %s (drop-ins alone do not make a unit), and %s; pass the unit that runs the broker (--service mosquitto) or the PID of the running process (--pid)", unit, unitDirList, running)
+		return exitcode.BadInputf("--service %s: no such unit: %s (drop-ins alone do not make a unit), and %s; pass the unit that runs the broker (--service mosquitto) or the PID of the running process (--pid)", unit, u.missing, running)
 	}
-	unitFile := files[len(files)-1]
-	var dropins []string
-	for _, d := range unitDirs {
-		m := g.glob(d + "/" + unit + ".d/*.conf")
-		dropins = append(dropins, m...)
-	}
-	// drop-ins apply in lexical order of their file names, whatever the directory
-	sort.SliceStable(dropins, func(i, j int) bool { return filepath.Base(dropins[i]) < filepath.Base(dropins[j]) })
-	files = append(files, dropins...)
-	var reader unitNofileReader = fileUnitReader{g}
-	lim, limSrc, user, found := reader.UnitNofile(unit, files)
 	if !g.f.Systemd.Running {
-		// Nothing applies the unit: whoever starts the program passes on
-		// its own limits. Report those, and the unit's setting beside them.
-		if err := g.targetLogin(); err != nil {
-			return err
-		}
-		unitSays := "it sets no LimitNOFILE anyway"
-		if found {
-			t.UnitLimitNOFILE = fmt.Sprintf("%s (%s)", fmtLimit(lim), limSrc)
-			unitSays = "its LimitNOFILE=" + t.UnitLimitNOFILE + " cannot apply"
-		}
-		t.Unit, t.UnitFile, t.Assumed = unit, unitFile, false
-		t.Source = fmt.Sprintf("systemd is not running here (no /run/systemd/system), so nothing starts %s from its unit (%s) and %s; a process started from a login shell gets: %s", unit, unitFile, unitSays, t.Source)
+		return g.unitWithoutSystemd(unit, u)
+	}
+	t.UnitFile = u.file
+	t.CapSysResource = u.user == "" || u.user == "root"
+	if u.found {
+		g.f.applyUnitLimit(u.lim, "LimitNOFILE in "+u.from+" (unit not running)")
 		return nil
 	}
-	t.UnitFile = unitFile
-	t.CapSysResource = user == "" || user == "root"
-	if found {
-		g.f.applyUnitLimit(lim, "LimitNOFILE in "+limSrc+" (unit not running)")
-		return nil
+	g.f.applyUnitLimit(u.lim, fmt.Sprintf("no LimitNOFILE for %s (%s): systemd DefaultLimitNOFILE %s (%s)", unit, u.file, fmtLimit(u.lim), u.from))
+	return nil
+}
+
+// loadedOrFiles picks, for a unit systemd has loaded but is not running,
+// the LimitNOFILE to judge it on, and says where it comes from: what
+// systemd has loaded (systemctl show) applies at the next start until
+// `systemctl daemon-reload`, what its files say (tune/boot) after it and
+// at the next boot. When they differ the lower, as systemd resolves it,
+// is returned, and the source names both.
+func (g *gatherer) loadedOrFiles(unit string, loaded profiles.Limit) (profiles.Limit, string) {
+	src := "systemctl show " + unit + " (not running)"
+	u, err := g.unitFromFiles(unit)
+	if err != nil || u.missing != "" || u.lim == loaded {
+		return loaded, src
 	}
-	d := systemdBuiltinNofile
-	if g.f.Systemd.DefaultLimitNOFILE != nil {
-		d = *g.f.Systemd.DefaultLimitNOFILE
+	nr, _ := g.f.SysInt("fs.nr_open")
+	l, _ := resolveNofile(loaded, nr, g.f.Pid1Nofile)
+	d, _ := resolveNofile(u.lim, nr, g.f.Pid1Nofile)
+	setting := "LimitNOFILE"
+	if !u.found {
+		setting = "DefaultLimitNOFILE"
 	}
-	g.f.applyUnitLimit(d, fmt.Sprintf("no LimitNOFILE for %s (%s): systemd DefaultLimitNOFILE %s", unit, unitFile, fmtLimit(d)))
+	differ := fmt.Sprintf("systemd has LimitNOFILE=%s loaded but the files say %s=%s (%s): the next start uses the loaded one until `systemctl daemon-reload`, the next boot the files; judged on the lower",
+		fmtLimit(loaded), setting, fmtLimit(u.lim), u.from)
+	if d.Soft < l.Soft || (d.Soft == l.Soft && d.Hard < l.Hard) {
+		return u.lim, fmt.Sprintf("%s in %s (unit not running); %s", setting, u.from, differ)
+	}
+	return loaded, src + "; " + differ
+}
+
+// unitWithoutSystemd reports a unit on a host where systemd is not
+// running: nothing applies the unit, whoever starts the program passes on
+// its own limits. It reports those, and the unit's setting beside them.
+func (g *gatherer) unitWithoutSystemd(unit string, u unitNofile) error {
+	if err := g.targetLogin(); err != nil {
+		return err
+	}
+	t := &g.f.Target
+	unitSays := "it sets no LimitNOFILE anyway"
+	if u.found {
+		t.UnitLimitNOFILE = fmt.Sprintf("%s (%s)", fmtLimit(u.lim), u.from)
+		unitSays = "its LimitNOFILE=" + t.UnitLimitNOFILE + " cannot apply"
+	}
+	t.Unit, t.UnitFile, t.Assumed = unit, u.file, false
+	t.Source = fmt.Sprintf("systemd is not running here (no /run/systemd/system), so nothing starts %s from its unit (%s) and %s; a process started from a login shell gets: %s", unit, u.file, unitSays, t.Source)
 	return nil
 }
 
@@ -353,22 +234,24 @@ func (g *gatherer) targetLogin() error {
 	parentRead, parentHard := err == nil, hard
 	t.Source = fmt.Sprintf("inherited from the parent shell (/proc/%d/limits)", ppid)
 	if err != nil {
-		soft, hard = systemdBuiltinNofile.Soft, systemdBuiltinNofile.Hard
+		soft, hard = boot.SystemdDefaultNofile.Soft, boot.SystemdDefaultNofile.Hard
 		t.Source = "assumed 1024:524288, the usual login-session default (no parent shell to read)"
 	}
 	if g.f.Systemd.Running && g.f.Systemd.DefaultLimitNOFILE != nil {
 		soft, hard = g.f.Systemd.DefaultLimitNOFILE.Soft, g.f.Systemd.DefaultLimitNOFILE.Hard
-		t.Source = "systemd DefaultLimitNOFILE (login sessions inherit it)"
+		t.Source = fmt.Sprintf("systemd DefaultLimitNOFILE %s (login sessions inherit it)", fmtLimit(*g.f.Systemd.DefaultLimitNOFILE))
+		if from := g.f.Systemd.DefaultLimitNOFILEFrom; from != "" {
+			t.Source = fmt.Sprintf("systemd DefaultLimitNOFILE %s (%s; login sessions inherit it)", fmtLimit(*g.f.Systemd.DefaultLimitNOFILE), from)
+		}
 	}
-	name, groups := g.user()
-	if l, dom, ok := loginLimit(g.f.LimitsD, name, groups); ok {
-		if l.Soft != 0 {
-			soft = l.Soft
+	if l := g.f.Login; l != nil && (l.Soft != nil || l.Hard != nil) {
+		if l.Soft != nil {
+			soft = l.Soft.Value
 		}
-		if l.Hard != 0 {
-			hard = l.Hard
+		if l.Hard != nil {
+			hard = l.Hard.Value
 		}
-		t.Source = fmt.Sprintf("limits.d entry %q for user %s (pam_limits at login)", dom, name)
+		t.Source = "pam_limits at login: " + l.describe()
 	}
 	// Without CAP_SYS_RESOURCE in the bounding set (a container, this
 	// sandbox) no process here can ever raise a hard limit: not pam_limits

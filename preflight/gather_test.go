@@ -103,8 +103,8 @@ func TestGatherFromRecordedTree(t *testing.T) {
 	if d := f.Systemd.DefaultLimitNOFILE; !f.Systemd.Running || d == nil || d.Soft != 4096 || d.Hard != 65536 {
 		t.Errorf("systemd %+v %+v", f.Systemd, d)
 	}
-	if l := f.LimitsD["*"]; l.Soft != 1048576 || l.Hard != 1048576 || f.LimitsD["root"].Soft != 65536 || f.LimitsD["@adm"].Hard != 4096 {
-		t.Errorf("limits.d %+v", f.LimitsD)
+	if l := f.Login; l == nil || l.Soft == nil || l.Hard == nil || l.Soft.From != "/etc/security/limits.conf:2" && l.Soft.From != "/etc/security/limits.conf:4" {
+		t.Errorf("login limits from limits.conf: %+v", l)
 	}
 	if f.MemTotal != 16384000*1024 || f.MemAvailable != 12000000*1024 {
 		t.Errorf("memory via gopsutil: %d %d", f.MemTotal, f.MemAvailable)
@@ -132,8 +132,19 @@ func TestGatherServiceFromFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Target.NofileSoft != 4096 || f.Target.NofileHard != 65536 || !strings.Contains(f.Target.Source, "DefaultLimitNOFILE") {
+	if f.Target.NofileSoft != 4096 || f.Target.NofileHard != 65536 || !strings.Contains(f.Target.Source, "DefaultLimitNOFILE 4096:65536 (/etc/systemd/system.conf.d/10-nofile.conf:2)") {
 		t.Errorf("default limit: %+v", f.Target)
+	}
+	// the classic trap, with the lines that set the login's limits
+	tg := Target{Sockets: 100000, Role: Broker}
+	_ = tg.Validate()
+	login := `soft 65536 ("root", /etc/security/limits.conf:4)`
+	if os.Geteuid() != 0 {
+		login = `soft 1048576 ("*", /etc/security/limits.conf:2)`
+	}
+	if c := find(t, Evaluate(f, tg), "fd.soft"); c.Status != verdict.Fail || !strings.Contains(c.Summary, login) ||
+		!strings.Contains(c.Summary, "limits.conf does not apply to systemd services") {
+		t.Errorf("fd.soft for a unit at the manager default: %s", message(c))
 	}
 }
 
@@ -242,20 +253,30 @@ func TestGatherErrors(t *testing.T) {
 	}
 }
 
+// pam_limits' precedence as preflight sees it through tune/boot, for a
+// recorded user: the user's own line beats @group beats "*", and "*" never
+// applies to root.
 func TestLoginLimitPrecedence(t *testing.T) {
 	root := fixtureRoot(t, nil)
-	f, err := Gather(t.Context(), GatherOptions{Root: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l, dom, ok := loginLimit(f.LimitsD, "alice", []string{"adm"}); !ok || dom != "@adm" || l.Hard != 4096 {
-		t.Errorf("group beats *: %v %q", l, dom)
-	}
-	if l, dom, _ := loginLimit(f.LimitsD, "bob", nil); dom != "*" || l.Soft != 1048576 {
-		t.Errorf("* for users: %v %q", l, dom)
-	}
-	if l, dom, _ := loginLimit(f.LimitsD, "root", nil); dom != "root" || l.Soft != 65536 {
-		t.Errorf("root needs its own line: %v %q", l, dom)
+	for _, c := range []struct {
+		user   string
+		groups []string
+		want   string
+	}{
+		{"alice", []string{"adm"}, `user alice: soft 1048576 ("*", /etc/security/limits.conf:2), hard 4096 ("@adm", /etc/security/limits.conf:5)`},
+		{"bob", nil, `user bob: soft 1048576 ("*", /etc/security/limits.conf:2), hard 1048576 ("*", /etc/security/limits.conf:3)`},
+		{"root", []string{"adm"}, `user root: soft 65536 ("root", /etc/security/limits.conf:4), hard 65536 ("root", /etc/security/limits.conf:4)`},
+	} {
+		g := &gatherer{root: root, f: &Facts{}, rep: &Recording{User: c.user, Groups: c.groups}}
+		g.loginNofile()
+		if g.f.Login == nil || g.f.Login.describe() != c.want {
+			t.Errorf("%s: %+v, want %s", c.user, g.f.Login, c.want)
+			continue
+		}
+		g.targetLogin()
+		if !strings.Contains(g.f.Target.Source, c.want) {
+			t.Errorf("%s: target source %q does not name the lines", c.user, g.f.Target.Source)
+		}
 	}
 }
 
@@ -293,5 +314,78 @@ func TestParseSystemctlShow(t *testing.T) {
 	}
 	if _, err := parseSystemdLimit("lots"); err == nil {
 		t.Error("bad LimitNOFILE accepted")
+	}
+}
+
+// The kind behind the infinity and keeps-1024 cases: a unit's limits come
+// from wherever systemd finds its files — /usr/local/lib units, service.d
+// drop-ins for every service, a /run drop-in shadowing an /etc one of the
+// same name — and a masked unit is no unit (tune/boot's reading).
+func TestGatherUnitEveryLocation(t *testing.T) {
+	root := fixtureRoot(t, map[string]string{
+		"usr/local/lib/systemd/system/broker.service":      "[Service]\nExecStart=/opt/broker\nLimitNOFILE=4096\n",
+		"usr/lib/systemd/system/service.d/50-all.conf":     "[Service]\nLimitNOFILE=8192\n",
+		"etc/systemd/system/broker.service.d/70-site.conf": "[Service]\nLimitNOFILE=100000\n",
+		"run/systemd/system/broker.service.d/70-site.conf": "[Service]\nLimitNOFILE=200000\nUser=broker\n",
+		"lib/systemd/system/gone.service":                  "[Service]\nExecStart=/bin/true\nLimitNOFILE=65536\n",
+	})
+	if err := os.Symlink("/dev/null", filepath.Join(root, "etc/systemd/system/gone.service")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Gather(t.Context(), GatherOptions{Root: root, Service: "broker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := f.Target
+	// /etc's 70-site.conf shadows /run's of the same name; it sorts after 50-all.conf
+	if tp.NofileSoft != 100000 || tp.NofileHard != 100000 || tp.UnitFile != "/usr/local/lib/systemd/system/broker.service" ||
+		!strings.Contains(tp.Source, "/etc/systemd/system/broker.service.d/70-site.conf:2") || !tp.CapSysResource {
+		t.Errorf("broker from every location: %+v", tp)
+	}
+	_, err = Gather(t.Context(), GatherOptions{Root: root, Service: "gone"})
+	if exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), "masked") {
+		t.Errorf("a masked unit: %v, want bad input saying it is masked", err)
+	}
+	f, err = Gather(t.Context(), GatherOptions{Root: root, Service: "gone", ServiceFromProfile: true})
+	if err != nil || !f.Target.UnitMissing || !strings.Contains(f.Target.Source, "masked") {
+		t.Errorf("a masked unit named by a profile: %v %+v", err, f.Target)
+	}
+}
+
+// A unit systemd has loaded but does not run yet: `systemctl show` gives
+// what the next start uses until `systemctl daemon-reload`, the files
+// what it gets after it and at the next boot. When they differ preflight
+// judges the lower and names both (a recorded systemctl show answer).
+func TestGatherLoadedUnitDiffersFromFiles(t *testing.T) {
+	for _, c := range []struct {
+		name, dropin, show string
+		soft               uint64
+		source             []string
+	}{
+		{"loaded lower", "[Service]\nLimitNOFILE=1048576\n", "LimitNOFILE=65536\nLimitNOFILESoft=65536\n", 65536,
+			[]string{"systemctl show emqx.service (not running)", "the files say LimitNOFILE=1048576:1048576 (/etc/systemd/system/emqx.service.d/60-hostprep.conf:2)", "daemon-reload"}},
+		{"files lower", "[Service]\nLimitNOFILE=4096\n", "LimitNOFILE=1048576\nLimitNOFILESoft=1048576\n", 4096,
+			[]string{"LimitNOFILE in /etc/systemd/system/emqx.service.d/60-hostprep.conf:2", "systemd has LimitNOFILE=1048576:1048576 loaded"}},
+		{"same", "[Service]\nLimitNOFILE=4096\n", "LimitNOFILE=4096\nLimitNOFILESoft=4096\n", 4096, []string{"systemctl show emqx.service (not running)"}},
+	} {
+		manifest := fmt.Sprintf(`{"format": 1, "page_size_bytes": 4096, "systemctl_show": {"emqx.service": %q}}`,
+			"MainPID=0\n"+c.show+"User=\nLoadState=loaded\n")
+		root := fixtureRoot(t, map[string]string{"etc/systemd/system/emqx.service.d/60-hostprep.conf": c.dropin, RecordManifest: manifest})
+		f, err := Gather(t.Context(), GatherOptions{Root: root, Service: "emqx"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp := f.Target
+		if tp.NofileSoft != c.soft {
+			t.Errorf("%s: soft %d, want %d (%s)", c.name, tp.NofileSoft, c.soft, tp.Source)
+		}
+		for _, s := range c.source {
+			if !strings.Contains(tp.Source, s) {
+				t.Errorf("%s: source %q does not say %q", c.name, tp.Source, s)
+			}
+		}
+		if c.name == "same" && strings.Contains(tp.Source, "daemon-reload") {
+			t.Errorf("same: source %q speaks of a difference", tp.Source)
+		}
 	}
 }

@@ -40,7 +40,7 @@ type HostFile struct {
 	// Files are configuration files on the host (absolute path -> content):
 	// limits.conf and limits.d, system.conf and its drop-ins, unit files
 	// and their drop-ins. They are read as a live host's would be: limits.d
-	// (unless limits_d is given), DefaultLimitNOFILE (unless
+	// for a login of root (unless limits_d is given), DefaultLimitNOFILE (unless
 	// systemd.default_limit_nofile is), and the LimitNOFILE of a
 	// target_process unit given without nofile numbers.
 	Files map[string]string `yaml:"files"`
@@ -298,9 +298,11 @@ func (h *HostFile) applyFiles(f *Facts) error {
 			return exitcode.Environmentf("files: %v", err)
 		}
 	}
-	g := &gatherer{root: dir, f: f}
+	// A host file is no live host: no systemctl to ask, and the login
+	// limits.d is read for is root's.
+	g := &gatherer{root: dir, f: f, rep: &Recording{User: "root"}}
 	if h.LimitsD == nil {
-		g.limitsD()
+		g.loginNofile()
 	}
 	if h.Systemd == nil || h.Systemd.DefaultLimitNOFILE == "" {
 		g.systemdDefault()

@@ -21,12 +21,17 @@ import (
 // adjtimex, the parent shell's PID, the user, systemctl show, network
 // addresses) in DIR/hostprep-record.json. `preflight --root DIR` reads
 // them back, so the same checks give the same verdict: a host attached to
-// a bug report becomes a test.
+// a bug report becomes a test. The configuration files (system.conf and
+// its drop-ins, a unit's file and drop-ins, limits.conf and limits.d) are
+// those tune/boot reports it read (gatherer.readConf); one that is a
+// symlink is recorded as a symlink straight to the file it resolves to
+// (or /dev/null), so a replay shadows, masks and names it as the host did.
 //
 // Nothing else is copied: no process environment (/proc/1/environ is
 // read only for its container= entry, which the manifest keeps) or
 // command line, of configuration files only the lines preflight reads
-// (keepReadLines: a unit's Environment= may hold a password), no
+// (keepReadLines: a unit's Environment= may hold a password; the other
+// lines are left empty so FILE:LINE stays true), no
 // directory listing beyond the *.conf files read, and no binary (the
 // systemd binary's presence is kept as an empty file).
 
@@ -72,7 +77,26 @@ type Recording struct {
 // recorder collects what a gather reads.
 type recorder struct {
 	paths map[string]bool
-	m     Recording
+	// links maps a configuration file that is a symlink to the file it
+	// resolves to (relative to the root, as tune/boot resolves it): the
+	// recording holds the same link, pointing straight there.
+	links map[string]string
+	// filterAs maps a symlink's target to the link, whose name says which
+	// lines of it to keep (keepReadLines).
+	filterAs map[string]string
+	m        Recording
+}
+
+func newRecorder() *recorder {
+	return &recorder{paths: map[string]bool{}, links: map[string]string{}, filterAs: map[string]string{}}
+}
+
+// link records that p (on the host) is a symlink resolving to target
+// (relative to the root).
+func (r *recorder) link(p, target string) {
+	if r != nil {
+		r.links[p] = target
+	}
 }
 
 // recordedProcFiles are read by libraries under /proc (gopsutil: meminfo,
@@ -129,21 +153,28 @@ func (r *recorder) write(dir string) error {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
-	for _, p := range paths {
-		matches := []string{p}
-		if strings.ContainsAny(p, "*?[") {
-			matches, _ = filepath.Glob(p)
+	for _, src := range paths {
+		if _, ok := r.links[src]; ok {
+			continue
 		}
-		for _, src := range matches {
-			ok, err := copyRecorded(src, filepath.Join(dir, src))
-			if err != nil {
-				return exitcode.Environmentf("--record %s: %s: %v", dir, src, err)
-			}
-			if ok {
-				files = append(files, strings.TrimPrefix(src, "/"))
-			}
+		filter := src
+		if l, ok := r.filterAs[src]; ok {
+			filter = l
+		}
+		ok, err := copyRecorded(src, filepath.Join(dir, src), filter)
+		if err != nil {
+			return exitcode.Environmentf("--record %s: %s: %v", dir, src, err)
+		}
+		if ok {
+			files = append(files, strings.TrimPrefix(src, "/"))
 		}
 	}
+	links, err := r.writeLinks(dir)
+	if err != nil {
+		return exitcode.Environmentf("--record %s: %v", dir, err)
+	}
+	files = append(files, links...)
+	sort.Strings(files)
 	r.m.Format, r.m.Files = 1, files
 	b, err := json.MarshalIndent(&r.m, "", "  ")
 	if err != nil {
@@ -155,10 +186,32 @@ func (r *recorder) write(dir string) error {
 	return nil
 }
 
+// writeLinks makes the recorded symlinks under dir, each pointing
+// straight to the file it resolves to (an absolute target is taken
+// relative to the root by tune/boot, as chroot would), and returns them
+// relative to dir.
+func (r *recorder) writeLinks(dir string) ([]string, error) {
+	var out []string
+	for src, target := range r.links {
+		dst := filepath.Join(dir, src)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.Symlink(target, dst); err != nil {
+			return nil, err
+		}
+		out = append(out, strings.TrimPrefix(src, "/"))
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
 // copyRecorded copies one path read: a regular file's bytes, a
 // directory as an empty directory, a binary marker as an empty file.
-// Absent paths and /proc/1/environ are skipped (ok false).
-func copyRecorded(src, dst string) (bool, error) {
+// Absent paths and /proc/1/environ are skipped (ok false). filter is the
+// path whose kind says which lines to keep (keepReadLines): src itself,
+// or the symlink that led to it.
+func copyRecorded(src, dst, filter string) (bool, error) {
 	if neverRecorded[src] {
 		return false, nil
 	}
@@ -188,22 +241,23 @@ func copyRecorded(src, dst string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("read: %w", err)
 	}
-	return true, os.WriteFile(dst, keepReadLines(src, b), 0o644)
+	return true, os.WriteFile(dst, keepReadLines(filter, b), 0o644)
 }
 
 // keepReadLines keeps of a configuration file only the lines preflight
 // reads — a unit's Environment= or a drop-in's ExecStart= may hold
 // secrets: section headers, LimitNOFILE=, User= and DefaultLimitNOFILE=
 // of systemd files, and the nofile lines of limits.conf and limits.d.
-// Other files (procfs) are kept whole.
+// Other lines are left empty, so every kept line keeps its number (a
+// replay names the same FILE:LINE). Other files (procfs) are kept whole.
 func keepReadLines(path string, b []byte) []byte {
 	var keep func(line string) bool
 	switch {
 	case strings.HasPrefix(path, "/etc/security/"):
 		keep = func(l string) bool {
-			l, _, _ = strings.Cut(l, "#") // as limitsD reads it
+			l, _, _ = strings.Cut(l, "#") // as tune/boot reads it
 			f := strings.Fields(l)
-			return len(f) == 4 && f[2] == "nofile"
+			return len(f) == 4 && strings.EqualFold(f[2], "nofile")
 		}
 	case strings.Contains(path, "/systemd/"):
 		keep = func(l string) bool {
@@ -215,13 +269,17 @@ func keepReadLines(path string, b []byte) []byte {
 	default:
 		return b
 	}
-	var out []string
-	for _, l := range strings.Split(string(b), "\n") {
-		if keep(l) {
-			out = append(out, l)
+	lines := strings.Split(string(b), "\n")
+	for i, l := range lines {
+		if !keep(l) {
+			lines[i] = ""
 		}
 	}
-	return []byte(strings.Join(out, "\n") + "\n")
+	out := strings.Join(lines, "\n")
+	if out == "" && len(b) > 0 {
+		out = "\n" // an empty file would read as masked (tune/boot)
+	}
+	return []byte(out)
 }
 
 // fill takes the answers of system calls from the gathered facts.

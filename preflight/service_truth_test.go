@@ -1,6 +1,8 @@
 package preflight
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -187,13 +189,14 @@ pid1_nofile: {soft: 65536, hard: 65536}
 files:
   /lib/systemd/system/emqx.service: "[Service]\nExecStart=/usr/bin/emqx foreground\nLimitNOFILE=1048576\n"
   /etc/systemd/system/emqx.service.d/override.conf: "[Service]\nLimitNOFILE=infinity\n"
-  /etc/security/limits.d/90-nofile.conf: "* soft nofile 1048576\n* hard nofile 1048576\n"`)
+  /etc/security/limits.d/90-nofile.conf: "* soft nofile 1048576\n* hard nofile 1048576\nroot hard nofile 524288\n"`)
 	tp := f.Target
 	if tp.NofileSoft != 65536 || tp.NofileHard != 65536 || tp.Requested != "infinity:infinity" || tp.UnitFile != "/lib/systemd/system/emqx.service" {
 		t.Errorf("target %+v: want infinity from the drop-in resolved to 65536", tp)
 	}
-	if l := f.LimitsD["*"]; l.Soft != 1048576 || l.Hard != 1048576 {
-		t.Errorf("limits.d from files: %+v", f.LimitsD)
+	// pam_limits for root: "*" lines never apply to root, its own line does
+	if l := f.Login; l == nil || l.Soft != nil || l.Hard == nil || l.Hard.Value != 524288 || l.Hard.From != "/etc/security/limits.d/90-nofile.conf:3" {
+		t.Errorf("limits.d from files: %+v", l)
 	}
 	if _, err := LoadHostYAML("t", strings.NewReader(`files: {/root/.ssh/id_rsa: "x"}`)); exitcode.Code(err) != exitcode.BadInput {
 		t.Errorf("a file outside the configuration preflight reads: %v", err)
@@ -222,7 +225,55 @@ func TestRecordKeepsOnlyReadLines(t *testing.T) {
 		t.Errorf("unit kept as %q", got)
 	}
 	lim := "# comment\n* soft nofile 1048576\n@adm hard nproc 10\nroot - nofile 65536\n"
-	if got := string(keepReadLines("/etc/security/limits.conf", []byte(lim))); got != "* soft nofile 1048576\nroot - nofile 65536\n" {
+	if got := string(keepReadLines("/etc/security/limits.conf", []byte(lim))); got != "\n* soft nofile 1048576\n\nroot - nofile 65536\n" {
 		t.Errorf("limits.conf kept as %q", got)
+	}
+	// a file with no line read stays non-empty: an empty one is masked
+	if got := string(keepReadLines("/etc/systemd/system/x.service.d/a.conf", []byte("Environment=A=b"))); got != "\n" {
+		t.Errorf("a drop-in with nothing read kept as %q, want one empty line", got)
+	}
+}
+
+// A recording replays tune/boot's reading of a unit exactly: a unit file
+// reached through a symlink is named as on the host, a drop-in masked by
+// a symlink to /dev/null stays masked, line numbers survive the dropped
+// secret lines, and the secret does not reach the recording.
+func TestRecordReplaysBootFiles(t *testing.T) {
+	host := writeTree(t, map[string]string{
+		"opt/emqx/emqx.service":                               "[Service]\nEnvironment=PW=hunter2\nLimitNOFILE=65536\nUser=emqx\n",
+		"usr/lib/systemd/system/emqx.service.d/override.conf": "[Service]\nLimitNOFILE=1024\n",
+	})
+	for link, target := range map[string]string{
+		"etc/systemd/system/emqx.service":                 "/opt/emqx/emqx.service",
+		"etc/systemd/system/emqx.service.d/override.conf": "/dev/null",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(host, link)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, filepath.Join(host, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := &gatherer{root: host, f: &Facts{}, rec: newRecorder()}
+	live, err := g.unitFromFiles("emqx.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := unitNofile{file: "/opt/emqx/emqx.service (as /etc/systemd/system/emqx.service)", lim: profiles.Limit{Soft: 65536, Hard: 65536},
+		from: "/opt/emqx/emqx.service (as /etc/systemd/system/emqx.service):3", found: true, user: "emqx"}
+	if live != want {
+		t.Fatalf("live host: %+v, want %+v", live, want)
+	}
+	dir := filepath.Join(t.TempDir(), "rec")
+	if err := g.rec.write(dir); err != nil {
+		t.Fatal(err)
+	}
+	replay := &gatherer{root: filepath.Join(dir, host), f: &Facts{}}
+	if got, err := replay.unitFromFiles("emqx.service"); err != nil || got != want {
+		t.Errorf("replay: %+v %v, want %+v", got, err, want)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, host, "opt/emqx/emqx.service"))
+	if err != nil || strings.Contains(string(b), "hunter2") {
+		t.Errorf("recorded unit %q %v: want it without the Environment= line", b, err)
 	}
 }

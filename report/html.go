@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/chart"
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/loadprobe/iotdb"
 	"github.com/hostprep/hostprep/loadprobe/mqtt"
@@ -22,7 +23,7 @@ import (
 // charts (capacity, MQTT end-to-end p95 and IoTDB TPS per host) and one
 // section per host (see WriteHostHTML).
 func (f *Fleet) WriteHTML(w io.Writer) error {
-	page := htmlPage{Title: fmt.Sprintf("hostprep fleet readiness: %d hosts", f.Hosts), Style: template.CSS(chart.Style), Fleet: f, Header: header}
+	page := htmlPage{Title: "hostprep fleet readiness: " + plural.N(f.Hosts, "host"), Style: template.CSS(chart.Style), Fleet: f, Header: header}
 	for _, r := range f.Rows {
 		page.Rows = append(page.Rows, htmlRow{Cells: r.cells(), Class: class(r.Verdict)})
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/ready/outcome"
 )
@@ -30,7 +31,7 @@ func (f *Fleet) WriteText(w io.Writer) error {
 			counts = append(counts, fmt.Sprintf("%d %s", n, v))
 		}
 		sort.Strings(counts)
-		fmt.Fprintf(w, "\n%d hosts: %s\n", f.Hosts, strings.Join(counts, ", "))
+		fmt.Fprintf(w, "\n%s: %s\n", plural.N(f.Hosts, "host"), strings.Join(counts, ", "))
 	}
 	for _, n := range f.Notes {
 		fmt.Fprintln(w, "note: "+n)

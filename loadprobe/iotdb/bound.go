@@ -12,10 +12,15 @@ import (
 const (
 	// BoundPoolUtil is the mean pool use (0..1) at or above which, with
 	// workers waiting for a session in at least BoundPoolWaiting of the
-	// samples (or more workers than sessions), a step is bounded by the
-	// pool.
+	// samples, a step is bounded by the pool. A step with more workers than
+	// sessions and workers waiting in at least BoundPoolQueued of the
+	// samples is too, whatever the mean use (on a busy client host the
+	// hand-over of a session to a waiting worker takes time, which lowers
+	// the sampled use): the server never saw more calls at once than the
+	// pool has sessions.
 	BoundPoolUtil    = 0.90
 	BoundPoolWaiting = 0.25
+	BoundPoolQueued  = 0.50
 	// BoundClientCPU is the share (0..1) of the probe's CPUs (GOMAXPROCS)
 	// its own process used at or above which the step is bounded by the
 	// client; BoundClientLagMs the mean scheduling lag (ms) of the probe's
@@ -51,9 +56,10 @@ func stepBound(s, prev *Step, errLimit float64) (string, string) {
 			100*s.ErrorRate, s.Errors, s.Ops, mainClass(s), 100*errLimit)
 	}
 	p := s.Pool
-	if p.MeanUtil >= BoundPoolUtil && (p.WaitingShare >= BoundPoolWaiting || s.local() > p.Size) {
-		return BoundPool, fmt.Sprintf("pool use %.0f%% (mean %.1f of %d sessions) with workers waiting for a session in %.0f%% of samples (mean %.1f waiting; %d workers on %d sessions)",
-			100*p.MeanUtil, p.MeanUsed, p.Size, 100*p.WaitingShare, p.MeanWaiting, s.local(), p.Size)
+	if p.MeanUtil >= BoundPoolUtil && (p.WaitingShare >= BoundPoolWaiting || s.local() > p.Size) ||
+		s.local() > p.Size && p.WaitingShare >= BoundPoolQueued {
+		return BoundPool, fmt.Sprintf("pool use %.0f%% (mean %.1f of %d sessions, max %d) with workers waiting for a session in %.0f%% of samples (mean %.1f waiting; %d workers on %d sessions: the server never saw more than %d calls at once)",
+			100*p.MeanUtil, p.MeanUsed, p.Size, p.MaxUsed, 100*p.WaitingShare, p.MeanWaiting, s.local(), p.Size, p.Size)
 	}
 	c := s.Client
 	if c.Cores > 0 && c.CPUCores >= BoundClientCPU*float64(c.Cores) || c.SchedLagMeanMs >= BoundClientLagMs {

@@ -43,8 +43,10 @@ func TestCLIOnRealIoTDB(t *testing.T) {
 		t.Errorf("the password appears in the output")
 	}
 	page, err := os.ReadFile(html)
-	if err != nil || strings.Count(string(page), "<svg") != 2 {
-		t.Errorf("--html: %v, %d charts", err, strings.Count(string(page), "<svg"))
+	// Response time, throughput and the per-second latency heat map (the
+	// probe records Step.Seconds).
+	if err != nil || strings.Count(string(page), "<svg") != 3 || !strings.Contains(string(page), "heat map") {
+		t.Errorf("--html: %v, %d charts (want 3, the heat map among them)", err, strings.Count(string(page), "<svg"))
 	}
 	f, err := os.Open(csvPath)
 	if err != nil {

@@ -14,9 +14,11 @@ import (
 const (
 	statusWrongLogin = 801
 	statusNotLogin   = 802
-	// DATABASE_ALREADY_EXISTS and DATABASE_NOT_EXIST (IoTDB 2.0.10).
+	// DATABASE_ALREADY_EXISTS, DATABASE_NOT_EXIST and PATH_NOT_EXIST
+	// (IoTDB 2.0.10).
 	statusDatabaseExists   = 501
 	statusDatabaseNotExist = 500
+	statusPathNotExist     = 508
 )
 
 // seriesChunk is how many time series one create or delete call names.
@@ -212,14 +214,18 @@ func dropIfEmpty(p *sessionPool, db string) error {
 		empty = !more
 		return err
 	})
-	if statusCode(err) == statusDatabaseNotExist {
+	gone := func(err error) bool {
+		c := statusCode(err)
+		return c == statusDatabaseNotExist || c == statusPathNotExist
+	}
+	if gone(err) {
 		return nil
 	}
 	if err != nil || !empty {
 		return err
 	}
 	err = admin(context.Background(), p, func(s *session) error { return s.exec("DELETE DATABASE " + db) })
-	if statusCode(err) == statusDatabaseNotExist {
+	if gone(err) {
 		return nil
 	}
 	return err

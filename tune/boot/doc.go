@@ -18,14 +18,15 @@
 //     "a.b/c" and "a/b.c" spellings are normalized. On hosts without
 //     systemd (no systemd-sysctl under ROOT/lib/systemd or
 //     ROOT/usr/lib/systemd), procps `sysctl --system` (sysctl(8)): the same
-//     file list, then /etc/sysctl.conf, each line written in order (no
-//     globs).
+//     file list, then /etc/sysctl.conf, each line written in order
+//     (procps-ng 4.0 also expands globs and "-key" exclusions).
 //   - limits (pam_limits, what a new login session gets): NofileAtBoot(root,
-//     user) / ReadLimits(root). /etc/security/limits.conf, then
+//     user) / NofileOverlay(root, user, files). /etc/security/limits.conf, then
 //     /etc/security/limits.d/*.conf in C-locale order; per soft and hard
 //     value, a line naming the user beats @group beats "*" whatever the
 //     order, later lines of the same kind win, and "*" and @group lines do
-//     not apply to root.
+//     not apply to root. NofileForGroups takes the
+//     user's groups from the caller (NSS, a recording), not ROOT/etc/group.
 //   - systemd (what a service started after the next boot or
 //     `systemctl daemon-reexec` gets): ManagerNofile(root) and
 //     UnitNofile(root, unit). /etc/systemd/system.conf then
@@ -33,6 +34,7 @@
 //     /usr/lib (shadowing and order as for sysctl.d), as
 //     `systemd-analyze cat-config systemd/system.conf` merges them; a
 //     unit's own file and its UNIT.d/*.conf drop-ins the same way.
+//     LastSetting reads another key of those files (a unit's User=).
 //
 // Every value comes with the file and line that set it, so a caller can
 // name the file that wins at boot and tell how to fix it.

@@ -68,11 +68,25 @@ func NofileAtBoot(root, user string) (Nofile, error) {
 // NofileOverlay is NofileAtBoot as if the files in overlay (paths relative
 // to root) had the given bytes (nil: absent).
 func NofileOverlay(root, user string, overlay map[string][]byte) (Nofile, error) {
-	t := tree{root: root, overlay: overlay}
+	return nofileFor(tree{root: root, overlay: overlay}, user, userGroups(root, user))
+}
+
+// NofileForGroups is NofileAtBoot for a user whose groups (names, primary
+// and supplementary) the caller already knows — from NSS (os/user) on the
+// live host, or from a recording — instead of ROOT/etc/passwd and
+// ROOT/etc/group. It reads limits.conf and limits.d only.
+func NofileForGroups(root, user string, groups []string) (Nofile, error) {
+	set := map[string]bool{}
+	for _, g := range groups {
+		set[g] = true
+	}
+	return nofileFor(tree{root: root}, user, set)
+}
+
+func nofileFor(t tree, user string, groups map[string]bool) (Nofile, error) {
 	n := Nofile{User: user}
-	files := []ConfFile{{Path: LimitsConf, Target: resolve(root, LimitsConf)}}
+	files := []ConfFile{{Path: LimitsConf, Target: resolve(t.root, LimitsConf)}}
 	files = append(files, listConfDirs(t, []string{LimitsDir}, false)...)
-	groups := userGroups(root, user)
 	softPrio, hardPrio := prioNone, prioNone
 	for _, f := range files {
 		lines, err := readLines(t, f)

@@ -216,12 +216,18 @@ func (s *Sysctl) procpsLine(f ConfFile, n int, line string) {
 }
 
 // slashdot is procps's slashdot(key, '.', '/'): when the first separator
-// is a dot, dots and slashes swap; otherwise the key is kept.
+// is a dot, dots and slashes swap; otherwise the key is kept (repeated
+// slashes too, unlike NormalizeSysctlKey).
 func slashdot(k string) string {
 	i := strings.IndexAny(k, "./")
 	if i < 0 || k[i] == '/' {
 		return k
 	}
+	return swapDotsSlashes(k, i)
+}
+
+// swapDotsSlashes swaps '.' and '/' in k from byte i on.
+func swapDotsSlashes(k string, i int) string {
 	b := []byte(k)
 	for j := i; j < len(b); j++ {
 		switch b[j] {
@@ -344,18 +350,8 @@ func SysctlAtBoot(root, key string) (value, file string, line int, ok bool) {
 // net/ipv4/conf/eth0.100/rp_filter); when it is a slash the key is kept.
 // Leading and repeated slashes are removed.
 func NormalizeSysctlKey(key string) string {
-	i := strings.IndexAny(key, "./")
-	if i >= 0 && key[i] == '.' {
-		b := []byte(key)
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '.':
-				b[j] = '/'
-			case '/':
-				b[j] = '.'
-			}
-		}
-		key = string(b)
+	if i := strings.IndexAny(key, "./"); i >= 0 && key[i] == '.' {
+		key = swapDotsSlashes(key, i)
 	}
 	parts := strings.FieldsFunc(key, func(r rune) bool { return r == '/' })
 	return strings.Join(parts, "/")
@@ -364,16 +360,7 @@ func NormalizeSysctlKey(key string) string {
 // DottedKey is the kernel's dotted spelling of a path-form key
 // (net/ipv4/conf/eth0.100/rp_filter -> net.ipv4.conf.eth0/100.rp_filter).
 func DottedKey(pathKey string) string {
-	b := []byte(pathKey)
-	for i, c := range b {
-		switch c {
-		case '/':
-			b[i] = '.'
-		case '.':
-			b[i] = '/'
-		}
-	}
-	return string(b)
+	return swapDotsSlashes(pathKey, 0)
 }
 
 func isGlob(s string) bool { return strings.ContainsAny(s, "*?[") }

@@ -129,10 +129,27 @@ func UnitNofileOverlay(root, unit string, overlay map[string][]byte) (NofileSett
 // lastAssignment finds the last KEY= line inside [section] of files.
 func lastAssignment(t tree, files []ConfFile, section, key string) (NofileSetting, error) {
 	var out NofileSetting
+	err := eachAssignment(t, files, section, key, func(v string, f ConfFile, line int) {
+		if v == "" {
+			out = NofileSetting{} // an empty assignment resets to the default
+			return
+		}
+		soft, hard, ok := parseSystemdRlimit(v)
+		if !ok {
+			return // systemd logs and ignores an invalid value
+		}
+		out = NofileSetting{Soft: soft, Hard: hard, Set: true, File: f, Line: line}
+	})
+	return out, err
+}
+
+// eachAssignment calls fn with the value (trimmed), file and 1-based line
+// of every KEY= line inside [section] of files, in order.
+func eachAssignment(t tree, files []ConfFile, section, key string, fn func(v string, f ConfFile, line int)) error {
 	for _, f := range files {
 		lines, err := readLines(t, f)
 		if err != nil {
-			return out, fmt.Errorf("boot: reading %s: %w", f.Name(), err)
+			return fmt.Errorf("boot: reading %s: %w", f.Name(), err)
 		}
 		in := ""
 		for i, l := range lines {
@@ -145,23 +162,33 @@ func lastAssignment(t tree, files []ConfFile, section, key string) (NofileSettin
 				continue
 			}
 			k, v, ok := strings.Cut(t, "=")
-			if !ok || in != section || strings.TrimSpace(k) != key {
-				continue
+			if ok && in == section && strings.TrimSpace(k) == key {
+				fn(strings.TrimSpace(v), f, i+1)
 			}
-			v = strings.TrimSpace(v)
-			if v == "" {
-				out = NofileSetting{} // an empty assignment resets to the default
-				continue
-			}
-			soft, hard, ok := parseSystemdRlimit(v)
-			if !ok {
-				continue // systemd logs and ignores an invalid value
-			}
-			out = NofileSetting{Soft: soft, Hard: hard, Set: true, File: f, Line: i + 1}
 		}
 	}
-	return out, nil
+	return nil
 }
+
+// LastSetting is the value of KEY= in [section] that files (as
+// ManagerNofile or UnitNofile return them) leave in force, trimmed, and
+// the FILE:LINE that sets it: the last assignment wins and an empty one
+// resets it to "" (where "" too). "User" in "Service" is the user a unit
+// runs as, "" for root. Errors: a file that exists but cannot be read.
+func LastSetting(root string, files []ConfFile, section, key string) (value, where string, err error) {
+	err = eachAssignment(tree{root: root}, files, section, key, func(v string, f ConfFile, line int) {
+		value, where = v, ""
+		if v != "" {
+			where = fmt.Sprintf("%s:%d", f.Name(), line)
+		}
+	})
+	return value, where, err
+}
+
+// ParseNofile parses a LimitNOFILE=/DefaultLimitNOFILE= value as systemd
+// does: "N", "SOFT:HARD" (soft <= hard) or "infinity" (Unlimited), in file
+// descriptors; ok is false for anything else.
+func ParseNofile(v string) (soft, hard uint64, ok bool) { return parseSystemdRlimit(v) }
 
 // parseSystemdRlimit parses "N", "S:H" or "infinity" as systemd does.
 func parseSystemdRlimit(v string) (soft, hard uint64, ok bool) {

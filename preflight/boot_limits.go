@@ -1,0 +1,142 @@
+package preflight
+
+import (
+	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/profiles"
+	"github.com/hostprep/hostprep/tune/boot"
+)
+
+// The configuration-file part of a target's limits comes from tune/boot,
+// the one reading of systemd's and pam_limits' files that tune's boot
+// verification also uses: the manager's DefaultLimitNOFILE
+// (boot.ManagerNofile), a unit's file and drop-ins (boot.UnitNofile) and
+// limits.conf/limits.d for a login session (boot.NofileForGroups).
+// preflight adds what the files alone cannot say: how systemd resolves a
+// value above fs.nr_open or infinity (resolveNofile), what a running unit
+// or process has (systemctl show, /proc/PID/limits).
+
+// readConf names the files tune/boot read for --record: each file where
+// the program finds it and, behind a symlink, the file it points to, so a
+// replay resolves, shadows and names them as the live host did.
+func (g *gatherer) readConf(files []boot.ConfFile) {
+	if g.rec == nil {
+		return
+	}
+	for _, f := range files {
+		p := filepath.Join(g.root, f.Path)
+		if f.Target == "" || f.Target == f.Path {
+			g.rec.add(p)
+			continue
+		}
+		g.rec.link(p, f.Target)
+		if f.Target != "/dev/null" {
+			t := filepath.Join(g.root, f.Target)
+			g.rec.add(t)
+			g.rec.filterAs[t] = p
+		}
+	}
+}
+
+// systemdDefault reads the manager's DefaultLimitNOFILE as systemd merges
+// system.conf and its drop-ins (tune/boot.ManagerNofile); systemd's
+// built-in 1024:524288 when none sets it.
+func (g *gatherer) systemdDefault() {
+	set, files, err := boot.ManagerNofile(g.root)
+	g.readConf(files)
+	if err != nil {
+		g.note("systemd DefaultLimitNOFILE: %v", err)
+		return
+	}
+	g.f.Systemd.DefaultLimitNOFILE = &profiles.Limit{Soft: set.Soft, Hard: set.Hard}
+	g.f.Systemd.DefaultLimitNOFILEFrom = set.Where()
+}
+
+// loginNofile reads what pam_limits gives a new login session of the user
+// running hostprep (or the recorded one) from limits.conf and limits.d
+// (tune/boot.NofileForGroups), into Facts.Login.
+func (g *gatherer) loginNofile() {
+	name, groups := g.user()
+	n, err := boot.NofileForGroups(g.root, name, groups)
+	g.readConf(n.Files)
+	if err != nil {
+		g.note("limits.conf/limits.d: %v", err)
+		return
+	}
+	l := &LoginNofile{User: name, Groups: groups}
+	line := func(v boot.LimitValue) *LimitLine {
+		if !v.Set {
+			return nil
+		}
+		return &LimitLine{Value: v.Value, Domain: v.Domain, From: v.Where()}
+	}
+	l.Soft, l.Hard = line(n.Soft), line(n.Hard)
+	g.f.Login = l
+}
+
+// describe says what the login gets and from which lines:
+// `user alice: soft 65536 ("@adm", /etc/security/limits.conf:4), hard not set`.
+func (l *LoginNofile) describe() string {
+	one := func(which string, v *LimitLine) string {
+		if v == nil {
+			return which + " not set (inherited)"
+		}
+		return fmt.Sprintf("%s %s (%q, %s)", which, fmtNofile(v.Value), v.Domain, v.From)
+	}
+	return fmt.Sprintf("user %s: %s, %s", l.User, one("soft", l.Soft), one("hard", l.Hard))
+}
+
+// unitNofile is what a unit's files say (tune/boot.UnitNofile).
+type unitNofile struct {
+	// file is the unit's own file ("" when missing).
+	file string
+	// missing says why there is no unit to start ("" when there is one).
+	missing string
+	// lim is the unit's LimitNOFILE (found) or the manager default; from
+	// is the FILE:LINE that sets it.
+	lim   profiles.Limit
+	from  string
+	found bool
+	// user is the unit's User= ("" for root).
+	user string
+}
+
+// unitFromFiles reads a unit's LimitNOFILE and User= from its file and
+// drop-ins under the root as systemd merges them (tune/boot.UnitNofile,
+// boot.LastSetting). Errors (exitcode.Environment): a file that exists
+// but cannot be read.
+func (g *gatherer) unitFromFiles(unit string) (unitNofile, error) {
+	set, files, err := boot.UnitNofile(g.root, unit)
+	g.readConf(files)
+	var u unitNofile
+	if err != nil {
+		return u, exitcode.Environmentf("--service %s: %v (run as root)", unit, err)
+	}
+	if len(files) == 0 || path.Base(files[0].Path) != unit {
+		u.missing = "no unit file in " + strings.Join(boot.UnitDirs, ", ")
+		return u, nil
+	}
+	if files[0].Masked {
+		u.missing = fmt.Sprintf("it is masked (%s is empty or a symlink to /dev/null), so systemd refuses to start it", files[0].Name())
+		return u, nil
+	}
+	u.file = files[0].Name()
+	u.lim, u.from = profiles.Limit{Soft: set.Soft, Hard: set.Hard}, set.Where()
+	for _, f := range files {
+		u.found = u.found || (set.Set && f.Path == set.File.Path)
+	}
+	if !u.found {
+		// The manager default applies: record the files it came from.
+		_, mfiles, _ := boot.ManagerNofile(g.root)
+		g.readConf(mfiles)
+	}
+	u.user, _, err = boot.LastSetting(g.root, files, "Service", "User")
+	if err != nil {
+		return u, exitcode.Environmentf("--service %s: %v (run as root)", unit, err)
+	}
+	return u, nil
+}
