@@ -20,7 +20,7 @@ import (
 
 // Sandbox is a throwaway mount and network namespace (unshare --mount
 // --net) for end-to-end tests of the built binary, with a tmpfs over every
-// directory hostprep writes on a host: /etc/sysctl.d,
+// directory hostprep writes on a host: /etc/sysctl.d, /etc/modules-load.d,
 // /etc/security/limits.d, /etc/systemd, /var/lib/hostprep (the journal)
 // and /run (the lock) — each, when it does not exist here, through its
 // nearest existing parent, so nothing is created on the host. Its loopback
@@ -37,7 +37,7 @@ type Sandbox struct {
 }
 
 // sandboxDirs are the directories hostprep writes under on a host.
-var sandboxDirs = []string{"/etc/sysctl.d", "/etc/security/limits.d", "/etc/systemd", "/var/lib/hostprep", "/run"}
+var sandboxDirs = []string{"/etc/sysctl.d", "/etc/modules-load.d", "/etc/security/limits.d", "/etc/systemd", "/var/lib/hostprep", "/run"}
 
 // NewSandbox makes a Sandbox, with a tmpfs also over each of extraMounts
 // (existing directories). It skips (fails in CI) without root and unshare.
