@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/loadprobe/latency"
+	"github.com/hostprep/hostprep/loadprobe/pacer"
 )
 
 // workerStats is one worker's tally, merged at the end of a step.
@@ -214,23 +215,26 @@ func runWorker(ctx context.Context, cancel context.CancelFunc, cfg *Config, p *s
 	end := start.Add(cfg.StepDuration)
 	rng := mrand.New(mrand.NewPCG(uint64(worker), uint64(start.UnixNano())))
 	ops := w.newWorkerOps(worker, rng)
-	var interval, backoff time.Duration
-	next := start
+	var backoff time.Duration
+	// Open loop: operation k of this worker is due at its phase plus
+	// k/Rate (the workers' phases spread over one interval).
+	sched := pacer.Constant{Rate: cfg.Rate}
+	var phase time.Duration
 	if cfg.Rate > 0 {
-		interval = time.Duration(float64(time.Second) / cfg.Rate)
-		// Spread the workers' schedules over one interval.
-		next = start.Add(time.Duration(rng.Int64N(int64(interval) + 1)))
+		phase = pacer.Grid{Interval: sched.Interval()}.Phase(worker)
 	}
+	k := 0
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
 	for {
 		var began time.Time
 		if cfg.Rate > 0 {
+			next := start.Add(phase + sched.At(k))
 			if !next.Before(end) || !sleep(ctx, timer, time.Until(next)) {
 				return
 			}
-			began, next = next, next.Add(interval)
+			began, k = next, k+1
 		} else if began = time.Now(); !began.Before(end) {
 			return
 		}

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net"
 	"os"
 	"runtime"
@@ -24,6 +23,7 @@ import (
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/loadprobe/fleet"
 	"github.com/hostprep/hostprep/loadprobe/latency"
+	"github.com/hostprep/hostprep/loadprobe/pacer"
 	"github.com/hostprep/hostprep/preflight"
 	"golang.org/x/sys/unix"
 )
@@ -287,13 +287,6 @@ func (r *run) lostConn(sub bool, reason string, err error) {
 	r.mu.Unlock()
 }
 
-// spread is client i's publish offset within the interval: a golden-ratio
-// sequence, so any number of clients spreads evenly with no clumps.
-func spread(i int, interval time.Duration) int64 {
-	f := math.Mod(float64(i)*0.6180339887498949, 1)
-	return int64(f * float64(interval))
-}
-
 // Run runs the probe described by cfg and returns what it measured.
 //
 // Errors: exitcode.BadInput for an invalid cfg (see Config.Validate, which
@@ -461,17 +454,17 @@ func (r *run) execute(res *Result) error {
 	}
 	r.start = start
 	res.ScheduleStart = r.base.Add(time.Duration(start)).UTC()
-	step := float64(time.Second) / cfg.ConnRate
+	connects := pacer.Constant{Rate: cfg.ConnRate}
 	// Under trackMu: the subscribers' readers, already running, read
 	// them in onMessage (the schedule below orders every publish after
 	// this, but through the broker, which the race detector cannot see).
 	r.trackMu.Lock()
-	r.rampEnd = start + int64(float64(cfg.Clients)*step)
+	r.rampEnd = start + int64(connects.At(cfg.Clients))
 	r.pubEnd = r.rampEnd + int64(cfg.Duration)
 	r.trackMu.Unlock()
 	res.RampSeconds = float64(r.rampEnd-start) / 1e9
 	for j := 0; j < r.n; j++ {
-		r.sched.add(event{at: start + int64(float64(cfg.Shard.Global(j))*step), client: int32(j), kind: evConnect})
+		r.sched.add(event{at: start + int64(connects.At(cfg.Shard.Global(j))), client: int32(j), kind: evConnect})
 	}
 	for i := range r.subs {
 		r.sched.add(event{at: start + int64(cfg.Keepalive/2), client: int32(-1 - i), kind: evPing})
@@ -852,11 +845,8 @@ func (r *run) connectClient(i int, sched int64) {
 	}
 	// First publish: the first slot of client i's fixed grid (connect
 	// time + spread offset + k*interval) that is not already past.
-	iv := int64(r.cfg.PubInterval)
-	first := sched + spread(r.cfg.Shard.Global(i), r.cfg.PubInterval)
-	if first < now {
-		first += ((now - first + iv - 1) / iv) * iv
-	}
+	grid := pacer.Grid{Interval: r.cfg.PubInterval}
+	first := int64(grid.NextAtOrAfter(time.Duration(sched)+grid.Phase(r.cfg.Shard.Global(i)), time.Duration(now)))
 	c.mu.Lock()
 	c.firstSched = first
 	c.mu.Unlock()
