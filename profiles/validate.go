@@ -13,6 +13,7 @@ import (
 	"unicode"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/plural"
 )
 
 // Kernel numbers the static checks use.
@@ -469,7 +470,7 @@ func (c *checker) text() {
 	p := c.p
 	switch {
 	case len(p.Name) > nameMax:
-		c.add([]string{"name"}, "name %.20q...: longer than %d characters; use a short name of letters, digits, '.', '_' and '-'", p.Name, nameMax)
+		c.add([]string{"name"}, "name %.20q...: longer than %s; use a short name of letters, digits, '.', '_' and '-'", p.Name, plural.N(nameMax, "character"))
 	case p.Name != "" && !nameRE.MatchString(p.Name):
 		c.add([]string{"name"}, "name %q: a profile name may hold only letters, digits, '.', '_' and '-' (it is written into the header of every file hostprep owns); use e.g. %q", p.Name, SafeName(p.Name))
 	}

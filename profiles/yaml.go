@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/rate"
 	"gopkg.in/yaml.v3"
 )
@@ -209,7 +210,7 @@ func checkSchema(n *yaml.Node, t reflect.Type, path []string) error {
 			return errAt(n, "%s: want a mapping of key: value, got %s", displayPath(path), kindName(n))
 		}
 		if k := len(n.Content) / 2; k > MaxSysctlKeys {
-			return errAt(n, "%s: %d keys, more than the limit of %d (a whole /proc/sys has about 1500); keep the keys this host needs", displayPath(path), k, MaxSysctlKeys)
+			return errAt(n, "%s: %s, more than the limit of %d (a whole /proc/sys has about 1500); keep the keys this host needs", displayPath(path), plural.N(k, "key"), MaxSysctlKeys)
 		}
 		seen := map[string]int{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -231,7 +232,7 @@ func checkSchema(n *yaml.Node, t reflect.Type, path []string) error {
 			return errAt(n, "%s: want a list such as [a, b], got %s", displayPath(path), kindName(n))
 		}
 		if len(n.Content) > MaxListItems {
-			return errAt(n, "%s: %d items, more than the limit of %d", displayPath(path), len(n.Content), MaxListItems)
+			return errAt(n, "%s: %s, more than the limit of %d", displayPath(path), plural.N(len(n.Content), "item"), MaxListItems)
 		}
 		for i, item := range n.Content {
 			if err := checkSchema(item, t.Elem(), append(slices.Clone(path), strconv.Itoa(i))); err != nil {
