@@ -32,6 +32,7 @@ import (
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/loadprobe/mqtt"
 )
 
@@ -226,7 +227,7 @@ func main() {
 			*brokerPID, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 		}
 	}
-	fmt.Printf("MQTT probe benchmark against %s (broker pid %d), %d CPUs, %s\n\n", *broker, *brokerPID, runtime.NumCPU(), runtime.Version())
+	fmt.Printf("MQTT probe benchmark against %s (broker pid %d), %s, %s\n\n", *broker, *brokerPID, plural.N(runtime.NumCPU(), "CPU"), runtime.Version())
 	switch *only {
 	case "":
 	case "marginal":
@@ -259,7 +260,7 @@ func main() {
 	}
 
 	// 2 + 3. Rate sweep: CPU per message and the highest zero-loss rate.
-	fmt.Printf("\n== rate sweep: %d clients, QoS 1, 200 B, %v per step, %d subscribers\n", *sweepClients, *dur, *subs)
+	fmt.Printf("\n== rate sweep: %s, QoS 1, 200 B, %v per step, %s\n", plural.N(*sweepClients, "client"), *dur, plural.N(*subs, "subscriber"))
 	fmt.Printf("%9s %10s %10s %6s %8s %9s %9s %14s %14s %9s\n", "msg/s", "published", "received", "lost", "unacked", "ack p99", "e2e p99", "probe µs/msg", "broker µs/msg", "overruns")
 	best := 0.0
 	for _, s := range strings.Split(*rates, ",") {
@@ -295,7 +296,7 @@ func main() {
 	}
 
 	// 4. Hold the target number of connections.
-	fmt.Printf("\n== holding %d connections (1000 conn/s, 1 msg/10 s each, 10 s window)\n", *big)
+	fmt.Printf("\n== holding %s (1000 conn/s, 1 msg/10 s each, 10 s window)\n", plural.N(*big, "connection"))
 	var lr loadResult
 	if _, err := child(&lr, "-mode", "load", "-broker", *broker, "-n", strconv.Itoa(*big), "-rate", strconv.Itoa(*big/10), "-duration", "10s", "-subscribers", "1"); err != nil {
 		fmt.Println(err)
