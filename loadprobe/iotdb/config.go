@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/loadprobe/fleet"
 	"github.com/hostprep/hostprep/profiles"
 )
@@ -343,7 +344,7 @@ func (c *Config) validate() error {
 			return bad("run_id", "(empty)", "every shard of a fleet run needs the same run id (the database root.hostprep_<run id> they share)", "fleet1")
 		}
 		if c.Steps[0] < c.Shard.N {
-			return bad("steps", joinInts(c.Steps), fmt.Sprintf("with %d shards every step needs at least %d workers (one per shard)", c.Shard.N, c.Shard.N), joinInts([]int{c.Shard.N}))
+			return bad("steps", joinInts(c.Steps), fmt.Sprintf("with %s every step needs at least %s (one per shard)", plural.N(c.Shard.N, "shard"), plural.N(c.Shard.N, "worker")), joinInts([]int{c.Shard.N}))
 		}
 	}
 	if c.Database != "" && !validPath(c.Database) {

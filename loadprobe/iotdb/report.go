@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/hostprep/hostprep/internal/plural"
 )
 
 // WriteText prints the result as the reference test's table, one row per
@@ -16,15 +18,15 @@ func (r *Result) WriteText(w io.Writer) error {
 	wp, rp := PointsPerOp(r.Scenario)
 	load := fmt.Sprintf("%s (%d points/op)", r.Scenario, wp)
 	if r.Scenario == ScenarioMixed {
-		load = fmt.Sprintf("mixed (70%% reads of %d points, 30%% writes of %d points)", rp, wp)
+		load = fmt.Sprintf("mixed (70%% reads of %s, 30%% writes of %s)", plural.N(rp, "point"), plural.N(wp, "point"))
 	}
 	mode := "closed loop"
 	if r.Mode == "open" {
 		mode = fmt.Sprintf("open loop, %g ops/s per worker, latency from scheduled start", r.RatePerWorker)
 	}
 	fmt.Fprintf(w, "IoTDB probe  %s  (IoTDB %s)\n", r.Target, orUnknown(r.ServerVersion))
-	fmt.Fprintf(w, "load         %s, %s; SessionPool %d sessions, wait timeout %.0f ms, call deadline %.0f ms\n",
-		load, mode, r.PoolSize, r.WaitTimeoutMS, r.CallTimeoutMS)
+	fmt.Fprintf(w, "load         %s, %s; SessionPool %s, wait timeout %.0f ms, call deadline %.0f ms\n",
+		load, mode, plural.N(r.PoolSize, "session"), r.WaitTimeoutMS, r.CallTimeoutMS)
 	kept := "deleted after the run"
 	if !r.CreatedDatabase && r.Prefix != r.Database {
 		kept = "series deleted after the run"
@@ -83,12 +85,12 @@ func (r *Result) WriteText(w io.Writer) error {
 	}
 	for _, s := range r.Steps {
 		if s.Errors > 0 {
-			fmt.Fprintf(w, "errors at %d workers: %s%s\n", s.Workers, classSummary(&s), codeSummary(s.StatusCodes))
+			fmt.Fprintf(w, "errors at %s: %s%s\n", plural.N(s.Workers, "worker"), classSummary(&s), codeSummary(s.StatusCodes))
 		}
 	}
 	for _, s := range r.Steps {
 		if s.Bound != "" {
-			fmt.Fprintf(w, "bound at %d workers: %s (%s)\n", s.Workers, s.Bound, s.BoundReason)
+			fmt.Fprintf(w, "bound at %s: %s (%s)\n", plural.N(s.Workers, "worker"), s.Bound, s.BoundReason)
 		}
 	}
 	fmt.Fprintf(w, "\nknee         %s\n", r.Knee.Reading)

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/loadprobe/fleet"
 	"github.com/hostprep/hostprep/profiles"
 )
@@ -425,7 +426,7 @@ func (c *Config) checkFleet() error {
 		return bad("--shard %s without --start-at: the shards of a fleet must start their schedule together; hand every shard the same --start-at", c.Shard)
 	}
 	if c.Shard.N > c.Clients {
-		return bad("--shard %s with --clients %d: every shard needs at least one client; use at most %d shards or more --clients", c.Shard, c.Clients, c.Clients)
+		return bad("--shard %s with --clients %d: every shard needs at least one client; use at most %s or more --clients", c.Shard, c.Clients, plural.N(c.Clients, "shard"))
 	}
 	if !strings.Contains(c.Topic, "{run}") {
 		return bad("--topic %q with --shard: must contain {run}, which holds the shard, so each shard's subscribers receive only its own messages", c.Topic)

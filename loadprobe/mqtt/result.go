@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/loadprobe/fleet"
 	"github.com/hostprep/hostprep/loadprobe/latency"
@@ -376,7 +377,7 @@ func (r *run) fill(res *Result) {
 		res.Failures = append(res.Failures, fmt.Sprintf("%d of %d subscriber connections were lost mid-run: %s", cn.SubscribersLost, cn.Subscribers, byReason(cn.SubscribersLostBy, first, "sub:")))
 	}
 	if m.Unacked > 0 {
-		res.Failures = append(res.Failures, fmt.Sprintf("%d of %d QoS %d publishes got no PUBACK/PUBCOMP within the %v grace", m.Unacked, m.Published, cfg.QoS, cfg.Grace))
+		res.Failures = append(res.Failures, fmt.Sprintf("%d of %d QoS %s got no PUBACK/PUBCOMP within the %v grace", m.Unacked, m.Published, plural.N(cfg.QoS, "publish"), cfg.Grace))
 	}
 	if m.Lost > 0 {
 		res.Failures = append(res.Failures, fmt.Sprintf("%d of %d published messages never reached a subscriber (%d of them acknowledged by the broker)", m.Lost, m.Expected, m.LostAfterAck))
@@ -385,7 +386,7 @@ func (r *run) fill(res *Result) {
 		res.Failures = append(res.Failures, fmt.Sprintf("the kernel counted %d listen-queue overflows and %d SYN retransmits during the run: a listener's accept queue was full (the broker's listen backlog or net.core.somaxconn), and clients waited 1 s or more to retry — see connect latency", res.Host.ListenOverflows, res.Host.TCPSynRetrans))
 	}
 	if m.Overruns > 0 {
-		res.Failures = append(res.Failures, fmt.Sprintf("the probe fell behind its schedule %d times (> %v late): the probe or the socket was the bottleneck", m.Overruns, overrunThreshold))
+		res.Failures = append(res.Failures, fmt.Sprintf("the probe fell behind its schedule %s (> %v late): the probe or the socket was the bottleneck", plural.N(m.Overruns, "time"), overrunThreshold))
 	}
 	res.Checks = judge(cfg, res)
 	res.Verdict = verdict.Worst(res.Checks)
@@ -439,7 +440,7 @@ func judge(cfg *Config, res *Result) []verdict.Check {
 		n := sum.Count
 		c := verdict.Check{ID: id, Observed: fmt.Sprintf("%.3f ms", got)}
 		if sum.Censored > 0 {
-			c.Observed += fmt.Sprintf(" (%d of %d values censored at >= the %v grace: never answered)", sum.Censored, n, cfg.Grace)
+			c.Observed += fmt.Sprintf(" (%d of %s censored at >= the %v grace: never answered)", sum.Censored, plural.N(n, "value"), cfg.Grace)
 		}
 		switch {
 		case max <= 0:
@@ -470,7 +471,7 @@ func judge(cfg *Config, res *Result) []verdict.Check {
 		if m.Published > 0 {
 			rate = float64(m.Unacked) / float64(m.Published)
 		}
-		frac("mqtt.unacked", fmt.Sprintf("QoS %d publishes without PUBACK/PUBCOMP", cfg.QoS), rate, t.Loss,
+		frac("mqtt.unacked", fmt.Sprintf("QoS %s without PUBACK/PUBCOMP", plural.N(cfg.QoS, "publish")), rate, t.Loss,
 			"the broker did not acknowledge: check its inflight/queue limits, its log, and the failures above")
 	}
 	frac("mqtt.connect_fail_rate", "connects failed", res.Connects.FailRate, t.ConnectFailRate,
@@ -487,7 +488,7 @@ func judge(cfg *Config, res *Result) []verdict.Check {
 		"deliveries are slow: check the broker's CPU and the subscribers (more --subscribers with a shared subscription)")
 	cn := res.Connects
 	lost := verdict.Check{ID: "mqtt.connections_lost", Status: verdict.Pass,
-		Observed: fmt.Sprintf("%d of %d publishers, %d of %d subscribers", cn.Lost, cn.OK, cn.SubscribersLost, cn.Subscribers), Expected: "0",
+		Observed: fmt.Sprintf("%d of %s, %d of %s", cn.Lost, plural.N(cn.OK, "publisher"), cn.SubscribersLost, plural.N(cn.Subscribers, "subscriber")), Expected: "0",
 		Summary: fmt.Sprintf("%d of %d established publisher connections and %d of %d subscriber connections lost mid-run", cn.Lost, cn.OK, cn.SubscribersLost, cn.Subscribers)}
 	if cn.Lost > 0 || cn.SubscribersLost > 0 {
 		lost.Status = verdict.Fail
@@ -526,12 +527,12 @@ func (res *Result) WriteText(w io.Writer) error {
 	merged := c.Shard.On() && c.Shard.K == 0 // MergeShards: the whole fleet
 	switch {
 	case merged:
-		p("fleet\t%d shards of run %s, %d clients, schedule from %s\n", c.Shard.N, res.RunID, res.Connects.Target, res.ScheduleStart.Format(time.RFC3339Nano))
+		p("fleet\t%s of run %s, %s, schedule from %s\n", plural.N(c.Shard.N, "shard"), res.RunID, plural.N(res.Connects.Target, "client"), res.ScheduleStart.Format(time.RFC3339Nano))
 	case c.Shard.On():
-		p("shard\t%s of run %s: %d of the fleet's %d clients, schedule from %s\n", c.Shard, res.RunID, res.Connects.Target, c.Clients, res.ScheduleStart.Format(time.RFC3339Nano))
+		p("shard\t%s of run %s: %d of the fleet's %s, schedule from %s\n", c.Shard, res.RunID, res.Connects.Target, plural.N(c.Clients, "client"), res.ScheduleStart.Format(time.RFC3339Nano))
 	}
-	p("load\t%d clients at %g conn/s, QoS %d, %d B every %v, window %.1fs after a %.1fs ramp, MQTT %s, %d subscriber(s) on %s\n",
-		c.Clients, c.ConnRate, c.QoS, c.Size, c.PubInterval, res.WindowSeconds, res.RampSeconds, c.MQTTVersion, c.Subscribers, res.Filter)
+	p("load\t%s at %g conn/s, QoS %d, %d B every %v, window %.1fs after a %.1fs ramp, MQTT %s, %s on %s\n",
+		plural.N(c.Clients, "client"), c.ConnRate, c.QoS, c.Size, c.PubInterval, res.WindowSeconds, res.RampSeconds, c.MQTTVersion, plural.N(c.Subscribers, "subscriber"), res.Filter)
 	if res.StoppedEarlyReason != "" {
 		p("stopped\t%s\n", res.StoppedEarlyReason)
 	}
@@ -541,8 +542,8 @@ func (res *Result) WriteText(w io.Writer) error {
 			b.ConnectMs, b.RoundTrip.P50, b.RoundTrip.Max, b.SchedulerJitter.P50, b.SchedulerJitter.P99)
 	}
 	cn := res.Connects
-	p("connects\t%d of %d publishers ok, %d failed%s, %d lost mid-run%s; %d subscriber(s), %d lost mid-run%s\n",
-		cn.OK, cn.Target, cn.Failed, reasons(cn.FailedBy), cn.Lost, reasons(cn.LostBy), cn.Subscribers, cn.SubscribersLost, reasons(cn.SubscribersLostBy))
+	p("connects\t%d of %s ok, %d failed%s, %d lost mid-run%s; %s, %d lost mid-run%s\n",
+		cn.OK, plural.N(cn.Target, "publisher"), cn.Failed, reasons(cn.FailedBy), cn.Lost, reasons(cn.LostBy), plural.N(cn.Subscribers, "subscriber"), cn.SubscribersLost, reasons(cn.SubscribersLostBy))
 	m := res.Messages
 	p("messages\tscheduled %d, published %d, acked %d, unacked %d, received %d, lost %d, duplicated %d, out of order %d, overruns %d\n",
 		m.Scheduled, m.Published, m.Acked, m.Unacked, m.Received, m.Lost, m.Duplicated, m.OutOfOrder, m.Overruns)
@@ -571,7 +572,7 @@ func (res *Result) WriteText(w io.Writer) error {
 	}
 	tw.Flush()
 	if n := res.Latency.Ack.Censored + res.Latency.E2E.Censored + res.Latency.WarmupAck.Censored + res.Latency.WarmupE2E.Censored; n > 0 {
-		fmt.Fprintf(w, "censored: %d publishes never acknowledged or never delivered are counted at >= the %v grace in the percentiles above\n", n, c.Grace)
+		fmt.Fprintf(w, "censored: %s never acknowledged or never delivered are counted at >= the %v grace in the percentiles above\n", plural.N(n, "publish"), c.Grace)
 	}
 	fmt.Fprintln(w)
 	// What went wrong during the run, in words; whether it fails the run
