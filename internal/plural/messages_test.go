@@ -13,7 +13,7 @@ import (
 
 // countVerb finds a count printed straight into a message: an integer verb
 // (%d, or %.0f for a count held in a float) followed by a word; "(s)" is
-// looked for on its own.
+// looked for on its own. "QoS %d publishes" is a QoS level, not a count.
 var countVerb = regexp.MustCompile(`%(?:\.0f|d) +([A-Za-z]+)([^A-Za-z]|$)`)
 
 // pluralSuffix is a noun with its plural ending in brackets, "item(s)",
@@ -105,12 +105,13 @@ func countTemplates(t *testing.T, file string) []finding {
 			return true
 		}
 		pos := fs.Position(lit.Pos()).String()
-		for _, m := range countVerb.FindAllStringSubmatch(lit.Value, -1) {
-			word, next := m[1], m[2]
-			if notCounted[word] || !strings.HasSuffix(word, "s") || next == "/" {
+		for _, ix := range countVerb.FindAllStringSubmatchIndex(lit.Value, -1) {
+			v := lit.Value
+			word, next := v[ix[2]:ix[3]], v[ix[4]:ix[5]]
+			if strings.HasSuffix(v[:ix[0]], "QoS ") || notCounted[word] || !strings.HasSuffix(word, "s") || next == "/" {
 				continue
 			}
-			out = append(out, finding{pos, strings.TrimSpace(m[0])})
+			out = append(out, finding{pos, strings.TrimSpace(v[ix[0]:ix[1]])})
 		}
 		if m := pluralSuffix.FindString(lit.Value); m != "" {
 			out = append(out, finding{pos, m})
@@ -123,7 +124,7 @@ func countTemplates(t *testing.T, file string) []finding {
 // The scanner itself finds what it is there to find.
 func TestCountTemplatesFinds(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "x.go")
-	src := "package x\nvar a = []string{\"%d steps skipped\", \"%d value(s)\", \"%d apply(ies)\", \"time (s)\", \"%.0f changes\", \"%d failed\", \"%.0f msgs/s\", \"%d ms\", \"%d of %s\"}\n"
+	src := "package x\nvar a = []string{\"%d steps skipped\", \"%d value(s)\", \"%d apply(ies)\", \"time (s)\", \"%.0f changes\", \"%d failed\", \"%.0f msgs/s\", \"%d ms\", \"%d of %s\", \"QoS %d publishes\"}\n"
 	if err := os.WriteFile(f, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -377,7 +377,7 @@ func (r *run) fill(res *Result) {
 		res.Failures = append(res.Failures, fmt.Sprintf("%d of %d subscriber connections were lost mid-run: %s", cn.SubscribersLost, cn.Subscribers, byReason(cn.SubscribersLostBy, first, "sub:")))
 	}
 	if m.Unacked > 0 {
-		res.Failures = append(res.Failures, fmt.Sprintf("%d of %d QoS %s got no PUBACK/PUBCOMP within the %v grace", m.Unacked, m.Published, plural.N(cfg.QoS, "publish"), cfg.Grace))
+		res.Failures = append(res.Failures, fmt.Sprintf("%d of %d QoS %d publishes got no PUBACK/PUBCOMP within the %v grace", m.Unacked, m.Published, cfg.QoS, cfg.Grace))
 	}
 	if m.Lost > 0 {
 		res.Failures = append(res.Failures, fmt.Sprintf("%d of %d published messages never reached a subscriber (%d of them acknowledged by the broker)", m.Lost, m.Expected, m.LostAfterAck))
@@ -471,7 +471,7 @@ func judge(cfg *Config, res *Result) []verdict.Check {
 		if m.Published > 0 {
 			rate = float64(m.Unacked) / float64(m.Published)
 		}
-		frac("mqtt.unacked", fmt.Sprintf("QoS %s without PUBACK/PUBCOMP", plural.N(cfg.QoS, "publish")), rate, t.Loss,
+		frac("mqtt.unacked", fmt.Sprintf("QoS %d publishes without PUBACK/PUBCOMP", cfg.QoS), rate, t.Loss,
 			"the broker did not acknowledge: check its inflight/queue limits, its log, and the failures above")
 	}
 	frac("mqtt.connect_fail_rate", "connects failed", res.Connects.FailRate, t.ConnectFailRate,
