@@ -21,9 +21,20 @@ const (
 // gives a skip (the error-rate check warns instead when errors occurred).
 func Checks(cfg *Config, steps []Step) []verdict.Check {
 	c := cfg.withDefaults()
-	th := c.Thresholds
-	out := make([]verdict.Check, 0, 3)
+	target := c.targetStep()
+	var at *Step
+	for i := range steps {
+		if steps[i].Workers == target {
+			at = &steps[i]
+		}
+	}
+	return []verdict.Check{errorRateCheck(&c, steps), p95Check(&c, target, at), minTPSCheck(&c, target, at)}
+}
 
+// errorRateCheck judges the worst step's error rate against
+// --max-error-rate; without one, errors warn.
+func errorRateCheck(c *Config, steps []Step) verdict.Check {
+	th := c.Thresholds
 	// Error rate: the worst step.
 	var worst *Step
 	for i := range steps {
@@ -44,25 +55,22 @@ func Checks(cfg *Config, steps []Step) []verdict.Check {
 				er.Status, er.Summary = verdict.Pass, "error rate "+er.Observed+" within "+er.Expected
 			} else {
 				er.Status, er.Summary = verdict.Fail, "error rate "+er.Observed+", above "+er.Expected
-				er.Remedy = errorRemedy(worst, &c)
+				er.Remedy = errorRemedy(worst, c)
 			}
 		case worst.Errors > 0:
 			er.Status, er.Summary = verdict.Warn, "errors occurred and no --max-error-rate is set: "+er.Observed
-			er.Remedy = errorRemedy(worst, &c)
+			er.Remedy = errorRemedy(worst, c)
 		default:
 			er.Status, er.Summary = verdict.Skip, "no --max-error-rate set; no errors occurred"
 		}
 	}
-	out = append(out, er)
+	return er
+}
 
-	target := c.targetStep()
-	var at *Step
-	for i := range steps {
-		if steps[i].Workers == target {
-			at = &steps[i]
-		}
-	}
-
+// p95Check judges the p95 (ms) at the target step at (nil: not measured)
+// against --max-p95.
+func p95Check(c *Config, target int, at *Step) verdict.Check {
+	th := c.Thresholds
 	p := verdict.Check{ID: CheckP95}
 	switch {
 	case th.P95 <= 0:
@@ -82,8 +90,13 @@ func Checks(cfg *Config, steps []Step) []verdict.Check {
 			p.Remedy = fmt.Sprintf("run fewer workers than %d (the knee is where p95 starts to climb), or give IoTDB more CPU/memory; see the per-step table", target)
 		}
 	}
-	out = append(out, p)
+	return p
+}
 
+// minTPSCheck judges the TPS at the target step at (nil: not measured)
+// against --min-tps.
+func minTPSCheck(c *Config, target int, at *Step) verdict.Check {
+	th := c.Thresholds
 	t := verdict.Check{ID: CheckMinTPS}
 	switch {
 	case th.MinTPS <= 0:
@@ -100,8 +113,7 @@ func Checks(cfg *Config, steps []Step) []verdict.Check {
 			t.Remedy = "throughput is bounded by the server or the pool: check pool utilisation (a pool near 100% needs --pool-size), errors by class, and the server's CPU"
 		}
 	}
-	out = append(out, t)
-	return out
+	return t
 }
 
 func classSummary(s *Step) string {

@@ -285,6 +285,16 @@ func bad(key string, value any, rule, example string) error {
 
 // validate checks a defaulted Config; see Validate.
 func (c *Config) validate() error {
+	for _, v := range []func() error{c.validateTarget, c.validateSteps, c.validateTimings, c.validateFleet, c.validateThresholds} {
+		if err := v(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateTarget checks the scenario, host, port, node URLs and user.
+func (c *Config) validateTarget() error {
 	if !slices.Contains(Scenarios, c.Scenario) {
 		return bad("scenario", c.Scenario, "want one of "+strings.Join(Scenarios, ", "), "")
 	}
@@ -302,6 +312,12 @@ func (c *Config) validate() error {
 	if c.User == "" {
 		return bad("user", c.User, "want the IoTDB user", "root")
 	}
+	return nil
+}
+
+// validateSteps checks that the steps are worker counts 1..10000 in
+// increasing order.
+func (c *Config) validateSteps() error {
 	if len(c.Steps) == 0 {
 		return bad("steps", "(empty)", "want worker counts in increasing order", "10,20,30")
 	}
@@ -314,6 +330,11 @@ func (c *Config) validate() error {
 				joinInts(sortedUnique(c.Steps)))
 		}
 	}
+	return nil
+}
+
+// validateTimings checks the durations, pool size, fetch size and rate.
+func (c *Config) validateTimings() error {
 	for _, d := range []struct {
 		key string
 		v   time.Duration
@@ -339,6 +360,11 @@ func (c *Config) validate() error {
 	if c.Rate < 0 {
 		return bad("rate", c.Rate, "want operations/s per worker > 0, or 0 for closed loop", "100")
 	}
+	return nil
+}
+
+// validateFleet checks the shard, run id and database of a fleet run.
+func (c *Config) validateFleet() error {
 	if c.Shard.On() {
 		if c.RunID == "" {
 			return bad("run_id", "(empty)", "every shard of a fleet run needs the same run id (the database root.hostprep_<run id> they share)", "fleet1")
@@ -357,6 +383,12 @@ func (c *Config) validate() error {
 			}
 		}
 	}
+	return nil
+}
+
+// validateThresholds checks the thresholds (fractions 0..1, durations and
+// TPS >= 0, a target step that is one of the steps).
+func (c *Config) validateThresholds() error {
 	t := c.Thresholds
 	if t.MaxErrorRate != nil && (*t.MaxErrorRate < 0 || *t.MaxErrorRate > 1) {
 		return bad("thresholds.max_error_rate", *t.MaxErrorRate, "want a fraction 0..1 (0.01 = 1%)", "0.01")
