@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/plural"
 )
 
 // --active: measure instead of estimate.
@@ -70,10 +71,10 @@ const MinSlabFitR2 = 0.9
 func (m *ActiveResult) CostSignificance() (ok bool, why string) {
 	switch {
 	case m.ReachedSockets < MinMeasuredSockets:
-		return false, fmt.Sprintf("the run was too small to measure kernel memory per socket: %d sockets opened, fewer than the %d (%d loopback connections) a measurement needs (Slab grows in whole slab pages and per-CPU caches absorb the first sockets)",
-			m.ReachedSockets, MinMeasuredSockets, MinMeasuredSockets/2)
+		return false, fmt.Sprintf("the run was too small to measure kernel memory per socket: %s opened, fewer than the %d (%d loopback connections) a measurement needs (Slab grows in whole slab pages and per-CPU caches absorb the first sockets)",
+			plural.N(m.ReachedSockets, "socket"), MinMeasuredSockets, MinMeasuredSockets/2)
 	case m.BytesPerSocket <= 0:
-		return false, fmt.Sprintf("Slab did not grow with the %d sockets opened (slope <= 0, Slab %+d bytes): other kernel activity swamped the change", m.ReachedSockets, m.SlabDeltaBytes)
+		return false, fmt.Sprintf("Slab did not grow with the %s opened (slope <= 0, Slab %+d bytes): other kernel activity swamped the change", plural.N(m.ReachedSockets, "socket"), m.SlabDeltaBytes)
 	case m.Samples > 2 && m.SlabFitR2 < MinSlabFitR2:
 		return false, fmt.Sprintf("Slab followed the sockets too loosely to measure (fit R² %.2f < %.1f): other kernel activity swamped the change", m.SlabFitR2, MinSlabFitR2)
 	}

@@ -57,110 +57,147 @@ func RunActiveChild(ctx context.Context, o ChildOptions) (*ActiveResult, error) 
 	if err != nil {
 		return nil, err
 	}
-	perSource := childPortsPerSource()
 
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("listen on 127.0.0.1: %w", err)
 	}
 	defer ln.Close()
-
-	var (
-		mu        sync.Mutex
-		clients   []*net.TCPConn
-		servers   []*net.TCPConn
-		firstOnce sync.Once
-		stopped   atomic.Bool
-	)
-	setFirst := func(op string, err error) {
-		firstOnce.Do(func() {
-			r.FirstErrorOp, r.FirstError, r.FirstErrorMessage = op, errnoName(err), err.Error()
-		})
-		stopped.Store(true)
-	}
-	defer func() {
-		// Close everything with SO_LINGER 0 on both sides: close() sends a
-		// RST and neither side enters TIME_WAIT, whichever closes first.
-		mu.Lock()
-		defer mu.Unlock()
-		for _, s := range servers {
-			_ = s.SetLinger(0)
-			_ = s.Close()
-		}
-		for _, c := range clients {
-			_ = c.SetLinger(0)
-			_ = c.Close()
-		}
-	}()
+	p := &loopbackPairs{r: r, perSource: childPortsPerSource(), addr: ln.Addr().(*net.TCPAddr)}
+	defer p.closeAll()
 
 	conns := o.Sockets / 2
 	accepted := make(chan struct{}, conns+1)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				if !errors.Is(err, net.ErrClosed) {
-					setFirst("accept", err)
-				}
-				return
-			}
-			mu.Lock()
-			servers = append(servers, c.(*net.TCPConn))
-			mu.Unlock()
-			accepted <- struct{}{}
-		}
-	}()
+	go p.acceptLoop(ln, accepted)
 
-	addr := ln.Addr().(*net.TCPAddr)
 	start := time.Now()
-	var next atomic.Int64
-	var maxSrc atomic.Int64
-	dialOne := func() bool {
-		i := next.Add(1) - 1
-		src := i / perSource // 0 -> 127.0.0.1, 1 -> 127.0.0.2 ...
-		if src > 250 {
-			setFirst("connect", fmt.Errorf("more than 251 loopback source addresses needed: %w", syscall.EADDRNOTAVAIL))
-			return false
-		}
-		for {
-			cur := maxSrc.Load()
-			if src+1 <= cur || maxSrc.CompareAndSwap(cur, src+1) {
-				break
-			}
-		}
-		d := net.Dialer{
-			LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(1+src))},
-			Control: func(_, _ string, c syscall.RawConn) error {
-				var serr error
-				_ = c.Control(func(fd uintptr) {
-					serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_BIND_ADDRESS_NO_PORT, 1)
-				})
-				return serr
-			},
-		}
-		dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
-		c, err := d.DialContext(dctx, "tcp4", addr.String())
-		dcancel()
-		if err != nil {
-			if ctx.Err() == nil {
-				setFirst("connect", err)
-			}
-			return false
-		}
-		mu.Lock()
-		clients = append(clients, c.(*net.TCPConn))
-		mu.Unlock()
-		return true
+	var sl slabSamples
+	sl.add(0, before)
+	if err := p.openInBatches(ctx, conns, accepted, mem, &sl); err != nil {
+		return nil, err
 	}
-	// Open in batches; after each, wait for the accept side and sample
-	// Slab, so the cost per socket is the slope of a least-squares fit over
-	// many points rather than one difference that other processes' slab
-	// activity can swamp.
-	var xs, ys, ysU []float64
-	xs, ys, ysU = append(xs, 0), append(ys, float64(before["Slab"])), append(ysU, float64(before["SUnreclaim"]))
+	r.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+	r.TimedOut = ctx.Err() != nil
+	if r.TimedOut && r.FirstError == "" {
+		r.FirstError, r.FirstErrorOp, r.FirstErrorMessage = "ETIMEDOUT", "connect", fmt.Sprintf("time bound %s reached", o.Timeout)
+	}
+	p.mu.Lock()
+	r.Connections = min(len(p.clients), len(p.servers))
+	r.ReachedSockets = len(p.clients) + len(p.servers)
+	p.mu.Unlock()
+	r.SourceAddresses = int(p.maxSrc.Load())
+	sl.fit(r)
+	return r, nil
+}
+
+// loopbackPairs are the connections the active child opens to its own
+// listener: the client ends, the accepted ends, and the first error that
+// stopped the opening (recorded into r once).
+type loopbackPairs struct {
+	r         *ActiveResult
+	perSource int64        // ports per loopback source address
+	addr      *net.TCPAddr // the listener
+	mu        sync.Mutex
+	clients   []*net.TCPConn
+	servers   []*net.TCPConn
+	firstOnce sync.Once
+	stopped   atomic.Bool
+	next      atomic.Int64 // index of the next connection to open
+	maxSrc    atomic.Int64 // source addresses used so far
+}
+
+// setFirst records the first failing operation and its error, and stops
+// the opening.
+func (p *loopbackPairs) setFirst(op string, err error) {
+	p.firstOnce.Do(func() {
+		p.r.FirstErrorOp, p.r.FirstError, p.r.FirstErrorMessage = op, errnoName(err), err.Error()
+	})
+	p.stopped.Store(true)
+}
+
+// closeAll closes everything with SO_LINGER 0 on both sides: close() sends
+// a RST and neither side enters TIME_WAIT, whichever closes first.
+func (p *loopbackPairs) closeAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, s := range p.servers {
+		_ = s.SetLinger(0)
+		_ = s.Close()
+	}
+	for _, c := range p.clients {
+		_ = c.SetLinger(0)
+		_ = c.Close()
+	}
+}
+
+// acceptLoop keeps the accepted ends until ln is closed, signalling each on
+// accepted.
+func (p *loopbackPairs) acceptLoop(ln net.Listener, accepted chan<- struct{}) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				p.setFirst("accept", err)
+			}
+			return
+		}
+		p.mu.Lock()
+		p.servers = append(p.servers, c.(*net.TCPConn))
+		p.mu.Unlock()
+		accepted <- struct{}{}
+	}
+}
+
+// dialOne opens the next connection from the next loopback source address
+// with free ports (127.0.0.1, then 127.0.0.2 ...); false when it failed
+// (the first failure is recorded) or more than 251 sources are needed.
+func (p *loopbackPairs) dialOne(ctx context.Context) bool {
+	i := p.next.Add(1) - 1
+	src := i / p.perSource // 0 -> 127.0.0.1, 1 -> 127.0.0.2 ...
+	if src > 250 {
+		p.setFirst("connect", fmt.Errorf("more than 251 loopback source addresses needed: %w", syscall.EADDRNOTAVAIL))
+		return false
+	}
+	for {
+		cur := p.maxSrc.Load()
+		if src+1 <= cur || p.maxSrc.CompareAndSwap(cur, src+1) {
+			break
+		}
+	}
+	d := net.Dialer{
+		LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(1+src))},
+		Control: func(_, _ string, c syscall.RawConn) error {
+			var serr error
+			_ = c.Control(func(fd uintptr) {
+				serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_BIND_ADDRESS_NO_PORT, 1)
+			})
+			return serr
+		},
+	}
+	dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+	c, err := d.DialContext(dctx, "tcp4", p.addr.String())
+	dcancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			p.setFirst("connect", err)
+		}
+		return false
+	}
+	p.mu.Lock()
+	p.clients = append(p.clients, c.(*net.TCPConn))
+	p.mu.Unlock()
+	return true
+}
+
+// openInBatches opens conns connections in batches; after each, it waits
+// for the accept side and samples Slab, so the cost per socket is the
+// slope of a least-squares fit over many points rather than one
+// difference that other processes' slab activity can swamp. It stops at
+// the first failure or when ctx ends; the error is only /proc/meminfo's.
+func (p *loopbackPairs) openInBatches(ctx context.Context, conns int, accepted <-chan struct{}, mem *meminfo, sl *slabSamples) error {
 	batch := max(1, conns/activeSamples)
 	got := 0
-	for done := 0; done < conns && !stopped.Load() && ctx.Err() == nil; {
+	for done := 0; done < conns && !p.stopped.Load() && ctx.Err() == nil; {
 		n := min(batch, conns-done)
 		var wg sync.WaitGroup
 		per := (n + dialWorkers - 1) / dialWorkers
@@ -169,8 +206,8 @@ func RunActiveChild(ctx context.Context, o ChildOptions) (*ActiveResult, error) 
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for j := 0; j < cnt && !stopped.Load() && ctx.Err() == nil; j++ {
-					if !dialOne() {
+				for j := 0; j < cnt && !p.stopped.Load() && ctx.Err() == nil; j++ {
+					if !p.dialOne(ctx) {
 						return
 					}
 				}
@@ -178,39 +215,42 @@ func RunActiveChild(ctx context.Context, o ChildOptions) (*ActiveResult, error) 
 		}
 		wg.Wait()
 		done += n
-		mu.Lock()
-		nc := len(clients)
-		mu.Unlock()
+		p.mu.Lock()
+		nc := len(p.clients)
+		p.mu.Unlock()
 		got = waitAccepted(ctx, accepted, got, nc, 2*time.Second)
 		mi, err := mem.read()
 		if err != nil {
-			return nil, err
+			return err
 		}
-		xs = append(xs, float64(nc+got))
-		ys, ysU = append(ys, float64(mi["Slab"])), append(ysU, float64(mi["SUnreclaim"]))
+		sl.add(nc+got, mi)
 	}
-	r.DurationMS = float64(time.Since(start).Microseconds()) / 1000
-	r.TimedOut = ctx.Err() != nil
-	if r.TimedOut && r.FirstError == "" {
-		r.FirstError, r.FirstErrorOp, r.FirstErrorMessage = "ETIMEDOUT", "connect", fmt.Sprintf("time bound %s reached", o.Timeout)
-	}
-	mu.Lock()
-	r.Connections = min(len(clients), len(servers))
-	r.ReachedSockets = len(clients) + len(servers)
-	mu.Unlock()
-	r.SourceAddresses = int(maxSrc.Load())
-	last := len(ys) - 1
-	r.SlabDeltaBytes = int64(ys[last] - ys[0])
-	r.SUnreclaimDeltaBytes = int64(ysU[last] - ysU[0])
-	r.Samples = len(xs)
-	if slope, ok := leastSquaresSlope(xs, ys); ok && slope > 0 {
+	return nil
+}
+
+// slabSamples are Slab and SUnreclaim (bytes, from /proc/meminfo) against
+// the sockets open when each was read.
+type slabSamples struct{ xs, ys, ysU []float64 }
+
+func (s *slabSamples) add(sockets int, mi map[string]int64) {
+	s.xs = append(s.xs, float64(sockets))
+	s.ys, s.ysU = append(s.ys, float64(mi["Slab"])), append(s.ysU, float64(mi["SUnreclaim"]))
+}
+
+// fit writes the deltas, the sample count and the least-squares slopes
+// (bytes per socket, with R²) into r.
+func (s *slabSamples) fit(r *ActiveResult) {
+	last := len(s.ys) - 1
+	r.SlabDeltaBytes = int64(s.ys[last] - s.ys[0])
+	r.SUnreclaimDeltaBytes = int64(s.ysU[last] - s.ysU[0])
+	r.Samples = len(s.xs)
+	if slope, ok := leastSquaresSlope(s.xs, s.ys); ok && slope > 0 {
 		r.BytesPerSocket = slope
-		r.SlabFitR2 = rSquared(xs, ys, slope)
+		r.SlabFitR2 = rSquared(s.xs, s.ys, slope)
 	}
-	if slope, ok := leastSquaresSlope(xs, ysU); ok && slope > 0 {
+	if slope, ok := leastSquaresSlope(s.xs, s.ysU); ok && slope > 0 {
 		r.SUnreclaimPerSocket = slope
 	}
-	return r, nil
 }
 
 // activeSamples is the number of Slab samples taken while opening.

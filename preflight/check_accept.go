@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
 
@@ -75,7 +76,7 @@ func checkAcceptBacklog(f *Facts, t Target) verdict.Check {
 		return skip("net.core.somaxconn not readable")
 	}
 	need := backlogNeed(t)
-	exp := fmt.Sprintf("accept queue >= %d connections (2 x %d connections/s x 1 s)", need, t.ConnRate)
+	exp := fmt.Sprintf("accept queue >= %s (2 x %d connections/s x 1 s)", plural.N(need, "connection"), t.ConnRate)
 	if s < need {
 		return fail(fmt.Sprintf("net.core.somaxconn %d < %d: every listen() backlog is capped at it, so at %d connections/s the accept queue overflows and clients wait 1 s or more to retry", s, need, t.ConnRate),
 			fmt.Sprintf("net.core.somaxconn %d (caps every listen() backlog)", s), exp,
@@ -105,7 +106,7 @@ func checkAcceptBacklog(f *Facts, t Target) verdict.Check {
 		return fail(strings.Join(short, "; ")+fmt.Sprintf(" < %d needed at %d connections/s: the queue overflows, the kernel drops SYNs and logs \"SYN flooding\", clients retry after 1 s", need, t.ConnRate),
 			o, exp, backlogRemedy(ls, need, s))
 	}
-	return pass(fmt.Sprintf("accept queue of %d listener(s) on port %s holds >= %d connections for %d connections/s", len(ls), portList(ports), need, t.ConnRate), o, exp)
+	return pass(fmt.Sprintf("accept queue of %s on port %s holds >= %s for %d connections/s", plural.N(len(ls), "listener"), portList(ports), plural.N(need, "connection"), t.ConnRate), o, exp)
 }
 
 // backlogRemedy says how to raise the listeners' backlog, naming what is
@@ -137,7 +138,7 @@ func checkAcceptQueue(f *Facts, t Target) verdict.Check {
 	for _, l := range ls {
 		obs = append(obs, fmt.Sprintf("%s: %d waiting of backlog %d (ss -ltn Recv-Q/Send-Q)", l.Endpoint(), l.AcceptQueue, l.Backlog))
 		if l.Backlog > 0 && l.AcceptQueue >= l.Backlog {
-			full = append(full, fmt.Sprintf("%s (%s): %d connections waiting, backlog %d", l.Endpoint(), l.Owner(), l.AcceptQueue, l.Backlog))
+			full = append(full, fmt.Sprintf("%s (%s): %s waiting, backlog %d", l.Endpoint(), l.Owner(), plural.N(l.AcceptQueue, "connection"), l.Backlog))
 		}
 	}
 	if len(full) > 0 {

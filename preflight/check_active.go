@@ -2,7 +2,9 @@ package preflight
 
 import (
 	"fmt"
+	"math"
 
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
 
@@ -18,31 +20,31 @@ func checkActive(f *Facts, t Target) verdict.Check {
 	if m == nil {
 		return skip("not measured (pass --active to open real sockets under the target's limits)")
 	}
-	obs := fmt.Sprintf("opened %d of %d sockets = %d loopback connections (client and accepted side both in the measuring process, 2 fds per connection) from %s in %.0f ms at nofile %s:%s; Slab %+d bytes (SUnreclaim %+d); slope of Slab against sockets open %.0f bytes per socket (fit R² %.3f over %d samples)",
-		m.ReachedSockets, m.RequestedSockets, m.Connections, plural(int64(m.SourceAddresses), "source address", "source addresses"), m.DurationMS,
-		fmtNofile(m.NofileSoft), fmtNofile(m.NofileHard), m.SlabDeltaBytes, m.SUnreclaimDeltaBytes, m.BytesPerSocket, m.SlabFitR2, m.Samples)
+	obs := fmt.Sprintf("opened %d of %s = %d loopback connections (client and accepted side both in the measuring process, 2 fds per connection) from %s in %.0f ms at nofile %s:%s; Slab %+d bytes (SUnreclaim %+d); slope of Slab against sockets open %s per socket (fit R² %.3f over %s)",
+		m.ReachedSockets, plural.N(m.RequestedSockets, "socket"), m.Connections, plural.N(m.SourceAddresses, "source address"), m.DurationMS,
+		fmtNofile(m.NofileSoft), fmtNofile(m.NofileHard), m.SlabDeltaBytes, m.SUnreclaimDeltaBytes, plural.N(int(math.Round(m.BytesPerSocket)), "byte"), m.SlabFitR2, plural.N(m.Samples, "sample"))
 	if m.LimitNote != "" {
 		obs += "; " + m.LimitNote
 	}
 	measured, why := m.CostSignificance()
-	cost := fmt.Sprintf("%.0f bytes of kernel memory each", m.BytesPerSocket)
+	cost := fmt.Sprintf("%s of kernel memory each", plural.N(int(math.Round(m.BytesPerSocket)), "byte"))
 	extrap := ""
 	if measured {
-		extrap = fmt.Sprintf("; %d sockets would take %s of kernel memory", t.Sockets, mib(m.BytesPerSocket*float64(t.Sockets)))
+		extrap = fmt.Sprintf("; %s would take %s of kernel memory", plural.N(t.Sockets, "socket"), mib(m.BytesPerSocket*float64(t.Sockets)))
 	} else {
-		cost = fmt.Sprintf("kernel memory per socket not measured: %s; the estimate of %d bytes is kept", why, EstimatedBytesPerSocket)
+		cost = fmt.Sprintf("kernel memory per socket not measured: %s; the estimate of %s is kept", why, plural.N(EstimatedBytesPerSocket, "byte"))
 	}
 	conns := fmt.Sprintf(" (%d loopback connections, both ends in the measuring process)", m.Connections)
-	exp := fmt.Sprintf("%d sockets opened without error", m.RequestedSockets)
+	exp := fmt.Sprintf("%s opened without error", plural.N(m.RequestedSockets, "socket"))
 	if m.FirstError != "" && m.ReachedSockets < m.RequestedSockets {
-		return fail(fmt.Sprintf("measured: stopped at %d of %d sockets%s: %s failed with %s (%s)%s", m.ReachedSockets, m.RequestedSockets, conns, m.FirstErrorOp, m.FirstError, m.FirstErrorMessage, extrap),
+		return fail(fmt.Sprintf("measured: stopped at %d of %s%s: %s failed with %s (%s)%s", m.ReachedSockets, plural.N(m.RequestedSockets, "socket"), conns, m.FirstErrorOp, m.FirstError, m.FirstErrorMessage, extrap),
 			obs, exp, errnoRemedy(m.FirstError))
 	}
 	if m.RequestedSockets < t.Sockets {
-		return warn(fmt.Sprintf("measured %d sockets%s, fewer than the %d targeted: the target's fd limit allows no more; %s%s", m.ReachedSockets, conns, t.Sockets, cost, extrap),
-			obs, fmt.Sprintf("%d sockets", t.Sockets), "raise the target's nofile limit (see fd.soft / fd.hard) and measure again")
+		return warn(fmt.Sprintf("measured %s%s, fewer than the %d targeted: the target's fd limit allows no more; %s%s", plural.N(m.ReachedSockets, "socket"), conns, t.Sockets, cost, extrap),
+			obs, fmt.Sprintf("%s", plural.N(t.Sockets, "socket")), "raise the target's nofile limit (see fd.soft / fd.hard) and measure again")
 	}
-	return pass(fmt.Sprintf("measured: opened %d sockets%s, %s%s", m.ReachedSockets, conns, cost, extrap), obs, exp)
+	return pass(fmt.Sprintf("measured: opened %s%s, %s%s", plural.N(m.ReachedSockets, "socket"), conns, cost, extrap), obs, exp)
 }
 
 // errnoRemedy says what to change for a connect/accept errno.

@@ -3,6 +3,7 @@ package preflight
 import (
 	"fmt"
 
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
 
@@ -28,17 +29,17 @@ func checkConntrack(f *Facts, t Target) verdict.Check {
 	if c.Max > c.Count {
 		free = c.Max - c.Count
 	}
-	obs := fmt.Sprintf("nf_conntrack_max %d, %d entries in use, %d free; hash size (nf_conntrack_buckets) %d", c.Max, c.Count, free, c.Buckets)
+	obs := fmt.Sprintf("nf_conntrack_max %d, %s in use, %d free; hash size (nf_conntrack_buckets) %d", c.Max, plural.N(c.Count, "entry"), free, c.Buckets)
 	exp := fmt.Sprintf(">= %d free entries (one per connection)", n)
 	want := c.Count + n + n/4 // room for the target plus 25 %
 	buckets := (want + 3) / 4
 	if free < n {
-		return fail(fmt.Sprintf("conntrack: %d free entries < %d connections: nf_conntrack_max %d with %d in use; when it is full the kernel drops new connections (\"nf_conntrack: table full, dropping packet\")", free, n, c.Max, c.Count),
+		return fail(fmt.Sprintf("conntrack: %d free entries < %s: nf_conntrack_max %d with %d in use; when it is full the kernel drops new connections (\"nf_conntrack: table full, dropping packet\")", free, plural.N(n, "connection"), c.Max, c.Count),
 			obs, exp, fmt.Sprintf("sysctl -w net.netfilter.nf_conntrack_max=%d and echo %d > /sys/module/nf_conntrack/parameters/hashsize; or exempt the service port from tracking with an nftables notrack rule", want, buckets))
 	}
 	if c.Buckets > 0 && (c.Count+n)/c.Buckets > conntrackMaxChain {
-		return warn(fmt.Sprintf("conntrack hash size %d for %d entries: chains of %d entries slow every packet's lookup", c.Buckets, c.Count+n, (c.Count+n)/c.Buckets),
-			obs, fmt.Sprintf("at most %d entries per bucket", conntrackMaxChain), fmt.Sprintf("echo %d > /sys/module/nf_conntrack/parameters/hashsize", buckets))
+		return warn(fmt.Sprintf("conntrack hash size %d for %s: chains of %s slow every packet's lookup", c.Buckets, plural.N(c.Count+n, "entry"), plural.N((c.Count+n)/c.Buckets, "entry")),
+			obs, fmt.Sprintf("at most %s per bucket", plural.N(conntrackMaxChain, "entry")), fmt.Sprintf("echo %d > /sys/module/nf_conntrack/parameters/hashsize", buckets))
 	}
-	return pass(fmt.Sprintf("conntrack has %d free entries for %d connections", free, n), obs, exp)
+	return pass(fmt.Sprintf("conntrack has %d free entries for %s", free, plural.N(n, "connection")), obs, exp)
 }

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	count "github.com/hostprep/hostprep/internal/plural" // preflight has its own plural(); see check_ports.go
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/profiles"
 )
@@ -75,7 +75,7 @@ func unnamedServer(p ProcessFacts, t Target, which string, n uint64, obs, exp st
 		return verdict.Check{}, false
 	}
 	return warn(fmt.Sprintf("no process named for the %s and none listens on port %s: a process started from a login shell here would get %s nofile %s < %s; the service's own limits are not known",
-		t.Role, portList(t.ListenerPorts()), which, fmtNofile(n), count.N(t.Sockets, "socket")), obs, exp,
+		t.Role, portList(t.ListenerPorts()), which, fmtNofile(n), plural.N(t.Sockets, "socket")), obs, exp,
 		"name the process that will hold the sockets: --service UNIT, --pid PID, or start it so its listener (--port) is found"), true
 }
 
@@ -87,18 +87,18 @@ func checkFDSoft(f *Facts, t Target) verdict.Check {
 	p := f.Target
 	need := uint64(t.Sockets) + fdHeadroom(t.Sockets)
 	obs := fmt.Sprintf("soft nofile %s for %s (%s)", fmtNofile(p.NofileSoft), describeTarget(p), p.Source)
-	exp := fmt.Sprintf(">= %s (%s + %d headroom)", count.N(need, "file descriptor"), count.N(t.Sockets, "socket"), fdHeadroom(t.Sockets))
+	exp := fmt.Sprintf(">= %s (%s + %d headroom)", plural.N(need, "file descriptor"), plural.N(t.Sockets, "socket"), fdHeadroom(t.Sockets))
 	if p.UnitMissing {
-		return fail(fmt.Sprintf("%s is not installed here (no unit file): there is no service whose limits could carry %s", p.Unit, count.N(t.Sockets, "socket")), obs, exp,
+		return fail(fmt.Sprintf("%s is not installed here (no unit file): there is no service whose limits could carry %s", p.Unit, plural.N(t.Sockets, "socket")), obs, exp,
 			fmt.Sprintf("install the service first, or say which process will hold the sockets: --service UNIT (an installed unit) or --pid PID (the running process); drop-ins for %s do nothing without its unit file", p.Unit))
 	}
 	if p.NofileSoft >= need {
-		return pass(fmt.Sprintf("soft nofile %s covers %s", fmtNofile(p.NofileSoft), count.N(t.Sockets, "socket")), obs, exp)
+		return pass(fmt.Sprintf("soft nofile %s covers %s", fmtNofile(p.NofileSoft), plural.N(t.Sockets, "socket")), obs, exp)
 	}
 	if c, ok := unnamedServer(p, t, "soft", p.NofileSoft, obs, exp); ok {
 		return c
 	}
-	summary := fmt.Sprintf("target process soft nofile %d < %s: it stops accepting/connecting with EMFILE (\"too many open files\") near %d", p.NofileSoft, count.N(t.Sockets, "socket"), p.NofileSoft)
+	summary := fmt.Sprintf("target process soft nofile %d < %s: it stops accepting/connecting with EMFILE (\"too many open files\") near %d", p.NofileSoft, plural.N(t.Sockets, "socket"), p.NofileSoft)
 	if p.Unit != "" && !underSystemd(f) {
 		summary += fmt.Sprintf("; systemd is not running here, so %s's LimitNOFILE cannot apply: the limit is what the starting shell passes on", p.Unit)
 	}
@@ -107,7 +107,7 @@ func checkFDSoft(f *Facts, t Target) verdict.Check {
 		if unit == "" {
 			unit = "the unit"
 		}
-		summary = fmt.Sprintf("target process soft nofile %d < %s: %s runs under systemd, which sets its limit from LimitNOFILE", p.NofileSoft, count.N(t.Sockets, "socket"), unit)
+		summary = fmt.Sprintf("target process soft nofile %d < %s: %s runs under systemd, which sets its limit from LimitNOFILE", p.NofileSoft, plural.N(t.Sockets, "socket"), unit)
 		if p.Requested != "" {
 			summary += fmt.Sprintf(" (it asks for LimitNOFILE=%s; setrlimit() refuses that and systemd sets the closest it can, %s: see observed)", p.Requested, fmtLimit(profiles.Limit{Soft: p.NofileSoft, Hard: p.NofileHard}))
 		} else if d := f.Systemd.DefaultLimitNOFILE; d != nil && d.Soft == p.NofileSoft && d.Hard == p.NofileHard {
@@ -124,7 +124,7 @@ func checkFDSoft(f *Facts, t Target) verdict.Check {
 	}
 	remedy := fmt.Sprintf("hostprep tune apply with limits.nofile {soft: %d, hard: %d} (it writes its own /etc/security/limits.d/60-hostprep.conf, for * and root) and log in again, or `ulimit -n %d` in the shell that starts the process", need, max(need, p.NofileHard), min(need, p.NofileHard))
 	if need > p.NofileHard && !p.CapSysResource {
-		remedy = fmt.Sprintf("the hard limit %d is the ceiling for this process (see fd.raise: no CAP_SYS_RESOURCE to raise it): `ulimit -n %d` in the shell that starts it gives about %s; more needs a context with a higher hard limit (fd.raise says which)", p.NofileHard, p.NofileHard, count.N(usableFDs(p.NofileHard), "socket"))
+		remedy = fmt.Sprintf("the hard limit %d is the ceiling for this process (see fd.raise: no CAP_SYS_RESOURCE to raise it): `ulimit -n %d` in the shell that starts it gives about %s; more needs a context with a higher hard limit (fd.raise says which)", p.NofileHard, p.NofileHard, plural.N(usableFDs(p.NofileHard), "socket"))
 	}
 	if p.PID > 0 {
 		remedy = fmt.Sprintf("restart the process with a higher limit, or raise it live: prlimit --pid %d --nofile=%d:%d (needs CAP_SYS_RESOURCE above the hard limit)", p.PID, need, max(need, p.NofileHard))
@@ -136,14 +136,14 @@ func checkFDHard(f *Facts, t Target) verdict.Check {
 	p := f.Target
 	need := uint64(t.Sockets) + fdHeadroom(t.Sockets)
 	obs := fmt.Sprintf("hard nofile %s for %s (%s)", fmtNofile(p.NofileHard), describeTarget(p), p.Source)
-	exp := ">= " + count.N(need, "file descriptor")
+	exp := ">= " + plural.N(need, "file descriptor")
 	if p.NofileHard >= need {
-		return pass(fmt.Sprintf("hard nofile %s covers %s", fmtNofile(p.NofileHard), count.N(t.Sockets, "socket")), obs, exp)
+		return pass(fmt.Sprintf("hard nofile %s covers %s", fmtNofile(p.NofileHard), plural.N(t.Sockets, "socket")), obs, exp)
 	}
 	if c, ok := unnamedServer(p, t, "hard", p.NofileHard, obs, exp); ok {
 		return c
 	}
-	summary := fmt.Sprintf("target process hard nofile %d < %s: the soft limit cannot go above it", p.NofileHard, count.N(t.Sockets, "socket"))
+	summary := fmt.Sprintf("target process hard nofile %d < %s: the soft limit cannot go above it", p.NofileHard, plural.N(t.Sockets, "socket"))
 	if p.Requested != "" {
 		summary += fmt.Sprintf(" (the unit asks for LimitNOFILE=%s, which systemd clamps: see observed)", p.Requested)
 	}
@@ -171,7 +171,7 @@ func checkFDRaise(f *Facts, t Target) verdict.Check {
 	usable := usableFDs(p.NofileHard)
 	return fail(
 		fmt.Sprintf("hard nofile %d < %d and cannot be raised without CAP_SYS_RESOURCE: %s (about %s) is the real ceiling for this process, whatever a profile says",
-			p.NofileHard, t.Sockets, count.N(p.NofileHard, "file descriptor"), count.N(max(usable, 0), "socket")),
+			p.NofileHard, t.Sockets, plural.N(p.NofileHard, "file descriptor"), plural.N(max(usable, 0), "socket")),
 		fmt.Sprintf("CapEff lacks CAP_SYS_RESOURCE (bit 24); hard nofile %d (%s)", p.NofileHard, p.Source),
 		fmt.Sprintf("hard nofile >= %d, or CAP_SYS_RESOURCE to raise it", need),
 		fmt.Sprintf("start the process from a context that sets a hard limit >= %d: as root outside this sandbox (limits.d, systemd LimitNOFILE), docker run --ulimit nofile=%d:%d, or grant CAP_SYS_RESOURCE (--cap-add SYS_RESOURCE); otherwise split the load over %d processes/hosts",
@@ -187,9 +187,9 @@ func checkFDNrOpen(f *Facts, t Target) verdict.Check {
 	obs := fmt.Sprintf("fs.nr_open %d", nr)
 	exp := fmt.Sprintf(">= %d (no process can have a hard nofile above fs.nr_open)", need)
 	if nr >= need {
-		return pass(fmt.Sprintf("fs.nr_open %d lets a process's hard nofile go up to %s, enough for %s + %d headroom (%d)", nr, count.N(nr, "file descriptor"), count.N(t.Sockets, "socket"), fdHeadroom(t.Sockets), need), obs, exp)
+		return pass(fmt.Sprintf("fs.nr_open %d lets a process's hard nofile go up to %s, enough for %s + %d headroom (%d)", nr, plural.N(nr, "file descriptor"), plural.N(t.Sockets, "socket"), fdHeadroom(t.Sockets), need), obs, exp)
 	}
-	return fail(fmt.Sprintf("fs.nr_open %d < %d: no process can hold %s, and setting LimitNOFILE/limits.d higher fails (systemd logs \"Operation not permitted\")", nr, need, count.N(t.Sockets, "socket")),
+	return fail(fmt.Sprintf("fs.nr_open %d < %d: no process can hold %s, and setting LimitNOFILE/limits.d higher fails (systemd logs \"Operation not permitted\")", nr, need, plural.N(t.Sockets, "socket")),
 		obs, exp, fmt.Sprintf("hostprep tune apply with fs.nr_open %d (it sets it now and in its own /etc/sysctl.d/60-hostprep.conf, before any nofile limit)", max(need, 1048576)))
 }
 
@@ -204,10 +204,10 @@ func checkFDFileMax(f *Facts, t Target) verdict.Check {
 	}
 	free := fmax - alloc
 	obs := fmt.Sprintf("fs.file-max %d, %d allocated now (fs.file-nr): %d free", fmax, alloc, free)
-	exp := ">= " + count.N(t.Sockets, "free file handle")
+	exp := ">= " + plural.N(t.Sockets, "free file handle")
 	if free >= int64(t.Sockets) {
-		return pass(fmt.Sprintf("%s free for %s", count.N(free, "file handle"), count.N(t.Sockets, "socket")), obs, exp)
+		return pass(fmt.Sprintf("%s free for %s", plural.N(free, "file handle"), plural.N(t.Sockets, "socket")), obs, exp)
 	}
-	return fail(fmt.Sprintf("fs.file-max leaves %s < %s: the kernel refuses new files with ENFILE (\"VFS: file-max limit reached\")", count.N(free, "free file handle"), count.N(t.Sockets, "socket")),
+	return fail(fmt.Sprintf("fs.file-max leaves %s < %s: the kernel refuses new files with ENFILE (\"VFS: file-max limit reached\")", plural.N(free, "free file handle"), plural.N(t.Sockets, "socket")),
 		obs, exp, fmt.Sprintf("hostprep tune apply with fs.file-max %d (now and at boot, in its own /etc/sysctl.d/60-hostprep.conf)", alloc+int64(t.Sockets)*2))
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
 
@@ -77,11 +78,11 @@ func checkIoTDBClients(f *Facts, t Target) verdict.Check {
 	}
 	need := int64(d.PoolSize) * int64(max(d.LoadGenerators, 1))
 	obs := s.String()
-	exp := fmt.Sprintf(">= %d clients (SessionPool size %d x %d load generators)", need, d.PoolSize, max(d.LoadGenerators, 1))
+	exp := fmt.Sprintf(">= %s (SessionPool size %d x %d load generators)", plural.N(need, "client"), d.PoolSize, max(d.LoadGenerators, 1))
 	if n >= need {
-		return pass(fmt.Sprintf("the DataNode serves up to %d clients, enough for %d sessions", n, need), obs, exp)
+		return pass(fmt.Sprintf("the DataNode serves up to %s, enough for %s", plural.N(n, "client"), plural.N(need, "session")), obs, exp)
 	}
-	return fail(fmt.Sprintf("%s=%d < %d sessions (SessionPool size %d x %d load generators): sessions beyond %d wait or are refused", PropMaxClients, n, need, d.PoolSize, max(d.LoadGenerators, 1), n),
+	return fail(fmt.Sprintf("%s=%d < %s (SessionPool size %d x %d load generators): sessions beyond %d wait or are refused", PropMaxClients, n, plural.N(need, "session"), d.PoolSize, max(d.LoadGenerators, 1), n),
 		obs, exp, fmt.Sprintf("set %s=%d in %s and restart the DataNode (effectiveMode: restart), or shrink the pools", PropMaxClients, need, propFile(f.IoTDB, s)))
 }
 
@@ -118,15 +119,15 @@ func checkIoTDBFrame(f *Facts, t Target) verdict.Check {
 		}
 	}
 	if t.IoTDB.BatchPoints == 0 {
-		return skip(fmt.Sprintf("%s: frames up to %d bytes (%s); batch size not given: pass --batch-points to compare", s, frame, how))
+		return skip(fmt.Sprintf("%s: frames up to %s (%s); batch size not given: pass --batch-points to compare", s, plural.N(frame, "byte"), how))
 	}
 	need := int64(t.IoTDB.BatchPoints) * bytesPerPoint
-	obs := fmt.Sprintf("%s: frames up to %d bytes (%s)", s, frame, how)
-	exp := fmt.Sprintf(">= %d bytes (%d points x %d bytes, numeric values)", need, t.IoTDB.BatchPoints, bytesPerPoint)
+	obs := fmt.Sprintf("%s: frames up to %s (%s)", s, plural.N(frame, "byte"), how)
+	exp := fmt.Sprintf(">= %s (%s x %s, numeric values)", plural.N(need, "byte"), plural.N(t.IoTDB.BatchPoints, "point"), plural.N(bytesPerPoint, "byte"))
 	if frame >= need {
-		return pass(fmt.Sprintf("Thrift frames up to %d bytes carry batches of %d points", frame, t.IoTDB.BatchPoints), obs, exp)
+		return pass(fmt.Sprintf("Thrift frames up to %s carry batches of %s", plural.N(frame, "byte"), plural.N(t.IoTDB.BatchPoints, "point")), obs, exp)
 	}
-	return fail(fmt.Sprintf("Thrift max frame %d bytes < a batch of %d points (%d bytes): the DataNode closes the connection on such a request", frame, t.IoTDB.BatchPoints, need),
+	return fail(fmt.Sprintf("Thrift max frame %s < a batch of %s (%s): the DataNode closes the connection on such a request", plural.N(frame, "byte"), plural.N(t.IoTDB.BatchPoints, "point"), plural.N(need, "byte")),
 		obs, exp, fmt.Sprintf("set %s=%d in %s and restart the DataNode, or send smaller batches", PropFrameSize, need*2, propFile(f.IoTDB, s)))
 }
 

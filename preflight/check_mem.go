@@ -2,8 +2,10 @@ package preflight
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
 
@@ -36,9 +38,9 @@ func perSocketCost(f *Facts) (float64, string) {
 	ok, _ := measuredCost(f)
 	switch {
 	case ok:
-		return f.Measured.BytesPerSocket, fmt.Sprintf("measured by --active over %d sockets", f.Measured.ReachedSockets)
+		return f.Measured.BytesPerSocket, fmt.Sprintf("measured by --active over %s", plural.N(f.Measured.ReachedSockets, "socket"))
 	case f.Measured != nil:
-		return EstimatedBytesPerSocket, fmt.Sprintf("estimate, kept: --active over %d sockets could not measure it (see the active check)", f.Measured.ReachedSockets)
+		return EstimatedBytesPerSocket, fmt.Sprintf("estimate, kept: --active over %s could not measure it (see the active check)", plural.N(f.Measured.ReachedSockets, "socket"))
 	}
 	return EstimatedBytesPerSocket, "estimate; --active measures it"
 }
@@ -60,7 +62,7 @@ func checkMemAvailable(f *Facts, t Target) verdict.Check {
 	need := per * float64(t.Sockets)
 	avail := float64(f.MemAvailable)
 	obs := fmt.Sprintf("MemAvailable %s of %s", gib(avail), gib(float64(f.MemTotal)))
-	exp := fmt.Sprintf("%d sockets x %.0f bytes per idle socket (%s) = %s of kernel memory, plus the application's own per-connection memory", t.Sockets, per, src, mib(need))
+	exp := fmt.Sprintf("%s x %s per idle socket (%s) = %s of kernel memory, plus the application's own per-connection memory", plural.N(t.Sockets, "socket"), plural.N(int(math.Round(per)), "byte"), src, mib(need))
 	switch {
 	case need > avail:
 		return fail(fmt.Sprintf("%d idle sockets need about %s of kernel memory > MemAvailable %s", t.Sockets, mib(need), mib(avail)), obs, exp,
@@ -80,13 +82,13 @@ func checkMemTCPMem(f *Facts, t Target) verdict.Check {
 	page := float64(f.PageSize)
 	maxPages := m[2]
 	needPages := int64(t.Sockets) // one page (sk_mem_quantum) per socket with any data queued
-	obs := fmt.Sprintf("tcp_mem %d %d %d pages (min %s, pressure %s, max %s; a page is %d bytes)", m[0], m[1], m[2], mib(float64(m[0])*page), mib(float64(m[1])*page), mib(float64(m[2])*page), f.PageSize)
-	exp := fmt.Sprintf("max >= %d pages (%s): one page of buffered data for each of %d sockets", needPages, mib(float64(needPages)*page), t.Sockets)
+	obs := fmt.Sprintf("tcp_mem %d %d %s (min %s, pressure %s, max %s; a page is %s)", m[0], m[1], plural.N(m[2], "page"), mib(float64(m[0])*page), mib(float64(m[1])*page), mib(float64(m[2])*page), plural.N(f.PageSize, "byte"))
+	exp := fmt.Sprintf("max >= %s (%s): one page of buffered data for each of %s", plural.N(needPages, "page"), mib(float64(needPages)*page), plural.N(t.Sockets, "socket"))
 	if c, ok := tcpMemAboveRAM(f, m, obs, exp); ok {
 		return c // above RAM is wrong whatever the target: it comes first
 	}
 	if maxPages >= needPages {
-		return pass(fmt.Sprintf("tcp_mem max %d pages (%s) covers %d sockets with a page of buffered data each", maxPages, mib(float64(maxPages)*page), t.Sockets), obs, exp)
+		return pass(fmt.Sprintf("tcp_mem max %s (%s) covers %s with a page of buffered data each", plural.N(maxPages, "page"), mib(float64(maxPages)*page), plural.N(t.Sockets, "socket")), obs, exp)
 	}
 	// Suggest {N, 1.5 N, 2 N} pages, capped so max stays under 3/4 of RAM.
 	hi := 2 * needPages
@@ -94,8 +96,8 @@ func checkMemTCPMem(f *Facts, t Target) verdict.Check {
 		hi = cap
 	}
 	lo, mid := hi/2, hi*3/4
-	return warn(fmt.Sprintf("tcp_mem max %d pages (%s) is below what %d sockets with buffered data need (%d pages, %s): tcp_mem counts pages of %d bytes, not bytes; past it the kernel drops data and logs \"TCP: out of memory -- consider tuning tcp_mem\"",
-		maxPages, mib(float64(maxPages)*page), t.Sockets, needPages, mib(float64(needPages)*page), f.PageSize),
+	return warn(fmt.Sprintf("tcp_mem max %s (%s) is below what %s with buffered data need (%s, %s): tcp_mem counts pages of %s, not bytes; past it the kernel drops data and logs \"TCP: out of memory -- consider tuning tcp_mem\"",
+		plural.N(maxPages, "page"), mib(float64(maxPages)*page), plural.N(t.Sockets, "socket"), plural.N(needPages, "page"), mib(float64(needPages)*page), plural.N(f.PageSize, "byte")),
 		obs, exp, fmt.Sprintf("sysctl -w net.ipv4.tcp_mem=\"%d %d %d\" (pages: %s / %s / %s)", lo, mid, hi, mib(float64(lo)*page), mib(float64(mid)*page), mib(float64(hi)*page)))
 }
 
@@ -109,8 +111,8 @@ func checkMemBuffers(f *Facts, t Target) verdict.Check {
 	per := float64(r[1] + w[1])
 	worst := per * float64(t.Sockets)
 	capBytes := float64(m[2]) * float64(f.PageSize)
-	obs := fmt.Sprintf("tcp_rmem default %d + tcp_wmem default %d bytes = %s per socket with data in flight; x %d sockets = %s; tcp_mem max %s; MemAvailable %s",
-		r[1], w[1], fmt.Sprintf("%.0f", per), t.Sockets, gib(worst), mib(capBytes), mib(float64(f.MemAvailable)))
+	obs := fmt.Sprintf("tcp_rmem default %d + tcp_wmem default %s = %s per socket with data in flight; x %s = %s; tcp_mem max %s; MemAvailable %s",
+		r[1], plural.N(w[1], "byte"), fmt.Sprintf("%.0f", per), plural.N(t.Sockets, "socket"), gib(worst), mib(capBytes), mib(float64(f.MemAvailable)))
 	exp := "worst-case socket buffers capped by tcp_mem max below MemAvailable"
 	if worst <= float64(f.MemAvailable) {
 		return pass(fmt.Sprintf("worst case %s of socket buffers fits in MemAvailable %s", gib(worst), gib(float64(f.MemAvailable))), obs, exp)
@@ -118,22 +120,22 @@ func checkMemBuffers(f *Facts, t Target) verdict.Check {
 	if capBytes <= float64(f.MemAvailable) {
 		return pass(fmt.Sprintf("worst case %s of socket buffers is capped at tcp_mem max %s, below MemAvailable", gib(worst), mib(capBytes)), obs, exp)
 	}
-	return warn(fmt.Sprintf("worst case %s of socket buffers (%d sockets with full default buffers) and tcp_mem max %s exceeds MemAvailable %s: nothing stops buffers from exhausting RAM before TCP memory pressure starts (tcp_mem may have been written in bytes)",
-		gib(worst), t.Sockets, mib(capBytes), mib(float64(f.MemAvailable))),
-		obs, exp, fmt.Sprintf("set net.ipv4.tcp_mem max below MemAvailable, in pages of %d bytes (e.g. max %d pages = %s)", f.PageSize, int64(float64(f.MemAvailable)*0.75)/f.PageSize, mib(float64(f.MemAvailable)*0.75)))
+	return warn(fmt.Sprintf("worst case %s of socket buffers (%s with full default buffers) and tcp_mem max %s exceeds MemAvailable %s: nothing stops buffers from exhausting RAM before TCP memory pressure starts (tcp_mem may have been written in bytes)",
+		gib(worst), plural.N(t.Sockets, "socket"), mib(capBytes), mib(float64(f.MemAvailable))),
+		obs, exp, fmt.Sprintf("set net.ipv4.tcp_mem max below MemAvailable, in pages of %s (e.g. max %s = %s)", plural.N(f.PageSize, "byte"), plural.N(int64(float64(f.MemAvailable)*0.75)/f.PageSize, "page"), mib(float64(f.MemAvailable)*0.75)))
 }
 
 func checkMemPressure(f *Facts, t Target) verdict.Check {
 	m, ok := f.SysFields("net.ipv4.tcp_mem")
 	pressures, aborts := f.Netstat["TCPMemoryPressures"], f.Netstat["TCPAbortOnMemory"]
-	obs := fmt.Sprintf("socket buffers now %d pages (sockstat mem); TCPMemoryPressures %d, TCPAbortOnMemory %d since boot", f.Sockstat.MemPages, pressures, aborts)
+	obs := fmt.Sprintf("socket buffers now %s (sockstat mem); TCPMemoryPressures %d, TCPAbortOnMemory %d since boot", plural.N(f.Sockstat.MemPages, "page"), pressures, aborts)
 	exp := "below tcp_mem pressure; counters 0"
 	if ok && len(m) == 3 && int64(f.Sockstat.MemPages) >= m[1] {
-		return fail(fmt.Sprintf("TCP is under memory pressure now: %d pages of socket buffers >= tcp_mem pressure %d pages", f.Sockstat.MemPages, m[1]),
+		return fail(fmt.Sprintf("TCP is under memory pressure now: %s of socket buffers >= tcp_mem pressure %s", plural.N(f.Sockstat.MemPages, "page"), plural.N(m[1], "page")),
 			obs, exp, "find the sockets with full queues (ss -tm), or raise net.ipv4.tcp_mem (pages)")
 	}
 	if pressures > 0 || aborts > 0 {
-		return warn(fmt.Sprintf("TCP ran out of socket memory before: TCPMemoryPressures %d, TCPAbortOnMemory %d connections reset since boot", pressures, aborts),
+		return warn(fmt.Sprintf("TCP ran out of socket memory before: TCPMemoryPressures %d, TCPAbortOnMemory %s reset since boot", pressures, plural.N(aborts, "connection")),
 			obs, exp, "raise net.ipv4.tcp_mem (pages) or reduce buffered data per connection; check dmesg for \"TCP: out of memory\"")
 	}
 	return pass("no TCP memory pressure now or since boot", obs, exp)
@@ -151,14 +153,14 @@ func tcpMemAboveRAM(f *Facts, m []int64, obs, exp string) (verdict.Check, bool) 
 	var above []string
 	for i, name := range []string{"min", "pressure", "max"} {
 		if i > 0 && float64(m[i])*page > ram {
-			above = append(above, fmt.Sprintf("%s %d pages (%s)", name, m[i], mib(float64(m[i])*page)))
+			above = append(above, fmt.Sprintf("%s %s (%s)", name, plural.N(m[i], "page"), mib(float64(m[i])*page)))
 		}
 	}
 	if len(above) == 0 {
 		return verdict.Check{}, false
 	}
 	limit := int64(ram / page / 16) // tcp_init_mem(): free buffer pages / 16
-	return warn(fmt.Sprintf("tcp_mem %s above physical memory %s: TCP memory pressure never starts before RAM runs out, and the OOM killer comes first (was tcp_mem written in bytes? it counts pages of %d bytes)", strings.Join(above, " and "), mib(ram), f.PageSize),
+	return warn(fmt.Sprintf("tcp_mem %s above physical memory %s: TCP memory pressure never starts before RAM runs out, and the OOM killer comes first (was tcp_mem written in bytes? it counts pages of %s)", strings.Join(above, " and "), mib(ram), plural.N(f.PageSize, "byte")),
 		obs, fmt.Sprintf("%s; pressure and max below RAM", exp),
 		fmt.Sprintf("hostprep tune apply with net.ipv4.tcp_mem below RAM in pages, e.g. the kernel's own sizing for this RAM \"%d %d %d\"", limit/4*3, limit, limit/4*3*2)), true
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
 
@@ -119,7 +120,7 @@ func loadgenCapacity(f *Facts, t Target) (portCapacity, bool) {
 	if v6 {
 		fam = "IPv6"
 	}
-	c.sourceNote = fmt.Sprintf("%d %s source address(es)", c.sources, fam)
+	c.sourceNote = plural.N(c.sources, fam+" source address")
 	if c.sources == 0 {
 		c.sources = 1
 		c.sourceNote = fmt.Sprintf("no global %s address found: assuming 1 source address", fam)
@@ -128,33 +129,26 @@ func loadgenCapacity(f *Facts, t Target) (portCapacity, bool) {
 	return c, true
 }
 
-func plural(n int64, one, many string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, one)
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
-
 func checkPortsEphemeral(f *Facts, t Target) verdict.Check {
 	c, ok := loadgenCapacity(f, t)
 	if !ok {
 		return skip("net.ipv4.ip_local_port_range not readable")
 	}
 	n := int64(t.Sockets)
-	obs := fmt.Sprintf("ip_local_port_range %d-%d minus reserved = %d ports per source address per destination; %s; %s",
-		c.lo, c.hi, c.perPair, c.sourceNote, plural(c.dests, "destination", "destinations"))
-	exp := fmt.Sprintf("ports x source addresses x destinations >= %d connections", n)
+	obs := fmt.Sprintf("ip_local_port_range %d-%d minus reserved = %s per source address per destination; %s; %s",
+		c.lo, c.hi, plural.N(c.perPair, "port"), c.sourceNote, plural.N(c.dests, "destination"))
+	exp := fmt.Sprintf("ports x source addresses x destinations >= %s", plural.N(n, "connection"))
 	if c.total >= n {
-		return pass(fmt.Sprintf("%d ephemeral ports x %d source x %d destination = %d connections >= %d", c.perPair, c.sources, c.dests, c.total, n), obs, exp)
+		return pass(fmt.Sprintf("%d ephemeral ports x %d source x %d destination = %s >= %d", c.perPair, c.sources, c.dests, plural.N(c.total, "connection"), n), obs, exp)
 	}
 	needSrc := ceilDiv(n, c.perPair*c.dests)
 	widest := int64(widestHigh-widestLow+1) - reservedIn(reservedPorts(f), widestLow, widestHigh)
 	needSrcWide := ceilDiv(n, widest*c.dests)
-	summary := fmt.Sprintf("ephemeral ports: %d per source address per destination < %d connections: %s x %s hold %d; need %s (connect() fails with EADDRNOTAVAIL, \"cannot assign requested address\", near %d)",
-		c.perPair, n, plural(c.sources, "source address", "source addresses"), plural(c.dests, "destination", "destinations"), c.total,
-		plural(needSrc, "source address", "source addresses"), c.total)
-	remedy := fmt.Sprintf("add source addresses (%s in all; ip addr add ADDR/PREFIX dev IFACE) and bind each connection to one with IP_BIND_ADDRESS_NO_PORT before connect(), or widen net.ipv4.ip_local_port_range to \"%d %d\" (%d ports: %s), or spread the load over more destination ip:port endpoints",
-		plural(needSrc, "source address", "source addresses"), widestLow, widestHigh, widest, plural(needSrcWide, "source address", "source addresses"))
+	summary := fmt.Sprintf("ephemeral ports: %d per source address per destination < %s: %s x %s hold %d; need %s (connect() fails with EADDRNOTAVAIL, \"cannot assign requested address\", near %d)",
+		c.perPair, plural.N(n, "connection"), plural.N(c.sources, "source address"), plural.N(c.dests, "destination"), c.total,
+		plural.N(needSrc, "source address"), c.total)
+	remedy := fmt.Sprintf("add source addresses (%s in all; ip addr add ADDR/PREFIX dev IFACE) and bind each connection to one with IP_BIND_ADDRESS_NO_PORT before connect(), or widen net.ipv4.ip_local_port_range to \"%d %d\" (%s: %s), or spread the load over more destination ip:port endpoints",
+		plural.N(needSrc, "source address"), widestLow, widestHigh, plural.N(widest, "port"), plural.N(needSrcWide, "source address"))
 	return fail(summary, obs, exp, remedy)
 }
 
@@ -166,21 +160,21 @@ func checkPortsTimeWait(f *Facts, t Target) verdict.Check {
 	reuse, _ := f.SysInt("net.ipv4.tcp_tw_reuse")
 	tw := int64(t.ConnRate) * timeWaitSeconds
 	free := c.total - int64(t.Sockets)
-	obs := fmt.Sprintf("%d connections/s x %d s = %d ports in TIME_WAIT if connections churn; %d ports left beside %d held; tcp_tw_reuse %d",
-		t.ConnRate, timeWaitSeconds, tw, max(free, 0), t.Sockets, reuse)
+	obs := fmt.Sprintf("%d connections/s x %d s = %s in TIME_WAIT if connections churn; %s left beside %d held; tcp_tw_reuse %d",
+		t.ConnRate, timeWaitSeconds, plural.N(tw, "port"), plural.N(max(free, 0), "port"), t.Sockets, reuse)
 	exp := "TIME_WAIT ports fit beside the held connections, or tcp_tw_reuse=1"
 	if reuse == 1 {
 		return pass("tcp_tw_reuse=1: new outgoing connections reuse ports in TIME_WAIT (with TCP timestamps)", obs, exp)
 	}
 	if tw <= free {
-		return pass(fmt.Sprintf("%d ports in TIME_WAIT at %d connections/s fit in the %d free ports", tw, t.ConnRate, free), obs, exp)
+		return pass(fmt.Sprintf("%s in TIME_WAIT at %d connections/s fit in the %d free ports", plural.N(tw, "port"), t.ConnRate, free), obs, exp)
 	}
 	mode := "0 (off)"
 	if reuse == 2 {
 		mode = "2 (loopback only)"
 	}
-	return warn(fmt.Sprintf("TIME_WAIT churn: %d connections/s keep %d ports in TIME_WAIT for %d s, more than the %d ports left; tcp_tw_reuse is %s",
-		t.ConnRate, tw, timeWaitSeconds, max(free, 0), mode),
+	return warn(fmt.Sprintf("TIME_WAIT churn: %d connections/s keep %s in TIME_WAIT for %d s, more than the %s left; tcp_tw_reuse is %s",
+		t.ConnRate, plural.N(tw, "port"), timeWaitSeconds, plural.N(max(free, 0), "port"), mode),
 		obs, exp, "sysctl -w net.ipv4.tcp_tw_reuse=1 (safe for outgoing connections with TCP timestamps on), or let the server close first, or add source addresses")
 }
 

@@ -3,6 +3,7 @@ package preflight
 import (
 	"fmt"
 
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
 
@@ -28,9 +29,9 @@ func checkTCPOrphans(f *Facts, t Target) verdict.Check {
 			fmt.Sprintf("find what closes so many connections at once (ss -tan state fin-wait-1 / last-ack), and hostprep tune apply with net.ipv4.tcp_max_orphans >= %d", max(int64(t.Sockets), 2*now)))
 	}
 	if m >= int64(t.Sockets) {
-		return pass(fmt.Sprintf("tcp_max_orphans %d covers closing all %d sockets at once", m, t.Sockets), obs, exp)
+		return pass(fmt.Sprintf("tcp_max_orphans %d covers closing all %s at once", m, plural.N(t.Sockets, "socket")), obs, exp)
 	}
-	return warn(fmt.Sprintf("tcp_max_orphans %d < %d sockets: when they close at once the kernel resets the excess and logs \"too many orphaned sockets\"", m, t.Sockets),
+	return warn(fmt.Sprintf("tcp_max_orphans %d < %s: when they close at once the kernel resets the excess and logs \"too many orphaned sockets\"", m, plural.N(t.Sockets, "socket")),
 		obs, exp, fmt.Sprintf("sysctl -w net.ipv4.tcp_max_orphans=%d (each orphan can pin up to ~64 KiB of buffers)", t.Sockets))
 }
 

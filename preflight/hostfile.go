@@ -101,8 +101,43 @@ func (h *HostFile) Facts() (*Facts, error) {
 	if h.PageSize != nil {
 		f.PageSize = *h.PageSize
 	}
-	// Recorded sysctls first, then re-derive the RAM-based defaults only for
-	// keys the recording leaves out.
+	h.applySysctl(f)
+	h.applyMachine(f)
+	if h.TargetProcess != nil {
+		if err := h.TargetProcess.apply(f); err != nil {
+			return nil, err
+		}
+	}
+	if err := h.applyFiles(f); err != nil {
+		return nil, err
+	}
+	f.capUnlimited()
+	if err := h.applyCapabilities(f); err != nil {
+		return nil, err
+	}
+	if h.LimitsD != nil {
+		f.LimitsD = h.LimitsD
+	}
+	if err := h.applySystemd(f); err != nil {
+		return nil, err
+	}
+	if h.SourceAddresses != nil {
+		f.SourceAddresses = h.SourceAddresses
+	}
+	if err := h.applyListeners(f); err != nil {
+		return nil, err
+	}
+	h.applyCounters(f)
+	if f.PageSize <= 0 {
+		return nil, exitcode.BadInputf("page_size %d: want bytes > 0 (4096)", f.PageSize)
+	}
+	return f, nil
+}
+
+// applySysctl sets the recorded sysctls first, then re-derives the
+// RAM-based defaults only for keys the recording leaves out; a recorded
+// fs.file-max without fs.file-nr gets a matching fs.file-nr.
+func (h *HostFile) applySysctl(f *Facts) {
 	for _, k := range []string{"net.ipv4.tcp_max_syn_backlog", "net.ipv4.tcp_max_tw_buckets", "net.ipv4.tcp_max_orphans", "net.ipv4.tcp_mem"} {
 		delete(f.Sysctl, k)
 	}
@@ -115,6 +150,11 @@ func (h *HostFile) Facts() (*Facts, error) {
 			f.Sysctl["fs.file-nr"] = "1504\t0\t" + strings.TrimSpace(v)
 		}
 	}
+}
+
+// applyMachine sets the recorded kernel, CPUs, MemAvailable, conntrack
+// and PID 1's nofile.
+func (h *HostFile) applyMachine(f *Facts) {
 	if h.Kernel != nil {
 		f.Kernel = *h.Kernel
 	}
@@ -130,44 +170,44 @@ func (h *HostFile) Facts() (*Facts, error) {
 	if h.Pid1Nofile != nil {
 		f.Pid1Nofile = &profiles.Limit{Soft: uint64(h.Pid1Nofile.Soft), Hard: uint64(h.Pid1Nofile.Hard)}
 	}
-	if h.TargetProcess != nil {
-		if err := h.TargetProcess.apply(f); err != nil {
-			return nil, err
-		}
-	}
-	if err := h.applyFiles(f); err != nil {
-		return nil, err
-	}
-	f.capUnlimited()
+}
+
+// applyCapabilities clears the capabilities the target process lacks; a
+// name other than CAP_SYS_RESOURCE is bad input.
+func (h *HostFile) applyCapabilities(f *Facts) error {
 	for _, c := range h.CapabilitiesMissing {
 		switch strings.ToUpper(c) {
 		case "CAP_SYS_RESOURCE":
 			f.Target.CapSysResource = false
 		default:
-			return nil, exitcode.BadInputf("capabilities_missing %q: only CAP_SYS_RESOURCE matters to preflight", c)
+			return exitcode.BadInputf("capabilities_missing %q: only CAP_SYS_RESOURCE matters to preflight", c)
 		}
 	}
-	if h.LimitsD != nil {
-		f.LimitsD = h.LimitsD
+	return nil
+}
+
+// applySystemd sets whether systemd runs and its DefaultLimitNOFILE; a
+// default_limit_nofile systemd would not parse is bad input.
+func (h *HostFile) applySystemd(f *Facts) error {
+	if h.Systemd == nil {
+		return nil
 	}
-	if h.Systemd != nil {
-		if h.Systemd.Running != nil {
-			f.Systemd.Running = *h.Systemd.Running
+	if h.Systemd.Running != nil {
+		f.Systemd.Running = *h.Systemd.Running
+	}
+	if h.Systemd.DefaultLimitNOFILE != "" {
+		l, err := parseSystemdLimit(h.Systemd.DefaultLimitNOFILE)
+		if err != nil {
+			return exitcode.BadInputf("systemd.default_limit_nofile %q: %v", h.Systemd.DefaultLimitNOFILE, err)
 		}
-		if h.Systemd.DefaultLimitNOFILE != "" {
-			l, err := parseSystemdLimit(h.Systemd.DefaultLimitNOFILE)
-			if err != nil {
-				return nil, exitcode.BadInputf("systemd.default_limit_nofile %q: %v", h.Systemd.DefaultLimitNOFILE, err)
-			}
-			f.Systemd.DefaultLimitNOFILE = &l
-		}
+		f.Systemd.DefaultLimitNOFILE = &l
 	}
-	if h.SourceAddresses != nil {
-		f.SourceAddresses = h.SourceAddresses
-	}
-	if err := h.applyListeners(f); err != nil {
-		return nil, err
-	}
+	return nil
+}
+
+// applyCounters sets the recorded netstat and sockstat counters, the
+// clock and the container.
+func (h *HostFile) applyCounters(f *Facts) {
 	for k, v := range h.Netstat {
 		f.Netstat[k] = v
 	}
@@ -180,10 +220,6 @@ func (h *HostFile) Facts() (*Facts, error) {
 	if h.Container != nil {
 		f.Container = *h.Container
 	}
-	if f.PageSize <= 0 {
-		return nil, exitcode.BadInputf("page_size %d: want bytes > 0 (4096)", f.PageSize)
-	}
-	return f, nil
 }
 
 // String is a short description for test logs.

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
 
@@ -89,7 +91,7 @@ func WriteText(w io.Writer, r *Report, color bool) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "hostprep preflight: %s  (%s)\n", paint(color, ansiBold+statusColor(r.Verdict), strings.ToUpper(string(r.Verdict))), r.Target)
 	h := r.Host
-	fmt.Fprintf(&b, "host: kernel %s, %d CPUs, %s RAM, %s available\n", h.Kernel, h.CPUs, gib(float64(h.MemTotal)), gib(float64(h.MemAvailable)))
+	fmt.Fprintf(&b, "host: kernel %s, %s, %s RAM, %s available\n", h.Kernel, plural.N(h.CPUs, "CPU"), gib(float64(h.MemTotal)), gib(float64(h.MemAvailable)))
 	tp := r.TargetProcess
 	fmt.Fprintf(&b, "target process: %s, nofile %s:%s (%s)\n", describeTarget(tp), fmtNofile(tp.NofileSoft), fmtNofile(tp.NofileHard), tp.Source)
 	for _, l := range r.Listeners {
@@ -105,16 +107,16 @@ func WriteText(w io.Writer, r *Report, color bool) error {
 		b.WriteString("\n")
 	}
 	c := r.Capacity
-	fmt.Fprintf(&b, "capacity: about %d sockets (limited by %s; %.0f bytes of kernel memory per socket, %s)\n", c.Sockets, c.LimitedBy, c.BytesPerSocket, c.BytesPerSocketSource)
+	fmt.Fprintf(&b, "capacity: about %s (limited by %s; %s of kernel memory per socket, %s)\n", plural.N(c.Sockets, "socket"), c.LimitedBy, plural.N(int(math.Round(c.BytesPerSocket)), "byte"), c.BytesPerSocketSource)
 	if m := c.Measured; m != nil {
-		fmt.Fprintf(&b, "measured (--active): opened %d of %d sockets as %d loopback connections: both ends counted (client and accepted side both in the measuring process: 2 sockets, 2 fds per connection), %s, %.0f ms, nofile %s:%s\n",
-			m.ReachedSockets, m.RequestedSockets, m.Connections, plural(int64(m.SourceAddresses), "source address", "source addresses"), m.DurationMS, fmtNofile(m.NofileSoft), fmtNofile(m.NofileHard))
+		fmt.Fprintf(&b, "measured (--active): opened %d of %s as %d loopback connections: both ends counted (client and accepted side both in the measuring process: 2 sockets, 2 fds per connection), %s, %.0f ms, nofile %s:%s\n",
+			m.ReachedSockets, plural.N(m.RequestedSockets, "socket"), m.Connections, plural.N(m.SourceAddresses, "source address"), m.DurationMS, fmtNofile(m.NofileSoft), fmtNofile(m.NofileHard))
 		if ok, why := m.CostSignificance(); ok {
-			fmt.Fprintf(&b, "  kernel memory: %.0f bytes per socket (%.0f unreclaimable; slope of Slab over %d samples, fit R² %.3f, Slab %+d bytes in all); %d sockets -> %s\n",
-				m.BytesPerSocket, m.SUnreclaimPerSocket, m.Samples, m.SlabFitR2, m.SlabDeltaBytes, r.Target.Sockets, mib(m.BytesPerSocket*float64(r.Target.Sockets)))
+			fmt.Fprintf(&b, "  kernel memory: %s per socket (%.0f unreclaimable; slope of Slab over %s, fit R² %.3f, Slab %+d bytes in all); %s -> %s\n",
+				plural.N(int(math.Round(m.BytesPerSocket)), "byte"), m.SUnreclaimPerSocket, plural.N(m.Samples, "sample"), m.SlabFitR2, m.SlabDeltaBytes, plural.N(r.Target.Sockets, "socket"), mib(m.BytesPerSocket*float64(r.Target.Sockets)))
 		} else {
-			fmt.Fprintf(&b, "  kernel memory: not measured: %s; the estimate of %d bytes per socket is kept (Slab %+d bytes over %d samples)\n",
-				why, EstimatedBytesPerSocket, m.SlabDeltaBytes, m.Samples)
+			fmt.Fprintf(&b, "  kernel memory: not measured: %s; the estimate of %s per socket is kept (Slab %+d bytes over %s)\n",
+				why, plural.N(EstimatedBytesPerSocket, "byte"), m.SlabDeltaBytes, plural.N(m.Samples, "sample"))
 		}
 		if m.FirstError != "" {
 			fmt.Fprintf(&b, "  first error: %s on %s: %s\n", m.FirstError, m.FirstErrorOp, m.FirstErrorMessage)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
 
@@ -146,7 +147,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			// Never let the measurement itself take more than half of
 			// MemAvailable (at the estimated cost per socket).
 			if memCap := int(float64(f.MemAvailable)/2/EstimatedBytesPerSocket) &^ 1; f.MemAvailable > 0 && k > memCap {
-				f.Notes = append(f.Notes, fmt.Sprintf("--active opens %d sockets, not %d: more would take over half of MemAvailable", memCap, k))
+				f.Notes = append(f.Notes, fmt.Sprintf("--active opens %s, not %d: more would take over half of MemAvailable", plural.N(memCap, "socket"), k))
 				k = memCap
 			}
 		} else if k%2 == 1 {
@@ -154,7 +155,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			k--
 		}
 		if k < 2 {
-			return nil, exitcode.BadInputf("--active: the target process's soft nofile %s leaves room for %d sockets: want at least 2 (one loopback connection); pass --active-sockets or a process with a higher limit", fmtNofile(f.Target.NofileSoft), k)
+			return nil, exitcode.BadInputf("--active: the target process's soft nofile %s leaves room for %s: want at least 2 (one loopback connection); pass --active-sockets or a process with a higher limit", fmtNofile(f.Target.NofileSoft), plural.N(k, "socket"))
 		}
 		m, err := measureActive(ctx, opts.ActiveOptions, k, f.Target)
 		if err != nil {
@@ -202,7 +203,7 @@ func (r *Report) Err(strict bool) error {
 	if strict {
 		what = "failed or warned (--strict)"
 	}
-	return exitcode.Failedf("preflight: %d check(s) %s: %s", len(bad), what, strings.Join(bad, ", "))
+	return exitcode.Failedf("preflight: %s %s: %s", plural.N(len(bad), "check"), what, strings.Join(bad, ", "))
 }
 
 // validate rejects option values that cannot mean anything (a negative

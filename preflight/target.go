@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/profiles"
 )
 
@@ -206,5 +207,5 @@ func appendUnique(xs []int, x int) []int {
 }
 
 func (t Target) String() string {
-	return fmt.Sprintf("%d sockets, role %s, %d connections/s", t.Sockets, t.Role, t.ConnRate)
+	return fmt.Sprintf("%s, role %s, %d connections/s", plural.N(t.Sockets, "socket"), t.Role, t.ConnRate)
 }

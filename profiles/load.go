@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/plural"
 	"gopkg.in/yaml.v3"
 )
 
@@ -91,7 +92,7 @@ func Parse(name string, data []byte) (*Profile, error) {
 		name = "profile.yaml"
 	}
 	if len(data) > MaxFileBytes {
-		return nil, exitcode.BadInputf("profile %s: %d bytes, larger than the %d MiB limit for a profile file (profiles are a few KiB)", name, len(data), MaxFileBytes>>20)
+		return nil, exitcode.BadInputf("profile %s: %s, larger than the %d MiB limit for a profile file (profiles are a few KiB)", name, plural.N(len(data), "byte"), MaxFileBytes>>20)
 	}
 	l := &loader{nodeFile: map[*yaml.Node]string{}}
 	root, err := l.resolveData(name, "", data, false, nil)
@@ -184,7 +185,7 @@ func readProfileFile(file string) ([]byte, error) {
 		return nil, fmt.Errorf("not a regular file (%s); a profile is a YAML file", fileKind(st.Mode()))
 	}
 	if st.Size() > MaxFileBytes {
-		return nil, fmt.Errorf("%d bytes, larger than the %d MiB limit for a profile file (profiles are a few KiB)", st.Size(), MaxFileBytes>>20)
+		return nil, fmt.Errorf("%s, larger than the %d MiB limit for a profile file (profiles are a few KiB)", plural.N(st.Size(), "byte"), MaxFileBytes>>20)
 	}
 	// The size can change between Stat and Read (a file still being
 	// written); read at most one byte past the limit to notice.
@@ -358,8 +359,8 @@ func (l *loader) finish(root *yaml.Node, name string) (*Profile, error) {
 	}
 	if sysctlNode != nil && sysctlNode.Kind == yaml.MappingNode {
 		if n := len(sysctlNode.Content) / 2; n > MaxSysctlKeys {
-			return nil, exitcode.BadInputf("%s:%d:%d: sysctl: %d keys with its includes, more than the limit of %d (a whole /proc/sys has about 1500); keep the keys this host needs",
-				l.nodeFile[sysctlNode], sysctlNode.Line, sysctlNode.Column, n, MaxSysctlKeys)
+			return nil, exitcode.BadInputf("%s:%d:%d: sysctl: %s with its includes, more than the limit of %d (a whole /proc/sys has about 1500); keep the keys this host needs",
+				l.nodeFile[sysctlNode], sysctlNode.Line, sysctlNode.Column, plural.N(n, "key"), MaxSysctlKeys)
 		}
 		p.Sysctl = make(map[string]Sysctl, len(sysctlNode.Content)/2)
 		for i := 0; i+1 < len(sysctlNode.Content); i += 2 {

@@ -40,105 +40,139 @@ func ApplySets(p *Profile, sets []string) error {
 		p.src = &sources{}
 	}
 	for _, s := range sets {
-		key, val, ok := strings.Cut(s, "=")
-		key, val = strings.TrimSpace(key), strings.TrimSpace(val)
-		if !ok || key == "" {
-			return exitcode.BadInputf("--set %q: %s", s, setUsage)
+		if err := p.applySet(s); err != nil {
+			return err
 		}
-		pos := srcPos{Set: s}
-		whole := func() (int, error) {
-			n, err := strconv.Atoi(val)
-			if err != nil {
-				return 0, exitcode.BadInputf("--set %q: %s needs a whole number, e.g. %s=1048576", s, key, key)
-			}
-			return n, nil
+	}
+	return nil
+}
+
+// applySet applies one --set "key=value" s; errors are exitcode.BadInput
+// naming s.
+func (p *Profile) applySet(s string) error {
+	key, val, ok := strings.Cut(s, "=")
+	key, val = strings.TrimSpace(key), strings.TrimSpace(val)
+	if !ok || key == "" {
+		return exitcode.BadInputf("--set %q: %s", s, setUsage)
+	}
+	pos := srcPos{Set: s}
+	switch {
+	case IsSysctlKey(key):
+		return p.setSysctl(s, pos, key, val)
+	case key == "limits.nofile.soft" || key == "limits.nofile.hard":
+		return p.setNofile(s, pos, key, val)
+	case key == "preflight.sockets" || key == "preflight.conn_rate" || key == "preflight.role":
+		return p.setPreflight(s, pos, key, val)
+	case key == "reserve_ports":
+		return p.setReservePorts(s, pos, val)
+	}
+	return exitcode.BadInputf("--set %q: unknown key %q; %s", s, key, setUsage)
+}
+
+// setWhole parses val as a whole number for --set s of key.
+func setWhole(s, key, val string) (int, error) {
+	n, err := strconv.Atoi(val)
+	if err != nil {
+		return 0, exitcode.BadInputf("--set %q: %s needs a whole number, e.g. %s=1048576", s, key, key)
+	}
+	return n, nil
+}
+
+// setSysctl sets sysctl key to val (Exact unless the profile has a mode
+// for it); multi-value keys accept commas for spaces.
+func (p *Profile) setSysctl(s string, pos srcPos, key, val string) error {
+	if val == "" && key != "net.ipv4.ip_local_reserved_ports" {
+		return exitcode.BadInputf("--set %q: empty value for %s; write it as the kernel prints it, e.g. %s=%s", s, key, key, strings.ReplaceAll(example(key), " ", ","))
+	}
+	if p.Sysctl == nil {
+		p.Sysctl = map[string]Sysctl{}
+	}
+	e, had := p.Sysctl[key]
+	if !had {
+		e.Mode = Exact
+	}
+	// A shell makes "1024 65535" awkward; accept commas too for
+	// multi-value keys: net.ipv4.tcp_rmem=4096,131072,6291456.
+	if KeyFields(key) > 0 {
+		val = strings.Join(strings.FieldsFunc(val, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }), " ")
+	}
+	e.Value = val
+	p.Sysctl[key] = e
+	p.src.set(pos, "sysctl", key)
+	p.src.set(pos, "sysctl", key, "value")
+	return nil
+}
+
+// setNofile sets limits.nofile.soft or .hard (file descriptors, >= 0).
+func (p *Profile) setNofile(s string, pos srcPos, key, val string) error {
+	n, err := setWhole(s, key, val)
+	if err != nil {
+		return err
+	}
+	if n < 0 {
+		return exitcode.BadInputf("--set %q: %s is a number of file descriptors, >= 1", s, key)
+	}
+	if p.Limits.Nofile == nil {
+		p.Limits.Nofile = &Limit{}
+	}
+	if key == "limits.nofile.soft" {
+		p.Limits.Nofile.Soft = uint64(n)
+		p.src.set(pos, "limits", "nofile", "soft")
+	} else {
+		p.Limits.Nofile.Hard = uint64(n)
+		p.src.set(pos, "limits", "nofile", "hard")
+	}
+	return nil
+}
+
+// setPreflight sets preflight.sockets, .conn_rate or .role.
+func (p *Profile) setPreflight(s string, pos srcPos, key, val string) error {
+	switch key {
+	case "preflight.sockets":
+		n, err := setWhole(s, key, val)
+		if err != nil {
+			return err
 		}
-		switch {
-		case IsSysctlKey(key):
-			if val == "" && key != "net.ipv4.ip_local_reserved_ports" {
-				return exitcode.BadInputf("--set %q: empty value for %s; write it as the kernel prints it, e.g. %s=%s", s, key, key, strings.ReplaceAll(example(key), " ", ","))
-			}
-			if p.Sysctl == nil {
-				p.Sysctl = map[string]Sysctl{}
-			}
-			e, had := p.Sysctl[key]
-			if !had {
-				e.Mode = Exact
-			}
-			// A shell makes "1024 65535" awkward; accept commas too for
-			// multi-value keys: net.ipv4.tcp_rmem=4096,131072,6291456.
-			if KeyFields(key) > 0 {
-				val = strings.Join(strings.FieldsFunc(val, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }), " ")
-			}
-			e.Value = val
-			p.Sysctl[key] = e
-			p.src.set(pos, "sysctl", key)
-			p.src.set(pos, "sysctl", key, "value")
-		case key == "limits.nofile.soft" || key == "limits.nofile.hard":
-			n, err := whole()
-			if err != nil {
-				return err
-			}
-			if n < 0 {
-				return exitcode.BadInputf("--set %q: %s is a number of file descriptors, >= 1", s, key)
-			}
-			if p.Limits.Nofile == nil {
-				p.Limits.Nofile = &Limit{}
-			}
-			if key == "limits.nofile.soft" {
-				p.Limits.Nofile.Soft = uint64(n)
-				p.src.set(pos, "limits", "nofile", "soft")
-			} else {
-				p.Limits.Nofile.Hard = uint64(n)
-				p.src.set(pos, "limits", "nofile", "hard")
-			}
-		case key == "preflight.sockets":
-			n, err := whole()
-			if err != nil {
-				return err
-			}
-			if p.Preflight == nil {
-				p.Preflight = &PreflightTarget{}
-			}
-			p.Preflight.Sockets = n
-			p.src.set(pos, "preflight", "sockets")
-		case key == "preflight.conn_rate":
-			r, err := rate.Parse(val)
-			if err != nil {
-				return exitcode.BadInputf("--set %q: %s: %v", s, key, err)
-			}
-			if p.Preflight == nil {
-				p.Preflight = &PreflightTarget{}
-			}
-			p.Preflight.ConnRate = r
-			p.src.set(pos, "preflight", "conn_rate")
-		case key == "preflight.role":
-			if p.Preflight == nil {
-				p.Preflight = &PreflightTarget{}
-			}
-			p.Preflight.Role = val
-			p.src.set(pos, "preflight", "role")
-		case key == "reserve_ports":
-			var ports []int
-			for _, f := range strings.Split(val, ",") {
-				f = strings.TrimSpace(f)
-				if f == "" {
-					continue
-				}
-				n, err := strconv.Atoi(f)
-				if err != nil {
-					return exitcode.BadInputf("--set %q: %q is not a port; want reserve_ports=1883,8883", s, f)
-				}
-				ports = append(ports, n)
-			}
-			p.ReservePorts = ports
-			p.src.set(pos, "reserve_ports")
-			for i := range ports {
-				p.src.set(pos, "reserve_ports", strconv.Itoa(i))
-			}
-		default:
-			return exitcode.BadInputf("--set %q: unknown key %q; %s", s, key, setUsage)
+		p.preflightTarget().Sockets = n
+	case "preflight.conn_rate":
+		r, err := rate.Parse(val)
+		if err != nil {
+			return exitcode.BadInputf("--set %q: %s: %v", s, key, err)
 		}
+		p.preflightTarget().ConnRate = r
+	default:
+		p.preflightTarget().Role = val
+	}
+	p.src.set(pos, "preflight", strings.TrimPrefix(key, "preflight."))
+	return nil
+}
+
+// preflightTarget returns p.Preflight, made when the profile has none.
+func (p *Profile) preflightTarget() *PreflightTarget {
+	if p.Preflight == nil {
+		p.Preflight = &PreflightTarget{}
+	}
+	return p.Preflight
+}
+
+// setReservePorts sets reserve_ports from a comma list of ports.
+func (p *Profile) setReservePorts(s string, pos srcPos, val string) error {
+	var ports []int
+	for _, f := range strings.Split(val, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return exitcode.BadInputf("--set %q: %q is not a port; want reserve_ports=1883,8883", s, f)
+		}
+		ports = append(ports, n)
+	}
+	p.ReservePorts = ports
+	p.src.set(pos, "reserve_ports")
+	for i := range ports {
+		p.src.set(pos, "reserve_ports", strconv.Itoa(i))
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"unicode"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/plural"
 )
 
 // Kernel numbers the static checks use.
@@ -199,54 +200,65 @@ func (c *checker) sysctl(key string, s Sysctl) {
 		}
 		return
 	}
-	if n := KeyFields(key); n == 3 {
-		f, err := Fields(s.Value)
-		what := "min default max in bytes"
-		if key == "net.ipv4.tcp_mem" || key == "net.ipv4.udp_mem" {
-			what = "min pressure max in pages (4 KiB), not bytes"
-		}
-		if err != nil || len(f) != 3 {
-			c.add(vat, "%s %q: want three numbers %s, e.g. %q", key, s.Value, what, example(key))
-			return
-		}
-		lo := int64(1)
-		if key == "net.ipv4.tcp_mem" || key == "net.ipv4.udp_mem" {
-			lo = 0
-		}
-		for i, x := range f {
-			if x < lo {
-				c.add(vat, "%s %q: field %d is %d; every field must be >= %d", key, s.Value, i+1, x, lo)
-				return
-			}
-		}
-		if f[0] > f[1] || f[1] > f[2] {
-			sorted := slices.Clone(f)
-			slices.Sort(sorted)
-			c.add(vat, "%s %q: fields must be ordered min <= %s <= max (%s); did you mean %q?", key, s.Value, map[bool]string{true: "pressure", false: "default"}[lo == 0], what, strings.Trim(fmt.Sprint(sorted), "[]"))
-			return
-		}
-		for _, msg := range CheckBounds(key, s.Value, "") {
-			c.add(vat, "%s", msg)
-		}
+	if KeyFields(key) == 3 {
+		c.tripleSysctl(key, s, vat)
 		return
 	}
 	if b, ok := numericKeys[key]; ok {
-		f, err := Fields(s.Value)
-		if err != nil || len(f) != 1 {
-			c.add(vat, "%s %q: want one whole number, e.g. %q", key, s.Value, example(key))
-			return
-		}
-		if f[0] < b[0] || f[0] > b[1] {
-			for _, msg := range CheckBounds(key, s.Value, "") {
-				c.add(vat, "%s", msg)
-			}
-			return
-		}
+		c.numericSysctl(key, s, vat, b)
 		return
 	}
 	if s.Mode == AtLeast || s.Mode == AtMost {
 		if _, err := Fields(s.Value); err != nil {
 			c.add(vat, "%s %q with mode %s: %v; %s compares numbers, so give whole numbers or use mode exact", key, s.Value, s.Mode, err, s.Mode)
+		}
+	}
+}
+
+// tripleSysctl checks a three-field key (tcp_rmem, tcp_wmem: bytes;
+// tcp_mem, udp_mem: pages): three ordered numbers within the kernel's
+// bounds.
+func (c *checker) tripleSysctl(key string, s Sysctl, vat []string) {
+	f, err := Fields(s.Value)
+	what := "min default max in bytes"
+	if key == "net.ipv4.tcp_mem" || key == "net.ipv4.udp_mem" {
+		what = "min pressure max in pages (4 KiB), not bytes"
+	}
+	if err != nil || len(f) != 3 {
+		c.add(vat, "%s %q: want three numbers %s, e.g. %q", key, s.Value, what, example(key))
+		return
+	}
+	lo := int64(1)
+	if key == "net.ipv4.tcp_mem" || key == "net.ipv4.udp_mem" {
+		lo = 0
+	}
+	for i, x := range f {
+		if x < lo {
+			c.add(vat, "%s %q: field %d is %d; every field must be >= %d", key, s.Value, i+1, x, lo)
+			return
+		}
+	}
+	if f[0] > f[1] || f[1] > f[2] {
+		sorted := slices.Clone(f)
+		slices.Sort(sorted)
+		c.add(vat, "%s %q: fields must be ordered min <= %s <= max (%s); did you mean %q?", key, s.Value, map[bool]string{true: "pressure", false: "default"}[lo == 0], what, strings.Trim(fmt.Sprint(sorted), "[]"))
+		return
+	}
+	for _, msg := range CheckBounds(key, s.Value, "") {
+		c.add(vat, "%s", msg)
+	}
+}
+
+// numericSysctl checks a one-number key against its bounds b (min, max).
+func (c *checker) numericSysctl(key string, s Sysctl, vat []string, b [2]int64) {
+	f, err := Fields(s.Value)
+	if err != nil || len(f) != 1 {
+		c.add(vat, "%s %q: want one whole number, e.g. %q", key, s.Value, example(key))
+		return
+	}
+	if f[0] < b[0] || f[0] > b[1] {
+		for _, msg := range CheckBounds(key, s.Value, "") {
+			c.add(vat, "%s", msg)
 		}
 	}
 }
@@ -469,7 +481,7 @@ func (c *checker) text() {
 	p := c.p
 	switch {
 	case len(p.Name) > nameMax:
-		c.add([]string{"name"}, "name %.20q...: longer than %d characters; use a short name of letters, digits, '.', '_' and '-'", p.Name, nameMax)
+		c.add([]string{"name"}, "name %.20q...: longer than %s; use a short name of letters, digits, '.', '_' and '-'", p.Name, plural.N(nameMax, "character"))
 	case p.Name != "" && !nameRE.MatchString(p.Name):
 		c.add([]string{"name"}, "name %q: a profile name may hold only letters, digits, '.', '_' and '-' (it is written into the header of every file hostprep owns); use e.g. %q", p.Name, SafeName(p.Name))
 	}

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/hostprep/hostprep/internal/plural"
 )
 
 // Fields parses the value of a sysctl as the kernel prints it under
@@ -75,7 +77,7 @@ func (r PortRange) Contains(port int) bool { return port >= r.Lo && port <= r.Hi
 func ParsePortRange(v string) (lo, hi int, err error) {
 	fs := strings.Fields(v)
 	if len(fs) != 2 {
-		return 0, 0, fmt.Errorf("want two port numbers \"low high\", got %d field(s)", len(fs))
+		return 0, 0, fmt.Errorf("want two port numbers \"low high\", got %s", plural.N(len(fs), "field"))
 	}
 	var p [2]int
 	for i, f := range fs {

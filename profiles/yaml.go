@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/rate"
 	"gopkg.in/yaml.v3"
 )
@@ -182,64 +183,87 @@ func checkSchema(n *yaml.Node, t reflect.Type, path []string) error {
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		if n.Kind != yaml.MappingNode {
-			return errAt(n, "%s: want a mapping with fields %s, got %s", nameOr(path, "profile"), strings.Join(fieldNames(t), ", "), kindName(n))
-		}
-		seen := map[string]int{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			if k.Kind != yaml.ScalarNode {
-				return errAt(k, "%s: want a field name, got %s", nameOr(path, "profile"), kindName(k))
-			}
-			if first, dup := seen[k.Value]; dup {
-				return errAt(k, "field %q given twice (first at line %d); keep one", displayPath(append(slices.Clone(path), k.Value)), first)
-			}
-			seen[k.Value] = k.Line
-			f, ok := fieldByYAML(t, k.Value)
-			if !ok {
-				return errAt(k, "unknown field %q in %s; known fields: %s", k.Value, nameOr(path, "profile"), strings.Join(fieldNames(t), ", "))
-			}
-			if err := checkSchema(v, f.Type, append(slices.Clone(path), k.Value)); err != nil {
-				return err
-			}
-		}
-		return nil
+		return checkStruct(n, t, path)
 	case reflect.Map:
-		if n.Kind != yaml.MappingNode {
-			return errAt(n, "%s: want a mapping of key: value, got %s", displayPath(path), kindName(n))
-		}
-		if k := len(n.Content) / 2; k > MaxSysctlKeys {
-			return errAt(n, "%s: %d keys, more than the limit of %d (a whole /proc/sys has about 1500); keep the keys this host needs", displayPath(path), k, MaxSysctlKeys)
-		}
-		seen := map[string]int{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			if k.Kind != yaml.ScalarNode || isNull(k) {
-				return errAt(k, "%s: want a key such as net.core.somaxconn, got %s", displayPath(path), kindName(k))
-			}
-			if first, dup := seen[k.Value]; dup {
-				return errAt(k, "%s: key %q given twice (first at line %d); keep one", displayPath(path), k.Value, first)
-			}
-			seen[k.Value] = k.Line
-			if err := checkSchema(v, t.Elem(), append(slices.Clone(path), k.Value)); err != nil {
-				return err
-			}
-		}
-		return nil
+		return checkMap(n, t, path)
 	case reflect.Slice:
-		if n.Kind != yaml.SequenceNode {
-			return errAt(n, "%s: want a list such as [a, b], got %s", displayPath(path), kindName(n))
-		}
-		if len(n.Content) > MaxListItems {
-			return errAt(n, "%s: %d items, more than the limit of %d", displayPath(path), len(n.Content), MaxListItems)
-		}
-		for i, item := range n.Content {
-			if err := checkSchema(item, t.Elem(), append(slices.Clone(path), strconv.Itoa(i))); err != nil {
-				return err
-			}
-		}
-		return nil
+		return checkList(n, t, path)
 	}
+	return checkScalar(n, t, path)
+}
+
+// checkStruct checks a mapping against struct t: known field names, none
+// twice, each field's value against its type.
+func checkStruct(n *yaml.Node, t reflect.Type, path []string) error {
+	if n.Kind != yaml.MappingNode {
+		return errAt(n, "%s: want a mapping with fields %s, got %s", nameOr(path, "profile"), strings.Join(fieldNames(t), ", "), kindName(n))
+	}
+	seen := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			return errAt(k, "%s: want a field name, got %s", nameOr(path, "profile"), kindName(k))
+		}
+		if first, dup := seen[k.Value]; dup {
+			return errAt(k, "field %q given twice (first at line %d); keep one", displayPath(append(slices.Clone(path), k.Value)), first)
+		}
+		seen[k.Value] = k.Line
+		f, ok := fieldByYAML(t, k.Value)
+		if !ok {
+			return errAt(k, "unknown field %q in %s; known fields: %s", k.Value, nameOr(path, "profile"), strings.Join(fieldNames(t), ", "))
+		}
+		if err := checkSchema(v, f.Type, append(slices.Clone(path), k.Value)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkMap checks a mapping of key: value against map t: at most
+// MaxSysctlKeys keys, none twice, each value against t's element.
+func checkMap(n *yaml.Node, t reflect.Type, path []string) error {
+	if n.Kind != yaml.MappingNode {
+		return errAt(n, "%s: want a mapping of key: value, got %s", displayPath(path), kindName(n))
+	}
+	if k := len(n.Content) / 2; k > MaxSysctlKeys {
+		return errAt(n, "%s: %s, more than the limit of %d (a whole /proc/sys has about 1500); keep the keys this host needs", displayPath(path), plural.N(k, "key"), MaxSysctlKeys)
+	}
+	seen := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode || isNull(k) {
+			return errAt(k, "%s: want a key such as net.core.somaxconn, got %s", displayPath(path), kindName(k))
+		}
+		if first, dup := seen[k.Value]; dup {
+			return errAt(k, "%s: key %q given twice (first at line %d); keep one", displayPath(path), k.Value, first)
+		}
+		seen[k.Value] = k.Line
+		if err := checkSchema(v, t.Elem(), append(slices.Clone(path), k.Value)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkList checks a sequence against slice t: at most MaxListItems
+// items, each against t's element.
+func checkList(n *yaml.Node, t reflect.Type, path []string) error {
+	if n.Kind != yaml.SequenceNode {
+		return errAt(n, "%s: want a list such as [a, b], got %s", displayPath(path), kindName(n))
+	}
+	if len(n.Content) > MaxListItems {
+		return errAt(n, "%s: %s, more than the limit of %d", displayPath(path), plural.N(len(n.Content), "item"), MaxListItems)
+	}
+	for i, item := range n.Content {
+		if err := checkSchema(item, t.Elem(), append(slices.Clone(path), strconv.Itoa(i))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkScalar checks a scalar field of type t (string, bool, number).
+func checkScalar(n *yaml.Node, t reflect.Type, path []string) error {
 	// A scalar field.
 	if n.Kind != yaml.ScalarNode {
 		return errAt(n, "%s: want %s, got %s", displayPath(path), scalarWant(t), kindName(n))

@@ -106,19 +106,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 }
 
 func run(ctx context.Context, o Options, rn runners) (*Result, error) {
-	if err := validate(o); err != nil {
-		return nil, err
-	}
-	p, err := profiles.Load(o.Profile, o.Sets)
+	p, err := loadProfile(o)
 	if err != nil {
-		return nil, err
-	}
-	if p.Probe.IoTDB != nil { // a bad IoTDB probe setting is refused before anything is tuned
-		if err := iotdb.ConfigFromProfile(p.Probe.IoTDB).Validate(); err != nil {
-			return nil, exitcode.BadInputf("profile %s: %v", p.Name, err)
-		}
-	}
-	if err := checkProbes(p, o); err != nil { // before anything is tuned
 		return nil, err
 	}
 	host := o.Host
@@ -129,25 +118,7 @@ func run(ctx context.Context, o Options, rn runners) (*Result, error) {
 	}
 	res := &Result{Host: host, Profile: p.Name, DryRun: o.DryRun, Started: time.Now()}
 	log := slog.With("profile", p.Name)
-
-	timed := func(name string, f func() outcome.Step) outcome.Step {
-		if err := ctx.Err(); err != nil {
-			// Interrupted (Ctrl-C, SIGTERM): the run is incomplete, so
-			// the host is not known to be ready.
-			return outcome.Step{Name: name, Verdict: verdict.Fail, Summary: "not run: interrupted",
-				Error: "interrupted before this step: " + err.Error(), ExitCode: exitcode.Environment}
-		}
-		log.Info("ready: step starts", "step", name)
-		t0 := time.Now()
-		s := f()
-		s.Name = name
-		s.DurationMS = float64(time.Since(t0).Microseconds()) / 1000
-		if s.Verdict == "" {
-			s.Verdict = verdict.Worst(s.Checks)
-		}
-		log.Info("ready: step done", "step", name, "verdict", s.Verdict, "summary", s.Summary, "error", s.Error, "duration_ms", s.DurationMS)
-		return s
-	}
+	timed := func(name string, f func() outcome.Step) outcome.Step { return timedStep(ctx, log, name, f) }
 
 	// 1. tune
 	var ts outcome.Step
@@ -194,6 +165,50 @@ func run(ctx context.Context, o Options, rn runners) (*Result, error) {
 		recheck(&res.Steps[0], rn.recheck(p, o))
 	}
 	return finish(res)
+}
+
+// loadProfile checks the options and loads the profile with its --set
+// overrides; a bad IoTDB probe setting or a probe the options cannot run
+// is refused here, before anything is tuned. Errors are exitcode.BadInput.
+func loadProfile(o Options) (*profiles.Profile, error) {
+	if err := validate(o); err != nil {
+		return nil, err
+	}
+	p, err := profiles.Load(o.Profile, o.Sets)
+	if err != nil {
+		return nil, err
+	}
+	if p.Probe.IoTDB != nil {
+		if err := iotdb.ConfigFromProfile(p.Probe.IoTDB).Validate(); err != nil {
+			return nil, exitcode.BadInputf("profile %s: %v", p.Name, err)
+		}
+	}
+	if err := checkProbes(p, o); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// timedStep runs step name through f, naming and timing it (DurationMS)
+// and logging its start and end; a step whose Verdict f left empty gets
+// the worst of its checks. Once ctx is done (Ctrl-C, SIGTERM) the step
+// is not run and fails with exit code 3: the run is incomplete, so the
+// host is not known to be ready.
+func timedStep(ctx context.Context, log *slog.Logger, name string, f func() outcome.Step) outcome.Step {
+	if err := ctx.Err(); err != nil {
+		return outcome.Step{Name: name, Verdict: verdict.Fail, Summary: "not run: interrupted",
+			Error: "interrupted before this step: " + err.Error(), ExitCode: exitcode.Environment}
+	}
+	log.Info("ready: step starts", "step", name)
+	t0 := time.Now()
+	s := f()
+	s.Name = name
+	s.DurationMS = float64(time.Since(t0).Microseconds()) / 1000
+	if s.Verdict == "" {
+		s.Verdict = verdict.Worst(s.Checks)
+	}
+	log.Info("ready: step done", "step", name, "verdict", s.Verdict, "summary", s.Summary, "error", s.Error, "duration_ms", s.DurationMS)
+	return s
 }
 
 // recheck adds the end-of-run checks to the tune step; a failed one makes

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/loadprobe/mqtt"
 )
@@ -125,9 +126,9 @@ func mergeShards(files []shardFile) (*FleetRun, error) {
 			run.Missing = append(run.Missing, k)
 		}
 	}
-	shards := verdict.Check{ID: "fleet.shards", Status: verdict.Pass, Expected: fmt.Sprintf("%d of %d shards", run.Shards, run.Shards),
-		Observed: fmt.Sprintf("%d of %d shards", len(byK), run.Shards)}
-	shards.Summary = fmt.Sprintf("all %d shards of run %s reported", run.Shards, run.RunID)
+	shards := verdict.Check{ID: "fleet.shards", Status: verdict.Pass, Expected: fmt.Sprintf("%d of %s", run.Shards, plural.N(run.Shards, "shard")),
+		Observed: fmt.Sprintf("%d of %s", len(byK), plural.N(run.Shards, "shard"))}
+	shards.Summary = fmt.Sprintf("all %s of run %s reported", plural.N(run.Shards, "shard"), run.RunID)
 	if len(run.Missing) > 0 {
 		var names []string
 		for _, k := range run.Missing {

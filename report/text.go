@@ -48,7 +48,7 @@ func (f *Fleet) WriteText(w io.Writer) error {
 // WriteText writes the fleet run: a line per shard, the merged counts and
 // percentiles, the checks and the fleet verdict ("fleet verdict: pass").
 func (r *FleetRun) WriteText(w io.Writer) error {
-	fmt.Fprintf(w, "MQTT fleet run %s: %d shards\n", r.RunID, r.Shards)
+	fmt.Fprintf(w, "MQTT fleet run %s: %s\n", r.RunID, plural.N(r.Shards, "shard"))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "SHARD\tVERDICT\tCLIENTS\tCONNECTED\tPUBLISHED\tACKED\tRECEIVED\tLOST\tFIRST PUB LATE ms\tHOST\tFILE\t")
 	for _, s := range r.Present {

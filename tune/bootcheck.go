@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/tune/boot"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
@@ -293,7 +294,7 @@ func VerifyBoot(env Env) (*BootStatus, error) {
 		}
 	}
 	if bs.Failing > 0 {
-		return bs, exitcode.Failedf("tune verify --boot: %d item(s) will not have hostprep's value after a reboot: %s", bs.Failing, joinSemi(bad))
+		return bs, exitcode.Failedf("tune verify --boot: %s will not have hostprep's value after a reboot: %s", plural.N(bs.Failing, "item"), joinSemi(bad))
 	}
 	return bs, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/profiles"
 )
 
@@ -56,7 +57,7 @@ func (pl *Plan) memoryWarnings(targets map[string]target) {
 				if i == 0 || f[i] < 0 || uint64(f[i])*page <= mem {
 					continue
 				}
-				pl.Warnings = append(pl.Warnings, fmt.Sprintf("sysctl net.ipv4.tcp_mem %q: %s %d pages is %s, above this host's physical memory (%s): TCP gets no back-pressure before the OOM killer; tcp_mem is in pages of %d bytes, not bytes", t.value, name, f[i], gib(uint64(f[i])*page), gib(mem), page))
+				pl.Warnings = append(pl.Warnings, fmt.Sprintf("sysctl net.ipv4.tcp_mem %q: %s %s is %s, above this host's physical memory (%s): TCP gets no back-pressure before the OOM killer; tcp_mem is in pages of %s, not bytes", t.value, name, plural.N(f[i], "page"), gib(uint64(f[i])*page), gib(mem), plural.N(page, "byte")))
 			}
 		}
 	}
@@ -66,7 +67,7 @@ func (pl *Plan) memoryWarnings(targets map[string]target) {
 			continue
 		}
 		if n, err := strconv.ParseUint(t.value, 10, 64); err == nil && n*conntrackEntryBytes > mem {
-			pl.Warnings = append(pl.Warnings, fmt.Sprintf("sysctl %s %d: a full table takes about %s (%d bytes an entry), more than this host's physical memory (%s); lower it to what the host can hold", k, n, gib(n*conntrackEntryBytes), conntrackEntryBytes, gib(mem)))
+			pl.Warnings = append(pl.Warnings, fmt.Sprintf("sysctl %s %d: a full table takes about %s (%s an entry), more than this host's physical memory (%s); lower it to what the host can hold", k, n, gib(n*conntrackEntryBytes), plural.N(conntrackEntryBytes, "byte"), gib(mem)))
 		}
 	}
 }

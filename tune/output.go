@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/hostprep/hostprep/internal/plural"
 )
 
 // WriteText prints a plan or apply result as an aligned table: one row per
@@ -13,7 +15,7 @@ import (
 func (r *Result) WriteText(w io.Writer, verb string) error {
 	state := "no change: the host already matches"
 	if r.Changed {
-		state = fmt.Sprintf("%d change(s)", len(r.Changes))
+		state = plural.N(len(r.Changes), "change")
 		if verb == "plan" {
 			state += " would be made"
 		}
@@ -62,7 +64,7 @@ func (r *RollbackResult) WriteText(w io.Writer) error {
 		}
 		return nil
 	}
-	fmt.Fprintf(w, "rolled back profile(s) %s: %d item(s) restored\n", strings.Join(r.Profiles, ", "), len(r.Changes))
+	fmt.Fprintf(w, "rolled back %s %s: %s restored\n", plural.Noun(len(r.Profiles), "profile"), strings.Join(r.Profiles, ", "), plural.N(len(r.Changes), "item"))
 	if len(r.Changes) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "LAYER\tKEY/FILE\tFROM\tTO")
@@ -99,7 +101,7 @@ func (s *Status) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "nothing applied (no journal at %s)\n", s.Journal)
 		return nil
 	}
-	fmt.Fprintf(w, "applied profile(s): %s (%d apply(ies), last %s)\n", strings.Join(s.Profiles, ", "), len(s.Applies), s.Applies[len(s.Applies)-1].At.Format("2006-01-02 15:04:05Z"))
+	fmt.Fprintf(w, "applied %s: %s (%s, last %s)\n", plural.Noun(len(s.Profiles), "profile"), strings.Join(s.Profiles, ", "), plural.N(len(s.Applies), "apply"), s.Applies[len(s.Applies)-1].At.Format("2006-01-02 15:04:05Z"))
 	if s.Interrupted != "" {
 		fmt.Fprintf(w, "INTERRUPTED: %s\n", s.Interrupted)
 	}
@@ -134,7 +136,7 @@ func (s *Status) WriteText(w io.Writer) error {
 		}
 	}
 	if s.Drift > 0 {
-		fmt.Fprintf(w, "%d item(s) drifted\n", s.Drift)
+		fmt.Fprintf(w, "%s drifted\n", plural.N(s.Drift, "item"))
 	}
 	return nil
 }

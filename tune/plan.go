@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
@@ -586,7 +587,7 @@ func describe(b []byte, existed bool) string {
 	if !existed {
 		return "absent"
 	}
-	return fmt.Sprintf("%d bytes", len(b))
+	return fmt.Sprintf("%s", plural.N(len(b), "byte"))
 }
 
 // missingDirs lists the directories that must be created for dir,

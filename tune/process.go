@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/hostprep/hostprep/tune/files"
 )
@@ -127,7 +128,7 @@ func procStartTime(pid int) (uint64, error) {
 	f := strings.Fields(string(b[i+1:]))
 	// f[0] is field 3 (state), so field 22 is f[19].
 	if len(f) < 20 {
-		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f)+2)
+		return 0, fmt.Errorf("/proc/%d/stat: %s", pid, plural.N(len(f)+2, "field"))
 	}
 	return strconv.ParseUint(f[19], 10, 64)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/tune/journal"
 	"github.com/hostprep/hostprep/tune/lock"
 	"github.com/hostprep/hostprep/tune/sysctl"
@@ -177,7 +178,7 @@ func (r *rollbackRun) finish() (*RollbackResult, error) {
 		if err := journal.Save(statePath, r.remaining); err != nil {
 			r.failures = append(r.failures, "journal: "+err.Error())
 		}
-		return res, exitcode.Environmentf("tune rollback: %d item(s) could not be restored: %v; the journal keeps them, fix the cause and run rollback again", len(r.failures), r.failures)
+		return res, exitcode.Environmentf("tune rollback: %s could not be restored: %v; the journal keeps them, fix the cause and run rollback again", plural.N(len(r.failures), "item"), r.failures)
 	}
 	if len(res.Kept) > 0 {
 		r.keepNeededFiles()

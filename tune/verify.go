@@ -6,6 +6,7 @@ import (
 	"io/fs"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/hostprep/hostprep/tune/journal"
 )
@@ -146,9 +147,9 @@ func Verify(p *profiles.Profile, env Env) (*Status, *Plan, error) {
 	case s.Interrupted != "":
 		return s, pl, exitcode.Failedf("tune verify: %s", s.Interrupted)
 	case s.Drift > 0:
-		return s, pl, exitcode.Failedf("tune verify: %d item(s) drifted from what hostprep applied (see above); `hostprep tune apply` sets them again", s.Drift)
+		return s, pl, exitcode.Failedf("tune verify: %s drifted from what hostprep applied (see above); `hostprep tune apply` sets them again", plural.N(s.Drift, "item"))
 	case pl != nil && pl.Changed:
-		return s, pl, exitcode.Failedf("tune verify: the host does not match profile %s: %d change(s) pending; `hostprep tune plan --profile %s` lists them", p.Name, len(pl.Changes), p.Name)
+		return s, pl, exitcode.Failedf("tune verify: the host does not match profile %s: %s pending; `hostprep tune plan --profile %s` lists them", p.Name, plural.N(len(pl.Changes), "change"), p.Name)
 	}
 	return s, pl, nil
 }

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/loadprobe/mqtt"
 	"golang.org/x/sys/unix"
 )
@@ -223,7 +224,7 @@ func main() {
 			*brokerPID, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 		}
 	}
-	fmt.Printf("MQTT probe benchmark against %s (broker pid %d), %d CPUs, %s\n\n", *broker, *brokerPID, runtime.NumCPU(), runtime.Version())
+	fmt.Printf("MQTT probe benchmark against %s (broker pid %d), %s, %s\n\n", *broker, *brokerPID, plural.N(runtime.NumCPU(), "CPU"), runtime.Version())
 	switch *only {
 	case "":
 	case "marginal":
@@ -237,16 +238,28 @@ func main() {
 		os.Exit(2)
 	}
 
+	idleCost(*broker, *n1, *n2)
+	rateSweep(*broker, *brokerPID, *rates, *sweepClients, *subs, *dur)
+	if *marginal > 0 {
+		marginalCPU(*broker, *brokerPID, *marginal, *sweepClients, *subs)
+	}
+
+	holdTarget(*broker, *big)
+}
+
+// idleCost prints RSS and goroutines per idle connection: the slope
+// between n1 and n2 connections held by a fresh child each, after GC.
+func idleCost(broker string, n1, n2 int) {
 	// 1. Per idle connection: RSS and goroutines.
-	fmt.Println("== idle connection cost (slope between", *n1, "and", *n2, "connections, fresh process each, after GC)")
+	fmt.Println("== idle connection cost (slope between", n1, "and", n2, "connections, fresh process each, after GC)")
 	fmt.Printf("%-22s %12s %14s %10s\n", "client", "RSS KiB/conn", "goroutines/conn", "connected")
 	for _, c := range []string{"lean", "paho"} {
 		var a, b holdResult
-		if _, err := child(&a, "-mode", "hold", "-broker", *broker, "-client", c, "-n", strconv.Itoa(*n1)); err != nil {
+		if _, err := child(&a, "-mode", "hold", "-broker", broker, "-client", c, "-n", strconv.Itoa(n1)); err != nil {
 			fmt.Println(c, err)
 			continue
 		}
-		if _, err := child(&b, "-mode", "hold", "-broker", *broker, "-client", c, "-n", strconv.Itoa(*n2)); err != nil {
+		if _, err := child(&b, "-mode", "hold", "-broker", broker, "-client", c, "-n", strconv.Itoa(n2)); err != nil {
 			fmt.Println(c, err)
 			continue
 		}
@@ -254,20 +267,25 @@ func main() {
 		name := map[string]string{"lean": "hostprep (mochi codec)", "paho": "paho.mqtt.golang"}[c]
 		fmt.Printf("%-22s %12.1f %14.2f %10d\n", name, float64(b.RSSKiB-a.RSSKiB)/dn, float64(b.Goroutines-a.Goroutines)/dn, b.Connected)
 	}
+}
 
+// rateSweep steps through rates (messages/s, comma-separated) with
+// sweepClients clients and subs subscribers for dur each, printing CPU per
+// message (probe and broker) until a step loses a message.
+func rateSweep(broker string, brokerPID int, rates string, sweepClients, subs int, dur time.Duration) {
 	// 2 + 3. Rate sweep: CPU per message and the highest zero-loss rate.
-	fmt.Printf("\n== rate sweep: %d clients, QoS 1, 200 B, %v per step, %d subscribers\n", *sweepClients, *dur, *subs)
+	fmt.Printf("\n== rate sweep: %s, QoS 1, 200 B, %v per step, %s\n", plural.N(sweepClients, "client"), dur, plural.N(subs, "subscriber"))
 	fmt.Printf("%9s %10s %10s %6s %8s %9s %9s %14s %14s %9s\n", "msg/s", "published", "received", "lost", "unacked", "ack p99", "e2e p99", "probe µs/msg", "broker µs/msg", "overruns")
 	best := 0.0
-	for _, s := range strings.Split(*rates, ",") {
+	for _, s := range strings.Split(rates, ",") {
 		r, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 		if err != nil {
 			continue
 		}
-		b0 := procCPU(*brokerPID)
+		b0 := procCPU(brokerPID)
 		var lr loadResult
-		cpu, err := child(&lr, "-mode", "load", "-broker", *broker, "-n", strconv.Itoa(*sweepClients), "-rate", s, "-duration", dur.String(), "-subscribers", strconv.Itoa(*subs))
-		bc := procCPU(*brokerPID).sub(b0)
+		cpu, err := child(&lr, "-mode", "load", "-broker", broker, "-n", strconv.Itoa(sweepClients), "-rate", s, "-duration", dur.String(), "-subscribers", strconv.Itoa(subs))
+		bc := procCPU(brokerPID).sub(b0)
 		if err != nil {
 			fmt.Println(r, err)
 			break
@@ -286,15 +304,15 @@ func main() {
 		}
 	}
 	fmt.Printf("highest rate with zero loss: %.0f msg/s\n", best)
+}
 
-	if *marginal > 0 {
-		marginalCPU(*broker, *brokerPID, *marginal, *sweepClients, *subs)
-	}
-
+// holdTarget checks the probe holds big connections (1000 conn/s, one
+// message per 10 s each, 10 s window).
+func holdTarget(broker string, big int) {
 	// 4. Hold the target number of connections.
-	fmt.Printf("\n== holding %d connections (1000 conn/s, 1 msg/10 s each, 10 s window)\n", *big)
+	fmt.Printf("\n== holding %s (1000 conn/s, 1 msg/10 s each, 10 s window)\n", plural.N(big, "connection"))
 	var lr loadResult
-	if _, err := child(&lr, "-mode", "load", "-broker", *broker, "-n", strconv.Itoa(*big), "-rate", strconv.Itoa(*big/10), "-duration", "10s", "-subscribers", "1"); err != nil {
+	if _, err := child(&lr, "-mode", "load", "-broker", broker, "-n", strconv.Itoa(big), "-rate", strconv.Itoa(big/10), "-duration", "10s", "-subscribers", "1"); err != nil {
 		fmt.Println(err)
 		return
 	}

@@ -17,6 +17,9 @@ import (
 	"golang.org/x/term"
 )
 
+// init registers the ready command. It is long on purpose: help text and
+// flag definitions only, with a RunE that checks the flags and hands them
+// to ready.Run; writing the result is writeReadyFiles.
 func init() {
 	addCommand(func() *cobra.Command {
 		var o ready.Options
@@ -80,36 +83,12 @@ Exit codes: 0 READY (also READY WITH WARNINGS, DRY RUN), 1 NOT READY, 2 bad inpu
 				if res == nil {
 					return runErr
 				}
-				write := func(path string, f func(io.Writer) error) error {
-					if path == "" {
-						return nil
-					}
-					if err := atomicfile.Write(path, f); err != nil {
-						return exitcode.Environmentf("writing %s: %v", path, err)
-					}
-					return nil
-				}
-				asJSON := func(w io.Writer) error {
-					enc := json.NewEncoder(w)
-					enc.SetIndent("", "  ")
-					return enc.Encode(res)
-				}
-				for _, f := range []struct {
-					path string
-					fn   func(io.Writer) error
-				}{
-					{jsonFile, asJSON},
-					{junitFile, func(w io.Writer) error { return outcome.WriteJUnit(w, res) }},
-					{promFile, func(w io.Writer) error { return outcome.WriteProm(w, res) }},
-					{htmlFile, func(w io.Writer) error { return report.WriteHostHTML(w, res) }},
-				} {
-					if err := write(f.path, f.fn); err != nil {
-						return err
-					}
+				if err := writeReadyFiles(res, jsonFile, junitFile, promFile, htmlFile); err != nil {
+					return err
 				}
 				out := cmd.OutOrStdout()
 				if output == "json" {
-					err = asJSON(out)
+					err = readyJSON(out, res)
 				} else {
 					err = outcome.WriteText(out, res)
 				}
@@ -151,4 +130,34 @@ func secret(file, flag, env string) (string, error) {
 		return "", exitcode.BadInputf("%s %s: %v", flag, file, err)
 	}
 	return strings.TrimRight(string(b), "\r\n"), nil
+}
+
+// readyJSON writes res as indented JSON to w.
+func readyJSON(w io.Writer, res *ready.Result) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(res)
+}
+
+// writeReadyFiles writes res to the --json, --junit, --prom and --html
+// files that are set ("" skips one), each atomically. A write that fails
+// is an environment error (exit 3) naming the file.
+func writeReadyFiles(res *ready.Result, jsonFile, junitFile, promFile, htmlFile string) error {
+	for _, f := range []struct {
+		path string
+		fn   func(io.Writer) error
+	}{
+		{jsonFile, func(w io.Writer) error { return readyJSON(w, res) }},
+		{junitFile, func(w io.Writer) error { return outcome.WriteJUnit(w, res) }},
+		{promFile, func(w io.Writer) error { return outcome.WriteProm(w, res) }},
+		{htmlFile, func(w io.Writer) error { return report.WriteHostHTML(w, res) }},
+	} {
+		if f.path == "" {
+			continue
+		}
+		if err := atomicfile.Write(f.path, f.fn); err != nil {
+			return exitcode.Environmentf("writing %s: %v", f.path, err)
+		}
+	}
+	return nil
 }

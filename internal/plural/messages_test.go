@@ -13,41 +13,75 @@ import (
 
 // countVerb finds a count printed straight into a message: an integer verb
 // (%d, or %.0f for a count held in a float) followed by a word; "(s)" is
-// looked for on its own.
+// looked for on its own. "QoS %d publishes" is a QoS level, not a count.
 var countVerb = regexp.MustCompile(`%(?:\.0f|d) +([A-Za-z]+)([^A-Za-z]|$)`)
+
+// pluralSuffix is a noun with its plural ending in brackets, "item(s)",
+// "apply(ies)"; " (s)" after a space is the unit seconds, not a plural.
+var pluralSuffix = regexp.MustCompile(`[A-Za-z]\((?:s|es|ies)\)`)
 
 // notCounted are words after a count that do not change with it: units
 // and verbs whose plural is the same.
-var notCounted = map[string]bool{"ms": true, "s": true, "TPS": true, "KiB": true, "MiB": true, "GiB": true}
+var notCounted = map[string]bool{"ms": true, "s": true, "TPS": true, "KiB": true, "MiB": true, "GiB": true,
+	// "series" is its own plural.
+	"series": true,
+	// Verbs after a value, not nouns counted by it: "backlog %d is below
+	// somaxconn", "%d needs", "%d allows"; their subject is the value.
+	"is": true, "has": true, "does": true, "needs": true, "allows": true, "lets": true, "leaves": true,
+	"holds": true, "covers": true, "follows": true, "connects": true,
+	// "%d minus %d" is arithmetic.
+	"minus": true,
+}
 
-// TestCountMessagesUsePlural reads every message template of the packages
-// that print counts through N (cmd/hostprep but the probe and preflight
-// commands, ready and ready/outcome, internal/verdict) and fails on one
-// that writes a count next to a plural noun itself ("%d steps skipped",
-// "%d value(s)"): with a count of 1 it reads wrong. A rate ("%.0f msgs/s")
-// is exempt. Word after the count that is not a plural (ends in no "s")
-// is fine: "%d failed", "%d of %s".
+// keptAsIs are the findings left on purpose, by file, each with its reason.
+var keptAsIs = map[string]string{
+	// The header of every file tune writes: hosts tuned before carry
+	// these exact bytes, and a new wording would make tune plan/verify
+	// report every hostprep file as changed.
+	"tune/files/render.go": "e(s)",
+	// "at most %d clients fit": run.go is being reworked for the MQTT hot
+	// path in parallel this round; write fits with plural.N once merged.
+	"loadprobe/mqtt/run.go": "%d clients",
+}
+
+// TestCountMessagesUsePlural reads every message template of every
+// non-test Go file in the module and fails on one that writes a count
+// next to a plural noun itself ("%d steps skipped", "%d value(s)"): with
+// a count of 1 it reads wrong. A rate ("%.0f msgs/s") is exempt. Word
+// after the count that is not a plural (ends in no "s") is fine:
+// "%d failed", "%d of %s".
 func TestCountMessagesUsePlural(t *testing.T) {
 	root := filepath.Join("..", "..")
-	skip := map[string]bool{"probe_mqtt.go": true, "probe_iotdb.go": true, "preflight.go": true}
 	checked := 0
-	for _, dir := range []string{"cmd/hostprep", "ready", "ready/outcome", "internal/verdict"} {
-		files, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
-		if err != nil || len(files) == 0 {
-			t.Fatalf("%s: no Go files (%v)", dir, err)
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
 		}
-		for _, f := range files {
-			if strings.HasSuffix(f, "_test.go") || (dir == "cmd/hostprep" && skip[filepath.Base(f)]) {
+		if d.IsDir() {
+			name := d.Name()
+			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		checked++
+		rel, _ := filepath.Rel(root, path)
+		for _, bad := range countTemplates(t, path) {
+			if kept := keptAsIs[filepath.ToSlash(rel)]; kept != "" && strings.HasSuffix(bad.text, kept) {
 				continue
 			}
-			checked++
-			for _, bad := range countTemplates(t, f) {
-				t.Errorf("%s: count message %s: write the count with plural.N so 1 reads right", bad.pos, bad.text)
-			}
+			t.Errorf("%s: count message %s: write the count with plural.N so 1 reads right", bad.pos, bad.text)
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if checked < 10 {
-		t.Fatalf("only %d files read: the package list is stale", checked)
+	if checked < 100 {
+		t.Fatalf("only %d files read: the walk missed the module", checked)
 	}
 }
 
@@ -71,15 +105,16 @@ func countTemplates(t *testing.T, file string) []finding {
 			return true
 		}
 		pos := fs.Position(lit.Pos()).String()
-		for _, m := range countVerb.FindAllStringSubmatch(lit.Value, -1) {
-			word, next := m[1], m[2]
-			if notCounted[word] || !strings.HasSuffix(word, "s") || next == "/" {
+		for _, ix := range countVerb.FindAllStringSubmatchIndex(lit.Value, -1) {
+			v := lit.Value
+			word, next := v[ix[2]:ix[3]], v[ix[4]:ix[5]]
+			if strings.HasSuffix(v[:ix[0]], "QoS ") || notCounted[word] || !strings.HasSuffix(word, "s") || next == "/" {
 				continue
 			}
-			out = append(out, finding{pos, strings.TrimSpace(m[0])})
+			out = append(out, finding{pos, strings.TrimSpace(v[ix[0]:ix[1]])})
 		}
-		if strings.Contains(lit.Value, "(s)") {
-			out = append(out, finding{pos, "(s)"})
+		if m := pluralSuffix.FindString(lit.Value); m != "" {
+			out = append(out, finding{pos, m})
 		}
 		return true
 	})
@@ -89,12 +124,12 @@ func countTemplates(t *testing.T, file string) []finding {
 // The scanner itself finds what it is there to find.
 func TestCountTemplatesFinds(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "x.go")
-	src := "package x\nvar a = []string{\"%d steps skipped\", \"%d value(s)\", \"%.0f changes\", \"%d failed\", \"%.0f msgs/s\", \"%d ms\", \"%d of %s\"}\n"
+	src := "package x\nvar a = []string{\"%d steps skipped\", \"%d value(s)\", \"%d apply(ies)\", \"time (s)\", \"%.0f changes\", \"%d failed\", \"%.0f msgs/s\", \"%d ms\", \"%d of %s\", \"QoS %d publishes\"}\n"
 	if err := os.WriteFile(f, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	got := countTemplates(t, f)
-	if len(got) != 3 {
-		t.Errorf("found %v, want the three bad templates (steps, (s), changes)", got)
+	if len(got) != 4 {
+		t.Errorf("found %v, want the four bad templates (steps, (s), (ies), changes)", got)
 	}
 }

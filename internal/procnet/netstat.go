@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/hostprep/hostprep/internal/plural"
 )
 
 // TcpExt returns the TcpExt counters of procRoot/net/netstat ("" means
@@ -48,7 +50,7 @@ func ParseTcpExt(r io.Reader) (map[string]uint64, error) {
 			continue
 		}
 		if len(fields)-1 != len(names) {
-			return out, fmt.Errorf("TcpExt: %d names but %d values", len(names), len(fields)-1)
+			return out, fmt.Errorf("TcpExt: %s but %s", plural.N(len(names), "name"), plural.N(len(fields)-1, "value"))
 		}
 		for i, v := range fields[1:] {
 			if n, err := strconv.ParseUint(v, 10, 64); err == nil {

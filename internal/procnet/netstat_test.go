@@ -11,7 +11,7 @@ func TestParseTcpExt(t *testing.T) {
 	if err != nil || m["ListenOverflows"] != 7 || m["ListenDrops"] != 9 || m["SyncookiesSent"] != 1 || len(m) != 3 {
 		t.Fatalf("got %v %v", m, err)
 	}
-	if _, err := ParseTcpExt(strings.NewReader("TcpExt: A B\nTcpExt: 1\n")); err == nil || !strings.Contains(err.Error(), "2 names but 1 values") {
+	if _, err := ParseTcpExt(strings.NewReader("TcpExt: A B\nTcpExt: 1\n")); err == nil || !strings.Contains(err.Error(), "2 names but 1 value") {
 		t.Fatalf("mismatched line: %v", err)
 	}
 	// The live /proc parses too and has the counters the probes report.

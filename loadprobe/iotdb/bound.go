@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/hostprep/hostprep/internal/plural"
 )
 
 // Bound rules: what limited a step, checked in this order.
@@ -52,27 +54,27 @@ func attributeBounds(steps []Step, errLimit float64) {
 // it (nil for the first).
 func stepBound(s, prev *Step, errLimit float64) (string, string) {
 	if s.Ops > 0 && s.ErrorRate > errLimit {
-		return BoundErrors, fmt.Sprintf("error rate %.2f%% (%d of %d operations failed%s) above %.2f%%",
-			100*s.ErrorRate, s.Errors, s.Ops, mainClass(s), 100*errLimit)
+		return BoundErrors, fmt.Sprintf("error rate %.2f%% (%d of %s failed%s) above %.2f%%",
+			100*s.ErrorRate, s.Errors, plural.N(s.Ops, "operation"), mainClass(s), 100*errLimit)
 	}
 	p := s.Pool
 	if p.MeanUtil >= BoundPoolUtil && (p.WaitingShare >= BoundPoolWaiting || s.local() > p.Size) ||
 		s.local() > p.Size && p.WaitingShare >= BoundPoolQueued {
-		return BoundPool, fmt.Sprintf("pool use %.0f%% (mean %.1f of %d sessions, max %d) with workers waiting for a session in %.0f%% of samples (mean %.1f waiting; %d workers on %d sessions: the server never saw more than %d calls at once)",
-			100*p.MeanUtil, p.MeanUsed, p.Size, p.MaxUsed, 100*p.WaitingShare, p.MeanWaiting, s.local(), p.Size, p.Size)
+		return BoundPool, fmt.Sprintf("pool use %.0f%% (mean %.1f of %s, max %d) with workers waiting for a session in %.0f%% of samples (mean %.1f waiting; %s on %s: the server never saw more than %s at once)",
+			100*p.MeanUtil, p.MeanUsed, plural.N(p.Size, "session"), p.MaxUsed, 100*p.WaitingShare, p.MeanWaiting, plural.N(s.local(), "worker"), plural.N(p.Size, "session"), plural.N(p.Size, "call"))
 	}
 	c := s.Client
 	if c.Cores > 0 && c.CPUCores >= BoundClientCPU*float64(c.Cores) || c.SchedLagMeanMs >= BoundClientLagMs {
-		return BoundClient, fmt.Sprintf("the probe used %.2f of %d CPUs (%.0f µs per operation) and its goroutines waited %.1f ms on average (max %.1f ms) for a CPU",
-			c.CPUCores, c.Cores, c.CPUPerOpUs, c.SchedLagMeanMs, c.SchedLagMaxMs)
+		return BoundClient, fmt.Sprintf("the probe used %.2f of %s (%.0f µs per operation) and its goroutines waited %.1f ms on average (max %.1f ms) for a CPU",
+			c.CPUCores, plural.N(c.Cores, "CPU"), c.CPUPerOpUs, c.SchedLagMeanMs, c.SchedLagMaxMs)
 	}
 	if prev == nil || prev.TPS <= 0 || prev.Latency.P95 <= 0 {
 		return "", ""
 	}
 	tg, pg := s.TPS/prev.TPS-1, s.Latency.P95/prev.Latency.P95-1
 	if tg < KneeTPSGrowth && (pg > KneeP95Growth || tg < 0) {
-		return BoundServer, fmt.Sprintf("from %d to %d workers TPS %+.1f%% while p95 %+.0f%% (%.2f -> %.2f ms), with headroom in the pool (%.0f%% used, %.0f%% of samples with waiters) and the client (%.2f of %d CPUs, %.1f ms scheduling lag)",
-			prev.Workers, s.Workers, 100*tg, 100*pg, prev.Latency.P95, s.Latency.P95, 100*p.MeanUtil, 100*p.WaitingShare, c.CPUCores, c.Cores, c.SchedLagMeanMs)
+		return BoundServer, fmt.Sprintf("from %d to %s TPS %+.1f%% while p95 %+.0f%% (%.2f -> %.2f ms), with headroom in the pool (%.0f%% used, %.0f%% of samples with waiters) and the client (%.2f of %s, %.1f ms scheduling lag)",
+			prev.Workers, plural.N(s.Workers, "worker"), 100*tg, 100*pg, prev.Latency.P95, s.Latency.P95, 100*p.MeanUtil, 100*p.WaitingShare, c.CPUCores, plural.N(c.Cores, "CPU"), c.SchedLagMeanMs)
 	}
 	return "", ""
 }
@@ -136,7 +138,7 @@ func limitNote(steps []Step, k Knee, maxWorkers int) (bound, note string) {
 	if pick == nil {
 		return "", ""
 	}
-	return pick.Bound, fmt.Sprintf(" — limited by the %s at %d workers: %s; fix: %s", pick.Bound, pick.Workers, pick.BoundReason, boundFix(pick.Bound, maxWorkers))
+	return pick.Bound, fmt.Sprintf(" — limited by the %s at %s: %s; fix: %s", pick.Bound, plural.N(pick.Workers, "worker"), pick.BoundReason, boundFix(pick.Bound, maxWorkers))
 }
 
 // Suggest derives tuning suggestions from a finished run: the pool size
@@ -172,18 +174,18 @@ func Suggest(cfg *Config, steps []Step, serverVersion string) []Suggestion {
 		}
 	}
 	if maxW > cfg.PoolSize || len(poolBound) > 0 {
-		obs := fmt.Sprintf("steps up to %d workers on a pool of %d sessions", maxW, cfg.PoolSize)
+		obs := fmt.Sprintf("steps up to %s on a pool of %s", plural.N(maxW, "worker"), plural.N(cfg.PoolSize, "session"))
 		if len(poolBound) > 0 {
 			obs += "; the pool bounded the steps at " + strings.Join(poolBound, ", ") + " workers (near full, workers waiting for a session)"
 		}
 		out = append(out, Suggestion{Setting: "--pool-size", Observed: obs, Fix: boundFix(BoundPool, maxW)})
 	}
 	if waitHits > 0 {
-		out = append(out, Suggestion{Setting: "--wait-timeout", Observed: fmt.Sprintf("%d operations found no free session within %v", waitHits, cfg.WaitTimeout),
+		out = append(out, Suggestion{Setting: "--wait-timeout", Observed: fmt.Sprintf("%s found no free session within %v", plural.N(waitHits, "operation"), cfg.WaitTimeout),
 			Fix: "raise --pool-size so that every worker has a session; a longer --wait-timeout only hides the queue"})
 	}
 	if deadlines > 0 {
-		out = append(out, Suggestion{Setting: "--call-timeout", Observed: fmt.Sprintf("%d calls did not return within %v", deadlines, cfg.CallTimeout),
+		out = append(out, Suggestion{Setting: "--call-timeout", Observed: fmt.Sprintf("%s did not return within %v", plural.N(deadlines, "call"), cfg.CallTimeout),
 			Fix: "the server answers slower than the deadline: check its load (CPU, disk, GC in the DataNode log); raise --call-timeout only if such latency is acceptable"})
 	}
 	if len(clientBound) > 0 {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
 
@@ -20,9 +21,20 @@ const (
 // gives a skip (the error-rate check warns instead when errors occurred).
 func Checks(cfg *Config, steps []Step) []verdict.Check {
 	c := cfg.withDefaults()
-	th := c.Thresholds
-	out := make([]verdict.Check, 0, 3)
+	target := c.targetStep()
+	var at *Step
+	for i := range steps {
+		if steps[i].Workers == target {
+			at = &steps[i]
+		}
+	}
+	return []verdict.Check{errorRateCheck(&c, steps), p95Check(&c, target, at), minTPSCheck(&c, target, at)}
+}
 
+// errorRateCheck judges the worst step's error rate against
+// --max-error-rate; without one, errors warn.
+func errorRateCheck(c *Config, steps []Step) verdict.Check {
+	th := c.Thresholds
 	// Error rate: the worst step.
 	var worst *Step
 	for i := range steps {
@@ -35,7 +47,7 @@ func Checks(cfg *Config, steps []Step) []verdict.Check {
 	case worst == nil:
 		er.Status, er.Summary = verdict.Skip, "no step was measured"
 	default:
-		er.Observed = fmt.Sprintf("%.2f%% at %d workers (%d of %d operations; %s)", 100*worst.ErrorRate, worst.Workers, worst.Errors, worst.Ops, classSummary(worst))
+		er.Observed = fmt.Sprintf("%.2f%% at %s (%d of %s; %s)", 100*worst.ErrorRate, plural.N(worst.Workers, "worker"), worst.Errors, plural.N(worst.Ops, "operation"), classSummary(worst))
 		switch {
 		case th.MaxErrorRate != nil:
 			er.Expected = fmt.Sprintf("<= %.2f%% in every step", 100**th.MaxErrorRate)
@@ -43,54 +55,56 @@ func Checks(cfg *Config, steps []Step) []verdict.Check {
 				er.Status, er.Summary = verdict.Pass, "error rate "+er.Observed+" within "+er.Expected
 			} else {
 				er.Status, er.Summary = verdict.Fail, "error rate "+er.Observed+", above "+er.Expected
-				er.Remedy = errorRemedy(worst, &c)
+				er.Remedy = errorRemedy(worst, c)
 			}
 		case worst.Errors > 0:
 			er.Status, er.Summary = verdict.Warn, "errors occurred and no --max-error-rate is set: "+er.Observed
-			er.Remedy = errorRemedy(worst, &c)
+			er.Remedy = errorRemedy(worst, c)
 		default:
 			er.Status, er.Summary = verdict.Skip, "no --max-error-rate set; no errors occurred"
 		}
 	}
-	out = append(out, er)
+	return er
+}
 
-	target := c.targetStep()
-	var at *Step
-	for i := range steps {
-		if steps[i].Workers == target {
-			at = &steps[i]
-		}
-	}
-
+// p95Check judges the p95 (ms) at the target step at (nil: not measured)
+// against --max-p95.
+func p95Check(c *Config, target int, at *Step) verdict.Check {
+	th := c.Thresholds
 	p := verdict.Check{ID: CheckP95}
 	switch {
 	case th.P95 <= 0:
 		p.Status, p.Summary = verdict.Skip, "no --max-p95 set"
 	case at == nil:
-		p.Status, p.Summary = verdict.Skip, fmt.Sprintf("target step %d workers was not measured", target)
+		p.Status, p.Summary = verdict.Skip, fmt.Sprintf("target step %s was not measured", plural.N(target, "worker"))
 	default:
-		p.Observed = fmt.Sprintf("p95 %.1f ms at %d workers", at.Latency.P95, target)
+		p.Observed = fmt.Sprintf("p95 %.1f ms at %s", at.Latency.P95, plural.N(target, "worker"))
 		p.Expected = fmt.Sprintf("<= %.1f ms", ms(th.P95))
 		if at.OK > 0 && at.Latency.P95 <= ms(th.P95) {
 			p.Status, p.Summary = verdict.Pass, p.Observed+" "+p.Expected
 		} else {
 			p.Status, p.Summary = verdict.Fail, p.Observed+", above "+p.Expected
 			if at.OK == 0 {
-				p.Summary = fmt.Sprintf("no operation succeeded at %d workers", target)
+				p.Summary = fmt.Sprintf("no operation succeeded at %s", plural.N(target, "worker"))
 			}
 			p.Remedy = fmt.Sprintf("run fewer workers than %d (the knee is where p95 starts to climb), or give IoTDB more CPU/memory; see the per-step table", target)
 		}
 	}
-	out = append(out, p)
+	return p
+}
 
+// minTPSCheck judges the TPS at the target step at (nil: not measured)
+// against --min-tps.
+func minTPSCheck(c *Config, target int, at *Step) verdict.Check {
+	th := c.Thresholds
 	t := verdict.Check{ID: CheckMinTPS}
 	switch {
 	case th.MinTPS <= 0:
 		t.Status, t.Summary = verdict.Skip, "no --min-tps set"
 	case at == nil:
-		t.Status, t.Summary = verdict.Skip, fmt.Sprintf("target step %d workers was not measured", target)
+		t.Status, t.Summary = verdict.Skip, fmt.Sprintf("target step %s was not measured", plural.N(target, "worker"))
 	default:
-		t.Observed = fmt.Sprintf("%.1f TPS at %d workers", at.TPS, target)
+		t.Observed = fmt.Sprintf("%.1f TPS at %s", at.TPS, plural.N(target, "worker"))
 		t.Expected = fmt.Sprintf(">= %.1f TPS", th.MinTPS)
 		if at.TPS >= th.MinTPS {
 			t.Status, t.Summary = verdict.Pass, t.Observed+" "+t.Expected
@@ -99,8 +113,7 @@ func Checks(cfg *Config, steps []Step) []verdict.Check {
 			t.Remedy = "throughput is bounded by the server or the pool: check pool utilisation (a pool near 100% needs --pool-size), errors by class, and the server's CPU"
 		}
 	}
-	out = append(out, t)
-	return out
+	return t
 }
 
 func classSummary(s *Step) string {
@@ -128,11 +141,11 @@ func errorRemedy(s *Step, c *Config) string {
 	case ClassWaitTimeout:
 		wait := suggestWait(c.WaitTimeout)
 		if c.PoolSize < s.Workers {
-			return fmt.Sprintf("the pool is exhausted: %d workers share %d sessions; use --pool-size %d (one session per worker; the server's dn_rpc_max_concurrent_client_num must allow it) or let workers wait longer with --wait-timeout %v (now %v)",
-				s.Workers, c.PoolSize, s.Workers, wait, c.WaitTimeout)
+			return fmt.Sprintf("the pool is exhausted: %s share %s; use --pool-size %d (one session per worker; the server's dn_rpc_max_concurrent_client_num must allow it) or let workers wait longer with --wait-timeout %v (now %v)",
+				plural.N(s.Workers, "worker"), plural.N(c.PoolSize, "session"), s.Workers, wait, c.WaitTimeout)
 		}
-		return fmt.Sprintf("no session became free within the %v wait although the pool (%d sessions) covers the %d workers: sessions are slow to open or stuck in calls; use --wait-timeout %v and check the server's dn_rpc_max_concurrent_client_num and load",
-			c.WaitTimeout, c.PoolSize, s.Workers, wait)
+		return fmt.Sprintf("no session became free within the %v wait although the pool (%s) covers the %s: sessions are slow to open or stuck in calls; use --wait-timeout %v and check the server's dn_rpc_max_concurrent_client_num and load",
+			c.WaitTimeout, plural.N(c.PoolSize, "session"), plural.N(s.Workers, "worker"), wait)
 	case ClassConnect:
 		return "sessions could not be opened or were dropped: check the server log, its connection limit (dn_rpc_max_concurrent_client_num) and the host's nofile limit (hostprep preflight)"
 	case ClassStatus:

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/loadprobe/fleet"
 	"github.com/hostprep/hostprep/profiles"
 )
@@ -284,6 +285,16 @@ func bad(key string, value any, rule, example string) error {
 
 // validate checks a defaulted Config; see Validate.
 func (c *Config) validate() error {
+	for _, v := range []func() error{c.validateTarget, c.validateSteps, c.validateTimings, c.validateFleet, c.validateThresholds} {
+		if err := v(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateTarget checks the scenario, host, port, node URLs and user.
+func (c *Config) validateTarget() error {
 	if !slices.Contains(Scenarios, c.Scenario) {
 		return bad("scenario", c.Scenario, "want one of "+strings.Join(Scenarios, ", "), "")
 	}
@@ -301,6 +312,12 @@ func (c *Config) validate() error {
 	if c.User == "" {
 		return bad("user", c.User, "want the IoTDB user", "root")
 	}
+	return nil
+}
+
+// validateSteps checks that the steps are worker counts 1..10000 in
+// increasing order.
+func (c *Config) validateSteps() error {
 	if len(c.Steps) == 0 {
 		return bad("steps", "(empty)", "want worker counts in increasing order", "10,20,30")
 	}
@@ -313,6 +330,11 @@ func (c *Config) validate() error {
 				joinInts(sortedUnique(c.Steps)))
 		}
 	}
+	return nil
+}
+
+// validateTimings checks the durations, pool size, fetch size and rate.
+func (c *Config) validateTimings() error {
 	for _, d := range []struct {
 		key string
 		v   time.Duration
@@ -338,12 +360,17 @@ func (c *Config) validate() error {
 	if c.Rate < 0 {
 		return bad("rate", c.Rate, "want operations/s per worker > 0, or 0 for closed loop", "100")
 	}
+	return nil
+}
+
+// validateFleet checks the shard, run id and database of a fleet run.
+func (c *Config) validateFleet() error {
 	if c.Shard.On() {
 		if c.RunID == "" {
 			return bad("run_id", "(empty)", "every shard of a fleet run needs the same run id (the database root.hostprep_<run id> they share)", "fleet1")
 		}
 		if c.Steps[0] < c.Shard.N {
-			return bad("steps", joinInts(c.Steps), fmt.Sprintf("with %d shards every step needs at least %d workers (one per shard)", c.Shard.N, c.Shard.N), joinInts([]int{c.Shard.N}))
+			return bad("steps", joinInts(c.Steps), fmt.Sprintf("with %s every step needs at least %s (one per shard)", plural.N(c.Shard.N, "shard"), plural.N(c.Shard.N, "worker")), joinInts([]int{c.Shard.N}))
 		}
 	}
 	if c.Database != "" && !validPath(c.Database) {
@@ -356,6 +383,12 @@ func (c *Config) validate() error {
 			}
 		}
 	}
+	return nil
+}
+
+// validateThresholds checks the thresholds (fractions 0..1, durations and
+// TPS >= 0, a target step that is one of the steps).
+func (c *Config) validateThresholds() error {
 	t := c.Thresholds
 	if t.MaxErrorRate != nil && (*t.MaxErrorRate < 0 || *t.MaxErrorRate > 1) {
 		return bad("thresholds.max_error_rate", *t.MaxErrorRate, "want a fraction 0..1 (0.01 = 1%)", "0.01")

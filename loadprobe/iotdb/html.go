@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/hostprep/hostprep/internal/chart"
+	"github.com/hostprep/hostprep/internal/plural"
 )
 
 // WriteHTML writes a self-contained HTML report (nothing is fetched: no
@@ -128,7 +129,7 @@ func (r *Result) heatMap() (h chart.HeatMap, ok bool) {
 			h.Cells = append(h.Cells, cell)
 		}
 		if len(h.Cells) > from {
-			h.Bands = append(h.Bands, chart.Band{From: from, To: len(h.Cells), Label: fmt.Sprintf("%d workers", st.Workers)})
+			h.Bands = append(h.Bands, chart.Band{From: from, To: len(h.Cells), Label: fmt.Sprintf("%s", plural.N(st.Workers, "worker"))})
 		}
 	}
 	return h, ok
@@ -139,10 +140,10 @@ func (r *Result) heatMap() (h chart.HeatMap, ok bool) {
 func (r *Result) markers() []chart.Marker {
 	var m []chart.Marker
 	if len(r.Steps) > 1 && r.Knee.PeakTPS > 0 {
-		m = append(m, chart.Marker{X: float64(r.Knee.PeakWorkers), Label: fmt.Sprintf("peak (%d workers)", r.Knee.PeakWorkers), Color: "59a14f"})
+		m = append(m, chart.Marker{X: float64(r.Knee.PeakWorkers), Label: fmt.Sprintf("peak (%s)", plural.N(r.Knee.PeakWorkers, "worker")), Color: "59a14f"})
 	}
 	if r.Knee.Workers != 0 {
-		m = append(m, chart.Marker{X: float64(r.Knee.Workers), Label: fmt.Sprintf("knee (%d workers)", r.Knee.Workers), Color: "e15759"})
+		m = append(m, chart.Marker{X: float64(r.Knee.Workers), Label: fmt.Sprintf("knee (%s)", plural.N(r.Knee.Workers, "worker")), Color: "e15759"})
 	}
 	return m
 }

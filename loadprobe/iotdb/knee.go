@@ -3,6 +3,8 @@ package iotdb
 import (
 	"fmt"
 	"slices"
+
+	"github.com/hostprep/hostprep/internal/plural"
 )
 
 // Knee rules: a step is the knee when, against the step before it,
@@ -103,19 +105,19 @@ func (k *Knee) read(steps []Step) string {
 	case k.PeakTPS <= 0:
 		return "no operation succeeded: no throughput to read a knee from"
 	case len(steps) == 1:
-		return fmt.Sprintf("one step (%d workers, %.0f TPS): add steps to find a knee", last.Workers, k.PeakTPS)
+		return fmt.Sprintf("one step (%s, %.0f TPS): add steps to find a knee", plural.N(last.Workers, "worker"), k.PeakTPS)
 	case k.Workers != 0 && k.Workers < k.PeakWorkers:
-		return fmt.Sprintf("at %d workers latency rises without more throughput (TPS %+.1f%%, p95 %+.0f%%), yet throughput peaks later at %d workers (%.0f TPS): the steps are noisy; repeat with longer --step-duration",
-			k.Workers, 100*k.TPSGrowth, 100*k.P95Growth, k.PeakWorkers, k.PeakTPS)
+		return fmt.Sprintf("at %s latency rises without more throughput (TPS %+.1f%%, p95 %+.0f%%), yet throughput peaks later at %s (%.0f TPS): the steps are noisy; repeat with longer --step-duration",
+			plural.N(k.Workers, "worker"), 100*k.TPSGrowth, 100*k.P95Growth, plural.N(k.PeakWorkers, "worker"), k.PeakTPS)
 	case k.Workers != 0 && k.Workers == k.PeakWorkers:
-		return fmt.Sprintf("throughput tops out at %d workers (%.0f TPS, only %+.1f%% over the step before) while p95 rises %+.0f%%: the knee is at %d workers; more workers only add latency",
-			k.Workers, k.PeakTPS, 100*k.TPSGrowth, 100*k.P95Growth, k.Workers)
+		return fmt.Sprintf("throughput tops out at %s (%.0f TPS, only %+.1f%% over the step before) while p95 rises %+.0f%%: the knee is at %s; more workers only add latency",
+			plural.N(k.Workers, "worker"), k.PeakTPS, 100*k.TPSGrowth, 100*k.P95Growth, plural.N(k.Workers, "worker"))
 	case k.Workers != 0:
-		return fmt.Sprintf("throughput peaks at %d workers (%.0f TPS); at %d workers latency rises without more throughput (TPS %+.1f%%, p95 %+.0f%%)",
-			k.PeakWorkers, k.PeakTPS, k.Workers, 100*k.TPSGrowth, 100*k.P95Growth)
+		return fmt.Sprintf("throughput peaks at %s (%.0f TPS); at %s latency rises without more throughput (TPS %+.1f%%, p95 %+.0f%%)",
+			plural.N(k.PeakWorkers, "worker"), k.PeakTPS, plural.N(k.Workers, "worker"), 100*k.TPSGrowth, 100*k.P95Growth)
 	case k.PeakWorkers == last.Workers && len(steps) > 1:
-		return fmt.Sprintf("throughput still grows at the last step (%d workers, %.0f TPS): no knee within these steps; try larger steps", k.PeakWorkers, k.PeakTPS)
+		return fmt.Sprintf("throughput still grows at the last step (%s, %.0f TPS): no knee within these steps; try larger steps", plural.N(k.PeakWorkers, "worker"), k.PeakTPS)
 	default:
-		return fmt.Sprintf("throughput peaks at %d workers (%.0f TPS) and falls beyond it, without the p95 jump that marks a knee", k.PeakWorkers, k.PeakTPS)
+		return fmt.Sprintf("throughput peaks at %s (%.0f TPS) and falls beyond it, without the p95 jump that marks a knee", plural.N(k.PeakWorkers, "worker"), k.PeakTPS)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hostprep/hostprep/internal/plural"
+
 	"github.com/apache/iotdb-client-go/client"
 )
 
@@ -162,7 +164,7 @@ func (p *sessionPool) get(ctx context.Context, prefer string) (*session, error) 
 			p.waiting.Add(-1)
 		case <-t.C:
 			p.waiting.Add(-1)
-			return nil, &waitTimeoutError{err: fmt.Errorf("all %d sessions in use for %v", p.size, p.waitTimeout)}
+			return nil, &waitTimeoutError{err: fmt.Errorf("all %s in use for %v", plural.N(p.size, "session"), p.waitTimeout)}
 		case <-ctx.Done():
 			t.Stop()
 			p.waiting.Add(-1)

@@ -8,23 +8,61 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/hostprep/hostprep/internal/plural"
 )
 
 // WriteText prints the result as the reference test's table, one row per
 // step, followed by the knee reading and the checks.
 func (r *Result) WriteText(w io.Writer) error {
+	r.writeTextHeader(w)
+	if err := r.writeStepTable(w); err != nil {
+		return err
+	}
+	for _, s := range r.Steps {
+		if s.Errors > 0 {
+			fmt.Fprintf(w, "errors at %s: %s%s\n", plural.N(s.Workers, "worker"), classSummary(&s), codeSummary(s.StatusCodes))
+		}
+	}
+	for _, s := range r.Steps {
+		if s.Bound != "" {
+			fmt.Fprintf(w, "bound at %s: %s (%s)\n", plural.N(s.Workers, "worker"), s.Bound, s.BoundReason)
+		}
+	}
+	fmt.Fprintf(w, "\nknee         %s\n", r.Knee.Reading)
+	for _, g := range r.Suggestions {
+		fmt.Fprintf(w, "suggest      %s: %s; fix: %s\n", g.Setting, g.Observed, g.Fix)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note         %s\n", n)
+	}
+	fmt.Fprintln(w)
+	for _, c := range r.Checks {
+		fmt.Fprintf(w, "%-5s %-17s %s\n", strings.ToUpper(string(c.Status)), c.ID, c.Summary)
+		if c.Remedy != "" && (c.Status == "fail" || c.Status == "warn") {
+			fmt.Fprintf(w, "      %-17s fix: %s\n", "", c.Remedy)
+		}
+	}
+	_, err := fmt.Fprintf(w, "verdict: %s\n", strings.ToUpper(string(r.Verdict)))
+	return err
+}
+
+// writeTextHeader prints the target, the load, the database and what
+// happened to it, and the run's notes (shard, redirection, unreachable
+// nodes, INCOMPLETE), then a blank line.
+func (r *Result) writeTextHeader(w io.Writer) {
 	wp, rp := PointsPerOp(r.Scenario)
 	load := fmt.Sprintf("%s (%d points/op)", r.Scenario, wp)
 	if r.Scenario == ScenarioMixed {
-		load = fmt.Sprintf("mixed (70%% reads of %d points, 30%% writes of %d points)", rp, wp)
+		load = fmt.Sprintf("mixed (70%% reads of %s, 30%% writes of %s)", plural.N(rp, "point"), plural.N(wp, "point"))
 	}
 	mode := "closed loop"
 	if r.Mode == "open" {
 		mode = fmt.Sprintf("open loop, %g ops/s per worker, latency from scheduled start", r.RatePerWorker)
 	}
 	fmt.Fprintf(w, "IoTDB probe  %s  (IoTDB %s)\n", r.Target, orUnknown(r.ServerVersion))
-	fmt.Fprintf(w, "load         %s, %s; SessionPool %d sessions, wait timeout %.0f ms, call deadline %.0f ms\n",
-		load, mode, r.PoolSize, r.WaitTimeoutMS, r.CallTimeoutMS)
+	fmt.Fprintf(w, "load         %s, %s; SessionPool %s, wait timeout %.0f ms, call deadline %.0f ms\n",
+		load, mode, plural.N(r.PoolSize, "session"), r.WaitTimeoutMS, r.CallTimeoutMS)
 	kept := "deleted after the run"
 	if !r.CreatedDatabase && r.Prefix != r.Database {
 		kept = "series deleted after the run"
@@ -53,7 +91,10 @@ func (r *Result) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "INCOMPLETE   %s\n", r.StopReason)
 	}
 	fmt.Fprintln(w)
+}
 
+// writeStepTable prints one row per step, the knee and the peak marked.
+func (r *Result) writeStepTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "workers\tops\tTPS\tpoints/s\tmean ms\tp50 ms\tp95 ms\tp99 ms\tmax ms\terrors\tpool use\tclient CPU\tbound\t\n")
 	for _, s := range r.Steps {
@@ -78,35 +119,7 @@ func (r *Result) WriteText(w io.Writer) error {
 			s.Workers, mark, s.Ops, s.TPS, s.PointsPerS, s.Latency.Mean, s.Latency.P50, s.Latency.P95, s.Latency.P99, s.Latency.Max,
 			100*s.ErrorRate, 100*s.Pool.MeanUtil, 100*s.Pool.MaxUtil, s.Client.CPUCores, bound)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, s := range r.Steps {
-		if s.Errors > 0 {
-			fmt.Fprintf(w, "errors at %d workers: %s%s\n", s.Workers, classSummary(&s), codeSummary(s.StatusCodes))
-		}
-	}
-	for _, s := range r.Steps {
-		if s.Bound != "" {
-			fmt.Fprintf(w, "bound at %d workers: %s (%s)\n", s.Workers, s.Bound, s.BoundReason)
-		}
-	}
-	fmt.Fprintf(w, "\nknee         %s\n", r.Knee.Reading)
-	for _, g := range r.Suggestions {
-		fmt.Fprintf(w, "suggest      %s: %s; fix: %s\n", g.Setting, g.Observed, g.Fix)
-	}
-	for _, n := range r.Notes {
-		fmt.Fprintf(w, "note         %s\n", n)
-	}
-	fmt.Fprintln(w)
-	for _, c := range r.Checks {
-		fmt.Fprintf(w, "%-5s %-17s %s\n", strings.ToUpper(string(c.Status)), c.ID, c.Summary)
-		if c.Remedy != "" && (c.Status == "fail" || c.Status == "warn") {
-			fmt.Fprintf(w, "      %-17s fix: %s\n", "", c.Remedy)
-		}
-	}
-	_, err := fmt.Fprintf(w, "verdict: %s\n", strings.ToUpper(string(r.Verdict)))
-	return err
+	return tw.Flush()
 }
 
 func orUnknown(s string) string {

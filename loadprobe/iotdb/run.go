@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
 
@@ -141,7 +142,7 @@ func kneeErrorLimit(c *Config) float64 {
 func (res *Result) unreachable(cfg *Config, lv *liveness, downAt int) error {
 	where := "during the warm-up"
 	if downAt > 0 {
-		where = fmt.Sprintf("during the step at %d workers", downAt)
+		where = fmt.Sprintf("during the step at %s", plural.N(downAt, "worker"))
 	}
 	full := 0
 	for _, s := range res.Steps {
@@ -150,12 +151,12 @@ func (res *Result) unreachable(cfg *Config, lv *liveness, downAt int) error {
 		}
 	}
 	res.Unreachable = true
-	res.StopReason = fmt.Sprintf("stopped: %s could not be reached for %v %s (every operation failed to connect; last error: %s); %d of %d steps ran to the end; the results are partial and are no verdict on the load",
-		res.Target, cfg.UnreachableAfter, where, lv.lastErr(), full, len(cfg.Steps))
+	res.StopReason = fmt.Sprintf("stopped: %s could not be reached for %v %s (every operation failed to connect; last error: %s); %d of %s ran to the end; the results are partial and are no verdict on the load",
+		res.Target, cfg.UnreachableAfter, where, lv.lastErr(), full, plural.N(len(cfg.Steps), "step"))
 	res.Checks = append(res.Checks, verdict.Check{ID: CheckComplete, Status: verdict.Fail, Summary: res.StopReason,
 		Remedy: "check that IoTDB at " + res.Target + " is up (its DataNode log, scripts/iotdb.sh status for the test server), then run the probe again"})
-	return exitcode.Environmentf("iotdb probe could not run: %s unreachable for %v %s (every operation failed to connect: %s); %d of %d steps complete, results partial",
-		res.Target, cfg.UnreachableAfter, where, lv.lastErr(), full, len(cfg.Steps))
+	return exitcode.Environmentf("iotdb probe could not run: %s unreachable for %v %s (every operation failed to connect: %s); %d of %s complete, results partial",
+		res.Target, cfg.UnreachableAfter, where, lv.lastErr(), full, plural.N(len(cfg.Steps), "step"))
 }
 
 // liveness tells a server that went away from one that is merely
@@ -226,15 +227,15 @@ func (res *Result) interrupted(err error, cutAt, planned int) error {
 	where := "before the first step"
 	switch {
 	case cutAt != 0:
-		where = fmt.Sprintf("during the step at %d workers", cutAt)
+		where = fmt.Sprintf("during the step at %s", plural.N(cutAt, "worker"))
 	case len(res.Steps) > 0:
-		where = fmt.Sprintf("after the step at %d workers", res.Steps[len(res.Steps)-1].Workers)
+		where = fmt.Sprintf("after the step at %s", plural.N(res.Steps[len(res.Steps)-1].Workers, "worker"))
 	}
 	res.Interrupted = true
-	res.StopReason = fmt.Sprintf("interrupted (%v) %s: %d of %d steps ran to the end; the results are partial and are no verdict on the load", err, where, full, planned)
+	res.StopReason = fmt.Sprintf("interrupted (%v) %s: %d of %s ran to the end; the results are partial and are no verdict on the load", err, where, full, plural.N(planned, "step"))
 	res.Checks = append(res.Checks, verdict.Check{ID: CheckComplete, Status: verdict.Fail,
 		Summary: res.StopReason, Remedy: "run the probe again and let every step finish"})
-	return exitcode.Environmentf("iotdb probe interrupted (%v) %s; %d of %d steps complete, results partial", err, where, full, planned)
+	return exitcode.Environmentf("iotdb probe interrupted (%v) %s; %d of %s complete, results partial", err, where, full, plural.N(planned, "step"))
 }
 
 // Ping opens one session to addr (host:port) as user, runs `show version`

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/loadprobe/fleet"
 	"github.com/hostprep/hostprep/profiles"
 )
@@ -306,79 +307,108 @@ func (c Config) Validate() error {
 // check is Validate without the SourceIPs lookup; it returns the parsed
 // broker address.
 func (c *Config) check() (brokerAddr, error) {
-	var b brokerAddr
+	for _, check := range []func() error{c.checkLoad, c.checkClients, c.checkThresholds, c.checkFleet} {
+		if err := check(); err != nil {
+			return brokerAddr{}, err
+		}
+	}
+	if c.Broker == "" {
+		return brokerAddr{}, nil
+	}
+	return c.checkBroker()
+}
+
+// checkLoad checks the load's shape: clients, connection rate, QoS,
+// payload size, interval, duration, keepalive, MQTT version, subscribers.
+func (c *Config) checkLoad() error {
 	bad := exitcode.BadInputf
 	if c.Clients < 1 {
-		return b, bad("--clients %d: want at least 1", c.Clients)
+		return bad("--clients %d: want at least 1", c.Clients)
 	}
 	if !(c.ConnRate > 0) || math.IsInf(c.ConnRate, 0) {
-		return b, bad("--conn-rate %g: want a positive rate in connections/s, e.g. 1000", c.ConnRate)
+		return bad("--conn-rate %g: want a positive rate in connections/s, e.g. 1000", c.ConnRate)
 	}
 	if c.QoS < 0 || c.QoS > 2 {
-		return b, bad("--qos %d: want 0, 1 or 2", c.QoS)
+		return bad("--qos %d: want 0, 1 or 2", c.QoS)
 	}
 	if c.Size < MinSize || c.Size > 256<<20 {
-		return b, bad("--size %d: want %d to 268435456 bytes (the payload carries a %d-byte header)", c.Size, MinSize, MinSize)
+		return bad("--size %d: want %d to 268435456 bytes (the payload carries a %d-byte header)", c.Size, MinSize, MinSize)
 	}
 	if c.PubInterval <= 0 {
-		return b, bad("--pub-interval %v: want a positive duration, e.g. 1s", c.PubInterval)
+		return bad("--pub-interval %v: want a positive duration, e.g. 1s", c.PubInterval)
 	}
 	if c.Duration <= 0 {
-		return b, bad("--duration %v: want a positive duration, e.g. 30s", c.Duration)
+		return bad("--duration %v: want a positive duration, e.g. 30s", c.Duration)
 	}
 	if c.Keepalive < time.Second || c.Keepalive > 65535*time.Second {
-		return b, bad("--keepalive %v: want 1s to 18h12m15s (MQTT keepalive is 16-bit seconds)", c.Keepalive)
+		return bad("--keepalive %v: want 1s to 18h12m15s (MQTT keepalive is 16-bit seconds)", c.Keepalive)
 	}
 	if c.MQTTVersion != "3.1.1" && c.MQTTVersion != "5" {
-		return b, bad("--mqtt-version %q: want 3.1.1 or 5", c.MQTTVersion)
+		return bad("--mqtt-version %q: want 3.1.1 or 5", c.MQTTVersion)
 	}
 	if c.Subscribers < 1 || c.Subscribers > 64 {
-		return b, bad("--subscribers %d: want 1 to 64 (1 is the default; more than 1 shares one subscription)", c.Subscribers)
+		return bad("--subscribers %d: want 1 to 64 (1 is the default; more than 1 shares one subscription)", c.Subscribers)
 	}
+	return nil
+}
+
+// checkClients checks the clients' bounds and names: timeouts, grace,
+// re-sends, workers, procs, client id and topic.
+func (c *Config) checkClients() error {
+	bad := exitcode.BadInputf
 	if c.ConnectTimeout <= 0 {
-		return b, bad("--connect-timeout %v: want a positive bound on dial + CONNECT -> CONNACK, e.g. 10s", c.ConnectTimeout)
+		return bad("--connect-timeout %v: want a positive bound on dial + CONNECT -> CONNACK, e.g. 10s", c.ConnectTimeout)
 	}
 	if c.Grace <= 0 {
-		return b, bad("--grace %v: want a positive bound on the wait for outstanding acks and deliveries, e.g. 5s", c.Grace)
+		return bad("--grace %v: want a positive bound on the wait for outstanding acks and deliveries, e.g. 5s", c.Grace)
 	}
 	if c.RetryInterval < 0 {
-		return b, bad("--retry-interval %v: want 0 (never re-send) or a positive duration, e.g. 2s", c.RetryInterval)
+		return bad("--retry-interval %v: want 0 (never re-send) or a positive duration, e.g. 2s", c.RetryInterval)
 	}
 	if c.RetryInterval > 0 && c.MQTTVersion == "5" {
-		return b, bad("--retry-interval %v with --mqtt-version 5: MQTT 5 forbids re-sending a PUBLISH on a live connection; drop --retry-interval or use --mqtt-version 3.1.1", c.RetryInterval)
+		return bad("--retry-interval %v with --mqtt-version 5: MQTT 5 forbids re-sending a PUBLISH on a live connection; drop --retry-interval or use --mqtt-version 3.1.1", c.RetryInterval)
 	}
 	if c.Workers < 0 {
-		return b, bad("workers %d: want 0 (write from the scheduler) or a positive pool size", c.Workers)
+		return bad("workers %d: want 0 (write from the scheduler) or a positive pool size", c.Workers)
 	}
 	if c.Procs < -1 {
-		return b, bad("procs %d: want -1 (leave GOMAXPROCS), 0 (auto) or a positive number", c.Procs)
+		return bad("procs %d: want -1 (leave GOMAXPROCS), 0 (auto) or a positive number", c.Procs)
 	}
 	if !strings.Contains(c.ClientID, "{client}") {
-		return b, bad("--client-id %q: must contain {client} so every client id is unique", c.ClientID)
+		return bad("--client-id %q: must contain {client} so every client id is unique", c.ClientID)
 	}
 	if strings.ContainsAny(c.Topic, "+#") || c.Topic == "" {
-		return b, bad("--topic %q: want a topic name without wildcards, e.g. hostprep/{client}", c.Topic)
+		return bad("--topic %q: want a topic name without wildcards, e.g. hostprep/{client}", c.Topic)
 	}
+	return nil
+}
+
+// checkThresholds checks the loss and fail-rate fractions (0..1) and the
+// latency limits (>= 0).
+func (c *Config) checkThresholds() error {
+	bad := exitcode.BadInputf
 	if c.Thresholds.Loss != nil && !(*c.Thresholds.Loss >= 0 && *c.Thresholds.Loss <= 1) {
-		return b, bad("--max-loss %g: want a fraction 0..1, e.g. 0.001 for 0.1%%", *c.Thresholds.Loss)
+		return bad("--max-loss %g: want a fraction 0..1, e.g. 0.001 for 0.1%%", *c.Thresholds.Loss)
 	}
 	if c.Thresholds.ConnectFailRate != nil && !(*c.Thresholds.ConnectFailRate >= 0 && *c.Thresholds.ConnectFailRate <= 1) {
-		return b, bad("--max-connect-fail-rate %g: want a fraction 0..1, e.g. 0.01 for 1%%", *c.Thresholds.ConnectFailRate)
+		return bad("--max-connect-fail-rate %g: want a fraction 0..1, e.g. 0.01 for 1%%", *c.Thresholds.ConnectFailRate)
 	}
 	for _, th := range []struct {
 		flag string
 		v    time.Duration
 	}{{"--connect-p95", c.Thresholds.ConnectP95}, {"--ack-p95", c.Thresholds.AckP95}, {"--e2e-p99", c.Thresholds.E2EP99}} {
 		if th.v < 0 {
-			return b, bad("%s %v: want a positive latency limit, e.g. 250ms, or 0 to not judge it", th.flag, th.v)
+			return bad("%s %v: want a positive latency limit, e.g. 250ms, or 0 to not judge it", th.flag, th.v)
 		}
 	}
-	if err := c.checkFleet(); err != nil {
-		return b, err
-	}
-	if c.Broker == "" {
-		return b, nil
-	}
+	return nil
+}
+
+// checkBroker parses --broker into the address to dial and whether it is
+// TLS, and checks the TLS flags go with it.
+func (c *Config) checkBroker() (brokerAddr, error) {
+	var b brokerAddr
+	bad := exitcode.BadInputf
 	u, err := url.Parse(c.Broker)
 	if err != nil || u.Host == "" {
 		return b, bad("--broker %q: want a URL such as tcp://HOST:1883 or mqtts://HOST:8883; schemes: %s", c.Broker, BrokerSchemesHelp)
@@ -425,7 +455,7 @@ func (c *Config) checkFleet() error {
 		return bad("--shard %s without --start-at: the shards of a fleet must start their schedule together; hand every shard the same --start-at", c.Shard)
 	}
 	if c.Shard.N > c.Clients {
-		return bad("--shard %s with --clients %d: every shard needs at least one client; use at most %d shards or more --clients", c.Shard, c.Clients, c.Clients)
+		return bad("--shard %s with --clients %d: every shard needs at least one client; use at most %s or more --clients", c.Shard, c.Clients, plural.N(c.Clients, "shard"))
 	}
 	if !strings.Contains(c.Topic, "{run}") {
 		return bad("--topic %q with --shard: must contain {run}, which holds the shard, so each shard's subscribers receive only its own messages", c.Topic)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/hostprep/hostprep/internal/chart"
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/loadprobe/latency"
 )
 
@@ -83,7 +84,7 @@ func (res *Result) HTMLCharts() ([]template.HTML, error) {
 	charts := []chart.Line{
 		{Title: "Connections over time", XName: xName, YName: "connected publishers", Markers: marks, Series: []chart.Series{
 			{Name: "connected", X: ts, Y: col(func(s Second) float64 { return float64(s.Connected) })},
-			{Name: fmt.Sprintf("target (%d clients)", res.Config.Clients), X: ts, Y: flat(float64(res.Config.Clients)), Dashed: true, Color: "7f7f7f"},
+			{Name: fmt.Sprintf("target (%s)", plural.N(res.Config.Clients, "client")), X: ts, Y: flat(float64(res.Config.Clients)), Dashed: true, Color: "7f7f7f"},
 		}},
 		{Title: "Messages per second", XName: xName, YName: "messages/s", Markers: marks, Series: []chart.Series{
 			{Name: "published", X: ts, Y: col(func(s Second) float64 { return float64(s.Published) })},
@@ -174,13 +175,14 @@ func (res *Result) latencyRows() []latRow {
 	return append(rows, latRow{"warm-up end-to-end", res.Latency.WarmupE2E}, latRow{"scheduler lag (the probe's own)", res.Latency.SchedulerLag})
 }
 
-var htmlFuncs = template.FuncMap{"pct": func(v float64) string { return fmt.Sprintf("%.4f%%", 100*v) }, "checks": chart.ChecksTable}
+var htmlFuncs = template.FuncMap{"pct": func(v float64) string { return fmt.Sprintf("%.4f%%", 100*v) }, "checks": chart.ChecksTable,
+	"n": plural.N[int]}
 
 var htmlBody = template.Must(template.New("mqtt-body").Funcs(htmlFuncs).Parse(`
 {{if .Incomplete}}<p class="banner fail">INCOMPLETE: {{.R.StoppedEarlyReason}}. The numbers below are partial and are not a verdict.</p>
 {{else}}<p class="banner {{.R.Verdict}}">Verdict: {{.R.Verdict}}</p>{{end}}
-{{with .R.Config}}<p>{{.Clients}} clients connecting at {{.ConnRate}} connections/s, QoS {{.QoS}}, {{.Size}} B every {{.PubInterval}},
-MQTT {{.MQTTVersion}}, {{.Subscribers}} subscriber(s) on <code>{{$.R.Filter}}</code>;
+{{with .R.Config}}<p>{{n .Clients "client"}} connecting at {{.ConnRate}} connections/s, QoS {{.QoS}}, {{.Size}} B every {{.PubInterval}},
+MQTT {{.MQTTVersion}}, {{n .Subscribers "subscriber"}} on <code>{{$.R.Filter}}</code>;
 steady window {{printf "%.1f" $.R.WindowSeconds}} s after a {{printf "%.1f" $.R.RampSeconds}} s connect ramp. Run {{$.R.RunID}}, started {{$.R.StartedAt.Format "2006-01-02 15:04:05 UTC"}}.</p>{{end}}
 {{if .R.BrokerNote}}<p><em>{{.R.BrokerNote}}</em></p>{{end}}
 <p>Throughput over the window: {{printf "%.1f" .R.Throughput.PublishedPerSec}} msg/s published, {{printf "%.1f" .R.Throughput.ReceivedPerSec}} msg/s received (requested {{printf "%.1f" .R.Throughput.RequestedPerSec}} msg/s).</p>

@@ -23,18 +23,7 @@ func (p *progress) stop() {
 
 func (r *run) startProgress(res *Result) *progress {
 	p := &progress{done: make(chan struct{})}
-	cfg := &r.cfg
-	var bar *progressbar.ProgressBar
-	if cfg.Progress != nil && cfg.ProgressTTY {
-		// Indeterminate (spinner): the description carries connected /
-		// target, and a bar at its max would finish and stop drawing.
-		bar = progressbar.NewOptions(-1,
-			progressbar.OptionSetWriter(cfg.Progress),
-			progressbar.OptionSetDescription("connecting"),
-			progressbar.OptionSetWidth(20),
-			progressbar.OptionClearOnFinish(),
-		)
-	}
+	bar := newProgressBar(&r.cfg)
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -50,58 +39,89 @@ func (r *run) startProgress(res *Result) *progress {
 			case <-w.C:
 			}
 		}
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		var lastPub, lastAck, lastRecv int64
-		start := time.Now()
-		every := int(cfg.ProgressEvery / time.Second)
-		if every < 1 {
-			every = 1
-		}
-		ack, e2e := latency.New(), latency.New()
-		for {
-			select {
-			case <-p.done:
-				if bar != nil {
-					_ = bar.Finish()
-				}
-				return
-			case <-t.C:
-			}
-			ack.Reset()
-			e2e.Reset()
-			for _, s := range r.shards {
-				s.mu.Lock()
-				ack.Merge(s.winAck)
-				e2e.Merge(s.winE2E)
-				s.winAck.Reset()
-				s.winE2E.Reset()
-				s.mu.Unlock()
-			}
-			pub, ak, rc := r.published.Load(), r.acked.Load(), r.received.Load()
-			sec := Second{
-				T:         len(res.Series) + 1,
-				Connected: r.connected.Load(),
-				Published: pub - lastPub,
-				Acked:     ak - lastAck,
-				Received:  rc - lastRecv,
-				AckP95:    float64(ack.Quantile(95)) / 1e6,
-				E2EP95:    float64(e2e.Quantile(95)) / 1e6,
-			}
-			lastPub, lastAck, lastRecv = pub, ak, rc
-			res.Series = append(res.Series, sec)
-			line := fmt.Sprintf("connected %d/%d, %d msg/s out, %d msg/s in, e2e p95 %.1f ms, failed conns %d",
-				sec.Connected, r.n, sec.Published, sec.Received, sec.E2EP95, r.failedSoFar())
-			switch {
-			case bar != nil:
-				bar.Describe(line)
-				_ = bar.Add(1)
-			case cfg.Progress != nil && sec.T%every == 0:
-				fmt.Fprintf(cfg.Progress, "mqtt probe %3.0fs: %s\n", time.Since(start).Seconds(), line)
-			}
-		}
+		r.sampleEverySecond(res, p.done, bar)
 	}()
 	return p
+}
+
+// newProgressBar is a spinner on cfg.Progress when it is a terminal, else
+// nil. Indeterminate: the description carries connected / target, and a
+// bar at its max would finish and stop drawing.
+func newProgressBar(cfg *Config) *progressbar.ProgressBar {
+	if cfg.Progress == nil || !cfg.ProgressTTY {
+		return nil
+	}
+	return progressbar.NewOptions(-1,
+		progressbar.OptionSetWriter(cfg.Progress),
+		progressbar.OptionSetDescription("connecting"),
+		progressbar.OptionSetWidth(20),
+		progressbar.OptionClearOnFinish(),
+	)
+}
+
+// sampleEverySecond appends one Second to res.Series each second until
+// done is closed, and shows it on bar or, every cfg.ProgressEvery, as a
+// line on cfg.Progress.
+func (r *run) sampleEverySecond(res *Result, done <-chan struct{}, bar *progressbar.ProgressBar) {
+	cfg := &r.cfg
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	var last [3]int64 // published, acked, received at the last sample
+	start := time.Now()
+	every := int(cfg.ProgressEvery / time.Second)
+	if every < 1 {
+		every = 1
+	}
+	ack, e2e := latency.New(), latency.New()
+	for {
+		select {
+		case <-done:
+			if bar != nil {
+				_ = bar.Finish()
+			}
+			return
+		case <-t.C:
+		}
+		sec := r.sampleSecond(len(res.Series)+1, ack, e2e, &last)
+		res.Series = append(res.Series, sec)
+		line := fmt.Sprintf("connected %d/%d, %d msg/s out, %d msg/s in, e2e p95 %.1f ms, failed conns %d",
+			sec.Connected, r.n, sec.Published, sec.Received, sec.E2EP95, r.failedSoFar())
+		switch {
+		case bar != nil:
+			bar.Describe(line)
+			_ = bar.Add(1)
+		case cfg.Progress != nil && sec.T%every == 0:
+			fmt.Fprintf(cfg.Progress, "mqtt probe %3.0fs: %s\n", time.Since(start).Seconds(), line)
+		}
+	}
+}
+
+// sampleSecond is second t of the series: the counters' increase since
+// last (updated) and the p95 (ms) of the shards' window histograms, which
+// it resets; ack and e2e are scratch recorders.
+func (r *run) sampleSecond(t int, ack, e2e *latency.Recorder, last *[3]int64) Second {
+	ack.Reset()
+	e2e.Reset()
+	for _, s := range r.shards {
+		s.mu.Lock()
+		ack.Merge(s.winAck)
+		e2e.Merge(s.winE2E)
+		s.winAck.Reset()
+		s.winE2E.Reset()
+		s.mu.Unlock()
+	}
+	pub, ak, rc := r.published.Load(), r.acked.Load(), r.received.Load()
+	sec := Second{
+		T:         t,
+		Connected: r.connected.Load(),
+		Published: pub - last[0],
+		Acked:     ak - last[1],
+		Received:  rc - last[2],
+		AckP95:    float64(ack.Quantile(95)) / 1e6,
+		E2EP95:    float64(e2e.Quantile(95)) / 1e6,
+	}
+	*last = [3]int64{pub, ak, rc}
+	return sec
 }
 
 // failedSoFar is connects failed plus connections lost, for progress.

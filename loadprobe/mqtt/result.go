@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/loadprobe/fleet"
 	"github.com/hostprep/hostprep/loadprobe/latency"
@@ -279,6 +280,31 @@ func snapshots(h [5]*latency.Recorder) Histograms {
 func (r *run) fill(res *Result) {
 	cfg := &r.cfg
 	lost := r.censorMissing()
+	r.fillLatency(res, lost)
+	cn, first := r.connects()
+	res.Connects = cn
+	m := r.messages(lost)
+	res.Messages = m
+	res.WindowSeconds = r.windowSeconds()
+	if res.WindowSeconds > 0 {
+		res.Throughput = Throughput{
+			PublishedPerSec: float64(r.winPublished.Load()) / res.WindowSeconds,
+			ReceivedPerSec:  float64(r.winReceived.Load()) / res.WindowSeconds,
+		}
+	}
+	res.Throughput.RequestedPerSec = float64(r.n) / cfg.PubInterval.Seconds()
+	if at := r.firstPubAt.Load(); at != 0 {
+		res.FirstPublish = &FirstPublish{At: r.base.Add(time.Duration(at)).UTC(), Scheduled: r.base.Add(time.Duration(r.firstPubSched.Load())).UTC()}
+		res.FirstPublish.LateMs = ms(at - r.firstPubSched.Load())
+	}
+	res.Failures = append(res.Failures, failuresInWords(cfg, res, r.n, first)...)
+	res.Checks = judge(cfg, res)
+	res.Verdict = verdict.Worst(res.Checks)
+}
+
+// fillLatency merges the shards' histograms (with the censored misses of
+// lost) into res.Latency and res.Histograms.
+func (r *run) fillLatency(res *Result, lost missing) {
 	merged := func(extra *latency.Recorder, pick func(*shard) *latency.Recorder) *latency.Recorder {
 		m := latency.New()
 		m.Merge(extra)
@@ -299,10 +325,15 @@ func (r *run) fill(res *Result) {
 	res.Latency = Latencies{Connect: hists[0].Summary(), Ack: hists[1].Summary(), E2E: hists[2].Summary(),
 		WarmupAck: hists[3].Summary(), WarmupE2E: hists[4].Summary(), SchedulerLag: r.schedLag.Summary()}
 	res.Histograms = snapshots(hists)
+}
 
+// connects counts the connects by outcome and reason, and returns the
+// first error of each reason (keyed "connect:", "conn:", "sub:" + reason).
+// Clients never attempted (the run ended early) count as failed.
+func (r *run) connects() (Connects, map[string]string) {
 	r.mu.Lock()
 	cn := Connects{Target: r.n, OK: r.connectOK, FailedBy: map[string]int64{}, LostBy: map[string]int64{},
-		Subscribers: cfg.Subscribers, SubscribersLostBy: map[string]int64{}}
+		Subscribers: r.cfg.Subscribers, SubscribersLostBy: map[string]int64{}}
 	for k, v := range r.connectFailed {
 		cn.FailedBy[k] = v
 		cn.Failed += v
@@ -326,8 +357,12 @@ func (r *run) fill(res *Result) {
 		cn.Failed += missing
 	}
 	cn.FailRate = float64(cn.Failed) / float64(r.n)
-	res.Connects = cn
+	return cn, first
+}
 
+// messages accounts the publishes: scheduled, published, acknowledged,
+// received (minus the unexpected ones in lost), lost and their rates.
+func (r *run) messages(lost missing) Messages {
 	m := Messages{
 		Scheduled: r.scheduled.Load(),
 		Published: r.published.Load(),
@@ -337,7 +372,7 @@ func (r *run) fill(res *Result) {
 		Overruns:  r.overruns.Load(),
 	}
 	m.SendFailed = m.Scheduled - m.Published
-	if cfg.QoS > 0 {
+	if r.cfg.QoS > 0 {
 		m.Unacked = m.Published - m.Acked
 	}
 	m.Expected = m.Published
@@ -346,49 +381,42 @@ func (r *run) fill(res *Result) {
 	if m.Expected > 0 {
 		m.LossRate = float64(m.Lost) / float64(m.Expected)
 	}
-	if cfg.QoS > 0 && m.Lost > m.Unacked {
+	if r.cfg.QoS > 0 && m.Lost > m.Unacked {
 		m.LostAfterAck = m.Lost - m.Unacked
 	}
 	m.Duplicated = r.dup.Load()
 	m.OutOfOrder = r.ooo.Load()
-	res.Messages = m
-	res.WindowSeconds = r.windowSeconds()
-	if res.WindowSeconds > 0 {
-		res.Throughput = Throughput{
-			PublishedPerSec: float64(r.winPublished.Load()) / res.WindowSeconds,
-			ReceivedPerSec:  float64(r.winReceived.Load()) / res.WindowSeconds,
-		}
-	}
-	res.Throughput.RequestedPerSec = float64(r.n) / cfg.PubInterval.Seconds()
-	if at := r.firstPubAt.Load(); at != 0 {
-		res.FirstPublish = &FirstPublish{At: r.base.Add(time.Duration(at)).UTC(), Scheduled: r.base.Add(time.Duration(r.firstPubSched.Load())).UTC()}
-		res.FirstPublish.LateMs = ms(at - r.firstPubSched.Load())
-	}
+	return m
+}
 
-	// Failures in words.
+// failuresInWords says each failure of res in one sentence: failed and
+// lost connects by reason (with the first error of each), unacknowledged
+// and lost messages, listen-queue overflows, schedule overruns.
+func failuresInWords(cfg *Config, res *Result, n int, first map[string]string) []string {
+	var out []string
+	cn, m := res.Connects, res.Messages
 	if cn.Failed > 0 {
-		res.Failures = append(res.Failures, fmt.Sprintf("%d of %d connects failed: %s", cn.Failed, r.n, byReason(cn.FailedBy, first, "connect:")))
+		out = append(out, fmt.Sprintf("%d of %d connects failed: %s", cn.Failed, n, byReason(cn.FailedBy, first, "connect:")))
 	}
 	if cn.Lost > 0 {
-		res.Failures = append(res.Failures, fmt.Sprintf("%d of %d established publisher connections were lost mid-run: %s", cn.Lost, cn.OK, byReason(cn.LostBy, first, "conn:")))
+		out = append(out, fmt.Sprintf("%d of %d established publisher connections were lost mid-run: %s", cn.Lost, cn.OK, byReason(cn.LostBy, first, "conn:")))
 	}
 	if cn.SubscribersLost > 0 {
-		res.Failures = append(res.Failures, fmt.Sprintf("%d of %d subscriber connections were lost mid-run: %s", cn.SubscribersLost, cn.Subscribers, byReason(cn.SubscribersLostBy, first, "sub:")))
+		out = append(out, fmt.Sprintf("%d of %d subscriber connections were lost mid-run: %s", cn.SubscribersLost, cn.Subscribers, byReason(cn.SubscribersLostBy, first, "sub:")))
 	}
 	if m.Unacked > 0 {
-		res.Failures = append(res.Failures, fmt.Sprintf("%d of %d QoS %d publishes got no PUBACK/PUBCOMP within the %v grace", m.Unacked, m.Published, cfg.QoS, cfg.Grace))
+		out = append(out, fmt.Sprintf("%d of %d QoS %d publishes got no PUBACK/PUBCOMP within the %v grace", m.Unacked, m.Published, cfg.QoS, cfg.Grace))
 	}
 	if m.Lost > 0 {
-		res.Failures = append(res.Failures, fmt.Sprintf("%d of %d published messages never reached a subscriber (%d of them acknowledged by the broker)", m.Lost, m.Expected, m.LostAfterAck))
+		out = append(out, fmt.Sprintf("%d of %d published messages never reached a subscriber (%d of them acknowledged by the broker)", m.Lost, m.Expected, m.LostAfterAck))
 	}
 	if res.Host.ListenOverflows > 0 {
-		res.Failures = append(res.Failures, fmt.Sprintf("the kernel counted %d listen-queue overflows and %d SYN retransmits during the run: a listener's accept queue was full (the broker's listen backlog or net.core.somaxconn), and clients waited 1 s or more to retry — see connect latency", res.Host.ListenOverflows, res.Host.TCPSynRetrans))
+		out = append(out, fmt.Sprintf("the kernel counted %d listen-queue overflows and %d SYN retransmits during the run: a listener's accept queue was full (the broker's listen backlog or net.core.somaxconn), and clients waited 1 s or more to retry — see connect latency", res.Host.ListenOverflows, res.Host.TCPSynRetrans))
 	}
 	if m.Overruns > 0 {
-		res.Failures = append(res.Failures, fmt.Sprintf("the probe fell behind its schedule %d times (> %v late): the probe or the socket was the bottleneck", m.Overruns, overrunThreshold))
+		out = append(out, fmt.Sprintf("the probe fell behind its schedule %s (> %v late): the probe or the socket was the bottleneck", plural.N(m.Overruns, "time"), overrunThreshold))
 	}
-	res.Checks = judge(cfg, res)
-	res.Verdict = verdict.Worst(res.Checks)
+	return out
 }
 
 func byReason(m map[string]int64, first map[string]string, prefix string) string {
@@ -410,7 +438,40 @@ func byReason(m map[string]int64, first map[string]string, prefix string) string
 // mqtt.connections_lost, mqtt.schedule.
 func judge(cfg *Config, res *Result) []verdict.Check {
 	t := cfg.Thresholds
-	var cs []verdict.Check
+	cs := []verdict.Check{completeCheck(res)}
+	m := res.Messages
+	loss := fracCheck("mqtt.loss", "messages lost", m.LossRate, t.Loss,
+		"check the broker's queue limits (mosquitto max_queued_messages), subscriber speed and the failures above")
+	if m.Expected == 0 && t.Loss != nil {
+		loss.Status = verdict.Fail
+		loss.Summary = "no message was published: loss cannot be judged"
+	}
+	cs = append(cs, loss)
+	if cfg.QoS > 0 {
+		var rate float64
+		if m.Published > 0 {
+			rate = float64(m.Unacked) / float64(m.Published)
+		}
+		cs = append(cs, fracCheck("mqtt.unacked", fmt.Sprintf("QoS %d publishes without PUBACK/PUBCOMP", cfg.QoS), rate, t.Loss,
+			"the broker did not acknowledge: check its inflight/queue limits, its log, and the failures above"))
+	}
+	cs = append(cs, fracCheck("mqtt.connect_fail_rate", "connects failed", res.Connects.FailRate, t.ConnectFailRate,
+		"see connects failed by reason: fd limit (ulimit -n), listen backlog (net.core.somaxconn), broker max_connections, ephemeral ports"))
+	cs = append(cs, durCheck(cfg, "mqtt.connect_p95", "connect p95 (scheduled -> CONNACK)", res.Latency.Connect.P95, res.Latency.Connect, t.ConnectP95,
+		"lower --conn-rate or raise net.core.somaxconn / net.ipv4.tcp_max_syn_backlog and the broker's accept rate"))
+	if cfg.QoS > 0 {
+		cs = append(cs, durCheck(cfg, "mqtt.ack_p95", "publish -> ack p95", res.Latency.Ack.P95, res.Latency.Ack, t.AckP95,
+			"the broker acknowledges slowly: check its CPU, persistence and inflight limits"))
+	} else {
+		cs = append(cs, verdict.Check{ID: "mqtt.ack_p95", Status: verdict.Skip, Summary: "QoS 0 has no PUBACK"})
+	}
+	cs = append(cs, durCheck(cfg, "mqtt.e2e_p99", "end-to-end p99", res.Latency.E2E.P99, res.Latency.E2E, t.E2EP99,
+		"deliveries are slow: check the broker's CPU and the subscribers (more --subscribers with a shared subscription)"))
+	return append(cs, connectionsLostCheck(res.Connects), scheduleCheck(m))
+}
+
+// completeCheck fails when the run was interrupted or stopped early.
+func completeCheck(res *Result) verdict.Check {
 	complete := verdict.Check{ID: "mqtt.complete", Status: verdict.Pass, Summary: "the run went its full window", Expected: "the full window", Observed: "complete"}
 	if res.Interrupted || res.StoppedEarlyReason != "" {
 		complete.Status, complete.Summary, complete.Observed = verdict.Fail, res.StoppedEarlyReason, "stopped early"
@@ -420,83 +481,67 @@ func judge(cfg *Config, res *Result) []verdict.Check {
 			complete.Remedy = "partial results are not a verdict: run the probe again without interrupting it"
 		}
 	}
-	cs = append(cs, complete)
-	frac := func(id, what string, got float64, max *float64, remedy string) {
-		c := verdict.Check{ID: id, Observed: fmt.Sprintf("%.4f%%", got*100)}
-		if max == nil {
-			c.Status, c.Summary = verdict.Skip, what+": no threshold"
-		} else {
-			c.Expected = fmt.Sprintf("<= %.4f%%", *max*100)
-			c.Status = verdict.Pass
-			if got > *max {
-				c.Status, c.Remedy = verdict.Fail, remedy
-			}
-			c.Summary = fmt.Sprintf("%s %s (limit %s)", what, c.Observed, c.Expected)
-		}
-		cs = append(cs, c)
-	}
-	dur := func(id, what string, got float64, sum latency.Summary, max time.Duration, remedy string) {
-		n := sum.Count
-		c := verdict.Check{ID: id, Observed: fmt.Sprintf("%.3f ms", got)}
-		if sum.Censored > 0 {
-			c.Observed += fmt.Sprintf(" (%d of %d values censored at >= the %v grace: never answered)", sum.Censored, n, cfg.Grace)
-		}
-		switch {
-		case max <= 0:
-			c.Status, c.Summary = verdict.Skip, what+": no threshold"
-		case n == 0:
-			c.Status, c.Summary = verdict.Fail, what+": nothing was measured"
-			c.Expected = fmt.Sprintf("<= %v", max)
-			c.Remedy = "see the failures above: no sample reached this point"
-		default:
-			c.Expected = fmt.Sprintf("<= %.3f ms", float64(max)/1e6)
-			c.Status = verdict.Pass
-			if latency.Duration(got) > max {
-				c.Status, c.Remedy = verdict.Fail, remedy
-			}
-			c.Summary = fmt.Sprintf("%s %s (limit %s)", what, c.Observed, c.Expected)
-		}
-		cs = append(cs, c)
-	}
-	m := res.Messages
-	frac("mqtt.loss", "messages lost", m.LossRate, t.Loss,
-		"check the broker's queue limits (mosquitto max_queued_messages), subscriber speed and the failures above")
-	if m.Expected == 0 && t.Loss != nil {
-		cs[len(cs)-1].Status = verdict.Fail
-		cs[len(cs)-1].Summary = "no message was published: loss cannot be judged"
-	}
-	if cfg.QoS > 0 {
-		var rate float64
-		if m.Published > 0 {
-			rate = float64(m.Unacked) / float64(m.Published)
-		}
-		frac("mqtt.unacked", fmt.Sprintf("QoS %d publishes without PUBACK/PUBCOMP", cfg.QoS), rate, t.Loss,
-			"the broker did not acknowledge: check its inflight/queue limits, its log, and the failures above")
-	}
-	frac("mqtt.connect_fail_rate", "connects failed", res.Connects.FailRate, t.ConnectFailRate,
-		"see connects failed by reason: fd limit (ulimit -n), listen backlog (net.core.somaxconn), broker max_connections, ephemeral ports")
-	dur("mqtt.connect_p95", "connect p95 (scheduled -> CONNACK)", res.Latency.Connect.P95, res.Latency.Connect, t.ConnectP95,
-		"lower --conn-rate or raise net.core.somaxconn / net.ipv4.tcp_max_syn_backlog and the broker's accept rate")
-	if cfg.QoS > 0 {
-		dur("mqtt.ack_p95", "publish -> ack p95", res.Latency.Ack.P95, res.Latency.Ack, t.AckP95,
-			"the broker acknowledges slowly: check its CPU, persistence and inflight limits")
+	return complete
+}
+
+// fracCheck judges a fraction got (0..1) against max; a nil max skips.
+func fracCheck(id, what string, got float64, max *float64, remedy string) verdict.Check {
+	c := verdict.Check{ID: id, Observed: fmt.Sprintf("%.4f%%", got*100)}
+	if max == nil {
+		c.Status, c.Summary = verdict.Skip, what+": no threshold"
 	} else {
-		cs = append(cs, verdict.Check{ID: "mqtt.ack_p95", Status: verdict.Skip, Summary: "QoS 0 has no PUBACK"})
+		c.Expected = fmt.Sprintf("<= %.4f%%", *max*100)
+		c.Status = verdict.Pass
+		if got > *max {
+			c.Status, c.Remedy = verdict.Fail, remedy
+		}
+		c.Summary = fmt.Sprintf("%s %s (limit %s)", what, c.Observed, c.Expected)
 	}
-	dur("mqtt.e2e_p99", "end-to-end p99", res.Latency.E2E.P99, res.Latency.E2E, t.E2EP99,
-		"deliveries are slow: check the broker's CPU and the subscribers (more --subscribers with a shared subscription)")
-	cn := res.Connects
+	return c
+}
+
+// durCheck judges a latency got (ms) of sum against max; max <= 0 skips,
+// and nothing measured fails.
+func durCheck(cfg *Config, id, what string, got float64, sum latency.Summary, max time.Duration, remedy string) verdict.Check {
+	n := sum.Count
+	c := verdict.Check{ID: id, Observed: fmt.Sprintf("%.3f ms", got)}
+	if sum.Censored > 0 {
+		c.Observed += fmt.Sprintf(" (%d of %s censored at >= the %v grace: never answered)", sum.Censored, plural.N(n, "value"), cfg.Grace)
+	}
+	switch {
+	case max <= 0:
+		c.Status, c.Summary = verdict.Skip, what+": no threshold"
+	case n == 0:
+		c.Status, c.Summary = verdict.Fail, what+": nothing was measured"
+		c.Expected = fmt.Sprintf("<= %v", max)
+		c.Remedy = "see the failures above: no sample reached this point"
+	default:
+		c.Expected = fmt.Sprintf("<= %.3f ms", float64(max)/1e6)
+		c.Status = verdict.Pass
+		if latency.Duration(got) > max {
+			c.Status, c.Remedy = verdict.Fail, remedy
+		}
+		c.Summary = fmt.Sprintf("%s %s (limit %s)", what, c.Observed, c.Expected)
+	}
+	return c
+}
+
+// connectionsLostCheck fails when any established connection was lost.
+func connectionsLostCheck(cn Connects) verdict.Check {
 	lost := verdict.Check{ID: "mqtt.connections_lost", Status: verdict.Pass,
-		Observed: fmt.Sprintf("%d of %d publishers, %d of %d subscribers", cn.Lost, cn.OK, cn.SubscribersLost, cn.Subscribers), Expected: "0",
+		Observed: fmt.Sprintf("%d of %s, %d of %s", cn.Lost, plural.N(cn.OK, "publisher"), cn.SubscribersLost, plural.N(cn.Subscribers, "subscriber")), Expected: "0",
 		Summary: fmt.Sprintf("%d of %d established publisher connections and %d of %d subscriber connections lost mid-run", cn.Lost, cn.OK, cn.SubscribersLost, cn.Subscribers)}
 	if cn.Lost > 0 || cn.SubscribersLost > 0 {
 		lost.Status = verdict.Fail
 		lost.Remedy = "the broker closed or reset connections: see lost by reason and the broker's log"
 	}
-	cs = append(cs, lost)
-	// The probe may fall behind its schedule for up to 1% of publishes
-	// (GC pauses, a busy core) before its latencies stop being the
-	// broker's: within that allowance the check passes, above it warns.
+	return lost
+}
+
+// scheduleCheck: the probe may fall behind its schedule for up to 1% of
+// publishes (GC pauses, a busy core) before its latencies stop being the
+// broker's: within that allowance the check passes, above it warns.
+func scheduleCheck(m Messages) verdict.Check {
 	var lateFrac float64
 	if m.Scheduled > 0 {
 		lateFrac = float64(m.Overruns) / float64(m.Scheduled)
@@ -510,8 +555,7 @@ func judge(cfg *Config, res *Result) []verdict.Check {
 		sch.Summary = fmt.Sprintf("the probe fell behind its schedule for %s publishes more than %v late, beyond the %g%% allowance: latencies include the probe's own delay", sch.Observed, overrunThreshold, scheduleAllowance*100)
 		sch.Remedy = "run the probe on another host or lower the rate; see the calibration's scheduler jitter"
 	}
-	cs = append(cs, sch)
-	return cs
+	return sch
 }
 
 // WriteText prints the result as a human table.
@@ -526,12 +570,12 @@ func (res *Result) WriteText(w io.Writer) error {
 	merged := c.Shard.On() && c.Shard.K == 0 // MergeShards: the whole fleet
 	switch {
 	case merged:
-		p("fleet\t%d shards of run %s, %d clients, schedule from %s\n", c.Shard.N, res.RunID, res.Connects.Target, res.ScheduleStart.Format(time.RFC3339Nano))
+		p("fleet\t%s of run %s, %s, schedule from %s\n", plural.N(c.Shard.N, "shard"), res.RunID, plural.N(res.Connects.Target, "client"), res.ScheduleStart.Format(time.RFC3339Nano))
 	case c.Shard.On():
-		p("shard\t%s of run %s: %d of the fleet's %d clients, schedule from %s\n", c.Shard, res.RunID, res.Connects.Target, c.Clients, res.ScheduleStart.Format(time.RFC3339Nano))
+		p("shard\t%s of run %s: %d of the fleet's %s, schedule from %s\n", c.Shard, res.RunID, res.Connects.Target, plural.N(c.Clients, "client"), res.ScheduleStart.Format(time.RFC3339Nano))
 	}
-	p("load\t%d clients at %g conn/s, QoS %d, %d B every %v, window %.1fs after a %.1fs ramp, MQTT %s, %d subscriber(s) on %s\n",
-		c.Clients, c.ConnRate, c.QoS, c.Size, c.PubInterval, res.WindowSeconds, res.RampSeconds, c.MQTTVersion, c.Subscribers, res.Filter)
+	p("load\t%s at %g conn/s, QoS %d, %d B every %v, window %.1fs after a %.1fs ramp, MQTT %s, %s on %s\n",
+		plural.N(c.Clients, "client"), c.ConnRate, c.QoS, c.Size, c.PubInterval, res.WindowSeconds, res.RampSeconds, c.MQTTVersion, plural.N(c.Subscribers, "subscriber"), res.Filter)
 	if res.StoppedEarlyReason != "" {
 		p("stopped\t%s\n", res.StoppedEarlyReason)
 	}
@@ -541,8 +585,8 @@ func (res *Result) WriteText(w io.Writer) error {
 			b.ConnectMs, b.RoundTrip.P50, b.RoundTrip.Max, b.SchedulerJitter.P50, b.SchedulerJitter.P99)
 	}
 	cn := res.Connects
-	p("connects\t%d of %d publishers ok, %d failed%s, %d lost mid-run%s; %d subscriber(s), %d lost mid-run%s\n",
-		cn.OK, cn.Target, cn.Failed, reasons(cn.FailedBy), cn.Lost, reasons(cn.LostBy), cn.Subscribers, cn.SubscribersLost, reasons(cn.SubscribersLostBy))
+	p("connects\t%d of %s ok, %d failed%s, %d lost mid-run%s; %s, %d lost mid-run%s\n",
+		cn.OK, plural.N(cn.Target, "publisher"), cn.Failed, reasons(cn.FailedBy), cn.Lost, reasons(cn.LostBy), plural.N(cn.Subscribers, "subscriber"), cn.SubscribersLost, reasons(cn.SubscribersLostBy))
 	m := res.Messages
 	p("messages\tscheduled %d, published %d, acked %d, unacked %d, received %d, lost %d, duplicated %d, out of order %d, overruns %d\n",
 		m.Scheduled, m.Published, m.Acked, m.Unacked, m.Received, m.Lost, m.Duplicated, m.OutOfOrder, m.Overruns)
@@ -571,7 +615,7 @@ func (res *Result) WriteText(w io.Writer) error {
 	}
 	tw.Flush()
 	if n := res.Latency.Ack.Censored + res.Latency.E2E.Censored + res.Latency.WarmupAck.Censored + res.Latency.WarmupE2E.Censored; n > 0 {
-		fmt.Fprintf(w, "censored: %d publishes never acknowledged or never delivered are counted at >= the %v grace in the percentiles above\n", n, c.Grace)
+		fmt.Fprintf(w, "censored: %s never acknowledged or never delivered are counted at >= the %v grace in the percentiles above\n", plural.N(n, "publish"), c.Grace)
 	}
 	fmt.Fprintln(w)
 	// What went wrong during the run, in words; whether it fails the run

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math/big"
 	"strings"
+
+	"github.com/hostprep/hostprep/internal/plural"
 )
 
 // Mode names, as in profiles.Mode.
@@ -72,7 +74,7 @@ func Target(cur, want, mode string) (string, error) {
 	}
 	fc, fw := Fields(cur), Fields(want)
 	if len(fc) != len(fw) {
-		return "", fmt.Errorf("mode %s: the host's value %q has %d fields, the profile's %q has %d", mode, cur, len(fc), want, len(fw))
+		return "", fmt.Errorf("mode %s: the host's value %q has %s, the profile's %q has %d", mode, cur, plural.N(len(fc), "field"), want, len(fw))
 	}
 	out := make([]string, len(fw))
 	for i := range fw {
