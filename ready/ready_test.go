@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/tune"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/loadprobe/iotdb"
@@ -280,5 +281,26 @@ func TestDriftDuringRunFailsTune(t *testing.T) {
 		if strings.Contains(strings.Join(f.ran, ","), "recheck") {
 			t.Errorf("%+v: re-checked tuning that was not applied", o)
 		}
+	}
+}
+
+// A file both changed and kept for another item, or kept twice, still
+// gives every tune check its own ID (JUnit test cases and Prometheus
+// series must be unique).
+func TestTuneChecksHaveUniqueIDs(t *testing.T) {
+	f := "/etc/security/limits.d/60-hostprep.conf"
+	r := &tune.Result{
+		Changes: []tune.Change{{File: f, Layer: "persistent", From: "absent", To: "3 lines"}},
+		Skipped: []tune.Skip{{File: f, Layer: "persistent", Reason: "nofile soft kept"}, {File: f, Layer: "persistent", Reason: "nofile hard kept"}},
+	}
+	seen := map[string]bool{}
+	for _, c := range tuneChecks(r) {
+		if seen[c.ID] {
+			t.Errorf("check ID %q twice", c.ID)
+		}
+		seen[c.ID] = true
+	}
+	if len(seen) != 3 {
+		t.Errorf("%d distinct checks, want 3", len(seen))
 	}
 }
