@@ -6,13 +6,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hostprep/hostprep/tune"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/loadprobe/iotdb"
 	"github.com/hostprep/hostprep/loadprobe/mqtt"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/hostprep/hostprep/ready/outcome"
+	"github.com/hostprep/hostprep/tune"
 )
 
 // fakes stand in for the steps only to produce outcomes a healthy host
