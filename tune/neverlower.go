@@ -35,10 +35,12 @@ type nofileNow struct {
 // simulation of limits.d and systemd, and for sessions with no line the
 // limit inherited from the process that started hostprep): hostprep never
 // writes a lower soft or hard. A kept value is listed as skipped with the
-// reason. A profile that raises a host-wide soft above 1024 gets a note
+// reason. An unlimited value there (systemd's infinity, limits.d's
+// unlimited or -1) counts as what the kernel gives for it, nrOpen
+// (fs.nr_open after the sysctls; see resolveUnlimited). A profile that raises a host-wide soft above 1024 gets a note
 // (select(), FD_SETSIZE), above 1048576 a warning; a soft kept because the
 // host already has it gets neither.
-func (pl *Plan) neverLower(per *journal.Persisted, services bool) error {
+func (pl *Plan) neverLower(per *journal.Persisted, services bool, nrOpen uint64) error {
 	root := pl.env.bootRoot()
 	if n := per.Nofile; n != nil {
 		now, err := pl.sessionNofileNow(root, per.NofileUsers)
@@ -46,7 +48,7 @@ func (pl *Plan) neverLower(per *journal.Persisted, services bool) error {
 			return err
 		}
 		pl.noteHostWideSoft("limits.nofile (new login sessions of "+strings.Join(per.NofileUsers, ", ")+")", n.Soft)
-		pl.keep(n, now, pl.env.path(files.LimitsConf), "new login sessions")
+		pl.keep(n, now, nrOpen, pl.env.path(files.LimitsConf), "new login sessions")
 	}
 	if !services {
 		return nil
@@ -57,7 +59,7 @@ func (pl *Plan) neverLower(per *journal.Persisted, services bool) error {
 			return exitcode.Environmentf("tune: %v", err)
 		}
 		pl.noteHostWideSoft("systemd.default_limit_nofile (every service)", d.Soft)
-		pl.keep(d, nofileNow{m.Soft, m.Hard, m.Where()}, pl.env.path(files.SystemConf), "every systemd service (DefaultLimitNOFILE)")
+		pl.keep(d, nofileNow{m.Soft, m.Hard, m.Where()}, nrOpen, pl.env.path(files.SystemConf), "every systemd service (DefaultLimitNOFILE)")
 	}
 	units := make([]string, 0, len(per.Services))
 	for u := range per.Services {
@@ -70,29 +72,47 @@ func (pl *Plan) neverLower(per *journal.Persisted, services bool) error {
 			return exitcode.Environmentf("tune: %v", err)
 		}
 		l := per.Services[u]
-		pl.keep(&l, nofileNow{m.Soft, m.Hard, m.Where()}, pl.env.path(files.ServiceDropIn(u)), u)
+		pl.keep(&l, nofileNow{m.Soft, m.Hard, m.Where()}, nrOpen, pl.env.path(files.ServiceDropIn(u)), u)
 		per.Services[u] = l
 	}
 	return nil
 }
 
-// keep raises want to now where now is higher (an unlimited now is left
-// to the profile: hostprep writes numbers) and says so as a skip.
-func (pl *Plan) keep(want *journal.Limit, now nofileNow, file, who string) {
+// keep raises want to now where now is higher and says so as a skip. An
+// unlimited now is first resolved to what it gives (resolveUnlimited with
+// nrOpen, fs.nr_open): hostprep writes numbers, never lower than that.
+func (pl *Plan) keep(want *journal.Limit, now nofileNow, nrOpen uint64, file, who string) {
+	soft, hard, how := resolveUnlimited(now.soft, now.hard, nrOpen)
 	var kept []string
-	if now.hard != boot.Unlimited && now.hard > want.Hard {
-		kept = append(kept, fmt.Sprintf("hard %d (the profile asks for %d)", now.hard, want.Hard))
-		want.Hard = now.hard
+	if hard > want.Hard {
+		kept = append(kept, fmt.Sprintf("hard %d (the profile asks for %d)", hard, want.Hard))
+		want.Hard = hard
 	}
-	if now.soft != boot.Unlimited && now.soft > want.Soft && now.soft <= want.Hard {
-		kept = append(kept, fmt.Sprintf("soft %d (the profile asks for %d)", now.soft, want.Soft))
-		want.Soft = now.soft
+	if soft > want.Soft && soft <= want.Hard {
+		kept = append(kept, fmt.Sprintf("soft %d (the profile asks for %d)", soft, want.Soft))
+		want.Soft = soft
 	}
 	if len(kept) == 0 {
 		return
 	}
 	pl.Skipped = append(pl.Skipped, Skip{File: file, Layer: Persistent, Current: fmtLimit(now.soft, now.hard),
-		Reason: fmt.Sprintf("nofile kept at %s for %s: they already get %s from %s, higher than the profile; hostprep never lowers a limit", strings.Join(kept, " and "), who, fmtLimit(now.soft, now.hard), now.from)})
+		Reason: fmt.Sprintf("nofile kept at %s for %s: they already get %s%s from %s, higher than the profile; hostprep never lowers a limit", strings.Join(kept, " and "), who, fmtLimit(now.soft, now.hard), how, now.from)})
+}
+
+// resolveUnlimited returns the nofile soft and hard an unlimited value
+// (boot.Unlimited: systemd's infinity, limits.d's unlimited or -1) really
+// gives, and how, for messages ("" when neither is unlimited). There is no
+// infinite fd limit: setrlimit() refuses anything above fs.nr_open (EPERM);
+// systemd then sets the closest it can (setrlimit_closest), capped at its
+// own hard limit, which it raises to fs.nr_open at start; pam_limits turns
+// unlimited nofile into fs.nr_open. So both become nrOpen (fs.nr_open in
+// force after the sysctls, a count of files).
+func resolveUnlimited(soft, hard, nrOpen uint64) (uint64, uint64, string) {
+	if soft != boot.Unlimited && hard != boot.Unlimited {
+		return soft, hard, ""
+	}
+	soft, hard = min(soft, nrOpen), min(hard, nrOpen)
+	return soft, hard, fmt.Sprintf(" (%s: there is no infinite fd limit, unlimited resolves to fs.nr_open %d)", fmtLimit(soft, hard), nrOpen)
 }
 
 // noteHostWideSoft explains what a host-wide soft nofile above 1024 does.

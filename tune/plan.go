@@ -417,7 +417,11 @@ func (pl *Plan) effective(key string, targets map[string]target, def uint64) (ui
 func (pl *Plan) planFiles(p *profiles.Profile, st *journal.State, targets map[string]target) error {
 	per := mergePersisted(p, st, targets)
 	systemdOK, why := pl.env.SystemdDecision()
-	if err := pl.neverLower(&per, systemdOK); err != nil {
+	nrOpen, _, err := pl.effective(keyNrOpen, targets, defaultNrOpen)
+	if err != nil {
+		return err
+	}
+	if err := pl.neverLower(&per, systemdOK, nrOpen); err != nil {
 		return err
 	}
 	pl.persisted = per
