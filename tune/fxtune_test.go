@@ -1,6 +1,10 @@
 package tune
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -49,5 +53,54 @@ func TestUnlimitedNowIsNeverLowered(t *testing.T) {
 		if !strings.Contains(limits, "hard nofile 1048576") || strings.Contains(limits, "65536") {
 			t.Errorf("limits.d lowers %s:\n%s", unlimited, limits)
 		}
+	}
+}
+
+// writeProcLimits writes PROC/pid/limits with the given nofile.
+func writeProcLimits(t testing.TB, h *fakeHost, pid int, soft, hard uint64) {
+	t.Helper()
+	lim := fmt.Sprintf("Limit                     Soft Limit           Hard Limit           Units\nMax open files            %d                %d                files\n", soft, hard)
+	must(t, os.MkdirAll(filepath.Join(h.proc, strconv.Itoa(pid)), 0o755))
+	must(t, os.WriteFile(filepath.Join(h.proc, strconv.Itoa(pid), "limits"), []byte(lim), 0o644))
+}
+
+// What a new login session gets with no limits line is what the login
+// process tree has (PID 1 without systemd, the manager's
+// DefaultLimitNOFILE with it), never the shell that ran hostprep.
+func TestSessionNofileIgnoresTheCallersShell(t *testing.T) {
+	for _, systemd := range []bool{false, true} {
+		h := newHost(t, nil)
+		writeProcLimits(t, h, os.Getppid(), 18000, 20000) // the caller's `ulimit -Sn 18000`
+		writeProcLimits(t, h, 1, 1024, 4096)
+		if systemd {
+			h.env.SystemdRunDir = h.root
+			h.layFiles(map[string]string{"/etc/systemd/system.conf.d/50-local.conf": "[Manager]\nDefaultLimitNOFILE=1024:4096\n"})
+		}
+		p := sysTune()
+		p.Limits.Nofile = &profiles.Limit{Soft: 1024, Hard: 2097152}
+		_, err := h.apply(p)
+		must(t, err)
+		limits, _ := h.file(files.LimitsConf)
+		if !strings.Contains(limits, "*    soft nofile 1024\n") || !strings.Contains(limits, "root soft nofile 1024\n") {
+			t.Errorf("systemd %v: host-wide soft follows the caller's shell:\n%s", systemd, limits)
+		}
+	}
+	// A limits.d line that applies wins; a user it does not cover (root
+	// for "*") gets the login tree's, and the reason says which.
+	h := newHost(t, nil)
+	writeProcLimits(t, h, os.Getppid(), 20000, 20000)
+	writeProcLimits(t, h, 1, 1024, 8192)
+	h.layFiles(map[string]string{"/etc/security/limits.d/90-x.conf": "* soft nofile 1024\n* hard nofile 4096\n"})
+	p := sysTune()
+	p.Limits.Nofile = &profiles.Limit{Soft: 1024, Hard: 2048}
+	pl, err := NewPlan(p, h.env)
+	must(t, err)
+	var reasons []string
+	for _, s := range pl.Skipped {
+		reasons = append(reasons, s.Reason)
+	}
+	all := strings.Join(reasons, "\n")
+	if strings.Contains(all, "20000") || strings.Contains(all, "inherited from the process") || !strings.Contains(all, "hard 8192 (the profile asks for 2048)") || !strings.Contains(all, "/proc/1/limits") || !strings.Contains(all, `"root"`) {
+		t.Errorf("skip reason does not name the login tree's limit for root:\n%s", all)
 	}
 }

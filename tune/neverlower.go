@@ -32,8 +32,8 @@ type nofileNow struct {
 
 // neverLower raises each nofile limit per will write to at least what new
 // login sessions, the systemd manager and each unit get now (the boot
-// simulation of limits.d and systemd, and for sessions with no line the
-// limit inherited from the process that started hostprep): hostprep never
+// simulation of limits.d and systemd, and for sessions with no line what
+// the login process tree has, loginBase): hostprep never
 // writes a lower soft or hard. A kept value is listed as skipped with the
 // reason. An unlimited value there (systemd's infinity, limits.d's
 // unlimited or -1) counts as what the kernel gives for it, nrOpen
@@ -127,13 +127,14 @@ func (pl *Plan) noteHostWideSoft(what string, soft uint64) {
 
 // sessionNofileNow is the highest nofile any of users gets in a new login
 // session now: pam_limits' lines (limits.conf, limits.d, hostprep's own
-// file included), else what the process that started hostprep has (new
-// sessions started from here inherit it; unknown in image mode).
+// file included), else what the login process tree has (loginBase). Never
+// the limit of the shell that started hostprep: new logins do not inherit
+// from it.
 func (pl *Plan) sessionNofileNow(root string, users []string) (nofileNow, error) {
 	var out nofileNow
-	inhSoft, inhHard, inhOK := uint64(0), uint64(0), false
-	if !pl.env.ImageMode() {
-		inhSoft, inhHard, inhOK = readNofile(filepath.Join(pl.env.proc(), strconv.Itoa(os.Getppid()), "limits"))
+	base, err := pl.loginBase(root)
+	if err != nil {
+		return out, err
 	}
 	for _, u := range users {
 		sim := u
@@ -147,24 +148,50 @@ func (pl *Plan) sessionNofileNow(root string, users []string) (nofileNow, error)
 		if err != nil {
 			return out, exitcode.Environmentf("tune: %v", err)
 		}
-		soft, hard, from := inhSoft, inhHard, fmt.Sprintf("the limit inherited from the process that started hostprep (pid %d)", os.Getppid())
-		if !inhOK {
-			soft, hard, from = 0, 0, ""
+		now := base
+		if now.from != "" {
+			now.from += fmt.Sprintf(" (no limits line covers %q)", u)
 		}
 		if b.Hard.Set {
-			hard, from = b.Hard.Value, b.Hard.Where()
+			now.hard, now.from = b.Hard.Value, b.Hard.Where()
 		}
 		if b.Soft.Set {
-			soft = b.Soft.Value
-			if from == "" || !b.Hard.Set {
-				from = b.Soft.Where()
+			now.soft = b.Soft.Value
+			if !b.Hard.Set && base.from != "" {
+				now.from = b.Soft.Where() + " (soft) and " + base.from
+			} else if !b.Hard.Set {
+				now.from = b.Soft.Where()
 			}
 		}
-		if hard > out.hard || (hard == out.hard && soft > out.soft) {
-			out = nofileNow{soft, hard, from}
+		if now.hard > out.hard || (now.hard == out.hard && now.soft > out.soft) {
+			out = now
 		}
 	}
 	return out, nil
+}
+
+// loginBase is the nofile a new login session gets when no limits line
+// applies: what the login process tree has. With systemd (running, or
+// installed in the image in image mode) that is the manager's
+// DefaultLimitNOFILE (boot.ManagerNofile: sshd and logind's sessions are
+// services that get it); without systemd PID 1's limit (/proc/1/limits),
+// which every process below it inherits. Zero (from "") when unknown.
+func (pl *Plan) loginBase(root string) (nofileNow, error) {
+	if pl.env.systemdRunning() || (pl.env.ImageMode() && isDir(pl.env.path("/etc/systemd"))) {
+		m, _, err := boot.ManagerNofile(root)
+		if err != nil {
+			return nofileNow{}, exitcode.Environmentf("tune: %v", err)
+		}
+		return nofileNow{m.Soft, m.Hard, "systemd's DefaultLimitNOFILE (" + m.Where() + "), which login sessions inherit"}, nil
+	}
+	if pl.env.ImageMode() {
+		return nofileNow{}, nil
+	}
+	soft, hard, ok := readNofile(filepath.Join(pl.env.proc(), "1", "limits"))
+	if !ok {
+		return nofileNow{}, nil
+	}
+	return nofileNow{soft, hard, "PID 1's limit (/proc/1/limits), which login sessions inherit without systemd"}, nil
 }
 
 // readNofile reads the "Max open files" soft and hard of a
