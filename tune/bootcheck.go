@@ -67,8 +67,9 @@ func (e Env) bootRoot() string { return e.Root }
 
 // bootItems checks every key and limit in per against the boot that
 // follows, as if the owned files had the bytes in overlay (paths relative
-// to the root; nil overlay: the files on disk). modes gives each key's
-// mode (missing: exact). Errors: exitcode.Environment when a
+// to the root; nil overlay: the files on disk). Each key's mode is the
+// one persisted with it (journal.PersistedKey.Mode), else modes' (a
+// journal from before modes were persisted), else exact. Errors: exitcode.Environment when a
 // configuration file cannot be read.
 func bootItems(env Env, per journal.Persisted, modes map[string]string, overlay map[string][]byte, owned map[string]bool) ([]BootItem, error) {
 	items, err := bootSysctlItems(env, per, modes, overlay, owned)
@@ -109,7 +110,10 @@ func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, ov
 		if ok {
 			it.Boot = BootValue{Value: sysval.Normalize(set.Value), File: set.File.Name(), Line: set.Line}
 		}
-		mode := modes[k]
+		mode := per.Sysctl[k].Mode
+		if m, ok := modes[k]; ok && mode == "" {
+			mode = m // a journal written before modes were persisted
+		}
 		switch {
 		case !ok:
 			it.OK = false

@@ -466,7 +466,7 @@ func mergePersisted(p *profiles.Profile, st *journal.State, targets map[string]t
 	}
 	for k, t := range targets {
 		if t.present {
-			per.Sysctl[k] = journal.PersistedKey{Value: t.value, Optional: t.optional, Comment: t.comment}
+			per.Sysctl[k] = journal.PersistedKey{Value: t.value, Optional: t.optional, Comment: t.comment, Mode: string(p.Sysctl[k].Mode)}
 		}
 	}
 	if n := p.Limits.Nofile; n != nil {
