@@ -273,6 +273,9 @@ type BootStatus struct {
 // since there is nothing to vouch for. Errors: exitcode.Environment when
 // the journal or a configuration file cannot be read.
 func VerifyBoot(env Env) (*BootStatus, error) {
+	if err := env.checkRoot("verify --boot"); err != nil {
+		return nil, err
+	}
 	st, err := env.loadJournal()
 	if err != nil {
 		return nil, exitcode.Environmentf("tune verify --boot: %v", err)

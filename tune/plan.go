@@ -203,6 +203,9 @@ func PlanFor(p *profiles.Profile, opts Options) (*Plan, error) {
 	}
 	env := opts.Env
 	pl := &Plan{env: env}
+	if err := env.checkRoot("plan"); err != nil {
+		return nil, err
+	}
 	pl.Profile = p.Name
 	pl.Mode = "host"
 	if env.ImageMode() {
