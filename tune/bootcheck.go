@@ -259,7 +259,12 @@ func ownedFiles(env Env, st *journal.State) map[string]bool {
 // BootStatus is the JSON of `hostprep tune verify --boot`.
 type BootStatus struct {
 	// Changed is always false: verify only reads.
-	Changed bool       `json:"changed"`
+	Changed bool `json:"changed"`
+	// Applied is false when there is no journal (nothing applied: no
+	// items, and verify --boot passes as plain verify does).
+	Applied bool `json:"applied"`
+	// Journal is the state file read.
+	Journal string     `json:"journal"`
 	Items   []BootItem `json:"items"`
 	// Failing counts items whose boot value differs from what hostprep
 	// applied.
@@ -269,8 +274,8 @@ type BootStatus struct {
 // VerifyBoot compares every key and limit hostprep persisted (from the
 // journal) with what the host will have after its next boot. It fails
 // (exitcode.Failed, exit 1) naming every key whose boot value differs and
-// the file:line that wins; with nothing applied it fails with exit 1 too,
-// since there is nothing to vouch for. Errors: exitcode.Environment when
+// the file:line that wins. With nothing applied (no journal) it returns a
+// BootStatus with Applied false and no error, as Verify does. Errors: exitcode.Environment when
 // the journal or a configuration file cannot be read.
 func VerifyBoot(env Env) (*BootStatus, error) {
 	if err := env.checkRoot("verify --boot"); err != nil {
@@ -280,10 +285,11 @@ func VerifyBoot(env Env) (*BootStatus, error) {
 	if err != nil {
 		return nil, exitcode.Environmentf("tune verify --boot: %v", err)
 	}
-	bs := &BootStatus{Items: []BootItem{}}
+	bs := &BootStatus{Items: []BootItem{}, Journal: env.stateFile()}
 	if st == nil {
-		return bs, exitcode.Failedf("tune verify --boot: nothing applied (no journal %s)", env.stateFile())
+		return bs, nil
 	}
+	bs.Applied = true
 	modes := map[string]string{}
 	for k, j := range st.Keys {
 		modes[k] = j.Mode

@@ -129,3 +129,20 @@ func TestVerifyBootUsesTheModeOfEveryKey(t *testing.T) {
 		}
 	}
 }
+
+// verify --boot with nothing applied says so and passes, as verify does.
+func TestVerifyBootNothingApplied(t *testing.T) {
+	h := newHost(t, nil)
+	bs, err := VerifyBoot(h.env)
+	if err != nil || bs == nil || bs.Applied {
+		t.Fatalf("verify --boot with no journal: %+v, %v; want not applied, no error", bs, err)
+	}
+	var boot, live strings.Builder
+	must(t, bs.WriteText(&boot))
+	st, _, err := Verify(nil, h.env)
+	must(t, err)
+	must(t, st.WriteText(&live))
+	if boot.String() != live.String() || !strings.HasPrefix(boot.String(), "nothing applied") {
+		t.Errorf("verify --boot prints %q, verify %q", boot.String(), live.String())
+	}
+}
