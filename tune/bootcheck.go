@@ -128,6 +128,7 @@ func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, ov
 		if m := boot.ModuleFor(k); m != "" && it.OK {
 			if _, loaded := mods[m]; !loaded {
 				it.OK = false
+				it.Boot = BootValue{Value: "absent"} // no file's line can set a key that does not exist
 				it.Problem = fmt.Sprintf("sysctl %s: needs kernel module %s, which no modules-load.d file loads before %s runs, so at boot the key does not exist yet and stays at its default; hostprep writes %s for it", k, m, loader, files.ModulesLoad)
 			}
 		}
