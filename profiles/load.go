@@ -370,7 +370,7 @@ func (l *loader) finish(root *yaml.Node, name string) (*Profile, error) {
 			}
 			s, perr := parseSysctlNode(v)
 			if perr != nil {
-				return nil, exitcode.BadInputf("%s:%d:%d: %s: %s", l.nodeFile[v], perr.Line, perr.Col, k.Value, perr.Msg)
+				return nil, exitcode.BadInputf("%s:%d:%d: %s: %s", l.nodeFile[v], perr.Line, perr.Col, bareName(k.Value), perr.Msg)
 			}
 			p.Sysctl[k.Value] = s
 		}

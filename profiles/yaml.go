@@ -111,9 +111,64 @@ func kindName(n *yaml.Node) string {
 	case yaml.AliasNode:
 		return "an alias"
 	case yaml.ScalarNode:
-		return fmt.Sprintf("the value %q", n.Value)
+		// The text itself is never echoed: a file given as a profile by
+		// mistake (an .env file, /etc/shadow) would print its secrets.
+		switch n.ShortTag() {
+		case "!!null":
+			return "nothing"
+		case "!!int", "!!float":
+			return "a number"
+		case "!!bool":
+			return "true or false"
+		}
+		return "a text value (not shown)"
 	}
 	return "something else"
+}
+
+// maxEcho is the most characters of a key or value an error message
+// repeats from the file.
+const maxEcho = 40
+
+var echoNameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.\-/]*$`)
+
+// keyName returns a quoted key for an error message when k looks like a
+// field or sysctl name (letters, digits, _ . - /), cut to maxEcho
+// characters; anything else, which may be a line of a file given by
+// mistake, is described by its length only.
+func keyName(k string) string {
+	if !echoNameRE.MatchString(k) {
+		return bareName(k)
+	}
+	return strconv.Quote(bareName(k))
+}
+
+// bareName is keyName without the quotes, for a key (sysctl name, alias
+// name) shown as it is written.
+func bareName(k string) string {
+	if !echoNameRE.MatchString(k) {
+		return fmt.Sprintf("(a key that is not a name, %s, not shown)", plural.N(len([]rune(k)), "character"))
+	}
+	return clip(k)
+}
+
+// valueText returns a quoted scalar value of a known key for an error
+// message: one line, cut to maxEcho characters.
+func valueText(v string) string {
+	v = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, v)
+	return strconv.Quote(clip(v))
+}
+
+func clip(s string) string {
+	if r := []rune(s); len(r) > maxEcho {
+		return string(r[:maxEcho]) + "…"
+	}
+	return s
 }
 
 var (
@@ -165,7 +220,7 @@ func fieldByYAML(t reflect.Type, name string) (reflect.StructField, bool) {
 // recursive YAML out.
 func checkSchema(n *yaml.Node, t reflect.Type, path []string) error {
 	if n.Kind == yaml.AliasNode {
-		return errAt(n, "%s: YAML alias *%s is not supported in profiles; repeat the value or compose profiles with include:", displayPath(path), n.Value)
+		return errAt(n, "%s: YAML alias *%s is not supported in profiles; repeat the value or compose profiles with include:", displayPath(path), bareName(n.Value))
 	}
 	if t == sysctlType {
 		_, err := parseSysctlNode(n)
@@ -205,12 +260,12 @@ func checkStruct(n *yaml.Node, t reflect.Type, path []string) error {
 			return errAt(k, "%s: want a field name, got %s", nameOr(path, "profile"), kindName(k))
 		}
 		if first, dup := seen[k.Value]; dup {
-			return errAt(k, "field %q given twice (first at line %d); keep one", displayPath(append(slices.Clone(path), k.Value)), first)
+			return errAt(k, "field %s given twice (first at line %d); keep one", keyName(displayPath(append(slices.Clone(path), k.Value))), first)
 		}
 		seen[k.Value] = k.Line
 		f, ok := fieldByYAML(t, k.Value)
 		if !ok {
-			return errAt(k, "unknown field %q in %s; known fields: %s", k.Value, nameOr(path, "profile"), strings.Join(fieldNames(t), ", "))
+			return errAt(k, "unknown field %s in %s; known fields: %s", keyName(k.Value), nameOr(path, "profile"), strings.Join(fieldNames(t), ", "))
 		}
 		if err := checkSchema(v, f.Type, append(slices.Clone(path), k.Value)); err != nil {
 			return err
@@ -235,7 +290,7 @@ func checkMap(n *yaml.Node, t reflect.Type, path []string) error {
 			return errAt(k, "%s: want a key such as net.core.somaxconn, got %s", displayPath(path), kindName(k))
 		}
 		if first, dup := seen[k.Value]; dup {
-			return errAt(k, "%s: key %q given twice (first at line %d); keep one", displayPath(path), k.Value, first)
+			return errAt(k, "%s: key %s given twice (first at line %d); keep one", displayPath(path), keyName(k.Value), first)
 		}
 		seen[k.Value] = k.Line
 		if err := checkSchema(v, t.Elem(), append(slices.Clone(path), k.Value)); err != nil {
@@ -277,11 +332,11 @@ func checkScalar(n *yaml.Node, t reflect.Type, path []string) error {
 		return nil
 	}
 	if t.Kind() == reflect.Bool && n.ShortTag() != "!!bool" {
-		return errAt(n, "%s: %q is not true or false", displayPath(path), n.Value)
+		return errAt(n, "%s: %s is not true or false", displayPath(path), valueText(n.Value))
 	}
 	v := reflect.New(t)
 	if err := n.Decode(v.Interface()); err != nil {
-		return errAt(n, "%s: %q is not %s", displayPath(path), n.Value, scalarWant(t))
+		return errAt(n, "%s: %s is not %s", displayPath(path), valueText(n.Value), scalarWant(t))
 	}
 	return nil
 }
@@ -345,11 +400,11 @@ func parseSysctlNode(n *yaml.Node) (Sysctl, *posError) {
 				return Sysctl{}, errAt(k, "want a field name (%s), got %s", strings.Join(sysctlFields, ", "), kindName(k))
 			}
 			if first, dup := seen[k.Value]; dup {
-				return Sysctl{}, errAt(k, "field %q given twice (first at line %d); keep one", k.Value, first)
+				return Sysctl{}, errAt(k, "field %s given twice (first at line %d); keep one", keyName(k.Value), first)
 			}
 			seen[k.Value] = k.Line
 			if v.Kind == yaml.AliasNode {
-				return Sysctl{}, errAt(v, "YAML alias *%s is not supported in profiles; repeat the value", v.Value)
+				return Sysctl{}, errAt(v, "YAML alias *%s is not supported in profiles; repeat the value", bareName(v.Value))
 			}
 			switch k.Value {
 			case "value":
@@ -364,7 +419,7 @@ func parseSysctlNode(n *yaml.Node) (Sysctl, *posError) {
 				}
 				m := Mode(v.Value)
 				if !m.valid() {
-					return Sysctl{}, errAt(v, "mode %q: want exact, at-least or at-most", v.Value)
+					return Sysctl{}, errAt(v, "mode %s: want exact, at-least or at-most", valueText(v.Value))
 				}
 				s.Mode = m
 			case "optional":
@@ -379,7 +434,7 @@ func parseSysctlNode(n *yaml.Node) (Sysctl, *posError) {
 				}
 				s.Comment = strings.TrimSpace(v.Value)
 			default:
-				return Sysctl{}, errAt(k, "unknown field %q; known fields: %s", k.Value, strings.Join(sysctlFields, ", "))
+				return Sysctl{}, errAt(k, "unknown field %s; known fields: %s", keyName(k.Value), strings.Join(sysctlFields, ", "))
 			}
 		}
 		if !hasValue {
@@ -387,7 +442,7 @@ func parseSysctlNode(n *yaml.Node) (Sysctl, *posError) {
 		}
 		return s, nil
 	case yaml.AliasNode:
-		return Sysctl{}, errAt(n, "YAML alias *%s is not supported in profiles; repeat the value", n.Value)
+		return Sysctl{}, errAt(n, "YAML alias *%s is not supported in profiles; repeat the value", bareName(n.Value))
 	}
 	return Sysctl{}, errAt(n, `want the value as the kernel prints it ("32768", "1024 65535") or a mapping {value, mode, optional, comment}, got %s`, kindName(n))
 }
@@ -400,11 +455,11 @@ func sysctlValue(n *yaml.Node) (string, *posError) {
 	case "!!null":
 		return "", errAt(n, `no value; write it as the kernel prints it, e.g. "32768" (use "" for an empty value)`)
 	case "!!bool", "!!float":
-		return "", errAt(n, `%q is not a value the kernel prints; quote the exact text, e.g. "1"`, n.Value)
+		return "", errAt(n, `%s is not a value the kernel prints; quote the exact text, e.g. "1"`, valueText(n.Value))
 	}
 	v := strings.TrimSpace(n.Value)
 	if strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }) {
-		return "", errAt(n, "%q: a sysctl value is one line of text; separate the fields of multi-value keys with spaces", n.Value)
+		return "", errAt(n, "%s: a sysctl value is one line of text; separate the fields of multi-value keys with spaces", valueText(n.Value))
 	}
 	return v, nil
 }
