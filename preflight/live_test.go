@@ -298,3 +298,28 @@ func TestE2ERecordReplayRoundTrip(t *testing.T) {
 		t.Errorf("--record with --root: exit %d, want 2", code)
 	}
 }
+
+// runReport runs a preflight command with -o json and returns its report
+// whatever the verdict (exit 0 or 1).
+func runReport(t *testing.T, args ...string) Report {
+	t.Helper()
+	out, stderr, code := testenv.Run(t, nil, append(args, "-o", "json")...)
+	if code != 0 && code != 1 {
+		t.Fatalf("%v: exit %d\n%s\n%s", args, code, out, stderr)
+	}
+	var r Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("json: %v\n%s", err, out)
+	}
+	return r
+}
+
+// The built-in iotdb profile fits a real DataNode: its conn_rate asks for
+// an accept queue the DataNode's fixed listen() backlog of 50 holds.
+func TestE2ELiveIoTDBProfileBacklog(t *testing.T) {
+	port := servicePort(t, testenv.IoTDB(t))
+	r := runReport(t, "preflight", "--profile", "iotdb", "--port", strconv.Itoa(port))
+	if c := find(t, r.Checks, "accept.backlog"); c.Status != verdict.Pass {
+		t.Errorf("accept.backlog with the built-in iotdb profile: %+v", c)
+	}
+}
