@@ -191,6 +191,9 @@ func (g *gatherer) targetAndConfig(ctx context.Context, o GatherOptions) error {
 	if pid != o.PID {
 		g.f.Target.Source = "owner of the listener on " + g.ownerEndpoint(pid) + ", " + g.f.Target.Source
 	}
+	if err := g.ownerOfMissingUnit(o); err != nil {
+		return err
+	}
 	g.targetJVM()
 	if o.IoTDBHome != "" {
 		c, err := ReadIoTDBConfig(o.IoTDBHome)
@@ -199,6 +202,29 @@ func (g *gatherer) targetAndConfig(ctx context.Context, o GatherOptions) error {
 		}
 		g.f.IoTDB = c
 	}
+	return nil
+}
+
+// ownerOfMissingUnit judges, when the profile's unit is not installed
+// but a process owns the role's listener (a service started by hand, from
+// a tarball's scripts), that process instead of failing on the absent
+// unit; the absent unit becomes a note and a line of the target's source.
+func (g *gatherer) ownerOfMissingUnit(o GatherOptions) error {
+	if !g.f.Target.UnitMissing || o.PID != 0 || !o.ServiceFromProfile || o.Role == Loadgen {
+		return nil
+	}
+	owner := g.listenerOwner(o.Ports)
+	if owner == 0 {
+		return nil
+	}
+	unit := g.f.Target.Unit
+	g.f.Target = ProcessFacts{}
+	if err := g.targetPID(owner, fmt.Sprintf("/proc/%d/limits", owner)); err != nil {
+		return err
+	}
+	why := fmt.Sprintf("the profile's unit %s is not installed, but pid %d owns the listener on %s: judged that running process instead", unit, owner, g.ownerEndpoint(owner))
+	g.f.Target.Source = why + ", " + g.f.Target.Source
+	g.note("%s", why)
 	return nil
 }
 

@@ -315,11 +315,25 @@ func runReport(t *testing.T, args ...string) Report {
 }
 
 // The built-in iotdb profile fits a real DataNode: its conn_rate asks for
-// an accept queue the DataNode's fixed listen() backlog of 50 holds.
-func TestE2ELiveIoTDBProfileBacklog(t *testing.T) {
+// an accept queue the DataNode's fixed listen() backlog of 50 holds; and
+// with the profile's unit not installed (the test DataNode runs from the
+// release's scripts), fd.* judge the process that owns the listener.
+func TestE2ELiveIoTDBProfile(t *testing.T) {
 	port := servicePort(t, testenv.IoTDB(t))
 	r := runReport(t, "preflight", "--profile", "iotdb", "--port", strconv.Itoa(port))
 	if c := find(t, r.Checks, "accept.backlog"); c.Status != verdict.Pass {
 		t.Errorf("accept.backlog with the built-in iotdb profile: %+v", c)
+	}
+	if len(r.Listeners) == 0 || r.Listeners[0].PID == 0 {
+		t.Fatalf("listeners %+v: want the DataNode's", r.Listeners)
+	}
+	if !strings.Contains(strings.Join(r.Notes, "\n"), "iotdb-datanode.service is not installed, but pid "+strconv.Itoa(r.Listeners[0].PID)) {
+		t.Errorf("notes %q: want the absent unit and the listener's owner named", r.Notes)
+	}
+	for _, id := range []string{"fd.soft", "fd.hard", "fd.raise"} {
+		c := find(t, r.Checks, id)
+		if c.Status == verdict.Fail || strings.Contains(c.Summary, "not installed") {
+			t.Errorf("%s judged the absent unit, not the DataNode (pid %d): %+v", id, r.Listeners[0].PID, c)
+		}
 	}
 }
