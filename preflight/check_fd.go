@@ -66,17 +66,25 @@ func systemdRemedy(unit string, need uint64) string {
 	return fmt.Sprintf("hostprep tune apply --profile P --service %s with systemd.limit_nofile {soft: %d, hard: %d} (a number <= fs.nr_open, not infinity: systemd clamps infinity to its own hard limit), then systemctl daemon-reload && systemctl restart %s", unit, need, need, unit)
 }
 
-// unnamedServer is the finding for a broker or iotdb whose process was
-// not named or found (no --pid, --service, or owner of its listener): the
-// limits are only what a login shell here would get, so the check cannot
-// see the service's and warns instead of failing.
-func unnamedServer(p ProcessFacts, t Target, which string, n uint64, obs, exp string) (verdict.Check, bool) {
-	if !p.Assumed || t.Role == Loadgen {
-		return verdict.Check{}, false
+// unseenServer says whether the target is a broker or iotdb whose process
+// was not named or found (no --pid, --service, profile unit, or owner of
+// its listener): the limits at hand are only what a login shell here would
+// get, which says nothing either way about the service's own.
+func unseenServer(p ProcessFacts, t Target) bool { return p.Assumed && t.Role != Loadgen }
+
+const nameTheTarget = "name the process that will hold the sockets: --service UNIT, --pid PID, or start it so its listener (--port) is found"
+
+// unnamedServer is the finding of fd.soft and fd.hard for an unseen server
+// (unseenServer): they neither pass nor fail on a login shell's limits but
+// warn, saying what a login shell would get and that the service's own
+// limits are not known.
+func unnamedServer(p ProcessFacts, t Target, which string, n, need uint64, obs, exp string) verdict.Check {
+	cmp := fmt.Sprintf("< %s", plural.N(need, "file descriptor"))
+	if n >= need {
+		cmp = fmt.Sprintf(">= %s", plural.N(need, "file descriptor"))
 	}
-	return warn(fmt.Sprintf("no process named for the %s and none listens on port %s: a process started from a login shell here would get %s nofile %s < %s; the service's own limits are not known",
-		t.Role, portList(t.ListenerPorts()), which, fmtNofile(n), plural.N(t.Sockets, "socket")), obs, exp,
-		"name the process that will hold the sockets: --service UNIT, --pid PID, or start it so its listener (--port) is found"), true
+	return warn(fmt.Sprintf("no process named for the %s and none listens on port %s: a process started from a login shell here would get %s nofile %s %s for %s, but the service's own limits are not known",
+		t.Role, portList(t.ListenerPorts()), which, fmtNofile(n), cmp, plural.N(t.Sockets, "socket")), obs, exp, nameTheTarget)
 }
 
 // underSystemd says whether systemd (running as PID 1) sets the target's
@@ -92,11 +100,11 @@ func checkFDSoft(f *Facts, t Target) verdict.Check {
 		return fail(fmt.Sprintf("%s is not installed here (no unit file): there is no service whose limits could carry %s", p.Unit, plural.N(t.Sockets, "socket")), obs, exp,
 			fmt.Sprintf("install the service first, or say which process will hold the sockets: --service UNIT (an installed unit) or --pid PID (the running process); drop-ins for %s do nothing without its unit file", p.Unit))
 	}
+	if unseenServer(p, t) {
+		return unnamedServer(p, t, "soft", p.NofileSoft, need, obs, exp)
+	}
 	if p.NofileSoft >= need {
 		return pass(fmt.Sprintf("soft nofile %s covers %s", fmtNofile(p.NofileSoft), plural.N(t.Sockets, "socket")), obs, exp)
-	}
-	if c, ok := unnamedServer(p, t, "soft", p.NofileSoft, obs, exp); ok {
-		return c
 	}
 	summary := fmt.Sprintf("target process soft nofile %d < %s: it stops accepting/connecting with EMFILE (\"too many open files\") near %d", p.NofileSoft, plural.N(t.Sockets, "socket"), p.NofileSoft)
 	if p.Unit != "" && !underSystemd(f) {
@@ -137,11 +145,11 @@ func checkFDHard(f *Facts, t Target) verdict.Check {
 	need := uint64(t.Sockets) + fdHeadroom(t.Sockets)
 	obs := fmt.Sprintf("hard nofile %s for %s (%s)", fmtNofile(p.NofileHard), describeTarget(p), p.Source)
 	exp := ">= " + plural.N(need, "file descriptor")
+	if unseenServer(p, t) {
+		return unnamedServer(p, t, "hard", p.NofileHard, need, obs, exp)
+	}
 	if p.NofileHard >= need {
 		return pass(fmt.Sprintf("hard nofile %s covers %s", fmtNofile(p.NofileHard), plural.N(t.Sockets, "socket")), obs, exp)
-	}
-	if c, ok := unnamedServer(p, t, "hard", p.NofileHard, obs, exp); ok {
-		return c
 	}
 	summary := fmt.Sprintf("target process hard nofile %d < %s: the soft limit cannot go above it", p.NofileHard, plural.N(t.Sockets, "socket"))
 	if p.Requested != "" {
@@ -157,6 +165,9 @@ func checkFDHard(f *Facts, t Target) verdict.Check {
 func checkFDRaise(f *Facts, t Target) verdict.Check {
 	p := f.Target
 	need := uint64(t.Sockets) + fdHeadroom(t.Sockets)
+	if unseenServer(p, t) {
+		return unseenRaise(f, t, need)
+	}
 	if p.NofileHard >= need {
 		return pass("not needed: the hard limit already covers the target", fmt.Sprintf("hard nofile %s", fmtNofile(p.NofileHard)), fmt.Sprintf(">= %d", need))
 	}
@@ -210,4 +221,39 @@ func checkFDFileMax(f *Facts, t Target) verdict.Check {
 	}
 	return fail(fmt.Sprintf("fs.file-max leaves %s < %s: the kernel refuses new files with ENFILE (\"VFS: file-max limit reached\")", plural.N(free, "free file handle"), plural.N(t.Sockets, "socket")),
 		obs, exp, fmt.Sprintf("hostprep tune apply with fs.file-max %d (now and at boot, in its own /etc/sysctl.d/60-hostprep.conf)", alloc+int64(t.Sockets)*2))
+}
+
+// unseenRaise is fd.raise for an unseen server (unseenServer). A login
+// shell's hard limit says nothing about the service's, so it warns, unless
+// the host itself sets the ceiling: with CAP_SYS_RESOURCE outside the
+// capability bounding set no process started here can raise a hard nofile,
+// so none gets above the higher of the hard limit inherited here and PID
+// 1's (every process descends from PID 1; a PID 1 that keeps the
+// capability for its children is systemd, judged with --service). Below
+// need, that ceiling fails for any process started on this host.
+func unseenRaise(f *Facts, t Target, need uint64) verdict.Check {
+	p := f.Target
+	ceiling, from := p.NofileHard, fmt.Sprintf("hard nofile %d here (%s)", p.NofileHard, p.Source)
+	if f.Pid1Nofile != nil && f.Pid1Nofile.Hard > ceiling {
+		ceiling = f.Pid1Nofile.Hard
+		from += fmt.Sprintf(", hard nofile %d for PID 1 (/proc/1/limits)", f.Pid1Nofile.Hard)
+	}
+	exp := fmt.Sprintf("hard nofile >= %d for the service, or CAP_SYS_RESOURCE to raise it", need)
+	if p.NoRaiseBound && ceiling < need {
+		usable := usableFDs(ceiling)
+		return fail(fmt.Sprintf("hard nofile %d here and at most %d for any process on this host < %d: CAP_SYS_RESOURCE is not in the capability bounding set (CapBnd), so no process started here can raise it; %s (about %s) is the real ceiling, whatever a profile says",
+			p.NofileHard, ceiling, need, plural.N(ceiling, "file descriptor"), plural.N(max(usable, 0), "socket")),
+			"CapBnd lacks CAP_SYS_RESOURCE (bit 24); "+from, exp,
+			fmt.Sprintf("run where a hard limit >= %d can be set (a host or container with CAP_SYS_RESOURCE, docker run --ulimit nofile=%d:%d), or split the load over %d processes/hosts",
+				need, need, need, ceilDiv(int64(t.Sockets), max(usable, 1))))
+	}
+	why := "CAP_SYS_RESOURCE is in the bounding set, so whatever starts the service may set a higher hard limit"
+	switch {
+	case p.NofileHard >= need:
+		why = "a login shell here already has enough"
+	case p.NoRaiseBound:
+		why = fmt.Sprintf("CAP_SYS_RESOURCE is not in the bounding set, but the ceiling %d leaves room: a service started with a higher hard limit than this shell's may have enough", ceiling)
+	}
+	return warn(fmt.Sprintf("no process named for the %s and none listens on port %s: whether its hard nofile needs raising, and can be, is not known (%s)", t.Role, portList(t.ListenerPorts()), why),
+		from, exp, nameTheTarget)
 }

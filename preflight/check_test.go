@@ -41,7 +41,7 @@ func TestChecksOnRecordedHosts(t *testing.T) {
 		status   verdict.Status
 		mentions []string
 	}{
-		{"stock host passes a small broker", ``, Target{Sockets: 500, Role: Broker}, "fd.soft", verdict.Pass, nil},
+		{"stock host only warns for an unseen small broker", ``, Target{Sockets: 500, Role: Broker}, "fd.soft", verdict.Warn, []string{"service's own limits are not known", "--pid"}},
 		{"nr_open below target", `sysctl: {fs.nr_open: "1048576"}
 target_process: {managed_by: systemd, unit: emqx.service, nofile_soft: 1048576, nofile_hard: 1048576}`,
 			Target{Sockets: 2000000, Role: Broker}, "fd.nr_open", verdict.Fail, []string{"fs.nr_open 1048576", "hostprep tune apply with fs.nr_open"}},
@@ -416,5 +416,48 @@ func TestBuiltinProfilesSatisfyTheirOwnTarget(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// For a broker or iotdb whose process is not seen (nothing named, nothing
+// listening), fd.soft, fd.hard and fd.raise agree: none passes or fails on
+// a login shell's limits, each warns and says how to name the target;
+// only a ceiling the host itself sets (CAP_SYS_RESOURCE outside the
+// bounding set, below need even at PID 1's hard limit) fails fd.raise.
+func TestUnseenServerFDChecksAgree(t *testing.T) {
+	cases := []struct {
+		sockets  int
+		noRaise  bool
+		want     map[string]verdict.Status
+		mentions string
+	}{
+		{5000, true, map[string]verdict.Status{"fd.soft": verdict.Warn, "fd.hard": verdict.Warn, "fd.raise": verdict.Warn}, "--pid"},
+		{30000, true, map[string]verdict.Status{"fd.soft": verdict.Warn, "fd.hard": verdict.Warn, "fd.raise": verdict.Warn}, "--pid"},
+		{30000, false, map[string]verdict.Status{"fd.soft": verdict.Warn, "fd.hard": verdict.Warn, "fd.raise": verdict.Warn}, "--pid"},
+		{1000000, false, map[string]verdict.Status{"fd.soft": verdict.Warn, "fd.hard": verdict.Warn, "fd.raise": verdict.Warn}, "--pid"},
+		{1000000, true, map[string]verdict.Status{"fd.soft": verdict.Warn, "fd.hard": verdict.Warn, "fd.raise": verdict.Fail}, "CAP_SYS_RESOURCE"},
+	}
+	for _, role := range []Role{Broker, IoTDB} {
+		for _, c := range cases {
+			f := host(t, ``)
+			f.Target = ProcessFacts{ManagedBy: "shell", NofileSoft: 20000, NofileHard: 20000, Assumed: true, NoRaiseBound: c.noRaise,
+				Source: "inherited from the parent shell"}
+			f.Pid1Nofile = &profiles.Limit{Soft: 32768, Hard: 32768}
+			tg := Target{Sockets: c.sockets, Role: role}
+			if err := tg.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			checks := Evaluate(f, tg)
+			for id, want := range c.want {
+				got := find(t, checks, id)
+				mention := "--pid" // a warning says how to name the target
+				if want == verdict.Fail {
+					mention = c.mentions
+				}
+				if got.Status != want || !strings.Contains(message(got), mention) {
+					t.Errorf("%s %d sockets (CapBnd without CAP_SYS_RESOURCE %v): %s %s, want %s mentioning %q: %s", role, c.sockets, c.noRaise, id, got.Status, want, mention, message(got))
+				}
+			}
+		}
 	}
 }

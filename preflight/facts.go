@@ -122,6 +122,10 @@ type ProcessFacts struct {
 	// --service, profile unit, or owner of the target's listener): the
 	// limits are what a process started from a login shell here would get.
 	Assumed bool `json:"assumed,omitempty" yaml:"-"`
+	// NoRaiseBound is true when CAP_SYS_RESOURCE is not in the capability
+	// bounding set (CapBnd) here: no process started from this session,
+	// nor any it starts, can raise a hard nofile (a container, a sandbox).
+	NoRaiseBound bool `json:"no_raise_bound,omitempty" yaml:"-"`
 	// Requested is the LimitNOFILE the unit asks for when systemd had to
 	// resolve it ("infinity:infinity"), "" when it applied as written.
 	Requested string `json:"requested,omitempty" yaml:"-"`

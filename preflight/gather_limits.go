@@ -257,7 +257,9 @@ func (g *gatherer) targetLogin() error {
 	// sandbox) no process here can ever raise a hard limit: not pam_limits
 	// at login, not systemd. A login gets at most the hard limit the
 	// processes above it have, which the parent shell shows.
-	if bnd, err := g.hasCap(g.selfPID(), "CapBnd", capSysResource); err == nil && !bnd && parentRead && hard > parentHard {
+	bnd, err := g.hasCap(g.selfPID(), "CapBnd", capSysResource)
+	t.NoRaiseBound = err == nil && !bnd
+	if t.NoRaiseBound && parentRead && hard > parentHard {
 		t.Source += fmt.Sprintf(", which asks for nofile %s but is capped at the hard limit %s inherited here (/proc/%d/limits): CAP_SYS_RESOURCE is not in this host's capability bounding set (CapBnd), so no process here can raise a hard nofile",
 			fmtLimit(profiles.Limit{Soft: soft, Hard: hard}), fmtNofile(parentHard), ppid)
 		hard = parentHard
