@@ -31,7 +31,7 @@ func init() {
 	register(CheckDef{ID: "iotdb.max_map_count", Doc: "vm.max_map_count >= 262144 (memory maps of the DataNode's JVM)", Roles: iotdbOnly, Func: checkIoTDBMapCount})
 	register(CheckDef{ID: "iotdb.clients", Doc: "dn_rpc_max_concurrent_client_num >= SessionPool size x load generators (--iotdb-home)", Roles: iotdbOnly, Func: checkIoTDBClients})
 	register(CheckDef{ID: "iotdb.frame_size", Doc: "Thrift max frame size >= the largest batch (--iotdb-home, --batch-points)", Roles: iotdbOnly, Func: checkIoTDBFrame})
-	register(CheckDef{ID: "iotdb.memory", Doc: "JVM heap + direct memory of the DataNode (running, or --iotdb-home) and ConfigNode <= RAM", Roles: iotdbOnly, Func: checkIoTDBMemory})
+	register(CheckDef{ID: "iotdb.memory", Doc: "JVM heap + direct memory of the DataNode (running, or --iotdb-home) and ConfigNode (running, or --iotdb-home) <= RAM", Roles: iotdbOnly, Func: checkIoTDBMemory})
 }
 
 func checkIoTDBMapCount(f *Facts, t Target) verdict.Check {
@@ -155,7 +155,15 @@ func checkIoTDBMemory(f *Facts, t Target) verdict.Check {
 		return skip("the DataNode's memory is not known: no running DataNode found (--pid, --service or its listener) and no conf/datanode-env.sh (--iotdb-home)")
 	}
 	total := heap + direct
-	if c != nil && c.ConfigNode != nil {
+	switch j := f.ConfigNodeJVM; {
+	case j != nil && j.Heap > 0:
+		h, d := j.Heap, j.Direct
+		if d == 0 {
+			d = h // HotSpot: MaxDirectMemorySize defaults to the heap size
+		}
+		total += h + d
+		obs += fmt.Sprintf("; running ConfigNode heap %s (-Xmx) + direct %s (%s)", mib(float64(h)), mib(float64(d)), j.Source)
+	case c != nil && c.ConfigNode != nil:
 		h, d, how := c.ConfigNode.HeapAndDirect(f.MemTotal, true)
 		total += h + d
 		obs += fmt.Sprintf("; ConfigNode heap %s + direct %s (%s: %s)", mib(float64(h)), mib(float64(d)), c.ConfigNode.Script, how)

@@ -461,3 +461,22 @@ func TestUnseenServerFDChecksAgree(t *testing.T) {
 		}
 	}
 }
+
+// A running ConfigNode is judged by its own -Xmx and MaxDirectMemorySize,
+// not by what confignode-env.sh would compute.
+func TestIoTDBMemoryRunningConfigNode(t *testing.T) {
+	f := host(t, ``)
+	f.MemTotal = 24 << 30
+	f.TargetJVM = &JVMFlags{Heap: 1 << 30, Direct: 512 << 20, Source: "/proc/2/cmdline"}
+	f.IoTDB = &IoTDBConfig{ConfigNode: &JVMMemory{Script: "conf/confignode-env.sh"}}
+	f.ConfigNodeJVM = &JVMFlags{Heap: 512 << 20, Direct: 256 << 20, Source: "/proc/1/cmdline"}
+	tg := Target{Sockets: 10, Role: IoTDB}
+	if err := tg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c := find(t, Evaluate(f, tg), "iotdb.memory")
+	if !strings.Contains(c.Observed, "running ConfigNode heap 512 MiB (-Xmx) + direct 256 MiB (/proc/1/cmdline)") || strings.Contains(c.Observed, "confignode-env.sh") ||
+		!strings.Contains(c.Summary, "2304 MiB") {
+		t.Errorf("iotdb.memory: %+v", c)
+	}
+}

@@ -69,6 +69,10 @@ type Facts struct {
 	// TargetJVM is the heap and direct memory a running Java target was
 	// started with, nil when the target is not a running JVM.
 	TargetJVM *JVMFlags `json:"target_jvm,omitempty"`
+	// ConfigNodeJVM is the heap and direct memory a running IoTDB
+	// ConfigNode on this host was started with (role iotdb), nil when none
+	// runs.
+	ConfigNodeJVM *JVMFlags `json:"confignode_jvm,omitempty"`
 	// Netstat holds the TcpExt counters of /proc/net/netstat
 	// (ListenOverflows, ListenDrops, TCPMemoryPressures, TCPAbortOnMemory,
 	// TCPTimeWaitOverflow, ...), counted since boot.

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
@@ -195,6 +197,9 @@ func (g *gatherer) targetAndConfig(ctx context.Context, o GatherOptions) error {
 		return err
 	}
 	g.targetJVM()
+	if o.Role == IoTDB {
+		g.configNodeJVM()
+	}
 	if o.IoTDBHome != "" {
 		c, err := ReadIoTDBConfig(o.IoTDBHome)
 		if err != nil {
@@ -243,6 +248,44 @@ func (g *gatherer) targetJVM() {
 	}
 	if g.rec != nil {
 		g.rec.m.TargetJVM = g.f.TargetJVM
+	}
+}
+
+// configNodeMain is the main class of an IoTDB ConfigNode's JVM
+// (sbin/start-confignode.sh).
+const configNodeMain = "org.apache.iotdb.confignode.service.ConfigNode"
+
+// configNodeJVM finds a running IoTDB ConfigNode (a java process whose
+// main class is configNodeMain) and reads its memory flags from its
+// command line, like targetJVM: a recording keeps the two values only.
+func (g *gatherer) configNodeJVM() {
+	switch {
+	case g.rep != nil:
+		g.f.ConfigNodeJVM = g.rep.ConfigNodeJVM
+	case g.live():
+		dirs, err := os.ReadDir("/proc")
+		if err != nil {
+			g.note("/proc: %v", err)
+			return
+		}
+		for _, d := range dirs {
+			pid, err := strconv.Atoi(d.Name())
+			if err != nil {
+				continue
+			}
+			src := fmt.Sprintf("/proc/%d/cmdline", pid)
+			b, err := os.ReadFile(src)
+			if err != nil || !slices.Contains(strings.Split(string(b), "\x00"), configNodeMain) {
+				continue
+			}
+			if j := parseJVMFlags(b, src); j != nil && j.Heap > 0 {
+				g.f.ConfigNodeJVM = j
+				break
+			}
+		}
+	}
+	if g.rec != nil {
+		g.rec.m.ConfigNodeJVM = g.f.ConfigNodeJVM
 	}
 }
 

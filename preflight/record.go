@@ -68,6 +68,9 @@ type Recording struct {
 	// TargetJVM are the memory flags of a running Java target (from its
 	// command line, which is not copied).
 	TargetJVM *JVMFlags `json:"target_jvm,omitempty"`
+	// ConfigNodeJVM are the memory flags of a running IoTDB ConfigNode
+	// (from its command line, which is not copied).
+	ConfigNodeJVM *JVMFlags `json:"confignode_jvm,omitempty"`
 	// SystemctlShow maps a unit to `systemctl show -p ... UNIT` output.
 	SystemctlShow map[string]string `json:"systemctl_show,omitempty"`
 	// Files lists the files copied, relative to DIR.
