@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -498,5 +499,26 @@ func TestE2EActiveHitsTargetLimit(t *testing.T) {
 	}
 	if c := find(t, r.Checks, "fd.soft"); c.Status != verdict.Fail || !strings.Contains(c.Summary, "soft nofile 600 < 1000") {
 		t.Errorf("fd.soft %+v", c)
+	}
+}
+
+// --record must name a new or empty directory: an existing file, a path
+// below a file and a non-empty directory are bad input (exit 2, one line
+// naming --record), refused before anything is gathered or created.
+func TestRecordRefusesNonDirectory(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "afile")
+	full := filepath.Join(dir, "full")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(full, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range []string{file, filepath.Join(file, "sub"), full} {
+		out, stderr, code := testenv.Run(t, nil, "preflight", "--sockets", "10", "--record", rec)
+		if code != 2 || !strings.HasPrefix(stderr, "hostprep: --record "+rec+": ") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || out != "" {
+			t.Errorf("--record %s: exit %d, stdout %q, stderr %q; want exit 2 and one line naming --record", rec, code, out, stderr)
+		}
 	}
 }

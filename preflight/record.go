@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 )
@@ -138,13 +139,36 @@ func loadRecording(root string) (*Recording, error) {
 	return &m, nil
 }
 
-// write copies the recorded files into dir and writes the manifest. dir
-// must not exist or be empty, so a recording holds nothing else.
-func (r *recorder) write(dir string) error {
+// checkRecordDir refuses a --record path that cannot become a recording
+// (exitcode.BadInput): an existing file or other non-directory, a
+// directory that is not empty, or a path below a file. A path that does
+// not exist yet is fine; write creates it.
+func checkRecordDir(dir string) error {
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, syscall.ENOTDIR):
+		return exitcode.BadInputf("--record %s: a part of the path is a file, not a directory; give a new or empty directory", dir)
+	case err != nil:
+		return nil
+	case !st.IsDir():
+		return exitcode.BadInputf("--record %s: exists and is not a directory; give a new or empty directory, e.g. --record %s.d", dir, filepath.Clean(dir))
+	}
 	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
 		return exitcode.BadInputf("--record %s: the directory is not empty; give a new or empty directory, so the recording holds only what preflight read", dir)
 	}
+	return nil
+}
+
+// write copies the recorded files into dir and writes the manifest. dir
+// must not exist or be empty, so a recording holds nothing else.
+func (r *recorder) write(dir string) error {
+	if err := checkRecordDir(dir); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		if errors.Is(err, syscall.ENOTDIR) {
+			return exitcode.BadInputf("--record %s: a part of the path is a file, not a directory; give a new or empty directory", dir)
+		}
 		return exitcode.Environmentf("--record %s: %v", dir, err)
 	}
 	var files []string

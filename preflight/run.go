@@ -210,6 +210,11 @@ func (r *Report) Err(strict bool) error {
 // PID, time bound or socket count) instead of silently using a default.
 // Errors are exitcode.BadInput naming the flag, the value and the fix.
 func (o Options) validate() error {
+	if o.Record != "" {
+		if err := checkRecordDir(o.Record); err != nil {
+			return err
+		}
+	}
 	if o.PID < 0 {
 		return exitcode.BadInputf("--pid %d: want the PID (> 0) of the running process that will hold the sockets, e.g. --pid $(pidof mosquitto)", o.PID)
 	}
