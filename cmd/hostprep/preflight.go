@@ -72,6 +72,9 @@ Checks (IDs for --ignore):
 				return err
 			}
 			t.ConnRate = connRate.Ceil() // whole connections/s, rounded up
+			if cmd.Flags().Changed("conn-rate") && t.ConnRate <= 0 {
+				return exitcode.BadInputf("--conn-rate %s: want new connections/s > 0, e.g. 2000, 2000/s or 120000/m; leave it out for the default %d (or the profile's conn_rate)", cmd.Flag("conn-rate").Value, preflight.DefaultConnRate)
+			}
 			if profile != "" {
 				p, err := profiles.Load(profile, sets)
 				if err != nil {
@@ -114,6 +117,9 @@ Checks (IDs for --ignore):
 				}
 			}
 			fl := cmd.Flags()
+			if err := roleOnlyFlags(cmd, t.Role); err != nil {
+				return err
+			}
 			if fl.Changed("pid") && opts.PID == 0 {
 				return exitcode.BadInputf("--pid 0: want the PID (> 0) of the running process that will hold the sockets, e.g. --pid $(pidof mosquitto)")
 			}
@@ -208,4 +214,22 @@ func newActiveChildCmd() *cobra.Command {
 	c.Flags().StringVar(&nofile, "nofile", "", "RLIMIT_NOFILE soft:hard to run with")
 	c.Flags().DurationVar(&o.Timeout, "timeout", 60*time.Second, "time bound")
 	return c
+}
+
+// roleFlags names the preflight flags that apply to one role only.
+var roleFlags = map[string]preflight.Role{
+	"iotdb-home": preflight.IoTDB, "pool-size": preflight.IoTDB, "loadgens": preflight.IoTDB, "batch-points": preflight.IoTDB,
+	"dest": preflight.Loadgen,
+}
+
+// roleOnlyFlags refuses a role-only flag given for another role (it would
+// be silently ignored) as exitcode.BadInput naming the role it applies to.
+func roleOnlyFlags(cmd *cobra.Command, role preflight.Role) error {
+	fl := cmd.Flags()
+	for _, name := range []string{"iotdb-home", "pool-size", "loadgens", "batch-points", "dest"} {
+		if want := roleFlags[name]; fl.Changed(name) && role != want {
+			return exitcode.BadInputf("--%s applies to --role %s only, and the role here is %s; drop it, or pass --role %s", name, want, role, want)
+		}
+	}
+	return nil
 }
