@@ -227,7 +227,7 @@ func (g *gatherer) ownerOfMissingUnit(o GatherOptions) error {
 	if err := g.targetPID(owner, fmt.Sprintf("/proc/%d/limits", owner)); err != nil {
 		return err
 	}
-	why := fmt.Sprintf("the profile's unit %s is not installed, but pid %d owns the listener on %s: judged that running process instead", unit, owner, g.ownerEndpoint(owner))
+	why := fmt.Sprintf("the profile's unit %s is not installed, but the listener on %s is owned by pid %d: judged that running process instead", unit, g.ownerEndpoint(owner), owner)
 	g.f.Target.Source = why + ", " + g.f.Target.Source
 	g.note("%s", why)
 	return nil
