@@ -158,6 +158,9 @@ func checkProbes(p *profiles.Profile, o Options) error {
 	if p.Probe.MQTT == nil && o.MQTT == "" {
 		return nil
 	}
+	if err := mqtt.CheckProfile(p); err != nil {
+		return err
+	}
 	cfg, _ := mqttConfig(p, o)
 	if err := cfg.Validate(); err != nil {
 		return exitcode.BadInputf("profile %s, probe.mqtt: %v", p.Name, err)

@@ -91,6 +91,25 @@ func TestProfilesValidateRefusesLineInjection(t *testing.T) {
 	}
 }
 
+// TestProfilesValidateRefusesProbeSettings: a probe.mqtt value the probe
+// refuses (clients: 0, conn_rate "0/s", size 5) fails `profiles validate`
+// with exit 2 at the profile's file:line:col, not at a flag never given.
+func TestProfilesValidateRefusesProbeSettings(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ yaml, want string }{
+		{"clients: 0", "p.yaml:3:14: probe.mqtt.clients 0"},
+		{"conn_rate: \"0/s\"", "p.yaml:3:16: probe.mqtt.conn_rate 0"},
+		{"size: 5", "p.yaml:3:11: probe.mqtt.size 5"},
+	} {
+		f := filepath.Join(dir, "p.yaml")
+		os.WriteFile(f, []byte("probe:\n  mqtt:\n    "+tc.yaml+"\n"), 0o644)
+		_, errOut, code := testenv.Run(t, nil, "profiles", "validate", f)
+		if code != 2 || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "--") {
+			t.Errorf("%s: exit %d, want 2 naming %q and no flag; stderr %q", tc.yaml, code, tc.want, errOut)
+		}
+	}
+}
+
 // TestProfilesValidateRefusesNonRegularFile: /dev/zero is refused at once
 // with exit 2 naming the path (it used to be read until memory ran out).
 func TestProfilesValidateRefusesNonRegularFile(t *testing.T) {
