@@ -150,16 +150,19 @@ func mqttConfig(p *profiles.Profile, o Options) (mqtt.Config, string) {
 	return cfg, ""
 }
 
-// checkProbes refuses, before anything is tuned, an MQTT probe ready
-// would run with a setting the probe itself refuses
-// (mqtt.Config.Validate): exitcode.BadInput naming the profile, the
-// setting and the rule. Dry runs are checked too.
+// checkProbes refuses, before anything is tuned, a probe ready would run
+// with a setting the probe itself refuses (mqtt.CheckProfile,
+// iotdb.CheckProfile: the profile's file:line:col and key; then the MQTT
+// probe as --mqtt changes it): exitcode.BadInput naming the setting and
+// the rule. Dry runs are checked too.
 func checkProbes(p *profiles.Profile, o Options) error {
+	for _, check := range []func(*profiles.Profile) error{mqtt.CheckProfile, iotdb.CheckProfile} {
+		if err := check(p); err != nil {
+			return err
+		}
+	}
 	if p.Probe.MQTT == nil && o.MQTT == "" {
 		return nil
-	}
-	if err := mqtt.CheckProfile(p); err != nil {
-		return err
 	}
 	cfg, _ := mqttConfig(p, o)
 	if err := cfg.Validate(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/loadprobe/iotdb"
 	"github.com/hostprep/hostprep/loadprobe/mqtt"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/spf13/cobra"
@@ -145,6 +146,9 @@ fs.nr_open, listening ports) are done by 'hostprep tune plan'.`,
 				p, err := profiles.Load(ref, sets)
 				if err == nil {
 					err = mqtt.CheckProfile(p)
+				}
+				if err == nil {
+					err = iotdb.CheckProfile(p)
 				}
 				if err != nil {
 					r.Error = err.Error()

@@ -100,9 +100,14 @@ func TestProfilesValidateRefusesProbeSettings(t *testing.T) {
 		{"clients: 0", "p.yaml:3:14: probe.mqtt.clients 0"},
 		{"conn_rate: \"0/s\"", "p.yaml:3:16: probe.mqtt.conn_rate 0"},
 		{"size: 5", "p.yaml:3:11: probe.mqtt.size 5"},
+		{"pool_size: 0", "p.yaml:3:16: probe.iotdb.pool_size 0"},
 	} {
 		f := filepath.Join(dir, "p.yaml")
-		os.WriteFile(f, []byte("probe:\n  mqtt:\n    "+tc.yaml+"\n"), 0o644)
+		section := "mqtt"
+		if strings.HasPrefix(tc.want, "p.yaml:3:16: probe.iotdb") {
+			section = "iotdb"
+		}
+		os.WriteFile(f, []byte("probe:\n  "+section+":\n    "+tc.yaml+"\n"), 0o644)
 		_, errOut, code := testenv.Run(t, nil, "profiles", "validate", f)
 		if code != 2 || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "--") {
 			t.Errorf("%s: exit %d, want 2 naming %q and no flag; stderr %q", tc.yaml, code, tc.want, errOut)
