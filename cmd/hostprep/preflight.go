@@ -71,7 +71,11 @@ Checks (IDs for --ignore):
 			if err := checkOutput(output, preflight.Formats...); err != nil {
 				return err
 			}
-			t.ConnRate = connRate.Ceil() // whole connections/s, rounded up
+			n, err := connRate.Whole() // whole connections/s, never rounded
+			if err != nil {
+				return exitcode.BadInputf("--conn-rate: %v", err)
+			}
+			t.ConnRate = n
 			if profile != "" {
 				p, err := profiles.Load(profile, sets)
 				if err != nil {
