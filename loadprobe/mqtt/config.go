@@ -100,6 +100,12 @@ type Config struct {
 
 	Thresholds profiles.MQTTThresholds `json:"thresholds" flag:"thresholds"`
 
+	// SettingNames is how the caller names settings in the errors of a
+	// run and of Validate, by flag tag ("broker", "username",
+	// "password-file", "ca"...): `hostprep ready` maps broker to --mqtt. A
+	// setting not in it is named as `hostprep probe mqtt` does, "--" + tag.
+	SettingNames map[string]string `json:"-"`
+
 	// Shard, when set (K/N), makes this run shard K of a fleet run of N
 	// load generators: Clients and ConnRate stay the fleet's figures and
 	// this host runs the clients g with g mod N = K-1 on the fleet's
@@ -259,6 +265,14 @@ func CheckProfile(p *profiles.Profile) error {
 		}
 	}
 	return exitcode.BadInputf("%sprobe.mqtt: %s", p.Where("probe", "mqtt"), msg)
+}
+
+// name is how errors name setting (see SettingNames).
+func (c *Config) name(setting string) string {
+	if n, ok := c.SettingNames[setting]; ok {
+		return n
+	}
+	return "--" + setting
 }
 
 // fill sets the output-only fields Validate does not judge.
@@ -434,7 +448,7 @@ func (c *Config) checkBroker() (brokerAddr, error) {
 	bad := exitcode.BadInputf
 	u, err := url.Parse(c.Broker)
 	if err != nil || u.Host == "" {
-		return b, bad("--broker %q: want a URL such as tcp://HOST:1883 or mqtts://HOST:8883; schemes: %s", c.Broker, BrokerSchemesHelp)
+		return b, bad("%s %q: want a URL such as tcp://HOST:1883 or mqtts://HOST:8883; schemes: %s", c.name("broker"), c.Broker, BrokerSchemesHelp)
 	}
 	port, known := u.Port(), false
 	for _, s := range brokerSchemes {
@@ -446,10 +460,10 @@ func (c *Config) checkBroker() (brokerAddr, error) {
 		}
 	}
 	if !known {
-		return b, bad("--broker %q: scheme %q not supported; want %s", c.Broker, u.Scheme, BrokerSchemesHelp)
+		return b, bad("%s %q: scheme %q not supported; want %s", c.name("broker"), c.Broker, u.Scheme, BrokerSchemesHelp)
 	}
 	if (c.CAFile != "" || c.CertFile != "") && !b.tls {
-		return b, bad("--ca/--cert given but --broker %q is not TLS: use mqtts://, ssl:// or tls://, or drop --ca/--cert", c.Broker)
+		return b, bad("--ca/--cert given but %s %q is not TLS: use mqtts://, ssl:// or tls://, or drop --ca/--cert", c.name("broker"), c.Broker)
 	}
 	if (c.CertFile == "") != (c.KeyFile == "") {
 		return b, bad("--cert and --key go together (a client certificate needs its key)")
