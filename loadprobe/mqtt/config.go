@@ -28,6 +28,7 @@ import (
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/plural"
+	"github.com/hostprep/hostprep/internal/rate"
 	"github.com/hostprep/hostprep/loadprobe/fleet"
 	"github.com/hostprep/hostprep/profiles"
 )
@@ -598,6 +599,6 @@ func (c *Config) String() string {
 	if b == "" {
 		b = "embedded"
 	}
-	return fmt.Sprintf("broker=%s clients=%d conn_rate=%g/s qos=%d size=%dB pub_interval=%v duration=%v subscribers=%d mqtt=%s",
-		b, c.Clients, c.ConnRate, c.QoS, c.Size, c.PubInterval, c.Duration, c.Subscribers, c.MQTTVersion)
+	return fmt.Sprintf("broker=%s clients=%d conn_rate=%s qos=%d size=%dB pub_interval=%v duration=%v subscribers=%d mqtt=%s",
+		b, c.Clients, rate.PerSecond(c.ConnRate).Text(), c.QoS, c.Size, c.PubInterval, c.Duration, c.Subscribers, c.MQTTVersion)
 }

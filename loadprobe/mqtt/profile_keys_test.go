@@ -49,3 +49,13 @@ func TestProfileKeysOmittedDefaultExplicitRefused(t *testing.T) {
 		}
 	}
 }
+
+// A fractional rate is shown with its unit, not rounded: 1/m reads
+// "1/m (0.017/s)".
+func TestConfigStringShowsRateUnit(t *testing.T) {
+	c := Defaults()
+	c.ConnRate = 1.0 / 60
+	if s := c.String(); !strings.Contains(s, "conn_rate=1/m (0.017/s)") {
+		t.Errorf("String() = %q, want conn_rate=1/m (0.017/s)", s)
+	}
+}
