@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
+	"github.com/apache/iotdb-client-go/client"
 	"github.com/hostprep/hostprep/internal/exitcode"
 )
 
@@ -112,23 +113,10 @@ func addressSetting(cfg *Config) string {
 // no privilege to see it.
 func databaseExists(ctx context.Context, p *sessionPool, db, user string) error {
 	found := false
-	err := admin(ctx, p, func(s *session) error {
-		ds, err := s.query("SHOW DATABASES " + db)
-		if err != nil {
-			return err
-		}
-		defer ds.Close()
-		for {
-			ok, err := ds.Next()
-			if err != nil || !ok {
-				return err
-			}
-			name, err := ds.GetString("Database")
-			if err != nil {
-				return err
-			}
-			found = found || name == db
-		}
+	err := queryRows(ctx, p, "SHOW DATABASES "+db, func(ds *client.SessionDataSet) error {
+		name, err := ds.GetString("Database")
+		found = found || name == db
+		return err
 	})
 	if err != nil {
 		return err
@@ -158,8 +146,15 @@ func notVisible(ctx context.Context, p *sessionPool, db, user string) error {
 // privilegeRows counts the rows of LIST PRIVILEGES OF USER user.
 func privilegeRows(ctx context.Context, p *sessionPool, user string) (int, error) {
 	n := 0
-	err := admin(ctx, p, func(s *session) error {
-		ds, err := s.query("LIST PRIVILEGES OF USER " + user)
+	err := queryRows(ctx, p, "LIST PRIVILEGES OF USER "+user, func(*client.SessionDataSet) error { n++; return nil })
+	return n, err
+}
+
+// queryRows runs the admin query sql and calls row for each row it
+// returns, stopping at the first error.
+func queryRows(ctx context.Context, p *sessionPool, sql string, row func(*client.SessionDataSet) error) error {
+	return admin(ctx, p, func(s *session) error {
+		ds, err := s.query(sql)
 		if err != nil {
 			return err
 		}
@@ -169,10 +164,11 @@ func privilegeRows(ctx context.Context, p *sessionPool, user string) (int, error
 			if err != nil || !ok {
 				return err
 			}
-			n++
+			if err := row(ds); err != nil {
+				return err
+			}
 		}
 	})
-	return n, err
 }
 
 // seed writes one mixed write per device, so that reads have rows.
