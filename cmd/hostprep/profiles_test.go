@@ -112,6 +112,10 @@ func TestProfilesValidateRefusesProbeSettings(t *testing.T) {
 		if code != 2 || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "--") {
 			t.Errorf("%s: exit %d, want 2 naming %q and no flag; stderr %q", tc.yaml, code, tc.want, errOut)
 		}
+		_, errOut, code = testenv.Run(t, nil, "probe", section, "--profile", f)
+		if code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("probe %s --profile with %s: exit %d, want 2 naming %q; stderr %q", section, tc.yaml, code, tc.want, errOut)
+		}
 	}
 }
 
