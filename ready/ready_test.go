@@ -12,6 +12,7 @@ import (
 	"github.com/hostprep/hostprep/loadprobe/mqtt"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/hostprep/hostprep/ready/outcome"
+	"github.com/hostprep/hostprep/tune"
 )
 
 // fakes stand in for the steps only to produce outcomes a healthy host
@@ -280,5 +281,26 @@ func TestDriftDuringRunFailsTune(t *testing.T) {
 		if strings.Contains(strings.Join(f.ran, ","), "recheck") {
 			t.Errorf("%+v: re-checked tuning that was not applied", o)
 		}
+	}
+}
+
+// A file both changed and kept for another item, or kept twice, still
+// gives every tune check its own ID (JUnit test cases and Prometheus
+// series must be unique).
+func TestTuneChecksHaveUniqueIDs(t *testing.T) {
+	f := "/etc/security/limits.d/60-hostprep.conf"
+	r := &tune.Result{
+		Changes: []tune.Change{{File: f, Layer: "persistent", From: "absent", To: "3 lines"}},
+		Skipped: []tune.Skip{{File: f, Layer: "persistent", Reason: "nofile soft kept"}, {File: f, Layer: "persistent", Reason: "nofile hard kept"}},
+	}
+	seen := map[string]bool{}
+	for _, c := range tuneChecks(r) {
+		if seen[c.ID] {
+			t.Errorf("check ID %q twice", c.ID)
+		}
+		seen[c.ID] = true
+	}
+	if len(seen) != 3 {
+		t.Errorf("%d distinct checks, want 3", len(seen))
 	}
 }

@@ -49,7 +49,7 @@ func tuneChecks(r *tune.Result) []verdict.Check {
 			Summary: fmt.Sprintf("%s %s: %s -> %s", c.Layer, c.Target(), c.From, c.To), Observed: c.From, Expected: c.To})
 	}
 	for _, s := range r.Skipped {
-		cs = append(cs, verdict.Check{ID: "tune." + s.Layer + "." + s.Target(), Status: verdict.Pass,
+		cs = append(cs, verdict.Check{ID: "tune.skipped." + s.Layer + "." + s.Target(), Status: verdict.Pass,
 			Summary: fmt.Sprintf("%s %s: no change (%s)", s.Layer, s.Target(), s.Reason), Observed: s.Current})
 	}
 	for i, w := range r.Warnings {
@@ -59,6 +59,23 @@ func tuneChecks(r *tune.Result) []verdict.Check {
 		if p.Error != "" {
 			cs = append(cs, verdict.Check{ID: fmt.Sprintf("tune.prlimit.%d", p.PID), Status: verdict.Fail,
 				Summary: p.Error, Observed: p.Now, Expected: p.To})
+		}
+	}
+	return uniqueIDs(cs)
+}
+
+// uniqueIDs makes every check ID distinct (a repeated one gets "#2",
+// "#3", ... in order): one file can be both changed and kept for another
+// item (soft and hard nofile, "*" and root lines), and a JUnit test case
+// or Prometheus series must not appear twice (node_exporter rejects the
+// whole textfile).
+func uniqueIDs(cs []verdict.Check) []verdict.Check {
+	seen := map[string]int{}
+	for i := range cs {
+		id := cs[i].ID
+		seen[id]++
+		if n := seen[id]; n > 1 {
+			cs[i].ID = fmt.Sprintf("%s#%d", id, n)
 		}
 	}
 	return cs

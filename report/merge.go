@@ -86,7 +86,7 @@ func loadReady(path string, b []byte) (*outcome.Result, error) {
 		return nil, exitcode.BadInputf("report merge: %s: not JSON from `hostprep ready --output json`: %v", path, err)
 	}
 	if r.Host == "" || r.Verdict == "" {
-		return nil, exitcode.BadInputf("report merge: %s: no \"host\" or \"verdict\" field; want the output of `hostprep ready --output json`", path)
+		return nil, exitcode.BadInputf("report merge: %s: no \"host\" or \"verdict\" field; want the output of `hostprep ready --output json`, or of `hostprep probe mqtt --shard K/N --output json` for a fleet run", path)
 	}
 	switch r.Verdict {
 	case outcome.Ready, outcome.ReadyWithWarnings, outcome.NotReady, outcome.DryRun:

@@ -34,6 +34,9 @@ import (
 // their limit back while they run.
 func Apply(ctx context.Context, p *profiles.Profile, opts Options) (*Result, error) {
 	env := opts.Env
+	if err := env.checkRoot("apply"); err != nil {
+		return nil, err
+	}
 	if err := checkPrivileges(env, "apply"); err != nil {
 		return nil, err
 	}

@@ -67,8 +67,9 @@ func (e Env) bootRoot() string { return e.Root }
 
 // bootItems checks every key and limit in per against the boot that
 // follows, as if the owned files had the bytes in overlay (paths relative
-// to the root; nil overlay: the files on disk). modes gives each key's
-// mode (missing: exact). Errors: exitcode.Environment when a
+// to the root; nil overlay: the files on disk). Each key's mode is the
+// one persisted with it (journal.PersistedKey.Mode), else modes' (a
+// journal from before modes were persisted), else exact. Errors: exitcode.Environment when a
 // configuration file cannot be read.
 func bootItems(env Env, per journal.Persisted, modes map[string]string, overlay map[string][]byte, owned map[string]bool) ([]BootItem, error) {
 	items, err := bootSysctlItems(env, per, modes, overlay, owned)
@@ -109,7 +110,10 @@ func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, ov
 		if ok {
 			it.Boot = BootValue{Value: sysval.Normalize(set.Value), File: set.File.Name(), Line: set.Line}
 		}
-		mode := modes[k]
+		mode := per.Sysctl[k].Mode
+		if m, ok := modes[k]; ok && mode == "" {
+			mode = m // a journal written before modes were persisted
+		}
 		switch {
 		case !ok:
 			it.OK = false
@@ -124,6 +128,7 @@ func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, ov
 		if m := boot.ModuleFor(k); m != "" && it.OK {
 			if _, loaded := mods[m]; !loaded {
 				it.OK = false
+				it.Boot = BootValue{Value: "absent"} // no file's line can set a key that does not exist
 				it.Problem = fmt.Sprintf("sysctl %s: needs kernel module %s, which no modules-load.d file loads before %s runs, so at boot the key does not exist yet and stays at its default; hostprep writes %s for it", k, m, loader, files.ModulesLoad)
 			}
 		}
@@ -255,7 +260,12 @@ func ownedFiles(env Env, st *journal.State) map[string]bool {
 // BootStatus is the JSON of `hostprep tune verify --boot`.
 type BootStatus struct {
 	// Changed is always false: verify only reads.
-	Changed bool       `json:"changed"`
+	Changed bool `json:"changed"`
+	// Applied is false when there is no journal (nothing applied: no
+	// items, and verify --boot passes as plain verify does).
+	Applied bool `json:"applied"`
+	// Journal is the state file read.
+	Journal string     `json:"journal"`
 	Items   []BootItem `json:"items"`
 	// Failing counts items whose boot value differs from what hostprep
 	// applied.
@@ -265,18 +275,22 @@ type BootStatus struct {
 // VerifyBoot compares every key and limit hostprep persisted (from the
 // journal) with what the host will have after its next boot. It fails
 // (exitcode.Failed, exit 1) naming every key whose boot value differs and
-// the file:line that wins; with nothing applied it fails with exit 1 too,
-// since there is nothing to vouch for. Errors: exitcode.Environment when
+// the file:line that wins. With nothing applied (no journal) it returns a
+// BootStatus with Applied false and no error, as Verify does. Errors: exitcode.Environment when
 // the journal or a configuration file cannot be read.
 func VerifyBoot(env Env) (*BootStatus, error) {
+	if err := env.checkRoot("verify --boot"); err != nil {
+		return nil, err
+	}
 	st, err := env.loadJournal()
 	if err != nil {
 		return nil, exitcode.Environmentf("tune verify --boot: %v", err)
 	}
-	bs := &BootStatus{Items: []BootItem{}}
+	bs := &BootStatus{Items: []BootItem{}, Journal: env.stateFile()}
 	if st == nil {
-		return bs, exitcode.Failedf("tune verify --boot: nothing applied (no journal %s)", env.stateFile())
+		return bs, nil
 	}
+	bs.Applied = true
 	modes := map[string]string{}
 	for k, j := range st.Keys {
 		modes[k] = j.Mode

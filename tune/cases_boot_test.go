@@ -6,7 +6,6 @@ import (
 	"github.com/hostprep/hostprep/profiles"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -167,15 +166,12 @@ func TestCaseApplyNeverLowersCapacity(t *testing.T) {
 	if ls == nil || ls.Hard != 20000 {
 		t.Fatalf("case changed: %+v", c.Host)
 	}
-	for _, how := range []string{"inherited", "limits.conf"} {
+	for _, how := range []string{"pid1", "limits.conf"} {
 		t.Run(how, func(t *testing.T) {
 			h := newHost(t, nil)
-			if how == "inherited" {
-				// New sessions started from here inherit the limit of the
-				// process that starts hostprep.
-				lim := fmt.Sprintf("Limit                     Soft Limit           Hard Limit           Units\nMax open files            %d                %d                files\n", ls.Soft, ls.Hard)
-				must(t, os.MkdirAll(filepath.Join(h.proc, strconv.Itoa(os.Getppid())), 0o755))
-				must(t, os.WriteFile(filepath.Join(h.proc, strconv.Itoa(os.Getppid()), "limits"), []byte(lim), 0o644))
+			if how == "pid1" {
+				// Without systemd, new sessions inherit PID 1's limit.
+				writeProcLimits(t, h, 1, ls.Soft, ls.Hard)
 			} else {
 				must(t, os.WriteFile(filepath.Join(h.root, "etc/security/limits.conf"), []byte(fmt.Sprintf("*    - nofile %d\nroot - nofile %d\n", ls.Hard, ls.Hard)), 0o644))
 			}

@@ -21,6 +21,8 @@
 package tune
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -243,6 +245,26 @@ func (e Env) foreignNetNS() bool {
 	_, errDev := os.Stat(filepath.Join(e.procSys(), "net", "core", "dev_weight"))
 	_, errSom := os.Stat(filepath.Join(e.procSys(), "net", "core", "somaxconn"))
 	return errDev != nil && errSom == nil
+}
+
+// checkRoot refuses (exitcode.BadInput, exit 2) an image-mode Root that
+// is not an existing directory: --root names an image tree that is
+// already there (an unpacked rootfs); a mistyped path must not become a
+// new tree. verb names the command for the message.
+func (e Env) checkRoot(verb string) error {
+	if !e.ImageMode() || e.Root == "" {
+		return nil
+	}
+	st, err := os.Stat(e.Root)
+	switch {
+	case err != nil && errors.Is(err, fs.ErrNotExist):
+		return exitcode.BadInputf("tune %s: --root %s: no such directory; --root names an existing image tree (an unpacked rootfs): create or unpack it first, or leave --root out to tune this host", verb, e.Root)
+	case err != nil:
+		return exitcode.BadInputf("tune %s: --root %s: %v; --root must name a readable image tree", verb, e.Root, err)
+	case !st.IsDir():
+		return exitcode.BadInputf("tune %s: --root %s: not a directory; --root names an image tree (an unpacked rootfs)", verb, e.Root)
+	}
+	return nil
 }
 
 func isDir(p string) bool {

@@ -1,6 +1,7 @@
 package tune
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -211,22 +212,33 @@ func TestRollbackKeepsNrOpenForALimitsFileLeftBehind(t *testing.T) {
 	h.assertUnchanged(before)
 }
 
-// TestImageModeIntoATreeNotYetThere: --root naming a directory that does
-// not exist yet locks its parent and creates the tree (not a lock file
-// in its place); rollback removes it again.
-func TestImageModeIntoATreeNotYetThere(t *testing.T) {
+// TestImageModeRootMustExist: --root naming a directory that does not
+// exist (or a file) is bad input for every command taking it (exit 2,
+// naming --root), and nothing is created: not the tree, not a lock.
+func TestImageModeRootMustExist(t *testing.T) {
 	h := newHost(t, nil)
 	h.env.Image = true
 	h.env.LockFile = ""
-	h.env.Root = filepath.Join(t.TempDir(), "image", "rootfs")
-	if _, err := h.apply(sysTune()); err != nil {
-		t.Fatal(err)
+	parent := t.TempDir()
+	file := filepath.Join(parent, "a-file")
+	must(t, os.WriteFile(file, nil, 0o644))
+	for _, root := range []string{filepath.Join(parent, "image", "rootfs"), file} {
+		h.env.Root = root
+		_, err := h.apply(sysTune())
+		wantCode(t, err, exitcode.BadInput, "--root", root)
+		_, err = NewPlan(sysTune(), h.env)
+		wantCode(t, err, exitcode.BadInput, "--root")
+		_, err = Rollback(context.Background(), h.env)
+		wantCode(t, err, exitcode.BadInput, "--root")
+		_, err = StatusOf(h.env)
+		wantCode(t, err, exitcode.BadInput, "--root")
+		_, _, err = Verify(sysTune(), h.env)
+		wantCode(t, err, exitcode.BadInput, "--root")
+		_, err = VerifyBoot(h.env)
+		wantCode(t, err, exitcode.BadInput, "--root")
 	}
-	if _, err := os.Stat(filepath.Join(h.env.Root, "etc/sysctl.d/60-hostprep.conf")); err != nil {
-		t.Fatal(err)
-	}
-	h.rollback()
-	if _, err := os.Stat(filepath.Dir(h.env.Root)); !os.IsNotExist(err) {
-		t.Errorf("rollback left the tree apply created: %v", err)
+	ents, _ := os.ReadDir(parent)
+	if len(ents) != 1 {
+		t.Errorf("a refused --root left %d entries in %s, want only a-file", len(ents), parent)
 	}
 }

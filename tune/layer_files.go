@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
@@ -110,8 +111,7 @@ func rollbackFile(path string, f *journal.File) (*Change, *Skip, error) {
 		return nil, nil, nil // already original
 	}
 	if !exists || journal.SHA256(cur) != f.SetSHA256 {
-		return nil, &Skip{File: path, Layer: Persistent, Current: describe(cur, exists),
-			Reason: "changed by someone else after hostprep wrote it; left in place and no longer tracked by hostprep (its header still names hostprep): it is yours now, remove or keep it"}, nil
+		return nil, &Skip{File: path, Layer: Persistent, Current: describe(cur, exists), Reason: leftReason(path, cur, exists)}, nil
 	}
 	if f.Existed {
 		uid, gid := f.Owner.IDs()
@@ -124,6 +124,28 @@ func rollbackFile(path string, f *journal.File) (*Change, *Skip, error) {
 		return nil, nil, err
 	}
 	return &Change{File: path, Layer: Persistent, From: describe(cur, true), To: "absent", Reason: "created by hostprep; removed"}, nil, nil
+}
+
+// leftReason says why rollback leaves an owned file someone else changed,
+// describing what is there now: removed, replaced by a symlink (to
+// /dev/null: masked), or edited (with or without hostprep's header).
+func leftReason(path string, cur []byte, exists bool) string {
+	const tail = "; left in place and no longer tracked by hostprep: it is yours now, remove or keep it"
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		target, _ := os.Readlink(path)
+		what := "replaced by a symlink to " + target
+		if target == "/dev/null" {
+			what += " (masked)"
+		}
+		return what + " after hostprep wrote it" + tail
+	}
+	if !exists {
+		return "removed by someone else after hostprep wrote it; left absent and no longer tracked by hostprep"
+	}
+	if strings.Contains(string(cur), "# Written by hostprep") {
+		return "changed by someone else after hostprep wrote it (its header still names hostprep)" + tail
+	}
+	return "replaced by someone else after hostprep wrote it (hostprep's header is gone)" + tail
 }
 
 // fileStatuses compares every owned file with the bytes hostprep wrote.

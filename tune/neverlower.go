@@ -32,13 +32,15 @@ type nofileNow struct {
 
 // neverLower raises each nofile limit per will write to at least what new
 // login sessions, the systemd manager and each unit get now (the boot
-// simulation of limits.d and systemd, and for sessions with no line the
-// limit inherited from the process that started hostprep): hostprep never
+// simulation of limits.d and systemd, and for sessions with no line what
+// the login process tree has, loginBase): hostprep never
 // writes a lower soft or hard. A kept value is listed as skipped with the
-// reason. A profile that raises a host-wide soft above 1024 gets a note
+// reason. An unlimited value there (systemd's infinity, limits.d's
+// unlimited or -1) counts as what the kernel gives for it, nrOpen
+// (fs.nr_open after the sysctls; see resolveUnlimited). A profile that raises a host-wide soft above 1024 gets a note
 // (select(), FD_SETSIZE), above 1048576 a warning; a soft kept because the
 // host already has it gets neither.
-func (pl *Plan) neverLower(per *journal.Persisted, services bool) error {
+func (pl *Plan) neverLower(per *journal.Persisted, services bool, nrOpen uint64) error {
 	root := pl.env.bootRoot()
 	if n := per.Nofile; n != nil {
 		now, err := pl.sessionNofileNow(root, per.NofileUsers)
@@ -46,7 +48,7 @@ func (pl *Plan) neverLower(per *journal.Persisted, services bool) error {
 			return err
 		}
 		pl.noteHostWideSoft("limits.nofile (new login sessions of "+strings.Join(per.NofileUsers, ", ")+")", n.Soft)
-		pl.keep(n, now, pl.env.path(files.LimitsConf), "new login sessions")
+		pl.keep(n, now, nrOpen, pl.env.path(files.LimitsConf), "new login sessions")
 	}
 	if !services {
 		return nil
@@ -57,7 +59,7 @@ func (pl *Plan) neverLower(per *journal.Persisted, services bool) error {
 			return exitcode.Environmentf("tune: %v", err)
 		}
 		pl.noteHostWideSoft("systemd.default_limit_nofile (every service)", d.Soft)
-		pl.keep(d, nofileNow{m.Soft, m.Hard, m.Where()}, pl.env.path(files.SystemConf), "every systemd service (DefaultLimitNOFILE)")
+		pl.keep(d, nofileNow{m.Soft, m.Hard, m.Where()}, nrOpen, pl.env.path(files.SystemConf), "every systemd service (DefaultLimitNOFILE)")
 	}
 	units := make([]string, 0, len(per.Services))
 	for u := range per.Services {
@@ -70,29 +72,47 @@ func (pl *Plan) neverLower(per *journal.Persisted, services bool) error {
 			return exitcode.Environmentf("tune: %v", err)
 		}
 		l := per.Services[u]
-		pl.keep(&l, nofileNow{m.Soft, m.Hard, m.Where()}, pl.env.path(files.ServiceDropIn(u)), u)
+		pl.keep(&l, nofileNow{m.Soft, m.Hard, m.Where()}, nrOpen, pl.env.path(files.ServiceDropIn(u)), u)
 		per.Services[u] = l
 	}
 	return nil
 }
 
-// keep raises want to now where now is higher (an unlimited now is left
-// to the profile: hostprep writes numbers) and says so as a skip.
-func (pl *Plan) keep(want *journal.Limit, now nofileNow, file, who string) {
+// keep raises want to now where now is higher and says so as a skip. An
+// unlimited now is first resolved to what it gives (resolveUnlimited with
+// nrOpen, fs.nr_open): hostprep writes numbers, never lower than that.
+func (pl *Plan) keep(want *journal.Limit, now nofileNow, nrOpen uint64, file, who string) {
+	soft, hard, how := resolveUnlimited(now.soft, now.hard, nrOpen)
 	var kept []string
-	if now.hard != boot.Unlimited && now.hard > want.Hard {
-		kept = append(kept, fmt.Sprintf("hard %d (the profile asks for %d)", now.hard, want.Hard))
-		want.Hard = now.hard
+	if hard > want.Hard {
+		kept = append(kept, fmt.Sprintf("hard %d (the profile asks for %d)", hard, want.Hard))
+		want.Hard = hard
 	}
-	if now.soft != boot.Unlimited && now.soft > want.Soft && now.soft <= want.Hard {
-		kept = append(kept, fmt.Sprintf("soft %d (the profile asks for %d)", now.soft, want.Soft))
-		want.Soft = now.soft
+	if soft > want.Soft && soft <= want.Hard {
+		kept = append(kept, fmt.Sprintf("soft %d (the profile asks for %d)", soft, want.Soft))
+		want.Soft = soft
 	}
 	if len(kept) == 0 {
 		return
 	}
 	pl.Skipped = append(pl.Skipped, Skip{File: file, Layer: Persistent, Current: fmtLimit(now.soft, now.hard),
-		Reason: fmt.Sprintf("nofile kept at %s for %s: they already get %s from %s, higher than the profile; hostprep never lowers a limit", strings.Join(kept, " and "), who, fmtLimit(now.soft, now.hard), now.from)})
+		Reason: fmt.Sprintf("nofile kept at %s for %s: they already get %s%s from %s, higher than the profile; hostprep never lowers a limit", strings.Join(kept, " and "), who, fmtLimit(now.soft, now.hard), how, now.from)})
+}
+
+// resolveUnlimited returns the nofile soft and hard an unlimited value
+// (boot.Unlimited: systemd's infinity, limits.d's unlimited or -1) really
+// gives, and how, for messages ("" when neither is unlimited). There is no
+// infinite fd limit: setrlimit() refuses anything above fs.nr_open (EPERM);
+// systemd then sets the closest it can (setrlimit_closest), capped at its
+// own hard limit, which it raises to fs.nr_open at start; pam_limits turns
+// unlimited nofile into fs.nr_open. So both become nrOpen (fs.nr_open in
+// force after the sysctls, a count of files).
+func resolveUnlimited(soft, hard, nrOpen uint64) (uint64, uint64, string) {
+	if soft != boot.Unlimited && hard != boot.Unlimited {
+		return soft, hard, ""
+	}
+	soft, hard = min(soft, nrOpen), min(hard, nrOpen)
+	return soft, hard, fmt.Sprintf(" (%s: there is no infinite fd limit, unlimited resolves to fs.nr_open %d)", fmtLimit(soft, hard), nrOpen)
 }
 
 // noteHostWideSoft explains what a host-wide soft nofile above 1024 does.
@@ -107,13 +127,14 @@ func (pl *Plan) noteHostWideSoft(what string, soft uint64) {
 
 // sessionNofileNow is the highest nofile any of users gets in a new login
 // session now: pam_limits' lines (limits.conf, limits.d, hostprep's own
-// file included), else what the process that started hostprep has (new
-// sessions started from here inherit it; unknown in image mode).
+// file included), else what the login process tree has (loginBase). Never
+// the limit of the shell that started hostprep: new logins do not inherit
+// from it.
 func (pl *Plan) sessionNofileNow(root string, users []string) (nofileNow, error) {
 	var out nofileNow
-	inhSoft, inhHard, inhOK := uint64(0), uint64(0), false
-	if !pl.env.ImageMode() {
-		inhSoft, inhHard, inhOK = readNofile(filepath.Join(pl.env.proc(), strconv.Itoa(os.Getppid()), "limits"))
+	base, err := pl.loginBase(root)
+	if err != nil {
+		return out, err
 	}
 	for _, u := range users {
 		sim := u
@@ -127,24 +148,50 @@ func (pl *Plan) sessionNofileNow(root string, users []string) (nofileNow, error)
 		if err != nil {
 			return out, exitcode.Environmentf("tune: %v", err)
 		}
-		soft, hard, from := inhSoft, inhHard, fmt.Sprintf("the limit inherited from the process that started hostprep (pid %d)", os.Getppid())
-		if !inhOK {
-			soft, hard, from = 0, 0, ""
+		now := base
+		if now.from != "" {
+			now.from += fmt.Sprintf(" (no limits line covers %q)", u)
 		}
 		if b.Hard.Set {
-			hard, from = b.Hard.Value, b.Hard.Where()
+			now.hard, now.from = b.Hard.Value, b.Hard.Where()
 		}
 		if b.Soft.Set {
-			soft = b.Soft.Value
-			if from == "" || !b.Hard.Set {
-				from = b.Soft.Where()
+			now.soft = b.Soft.Value
+			if !b.Hard.Set && base.from != "" {
+				now.from = b.Soft.Where() + " (soft) and " + base.from
+			} else if !b.Hard.Set {
+				now.from = b.Soft.Where()
 			}
 		}
-		if hard > out.hard || (hard == out.hard && soft > out.soft) {
-			out = nofileNow{soft, hard, from}
+		if now.hard > out.hard || (now.hard == out.hard && now.soft > out.soft) {
+			out = now
 		}
 	}
 	return out, nil
+}
+
+// loginBase is the nofile a new login session gets when no limits line
+// applies: what the login process tree has. With systemd (running, or
+// installed in the image in image mode) that is the manager's
+// DefaultLimitNOFILE (boot.ManagerNofile: sshd and logind's sessions are
+// services that get it); without systemd PID 1's limit (/proc/1/limits),
+// which every process below it inherits. Zero (from "") when unknown.
+func (pl *Plan) loginBase(root string) (nofileNow, error) {
+	if pl.env.systemdRunning() || (pl.env.ImageMode() && isDir(pl.env.path("/etc/systemd"))) {
+		m, _, err := boot.ManagerNofile(root)
+		if err != nil {
+			return nofileNow{}, exitcode.Environmentf("tune: %v", err)
+		}
+		return nofileNow{m.Soft, m.Hard, "systemd's DefaultLimitNOFILE (" + m.Where() + "), which login sessions inherit"}, nil
+	}
+	if pl.env.ImageMode() {
+		return nofileNow{}, nil
+	}
+	soft, hard, ok := readNofile(filepath.Join(pl.env.proc(), "1", "limits"))
+	if !ok {
+		return nofileNow{}, nil
+	}
+	return nofileNow{soft, hard, "PID 1's limit (/proc/1/limits), which login sessions inherit without systemd"}, nil
 }
 
 // readNofile reads the "Max open files" soft and hard of a

@@ -151,6 +151,10 @@ func cell(s string) string {
 // WriteText prints one line per key and limit: what hostprep applied, the
 // value after the next boot and the file:line that sets it.
 func (b *BootStatus) WriteText(w io.Writer) error {
+	if !b.Applied {
+		fmt.Fprintf(w, "nothing applied (no journal at %s)\n", b.Journal)
+		return nil
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY/LIMIT\tAPPLIED\tAT BOOT\tSET BY\tOK")
 	for _, it := range b.Items {

@@ -203,6 +203,9 @@ func PlanFor(p *profiles.Profile, opts Options) (*Plan, error) {
 	}
 	env := opts.Env
 	pl := &Plan{env: env}
+	if err := env.checkRoot("plan"); err != nil {
+		return nil, err
+	}
 	pl.Profile = p.Name
 	pl.Mode = "host"
 	if env.ImageMode() {
@@ -417,7 +420,11 @@ func (pl *Plan) effective(key string, targets map[string]target, def uint64) (ui
 func (pl *Plan) planFiles(p *profiles.Profile, st *journal.State, targets map[string]target) error {
 	per := mergePersisted(p, st, targets)
 	systemdOK, why := pl.env.SystemdDecision()
-	if err := pl.neverLower(&per, systemdOK); err != nil {
+	nrOpen, _, err := pl.effective(keyNrOpen, targets, defaultNrOpen)
+	if err != nil {
+		return err
+	}
+	if err := pl.neverLower(&per, systemdOK, nrOpen); err != nil {
 		return err
 	}
 	pl.persisted = per
@@ -462,7 +469,7 @@ func mergePersisted(p *profiles.Profile, st *journal.State, targets map[string]t
 	}
 	for k, t := range targets {
 		if t.present {
-			per.Sysctl[k] = journal.PersistedKey{Value: t.value, Optional: t.optional, Comment: t.comment}
+			per.Sysctl[k] = journal.PersistedKey{Value: t.value, Optional: t.optional, Comment: t.comment, Mode: string(p.Sysctl[k].Mode)}
 		}
 	}
 	if n := p.Limits.Nofile; n != nil {

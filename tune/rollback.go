@@ -85,6 +85,9 @@ func (u undoItem) kind() int {
 // restore fails (the journal then keeps only what is still to undo, so
 // rollback can be run again).
 func Rollback(ctx context.Context, env Env) (*RollbackResult, error) {
+	if err := env.checkRoot("rollback"); err != nil {
+		return nil, err
+	}
 	if err := checkPrivileges(env, "rollback"); err != nil {
 		return nil, err
 	}

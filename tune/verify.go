@@ -72,6 +72,9 @@ type Status struct {
 // applied with the live host. It needs read access to the journal (root
 // on a host). With no journal, Applied is false and Items empty.
 func StatusOf(env Env) (*Status, error) {
+	if err := env.checkRoot("status"); err != nil {
+		return nil, err
+	}
 	s := &Status{Profiles: []string{}, Applies: []journal.Apply{}, Items: []ItemStatus{}, Journal: env.stateFile()}
 	st, err := env.loadJournal()
 	if errors.Is(err, fs.ErrPermission) {
@@ -132,6 +135,9 @@ func (s *Status) attachBoot(env Env, st *journal.State) {
 // key or file drifted. With a profile it also requires that the profile
 // plans no change (the host matches it now, journal or not).
 func Verify(p *profiles.Profile, env Env) (*Status, *Plan, error) {
+	if err := env.checkRoot("verify"); err != nil {
+		return nil, nil, err
+	}
 	s, err := StatusOf(env)
 	if err != nil {
 		return nil, nil, err

@@ -369,7 +369,7 @@ func pinBroker(pid, cpu int) (func(), error) {
 // measures twice: unpinned, then with the probe on CPU 0 and the broker
 // on CPU 1 (taskset), and prints user and system time separately.
 func marginalCPU(broker string, brokerPID int, rate float64, clients, subs int) {
-	fmt.Printf("marginal CPU per message at %.0f msg/s, %d clients, QoS 1, 200 B (20 s minus 5 s window), µs:\n", rate, clients)
+	fmt.Printf("marginal CPU per message at %.0f msg/s, %s, QoS 1, 200 B (20 s minus 5 s window), µs:\n", rate, plural.N(clients, "client"))
 	fmt.Printf("%-9s %-7s %7s %7s %7s\n", "variant", "who", "user", "system", "total")
 	for _, pinned := range []bool{false, true} {
 		variant := "unpinned"

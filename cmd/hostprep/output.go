@@ -24,6 +24,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	if wantJSON {
 		root.SetOut(cw)
+		root.SetVersionTemplate(`{"version": {{printf "%q" .Version}}}` + "\n")
 	}
 	root.SetErr(stderr)
 	err := root.Execute()

@@ -145,3 +145,12 @@ func TestEveryCommandHasItsOwnOutputFlag(t *testing.T) {
 	}
 	walk(newRootCmd())
 }
+
+// --version follows -o json like every other answer.
+func TestVersionJSON(t *testing.T) {
+	stdout, _, code := testenv.Run(t, nil, "-o", "json", "--version")
+	var obj struct{ Version string }
+	if err := json.Unmarshal([]byte(stdout), &obj); err != nil || code != 0 || obj.Version == "" {
+		t.Errorf("hostprep -o json --version: exit %d, %q (%v)", code, stdout, err)
+	}
+}

@@ -52,6 +52,16 @@ func (f *tuneFlags) load(required bool) (*profiles.Profile, error) {
 	return profiles.Load(f.profile, f.sets)
 }
 
+// rootUsage says what --root does for each tune command: only apply and
+// rollback write under DIR.
+var rootUsage = map[string]string{
+	"plan":     "image-build mode: plan the persistent files under DIR only, no runtime value (writes nothing)",
+	"apply":    "image-build mode: write only the persistent files under DIR, no runtime value",
+	"rollback": "image-build mode: undo the files hostprep wrote under DIR",
+	"status":   "image-build mode: show the journal and owned files under DIR (writes nothing)",
+	"verify":   "image-build mode: compare the files and journal under DIR, with --boot the boot configuration under DIR (writes nothing)",
+}
+
 func (f *tuneFlags) common(c *cobra.Command, withProfile, withState bool) {
 	fl := c.Flags()
 	if withProfile {
@@ -59,7 +69,7 @@ func (f *tuneFlags) common(c *cobra.Command, withProfile, withState bool) {
 		fl.StringArrayVar(&f.sets, "set", nil, "override one profile key, key=value (repeatable)")
 	}
 	fl.StringVarP(&f.output, "output", "o", "text", "output format: text or json")
-	fl.StringVar(&f.root, "root", "", "image-build mode: write only the persistent files under DIR, no runtime value")
+	fl.StringVar(&f.root, "root", "", rootUsage[c.Name()])
 	fl.StringVar(&f.procSys, "proc-sys", "", "sysctl tree (default /proc/sys)")
 	fl.StringVar(&f.proc, "proc", "", "procfs for net/tcp, net/tcp6 listening ports (default /proc)")
 	if withState {

@@ -11,9 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hostprep/hostprep/internal/plural"
-
 	"github.com/apache/iotdb-client-go/client"
+
+	"github.com/hostprep/hostprep/internal/plural"
 )
 
 // sessionPool is the probe's SessionPool: at most size sessions, borrowed

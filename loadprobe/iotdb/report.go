@@ -25,6 +25,12 @@ func (r *Result) WriteText(w io.Writer) error {
 		}
 	}
 	for _, s := range r.Steps {
+		if s.Missed > 0 {
+			fmt.Fprintf(w, "behind at %s: %s the schedule had due never started (the offered rate was above what client and server carried)\n",
+				plural.N(s.Workers, "worker"), plural.N(s.Missed, "operation"))
+		}
+	}
+	for _, s := range r.Steps {
 		if s.Bound != "" {
 			fmt.Fprintf(w, "bound at %s: %s (%s)\n", plural.N(s.Workers, "worker"), s.Bound, s.BoundReason)
 		}

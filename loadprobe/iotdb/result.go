@@ -166,6 +166,12 @@ type Step struct {
 	// Redirects counts write answers that recommended another DataNode
 	// (REDIRECTION_RECOMMEND, 400); followed with --redirection.
 	Redirects int64 `json:"redirects,omitempty"`
+	// Missed counts operations the open-loop schedule (--rate) had due
+	// before the step's end that never started because the workers were
+	// still busy with earlier ones: the offered rate was above what client
+	// and server carried. The step ends at its duration either way (the
+	// ones that did run were measured from their scheduled time).
+	Missed int64 `json:"missed,omitempty"`
 	// Partial is true when the step was cut short (run interrupted or
 	// stopped); it is shown but left out of the knee.
 	Partial bool `json:"partial,omitempty"`

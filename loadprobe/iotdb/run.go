@@ -41,6 +41,44 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		cfg.RunID = hex.EncodeToString(b[:])
 	}
 	prefix := probePrefix(cfg.Database, cfg.RunID)
+	res := newResult(&cfg, prefix)
+	defer func() { res.DurationS = time.Since(res.Started).Seconds() }()
+	pool := newSessionPool(&cfg)
+	defer pool.close(cfg.CallTimeout)
+
+	w := newWorkload(&cfg, prefix)
+	if err := setup(ctx, pool, &cfg, w, res); err != nil {
+		if ctx.Err() != nil {
+			return nil, exitcode.Environmentf("iotdb probe interrupted (%v) while setting up %s on %s: nothing measured", ctx.Err(), prefix, res.Target)
+		}
+		return nil, err
+	}
+	slog.Info("iotdb probe: series ready", "prefix", prefix, "series", res.Series, "server_version", res.ServerVersion)
+
+	lv := newLiveness(cfg.UnreachableAfter)
+	cutAt, downAt := runSteps(ctx, &cfg, pool, w, lv, res)
+
+	teardown(pool, &cfg, w, res)
+	res.UnreachableNodes = pool.unreachable()
+	attributeBounds(res.Steps, kneeErrorLimit(&cfg))
+	res.Knee = FindKnee(res.Steps, kneeErrorLimit(&cfg))
+	bound, note := limitNote(res.Steps, res.Knee, cfg.maxWorkers())
+	res.Knee.Bound, res.Knee.Reading = bound, res.Knee.Reading+note
+	res.Suggestions = Suggest(&cfg, res.Steps, res.ServerVersion)
+	res.Checks = Checks(&cfg, res.Steps)
+	var runErr error
+	if err := ctx.Err(); err != nil {
+		runErr = res.interrupted(err, cutAt, len(cfg.Steps))
+	} else if downAt >= 0 {
+		runErr = res.unreachable(&cfg, lv, downAt)
+	}
+	res.Verdict = verdict.Worst(res.Checks)
+	return res, runErr
+}
+
+// newResult is the Result of a run of cfg under prefix before anything is
+// measured: target, load, pool and timeouts, and cfg's warnings as notes.
+func newResult(cfg *Config, prefix string) *Result {
 	res := &Result{
 		Target:        cfg.addr(),
 		Database:      cfg.Database,
@@ -58,34 +96,24 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Rate > 0 {
 		res.Mode = "open"
 	}
-	defer func() { res.DurationS = time.Since(res.Started).Seconds() }()
-
 	if res.Database == "" {
 		res.Database = prefix
 	}
 	res.Notes = append(res.Notes, cfg.Warnings()...)
-	pool := newSessionPool(&cfg)
-	defer pool.close(cfg.CallTimeout)
+	return res
+}
 
-	w := newWorkload(&cfg, prefix)
-	if err := setup(ctx, pool, &cfg, w, res); err != nil {
-		if ctx.Err() != nil {
-			return nil, exitcode.Environmentf("iotdb probe interrupted (%v) while setting up %s on %s: nothing measured", ctx.Err(), prefix, res.Target)
-		}
-		return nil, err
-	}
-	slog.Info("iotdb probe: series ready", "prefix", prefix, "series", res.Series, "server_version", res.ServerVersion)
-
-	lv := newLiveness(cfg.UnreachableAfter)
+// runSteps runs the warm-up, then each step into res.Steps until ctx ends
+// or the server is found unreachable. cutAt is the step (workers) running
+// when ctx was cancelled (0: warm-up or between steps); downAt the step
+// running when the server was found unreachable (0: warm-up, -1: never).
+func runSteps(ctx context.Context, cfg *Config, pool *sessionPool, w *workload, lv *liveness, res *Result) (cutAt, downAt int) {
 	if cfg.Warmup > 0 {
-		wc := cfg
+		wc := *cfg
 		wc.StepDuration = cfg.Warmup
-		w := runStep(ctx, &wc, pool, w, cfg.Steps[0], lv)
-		res.WarmupOps = w.Ops
+		res.WarmupOps = runStep(ctx, &wc, pool, w, cfg.Steps[0], lv).Ops
 	}
-	var runErr error
-	cutAt := 0   // the step running when ctx was cancelled (0: warm-up or between steps)
-	downAt := -1 // the step running when the server was found unreachable (0: warm-up)
+	downAt = -1
 	if lv.isDown() {
 		downAt = 0
 	}
@@ -93,7 +121,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if ctx.Err() != nil || downAt >= 0 {
 			break
 		}
-		st := runStep(ctx, &cfg, pool, w, n, lv)
+		st := runStep(ctx, cfg, pool, w, n, lv)
 		if ctx.Err() != nil {
 			st.Partial, cutAt = true, n
 		} else if lv.isDown() {
@@ -105,22 +133,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			cfg.OnStep(st)
 		}
 	}
-
-	teardown(pool, &cfg, w, res)
-	res.UnreachableNodes = pool.unreachable()
-	attributeBounds(res.Steps, kneeErrorLimit(&cfg))
-	res.Knee = FindKnee(res.Steps, kneeErrorLimit(&cfg))
-	bound, note := limitNote(res.Steps, res.Knee, cfg.maxWorkers())
-	res.Knee.Bound, res.Knee.Reading = bound, res.Knee.Reading+note
-	res.Suggestions = Suggest(&cfg, res.Steps, res.ServerVersion)
-	res.Checks = Checks(&cfg, res.Steps)
-	if err := ctx.Err(); err != nil {
-		runErr = res.interrupted(err, cutAt, len(cfg.Steps))
-	} else if downAt >= 0 {
-		runErr = res.unreachable(&cfg, lv, downAt)
-	}
-	res.Verdict = verdict.Worst(res.Checks)
-	return res, runErr
+	return cutAt, downAt
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -3,6 +3,7 @@ package iotdb
 import (
 	"context"
 	"errors"
+	"math"
 	mrand "math/rand/v2"
 	"runtime"
 	"strconv"
@@ -24,6 +25,7 @@ type workerStats struct {
 	codes         map[string]int64
 	samples       map[string]string
 	redirects     int64
+	missed        int64 // open loop: operations due before the end that never started
 
 	// The second being counted (since the step's start) and its tally,
 	// handed to the step's seconds when the next second begins.
@@ -231,7 +233,10 @@ func runWorker(ctx context.Context, cancel context.CancelFunc, cfg *Config, p *s
 		var began time.Time
 		if cfg.Rate > 0 {
 			next := start.Add(phase + sched.At(k))
-			if !next.Before(end) || !sleep(ctx, timer, time.Until(next)) {
+			// Behind schedule, next is already past: stop at the step's
+			// end all the same, counting what never started.
+			if !next.Before(end) || !time.Now().Before(end) || !sleep(ctx, timer, time.Until(next)) {
+				st.missed += missedOps(sched, phase, cfg.StepDuration, k)
 				return
 			}
 			began, k = next, k+1
@@ -276,6 +281,17 @@ func runWorker(ctx context.Context, cancel context.CancelFunc, cfg *Config, p *s
 	}
 }
 
+// missedOps is how many operations of a worker's open-loop schedule
+// (phase + i/Rate) fall before the step's duration from operation k on:
+// the ones it never started. Capped at MaxInt64/2 for absurd rates.
+func missedOps(sched pacer.Constant, phase, dur time.Duration, k int) int64 {
+	due := math.Ceil((dur - phase).Seconds() * sched.Rate)
+	if due > math.MaxInt64/2 {
+		return math.MaxInt64 / 2
+	}
+	return max(0, int64(due)-int64(k))
+}
+
 // sleep waits d on timer (stopped, reused); false when ctx ended first.
 func sleep(ctx context.Context, timer *time.Timer, d time.Duration) bool {
 	if d <= 0 {
@@ -304,6 +320,7 @@ func mergeStats(n int, stats []*workerStats, scenario string, elapsed time.Durat
 		out.Writes += st.writes
 		out.Points += st.points
 		out.Redirects += st.redirects
+		out.Missed += st.missed
 		for k, v := range st.byClass {
 			out.ErrorsByClass[k] += v
 		}

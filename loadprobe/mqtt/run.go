@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/loadprobe/fleet"
 	"github.com/hostprep/hostprep/loadprobe/latency"
@@ -287,6 +288,35 @@ func (r *run) lostConn(sub bool, reason string, err error) {
 	r.mu.Unlock()
 }
 
+// newRun sets up the run's state for n clients (this shard's share):
+// its clock base, connection table, delivery tracking, run id and topics.
+func newRun(cfg *Config, n int, addr brokerAddr, ips []net.IP) *run {
+	r := &run{cfg: *cfg, n: n, base: time.Now()}
+	r.timeline.stop, r.schedLag = make(chan struct{}), latency.New()
+	r.connCore = connCore{addr: addr, srcIPs: ips, conns: make([]atomic.Pointer[conn], n)}
+	r.connectFailed, r.disconnects, r.subLost = map[string]int64{}, map[string]int64{}, map[string]int64{}
+	r.firstFailure, r.track = map[string]string{}, make([]pubTrack, n)
+	for i := range r.shards {
+		r.shards[i] = newShard()
+	}
+	for i := range r.track {
+		r.track[i].maxSeq = -1
+	}
+	var rb [8]byte
+	_, _ = rand.Read(rb[:])
+	r.tag = binary.BigEndian.Uint32(rb[:4])
+	r.runID = runID(cfg, hex.EncodeToString(rb[4:]))
+	r.topicRun = r.runID
+	if cfg.Shard.On() {
+		r.topicRun += "-s" + strconv.Itoa(cfg.Shard.K)
+	}
+	r.topics = make([]string, n)
+	for j := range r.topics {
+		r.topics[j] = expand(cfg.Topic, r.topicRun, cfg.Shard.Global(j))
+	}
+	return r
+}
+
 // Run runs the probe described by cfg and returns what it measured.
 //
 // Errors: exitcode.BadInput for an invalid cfg (see Config.Validate, which
@@ -323,29 +353,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &run{cfg: cfg, n: n, base: time.Now()}
-	r.timeline.stop, r.schedLag = make(chan struct{}), latency.New()
-	r.connCore = connCore{addr: addr, srcIPs: ips, conns: make([]atomic.Pointer[conn], n)}
-	r.connectFailed, r.disconnects, r.subLost = map[string]int64{}, map[string]int64{}, map[string]int64{}
-	r.firstFailure, r.track = map[string]string{}, make([]pubTrack, n)
-	for i := range r.shards {
-		r.shards[i] = newShard()
-	}
-	for i := range r.track {
-		r.track[i].maxSeq = -1
-	}
-	var rb [8]byte
-	_, _ = rand.Read(rb[:])
-	r.tag = binary.BigEndian.Uint32(rb[:4])
-	r.runID = runID(&cfg, hex.EncodeToString(rb[4:]))
-	r.topicRun = r.runID
-	if cfg.Shard.On() {
-		r.topicRun += "-s" + strconv.Itoa(cfg.Shard.K)
-	}
-	r.topics = make([]string, n)
-	for j := range r.topics {
-		r.topics[j] = expand(cfg.Topic, r.topicRun, cfg.Shard.Global(j))
-	}
+	r := newRun(&cfg, n, addr, ips)
 	res := &Result{RunID: r.runID, Config: cfg, Broker: cfg.Broker, StartedAt: r.base.UTC(), Clock: clock}
 	res.Hostname, _ = os.Hostname()
 
@@ -399,10 +407,35 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 // drain. It returns an exitcode.Environment error when the run could not
 // happen at all.
 func (r *run) execute(res *Result) error {
+	// Subscribers first: they must see every message.
+	if err := r.subscribe(res); err != nil {
+		return err
+	}
+	// Calibration: one client's round trip and the scheduler's jitter.
+	if err := r.calibrate(res); err != nil {
+		return err
+	}
+
+	start, err := r.schedule(res)
+	if err != nil {
+		return err
+	}
+	prog := r.startProgress(res)
+	defer prog.stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	if err := r.waitWindow(res, start, tick); err != nil {
+		return err
+	}
+	return r.drain(res, tick)
+}
+
+// subscribe connects the subscribers and subscribes each to the run's
+// topics (a shared subscription when there are several), waiting for
+// every SUBACK.
+func (r *run) subscribe(res *Result) error {
 	cfg := &r.cfg
 	qos := byte(cfg.QoS)
-
-	// Subscribers first: they must see every message.
 	filter := filterFor(cfg.Topic, r.topicRun)
 	if cfg.Subscribers > 1 {
 		filter = "$share/hostprep-" + r.topicRun + "/" + filter
@@ -436,19 +469,21 @@ func (r *run) execute(res *Result) error {
 		}
 	}
 
-	// Calibration: one client's round trip and the scheduler's jitter.
-	if err := r.calibrate(res); err != nil {
-		return err
-	}
+	return nil
+}
 
-	// The schedule: client g of the fleet connects at start + g/R.
+// schedule lays out the run's events (client g of the fleet connects at
+// start + g/R; pings; retries), starts the ack poller, the workers and
+// the scheduler loop, and returns the schedule's start (ns on r's clock).
+func (r *run) schedule(res *Result) (int64, error) {
+	cfg := &r.cfg
 	r.sched = newScheduler(r.now, r.n+cfg.Subscribers+4)
 	r.work = make(chan event, 8192)
 	start := r.now() + int64(20*time.Millisecond)
 	if !cfg.StartAt.IsZero() {
 		start = int64(cfg.StartAt.Sub(r.base))
 		if late := r.now() - start; late > 0 {
-			return exitcode.Environmentf("--start-at %s passed %v before the subscribers were connected and the calibration done: hand out a start time further ahead",
+			return 0, exitcode.Environmentf("--start-at %s passed %v before the subscribers were connected and the calibration done: hand out a start time further ahead",
 				cfg.StartAt.UTC().Format(time.RFC3339Nano), time.Duration(late).Round(time.Millisecond))
 		}
 	}
@@ -498,12 +533,13 @@ func (r *run) execute(res *Result) error {
 		defer r.wg.Done()
 		r.sched.loop(r.stop, r.fire)
 	}()
-	prog := r.startProgress(res)
-	defer prog.stop()
+	return start, nil
+}
 
-	// Wait for the end of the steady window, or until nothing is left.
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
+// waitWindow waits for the end of the steady window, or stops early when
+// no client connected or every subscriber is gone.
+func (r *run) waitWindow(res *Result, start int64, tick *time.Ticker) error {
+	cfg := &r.cfg
 	for r.now() < r.pubEnd {
 		select {
 		case <-r.ctx.Done():
@@ -521,8 +557,14 @@ func (r *run) execute(res *Result) error {
 			break
 		}
 	}
+	return nil
+}
+
+// drain ends the window and waits for outstanding acks and deliveries,
+// bounded by Grace.
+func (r *run) drain(res *Result, tick *time.Ticker) error {
+	cfg := &r.cfg
 	r.markWindowEnd()
-	// Drain: outstanding acks and deliveries, bounded by Grace.
 	r.stopping.Store(true)
 	deadline := time.Now().Add(cfg.Grace)
 	for time.Now().Before(deadline) {
@@ -973,8 +1015,8 @@ func checkFDs(cfg *Config, clients int, embedded bool) error {
 	if embedded {
 		other = "or use an external --broker (then 1 fd per client)"
 	}
-	return exitcode.Environmentf("RLIMIT_NOFILE %d is too low for --clients %d: the run needs about %d file descriptors%s and %d for its own files; at most %d clients fit. Fix: %s, lower --clients to %d or fewer, %s",
-		limit, clients, fds, where, uint64(int64(limit)-preflight.UsableFDs(limit)), fits, raise, fits, other)
+	return exitcode.Environmentf("RLIMIT_NOFILE %d is too low for --clients %d: the run needs about %d file descriptors%s and %d for its own files; at most %s fit. Fix: %s, lower --clients to %d or fewer, %s",
+		limit, clients, fds, where, uint64(int64(limit)-preflight.UsableFDs(limit)), plural.N(fits, "client"), raise, fits, other)
 }
 
 // checkPorts refuses a run that needs more source ports towards one

@@ -134,14 +134,16 @@ type Result struct {
 	DurationMS float64   `json:"duration_ms"`
 	// Failing names what makes the host NOT READY, failed checks only:
 	// "step: check-id: summary" (or "step: error" for a step that could
-	// not run). Empty when nothing failed.
-	Failing []string `json:"failing,omitempty"`
+	// not run). An empty list (never absent) when nothing failed, so a
+	// playbook's `failed_when: (r.stdout | from_json).failing | length > 0`
+	// always works; the same for Warnings and Skipped.
+	Failing []string `json:"failing"`
 	// Warnings are the warned checks, same form; they never make a host
 	// NOT READY.
-	Warnings []string `json:"warnings,omitempty"`
+	Warnings []string `json:"warnings"`
 	// Skipped names the steps that were not run and why, "step: reason"
 	// (--no-tune, no target, dry run, an earlier step failed).
-	Skipped []string `json:"skipped,omitempty"`
+	Skipped []string `json:"skipped"`
 	// Steps in the order they ran.
 	Steps []Step `json:"steps"`
 }
@@ -174,7 +176,7 @@ func Fold(steps []Step) Verdict {
 
 // SkippedSteps lists the steps not run as "step: reason".
 func SkippedSteps(steps []Step) []string {
-	var out []string
+	out := []string{}
 	for _, s := range steps {
 		if s.Verdict == verdict.Skip {
 			out = append(out, s.Name+": "+s.Summary)
@@ -187,6 +189,7 @@ func SkippedSteps(steps []Step) []string {
 // "step: id: summary"; a failed step with no failed check contributes
 // "step: error or summary" to fails.
 func Findings(steps []Step) (fails, warns []string) {
+	fails, warns = []string{}, []string{}
 	for _, s := range steps {
 		failedCheck := false
 		for _, c := range s.Checks {

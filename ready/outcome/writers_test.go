@@ -220,3 +220,26 @@ func TestTextChangedAndCounts(t *testing.T) {
 		t.Errorf("text lacks %q:\n%s", want, b.String())
 	}
 }
+
+// A READY result still carries "failing", "warnings" and "skipped" as
+// empty lists: the README's JSON shape, read by playbooks as
+// (stdout | from_json).failing | length.
+func TestReadyJSONAlwaysHasTheLists(t *testing.T) {
+	steps := []Step{{Name: "preflight", Verdict: verdict.Pass, Checks: []verdict.Check{{ID: "fd.soft", Status: verdict.Pass}}}}
+	r := Result{Verdict: Fold(steps), Steps: steps}
+	r.Failing, r.Warnings = Findings(steps)
+	r.Skipped = SkippedSteps(steps)
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"failing", "warnings", "skipped"} {
+		if l, ok := m[k].([]any); !ok || len(l) != 0 {
+			t.Errorf("%q = %#v, want an empty list", k, m[k])
+		}
+	}
+}

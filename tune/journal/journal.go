@@ -108,6 +108,10 @@ type PersistedKey struct {
 	Value    string `json:"value"`
 	Optional bool   `json:"optional,omitempty"`
 	Comment  string `json:"comment,omitempty"`
+	// Mode is the profile's mode for the key (at-least, at-most, exact;
+	// "" = exact): verify --boot compares the boot value with it, also
+	// for keys the runtime already satisfied (so not in State.Keys).
+	Mode string `json:"mode,omitempty"`
 }
 
 // Limit is a soft:hard pair (file descriptors for nofile).
