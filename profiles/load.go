@@ -376,6 +376,12 @@ func (l *loader) finish(root *yaml.Node, name string) (*Profile, error) {
 		}
 	}
 	p.src = src
+	if p.Probe.MQTT != nil {
+		p.Probe.MQTT.given = src.givenUnder("probe", "mqtt")
+	}
+	if p.Probe.IoTDB != nil {
+		p.Probe.IoTDB.given = src.givenUnder("probe", "iotdb")
+	}
 	p.Include = nil
 	normalizeEmpty(&p)
 	p.Name = strings.TrimSpace(p.Name)

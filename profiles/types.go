@@ -1,6 +1,8 @@
 package profiles
 
 import (
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/hostprep/hostprep/internal/rate"
@@ -109,7 +111,17 @@ type MQTTProbe struct {
 	Keepalive   time.Duration  `yaml:"keepalive,omitempty" json:"keepalive,omitempty"`
 	Duration    time.Duration  `yaml:"duration,omitempty" json:"duration,omitempty"`
 	Thresholds  MQTTThresholds `yaml:"thresholds,omitempty" json:"thresholds,omitempty"`
+
+	// given holds the keys the loaded profile wrote (see Has).
+	given map[string]bool
 }
+
+// Has reports whether the section sets key, its YAML name ("qos",
+// "thresholds.loss"): for a section loaded from a file or --set, whether
+// the key was written there (so qos: 0 is set and a missing qos is not);
+// for one built in code, whether the field is non-zero. A key that is not
+// set means the probe's built-in default (mqtt.Resolve).
+func (m *MQTTProbe) Has(key string) bool { return m != nil && has(m.given, reflect.ValueOf(*m), key) }
 
 // IoTDBThresholds decide the IoTDB probe's verdict.
 type IoTDBThresholds struct {
@@ -136,7 +148,49 @@ type IoTDBProbe struct {
 	WaitTimeout  time.Duration   `yaml:"wait_timeout,omitempty" json:"wait_timeout,omitempty"`
 	FetchSize    int             `yaml:"fetch_size,omitempty" json:"fetch_size,omitempty"`
 	Thresholds   IoTDBThresholds `yaml:"thresholds,omitempty" json:"thresholds,omitempty"`
+
+	// given holds the keys the loaded profile wrote (see Has).
+	given map[string]bool
 }
+
+// Has is MQTTProbe.Has for the IoTDB section ("pool_size",
+// "thresholds.p95"; iotdb.Resolve).
+func (d *IoTDBProbe) Has(key string) bool { return d != nil && has(d.given, reflect.ValueOf(*d), key) }
+
+// has answers Has: from given when the section was loaded, else whether
+// the field at the dotted YAML key of v is non-zero.
+func has(given map[string]bool, v reflect.Value, key string) bool {
+	if given != nil {
+		return given[key]
+	}
+	for _, seg := range strings.Split(key, ".") {
+		f, ok := fieldByYAML(v.Type(), seg)
+		if !ok {
+			return false
+		}
+		v = v.FieldByIndex(f.Index)
+	}
+	return !v.IsZero()
+}
+
+// givenUnder lists the dotted keys src records under prefix (the keys a
+// loaded section wrote); never nil, so Has answers from it.
+func (s *sources) givenUnder(prefix ...string) map[string]bool {
+	out := map[string]bool{}
+	pre := pathKey(prefix...) + pathSep
+	for k := range s.pos {
+		if rest, ok := strings.CutPrefix(k, pre); ok {
+			out[strings.ReplaceAll(rest, pathSep, ".")] = true
+		}
+	}
+	return out
+}
+
+// Where is the prefix of an error about the value at path (segments such
+// as "probe", "mqtt", "size"): "file:line:col: " where it was written,
+// `--set "k=v": ` when it came from --set, else "profile NAME: ". Probes
+// use it to point their own validation errors at the profile.
+func (p *Profile) Where(path ...string) string { return p.where(path...) }
 
 // Probes are the probes a profile runs in `hostprep ready`; a nil probe
 // is not run.

@@ -37,7 +37,7 @@ func TestBadProbeSettingRefusedBeforeTune(t *testing.T) {
 	}
 	// The first case must be refused for the probe setting, by name.
 	_, err := run(context.Background(), Options{Profile: prof}, newFakes().runners())
-	if err == nil || !strings.Contains(err.Error(), "--size 10") || !strings.Contains(err.Error(), "probe.mqtt") {
-		t.Errorf("want the probe's size rule named, got %v", err)
+	if err == nil || !strings.Contains(err.Error(), "bad-probe.yaml:6:11: probe.mqtt.size 10: want 24") || strings.Contains(err.Error(), "--size") {
+		t.Errorf("want the probe's size rule named at the profile's file:line:col, not a flag; got %v", err)
 	}
 }

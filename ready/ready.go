@@ -178,11 +178,6 @@ func loadProfile(o Options) (*profiles.Profile, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.Probe.IoTDB != nil {
-		if err := iotdb.ConfigFromProfile(p.Probe.IoTDB).Validate(); err != nil {
-			return nil, exitcode.BadInputf("profile %s: %v", p.Name, err)
-		}
-	}
 	if err := checkProbes(p, o); err != nil {
 		return nil, err
 	}

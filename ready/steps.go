@@ -158,6 +158,7 @@ func mqttConfig(p *profiles.Profile, o Options) (mqtt.Config, string) {
 	cfg := mqtt.Resolve(p.Probe.MQTT, explicit, func(flag string) bool {
 		return (flag == "broker" && o.MQTT != "") || (flag == "username" && o.MQTTUser != "")
 	})
+	cfg.SettingNames = readyNames(o)
 	if o.DryRun && cfg.Broker != "" {
 		return cfg, "not run: dry run does not load the external broker " + cfg.Broker + " (without a target the embedded broker would run)"
 	}
@@ -167,11 +168,33 @@ func mqttConfig(p *profiles.Profile, o Options) (mqtt.Config, string) {
 	return cfg, ""
 }
 
-// checkProbes refuses, before anything is tuned, an MQTT probe ready
-// would run with a setting the probe itself refuses
-// (mqtt.Config.Validate): exitcode.BadInput naming the profile, the
-// setting and the rule. Dry runs are checked too.
+// readyNames names the MQTT probe's settings in its errors as ready
+// offers them: the broker is --mqtt when given, else the profile's
+// probe.mqtt.broker; the login is --mqtt-user and --mqtt-password-file;
+// the TLS files, MQTT version and client id, which ready has no flag or
+// profile key for, are "the MQTT <setting> setting".
+func readyNames(o Options) map[string]string {
+	names := map[string]string{"broker": "probe.mqtt.broker", "username": "--mqtt-user", "password-file": "--mqtt-password-file"}
+	if o.MQTT != "" {
+		names["broker"] = "--mqtt"
+	}
+	for _, s := range []string{"ca", "cert", "key", "mqtt-version", "client-id"} {
+		names[s] = "the MQTT " + s + " setting"
+	}
+	return names
+}
+
+// checkProbes refuses, before anything is tuned, a probe ready would run
+// with a setting the probe itself refuses (mqtt.CheckProfile,
+// iotdb.CheckProfile: the profile's file:line:col and key; then the MQTT
+// probe as --mqtt changes it): exitcode.BadInput naming the setting and
+// the rule. Dry runs are checked too.
 func checkProbes(p *profiles.Profile, o Options) error {
+	for _, check := range []func(*profiles.Profile) error{mqtt.CheckProfile, iotdb.CheckProfile} {
+		if err := check(p); err != nil {
+			return err
+		}
+	}
 	if p.Probe.MQTT == nil && o.MQTT == "" {
 		return nil
 	}

@@ -71,7 +71,11 @@ Checks (IDs for --ignore):
 			if err := checkOutput(output, preflight.Formats...); err != nil {
 				return err
 			}
-			t.ConnRate = connRate.Ceil() // whole connections/s, rounded up
+			n, err := connRate.Whole() // whole connections/s, never rounded
+			if err != nil {
+				return exitcode.BadInputf("--conn-rate: %v", err)
+			}
+			t.ConnRate = n
 			if cmd.Flags().Changed("conn-rate") && t.ConnRate <= 0 {
 				return exitcode.BadInputf("--conn-rate %s: want new connections/s > 0, e.g. 2000, 2000/s or 120000/m; leave it out for the default %d (or the profile's conn_rate)", cmd.Flag("conn-rate").Value, preflight.DefaultConnRate)
 			}

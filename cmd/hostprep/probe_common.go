@@ -17,9 +17,11 @@ import (
 // after it, and the exit code of a failed verdict.
 
 // probeProfile loads the profile --profile names (built-in name or file)
-// and returns it if has finds the probe's section in it; a profile
-// without it is bad input (exit 2) naming section (probe.mqtt).
-func probeProfile(ref, section string, has func(*profiles.Profile) bool) (*profiles.Profile, error) {
+// and returns it if has finds the probe's section in it and check (the
+// probe's CheckProfile) accepts it; a profile without the section is bad
+// input (exit 2) naming section (probe.mqtt), a bad value in it is
+// check's error at the value's file:line:col.
+func probeProfile(ref, section string, has func(*profiles.Profile) bool, check func(*profiles.Profile) error) (*profiles.Profile, error) {
 	p, err := profiles.Load(ref, nil)
 	if err != nil {
 		return nil, err
@@ -27,7 +29,7 @@ func probeProfile(ref, section string, has func(*profiles.Profile) bool) (*profi
 	if !has(p) {
 		return nil, exitcode.BadInputf("--profile %s has no %s section: add one or pass the load as flags", ref, section)
 	}
-	return p, nil
+	return p, check(p)
 }
 
 // keepChangedFlags calls keep[name] for each flag name given explicitly

@@ -129,7 +129,7 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 			}
 			var section *profiles.IoTDBProbe
 			if profile != "" {
-				p, err := probeProfile(profile, "probe.iotdb", func(p *profiles.Profile) bool { return p.Probe.IoTDB != nil })
+				p, err := probeProfile(profile, "probe.iotdb", func(p *profiles.Profile) bool { return p.Probe.IoTDB != nil }, iotdb.CheckProfile)
 				if err != nil {
 					return err
 				}

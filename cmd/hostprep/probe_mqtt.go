@@ -63,7 +63,7 @@ never printed. Exit codes: 0 pass, 1 a threshold failed, 2 bad input,
 			cfg.Thresholds.ConnectP95, cfg.Thresholds.AckP95, cfg.Thresholds.E2EP99 = connectP95, ackP95, e2eP99
 			var section *profiles.MQTTProbe
 			if profile != "" {
-				p, err := probeProfile(profile, "probe.mqtt", func(p *profiles.Profile) bool { return p.Probe.MQTT != nil })
+				p, err := probeProfile(profile, "probe.mqtt", func(p *profiles.Profile) bool { return p.Probe.MQTT != nil }, mqtt.CheckProfile)
 				if err != nil {
 					return err
 				}

@@ -6,6 +6,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/loadprobe/iotdb"
+	"github.com/hostprep/hostprep/loadprobe/mqtt"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/spf13/cobra"
 )
@@ -142,6 +144,12 @@ fs.nr_open, listening ports) are done by 'hostprep tune plan'.`,
 			for _, ref := range args {
 				r := validateResult{File: ref}
 				p, err := profiles.Load(ref, sets)
+				if err == nil {
+					err = mqtt.CheckProfile(p)
+				}
+				if err == nil {
+					err = iotdb.CheckProfile(p)
+				}
 				if err != nil {
 					r.Error = err.Error()
 					if firstErr == nil {

@@ -91,6 +91,34 @@ func TestProfilesValidateRefusesLineInjection(t *testing.T) {
 	}
 }
 
+// TestProfilesValidateRefusesProbeSettings: a probe.mqtt value the probe
+// refuses (clients: 0, conn_rate "0/s", size 5) fails `profiles validate`
+// with exit 2 at the profile's file:line:col, not at a flag never given.
+func TestProfilesValidateRefusesProbeSettings(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ yaml, want string }{
+		{"clients: 0", "p.yaml:3:14: probe.mqtt.clients 0"},
+		{"conn_rate: \"0/s\"", "p.yaml:3:16: probe.mqtt.conn_rate 0"},
+		{"size: 5", "p.yaml:3:11: probe.mqtt.size 5"},
+		{"pool_size: 0", "p.yaml:3:16: probe.iotdb.pool_size 0"},
+	} {
+		f := filepath.Join(dir, "p.yaml")
+		section := "mqtt"
+		if strings.HasPrefix(tc.want, "p.yaml:3:16: probe.iotdb") {
+			section = "iotdb"
+		}
+		os.WriteFile(f, []byte("probe:\n  "+section+":\n    "+tc.yaml+"\n"), 0o644)
+		_, errOut, code := testenv.Run(t, nil, "profiles", "validate", f)
+		if code != 2 || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "--") {
+			t.Errorf("%s: exit %d, want 2 naming %q and no flag; stderr %q", tc.yaml, code, tc.want, errOut)
+		}
+		_, errOut, code = testenv.Run(t, nil, "probe", section, "--profile", f)
+		if code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("probe %s --profile with %s: exit %d, want 2 naming %q; stderr %q", section, tc.yaml, code, tc.want, errOut)
+		}
+	}
+}
+
 // TestProfilesValidateRefusesNonRegularFile: /dev/zero is refused at once
 // with exit 2 naming the path (it used to be read until memory ran out).
 func TestProfilesValidateRefusesNonRegularFile(t *testing.T) {

@@ -64,3 +64,41 @@ func TestYAML(t *testing.T) {
 		t.Error("Ceil")
 	}
 }
+
+// A rate is kept unrounded, bounded (1e308 used to overflow an int to
+// -9223372036854775808 in Ceil) and shown with its unit.
+func TestBoundAndText(t *testing.T) {
+	for _, in := range []string{"1e308", "1e308/s", "10000001", "600000060/m"} {
+		if got, err := Parse(in); err == nil || !strings.Contains(err.Error(), "above the limit of 10000000/s") {
+			t.Errorf("Parse(%q) = %v, %v; want refused naming the limit", in, got, err)
+		}
+	}
+	if got, err := Parse("600000000/m"); err != nil || got != Max {
+		t.Errorf("Parse(600000000/m) = %v, %v; want the limit itself accepted", got, err)
+	}
+	if got := PerSecond(1e308).Ceil(); got != Max {
+		t.Errorf("Ceil(1e308) = %d, want %d (never an overflowed int)", got, Max)
+	}
+	for in, want := range map[string]string{"1/m": "1/m (0.017/s)", "0.5/s": "30/m (0.500/s)", "1000": "1000/s", "90/m": "1.5/s", "0": "0/s"} {
+		r, err := Parse(in)
+		if err != nil || r.Text() != want {
+			t.Errorf("Parse(%q).Text() = %q, %v; want %q", in, r.Text(), err, want)
+		}
+	}
+	if r, _ := Parse("0.5/s"); r != 0.5 {
+		t.Errorf("0.5/s = %v, want 0.5 (not rounded)", r)
+	}
+}
+
+// Whole refuses a fractional rate instead of rounding 1/m up to 1/s.
+func TestWhole(t *testing.T) {
+	if n, err := PerSecond(2000).Whole(); err != nil || n != 2000 {
+		t.Errorf("2000: %d %v", n, err)
+	}
+	for _, in := range []string{"1/m", "0.5/s", "1.5"} {
+		r, _ := Parse(in)
+		if n, err := r.Whole(); err == nil || !strings.Contains(err.Error(), r.Text()+" is not a whole number") {
+			t.Errorf("Whole(%s) = %d, %v; want refused showing %s", in, n, err, r.Text())
+		}
+	}
+}

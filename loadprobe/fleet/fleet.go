@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/plural"
 )
 
 // Shard is shard K of N (1 <= K <= N). The zero Shard means "not
@@ -117,6 +118,24 @@ var tzSuffix = regexp.MustCompile(`^\+\d\d:\d\d$`)
 // before the schedule begins.
 const MinLead = time.Second
 
+// roughAge is d as a person reads an age: to the millisecond under a
+// minute, then whole minutes, hours (under 2 days), days (under a year),
+// and whole years (rounded down: 6.9 years is "6 years").
+func roughAge(d time.Duration) string {
+	const day, year = 24 * time.Hour, 8766 * time.Hour // 365.25 days
+	switch {
+	case d < time.Minute:
+		return d.Round(time.Millisecond).String()
+	case d < time.Hour:
+		return plural.N(int64(d.Round(time.Minute)/time.Minute), "minute")
+	case d < 2*day:
+		return plural.N(int64(d.Round(time.Hour)/time.Hour), "hour")
+	case d < year:
+		return plural.N(int64(d.Round(day)/day), "day")
+	}
+	return plural.N(int64(d/year), "year")
+}
+
 // CheckStart refuses a start time already past or nearer than MinLead,
 // before any connection (exitcode.BadInput naming --start-at, the time
 // and how far off it is). The zero time passes.
@@ -125,7 +144,7 @@ func CheckStart(start, now time.Time) error {
 		return nil
 	}
 	if d := start.Sub(now); d < MinLead {
-		what := fmt.Sprintf("is %v in the past", (-d).Round(time.Millisecond))
+		what := "is " + roughAge(-d) + " in the past"
 		if d >= 0 {
 			what = fmt.Sprintf("is only %v ahead", d.Round(time.Millisecond))
 		}

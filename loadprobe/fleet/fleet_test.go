@@ -110,3 +110,20 @@ func TestCheckClock(t *testing.T) {
 		t.Errorf("ReadClock: %+v %v", c, err)
 	}
 }
+
+// A start time long past is shown as the time and a rounded age, not
+// "60613h39m39.181s".
+func TestCheckStartRoundsTheAge(t *testing.T) {
+	now := time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
+	for start, want := range map[time.Time]string{
+		time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC): "--start-at 2020-01-01T00:00:00Z is 6 years in the past:",
+		now.Add(-3 * 24 * time.Hour):                "is 3 days in the past:",
+		now.Add(-5 * time.Hour):                     "is 5 hours in the past:",
+		now.Add(-90 * time.Second):                  "is 2 minutes in the past:",
+		now.Add(-1500 * time.Millisecond):           "is 1.5s in the past:",
+	} {
+		if err := CheckStart(start, now); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("start %v: want %q, got %v", start, want, err)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package iotdb
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"reflect"
@@ -433,9 +434,10 @@ func (c *Config) targetStep() int {
 }
 
 // ConfigFromProfile turns a profile's probe.iotdb section into a complete
-// Config (see Config): a key the profile leaves out (or sets to 0; YAML
-// cannot tell the two apart) takes its value from Defaults, settings the
-// profile has no key for (connect and call timeouts, warm-up) too. The
+// Config (see Config): a key the section sets (profiles.IoTDBProbe.Has)
+// is taken as written, even 0 (pool_size: 0 is then refused by Validate);
+// a key it leaves out takes its value from Defaults, and so do settings
+// the profile has no key for (connect and call timeouts, warm-up). The
 // password is not part of a profile: set Config.Password (the CLI reads
 // --password-file or HOSTPREP_IOTDB_PASSWORD; default root). A nil p gives
 // the zero Config (all defaults). Check the result with Validate.
@@ -443,6 +445,14 @@ func ConfigFromProfile(p *profiles.IoTDBProbe) Config {
 	if p == nil {
 		return Config{}
 	}
+	c := Resolve(&Config{}, p, nil, nil)
+	c.Password = ""
+	return c
+}
+
+// rawFromProfile copies the section's fields into a Config as written,
+// without defaults (Resolve takes the keys the section sets from it).
+func rawFromProfile(p *profiles.IoTDBProbe) Config {
 	c := Config{
 		Host:         p.Host,
 		Port:         p.Port,
@@ -463,10 +473,29 @@ func ConfigFromProfile(p *profiles.IoTDBProbe) Config {
 		v := *p.Thresholds.MaxErrorRate
 		c.Thresholds.MaxErrorRate = &v
 	}
-	c = c.withDefaults()
-	c.Password = ""
-	c.complete = true
 	return c
+}
+
+// CheckProfile applies Validate's rules to profile p's probe.iotdb
+// section as ConfigFromProfile reads it, so `hostprep profiles validate`
+// and `hostprep ready` refuse what the probe would refuse before anything
+// runs. The error is exitcode.BadInput naming the key where the profile
+// wrote it: "prof.yaml:9:16: probe.iotdb.pool_size 0: ...". nil when p
+// has no probe.iotdb section or it is valid.
+func CheckProfile(p *profiles.Profile) error {
+	if p == nil || p.Probe.IoTDB == nil {
+		return nil
+	}
+	err := ConfigFromProfile(p.Probe.IoTDB).Validate()
+	var se *SettingError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &se):
+		return exitcode.BadInputf("%s%v", p.Where(append([]string{"probe", "iotdb"}, strings.Split(se.Key, ".")...)...), se)
+	default:
+		return exitcode.BadInputf("%sprobe.iotdb: %v", p.Where("probe", "iotdb"), err)
+	}
 }
 
 // validPath tells a plain IoTDB path: root followed by one or more

@@ -73,9 +73,9 @@ func SettingKeys() []string {
 func Resolve(base *Config, p *profiles.IoTDBProbe, explicit *Config, given func(key string) bool) Config {
 	cfg := base.withDefaults()
 	if p != nil {
-		fromProfile := ConfigFromProfile(p)
+		fromProfile := rawFromProfile(p)
 		for _, s := range settings {
-			if profileSets(p, s.key) {
+			if p.Has(s.key) {
 				s.copy(&cfg, &fromProfile)
 			}
 		}
@@ -87,13 +87,6 @@ func Resolve(base *Config, p *profiles.IoTDBProbe, explicit *Config, given func(
 	}
 	cfg.complete = true
 	return cfg
-}
-
-// profileSets tells whether the profile section sets key (a non-zero
-// field whose yaml name, or path for thresholds, is key).
-func profileSets(p *profiles.IoTDBProbe, key string) bool {
-	f, ok := profileField(reflect.ValueOf(p).Elem(), key)
-	return ok && !f.IsZero()
 }
 
 // profileField finds the field of v (a struct) at the dotted yaml key.

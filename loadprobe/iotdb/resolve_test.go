@@ -125,6 +125,9 @@ func TestResolveTakesEveryProfileKey(t *testing.T) {
 func yamlKeys(t reflect.Type, prefix string) []string {
 	var out []string
 	for i := 0; i < t.NumField(); i++ {
+		if !t.Field(i).IsExported() {
+			continue
+		}
 		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
 		if t.Field(i).Type.Kind() == reflect.Struct && t.Field(i).Type != reflect.TypeOf(time.Duration(0)) {
 			out = append(out, yamlKeys(t.Field(i).Type, prefix+tag+".")...)

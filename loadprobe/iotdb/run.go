@@ -167,7 +167,7 @@ func (res *Result) unreachable(cfg *Config, lv *liveness, downAt int) error {
 	res.StopReason = fmt.Sprintf("stopped: %s could not be reached for %v %s (every operation failed to connect; last error: %s); %d of %s ran to the end; the results are partial and are no verdict on the load",
 		res.Target, cfg.UnreachableAfter, where, lv.lastErr(), full, plural.N(len(cfg.Steps), "step"))
 	res.Checks = append(res.Checks, verdict.Check{ID: CheckComplete, Status: verdict.Fail, Summary: res.StopReason,
-		Remedy: "check that IoTDB at " + res.Target + " is up (its DataNode log, scripts/iotdb.sh status for the test server), then run the probe again"})
+		Remedy: "check that IoTDB at " + res.Target + " is up (its DataNode log), then run the probe again"})
 	return exitcode.Environmentf("iotdb probe could not run: %s unreachable for %v %s (every operation failed to connect: %s); %d of %s complete, results partial",
 		res.Target, cfg.UnreachableAfter, where, lv.lastErr(), full, plural.N(len(cfg.Steps), "step"))
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
+	"github.com/apache/iotdb-client-go/client"
 	"github.com/hostprep/hostprep/internal/exitcode"
 )
 
@@ -43,7 +44,7 @@ func setup(ctx context.Context, p *sessionPool, cfg *Config, w *workload, res *R
 			return exitcode.Environmentf("iotdb probe: %s refused the login of user %q (status %d): check --user and --password-file or $HOSTPREP_IOTDB_PASSWORD", res.Target, cfg.User, code)
 		}
 		if class == ClassConnect || class == ClassWaitTimeout || class == ClassDeadline || class == ClassPanic {
-			return exitcode.Environmentf("iotdb probe: cannot open a session to %s: %v (is IoTDB running and is --host/--port its client RPC? scripts/iotdb.sh start runs one on 127.0.0.1:6667)", res.Target, err)
+			return exitcode.Environmentf("iotdb probe: cannot open a session to %s: %v (is IoTDB running there, and is %s a DataNode's client RPC address, port 6667 by default?)", res.Target, err, addressSetting(cfg))
 		}
 		res.Notes = append(res.Notes, "server version not read: "+err.Error())
 	} else if v == "" {
@@ -56,13 +57,17 @@ func setup(ctx context.Context, p *sessionPool, cfg *Config, w *workload, res *R
 		if cfg.Shard.On() && statusCode(err) == statusDatabaseExists {
 			err = nil // another shard of the fleet run created it
 		}
+		if statusCode(err) == statusDatabaseExists {
+			return exitcode.Environmentf("iotdb probe: database %s already exists on %s (an earlier run with run id %q kept it): delete it (DELETE DATABASE %s) or choose another run id; nothing was changed",
+				w.prefix, res.Target, cfg.RunID, w.prefix)
+		}
 		if err != nil {
 			return exitcode.Environmentf("iotdb probe: CREATE DATABASE %s on %s failed: %v%s", w.prefix, res.Target, err, explainOr(err, v,
 				" (check the user may create databases, or use --database with an existing one)"))
 		}
 		res.CreatedDatabase = !cfg.Shard.On()
 		w.shared = cfg.Shard.On()
-	} else if err := databaseExists(ctx, p, cfg.Database); err != nil {
+	} else if err := databaseExists(ctx, p, cfg.Database, cfg.User); err != nil {
 		return exitcode.Environmentf("iotdb probe: --database %s on %s: %v%s", cfg.Database, res.Target, err, explain(err, v))
 	}
 	paths := w.seriesPaths()
@@ -92,12 +97,64 @@ func explainOr(err error, serverVersion, otherwise string) string {
 	return otherwise
 }
 
+// addressSetting names the setting that gave the probe its address:
+// --node-urls when it has node URLs, else --host/--port.
+func addressSetting(cfg *Config) string {
+	if len(cfg.NodeURLs) > 0 {
+		return "--node-urls"
+	}
+	return "--host/--port"
+}
+
 // databaseExists checks that db is a database on the server; without the
-// check, IoTDB's schema auto-creation would quietly create one.
-func databaseExists(ctx context.Context, p *sessionPool, db string) error {
+// check, IoTDB's schema auto-creation would quietly create one. IoTDB
+// hides from SHOW DATABASES what user may not read, so an empty answer is
+// told apart (notVisible): the database does not exist, or the user has
+// no privilege to see it.
+func databaseExists(ctx context.Context, p *sessionPool, db, user string) error {
 	found := false
-	err := admin(ctx, p, func(s *session) error {
-		ds, err := s.query("SHOW DATABASES " + db)
+	err := queryRows(ctx, p, "SHOW DATABASES "+db, func(ds *client.SessionDataSet) error {
+		name, err := ds.GetString("Database")
+		found = found || name == db
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if !found {
+		return notVisible(ctx, p, db, user)
+	}
+	return nil
+}
+
+// notVisible is the error for a database SHOW DATABASES did not list:
+// for root (who sees every database) it does not exist; for a user with
+// no privileges at all (LIST PRIVILEGES OF USER is empty) it is hidden
+// whether or not it exists; otherwise it is one or the other.
+func notVisible(ctx context.Context, p *sessionPool, db, user string) error {
+	if user == Defaults.User {
+		return fmt.Errorf("database %s does not exist (SHOW DATABASES %s returned nothing): create it (CREATE DATABASE %s), or leave the database out to let the probe create its own", db, db, db)
+	}
+	grant := fmt.Sprintf("GRANT READ_SCHEMA, WRITE_SCHEMA, WRITE_DATA ON %s.** TO USER %s", db, user)
+	n, err := privilegeRows(ctx, p, user)
+	if err == nil && n == 0 {
+		return fmt.Errorf("user %q has no privileges (LIST PRIVILEGES OF USER %s is empty) and IoTDB hides from SHOW DATABASES what a user may not read, so %s cannot be seen whether or not it exists: %s, or run as a user that has them", user, user, db, grant)
+	}
+	return fmt.Errorf("user %q cannot see database %s (SHOW DATABASES %s returned nothing): it does not exist (CREATE DATABASE %s), or the user lacks privileges on it (%s)", user, db, db, db, grant)
+}
+
+// privilegeRows counts the rows of LIST PRIVILEGES OF USER user.
+func privilegeRows(ctx context.Context, p *sessionPool, user string) (int, error) {
+	n := 0
+	err := queryRows(ctx, p, "LIST PRIVILEGES OF USER "+user, func(*client.SessionDataSet) error { n++; return nil })
+	return n, err
+}
+
+// queryRows runs the admin query sql and calls row for each row it
+// returns, stopping at the first error.
+func queryRows(ctx context.Context, p *sessionPool, sql string, row func(*client.SessionDataSet) error) error {
+	return admin(ctx, p, func(s *session) error {
+		ds, err := s.query(sql)
 		if err != nil {
 			return err
 		}
@@ -107,20 +164,11 @@ func databaseExists(ctx context.Context, p *sessionPool, db string) error {
 			if err != nil || !ok {
 				return err
 			}
-			name, err := ds.GetString("Database")
-			if err != nil {
+			if err := row(ds); err != nil {
 				return err
 			}
-			found = found || name == db
 		}
 	})
-	if err != nil {
-		return err
-	}
-	if !found {
-		return fmt.Errorf("no such database (SHOW DATABASES %s returned nothing): create it first, or leave --database out to let the probe create its own", db)
-	}
-	return nil
 }
 
 // seed writes one mixed write per device, so that reads have rows.

@@ -77,8 +77,8 @@ func TestDatabaseMustExist(t *testing.T) {
 	defer srv.Close()
 	host, port := srv.HostPort()
 	_, err = Run(context.Background(), Config{Host: host, Port: port, Database: "root.nosuch", Steps: []int{1}, StepDuration: 200 * time.Millisecond, Warmup: -1})
-	if exitcode.Code(err) != exitcode.Environment || !strings.Contains(err.Error(), "no such database") || !strings.Contains(err.Error(), "root.nosuch") {
-		t.Fatalf("--database root.nosuch on a server without it: %v, want exit 3 'no such database'", err)
+	if exitcode.Code(err) != exitcode.Environment || !strings.Contains(err.Error(), "database root.nosuch does not exist") || !strings.Contains(err.Error(), "root.nosuch") {
+		t.Fatalf("--database root.nosuch on a server without it: %v, want exit 3 'does not exist'", err)
 	}
 	if err := (Config{Database: "root.a*"}).Validate(); exitcode.Code(err) != exitcode.BadInput {
 		t.Errorf("--database root.a*: %v, want bad input", err)

@@ -28,6 +28,7 @@ import (
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/plural"
+	"github.com/hostprep/hostprep/internal/rate"
 	"github.com/hostprep/hostprep/loadprobe/fleet"
 	"github.com/hostprep/hostprep/profiles"
 )
@@ -99,6 +100,12 @@ type Config struct {
 	Workers int `json:"workers"`
 
 	Thresholds profiles.MQTTThresholds `json:"thresholds" flag:"thresholds"`
+
+	// SettingNames is how the caller names settings in the errors of a
+	// run and of Validate, by flag tag ("broker", "username",
+	// "password-file", "ca"...): `hostprep ready` maps broker to --mqtt. A
+	// setting not in it is named as `hostprep probe mqtt` does, "--" + tag.
+	SettingNames map[string]string `json:"-"`
 
 	// Shard, when set (K/N), makes this run shard K of a fleet run of N
 	// load generators: Clients and ConnRate stay the fleet's figures and
@@ -189,53 +196,84 @@ func Defaults() Config {
 	}
 }
 
-// ConfigFromProfile turns a profile's probe.mqtt section into a Config,
-// filling every unset field from Defaults (nil p gives Defaults()). QoS
-// is taken as written: a section without qos means QoS 0. Fields the
-// profile has no place for (TLS files, username, MQTT version, topic and
-// client-id patterns, source IPs, subscribers) keep their defaults.
+// ConfigFromProfile turns a profile's probe.mqtt section into a Config:
+// a key the section sets (profiles.MQTTProbe.Has) is taken as written,
+// even 0 (qos: 0 is QoS 0; clients: 0 is then refused by Validate), and a
+// key it leaves out keeps its Defaults value (QoS 1, 100 clients at 100
+// connections/s...). nil p gives Defaults(). Fields the profile has no
+// place for (TLS files, username, MQTT version, topic and client-id
+// patterns, source IPs, subscribers) keep their defaults.
 func ConfigFromProfile(p *profiles.MQTTProbe) Config {
 	c := Defaults()
 	if p == nil {
 		return c
 	}
-	c.Broker = p.Broker
-	if p.Clients > 0 {
-		c.Clients = p.Clients
-	}
-	if p.ConnRate > 0 {
-		c.ConnRate = float64(p.ConnRate)
-	}
-	c.QoS = p.QoS
-	if p.Size > 0 {
-		c.Size = p.Size
-	}
-	if p.PubInterval > 0 {
-		c.PubInterval = p.PubInterval
-	}
-	if p.Keepalive > 0 {
-		c.Keepalive = p.Keepalive
-	}
-	if p.Duration > 0 {
-		c.Duration = p.Duration
-	}
-	t := p.Thresholds
-	if t.Loss != nil {
-		c.Thresholds.Loss = t.Loss
-	}
-	if t.ConnectFailRate != nil {
-		c.Thresholds.ConnectFailRate = t.ConnectFailRate
-	}
-	if t.ConnectP95 > 0 {
-		c.Thresholds.ConnectP95 = t.ConnectP95
-	}
-	if t.AckP95 > 0 {
-		c.Thresholds.AckP95 = t.AckP95
-	}
-	if t.E2EP99 > 0 {
-		c.Thresholds.E2EP99 = t.E2EP99
+	for _, f := range profileFields(&c, p) {
+		if p.Has(f.key) {
+			f.take()
+		}
 	}
 	return c
+}
+
+// profileField is one probe.mqtt key: its YAML name, the CLI flag it
+// layers under, and how to copy it from the profile into a Config.
+type profileField struct {
+	key, flag string
+	take      func()
+}
+
+// profileFields lists every probe.mqtt key with the Config flag it sets.
+func profileFields(c *Config, p *profiles.MQTTProbe) []profileField {
+	t, th := &c.Thresholds, p.Thresholds
+	return []profileField{
+		{"broker", "broker", func() { c.Broker = p.Broker }},
+		{"clients", "clients", func() { c.Clients = p.Clients }},
+		{"conn_rate", "conn-rate", func() { c.ConnRate = float64(p.ConnRate) }},
+		{"qos", "qos", func() { c.QoS = p.QoS }},
+		{"size", "size", func() { c.Size = p.Size }},
+		{"pub_interval", "pub-interval", func() { c.PubInterval = p.PubInterval }},
+		{"keepalive", "keepalive", func() { c.Keepalive = p.Keepalive }},
+		{"duration", "duration", func() { c.Duration = p.Duration }},
+		{"thresholds.loss", "max-loss", func() { t.Loss = th.Loss }},
+		{"thresholds.connect_fail_rate", "max-connect-fail-rate", func() { t.ConnectFailRate = th.ConnectFailRate }},
+		{"thresholds.connect_p95", "connect-p95", func() { t.ConnectP95 = th.ConnectP95 }},
+		{"thresholds.ack_p95", "ack-p95", func() { t.AckP95 = th.AckP95 }},
+		{"thresholds.e2e_p99", "e2e-p99", func() { t.E2EP99 = th.E2EP99 }},
+	}
+}
+
+// CheckProfile applies Validate's rules to profile p's probe.mqtt
+// section as ConfigFromProfile reads it, so `hostprep profiles validate`
+// and `hostprep ready` refuse what the probe would refuse, before
+// anything runs. The error is exitcode.BadInput naming the key where the
+// profile wrote it: "prof.yaml:7:14: probe.mqtt.size 5: want 24 to ...".
+// nil when p has no probe.mqtt section or it is valid.
+func CheckProfile(p *profiles.Profile) error {
+	if p == nil || p.Probe.MQTT == nil {
+		return nil
+	}
+	c := ConfigFromProfile(p.Probe.MQTT)
+	err := c.Validate()
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	for _, f := range profileFields(&c, p.Probe.MQTT) {
+		if rest, ok := strings.CutPrefix(msg, "--"+f.flag+" "); ok {
+			path := append([]string{"probe", "mqtt"}, strings.Split(f.key, ".")...)
+			return exitcode.BadInputf("%sprobe.mqtt.%s %s", p.Where(path...), f.key, rest)
+		}
+	}
+	return exitcode.BadInputf("%sprobe.mqtt: %s", p.Where("probe", "mqtt"), msg)
+}
+
+// name is how errors name setting (see SettingNames).
+func (c *Config) name(setting string) string {
+	if n, ok := c.SettingNames[setting]; ok {
+		return n
+	}
+	return "--" + setting
 }
 
 // fill sets the output-only fields Validate does not judge.
@@ -411,7 +449,7 @@ func (c *Config) checkBroker() (brokerAddr, error) {
 	bad := exitcode.BadInputf
 	u, err := url.Parse(c.Broker)
 	if err != nil || u.Host == "" {
-		return b, bad("--broker %q: want a URL such as tcp://HOST:1883 or mqtts://HOST:8883; schemes: %s", c.Broker, BrokerSchemesHelp)
+		return b, bad("%s %q: want a URL such as tcp://HOST:1883 or mqtts://HOST:8883; schemes: %s", c.name("broker"), c.Broker, BrokerSchemesHelp)
 	}
 	port, known := u.Port(), false
 	for _, s := range brokerSchemes {
@@ -423,10 +461,10 @@ func (c *Config) checkBroker() (brokerAddr, error) {
 		}
 	}
 	if !known {
-		return b, bad("--broker %q: scheme %q not supported; want %s", c.Broker, u.Scheme, BrokerSchemesHelp)
+		return b, bad("%s %q: scheme %q not supported; want %s", c.name("broker"), c.Broker, u.Scheme, BrokerSchemesHelp)
 	}
 	if (c.CAFile != "" || c.CertFile != "") && !b.tls {
-		return b, bad("--ca/--cert given but --broker %q is not TLS: use mqtts://, ssl:// or tls://, or drop --ca/--cert", c.Broker)
+		return b, bad("--ca/--cert given but %s %q is not TLS: use mqtts://, ssl:// or tls://, or drop --ca/--cert", c.name("broker"), c.Broker)
 	}
 	if (c.CertFile == "") != (c.KeyFile == "") {
 		return b, bad("--cert and --key go together (a client certificate needs its key)")
@@ -561,6 +599,6 @@ func (c *Config) String() string {
 	if b == "" {
 		b = "embedded"
 	}
-	return fmt.Sprintf("broker=%s clients=%d conn_rate=%g/s qos=%d size=%dB pub_interval=%v duration=%v subscribers=%d mqtt=%s",
-		b, c.Clients, c.ConnRate, c.QoS, c.Size, c.PubInterval, c.Duration, c.Subscribers, c.MQTTVersion)
+	return fmt.Sprintf("broker=%s clients=%d conn_rate=%s qos=%d size=%dB pub_interval=%v duration=%v subscribers=%d mqtt=%s",
+		b, c.Clients, rate.PerSecond(c.ConnRate).Text(), c.QoS, c.Size, c.PubInterval, c.Duration, c.Subscribers, c.MQTTVersion)
 }

@@ -574,9 +574,9 @@ func TestConfigFromProfile(t *testing.T) {
 		t.Errorf("defaults: %+v", c)
 	}
 	loss := 0.01
-	c := ConfigFromProfile(&profiles.MQTTProbe{Clients: 5000, ConnRate: 500, QoS: 0, Size: 100,
+	c := ConfigFromProfile(&profiles.MQTTProbe{Clients: 5000, ConnRate: 500, QoS: 2, Size: 100,
 		Thresholds: profiles.MQTTThresholds{Loss: &loss, E2EP99: time.Second}})
-	if c.Clients != 5000 || c.ConnRate != 500 || c.QoS != 0 || c.Size != 100 || *c.Thresholds.Loss != 0.01 ||
+	if c.Clients != 5000 || c.ConnRate != 500 || c.QoS != 2 || c.Size != 100 || *c.Thresholds.Loss != 0.01 ||
 		c.Thresholds.E2EP99 != time.Second || c.Thresholds.AckP95 != 100*time.Millisecond || c.PubInterval != time.Second {
 		t.Errorf("from profile: %+v", c)
 	}

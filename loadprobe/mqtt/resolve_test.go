@@ -41,6 +41,8 @@ func fillAll(t *testing.T, c *Config) {
 		case *profiles.MQTTThresholds:
 			l, r := 0.25, 0.5
 			*x = profiles.MQTTThresholds{Loss: &l, ConnectFailRate: &r, ConnectP95: 7 * time.Second, AckP95: 8 * time.Second, E2EP99: 9 * time.Second}
+		case *map[string]string:
+			*x = map[string]string{"broker": "set-" + sf.Name}
 		case *ProgressWriter:
 			*x = progressSink{}
 		default:

@@ -642,24 +642,24 @@ func (r *run) unreachable(who string, err error) error {
 		what := fmt.Sprintf("%s (CONNACK return code 0x%02x)", connackReason(ce.code), ce.code)
 		switch classify(err) {
 		case "not_authorised":
-			return exitcode.Environmentf("broker %s refused the login of the %s client: %s; check --username and the password (--password-file or $%s)",
-				r.addr.hostport, who, what, PasswordEnv)
+			return exitcode.Environmentf("broker %s refused the login of the %s client: %s; check %s and the password (%s or $%s)",
+				r.addr.hostport, who, what, r.cfg.name("username"), r.cfg.name("password-file"), PasswordEnv)
 		case "server_unavailable":
 			return exitcode.Environmentf("broker %s refused the %s client: %s; the broker is up but not taking clients (overloaded, max_connections, or shutting down)",
 				r.addr.hostport, who, what)
 		}
-		return exitcode.Environmentf("broker %s refused the %s client's CONNECT: %s; check --mqtt-version and --client-id",
-			r.addr.hostport, who, what)
+		return exitcode.Environmentf("broker %s refused the %s client's CONNECT: %s; check %s and %s",
+			r.addr.hostport, who, what, r.cfg.name("mqtt-version"), r.cfg.name("client-id"))
 	}
 	reason := classify(err)
 	hint := ""
 	switch reason {
 	case "refused":
-		hint = ": nothing listens there; start the broker or fix --broker"
+		hint = ": nothing listens there; start the broker or fix " + r.cfg.name("broker")
 	case "timeout":
 		hint = fmt.Sprintf(": no answer within %v; check the address, firewall and that the broker is not overloaded", r.cfg.ConnectTimeout)
 	case "tls":
-		hint = ": check --ca, --cert and --key"
+		hint = fmt.Sprintf(": check %s, %s and %s", r.cfg.name("ca"), r.cfg.name("cert"), r.cfg.name("key"))
 	}
 	return exitcode.Environmentf("broker %s unreachable: the %s client could not connect (%s: %v)%s", r.addr.hostport, who, reason, err, hint)
 }
