@@ -383,7 +383,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	r.ctx, r.cancel = context.WithCancel(ctx)
 	defer r.cancel()
-	defer r.wg.Wait() // runs after shutdown below: nothing outlives Run
 
 	host0 := readHostCounters()
 	runErr := r.execute(res)
@@ -392,6 +391,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.StoppedEarlyReason = fmt.Sprintf("interrupted after %.1f s: partial results (Ctrl-C, SIGTERM or the caller's deadline ended the run)", time.Since(r.base).Seconds())
 	}
 	r.shutdown()
+	// Every goroutine of the run (scheduler, workers, poller, readers)
+	// has ended before its recorders are read: nothing outlives Run, and
+	// fill sees every Record (an early stop leaves the scheduler running
+	// until shutdown closes r.stop).
+	r.wg.Wait()
 	res.Host = readHostCounters().sub(host0)
 	r.fill(res)
 	if runErr != nil {
