@@ -124,12 +124,16 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// jsonErrors wraps a tune subcommand: with --output json, a failure that
+// jsonErrors wraps a tune subcommand: an --output other than text or json
+// is refused (exit 2) before run; with --output json, a failure that
 // printed nothing on stdout prints {"changed": false, "error": "...",
 // "exit_code": N} there (the one-line error still goes to stderr), so a
 // caller parsing stdout (Ansible from_json) always gets one JSON object.
 func jsonErrors(f *tuneFlags, run func(*cobra.Command, []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
+		if err := checkOutput(f.output, "text", "json"); err != nil {
+			return err
+		}
 		out := cmd.OutOrStdout()
 		cw := &countingWriter{w: out}
 		cmd.SetOut(cw)
@@ -177,9 +181,6 @@ func tunePlanCmd() *cobra.Command {
 		Example: "  hostprep tune plan --profile sys-tune\n  hostprep tune plan --profile ./broker.yaml --set net.core.somaxconn=65535 --output json",
 		Args:    cobra.NoArgs,
 		RunE: jsonErrors(f, func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(f.output, "text", "json"); err != nil {
-				return err
-			}
 			if err := tune.CheckPersistName(f.persist); err != nil {
 				return err
 			}
@@ -220,9 +221,6 @@ func tuneApplyCmd() *cobra.Command {
 			"  hostprep tune apply --profile sys-tune --root /srv/image   # image build: files only",
 		Args: cobra.NoArgs,
 		RunE: jsonErrors(f, func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(f.output, "text", "json"); err != nil {
-				return err
-			}
 			if err := f.checkLockWait(); err != nil {
 				return err
 			}
@@ -274,9 +272,6 @@ remove the file and run rollback again to finish.`,
 		Example: "  sudo hostprep tune rollback\n  hostprep tune rollback --root /srv/image --output json",
 		Args:    cobra.NoArgs,
 		RunE: jsonErrors(f, func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(f.output, "text", "json"); err != nil {
-				return err
-			}
 			if err := f.checkLockWait(); err != nil {
 				return err
 			}
@@ -308,9 +303,6 @@ func tuneStatusCmd() *cobra.Command {
 		Example: "  sudo hostprep tune status\n  sudo hostprep tune status --output json",
 		Args:    cobra.NoArgs,
 		RunE: jsonErrors(f, func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(f.output, "text", "json"); err != nil {
-				return err
-			}
 			st, err := tune.StatusOf(f.env())
 			if err != nil {
 				return err
@@ -341,9 +333,6 @@ that file and line.`,
 		Example: "  sudo hostprep tune verify\n  sudo hostprep tune verify --profile sys-tune --output json\n  sudo hostprep tune verify --boot",
 		Args:    cobra.NoArgs,
 		RunE: jsonErrors(f, func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(f.output, "text", "json"); err != nil {
-				return err
-			}
 			if f.boot {
 				if f.profile != "" {
 					return exitcode.BadInputf("--boot checks what hostprep applied (the journal); drop --profile")
