@@ -112,6 +112,23 @@ func writeJSONResult(w io.Writer, v any, err error) error {
 	return writeJSON(w, m)
 }
 
+// writeResult prints res, the result of an apply or rollback that ended
+// with err, on w: with writeText, or with --output json as one object
+// that carries err too (writeJSONResult). It returns err, or the write's
+// error when err is nil.
+func (f *tuneFlags) writeResult(w io.Writer, res any, err error, writeText func(io.Writer) error) error {
+	var werr error
+	if f.output == "json" {
+		werr = writeJSONResult(w, res, err)
+	} else {
+		werr = writeText(w)
+	}
+	if err == nil {
+		return werr
+	}
+	return err
+}
+
 // countingWriter counts the bytes a command printed on stdout.
 type countingWriter struct {
 	w io.Writer
@@ -232,18 +249,10 @@ func tuneApplyCmd() *cobra.Command {
 				return err
 			}
 			res, err := tune.Apply(cmd.Context(), p, tune.Options{Env: f.env(), PIDs: f.pids, Services: f.services})
-			if res != nil {
-				var werr error
-				if f.output == "json" {
-					werr = writeJSONResult(cmd.OutOrStdout(), res, err)
-				} else {
-					werr = res.WriteText(cmd.OutOrStdout(), "apply")
-				}
-				if err == nil {
-					err = werr
-				}
+			if res == nil {
+				return err
 			}
-			return err
+			return f.writeResult(cmd.OutOrStdout(), res, err, func(w io.Writer) error { return res.WriteText(w, "apply") })
 		}),
 	}
 	f.common(c, true, true)
@@ -276,18 +285,10 @@ remove the file and run rollback again to finish.`,
 				return err
 			}
 			res, err := tune.Rollback(cmd.Context(), f.env())
-			if res != nil {
-				var werr error
-				if f.output == "json" {
-					werr = writeJSONResult(cmd.OutOrStdout(), res, err)
-				} else {
-					werr = res.WriteText(cmd.OutOrStdout())
-				}
-				if err == nil {
-					err = werr
-				}
+			if res == nil {
+				return err
 			}
-			return err
+			return f.writeResult(cmd.OutOrStdout(), res, err, res.WriteText)
 		}),
 	}
 	f.common(c, false, true)
