@@ -52,6 +52,17 @@ func (f *tuneFlags) load(required bool) (*profiles.Profile, error) {
 	return profiles.Load(f.profile, f.sets)
 }
 
+// planInput checks --persist-name, loads the profile --profile names
+// (required) and returns it with the options plan and apply give tune.
+// Errors are bad input (exit 2) or profiles.Load's.
+func (f *tuneFlags) planInput() (*profiles.Profile, tune.Options, error) {
+	if err := tune.CheckPersistName(f.persist); err != nil {
+		return nil, tune.Options{}, err
+	}
+	p, err := f.load(true)
+	return p, tune.Options{Env: f.env(), PIDs: f.pids, Services: f.services}, err
+}
+
 // rootUsage says what --root does for each tune command: only apply and
 // rollback write under DIR.
 var rootUsage = map[string]string{
@@ -198,14 +209,11 @@ func tunePlanCmd() *cobra.Command {
 		Example: "  hostprep tune plan --profile sys-tune\n  hostprep tune plan --profile ./broker.yaml --set net.core.somaxconn=65535 --output json",
 		Args:    cobra.NoArgs,
 		RunE: jsonErrors(f, func(cmd *cobra.Command, args []string) error {
-			if err := tune.CheckPersistName(f.persist); err != nil {
-				return err
-			}
-			p, err := f.load(true)
+			p, opts, err := f.planInput()
 			if err != nil {
 				return err
 			}
-			pl, err := tune.PlanFor(p, tune.Options{Env: f.env(), PIDs: f.pids, Services: f.services})
+			pl, err := tune.PlanFor(p, opts)
 			if err != nil {
 				return err
 			}
@@ -241,14 +249,11 @@ func tuneApplyCmd() *cobra.Command {
 			if err := f.checkLockWait(); err != nil {
 				return err
 			}
-			if err := tune.CheckPersistName(f.persist); err != nil {
-				return err
-			}
-			p, err := f.load(true)
+			p, opts, err := f.planInput()
 			if err != nil {
 				return err
 			}
-			res, err := tune.Apply(cmd.Context(), p, tune.Options{Env: f.env(), PIDs: f.pids, Services: f.services})
+			res, err := tune.Apply(cmd.Context(), p, opts)
 			if res == nil {
 				return err
 			}
