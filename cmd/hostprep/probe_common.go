@@ -69,6 +69,49 @@ func probeCheckFiles(files map[string]string) error {
 	return nil
 }
 
+// probeOutputs are where a probe's result goes: Format (--output: text or
+// json) on stdout, and the --csv and --html files ("" writes none).
+type probeOutputs struct {
+	Format, CSV, HTML string
+}
+
+// checkFiles fails with bad input (exit 2) when --csv or --html could not
+// be written later (probeCheckFiles).
+func (o probeOutputs) checkFiles() error {
+	return probeCheckFiles(map[string]string{"--csv": o.CSV, "--html": o.HTML})
+}
+
+// probeResult is a probe run's result as the probe commands print it.
+type probeResult interface {
+	WriteText(io.Writer) error
+	WriteCSV(io.Writer) error
+	WriteHTML(io.Writer) error
+}
+
+// write prints res on out (text, or indented JSON), then writes the --csv
+// and --html files (writeReportFile). When the run ended with runErr and
+// *stopReason (the result's own field) is empty, runErr becomes the stop
+// reason before the HTML is written, so that report says INCOMPLETE and
+// why. Errors are out's, or the files' (exit 3).
+func (o probeOutputs) write(out io.Writer, res probeResult, stopReason *string, runErr error) error {
+	var err error
+	if o.Format == "json" {
+		err = writeJSON(out, res)
+	} else {
+		err = res.WriteText(out)
+	}
+	if err != nil {
+		return err
+	}
+	if err := writeReportFile(o.CSV, "--csv", res.WriteCSV); err != nil {
+		return err
+	}
+	if runErr != nil && *stopReason == "" {
+		*stopReason = runErr.Error() // the report says INCOMPLETE and why
+	}
+	return writeReportFile(o.HTML, "--html", res.WriteHTML)
+}
+
 // writeReportFile writes path with write, if path is set, all or nothing
 // (internal/atomicfile); any error is the environment's (exit 3) naming
 // flag.

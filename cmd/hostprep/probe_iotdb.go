@@ -70,8 +70,7 @@ func newProbeIoTDBCmd() *cobra.Command {
 	var (
 		cfg                   = iotdb.Defaults
 		profile, passwordFile string
-		output, csvFile       string
-		htmlFile              string
+		outs                  probeOutputs
 		maxErrorRate          = 0.01
 		shard                 string
 	)
@@ -119,7 +118,7 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
   hostprep probe iotdb --profile iotdb`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output, "text", "json"); err != nil {
+			if err := checkOutput(outs.Format, "text", "json"); err != nil {
 				return err
 			}
 			f := cmd.Flags()
@@ -151,7 +150,7 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 			}
 			cfg.Password = pw
 			// Fail on an unwritable output file before loading the server.
-			if err := probeCheckFiles(map[string]string{"--csv": csvFile, "--html": htmlFile}); err != nil {
+			if err := outs.checkFiles(); err != nil {
 				return err
 			}
 			stderr := cmd.ErrOrStderr()
@@ -171,23 +170,7 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 			res, runErr := iotdb.Run(ctx, cfg)
 			runErr = iotdbFlagError(runErr)
 			if res != nil {
-				out := cmd.OutOrStdout()
-				var err error
-				if output == "json" {
-					err = res.WriteJSON(out)
-				} else {
-					err = res.WriteText(out)
-				}
-				if err != nil {
-					return err
-				}
-				if err := writeReportFile(csvFile, "--csv", res.WriteCSV); err != nil {
-					return err
-				}
-				if runErr != nil && res.StopReason == "" {
-					res.StopReason = runErr.Error() // the report says INCOMPLETE and why
-				}
-				if err := writeReportFile(htmlFile, "--html", res.WriteHTML); err != nil {
+				if err := outs.write(cmd.OutOrStdout(), res, &res.StopReason, runErr); err != nil {
 					return err
 				}
 			}
@@ -226,8 +209,8 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 	fl.DurationVar(&cfg.Thresholds.P95, "max-p95", 0, "highest acceptable p95 response time at the target step (0: not checked)")
 	fl.Float64Var(&cfg.Thresholds.MinTPS, "min-tps", 0, "lowest acceptable TPS at the target step (0: not checked)")
 	fl.IntVar(&cfg.Thresholds.TargetStep, "target-step", 0, "worker count --max-p95 and --min-tps apply to (0: the last step)")
-	fl.StringVarP(&output, "output", "o", "text", "result format: text or json")
-	fl.StringVar(&csvFile, "csv", "", "also write one row per step to this CSV `FILE`")
-	fl.StringVar(&htmlFile, "html", "", "also write a self-contained HTML report with response-time and throughput charts to `FILE`")
+	fl.StringVarP(&outs.Format, "output", "o", "text", "result format: text or json")
+	fl.StringVar(&outs.CSV, "csv", "", "also write one row per step to this CSV `FILE`")
+	fl.StringVar(&outs.HTML, "html", "", "also write a self-contained HTML report with response-time and throughput charts to `FILE`")
 	return c
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"os/signal"
 	"syscall"
@@ -27,7 +26,7 @@ func newProbeMQTTCmd() *cobra.Command {
 	var (
 		cfg                        = mqtt.Defaults()
 		profile, passwordFile      string
-		output, csvFile, htmlFile  string
+		outs                       probeOutputs
 		shard, startAt             string
 		maxLoss, maxConnectFail    float64
 		connectP95, ackP95, e2eP99 time.Duration
@@ -48,7 +47,7 @@ never printed. Exit codes: 0 pass, 1 a threshold failed, 2 bad input,
 3 could not run (broker unreachable, RLIMIT_NOFILE too low, interrupted).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output, "text", "json"); err != nil {
+			if err := checkOutput(outs.Format, "text", "json"); err != nil {
 				return err
 			}
 			f := cmd.Flags()
@@ -76,7 +75,7 @@ never printed. Exit codes: 0 pass, 1 a threshold failed, 2 bad input,
 				return err
 			}
 			cfg.Password = pw
-			if err := probeCheckFiles(map[string]string{"--csv": csvFile, "--html": htmlFile}); err != nil {
+			if err := outs.checkFiles(); err != nil {
 				return err
 			}
 			cfg.Progress = cmd.ErrOrStderr()
@@ -86,23 +85,7 @@ never printed. Exit codes: 0 pass, 1 a threshold failed, 2 bad input,
 			defer stop()
 			res, runErr := mqtt.Run(ctx, cfg)
 			if res != nil {
-				out := cmd.OutOrStdout()
-				if output == "json" {
-					enc := json.NewEncoder(out)
-					enc.SetIndent("", "  ")
-					if err := enc.Encode(res); err != nil {
-						return err
-					}
-				} else if err := res.WriteText(out); err != nil {
-					return err
-				}
-				if err := writeReportFile(csvFile, "--csv", res.WriteCSV); err != nil {
-					return err
-				}
-				if runErr != nil && res.StoppedEarlyReason == "" {
-					res.StoppedEarlyReason = runErr.Error() // the report says INCOMPLETE and why
-				}
-				if err := writeReportFile(htmlFile, "--html", res.WriteHTML); err != nil {
+				if err := outs.write(cmd.OutOrStdout(), res, &res.StoppedEarlyReason, runErr); err != nil {
 					return err
 				}
 			}
@@ -144,8 +127,8 @@ never printed. Exit codes: 0 pass, 1 a threshold failed, 2 bad input,
 	fl.StringVar(&startAt, "start-at", "", "start the schedule at `TIME`: RFC 3339, TIME+30s (an offset from a time the control node hands out) or +30s from now; refused when past or when the clock's error exceeds --max-clock-error")
 	fl.DurationVar(&cfg.MaxClockError, "max-clock-error", cfg.MaxClockError, "with --start-at: highest acceptable clock error by adjtimex (maxerror); 0 = not checked (every shard on this host: one clock)")
 	fl.StringVar(&cfg.RunID, "run-id", "", "run id shared by a fleet's shards (topics, client ids, report merge); default: random, or with --shard derived from --start-at")
-	fl.StringVarP(&output, "output", "o", "text", "result format: text or json")
-	fl.StringVar(&csvFile, "csv", "", "write the per-second series to this CSV file")
-	fl.StringVar(&htmlFile, "html", "", "also write a self-contained HTML report (connections, msg/s, latency over time, a latency heat map, delivery accounting, checks) to `FILE`; a run that fails before measuring writes none")
+	fl.StringVarP(&outs.Format, "output", "o", "text", "result format: text or json")
+	fl.StringVar(&outs.CSV, "csv", "", "write the per-second series to this CSV file")
+	fl.StringVar(&outs.HTML, "html", "", "also write a self-contained HTML report (connections, msg/s, latency over time, a latency heat map, delivery accounting, checks) to `FILE`; a run that fails before measuring writes none")
 	return c
 }
