@@ -16,20 +16,28 @@ import (
 // password comes from, output files checked before the load and written
 // after it, and the exit code of a failed verdict.
 
-// probeProfile loads the profile --profile names (built-in name or file)
-// and returns it if has finds the probe's section in it and check (the
-// probe's CheckProfile) accepts it; a profile without the section is bad
-// input (exit 2) naming section (probe.mqtt), a bad value in it is
-// check's error at the value's file:line:col.
-func probeProfile(ref, section string, has func(*profiles.Profile) bool, check func(*profiles.Profile) error) (*profiles.Profile, error) {
+// probeSection returns the probe's section (section picks it, nil when
+// absent) of the profile --profile names (ref: built-in name or file),
+// once check (the probe's CheckProfile) accepts the profile; nil without
+// ref. A profile without the section is bad input (exit 2) naming name
+// (probe.mqtt), a bad value in it is check's error at the value's
+// file:line:col.
+func probeSection[S any](ref, name string, section func(*profiles.Profile) *S, check func(*profiles.Profile) error) (*S, error) {
+	if ref == "" {
+		return nil, nil
+	}
 	p, err := profiles.Load(ref, nil)
 	if err != nil {
 		return nil, err
 	}
-	if !has(p) {
-		return nil, exitcode.BadInputf("--profile %s has no %s section: add one or pass the load as flags", ref, section)
+	sec := section(p)
+	if sec == nil {
+		return nil, exitcode.BadInputf("--profile %s has no %s section: add one or pass the load as flags", ref, name)
 	}
-	return p, check(p)
+	if err := check(p); err != nil {
+		return nil, err
+	}
+	return sec, nil
 }
 
 // keepChangedFlags calls keep[name] for each flag name given explicitly

@@ -126,13 +126,9 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 			if cfg.Shard, err = fleet.ParseShard(shard); err != nil {
 				return err
 			}
-			var section *profiles.IoTDBProbe
-			if profile != "" {
-				p, err := probeProfile(profile, "probe.iotdb", func(p *profiles.Profile) bool { return p.Probe.IoTDB != nil }, iotdb.CheckProfile)
-				if err != nil {
-					return err
-				}
-				section = p.Probe.IoTDB
+			section, err := probeSection(profile, "probe.iotdb", func(p *profiles.Profile) *profiles.IoTDBProbe { return p.Probe.IoTDB }, iotdb.CheckProfile)
+			if err != nil {
+				return err
 			}
 			// Built-in defaults (an error-rate limit of 1%), then the
 			// profile's section, then the flags given explicitly.

@@ -60,13 +60,9 @@ never printed. Exit codes: 0 pass, 1 a threshold failed, 2 bad input,
 			}
 			cfg.Thresholds.Loss, cfg.Thresholds.ConnectFailRate = &maxLoss, &maxConnectFail
 			cfg.Thresholds.ConnectP95, cfg.Thresholds.AckP95, cfg.Thresholds.E2EP99 = connectP95, ackP95, e2eP99
-			var section *profiles.MQTTProbe
-			if profile != "" {
-				p, err := probeProfile(profile, "probe.mqtt", func(p *profiles.Profile) bool { return p.Probe.MQTT != nil }, mqtt.CheckProfile)
-				if err != nil {
-					return err
-				}
-				section = p.Probe.MQTT
+			section, err := probeSection(profile, "probe.mqtt", func(p *profiles.Profile) *profiles.MQTTProbe { return p.Probe.MQTT }, mqtt.CheckProfile)
+			if err != nil {
+				return err
 			}
 			// Defaults, then the profile, then the flags given explicitly.
 			cfg = mqtt.Resolve(section, cfg, f.Changed)
