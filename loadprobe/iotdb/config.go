@@ -1,6 +1,7 @@
 package iotdb
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -167,56 +168,26 @@ var Defaults = Config{
 func (c Config) withDefaults() Config {
 	d := Defaults
 	if c.complete {
-		if c.Password == "" {
-			c.Password = d.Password
-		}
+		c.Password = cmp.Or(c.Password, d.Password)
 		return c
 	}
-	if c.Host == "" {
-		c.Host = d.Host
-	}
-	if c.Port == 0 {
-		c.Port = d.Port
-	}
-	if c.User == "" {
-		c.User = d.User
-	}
-	if c.Password == "" {
-		c.Password = d.Password
-	}
-	if c.Scenario == "" {
-		c.Scenario = d.Scenario
-	}
+	c.Host = cmp.Or(c.Host, d.Host)
+	c.Port = cmp.Or(c.Port, d.Port)
+	c.User = cmp.Or(c.User, d.User)
+	c.Password = cmp.Or(c.Password, d.Password)
+	c.Scenario = cmp.Or(c.Scenario, d.Scenario)
 	if len(c.Steps) == 0 {
 		c.Steps = slices.Clone(d.Steps)
 	}
-	if c.StepDuration == 0 {
-		c.StepDuration = d.StepDuration
-	}
-	if c.Warmup == 0 {
-		c.Warmup = d.Warmup
-	}
-	if c.PoolSize == 0 {
-		c.PoolSize = d.PoolSize
-	}
-	if c.WaitTimeout == 0 {
-		c.WaitTimeout = d.WaitTimeout
-	}
-	if c.ConnectTimeout == 0 {
-		c.ConnectTimeout = d.ConnectTimeout
-	}
-	if c.CallTimeout == 0 {
-		c.CallTimeout = d.CallTimeout
-	}
-	if c.FetchSize == 0 {
-		c.FetchSize = d.FetchSize
-	}
-	if c.SampleInterval == 0 {
-		c.SampleInterval = d.SampleInterval
-	}
-	if c.UnreachableAfter == 0 {
-		c.UnreachableAfter = d.UnreachableAfter
-	}
+	c.StepDuration = cmp.Or(c.StepDuration, d.StepDuration)
+	c.Warmup = cmp.Or(c.Warmup, d.Warmup)
+	c.PoolSize = cmp.Or(c.PoolSize, d.PoolSize)
+	c.WaitTimeout = cmp.Or(c.WaitTimeout, d.WaitTimeout)
+	c.ConnectTimeout = cmp.Or(c.ConnectTimeout, d.ConnectTimeout)
+	c.CallTimeout = cmp.Or(c.CallTimeout, d.CallTimeout)
+	c.FetchSize = cmp.Or(c.FetchSize, d.FetchSize)
+	c.SampleInterval = cmp.Or(c.SampleInterval, d.SampleInterval)
+	c.UnreachableAfter = cmp.Or(c.UnreachableAfter, d.UnreachableAfter)
 	return c
 }
 
