@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"bytes"
 	"html/template"
 	"io"
 	"strings"
@@ -27,6 +28,22 @@ func (p Page) Write(w io.Writer) error {
 		Page
 		Style template.CSS
 	}{p, template.CSS(Style)})
+}
+
+// WriteRun writes the page of one probe run to w: its Body is what
+// section renders, its Printed what printed writes (the run's HTMLSection
+// and WriteText). Errors come from section, printed or w.
+func (p Page) WriteRun(w io.Writer, section func() (template.HTML, error), printed func(io.Writer) error) error {
+	body, err := section()
+	if err != nil {
+		return err
+	}
+	var text bytes.Buffer
+	if err := printed(&text); err != nil {
+		return err
+	}
+	p.Body, p.Printed = body, text.String()
+	return p.Write(w)
 }
 
 var pageTmpl = template.Must(template.New("page").Parse(`<!DOCTYPE html>

@@ -20,16 +20,8 @@ import (
 // suggestions, every check, and the text report as printed. Errors come
 // from rendering a chart or from w.
 func (r *Result) WriteHTML(w io.Writer) error {
-	body, err := r.HTMLSection()
-	if err != nil {
-		return err
-	}
-	var text bytes.Buffer
-	if err := r.WriteText(&text); err != nil {
-		return err
-	}
-	return chart.Page{Title: "hostprep probe iotdb: " + r.Scenario + " on " + r.Target, Heading: "IoTDB probe: " + r.Scenario + " on " + r.Target,
-		Body: body, Printed: text.String()}.Write(w)
+	return chart.Page{Title: "hostprep probe iotdb: " + r.Scenario + " on " + r.Target, Heading: "IoTDB probe: " + r.Scenario + " on " + r.Target}.
+		WriteRun(w, r.HTMLSection, r.WriteText)
 }
 
 // HTMLSection is the report without the page around it (headings h3 and

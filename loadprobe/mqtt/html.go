@@ -21,16 +21,8 @@ import (
 // accounting, the connects, the kernel counters, what was observed and
 // every check. Errors come from rendering a chart or from w.
 func (res *Result) WriteHTML(w io.Writer) error {
-	charts, err := res.HTMLCharts()
-	if err != nil {
-		return err
-	}
-	var text bytes.Buffer
-	if err := res.WriteText(&text); err != nil {
-		return err
-	}
-	return chart.Page{Title: "hostprep probe mqtt: " + res.Broker, Heading: "MQTT probe: " + res.Broker,
-		Body: res.htmlBody(charts), Printed: text.String()}.Write(w)
+	return chart.Page{Title: "hostprep probe mqtt: " + res.Broker, Heading: "MQTT probe: " + res.Broker}.
+		WriteRun(w, res.HTMLSection, res.WriteText)
 }
 
 // HTMLSection is the report without the page around it (heading level
