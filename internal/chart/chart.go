@@ -74,6 +74,20 @@ type Line struct {
 	XTicks              []Tick
 }
 
+// LinesHTML renders each of lines (Line.HTML), in order; the first error
+// stops it.
+func LinesHTML(lines []Line) ([]template.HTML, error) {
+	out := make([]template.HTML, 0, len(lines))
+	for _, l := range lines {
+		h, err := l.HTML()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}
+
 // HTML renders the chart as a <figure> with the title as caption, an
 // inline SVG and the legend. A chart with no point at all renders as a
 // short note saying so instead of an empty frame. Errors come from

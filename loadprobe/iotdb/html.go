@@ -82,13 +82,9 @@ func (r *Result) HTMLCharts() ([]template.HTML, error) {
 			{Name: "TPS (successful operations/s)", X: xs, Y: col(func(s Step) float64 { return s.TPS })},
 		}},
 	}
-	var out []template.HTML
-	for _, l := range lines {
-		h, err := l.HTML()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, h)
+	out, err := chart.LinesHTML(lines)
+	if err != nil {
+		return nil, err
 	}
 	if hm, ok := r.heatMap(); ok {
 		h, err := hm.HTML()

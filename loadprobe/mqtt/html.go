@@ -93,13 +93,9 @@ func (res *Result) HTMLCharts() ([]template.HTML, error) {
 	}
 	lat.Series = append(lat.Series, chart.Series{Name: "end-to-end p95", X: ts, Y: col(func(s Second) float64 { return s.E2EP95 }), Color: chart.Palette[2]})
 	charts = append(charts, lat)
-	var out []template.HTML
-	for _, c := range charts {
-		h, err := c.HTML()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, h)
+	out, err := chart.LinesHTML(charts)
+	if err != nil {
+		return nil, err
 	}
 	h, err := res.heatMap().HTML()
 	if err != nil {
