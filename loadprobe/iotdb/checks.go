@@ -70,17 +70,11 @@ func errorRateCheck(c *Config, steps []Step) verdict.Check {
 // p95Check judges the p95 (ms) at the target step at (nil: not measured)
 // against --max-p95.
 func p95Check(c *Config, target int, at *Step) verdict.Check {
-	th := c.Thresholds
-	p := verdict.Check{ID: CheckP95}
-	switch {
-	case th.P95 <= 0:
-		p.Status, p.Summary = verdict.Skip, "no --max-p95 set"
-	case at == nil:
-		p.Status, p.Summary = verdict.Skip, fmt.Sprintf("target step %s was not measured", plural.N(target, "worker"))
-	default:
+	limit := c.Thresholds.P95
+	return targetCheck(CheckP95, limit > 0, "--max-p95", target, at, func(p *verdict.Check) {
 		p.Observed = fmt.Sprintf("p95 %.1f ms at %s", at.Latency.P95, plural.N(target, "worker"))
-		p.Expected = fmt.Sprintf("<= %.1f ms", ms(th.P95))
-		if at.OK > 0 && at.Latency.P95 <= ms(th.P95) {
+		p.Expected = fmt.Sprintf("<= %.1f ms", ms(limit))
+		if at.OK > 0 && at.Latency.P95 <= ms(limit) {
 			p.Status, p.Summary = verdict.Pass, p.Observed+" "+p.Expected
 		} else {
 			p.Status, p.Summary = verdict.Fail, p.Observed+", above "+p.Expected
@@ -89,31 +83,39 @@ func p95Check(c *Config, target int, at *Step) verdict.Check {
 			}
 			p.Remedy = fmt.Sprintf("run fewer workers than %d (the knee is where p95 starts to climb), or give IoTDB more CPU/memory; see the per-step table", target)
 		}
-	}
-	return p
+	})
 }
 
 // minTPSCheck judges the TPS at the target step at (nil: not measured)
 // against --min-tps.
 func minTPSCheck(c *Config, target int, at *Step) verdict.Check {
-	th := c.Thresholds
-	t := verdict.Check{ID: CheckMinTPS}
-	switch {
-	case th.MinTPS <= 0:
-		t.Status, t.Summary = verdict.Skip, "no --min-tps set"
-	case at == nil:
-		t.Status, t.Summary = verdict.Skip, fmt.Sprintf("target step %s was not measured", plural.N(target, "worker"))
-	default:
+	limit := c.Thresholds.MinTPS
+	return targetCheck(CheckMinTPS, limit > 0, "--min-tps", target, at, func(t *verdict.Check) {
 		t.Observed = fmt.Sprintf("%.1f TPS at %s", at.TPS, plural.N(target, "worker"))
-		t.Expected = fmt.Sprintf(">= %.1f TPS", th.MinTPS)
-		if at.TPS >= th.MinTPS {
+		t.Expected = fmt.Sprintf(">= %.1f TPS", limit)
+		if at.TPS >= limit {
 			t.Status, t.Summary = verdict.Pass, t.Observed+" "+t.Expected
 		} else {
 			t.Status, t.Summary = verdict.Fail, t.Observed+", below "+t.Expected
 			t.Remedy = "throughput is bounded by the server or the pool: check pool utilisation (a pool near 100% needs --pool-size), errors by class, and the server's CPU"
 		}
+	})
+}
+
+// targetCheck is check id of the target step at: a skip when its
+// threshold is not set (set false; flag names it) or the step was not
+// measured (at nil), else judge fills in the verdict.
+func targetCheck(id string, set bool, flag string, target int, at *Step, judge func(*verdict.Check)) verdict.Check {
+	ch := verdict.Check{ID: id}
+	switch {
+	case !set:
+		ch.Status, ch.Summary = verdict.Skip, "no "+flag+" set"
+	case at == nil:
+		ch.Status, ch.Summary = verdict.Skip, fmt.Sprintf("target step %s was not measured", plural.N(target, "worker"))
+	default:
+		judge(&ch)
 	}
-	return t
+	return ch
 }
 
 func classSummary(s *Step) string {
