@@ -73,26 +73,27 @@ func (r *RollbackResult) WriteText(w io.Writer) error {
 		}
 		tw.Flush()
 	}
-	if len(r.Left) > 0 {
-		fmt.Fprintln(w, "left alone (changed by someone else since hostprep set it):")
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		for _, s := range r.Left {
-			fmt.Fprintf(tw, "  %s\t%s\tnow %s\t%s\n", s.Layer, s.Target(), cell(s.Current), s.Reason)
-		}
-		tw.Flush()
-	}
-	if len(r.Kept) > 0 {
-		fmt.Fprintln(w, "kept (not lowered below a nofile limit that is still in force):")
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		for _, s := range r.Kept {
-			fmt.Fprintf(tw, "  %s\t%s\tnow %s\t%s\n", s.Layer, s.Target(), cell(s.Current), s.Reason)
-		}
-		tw.Flush()
-	}
+	writeNotRolledBack(w, "left alone (changed by someone else since hostprep set it):", r.Left)
+	writeNotRolledBack(w, "kept (not lowered below a nofile limit that is still in force):", r.Kept)
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
 	return nil
+}
+
+// writeNotRolledBack prints title and then one aligned row per item that
+// rollback did not restore (layer, key or file, its value now, why);
+// nothing when there is none.
+func writeNotRolledBack(w io.Writer, title string, items []Skip) {
+	if len(items) == 0 {
+		return
+	}
+	fmt.Fprintln(w, title)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, s := range items {
+		fmt.Fprintf(tw, "  %s\t%s\tnow %s\t%s\n", s.Layer, s.Target(), cell(s.Current), s.Reason)
+	}
+	tw.Flush()
 }
 
 // WriteText prints the journal and the live comparison.
