@@ -12,7 +12,6 @@ import (
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/hostprep/hostprep/tune/journal"
-	"github.com/hostprep/hostprep/tune/lock"
 )
 
 // Apply makes the host match profile p: it checks privileges, takes the
@@ -34,15 +33,9 @@ import (
 // their limit back while they run.
 func Apply(ctx context.Context, p *profiles.Profile, opts Options) (*Result, error) {
 	env := opts.Env
-	if err := env.checkRoot("apply"); err != nil {
-		return nil, err
-	}
-	if err := checkPrivileges(env, "apply"); err != nil {
-		return nil, err
-	}
-	lk, err := lock.Acquire(env.lockFile(), env.lockWait())
+	lk, err := env.lockFor("apply")
 	if err != nil {
-		return nil, exitcode.Environmentf("tune apply: %v", err)
+		return nil, err
 	}
 	defer lk.Release()
 	if err := ctx.Err(); err != nil {

@@ -267,6 +267,25 @@ func (e Env) checkRoot(verb string) error {
 	return nil
 }
 
+// lockFor readies a change of the host by verb (apply or rollback): it
+// refuses a --root that is no directory (checkRoot, exit 2) and a process
+// without the privileges to change the host (checkPrivileges, exit 3),
+// then takes the lock, waiting up to LockWait (exitcode.Environment, exit
+// 3, when another apply or rollback holds it). The caller releases it.
+func (e Env) lockFor(verb string) (*lock.Lock, error) {
+	if err := e.checkRoot(verb); err != nil {
+		return nil, err
+	}
+	if err := checkPrivileges(e, verb); err != nil {
+		return nil, err
+	}
+	lk, err := lock.Acquire(e.lockFile(), e.lockWait())
+	if err != nil {
+		return nil, exitcode.Environmentf("tune %s: %v", verb, err)
+	}
+	return lk, nil
+}
+
 func isDir(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.IsDir()

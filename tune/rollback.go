@@ -11,7 +11,6 @@ import (
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/tune/journal"
-	"github.com/hostprep/hostprep/tune/lock"
 	"github.com/hostprep/hostprep/tune/sysctl"
 )
 
@@ -85,15 +84,9 @@ func (u undoItem) kind() int {
 // restore fails (the journal then keeps only what is still to undo, so
 // rollback can be run again).
 func Rollback(ctx context.Context, env Env) (*RollbackResult, error) {
-	if err := env.checkRoot("rollback"); err != nil {
-		return nil, err
-	}
-	if err := checkPrivileges(env, "rollback"); err != nil {
-		return nil, err
-	}
-	lk, err := lock.Acquire(env.lockFile(), env.lockWait())
+	lk, err := env.lockFor("rollback")
 	if err != nil {
-		return nil, exitcode.Environmentf("tune rollback: %v", err)
+		return nil, err
 	}
 	defer lk.Release()
 	res := &RollbackResult{Changes: []Change{}, Left: []Skip{}, Kept: []Skip{}, Profiles: []string{}}
