@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/hostprep/hostprep/tune/files"
@@ -151,12 +150,7 @@ func leftReason(path string, cur []byte, exists bool) string {
 // fileStatuses compares every owned file with the bytes hostprep wrote.
 func fileStatuses(st *journal.State, pending string) []ItemStatus {
 	var items []ItemStatus
-	paths := make([]string, 0, len(st.Files))
-	for p := range st.Files {
-		paths = append(paths, p)
-	}
-	sort.Slice(paths, func(i, j int) bool { return st.Files[paths[i]].Seq < st.Files[paths[j]].Seq })
-	for _, p := range paths {
+	for _, p := range bySeq(st.Files, func(f *journal.File) int { return f.Seq }) {
 		j := st.Files[p]
 		it := ItemStatus{File: p, Layer: Persistent, Original: describe(j.Original, j.Existed), Set: "sha256:" + j.SetSHA256[:12]}
 		cur, ok, err := files.Read(p)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -107,12 +106,7 @@ func rollbackProcess(p *journal.Process) (*Change, *Skip, string, error) {
 // hostprep set, while it is the same process.
 func processStatuses(st *journal.State, pending string) []ItemStatus {
 	var items []ItemStatus
-	pids := make([]string, 0, len(st.Processes))
-	for id := range st.Processes {
-		pids = append(pids, id)
-	}
-	sort.Slice(pids, func(i, j int) bool { return st.Processes[pids[i]].Seq < st.Processes[pids[j]].Seq })
-	for _, id := range pids {
+	for _, id := range bySeq(st.Processes, func(p *journal.Process) int { return p.Seq }) {
 		j := st.Processes[id]
 		it := ItemStatus{PID: j.PID, Layer: Process, Original: fmtLimit(j.Original.Soft, j.Original.Hard), Set: fmtLimit(j.Set.Soft, j.Set.Hard)}
 		var cur unix.Rlimit

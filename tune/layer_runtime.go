@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -275,11 +274,7 @@ func rollbackKey(b interface {
 // pending marks an item an interrupted apply had not reached.
 func keyStatuses(env Env, st *journal.State, pending string) ([]ItemStatus, error) {
 	var items []ItemStatus
-	keys := make([]string, 0, len(st.Keys))
-	for k := range st.Keys {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return st.Keys[keys[i]].Seq < st.Keys[keys[j]].Seq })
+	keys := bySeq(st.Keys, func(k *journal.Key) int { return k.Seq })
 	var b interface{ Get(string) (string, error) }
 	if len(keys) > 0 {
 		be, err := env.backend()

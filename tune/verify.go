@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"sort"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/plural"
@@ -66,6 +67,17 @@ type Status struct {
 	// marker was never written) and what to run; items it had not reached
 	// yet show their original value and are not counted in Drift.
 	Interrupted string `json:"interrupted,omitempty"`
+}
+
+// bySeq returns the names of m, a journal's keys, files or processes, in
+// the order hostprep first changed them (seq of each entry, ascending).
+func bySeq[V any](m map[string]V, seq func(V) int) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool { return seq(m[names[i]]) < seq(m[names[j]]) })
+	return names
 }
 
 // StatusOf reads the journal and compares each key and file hostprep
