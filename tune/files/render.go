@@ -46,6 +46,14 @@ func header(profiles []string) string {
 		oneLine(strings.Join(profiles, ", ")))
 }
 
+// writeComment writes c as a comment line ("# c", made one line) to b;
+// an empty c writes nothing.
+func writeComment(b *strings.Builder, c string) {
+	if c != "" {
+		fmt.Fprintf(b, "# %s\n", oneLine(c))
+	}
+}
+
 // SysctlLine is one "key = value" line of a sysctl.d file. Optional keys
 // get the "-" prefix, which tells systemd-sysctl and sysctl --system not
 // to fail when the key does not exist.
@@ -61,9 +69,7 @@ func RenderSysctl(profiles []string, lines []SysctlLine) []byte {
 	var b strings.Builder
 	b.WriteString(header(profiles))
 	for _, l := range lines {
-		if l.Comment != "" {
-			fmt.Fprintf(&b, "# %s\n", oneLine(l.Comment))
-		}
+		writeComment(&b, l.Comment)
 		if l.Optional {
 			b.WriteString("-")
 		}
@@ -83,9 +89,7 @@ func RenderModules(profiles []string, mods []ModuleLine) []byte {
 	var b strings.Builder
 	b.WriteString(header(profiles))
 	for _, m := range mods {
-		if m.Comment != "" {
-			fmt.Fprintf(&b, "# %s\n", oneLine(m.Comment))
-		}
+		writeComment(&b, m.Comment)
 		fmt.Fprintf(&b, "%s\n", strings.Join(strings.Fields(oneLine(m.Module)), ""))
 	}
 	return []byte(b.String())
