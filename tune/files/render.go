@@ -28,7 +28,7 @@ func ServiceDropIn(unit string) string {
 // systemd-escape does, and control characters and white space are dropped;
 // profiles.Validate refuses such names before this, so that is only a guard.
 func UnitName(unit string) string {
-	unit = strings.ReplaceAll(strings.Join(strings.Fields(oneLine(unit)), ""), "/", "-")
+	unit = strings.ReplaceAll(oneWord(unit), "/", "-")
 	if unit == "" || unit == "." || unit == ".." {
 		unit = "invalid"
 	}
@@ -90,7 +90,7 @@ func RenderModules(profiles []string, mods []ModuleLine) []byte {
 	b.WriteString(header(profiles))
 	for _, m := range mods {
 		writeComment(&b, m.Comment)
-		fmt.Fprintf(&b, "%s\n", strings.Join(strings.Fields(oneLine(m.Module)), ""))
+		fmt.Fprintf(&b, "%s\n", oneWord(m.Module))
 	}
 	return []byte(b.String())
 }
@@ -103,7 +103,7 @@ func RenderLimits(profiles []string, users []string, soft, hard uint64) []byte {
 	w := 1
 	clean := make([]string, 0, len(users))
 	for _, u := range users {
-		if u = strings.Join(strings.Fields(oneLine(u)), ""); u != "" {
+		if u = oneWord(u); u != "" {
 			clean = append(clean, u)
 			w = max(w, len(u))
 		}
@@ -164,6 +164,12 @@ func HardNofile(data []byte) (uint64, bool) {
 		}
 	}
 	return most, found
+}
+
+// oneWord is s with control characters and all white space dropped: a
+// unit, module or user name written into an owned file stays one word.
+func oneWord(s string) string {
+	return strings.Join(strings.Fields(oneLine(s)), "")
 }
 
 // oneLine folds s onto one line: control characters (newlines, ESC, NUL)
