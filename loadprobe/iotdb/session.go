@@ -51,6 +51,17 @@ func (s *session) noteRedirect(st *common.TSStatus) {
 	}
 }
 
+// written is the outcome of a write whose answer was st, or err when the
+// call failed: err, else st's (verify), having noted the node st
+// recommends (noteRedirect).
+func (s *session) written(st *common.TSStatus, err error) error {
+	if err != nil {
+		return err
+	}
+	s.noteRedirect(st)
+	return verify(st)
+}
+
 // takeRedirect returns and clears the recommended node.
 func (s *session) takeRedirect() string {
 	r := s.redirect
@@ -194,32 +205,17 @@ func (s *session) deleteSeries(paths []string) error {
 // insertRecord sends req (one row of one device) on this session.
 func (s *session) insertRecord(req *rpc.TSInsertRecordReq) error {
 	req.SessionId = s.id
-	st, err := s.rpc.InsertRecord(context.Background(), req)
-	if err != nil {
-		return err
-	}
-	s.noteRedirect(st)
-	return verify(st)
+	return s.written(s.rpc.InsertRecord(context.Background(), req))
 }
 
 // insertTablet sends req (rows of one device) on this session.
 func (s *session) insertTablet(req *rpc.TSInsertTabletReq) error {
 	req.SessionId = s.id
-	st, err := s.rpc.InsertTablet(context.Background(), req)
-	if err != nil {
-		return err
-	}
-	s.noteRedirect(st)
-	return verify(st)
+	return s.written(s.rpc.InsertTablet(context.Background(), req))
 }
 
 // insertTablets sends req (rows of several devices) on this session.
 func (s *session) insertTablets(req *rpc.TSInsertTabletsReq) error {
 	req.SessionId = s.id
-	st, err := s.rpc.InsertTablets(context.Background(), req)
-	if err != nil {
-		return err
-	}
-	s.noteRedirect(st)
-	return verify(st)
+	return s.written(s.rpc.InsertTablets(context.Background(), req))
 }
