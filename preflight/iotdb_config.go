@@ -2,7 +2,6 @@ package preflight
 
 import (
 	"archive/zip"
-	"bufio"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/textfile"
 )
 
 // The IoTDB release configuration read with --iotdb-home DIR. Property
@@ -140,18 +140,12 @@ func firstExisting(paths ...string) string {
 // readProperties reads key=value lines of a Java properties file (no
 // continuation lines: IoTDB's files use none).
 func readProperties(path string) (map[string]string, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	return parseProperties(fh)
+	return textfile.Parse(path, parseProperties)
 }
 
 func parseProperties(r io.Reader) (map[string]string, error) {
 	out := map[string]string{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sc := textfile.Scanner(r)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || line[0] == '#' || line[0] == '!' {

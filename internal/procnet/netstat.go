@@ -1,15 +1,14 @@
 package procnet
 
 import (
-	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/plural"
+	"github.com/hostprep/hostprep/internal/textfile"
 )
 
 // TcpExt returns the TcpExt counters of procRoot/net/netstat ("" means
@@ -21,12 +20,7 @@ func TcpExt(procRoot string) (map[string]uint64, error) {
 	if procRoot == "" {
 		procRoot = DefaultRoot
 	}
-	f, err := os.Open(filepath.Join(procRoot, "net", "netstat"))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return ParseTcpExt(f)
+	return textfile.Parse(filepath.Join(procRoot, "net", "netstat"), ParseTcpExt)
 }
 
 // ParseTcpExt reads the TcpExt counters from r in /proc/net/netstat's
@@ -36,8 +30,7 @@ func TcpExt(procRoot string) (map[string]uint64, error) {
 // a number is left out.
 func ParseTcpExt(r io.Reader) (map[string]uint64, error) {
 	out := map[string]uint64{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sc := textfile.Scanner(r)
 	var names []string
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
