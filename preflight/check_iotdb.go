@@ -48,14 +48,16 @@ func checkIoTDBMapCount(f *Facts, t Target) verdict.Check {
 		obs, exp, fmt.Sprintf("hostprep tune apply --profile iotdb (sets vm.max_map_count %d now and at boot)", MinMaxMapCount))
 }
 
-func noIoTDBHome() verdict.Check {
-	return skip("IoTDB configuration not read: pass --iotdb-home DIR (the unpacked release holding conf/iotdb-system.properties)")
-}
-
-// propInt returns a numeric property, or the warning that it is not a
-// whole number (IoTDB then refuses to start).
-func propInt(c *IoTDBConfig, name string) (int64, IoTDBSetting, *verdict.Check) {
-	s := c.Properties[name]
+// propInt returns a numeric property of the release read with
+// --iotdb-home, or the check to give instead: a skip without
+// --iotdb-home, a warning when the value is not a whole number (IoTDB
+// then refuses to start).
+func propInt(f *Facts, name string) (int64, IoTDBSetting, *verdict.Check) {
+	if f.IoTDB == nil {
+		sk := skip("IoTDB configuration not read: pass --iotdb-home DIR (the unpacked release holding conf/iotdb-system.properties)")
+		return 0, IoTDBSetting{}, &sk
+	}
+	s := f.IoTDB.Properties[name]
 	n, err := strconv.ParseInt(s.Value, 10, 64)
 	if err != nil || n < 0 {
 		w := warn(fmt.Sprintf("%s is not a whole number >= 0", s), s.String(), "a whole number", "set "+name+" to a whole number in "+s.File)
@@ -65,12 +67,9 @@ func propInt(c *IoTDBConfig, name string) (int64, IoTDBSetting, *verdict.Check) 
 }
 
 func checkIoTDBClients(f *Facts, t Target) verdict.Check {
-	if f.IoTDB == nil {
-		return noIoTDBHome()
-	}
-	n, s, bad := propInt(f.IoTDB, PropMaxClients)
-	if bad != nil {
-		return *bad
+	n, s, instead := propInt(f, PropMaxClients)
+	if instead != nil {
+		return *instead
 	}
 	d := t.IoTDB
 	if d.PoolSize == 0 {
@@ -99,12 +98,9 @@ func propFile(c *IoTDBConfig, s IoTDBSetting) string {
 }
 
 func checkIoTDBFrame(f *Facts, t Target) verdict.Check {
-	if f.IoTDB == nil {
-		return noIoTDBHome()
-	}
-	n, s, bad := propInt(f.IoTDB, PropFrameSize)
-	if bad != nil {
-		return *bad
+	n, s, instead := propInt(f, PropFrameSize)
+	if instead != nil {
+		return *instead
 	}
 	frame, how := n, "as set"
 	if n == 0 {
