@@ -202,14 +202,7 @@ func TestE2EIgnoreAndStrict(t *testing.T) {
 // --active with a small K: the child opens the sockets under the target's
 // limits and prints the kernel bytes per socket.
 func TestE2EActive(t *testing.T) {
-	out, stderr, code := testenv.Run(t, nil, "preflight", "--sockets", "3000", "--role", "broker", "--active", "-o", "json")
-	if code != 0 && code != 1 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	var r Report
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatal(err)
-	}
+	r := runReport(t, "preflight", "--sockets", "3000", "--role", "broker", "--active")
 	m := r.Capacity.Measured
 	if m == nil || m.ReachedSockets != 3000 || m.Connections != 1500 || m.FirstError != "" {
 		t.Fatalf("measured %+v", m)
@@ -262,23 +255,12 @@ func TestE2EDebugLog(t *testing.T) {
 // says so and keeps the estimate, never "0 bytes each".
 func TestE2EActiveTooSmall(t *testing.T) {
 	// an odd --active-sockets is rounded down to whole connections, and said
-	var odd Report
-	out, stderr, code := testenv.Run(t, nil, "preflight", "--sockets", "10", "--active", "--active-sockets", "7", "-o", "json")
-	if err := json.Unmarshal([]byte(out), &odd); err != nil || (code != 0 && code != 1) {
-		t.Fatalf("exit %d %v: %s", code, err, stderr)
-	}
+	odd := runReport(t, "preflight", "--sockets", "10", "--active", "--active-sockets", "7")
 	if m := odd.Capacity.Measured; m == nil || m.RequestedSockets != 6 || m.ReachedSockets != 6 || !strings.Contains(strings.Join(odd.Notes, "\n"), "--active-sockets 7 rounded down to 6") {
 		t.Errorf("odd --active-sockets: measured %+v, notes %q", odd.Capacity.Measured, odd.Notes)
 	}
 
-	out, stderr, code = testenv.Run(t, nil, "preflight", "--sockets", "10", "--role", "broker", "--active", "-o", "json")
-	if code != 0 && code != 1 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	var r Report
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatal(err)
-	}
+	r := runReport(t, "preflight", "--sockets", "10", "--role", "broker", "--active")
 	m := r.Capacity.Measured
 	if m == nil || m.ReachedSockets != 10 || m.CostMeasured || !strings.Contains(m.CostNote, "too small to measure") {
 		t.Fatalf("measured %+v", m)
@@ -371,18 +353,11 @@ func assertNoChildren(t *testing.T) {
 
 // --profile needs no other flags; explicit flags override the profile.
 func TestE2EProfile(t *testing.T) {
-	out, stderr, code := testenv.Run(t, nil, "preflight", "--profile", "mqtt-broker-1m", "-o", "json")
-	if code != 0 && code != 1 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	var r Report
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatal(err)
-	}
+	r := runReport(t, "preflight", "--profile", "mqtt-broker-1m")
 	if r.Target.Sockets != 1000000 || r.Target.Role != Broker || r.TargetProcess.Unit == "" {
 		t.Errorf("profile target %+v, process %+v", r.Target, r.TargetProcess)
 	}
-	out, _, _ = testenv.Run(t, nil, "preflight", "--profile", "mqtt-broker-1m", "--sockets", "500", "-o", "json")
+	out, _, _ := testenv.Run(t, nil, "preflight", "--profile", "mqtt-broker-1m", "--sockets", "500", "-o", "json")
 	if err := json.Unmarshal([]byte(out), &r); err != nil || r.Target.Sockets != 500 {
 		t.Errorf("--sockets must override the profile: %v %+v", err, r.Target)
 	}
