@@ -8,24 +8,9 @@ import (
 	"testing"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
-
-// writeTree writes files (path -> content) under a temporary root.
-func writeTree(t *testing.T, files map[string]string) string {
-	t.Helper()
-	root := t.TempDir()
-	for p, c := range files {
-		full := filepath.Join(root, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return root
-}
 
 const limitsFile = `Limit                     Soft Limit           Hard Limit           Units     
 Max cpu time              unlimited            unlimited            seconds   
@@ -69,7 +54,7 @@ func fixtureRoot(t *testing.T, extra map[string]string) string {
 	for k, v := range extra {
 		files[k] = v
 	}
-	return writeTree(t, files)
+	return testenv.TempTree(t, files)
 }
 
 func TestGatherFromRecordedTree(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/profiles"
 )
@@ -239,7 +240,7 @@ func TestRecordKeepsOnlyReadLines(t *testing.T) {
 // a symlink to /dev/null stays masked, line numbers survive the dropped
 // secret lines, and the secret does not reach the recording.
 func TestRecordReplaysBootFiles(t *testing.T) {
-	host := writeTree(t, map[string]string{
+	host := testenv.TempTree(t, map[string]string{
 		"opt/emqx/emqx.service":                               "[Service]\nEnvironment=PW=hunter2\nLimitNOFILE=65536\nUser=emqx\n",
 		"usr/lib/systemd/system/emqx.service.d/override.conf": "[Service]\nLimitNOFILE=1024\n",
 	})

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/hostprep/hostprep/internal/testenv"
 )
 
 // fieldCaseProfile returns the `profile:` fragment of a field case as YAML.
@@ -35,14 +37,8 @@ func fieldCaseProfile(t *testing.T, file string) []byte {
 
 func writeFile(t *testing.T, dir, name, body string) string {
 	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	testenv.WriteTree(t, dir, map[string]string{name: body})
+	return filepath.Join(dir, name)
 }
 
 func TestBuiltins(t *testing.T) {

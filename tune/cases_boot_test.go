@@ -37,16 +37,7 @@ func TestFieldCasesInSync(t *testing.T) {
 func (h *fakeHost) layFiles(fs map[string]string) {
 	h.t.Helper()
 	fs["/usr/lib/systemd/systemd-sysctl"] = ""
-	for p, body := range fs {
-		host := filepath.Join(h.root, p)
-		must(h.t, os.MkdirAll(filepath.Dir(host), 0o755))
-		os.Remove(host)
-		if target, ok := strings.CutPrefix(body, "symlink to "); ok {
-			must(h.t, os.Symlink(target, host))
-			continue
-		}
-		must(h.t, os.WriteFile(host, []byte(body), 0o644))
-	}
+	testenv.WriteTree(h.t, h.root, fs)
 }
 
 func TestCaseLaterSysctlFileWinsAtBoot(t *testing.T) {

@@ -3,13 +3,14 @@ package boot_test
 import (
 	"testing"
 
+	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/tune/boot"
 )
 
 // NofileForGroups takes the groups from the caller (NSS, a recording),
 // not from ROOT/etc/group, which this tree does not have.
 func TestNofileForGroups(t *testing.T) {
-	root := writeTree(t, map[string]string{
+	root := testenv.TempTree(t, map[string]string{
 		"/etc/security/limits.conf":         "*  soft nofile 1024\n*  hard nofile 4096\n",
 		"/etc/security/limits.d/90-db.conf": "@dba hard nofile 65536\n",
 	})
@@ -26,7 +27,7 @@ func TestNofileForGroups(t *testing.T) {
 // LastSetting: the last assignment in the section wins across the unit
 // and its drop-ins, an empty one resets, other sections do not count.
 func TestLastSettingUser(t *testing.T) {
-	root := writeTree(t, map[string]string{
+	root := testenv.TempTree(t, map[string]string{
 		"/usr/lib/systemd/system/emqx.service":             "[Unit]\nUser=nobody\n[Service]\nUser=emqx\n",
 		"/etc/systemd/system/emqx.service.d/10-user.conf":  "[Service]\nUser=broker\n",
 		"/etc/systemd/system/emqx.service.d/20-reset.conf": "[Service]\nUser=\n",

@@ -1,35 +1,19 @@
 package boot_test
 
 import (
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/tune/boot"
 )
-
-func writeTree(t *testing.T, files map[string]string) string {
-	t.Helper()
-	root := t.TempDir()
-	for p, body := range files {
-		host := filepath.Join(root, p)
-		must(t, os.MkdirAll(filepath.Dir(host), 0o755))
-		if target, ok := strings.CutPrefix(body, "symlink to "); ok {
-			must(t, os.Symlink(target, host))
-			continue
-		}
-		must(t, os.WriteFile(host, []byte(body), 0o644))
-	}
-	return root
-}
 
 // The field case later-sysctl-file-wins-at-boot: the old script's lines in
 // /etc/sysctl.conf (Debian's /etc/sysctl.d/99-sysctl.conf link) and a
 // vendor file sort after 60-hostprep.conf and win at boot.
 func TestSysctlLaterFileWins(t *testing.T) {
-	root := writeTree(t, map[string]string{
+	root := testenv.TempTree(t, map[string]string{
 		"/etc/sysctl.conf":                 "net.core.somaxconn = 1024\nfs.file-max = 1000000\n",
 		"/etc/sysctl.d/99-sysctl.conf":     "symlink to ../sysctl.conf",
 		"/etc/sysctl.d/60-hostprep.conf":   "net.core.somaxconn = 32768\nfs.file-max = 2097152\nnet.ipv4.tcp_fin_timeout = 15\n",
@@ -56,7 +40,7 @@ func TestSysctlLaterFileWins(t *testing.T) {
 }
 
 func TestNofileAtBootDomains(t *testing.T) {
-	root := writeTree(t, map[string]string{
+	root := testenv.TempTree(t, map[string]string{
 		"/etc/passwd":               "root:x:0:0::/root:/bin/sh\nmqtt:x:1000:1000::/home/mqtt:/bin/sh\n",
 		"/etc/group":                "root:x:0:\nmqtt:x:1000:\nbrokers:x:2000:mqtt\n",
 		"/etc/security/limits.conf": "mqtt soft nofile 30000 # user line beats everything below\n",
@@ -81,7 +65,7 @@ func TestNofileAtBootDomains(t *testing.T) {
 }
 
 func TestManagerAndUnitNofile(t *testing.T) {
-	root := writeTree(t, map[string]string{
+	root := testenv.TempTree(t, map[string]string{
 		"/etc/systemd/system.conf":                            "[Manager]\n#DefaultLimitNOFILE=1024:524288\n",
 		"/etc/systemd/system.conf.d/60-hostprep.conf":         "[Manager]\nDefaultLimitNOFILE=1024:2097152\n",
 		"/usr/lib/systemd/system.conf.d/70-vendor.conf":       "[Manager]\nDefaultLimitNOFILE=65536\n",
