@@ -131,11 +131,7 @@ func keys(m map[string]string) []string {
 // saying why and leaves no --html or --csv file, not even an empty one,
 // and no temporary file.
 func TestProbeFailureLeavesNoReport(t *testing.T) {
-	srv, err := iotdbfault.Start(iotdbfault.None)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := iotdbfault.StartT(t, iotdbfault.None)
 	srv.SetSchemaCode(906)
 	host, port := srv.HostPort()
 	for name, tc := range map[string]struct {

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/apache/iotdb-client-go/common"
@@ -101,6 +102,18 @@ func Start(f Fault) (*Server, error) {
 		_ = s.srv.AcceptLoop()
 	}()
 	return s, nil
+}
+
+// StartT starts a Server with fault f for test t (see Start) and closes
+// it when t ends; a server that does not start fails t.
+func StartT(t testing.TB, f Fault) *Server {
+	t.Helper()
+	s, err := Start(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
 }
 
 // SetFault changes the fault applied to data calls from now on.

@@ -97,11 +97,7 @@ func TestCLIExitCodes(t *testing.T) {
 	}
 
 	// A server rejecting every write: exit 1 with the error-rate check.
-	srv, err = iotdbfault.Start(iotdbfault.Status)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv = iotdbfault.StartT(t, iotdbfault.Status)
 	host, port = srv.HostPort()
 	secret := "s3cr3t-Pw-not-printed"
 	out, stderr, code := testenv.Run(t, []string{"HOSTPREP_IOTDB_PASSWORD=" + secret}, "probe", "iotdb", "--host", host, "--port", strconv.Itoa(port),

@@ -14,11 +14,7 @@ import (
 // client upgrade changes it, they fail and the workarounds can be revisited.
 
 func TestClientPoolAcceptsForeignPutBack(t *testing.T) {
-	srv, err := iotdbfault.Start(iotdbfault.None)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := iotdbfault.StartT(t, iotdbfault.None)
 	host, port := srv.HostPort()
 	pc := &client.PoolConfig{Host: host, Port: strconv.Itoa(port), UserName: "root", Password: "root"}
 	pool := client.NewSessionPool(pc, 1, 1000, 100, false)
@@ -65,11 +61,7 @@ func TestClientPoolAcceptsForeignPutBack(t *testing.T) {
 }
 
 func TestClientConnectionTimeoutDoesNotBoundCalls(t *testing.T) {
-	srv, err := iotdbfault.Start(iotdbfault.Slow)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := iotdbfault.StartT(t, iotdbfault.Slow)
 	srv.SetDelay(1500 * time.Millisecond)
 	host, port := srv.HostPort()
 	s := client.NewSession(&client.Config{Host: host, Port: strconv.Itoa(port), UserName: "root", Password: "root"})
@@ -78,7 +70,7 @@ func TestClientConnectionTimeoutDoesNotBoundCalls(t *testing.T) {
 	}
 	defer s.Close()
 	start := time.Now()
-	err = s.InsertRecord("root.x.d0", []string{"temperature"}, []client.TSDataType{client.FLOAT}, []interface{}{float32(1)}, 1)
+	err := s.InsertRecord("root.x.d0", []string{"temperature"}, []client.TSDataType{client.FLOAT}, []interface{}{float32(1)}, 1)
 	if took := time.Since(start); err != nil || took < 1400*time.Millisecond {
 		t.Fatalf("InsertRecord returned after %v (err %v): the 100 ms connection timeout bounded the call after all", took, err)
 	}

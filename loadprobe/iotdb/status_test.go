@@ -15,11 +15,7 @@ import (
 // databases): the probe exits 3 with one line saying what it means and
 // what to do, not just IoTDB's raw message.
 func TestStatus906AtSetupIsExplained(t *testing.T) {
-	srv, err := iotdbfault.Start(iotdbfault.None)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := iotdbfault.StartT(t, iotdbfault.None)
 	srv.SetSchemaCode(906)
 	host, port := srv.HostPort()
 	res, err := Run(context.Background(), Config{Host: host, Port: port, Steps: []int{1}, StepDuration: 200 * time.Millisecond, Warmup: -1})
@@ -70,13 +66,9 @@ func TestStatusCodesDuringLoadBecomeSuggestions(t *testing.T) {
 // --database names a database that must exist: without the check IoTDB's
 // schema auto-creation would quietly create one.
 func TestDatabaseMustExist(t *testing.T) {
-	srv, err := iotdbfault.Start(iotdbfault.None)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := iotdbfault.StartT(t, iotdbfault.None)
 	host, port := srv.HostPort()
-	_, err = Run(context.Background(), Config{Host: host, Port: port, Database: "root.nosuch", Steps: []int{1}, StepDuration: 200 * time.Millisecond, Warmup: -1})
+	_, err := Run(context.Background(), Config{Host: host, Port: port, Database: "root.nosuch", Steps: []int{1}, StepDuration: 200 * time.Millisecond, Warmup: -1})
 	if exitcode.Code(err) != exitcode.Environment || !strings.Contains(err.Error(), "database root.nosuch does not exist") || !strings.Contains(err.Error(), "root.nosuch") {
 		t.Fatalf("--database root.nosuch on a server without it: %v, want exit 3 'does not exist'", err)
 	}

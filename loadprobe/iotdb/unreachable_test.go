@@ -18,11 +18,7 @@ import (
 // run" naming the target once nothing has connected for UnreachableAfter,
 // and the header says the database was NOT DELETED (not "KEPT").
 func TestServerGoneMidRunBacksOffAndStops(t *testing.T) {
-	srv, err := iotdbfault.Start(iotdbfault.None)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := iotdbfault.StartT(t, iotdbfault.None)
 	host, port := srv.HostPort()
 	cfg := Config{Host: host, Port: port, Steps: []int{4}, StepDuration: 20 * time.Second, Warmup: -1,
 		PoolSize: 4, ConnectTimeout: time.Second, CallTimeout: time.Second, UnreachableAfter: 2 * time.Second}
