@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"regexp"
 	"strings"
@@ -17,12 +18,19 @@ import (
 // mergedPage merges files and returns the fleet and its HTML page.
 func mergedPage(t *testing.T, files ...string) (*Fleet, string) {
 	t.Helper()
+	return mergedAs(t, (*Fleet).WriteHTML, files...)
+}
+
+// mergedAs merges files and returns the fleet and what write prints of
+// it (WriteText, WriteJSON, WriteHTML).
+func mergedAs(t *testing.T, write func(*Fleet, io.Writer) error, files ...string) (*Fleet, string) {
+	t.Helper()
 	f, err := Merge(files)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	if err := f.WriteHTML(&b); err != nil {
+	if err := write(f, &b); err != nil {
 		t.Fatal(err)
 	}
 	return f, b.String()

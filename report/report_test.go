@@ -49,34 +49,20 @@ func TestMergeTable(t *testing.T) {
 }
 
 func TestText(t *testing.T) {
-	f, err := Merge(fleetFiles)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	if err := f.WriteText(&b); err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(b.String(), "\n")
+	_, text := mergedAs(t, (*Fleet).WriteText, fleetFiles...)
+	lines := strings.Split(text, "\n")
 	if !strings.HasPrefix(lines[0], "HOST") || !strings.HasPrefix(lines[1], "lg-02") {
-		t.Fatalf("text table:\n%s", b.String())
+		t.Fatalf("text table:\n%s", text)
 	}
 	for _, want := range []string{"19500 / 1000000", "preflight/fd.hard", "2.4", "5200", "3 hosts:"} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("text lacks %q:\n%s", want, b.String())
+		if !strings.Contains(text, want) {
+			t.Errorf("text lacks %q:\n%s", want, text)
 		}
 	}
 }
 
 func TestJSONRoundTrip(t *testing.T) {
-	f, err := Merge(fleetFiles)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	if err := f.WriteJSON(&b); err != nil {
-		t.Fatal(err)
-	}
+	_, js := mergedAs(t, (*Fleet).WriteJSON, fleetFiles...)
 	var back struct {
 		Hosts int `json:"hosts"`
 		Rows  []struct {
@@ -85,11 +71,11 @@ func TestJSONRoundTrip(t *testing.T) {
 			MQTTLoss *float64 `json:"mqtt_loss"`
 		} `json:"rows"`
 	}
-	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
+	if err := json.Unmarshal([]byte(js), &back); err != nil {
 		t.Fatal(err)
 	}
 	if back.Hosts != 3 || back.Rows[0].Host != "lg-02" || back.Rows[0].MQTTLoss != nil || back.Rows[2].MQTTLoss == nil {
-		t.Errorf("json: %s", b.String())
+		t.Errorf("json: %s", js)
 	}
 	if back.Rows[2].Failing == nil {
 		t.Error("a ready host's failing must be [], not null")
