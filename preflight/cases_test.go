@@ -173,19 +173,5 @@ func contains(xs []string, x string) bool {
 // TestFieldCasesInSync makes sure every shared field case has a copy in
 // testdata (the shared tree is next to the repository on the build host).
 func TestFieldCasesInSync(t *testing.T) {
-	shared := filepath.Join(testenv.RepoRoot(), "..", "shared", "cases", "preflight")
-	files, _ := filepath.Glob(filepath.Join(shared, "*.yaml"))
-	if len(files) == 0 {
-		if testenv.InCI() {
-			t.Fatalf("no shared cases at %s under CI=true: the field cases must be checked out next to the repository", shared)
-		}
-		t.Skipf("no shared cases at %s", shared)
-	}
-	for _, p := range files {
-		a, _ := os.ReadFile(p)
-		b, err := os.ReadFile(filepath.Join("testdata", "cases", filepath.Base(p)))
-		if err != nil || !bytes.Equal(a, b) {
-			t.Errorf("shared case %s is missing or differs in testdata/cases: copy it (cp %s preflight/testdata/cases/)", filepath.Base(p), p)
-		}
-	}
+	testenv.CasesInSync(t, "preflight", true)
 }

@@ -1,7 +1,6 @@
 package tune
 
 import (
-	"bytes"
 	"fmt"
 	"github.com/hostprep/hostprep/profiles"
 	"os"
@@ -18,18 +17,7 @@ import (
 // testdata/cases (the shared tree is next to the repository on the build
 // host; the copies let the tests run where it is absent).
 func TestFieldCasesInSync(t *testing.T) {
-	shared := filepath.Join(testenv.RepoRoot(), "..", "shared", "cases", "tune")
-	all, _ := filepath.Glob(filepath.Join(shared, "*.yaml"))
-	if len(all) == 0 {
-		t.Skipf("no shared cases at %s", shared)
-	}
-	for _, p := range all {
-		a, _ := os.ReadFile(p)
-		b, err := os.ReadFile(filepath.Join("testdata", "cases", filepath.Base(p)))
-		if err != nil || !bytes.Equal(a, b) {
-			t.Errorf("shared case %s is missing or differs in testdata/cases: copy it (cp %s tune/testdata/cases/)", filepath.Base(p), p)
-		}
-	}
+	testenv.CasesInSync(t, "tune", false)
 }
 
 // layFiles writes a case's host files under h.root, and a systemd-sysctl
