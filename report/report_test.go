@@ -13,6 +13,15 @@ import (
 
 var fleetFiles = []string{"testdata/lg-03.json", "testdata/lg-01-older.json", "testdata/lg-02.json", "testdata/lg-01.json"}
 
+// rowOrder is f's rows in order, "HOST=VERDICT" each, space-separated.
+func rowOrder(f *Fleet) string {
+	var order []string
+	for _, r := range f.Rows {
+		order = append(order, r.Host+"="+string(r.Verdict))
+	}
+	return strings.Join(order, " ")
+}
+
 func TestMergeTable(t *testing.T) {
 	f, err := Merge(fleetFiles)
 	if err != nil {
@@ -21,12 +30,8 @@ func TestMergeTable(t *testing.T) {
 	if f.Hosts != 3 {
 		t.Fatalf("hosts = %d, want 3 (lg-01 twice counts once)", f.Hosts)
 	}
-	var order []string
-	for _, r := range f.Rows {
-		order = append(order, r.Host+"="+string(r.Verdict))
-	}
 	want := "lg-02=NOT READY lg-03=READY WITH WARNINGS lg-01=READY"
-	if got := strings.Join(order, " "); got != want {
+	if got := rowOrder(f); got != want {
 		t.Errorf("rows = %s, want %s (not ready first; lg-01's later run wins)", got, want)
 	}
 	lg02 := f.Rows[0]
@@ -153,12 +158,8 @@ func TestMergeDryRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var order []string
-	for _, r := range f.Rows {
-		order = append(order, r.Host+"="+string(r.Verdict))
-	}
 	want := "lg-02=NOT READY lg-04=DRY RUN lg-03=READY WITH WARNINGS lg-01=READY"
-	if got := strings.Join(order, " "); got != want {
+	if got := rowOrder(f); got != want {
 		t.Errorf("rows = %s, want %s", got, want)
 	}
 	if f.ByVerdict["DRY RUN"] != 1 {
