@@ -22,28 +22,38 @@ type StatusExplanation struct {
 	Fix   string `json:"fix"`
 }
 
-// statusExplanations are the codes the probe explains (IoTDB 2.0.10).
-var statusExplanations = map[int32]StatusExplanation{
-	500: {500, "DATABASE_NOT_EXIST", "the database named does not exist on this server",
+// statusExplanations are the codes the probe explains (IoTDB 2.0.10),
+// by code.
+var statusExplanations = byCode([]StatusExplanation{
+	{500, "DATABASE_NOT_EXIST", "the database named does not exist on this server",
 		"create it (CREATE DATABASE root.x) or name an existing one with --database (SHOW DATABASES lists them)"},
-	606: {606, "WRITE_PROCESS_REJECT", "the DataNode rejects writes: its write memory is used up (flushes are behind)",
+	{606, "WRITE_PROCESS_REJECT", "the DataNode rejects writes: its write memory is used up (flushes are behind)",
 		"raise the DataNode's memory (MEMORY_SIZE in datanode-env.sh) or lower the load"},
-	600: {600, "SYSTEM_READ_ONLY", "the DataNode is read-only (disk full or an internal error switched it)",
+	{600, "SYSTEM_READ_ONLY", "the DataNode is read-only (disk full or an internal error switched it)",
 		"free disk space on the DataNode and check its log; SET SYSTEM TO RUNNING once fixed"},
-	709: {709, "MPP_MEMORY_NOT_ENOUGH", "the DataNode has no query memory left for this query",
+	{709, "MPP_MEMORY_NOT_ENOUGH", "the DataNode has no query memory left for this query",
 		"raise the DataNode's memory (MEMORY_SIZE in datanode-env.sh) or run fewer concurrent readers"},
-	719: {719, "QUERY_EXECUTION_MEMORY_NOT_ENOUGH", "the DataNode ran out of memory for executing the statement (seen on small DataNodes)",
+	{719, "QUERY_EXECUTION_MEMORY_NOT_ENOUGH", "the DataNode ran out of memory for executing the statement (seen on small DataNodes)",
 		"raise the DataNode's memory (MEMORY_SIZE, and the direct memory, in datanode-env.sh) or lower the load"},
-	717: {717, "TOO_MANY_CONCURRENT_QUERIES_ERROR", "more concurrent queries than the DataNode allows",
+	{717, "TOO_MANY_CONCURRENT_QUERIES_ERROR", "more concurrent queries than the DataNode allows",
 		"raise max_allowed_concurrent_queries in iotdb-system.properties or run fewer readers"},
-	801: {801, "WRONG_LOGIN_PASSWORD", "the user or password was refused",
+	{801, "WRONG_LOGIN_PASSWORD", "the user or password was refused",
 		"check --user and the password (--password-file or $HOSTPREP_IOTDB_PASSWORD)"},
-	803: {803, "NO_PERMISSION", "the user lacks a privilege this statement needs (creating a database needs MANAGE_DATABASE)",
+	{803, "NO_PERMISSION", "the user lacks a privilege this statement needs (creating a database needs MANAGE_DATABASE)",
 		"grant the privilege (GRANT ... ON root.x.** TO USER u), or use --database with a database the user may write to"},
-	811: {811, "NOT_HAS_PRIVILEGE", "the user lacks a privilege this statement needs",
+	{811, "NOT_HAS_PRIVILEGE", "the user lacks a privilege this statement needs",
 		"grant the privilege (GRANT WRITE_SCHEMA, WRITE_DATA ON root.x.** TO USER u), or use --database with a database the user may write to"},
-	906: {906, "NO_AVAILABLE_REGION_GROUP", "no schema or data region could be created: the DataNode's memory for a new region is used up (in its log: direct buffer memory for a new schema region exceeds its limit)",
+	{906, "NO_AVAILABLE_REGION_GROUP", "no schema or data region could be created: the DataNode's memory for a new region is used up (in its log: direct buffer memory for a new schema region exceeds its limit)",
 		"use --database to write under an existing database (no new region needed), or raise the DataNode's memory / delete unused databases"},
+})
+
+// byCode indexes explanations by their Code.
+func byCode(explanations []StatusExplanation) map[int32]StatusExplanation {
+	m := make(map[int32]StatusExplanation, len(explanations))
+	for _, e := range explanations {
+		m[e.Code] = e
+	}
+	return m
 }
 
 // ExplainStatus returns the explanation of an IoTDB status code, and
