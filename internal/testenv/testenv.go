@@ -64,6 +64,20 @@ func RequireRoot(t testing.TB) {
 	}
 }
 
+// RequireFiles skips (fails in CI) unless every one of paths exists
+// (the programs and configuration a test runs with).
+func RequireFiles(t testing.TB, paths ...string) {
+	t.Helper()
+	for _, p := range paths {
+		if _, err := os.Stat(p); err != nil {
+			if InCI() {
+				t.Fatalf("%s is needed: %v", p, err)
+			}
+			t.Skipf("%s is needed: %v", p, err)
+		}
+	}
+}
+
 // RequireUnshare skips (fails in CI) unless unshare(1) can make a new
 // mount and network namespace here.
 func RequireUnshare(t testing.TB) {

@@ -32,14 +32,7 @@ var limitsDomains = []string{"*", "root", "nobody", "daemon", "@nogroup", "@daem
 // so the generator writes hard and "-" lines: a soft no line sets is the
 // sandbox's 1024, a hard no line sets the inherited 20000.
 func TestLimitsOracle(t *testing.T) {
-	for _, p := range []string{"/usr/sbin/runuser", "/etc/pam.d/runuser"} {
-		if _, err := os.Stat(p); err != nil {
-			if testenv.InCI() {
-				t.Fatalf("%s is needed: %v", p, err)
-			}
-			t.Skipf("%s is needed: %v", p, err)
-		}
-	}
+	testenv.RequireFiles(t, "/usr/sbin/runuser", "/etc/pam.d/runuser")
 	box := testenv.NewSandbox(t)
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "etc/security/limits.conf")

@@ -46,14 +46,7 @@ type oracleRoot struct {
 
 func newOracleRoot(t *testing.T) *oracleRoot {
 	t.Helper()
-	for _, p := range []string{"/lib/systemd/systemd-sysctl", "/usr/sbin/sysctl"} {
-		if _, err := os.Stat(p); err != nil {
-			if testenv.InCI() {
-				t.Fatalf("%s is needed: %v", p, err)
-			}
-			t.Skipf("%s is needed: %v", p, err)
-		}
-	}
+	testenv.RequireFiles(t, "/lib/systemd/systemd-sysctl", "/usr/sbin/sysctl")
 	box := testenv.NewSandbox(t)
 	r := &oracleRoot{dir: t.TempDir(), box: box}
 	var script strings.Builder
