@@ -9,7 +9,6 @@ import (
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/profiles"
-	"github.com/spf13/cobra"
 )
 
 // What the probe commands (probe mqtt, probe iotdb) share: where the
@@ -38,16 +37,6 @@ func probeSection[S any](ref, name string, section func(*profiles.Profile) *S, c
 		return nil, err
 	}
 	return sec, nil
-}
-
-// keepChangedFlags calls keep[name] for each flag name given explicitly
-// on the command line: those flags win over the profile.
-func keepChangedFlags(cmd *cobra.Command, keep map[string]func()) {
-	for name, set := range keep {
-		if cmd.Flags().Changed(name) {
-			set()
-		}
-	}
 }
 
 // probePassword returns the password from file (its content without the
