@@ -13,6 +13,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/hostprep/hostprep/loadprobe/latency"
 	"math"
 	"math/big"
 	"net"
@@ -259,6 +260,39 @@ func TestProxyDelayedPubackResentNotDoubleCounted(t *testing.T) {
 	}
 	if res.Latency.Ack.P50 < 390 {
 		t.Errorf("ack p50 %.1f ms, want >= the proxy's 400 ms delay", res.Latency.Ack.P50)
+	}
+}
+
+// A known delay must be read back within 5%: the proxy holds every
+// PUBACK 40 ms more than in a run without the delay, and the probe reads
+// publisher acks only when its scheduler wakes up (tick mode), which with
+// 2 clients publishing every 250 ms is every ~125 ms. Timing an ack by
+// when it was read would add up to ~125 ms (p50 ~100 ms); the kernel's
+// receive timestamp gives back the 40 ms.
+func TestInjectedAckDelayReadBack(t *testing.T) {
+	url := testenv.MQTTBroker(t)
+	noLeak(t)
+	const delay = 40 * time.Millisecond
+	run := func(d time.Duration) latency.Summary {
+		cfg := small(startProxy(t, url, &faultProxy{ackDelay: d}), 2)
+		cfg.PubInterval = 250 * time.Millisecond
+		cfg.Duration = 3 * time.Second
+		res, err := runProbe(t, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := res.Messages; m.Acked == 0 || m.Acked != m.Published {
+			t.Fatalf("want every publish acked: %+v", m)
+		}
+		return res.Latency.Ack
+	}
+	base, got := run(0), run(delay)
+	want := float64(delay) / 1e6
+	if d := got.P50 - base.P50; d < want*0.95 || d > want*1.05 {
+		t.Errorf("ack p50 %.3f ms with the delay, %.3f ms without: read back %.3f ms, want the injected %.0f ms within 5%%", got.P50, base.P50, d, want)
+	}
+	if d := got.P90 - base.P90; d > want*1.25 {
+		t.Errorf("ack p90 %.3f ms with the delay, %.3f ms without: acks were timed when the probe read them, not when they arrived", got.P90, base.P90)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -12,42 +14,78 @@ import (
 )
 
 // poller reads what the broker sends to every plain-TCP publisher
-// connection (PUBACK, PUBREC, PUBCOMP, PINGRESP) from one goroutine
-// with its own level-triggered epoll set, instead of one reader goroutine
-// per connection: no goroutine stack per idle connection, and one read
-// per ack instead of a read plus an EAGAIN read and a goroutine wake-up.
-// A polled connection's socket is a duplicate that the connection owns
-// (conn.fd), outside Go's netpoller; reads and writes are raw system
-// calls on it, and conn.fdMu keeps it from being closed mid-read.
+// connection (PUBACK, PUBREC, PUBCOMP, PINGRESP) from one level-triggered
+// epoll set, instead of one reader goroutine per connection: no goroutine
+// stack per idle connection, and one read per ack. A polled connection's
+// socket is a duplicate that the connection owns (conn.fd), outside Go's
+// netpoller; reads and writes are raw system calls on it, and conn.fdMu
+// keeps it from being closed mid-read.
 //
-// The epoll fd itself is registered with Go's netpoller (an epoll set is
-// readable when it has ready events), so the poller goroutine parks like
-// any network reader instead of sitting in a blocking epoll_wait, which
-// would cost a thread hand-off and sysmon wake-ups per batch.
+// It works in two modes:
+//
+//   - tick mode, during the ramp and the steady window: the scheduler
+//     goroutine drains the set each time it wakes up to publish (drain),
+//     before firing anything, so acks cost no wake-up of their own (a
+//     wake-up per ack burst was the largest part of the probe's CPU per
+//     message: bench/README.md). Each socket has SO_TIMESTAMPNS on, and a
+//     read takes one ack's worth of bytes (ackReadSize) and the kernel's
+//     receive time of the segment that carried them, so an ack is timed
+//     when it arrived, not when the probe got to it
+//     (TestInjectedAckDelayReadBack);
+//   - readiness mode, from the end of the window (handOff): loop parks on
+//     the epoll fd, registered with Go's netpoller (an epoll set is
+//     readable when it has ready events), and reads each socket as it
+//     becomes readable, timing what it reads by the clock, as the drain
+//     waits for the last acks with no publishes to wake the scheduler.
 type poller struct {
 	r    *run
 	epfd int
 	file *os.File
 	rc   syscall.RawConn
 	buf  []byte
+	evs  []unix.EpollEvent
+	oob  []byte
+	// mu makes drains one at a time: the scheduler's in tick mode, loop's
+	// after the hand-off.
+	mu      sync.Mutex
+	tick    atomic.Bool
+	handoff chan struct{}
+	once    sync.Once
 }
 
+// ackReadSize is how many bytes a tick-mode read takes: one PUBACK,
+// PUBREC or PUBCOMP of MQTT 3.1.1 (or 5 with reason code Success omitted,
+// as mosquitto sends it), so that the receive timestamp of a read is the
+// arrival of that ack even when several wait on the socket (TCP reports
+// the time of the last segment a read took data from). Longer packets
+// take several reads; a PINGRESP (2 bytes) shares one with the next ack's
+// first bytes, whose segment's time is the one that counts.
+const ackReadSize = 4
 func newPoller(r *run) (*poller, error) {
 	fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, err
 	}
-	if err := unix.SetNonblock(fd, true); err != nil {
-		unix.Close(fd)
-		return nil, err
+	p := &poller{r: r, epfd: fd, buf: make([]byte, 64<<10), evs: make([]unix.EpollEvent, 256),
+		oob: make([]byte, unix.CmsgSpace(16)), handoff: make(chan struct{})}
+	p.tick.Store(true)
+	return p, nil
+}
+
+// watch registers the epoll fd with Go's netpoller, for readiness mode.
+// Not before: the netpoller would wake the probe for every ack that
+// arrives in tick mode, to no use.
+func (p *poller) watch() error {
+	if err := unix.SetNonblock(p.epfd, true); err != nil {
+		return err
 	}
-	f := os.NewFile(uintptr(fd), "mqtt-epoll")
-	rc, err := f.SyscallConn()
+	p.file = os.NewFile(uintptr(p.epfd), "mqtt-epoll")
+	rc, err := p.file.SyscallConn()
 	if err != nil {
-		f.Close()
-		return nil, err
+		return err
 	}
-	return &poller{r: r, epfd: fd, file: f, rc: rc, buf: make([]byte, 64<<10)}, nil
+	p.rc = rc
+	return nil
 }
 
 // add registers publisher c; false when c cannot be polled (TLS).
@@ -72,6 +110,12 @@ func (p *poller) add(c *conn) bool {
 	if err != nil || cerr != nil {
 		return false
 	}
+	// Kernel receive timestamps for tick mode; a socket without them is
+	// not polled (its connection gets a reader goroutine).
+	if err := unix.SetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
+		_ = unix.Close(sock)
+		return false
+	}
 	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(c.client)}
 	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, sock, &ev); err != nil {
 		_ = unix.Close(sock)
@@ -86,56 +130,129 @@ func (p *poller) add(c *conn) bool {
 	return true
 }
 
-// loop waits for readable publisher sockets until stop is closed, then
-// closes the epoll set.
+// handOff ends tick mode: from now on loop reads the sockets as they
+// become readable. Safe to call more than once.
+func (p *poller) handOff() { p.once.Do(func() { close(p.handoff) }) }
+
+// drainTick is the scheduler's drain in tick mode (nothing after the
+// hand-off).
+func (p *poller) drainTick() {
+	if p.tick.Load() {
+		p.drain()
+	}
+}
+
+// loop waits for the hand-off (or stop), then reads the sockets as they
+// become readable until stop is closed, and closes the epoll set.
 //
-// Everything happens inside one RawConn.Read of the epoll fd: the
-// callback takes the ready sockets, reads them, and returns false to park
-// until the netpoller reports the set readable again. Staying inside one
-// Read keeps a readiness edge that arrives while the callback runs (it is
-// kept by the pollDesc and ends the next park at once) without the extra
-// empty epoll_wait per batch that a new Read (which resets that state)
-// would need.
+// After the hand-off everything happens inside one RawConn.Read of the
+// epoll fd: the callback drains the set and returns false to park until
+// the netpoller reports it readable again. Staying inside one Read keeps
+// a readiness edge that arrives while the callback runs (it is kept by
+// the pollDesc and ends the next park at once) without the extra empty
+// epoll_wait per batch that a new Read (which resets that state) would
+// need.
 func (p *poller) loop(stop <-chan struct{}) {
-	go func() { <-stop; _ = p.file.SetReadDeadline(time.Unix(1, 0)) }()
+	select {
+	case <-stop:
+		_ = unix.Close(p.epfd)
+		return
+	case <-p.handoff:
+	}
+	p.mu.Lock()
+	p.tick.Store(false)
+	p.mu.Unlock()
+	if err := p.watch(); err != nil {
+		p.pollEvery(stop, time.Millisecond)
+		return
+	}
 	defer p.file.Close()
-	evs := make([]unix.EpollEvent, 256)
+	go func() { <-stop; _ = p.file.SetReadDeadline(time.Unix(1, 0)) }()
 	_ = p.rc.Read(func(uintptr) bool {
-		for {
-			n, err := rawEpollPoll(p.epfd, evs)
-			if err != nil {
-				if errors.Is(err, syscall.EINTR) {
-					continue
-				}
-				return true // epoll set broken: stop
-			}
-			for i := 0; i < n; i++ {
-				id := int(evs[i].Fd)
-				if id < 0 || id >= len(p.r.conns) {
-					continue
-				}
-				if c := p.r.conns[id].Load(); c != nil && c.polled {
-					p.read(c)
-				}
-			}
-			if n < len(evs) {
-				return false // drained: park until the set is readable
-			}
-		}
+		return p.drain() // park while the set is drained and not broken
 	}) // returns at stop (read deadline), on close or when the set broke
 }
 
-// read drains what is readable on c and handles every complete packet.
-// The read(2) is under c.fdMu, which keeps c.fd open (see conn.fd).
-func (p *poller) read(c *conn) {
+// pollEvery drains the set every d until stop: readiness mode where the
+// epoll fd cannot join Go's netpoller.
+func (p *poller) pollEvery(stop <-chan struct{}, d time.Duration) {
+	defer func() {
+		if p.file != nil {
+			_ = p.file.Close()
+		} else {
+			_ = unix.Close(p.epfd)
+		}
+	}()
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for !p.drain() {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// drain reads every socket of the set that has data. In tick mode a
+// read takes one ack (ackReadSize) and the set is asked again until it
+// has nothing ready; in readiness mode a read takes what is there and
+// one short epoll_wait ends the drain. It returns true when the epoll set
+// is broken.
+func (p *poller) drain() (broken bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	tick := p.tick.Load()
+	var clk clockPair
+	if tick {
+		clk = p.r.clockPair()
+	}
+	for {
+		n, err := rawEpollPoll(p.epfd, p.evs)
+		if err != nil {
+			if errors.Is(err, syscall.EINTR) {
+				continue
+			}
+			return true
+		}
+		for i := 0; i < n; i++ {
+			id := int(p.evs[i].Fd)
+			if id < 0 || id >= len(p.r.conns) {
+				continue
+			}
+			if c := p.r.conns[id].Load(); c != nil && c.polled {
+				p.read(c, tick, &clk)
+			}
+		}
+		if tick && n == 0 || !tick && n < len(p.evs) {
+			return false
+		}
+	}
+}
+
+// read reads what c has (one ack's worth in tick mode) and handles every
+// complete packet. The read(2) is under c.fdMu, which keeps c.fd open
+// (see conn.fd). In tick mode packets are timed by the kernel's receive
+// timestamp (clk converts it to the run's clock), else by the clock
+// after the read.
+func (p *poller) read(c *conn, tick bool, clk *clockPair) {
 	c.fdMu.Lock()
 	if c.fd < 0 { // dead: already out of the set
 		c.fdMu.Unlock()
 		return
 	}
-	n, rerr := rawRead(c.fd, p.buf)
+	var n int
+	var rerr error
+	var now int64
+	if tick {
+		var ts int64
+		n, ts, rerr = rawRecvTimestamped(c.fd, p.buf[:ackReadSize], p.oob)
+		now = clk.run(ts)
+	} else {
+		n, rerr = rawRead(c.fd, p.buf)
+		now = p.r.now() // every packet this read returned had arrived by now
+	}
 	c.fdMu.Unlock()
-	now := p.r.now() // every packet this read returned had arrived by now
 	switch {
 	case rerr == unix.EAGAIN || rerr == unix.EINTR:
 		return

@@ -41,3 +41,28 @@ func rawEpollPoll(epfd int, evs []unix.EpollEvent) (int, error) {
 	}
 	return int(n), nil
 }
+
+// rawRecvTimestamped is recvmsg(2) of b on fd with SO_TIMESTAMPNS on:
+// n bytes and ts, the kernel's receive time (CLOCK_REALTIME, ns since
+// the epoch) of the last segment the read took data from, 0 when the
+// message carried none. oob is the control buffer
+// (unix.CmsgSpace(16) bytes).
+func rawRecvTimestamped(fd int, b, oob []byte) (n int, ts int64, err error) {
+	iov := unix.Iovec{Base: &b[0]}
+	iov.SetLen(len(b))
+	msg := unix.Msghdr{Iov: &iov, Iovlen: 1, Control: &oob[0]}
+	msg.SetControllen(len(oob))
+	r, _, e := unix.RawSyscall(unix.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&msg)), 0)
+	if e != 0 {
+		return 0, 0, e
+	}
+	n = int(r)
+	if msg.Controllen >= uint64(unix.CmsgLen(16)) {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+		if h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPNS {
+			t := (*unix.Timespec)(unsafe.Pointer(&oob[unix.CmsgLen(0)]))
+			ts = t.Nano()
+		}
+	}
+	return n, ts, nil
+}

@@ -156,6 +156,30 @@ type accounting struct {
 
 func (r *run) now() int64 { return int64(time.Since(r.base)) }
 
+// clockPair relates the wall clock (CLOCK_REALTIME, which kernel receive
+// timestamps use) to the run's monotonic clock at one moment.
+type clockPair struct {
+	wall int64 // ns since the epoch
+	mono int64 // ns since the run base
+}
+
+// clockPair reads both clocks at once (one time.Now). Taken afresh for
+// each drain, so that a wall-clock slew or step between two drains does
+// not move the timestamps converted with it.
+func (r *run) clockPair() clockPair {
+	t := time.Now()
+	return clockPair{wall: t.UnixNano(), mono: int64(t.Sub(r.base))}
+}
+
+// run converts a kernel receive timestamp (ns since the epoch) to the
+// run's clock; a missing one (0) is the pair's moment.
+func (c *clockPair) run(wall int64) int64 {
+	if wall == 0 {
+		return c.mono
+	}
+	return c.mono - (c.wall - wall)
+}
+
 func (r *run) shard(client int) *shard {
 	if client < 0 {
 		client = -client
@@ -386,6 +410,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	host0 := readHostCounters()
 	runErr := r.execute(res)
+	if r.poll != nil {
+		r.poll.drainTick() // a run that ended before its drain: the acks that are in
+	}
 	if r.wasInterrupted.Load() {
 		res.Interrupted = true
 		res.StoppedEarlyReason = fmt.Sprintf("interrupted after %.1f s: partial results (Ctrl-C, SIGTERM or the caller's deadline ended the run)", time.Since(r.base).Seconds())
@@ -535,7 +562,7 @@ func (r *run) schedule(res *Result) (int64, error) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		r.sched.loop(r.stop, r.fire)
+		r.sched.loop(r.stop, r.fire, r.beforeFire)
 	}()
 	return start, nil
 }
@@ -570,6 +597,9 @@ func (r *run) drain(res *Result, tick *time.Ticker) error {
 	cfg := &r.cfg
 	r.markWindowEnd()
 	r.stopping.Store(true)
+	if r.poll != nil {
+		r.poll.handOff() // no more publishes to wake the scheduler: read acks as they come
+	}
 	deadline := time.Now().Add(cfg.Grace)
 	for time.Now().Before(deadline) {
 		if r.inflight.Load() == 0 && r.received.Load() >= r.published.Load() && r.connecting.Load() == 0 {
@@ -735,6 +765,15 @@ func (r *run) stoppingNow() bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// beforeFire runs each time the scheduler wakes up, before it fires
+// what is due: it reads the acks that arrived since (the poller's tick
+// mode), so retries never re-send what was acked.
+func (r *run) beforeFire() {
+	if r.poll != nil {
+		r.poll.drainTick()
 	}
 }
 

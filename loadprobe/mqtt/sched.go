@@ -168,11 +168,13 @@ func (s *scheduler) popFirst() event {
 }
 
 // loop fires events as they fall due until stop is closed. fire gets the
-// event and the time it was dispatched.
-func (s *scheduler) loop(stop <-chan struct{}, fire func(e event, now int64)) {
+// event and the time it was dispatched; before runs at each wake-up,
+// before anything due is fired.
+func (s *scheduler) loop(stop <-chan struct{}, fire func(e event, now int64), before func()) {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	for {
+		before()
 		s.mu.Lock()
 		var wait time.Duration = time.Hour
 		for {
