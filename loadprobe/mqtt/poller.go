@@ -61,6 +61,7 @@ type poller struct {
 // take several reads; a PINGRESP (2 bytes) shares one with the next ack's
 // first bytes, whose segment's time is the one that counts.
 const ackReadSize = 4
+
 func newPoller(r *run) (*poller, error) {
 	fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
