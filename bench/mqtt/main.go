@@ -25,6 +25,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -202,6 +203,7 @@ func main() {
 	flag.IntVar(&benchProcs, "procs", 0, "load: the probe's Config.Procs (0 auto, -1 leave GOMAXPROCS)")
 	flag.IntVar(&benchWorkers, "workers", 0, "load: probe scheduler workers (0 = the probe's default)")
 	cpuprofile := flag.String("cpuprofile", "", "load/hold: write a CPU profile here")
+	rounds := flag.Int("rounds", 3, "marginal: rounds of the unpinned and pinned measurement; the median ratios are printed")
 	only := flag.String("only", "", "all: run only this section: marginal (the marginal CPU per message; skips idle cost, sweep and hold)")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -231,7 +233,7 @@ func main() {
 		if *marginal <= 0 {
 			*marginal = 10000
 		}
-		marginalCPU(*broker, *brokerPID, *marginal, *sweepClients, *subs)
+		marginalCPU(*broker, *brokerPID, *marginal, *sweepClients, *subs, max(*rounds, 1))
 		return
 	default:
 		fmt.Fprintf(os.Stderr, "-only %q: want marginal\n", *only)
@@ -241,7 +243,7 @@ func main() {
 	idleCost(*broker, *n1, *n2)
 	rateSweep(*broker, *brokerPID, *rates, *sweepClients, *subs, *dur)
 	if *marginal > 0 {
-		marginalCPU(*broker, *brokerPID, *marginal, *sweepClients, *subs)
+		marginalCPU(*broker, *brokerPID, *marginal, *sweepClients, *subs, max(*rounds, 1))
 	}
 
 	holdTarget(*broker, *big)
@@ -368,22 +370,56 @@ func pinBroker(pid, cpu int) (func(), error) {
 // calibration) that the per-step figures of the sweep include. It
 // measures twice: unpinned, then with the probe on CPU 0 and the broker
 // on CPU 1 (taskset), and prints user and system time separately.
-func marginalCPU(broker string, brokerPID int, rate float64, clients, subs int) {
-	fmt.Printf("marginal CPU per message at %.0f msg/s, %s, QoS 1, 200 B (20 s minus 5 s window), µs:\n", rate, plural.N(clients, "client"))
+func marginalCPU(broker string, brokerPID int, rate float64, clients, subs, rounds int) {
+	fmt.Printf("marginal CPU per message at %.0f msg/s, %s, QoS 1, 200 B (20 s minus 5 s window), µs, %s alternating unpinned and pinned:\n",
+		rate, plural.N(clients, "client"), plural.N(rounds, "round"))
 	fmt.Printf("%-9s %-7s %7s %7s %7s\n", "variant", "who", "user", "system", "total")
-	for _, pinned := range []bool{false, true} {
-		variant := "unpinned"
-		if pinned {
-			variant = "pinned"
+	// ratios[variant] holds each round's user, system and total ratio.
+	ratios := map[string][][3]float64{}
+	for r := 0; r < rounds; r++ {
+		for _, pinned := range []bool{false, true} {
+			variant := "unpinned"
+			if pinned {
+				variant = "pinned"
+			}
+			probe, brk, ok := marginalOnce(broker, brokerPID, rate, clients, subs, pinned)
+			if !ok {
+				continue
+			}
+			ratio := [3]float64{probe[0] / brk[0], probe[1] / brk[1], (probe[0] + probe[1]) / (brk[0] + brk[1])}
+			ratios[variant] = append(ratios[variant], ratio)
+			fmt.Printf("%-9s %-7s %7.1f %7.1f %7.1f\n", variant, "probe", probe[0], probe[1], probe[0]+probe[1])
+			fmt.Printf("%-9s %-7s %7.1f %7.1f %7.1f\n", variant, "broker", brk[0], brk[1], brk[0]+brk[1])
+			fmt.Printf("%-9s %-7s %7.2f %7.2f %7.2f   (probe / broker)\n", variant, "ratio", ratio[0], ratio[1], ratio[2])
 		}
-		probe, brk, ok := marginalOnce(broker, brokerPID, rate, clients, subs, pinned)
-		if !ok {
-			continue
-		}
-		fmt.Printf("%-9s %-7s %7.1f %7.1f %7.1f\n", variant, "probe", probe[0], probe[1], probe[0]+probe[1])
-		fmt.Printf("%-9s %-7s %7.1f %7.1f %7.1f\n", variant, "broker", brk[0], brk[1], brk[0]+brk[1])
-		fmt.Printf("%-9s %-7s %7.2f %7.2f %7.2f   (probe / broker)\n", variant, "ratio", probe[0]/brk[0], probe[1]/brk[1], (probe[0]+probe[1])/(brk[0]+brk[1]))
 	}
+	if rounds > 1 {
+		for _, variant := range []string{"unpinned", "pinned"} {
+			rs := ratios[variant]
+			if len(rs) == 0 {
+				continue
+			}
+			var med [3]float64
+			for k := range med {
+				col := make([]float64, len(rs))
+				for i, r := range rs {
+					col[i] = r[k]
+				}
+				med[k] = median(col)
+			}
+			fmt.Printf("%-9s %-7s %7.2f %7.2f %7.2f   (median probe / broker over %s)\n", variant, "median", med[0], med[1], med[2], plural.N(len(rs), "round"))
+		}
+	}
+}
+
+// median of xs (sorted in place).
+func median(xs []float64) float64 {
+	sort.Float64s(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
 }
 
 // marginalOnce runs the 5 s and 20 s windows and returns user and system
