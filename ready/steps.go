@@ -245,6 +245,10 @@ func iotdbConfig(p *profiles.Profile, o Options) (iotdb.Config, string) {
 		}
 		return false
 	})
+	cfg.AddressSetting = "probe.iotdb.host and probe.iotdb.port"
+	if o.IoTDB != "" {
+		cfg.AddressSetting = "--iotdb"
+	}
 	if o.DryRun {
 		return cfg, fmt.Sprintf("not run: dry run does not load IoTDB at %s:%d (the probe creates and deletes a database there)", cfg.Host, cfg.Port)
 	}

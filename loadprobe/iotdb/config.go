@@ -89,6 +89,12 @@ type Config struct {
 	// and Port are then not used. Nodes that could not be reached are named
 	// in Result.UnreachableNodes.
 	NodeURLs []string `json:"node_urls,omitempty"`
+
+	// AddressSetting is how the caller names the setting that gave the
+	// server's address in the errors of a run ("--iotdb" for `hostprep
+	// ready`); "" names it as `hostprep probe iotdb` does: --node-urls
+	// when NodeURLs is set, else --host/--port.
+	AddressSetting string `json:"-"`
 	// Redirection follows the server's redirection of writes
 	// (REDIRECTION_RECOMMEND, 400, naming the DataNode that leads the
 	// device's region), as the Java SessionPool's enableRedirection: the

@@ -63,4 +63,12 @@ func TestDatabaseErrorsPointTheRightWay(t *testing.T) {
 	if exitcode.Code(err) != exitcode.Environment || !strings.Contains(err.Error(), "--node-urls") || strings.Contains(err.Error(), "--host") || strings.Contains(err.Error(), "scripts/") {
 		t.Errorf("unreachable node urls: want exit 3 naming --node-urls and no scripts/ hint, got %v", err)
 	}
+
+	// hostprep ready gave the address as --iotdb: the error names that.
+	c = cfg
+	c.Host, c.Port, c.AddressSetting, c.UnreachableAfter = "127.0.0.1", 1, "--iotdb", 2*time.Second
+	_, err = Run(context.Background(), c)
+	if exitcode.Code(err) != exitcode.Environment || !strings.Contains(err.Error(), "is --iotdb a DataNode") || strings.Contains(err.Error(), "--host") {
+		t.Errorf("unreachable --iotdb: want exit 3 naming --iotdb, not --host, got %v", err)
+	}
 }

@@ -98,8 +98,12 @@ func explainOr(err error, serverVersion, otherwise string) string {
 }
 
 // addressSetting names the setting that gave the probe its address:
-// --node-urls when it has node URLs, else --host/--port.
+// cfg.AddressSetting when the caller set it, else --node-urls when it has
+// node URLs, else --host/--port.
 func addressSetting(cfg *Config) string {
+	if cfg.AddressSetting != "" {
+		return cfg.AddressSetting
+	}
 	if len(cfg.NodeURLs) > 0 {
 		return "--node-urls"
 	}
