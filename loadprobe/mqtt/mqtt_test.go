@@ -98,6 +98,15 @@ func TestHealthyEmbedded(t *testing.T) {
 			if !strings.Contains(res.BrokerNote, "embedded broker") {
 				t.Errorf("broker note %q", res.BrokerNote)
 			}
+			// The per-second p95s come from running totals (latency.Since):
+			// a second that received messages has an e2e p95 no larger than
+			// the run's largest end-to-end latency, and none without.
+			top := max(res.Latency.E2E.Max, res.Latency.WarmupE2E.Max)
+			for _, sec := range res.Series {
+				if (sec.Received > 0) != (sec.E2EP95 > 0) || sec.E2EP95 > top*1.001 {
+					t.Errorf("second %d: received %d, e2e p95 %.3f ms (run max %.3f ms)", sec.T, sec.Received, sec.E2EP95, top)
+				}
+			}
 		})
 	}
 }

@@ -72,6 +72,11 @@ func (r *run) sampleEverySecond(res *Result, done <-chan struct{}, bar *progress
 	if every < 1 {
 		every = 1
 	}
+	// Running totals at the last second and now, and the second's window.
+	var tot [2][2]*latency.Recorder
+	for i := range tot {
+		tot[i] = [2]*latency.Recorder{latency.New(), latency.New()}
+	}
 	ack, e2e := latency.New(), latency.New()
 	for {
 		select {
@@ -82,7 +87,7 @@ func (r *run) sampleEverySecond(res *Result, done <-chan struct{}, bar *progress
 			return
 		case <-t.C:
 		}
-		sec := r.sampleSecond(len(res.Series)+1, ack, e2e, &last)
+		sec := r.sampleSecond(len(res.Series)+1, &tot, ack, e2e, &last)
 		res.Series = append(res.Series, sec)
 		line := fmt.Sprintf("connected %d/%d, %d msg/s out, %d msg/s in, e2e p95 %.1f ms, failed conns %d",
 			sec.Connected, r.n, sec.Published, sec.Received, sec.E2EP95, r.failedSoFar())
@@ -97,19 +102,25 @@ func (r *run) sampleEverySecond(res *Result, done <-chan struct{}, bar *progress
 }
 
 // sampleSecond is second t of the series: the counters' increase since
-// last (updated) and the p95 (ms) of the shards' window histograms, which
-// it resets; ack and e2e are scratch recorders.
-func (r *run) sampleSecond(t int, ack, e2e *latency.Recorder, last *[3]int64) Second {
-	ack.Reset()
-	e2e.Reset()
+// last (updated) and the p95 (ms) of the ack and end-to-end latencies
+// recorded in that second, read as the shards' running totals now minus
+// at the last second (tot[0] is the last second's ack and e2e totals,
+// tot[1] scratch for now's; they swap) into ack and e2e.
+func (r *run) sampleSecond(t int, tot *[2][2]*latency.Recorder, ack, e2e *latency.Recorder, last *[3]int64) Second {
+	now := tot[1]
+	now[0].Reset()
+	now[1].Reset()
 	for _, s := range r.shards {
 		s.mu.Lock()
-		ack.Merge(s.winAck)
-		e2e.Merge(s.winE2E)
-		s.winAck.Reset()
-		s.winE2E.Reset()
+		now[0].Merge(s.ack)
+		now[0].Merge(s.warmAck)
+		now[1].Merge(s.e2e)
+		now[1].Merge(s.warmE2E)
 		s.mu.Unlock()
 	}
+	ack.Since(now[0], tot[0][0])
+	e2e.Since(now[1], tot[0][1])
+	tot[0], tot[1] = tot[1], tot[0]
 	pub, ak, rc := r.published.Load(), r.acked.Load(), r.received.Load()
 	sec := Second{
 		T:         t,
