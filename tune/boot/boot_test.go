@@ -1,6 +1,7 @@
 package boot_test
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -107,5 +108,60 @@ func TestManagerAndUnitNofile(t *testing.T) {
 	}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("systemd-analyze cat-config reads %v, simulation %v", got, want)
+	}
+}
+
+// systemd's drop-in chain (src/shared/dropin.c unit_file_find_dirs).
+func TestDropInNames(t *testing.T) {
+	for unit, want := range map[string]string{
+		"emqx.service":          "emqx.service",
+		"foo-bar-waldo.service": "foo-bar-waldo.service foo-bar-.service foo-.service",
+		"foo-bar@x.service":     "foo-bar@x.service foo-bar@.service foo-.service foo-@x.service foo-@.service",
+		"iotdb@.service":        "iotdb@.service",
+		"-lead.service":         "-lead.service",
+		"trail-.service":        "trail-.service",
+		"a-b-.service":          "a-b-.service a-.service",
+	} {
+		if got := strings.Join(boot.DropInNames(unit), " "); got != want {
+			t.Errorf("%s: %s, want %s", unit, got, want)
+		}
+	}
+}
+
+// A unit's LimitNOFILE at boot comes from its template and from drop-ins
+// of its dash prefixes too, and a same-named drop-in of the unit's own
+// chain in any unit directory hides the type's top-level one (service.d),
+// which systemd reads last.
+func TestUnitNofileTemplatesPrefixesTopLevel(t *testing.T) {
+	root := testenv.TempTree(t, map[string]string{
+		"/usr/lib/systemd/system/iotdb-datanode@.service":           "[Service]\nExecStart=/bin/true\nLimitNOFILE=65536\n",
+		"/usr/lib/systemd/system/iotdb-.service.d/50-limits.conf":   "[Service]\nLimitNOFILE=131072\n",
+		"/etc/systemd/system/service.d/50-limits.conf":              "[Service]\nLimitNOFILE=1024\n",
+		"/etc/systemd/system/service.d/90-all.conf":                 "[Service]\nLimitNOFILE=4096\n",
+		"/usr/lib/systemd/system/iotdb-datanode@.service.d/95.conf": "[Service]\nLimitNOFILE=262144\n",
+	})
+	u, files, err := boot.UnitNofile(root, "iotdb-datanode@a")
+	must(t, err)
+	if u.String() != "262144:262144" || !strings.HasSuffix(u.Where(), "iotdb-datanode@.service.d/95.conf:2") {
+		t.Errorf("instance: %v at %s (files %v)", u, u.Where(), files)
+	}
+	var paths []string
+	for _, f := range files {
+		paths = append(paths, f.Path)
+	}
+	want := "/usr/lib/systemd/system/iotdb-datanode@.service /usr/lib/systemd/system/iotdb-.service.d/50-limits.conf " +
+		"/etc/systemd/system/service.d/90-all.conf /usr/lib/systemd/system/iotdb-datanode@.service.d/95.conf"
+	if got := strings.Join(paths, " "); got != want {
+		t.Errorf("files read:\n %s\nwant\n %s", got, want)
+	}
+	// Without the template's own drop-in: the top-level 90-all.conf is the
+	// last by basename.
+	if err := os.Remove(root + "/usr/lib/systemd/system/iotdb-datanode@.service.d/95.conf"); err != nil {
+		t.Fatal(err)
+	}
+	u, _, err = boot.UnitNofile(root, "iotdb-datanode@a.service")
+	must(t, err)
+	if u.String() != "4096:4096" || !strings.HasSuffix(u.Where(), "service.d/90-all.conf:2") {
+		t.Errorf("instance without 95.conf: %v at %s", u, u.Where())
 	}
 }

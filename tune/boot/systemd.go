@@ -83,12 +83,14 @@ func ManagerNofileOverlay(root string, overlay map[string][]byte) (NofileSetting
 
 // UnitNofile is the LimitNOFILE= a service unit (emqx or emqx.service)
 // started after the next boot gets: the unit file from the first of
-// UnitDirs that has it, then its UNIT.d/*.conf drop-ins and the
-// service.d/*.conf ones from every directory (by basename, earlier
-// directories hiding later ones, applied in basename order); the last
-// assignment in a [Service] section wins, else the manager's
-// DefaultLimitNOFILE (ManagerNofile). Files are returned in the order
-// read. Errors: a file that exists but cannot be read.
+// UnitDirs that has it (for an instance, foo@x.service, the template
+// foo@.service when no directory has the instance), then the drop-ins of
+// DropInNames(unit) in every directory and the type's top-level ones
+// (service.d) after them (by basename, the first directory in that order
+// hiding later ones, applied in basename order); the last assignment in
+// a [Service] section wins, else the manager's DefaultLimitNOFILE
+// (ManagerNofile). Files are returned in the order read. Errors: a file
+// that exists but cannot be read.
 func UnitNofile(root, unit string) (NofileSetting, []ConfFile, error) {
 	return UnitNofileOverlay(root, unit, nil)
 }
@@ -101,22 +103,27 @@ func UnitNofileOverlay(root, unit string, overlay map[string][]byte) (NofileSett
 		unit += ".service"
 	}
 	var files []ConfFile
-	for _, d := range UnitDirs {
-		p := path.Join(d, unit)
-		t := resolve(root, p)
-		if fi, err := statHost(root, t); err == nil && (t == "/dev/null" || fi.Mode().IsRegular()) {
-			files = append(files, ConfFile{Path: p, Target: t, Masked: t == "/dev/null"})
-			break
+	if f, ok := unitFile(root, unit); ok {
+		files = append(files, f)
+	} else if tmpl, ok := templateOf(unit); ok {
+		if f, ok := unitFile(root, tmpl); ok {
+			files = append(files, f)
 		}
 	}
+	// One name space and order for every drop-in directory, as systemd's
+	// unit_file_find_dropin_paths builds it: per unit directory the
+	// unit's chain of names, then the type's top-level directories.
+	names := DropInNames(unit)
 	var dropDirs []string
 	for _, d := range UnitDirs {
-		dropDirs = append(dropDirs, path.Join(d, "service.d"))
+		for _, n := range names {
+			dropDirs = append(dropDirs, path.Join(d, n+".d"))
+		}
 	}
+	typ := unit[strings.LastIndex(unit, ".")+1:]
 	for _, d := range UnitDirs {
-		dropDirs = append(dropDirs, path.Join(d, unit+".d"))
+		dropDirs = append(dropDirs, path.Join(d, typ+".d"))
 	}
-	// Unit drop-ins and service.d ones share one name space and order.
 	files = append(files, listConfDirs(t, dropDirs, true)...)
 	set, err := lastAssignment(t, files, "Service", "LimitNOFILE")
 	if err != nil || set.Set {
@@ -124,6 +131,77 @@ func UnitNofileOverlay(root, unit string, overlay map[string][]byte) (NofileSett
 	}
 	m, _, err := ManagerNofileOverlay(root, overlay)
 	return m, files, err
+}
+
+// unitFile is name's unit file in the first of UnitDirs that has it (a
+// link to /dev/null masks it).
+func unitFile(root, name string) (ConfFile, bool) {
+	for _, d := range UnitDirs {
+		p := path.Join(d, name)
+		t := resolve(root, p)
+		if fi, err := statHost(root, t); err == nil && (t == "/dev/null" || fi.Mode().IsRegular()) {
+			return ConfFile{Path: p, Target: t, Masked: t == "/dev/null"}, true
+		}
+	}
+	return ConfFile{}, false
+}
+
+// templateOf is the template of an instance name (foo@x.service ->
+// foo@.service); false for any other name.
+func templateOf(name string) (string, bool) {
+	at, dot := strings.Index(name, "@"), strings.LastIndex(name, ".")
+	if at < 0 || dot < at+2 {
+		return "", false
+	}
+	return name[:at+1] + name[dot:], true
+}
+
+// DropInNames are the unit names whose NAME.d directories systemd reads
+// for unit's drop-ins, most specific first, as systemd 252's
+// unit_file_find_dirs (src/shared/dropin.c) walks them: the name; for an
+// instance its template's chain; then the chain of the name cut after
+// its last dash, keeping the instance ("foo-bar-waldo.service":
+// foo-bar-waldo.service, foo-bar-.service, foo-.service;
+// "foo-bar@x.service": foo-bar@x.service, foo-bar@.service, foo-.service,
+// foo-@x.service, foo-@.service). The type's top-level directory
+// (service.d) is not among them: it comes after every directory's chain.
+func DropInNames(unit string) []string {
+	var out []string
+	var walk func(name string, depth int)
+	walk = func(name string, depth int) {
+		out = append(out, name)
+		dot := strings.LastIndex(name, ".")
+		if dot <= 0 || depth > 64 {
+			return
+		}
+		prefix, typ := name[:dot], name[dot:]
+		instance := ""
+		if at := strings.Index(prefix, "@"); at >= 0 {
+			prefix, instance = prefix[:at], prefix[at+1:]
+			if instance != "" {
+				walk(prefix+"@"+typ, depth+1)
+			}
+		}
+		// Cut after the last dash; a trailing dash is chopped off first,
+		// once ("foo-bar-" -> "foo-").
+		for chopped := false; ; {
+			i := strings.LastIndex(prefix, "-")
+			if i <= 0 {
+				return // no dash, or only a leading one
+			}
+			if i+1 < len(prefix) || chopped {
+				prefix = prefix[:i+1]
+				break
+			}
+			prefix, chopped = prefix[:i], true
+		}
+		if instance != "" {
+			prefix += "@" + instance
+		}
+		walk(prefix+typ, depth+1)
+	}
+	walk(unit, 0)
+	return out
 }
 
 // lastAssignment finds the last KEY= line inside [section] of files.
