@@ -216,31 +216,36 @@ func (p *poller) drain() (broken bool) {
 			}
 			return true
 		}
+		progress := false
 		for i := 0; i < n; i++ {
 			id := int(p.evs[i].Fd)
 			if id < 0 || id >= len(p.r.conns) {
 				continue
 			}
 			if c := p.r.conns[id].Load(); c != nil && c.polled {
-				p.read(c, tick, &clk)
+				progress = p.read(c, tick, &clk) || progress
 			}
 		}
-		if tick && n == 0 || !tick && n < len(p.evs) {
+		// In tick mode the set is asked again while reads take data: a
+		// socket reported ready that nothing could be read from (its
+		// connection not yet published in r.conns, a spurious wake-up)
+		// must not keep the scheduler here until it can.
+		if tick && !progress || !tick && n < len(p.evs) {
 			return false
 		}
 	}
 }
 
 // read reads what c has (one ack's worth in tick mode) and handles every
-// complete packet. The read(2) is under c.fdMu, which keeps c.fd open
+// complete packet; progress is false when nothing could be read. The read(2) is under c.fdMu, which keeps c.fd open
 // (see conn.fd). In tick mode packets are timed by the kernel's receive
 // timestamp (clk converts it to the run's clock), else by the clock
 // after the read.
-func (p *poller) read(c *conn, tick bool, clk *clockPair) {
+func (p *poller) read(c *conn, tick bool, clk *clockPair) (progress bool) {
 	c.fdMu.Lock()
 	if c.fd < 0 { // dead: already out of the set
 		c.fdMu.Unlock()
-		return
+		return false
 	}
 	var n int
 	var rerr error
@@ -256,13 +261,13 @@ func (p *poller) read(c *conn, tick bool, clk *clockPair) {
 	c.fdMu.Unlock()
 	switch {
 	case rerr == unix.EAGAIN || rerr == unix.EINTR:
-		return
+		return false
 	case rerr != nil:
 		p.end(c, rerr)
-		return
+		return true
 	case n == 0:
 		p.end(c, io.EOF)
-		return
+		return true
 	}
 	data := p.buf[:n]
 	if len(c.pending) > 0 {
@@ -273,7 +278,7 @@ func (p *poller) read(c *conn, tick bool, clk *clockPair) {
 		used, perr := c.handleNext(data, now)
 		if perr != nil {
 			p.end(c, perr)
-			return
+			return true
 		}
 		if used == 0 {
 			break
@@ -285,6 +290,7 @@ func (p *poller) read(c *conn, tick bool, clk *clockPair) {
 	} else {
 		c.pending = nil
 	}
+	return true
 }
 
 // end accounts a polled connection that the broker closed or broke
