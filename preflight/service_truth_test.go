@@ -278,3 +278,28 @@ func TestRecordReplaysBootFiles(t *testing.T) {
 		t.Errorf("recorded unit %q %v: want it without the Environment= line", b, err)
 	}
 }
+
+// An instance of a template unit (iotdb-datanode@a.service) is judged on
+// the template's file and every drop-in systemd reads for the instance,
+// a dash-prefix one included; it is not "not installed".
+func TestTemplateInstanceUnit(t *testing.T) {
+	host := testenv.TempTree(t, map[string]string{
+		"/usr/lib/systemd/system/iotdb-datanode@.service":        "[Service]\nExecStart=/bin/true\nUser=iotdb\nLimitNOFILE=65536\n",
+		"/etc/systemd/system/iotdb-.service.d/60-hostprep.conf":  "[Service]\nLimitNOFILE=1048576:1048576\n",
+		"/etc/systemd/system/iotdb-datanode@b.service.d/zz.conf": "[Service]\nLimitNOFILE=1024\n",
+	})
+	g := &gatherer{root: host, f: &Facts{}}
+	u, err := g.unitFromFiles("iotdb-datanode@a.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.missing != "" || u.lim != (profiles.Limit{Soft: 1048576, Hard: 1048576}) || !strings.HasSuffix(u.from, "iotdb-.service.d/60-hostprep.conf:2") || u.user != "iotdb" {
+		t.Errorf("instance a: %+v", u)
+	}
+	if u, err := g.unitFromFiles("iotdb-datanode@b.service"); err != nil || u.lim.Hard != 1024 {
+		t.Errorf("instance b (its own drop-in sorts last): %+v %v", u, err)
+	}
+	if u, err := g.unitFromFiles("iotdb-confignode@a.service"); err != nil || u.missing == "" {
+		t.Errorf("an instance of a template that is not installed: %+v %v, want missing", u, err)
+	}
+}

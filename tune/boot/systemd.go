@@ -105,7 +105,7 @@ func UnitNofileOverlay(root, unit string, overlay map[string][]byte) (NofileSett
 	var files []ConfFile
 	if f, ok := unitFile(root, unit); ok {
 		files = append(files, f)
-	} else if tmpl, ok := templateOf(unit); ok {
+	} else if tmpl, ok := TemplateOf(unit); ok {
 		if f, ok := unitFile(root, tmpl); ok {
 			files = append(files, f)
 		}
@@ -146,9 +146,9 @@ func unitFile(root, name string) (ConfFile, bool) {
 	return ConfFile{}, false
 }
 
-// templateOf is the template of an instance name (foo@x.service ->
+// TemplateOf is the template of an instance name (foo@x.service ->
 // foo@.service); false for any other name.
-func templateOf(name string) (string, bool) {
+func TemplateOf(name string) (string, bool) {
 	at, dot := strings.Index(name, "@"), strings.LastIndex(name, ".")
 	if at < 0 || dot < at+2 {
 		return "", false
