@@ -410,7 +410,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	host0 := readHostCounters()
 	runErr := r.execute(res)
 	if r.poll != nil {
-		r.poll.drainTick() // a run that ended before its drain: the acks that are in
+		r.poll.drainTick() // a run that ended before its drain (interrupted, failed) still reads the acks already here
 	}
 	if r.wasInterrupted.Load() {
 		res.Interrupted = true
