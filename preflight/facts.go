@@ -5,12 +5,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hostprep/hostprep/internal/proclimits"
 	"github.com/hostprep/hostprep/profiles"
 )
 
 // Unlimited is how an "unlimited"/"infinity" resource limit is stored
 // (RLIM_INFINITY).
-const Unlimited = math.MaxUint64
+const Unlimited = proclimits.Unlimited
 
 // Facts is everything the checks look at, gathered once. Gather fills it
 // from the running host; LoadHostYAML fills it from a recorded host. Checks

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/proclimits"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/hostprep/hostprep/tune/boot"
 	"github.com/prometheus/procfs"
@@ -274,33 +275,8 @@ func (g *gatherer) targetLogin() error {
 }
 
 // readNofile returns the "Max open files" soft and hard limits of a
-// /proc/PID/limits file.
-func readNofile(path string) (soft, hard uint64, err error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if !strings.HasPrefix(line, "Max open files") {
-			continue
-		}
-		f := strings.Fields(strings.TrimPrefix(line, "Max open files"))
-		if len(f) < 2 {
-			break
-		}
-		parse := func(s string) (uint64, error) {
-			if s == "unlimited" {
-				return Unlimited, nil
-			}
-			return strconv.ParseUint(s, 10, 64)
-		}
-		if soft, err = parse(f[0]); err == nil {
-			hard, err = parse(f[1])
-		}
-		return soft, hard, err
-	}
-	return 0, 0, fmt.Errorf("%s: no \"Max open files\" line", path)
-}
+// /proc/PID/limits file (proclimits.Nofile).
+func readNofile(path string) (soft, hard uint64, err error) { return proclimits.Nofile(path) }
 
 // hasCap reports whether bit is set in a capability set (CapEff, CapBnd)
 // of /proc/PID/status under the root, parsed by prometheus/procfs.

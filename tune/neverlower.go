@@ -2,13 +2,12 @@ package tune
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/proclimits"
 	"github.com/hostprep/hostprep/tune/boot"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
@@ -195,24 +194,9 @@ func (pl *Plan) loginBase(root string) (nofileNow, error) {
 }
 
 // readNofile reads the "Max open files" soft and hard of a
-// /proc/PID/limits file; ok is false when it cannot.
+// /proc/PID/limits file; ok is false when it cannot, or when a limit is
+// unlimited (no number to keep).
 func readNofile(path string) (soft, hard uint64, ok bool) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, 0, false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		rest, found := strings.CutPrefix(line, "Max open files")
-		if !found {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) < 2 {
-			return 0, 0, false
-		}
-		s, err1 := strconv.ParseUint(f[0], 10, 64)
-		h, err2 := strconv.ParseUint(f[1], 10, 64)
-		return s, h, err1 == nil && err2 == nil
-	}
-	return 0, 0, false
+	soft, hard, err := proclimits.Nofile(path)
+	return soft, hard, err == nil && soft != proclimits.Unlimited && hard != proclimits.Unlimited
 }
