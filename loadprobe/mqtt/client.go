@@ -17,6 +17,8 @@ import (
 
 	"github.com/mochi-mqtt/server/v2/packets"
 	"golang.org/x/sys/unix"
+
+	"github.com/hostprep/hostprep/internal/rawsys"
 )
 
 // writeTimeout bounds every write to the broker; a broker that stops
@@ -355,7 +357,7 @@ func (c *conn) writeLocked(b []byte) error {
 func (c *conn) writeRawLocked(b []byte) error {
 	deadline := time.Now().Add(writeTimeout)
 	for len(b) > 0 {
-		n, err := rawWrite(c.fd, b)
+		n, err := rawsys.Write(c.fd, b)
 		switch {
 		case err == nil:
 			b = b[n:]
@@ -445,7 +447,7 @@ func (c *conn) disconnect() {
 	c.byUs = true
 	if !c.dead && c.failErr == nil {
 		if c.fd >= 0 {
-			_, _ = rawWrite(c.fd, []byte{packets.Disconnect << 4, 0}) // non-blocking
+			_, _ = rawsys.Write(c.fd, []byte{packets.Disconnect << 4, 0}) // non-blocking
 		} else {
 			_ = c.nc.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
 			_ = c.flushLocked()
@@ -588,7 +590,7 @@ func (c *conn) writePublishLocked(e *encoder) error {
 	if c.fd < 0 {
 		return c.writeLocked(e.buf)
 	}
-	n, err := rawWrite(c.fd, e.buf)
+	n, err := rawsys.Write(c.fd, e.buf)
 	if n < 0 {
 		n = 0
 	}
@@ -734,7 +736,7 @@ func (c *conn) rawReadLoop(rc syscall.RawConn) error {
 	var rerr error
 	err := rc.Read(func(fd uintptr) bool {
 		for {
-			n, e := rawRead(int(fd), buf)
+			n, e := rawsys.Read(int(fd), buf)
 			switch {
 			case e == unix.EINTR:
 				continue

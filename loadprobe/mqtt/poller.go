@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hostprep/hostprep/internal/rawsys"
 )
 
 // poller reads what the broker sends to every plain-TCP publisher
@@ -209,7 +211,7 @@ func (p *poller) drain() (broken bool) {
 		clk = p.r.clockPair()
 	}
 	for {
-		n, err := rawEpollPoll(p.epfd, p.evs)
+		n, err := rawsys.EpollPoll(p.epfd, p.evs)
 		if err != nil {
 			if errors.Is(err, syscall.EINTR) {
 				continue
@@ -252,10 +254,10 @@ func (p *poller) read(c *conn, tick bool, clk *clockPair) (progress bool) {
 	var now int64
 	if tick {
 		var ts int64
-		n, ts, rerr = rawRecvTimestamped(c.fd, p.buf[:ackReadSize], p.oob)
+		n, ts, rerr = rawsys.RecvTimestamped(c.fd, p.buf[:ackReadSize], p.oob)
 		now = clk.run(ts)
 	} else {
-		n, rerr = rawRead(c.fd, p.buf)
+		n, rerr = rawsys.Read(c.fd, p.buf)
 		now = p.r.now() // every packet this read returned had arrived by now
 	}
 	c.fdMu.Unlock()
