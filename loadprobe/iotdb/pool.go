@@ -37,6 +37,9 @@ type sessionPool struct {
 	waitTimeout time.Duration
 	openTimeout time.Duration // TCP connect of a new session
 	callTimeout time.Duration // every call, OpenSession included
+	// raw: sessions on rawConn, outside Go's netpoller (the run's steps
+	// go on the event loop: loopable).
+	raw bool
 
 	sem  chan struct{}                // one token per session out (size slots)
 	idle atomic.Pointer[idleSessions] // open sessions not in use, per node
@@ -65,6 +68,7 @@ func newSessionPool(cfg *Config) *sessionPool {
 		waitTimeout: cfg.WaitTimeout,
 		openTimeout: cfg.ConnectTimeout,
 		callTimeout: cfg.CallTimeout,
+		raw:         cfg.Rate == 0 && oneCall(cfg.Scenario),
 		sem:         make(chan struct{}, cfg.PoolSize),
 		live:        map[*session]struct{}{},
 		nodeErrs:    map[string]string{},
@@ -153,9 +157,7 @@ func (p *sessionPool) do(ctx context.Context, prefer string, op opFunc) (int64, 
 // get takes a slot (at once if one is free, else waiting up to
 // waitTimeout) and an idle session (at prefer when set), or opens a new one.
 func (p *sessionPool) get(ctx context.Context, prefer string) (*session, error) {
-	select {
-	case p.sem <- struct{}{}:
-	default:
+	if !p.trySlot() {
 		p.waiting.Add(1)
 		t := time.NewTimer(p.waitTimeout)
 		select {
@@ -164,7 +166,7 @@ func (p *sessionPool) get(ctx context.Context, prefer string) (*session, error) 
 			p.waiting.Add(-1)
 		case <-t.C:
 			p.waiting.Add(-1)
-			return nil, &waitTimeoutError{err: fmt.Errorf("all %s in use for %v", plural.N(p.size, "session"), p.waitTimeout)}
+			return nil, p.waitTimedOut()
 		case <-ctx.Done():
 			t.Stop()
 			p.waiting.Add(-1)
@@ -172,6 +174,29 @@ func (p *sessionPool) get(ctx context.Context, prefer string) (*session, error) 
 		}
 	}
 	p.inUse.Add(1)
+	return p.session(ctx, prefer)
+}
+
+// trySlot takes a slot if one is free (without waiting).
+func (p *sessionPool) trySlot() bool {
+	select {
+	case p.sem <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// waitTimedOut is the error of a borrower that waited waitTimeout.
+func (p *sessionPool) waitTimedOut() error {
+	return &waitTimeoutError{err: fmt.Errorf("all %s in use for %v", plural.N(p.size, "session"), p.waitTimeout)}
+}
+
+// session is a session for the holder of a slot: an idle one (at prefer
+// when set, else at any node) or a new one. When none can be had the slot
+// is released and the error is *connectError, or ctx's error when ctx
+// ended mid-dial.
+func (p *sessionPool) session(ctx context.Context, prefer string) (*session, error) {
 	if prefer != "" {
 		if s := p.takeIdle(prefer); s != nil {
 			return s, nil
@@ -207,7 +232,7 @@ func (p *sessionPool) openAt(ctx context.Context, node string) *session {
 			s.close(false, p.callTimeout)
 		}
 	}
-	s, err := openSession(ctx, node, p.user, p.password, p.openTimeout, p.callTimeout, p.fetch)
+	s, err := openSession(ctx, node, p.user, p.password, p.openTimeout, p.callTimeout, p.fetch, p.raw)
 	if err != nil {
 		p.mu.Lock()
 		p.nodeErrs[node] = err.Error()
@@ -249,7 +274,7 @@ func (p *sessionPool) open(ctx context.Context) (*session, error) {
 	for i := range p.nodes {
 		k := (first + i) % len(p.nodes)
 		node := p.nodes[k]
-		s, err := openSession(ctx, node, p.user, p.password, p.openTimeout, p.callTimeout, p.fetch)
+		s, err := openSession(ctx, node, p.user, p.password, p.openTimeout, p.callTimeout, p.fetch, p.raw)
 		if err == nil {
 			p.prefer.Store(int32(k))
 			if !p.remember(s) {
@@ -278,21 +303,31 @@ func (p *sessionPool) call(ctx context.Context, s *session, op opFunc) (n int64,
 	defer func() {
 		s.w.end()
 		if v := recover(); v != nil {
-			n, err = 0, &panicError{where: "client call", value: v}
+			n, err, broken = 0, &panicError{where: "client call", value: v}, true
 		}
 		p.put(s, broken)
 	}()
 	n, err = op(s)
+	err, broken = p.settle(ctx, err, deadline)
+	return n, err
+}
+
+// settle is the outcome of a call that ended with err and had to end by
+// deadline: the error do returns (ctx's error when ctx ended, a
+// *deadlineError when the deadline passed, else err) and whether the
+// session is broken (its connection failed or is mid-frame: anything but
+// an answer from the server).
+func (p *sessionPool) settle(ctx context.Context, err error, deadline time.Time) (error, bool) {
 	var ee *client.ExecutionError
 	switch {
 	case err == nil, errors.As(err, &ee), errors.Is(err, errNoStatus):
-		broken = false // the server answered: the session is fine
+		return err, false // the server answered: the session is fine
 	case ctx.Err() != nil:
-		err = ctx.Err()
+		return ctx.Err(), true
 	case !time.Now().Before(deadline) || isTimeout(err):
-		err = &deadlineError{d: p.callTimeout}
+		return &deadlineError{d: p.callTimeout}, true
 	}
-	return n, err
+	return err, true
 }
 
 // isTimeout tells a network timeout (the connection's deadline passed).

@@ -215,6 +215,11 @@ type ClientUse struct {
 	// waited for a CPU (high when the probe's host is CPU-bound).
 	SchedLagMeanMs float64 `json:"sched_lag_mean_ms"`
 	SchedLagMaxMs  float64 `json:"sched_lag_max_ms"`
-	// Cores is the number of CPUs the probe could use (GOMAXPROCS).
+	// Cores is the number of CPUs the probe's operations could use:
+	// GOMAXPROCS with a goroutine per worker, 1 on the event loop (one
+	// thread drives every worker).
 	Cores int `json:"cores"`
+	// EventLoop is true when the step ran on the event loop (closed-loop
+	// write and batch), false with a goroutine per worker (mixed, --rate).
+	EventLoop bool `json:"event_loop"`
 }

@@ -135,6 +135,11 @@ func TestRunScenariosOnRealIoTDB(t *testing.T) {
 				if s.Pool.Size != cfg.PoolSize || s.Pool.Samples == 0 || s.Pool.MaxUsed < 1 || s.Pool.MaxUsed > int64(s.Workers) {
 					t.Errorf("step %d: pool use %+v: want 1..%d sessions of %d in use", s.Workers, s.Pool, s.Workers, cfg.PoolSize)
 				}
+				// Write and batch are one call each, closed loop: the event
+				// loop drives them; a mixed read takes several calls.
+				if loop := sc != ScenarioMixed; s.Client.EventLoop != loop || loop && s.Client.Cores != 1 {
+					t.Errorf("step %d: event loop %v on %d cores, want the loop %v (1 core)", s.Workers, s.Client.EventLoop, s.Client.Cores, loop)
+				}
 			}
 			if res.Knee.PeakWorkers == 0 || res.Knee.Reading == "" {
 				t.Errorf("knee not filled: %+v", res.Knee)
@@ -218,6 +223,9 @@ func TestRunOpenLoopOnRealIoTDB(t *testing.T) {
 		t.Errorf("mode %q rate %v, want open at 50/s per worker", res.Mode, res.RatePerWorker)
 	}
 	for _, s := range res.Steps {
+		if s.Client.EventLoop {
+			t.Errorf("%d workers: an open-loop step ran on the event loop (it paces each worker)", s.Workers)
+		}
 		// The schedule, not the server, sets the pace: workers x 50/s x 2 s
 		// operations, each either run or counted as missed when the workers
 		// were still busy at the step's end (a loaded host).

@@ -8,7 +8,9 @@ import (
 	"sync/atomic"
 
 	"github.com/apache/iotdb-client-go/client"
+	"github.com/apache/iotdb-client-go/common"
 	"github.com/apache/iotdb-client-go/rpc"
+	"github.com/apache/thrift/lib/go/thrift"
 )
 
 // Measurements written by every scenario: two FLOAT series per device.
@@ -276,4 +278,52 @@ func readPoints(s *session, sql string) (n int64, err error) {
 			}
 		}
 	}
+}
+
+// oneCall tells whether a scenario's operation is one RPC answered by a
+// TSStatus (write: insertRecord, batch: insertTablets), which the event
+// loop drives with send and recv; a mixed read takes several RPCs.
+func oneCall(scenario string) bool { return scenario == ScenarioWrite || scenario == ScenarioBatch }
+
+// RPC method names of the one-call operations (IClientRPCService).
+const (
+	methodInsertRecord  = "insertRecord"
+	methodInsertTablets = "insertTablets"
+)
+
+// send sends the operation prepared last (next) on s, for a scenario
+// that is oneCall; recv then reads its answer.
+func (o *workerOps) send(s *session) error {
+	if o.w.scenario == ScenarioBatch {
+		o.tablets.SessionId = s.id
+		return s.send(methodInsertTablets, &rpc.IClientRPCServiceInsertTabletsArgs{Req: &o.tablets})
+	}
+	o.rec.SessionId = s.id
+	return s.send(methodInsertRecord, &rpc.IClientRPCServiceInsertRecordArgs{Req: &o.rec})
+}
+
+// recv decodes the answer to send from the frame s's wire holds and
+// returns what exec returns for the same answer: the points written, or
+// the error (the status's, or the decoding's; a missing status is a
+// MISSING_RESULT application error, as the generated stubs return it).
+func (o *workerOps) recv(s *session) (int64, error) {
+	method, st, err := methodInsertRecord, (*common.TSStatus)(nil), error(nil)
+	if o.w.scenario == ScenarioBatch {
+		var r rpc.IClientRPCServiceInsertTabletsResult
+		method = methodInsertTablets
+		err, st = s.recv(method, &r), r.Success
+	} else {
+		var r rpc.IClientRPCServiceInsertRecordResult
+		err, st = s.recv(method, &r), r.Success
+	}
+	if err == nil && st == nil {
+		err = thrift.NewTApplicationException(thrift.MISSING_RESULT, method+" failed: unknown result")
+	}
+	err = s.written(st, err)
+	o.redirect(s)
+	if err != nil {
+		return 0, err
+	}
+	points, _ := PointsPerOp(o.w.scenario)
+	return int64(points), nil
 }

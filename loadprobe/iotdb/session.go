@@ -33,9 +33,14 @@ import (
 //
 // A session is used by one goroutine at a time (the pool hands it out).
 type session struct {
-	node  string // host:port it is connected to
-	w     *wire
-	rpc   *rpc.IClientRPCServiceClient
+	node string // host:port it is connected to
+	w    *wire
+	rpc  *rpc.IClientRPCServiceClient
+	// tc and prot are rpc's client and protocol, for the event loop's
+	// calls, which send and receive apart (send, recv); seq numbers them.
+	tc    *thrift.TStandardClient
+	prot  thrift.TProtocol
+	seq   int32
 	id    int64 // session id from OpenSession
 	stmt  int64 // statement id from RequestStatementId
 	fetch int32
@@ -77,17 +82,18 @@ const writeBuffer = 64 << 10
 // openSession dials node (host:port) within connectTimeout and opens an
 // IoTDB session as user within callTimeout. Errors: the dial or RPC error,
 // or a *client.ExecutionError with the status the server refused the
-// session with (wrong password: 801).
-func openSession(ctx context.Context, node, user, password string, connectTimeout, callTimeout time.Duration, fetch int32) (*session, error) {
-	w, err := dialWire(ctx, node, connectTimeout, callTimeout)
+// session with (wrong password: 801). raw: on a rawConn (see dialWire).
+func openSession(ctx context.Context, node, user, password string, connectTimeout, callTimeout time.Duration, fetch int32, raw bool) (*session, error) {
+	w, err := dialWire(ctx, node, connectTimeout, raw)
 	if err != nil {
 		return nil, err
 	}
 	conf := &thrift.TConfiguration{MaxFrameSize: thrift.DEFAULT_MAX_FRAME_SIZE}
 	framed := thrift.NewTFramedTransportConf(w, conf)
 	pf := thrift.NewTBinaryProtocolFactoryConf(conf)
-	s := &session{node: node, w: w, fetch: fetch,
-		rpc: rpc.NewIClientRPCServiceClient(thrift.NewTStandardClient(pf.GetProtocol(framed), pf.GetProtocol(framed)))}
+	prot := pf.GetProtocol(framed)
+	tc := thrift.NewTStandardClient(prot, prot)
+	s := &session{node: node, w: w, fetch: fetch, rpc: rpc.NewIClientRPCServiceClient(tc), tc: tc, prot: prot}
 	w.begin(time.Now().Add(callTimeout))
 	defer w.end()
 	resp, err := s.rpc.OpenSession(ctx, &rpc.TSOpenSessionReq{ClientProtocol: rpc.TSProtocolVersion_IOTDB_SERVICE_PROTOCOL_V3,
@@ -200,6 +206,20 @@ func (s *session) deleteSeries(paths []string) error {
 		return err
 	}
 	return verify(st)
+}
+
+// send sends one call of method with args (its request frame in one
+// write), to be answered by recv; the event loop's way to call.
+func (s *session) send(method string, args thrift.TStruct) error {
+	s.seq++
+	return s.tc.Send(context.Background(), s.prot, s.seq, method, args)
+}
+
+// recv decodes the answer to the call sent last into result, from the
+// frame the event loop read (wire.fill), and forgets the frame.
+func (s *session) recv(method string, result thrift.TStruct) error {
+	defer s.w.drop()
+	return s.tc.Recv(context.Background(), s.prot, s.seq, method, result)
 }
 
 // insertRecord sends req (one row of one device) on this session.

@@ -3,6 +3,7 @@ package iotdb
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math"
 	mrand "math/rand/v2"
 	"runtime"
@@ -155,11 +156,14 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// runStep keeps n workers busy for cfg.StepDuration and measures them.
+// runStep keeps n workers busy for cfg.StepDuration and measures them:
+// on the event loop when the pool is loopable (closed-loop write and
+// batch, runLoop), else a goroutine per worker (runWorker).
 //
 // A worker whose operation fails to connect backs off (see backoffMin);
 // when lv finds the server unreachable the step ends early. When ctx ends,
-// calls in flight are cut at once (sessionPool.interrupt).
+// calls in flight are cut at once (sessionPool.interrupt, or the loop's
+// abort).
 func runStep(ctx context.Context, cfg *Config, p *sessionPool, w *workload, n int, lv *liveness) Step {
 	stepCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -171,15 +175,25 @@ func runStep(ctx context.Context, cfg *Config, p *sessionPool, w *workload, n in
 	stats := make([]*workerStats, local)
 	secs := &seconds{}
 	sm := startSampler(p, cfg.SampleInterval)
+	workers := make([]int, local)
+	for i := range workers {
+		stats[i], workers[i] = newWorkerStats(), cfg.Shard.Global(i)
+	}
+	looped := false
+	if loopable(p) {
+		if err := runLoop(stepCtx, cancel, cfg, p, w, workers, start, stats, secs, lv); err != nil {
+			slog.Warn("iotdb probe: no event loop, one goroutine per worker instead", "err", err)
+		} else {
+			looped = true
+		}
+	}
 	var wg sync.WaitGroup
-	for i := 0; i < local; i++ {
-		st := newWorkerStats()
-		stats[i] = st
+	for i := 0; i < local && !looped; i++ {
 		wg.Add(1)
-		go func(worker int) {
+		go func() {
 			defer wg.Done()
-			runWorker(stepCtx, cancel, cfg, p, w, cfg.Shard.Global(worker), start, st, secs, lv)
-		}(i)
+			runWorker(stepCtx, cancel, cfg, p, w, workers[i], start, stats[i], secs, lv)
+		}()
 	}
 	wg.Wait()
 	sm.finish()
@@ -200,6 +214,9 @@ func runStep(ctx context.Context, cfg *Config, p *sessionPool, w *workload, n in
 	out.Pool.MaxUtil = float64(out.Pool.MaxUsed) / float64(p.size)
 	out.Client.SchedLagMaxMs = ms(sm.lagMax)
 	out.Client.Cores = runtime.GOMAXPROCS(0)
+	if looped {
+		out.Client.Cores, out.Client.EventLoop = 1, true
+	}
 	cpu := cpuTime() - cpu0
 	out.Client.CPUCores = cpu.Seconds() / elapsed.Seconds()
 	if out.Ops > 0 {
@@ -248,37 +265,59 @@ func runWorker(ctx context.Context, cancel context.CancelFunc, cfg *Config, p *s
 		}
 		kind := ops.next()
 		pts, err := p.do(ctx, ops.prefer, ops.exec)
-		if ops.redirected {
-			st.redirects++
-			ops.redirected = false
-		}
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 			return
 		}
-		now := time.Now()
-		if sec := int(now.Sub(start) / time.Second); sec != st.sec {
-			secs.flush(st, sec)
-		}
-		st.add(kind, pts, err)
-		if err == nil {
-			d := now.Sub(began)
-			st.lat.Record(d)
-			st.secLat.Record(d)
-		}
-		if class, _ := classify(err); err == nil || class != ClassConnect {
-			backoff = 0
-			lv.reached()
-			continue
-		}
-		if lv.connectFailed(err) {
+		st.record(secs, start, began, time.Now(), ops, kind, pts, err)
+		var stop bool
+		if backoff, stop = nextBackoff(err, backoff, lv); stop {
 			cancel() // the server is gone: end the step for every worker
 			return
 		}
-		backoff = min(max(2*backoff, backoffMin), backoffMax)
-		if !sleep(ctx, timer, backoff/2+time.Duration(rng.Int64N(int64(backoff/2)+1))) {
+		if backoff > 0 && !sleep(ctx, timer, jitter(backoff, rng)) {
 			return
 		}
 	}
+}
+
+// record counts an operation of kind that began at began and ended at
+// now with pts points or err (and a redirection its answer carried) in
+// st and, per second since the step's start, in secs.
+func (st *workerStats) record(secs *seconds, start, began, now time.Time, ops *workerOps, kind opKind, pts int64, err error) {
+	if ops.redirected {
+		st.redirects++
+		ops.redirected = false
+	}
+	if sec := int(now.Sub(start) / time.Second); sec != st.sec {
+		secs.flush(st, sec)
+	}
+	st.add(kind, pts, err)
+	if err == nil {
+		d := now.Sub(began)
+		st.lat.Record(d)
+		st.secLat.Record(d)
+	}
+}
+
+// nextBackoff is the back-off before a worker's next operation after one
+// that ended with err, given the last back-off (0 after a success): 0
+// unless err is a connect failure, then doubled within [backoffMin,
+// backoffMax] (the pause is jitter of it); stop when lv finds the server
+// unreachable (the step ends).
+func nextBackoff(err error, last time.Duration, lv *liveness) (backoff time.Duration, stop bool) {
+	if class, _ := classify(err); err == nil || class != ClassConnect {
+		lv.reached()
+		return 0, false
+	}
+	if lv.connectFailed(err) {
+		return 0, true
+	}
+	return min(max(2*last, backoffMin), backoffMax), false
+}
+
+// jitter is the pause for back-off b: half of it fixed, half random.
+func jitter(b time.Duration, rng *mrand.Rand) time.Duration {
+	return b/2 + time.Duration(rng.Int64N(int64(b/2)+1))
 }
 
 // missedOps is how many operations of a worker's open-loop schedule

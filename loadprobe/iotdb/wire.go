@@ -3,39 +3,113 @@ package iotdb
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
+	"io"
 	"math"
 	"net"
+	"os"
+	"slices"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hostprep/hostprep/internal/rawsys"
 )
 
 // wire is a session's TCP connection: the Thrift transport under the
 // framed transport. Writes are buffered and flushed in one write(2) per
-// request; reads go through Go's netpoller; the call deadline is the
-// connection's deadline, set once per call (begin), so a call costs no
-// goroutine or timer of its own.
+// request; the call deadline is the connection's deadline, set once per
+// call (begin), so a call costs no goroutine of its own.
 //
-// Blocking read(2) on the worker's thread (the Java client's way) was
-// tried: at 1 worker it was about as fast, but from 8 workers on 2 CPUs it
-// cost 70-100 µs of CPU per operation against 40-55 µs through the
-// netpoller, and fewer TPS (sysmon hands the P of a thread blocked in a
-// system call to another thread whenever goroutines wait to run), so the
-// netpoller stays (bench/README.md).
+// It runs on one of two connections (dialWire). For worker goroutines
+// (mixed, and any step with --rate) a net.Conn: reads park the goroutine
+// in Go's netpoller. Blocking read(2) on the worker's thread (the Java
+// client's way) was tried: from 8 workers on 2 CPUs it cost 70-100 µs of
+// CPU per operation against 40-55 µs through the netpoller (sysmon hands
+// the P of a thread blocked in a system call to another thread whenever
+// goroutines wait to run). For the event loop (closed-loop write and
+// batch, loop.go) a rawConn, outside the netpoller: the loop reads what
+// the socket holds with non-blocking read(2) on fd into in (fill) until a
+// whole frame is there, and the Thrift stubs then decode it from in (Read
+// serves in before the connection).
 type wire struct {
-	c    net.Conn
+	c    conn
+	fd   int // a rawConn's descriptor (owned by it), for the event loop; -1 for a net.Conn
 	bw   *bufio.Writer
 	busy atomic.Bool // a call is in progress (interrupt cuts only those)
+	in   []byte      // answer bytes read by fill and not yet decoded
+	off  int         // in[:off] was decoded
 }
 
-// dialWire connects to node within connectTimeout (or until ctx ends).
-func dialWire(ctx context.Context, node string, connectTimeout, _ time.Duration) (*wire, error) {
+// conn is what a wire runs on: a net.Conn (Go's netpoller), or a
+// rawConn (outside it) for the sessions of an event-loop run.
+type conn interface {
+	io.ReadWriteCloser
+	SetDeadline(t time.Time) error
+}
+
+// dialWire connects to node within connectTimeout (or until ctx ends):
+// through Go's netpoller, or outside it when raw (for the event loop).
+func dialWire(ctx context.Context, node string, connectTimeout time.Duration, raw bool) (*wire, error) {
+	if raw {
+		c, err := dialRaw(ctx, node, connectTimeout)
+		if err != nil {
+			return nil, err
+		}
+		return &wire{c: c, fd: c.fd, bw: bufio.NewWriterSize(c, writeBuffer)}, nil
+	}
 	d := net.Dialer{Timeout: connectTimeout}
 	c, err := d.DialContext(ctx, "tcp", node)
 	if err != nil {
 		return nil, err
 	}
-	return &wire{c: c, bw: bufio.NewWriterSize(c, writeBuffer)}, nil
+	return &wire{c: c, fd: -1, bw: bufio.NewWriterSize(c, writeBuffer)}, nil
 }
+
+// frameHeader is the framed transport's length prefix (bytes).
+const frameHeader = 4
+
+// fill reads what the socket holds (non-blocking) into in and reports
+// whether in now holds a whole frame. Errors: io.EOF when the server
+// closed the connection, the read's errno otherwise; EAGAIN is no error
+// (nothing more to read yet).
+func (w *wire) fill() (whole bool, err error) {
+	for {
+		if len(w.in) == cap(w.in) {
+			w.in = slices.Grow(w.in, max(512, len(w.in)))
+		}
+		n, err := rawsys.Read(w.fd, w.in[len(w.in):cap(w.in)])
+		if n > 0 {
+			w.in = w.in[:len(w.in)+n]
+		}
+		switch {
+		case err == unix.EAGAIN:
+			return w.whole(), nil
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return false, os.NewSyscallError("read", err)
+		case n == 0:
+			return false, io.EOF
+		}
+		if w.whole() {
+			return true, nil
+		}
+	}
+}
+
+// whole tells whether in holds a whole frame (header and body).
+func (w *wire) whole() bool {
+	if len(w.in) < frameHeader {
+		return false
+	}
+	return len(w.in)-frameHeader >= int(binary.BigEndian.Uint32(w.in))
+}
+
+// drop forgets the frame decoded from in (and anything after it: a
+// session has one call in flight, so there is none).
+func (w *wire) drop() { w.in, w.off = w.in[:0], 0 }
 
 // begin starts a call that must end by deadline.
 func (w *wire) begin(deadline time.Time) {
@@ -57,7 +131,16 @@ func (w *wire) interrupt() {
 func (w *wire) Open() error                     { return nil }
 func (w *wire) IsOpen() bool                    { return true }
 func (w *wire) Close() error                    { return w.c.Close() }
-func (w *wire) Read(p []byte) (int, error)      { return w.c.Read(p) }
 func (w *wire) Write(p []byte) (int, error)     { return w.bw.Write(p) }
 func (w *wire) Flush(ctx context.Context) error { return w.bw.Flush() }
 func (w *wire) RemainingBytes() uint64          { return math.MaxUint64 }
+
+// Read serves the bytes fill read before reading the connection.
+func (w *wire) Read(p []byte) (int, error) {
+	if w.off < len(w.in) {
+		n := copy(p, w.in[w.off:])
+		w.off += n
+		return n, nil
+	}
+	return w.c.Read(p)
+}

@@ -1,0 +1,129 @@
+package iotdb
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+)
+
+// rawPair is a rawConn wire dialled to a loopback listener and the
+// server's end of it.
+func rawPair(t *testing.T) (*wire, net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	w, err := dialWire(context.Background(), ln.Addr().String(), time.Second, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close(); srv.Close() })
+	if _, ok := w.c.(*rawConn); !ok || w.fd < 0 {
+		t.Fatalf("raw wire on %T fd %d, want a rawConn with its descriptor", w.c, w.fd)
+	}
+	return w, srv
+}
+
+// A read on a rawConn that gets no answer ends at the deadline with a
+// timeout (a net.Error, as the pool's isTimeout reads it).
+func TestRawConnReadEndsAtDeadline(t *testing.T) {
+	w, _ := rawPair(t)
+	w.begin(time.Now().Add(150 * time.Millisecond))
+	start := time.Now()
+	_, err := w.Read(make([]byte, 8))
+	took := time.Since(start)
+	if !isTimeout(err) {
+		t.Fatalf("read with no answer: %v, want a timeout", err)
+	}
+	if took < 140*time.Millisecond || took > 2*time.Second {
+		t.Errorf("read returned after %v, want at its 150 ms deadline", took)
+	}
+}
+
+// interrupt (another goroutine moving the deadline to now) ends a read
+// that had no deadline, within poll's slice.
+func TestRawConnInterruptEndsRead(t *testing.T) {
+	w, _ := rawPair(t)
+	w.begin(time.Time{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := w.Read(make([]byte, 8))
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	w.interrupt()
+	select {
+	case err := <-done:
+		if !isTimeout(err) {
+			t.Errorf("interrupted read: %v, want a timeout", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("interrupt did not end the read")
+	}
+}
+
+// fill reports a frame whole only when its header and all of its body
+// arrived, however the server splits it; Read then serves exactly it, and
+// a closed connection is io.EOF.
+func TestFillWaitsForTheWholeFrame(t *testing.T) {
+	w, srv := rawPair(t)
+	frame := []byte{0, 0, 0, 6, 'a', 'n', 's', 'w', 'e', 'r'}
+	fillUntil := func(want bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			whole, err := w.fill()
+			if err != nil {
+				t.Fatalf("fill: %v", err)
+			}
+			if whole == want || !want && len(w.in) >= 6 {
+				if whole != want {
+					t.Fatalf("fill says whole=%v with %d bytes of a %d-byte frame", whole, len(w.in), len(frame))
+				}
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("fill never saw whole=%v (%d bytes in)", want, len(w.in))
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if _, err := srv.Write(frame[:6]); err != nil { // header and 2 of 6 body bytes
+		t.Fatal(err)
+	}
+	fillUntil(false)
+	if _, err := srv.Write(frame[6:]); err != nil {
+		t.Fatal(err)
+	}
+	fillUntil(true)
+	got, err := io.ReadAll(io.LimitReader(bufio.NewReader(w), int64(len(frame))))
+	if err != nil || string(got) != string(frame) {
+		t.Fatalf("Read after fill: %q, %v; want the frame %q", got, err, frame)
+	}
+	w.drop()
+	if len(w.in) != 0 {
+		t.Errorf("drop left %d bytes", len(w.in))
+	}
+	srv.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err := w.fill()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil || time.Now().After(deadline) {
+			t.Fatalf("fill after the server closed: %v, want io.EOF", err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
