@@ -23,8 +23,8 @@ const (
 	BoundPoolUtil    = 0.90
 	BoundPoolWaiting = 0.25
 	BoundPoolQueued  = 0.50
-	// BoundClientCPU is the share (0..1) of the probe's CPUs (GOMAXPROCS)
-	// its own process used at or above which the step is bounded by the
+	// BoundClientCPU is the share (0..1) of the probe's CPUs
+	// (ClientUse.Cores: GOMAXPROCS, 1 on the event loop) its own process used at or above which the step is bounded by the
 	// client; BoundClientLagMs the mean scheduling lag (ms) of the probe's
 	// goroutines at or above which it is too (the host had no CPU for it).
 	BoundClientCPU   = 0.90
@@ -107,7 +107,7 @@ func boundFix(bound string, maxWorkers int) string {
 	case BoundPool:
 		return fmt.Sprintf("a pool of at least the largest step: --pool-size %d or more (a common sizing is 1.5 x the writers: %d)", maxWorkers, (3*maxWorkers+1)/2)
 	case BoundClient:
-		return "the load generator is the limit, not the server: run the probe from more hosts (--shard K/N) or a host with more CPUs, or fewer workers per host"
+		return "the load generator is the limit, not the server: run the probe from more hosts or processes (--shard K/N; a write or batch step drives all its workers from one thread), or fewer workers per process"
 	case BoundErrors:
 		return "fix the errors first (see errors by class and the status codes); the throughput of a failing step says nothing about capacity"
 	case BoundServer:
