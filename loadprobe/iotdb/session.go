@@ -216,9 +216,12 @@ func (s *session) send(method string, args thrift.TStruct) error {
 }
 
 // recv decodes the answer to the call sent last into result, from the
-// frame the event loop read (wire.fill), and forgets the frame.
+// frame the event loop read (wire.fill), and forgets the frame. It reads
+// nothing from the connection: a message longer than its frame fails
+// with errShortAnswer instead of blocking the loop.
 func (s *session) recv(method string, result thrift.TStruct) error {
-	defer s.w.drop()
+	s.w.inOnly = true
+	defer func() { s.w.inOnly = false; s.w.drop() }()
 	return s.tc.Recv(context.Background(), s.prot, s.seq, method, result)
 }
 
