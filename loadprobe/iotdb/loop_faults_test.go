@@ -130,3 +130,39 @@ func TestLoopShortAnswerDoesNotStallTheLoop(t *testing.T) {
 		t.Errorf("latency max %.0f ms with a %v call timeout: the bad answer stalled the other worker", st.Latency.Max, cfg.CallTimeout)
 	}
 }
+
+// Cancelling the run cuts a session's opening calls at once, on the
+// event loop (write) and with a goroutine per worker (mixed): a node
+// that takes the connection but never answers (a DataNode whose RPC
+// threads are all busy) held the step, and Ctrl-C, until --call-timeout.
+// Nothing is counted, and the node is not reported unreachable.
+func TestCancelCutsSessionOpenInFlight(t *testing.T) {
+	hung, err := net.Listen("tcp", "127.0.0.1:0") // never accepts: connects, never answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hung.Close()
+	for _, sc := range []string{ScenarioWrite, ScenarioMixed} {
+		t.Run(sc, func(t *testing.T) {
+			cfg := Config{NodeURLs: []string{hung.Addr().String()}, Scenario: sc, PoolSize: 2, CallTimeout: 10 * time.Second,
+				StepDuration: 20 * time.Second}.withDefaults()
+			p := newSessionPool(&cfg)
+			defer p.close(time.Second)
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(300*time.Millisecond, cancel)
+			t0 := time.Now()
+			st := runStep(ctx, &cfg, p, newWorkload(&cfg, "root.hostprep_cut"), 2, newLiveness(cfg.UnreachableAfter))
+			took := time.Since(t0)
+			t.Logf("event loop %v: returned after %v, ops %d %v, unreachable %q", st.Client.EventLoop, took, st.Ops, st.ErrorsByClass, p.unreachable())
+			if st.Client.EventLoop != (sc == ScenarioWrite) {
+				t.Errorf("event loop %v for %s", st.Client.EventLoop, sc)
+			}
+			if took > 2*time.Second {
+				t.Errorf("the step returned %v after start, cancelled at 300ms: the opening calls waited for their deadline", took)
+			}
+			if st.Ops != 0 || len(p.unreachable()) != 0 {
+				t.Errorf("%d ops %v, unreachable %q: want nothing counted for cut opens", st.Ops, st.ErrorsByClass, p.unreachable())
+			}
+		})
+	}
+}

@@ -96,6 +96,10 @@ func openSession(ctx context.Context, node, user, password string, connectTimeou
 	s := &session{node: node, w: w, fetch: fetch, rpc: rpc.NewIClientRPCServiceClient(tc), tc: tc, prot: prot}
 	w.begin(time.Now().Add(callTimeout))
 	defer w.end()
+	// The session is not yet the pool's (sessionPool.interrupt does not
+	// see it): ctx's end cuts its opening calls here.
+	stop := context.AfterFunc(ctx, w.interrupt)
+	defer stop()
 	resp, err := s.rpc.OpenSession(ctx, &rpc.TSOpenSessionReq{ClientProtocol: rpc.TSProtocolVersion_IOTDB_SERVICE_PROTOCOL_V3,
 		ZoneId: "UTC", Username: user, Password: &password})
 	if err == nil {
