@@ -233,6 +233,9 @@ func (p *sessionPool) openAt(ctx context.Context, node string) *session {
 		}
 	}
 	s, err := openSession(ctx, node, p.user, p.password, p.openTimeout, p.callTimeout, p.fetch, p.raw)
+	if err != nil && ctx.Err() != nil {
+		return nil // cut by ctx: no verdict on the node
+	}
 	if err != nil {
 		p.mu.Lock()
 		p.nodeErrs[node] = err.Error()
@@ -285,6 +288,9 @@ func (p *sessionPool) open(ctx context.Context) (*session, error) {
 		var ee *client.ExecutionError
 		if errors.As(err, &ee) {
 			return nil, err // the server answered: a refused login is no connect failure
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err() // cut by ctx: no verdict on the node
 		}
 		p.mu.Lock()
 		p.nodeErrs[node] = err.Error()

@@ -96,6 +96,10 @@ func openSession(ctx context.Context, node, user, password string, connectTimeou
 	s := &session{node: node, w: w, fetch: fetch, rpc: rpc.NewIClientRPCServiceClient(tc), tc: tc, prot: prot}
 	w.begin(time.Now().Add(callTimeout))
 	defer w.end()
+	// The session is not yet the pool's (sessionPool.interrupt does not
+	// see it): ctx's end cuts its opening calls here.
+	stop := context.AfterFunc(ctx, w.interrupt)
+	defer stop()
 	resp, err := s.rpc.OpenSession(ctx, &rpc.TSOpenSessionReq{ClientProtocol: rpc.TSProtocolVersion_IOTDB_SERVICE_PROTOCOL_V3,
 		ZoneId: "UTC", Username: user, Password: &password})
 	if err == nil {
@@ -216,9 +220,12 @@ func (s *session) send(method string, args thrift.TStruct) error {
 }
 
 // recv decodes the answer to the call sent last into result, from the
-// frame the event loop read (wire.fill), and forgets the frame.
+// frame the event loop read (wire.fill), and forgets the frame. It reads
+// nothing from the connection: a message longer than its frame fails
+// with errShortAnswer instead of blocking the loop.
 func (s *session) recv(method string, result thrift.TStruct) error {
-	defer s.w.drop()
+	s.w.inOnly = true
+	defer func() { s.w.inOnly = false; s.w.drop() }()
 	return s.tc.Recv(context.Background(), s.prot, s.seq, method, result)
 }
 

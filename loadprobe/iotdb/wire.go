@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"errors"
 	"io"
 	"math"
 	"net"
@@ -40,7 +41,15 @@ type wire struct {
 	busy atomic.Bool // a call is in progress (interrupt cuts only those)
 	in   []byte      // answer bytes read by fill and not yet decoded
 	off  int         // in[:off] was decoded
+	// inOnly: Read serves in and never the connection (the event loop
+	// decodes a frame fill read whole; an answer whose message runs past
+	// its frame must fail at once, not wait on the socket in the loop).
+	inOnly bool
 }
+
+// errShortAnswer is an answer whose message runs past the end of its
+// frame (the server broke the protocol); the call fails at once.
+var errShortAnswer = errors.New("the answer's message runs past the end of its frame")
 
 // conn is what a wire runs on: a net.Conn (Go's netpoller), or a
 // rawConn (outside it) for the sessions of an event-loop run.
@@ -141,6 +150,9 @@ func (w *wire) Read(p []byte) (int, error) {
 		n := copy(p, w.in[w.off:])
 		w.off += n
 		return n, nil
+	}
+	if w.inOnly {
+		return 0, errShortAnswer
 	}
 	return w.c.Read(p)
 }
