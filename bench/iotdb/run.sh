@@ -6,6 +6,10 @@
 # Per scenario and step it prints, for each run and as the median over the
 # runs: TPS, p50/p95 (ms) and client CPU per operation (µs) of both clients
 # and the TPS ratio hostprep/Java (>= 1.0: the probe is not the bottleneck).
+# A run is the two clients back to back, so its ratio compares them on the
+# server as it was then; the "med" row's ratio is the median of the runs'
+# ratios (the server drifts between runs: its JIT, compactions), and the
+# ratio of the two TPS medians follows on a line of its own.
 #
 # The Java client is built from the jars in lib/ of the IoTDB distribution
 # scripts/iotdb.sh fetches (iotdb-session and its dependencies; nothing new
@@ -79,6 +83,7 @@ for sc in $SCENARIOS; do
 		pool=${POOL:-$n}
 		: >"$out/j.txt"
 		: >"$out/p.txt"
+		: >"$out/r.txt"
 		for ((r = 1; r <= REPS; r++)); do
 			# Alternate which client goes first, so drift of the shared
 			# server (compaction, GC) does not favour one of them.
@@ -91,15 +96,17 @@ for sc in $SCENARIOS; do
 			echo "$p" >>"$out/p.txt"
 			read -r jt j50 j95 jc _ <<<"$j"
 			read -r pt p50 p95 pc _ <<<"$p"
+			ratio=$(awk -v a="${pt:-0}" -v b="${jt:-0}" 'BEGIN{print (b>0)?a/b:0}')
+			echo "$ratio" >>"$out/r.txt"
 			printf '%-8s %7d %4d | %10.0f %8.2f %8.2f %9.1f | %10.0f %8.2f %8.2f %9.1f | %6.2f\n' "$sc" "$n" "$r" \
-				"${jt:-0}" "${j50:-0}" "${j95:-0}" "${jc:-0}" "${pt:-0}" "${p50:-0}" "${p95:-0}" "${pc:-0}" \
-				"$(awk -v a="${pt:-0}" -v b="${jt:-0}" 'BEGIN{print (b>0)?a/b:0}')"
+				"${jt:-0}" "${j50:-0}" "${j95:-0}" "${jc:-0}" "${pt:-0}" "${p50:-0}" "${p95:-0}" "${pc:-0}" "$ratio"
 		done
 		col() { awk -v c="$2" '{print $c}' "$1" | median; }
 		jt=$(col "$out/j.txt" 1); pt=$(col "$out/p.txt" 1)
 		printf '%-8s %7d %4s | %10.0f %8.2f %8.2f %9.1f | %10.0f %8.2f %8.2f %9.1f | %6.2f\n' "$sc" "$n" med \
 			"$jt" "$(col "$out/j.txt" 2)" "$(col "$out/j.txt" 3)" "$(col "$out/j.txt" 4)" \
 			"$pt" "$(col "$out/p.txt" 2)" "$(col "$out/p.txt" 3)" "$(col "$out/p.txt" 4)" \
-			"$(awk -v a="$pt" -v b="$jt" 'BEGIN{print (b>0)?a/b:0}')"
+			"$(median <"$out/r.txt")"
+		printf '%-8s %7d      ratio of the TPS medians: %.2f\n' "$sc" "$n" "$(awk -v a="$pt" -v b="$jt" 'BEGIN{print (b>0)?a/b:0}')"
 	done
 done
