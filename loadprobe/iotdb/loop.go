@@ -25,7 +25,7 @@ import (
 // worker, every answer woke a thread of the Go scheduler (about 0.85
 // context switches and 37-43 µs of client CPU per insertRecord at 8
 // writers on 2 CPUs); the loop wakes once for the answers that arrived
-// meanwhile (about 3 at 8 writers) and spends about 22-28 µs
+// meanwhile (about 3 at 8 writers) and spends about 18-29 µs
 // (bench/README.md). Latency is measured as before: from before the slot
 // is taken to the answer's reading, each answer on the clock when the
 // loop reads it (after the sends for the answers read before it in the
