@@ -6,10 +6,13 @@ import (
 	"errors"
 	"log/slog"
 	mrand "math/rand/v2"
+	"runtime"
 	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hostprep/hostprep/internal/rawsys"
 )
 
 // The event loop runs a closed-loop step of a one-call scenario (write,
@@ -89,6 +92,7 @@ type eventLoop struct {
 	live    int               // workers not done
 	due     time.Time         // the earliest until of any worker (zero: none)
 	events  []unix.EpollEvent
+	raw     bool // epollWait is a raw call (GOMAXPROCS > 1)
 
 	mu     sync.Mutex // guards closed against wake
 	closed bool       // efd is closed or about to be
@@ -123,7 +127,7 @@ func runLoop(ctx context.Context, cancel context.CancelFunc, cfg *Config, p *ses
 	}
 	l := &eventLoop{ctx: ctx, cancel: cancel, cfg: cfg, p: p, lv: lv, secs: secs, start: start, end: start.Add(cfg.StepDuration),
 		ep: ep, efd: efd, byFd: map[int]*lworker{}, watched: map[*session]bool{}, opens: make(chan opened, len(workers)),
-		events: make([]unix.EpollEvent, max(16, len(workers)+1))}
+		events: make([]unix.EpollEvent, max(16, len(workers)+1)), raw: runtime.GOMAXPROCS(0) > 1}
 	defer func() {
 		l.mu.Lock()
 		l.closed = true
@@ -145,7 +149,7 @@ func runLoop(ctx context.Context, cancel context.CancelFunc, cfg *Config, p *ses
 			l.abort()
 			break
 		}
-		n, err := unix.EpollWait(ep, l.events, l.timeout(time.Now()))
+		n, err := l.epollWait(l.timeout(time.Now()))
 		if err != nil && err != unix.EINTR {
 			// Not seen: epoll_wait fails only on a bad descriptor or
 			// buffer. The step is cut as if interrupted, and said.
@@ -191,8 +195,26 @@ func (l *eventLoop) wake() {
 }
 
 // maxWait bounds one epoll_wait (ms), so that the loop looks at the
-// clock and the context at least this often whatever happens.
-const maxWait = 100
+// clock and the context at least this often whatever happens; rawMaxWait
+// bounds one raw wait (see epollWait), which holds the loop's P.
+const (
+	maxWait    = 100
+	rawMaxWait = 5
+)
+
+// epollWait waits up to ms for events on the loop's epoll set. With more
+// than one P it is a raw call (rawsys.EpollWait, at most rawMaxWait): the
+// loop keeps its P while it sleeps, which spares the hand-off of the P
+// and sysmon's wake-ups around every wait (about a third of the CPU per
+// operation at 1 writer, bench/README.md); other goroutines (opens, the
+// sampler) run on the other Ps. With one P, where they would wait for
+// the loop, it is a plain blocking call.
+func (l *eventLoop) epollWait(ms int) (int, error) {
+	if l.raw {
+		return rawsys.EpollWait(l.ep, l.events, min(ms, rawMaxWait))
+	}
+	return unix.EpollWait(l.ep, l.events, ms)
+}
 
 // timeout is epoll_wait's timeout (ms) at now: until the earliest due
 // time (rounded up), at most maxWait.
