@@ -304,32 +304,22 @@ func (l *eventLoop) call(lw *lworker, s *session, now time.Time) {
 		l.watched[s] = true
 	}
 	l.byFd[s.w.fd] = lw
-	if err := l.send(lw, s); err != nil {
+	if _, err := guarded(func() (int64, error) { return 0, lw.ops.send(s) }); err != nil {
 		l.settle(lw, 0, err, deadline, now)
 		return
 	}
 	l.wait(lw, lCalling, deadline)
 }
 
-// send sends lw's operation on s; a panic in the client is an error.
-func (l *eventLoop) send(lw *lworker, s *session) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = &panicError{where: "client call", value: v}
-		}
-	}()
-	return lw.ops.send(s)
-}
-
-// recv decodes the answer to lw's call; a panic in the client is an
-// error.
-func (l *eventLoop) recv(lw *lworker) (pts int64, err error) {
+// guarded runs f (a send or a decoding of the client's), a panic in it
+// being a *panicError.
+func guarded(f func() (int64, error)) (pts int64, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			pts, err = 0, &panicError{where: "client call", value: v}
 		}
 	}()
-	return lw.ops.recv(lw.s)
+	return f()
 }
 
 // readable reads what arrived on fd: the answer to the call in flight on
@@ -354,7 +344,7 @@ func (l *eventLoop) readable(fd int, now time.Time) {
 	}
 	var pts int64
 	if err == nil {
-		pts, err = l.recv(lw)
+		pts, err = guarded(func() (int64, error) { return lw.ops.recv(lw.s) })
 	}
 	l.settle(lw, pts, err, lw.until, now)
 }
@@ -363,19 +353,25 @@ func (l *eventLoop) readable(fd int, now time.Time) {
 // the session goes back to the pool (closed when broken) and the
 // operation is counted.
 func (l *eventLoop) settle(lw *lworker, pts int64, err error, deadline, now time.Time) {
-	s := lw.s
-	lw.s = nil
 	var broken bool
 	err, broken = l.p.settle(l.ctx, err, deadline)
+	l.giveBack(lw, broken)
+	l.handOn(now)
+	l.finish(lw, pts, err, now)
+}
+
+// giveBack ends lw's call and puts its session back in the pool, closed
+// when broken (closing the descriptor takes it out of ep).
+func (l *eventLoop) giveBack(lw *lworker, broken bool) {
+	s := lw.s
+	lw.s = nil
 	s.w.end()
 	if broken {
 		s.w.drop()
 		delete(l.byFd, s.w.fd)
-		delete(l.watched, s) // closing the descriptor takes it out of ep
+		delete(l.watched, s)
 	}
 	l.p.put(s, broken)
-	l.handOn(now)
-	l.finish(lw, pts, err, now)
 }
 
 // handOn gives the slot just freed to the first worker waiting for one.
@@ -458,18 +454,11 @@ func (l *eventLoop) abort() {
 	for _, lw := range l.workers {
 		switch lw.state {
 		case lCalling:
-			s := lw.s
-			lw.s = nil
-			s.w.end()
-			delete(l.byFd, s.w.fd)
-			delete(l.watched, s)
-			l.p.put(s, true)
+			l.giveBack(lw, true) // mid-frame
 		case lWaiting:
 			l.unqueue(lw)
 		}
-		if lw.state != lDone {
-			lw.state = lDone
-		}
+		lw.state = lDone
 	}
 	for ; l.pending > 0; l.pending-- {
 		if o := <-l.opens; o.err == nil {
