@@ -1,19 +1,110 @@
 package main
 
 import (
+	"context"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/hostprep/hostprep/internal/atomicfile"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/loadprobe/fleet"
 	"github.com/hostprep/hostprep/profiles"
+	"github.com/spf13/cobra"
 )
 
-// What the probe commands (probe mqtt, probe iotdb) share: where the
-// password comes from, output files checked before the load and written
-// after it, and the exit code of a failed verdict.
+// What the probe commands (probe mqtt, probe iotdb) share: the order of a
+// run (runProbe), where the password comes from, output files checked
+// before the load and written after it, and the exit code of a failed
+// verdict.
+
+// probeFlags are the flags every probe command has besides its load:
+// --profile, --password-file, --shard and the outputs (--output, --csv,
+// --html).
+type probeFlags struct {
+	profile, passwordFile, shard string
+	outs                         probeOutputs
+}
+
+// probeOutcome is a probe run as runProbe reports it.
+type probeOutcome struct {
+	// res is the run's result; nil when the run failed before measuring.
+	res probeResult
+	// stopReason points at the result's own stop-reason field.
+	stopReason *string
+	verdict    verdict.Status
+	checks     []verdict.Check
+}
+
+// probeSpec is what one probe command adds to runProbe. S is the type of
+// its profile section (profiles.MQTTProbe, profiles.IoTDBProbe).
+type probeSpec[S any] struct {
+	// name is the probe ("mqtt"): its profile section is probe.NAME, and
+	// a failed verdict reads "probe NAME: ... failed".
+	name        string
+	section     func(*profiles.Profile) *S
+	check       func(*profiles.Profile) error
+	passwordEnv string
+	// settle resolves the run's settings (built-in defaults, then sec,
+	// the profile's section or nil without --profile, then the flags given
+	// explicitly) with the parsed --shard and the password, and validates
+	// them; its errors are bad input (exit 2).
+	settle func(sec *S, shard fleet.Shard, password string) error
+	// run runs the load until it ends or ctx ends (Ctrl-C, SIGTERM),
+	// writing progress to stderr.
+	run func(ctx context.Context, stderr io.Writer) (probeOutcome, error)
+	// exitErr, when set, turns run's error (the report already states it)
+	// into the command's error.
+	exitErr func(error) error
+}
+
+// runProbe is the RunE of a probe command: it checks --output and
+// --shard, reads the profile's section and the password, lets spec settle
+// and validate the settings, fails on an unwritable --csv/--html before
+// loading the server, runs the load with Ctrl-C/SIGTERM ending it, writes
+// the result (also when the run was cut short: the report says
+// INCOMPLETE and why) and turns a failed verdict into exit 1.
+func runProbe[S any](cmd *cobra.Command, pf *probeFlags, spec probeSpec[S]) error {
+	if err := checkOutput(pf.outs.Format, "text", "json"); err != nil {
+		return err
+	}
+	shard, err := fleet.ParseShard(pf.shard)
+	if err != nil {
+		return err
+	}
+	sec, err := probeSection(pf.profile, "probe."+spec.name, spec.section, spec.check)
+	if err != nil {
+		return err
+	}
+	pw, err := probePassword(pf.passwordFile, spec.passwordEnv)
+	if err != nil {
+		return err
+	}
+	if err := spec.settle(sec, shard, pw); err != nil {
+		return err
+	}
+	if err := pf.outs.checkFiles(); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	out, runErr := spec.run(ctx, cmd.ErrOrStderr())
+	if out.res != nil {
+		if err := pf.outs.write(cmd.OutOrStdout(), out.res, out.stopReason, runErr); err != nil {
+			return err
+		}
+	}
+	if runErr != nil {
+		if spec.exitErr != nil {
+			return spec.exitErr(runErr)
+		}
+		return runErr
+	}
+	return probeVerdictErr(spec.name, out.verdict, out.checks)
+}
 
 // probeSection returns the probe's section (section picks it, nil when
 // absent) of the profile --profile names (ref: built-in name or file),

@@ -1,13 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/signal"
+	"io"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/plural"
@@ -68,11 +67,9 @@ func init() {
 // one command's surface over several functions.
 func newProbeIoTDBCmd() *cobra.Command {
 	var (
-		cfg                   = iotdb.Defaults
-		profile, passwordFile string
-		outs                  probeOutputs
-		maxErrorRate          = 0.01
-		shard                 string
+		cfg          = iotdb.Defaults
+		pf           probeFlags
+		maxErrorRate = 0.01
 	)
 	cfg.Password = ""
 	cfg.Steps = slices.Clone(cfg.Steps)
@@ -118,78 +115,65 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
   hostprep probe iotdb --profile iotdb`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(outs.Format, "text", "json"); err != nil {
-				return err
-			}
-			f := cmd.Flags()
-			var err error
-			if cfg.Shard, err = fleet.ParseShard(shard); err != nil {
-				return err
-			}
-			section, err := probeSection(profile, "probe.iotdb", func(p *profiles.Profile) *profiles.IoTDBProbe { return p.Probe.IoTDB }, iotdb.CheckProfile)
-			if err != nil {
-				return err
-			}
-			// Built-in defaults (an error-rate limit of 1%), then the
-			// profile's section, then the flags given explicitly.
-			cfg.Thresholds.MaxErrorRate = &maxErrorRate
-			base := iotdb.Defaults
-			defaultMax := 0.01
-			base.Thresholds.MaxErrorRate = &defaultMax
-			cfg = iotdb.Resolve(&base, section, &cfg, func(key string) bool { return f.Changed(iotdbFlag(key)) })
-			pw, err := probePassword(passwordFile, iotdbPasswordEnv)
-			if err != nil {
-				return err
-			}
-			if passwordFile != "" && pw == "" {
-				return exitcode.BadInputf("--password-file %s is empty: put the IoTDB password in it", passwordFile)
-			}
-			cfg.Password = pw
-			// Fail on an unwritable output file before loading the server.
-			if err := outs.checkFiles(); err != nil {
-				return err
-			}
-			stderr := cmd.ErrOrStderr()
-			if err := cfg.Validate(); err != nil {
-				return iotdbFlagError(err)
-			}
-			for _, w := range cfg.Warnings() {
-				fmt.Fprintf(stderr, "probe iotdb: warning: %s\n", w)
-			}
-			cfg.OnStep = func(s iotdb.Step) {
-				fmt.Fprintf(stderr, "probe iotdb: %s: %.1f TPS, p95 %.2f ms, errors %.2f%%, pool %.0f%%\n",
-					plural.N(s.Workers, "worker"), s.TPS, s.Latency.P95, 100*s.ErrorRate, 100*s.Pool.MeanUtil)
-			}
-
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			res, runErr := iotdb.Run(ctx, cfg)
-			runErr = iotdbFlagError(runErr)
-			if res != nil {
-				if err := outs.write(cmd.OutOrStdout(), res, &res.StopReason, runErr); err != nil {
+			return runProbe(cmd, &pf, probeSpec[profiles.IoTDBProbe]{
+				name:        "iotdb",
+				section:     func(p *profiles.Profile) *profiles.IoTDBProbe { return p.Probe.IoTDB },
+				check:       iotdb.CheckProfile,
+				passwordEnv: iotdbPasswordEnv,
+				settle: func(sec *profiles.IoTDBProbe, sh fleet.Shard, pw string) error {
+					if pf.passwordFile != "" && pw == "" {
+						return exitcode.BadInputf("--password-file %s is empty: put the IoTDB password in it", pf.passwordFile)
+					}
+					// Built-in defaults (an error-rate limit of 1%), then the
+					// profile's section, then the flags given explicitly.
+					cfg.Shard = sh
+					cfg.Thresholds.MaxErrorRate = &maxErrorRate
+					base := iotdb.Defaults
+					defaultMax := 0.01
+					base.Thresholds.MaxErrorRate = &defaultMax
+					f := cmd.Flags()
+					cfg = iotdb.Resolve(&base, sec, &cfg, func(key string) bool { return f.Changed(iotdbFlag(key)) })
+					cfg.Password = pw
+					if err := cfg.Validate(); err != nil {
+						return iotdbFlagError(err)
+					}
+					return nil
+				},
+				run: func(ctx context.Context, stderr io.Writer) (probeOutcome, error) {
+					for _, w := range cfg.Warnings() {
+						fmt.Fprintf(stderr, "probe iotdb: warning: %s\n", w)
+					}
+					cfg.OnStep = func(s iotdb.Step) {
+						fmt.Fprintf(stderr, "probe iotdb: %s: %.1f TPS, p95 %.2f ms, errors %.2f%%, pool %.0f%%\n",
+							plural.N(s.Workers, "worker"), s.TPS, s.Latency.P95, 100*s.ErrorRate, 100*s.Pool.MeanUtil)
+					}
+					res, err := iotdb.Run(ctx, cfg)
+					err = iotdbFlagError(err)
+					if res == nil {
+						return probeOutcome{}, err
+					}
+					return probeOutcome{res, &res.StopReason, res.Verdict, res.Checks}, err
+				},
+				exitErr: func(err error) error {
+					if exitcode.Code(err) == exitcode.Failed {
+						return exitcode.Environmentf("probe iotdb interrupted: %v", err)
+					}
 					return err
-				}
-			}
-			if runErr != nil {
-				if exitcode.Code(runErr) == exitcode.Failed {
-					return exitcode.Environmentf("probe iotdb interrupted: %v", runErr)
-				}
-				return runErr
-			}
-			return probeVerdictErr("iotdb", res.Verdict, res.Checks)
+				},
+			})
 		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&profile, "profile", "", "take the load and thresholds from this profile's probe.iotdb section (built-in name or file); flags given explicitly win")
+	fl.StringVar(&pf.profile, "profile", "", "take the load and thresholds from this profile's probe.iotdb section (built-in name or file); flags given explicitly win")
 	fl.StringVar(&cfg.Host, "host", cfg.Host, "IoTDB DataNode host")
 	fl.IntVar(&cfg.Port, "port", cfg.Port, "IoTDB DataNode client RPC port")
 	fl.StringSliceVar(&cfg.NodeURLs, "node-urls", nil, "DataNodes' client RPC addresses host:port,... (the SessionPool's NodeUrls; a new session goes to the first that answers); replaces --host/--port")
 	fl.BoolVar(&cfg.Redirection, "redirection", false, "follow the server's redirection of writes to the DataNode leading the device's region (the Java SessionPool's enableRedirection)")
-	fl.StringVar(&shard, "shard", "", "run shard `K/N` of a fleet run of N load generators: this host's share of each step's workers, its own devices; every shard gets the same --run-id")
+	fl.StringVar(&pf.shard, "shard", "", "run shard `K/N` of a fleet run of N load generators: this host's share of each step's workers, its own devices; every shard gets the same --run-id")
 	fl.StringVar(&cfg.RunID, "run-id", "", "run id naming the database root.hostprep_<run id> (lower-case letters, digits, _); the same on every shard of a fleet run (default: random)")
 	fl.StringVar(&cfg.Database, "database", "", "write under this existing database (root.x): devices root.x.hostprep_<run id>.d<N>, only time series created and deleted (default: create and delete root.hostprep_<run id>)")
 	fl.StringVar(&cfg.User, "user", cfg.User, "IoTDB user")
-	fl.StringVar(&passwordFile, "password-file", "", "file holding the IoTDB password (else $"+iotdbPasswordEnv+", else root); never printed")
+	fl.StringVar(&pf.passwordFile, "password-file", "", "file holding the IoTDB password (else $"+iotdbPasswordEnv+", else root); never printed")
 	fl.StringVar(&cfg.Scenario, "scenario", cfg.Scenario, "load: write, batch or mixed")
 	fl.IntSliceVar(&cfg.Steps, "steps", cfg.Steps, "worker counts of the steps, strictly increasing (e.g. 10,20,30,40,50)")
 	fl.DurationVar(&cfg.StepDuration, "step-duration", cfg.StepDuration, "how long each step runs")
@@ -205,8 +189,8 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 	fl.DurationVar(&cfg.Thresholds.P95, "max-p95", 0, "highest acceptable p95 response time at the target step (0: not checked)")
 	fl.Float64Var(&cfg.Thresholds.MinTPS, "min-tps", 0, "lowest acceptable TPS at the target step (0: not checked)")
 	fl.IntVar(&cfg.Thresholds.TargetStep, "target-step", 0, "worker count --max-p95 and --min-tps apply to (0: the last step)")
-	fl.StringVarP(&outs.Format, "output", "o", "text", "result format: text or json")
-	fl.StringVar(&outs.CSV, "csv", "", "also write one row per step to this CSV `FILE`")
-	fl.StringVar(&outs.HTML, "html", "", "also write a self-contained HTML report with response-time and throughput charts to `FILE`")
+	fl.StringVarP(&pf.outs.Format, "output", "o", "text", "result format: text or json")
+	fl.StringVar(&pf.outs.CSV, "csv", "", "also write one row per step to this CSV `FILE`")
+	fl.StringVar(&pf.outs.HTML, "html", "", "also write a self-contained HTML report with response-time and throughput charts to `FILE`")
 	return c
 }

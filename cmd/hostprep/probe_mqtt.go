@@ -1,9 +1,9 @@
 package main
 
 import (
+	"context"
+	"io"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/hostprep/hostprep/internal/rate"
@@ -25,9 +25,8 @@ func init() {
 func newProbeMQTTCmd() *cobra.Command {
 	var (
 		cfg                        = mqtt.Defaults()
-		profile, passwordFile      string
-		outs                       probeOutputs
-		shard, startAt             string
+		pf                         probeFlags
+		startAt                    string
 		maxLoss, maxConnectFail    float64
 		connectP95, ackP95, e2eP99 time.Duration
 		th                         = mqtt.DefaultThresholds()
@@ -47,58 +46,43 @@ never printed. Exit codes: 0 pass, 1 a threshold failed, 2 bad input,
 3 could not run (broker unreachable, RLIMIT_NOFILE too low, interrupted).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(outs.Format, "text", "json"); err != nil {
-				return err
-			}
-			f := cmd.Flags()
-			var err error
-			if cfg.Shard, err = fleet.ParseShard(shard); err != nil {
-				return err
-			}
-			if cfg.StartAt, err = fleet.ParseStart(startAt, time.Now()); err != nil {
-				return err
-			}
-			cfg.Thresholds.Loss, cfg.Thresholds.ConnectFailRate = &maxLoss, &maxConnectFail
-			cfg.Thresholds.ConnectP95, cfg.Thresholds.AckP95, cfg.Thresholds.E2EP99 = connectP95, ackP95, e2eP99
-			section, err := probeSection(profile, "probe.mqtt", func(p *profiles.Profile) *profiles.MQTTProbe { return p.Probe.MQTT }, mqtt.CheckProfile)
-			if err != nil {
-				return err
-			}
-			// Defaults, then the profile, then the flags given explicitly.
-			cfg = mqtt.Resolve(section, cfg, f.Changed)
-			pw, err := probePassword(passwordFile, mqtt.PasswordEnv)
-			if err != nil {
-				return err
-			}
-			cfg.Password = pw
-			if err := outs.checkFiles(); err != nil {
-				return err
-			}
-			cfg.Progress = cmd.ErrOrStderr()
-			cfg.ProgressTTY = term.IsTerminal(int(os.Stderr.Fd()))
-
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			res, runErr := mqtt.Run(ctx, cfg)
-			if res != nil {
-				if err := outs.write(cmd.OutOrStdout(), res, &res.StoppedEarlyReason, runErr); err != nil {
-					return err
-				}
-			}
-			if runErr != nil {
-				return runErr
-			}
-			return probeVerdictErr("mqtt", res.Verdict, res.Checks)
+			return runProbe(cmd, &pf, probeSpec[profiles.MQTTProbe]{
+				name:        "mqtt",
+				section:     func(p *profiles.Profile) *profiles.MQTTProbe { return p.Probe.MQTT },
+				check:       mqtt.CheckProfile,
+				passwordEnv: mqtt.PasswordEnv,
+				settle: func(sec *profiles.MQTTProbe, sh fleet.Shard, pw string) error {
+					var err error
+					cfg.Shard = sh
+					if cfg.StartAt, err = fleet.ParseStart(startAt, time.Now()); err != nil {
+						return err
+					}
+					cfg.Thresholds.Loss, cfg.Thresholds.ConnectFailRate = &maxLoss, &maxConnectFail
+					cfg.Thresholds.ConnectP95, cfg.Thresholds.AckP95, cfg.Thresholds.E2EP99 = connectP95, ackP95, e2eP99
+					cfg = mqtt.Resolve(sec, cfg, cmd.Flags().Changed)
+					cfg.Password = pw
+					return nil
+				},
+				run: func(ctx context.Context, stderr io.Writer) (probeOutcome, error) {
+					cfg.Progress = stderr
+					cfg.ProgressTTY = term.IsTerminal(int(os.Stderr.Fd()))
+					res, err := mqtt.Run(ctx, cfg)
+					if res == nil {
+						return probeOutcome{}, err
+					}
+					return probeOutcome{res, &res.StoppedEarlyReason, res.Verdict, res.Checks}, err
+				},
+			})
 		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&profile, "profile", "", "take the load and thresholds from this profile's probe.mqtt section (built-in name or file); flags given explicitly win")
+	fl.StringVar(&pf.profile, "profile", "", "take the load and thresholds from this profile's probe.mqtt section (built-in name or file); flags given explicitly win")
 	fl.StringVar(&cfg.Broker, "broker", "", "broker URL: "+mqtt.BrokerSchemesHelp+", e.g. tcp://HOST:1883; empty starts the embedded broker on 127.0.0.1")
 	fl.StringVar(&cfg.CAFile, "ca", "", "PEM CA bundle for mqtts:// (ssl://, tls://)")
 	fl.StringVar(&cfg.CertFile, "cert", "", "PEM client certificate for mqtts://")
 	fl.StringVar(&cfg.KeyFile, "key", "", "PEM client key for mqtts://")
 	fl.StringVar(&cfg.Username, "username", "", "MQTT username")
-	fl.StringVar(&passwordFile, "password-file", "", "file holding the MQTT password (else $"+mqtt.PasswordEnv+"); never printed")
+	fl.StringVar(&pf.passwordFile, "password-file", "", "file holding the MQTT password (else $"+mqtt.PasswordEnv+"); never printed")
 	fl.StringVar(&cfg.MQTTVersion, "mqtt-version", cfg.MQTTVersion, "MQTT protocol version: 3.1.1 or 5")
 	fl.StringVar(&cfg.Topic, "topic", cfg.Topic, "topic pattern; {client} is the client number, {run} the run id")
 	fl.StringVar(&cfg.ClientID, "client-id", cfg.ClientID, "client id pattern; must contain {client}")
@@ -119,12 +103,12 @@ never printed. Exit codes: 0 pass, 1 a threshold failed, 2 bad input,
 	fl.DurationVar(&connectP95, "connect-p95", th.ConnectP95, "highest acceptable connect p95 (scheduled -> CONNACK); 0 = not judged")
 	fl.DurationVar(&ackP95, "ack-p95", th.AckP95, "highest acceptable publish -> PUBACK/PUBCOMP p95; 0 = not judged")
 	fl.DurationVar(&e2eP99, "e2e-p99", th.E2EP99, "highest acceptable end-to-end p99; 0 = not judged")
-	fl.StringVar(&shard, "shard", "", "run shard `K/N` of a fleet run: this host takes the fleet's clients g with g mod N = K-1 on the fleet's schedule (--clients and --conn-rate are the fleet's); needs --start-at")
+	fl.StringVar(&pf.shard, "shard", "", "run shard `K/N` of a fleet run: this host takes the fleet's clients g with g mod N = K-1 on the fleet's schedule (--clients and --conn-rate are the fleet's); needs --start-at")
 	fl.StringVar(&startAt, "start-at", "", "start the schedule at `TIME`: RFC 3339, TIME+30s (an offset from a time the control node hands out) or +30s from now; refused when past or when the clock's error exceeds --max-clock-error")
 	fl.DurationVar(&cfg.MaxClockError, "max-clock-error", cfg.MaxClockError, "with --start-at: highest acceptable clock error by adjtimex (maxerror); 0 = not checked (every shard on this host: one clock)")
 	fl.StringVar(&cfg.RunID, "run-id", "", "run id shared by a fleet's shards (topics, client ids, report merge); default: random, or with --shard derived from --start-at")
-	fl.StringVarP(&outs.Format, "output", "o", "text", "result format: text or json")
-	fl.StringVar(&outs.CSV, "csv", "", "write the per-second series to this CSV file")
-	fl.StringVar(&outs.HTML, "html", "", "also write a self-contained HTML report (connections, msg/s, latency over time, a latency heat map, delivery accounting, checks) to `FILE`; a run that fails before measuring writes none")
+	fl.StringVarP(&pf.outs.Format, "output", "o", "text", "result format: text or json")
+	fl.StringVar(&pf.outs.CSV, "csv", "", "write the per-second series to this CSV file")
+	fl.StringVar(&pf.outs.HTML, "html", "", "also write a self-contained HTML report (connections, msg/s, latency over time, a latency heat map, delivery accounting, checks) to `FILE`; a run that fails before measuring writes none")
 	return c
 }
