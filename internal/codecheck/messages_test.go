@@ -1,4 +1,4 @@
-package plural
+package codecheck
 
 import (
 	"go/ast"
