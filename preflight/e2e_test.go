@@ -305,11 +305,7 @@ func TestE2EActiveChildDiesWithParent(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(childrenOf(bin)) == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	seen := len(childrenOf(bin)) > 0
+	seen := testenv.Eventually(10*time.Second, func() bool { return len(childrenOf(bin)) > 0 })
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	if !seen {
@@ -341,14 +337,9 @@ func childrenOf(bin string) []int {
 func assertNoChildren(t *testing.T) {
 	t.Helper()
 	bin := testenv.Binary(t)
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if len(childrenOf(bin)) == 0 {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testenv.Eventually(5*time.Second, func() bool { return len(childrenOf(bin)) == 0 }) {
+		t.Errorf("measuring children left behind: %v", childrenOf(bin))
 	}
-	t.Errorf("measuring children left behind: %v", childrenOf(bin))
 }
 
 // --profile needs no other flags; explicit flags override the profile.
@@ -450,13 +441,11 @@ func TestE2EActiveHitsTargetLimit(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() })
 	pid := fmt.Sprint(sleeper.Process.Pid)
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) { // wait for the exec so /proc/PID/limits shows 600
-		if b, _ := os.ReadFile("/proc/" + pid + "/comm"); strings.TrimSpace(string(b)) == "sleep" {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	// Wait for the exec, so /proc/PID/limits shows 600.
+	testenv.WaitFor(t, 5*time.Second, "sleep to run under ulimit -Sn 600", func() bool {
+		b, _ := os.ReadFile("/proc/" + pid + "/comm")
+		return strings.TrimSpace(string(b)) == "sleep"
+	})
 	out, stderr, code := testenv.Run(t, nil, "preflight", "--sockets", "1000", "--pid", pid, "--active", "--active-sockets", "1000", "-o", "json")
 	if code != 1 {
 		t.Fatalf("exit %d, want 1: %s\n%s", code, stderr, out)

@@ -243,7 +243,7 @@ func TestE2EPidAboveTheHardLimitIsRefusedUpFront(t *testing.T) {
 	}
 	pid := strings.TrimSpace(out)
 	t.Cleanup(func() { n.Run("kill", pid) })
-	waitFor(t, 5*time.Second, "sleep to run under nofile 1024:4096", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "sleep to run under nofile 1024:4096", func() bool {
 		out, _, _ := n.Run("cat", "/proc/"+pid+"/limits")
 		for _, l := range strings.Split(out, "\n") {
 			if f := strings.Fields(l); len(f) >= 5 && f[1] == "open" && f[3] == "1024" && f[4] == "4096" {

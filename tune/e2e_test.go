@@ -36,19 +36,6 @@ func guardGlobal(t *testing.T) map[string]string {
 	return testenv.GuardSysctls(t, "fs.nr_open", "fs.file-max")
 }
 
-// waitFor polls cond every 20 ms until it holds, failing the test after
-// deadline with what it waited for.
-func waitFor(t *testing.T, deadline time.Duration, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(deadline)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("waited %s for %s", deadline, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // holdLock makes a process in the sandbox hold /run/hostprep.lock (as a
 // concurrent apply would), waits until it does, and returns a func that
 // ends that process and waits until the lock is free again.
@@ -58,7 +45,7 @@ func (n *netns) holdLock() (release func()) {
 		n.t.Fatal(e)
 	}
 	free := func() bool { _, _, c := n.Run("flock", "-n", "/run/hostprep.lock", "true"); return c == 0 }
-	waitFor(n.t, 5*time.Second, "the lock holder", func() bool {
+	testenv.WaitFor(n.t, 5*time.Second, "the lock holder", func() bool {
 		_, _, c := n.Run("test", "-s", "/run/lock-holder.pid")
 		return c == 0 && !free()
 	})
@@ -66,7 +53,7 @@ func (n *netns) holdLock() (release func()) {
 	n.t.Cleanup(kill) // a test that stops early leaves no holder behind
 	return func() {
 		kill()
-		waitFor(n.t, 5*time.Second, "the lock to be free", free)
+		testenv.WaitFor(n.t, 5*time.Second, "the lock to be free", free)
 	}
 }
 

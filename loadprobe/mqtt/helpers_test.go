@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/loadprobe/latency"
 	"github.com/mochi-mqtt/server/v2/packets"
 )
@@ -27,10 +28,7 @@ func noLeak(t *testing.T) {
 	before := runtime.NumGoroutine()
 	t.Cleanup(func() {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
+		testenv.Eventually(5*time.Second, func() bool { return runtime.NumGoroutine() <= before })
 		if n := runtime.NumGoroutine(); n > before {
 			buf := make([]byte, 1<<20)
 			buf = buf[:runtime.Stack(buf, true)]
