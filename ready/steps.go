@@ -208,11 +208,10 @@ func checkProbes(p *profiles.Profile, o Options) error {
 // DefaultIoTDBProbe is the IoTDB probe ready runs when --iotdb is given
 // and the profile has no probe.iotdb section: a short write step load
 // (2, 4 and 8 workers, 5 s each, SessionPool of 16) that any IoTDB
-// carries, failing above 1% errors.
+// carries, failing above 1% errors (iotdb.DefaultMaxErrorRate).
 func DefaultIoTDBProbe() iotdb.Config {
-	maxErr := 0.01
 	return iotdb.Config{Scenario: iotdb.ScenarioWrite, Steps: []int{2, 4, 8}, StepDuration: 5 * time.Second,
-		PoolSize: 16, WaitTimeout: 5 * time.Second, Thresholds: iotdb.Thresholds{MaxErrorRate: &maxErr}}
+		PoolSize: 16, WaitTimeout: 5 * time.Second}
 }
 
 // iotdbConfig is the IoTDB probe a run makes, or why it is skipped.

@@ -69,7 +69,7 @@ func newProbeIoTDBCmd() *cobra.Command {
 	var (
 		cfg          = iotdb.Defaults
 		pf           probeFlags
-		maxErrorRate = 0.01
+		maxErrorRate = iotdb.DefaultMaxErrorRate
 	)
 	cfg.Password = ""
 	cfg.Steps = slices.Clone(cfg.Steps)
@@ -124,15 +124,12 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 					if pf.passwordFile != "" && pw == "" {
 						return exitcode.BadInputf("--password-file %s is empty: put the IoTDB password in it", pf.passwordFile)
 					}
-					// Built-in defaults (an error-rate limit of 1%), then the
-					// profile's section, then the flags given explicitly.
+					// Built-in defaults, then the profile's section, then
+					// the flags given explicitly.
 					cfg.Shard = sh
 					cfg.Thresholds.MaxErrorRate = &maxErrorRate
-					base := iotdb.Defaults
-					defaultMax := 0.01
-					base.Thresholds.MaxErrorRate = &defaultMax
 					f := cmd.Flags()
-					cfg = iotdb.Resolve(&base, sec, &cfg, func(key string) bool { return f.Changed(iotdbFlag(key)) })
+					cfg = iotdb.Resolve(&iotdb.Defaults, sec, &cfg, func(key string) bool { return f.Changed(iotdbFlag(key)) })
 					cfg.Password = pw
 					if err := cfg.Validate(); err != nil {
 						return iotdbFlagError(err)

@@ -48,20 +48,12 @@ func errorRateCheck(c *Config, steps []Step) verdict.Check {
 		er.Status, er.Summary = verdict.Skip, "no step was measured"
 	default:
 		er.Observed = fmt.Sprintf("%.2f%% at %s (%d of %s; %s)", 100*worst.ErrorRate, plural.N(worst.Workers, "worker"), worst.Errors, plural.N(worst.Ops, "operation"), classSummary(worst))
-		switch {
-		case th.MaxErrorRate != nil:
-			er.Expected = fmt.Sprintf("<= %.2f%% in every step", 100**th.MaxErrorRate)
-			if worst.ErrorRate <= *th.MaxErrorRate {
-				er.Status, er.Summary = verdict.Pass, "error rate "+er.Observed+" within "+er.Expected
-			} else {
-				er.Status, er.Summary = verdict.Fail, "error rate "+er.Observed+", above "+er.Expected
-				er.Remedy = errorRemedy(worst, c)
-			}
-		case worst.Errors > 0:
-			er.Status, er.Summary = verdict.Warn, "errors occurred and no --max-error-rate is set: "+er.Observed
+		er.Expected = fmt.Sprintf("<= %.2f%% in every step", 100**th.MaxErrorRate)
+		if worst.ErrorRate <= *th.MaxErrorRate {
+			er.Status, er.Summary = verdict.Pass, "error rate "+er.Observed+" within "+er.Expected
+		} else {
+			er.Status, er.Summary = verdict.Fail, "error rate "+er.Observed+", above "+er.Expected
 			er.Remedy = errorRemedy(worst, c)
-		default:
-			er.Status, er.Summary = verdict.Skip, "no --max-error-rate set; no errors occurred"
 		}
 	}
 	return er

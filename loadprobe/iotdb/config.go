@@ -34,12 +34,19 @@ const (
 // Scenarios lists the valid scenario names.
 var Scenarios = []string{ScenarioWrite, ScenarioBatch, ScenarioMixed}
 
-// Thresholds decide the verdict. A nil/zero field is not checked (its
-// check is reported as skip, or warn when errors occurred without an
-// error-rate threshold).
+// DefaultMaxErrorRate is the error-rate threshold when none is given
+// (flag, profile or Config): a step where more than 1% of the operations
+// failed is not a pass, and is left out of the knee and the peak (its TPS
+// and p95 are not the server's). It is the same for `hostprep probe
+// iotdb`, with or without a profile, and for `hostprep ready`. Not to
+// judge errors, set 1.
+const DefaultMaxErrorRate = 0.01
+
+// Thresholds decide the verdict. A zero P95, MinTPS is not checked (its
+// check is reported as skip); a nil MaxErrorRate is DefaultMaxErrorRate.
 type Thresholds struct {
 	// MaxErrorRate is the highest fraction (0..1) of failed operations in
-	// any step.
+	// any step; nil is DefaultMaxErrorRate.
 	MaxErrorRate *float64 `json:"max_error_rate,omitempty"`
 	// P95 is the highest p95 response time at TargetStep.
 	P95 time.Duration `json:"p95,omitempty"`
@@ -170,9 +177,14 @@ var Defaults = Config{
 }
 
 // withDefaults fills zero fields from Defaults; in a complete Config only
-// Password (default root).
+// Password (default root). Both fill a nil error-rate threshold with
+// DefaultMaxErrorRate.
 func (c Config) withDefaults() Config {
 	d := Defaults
+	if c.Thresholds.MaxErrorRate == nil {
+		v := DefaultMaxErrorRate
+		c.Thresholds.MaxErrorRate = &v
+	}
 	if c.complete {
 		c.Password = cmp.Or(c.Password, d.Password)
 		return c

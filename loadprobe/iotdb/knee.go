@@ -13,10 +13,6 @@ import (
 const (
 	KneeTPSGrowth = 0.05
 	KneeP95Growth = 0.50
-	// KneeMaxErrorRate is the highest error rate a step may have to count
-	// for the peak and the knee when no --max-error-rate is set: a step
-	// where most operations failed has a meaningless TPS and p95.
-	KneeMaxErrorRate = 0.50
 )
 
 // Knee is where more concurrency stops buying throughput.
@@ -49,7 +45,7 @@ type Knee struct {
 // Partial steps (cut short) are left out, and so are steps whose error
 // rate is above maxErrorRate (listed in Knee.Ignored and named in the
 // reading): their TPS and p95 come from the few operations that got
-// through. Run passes --max-error-rate, or KneeMaxErrorRate when none is set.
+// through. Run passes the error-rate threshold (default DefaultMaxErrorRate).
 func FindKnee(steps []Step, maxErrorRate float64) Knee {
 	var k Knee
 	partial := 0

@@ -126,11 +126,16 @@ func TestChecks(t *testing.T) {
 	if got[CheckMinTPS].Status != verdict.Fail {
 		t.Errorf("min tps: %+v, want fail", got[CheckMinTPS])
 	}
-	// No thresholds: skips, but errors without a threshold warn.
+	// No thresholds: p95 and TPS are skipped; the error rate is judged at
+	// DefaultMaxErrorRate (step 20 failed 0.66% of its operations).
 	cfg.Thresholds = Thresholds{}
 	got = byID(Checks(cfg, st))
-	if got[CheckErrorRate].Status != verdict.Warn || got[CheckP95].Status != verdict.Skip || got[CheckMinTPS].Status != verdict.Skip {
+	if got[CheckErrorRate].Status != verdict.Pass || got[CheckErrorRate].Expected != "<= 1.00% in every step" || got[CheckP95].Status != verdict.Skip || got[CheckMinTPS].Status != verdict.Skip {
 		t.Errorf("no thresholds: %+v", got)
+	}
+	st[1].Errors, st[1].ErrorRate = 30, 30.0/1510
+	if got = byID(Checks(cfg, st)); got[CheckErrorRate].Status != verdict.Fail {
+		t.Errorf("2%% errors and no threshold: %+v, want fail at the default 1%%", got[CheckErrorRate])
 	}
 }
 

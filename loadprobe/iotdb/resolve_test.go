@@ -164,3 +164,22 @@ func TestResolveOrder(t *testing.T) {
 		t.Errorf("an explicit pool size 0 was replaced instead of rejected")
 	}
 }
+
+// The error-rate threshold left out is DefaultMaxErrorRate on every path:
+// probe iotdb with and without a profile (base Defaults) and ready with
+// the profile's section (base empty) or its own probe. A profile used to
+// be judged at 1% by probe iotdb and not at all by ready.
+func TestResolveDefaultErrorRateOnEveryPath(t *testing.T) {
+	sec := &profiles.IoTDBProbe{Steps: []int{2}}
+	for name, base := range map[string]*Config{"probe iotdb": &Defaults, "ready": {}, "ready's own probe": {Steps: []int{2, 4, 8}}} {
+		for _, p := range []*profiles.IoTDBProbe{nil, sec} {
+			got := Resolve(base, p, &Config{}, nil)
+			if got.Thresholds.MaxErrorRate == nil || *got.Thresholds.MaxErrorRate != DefaultMaxErrorRate {
+				t.Errorf("%s (profile section %v): max error rate %v, want %v", name, p != nil, got.Thresholds.MaxErrorRate, DefaultMaxErrorRate)
+			}
+		}
+	}
+	if Defaults.Thresholds.MaxErrorRate != nil {
+		t.Errorf("Defaults holds a pointer its copies would share")
+	}
+}

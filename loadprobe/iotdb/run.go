@@ -139,13 +139,10 @@ func runSteps(ctx context.Context, cfg *Config, pool *sessionPool, w *workload, 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // kneeErrorLimit is the highest error rate a step may have to count for the
-// knee and the peak: the --max-error-rate threshold, or KneeMaxErrorRate
-// when none is set.
+// knee and the peak: the error-rate threshold (--max-error-rate, default
+// DefaultMaxErrorRate). c has its defaults (withDefaults).
 func kneeErrorLimit(c *Config) float64 {
-	if c.Thresholds.MaxErrorRate != nil {
-		return *c.Thresholds.MaxErrorRate
-	}
-	return KneeMaxErrorRate
+	return *c.Thresholds.MaxErrorRate
 }
 
 // unreachable marks res as stopped because every operation failed to

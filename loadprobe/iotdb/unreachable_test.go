@@ -63,7 +63,7 @@ func TestKneeIgnoresHighErrorSteps(t *testing.T) {
 	if k.PeakWorkers != 2 || k.Workers != 0 || len(k.Ignored) != 2 || !strings.Contains(k.Reading, "4,8 workers ignored") {
 		t.Errorf("FindKnee = %+v, want peak at 2, no knee, steps 4 and 8 ignored and named", k)
 	}
-	k = FindKnee(steps, KneeMaxErrorRate)
+	k = FindKnee(steps, 0.5)
 	if k.Workers != 4 || k.PeakWorkers != 4 || len(k.Ignored) != 1 || k.Ignored[0] != 8 {
 		t.Errorf("FindKnee(limit 50%%) = %+v, want knee and peak at 4, step 8 (400 TPS at 90%% errors) ignored", k)
 	}
