@@ -35,6 +35,12 @@ var notCounted = map[string]bool{"ms": true, "s": true, "TPS": true, "KiB": true
 	"minus": true,
 }
 
+// listedCount finds a formatted list of counts, or a count made into a
+// string, written before a plural noun by hand ("at %s workers", or
+// " workers" after a join): with the one count 1 it reads "1 workers".
+// plural.List writes such lists. ("clients=%d" is a key, not a noun.)
+var listedCount = regexp.MustCompile(`(%[sv] +|^" +)(workers|steps|sockets|connections|clients|sessions|hosts|ports|operations|calls)([^=A-Za-z_]|$)`)
+
 // keptAsIs are the findings left on purpose, by file, each with its reason.
 var keptAsIs = map[string]string{
 	// The header of every file tune writes: hosts tuned before carry
@@ -93,6 +99,9 @@ func countTemplates(t *testing.T, file string) []finding {
 		if m := pluralSuffix.FindString(lit.Value); m != "" {
 			out = append(out, finding{pos, m})
 		}
+		if m := listedCount.FindString(lit.Value); m != "" {
+			out = append(out, finding{pos, strings.TrimSpace(m)})
+		}
 		return true
 	})
 	return out
@@ -101,12 +110,12 @@ func countTemplates(t *testing.T, file string) []finding {
 // The scanner itself finds what it is there to find.
 func TestCountTemplatesFinds(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "x.go")
-	src := "package x\nvar a = []string{\"%d steps skipped\", \"%d value(s)\", \"%d apply(ies)\", \"time (s)\", \"%.0f changes\", \"%d failed\", \"%.0f msgs/s\", \"%d ms\", \"%d of %s\", \"QoS %d publishes\"}\n"
+	src := "package x\nvar a = []string{\"%d steps skipped\", \"%d value(s)\", \"%d apply(ies)\", \"time (s)\", \"%.0f changes\", \"%d failed\", \"%.0f msgs/s\", \"%d ms\", \"%d of %s\", \"QoS %d publishes\", \"at %s workers\", \" workers (near full)\", \"workers: %s\"}\n"
 	if err := os.WriteFile(f, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	got := countTemplates(t, f)
-	if len(got) != 4 {
-		t.Errorf("found %v, want the four bad templates (steps, (s), (ies), changes)", got)
+	if len(got) != 6 {
+		t.Errorf("found %v, want the six bad templates (steps, (s), (ies), changes, %%s workers, \" workers\")", got)
 	}
 }

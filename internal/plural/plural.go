@@ -67,3 +67,19 @@ func pluralOf(w string) string {
 	}
 	return w + "s"
 }
+
+// List returns the numbers of v, comma-separated, and noun after them:
+// singular only when v is the one number 1 (List([]int{1}, "worker") ==
+// "1 worker", List([]int{8, 16}, "worker") == "8, 16 workers"). For
+// messages that name several counts at once ("the steps at 8, 16
+// workers"); an empty v gives just the plural noun.
+func List[T Integer](v []T, noun string) string {
+	if len(v) == 1 {
+		return N(v[0], noun)
+	}
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = fmt.Sprint(n)
+	}
+	return strings.TrimLeft(strings.Join(s, ", ")+" "+Noun(2, noun), " ")
+}

@@ -30,3 +30,20 @@ func TestN(t *testing.T) {
 		}
 	}
 }
+
+func TestList(t *testing.T) {
+	for _, tc := range []struct {
+		v    []int
+		want string
+	}{
+		{[]int{1}, "1 worker"},
+		{[]int{8}, "8 workers"},
+		{[]int{1, 2}, "1, 2 workers"},
+		{[]int{8, 16, 32}, "8, 16, 32 workers"},
+		{nil, "workers"},
+	} {
+		if got := List(tc.v, "worker"); got != tc.want {
+			t.Errorf("List(%v, worker) = %q, want %q", tc.v, got, tc.want)
+		}
+	}
+}

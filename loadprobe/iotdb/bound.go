@@ -148,17 +148,17 @@ func limitNote(steps []Step, k Knee, maxWorkers int) (bound, note string) {
 func Suggest(cfg *Config, steps []Step, serverVersion string) []Suggestion {
 	var out []Suggestion
 	maxW := 0
-	var poolBound, clientBound []string
+	var poolBound, clientBound []int
 	var waitHits, deadlines int64
 	codes := map[int32]int64{}
-	codeSteps := map[int32][]string{}
+	codeSteps := map[int32][]int{}
 	for _, s := range steps {
 		maxW = max(maxW, s.Workers)
 		switch s.Bound {
 		case BoundPool:
-			poolBound = append(poolBound, strconv.Itoa(s.Workers))
+			poolBound = append(poolBound, s.Workers)
 		case BoundClient:
-			clientBound = append(clientBound, strconv.Itoa(s.Workers))
+			clientBound = append(clientBound, s.Workers)
 		}
 		waitHits += s.ErrorsByClass[ClassWaitTimeout]
 		deadlines += s.ErrorsByClass[ClassDeadline]
@@ -168,15 +168,15 @@ func Suggest(cfg *Config, steps []Step, serverVersion string) []Suggestion {
 				continue
 			}
 			codes[int32(c)] += v
-			if !slices.Contains(codeSteps[int32(c)], strconv.Itoa(s.Workers)) {
-				codeSteps[int32(c)] = append(codeSteps[int32(c)], strconv.Itoa(s.Workers))
+			if !slices.Contains(codeSteps[int32(c)], s.Workers) {
+				codeSteps[int32(c)] = append(codeSteps[int32(c)], s.Workers)
 			}
 		}
 	}
 	if maxW > cfg.PoolSize || len(poolBound) > 0 {
 		obs := fmt.Sprintf("steps up to %s on a pool of %s", plural.N(maxW, "worker"), plural.N(cfg.PoolSize, "session"))
 		if len(poolBound) > 0 {
-			obs += "; the pool bounded the steps at " + strings.Join(poolBound, ", ") + " workers (near full, workers waiting for a session)"
+			obs += "; the pool bounded the " + plural.Noun(len(poolBound), "step") + " at " + plural.List(poolBound, "worker") + " (near full, workers waiting for a session)"
 		}
 		out = append(out, Suggestion{Setting: "--pool-size", Observed: obs, Fix: boundFix(BoundPool, maxW)})
 	}
@@ -189,7 +189,7 @@ func Suggest(cfg *Config, steps []Step, serverVersion string) []Suggestion {
 			Fix: "the server answers slower than the deadline: check its load (CPU, disk, GC in the DataNode log); raise --call-timeout only if such latency is acceptable"})
 	}
 	if len(clientBound) > 0 {
-		out = append(out, Suggestion{Setting: "load generators", Observed: "the probe's own CPU or scheduling lag bounded the steps at " + strings.Join(clientBound, ", ") + " workers",
+		out = append(out, Suggestion{Setting: "load generators", Observed: "the probe's own CPU or scheduling lag bounded the " + plural.Noun(len(clientBound), "step") + " at " + plural.List(clientBound, "worker"),
 			Fix: boundFix(BoundClient, maxW)})
 	}
 	keys := make([]int32, 0, len(codes))
@@ -203,7 +203,7 @@ func Suggest(cfg *Config, steps []Step, serverVersion string) []Suggestion {
 			continue
 		}
 		out = append(out, Suggestion{Setting: statusSetting(c),
-			Observed: fmt.Sprintf("status %d %s x%d at %s workers: %s", c, e.Name, codes[c], strings.Join(codeSteps[c], ", "), e.Cause),
+			Observed: fmt.Sprintf("status %d %s x%d at %s: %s", c, e.Name, codes[c], plural.List(codeSteps[c], "worker"), e.Cause),
 			Fix:      e.Fix + versionCaveat(serverVersion)})
 	}
 	return out

@@ -29,3 +29,27 @@ func TestStepBoundRules(t *testing.T) {
 		}
 	}
 }
+
+// Messages that name the steps by their worker counts read right for one
+// step of 1 worker ("the step at 1 worker", not "steps at 1 workers").
+func TestStepListsReadRightForOneWorker(t *testing.T) {
+	one := Step{Workers: 1, Ops: 100, OK: 40, Errors: 60, ErrorRate: 0.6, TPS: 40, Bound: BoundPool,
+		StatusCodes: map[string]int64{"500": 60}, ErrorsByClass: map[string]int64{ClassStatus: 60}}
+	two := Step{Workers: 2, Ops: 100, OK: 100, TPS: 100, Latency: latency.Summary{P95: 1}}
+	knee := FindKnee([]Step{one, two}, 0.01)
+	var text []string
+	text = append(text, knee.Reading)
+	for _, s := range Suggest(&Config{Steps: []int{1, 2}, PoolSize: 1}, []Step{one, two}, "2.0.10") {
+		text = append(text, s.Observed)
+	}
+	text = append(text, Config{Steps: []int{2}, PoolSize: 1}.Warnings()...)
+	all := strings.Join(text, "\n")
+	for _, want := range []string{"the step at 1 worker ignored", "bounded the step at 1 worker", "x60 at 1 worker:", "smaller than the step at 2 workers"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("messages lack %q:\n%s", want, all)
+		}
+	}
+	if strings.Contains(all, "1 workers") {
+		t.Errorf("messages say \"1 workers\":\n%s", all)
+	}
+}

@@ -410,8 +410,8 @@ func (c Config) Warnings() []string {
 	if len(over) == 0 {
 		return nil
 	}
-	return []string{fmt.Sprintf("pool size %d is smaller than the steps at %s workers: their workers wait for a session, so those steps measure the pool, not the server; set pool size >= %d (a common sizing is 1.5 x the writers: %d)",
-		d.PoolSize, joinInts(over), d.maxWorkers(), (3*d.maxWorkers()+1)/2)}
+	return []string{fmt.Sprintf("pool size %d is smaller than the %s at %s: workers wait for a session there, so the pool is measured, not the server; set pool size >= %d (a common sizing is 1.5 x the writers: %d)",
+		d.PoolSize, plural.Noun(len(over), "step"), plural.List(over, "worker"), d.maxWorkers(), (3*d.maxWorkers()+1)/2)}
 }
 
 // targetStep is the worker count thresholds apply to.

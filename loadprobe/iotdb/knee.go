@@ -66,7 +66,7 @@ func FindKnee(steps []Step, maxErrorRate float64) Knee {
 	})
 	k.Reading = k.read(steps)
 	if len(k.Ignored) > 0 {
-		k.Reading += fmt.Sprintf(" (steps at %s workers ignored for the knee: error rate above %.2f%%)", joinInts(k.Ignored), 100*maxErrorRate)
+		k.Reading += fmt.Sprintf(" (the %s at %s ignored for the knee: error rate above %.2f%%)", plural.Noun(len(k.Ignored), "step"), plural.List(k.Ignored, "worker"), 100*maxErrorRate)
 	}
 	return k
 }

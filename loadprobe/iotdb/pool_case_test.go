@@ -45,7 +45,7 @@ func TestPoolSmallerThanWorkersIsAttributedToThePool(t *testing.T) {
 	}
 
 	warn := strings.Join(cfg.Warnings(), " ")
-	if !strings.Contains(warn, "smaller than the steps at 16,40 workers") || !strings.Contains(warn, "wait for a session") {
+	if !strings.Contains(warn, "smaller than the steps at 16, 40 workers") || !strings.Contains(warn, "wait for a session") {
 		t.Errorf("warnings %q: want the steps above the pool size named (%s)", warn, c.Expect["validate"])
 	}
 
