@@ -9,6 +9,7 @@ import (
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/ready/outcome"
+	"github.com/hostprep/hostprep/tune"
 )
 
 // TestDryRunTouchesNothing runs the real steps in dry-run mode on this
@@ -48,6 +49,10 @@ func TestDryRunTouchesNothing(t *testing.T) {
 	tuneStep := res.Step(outcome.StepTune)
 	if tuneStep.Verdict == verdict.Fail || !strings.HasPrefix(tuneStep.Summary, "dry run") {
 		t.Errorf("tune step: %+v", tuneStep)
+	}
+	// The step's result is the plan as `tune plan -o json` reports it.
+	if plan, ok := tuneStep.Result.(tune.PlanReport); !ok || plan.Changed || plan.WouldChange != len(plan.Changes) || tuneStep.Changed {
+		t.Errorf("dry-run tune result: %T %+v, want a tune.PlanReport with changed false", tuneStep.Result, tuneStep.Result)
 	}
 	if s := res.Step(outcome.StepPreflight); s.Verdict == verdict.Skip || s.Metrics[outcome.MetricCapacitySockets] <= 0 {
 		t.Errorf("preflight did not run: %+v", s)

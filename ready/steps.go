@@ -88,11 +88,11 @@ func tuneStep(ctx context.Context, p *profiles.Profile, o Options) outcome.Step 
 		if err != nil {
 			return errStep(err)
 		}
-		r := pl.Result
-		s := outcome.Step{Checks: tuneChecks(&r), Result: r,
+		r := pl.Report()
+		s := outcome.Step{Checks: tuneChecks(&r.Result), Result: r,
 			Metrics: map[string]float64{outcome.MetricChanges: float64(len(r.Changes))}}
 		s.Summary = fmt.Sprintf("dry run: would make %s (tune plan --profile %s shows them); nothing applied", plural.N(len(r.Changes), "change"), p.Name)
-		if !r.Changed {
+		if r.WouldChange == 0 {
 			s.Summary = "dry run: no change needed, the host already matches " + p.Name
 		}
 		return s

@@ -159,6 +159,21 @@ type Plan struct {
 	profiles  []string // header of the owned files
 }
 
+// PlanReport is a plan as `tune plan -o json` and `ready --dry-run`
+// report it: Changed is false (a plan changes nothing), the planned
+// changes are listed in Changes and counted in WouldChange.
+type PlanReport struct {
+	Result
+	WouldChange int `json:"would_change"`
+}
+
+// Report returns pl as a PlanReport.
+func (pl *Plan) Report() PlanReport {
+	r := pl.Result
+	r.Changed = false
+	return PlanReport{Result: r, WouldChange: len(pl.Changes)}
+}
+
 type keyStep struct {
 	key, from, to, mode, want string
 }

@@ -218,13 +218,7 @@ func tunePlanCmd() *cobra.Command {
 				return err
 			}
 			if f.output == "json" {
-				// A plan changes nothing: "changed" is false, the planned
-				// changes are listed and counted in "would_change".
-				return writeJSON(cmd.OutOrStdout(), struct {
-					tune.Result
-					Changed     bool `json:"changed"`
-					WouldChange int  `json:"would_change"`
-				}{Result: pl.Result, WouldChange: len(pl.Changes)})
+				return writeJSON(cmd.OutOrStdout(), pl.Report())
 			}
 			return pl.WriteText(cmd.OutOrStdout(), "plan")
 		}),

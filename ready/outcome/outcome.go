@@ -111,7 +111,8 @@ type Step struct {
 	// (X percentile, Y ms), "tps" / "p95_ms" (X workers).
 	Series map[string][]Point `json:"series,omitempty"`
 	// Result is the step's full result as its package reports it
-	// (tune.Result or plan, preflight.Report, mqtt.Result, iotdb.Result).
+	// (tune.Result, or tune.PlanReport in a dry run, preflight.Report,
+	// mqtt.Result, iotdb.Result).
 	Result any `json:"result,omitempty"`
 }
 
