@@ -91,6 +91,39 @@ func unnamedServer(p ProcessFacts, t Target, which string, n, need uint64, obs, 
 // limits from its unit.
 func underSystemd(f *Facts) bool { return f.Target.ManagedBy == "systemd" && f.Systemd.Running }
 
+// hostCeiling is the highest hard nofile any process on this host can
+// have when none can raise one: CAP_SYS_RESOURCE is not in the capability
+// bounding set (a container, a sandbox), so not pam_limits, not systemd,
+// not root. Every process descends from PID 1 and keeps the hard limit it
+// inherits, so the ceiling is the higher of the target's own and PID 1's.
+// blocked is false when a hard limit can still be raised on this host;
+// from says where the numbers come from.
+func hostCeiling(f *Facts) (ceiling uint64, from string, blocked bool) {
+	p := f.Target
+	ceiling, from = p.NofileHard, fmt.Sprintf("hard nofile %d here (%s)", p.NofileHard, p.Source)
+	if f.Pid1Nofile != nil && f.Pid1Nofile.Hard > ceiling {
+		ceiling = f.Pid1Nofile.Hard
+		from += fmt.Sprintf(", hard nofile %d for PID 1 (/proc/1/limits)", f.Pid1Nofile.Hard)
+	}
+	return ceiling, from, p.NoRaiseBound
+}
+
+// canRaise says whether the target's hard nofile can be raised where it
+// runs now: systemd sets a unit's, a process with CAP_SYS_RESOURCE sets
+// its own, and root can set another's (prlimit) where the bounding set
+// has the capability. false means the hard limit is the target's ceiling
+// until it is started again from elsewhere (fd.raise says where).
+func canRaise(f *Facts) bool {
+	return underSystemd(f) || f.Target.CapSysResource
+}
+
+// splitRemedy is the remedy when no process on this host can get a hard
+// nofile of need (hostCeiling below need).
+func splitRemedy(t Target, need, ceiling uint64) string {
+	return fmt.Sprintf("run where a hard limit >= %d can be set (a host or container with CAP_SYS_RESOURCE in its bounding set, docker run --ulimit nofile=%d:%d), or split the load over %d processes/hosts of at most %d file descriptors each",
+		need, need, need, ceilDiv(int64(t.Sockets), max(usableFDs(ceiling), 1)), ceiling)
+}
+
 func checkFDSoft(f *Facts, t Target) verdict.Check {
 	p := f.Target
 	need := uint64(t.Sockets) + fdHeadroom(t.Sockets)
@@ -130,14 +163,28 @@ func checkFDSoft(f *Facts, t Target) verdict.Check {
 		}
 		return fail(summary, obs, exp, systemdRemedy(unit, need))
 	}
-	remedy := fmt.Sprintf("hostprep tune apply with limits.nofile {soft: %d, hard: %d} (it writes its own /etc/security/limits.d/60-hostprep.conf, for * and root) and log in again, or `ulimit -n %d` in the shell that starts the process", need, max(need, p.NofileHard), min(need, p.NofileHard))
-	if need > p.NofileHard && !p.CapSysResource {
-		remedy = fmt.Sprintf("the hard limit %d is the ceiling for this process (see fd.raise: no CAP_SYS_RESOURCE to raise it): `ulimit -n %d` in the shell that starts it gives about %s; more needs a context with a higher hard limit (fd.raise says which)", p.NofileHard, p.NofileHard, plural.N(usableFDs(p.NofileHard), "socket"))
+	return fail(summary, obs, exp, softRemedy(f, need))
+}
+
+// softRemedy is fd.soft's remedy for a target started from a shell or
+// named by --pid. Above the hard limit it never suggests more than fd.hard
+// and fd.raise allow: where the hard limit cannot be raised (canRaise),
+// the soft limit goes at most up to it, and more is fd.raise's remedy.
+func softRemedy(f *Facts, need uint64) string {
+	p := f.Target
+	live := func(soft, hard uint64) string {
+		if p.PID > 0 {
+			return fmt.Sprintf("raise it live: prlimit --pid %d --nofile=%d:%d", p.PID, soft, hard)
+		}
+		return fmt.Sprintf("`ulimit -n %d` in the shell that starts the process", soft)
 	}
-	if p.PID > 0 {
-		remedy = fmt.Sprintf("restart the process with a higher limit, or raise it live: prlimit --pid %d --nofile=%d:%d (needs CAP_SYS_RESOURCE above the hard limit)", p.PID, need, max(need, p.NofileHard))
+	if need <= p.NofileHard || canRaise(f) {
+		return fmt.Sprintf("hostprep tune apply with limits.nofile {soft: %d, hard: %d} (it writes its own /etc/security/limits.d/60-hostprep.conf, for * and root) and start the process from a new login, or %s", need, max(need, p.NofileHard), live(need, max(need, p.NofileHard)))
 	}
-	return fail(summary, obs, exp, remedy)
+	if p.NofileSoft < p.NofileHard {
+		return fmt.Sprintf("up to the hard limit %d (the most this process can get; more is fd.hard and fd.raise): %s gives about %s", p.NofileHard, live(p.NofileHard, p.NofileHard), plural.N(usableFDs(p.NofileHard), "socket"))
+	}
+	return fmt.Sprintf("the soft limit is already at the hard limit %d, the most this process can get: more needs a higher hard limit (fd.hard and fd.raise say how)", p.NofileHard)
 }
 
 func checkFDHard(f *Facts, t Target) verdict.Check {
@@ -156,8 +203,13 @@ func checkFDHard(f *Facts, t Target) verdict.Check {
 		summary += fmt.Sprintf(" (the unit asks for LimitNOFILE=%s, which systemd clamps: see observed)", p.Requested)
 	}
 	remedy := fmt.Sprintf("set the hard limit to %d where the process is started: hostprep tune apply with limits.nofile {hard: %d} for login sessions, prlimit, or docker --ulimit nofile=%d:%d", need, need, need, need)
-	if underSystemd(f) {
+	switch ceiling, _, blocked := hostCeiling(f); {
+	case underSystemd(f):
 		remedy = systemdRemedy(p.Unit, need)
+	case blocked && ceiling < need:
+		remedy = "no process on this host can get it (fd.raise: CAP_SYS_RESOURCE is not in the capability bounding set): " + splitRemedy(t, need, ceiling)
+	case blocked:
+		remedy = fmt.Sprintf("nothing started from here can raise it (fd.raise), but PID 1 has hard nofile %d: start the process as a service of PID 1's (it inherits that limit)", ceiling)
 	}
 	return fail(summary, obs, exp, remedy)
 }
@@ -179,14 +231,26 @@ func checkFDRaise(f *Facts, t Target) verdict.Check {
 		return pass(fmt.Sprintf("hard nofile %d can be raised: the process has CAP_SYS_RESOURCE (up to fs.nr_open)", p.NofileHard),
 			"CapEff includes CAP_SYS_RESOURCE (bit 24)", "CAP_SYS_RESOURCE to raise a hard limit")
 	}
-	usable := usableFDs(p.NofileHard)
-	return fail(
-		fmt.Sprintf("hard nofile %d < %d and cannot be raised without CAP_SYS_RESOURCE: %s (about %s) is the real ceiling for this process, whatever a profile says",
-			p.NofileHard, t.Sockets, plural.N(p.NofileHard, "file descriptor"), plural.N(max(usable, 0), "socket")),
-		fmt.Sprintf("CapEff lacks CAP_SYS_RESOURCE (bit 24); hard nofile %d (%s)", p.NofileHard, p.Source),
-		fmt.Sprintf("hard nofile >= %d, or CAP_SYS_RESOURCE to raise it", need),
-		fmt.Sprintf("start the process from a context that sets a hard limit >= %d: as root outside this sandbox (limits.d, systemd LimitNOFILE), docker run --ulimit nofile=%d:%d, or grant CAP_SYS_RESOURCE (--cap-add SYS_RESOURCE); otherwise split the load over %d processes/hosts",
-			need, need, need, ceilDiv(int64(t.Sockets), max(usable, 1))))
+	summary := fmt.Sprintf("hard nofile %d < %d and cannot be raised without CAP_SYS_RESOURCE: %s (about %s) is the real ceiling for this process, whatever a profile says",
+		p.NofileHard, t.Sockets, plural.N(p.NofileHard, "file descriptor"), plural.N(max(usableFDs(p.NofileHard), 0), "socket"))
+	obs := fmt.Sprintf("CapEff lacks CAP_SYS_RESOURCE (bit 24); hard nofile %d (%s)", p.NofileHard, p.Source)
+	exp := fmt.Sprintf("hard nofile >= %d, or CAP_SYS_RESOURCE to raise it", need)
+	ceiling, from, blocked := hostCeiling(f)
+	switch {
+	case blocked && ceiling < need:
+		return fail(summary+fmt.Sprintf("; CAP_SYS_RESOURCE is not in the capability bounding set either, so no process on this host gets more than %d", ceiling),
+			"CapBnd lacks CAP_SYS_RESOURCE (bit 24); "+from, exp, splitRemedy(t, need, ceiling))
+	case blocked:
+		return fail(summary+fmt.Sprintf("; PID 1 has hard nofile %d, which a service of its inherits", ceiling),
+			"CapBnd lacks CAP_SYS_RESOURCE (bit 24); "+from, exp,
+			fmt.Sprintf("start the process as a service of PID 1's, which inherits hard nofile %d (nothing started from here can raise it)", ceiling))
+	}
+	restart := "start it again from a context that sets a hard limit >= %d: hostprep tune apply with limits.nofile {soft: %d, hard: %d} (its own limits.d file) and a new login session, a systemd unit (hostprep tune apply --service UNIT), or docker run --ulimit nofile=%d:%d"
+	remedy := fmt.Sprintf(restart, need, need, need, need, need)
+	if p.PID > 0 {
+		remedy += fmt.Sprintf("; or, as root, raise it live: prlimit --pid %d --nofile=%d:%d", p.PID, need, need)
+	}
+	return fail(summary, obs, exp, remedy)
 }
 
 func checkFDNrOpen(f *Facts, t Target) verdict.Check {
@@ -233,19 +297,12 @@ func checkFDFileMax(f *Facts, t Target) verdict.Check {
 // need, that ceiling fails for any process started on this host.
 func unseenRaise(f *Facts, t Target, need uint64) verdict.Check {
 	p := f.Target
-	ceiling, from := p.NofileHard, fmt.Sprintf("hard nofile %d here (%s)", p.NofileHard, p.Source)
-	if f.Pid1Nofile != nil && f.Pid1Nofile.Hard > ceiling {
-		ceiling = f.Pid1Nofile.Hard
-		from += fmt.Sprintf(", hard nofile %d for PID 1 (/proc/1/limits)", f.Pid1Nofile.Hard)
-	}
+	ceiling, from, blocked := hostCeiling(f)
 	exp := fmt.Sprintf("hard nofile >= %d for the service, or CAP_SYS_RESOURCE to raise it", need)
-	if p.NoRaiseBound && ceiling < need {
-		usable := usableFDs(ceiling)
+	if blocked && ceiling < need {
 		return fail(fmt.Sprintf("hard nofile %d here and at most %d for any process on this host < %d: CAP_SYS_RESOURCE is not in the capability bounding set (CapBnd), so no process started here can raise it; %s (about %s) is the real ceiling, whatever a profile says",
-			p.NofileHard, ceiling, need, plural.N(ceiling, "file descriptor"), plural.N(max(usable, 0), "socket")),
-			"CapBnd lacks CAP_SYS_RESOURCE (bit 24); "+from, exp,
-			fmt.Sprintf("run where a hard limit >= %d can be set (a host or container with CAP_SYS_RESOURCE, docker run --ulimit nofile=%d:%d), or split the load over %d processes/hosts",
-				need, need, need, ceilDiv(int64(t.Sockets), max(usable, 1))))
+			p.NofileHard, ceiling, need, plural.N(ceiling, "file descriptor"), plural.N(max(usableFDs(ceiling), 0), "socket")),
+			"CapBnd lacks CAP_SYS_RESOURCE (bit 24); "+from, exp, splitRemedy(t, need, ceiling))
 	}
 	why := "CAP_SYS_RESOURCE is in the bounding set, so whatever starts the service may set a higher hard limit"
 	switch {

@@ -1,6 +1,7 @@
 package preflight
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -113,28 +114,62 @@ func TestJVMMemoryFollowsEnvScript(t *testing.T) {
 	}
 }
 
-// A remedy never contradicts another check: where fd.raise says the hard
-// limit cannot be raised, fd.soft suggests no ulimit -n above it.
+// A remedy never contradicts another check. Where fd.raise says the hard
+// limit cannot be raised, fd.soft suggests no soft limit above it (and no
+// ulimit that changes nothing), fd.hard does not suggest setting it with
+// tune or prlimit when no process on the host can get it, and fd.hard
+// and fd.raise name the same ceiling and the same split. Remedies that
+// change persistent limits point at hostprep tune, never at hand-editing
+// limits.d.
 func TestRemediesAgree(t *testing.T) {
-	f := host(t, `target_process: {managed_by: shell, nofile_soft: 1024, nofile_hard: 20000}
-capabilities_missing: [CAP_SYS_RESOURCE]`)
-	tg := Target{Sockets: 100000, Role: Loadgen}
-	if err := tg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	cs := Evaluate(f, tg)
-	if c := find(t, cs, "fd.raise"); c.Status != verdict.Fail {
-		t.Fatalf("fd.raise %s", c.Status)
-	}
-	soft := find(t, cs, "fd.soft")
-	for _, m := range regexp.MustCompile(`ulimit -n (\d+)`).FindAllStringSubmatch(soft.Remedy, -1) {
-		if n, _ := strconv.Atoi(m[1]); n > 20000 {
-			t.Errorf("fd.soft remedy suggests ulimit -n %d above the hard limit 20000 that fd.raise says cannot be raised: %s", n, soft.Remedy)
+	pid1 := profiles.Limit{Soft: 32768, Hard: 32768}
+	for _, c := range []struct {
+		name           string
+		soft           uint64
+		pid            int
+		blocked        bool
+		pid1           *profiles.Limit
+		hardRemedy     string // fd.hard's remedy contains it
+		raiseRemedy    string // and fd.raise's
+		noSoftAbove    uint64 // no number in fd.soft's ulimit/prlimit above it
+		softSaysAlread bool   // fd.soft says the soft limit is already at the hard one
+	}{
+		{name: "shell, this process lacks the capability", soft: 1024, hardRemedy: "hostprep tune apply", raiseRemedy: "hostprep tune apply with limits.nofile", noSoftAbove: 20000},
+		{name: "pid, this process lacks the capability", soft: 1024, pid: 4242, hardRemedy: "prlimit", raiseRemedy: "prlimit --pid 4242 --nofile=101000:101000", noSoftAbove: 20000},
+		{name: "container without the capability", soft: 1024, blocked: true, hardRemedy: "split the load over 6 processes/hosts of at most 20000", raiseRemedy: "split the load over 6 processes/hosts of at most 20000", noSoftAbove: 20000},
+		{name: "container, soft at hard", soft: 20000, blocked: true, hardRemedy: "split the load", raiseRemedy: "split the load", noSoftAbove: 20000, softSaysAlread: true},
+		{name: "container, PID 1 higher", soft: 1024, pid: 4242, blocked: true, pid1: &pid1, hardRemedy: "split the load over 4 processes/hosts of at most 32768", raiseRemedy: "split the load over 4 processes/hosts of at most 32768", noSoftAbove: 20000},
+	} {
+		f := host(t, fmt.Sprintf(`target_process: {managed_by: shell, nofile_soft: %d, nofile_hard: 20000}
+capabilities_missing: [CAP_SYS_RESOURCE]`, c.soft))
+		f.Target.PID, f.Target.NoRaiseBound, f.Pid1Nofile = c.pid, c.blocked, c.pid1
+		tg := Target{Sockets: 100000, Role: Loadgen}
+		if err := tg.Validate(); err != nil {
+			t.Fatal(err)
 		}
-	}
-	for _, c := range cs {
-		if regexp.MustCompile(`(?i)(edit|add .* to) /etc/security/limits`).MatchString(c.Remedy) {
-			t.Errorf("%s remedy hand-edits limits.d instead of hostprep tune: %s", c.ID, c.Remedy)
+		cs := Evaluate(f, tg)
+		raise, hard, soft := find(t, cs, "fd.raise"), find(t, cs, "fd.hard"), find(t, cs, "fd.soft")
+		if raise.Status != verdict.Fail || hard.Status != verdict.Fail || soft.Status != verdict.Fail {
+			t.Errorf("%s: fd.raise %s fd.hard %s fd.soft %s, want all fail", c.name, raise.Status, hard.Status, soft.Status)
+		}
+		if !strings.Contains(hard.Remedy, c.hardRemedy) || !strings.Contains(raise.Remedy, c.raiseRemedy) {
+			t.Errorf("%s: fd.hard remedy %q (want %q), fd.raise remedy %q (want %q)", c.name, hard.Remedy, c.hardRemedy, raise.Remedy, c.raiseRemedy)
+		}
+		if c.blocked && regexp.MustCompile(`hostprep tune|prlimit`).MatchString(hard.Remedy+raise.Remedy) {
+			t.Errorf("%s: where no process can raise a hard limit, a remedy suggests tune or prlimit: %q / %q", c.name, hard.Remedy, raise.Remedy)
+		}
+		for _, m := range regexp.MustCompile(`(?:ulimit -n |--nofile=)(\d+)`).FindAllStringSubmatch(soft.Remedy, -1) {
+			if n, _ := strconv.ParseUint(m[1], 10, 64); n > c.noSoftAbove && (c.blocked || !strings.Contains(soft.Remedy, "hostprep tune")) {
+				t.Errorf("%s: fd.soft remedy suggests %s above the hard limit %d that fd.raise says cannot be raised here: %s", c.name, m[0], c.noSoftAbove, soft.Remedy)
+			}
+		}
+		if c.softSaysAlread != strings.Contains(soft.Remedy, "already at the hard limit") {
+			t.Errorf("%s: fd.soft remedy %q (soft %d, hard 20000)", c.name, soft.Remedy, c.soft)
+		}
+		for _, ch := range cs {
+			if regexp.MustCompile(`(?i)(edit|add .* to) /etc/security/limits|\(limits\.d, systemd`).MatchString(ch.Remedy) {
+				t.Errorf("%s: %s remedy hand-edits limits.d instead of hostprep tune: %s", c.name, ch.ID, ch.Remedy)
+			}
 		}
 	}
 }
