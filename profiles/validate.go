@@ -73,10 +73,11 @@ func (c *checker) addDerived(segs []string, format string, a ...any) {
 // fs.file-max >= nofile when the profile sets those keys, systemd unit
 // names, reserve_ports 1..65535, the preflight target and the probes.
 //
-// It returns nil or an exitcode.BadInput error of one line: the position
-// of the first problem (file:line:col, --set "k=v", or "profile NAME"),
-// the value, the rule and the fix, plus "(and N more problems)" when there
-// are several.
+// It returns nil or an exitcode.BadInput error wrapping a
+// *ValidationError: one line, the position of the first problem
+// (file:line:col, --set "k=v", or "profile NAME"), the value, the rule and
+// the fix, plus "(and N more problems)" when there are several; its
+// Problems list them all.
 func (p *Profile) Validate() error {
 	c := &checker{p: p}
 	c.text()
@@ -101,18 +102,33 @@ func (p *Profile) Validate() error {
 		}
 		return cmp.Or(cmp.Compare(a.at.File, b.at.File), cmp.Compare(a.at.Line, b.at.Line), cmp.Compare(a.at.Col, b.at.Col))
 	})
-	first := c.problems[0]
-	prefix := "profile " + cmp.Or(p.Name, "(unnamed)")
-	if first.at.valid() {
-		prefix = first.at.String()
+	ve := &ValidationError{}
+	for _, pr := range c.problems {
+		prefix := "profile " + cmp.Or(p.Name, "(unnamed)")
+		if pr.at.valid() {
+			prefix = pr.at.String()
+		}
+		ve.Problems = append(ve.Problems, prefix+": "+pr.msg)
 	}
-	msg := prefix + ": " + first.msg
-	if n := len(c.problems) - 1; n == 1 {
-		msg += " (and 1 more problem)"
-	} else if n > 1 {
-		msg += fmt.Sprintf(" (and %d more problems)", n)
+	return exitcode.New(exitcode.BadInput, ve)
+}
+
+// ValidationError is what Validate found wrong with a profile.
+type ValidationError struct {
+	// Problems are one line each ("p.yaml:3:5: reserve_ports[0] 0: ..."),
+	// in the order a reader fixes them: placed in the file first, then
+	// --set, then problems derived from others.
+	Problems []string
+}
+
+// Error is the first problem, and "(and N more problems)" when there are
+// several.
+func (e *ValidationError) Error() string {
+	msg := e.Problems[0]
+	if n := len(e.Problems) - 1; n > 0 {
+		msg += " (and " + plural.N(n, "more problem") + ")"
 	}
-	return exitcode.BadInputf("%s", msg)
+	return msg
 }
 
 // rank orders problems of the same kind (see problem.derived): file

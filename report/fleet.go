@@ -166,7 +166,7 @@ func shardRow(f shardFile) ShardRow {
 func readFile(path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, exitcode.BadInputf("report merge: %v", err)
+		return nil, exitcode.BadInputf("report merge: %v: name the JSON files each host wrote (hostprep ready -o json, or probe mqtt --shard K/N -o json)", err)
 	}
 	return b, nil
 }

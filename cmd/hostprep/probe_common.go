@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"os/signal"
@@ -132,14 +133,19 @@ func probeSection[S any](ref, name string, section func(*profiles.Profile) *S, c
 
 // probePassword returns the password from file (its content without the
 // trailing newline) when file is set, else from the environment variable
-// env. An unreadable file is bad input (exit 2) naming --password-file.
+// env. An unreadable file is bad input (exit 2) naming --password-file
+// and the fix.
 func probePassword(file, env string) (string, error) {
 	if file == "" {
 		return os.Getenv(env), nil
 	}
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return "", exitcode.BadInputf("--password-file %s: %v", file, err)
+		cause := err
+		if pe := (*os.PathError)(nil); errors.As(err, &pe) {
+			cause = pe.Err
+		}
+		return "", exitcode.BadInputf("--password-file %s: %v: give a readable file holding only the password, or leave the flag out and set $%s", file, cause, env)
 	}
 	return strings.TrimRight(string(b), "\r\n"), nil
 }

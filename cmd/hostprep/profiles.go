@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"text/tabwriter"
 
@@ -117,6 +118,9 @@ type validateResult struct {
 	Name     string   `json:"name,omitempty"`
 	OK       bool     `json:"ok"`
 	Error    string   `json:"error,omitempty"`
+	// Problems lists every problem found, one line each (Error is the
+	// first, with how many more).
+	Problems []string `json:"problems,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
 }
 
@@ -140,7 +144,7 @@ fs.nr_open, listening ports) are done by 'hostprep tune plan'.`,
 				return err
 			}
 			var results []validateResult
-			var firstErr error
+			var problems []string
 			for _, ref := range args {
 				r := validateResult{File: ref}
 				p, err := profiles.Load(ref, sets)
@@ -151,12 +155,11 @@ fs.nr_open, listening ports) are done by 'hostprep tune plan'.`,
 					err = iotdb.CheckProfile(p)
 				}
 				if err != nil {
-					r.Error = err.Error()
-					if firstErr == nil {
-						firstErr = err
-					} else if output == "text" {
-						fmt.Fprintln(cmd.ErrOrStderr(), "hostprep: "+err.Error())
+					r.Error, r.Problems = err.Error(), []string{err.Error()}
+					if ve := (*profiles.ValidationError)(nil); errors.As(err, &ve) {
+						r.Problems = ve.Problems
 					}
+					problems = append(problems, r.Problems...)
 				} else {
 					r.OK, r.Name, r.Warnings = true, p.Name, p.Warnings()
 				}
@@ -178,7 +181,17 @@ fs.nr_open, listening ports) are done by 'hostprep tune plan'.`,
 					}
 				}
 			}
-			return firstErr
+			if len(problems) == 0 {
+				return nil
+			}
+			// Text: every problem of every file on a line of its own, the
+			// last one as the command's error (exit 2).
+			if output == "text" {
+				for _, pr := range problems[:len(problems)-1] {
+					fmt.Fprintln(cmd.ErrOrStderr(), "hostprep: "+pr)
+				}
+			}
+			return exitcode.BadInputf("%s", problems[len(problems)-1])
 		},
 	}
 	c.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")

@@ -76,6 +76,24 @@ func TestProfilesCLI(t *testing.T) {
 	}
 }
 
+// profiles validate shows every problem of a file, a line each (it used
+// to show the first with "(and 1 more problem)", so the file was fixed one
+// run at a time); JSON lists them in "problems".
+func TestProfilesValidateShowsEveryProblem(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "two.yaml")
+	os.WriteFile(f, []byte("sysctl:\n  bogus.key: \"1\"\nlimits:\n  nofile: {soft: 5, hard: 2}\n"), 0o644)
+	_, errOut, code := testenv.Run(t, nil, "profiles", "validate", f)
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	if code != 2 || len(lines) != 2 || !strings.Contains(lines[0], "two.yaml:2:3:") || !strings.Contains(lines[1], "two.yaml:4:18:") || strings.Contains(errOut, "more problem") {
+		t.Errorf("validate: exit %d, want 2 and one line per problem (2:3 bogus.key, 4:18 nofile); stderr %q", code, errOut)
+	}
+	out, _, code := testenv.Run(t, nil, "profiles", "validate", "-o", "json", f)
+	var res []struct{ Problems []string }
+	if code != 2 || json.Unmarshal([]byte(out), &res) != nil || len(res) != 1 || len(res[0].Problems) != 2 {
+		t.Errorf("validate -o json: exit %d, want 2 problems listed: %s", code, out)
+	}
+}
+
 // TestProfilesValidateRefusesLineInjection: the tester's profile whose
 // name carries a sysctl line is invalid (exit 2), for validate and for
 // tune plan, before anything is written.

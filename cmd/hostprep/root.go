@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // subcommands are registered by each command file's init with
@@ -48,7 +50,7 @@ lock held, kernel EINVAL, target unreachable).`,
 	root.PersistentFlags().StringVar(&globals.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	addOutputFlag(root)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return exitcode.BadInputf("%v (see '%s --help')", err, c.CommandPath())
+		return exitcode.BadInputf("%v (see '%s --help')", flagValueError(err), c.CommandPath())
 	})
 	for _, f := range subcommands {
 		root.AddCommand(f())
@@ -113,4 +115,36 @@ func checkOutput(flag string, allowed ...string) error {
 		}
 	}
 	return exitcode.BadInputf("--output %q: want one of %v", flag, allowed)
+}
+
+// flagValueWants says, by pflag value type, what a flag takes; for the
+// types not listed (hostprep's own, such as rates) the value's own error
+// says it.
+var flagValueWants = map[string]string{
+	"int":         "a whole number such as 100000",
+	"int64":       "a whole number such as 100000",
+	"uint":        "a whole number >= 0 such as 100000",
+	"uint64":      "a whole number >= 0 such as 100000",
+	"float64":     "a number such as 0.01",
+	"bool":        "true or false",
+	"duration":    "a duration such as 500ms, 30s or 2m",
+	"intSlice":    "whole numbers separated by commas, such as 10,20,30",
+	"stringSlice": "values separated by commas",
+}
+
+// flagValueError rewrites pflag's error for a value its type cannot parse
+// (`invalid argument "abc" for "--sockets" flag: strconv.ParseInt: parsing
+// "abc": invalid syntax`) as `--sockets "abc": want a whole number such as
+// 100000`, and a value of hostprep's own types as `--conn-rate: ` and its
+// error; other errors are returned as they are.
+func flagValueError(err error) error {
+	var ive *pflag.InvalidValueError
+	if !errors.As(err, &ive) {
+		return err
+	}
+	want, ok := flagValueWants[ive.GetFlag().Value.Type()]
+	if !ok {
+		return fmt.Errorf("--%s: %w", ive.GetFlag().Name, ive.Unwrap())
+	}
+	return fmt.Errorf("--%s %q: want %s", ive.GetFlag().Name, ive.GetValue(), want)
 }

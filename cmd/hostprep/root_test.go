@@ -39,6 +39,26 @@ func TestUsageErrorsExit2(t *testing.T) {
 	}
 }
 
+// A flag value its type cannot parse is one line naming the flag, the
+// value and what it takes, not Go's parser error.
+func TestFlagValueErrorsSayWhatTheyWant(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"preflight", "--sockets", "abc"}, `--sockets "abc": want a whole number such as 100000`},
+		{[]string{"probe", "iotdb", "--steps", "a,b"}, `--steps "a,b": want whole numbers separated by commas, such as 10,20,30`},
+		{[]string{"probe", "mqtt", "--duration", "3x"}, `--duration "3x": want a duration such as 500ms, 30s or 2m`},
+		{[]string{"probe", "iotdb", "--keep=maybe"}, `--keep "maybe": want true or false`},
+		{[]string{"probe", "mqtt", "--conn-rate", "x"}, `--conn-rate: "x" is not a rate`},
+	} {
+		_, stderr, code := testenv.Run(t, nil, c.args...)
+		if code != 2 || !strings.Contains(stderr, c.want) || strings.Contains(stderr, "strconv") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("hostprep %v: exit %d, stderr %q; want exit 2 and one line with %q", c.args, code, stderr, c.want)
+		}
+	}
+}
+
 func TestVersionFlag(t *testing.T) {
 	stdout, _, code := testenv.Run(t, nil, "--version")
 	if code != 0 || !strings.HasPrefix(stdout, "hostprep version ") {
