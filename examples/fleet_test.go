@@ -45,7 +45,7 @@ func TestFleetPlaybook(t *testing.T) {
 			t.Errorf("play output lacks %q", want)
 		}
 	}
-	if strings.Contains(out, "fleet verdict: fail") {
+	if strings.Contains(out, "fleet verdict: FAIL") {
 		t.Errorf("healthy fleet failed")
 	}
 	for _, f := range []string{"lg1.json", "lg2.json", "lg3.json", "fleet.json", "fleet.html"} {
@@ -66,7 +66,7 @@ func TestFleetPlaybook(t *testing.T) {
 	}
 	out, code = run(bad)
 	t.Logf("fleet play with a failing shard: exit %d\n%s", code, out)
-	if code == 0 || !strings.Contains(out, "fleet verdict: fail") || !strings.Contains(out, "the fleet failed") {
+	if code == 0 || !strings.Contains(out, "fleet verdict: FAIL") || !strings.Contains(out, "the fleet failed") {
 		t.Errorf("a shard whose connects all fail must fail the play with the fleet verdict: exit %d", code)
 	}
 }

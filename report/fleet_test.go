@@ -108,7 +108,7 @@ func TestMergeShardsExact(t *testing.T) {
 	if err := f.WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "fleet verdict: pass") || !strings.Contains(b.String(), "HOST") {
+	if !strings.Contains(b.String(), "fleet verdict: PASS") || !strings.Contains(b.String(), "HOST") {
 		t.Errorf("text:\n%s", b.String())
 	}
 	b.Reset()

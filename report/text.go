@@ -46,7 +46,7 @@ func (f *Fleet) WriteText(w io.Writer) error {
 }
 
 // WriteText writes the fleet run: a line per shard, the merged counts and
-// percentiles, the checks and the fleet verdict ("fleet verdict: pass").
+// percentiles, the checks and the fleet verdict ("fleet verdict: PASS", upper case like every verdict hostprep prints).
 func (r *FleetRun) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "MQTT fleet run %s: %s\n", r.RunID, plural.N(r.Shards, "shard"))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -71,10 +71,10 @@ func (r *FleetRun) WriteText(w io.Writer) error {
 	}
 	for _, c := range r.Checks {
 		if c.ID == "fleet.shards" || r.Merged == nil {
-			fmt.Fprintf(w, "%-5s %-24s %s\n", c.Status, c.ID, c.Summary)
+			fmt.Fprintf(w, "%-5s %-24s %s\n", strings.ToUpper(string(c.Status)), c.ID, c.Summary)
 		}
 	}
-	_, err := fmt.Fprintf(w, "fleet verdict: %s\n", r.Verdict)
+	_, err := fmt.Fprintf(w, "fleet verdict: %s\n", strings.ToUpper(string(r.Verdict)))
 	return err
 }
 

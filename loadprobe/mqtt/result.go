@@ -625,12 +625,12 @@ func (res *Result) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "observed: %s\n", f)
 	}
 	for _, ch := range res.Checks {
-		fmt.Fprintf(w, "%-5s %-24s %s\n", ch.Status, ch.ID, ch.Summary)
+		fmt.Fprintf(w, "%-5s %-24s %s\n", strings.ToUpper(string(ch.Status)), ch.ID, ch.Summary)
 		if ch.Remedy != "" && ch.Status != verdict.Pass {
 			fmt.Fprintf(w, "      fix: %s\n", ch.Remedy)
 		}
 	}
-	_, err := fmt.Fprintf(w, "verdict: %s\n", res.Verdict)
+	_, err := fmt.Fprintf(w, "verdict: %s\n", strings.ToUpper(string(res.Verdict)))
 	return err
 }
 
