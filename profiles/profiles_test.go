@@ -446,7 +446,7 @@ func TestWarnLowNofile(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := strings.Join(p.Warnings(), "\n")
-	for _, want := range []string{`--set "limits.nofile.soft=5": limits.nofile.soft 5: lower than the usual default 1024; this would reduce the limit`} {
+	for _, want := range []string{`--set "limits.nofile.soft=5": limits.nofile.soft 5: lower than the usual default 1024; tune never lowers a nofile limit`} {
 		if !strings.Contains(w, want) {
 			t.Errorf("warnings %q\n  lack %q", w, want)
 		}

@@ -671,8 +671,8 @@ const (
 //   - an ip_local_port_range whose ends share parity (the kernel logs a
 //     warning and connect() loses half of its fast path; ip-sysctl.rst:
 //     "it is better these numbers have different parity");
-//   - a nofile soft or hard limit below UsualNofile (1024), which lowers
-//     the limit instead of raising it;
+//   - a nofile soft or hard limit below UsualNofile (1024), which tune,
+//     never lowering a nofile limit, leaves as it is on a usual host;
 //   - a nofile hard limit above DefaultNrOpen (1048576) while the profile
 //     sets no fs.nr_open: tune refuses it on a host with the default.
 func (p *Profile) Warnings() []string {
@@ -684,8 +684,8 @@ func (p *Profile) Warnings() []string {
 			v     uint64
 		}{{"soft", nl.l.Soft}, {"hard", nl.l.Hard}} {
 			if f.v > 0 && f.v < UsualNofile {
-				w = append(w, fmt.Sprintf("%s%s.%s %d: lower than the usual default %d; this would reduce the limit (at most %d open files per process); use at least %d",
-					p.where(append(slices.Clone(nl.path), f.field)...), name, f.field, f.v, UsualNofile, f.v, UsualNofile))
+				w = append(w, fmt.Sprintf("%s%s.%s %d: lower than the usual default %d; tune never lowers a nofile limit (it is at-least), so on a usual host this changes nothing; to raise the limit use at least %d",
+					p.where(append(slices.Clone(nl.path), f.field)...), name, f.field, f.v, UsualNofile, UsualNofile))
 			}
 		}
 	}
