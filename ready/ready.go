@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -271,10 +272,8 @@ func validate(o Options) error {
 		if err != nil || u.Host == "" {
 			return exitcode.BadInputf("--mqtt %q: want a broker URL like tcp://broker.example:1883 or mqtts://broker.example:8883", o.MQTT)
 		}
-		switch u.Scheme {
-		case "tcp", "mqtt", "mqtts", "ssl", "tls":
-		default:
-			return exitcode.BadInputf("--mqtt %q: scheme %q: want tcp://, mqtt://, mqtts:// or ssl://", o.MQTT, u.Scheme)
+		if !slices.Contains(mqtt.BrokerSchemes, u.Scheme) {
+			return exitcode.BadInputf("--mqtt %q: scheme %q: want %s", o.MQTT, u.Scheme, mqtt.BrokerSchemesHelp)
 		}
 	}
 	if o.IoTDB != "" {

@@ -212,6 +212,20 @@ func TestBadInputTouchesNothing(t *testing.T) {
 	}
 }
 
+// --mqtt takes every scheme the MQTT probe takes (one list:
+// mqtt.BrokerSchemes), and a wrong one is refused naming them all.
+func TestMQTTSchemesAreTheProbes(t *testing.T) {
+	for _, scheme := range mqtt.BrokerSchemes {
+		if err := validate(Options{Profile: "ready-small", MQTT: scheme + "://broker.example:1883"}); err != nil {
+			t.Errorf("--mqtt %s://: %v", scheme, err)
+		}
+	}
+	err := validate(Options{Profile: "ready-small", MQTT: "http://broker.example:1883"})
+	if err == nil || !strings.Contains(err.Error(), mqtt.BrokerSchemesHelp) {
+		t.Errorf("--mqtt http://: %v, want the schemes %q", err, mqtt.BrokerSchemesHelp)
+	}
+}
+
 func TestErrStepKeepsCode(t *testing.T) {
 	s := errStep(errors.New("plain"))
 	if s.ExitCode != exitcode.Failed || s.Verdict != verdict.Fail {
