@@ -114,10 +114,10 @@ comments and all (for a built-in: the embedded YAML).`,
 
 // validateResult is one line of `profiles validate --output json`.
 type validateResult struct {
-	File     string   `json:"file"`
-	Name     string   `json:"name,omitempty"`
-	OK       bool     `json:"ok"`
-	Error    string   `json:"error,omitempty"`
+	File  string `json:"file"`
+	Name  string `json:"name,omitempty"`
+	OK    bool   `json:"ok"`
+	Error string `json:"error,omitempty"`
 	// Problems lists every problem found, one line each (Error is the
 	// first, with how many more).
 	Problems []string `json:"problems,omitempty"`

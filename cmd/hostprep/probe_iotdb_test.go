@@ -1,30 +1,48 @@
-package iotdb
+package main
 
 import (
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hostprep/hostprep/internal/iotdbfault"
 	"github.com/hostprep/hostprep/internal/testenv"
+	"github.com/hostprep/hostprep/loadprobe/iotdb"
 )
+
+// `hostprep probe iotdb` end to end: flags, password file, outputs,
+// progress, interrupts and exit codes, against the real IoTDB and the
+// fault server.
+
+// iotdbPasswordFile writes the test server's password
+// ($HOSTPREP_IOTDB_PASSWORD, default root) to a file for --password-file
+// and returns its path and the password.
+func iotdbPasswordFile(t *testing.T) (path, secret string) {
+	t.Helper()
+	secret = os.Getenv("HOSTPREP_IOTDB_PASSWORD")
+	if secret == "" {
+		secret = "root"
+	}
+	path = filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path, secret
+}
 
 func TestCLIOnRealIoTDB(t *testing.T) {
 	addr := testenv.IoTDB(t)
 	host, port, _ := strings.Cut(addr, ":")
 	dir := t.TempDir()
-	pwFile := filepath.Join(dir, "pw")
-	secret := os.Getenv("HOSTPREP_IOTDB_PASSWORD")
-	if secret == "" {
-		secret = "root"
-	}
-	if err := os.WriteFile(pwFile, []byte(secret+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	pwFile, secret := iotdbPasswordFile(t)
 	html, csvPath := filepath.Join(dir, "report.html"), filepath.Join(dir, "steps.csv")
 	out, stderr, code := testenv.Run(t, nil, "probe", "iotdb", "--host", host, "--port", port, "--password-file", pwFile,
 		"--scenario", "write", "--steps", "1,2", "--step-duration", "1s", "--pool-size", "4",
@@ -32,7 +50,7 @@ func TestCLIOnRealIoTDB(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, stderr)
 	}
-	var res Result
+	var res iotdb.Result
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("--output json is not a Result: %v\n%s", err, out)
 	}
@@ -107,5 +125,58 @@ func TestCLIExitCodes(t *testing.T) {
 	}
 	if strings.Contains(out+stderr, secret) {
 		t.Errorf("the password from $HOSTPREP_IOTDB_PASSWORD was printed")
+	}
+}
+
+func TestCLIRejectsZeroValuesAndDescendingSteps(t *testing.T) {
+	for _, args := range [][]string{
+		{"--step-duration", "0"}, {"--pool-size", "0"}, {"--port", "0"}, {"--wait-timeout", "0"},
+		{"--call-timeout", "0"}, {"--steps", "4,2"},
+	} {
+		out, stderr, code := testenv.Run(t, nil, append([]string{"probe", "iotdb", "--host", "127.0.0.1"}, args...)...)
+		line := strings.TrimSpace(stderr)
+		if code != 2 || !strings.Contains(line, args[0]) || strings.Contains(line, "\n") || out != "" {
+			t.Errorf("%v: exit %d\nstdout %q\nstderr %q\nwant exit 2, one line naming %s", args, code, out, stderr, args[0])
+		}
+	}
+	// ready refuses a profile's bad IoTDB probe setting before tuning.
+	prof := filepath.Join(t.TempDir(), "bad-probe.yaml")
+	if err := os.WriteFile(prof, []byte("include: [iotdb]\nprobe:\n  iotdb:\n    host: 127.0.0.1\n    steps: [4, 2]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := testenv.Run(t, nil, "ready", "--profile", prof, "--dry-run")
+	if code != 2 || !strings.Contains(stderr, "probe.iotdb.steps") {
+		t.Errorf("ready with probe.iotdb.steps [4, 2]: exit %d\nstdout %s\nstderr %s\nwant exit 2 naming probe.iotdb.steps", code, out, stderr)
+	}
+}
+
+// The CLI: SIGINT during the last step gives exit 3, the report says
+// interrupted, and no PASS (the tester's `--steps 1 --step-duration 20s`).
+func TestCLIInterruptInLastStepExits3(t *testing.T) {
+	addr := testenv.IoTDB(t)
+	host, port, _ := strings.Cut(addr, ":")
+	pw, _ := iotdbPasswordFile(t)
+	for _, tc := range []struct {
+		steps string
+		after time.Duration
+	}{{"1", 4 * time.Second}, {"1,2", 4 * time.Second}} {
+		cmd := exec.Command(testenv.Binary(t), "probe", "iotdb", "--host", host, "--port", port, "--password-file", pw,
+			"--steps", tc.steps, "--step-duration", "20s", "--pool-size", "4")
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.AfterFunc(tc.after, func() { _ = cmd.Process.Signal(syscall.SIGINT) })
+		err := cmd.Wait()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		if code != 3 || !strings.Contains(o.String(), "interrupted") || !strings.Contains(o.String(), "partial") ||
+			strings.Contains(o.String(), "verdict: PASS") || !strings.Contains(e.String(), "interrupted") {
+			t.Errorf("--steps %s, SIGINT after %v: exit %d\nstdout:\n%s\nstderr:\n%s\nwant exit 3, report saying interrupted and partial, no PASS",
+				tc.steps, tc.after, code, o.String(), e.String())
+		}
 	}
 }
