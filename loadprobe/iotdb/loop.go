@@ -267,7 +267,10 @@ func (l *eventLoop) slotted(lw *lworker, now time.Time) {
 	lw.state = lOpening
 	l.pending++
 	go func() {
-		s, err := l.p.session(l.ctx, prefer)
+		// The slot stays held when the open fails: collect frees it on
+		// the loop and hands it on (a slot freed here could be taken by
+		// a worker beginning meanwhile, ahead of the first waiter).
+		s, err := l.p.sessionKeep(l.ctx, prefer)
 		l.opens <- opened{w: lw, s: s, err: err}
 		l.wake()
 	}()
@@ -280,7 +283,8 @@ func (l *eventLoop) collect(now time.Time) {
 		case o := <-l.opens:
 			l.pending--
 			if o.err != nil {
-				l.handOn(now) // session released the slot
+				l.p.release() // the failed open's slot, to the first waiter
+				l.handOn(now)
 				l.finish(o.w, 0, o.err, now)
 				continue
 			}
@@ -463,6 +467,8 @@ func (l *eventLoop) abort() {
 	for ; l.pending > 0; l.pending-- {
 		if o := <-l.opens; o.err == nil {
 			l.p.put(o.s, false)
+		} else {
+			l.p.release()
 		}
 	}
 	l.waiters, l.live = nil, 0
