@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	mrand "math/rand/v2"
+	"os"
 	"runtime"
 	"sync"
 	"time"
@@ -36,7 +37,10 @@ import (
 //
 // Sessions are opened off the loop (a goroutine each), so that a slow or
 // dead node stalls only the worker waiting for it; an eventfd wakes the
-// loop when one is done, and when the step's context ends.
+// loop when one is done, and when the step's context ends. Nothing on the
+// loop waits on a socket: a request the socket's send buffer cannot take
+// at once is sent as it gets room (EPOLLOUT), an answer read as it
+// arrives.
 
 // lstate is where a worker of the loop stands.
 type lstate int
@@ -45,7 +49,7 @@ const (
 	lIdle    lstate = iota // about to begin its next operation
 	lWaiting               // waiting for a free slot (until: the wait timeout)
 	lOpening               // a session is being opened for it off the loop
-	lCalling               // its call is in flight (until: the call deadline)
+	lCalling               // its call is in flight, its request maybe not all sent (until: the call deadline)
 	lBackoff               // pausing after a connect failure (until: the pause's end)
 	lDone                  // the step is over for it
 )
@@ -61,6 +65,9 @@ type lworker struct {
 	s       *session
 	until   time.Time
 	backoff time.Duration
+	// sending: its call's request is not all sent (the socket's send
+	// buffer was full); ep watches its session for EPOLLOUT.
+	sending bool
 }
 
 // opened is a session opened off the loop for worker w, or the error.
@@ -167,7 +174,7 @@ func runLoop(ctx context.Context, cancel context.CancelFunc, cfg *Config, p *ses
 			// Each answer is timed when it is read: after the sends
 			// of the answers before it in this wake-up, as a client
 			// thread would see it.
-			l.readable(int(ev.Fd), time.Now())
+			l.ready(int(ev.Fd), ev.Events, time.Now())
 		}
 		now := time.Now()
 		l.collect(now)
@@ -267,7 +274,10 @@ func (l *eventLoop) slotted(lw *lworker, now time.Time) {
 	lw.state = lOpening
 	l.pending++
 	go func() {
-		s, err := l.p.session(l.ctx, prefer)
+		// The slot stays held when the open fails: collect frees it on
+		// the loop and hands it on (a slot freed here could be taken by
+		// a worker beginning meanwhile, ahead of the first waiter).
+		s, err := l.p.sessionKeep(l.ctx, prefer)
 		l.opens <- opened{w: lw, s: s, err: err}
 		l.wake()
 	}()
@@ -280,7 +290,8 @@ func (l *eventLoop) collect(now time.Time) {
 		case o := <-l.opens:
 			l.pending--
 			if o.err != nil {
-				l.handOn(now) // session released the slot
+				l.p.release() // the failed open's slot, to the first waiter
+				l.handOn(now)
 				l.finish(o.w, 0, o.err, now)
 				continue
 			}
@@ -291,13 +302,22 @@ func (l *eventLoop) collect(now time.Time) {
 	}
 }
 
-// call sends lw's operation on s.
+// Events ep watches on a session's descriptor: answers (and the peer's
+// end) always, room to send while a request is not all sent.
+const (
+	evRead  = unix.EPOLLIN | unix.EPOLLRDHUP
+	evWrite = evRead | unix.EPOLLOUT
+)
+
+// call sends lw's operation on s. A request the socket does not take at
+// once is sent as the socket gets room (ready), within the same call
+// deadline.
 func (l *eventLoop) call(lw *lworker, s *session, now time.Time) {
 	lw.s = s
 	deadline := now.Add(l.p.callTimeout)
 	s.w.begin(deadline)
 	if !l.watched[s] {
-		if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, s.w.fd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(s.w.fd)}); err != nil {
+		if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, s.w.fd, &unix.EpollEvent{Events: evRead, Fd: int32(s.w.fd)}); err != nil {
 			l.settle(lw, 0, err, deadline, now)
 			return
 		}
@@ -308,8 +328,33 @@ func (l *eventLoop) call(lw *lworker, s *session, now time.Time) {
 		l.settle(lw, 0, err, deadline, now)
 		return
 	}
+	if s.w.unsent() > 0 {
+		if err := l.watchOut(lw, true); err != nil {
+			l.settle(lw, 0, err, deadline, now)
+			return
+		}
+	}
 	l.wait(lw, lCalling, deadline)
 }
+
+// watchOut starts (on) or stops watching lw's session for room to send.
+// Errors: epoll_ctl's.
+func (l *eventLoop) watchOut(lw *lworker, on bool) error {
+	ev := uint32(evRead)
+	if on {
+		ev = evWrite
+	}
+	fd := lw.s.w.fd
+	if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_MOD, fd, &unix.EpollEvent{Events: ev, Fd: int32(fd)}); err != nil {
+		return os.NewSyscallError("epoll_ctl", err)
+	}
+	lw.sending = on
+	return nil
+}
+
+// errAnswerBeforeRequest is an answer that came whole before its
+// request was all sent (the server broke the protocol); the call fails.
+var errAnswerBeforeRequest = errors.New("the server answered before the request was sent whole")
 
 // guarded runs f (a send or a decoding of the client's), a panic in it
 // being a *panicError.
@@ -322,11 +367,13 @@ func guarded(f func() (int64, error)) (pts int64, err error) {
 	return f()
 }
 
-// readable reads what arrived on fd: the answer to the call in flight on
-// it when whole. A descriptor with no call in flight (a session idle in
-// the pool whose server closed it or sent what nobody asked for) is
-// taken out of the epoll set; its next call fails and replaces it.
-func (l *eventLoop) readable(fd int, now time.Time) {
+// ready acts on events (epoll's) on fd: it sends what the socket now
+// takes of a request not all sent, and reads what arrived, the answer to
+// the call in flight on fd when whole. A descriptor with no call in
+// flight (a session idle in the pool whose server closed it or sent what
+// nobody asked for) is taken out of the epoll set; its next call fails
+// and replaces it.
+func (l *eventLoop) ready(fd int, events uint32, now time.Time) {
 	lw := l.byFd[fd]
 	if lw == nil || lw.state != lCalling || lw.s == nil || lw.s.w.fd != fd {
 		_ = unix.EpollCtl(l.ep, unix.EPOLL_CTL_DEL, fd, nil)
@@ -338,9 +385,27 @@ func (l *eventLoop) readable(fd int, now time.Time) {
 		delete(l.byFd, fd)
 		return
 	}
+	if lw.sending {
+		if err := lw.s.w.flushOut(); err != nil {
+			l.settle(lw, 0, err, lw.until, now)
+			return
+		}
+		if lw.s.w.unsent() == 0 {
+			if err := l.watchOut(lw, false); err != nil {
+				l.settle(lw, 0, err, lw.until, now)
+				return
+			}
+		}
+		if events&^unix.EPOLLOUT == 0 {
+			return // room only: nothing to read
+		}
+	}
 	whole, err := lw.s.w.fill()
 	if err == nil && !whole {
 		return
+	}
+	if err == nil && lw.sending {
+		err = errAnswerBeforeRequest
 	}
 	var pts int64
 	if err == nil {
@@ -364,7 +429,7 @@ func (l *eventLoop) settle(lw *lworker, pts int64, err error, deadline, now time
 // when broken (closing the descriptor takes it out of ep).
 func (l *eventLoop) giveBack(lw *lworker, broken bool) {
 	s := lw.s
-	lw.s = nil
+	lw.s, lw.sending = nil, false
 	s.w.end()
 	if broken {
 		s.w.drop()
@@ -463,6 +528,8 @@ func (l *eventLoop) abort() {
 	for ; l.pending > 0; l.pending-- {
 		if o := <-l.opens; o.err == nil {
 			l.p.put(o.s, false)
+		} else {
+			l.p.release()
 		}
 	}
 	l.waiters, l.live = nil, 0

@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hostprep/hostprep/internal/iotdbfault"
+	"github.com/hostprep/hostprep/internal/rawsys"
 )
 
 // frameProxy listens on loopback and relays each connection to target:
@@ -164,5 +167,227 @@ func TestCancelCutsSessionOpenInFlight(t *testing.T) {
 				t.Errorf("%d ops %v, unreachable %q: want nothing counted for cut opens", st.Ops, st.ErrorsByClass, p.unreachable())
 			}
 		})
+	}
+}
+
+// stallProxy relays one connection from a loopback listener to a
+// server, both ways, except that it can stop reading from the client (a
+// server that stopped reading its socket: the client's send buffer
+// fills) and start again.
+type stallProxy struct {
+	addr    string
+	stalled chan struct{} // closed by stall
+	stopped chan struct{} // closed when the relay no longer reads
+	resumed chan int      // resume's skip
+	done    chan struct{} // closed at cleanup
+}
+
+// startStallProxy starts a stallProxy to target (host:port); it stops
+// with t.
+func startStallProxy(t *testing.T, target string) *stallProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := &stallProxy{addr: ln.Addr().String(), stalled: make(chan struct{}), stopped: make(chan struct{}),
+		resumed: make(chan int, 1), done: make(chan struct{})}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(sp.stopped) // also when the relay ended (stall must not hang)
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		s, err := net.Dial("tcp", target)
+		if err != nil {
+			c.Close()
+			return
+		}
+		mu.Lock()
+		conns = append(conns, c, s)
+		mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = io.Copy(c, s)
+		}()
+		buf := make([]byte, 64<<10)
+		skip, stalled := 0, sp.stalled
+		for {
+			select {
+			case <-stalled:
+				stalled = nil // once
+				sp.stopped <- struct{}{}
+				select {
+				case skip = <-sp.resumed:
+				case <-sp.done:
+					return
+				}
+			default:
+			}
+			// A short read deadline: the relay looks at stall between
+			// reads and is never inside a read once stopped.
+			_ = c.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
+			n, err := c.Read(buf)
+			out := buf[:n]
+			if k := min(skip, n); k > 0 {
+				out, skip = out[k:], skip-k
+			}
+			if len(out) > 0 {
+				if _, werr := s.Write(out); werr != nil {
+					return
+				}
+			}
+			if err != nil && !isTimeout(err) {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(sp.done)
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return sp
+}
+
+// stall stops the relay reading from the client; it returns once the
+// relay has stopped.
+func (sp *stallProxy) stall() {
+	close(sp.stalled)
+	<-sp.stopped
+}
+
+// resume has the relay read from the client again, the first skip bytes
+// dropped and the rest relayed.
+func (sp *stallProxy) resume(skip int) { sp.resumed <- skip }
+
+// stalledSession opens a session through a stallProxy to srv, stalls the
+// proxy and fills the session's socket until the kernel takes no more for
+// a while (a small send buffer, junk bytes: the peer's window is closed),
+// and leaves the session idle in p: a step's first worker takes it (its
+// node comes after srv's, which has none idle). It returns the proxy and
+// the junk's length.
+func stalledSession(t *testing.T, cfg *Config, p *sessionPool, srv string) (*stallProxy, int) {
+	t.Helper()
+	sp := startStallProxy(t, srv)
+	s, err := openSession(context.Background(), sp.addr, cfg.User, cfg.Password, cfg.ConnectTimeout, cfg.CallTimeout, int32(cfg.FetchSize), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.stall()
+	if err := unix.SetsockoptInt(s.w.fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 4096); err != nil {
+		t.Fatal(err)
+	}
+	junk := make([]byte, 64<<10)
+	filled := 0
+	for {
+		n, err := rawsys.Write(s.w.fd, junk)
+		filled += n
+		if filled > 64<<20 {
+			t.Fatalf("%d bytes written and the send buffer is still not full", filled)
+		}
+		if err == unix.EAGAIN {
+			fds := []unix.PollFd{{Fd: int32(s.w.fd), Events: unix.POLLOUT}}
+			if n, err := unix.Poll(fds, 300); err == nil && n == 0 {
+				break // no room for 300 ms: full
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("send buffer full after %d bytes", filled)
+	if !p.remember(s) {
+		t.Fatal("pool closed")
+	}
+	p.idleFor(sp.addr) <- s
+	return sp, filled
+}
+
+// succeededBefore counts the operations of st that succeeded in its
+// seconds before sec.
+func succeededBefore(st Step, sec int) int64 {
+	var n int64
+	for _, s := range st.Seconds {
+		if s.Second < sec {
+			n += s.Ops - s.Errors
+		}
+	}
+	return n
+}
+
+// A session whose send buffer is full (its server stopped reading) must
+// not hold the loop: its call waits for room off the loop's critical
+// path and fails at its deadline, while the other worker's calls, on a
+// healthy session, keep completing meanwhile. rawConn.Write waited in
+// poll(2) on the loop until the call's deadline, so no other worker's
+// answer was read until then.
+func TestLoopFullSendBufferDoesNotStallTheLoop(t *testing.T) {
+	srv := iotdbfault.StartT(t, iotdbfault.None)
+	cfg := Config{NodeURLs: []string{srv.Addr}, Scenario: ScenarioBatch, PoolSize: 2, CallTimeout: 2 * time.Second,
+		StepDuration: 3 * time.Second}.withDefaults()
+	p := newSessionPool(&cfg)
+	defer p.close(time.Second)
+	stalledSession(t, &cfg, p, srv.Addr)
+	st := runStep(context.Background(), &cfg, p, newWorkload(&cfg, "root.hostprep_loop"), 2, newLiveness(cfg.UnreachableAfter))
+	if !st.Client.EventLoop {
+		t.Fatalf("the step did not run on the event loop")
+	}
+	// Operations that succeeded before the stalled call's deadline (2 s
+	// after the step's start): the healthy worker's.
+	before := succeededBefore(st, 2)
+	t.Logf("ops %d ok %d errors %v %v; %d ops succeeded before the stalled call's deadline", st.Ops, st.OK, st.ErrorsByClass, st.ErrorSamples, before)
+	if st.Errors != 1 || st.ErrorsByClass[ClassDeadline] != 1 {
+		t.Errorf("errors %v: want the stalled call's deadline only", st.ErrorsByClass)
+	}
+	if before == 0 {
+		t.Errorf("no operation succeeded while the stalled call waited for room: its send held the event loop")
+	}
+}
+
+// A request the socket could not take at once goes out when the socket
+// has room again, and its call succeeds within its deadline: the loop
+// sends the rest when the session becomes writable, then reads the
+// answer, and the session stays usable. The other worker's calls go on
+// meanwhile (in the first second, before the proxy reads again).
+func TestLoopSendsTheRestWhenTheSocketHasRoom(t *testing.T) {
+	srv := iotdbfault.StartT(t, iotdbfault.None)
+	cfg := Config{NodeURLs: []string{srv.Addr}, Scenario: ScenarioBatch, PoolSize: 2, CallTimeout: 5 * time.Second,
+		StepDuration: 3 * time.Second}.withDefaults()
+	p := newSessionPool(&cfg)
+	defer p.close(time.Second)
+	sp, junk := stalledSession(t, &cfg, p, srv.Addr)
+	const pause = 1500 * time.Millisecond
+	time.AfterFunc(pause, func() { sp.resume(junk) }) // the junk dropped, the request relayed
+	st := runStep(context.Background(), &cfg, p, newWorkload(&cfg, "root.hostprep_loop"), 2, newLiveness(cfg.UnreachableAfter))
+	if !st.Client.EventLoop {
+		t.Fatalf("the step did not run on the event loop")
+	}
+	t.Logf("ops %d ok %d errors %v %v; latency max %.0f ms; %d ops succeeded in the first second", st.Ops, st.OK, st.ErrorsByClass, st.ErrorSamples,
+		st.Latency.Max, succeededBefore(st, 1))
+	if st.Errors != 0 {
+		t.Errorf("errors %v: want none (the stalled request went out when the proxy read again)", st.ErrorsByClass)
+	}
+	// The stalled call could not end before the proxy read again: it
+	// did wait for room (the test took the path it means to).
+	if waited := time.Duration(st.Latency.Max * float64(time.Millisecond)); waited < pause/2 {
+		t.Errorf("latency max %v: the stalled call did not wait for the proxy", waited)
+	}
+	if succeededBefore(st, 1) == 0 {
+		t.Errorf("no operation succeeded in the first second: the stalled send held the event loop")
 	}
 }

@@ -197,6 +197,18 @@ func (p *sessionPool) waitTimedOut() error {
 // is released and the error is *connectError, or ctx's error when ctx
 // ended mid-dial.
 func (p *sessionPool) session(ctx context.Context, prefer string) (*session, error) {
+	s, err := p.sessionKeep(ctx, prefer)
+	if err != nil {
+		p.release()
+	}
+	return s, err
+}
+
+// sessionKeep is session, but when none can be had the slot stays held:
+// the caller releases it. The event loop opens sessions in goroutines
+// this way, so that it frees the slot of a failed open itself and hands
+// it to the first worker waiting for one before any other can take it.
+func (p *sessionPool) sessionKeep(ctx context.Context, prefer string) (*session, error) {
 	if prefer != "" {
 		if s := p.takeIdle(prefer); s != nil {
 			return s, nil
@@ -210,7 +222,6 @@ func (p *sessionPool) session(ctx context.Context, prefer string) (*session, err
 	}
 	s, err := p.open(ctx)
 	if err != nil {
-		p.release()
 		if ctx.Err() != nil {
 			return nil, ctx.Err() // cancelled mid-dial: no connect failure
 		}

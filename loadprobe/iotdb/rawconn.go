@@ -106,7 +106,10 @@ func (c *rawConn) Read(p []byte) (int, error) {
 	}
 }
 
-// Write writes all of p, waiting for room until the deadline.
+// Write writes all of p, waiting for room until the deadline
+// (os.ErrDeadlineExceeded); it returns the bytes written and the error
+// that stopped it. The event loop's sends do not come here: they never
+// wait (wire's queue, rawOut).
 func (c *rawConn) Write(p []byte) (int, error) {
 	done := 0
 	for done < len(p) {

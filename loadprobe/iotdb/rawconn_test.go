@@ -2,12 +2,15 @@ package iotdb
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // rawPair is a rawConn wire dialled to a loopback listener and the
@@ -125,5 +128,57 @@ func TestFillWaitsForTheWholeFrame(t *testing.T) {
 			t.Fatalf("fill after the server closed: %v, want io.EOF", err)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// With queue set (the event loop's sends), a flush that the socket cannot
+// take returns at once, the rest kept in the wire; flushOut sends it as
+// the peer reads, and the peer gets every byte in order.
+func TestWireQueuesWhatTheSocketDoesNotTake(t *testing.T) {
+	w, srv := rawPair(t)
+	if err := unix.SetsockoptInt(w.fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 4096); err != nil {
+		t.Fatal(err)
+	}
+	msg := make([]byte, 1<<20) // far more than the send and receive buffers
+	for i := range msg {
+		msg[i] = byte(i * 7)
+	}
+	w.begin(time.Now().Add(time.Minute))
+	w.queue = true
+	if _, err := w.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(context.Background()); err != nil {
+		t.Fatalf("flush: %v", err)
+	}
+	w.queue = false
+	if w.unsent() == 0 || w.unsent() >= len(msg) {
+		t.Fatalf("%d of %d bytes left unsent, want some sent and the rest kept", w.unsent(), len(msg))
+	}
+	got := make(chan []byte, 1)
+	go func() {
+		b := make([]byte, len(msg))
+		_, _ = io.ReadFull(srv, b)
+		got <- b
+	}()
+	for deadline := time.Now().Add(10 * time.Second); w.unsent() > 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes still unsent", w.unsent())
+		}
+		fds := []unix.PollFd{{Fd: int32(w.fd), Events: unix.POLLOUT}}
+		if _, err := unix.Poll(fds, 100); err != nil && err != unix.EINTR {
+			t.Fatal(err)
+		}
+		if err := w.flushOut(); err != nil {
+			t.Fatalf("flushOut: %v", err)
+		}
+	}
+	select {
+	case b := <-got:
+		if !bytes.Equal(b, msg) {
+			t.Errorf("the peer got other bytes than were sent")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the peer did not get the whole message")
 	}
 }

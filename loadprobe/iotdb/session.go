@@ -213,9 +213,14 @@ func (s *session) deleteSeries(paths []string) error {
 }
 
 // send sends one call of method with args (its request frame in one
-// write), to be answered by recv; the event loop's way to call.
+// write), to be answered by recv; the event loop's way to call. It never
+// waits for room in the socket's send buffer: what the socket does not
+// take at once stays queued in the wire (wire.unsent), for the loop to
+// send when the socket is writable (wire.flushOut).
 func (s *session) send(method string, args thrift.TStruct) error {
 	s.seq++
+	s.w.queue = true
+	defer func() { s.w.queue = false }()
 	return s.tc.Send(context.Background(), s.prot, s.seq, method, args)
 }
 

@@ -33,7 +33,9 @@ import (
 // batch, loop.go) a rawConn, outside the netpoller: the loop reads what
 // the socket holds with non-blocking read(2) on fd into in (fill) until a
 // whole frame is there, and the Thrift stubs then decode it from in (Read
-// serves in before the connection).
+// serves in before the connection). The loop's sends (queue set) never
+// wait either: what the socket does not take at once is kept in out, and
+// the loop sends it (flushOut) when the socket is writable.
 type wire struct {
 	c    conn
 	fd   int // a rawConn's descriptor (owned by it), for the event loop; -1 for a net.Conn
@@ -45,6 +47,11 @@ type wire struct {
 	// decodes a frame fill read whole; an answer whose message runs past
 	// its frame must fail at once, not wait on the socket in the loop).
 	inOnly bool
+	// queue: a raw wire's flushes write what the socket takes now and
+	// keep the rest in out, instead of waiting for room (the event loop's
+	// sends: a full send buffer must not hold the loop).
+	queue bool
+	out   []byte // request bytes not yet sent (queue); flushOut sends them
 }
 
 // errShortAnswer is an answer whose message runs past the end of its
@@ -66,7 +73,9 @@ func dialWire(ctx context.Context, node string, connectTimeout time.Duration, ra
 		if err != nil {
 			return nil, err
 		}
-		return &wire{c: c, fd: c.fd, bw: bufio.NewWriterSize(c, writeBuffer)}, nil
+		w := &wire{c: c, fd: c.fd}
+		w.bw = bufio.NewWriterSize(rawOut{w}, writeBuffer)
+		return w, nil
 	}
 	d := net.Dialer{Timeout: connectTimeout}
 	c, err := d.DialContext(ctx, "tcp", node)
@@ -75,6 +84,61 @@ func dialWire(ctx context.Context, node string, connectTimeout time.Duration, ra
 	}
 	return &wire{c: c, fd: -1, bw: bufio.NewWriterSize(c, writeBuffer)}, nil
 }
+
+// rawOut is what a raw wire's buffer flushes into: the connection,
+// waiting for room until the deadline (rawConn.Write), or with queue set
+// the socket without waiting, what it does not take kept in out (after
+// bytes already kept, to keep their order). It reports all of p written
+// unless the write failed (the errno, as rawConn.Write has it).
+type rawOut struct{ w *wire }
+
+func (o rawOut) Write(p []byte) (int, error) {
+	w := o.w
+	if !w.queue {
+		return w.c.Write(p)
+	}
+	n := 0
+	if len(w.out) == 0 {
+		var err error
+		if n, err = w.writeSome(p); err != nil {
+			return n, err
+		}
+	}
+	w.out = append(w.out, p[n:]...)
+	return len(p), nil
+}
+
+// writeSome writes what of p the socket takes now (non-blocking): the
+// bytes written; EAGAIN (the send buffer is full) is no error, any other
+// errno is (EPIPE, ECONNRESET: the connection is lost).
+func (w *wire) writeSome(p []byte) (int, error) {
+	done := 0
+	for done < len(p) {
+		n, err := rawsys.Write(w.fd, p[done:])
+		done += n
+		switch {
+		case err == unix.EAGAIN:
+			return done, nil
+		case err == unix.EINTR:
+		case err != nil:
+			return done, os.NewSyscallError("write", err)
+		}
+	}
+	return done, nil
+}
+
+// flushOut sends what the socket takes now of the bytes queued in out
+// (non-blocking); unsent tells what is left. Errors: the write's errno
+// (see writeSome).
+func (w *wire) flushOut() error {
+	n, err := w.writeSome(w.out)
+	w.out = w.out[:copy(w.out, w.out[n:])]
+	return err
+}
+
+// unsent is how many bytes of the request sent last are still queued in
+// out (bytes).
+func (w *wire) unsent() int { return len(w.out) }
 
 // frameHeader is the framed transport's length prefix (bytes).
 const frameHeader = 4
