@@ -60,7 +60,7 @@ func TestKneeIgnoresHighErrorSteps(t *testing.T) {
 	steps := steps([3]float64{1, 100, 1}, [3]float64{2, 190, 1.1}, [3]float64{4, 195, 3}, [3]float64{8, 400, 0.5})
 	steps[2].ErrorRate, steps[3].ErrorRate = 0.02, 0.9
 	k := FindKnee(steps, 0.01)
-	if k.PeakWorkers != 2 || k.Workers != 0 || len(k.Ignored) != 2 || !strings.Contains(k.Reading, "4,8 workers ignored") {
+	if k.PeakWorkers != 2 || k.Workers != 0 || len(k.Ignored) != 2 || !strings.Contains(k.Reading, "the steps at 4, 8 workers ignored") {
 		t.Errorf("FindKnee = %+v, want peak at 2, no knee, steps 4 and 8 ignored and named", k)
 	}
 	k = FindKnee(steps, 0.5)
