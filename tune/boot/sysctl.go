@@ -300,33 +300,6 @@ func (s *Sysctl) Lookup(key string) (SysctlSetting, bool) {
 	return SysctlSetting{}, false
 }
 
-// Assignments lists every assignment of key (either spelling) in the
-// files, in the order they are read, explicit and glob; the last explicit
-// one is what Lookup returns. It helps name every file that also sets a
-// key.
-func (s *Sysctl) Assignments(key string) []SysctlSetting {
-	k := NormalizeSysctlKey(key)
-	var out []SysctlSetting
-	for _, f := range s.Files {
-		lines, _ := readLines(s.tree, f)
-		for i, l := range lines {
-			t := strings.TrimSpace(l)
-			if t == "" || t[0] == '#' || t[0] == ';' {
-				continue
-			}
-			lk, v, ok := strings.Cut(t, "=")
-			if !ok {
-				continue
-			}
-			n := NormalizeSysctlKey(strings.TrimPrefix(strings.TrimSpace(lk), "-"))
-			if m, _ := path.Match(n, k); n == k || (isGlob(n) && m) {
-				out = append(out, SysctlSetting{Key: DottedKey(k), Value: strings.TrimSpace(v), File: f, Line: i + 1})
-			}
-		}
-	}
-	return out
-}
-
 // SysctlAtBoot is the value key (net.core.somaxconn, or net/core/somaxconn)
 // will have after the next boot of the host under root ("" = /), as far
 // as the files say, and the file (as its Name) and 1-based line that set
