@@ -39,6 +39,10 @@ import (
 //     readable when it has ready events), and reads each socket as it
 //     becomes readable, timing what it reads by the clock, as the drain
 //     waits for the last acks with no publishes to wake the scheduler.
+//     The acks already waiting at the hand-off are read first in tick
+//     mode, with their receive timestamps: the last publishes of a window
+//     may be up to a publish interval old by then
+//     (TestAckLatencyNotBoundToPublishInterval).
 type poller struct {
 	r    *run
 	epfd int
@@ -162,7 +166,13 @@ func (p *poller) loop(stop <-chan struct{}) {
 		return
 	case <-p.handoff:
 	}
+	// The acks that arrived since the scheduler's last wake-up wait on
+	// the sockets, some for up to a publish interval: one last tick-mode
+	// drain reads them with their kernel receive times (the clock after
+	// the hand-off would time them that much late), then readiness mode
+	// reads whatever comes after.
 	p.mu.Lock()
+	p.drainLocked(true)
 	p.tick.Store(false)
 	p.mu.Unlock()
 	if err := p.watch(); err != nil {
@@ -205,7 +215,12 @@ func (p *poller) pollEvery(stop <-chan struct{}, d time.Duration) {
 func (p *poller) drain() (broken bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	tick := p.tick.Load()
+	return p.drainLocked(p.tick.Load())
+}
+
+// drainLocked is drain in tick mode (tick) or readiness mode; p.mu must
+// be held.
+func (p *poller) drainLocked(tick bool) (broken bool) {
 	var clk clockPair
 	if tick {
 		clk = p.r.clockPair()
