@@ -25,20 +25,35 @@ import (
 //
 // It works in two modes:
 //
-//   - tick mode, during the ramp and the steady window: the scheduler
-//     goroutine drains the set each time it wakes up to publish (drain),
-//     before firing anything, so acks cost no wake-up of their own (a
-//     wake-up per ack burst was the largest part of the probe's CPU per
-//     message: bench/README.md). Each socket has SO_TIMESTAMPNS on, and a
+//   - tick mode, during the ramp and the steady window (QoS 0 and 1): the
+//     scheduler goroutine drains the set each time it wakes up to publish
+//     (drain), before firing anything, so acks cost no wake-up of their
+//     own (a wake-up per ack burst was the largest part of the probe's
+//     CPU per message: bench/README.md). Each socket has SO_TIMESTAMPNS on, and a
 //     read takes one ack's worth of bytes (ackReadSize) and the kernel's
 //     receive time of the segment that carried them, so an ack is timed
 //     when it arrived, not when the probe got to it
 //     (TestInjectedAckDelayReadBack);
-//   - readiness mode, from the end of the window (handOff): loop parks on
-//     the epoll fd, registered with Go's netpoller (an epoll set is
-//     readable when it has ready events), and reads each socket as it
-//     becomes readable, timing what it reads by the clock, as the drain
-//     waits for the last acks with no publishes to wake the scheduler.
+//   - readiness mode, from the end of the window (handOff), or from the
+//     start at QoS 2 (readiness): loop parks on the epoll fd, registered
+//     with Go's netpoller (an epoll set is readable when it has ready
+//     events), and reads each socket as it becomes readable, timing what
+//     it reads by the clock, as the drain waits for the last acks with no
+//     publishes to wake the scheduler. The acks already waiting at the
+//     hand-off are read first in tick mode, with their receive
+//     timestamps: the last publishes of a window may be up to a publish
+//     interval old by then (TestAckLatencyNotBoundToPublishInterval).
+//
+// QoS 2 has no tick mode: a PUBREC must be answered (PUBREL) when it
+// arrives, as the PUBCOMP that ends the exchange comes only after it. In
+// tick mode a PUBREC waited for the scheduler's next wake-up, up to a
+// publish interval, and that wait was reported as the broker's latency
+// (1 client at 1 s: publish->PUBCOMP ~1 s on loopback; 20 clients: p95
+// ~90 ms, the gaps between wake-ups). QoS 2 publishers are read as their
+// packets arrive, one wake-up per ack burst, so the QoS 2 ack latency is
+// PUBLISH->PUBREC, the probe's turnaround (a wake-up, a read and the
+// PUBREL write: tens of µs) and PUBREL->PUBCOMP, timed by the clock when
+// the PUBCOMP is read.
 type poller struct {
 	r    *run
 	epfd int
@@ -48,11 +63,13 @@ type poller struct {
 	evs  []unix.EpollEvent
 	oob  []byte
 	// mu makes drains one at a time: the scheduler's in tick mode, loop's
-	// after the hand-off.
-	mu      sync.Mutex
-	tick    atomic.Bool
-	handoff chan struct{}
-	once    sync.Once
+	// after the hand-off (from the start in readiness).
+	mu   sync.Mutex
+	tick atomic.Bool
+	// readiness: no tick mode at all (QoS 2); loop reads from the start.
+	readiness bool
+	handoff   chan struct{}
+	once      sync.Once
 }
 
 // ackReadSize is how many bytes a tick-mode read takes: one PUBACK,
@@ -71,7 +88,8 @@ func newPoller(r *run) (*poller, error) {
 	}
 	p := &poller{r: r, epfd: fd, buf: make([]byte, 64<<10), evs: make([]unix.EpollEvent, 256),
 		oob: make([]byte, unix.CmsgSpace(16)), handoff: make(chan struct{})}
-	p.tick.Store(true)
+	p.readiness = r.cfg.QoS == 2
+	p.tick.Store(!p.readiness)
 	return p, nil
 }
 
@@ -134,7 +152,8 @@ func (p *poller) add(c *conn) bool {
 }
 
 // handOff ends tick mode: from now on loop reads the sockets as they
-// become readable. Safe to call more than once.
+// become readable (in readiness from the start it already does). Safe to
+// call more than once.
 func (p *poller) handOff() { p.once.Do(func() { close(p.handoff) }) }
 
 // drainTick is the scheduler's drain in tick mode (nothing after the
@@ -145,10 +164,11 @@ func (p *poller) drainTick() {
 	}
 }
 
-// loop waits for the hand-off (or stop), then reads the sockets as they
-// become readable until stop is closed, and closes the epoll set.
+// loop waits for the hand-off (or stop; not in readiness from the
+// start), then reads the sockets as they become readable until stop is
+// closed, and closes the epoll set.
 //
-// After the hand-off everything happens inside one RawConn.Read of the
+// In readiness mode everything happens inside one RawConn.Read of the
 // epoll fd: the callback drains the set and returns false to park until
 // the netpoller reports it readable again. Staying inside one Read keeps
 // a readiness edge that arrives while the callback runs (it is kept by
@@ -156,15 +176,23 @@ func (p *poller) drainTick() {
 // epoll_wait per batch that a new Read (which resets that state) would
 // need.
 func (p *poller) loop(stop <-chan struct{}) {
-	select {
-	case <-stop:
-		_ = unix.Close(p.epfd)
-		return
-	case <-p.handoff:
+	if !p.readiness {
+		select {
+		case <-stop:
+			_ = unix.Close(p.epfd)
+			return
+		case <-p.handoff:
+		}
+		// The acks that arrived since the scheduler's last wake-up wait
+		// on the sockets, some for up to a publish interval: one last
+		// tick-mode drain reads them with their kernel receive times (the
+		// clock after the hand-off would time them that much late), then
+		// readiness mode reads whatever comes after.
+		p.mu.Lock()
+		p.drainLocked(true)
+		p.tick.Store(false)
+		p.mu.Unlock()
 	}
-	p.mu.Lock()
-	p.tick.Store(false)
-	p.mu.Unlock()
 	if err := p.watch(); err != nil {
 		p.pollEvery(stop, time.Millisecond)
 		return
@@ -205,7 +233,12 @@ func (p *poller) pollEvery(stop <-chan struct{}, d time.Duration) {
 func (p *poller) drain() (broken bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	tick := p.tick.Load()
+	return p.drainLocked(p.tick.Load())
+}
+
+// drainLocked is drain in tick mode (tick) or readiness mode; p.mu must
+// be held.
+func (p *poller) drainLocked(tick bool) (broken bool) {
 	var clk clockPair
 	if tick {
 		clk = p.r.clockPair()

@@ -168,7 +168,9 @@ type Messages struct {
 }
 
 // Latencies in ms, all measured from the scheduled time (so a stall
-// shows up as latency, not as a lower rate). Ack and E2E cover messages
+// shows up as latency, not as a lower rate). Ack ends at the PUBACK (QoS
+// 1) or the PUBCOMP (QoS 2: PUBLISH->PUBREC, the probe's PUBREL sent as
+// the PUBREC is read, and PUBREL->PUBCOMP). Ack and E2E cover messages
 // scheduled in the steady window; Warmup* those scheduled during the
 // connect ramp. Every published message is in them: one never
 // acknowledged (Ack) or never delivered (E2E) is counted at no less than
