@@ -1,8 +1,14 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/internal/testenv"
+	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/loadprobe/mqtt"
 )
 
@@ -16,5 +22,36 @@ func TestProbeMQTTOffersEverySetting(t *testing.T) {
 		if cmd.Flags().Lookup(name) == nil {
 			t.Errorf("mqtt.Config setting %q has no --%s flag on `hostprep probe mqtt`", name, name)
 		}
+	}
+}
+
+// `hostprep probe mqtt` with no broker runs against the embedded one and
+// passes (exit 0); bad input is exit 2 and names the flag.
+func TestCLIEmbeddedPasses(t *testing.T) {
+	out, errOut, code := testenv.Run(t, nil, "probe", "mqtt", "--clients", "5", "--duration", "1s", "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	var res mqtt.Result
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Verdict == verdict.Fail || !strings.Contains(res.BrokerNote, "embedded broker") {
+		t.Fatalf("want a passing embedded run, got %v %s %q", err, res.Verdict, res.BrokerNote)
+	}
+	out, errOut, code = testenv.Run(t, nil, "probe", "mqtt", "--qos", "3")
+	if code != 2 || !strings.Contains(out+errOut, "--qos 3") {
+		t.Fatalf("want exit 2 naming --qos 3, got exit %d:\n%s%s", code, out, errOut)
+	}
+}
+
+// The real thing: the CLI as a child with a lowered RLIMIT_NOFILE.
+func TestFDLimitBinary(t *testing.T) {
+	if _, err := exec.LookPath("prlimit"); err != nil {
+		t.Skip("prlimit not installed")
+	}
+	bin := testenv.Binary(t)
+	cmd := exec.Command("prlimit", "--nofile=256:256", bin, "probe", "mqtt", "--clients", "500")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(string(out), "RLIMIT_NOFILE 256") {
+		t.Fatalf("want exit 3 naming RLIMIT_NOFILE 256, got %v:\n%s", err, out)
 	}
 }

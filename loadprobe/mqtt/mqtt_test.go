@@ -11,7 +11,6 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"github.com/hostprep/hostprep/loadprobe/latency"
 	"math"
@@ -501,20 +500,6 @@ func TestFDLimitTooLow(t *testing.T) {
 	}
 }
 
-// The real thing: the CLI as a child with a lowered RLIMIT_NOFILE.
-func TestFDLimitBinary(t *testing.T) {
-	if _, err := exec.LookPath("prlimit"); err != nil {
-		t.Skip("prlimit not installed")
-	}
-	bin := testenv.Binary(t)
-	cmd := exec.Command("prlimit", "--nofile=256:256", bin, "probe", "mqtt", "--clients", "500")
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(string(out), "RLIMIT_NOFILE 256") {
-		t.Fatalf("want exit 3 naming RLIMIT_NOFILE 256, got %v:\n%s", err, out)
-	}
-}
-
 func TestInterrupted(t *testing.T) {
 	noLeak(t)
 	cfg := small("", 10)
@@ -798,22 +783,5 @@ func TestOutputs(t *testing.T) {
 	j, err := json.Marshal(res)
 	if err != nil || bytes.Contains(j, []byte("s3cret")) || !bytes.Contains(j, []byte(`"verdict":"`+string(res.Verdict)+`"`)) || !passedOnBusyBox(res) {
 		t.Errorf("json (err %v) leaks the password or lacks the verdict: %s", err, j)
-	}
-}
-
-// `hostprep probe mqtt` with no broker runs against the embedded one and
-// passes (exit 0); bad input is exit 2 and names the flag.
-func TestCLIEmbeddedPasses(t *testing.T) {
-	out, errOut, code := testenv.Run(t, nil, "probe", "mqtt", "--clients", "5", "--duration", "1s", "--output", "json")
-	if code != 0 {
-		t.Fatalf("exit %d\n%s%s", code, out, errOut)
-	}
-	var res Result
-	if err := json.Unmarshal([]byte(out), &res); err != nil || !passedOnBusyBox(&res) || !strings.Contains(res.BrokerNote, "embedded broker") {
-		t.Fatalf("want a passing embedded run, got %v %s %q", err, res.Verdict, res.BrokerNote)
-	}
-	out, errOut, code = testenv.Run(t, nil, "probe", "mqtt", "--qos", "3")
-	if code != 2 || !strings.Contains(out+errOut, "--qos 3") {
-		t.Fatalf("want exit 2 naming --qos 3, got exit %d:\n%s%s", code, out, errOut)
 	}
 }
