@@ -15,13 +15,12 @@ import (
 	"github.com/hostprep/hostprep/internal/rawsys"
 )
 
-// frameProxy listens on loopback and relays each connection to target:
-// client to server as is, server to client frame by frame (the framed
-// transport's 4-byte length and body) through f, which gets the
-// connection's number (in accept order), the frame's number on it and
-// the frame, and returns the bytes to send instead (nil: close). It
-// returns the proxy's host:port; it stops with t.
-func frameProxy(t *testing.T, target string, f func(conn, frame int, b []byte) []byte) string {
+// relay listens on loopback and, for each connection it accepts (n: in
+// accept order), dials target and runs handle(n, c, s) on its own
+// goroutine with the client's (c) and the server's (s) connection. It
+// returns the listener's host:port; at t's end it closes the listener and
+// every connection and waits for the handlers.
+func relay(t *testing.T, target string, handle func(n int, c, s net.Conn)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -32,11 +31,6 @@ func frameProxy(t *testing.T, target string, f func(conn, frame int, b []byte) [
 		conns []net.Conn
 		wg    sync.WaitGroup
 	)
-	track := func(c ...net.Conn) {
-		mu.Lock()
-		conns = append(conns, c...)
-		mu.Unlock()
-	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -50,34 +44,13 @@ func frameProxy(t *testing.T, target string, f func(conn, frame int, b []byte) [
 				c.Close()
 				continue
 			}
-			track(c, s)
-			wg.Add(2)
+			mu.Lock()
+			conns = append(conns, c, s)
+			mu.Unlock()
+			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, _ = io.Copy(s, c)
-				s.Close()
-			}()
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				for i := 0; ; i++ {
-					var h [4]byte
-					if _, err := io.ReadFull(s, h[:]); err != nil {
-						return
-					}
-					b := make([]byte, 4+binary.BigEndian.Uint32(h[:]))
-					copy(b, h[:])
-					if _, err := io.ReadFull(s, b[4:]); err != nil {
-						return
-					}
-					out := f(n, i, b)
-					if out == nil {
-						return
-					}
-					if _, err := c.Write(out); err != nil {
-						return
-					}
-				}
+				handle(n, c, s)
 			}()
 		}
 	}()
@@ -91,6 +64,44 @@ func frameProxy(t *testing.T, target string, f func(conn, frame int, b []byte) [
 		wg.Wait()
 	})
 	return ln.Addr().String()
+}
+
+// frameProxy relays each connection to target (relay): client to server
+// as is, server to client frame by frame (the framed transport's 4-byte
+// length and body) through f, which gets the connection's number (in
+// accept order), the frame's number on it and the frame, and returns the
+// bytes to send instead (nil: close). It returns the proxy's host:port;
+// it stops with t.
+func frameProxy(t *testing.T, target string, f func(conn, frame int, b []byte) []byte) string {
+	t.Helper()
+	return relay(t, target, func(n int, c, s net.Conn) {
+		copied := make(chan struct{})
+		go func() {
+			defer close(copied)
+			_, _ = io.Copy(s, c)
+			s.Close()
+		}()
+		defer func() { <-copied }() // after c.Close below ends the copy
+		defer c.Close()
+		for i := 0; ; i++ {
+			var h [4]byte
+			if _, err := io.ReadFull(s, h[:]); err != nil {
+				return
+			}
+			b := make([]byte, 4+binary.BigEndian.Uint32(h[:]))
+			copy(b, h[:])
+			if _, err := io.ReadFull(s, b[4:]); err != nil {
+				return
+			}
+			out := f(n, i, b)
+			if out == nil {
+				return
+			}
+			if _, err := c.Write(out); err != nil {
+				return
+			}
+		}
+	})
 }
 
 // loopStep runs one closed-loop step of n workers of cfg (write or
@@ -182,42 +193,20 @@ type stallProxy struct {
 	done    chan struct{} // closed at cleanup
 }
 
-// startStallProxy starts a stallProxy to target (host:port); it stops
-// with t.
+// startStallProxy starts a stallProxy to target (host:port) for one
+// connection; it stops with t.
 func startStallProxy(t *testing.T, target string) *stallProxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp := &stallProxy{addr: ln.Addr().String(), stalled: make(chan struct{}), stopped: make(chan struct{}),
+	sp := &stallProxy{stalled: make(chan struct{}), stopped: make(chan struct{}),
 		resumed: make(chan int, 1), done: make(chan struct{})}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	sp.addr = relay(t, target, func(_ int, c, s net.Conn) {
 		defer close(sp.stopped) // also when the relay ended (stall must not hang)
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		s, err := net.Dial("tcp", target)
-		if err != nil {
-			c.Close()
-			return
-		}
-		mu.Lock()
-		conns = append(conns, c, s)
-		mu.Unlock()
-		wg.Add(1)
+		copied := make(chan struct{})
 		go func() {
-			defer wg.Done()
+			defer close(copied)
 			_, _ = io.Copy(c, s)
 		}()
+		defer func() { <-copied }() // relay's cleanup closes c and s
 		buf := make([]byte, 64<<10)
 		skip, stalled := 0, sp.stalled
 		for {
@@ -249,17 +238,10 @@ func startStallProxy(t *testing.T, target string) *stallProxy {
 				return
 			}
 		}
-	}()
-	t.Cleanup(func() {
-		close(sp.done)
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
 	})
+	// Registered after relay's, so it runs first: a relay stopped in
+	// stall returns before relay's cleanup waits for it.
+	t.Cleanup(func() { close(sp.done) })
 	return sp
 }
 
