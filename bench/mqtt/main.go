@@ -68,6 +68,9 @@ type loadResult struct {
 
 var benchWorkers, benchProcs int
 
+// benchQoS is the QoS of the load children's publishes (-qos).
+var benchQoS = 1
+
 func rssKiB() int64 {
 	b, _ := os.ReadFile("/proc/self/status")
 	for _, l := range strings.Split(string(b), "\n") {
@@ -144,7 +147,7 @@ func load(broker string, clients int, rate float64, dur time.Duration, subs int)
 	cfg := mqtt.Defaults()
 	cfg.Broker, cfg.Clients, cfg.ConnRate = broker, clients, 1000
 	cfg.PubInterval = time.Duration(float64(clients) / rate * float64(time.Second))
-	cfg.Duration, cfg.Subscribers, cfg.QoS, cfg.Size = dur, subs, 1, 200
+	cfg.Duration, cfg.Subscribers, cfg.QoS, cfg.Size = dur, subs, benchQoS, 200
 	cfg.Grace = 10 * time.Second
 	if benchWorkers > 0 {
 		cfg.Workers = benchWorkers
@@ -200,6 +203,7 @@ func main() {
 	sweepClients := flag.Int("sweep-clients", 2000, "all: clients in the rate sweep")
 	marginal := flag.Float64("marginal-rate", 10000, "all: rate for the marginal CPU-per-message measurement (0 = skip)")
 	big := flag.Int("hold-target", 15000, "all: connections the probe must hold")
+	flag.IntVar(&benchQoS, "qos", 1, "load and marginal: QoS of the publishes, 1 or 2 (QoS 2 publishers are read as acks arrive: PUBREL goes out at once)")
 	flag.IntVar(&benchProcs, "procs", 0, "load: the probe's Config.Procs (0 auto, -1 leave GOMAXPROCS)")
 	flag.IntVar(&benchWorkers, "workers", 0, "load: probe scheduler workers (0 = the probe's default)")
 	cpuprofile := flag.String("cpuprofile", "", "load/hold: write a CPU profile here")
@@ -371,8 +375,8 @@ func pinBroker(pid, cpu int) (func(), error) {
 // measures twice: unpinned, then with the probe on CPU 0 and the broker
 // on CPU 1 (taskset), and prints user and system time separately.
 func marginalCPU(broker string, brokerPID int, rate float64, clients, subs, rounds int) {
-	fmt.Printf("marginal CPU per message at %.0f msg/s, %s, QoS 1, 200 B (20 s minus 5 s window), µs, %s alternating unpinned and pinned:\n",
-		rate, plural.N(clients, "client"), plural.N(rounds, "round"))
+	fmt.Printf("marginal CPU per message at %.0f msg/s, %s, QoS %d, 200 B (20 s minus 5 s window), µs, %s alternating unpinned and pinned:\n",
+		rate, plural.N(clients, "client"), benchQoS, plural.N(rounds, "round"))
 	fmt.Printf("%-9s %-7s %7s %7s %7s\n", "variant", "who", "user", "system", "total")
 	// ratios[variant] holds each round's user, system and total ratio.
 	ratios := map[string][][3]float64{}
@@ -442,7 +446,7 @@ func marginalOnce(broker string, brokerPID int, rate float64, clients, subs int,
 	for i, d := range []string{"5s", "20s"} {
 		b0 := procCPU(brokerPID)
 		var lr loadResult
-		pc, err := childCPU(&lr, pre, "-mode", "load", "-broker", broker, "-n", strconv.Itoa(clients), "-rate", strconv.FormatFloat(rate, 'f', 0, 64), "-duration", d, "-subscribers", strconv.Itoa(subs), "-procs", strconv.Itoa(benchProcs))
+		pc, err := childCPU(&lr, pre, "-mode", "load", "-broker", broker, "-n", strconv.Itoa(clients), "-rate", strconv.FormatFloat(rate, 'f', 0, 64), "-duration", d, "-subscribers", strconv.Itoa(subs), "-procs", strconv.Itoa(benchProcs), "-qos", strconv.Itoa(benchQoS))
 		if err != nil {
 			fmt.Println(err)
 			return probe, brk, false
