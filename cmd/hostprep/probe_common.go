@@ -150,29 +150,19 @@ func probePassword(file, env string) (string, error) {
 	return strings.TrimRight(string(b), "\r\n"), nil
 }
 
-// probeCheckFiles fails with bad input (exit 2) naming the flag when an
-// output file (flag -> path; empty paths are skipped) could not be
-// written later, so an unwritable --csv fails before loading the server.
-// It creates nothing: a run that fails before measuring leaves no file.
-func probeCheckFiles(files map[string]string) error {
-	for flag, path := range files {
-		if err := atomicfile.Check(flag, path); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // probeOutputs are where a probe's result goes: Format (--output: text or
 // json) on stdout, and the --csv and --html files ("" writes none).
 type probeOutputs struct {
 	Format, CSV, HTML string
 }
 
-// checkFiles fails with bad input (exit 2) when --csv or --html could not
-// be written later (probeCheckFiles).
+// checkFiles fails with bad input (exit 2) naming the flag when --csv or
+// --html could not be written later, or both name one file
+// (atomicfile.CheckAll), so an unwritable --csv fails before loading the
+// server. It creates nothing: a run that fails before measuring leaves no
+// file.
 func (o probeOutputs) checkFiles() error {
-	return probeCheckFiles(map[string]string{"--csv": o.CSV, "--html": o.HTML})
+	return atomicfile.CheckAll(atomicfile.Out{Flag: "--csv", Path: o.CSV}, atomicfile.Out{Flag: "--html", Path: o.HTML})
 }
 
 // probeResult is a probe run's result as the probe commands print it.

@@ -60,10 +60,9 @@ Exit codes: 0 READY (also READY WITH WARNINGS, DRY RUN), 1 NOT READY, 2 bad inpu
 				}
 				// Result files are checked before anything runs (tune
 				// included): a missing folder is exit 2, never created.
-				for _, f := range []struct{ flag, path string }{{"--json", jsonFile}, {"--junit", junitFile}, {"--prom", promFile}, {"--html", htmlFile}} {
-					if err := atomicfile.Check(f.flag, f.path); err != nil {
-						return err
-					}
+				if err := atomicfile.CheckAll(atomicfile.Out{Flag: "--json", Path: jsonFile}, atomicfile.Out{Flag: "--junit", Path: junitFile},
+					atomicfile.Out{Flag: "--prom", Path: promFile}, atomicfile.Out{Flag: "--html", Path: htmlFile}); err != nil {
+					return err
 				}
 				var err error
 				if o.MQTTPassword, err = secret(mqttPwFile, "--mqtt-password-file", "HOSTPREP_MQTT_PASSWORD"); err != nil {

@@ -7,6 +7,7 @@ package atomicfile
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -25,8 +26,9 @@ var ErrEmpty = errors.New("nothing to write: the report is empty")
 // system), fsync, chmod 0644, rename over path, fsync of the folder. On
 // any error nothing is left at path that was not there before and the
 // temporary file is removed. The folder must exist (see Check); it is
-// never created. Errors: render's error, ErrEmpty, or the *os.PathError
-// of the failed file operation.
+// never created. A symbolic link at path is followed: the file it leads
+// to is replaced, the link stays. Errors: render's error, ErrEmpty,
+// ErrNotRegular, or the *os.PathError of the failed file operation.
 func Write(path string, render func(io.Writer) error) error {
 	var buf bytes.Buffer
 	if err := render(&buf); err != nil {
@@ -34,6 +36,10 @@ func Write(path string, render func(io.Writer) error) error {
 	}
 	if buf.Len() == 0 {
 		return ErrEmpty
+	}
+	path, err := target(path)
+	if err != nil {
+		return err
 	}
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
@@ -68,16 +74,75 @@ func Write(path string, render func(io.Writer) error) error {
 	return nil
 }
 
+// ErrNotRegular is returned for a path that holds something other than a
+// regular file (a device such as /dev/null, a FIFO, a socket, a folder),
+// or a symbolic link to one or to nothing: Write replaces a file whole
+// (rename), which would put a regular file where that thing was.
+var ErrNotRegular = errors.New("not a regular file")
+
+// target is the file Write replaces for path: path itself, or where a
+// symbolic link at path leads. Errors: ErrNotRegular (wrapped with what
+// is there) when that is not a regular file, or a link to nothing; a
+// missing path is fine (a new file).
+func target(path string) (string, error) {
+	st, err := os.Lstat(path)
+	if err != nil {
+		return path, nil // nothing there (or its folder is not one): Check and the write say so
+	}
+	if st.Mode()&os.ModeSymlink != 0 {
+		to, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			return "", fmt.Errorf("%w: a symbolic link that leads nowhere (%v)", ErrNotRegular, err)
+		}
+		path = to
+		if st, err = os.Stat(path); err != nil {
+			return "", err
+		}
+	}
+	if !st.Mode().IsRegular() {
+		return "", fmt.Errorf("%w: %s is a %s", ErrNotRegular, path, kind(st.Mode()))
+	}
+	return path, nil
+}
+
+// kind names what a non-regular file is.
+func kind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "folder"
+	case m&os.ModeCharDevice != 0:
+		return "character device"
+	case m&os.ModeDevice != 0:
+		return "block device"
+	case m&os.ModeNamedPipe != 0:
+		return "FIFO"
+	case m&os.ModeSocket != 0:
+		return "socket"
+	}
+	return "special file"
+}
+
 // Check tells, before a run starts, whether Write can later put a file at
 // path given with flag (e.g. "--html"): the folder must exist, be a
 // folder and accept a new file (tried with a temporary file that is
-// removed at once), and path must not be a folder. It never creates,
+// removed at once), and path must be new or a regular file (or a link to
+// one): never a folder, a device such as /dev/null, a FIFO or a socket. It never creates,
 // opens or truncates path itself, so a run that fails later leaves
 // nothing behind. An empty path is not checked. The error is
 // exitcode.BadInput (exit 2) naming the flag, the path and the fix.
 func Check(flag, path string) error {
 	if path == "" {
 		return nil
+	}
+	given := path
+	path, err := target(path)
+	switch {
+	case errors.Is(err, ErrNotRegular) && strings.Contains(err.Error(), "is a folder"):
+		return exitcode.BadInputf("%s %s: is a folder; want a file path, e.g. %s", flag, given, filepath.Join(given, "report."+strings.TrimLeft(flag, "-")))
+	case errors.Is(err, ErrNotRegular):
+		return exitcode.BadInputf("%s %s: %v; hostprep replaces a report file whole, so name a regular file (new or existing)", flag, given, err)
+	case err != nil:
+		return exitcode.BadInputf("%s %s: %v", flag, given, err)
 	}
 	dir := filepath.Dir(path)
 	st, err := os.Stat(dir)
@@ -89,14 +154,43 @@ func Check(flag, path string) error {
 	case !st.IsDir():
 		return exitcode.BadInputf("%s %s: %s is not a folder", flag, path, dir)
 	}
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return exitcode.BadInputf("%s %s: is a folder; want a file path, e.g. %s", flag, path, filepath.Join(path, "report."+strings.TrimLeft(flag, "-")))
-	}
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".check-*")
 	if err != nil {
 		return exitcode.BadInputf("%s %s: cannot create a file in %s (%v); write the file to a folder you can write to", flag, path, dir, err)
 	}
 	f.Close()
 	os.Remove(f.Name())
+	return nil
+}
+
+// Out is one report file a command was asked for: the flag (--csv) and
+// the path ("" for none).
+type Out struct{ Flag, Path string }
+
+// CheckAll checks every out (Check) and that no two of them name the
+// same file (the same path, or links to one file): the second write
+// would silently replace the first. The error is exitcode.BadInput
+// naming the flags.
+func CheckAll(outs ...Out) error {
+	seen := map[string]string{}
+	for _, o := range outs {
+		if o.Path == "" {
+			continue
+		}
+		if err := Check(o.Flag, o.Path); err != nil {
+			return err
+		}
+		key := filepath.Clean(o.Path)
+		if to, err := target(o.Path); err == nil {
+			key = filepath.Clean(to)
+		}
+		if abs, err := filepath.Abs(key); err == nil {
+			key = abs
+		}
+		if flag, ok := seen[key]; ok {
+			return exitcode.BadInputf("%s and %s both name %s: the second file would replace the first; give each its own path", flag, o.Flag, o.Path)
+		}
+		seen[key] = o.Flag
+	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
@@ -118,5 +119,93 @@ func TestCheck(t *testing.T) {
 	ents, _ := os.ReadDir(dir)
 	if len(ents) != 2 {
 		t.Errorf("Check left files: %v", ents)
+	}
+}
+
+// A report path that holds a device, a FIFO or a link to nothing (or to a
+// device) is
+// refused by Check (exit 2) and by Write, and left as it was: the rename
+// used to put a regular file where /dev/full was. A link to a regular
+// file is followed: the file is replaced, the link stays.
+func TestNonRegularTargetsAreRefusedAndLinksFollowed(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dangling := filepath.Join(dir, "dangling")
+	if err := os.Symlink(filepath.Join(dir, "nowhere"), dangling); err != nil {
+		t.Fatal(err)
+	}
+	paths := []string{fifo, dangling}
+	// A device node of its own (never the machine's /dev/null: a
+	// regression would replace it): the null device's numbers, made in
+	// the test's folder; root only.
+	null := filepath.Join(dir, "null")
+	if err := syscall.Mknod(null, syscall.S_IFCHR|0o666, 1<<8|3); err == nil {
+		toNull := filepath.Join(dir, "to-null")
+		if err := os.Symlink(null, toNull); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, null, toNull)
+	} else {
+		t.Logf("no device node (%v): devices not checked", err)
+	}
+	render := func(w io.Writer) error { _, err := io.WriteString(w, "report"); return err }
+	for _, p := range paths {
+		before, _ := os.Lstat(p)
+		err := Check("--csv", p)
+		if exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), "regular file") {
+			t.Errorf("Check(%s) = %v, want exit 2 saying it is not a regular file", p, err)
+		}
+		if err := Write(p, render); !errors.Is(err, ErrNotRegular) {
+			t.Errorf("Write(%s) = %v, want ErrNotRegular", p, err)
+		}
+		if after, _ := os.Lstat(p); after.Mode() != before.Mode() {
+			t.Errorf("%s changed from %v to %v", p, before.Mode(), after.Mode())
+		}
+	}
+	file := filepath.Join(dir, "real.csv")
+	link := filepath.Join(dir, "link.csv")
+	if err := os.WriteFile(file, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(file, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := Check("--csv", link); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(link, render); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Lstat(link); st.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced by a file")
+	}
+	if b, _ := os.ReadFile(file); string(b) != "report" {
+		t.Errorf("the linked file holds %q, want the report", b)
+	}
+}
+
+// Two report flags naming one file (the same path, or a link to it) are
+// refused: the second write used to replace the first silently.
+func TestCheckAllRefusesOneFileTwice(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "r.out")
+	link := filepath.Join(dir, "link.out")
+	if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(p, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, second := range []string{p, link, dir + "/./r.out"} {
+		err := CheckAll(Out{"--csv", p}, Out{"--html", second})
+		if exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), "--csv and --html both name") {
+			t.Errorf("--csv %s --html %s: %v, want exit 2 naming both flags", p, second, err)
+		}
+	}
+	if err := CheckAll(Out{"--csv", p}, Out{"--html", filepath.Join(dir, "other.html")}, Out{"--json", ""}); err != nil {
+		t.Errorf("distinct files: %v", err)
 	}
 }
