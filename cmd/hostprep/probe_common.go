@@ -84,6 +84,9 @@ func runProbe[S any](cmd *cobra.Command, pf *probeFlags, spec probeSpec[S]) erro
 	if err != nil {
 		return err
 	}
+	if pf.passwordFile != "" && pw == "" {
+		return exitcode.BadInputf("--password-file %s is empty: put the password in it, or leave the flag out", pf.passwordFile)
+	}
 	if err := spec.settle(sec, shard, pw); err != nil {
 		return err
 	}
@@ -123,7 +126,7 @@ func probeSection[S any](ref, name string, section func(*profiles.Profile) *S, c
 	}
 	sec := section(p)
 	if sec == nil {
-		return nil, exitcode.BadInputf("--profile %s has no %s section: add one or pass the load as flags", ref, name)
+		return nil, exitcode.BadInputf("--profile %s has no %s section: add one, or leave --profile out and pass the load as flags", ref, name)
 	}
 	if err := check(p); err != nil {
 		return nil, err

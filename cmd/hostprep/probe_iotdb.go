@@ -121,9 +121,6 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 				check:       iotdb.CheckProfile,
 				passwordEnv: iotdbPasswordEnv,
 				settle: func(sec *profiles.IoTDBProbe, sh fleet.Shard, pw string) error {
-					if pf.passwordFile != "" && pw == "" {
-						return exitcode.BadInputf("--password-file %s is empty: put the IoTDB password in it", pf.passwordFile)
-					}
 					// Built-in defaults, then the profile's section, then
 					// the flags given explicitly.
 					cfg.Shard = sh

@@ -3,7 +3,9 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -53,5 +55,23 @@ func TestFDLimitBinary(t *testing.T) {
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(string(out), "RLIMIT_NOFILE 256") {
 		t.Fatalf("want exit 3 naming RLIMIT_NOFILE 256, got %v:\n%s", err, out)
+	}
+}
+
+// An empty --password-file is refused the same way by both probes (exit
+// 2, before any load): probe mqtt used to run with an empty password.
+func TestEmptyPasswordFileRefusedByBothProbes(t *testing.T) {
+	empty := filepath.Join(t.TempDir(), "empty.pw")
+	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, probe := range []string{"mqtt", "iotdb"} {
+		_, stderr, code := testenv.Run(t, nil, "probe", probe, "--password-file", empty, "--host", "127.0.0.1")
+		if probe == "mqtt" {
+			_, stderr, code = testenv.Run(t, nil, "probe", probe, "--password-file", empty, "--username", "u")
+		}
+		if code != 2 || !strings.Contains(stderr, "--password-file "+empty+" is empty") {
+			t.Errorf("probe %s with an empty password file: exit %d, %q; want exit 2 saying it is empty", probe, code, stderr)
+		}
 	}
 }

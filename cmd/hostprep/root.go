@@ -121,10 +121,10 @@ func checkOutput(flag string, allowed ...string) error {
 // types not listed (hostprep's own, such as rates) the value's own error
 // says it.
 var flagValueWants = map[string]string{
-	"int":         "a whole number such as 100000",
-	"int64":       "a whole number such as 100000",
-	"uint":        "a whole number >= 0 such as 100000",
-	"uint64":      "a whole number >= 0 such as 100000",
+	"int":         "a whole number",
+	"int64":       "a whole number",
+	"uint":        "a whole number >= 0",
+	"uint64":      "a whole number >= 0",
 	"float64":     "a number such as 0.01",
 	"bool":        "true or false",
 	"duration":    "a duration such as 500ms, 30s or 2m",
@@ -134,8 +134,8 @@ var flagValueWants = map[string]string{
 
 // flagValueError rewrites pflag's error for a value its type cannot parse
 // (`invalid argument "abc" for "--sockets" flag: strconv.ParseInt: parsing
-// "abc": invalid syntax`) as `--sockets "abc": want a whole number such as
-// 100000`, and a value of hostprep's own types as `--conn-rate: ` and its
+// "abc": invalid syntax`) as `--sockets "abc": want a whole number`, and
+// a value of hostprep's own types as `--conn-rate: ` and its
 // error; other errors are returned as they are.
 func flagValueError(err error) error {
 	var ive *pflag.InvalidValueError

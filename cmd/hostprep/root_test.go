@@ -46,7 +46,7 @@ func TestFlagValueErrorsSayWhatTheyWant(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"preflight", "--sockets", "abc"}, `--sockets "abc": want a whole number such as 100000`},
+		{[]string{"preflight", "--sockets", "abc"}, `--sockets "abc": want a whole number`},
 		{[]string{"probe", "iotdb", "--steps", "a,b"}, `--steps "a,b": want whole numbers separated by commas, such as 10,20,30`},
 		{[]string{"probe", "mqtt", "--duration", "3x"}, `--duration "3x": want a duration such as 500ms, 30s or 2m`},
 		{[]string{"probe", "iotdb", "--keep=maybe"}, `--keep "maybe": want true or false`},
