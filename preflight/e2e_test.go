@@ -486,3 +486,29 @@ func TestRecordRefusesNonDirectory(t *testing.T) {
 		}
 	}
 }
+
+// --pid: fd.hard and fd.raise judge the named process by the host's
+// bounding set too. Where CAP_SYS_RESOURCE is outside it (this sandbox),
+// neither suggests prlimit or tune (root cannot raise the limit either:
+// prlimit fails with EPERM); where it is inside, fd.raise offers prlimit.
+func TestE2EPidRemediesFollowTheBoundingSet(t *testing.T) {
+	sleeper := exec.Command("sh", "-c", "ulimit -Sn 600 && exec sleep 30")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() })
+	pid := fmt.Sprint(sleeper.Process.Pid)
+	out, stderr, code := testenv.Run(t, nil, "preflight", "--sockets", "1000000", "--role", "loadgen", "--pid", pid, "-o", "json")
+	var r Report
+	if code != 1 || json.Unmarshal([]byte(out), &r) != nil {
+		t.Fatalf("exit %d, want 1 with a JSON report: %s\n%s", code, stderr, out)
+	}
+	raise, hard := find(t, r.Checks, "fd.raise"), find(t, r.Checks, "fd.hard")
+	bnd, err := hasCapIn("/proc/self/status", "CapBnd", capSysResource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if offers := strings.Contains(raise.Remedy+hard.Remedy, "prlimit"); offers != bnd {
+		t.Errorf("CAP_SYS_RESOURCE in the bounding set: %v, yet prlimit offered: %v\nfd.hard: %s\nfd.raise: %s", bnd, offers, hard.Remedy, raise.Remedy)
+	}
+}

@@ -79,6 +79,11 @@ func (g *gatherer) targetPID(pid int, source string) error {
 	if err != nil {
 		g.note("capabilities of pid %d: %v", pid, err)
 	}
+	// Without CAP_SYS_RESOURCE in the bounding set here, not even root can
+	// raise the process's hard limit (prlimit), nor start it again with
+	// a higher one: see hostCeiling.
+	bnd, err := g.hasCap(g.selfPID(), "CapBnd", capSysResource)
+	t.NoRaiseBound = err == nil && !bnd
 	return nil
 }
 
