@@ -184,6 +184,13 @@ fs.nr_open, listening ports) are done by 'hostprep tune plan'.`,
 			if len(problems) == 0 {
 				return nil
 			}
+			if output == "json" { // the results say it all; the error is the first file's
+				for _, r := range results {
+					if !r.OK {
+						return exitcode.BadInputf("%s", r.Error)
+					}
+				}
+			}
 			// Text: every problem of every file on a line of its own, the
 			// last one as the command's error (exit 2).
 			if output == "text" {
