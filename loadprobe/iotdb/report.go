@@ -157,10 +157,11 @@ func (r *Result) WriteJSON(w io.Writer) error {
 var CSVHeader = []string{"scenario", "workers", "duration_s", "ops", "ok", "errors", "error_rate",
 	"tps", "points_per_s", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms",
 	"wait_timeout", "connect", "status", "deadline", "panic", "other",
-	"pool_size", "pool_mean_util", "pool_max_util", "knee"}
+	"pool_size", "pool_mean_util", "pool_max_util", "knee", "partial"}
 
 // WriteCSV writes one row per step (header CSVHeader); knee is "peak",
-// "knee" or empty.
+// "knee" or empty; partial is true for a step cut short (an interrupted
+// or stopped run), whose figures cover only the part that ran.
 func (r *Result) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(CSVHeader); err != nil {
@@ -181,7 +182,7 @@ func (r *Result) WriteCSV(w io.Writer) error {
 		for _, c := range Classes {
 			row = append(row, d(s.ErrorsByClass[c]))
 		}
-		row = append(row, strconv.Itoa(s.Pool.Size), f(s.Pool.MeanUtil), f(s.Pool.MaxUtil), mark)
+		row = append(row, strconv.Itoa(s.Pool.Size), f(s.Pool.MeanUtil), f(s.Pool.MaxUtil), mark, strconv.FormatBool(s.Partial))
 		if err := cw.Write(row); err != nil {
 			return err
 		}
