@@ -534,6 +534,49 @@ func TestInterrupted(t *testing.T) {
 	}
 }
 
+// Interrupted in the middle of the connect ramp (the tester's Ctrl-C at
+// 0.4 s into --clients 100 --conn-rate 100): the clients never started
+// are not failed connects, and the checks that had nothing to measure
+// (no steady window yet) skip instead of failing; the run still fails,
+// on mqtt.complete.
+func TestInterruptedDuringRamp(t *testing.T) {
+	noLeak(t)
+	cfg := small("", 100)
+	cfg.ConnRate = 40 // a 2.5 s ramp
+	cfg.Thresholds = Defaults().Thresholds
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(time.Second, cancel)
+	res, err := Run(ctx, cfg)
+	if exitcode.Code(err) != exitcode.Environment || res == nil {
+		t.Fatalf("want partial results and an environment error, got %v", err)
+	}
+	checkCounts(t, res)
+	var txt strings.Builder
+	_ = res.WriteText(&txt)
+	t.Log("\n" + txt.String())
+	c := res.Connects
+	if c.OK == 0 || c.OK >= 100 {
+		t.Fatalf("want the interrupt mid-ramp, got %d of 100 connected", c.OK)
+	}
+	if c.Failed != 0 || c.FailedBy["not_attempted"] != 0 || c.FailRate != 0 {
+		t.Errorf("clients never started counted as failed connects: %+v", c)
+	}
+	if c.NotStarted == 0 || !strings.Contains(txt.String(), fmt.Sprintf("%d not started (the run ended first)", c.NotStarted)) {
+		t.Errorf("clients never started not reported as such: %+v", c)
+	}
+	if res.Verdict != verdict.Fail || checkByID(t, res.Checks, "mqtt.complete").Status != verdict.Fail {
+		t.Errorf("an interrupted run never passes: verdict %s", res.Verdict)
+	}
+	if ch := checkByID(t, res.Checks, "mqtt.connect_fail_rate"); ch.Status != verdict.Pass {
+		t.Errorf("mqtt.connect_fail_rate %s %q, want pass (every connect attempted succeeded)", ch.Status, ch.Summary)
+	}
+	for _, id := range []string{"mqtt.ack_p95", "mqtt.e2e_p99"} {
+		if ch := checkByID(t, res.Checks, id); ch.Status != verdict.Skip || !strings.Contains(ch.Summary, "interrupted") {
+			t.Errorf("%s: %s %q, want skip: the steady window never began", id, ch.Status, ch.Summary)
+		}
+	}
+}
+
 func TestBadInput(t *testing.T) {
 	for _, mod := range []func(*Config){
 		func(c *Config) { c.QoS = 3 },
