@@ -621,6 +621,7 @@ func TestValidateRefusesSilentDefaults(t *testing.T) {
 		{func(c *Config) { c.Thresholds.AckP95 = -time.Millisecond }, "--ack-p95 -1ms"},
 		{func(c *Config) { nan := math.NaN(); c.Thresholds.Loss = &nan }, "--max-loss NaN"},
 		{func(c *Config) { c.MQTTVersion, c.RetryInterval = "5", time.Second }, "--retry-interval 1s with --mqtt-version 5"},
+		{func(c *Config) { c.Password = "s3cret" }, "--password-file"},
 	} {
 		c := Defaults()
 		tc.mod(&c)
@@ -638,6 +639,8 @@ func TestValidateRefusesSilentDefaults(t *testing.T) {
 		func(c *Config) { c.Thresholds.AckP95, c.Thresholds.E2EP99, c.Thresholds.ConnectP95 = 0, 0, 0 },
 		func(c *Config) { c.Workers, c.Procs = 0, -1 },
 		func(c *Config) { c.Broker = "" },
+		func(c *Config) { c.Username, c.Password = "probe", "s3cret" },
+		func(c *Config) { c.MQTTVersion, c.Password = "5", "s3cret" },
 	} {
 		c := Defaults()
 		mod(&c)
@@ -645,6 +648,39 @@ func TestValidateRefusesSilentDefaults(t *testing.T) {
 			t.Errorf("documented zero refused: %v", err)
 		}
 	}
+}
+
+// MQTT 3.1.1 (3.1.2.9): no password without a user name; mosquitto
+// closes such a CONNECT, which the probe used to report as "broker
+// unreachable ... closed_by_broker: EOF" (exit 3). Validate refuses it
+// (exit 2) naming --username and --password-file, without the password;
+// MQTT 5 allows it, and mosquitto accepts it.
+func TestPasswordWithoutUsername(t *testing.T) {
+	cfg := Defaults()
+	cfg.Password = "s3cret"
+	err := cfg.Validate()
+	if exitcode.Code(err) != exitcode.BadInput || err == nil || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("MQTT 3.1.1, a password without a user name: want one bad-input line, got %v", err)
+	}
+	for _, want := range []string{"--password-file", "--username", "3.1.1", "--mqtt-version 5"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("want %q in %v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("the password leaked into the error: %v", err)
+	}
+
+	noLeak(t)
+	m := startMosquitto(t, "allow_anonymous true")
+	cfg = small(m.url, 3)
+	cfg.Password = "s3cret"
+	if _, err := Run(context.Background(), cfg); exitcode.Code(err) != exitcode.BadInput {
+		t.Errorf("MQTT 3.1.1 against mosquitto: want bad input before connecting, got %v", err)
+	}
+	cfg.MQTTVersion = "5"
+	res, err := runProbe(t, cfg)
+	wantPass(t, res, err)
 }
 
 // Help, error and behaviour agree on the broker schemes: tcp and mqtt
@@ -802,7 +838,7 @@ func TestOutputs(t *testing.T) {
 	cfg := small("", 5)
 	cfg.Duration = 2500 * time.Millisecond
 	cfg.Progress, cfg.ProgressEvery = &prog, time.Second
-	cfg.Password = "s3cret-pw"
+	cfg.Username, cfg.Password = "probe", "s3cret-pw"
 	res, err := runProbe(t, cfg)
 	wantPass(t, res, err)
 	if n := strings.Count(prog.String(), "mqtt probe "); n < 2 || !strings.Contains(prog.String(), "connected 5/5") {
