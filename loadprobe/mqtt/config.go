@@ -55,7 +55,8 @@ type Config struct {
 	CertFile string `json:"cert,omitempty" flag:"cert"`
 	KeyFile  string `json:"key,omitempty" flag:"key"`
 	// Username and Password go in CONNECT; Password is never printed,
-	// logged or serialised.
+	// logged or serialised. MQTT 3.1.1 allows no Password without a
+	// Username (Validate refuses it); MQTT 5 does.
 	Username string `json:"username,omitempty" flag:"username"`
 	Password string `json:"-"`
 	// MQTTVersion is "3.1.1" or "5".
@@ -391,7 +392,8 @@ func (c *Config) checkLoad() error {
 }
 
 // checkClients checks the clients' bounds and names: timeouts, grace,
-// re-sends, workers, procs, client id and topic.
+// re-sends, a password without a user name (MQTT 3.1.1), workers,
+// procs, client id and topic.
 func (c *Config) checkClients() error {
 	bad := exitcode.BadInputf
 	if c.ConnectTimeout <= 0 {
@@ -405,6 +407,12 @@ func (c *Config) checkClients() error {
 	}
 	if c.RetryInterval > 0 && c.MQTTVersion == "5" {
 		return bad("--retry-interval %v with --mqtt-version 5: MQTT 5 forbids re-sending a PUBLISH on a live connection; drop --retry-interval or use --mqtt-version 3.1.1", c.RetryInterval)
+	}
+	if c.Password != "" && c.Username == "" && c.MQTTVersion == "3.1.1" {
+		// MQTT 3.1.1 section 3.1.2.9: the Password Flag must be 0 when the
+		// User Name Flag is; a broker closes such a CONNECT. MQTT 5 allows it.
+		return bad("%s (or $%s) without %s: MQTT 3.1.1 forbids a password without a user name (the broker closes the connection); add %s, or use %s 5, which allows it",
+			c.name("password-file"), PasswordEnv, c.name("username"), c.name("username"), c.name("mqtt-version"))
 	}
 	if c.Workers < 0 {
 		return bad("workers %d: want 0 (write from the scheduler) or a positive pool size", c.Workers)

@@ -63,8 +63,11 @@ func checkCounts(t *testing.T, res *Result) {
 	if l := res.Latency; l.E2E.Censored+l.WarmupE2E.Censored != m.Lost {
 		t.Errorf("e2e censored %d + %d, want lost %d", l.E2E.Censored, l.WarmupE2E.Censored, m.Lost)
 	}
-	if c.OK+c.Failed != int64(c.Target) {
-		t.Errorf("connects ok %d + failed %d != target %d", c.OK, c.Failed, c.Target)
+	if c.OK+c.Failed+c.Canceled+c.NotStarted != int64(c.Target) {
+		t.Errorf("connects ok %d + failed %d + canceled %d + not started %d != target %d", c.OK, c.Failed, c.Canceled, c.NotStarted, c.Target)
+	}
+	if (c.Canceled > 0 || c.NotStarted > 0) && !res.Interrupted && res.StoppedEarlyReason == "" {
+		t.Errorf("a run that went its course left %d canceled and %d not started connects", c.Canceled, c.NotStarted)
 	}
 	if c.Lost > c.OK || c.SubscribersLost > int64(res.Config.Subscribers) {
 		t.Errorf("more connections lost than established: publishers %d lost of %d ok, subscribers %d lost of %d",

@@ -193,7 +193,7 @@ steady window {{printf "%.1f" $.R.WindowSeconds}} s after a {{printf "%.1f" $.R.
 </table>{{end}}
 <h3>Connections</h3>
 {{with .R.Connects}}<table>
-<tr><th class="l">publishers connected</th><td>{{.OK}} of {{.Target}}</td><td class="l">failed: {{.Failed}}{{range $k, $v := .FailedBy}} ({{$k}} {{$v}}){{end}}; fail rate {{pct .FailRate}}</td></tr>
+<tr><th class="l">publishers connected</th><td>{{.OK}} of {{.Target}}</td><td class="l">failed: {{.Failed}}{{range $k, $v := .FailedBy}} ({{$k}} {{$v}}){{end}}; fail rate {{pct .FailRate}}{{if .Canceled}}; canceled by the interrupt: {{.Canceled}}{{end}}{{if .NotStarted}}; not started (the run ended first): {{.NotStarted}}{{end}}</td></tr>
 <tr><th class="l">lost mid-run</th><td>{{.Lost}}</td><td class="l">{{range $k, $v := .LostBy}}{{$k}} {{$v}} {{end}}</td></tr>
 <tr><th class="l">subscribers</th><td>{{.Subscribers}}</td><td class="l">lost mid-run: {{.SubscribersLost}}{{range $k, $v := .SubscribersLostBy}} ({{$k}} {{$v}}){{end}}</td></tr>
 </table>{{end}}

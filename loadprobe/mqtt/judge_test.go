@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/loadprobe/latency"
 )
 
 func checkByID(t *testing.T, cs []verdict.Check, id string) verdict.Check {
@@ -60,5 +61,68 @@ func TestInterruptedNeverPasses(t *testing.T) {
 	}
 	if c := checkByID(t, cs, "mqtt.complete"); c.Status != verdict.Fail || c.Observed != "interrupted" || !strings.Contains(c.Summary, "interrupted after 6.0 s") {
 		t.Errorf("mqtt.complete %+v", c)
+	}
+}
+
+// A run interrupted before anything was published has nothing to judge
+// but its completeness: mqtt.complete fails it, and the loss, unacked,
+// connect and latency checks skip with the reason instead of failing
+// on rates nobody measured.
+func TestInterruptedNothingMeasuredSkips(t *testing.T) {
+	cfg := Defaults()
+	res := &Result{Interrupted: true, StoppedEarlyReason: "interrupted after 0.1 s: partial results",
+		Connects: Connects{Target: 100}}
+	cs := judge(&cfg, res)
+	if v := verdict.Worst(cs); v != verdict.Fail {
+		t.Errorf("verdict %s, want fail", v)
+	}
+	if c := checkByID(t, cs, "mqtt.complete"); c.Status != verdict.Fail || c.Observed != "interrupted" {
+		t.Errorf("mqtt.complete %+v", c)
+	}
+	for _, id := range []string{"mqtt.loss", "mqtt.unacked", "mqtt.connect_fail_rate", "mqtt.connect_p95", "mqtt.ack_p95", "mqtt.e2e_p99", "mqtt.schedule"} {
+		if c := checkByID(t, cs, id); c.Status != verdict.Skip || !strings.Contains(c.Summary, "interrupted") {
+			t.Errorf("%s: %s %q, want skip saying the run was interrupted", id, c.Status, c.Summary)
+		}
+	}
+	// A run that went its full window yet measured nothing still fails.
+	full := &Result{Connects: Connects{Target: 100, OK: 100}}
+	for _, id := range []string{"mqtt.loss", "mqtt.ack_p95", "mqtt.e2e_p99"} {
+		if c := checkByID(t, judge(&cfg, full), id); c.Status != verdict.Fail {
+			t.Errorf("complete run, nothing measured: %s %s, want fail", id, c.Status)
+		}
+	}
+}
+
+// The connect accounting of an interrupted run: connects the interrupt
+// cut short are Canceled and clients never attempted NotStarted, neither
+// failed; the fail rate is over the connects that got an outcome. A run
+// that was not interrupted keeps a canceled connect as failed.
+func TestConnectsOfInterruptedRun(t *testing.T) {
+	r := &run{n: 100}
+	r.connectOK, r.connectFailed = 30, map[string]int64{"refused": 10, "canceled": 5}
+	r.wasInterrupted.Store(true)
+	cn, _ := r.connects()
+	if cn.OK != 30 || cn.Failed != 10 || cn.Canceled != 5 || cn.NotStarted != 55 || cn.FailRate != 0.25 || cn.FailedBy["canceled"] != 0 || cn.FailedBy["not_attempted"] != 0 {
+		t.Errorf("interrupted: %+v, want 30 ok, 10 failed (rate 25%%), 5 canceled, 55 not started", cn)
+	}
+	r = &run{n: 45}
+	r.connectOK, r.connectFailed = 30, map[string]int64{"refused": 10, "canceled": 5}
+	cn, _ = r.connects()
+	if cn.Failed != 15 || cn.Canceled != 0 || cn.NotStarted != 0 || cn.FailRate != 15.0/45 {
+		t.Errorf("not interrupted: %+v, want 15 failed of 45, none canceled or not started", cn)
+	}
+}
+
+// Merging shards of an older hostprep, which counted clients never
+// started as failed ("not_attempted"), moves them to NotStarted.
+func TestMergeOldNotAttempted(t *testing.T) {
+	var m Result
+	old := &Result{Connects: Connects{Target: 10, OK: 4, Failed: 6, FailedBy: map[string]int64{"not_attempted": 6}}}
+	if err := m.add(old, &[5]*latency.Recorder{latency.New(), latency.New(), latency.New(), latency.New(), latency.New()}); err != nil {
+		t.Fatal(err)
+	}
+	m.Connects.setFailRate()
+	if c := m.Connects; c.Failed != 0 || c.NotStarted != 6 || c.FailRate != 0 || len(c.FailedBy) != 0 {
+		t.Errorf("merged %+v, want 6 not started and none failed", c)
 	}
 }

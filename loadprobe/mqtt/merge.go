@@ -50,7 +50,7 @@ func MergeShards(shards []*Result) (*Result, error) {
 			return nil, err
 		}
 	}
-	m.Connects.FailRate = float64(m.Connects.Failed) / float64(max(m.Connects.Target, 1))
+	m.Connects.setFailRate()
 	if m.Messages.Expected > 0 {
 		m.Messages.LossRate = float64(m.Messages.Lost) / float64(m.Messages.Expected)
 	}
@@ -111,12 +111,21 @@ func (m *Result) add(s *Result, hists *[5]*latency.Recorder) error {
 	c.Target += sc.Target
 	c.OK += sc.OK
 	c.Failed += sc.Failed
+	c.NotStarted += sc.NotStarted
+	c.Canceled += sc.Canceled
 	c.Lost += sc.Lost
 	c.Subscribers += sc.Subscribers
 	c.SubscribersLost += sc.SubscribersLost
 	c.FailedBy = addCounts(c.FailedBy, sc.FailedBy)
 	c.LostBy = addCounts(c.LostBy, sc.LostBy)
 	c.SubscribersLostBy = addCounts(c.SubscribersLostBy, sc.SubscribersLostBy)
+	// A shard result of an older hostprep counted the clients it never
+	// started as failed ("not_attempted"): they are NotStarted.
+	if v := c.FailedBy["not_attempted"]; v > 0 {
+		c.Failed -= v
+		c.NotStarted += v
+		delete(c.FailedBy, "not_attempted")
+	}
 	mm, sm := &m.Messages, s.Messages
 	for _, p := range [][2]*int64{{&mm.Scheduled, &sm.Scheduled}, {&mm.Published, &sm.Published}, {&mm.SendFailed, &sm.SendFailed},
 		{&mm.Acked, &sm.Acked}, {&mm.Unacked, &sm.Unacked}, {&mm.AckErrors, &sm.AckErrors}, {&mm.Resent, &sm.Resent},

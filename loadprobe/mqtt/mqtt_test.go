@@ -534,6 +534,49 @@ func TestInterrupted(t *testing.T) {
 	}
 }
 
+// Interrupted in the middle of the connect ramp (the tester's Ctrl-C at
+// 0.4 s into --clients 100 --conn-rate 100): the clients never started
+// are not failed connects, and the checks that had nothing to measure
+// (no steady window yet) skip instead of failing; the run still fails,
+// on mqtt.complete.
+func TestInterruptedDuringRamp(t *testing.T) {
+	noLeak(t)
+	cfg := small("", 100)
+	cfg.ConnRate = 40 // a 2.5 s ramp
+	cfg.Thresholds = Defaults().Thresholds
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(time.Second, cancel)
+	res, err := Run(ctx, cfg)
+	if exitcode.Code(err) != exitcode.Environment || res == nil {
+		t.Fatalf("want partial results and an environment error, got %v", err)
+	}
+	checkCounts(t, res)
+	var txt strings.Builder
+	_ = res.WriteText(&txt)
+	t.Log("\n" + txt.String())
+	c := res.Connects
+	if c.OK == 0 || c.OK >= 100 {
+		t.Fatalf("want the interrupt mid-ramp, got %d of 100 connected", c.OK)
+	}
+	if c.Failed != 0 || c.FailedBy["not_attempted"] != 0 || c.FailRate != 0 {
+		t.Errorf("clients never started counted as failed connects: %+v", c)
+	}
+	if c.NotStarted == 0 || !strings.Contains(txt.String(), fmt.Sprintf("%d not started (the run ended first)", c.NotStarted)) {
+		t.Errorf("clients never started not reported as such: %+v", c)
+	}
+	if res.Verdict != verdict.Fail || checkByID(t, res.Checks, "mqtt.complete").Status != verdict.Fail {
+		t.Errorf("an interrupted run never passes: verdict %s", res.Verdict)
+	}
+	if ch := checkByID(t, res.Checks, "mqtt.connect_fail_rate"); ch.Status != verdict.Pass {
+		t.Errorf("mqtt.connect_fail_rate %s %q, want pass (every connect attempted succeeded)", ch.Status, ch.Summary)
+	}
+	for _, id := range []string{"mqtt.ack_p95", "mqtt.e2e_p99"} {
+		if ch := checkByID(t, res.Checks, id); ch.Status != verdict.Skip || !strings.Contains(ch.Summary, "interrupted") {
+			t.Errorf("%s: %s %q, want skip: the steady window never began", id, ch.Status, ch.Summary)
+		}
+	}
+}
+
 func TestBadInput(t *testing.T) {
 	for _, mod := range []func(*Config){
 		func(c *Config) { c.QoS = 3 },
@@ -578,6 +621,7 @@ func TestValidateRefusesSilentDefaults(t *testing.T) {
 		{func(c *Config) { c.Thresholds.AckP95 = -time.Millisecond }, "--ack-p95 -1ms"},
 		{func(c *Config) { nan := math.NaN(); c.Thresholds.Loss = &nan }, "--max-loss NaN"},
 		{func(c *Config) { c.MQTTVersion, c.RetryInterval = "5", time.Second }, "--retry-interval 1s with --mqtt-version 5"},
+		{func(c *Config) { c.Password = "s3cret" }, "--password-file"},
 	} {
 		c := Defaults()
 		tc.mod(&c)
@@ -595,6 +639,8 @@ func TestValidateRefusesSilentDefaults(t *testing.T) {
 		func(c *Config) { c.Thresholds.AckP95, c.Thresholds.E2EP99, c.Thresholds.ConnectP95 = 0, 0, 0 },
 		func(c *Config) { c.Workers, c.Procs = 0, -1 },
 		func(c *Config) { c.Broker = "" },
+		func(c *Config) { c.Username, c.Password = "probe", "s3cret" },
+		func(c *Config) { c.MQTTVersion, c.Password = "5", "s3cret" },
 	} {
 		c := Defaults()
 		mod(&c)
@@ -602,6 +648,39 @@ func TestValidateRefusesSilentDefaults(t *testing.T) {
 			t.Errorf("documented zero refused: %v", err)
 		}
 	}
+}
+
+// MQTT 3.1.1 (3.1.2.9): no password without a user name; mosquitto
+// closes such a CONNECT, which the probe used to report as "broker
+// unreachable ... closed_by_broker: EOF" (exit 3). Validate refuses it
+// (exit 2) naming --username and --password-file, without the password;
+// MQTT 5 allows it, and mosquitto accepts it.
+func TestPasswordWithoutUsername(t *testing.T) {
+	cfg := Defaults()
+	cfg.Password = "s3cret"
+	err := cfg.Validate()
+	if exitcode.Code(err) != exitcode.BadInput || err == nil || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("MQTT 3.1.1, a password without a user name: want one bad-input line, got %v", err)
+	}
+	for _, want := range []string{"--password-file", "--username", "3.1.1", "--mqtt-version 5"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("want %q in %v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("the password leaked into the error: %v", err)
+	}
+
+	noLeak(t)
+	m := startMosquitto(t, "allow_anonymous true")
+	cfg = small(m.url, 3)
+	cfg.Password = "s3cret"
+	if _, err := Run(context.Background(), cfg); exitcode.Code(err) != exitcode.BadInput {
+		t.Errorf("MQTT 3.1.1 against mosquitto: want bad input before connecting, got %v", err)
+	}
+	cfg.MQTTVersion = "5"
+	res, err := runProbe(t, cfg)
+	wantPass(t, res, err)
 }
 
 // Help, error and behaviour agree on the broker schemes: tcp and mqtt
@@ -759,7 +838,7 @@ func TestOutputs(t *testing.T) {
 	cfg := small("", 5)
 	cfg.Duration = 2500 * time.Millisecond
 	cfg.Progress, cfg.ProgressEvery = &prog, time.Second
-	cfg.Password = "s3cret-pw"
+	cfg.Username, cfg.Password = "probe", "s3cret-pw"
 	res, err := runProbe(t, cfg)
 	wantPass(t, res, err)
 	if n := strings.Count(prog.String(), "mqtt probe "); n < 2 || !strings.Contains(prog.String(), "connected 5/5") {

@@ -110,14 +110,26 @@ type Baseline struct {
 	SchedulerJitter     latency.Summary `json:"scheduler_jitter"`
 }
 
-// Connects counts CONNECT attempts of the publishing clients.
+// Connects counts CONNECT attempts of the publishing clients. Every
+// publisher is in exactly one of OK, Failed, Canceled and NotStarted:
+// Target = OK + Failed + Canceled + NotStarted.
 type Connects struct {
 	Target int   `json:"target"`
 	OK     int64 `json:"ok"`
 	Failed int64 `json:"failed"`
 	// FailedBy: refused, timeout, not_authorised, server_unavailable,
-	// fd_limit, no_source_port, closed_by_broker, reset, tls, canceled, other.
+	// fd_limit, no_source_port, closed_by_broker, reset, tls, canceled
+	// (cut short by the probe's own stop in a run that was not
+	// interrupted), other.
 	FailedBy map[string]int64 `json:"failed_by,omitempty"`
+	// NotStarted are publishers whose connect was never attempted: the
+	// run ended (interrupted, stopped early) before their turn in the
+	// ramp. Canceled are connects in flight when the run was
+	// interrupted, cut short by the probe. Neither is a failed connect
+	// (not in Failed, FailedBy or FailRate); both are 0 for a run that
+	// went its course.
+	NotStarted int64 `json:"not_started"`
+	Canceled   int64 `json:"canceled"`
 	// Lost are established publisher connections that ended before the
 	// run did (at most OK).
 	Lost   int64            `json:"lost"`
@@ -128,8 +140,21 @@ type Connects struct {
 	Subscribers       int              `json:"subscribers"`
 	SubscribersLost   int64            `json:"subscribers_lost"`
 	SubscribersLostBy map[string]int64 `json:"subscribers_lost_by,omitempty"`
-	// FailRate is Failed / Target.
+	// FailRate is Failed / (OK + Failed), the share of the connects
+	// that got an outcome (Failed / Target for a run that went its
+	// course); 0 when none did.
 	FailRate float64 `json:"fail_rate"`
+}
+
+// attempted is the number of connects that got an outcome.
+func (c *Connects) attempted() int64 { return c.OK + c.Failed }
+
+// setFailRate computes FailRate from the counts.
+func (c *Connects) setFailRate() {
+	c.FailRate = 0
+	if n := c.attempted(); n > 0 {
+		c.FailRate = float64(c.Failed) / float64(n)
+	}
 }
 
 // Messages accounts every scheduled PUBLISH. Invariants: Published =
@@ -331,7 +356,9 @@ func (r *run) fillLatency(res *Result, lost missing) {
 
 // connects counts the connects by outcome and reason, and returns the
 // first error of each reason (keyed "connect:", "conn:", "sub:" + reason).
-// Clients never attempted (the run ended early) count as failed.
+// Clients never attempted (the run ended early) are NotStarted, and in an
+// interrupted run the connects the interrupt cut short are Canceled:
+// neither counts as failed.
 func (r *run) connects() (Connects, map[string]string) {
 	r.mu.Lock()
 	cn := Connects{Target: r.n, OK: r.connectOK, FailedBy: map[string]int64{}, LostBy: map[string]int64{},
@@ -353,12 +380,15 @@ func (r *run) connects() (Connects, map[string]string) {
 		first[k] = v
 	}
 	r.mu.Unlock()
-	// Clients never attempted (run ended early) count as failed: canceled.
-	if missing := int64(r.n) - cn.OK - cn.Failed; missing > 0 {
-		cn.FailedBy["not_attempted"] += missing
-		cn.Failed += missing
+	if v := cn.FailedBy["canceled"]; v > 0 && r.wasInterrupted.Load() {
+		cn.Canceled = v
+		cn.Failed -= v
+		delete(cn.FailedBy, "canceled")
 	}
-	cn.FailRate = float64(cn.Failed) / float64(r.n)
+	if missing := int64(r.n) - cn.OK - cn.Failed - cn.Canceled; missing > 0 {
+		cn.NotStarted = missing
+	}
+	cn.setFailRate()
 	return cn, first
 }
 
@@ -438,38 +468,99 @@ func byReason(m map[string]int64, first map[string]string, prefix string) string
 // mqtt.unacked (QoS>0, against the loss threshold),
 // mqtt.connect_fail_rate, mqtt.connect_p95, mqtt.ack_p95, mqtt.e2e_p99,
 // mqtt.connections_lost, mqtt.schedule.
+//
+// A run that ended early (interrupted, stopped early) fails on
+// mqtt.complete; its checks that had nothing to measure (no publish, no
+// connect attempted, no sample in the steady window) skip and say why,
+// rather than fail on a rate nobody measured. In a run that went its
+// full window, nothing measured fails.
 func judge(cfg *Config, res *Result) []verdict.Check {
 	t := cfg.Thresholds
 	cs := []verdict.Check{completeCheck(res)}
 	m := res.Messages
+	cut, cutSteady := endedEarly(res, false), endedEarly(res, true)
 	loss := fracCheck("mqtt.loss", "messages lost", m.LossRate, t.Loss,
 		"check the broker's queue limits (mosquitto max_queued_messages), subscriber speed and the failures above")
 	if m.Expected == 0 && t.Loss != nil {
-		loss.Status = verdict.Fail
-		loss.Summary = "no message was published: loss cannot be judged"
+		loss = nothingToJudge("mqtt.loss", "messages lost", "no message was published", cut)
 	}
 	cs = append(cs, loss)
 	if cfg.QoS > 0 {
-		var rate float64
-		if m.Published > 0 {
-			rate = float64(m.Unacked) / float64(m.Published)
+		what := fmt.Sprintf("QoS %d publishes without PUBACK/PUBCOMP", cfg.QoS)
+		var c verdict.Check
+		if m.Published > 0 || t.Loss == nil {
+			var rate float64
+			if m.Published > 0 {
+				rate = float64(m.Unacked) / float64(m.Published)
+			}
+			c = fracCheck("mqtt.unacked", what, rate, t.Loss,
+				"the broker did not acknowledge: check its inflight/queue limits, its log, and the failures above")
+		} else {
+			// Nothing published: mqtt.loss already fails a complete run.
+			c = verdict.Check{ID: "mqtt.unacked", Status: verdict.Skip, Summary: what + ": nothing was measured (no message was published)"}
+			if cut != "" {
+				c.Summary = what + ": nothing was measured (no message was published: " + cut + ")"
+			}
 		}
-		cs = append(cs, fracCheck("mqtt.unacked", fmt.Sprintf("QoS %d publishes without PUBACK/PUBCOMP", cfg.QoS), rate, t.Loss,
-			"the broker did not acknowledge: check its inflight/queue limits, its log, and the failures above"))
+		cs = append(cs, c)
 	}
-	cs = append(cs, fracCheck("mqtt.connect_fail_rate", "connects failed", res.Connects.FailRate, t.ConnectFailRate,
-		"see connects failed by reason: fd limit (ulimit -n), listen backlog (net.core.somaxconn), broker max_connections, ephemeral ports"))
-	cs = append(cs, durCheck(cfg, "mqtt.connect_p95", "connect p95 (scheduled -> CONNACK)", res.Latency.Connect.P95, res.Latency.Connect, t.ConnectP95,
+	cn := res.Connects
+	connFail := fracCheck("mqtt.connect_fail_rate", "connects failed", cn.FailRate, t.ConnectFailRate,
+		"see connects failed by reason: fd limit (ulimit -n), listen backlog (net.core.somaxconn), broker max_connections, ephemeral ports")
+	if t.ConnectFailRate != nil {
+		if cn.attempted() == 0 {
+			connFail = nothingToJudge("mqtt.connect_fail_rate", "connects failed", "no connect was attempted", cut)
+		} else if skipped := cn.NotStarted + cn.Canceled; skipped > 0 {
+			connFail.Summary += fmt.Sprintf(" of the %d connects attempted; %d of %d never got an outcome", cn.attempted(), skipped, cn.Target)
+			if cut != "" {
+				connFail.Summary += " (" + cut + ")"
+			}
+		}
+	}
+	cs = append(cs, connFail)
+	cs = append(cs, durCheck(cfg, "mqtt.connect_p95", "connect p95 (scheduled -> CONNACK)", res.Latency.Connect.P95, res.Latency.Connect, t.ConnectP95, cut,
 		"lower --conn-rate or raise net.core.somaxconn / net.ipv4.tcp_max_syn_backlog and the broker's accept rate"))
 	if cfg.QoS > 0 {
-		cs = append(cs, durCheck(cfg, "mqtt.ack_p95", "publish -> ack p95", res.Latency.Ack.P95, res.Latency.Ack, t.AckP95,
+		cs = append(cs, durCheck(cfg, "mqtt.ack_p95", "publish -> ack p95", res.Latency.Ack.P95, res.Latency.Ack, t.AckP95, cutSteady,
 			"the broker acknowledges slowly: check its CPU, persistence and inflight limits"))
 	} else {
 		cs = append(cs, verdict.Check{ID: "mqtt.ack_p95", Status: verdict.Skip, Summary: "QoS 0 has no PUBACK"})
 	}
-	cs = append(cs, durCheck(cfg, "mqtt.e2e_p99", "end-to-end p99", res.Latency.E2E.P99, res.Latency.E2E, t.E2EP99,
+	cs = append(cs, durCheck(cfg, "mqtt.e2e_p99", "end-to-end p99", res.Latency.E2E.P99, res.Latency.E2E, t.E2EP99, cutSteady,
 		"deliveries are slow: check the broker's CPU and the subscribers (more --subscribers with a shared subscription)"))
-	return append(cs, connectionsLostCheck(res.Connects), scheduleCheck(m))
+	return append(cs, connectionsLostCheck(cn), scheduleCheck(m, cut))
+}
+
+// endedEarly says why res could not measure everything: "" for a run
+// that went its full window. steady asks about the steady window (the
+// ack and end-to-end percentiles), which a run ended during the connect
+// ramp never reached.
+func endedEarly(res *Result, steady bool) string {
+	var why string
+	switch {
+	case res.Interrupted:
+		why = "the run was interrupted"
+	case res.StoppedEarlyReason != "":
+		why = "the run stopped early"
+	default:
+		return ""
+	}
+	if steady && res.WindowSeconds == 0 {
+		return why + " during the connect ramp, before the steady window"
+	}
+	return why
+}
+
+// nothingToJudge is check id when what had no sample (none, e.g. "no
+// message was published"): skipped when the run ended early (cut says
+// how; mqtt.complete fails it), failed when the run went its full
+// window.
+func nothingToJudge(id, what, none, cut string) verdict.Check {
+	if cut != "" {
+		return verdict.Check{ID: id, Status: verdict.Skip, Summary: fmt.Sprintf("%s: nothing was measured (%s: %s)", what, none, cut)}
+	}
+	return verdict.Check{ID: id, Status: verdict.Fail, Summary: fmt.Sprintf("%s: %s, cannot be judged", what, none),
+		Remedy: "see the failures above: no sample reached this point"}
 }
 
 // completeCheck fails when the run was interrupted or stopped early.
@@ -503,8 +594,9 @@ func fracCheck(id, what string, got float64, max *float64, remedy string) verdic
 }
 
 // durCheck judges a latency got (ms) of sum against max; max <= 0 skips,
-// and nothing measured fails.
-func durCheck(cfg *Config, id, what string, got float64, sum latency.Summary, max time.Duration, remedy string) verdict.Check {
+// and nothing measured fails, or skips when the run ended early (cut
+// says how, see endedEarly).
+func durCheck(cfg *Config, id, what string, got float64, sum latency.Summary, max time.Duration, cut, remedy string) verdict.Check {
 	n := sum.Count
 	c := verdict.Check{ID: id, Observed: fmt.Sprintf("%.3f ms", got)}
 	if sum.Censored > 0 {
@@ -513,6 +605,8 @@ func durCheck(cfg *Config, id, what string, got float64, sum latency.Summary, ma
 	switch {
 	case max <= 0:
 		c.Status, c.Summary = verdict.Skip, what+": no threshold"
+	case n == 0 && cut != "":
+		c.Status, c.Summary, c.Observed = verdict.Skip, what+": nothing was measured ("+cut+")", ""
 	case n == 0:
 		c.Status, c.Summary = verdict.Fail, what+": nothing was measured"
 		c.Expected = fmt.Sprintf("<= %v", max)
@@ -542,8 +636,16 @@ func connectionsLostCheck(cn Connects) verdict.Check {
 
 // scheduleCheck: the probe may fall behind its schedule for up to 1% of
 // publishes (GC pauses, a busy core) before its latencies stop being the
-// broker's: within that allowance the check passes, above it warns.
-func scheduleCheck(m Messages) verdict.Check {
+// broker's: within that allowance the check passes, above it warns. With
+// no publish scheduled it skips (cut: why the run ended early, if it did).
+func scheduleCheck(m Messages, cut string) verdict.Check {
+	if m.Scheduled == 0 {
+		sum := "probe schedule: nothing was measured (no publish was scheduled)"
+		if cut != "" {
+			sum = "probe schedule: nothing was measured (no publish was scheduled: " + cut + ")"
+		}
+		return verdict.Check{ID: "mqtt.schedule", Status: verdict.Skip, Summary: sum}
+	}
 	var lateFrac float64
 	if m.Scheduled > 0 {
 		lateFrac = float64(m.Overruns) / float64(m.Scheduled)
@@ -587,8 +689,8 @@ func (res *Result) WriteText(w io.Writer) error {
 			b.ConnectMs, b.RoundTrip.P50, b.RoundTrip.Max, b.SchedulerJitter.P50, b.SchedulerJitter.P99)
 	}
 	cn := res.Connects
-	p("connects\t%d of %s ok, %d failed%s, %d lost mid-run%s; %s, %d lost mid-run%s\n",
-		cn.OK, plural.N(cn.Target, "publisher"), cn.Failed, reasons(cn.FailedBy), cn.Lost, reasons(cn.LostBy), plural.N(cn.Subscribers, "subscriber"), cn.SubscribersLost, reasons(cn.SubscribersLostBy))
+	p("connects\t%d of %s ok, %d failed%s%s, %d lost mid-run%s; %s, %d lost mid-run%s\n",
+		cn.OK, plural.N(cn.Target, "publisher"), cn.Failed, reasons(cn.FailedBy), unfinished(cn), cn.Lost, reasons(cn.LostBy), plural.N(cn.Subscribers, "subscriber"), cn.SubscribersLost, reasons(cn.SubscribersLostBy))
 	m := res.Messages
 	p("messages\tscheduled %d, published %d, acked %d, unacked %d, received %d, lost %d, duplicated %d, out of order %d, overruns %d\n",
 		m.Scheduled, m.Published, m.Acked, m.Unacked, m.Received, m.Lost, m.Duplicated, m.OutOfOrder, m.Overruns)
@@ -634,6 +736,19 @@ func (res *Result) WriteText(w io.Writer) error {
 	}
 	_, err := fmt.Fprintf(w, "verdict: %s\n", strings.ToUpper(string(res.Verdict)))
 	return err
+}
+
+// unfinished says how many connects the run ended before (not failed):
+// ", 2 canceled by the interrupt, 60 not started (the run ended first)".
+func unfinished(cn Connects) string {
+	var s string
+	if cn.Canceled > 0 {
+		s += fmt.Sprintf(", %d canceled by the interrupt", cn.Canceled)
+	}
+	if cn.NotStarted > 0 {
+		s += fmt.Sprintf(", %d not started (the run ended first)", cn.NotStarted)
+	}
+	return s
 }
 
 func reasons(m map[string]int64) string {
