@@ -82,7 +82,7 @@ never printed. Exit codes: 0 pass, 1 a threshold failed, 2 bad input,
 	fl.StringVar(&cfg.CertFile, "cert", "", "PEM client certificate for mqtts://")
 	fl.StringVar(&cfg.KeyFile, "key", "", "PEM client key for mqtts://")
 	fl.StringVar(&cfg.Username, "username", "", "MQTT username")
-	fl.StringVar(&pf.passwordFile, "password-file", "", "file holding the MQTT password (else $"+mqtt.PasswordEnv+"); never printed")
+	fl.StringVar(&pf.passwordFile, "password-file", "", "file holding the MQTT password (else $"+mqtt.PasswordEnv+"); never printed; MQTT 3.1.1 needs --username with it")
 	fl.StringVar(&cfg.MQTTVersion, "mqtt-version", cfg.MQTTVersion, "MQTT protocol version: 3.1.1 or 5")
 	fl.StringVar(&cfg.Topic, "topic", cfg.Topic, "topic pattern; {client} is the client number, {run} the run id")
 	fl.StringVar(&cfg.ClientID, "client-id", cfg.ClientID, "client id pattern; must contain {client}")
