@@ -35,8 +35,8 @@ type sessionPool struct {
 	fetch       int32
 	size        int
 	waitTimeout time.Duration
-	openTimeout time.Duration // TCP connect of a new session
-	callTimeout time.Duration // every call, OpenSession included
+	openTimeout time.Duration // TCP connect of a new session, and again its OpenSession handshake
+	callTimeout time.Duration // every call of the load (not the opening of a session)
 	// raw: sessions on rawConn, outside Go's netpoller (the run's steps
 	// go on the event loop: loopable).
 	raw bool
@@ -243,7 +243,7 @@ func (p *sessionPool) openAt(ctx context.Context, node string) *session {
 			s.close(false, p.callTimeout)
 		}
 	}
-	s, err := openSession(ctx, node, p.user, p.password, p.openTimeout, p.callTimeout, p.fetch, p.raw)
+	s, err := openSession(ctx, node, p.user, p.password, p.openTimeout, p.fetch, p.raw)
 	if err != nil && ctx.Err() != nil {
 		return nil // cut by ctx: no verdict on the node
 	}
@@ -288,7 +288,7 @@ func (p *sessionPool) open(ctx context.Context) (*session, error) {
 	for i := range p.nodes {
 		k := (first + i) % len(p.nodes)
 		node := p.nodes[k]
-		s, err := openSession(ctx, node, p.user, p.password, p.openTimeout, p.callTimeout, p.fetch, p.raw)
+		s, err := openSession(ctx, node, p.user, p.password, p.openTimeout, p.fetch, p.raw)
 		if err == nil {
 			p.prefer.Store(int32(k))
 			if !p.remember(s) {

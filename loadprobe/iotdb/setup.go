@@ -2,6 +2,7 @@ package iotdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -44,7 +45,7 @@ func setup(ctx context.Context, p *sessionPool, cfg *Config, w *workload, res *R
 			return exitcode.Environmentf("iotdb probe: %s refused the login of user %q (status %d): check --user and --password-file or $HOSTPREP_IOTDB_PASSWORD", res.Target, cfg.User, code)
 		}
 		if class == ClassConnect || class == ClassWaitTimeout || class == ClassDeadline || class == ClassPanic {
-			return exitcode.Environmentf("iotdb probe: cannot open a session to %s: %v (is IoTDB running there, and is %s a DataNode's client RPC address, port 6667 by default?)", res.Target, err, addressSetting(cfg))
+			return exitcode.Environmentf("iotdb probe: cannot open a session to %s: %v (%s)", res.Target, err, openHint(err, cfg))
 		}
 		res.Notes = append(res.Notes, "server version not read: "+err.Error())
 	} else if v == "" {
@@ -87,6 +88,18 @@ func setup(ctx context.Context, p *sessionPool, cfg *Config, w *workload, res *R
 		}
 	}
 	return nil
+}
+
+// openHint is what to check when no session could be opened with err: a
+// connection that was made but whose OpenSession handshake did not answer
+// points at the port's service, the DataNode's load and --connect-timeout
+// (which bounds the handshake); anything else at whether IoTDB runs there.
+func openHint(err error, cfg *Config) string {
+	var oe *openError
+	if errors.As(err, &oe) && oe.connected && isTimeout(oe.err) {
+		return fmt.Sprintf("something accepted the connection but did not answer the handshake within --connect-timeout %v: is %s a DataNode's client RPC address, port 6667 by default, and is the DataNode overloaded? a longer --connect-timeout gives it more time", cfg.ConnectTimeout, addressSetting(cfg))
+	}
+	return fmt.Sprintf("is IoTDB running there, and is %s a DataNode's client RPC address, port 6667 by default?", addressSetting(cfg))
 }
 
 // explainOr is explain's line, or otherwise when the status is unknown.
