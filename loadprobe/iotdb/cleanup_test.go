@@ -149,3 +149,22 @@ func TestShortCallTimeoutLeavesNoDatabaseOnRealIoTDB(t *testing.T) {
 	t.Log(err)
 	leftover(t, "root.hostprep_lostcreate")
 }
+
+// An admin query whose result set cannot be closed (the CloseOperation
+// answer is lost) closes its session instead of putting it back: the
+// next setup call runs on a new session. Before, the dead session went
+// back to the pool and the CREATE DATABASE after `show version` failed on
+// it. (On the real server: the fault server's `show version` has no row,
+// so its result set is closed by Next, whose error is reported.)
+func TestFailedCloseOfAdminQueryDropsTheSessionOnRealIoTDB(t *testing.T) {
+	base := realConfig(t, ScenarioWrite)
+	cfg := cleanupConfig(t, dropFirstAnswer(t, base.addr(), "closeOperation"), time.Second)
+	cfg.Password = base.Password
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("a lost CloseOperation answer after show version: %v", err)
+	}
+	if res.Kept || res.ServerVersion == "" {
+		t.Errorf("kept %v, server version %q: %v", res.Kept, res.ServerVersion, res.Notes)
+	}
+}

@@ -336,7 +336,7 @@ func (p *sessionPool) callWithin(ctx context.Context, s *session, d time.Duratio
 		if v := recover(); v != nil {
 			n, err, broken = 0, &panicError{where: "client call", value: v}, true
 		}
-		p.put(s, broken)
+		p.put(s, broken || s.stale)
 	}()
 	n, err = op(s)
 	err, broken = p.settle(ctx, err, deadline, d)

@@ -44,6 +44,10 @@ type session struct {
 	id    int64 // session id from OpenSession
 	stmt  int64 // statement id from RequestStatementId
 	fetch int32
+	// stale: the stream may be mid-frame although the call succeeded (an
+	// admin query's result set could not be closed, closeData); the pool
+	// closes the session instead of putting it back.
+	stale bool
 	// redirect is the node (host:port) the last write's answer recommended
 	// (REDIRECTION_RECOMMEND, 400, with a redirect node), "" if none.
 	redirect string

@@ -221,7 +221,7 @@ func queryRows(ctx context.Context, p *sessionPool, sql string, row func(*client
 		if err != nil {
 			return err
 		}
-		defer ds.Close()
+		defer closeData(s, ds)
 		for {
 			ok, err := ds.Next()
 			if err != nil || !ok {
@@ -232,6 +232,17 @@ func queryRows(ctx context.Context, p *sessionPool, sql string, row func(*client
 			}
 		}
 	})
+}
+
+// closeData closes ds, the result set of an admin query on s. A close
+// that failed (CloseOperation without an answer) leaves s's stream
+// mid-frame: s is marked stale, to be closed rather than put back, where
+// the next call would read the stale answer ("wrong method name"). The
+// rows read stand.
+func closeData(s *session, ds *client.SessionDataSet) {
+	if err := ds.Close(); err != nil {
+		s.stale = true
+	}
 }
 
 // seed writes one mixed write per device, so that reads have rows.
@@ -255,7 +266,7 @@ func serverVersion(ctx context.Context, p *sessionPool) (string, error) {
 		if err != nil {
 			return err
 		}
-		defer ds.Close()
+		defer closeData(s, ds)
 		ok, err := ds.Next()
 		if err != nil || !ok {
 			return err
@@ -356,7 +367,7 @@ func dropIfEmpty(p *sessionPool, db string) error {
 		if err != nil {
 			return err
 		}
-		defer ds.Close()
+		defer closeData(s, ds)
 		more, err := ds.Next()
 		empty = !more
 		return err
