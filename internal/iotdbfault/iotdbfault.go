@@ -6,9 +6,11 @@
 // It exists for error paths a healthy IoTDB cannot be made to produce on
 // demand: an answer that is late, a non-success status code, a
 // MULTIPLE_ERROR whose sub-status has no message, a connection dropped
-// mid-call. It answers session, schema and `show version` calls
-// successfully (with no version row) and applies the configured Fault to
-// data calls (inserts and queries). It stores nothing and must never be
+// mid-call, a slow or failing setup and clean-up. It answers session,
+// schema and `show version` calls successfully (with no version row;
+// setup and clean-up calls after SetAdminDelay, deletes with
+// SetDeleteCode) and applies the configured Fault to data calls (inserts
+// and queries). It stores nothing and must never be
 // used for a performance number.
 package iotdbfault
 
@@ -62,6 +64,13 @@ type Server struct {
 	redirect atomic.Pointer[common.TEndPoint]
 	// schemaCode, when not 0, is answered to schema creation.
 	schemaCode atomic.Int32
+	// adminDelay (ns) delays the answers to setup and clean-up calls.
+	adminDelay atomic.Int64
+	// deleteCode, when not 0, is answered to DELETE DATABASE and
+	// DeleteTimeseries.
+	deleteCode atomic.Int32
+	stmtMu     sync.Mutex
+	statements []string
 	// DataCalls counts data calls received (any fault).
 	DataCalls atomic.Int64
 
@@ -125,6 +134,53 @@ func (s *Server) SetSkip(n int64) { s.skip.Store(n) }
 
 // SetDelay sets how late Slow answers.
 func (s *Server) SetDelay(d time.Duration) { s.delay.Store(int64(d)) }
+
+// SetAdminDelay makes the setup and clean-up calls (show version,
+// CREATE/DELETE DATABASE, creating and deleting time series) answer after
+// d; 0, the default, answers them at once.
+func (s *Server) SetAdminDelay(d time.Duration) { s.adminDelay.Store(int64(d)) }
+
+// SetDeleteCode makes DELETE DATABASE and DeleteTimeseries answer status
+// code (0, the default: success).
+func (s *Server) SetDeleteCode(code int32) { s.deleteCode.Store(code) }
+
+// Statements lists the statements of ExecuteStatementV2 (CREATE and
+// DELETE DATABASE) received so far, in order, and "DELETE TIMESERIES"
+// with the paths of each DeleteTimeseries call.
+func (s *Server) Statements() []string {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	return append([]string(nil), s.statements...)
+}
+
+func (s *Server) record(stmt string) {
+	s.stmtMu.Lock()
+	s.statements = append(s.statements, stmt)
+	s.stmtMu.Unlock()
+}
+
+// adminWait waits the admin delay; false when the server closed meanwhile.
+func (s *Server) adminWait() bool {
+	d := time.Duration(s.adminDelay.Load())
+	if d <= 0 {
+		return true
+	}
+	select {
+	case <-time.After(d):
+		return true
+	case <-s.done:
+		return false
+	}
+}
+
+// deleteStatus is the answer to a delete: success, or SetDeleteCode's.
+func (s *Server) deleteStatus() *common.TSStatus {
+	if c := s.deleteCode.Load(); c != 0 {
+		msg := "injected by hostprep iotdbfault"
+		return &common.TSStatus{Code: c, Message: &msg}
+	}
+	return ok()
+}
 
 // SetCode sets the status code Status answers.
 func (s *Server) SetCode(code int32) { s.code.Store(code) }
@@ -303,18 +359,33 @@ func (h *handler) CloseOperation(ctx context.Context, req *rpc.TSCloseOperationR
 }
 
 func (h *handler) CreateMultiTimeseries(ctx context.Context, req *rpc.TSCreateMultiTimeseriesReq) (*common.TSStatus, error) {
+	if !h.s.adminWait() {
+		return nil, thrift.ErrAbandonRequest
+	}
 	return h.s.schemaStatus(), nil
 }
 
 func (h *handler) DeleteTimeseries(ctx context.Context, sessionID int64, paths []string) (*common.TSStatus, error) {
-	return ok(), nil
+	h.s.record("DELETE TIMESERIES " + strings.Join(paths, ", "))
+	if !h.s.adminWait() {
+		return nil, thrift.ErrAbandonRequest
+	}
+	return h.s.deleteStatus(), nil
 }
 
-// ExecuteStatementV2 carries CREATE/DELETE DATABASE: success, or the
-// schema code for CREATE DATABASE.
+// ExecuteStatementV2 carries CREATE/DELETE DATABASE: success, the schema
+// code for CREATE DATABASE, the delete code for DELETE DATABASE.
 func (h *handler) ExecuteStatementV2(ctx context.Context, req *rpc.TSExecuteStatementReq) (*rpc.TSExecuteStatementResp, error) {
-	if strings.HasPrefix(strings.ToUpper(strings.TrimSpace(req.Statement)), "CREATE DATABASE") {
+	h.s.record(req.Statement)
+	if !h.s.adminWait() {
+		return nil, thrift.ErrAbandonRequest
+	}
+	stmt := strings.ToUpper(strings.TrimSpace(req.Statement))
+	switch {
+	case strings.HasPrefix(stmt, "CREATE DATABASE"):
 		return &rpc.TSExecuteStatementResp{Status: h.s.schemaStatus()}, nil
+	case strings.HasPrefix(stmt, "DELETE DATABASE"):
+		return &rpc.TSExecuteStatementResp{Status: h.s.deleteStatus()}, nil
 	}
 	return &rpc.TSExecuteStatementResp{Status: ok()}, nil
 }
@@ -324,7 +395,11 @@ func (h *handler) ExecuteStatementV2(ctx context.Context, req *rpc.TSExecuteStat
 func (h *handler) ExecuteQueryStatementV2(ctx context.Context, req *rpc.TSExecuteStatementReq) (*rpc.TSExecuteStatementResp, error) {
 	st := ok()
 	cols := []string{"Version", "BuildInfo"}
-	if !strings.EqualFold(strings.TrimSpace(req.Statement), "show version") {
+	if strings.EqualFold(strings.TrimSpace(req.Statement), "show version") {
+		if !h.s.adminWait() {
+			return nil, thrift.ErrAbandonRequest
+		}
+	} else {
 		var err error
 		if st, err = h.data(ctx); err != nil {
 			return nil, err

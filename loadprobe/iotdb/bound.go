@@ -181,8 +181,14 @@ func Suggest(cfg *Config, steps []Step, serverVersion string) []Suggestion {
 		out = append(out, Suggestion{Setting: "--pool-size", Observed: obs, Fix: boundFix(BoundPool, maxW)})
 	}
 	if waitHits > 0 {
+		// As errorRemedy: the pool when it is smaller than the workers,
+		// else sessions slow to open or stuck in calls.
+		fix := fmt.Sprintf("raise --pool-size to %d or more so that every worker has a session; a longer --wait-timeout only hides the queue", maxW)
+		if cfg.PoolSize >= maxW {
+			fix = fmt.Sprintf("the pool covers every worker, so sessions were slow to open or stuck in calls: check the server's load and dn_rpc_max_concurrent_client_num; --wait-timeout %v gives them longer", suggestWait(cfg.WaitTimeout))
+		}
 		out = append(out, Suggestion{Setting: "--wait-timeout", Observed: fmt.Sprintf("%s found no free session within %v", plural.N(waitHits, "operation"), cfg.WaitTimeout),
-			Fix: "raise --pool-size so that every worker has a session; a longer --wait-timeout only hides the queue"})
+			Fix: fix})
 	}
 	if deadlines > 0 {
 		out = append(out, Suggestion{Setting: "--call-timeout", Observed: fmt.Sprintf("%s did not return within %v", plural.N(deadlines, "call"), cfg.CallTimeout),

@@ -123,7 +123,11 @@ func classSummary(s *Step) string {
 	return strings.Join(parts, ", ")
 }
 
-// errorRemedy points at the fix for the dominant error class.
+// errorRemedy points at the fix for the dominant error class. For wait
+// timeouts it agrees with Suggest's --wait-timeout line: a pool smaller
+// than the workers is fixed by --pool-size alone (a longer wait only hides
+// the queue); a pool that covers the workers points at sessions slow to
+// open or stuck in calls, and proposes a longer wait.
 func errorRemedy(s *Step, c *Config) string {
 	top, n := "", int64(0)
 	for _, cl := range Classes {
@@ -135,8 +139,8 @@ func errorRemedy(s *Step, c *Config) string {
 	case ClassWaitTimeout:
 		wait := suggestWait(c.WaitTimeout)
 		if c.PoolSize < s.Workers {
-			return fmt.Sprintf("the pool is exhausted: %s share %s; use --pool-size %d (one session per worker; the server's dn_rpc_max_concurrent_client_num must allow it) or let workers wait longer with --wait-timeout %v (now %v)",
-				plural.N(s.Workers, "worker"), plural.N(c.PoolSize, "session"), s.Workers, wait, c.WaitTimeout)
+			return fmt.Sprintf("the pool is exhausted: %s share %s; use --pool-size %d or more (one session per worker; the server's dn_rpc_max_concurrent_client_num must allow it); a longer --wait-timeout only hides the queue",
+				plural.N(s.Workers, "worker"), plural.N(c.PoolSize, "session"), s.Workers)
 		}
 		return fmt.Sprintf("no session became free within the %v wait although the pool (%s) covers the %s: sessions are slow to open or stuck in calls; use --wait-timeout %v and check the server's dn_rpc_max_concurrent_client_num and load",
 			c.WaitTimeout, plural.N(c.PoolSize, "session"), plural.N(s.Workers, "worker"), wait)
@@ -152,7 +156,8 @@ func errorRemedy(s *Step, c *Config) string {
 	return "see error_samples in --output json"
 }
 
-// suggestWait is the --wait-timeout the pool-exhaustion advice proposes:
+// suggestWait is the --wait-timeout the wait-timeout advice proposes when
+// the pool covers the workers:
 // ten times the current one, at least 1 s, rounded to whole ms (whole
 // seconds from 1 s up) so it can be typed back as a flag.
 func suggestWait(cur time.Duration) time.Duration {

@@ -109,11 +109,13 @@ type Config struct {
 	// session writes through the node it is connected to (answers
 	// recommending another node are still counted, Step.Redirects).
 	Redirection bool `json:"redirection,omitempty"`
-	// ConnectTimeout bounds the TCP connect of a new session.
+	// ConnectTimeout bounds the TCP connect of a new session, and again
+	// its handshake (OpenSession, RequestStatementId) once connected.
 	ConnectTimeout time.Duration `json:"connect_timeout"`
-	// CallTimeout is the deadline of every call (set on the session's
-	// connection); a call still running then is a deadline error and its
-	// session is closed.
+	// CallTimeout is the deadline of every call of the load (set on the
+	// session's connection); a call still running then is a deadline
+	// error and its session is closed. Opening a session is bounded by
+	// ConnectTimeout instead.
 	CallTimeout time.Duration `json:"call_timeout"`
 	// FetchSize is the query fetch size (rows per fetch).
 	FetchSize int `json:"fetch_size"`

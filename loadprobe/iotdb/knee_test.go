@@ -1,6 +1,7 @@
 package iotdb
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -163,6 +164,10 @@ func TestConfigFromProfile(t *testing.T) {
 
 // Pool-exhaustion advice names concrete larger values, never the ones
 // given (the tester saw "or --wait-timeout 1ms" with --wait-timeout 1ms).
+// A pool smaller than the workers is fixed by the pool size alone: the
+// remedy does not offer a longer wait, which only hides the queue (the
+// tester saw "let workers wait longer with --wait-timeout 1s" next to the
+// --wait-timeout suggestion saying just that).
 func TestWaitTimeoutRemedySuggestsLargerValues(t *testing.T) {
 	zero := 0.0
 	st := Step{Workers: 16, Ops: 100, OK: 10, Errors: 90, ErrorRate: 0.9, ErrorsByClass: map[string]int64{ClassWaitTimeout: 90}}
@@ -171,8 +176,8 @@ func TestWaitTimeoutRemedySuggestsLargerValues(t *testing.T) {
 		wait       time.Duration
 		want, bans []string
 	}{
-		{1, time.Millisecond, []string{"--pool-size 16", "--wait-timeout 1s"}, []string{"--wait-timeout 1ms"}},
-		{4, 5 * time.Second, []string{"--pool-size 16", "--wait-timeout 50s"}, []string{"--wait-timeout 5s"}},
+		{1, time.Millisecond, []string{"--pool-size 16", "only hides the queue"}, []string{"--wait-timeout 1ms", "--wait-timeout 1s", "wait longer"}},
+		{4, 5 * time.Second, []string{"--pool-size 16", "only hides the queue"}, []string{"--wait-timeout 5s", "--wait-timeout 50s", "wait longer"}},
 		{32, 200 * time.Millisecond, []string{"--wait-timeout 2s", "covers the 16 workers"}, []string{"--pool-size", "--wait-timeout 200ms"}},
 	} {
 		cfg := Config{Steps: []int{16}, PoolSize: tc.pool, WaitTimeout: tc.wait, Thresholds: Thresholds{MaxErrorRate: &zero}}
@@ -186,6 +191,36 @@ func TestWaitTimeoutRemedySuggestsLargerValues(t *testing.T) {
 			if strings.Contains(r, b+" ") || strings.HasSuffix(r, b) {
 				t.Errorf("pool %d wait %v: remedy %q suggests the current %q", tc.pool, tc.wait, r, b)
 			}
+		}
+	}
+}
+
+// The error-rate remedy and the --wait-timeout suggestion of one run give
+// the same advice: with fewer sessions than workers both raise the pool
+// (a longer wait only hides the queue); with a pool that covers the
+// workers, neither calls a longer wait useless while the other proposes it.
+func TestWaitTimeoutAdviceAgrees(t *testing.T) {
+	zero := 0.0
+	for _, tc := range []struct{ pool, workers int }{{1, 2}, {1, 16}, {4, 16}, {32, 16}} {
+		st := Step{Workers: tc.workers, Ops: 100, OK: 10, Errors: 90, ErrorRate: 0.9, ErrorsByClass: map[string]int64{ClassWaitTimeout: 90}}
+		cfg := Config{Steps: []int{tc.workers}, PoolSize: tc.pool, WaitTimeout: time.Millisecond, Thresholds: Thresholds{MaxErrorRate: &zero}}
+		remedy := Checks(&cfg, []Step{st})[0].Remedy
+		var fix string
+		for _, s := range Suggest(&cfg, []Step{st}, "2.0.10") {
+			if s.Setting == "--wait-timeout" {
+				fix = s.Fix
+			}
+		}
+		if fix == "" {
+			t.Fatalf("pool %d, %d workers: no --wait-timeout suggestion", tc.pool, tc.workers)
+		}
+		hides := strings.Contains(fix, "only hides the queue")
+		longer := strings.Contains(remedy, "wait longer") || strings.Contains(remedy, "--wait-timeout 1s")
+		if hides && longer || (tc.pool < tc.workers) != hides {
+			t.Errorf("pool %d, %d workers: the remedy %q and the --wait-timeout suggestion %q disagree", tc.pool, tc.workers, remedy, fix)
+		}
+		if tc.pool < tc.workers && !strings.Contains(remedy, fmt.Sprintf("--pool-size %d", tc.workers)) {
+			t.Errorf("pool %d, %d workers: remedy %q does not raise the pool to the workers", tc.pool, tc.workers, remedy)
 		}
 	}
 }

@@ -419,7 +419,7 @@ func (l *eventLoop) ready(fd int, events uint32, now time.Time) {
 // operation is counted.
 func (l *eventLoop) settle(lw *lworker, pts int64, err error, deadline, now time.Time) {
 	var broken bool
-	err, broken = l.p.settle(l.ctx, err, deadline)
+	err, broken = l.p.settle(l.ctx, err, deadline, l.p.callTimeout)
 	l.giveBack(lw, broken)
 	l.handOn(now)
 	l.finish(lw, pts, err, now)
@@ -491,7 +491,7 @@ func (l *eventLoop) expire(now time.Time) {
 		switch lw.state {
 		case lWaiting:
 			l.unqueue(lw)
-			l.finish(lw, 0, l.p.waitTimedOut(), now)
+			l.finish(lw, 0, l.p.waitTimedOut(l.p.waitTimeout), now)
 		case lCalling:
 			l.settle(lw, 0, context.DeadlineExceeded, lw.until, now)
 		case lBackoff:

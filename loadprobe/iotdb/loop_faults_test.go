@@ -265,7 +265,7 @@ func (sp *stallProxy) resume(skip int) { sp.resumed <- skip }
 func stalledSession(t *testing.T, cfg *Config, p *sessionPool, srv string) (*stallProxy, int) {
 	t.Helper()
 	sp := startStallProxy(t, srv)
-	s, err := openSession(context.Background(), sp.addr, cfg.User, cfg.Password, cfg.ConnectTimeout, cfg.CallTimeout, int32(cfg.FetchSize), true)
+	s, err := openSession(context.Background(), sp.addr, cfg.User, cfg.Password, cfg.ConnectTimeout, int32(cfg.FetchSize), true)
 	if err != nil {
 		t.Fatal(err)
 	}

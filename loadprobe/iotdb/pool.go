@@ -35,8 +35,11 @@ type sessionPool struct {
 	fetch       int32
 	size        int
 	waitTimeout time.Duration
-	openTimeout time.Duration // TCP connect of a new session
-	callTimeout time.Duration // every call, OpenSession included
+	openTimeout time.Duration // TCP connect of a new session, and again its OpenSession handshake
+	callTimeout time.Duration // every call of the load (not the opening of a session)
+	// adminTimeout bounds each setup and clean-up call and its wait for a
+	// session (see admin): max(callTimeout, AdminCallTimeout).
+	adminTimeout time.Duration
 	// raw: sessions on rawConn, outside Go's netpoller (the run's steps
 	// go on the event loop: loopable).
 	raw bool
@@ -60,18 +63,19 @@ func newSessionPool(cfg *Config) *sessionPool {
 		nodes = []string{cfg.addr()}
 	}
 	p := &sessionPool{
-		nodes:       nodes,
-		user:        cfg.User,
-		password:    cfg.Password,
-		fetch:       int32(cfg.FetchSize),
-		size:        cfg.PoolSize,
-		waitTimeout: cfg.WaitTimeout,
-		openTimeout: cfg.ConnectTimeout,
-		callTimeout: cfg.CallTimeout,
-		raw:         cfg.Rate == 0 && oneCall(cfg.Scenario),
-		sem:         make(chan struct{}, cfg.PoolSize),
-		live:        map[*session]struct{}{},
-		nodeErrs:    map[string]string{},
+		nodes:        nodes,
+		user:         cfg.User,
+		password:     cfg.Password,
+		fetch:        int32(cfg.FetchSize),
+		size:         cfg.PoolSize,
+		waitTimeout:  cfg.WaitTimeout,
+		openTimeout:  cfg.ConnectTimeout,
+		callTimeout:  cfg.CallTimeout,
+		adminTimeout: max(cfg.CallTimeout, AdminCallTimeout),
+		raw:          cfg.Rate == 0 && oneCall(cfg.Scenario),
+		sem:          make(chan struct{}, cfg.PoolSize),
+		live:         map[*session]struct{}{},
+		nodeErrs:     map[string]string{},
 	}
 	in := &idleSessions{byNode: map[string]chan *session{}}
 	for _, n := range nodes {
@@ -157,16 +161,21 @@ func (p *sessionPool) do(ctx context.Context, prefer string, op opFunc) (int64, 
 // get takes a slot (at once if one is free, else waiting up to
 // waitTimeout) and an idle session (at prefer when set), or opens a new one.
 func (p *sessionPool) get(ctx context.Context, prefer string) (*session, error) {
+	return p.getWithin(ctx, prefer, p.waitTimeout)
+}
+
+// getWithin is get with a wait of at most wait for a slot.
+func (p *sessionPool) getWithin(ctx context.Context, prefer string, wait time.Duration) (*session, error) {
 	if !p.trySlot() {
 		p.waiting.Add(1)
-		t := time.NewTimer(p.waitTimeout)
+		t := time.NewTimer(wait)
 		select {
 		case p.sem <- struct{}{}:
 			t.Stop()
 			p.waiting.Add(-1)
 		case <-t.C:
 			p.waiting.Add(-1)
-			return nil, p.waitTimedOut()
+			return nil, p.waitTimedOut(wait)
 		case <-ctx.Done():
 			t.Stop()
 			p.waiting.Add(-1)
@@ -187,9 +196,9 @@ func (p *sessionPool) trySlot() bool {
 	}
 }
 
-// waitTimedOut is the error of a borrower that waited waitTimeout.
-func (p *sessionPool) waitTimedOut() error {
-	return &waitTimeoutError{err: fmt.Errorf("all %s in use for %v", plural.N(p.size, "session"), p.waitTimeout)}
+// waitTimedOut is the error of a borrower that waited wait.
+func (p *sessionPool) waitTimedOut(wait time.Duration) error {
+	return &waitTimeoutError{err: fmt.Errorf("all %s in use for %v", plural.N(p.size, "session"), wait)}
 }
 
 // session is a session for the holder of a slot: an idle one (at prefer
@@ -243,7 +252,7 @@ func (p *sessionPool) openAt(ctx context.Context, node string) *session {
 			s.close(false, p.callTimeout)
 		}
 	}
-	s, err := openSession(ctx, node, p.user, p.password, p.openTimeout, p.callTimeout, p.fetch, p.raw)
+	s, err := openSession(ctx, node, p.user, p.password, p.openTimeout, p.fetch, p.raw)
 	if err != nil && ctx.Err() != nil {
 		return nil // cut by ctx: no verdict on the node
 	}
@@ -288,7 +297,7 @@ func (p *sessionPool) open(ctx context.Context) (*session, error) {
 	for i := range p.nodes {
 		k := (first + i) % len(p.nodes)
 		node := p.nodes[k]
-		s, err := openSession(ctx, node, p.user, p.password, p.openTimeout, p.callTimeout, p.fetch, p.raw)
+		s, err := openSession(ctx, node, p.user, p.password, p.openTimeout, p.fetch, p.raw)
 		if err == nil {
 			p.prefer.Store(int32(k))
 			if !p.remember(s) {
@@ -314,7 +323,12 @@ func (p *sessionPool) open(ctx context.Context) (*session, error) {
 // call runs op on s under the call deadline and puts s back (closing it
 // when its connection failed or it is mid-frame).
 func (p *sessionPool) call(ctx context.Context, s *session, op opFunc) (n int64, err error) {
-	deadline := time.Now().Add(p.callTimeout)
+	return p.callWithin(ctx, s, p.callTimeout, op)
+}
+
+// callWithin is call with a deadline of d from now.
+func (p *sessionPool) callWithin(ctx context.Context, s *session, d time.Duration, op opFunc) (n int64, err error) {
+	deadline := time.Now().Add(d)
 	s.w.begin(deadline)
 	broken := true
 	defer func() {
@@ -322,19 +336,19 @@ func (p *sessionPool) call(ctx context.Context, s *session, op opFunc) (n int64,
 		if v := recover(); v != nil {
 			n, err, broken = 0, &panicError{where: "client call", value: v}, true
 		}
-		p.put(s, broken)
+		p.put(s, broken || s.stale)
 	}()
 	n, err = op(s)
-	err, broken = p.settle(ctx, err, deadline)
+	err, broken = p.settle(ctx, err, deadline, d)
 	return n, err
 }
 
 // settle is the outcome of a call that ended with err and had to end by
-// deadline: the error do returns (ctx's error when ctx ended, a
-// *deadlineError when the deadline passed, else err) and whether the
-// session is broken (its connection failed or is mid-frame: anything but
-// an answer from the server).
-func (p *sessionPool) settle(ctx context.Context, err error, deadline time.Time) (error, bool) {
+// deadline, d after it began: the error do returns (ctx's error when ctx
+// ended, a *deadlineError naming d when the deadline passed, else err)
+// and whether the session is broken (its connection failed or is
+// mid-frame: anything but an answer from the server).
+func (p *sessionPool) settle(ctx context.Context, err error, deadline time.Time, d time.Duration) (error, bool) {
 	var ee *client.ExecutionError
 	switch {
 	case err == nil, errors.As(err, &ee), errors.Is(err, errNoStatus):
@@ -342,7 +356,7 @@ func (p *sessionPool) settle(ctx context.Context, err error, deadline time.Time)
 	case ctx.Err() != nil:
 		return ctx.Err(), true
 	case !time.Now().Before(deadline) || isTimeout(err):
-		return &deadlineError{d: p.callTimeout}, true
+		return &deadlineError{d: d}, true
 	}
 	return err, true
 }

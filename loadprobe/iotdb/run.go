@@ -21,7 +21,11 @@ import (
 // Run executes the probe: it opens the SessionPool, reads the server
 // version, creates root.hostprep_<run id> and its time series, runs every
 // step of cfg.Steps, deletes the database (unless cfg.Keep) and judges the
-// steps against cfg.Thresholds.
+// steps against cfg.Thresholds. Setup and clean-up calls run under
+// max(cfg.CallTimeout, AdminCallTimeout), the load's calls under
+// cfg.CallTimeout; a clean-up that fails adds the warning check
+// CheckCleanup (with the statement to run), and a setup that fails deletes
+// what it may have created before returning.
 //
 // Errors: exitcode.BadInput for an invalid cfg (nothing is contacted);
 // exitcode.Environment when no session can be opened or the database
@@ -49,7 +53,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	w := newWorkload(&cfg, prefix)
 	if err := setup(ctx, pool, &cfg, w, res); err != nil {
 		if ctx.Err() != nil {
-			return nil, exitcode.Environmentf("iotdb probe interrupted (%v) while setting up %s on %s: nothing measured", ctx.Err(), prefix, res.Target)
+			left := ""
+			if res.DeleteError != "" {
+				left = fmt.Sprintf("; %s was left (delete failed: %s): delete it with: %s", prefix, res.DeleteError, deleteStatement(w, res))
+			}
+			return nil, exitcode.Environmentf("iotdb probe interrupted (%v) while setting up %s on %s: nothing measured%s", ctx.Err(), prefix, res.Target, left)
 		}
 		return nil, err
 	}
@@ -66,6 +74,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.Knee.Bound, res.Knee.Reading = bound, res.Knee.Reading+note
 	res.Suggestions = Suggest(&cfg, res.Steps, res.ServerVersion)
 	res.Checks = Checks(&cfg, res.Steps)
+	if c, ok := cleanupCheck(w, res); ok {
+		res.Checks = append(res.Checks, c)
+	}
 	var runErr error
 	if err := ctx.Err(); err != nil {
 		runErr = res.interrupted(err, cutAt, len(cfg.Steps))
@@ -266,6 +277,7 @@ func Ping(ctx context.Context, addr, user, password string) (string, error) {
 	}
 	cfg := Config{Host: host, Port: pn, User: user, Password: password, PoolSize: 1, WaitTimeout: d, ConnectTimeout: d, CallTimeout: d}.withDefaults()
 	p := newSessionPool(&cfg)
+	p.adminTimeout = d // the exchange's bound, not AdminCallTimeout
 	defer p.close(d)
 	v, err := serverVersion(ctx, p)
 	if err == nil && v == "" {

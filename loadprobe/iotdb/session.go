@@ -44,6 +44,10 @@ type session struct {
 	id    int64 // session id from OpenSession
 	stmt  int64 // statement id from RequestStatementId
 	fetch int32
+	// stale: the stream may be mid-frame although the call succeeded (an
+	// admin query's result set could not be closed, closeData); the pool
+	// closes the session instead of putting it back.
+	stale bool
 	// redirect is the node (host:port) the last write's answer recommended
 	// (REDIRECTION_RECOMMEND, 400, with a redirect node), "" if none.
 	redirect string
@@ -80,13 +84,19 @@ func (s *session) takeRedirect() string {
 const writeBuffer = 64 << 10
 
 // openSession dials node (host:port) within connectTimeout and opens an
-// IoTDB session as user within callTimeout. Errors: the dial or RPC error,
-// or a *client.ExecutionError with the status the server refused the
-// session with (wrong password: 801). raw: on a rawConn (see dialWire).
-func openSession(ctx context.Context, node, user, password string, connectTimeout, callTimeout time.Duration, fetch int32, raw bool) (*session, error) {
+// IoTDB session as user: the handshake (OpenSession, RequestStatementId)
+// has connectTimeout again, from the end of the dial. The call timeout
+// (--call-timeout) bounds the load's calls, not the opening of a session:
+// a call timeout shorter than a handshake must not look like a server that
+// cannot be reached. Errors: an *openError telling a failed TCP connect
+// from a handshake that failed or did not answer in time on a connection
+// that was made, or a *client.ExecutionError with the status the server
+// refused the session with (wrong password: 801). raw: on a rawConn (see
+// dialWire).
+func openSession(ctx context.Context, node, user, password string, connectTimeout time.Duration, fetch int32, raw bool) (*session, error) {
 	w, err := dialWire(ctx, node, connectTimeout, raw)
 	if err != nil {
-		return nil, err
+		return nil, &openError{err: err}
 	}
 	conf := &thrift.TConfiguration{MaxFrameSize: thrift.DEFAULT_MAX_FRAME_SIZE}
 	framed := thrift.NewTFramedTransportConf(w, conf)
@@ -94,7 +104,7 @@ func openSession(ctx context.Context, node, user, password string, connectTimeou
 	prot := pf.GetProtocol(framed)
 	tc := thrift.NewTStandardClient(prot, prot)
 	s := &session{node: node, w: w, fetch: fetch, rpc: rpc.NewIClientRPCServiceClient(tc), tc: tc, prot: prot}
-	w.begin(time.Now().Add(callTimeout))
+	w.begin(time.Now().Add(connectTimeout))
 	defer w.end()
 	// The session is not yet the pool's (sessionPool.interrupt does not
 	// see it): ctx's end cuts its opening calls here.
@@ -111,10 +121,35 @@ func openSession(ctx context.Context, node, user, password string, connectTimeou
 	}
 	if err != nil {
 		_ = w.Close()
-		return nil, err
+		var ee *client.ExecutionError
+		if errors.As(err, &ee) {
+			return nil, err // the server refused the session
+		}
+		return nil, &openError{connected: true, within: connectTimeout, err: err}
 	}
 	return s, nil
 }
+
+// openError is a session that could not be opened: the TCP connect failed
+// (connected false), or the connection was made but the OpenSession
+// handshake failed or did not answer within within (--connect-timeout).
+type openError struct {
+	connected bool
+	within    time.Duration
+	err       error
+}
+
+func (e *openError) Error() string {
+	switch {
+	case !e.connected:
+		return "TCP connect failed: " + e.err.Error()
+	case isTimeout(e.err):
+		return fmt.Sprintf("TCP connect succeeded, but OpenSession did not answer within %v (--connect-timeout): %v", e.within, e.err)
+	}
+	return "TCP connect succeeded, but OpenSession failed: " + e.err.Error()
+}
+
+func (e *openError) Unwrap() error { return e.err }
 
 // close ends the session on the server (within d) and closes the
 // connection; broken skips the CloseSession call (the stream is unusable).

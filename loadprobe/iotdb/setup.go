@@ -2,12 +2,15 @@ package iotdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"time"
 
 	"github.com/apache/iotdb-client-go/client"
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/verdict"
 )
 
 // TSStatus codes of a refused login (IoTDB's TSStatusCode
@@ -25,11 +28,42 @@ const (
 // seriesChunk is how many time series one create or delete call names.
 const seriesChunk = 1000
 
-// admin runs one setup/teardown call on a pooled session under the
-// probe's deadlines.
+// AdminCallTimeout is the shortest deadline of a setup or clean-up call
+// (server version, SHOW DATABASES, CREATE DATABASE, creating and deleting
+// the time series, seeding, DELETE DATABASE) and of its wait for a
+// session. These calls are not load operations: they run under
+// max(--call-timeout, AdminCallTimeout), so a --call-timeout chosen for
+// the load (300ms, or 3ms) neither fails the setup nor leaves the probe's
+// database on the server.
+const AdminCallTimeout = 30 * time.Second
+
+// admin runs one setup/clean-up call on a pooled session under the pool's
+// admin deadline (p.adminTimeout: max(--call-timeout, AdminCallTimeout)),
+// for both the wait for a session and the call. ctx's end cuts the call.
 func admin(ctx context.Context, p *sessionPool, op func(s *session) error) error {
-	_, err := p.do(ctx, "", func(s *session) (int64, error) { return 0, op(s) })
+	s, err := p.getWithin(ctx, "", p.adminTimeout)
+	if err != nil {
+		return err
+	}
+	_, err = p.callWithin(ctx, s, p.adminTimeout, func(s *session) (int64, error) {
+		stop := context.AfterFunc(ctx, s.w.interrupt)
+		defer stop()
+		return 0, op(s)
+	})
 	return err
+}
+
+// mayHaveRun tells whether a call that failed with err may have been
+// carried out by the server: it was sent, and no answer came (deadline,
+// lost connection, cancelled). An answer (a status) or a failure to get a
+// session (nothing was sent) says it was not.
+func mayHaveRun(err error) bool {
+	var (
+		ee *client.ExecutionError
+		we *waitTimeoutError
+		ce *connectError
+	)
+	return err != nil && !errors.As(err, &ee) && !errors.Is(err, errNoStatus) && !errors.As(err, &we) && !errors.As(err, &ce)
 }
 
 // setup reads the server version, makes the place the devices go (a new
@@ -44,7 +78,7 @@ func setup(ctx context.Context, p *sessionPool, cfg *Config, w *workload, res *R
 			return exitcode.Environmentf("iotdb probe: %s refused the login of user %q (status %d): check --user and --password-file or $HOSTPREP_IOTDB_PASSWORD", res.Target, cfg.User, code)
 		}
 		if class == ClassConnect || class == ClassWaitTimeout || class == ClassDeadline || class == ClassPanic {
-			return exitcode.Environmentf("iotdb probe: cannot open a session to %s: %v (is IoTDB running there, and is %s a DataNode's client RPC address, port 6667 by default?)", res.Target, err, addressSetting(cfg))
+			return exitcode.Environmentf("iotdb probe: cannot open a session to %s: %v (%s)", res.Target, err, openHint(err, cfg))
 		}
 		res.Notes = append(res.Notes, "server version not read: "+err.Error())
 	} else if v == "" {
@@ -61,6 +95,15 @@ func setup(ctx context.Context, p *sessionPool, cfg *Config, w *workload, res *R
 			return exitcode.Environmentf("iotdb probe: database %s already exists on %s (an earlier run with run id %q kept it): delete it (DELETE DATABASE %s) or choose another run id; nothing was changed",
 				w.prefix, res.Target, cfg.RunID, w.prefix)
 		}
+		if mayHaveRun(err) {
+			// The server may have created it: delete what may exist.
+			res.CreatedDatabase, w.shared = !cfg.Shard.On(), cfg.Shard.On()
+			left := dropProbeData(p, w, res, nil)
+			if left == "" {
+				left = "; the probe deleted " + w.prefix + " in case the server had created it"
+			}
+			return exitcode.Environmentf("iotdb probe: CREATE DATABASE %s on %s got no answer: %v%s", w.prefix, res.Target, err, left)
+		}
 		if err != nil {
 			return exitcode.Environmentf("iotdb probe: CREATE DATABASE %s on %s failed: %v%s", w.prefix, res.Target, err, explainOr(err, v,
 				" (check the user may create databases, or use --database with an existing one)"))
@@ -75,18 +118,34 @@ func setup(ctx context.Context, p *sessionPool, cfg *Config, w *workload, res *R
 		chunk := paths[i:min(i+seriesChunk, len(paths))]
 		if err := admin(ctx, p, func(s *session) error { return s.createSeries(chunk) }); err != nil {
 			res.Series = i
-			dropProbeData(p, w, res, paths[:i])
-			return exitcode.Environmentf("iotdb probe: creating %d time series under %s failed: %v%s", len(paths), w.prefix, err, explain(err, v))
+			made := i
+			if mayHaveRun(err) {
+				made += len(chunk) // the server may have created them: delete what may exist
+			}
+			left := dropProbeData(p, w, res, paths[:made])
+			return exitcode.Environmentf("iotdb probe: creating %d time series under %s failed: %v%s%s", len(paths), w.prefix, err, explain(err, v), left)
 		}
 	}
 	res.Series = len(paths)
 	if w.scenario == ScenarioMixed {
 		if err := seed(ctx, p, w); err != nil {
-			dropProbeData(p, w, res, paths)
-			return exitcode.Environmentf("iotdb probe: seeding %s for reads failed: %v%s", w.prefix, err, explain(err, v))
+			left := dropProbeData(p, w, res, paths)
+			return exitcode.Environmentf("iotdb probe: seeding %s for reads failed: %v%s%s", w.prefix, err, explain(err, v), left)
 		}
 	}
 	return nil
+}
+
+// openHint is what to check when no session could be opened with err: a
+// connection that was made but whose OpenSession handshake did not answer
+// points at the port's service, the DataNode's load and --connect-timeout
+// (which bounds the handshake); anything else at whether IoTDB runs there.
+func openHint(err error, cfg *Config) string {
+	var oe *openError
+	if errors.As(err, &oe) && oe.connected && isTimeout(oe.err) {
+		return fmt.Sprintf("something accepted the connection but did not answer the handshake within --connect-timeout %v: is %s a DataNode's client RPC address, port 6667 by default, and is the DataNode overloaded? a longer --connect-timeout gives it more time", cfg.ConnectTimeout, addressSetting(cfg))
+	}
+	return fmt.Sprintf("is IoTDB running there, and is %s a DataNode's client RPC address, port 6667 by default?", addressSetting(cfg))
 }
 
 // explainOr is explain's line, or otherwise when the status is unknown.
@@ -162,7 +221,7 @@ func queryRows(ctx context.Context, p *sessionPool, sql string, row func(*client
 		if err != nil {
 			return err
 		}
-		defer ds.Close()
+		defer closeData(s, ds)
 		for {
 			ok, err := ds.Next()
 			if err != nil || !ok {
@@ -173,6 +232,17 @@ func queryRows(ctx context.Context, p *sessionPool, sql string, row func(*client
 			}
 		}
 	})
+}
+
+// closeData closes ds, the result set of an admin query on s. A close
+// that failed (CloseOperation without an answer) leaves s's stream
+// mid-frame: s is marked stale, to be closed rather than put back, where
+// the next call would read the stale answer ("wrong method name"). The
+// rows read stand.
+func closeData(s *session, ds *client.SessionDataSet) {
+	if err := ds.Close(); err != nil {
+		s.stale = true
+	}
 }
 
 // seed writes one mixed write per device, so that reads have rows.
@@ -196,7 +266,7 @@ func serverVersion(ctx context.Context, p *sessionPool) (string, error) {
 		if err != nil {
 			return err
 		}
-		defer ds.Close()
+		defer closeData(s, ds)
 		ok, err := ds.Next()
 		if err != nil || !ok {
 			return err
@@ -228,27 +298,63 @@ func deleteStatement(w *workload, res *Result) string {
 
 // dropProbeData deletes the probe's database (when it created it) or the
 // time series at paths (under an existing database); it runs even when the
-// run's context is cancelled, bounded by the pool's deadlines. A failure
-// is recorded in res (Kept, DeleteError, a note).
-func dropProbeData(p *sessionPool, w *workload, res *Result, paths []string) {
+// run's context is cancelled, each call under the admin deadline
+// (AdminCallTimeout). What is already gone (DATABASE_NOT_EXIST,
+// PATH_NOT_EXIST: a create whose answer was lost and that did not happen)
+// counts as deleted. A failure is recorded in res (Kept, DeleteError, a
+// note; Run adds the warning check CheckCleanup) and returned as
+// "; <what> was left on <target> (...): delete it with: <statement>" for
+// an error message ("" when deleted).
+func dropProbeData(p *sessionPool, w *workload, res *Result, paths []string) string {
 	var err error
 	if res.CreatedDatabase {
 		err = admin(context.Background(), p, func(s *session) error { return s.exec("DELETE DATABASE " + w.prefix) })
 	} else {
-		for i := 0; i < len(paths) && err == nil; i += seriesChunk {
+		for i := 0; i < len(paths) && (err == nil || gone(err)); i += seriesChunk {
 			chunk := paths[i:min(i+seriesChunk, len(paths))]
 			err = admin(context.Background(), p, func(s *session) error { return s.deleteSeries(chunk) })
 		}
 	}
+	if gone(err) {
+		err = nil
+	}
 	if err == nil && w.shared {
 		err = dropIfEmpty(p, w.prefix)
 	}
-	if err != nil {
-		res.Kept = true
-		res.DeleteError = err.Error()
-		res.Notes = append(res.Notes, fmt.Sprintf("could not delete %s: %v%s; delete it with: %s", w.prefix, err,
-			explain(err, res.ServerVersion), deleteStatement(w, res)))
+	if err == nil {
+		return ""
 	}
+	res.Kept = true
+	res.DeleteError = err.Error()
+	res.Notes = append(res.Notes, fmt.Sprintf("could not delete %s: %v%s; delete it with: %s", w.prefix, err,
+		explain(err, res.ServerVersion), deleteStatement(w, res)))
+	return fmt.Sprintf("; %s was left on %s (delete failed: %v): delete it with: %s", w.prefix, res.Target, err, deleteStatement(w, res))
+}
+
+// gone tells an error saying that what was to be deleted does not exist
+// (DATABASE_NOT_EXIST, PATH_NOT_EXIST).
+func gone(err error) bool {
+	c := statusCode(err)
+	return c == statusDatabaseNotExist || c == statusPathNotExist
+}
+
+// CheckCleanup warns that the probe's data could not be deleted after the
+// run: it names what was left and the statement that deletes it. It is
+// present only then (not for --keep, which leaves the data on purpose).
+const CheckCleanup = "iotdb.cleanup"
+
+// cleanupCheck is the CheckCleanup warning for res, ok false when the
+// clean-up succeeded or was not attempted (--keep).
+func cleanupCheck(w *workload, res *Result) (verdict.Check, bool) {
+	if res.DeleteError == "" {
+		return verdict.Check{}, false
+	}
+	stmt := deleteStatement(w, res)
+	return verdict.Check{ID: CheckCleanup, Status: verdict.Warn,
+		Observed: "delete failed: " + res.DeleteError,
+		Expected: "the probe's data deleted after the run",
+		Summary:  fmt.Sprintf("%s was left on %s: the clean-up failed (%s)", w.prefix, res.Target, res.DeleteError),
+		Remedy:   "delete it with: " + stmt}, true
 }
 
 // dropIfEmpty deletes the database a fleet run's shards share once the
@@ -261,15 +367,11 @@ func dropIfEmpty(p *sessionPool, db string) error {
 		if err != nil {
 			return err
 		}
-		defer ds.Close()
+		defer closeData(s, ds)
 		more, err := ds.Next()
 		empty = !more
 		return err
 	})
-	gone := func(err error) bool {
-		c := statusCode(err)
-		return c == statusDatabaseNotExist || c == statusPathNotExist
-	}
 	if gone(err) {
 		return nil
 	}

@@ -1,0 +1,170 @@
+package iotdb
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/iotdbfault"
+	"github.com/hostprep/hostprep/internal/verdict"
+)
+
+// cleanupConfig is a one-step write run against addr (host:port).
+func cleanupConfig(t *testing.T, addr string, call time.Duration) Config {
+	t.Helper()
+	zero := 0.0
+	return Config{NodeURLs: []string{addr}, Scenario: ScenarioWrite, Steps: []int{1}, StepDuration: 300 * time.Millisecond,
+		Warmup: -1, PoolSize: 2, CallTimeout: call, Thresholds: Thresholds{MaxErrorRate: &zero}}
+}
+
+// The setup and clean-up calls are no load operations: a --call-timeout
+// shorter than the server takes to answer them (the tester's 300ms, whose
+// DELETE DATABASE timed out and left root.hostprep_<id> behind under a
+// PASS; and 3ms, whose CREATE DATABASE timed out) still creates and
+// deletes the database (AdminCallTimeout).
+func TestSetupAndCleanupOutliveShortCallTimeout(t *testing.T) {
+	for _, call := range []time.Duration{300 * time.Millisecond, 3 * time.Millisecond} {
+		srv := iotdbfault.StartT(t, iotdbfault.None)
+		srv.SetAdminDelay(call + 200*time.Millisecond)
+		res, err := Run(context.Background(), cleanupConfig(t, srv.Addr, call))
+		if err != nil {
+			t.Fatalf("--call-timeout %v: %v", call, err)
+		}
+		if res.Kept || res.DeleteError != "" {
+			t.Errorf("--call-timeout %v: kept %v, delete error %q: the clean-up ran under the call timeout", call, res.Kept, res.DeleteError)
+		}
+		if !slices.Contains(srv.Statements(), "DELETE DATABASE "+res.Prefix) {
+			t.Errorf("--call-timeout %v: statements %q, want DELETE DATABASE %s", call, srv.Statements(), res.Prefix)
+		}
+	}
+}
+
+// A clean-up that fails is no silent PASS: the run warns (iotdb.cleanup)
+// with the statement that deletes what was left.
+func TestFailedCleanupWarns(t *testing.T) {
+	srv := iotdbfault.StartT(t, iotdbfault.None)
+	srv.SetDeleteCode(301)
+	res, err := Run(context.Background(), cleanupConfig(t, srv.Addr, time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	_ = res.WriteText(&text)
+	t.Log("\n" + text.String())
+	i := slices.IndexFunc(res.Checks, func(c verdict.Check) bool { return c.ID == CheckCleanup })
+	if i < 0 {
+		t.Fatalf("verdict %s, checks %+v: no %s check for a failed delete", res.Verdict, res.Checks, CheckCleanup)
+	}
+	c := res.Checks[i]
+	if c.Status != verdict.Warn || res.Verdict == verdict.Pass || !strings.Contains(c.Remedy, "DELETE DATABASE "+res.Prefix) ||
+		!strings.Contains(c.Summary, res.Prefix+" was left") {
+		t.Errorf("verdict %s, check %+v: want a warning naming %s and DELETE DATABASE %s", res.Verdict, c, res.Prefix, res.Prefix)
+	}
+	if !strings.Contains(text.String(), CheckCleanup) {
+		t.Errorf("the text report does not show %s", CheckCleanup)
+	}
+}
+
+// dropFirstAnswer is a frameProxy to target that drops the connection
+// instead of passing on the first answer of method (the call was carried
+// out; its answer is lost).
+func dropFirstAnswer(t *testing.T, target, method string) string {
+	var dropped atomic.Bool
+	return frameProxy(t, target, func(_, _ int, b []byte) []byte {
+		if bytes.Contains(b[:min(len(b), 64)], []byte(method)) && dropped.CompareAndSwap(false, true) {
+			return nil
+		}
+		return b
+	})
+}
+
+// A CREATE DATABASE whose answer was lost may have created the database:
+// the probe deletes what may exist, or says what was left and how to
+// delete it.
+func TestLostCreateAnswerIsCleanedUp(t *testing.T) {
+	for _, deleteFails := range []bool{false, true} {
+		srv := iotdbfault.StartT(t, iotdbfault.None)
+		if deleteFails {
+			srv.SetDeleteCode(301)
+		}
+		cfg := cleanupConfig(t, dropFirstAnswer(t, srv.Addr, "executeStatementV2"), time.Second)
+		cfg.RunID = "lost"
+		_, err := Run(context.Background(), cfg)
+		if exitcode.Code(err) != exitcode.Environment {
+			t.Fatalf("delete fails %v: %v (code %d), want exit 3", deleteFails, err, exitcode.Code(err))
+		}
+		t.Log(err)
+		st := srv.Statements()
+		if !slices.Equal(st, []string{"CREATE DATABASE root.hostprep_lost", "DELETE DATABASE root.hostprep_lost"}) {
+			t.Errorf("delete fails %v: statements %q, want the create, then the delete", deleteFails, st)
+		}
+		want := "deleted root.hostprep_lost in case"
+		if deleteFails {
+			want = "root.hostprep_lost was left on"
+		}
+		if !strings.Contains(err.Error(), want) || deleteFails && !strings.Contains(err.Error(), "delete it with: DELETE DATABASE root.hostprep_lost") {
+			t.Errorf("delete fails %v: error %q lacks %q (and the statement)", deleteFails, err, want)
+		}
+	}
+}
+
+// On a real IoTDB: the tester's --call-timeout values leave no database,
+// and neither does a CREATE DATABASE whose answer was lost.
+func TestShortCallTimeoutLeavesNoDatabaseOnRealIoTDB(t *testing.T) {
+	base := realConfig(t, ScenarioWrite)
+	addr := base.addr()
+	leftover := func(t *testing.T, prefix string) {
+		t.Helper()
+		if slices.Contains(databases(t, base), prefix) {
+			t.Errorf("%s is left on the server", prefix)
+			s := testSession(t, base)
+			defer s.Close()
+			_ = s.ExecuteNonQueryStatement("DELETE DATABASE " + prefix)
+		}
+	}
+	for _, call := range []time.Duration{300 * time.Millisecond, 3 * time.Millisecond} {
+		cfg := cleanupConfig(t, addr, call)
+		cfg.Password = base.Password
+		cfg.RunID = fmt.Sprintf("calltimeout%d", call.Microseconds())
+		res, err := Run(context.Background(), cfg)
+		if err != nil {
+			t.Errorf("--call-timeout %v: %v", call, err)
+		} else if res.Kept || res.DeleteError != "" {
+			t.Errorf("--call-timeout %v: kept %v, delete error %q", call, res.Kept, res.DeleteError)
+		}
+		leftover(t, probePrefix("", cfg.RunID))
+	}
+	cfg := cleanupConfig(t, dropFirstAnswer(t, addr, "executeStatementV2"), time.Second)
+	cfg.Password, cfg.RunID = base.Password, "lostcreate"
+	_, err := Run(context.Background(), cfg)
+	if exitcode.Code(err) != exitcode.Environment || !strings.Contains(err.Error(), "in case") {
+		t.Errorf("lost CREATE DATABASE answer: %v (code %d), want exit 3 saying the database was deleted in case", err, exitcode.Code(err))
+	}
+	t.Log(err)
+	leftover(t, "root.hostprep_lostcreate")
+}
+
+// An admin query whose result set cannot be closed (the CloseOperation
+// answer is lost) closes its session instead of putting it back: the
+// next setup call runs on a new session. Before, the dead session went
+// back to the pool and the CREATE DATABASE after `show version` failed on
+// it. (On the real server: the fault server's `show version` has no row,
+// so its result set is closed by Next, whose error is reported.)
+func TestFailedCloseOfAdminQueryDropsTheSessionOnRealIoTDB(t *testing.T) {
+	base := realConfig(t, ScenarioWrite)
+	cfg := cleanupConfig(t, dropFirstAnswer(t, base.addr(), "closeOperation"), time.Second)
+	cfg.Password = base.Password
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("a lost CloseOperation answer after show version: %v", err)
+	}
+	if res.Kept || res.ServerVersion == "" {
+		t.Errorf("kept %v, server version %q: %v", res.Kept, res.ServerVersion, res.Notes)
+	}
+}
