@@ -174,7 +174,7 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 	fl.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "unmeasured warm-up with the first step's workers (negative: none)")
 	fl.IntVar(&cfg.PoolSize, "pool-size", cfg.PoolSize, "SessionPool size (sessions)")
 	fl.DurationVar(&cfg.WaitTimeout, "wait-timeout", cfg.WaitTimeout, "how long a worker waits for a free session")
-	fl.DurationVar(&cfg.ConnectTimeout, "connect-timeout", cfg.ConnectTimeout, "TCP connect timeout of a new session")
+	fl.DurationVar(&cfg.ConnectTimeout, "connect-timeout", cfg.ConnectTimeout, "bound on opening a new session: the TCP connect, then again the OpenSession handshake")
 	fl.DurationVar(&cfg.CallTimeout, "call-timeout", cfg.CallTimeout, "the probe's deadline on every call (the client has no socket timeout)")
 	fl.IntVar(&cfg.FetchSize, "fetch-size", cfg.FetchSize, "query fetch size (rows)")
 	fl.Var((*rate.PerSecond)(&cfg.Rate), "rate", "open loop: operations per second per worker (10, 10/s or 600/m) on a fixed schedule, latency from the scheduled start (0: closed loop)")
