@@ -62,7 +62,7 @@ func TestInputLimits(t *testing.T) {
 	}{
 		{"/dev/zero", []string{"profile /dev/zero:", "not a regular file (a character device)"}},
 		{fifo, []string{fifo, "not a regular file (a named pipe)"}},
-		{dir, []string{dir, "not a regular file (a directory)"}},
+		{dir, []string{dir, "not a regular file (a folder)"}},
 		{incZero, []string{"inczero.yaml:1:11:", `include "/dev/zero"`, "not a regular file"}},
 		{big, []string{big, "larger than the 1 MiB limit"}},
 		{incBig, []string{"incbig.yaml:1:11:", "larger than the 1 MiB limit"}},

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/hostprep/hostprep/internal/atomicfile"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/plural"
 	"gopkg.in/yaml.v3"
@@ -182,7 +183,7 @@ func readProfileFile(file string) ([]byte, error) {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s); a profile is a YAML file", fileKind(st.Mode()))
+		return nil, fmt.Errorf("not a regular file (%s); a profile is a YAML file", atomicfile.Kind(st.Mode()))
 	}
 	if st.Size() > MaxFileBytes {
 		return nil, fmt.Errorf("%s, larger than the %d MiB limit for a profile file (profiles are a few KiB)", plural.N(st.Size(), "byte"), MaxFileBytes>>20)
@@ -197,22 +198,6 @@ func readProfileFile(file string) ([]byte, error) {
 		return nil, fmt.Errorf("larger than the %d MiB limit for a profile file (profiles are a few KiB)", MaxFileBytes>>20)
 	}
 	return data, nil
-}
-
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	}
-	return "type " + m.Type().String()
 }
 
 type loader struct {

@@ -143,28 +143,7 @@ fs.nr_open, listening ports) are done by 'hostprep tune plan'.`,
 			if err := checkOutput(output, "text", "json"); err != nil {
 				return err
 			}
-			var results []validateResult
-			var problems []string
-			for _, ref := range args {
-				r := validateResult{File: ref}
-				p, err := profiles.Load(ref, sets)
-				if err == nil {
-					err = mqtt.CheckProfile(p)
-				}
-				if err == nil {
-					err = iotdb.CheckProfile(p)
-				}
-				if err != nil {
-					r.Error, r.Problems = err.Error(), []string{err.Error()}
-					if ve := (*profiles.ValidationError)(nil); errors.As(err, &ve) {
-						r.Problems = ve.Problems
-					}
-					problems = append(problems, r.Problems...)
-				} else {
-					r.OK, r.Name, r.Warnings = true, p.Name, p.Warnings()
-				}
-				results = append(results, r)
-			}
+			results, problems := validateProfiles(args, sets)
 			w := cmd.OutOrStdout()
 			if output == "json" {
 				if err := profilesWriteJSON(w, results); err != nil {
@@ -204,6 +183,36 @@ fs.nr_open, listening ports) are done by 'hostprep tune plan'.`,
 	c.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	c.Flags().StringArrayVar(&sets, "set", nil, "override one key, key=value (repeatable), before validating")
 	return c
+}
+
+// validateProfiles loads and checks each profile ref (a file or a
+// built-in name) with sets applied: the profile's own rules, then the
+// probes' (mqtt.CheckProfile, iotdb.CheckProfile). It returns a result per
+// ref and every problem found, one line each, in order.
+func validateProfiles(refs, sets []string) ([]validateResult, []string) {
+	var results []validateResult
+	var problems []string
+	for _, ref := range refs {
+		r := validateResult{File: ref}
+		p, err := profiles.Load(ref, sets)
+		if err == nil {
+			err = mqtt.CheckProfile(p)
+		}
+		if err == nil {
+			err = iotdb.CheckProfile(p)
+		}
+		if err != nil {
+			r.Error, r.Problems = err.Error(), []string{err.Error()}
+			if ve := (*profiles.ValidationError)(nil); errors.As(err, &ve) {
+				r.Problems = ve.Problems
+			}
+			problems = append(problems, r.Problems...)
+		} else {
+			r.OK, r.Name, r.Warnings = true, p.Name, p.Warnings()
+		}
+		results = append(results, r)
+	}
+	return results, problems
 }
 
 func profilesWriteJSON(w interface{ Write([]byte) (int, error) }, v any) error {

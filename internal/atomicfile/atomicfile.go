@@ -100,26 +100,30 @@ func target(path string) (string, error) {
 		}
 	}
 	if !st.Mode().IsRegular() {
-		return "", fmt.Errorf("%w: %s is a %s", ErrNotRegular, path, kind(st.Mode()))
+		return "", fmt.Errorf("%w: %s is %s", ErrNotRegular, path, Kind(st.Mode()))
 	}
 	return path, nil
 }
 
-// kind names what a non-regular file is.
-func kind(m os.FileMode) string {
+// Kind names what a file that is not a regular one is, with its article
+// ("a folder", "a character device", "a named pipe"), for messages that
+// refuse it (report files here, profile files in profiles).
+func Kind(m os.FileMode) string {
 	switch {
 	case m.IsDir():
-		return "folder"
+		return "a folder"
 	case m&os.ModeCharDevice != 0:
-		return "character device"
+		return "a character device"
 	case m&os.ModeDevice != 0:
-		return "block device"
+		return "a block device"
 	case m&os.ModeNamedPipe != 0:
-		return "FIFO"
+		return "a named pipe"
 	case m&os.ModeSocket != 0:
-		return "socket"
+		return "a socket"
+	case m&os.ModeSymlink != 0:
+		return "a symbolic link"
 	}
-	return "special file"
+	return "a special file (" + m.Type().String() + ")"
 }
 
 // Check tells, before a run starts, whether Write can later put a file at
