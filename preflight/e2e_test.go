@@ -435,17 +435,7 @@ exec "$0" preflight --profile mqtt-broker-1m -o json`
 // --pid: the child takes that process's limits; asking for more sockets
 // than they allow stops at EMFILE, classified and reported as a failure.
 func TestE2EActiveHitsTargetLimit(t *testing.T) {
-	sleeper := exec.Command("sh", "-c", "ulimit -Sn 600 && exec sleep 30")
-	if err := sleeper.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() })
-	pid := fmt.Sprint(sleeper.Process.Pid)
-	// Wait for the exec, so /proc/PID/limits shows 600.
-	testenv.WaitFor(t, 5*time.Second, "sleep to run under ulimit -Sn 600", func() bool {
-		b, _ := os.ReadFile("/proc/" + pid + "/comm")
-		return strings.TrimSpace(string(b)) == "sleep"
-	})
+	pid := sleeperUnder600(t)
 	out, stderr, code := testenv.Run(t, nil, "preflight", "--sockets", "1000", "--pid", pid, "--active", "--active-sockets", "1000", "-o", "json")
 	if code != 1 {
 		t.Fatalf("exit %d, want 1: %s\n%s", code, stderr, out)
@@ -492,12 +482,7 @@ func TestRecordRefusesNonDirectory(t *testing.T) {
 // neither suggests prlimit or tune (root cannot raise the limit either:
 // prlimit fails with EPERM); where it is inside, fd.raise offers prlimit.
 func TestE2EPidRemediesFollowTheBoundingSet(t *testing.T) {
-	sleeper := exec.Command("sh", "-c", "ulimit -Sn 600 && exec sleep 30")
-	if err := sleeper.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() })
-	pid := fmt.Sprint(sleeper.Process.Pid)
+	pid := sleeperUnder600(t)
 	out, stderr, code := testenv.Run(t, nil, "preflight", "--sockets", "1000000", "--role", "loadgen", "--pid", pid, "-o", "json")
 	var r Report
 	if code != 1 || json.Unmarshal([]byte(out), &r) != nil {
@@ -511,4 +496,22 @@ func TestE2EPidRemediesFollowTheBoundingSet(t *testing.T) {
 	if offers := strings.Contains(raise.Remedy+hard.Remedy, "prlimit"); offers != bnd {
 		t.Errorf("CAP_SYS_RESOURCE in the bounding set: %v, yet prlimit offered: %v\nfd.hard: %s\nfd.raise: %s", bnd, offers, hard.Remedy, raise.Remedy)
 	}
+}
+
+// sleeperUnder600 starts `sleep 30` with a soft nofile of 600, waits
+// until it runs (so /proc/PID/limits shows 600) and returns its PID; it
+// is killed at t's end.
+func sleeperUnder600(t *testing.T) string {
+	t.Helper()
+	sleeper := exec.Command("sh", "-c", "ulimit -Sn 600 && exec sleep 30")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() })
+	pid := fmt.Sprint(sleeper.Process.Pid)
+	testenv.WaitFor(t, 5*time.Second, "sleep to run under ulimit -Sn 600", func() bool {
+		b, _ := os.ReadFile("/proc/" + pid + "/comm")
+		return strings.TrimSpace(string(b)) == "sleep"
+	})
+	return pid
 }
