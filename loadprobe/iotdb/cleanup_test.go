@@ -168,3 +168,28 @@ func TestFailedCloseOfAdminQueryDropsTheSessionOnRealIoTDB(t *testing.T) {
 		t.Errorf("kept %v, server version %q: %v", res.Kept, res.ServerVersion, res.Notes)
 	}
 }
+
+// A database an earlier run kept (--keep) under the same run id is never
+// deleted, even when this run's CREATE DATABASE answer is lost: the probe
+// looks before it creates, and refuses (exit 3, nothing changed). It used
+// to send the CREATE, lose the "already exists" answer, and delete the
+// kept database "in case" it had made it.
+func TestKeptDatabaseSurvivesLostCreateAnswerOnRealIoTDB(t *testing.T) {
+	base := realConfig(t, ScenarioWrite)
+	const db = "root.hostprep_keptbefore"
+	s := testSession(t, base)
+	defer s.Close()
+	if err := s.ExecuteNonQueryStatement("CREATE DATABASE " + db); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.ExecuteNonQueryStatement("DELETE DATABASE " + db) })
+	cfg := cleanupConfig(t, dropFirstAnswer(t, base.addr(), "executeStatementV2"), time.Second)
+	cfg.Password, cfg.RunID = base.Password, "keptbefore"
+	_, err := Run(context.Background(), cfg)
+	if exitcode.Code(err) != exitcode.Environment || !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("run id of a kept database: %v (code %d), want exit 3 saying it already exists", err, exitcode.Code(err))
+	}
+	if !slices.Contains(databases(t, base), db) {
+		t.Errorf("the kept database %s was deleted", db)
+	}
+}

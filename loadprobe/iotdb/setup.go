@@ -87,13 +87,31 @@ func setup(ctx context.Context, p *sessionPool, cfg *Config, w *workload, res *R
 	res.ServerVersion = v
 
 	if cfg.Database == "" {
+		exists := func() error {
+			return exitcode.Environmentf("iotdb probe: database %s already exists on %s (an earlier run with run id %q kept it): delete it (DELETE DATABASE %s) or choose another run id; nothing was changed",
+				w.prefix, res.Target, cfg.RunID, w.prefix)
+		}
+		// Whether it is there before the CREATE: a CREATE whose answer
+		// is lost may only delete a database it may have made, never one
+		// an earlier run kept (--keep, and the same --run-id).
+		absent := false
+		if !cfg.Shard.On() {
+			found, err := listed(ctx, p, w.prefix)
+			if err == nil && found {
+				return exists()
+			}
+			absent = err == nil
+		}
 		err := admin(ctx, p, func(s *session) error { return s.exec("CREATE DATABASE " + w.prefix) })
 		if cfg.Shard.On() && statusCode(err) == statusDatabaseExists {
 			err = nil // another shard of the fleet run created it
 		}
 		if statusCode(err) == statusDatabaseExists {
-			return exitcode.Environmentf("iotdb probe: database %s already exists on %s (an earlier run with run id %q kept it): delete it (DELETE DATABASE %s) or choose another run id; nothing was changed",
-				w.prefix, res.Target, cfg.RunID, w.prefix)
+			return exists()
+		}
+		if mayHaveRun(err) && !absent && !cfg.Shard.On() {
+			return exitcode.Environmentf("iotdb probe: CREATE DATABASE %s on %s got no answer: %v; whether it existed before is not known, so it was left: check with SHOW DATABASES %s and delete it (DELETE DATABASE %s) if this run made it",
+				w.prefix, res.Target, err, w.prefix, w.prefix)
 		}
 		if mayHaveRun(err) {
 			// The server may have created it: delete what may exist.
@@ -169,18 +187,25 @@ func addressSetting(cfg *Config) string {
 	return "--host/--port"
 }
 
-// databaseExists checks that db is a database on the server; without the
-// check, IoTDB's schema auto-creation would quietly create one. IoTDB
-// hides from SHOW DATABASES what user may not read, so an empty answer is
-// told apart (notVisible): the database does not exist, or the user has
-// no privilege to see it.
-func databaseExists(ctx context.Context, p *sessionPool, db, user string) error {
+// listed tells whether SHOW DATABASES db lists db (for this user: IoTDB
+// hides what a user may not read). Errors: the query's.
+func listed(ctx context.Context, p *sessionPool, db string) (bool, error) {
 	found := false
 	err := queryRows(ctx, p, "SHOW DATABASES "+db, func(ds *client.SessionDataSet) error {
 		name, err := ds.GetString("Database")
 		found = found || name == db
 		return err
 	})
+	return found, err
+}
+
+// databaseExists checks that db is a database on the server; without the
+// check, IoTDB's schema auto-creation would quietly create one. IoTDB
+// hides from SHOW DATABASES what user may not read, so an empty answer is
+// told apart (notVisible): the database does not exist, or the user has
+// no privilege to see it.
+func databaseExists(ctx context.Context, p *sessionPool, db, user string) error {
+	found, err := listed(ctx, p, db)
 	if err != nil {
 		return err
 	}
