@@ -42,7 +42,12 @@ unreadable, not a result, or the shards do not make one run.`,
 				if err := checkOutput(output, "text", "json", "junit"); err != nil {
 					return err
 				}
-				if err := atomicfile.Check("--html", htmlFile); err != nil {
+				// The page may not replace one of the results it is made of.
+				files := []atomicfile.Out{{Flag: "--html", Path: htmlFile}}
+				for _, a := range args {
+					files = append(files, atomicfile.Out{Flag: "input", Path: a, Input: true})
+				}
+				if err := atomicfile.CheckAll(files...); err != nil {
 					return err
 				}
 				fleet, err := report.Merge(args)

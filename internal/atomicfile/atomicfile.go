@@ -168,21 +168,28 @@ func Check(flag, path string) error {
 }
 
 // Out is one report file a command was asked for: the flag (--csv) and
-// the path ("" for none).
-type Out struct{ Flag, Path string }
+// the path ("" for none). Input marks a file the command reads instead
+// (Flag then says which, e.g. "input"): it is not checked for writing,
+// and no report may name it.
+type Out struct {
+	Flag, Path string
+	Input      bool
+}
 
-// CheckAll checks every out (Check) and that no two of them name the
-// same file (the same path, or links to one file): the second write
-// would silently replace the first. The error is exitcode.BadInput
-// naming the flags.
+// CheckAll checks every report file of outs (Check) and that no two of
+// outs name the same file (the same path, or links to one file): the
+// second write would silently replace the first, or a report its own
+// input. The error is exitcode.BadInput naming the flags.
 func CheckAll(outs ...Out) error {
-	seen := map[string]string{}
+	seen := map[string]Out{}
 	for _, o := range outs {
 		if o.Path == "" {
 			continue
 		}
-		if err := Check(o.Flag, o.Path); err != nil {
-			return err
+		if !o.Input {
+			if err := Check(o.Flag, o.Path); err != nil {
+				return err
+			}
 		}
 		key := filepath.Clean(o.Path)
 		if to, err := target(o.Path); err == nil {
@@ -191,10 +198,17 @@ func CheckAll(outs ...Out) error {
 		if abs, err := filepath.Abs(key); err == nil {
 			key = abs
 		}
-		if flag, ok := seen[key]; ok {
-			return exitcode.BadInputf("%s and %s both name %s: the second file would replace the first; give each its own path", flag, o.Flag, o.Path)
+		if prev, ok := seen[key]; ok {
+			if prev.Input || o.Input {
+				out := o
+				if o.Input {
+					out = prev
+				}
+				return exitcode.BadInputf("%s %s is also an input of this command: the report would replace it; write the report to another path", out.Flag, o.Path)
+			}
+			return exitcode.BadInputf("%s and %s both name %s: the second file would replace the first; give each its own path", prev.Flag, o.Flag, o.Path)
 		}
-		seen[key] = o.Flag
+		seen[key] = o
 	}
 	return nil
 }

@@ -200,12 +200,29 @@ func TestCheckAllRefusesOneFileTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, second := range []string{p, link, dir + "/./r.out"} {
-		err := CheckAll(Out{"--csv", p}, Out{"--html", second})
+		err := CheckAll(Out{Flag: "--csv", Path: p}, Out{Flag: "--html", Path: second})
 		if exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), "--csv and --html both name") {
 			t.Errorf("--csv %s --html %s: %v, want exit 2 naming both flags", p, second, err)
 		}
 	}
-	if err := CheckAll(Out{"--csv", p}, Out{"--html", filepath.Join(dir, "other.html")}, Out{"--json", ""}); err != nil {
+	if err := CheckAll(Out{Flag: "--csv", Path: p}, Out{Flag: "--html", Path: filepath.Join(dir, "other.html")}, Out{Flag: "--json"}); err != nil {
 		t.Errorf("distinct files: %v", err)
+	}
+}
+
+// A report may not name one of the command's inputs (report merge a.json
+// --html a.json replaced its input with the page).
+func TestCheckAllRefusesAnInputAsReport(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "a.json")
+	if err := os.WriteFile(in, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := CheckAll(Out{Flag: "--html", Path: in}, Out{Flag: "input", Path: in, Input: true})
+	if exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), "--html "+in+" is also an input") {
+		t.Errorf("report over its input: %v, want exit 2 naming --html", err)
+	}
+	if b, _ := os.ReadFile(in); string(b) != "{}" {
+		t.Errorf("the input changed: %q", b)
 	}
 }
