@@ -158,12 +158,21 @@ func TestE2EBadInput(t *testing.T) {
 		{"--role loadgen --port 1883", "--port [1883] with --role loadgen"},
 		{"--role iotdb --iotdb-home /nonexistent", "--iotdb-home /nonexistent: no conf/iotdb-system.properties"},
 		{"--root /nonexistent", "--root /nonexistent"},
+		{"--active --root /tmp", "--active with --root /tmp"},
 	} {
 		args := append([]string{"preflight", "--sockets", "100"}, strings.Fields(c.args)...)
 		out, stderr, code := testenv.Run(t, nil, args...)
 		if code != 2 || !strings.Contains(stderr, c.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || out != "" {
 			t.Errorf("%s: exit %d, stderr %q, stdout %d bytes; want exit 2 and one line with %q", c.args, code, stderr, len(out), c.want)
 		}
+	}
+	// A profile without a preflight section takes the target from
+	// --sockets and --role (it used to refuse, asking for exactly those).
+	if out, stderr, code := testenv.Run(t, nil, "preflight", "--profile", "sys-tune", "--sockets", "1000", "--role", "loadgen", "-o", "json"); code == 2 || !strings.Contains(out, `"role": "loadgen"`) {
+		t.Errorf("--profile sys-tune --sockets 1000 --role loadgen: exit %d, %s\n%.300s", code, stderr, out)
+	}
+	if _, stderr, code := testenv.Run(t, nil, "preflight", "--profile", "sys-tune"); code != 2 || !strings.Contains(stderr, "has no preflight section") {
+		t.Errorf("--profile sys-tune alone: exit %d, %s; want 2 saying it has no preflight section", code, stderr)
 	}
 	// no --sockets and no profile: the flag is required, not "--sockets 0"
 	out, stderr, code := testenv.Run(t, nil, "preflight", "--role", "broker")

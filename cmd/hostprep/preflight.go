@@ -84,11 +84,18 @@ Checks (IDs for --ignore):
 				if err != nil {
 					return err
 				}
+				fl := cmd.Flags()
+				if p.Preflight == nil && fl.Changed("sockets") {
+					// The target comes from the flags; the profile still
+					// gives its service and ports (role: --role, else broker).
+					cp := *p
+					cp.Preflight = &profiles.PreflightTarget{Role: string(preflight.Broker)}
+					p = &cp
+				}
 				pt, err := preflight.TargetFromProfile(p)
 				if err != nil {
 					return err
 				}
-				fl := cmd.Flags()
 				if fl.Changed("sockets") {
 					pt.Sockets = t.Sockets
 				}
@@ -129,6 +136,9 @@ Checks (IDs for --ignore):
 			}
 			if fl.Changed("active-timeout") && activeTime == 0 {
 				return exitcode.BadInputf("--active-timeout 0s: want a positive time bound, e.g. --active-timeout 60s")
+			}
+			if opts.Active && opts.Root != "" {
+				return exitcode.BadInputf("--active with --root %s: --active measures this machine, --root replays a recorded one; drop one of them", opts.Root)
 			}
 			if fl.Changed("active-timeout") && !opts.Active {
 				return exitcode.BadInputf("--active-timeout %s needs --active", activeTime)

@@ -58,6 +58,11 @@ Exit codes: 0 READY (also READY WITH WARNINGS, DRY RUN), 1 NOT READY, 2 bad inpu
 				if err := checkOutput(output, "text", "json"); err != nil {
 					return err
 				}
+				// 0 means "not given" to ready.Run: a --sockets 0 typed
+				// out must not silently become the profile's target.
+				if cmd.Flags().Changed("sockets") && o.Sockets <= 0 {
+					return exitcode.BadInputf("--sockets %d: want a positive number of sockets, e.g. --sockets 100000 (or leave it out for the profile's)", o.Sockets)
+				}
 				// Result files are checked before anything runs (tune
 				// included): a missing folder is exit 2, never created.
 				if err := atomicfile.CheckAll(atomicfile.Out{Flag: "--json", Path: jsonFile}, atomicfile.Out{Flag: "--junit", Path: junitFile},

@@ -35,3 +35,14 @@ func TestReadyRefusesMissingResultFolder(t *testing.T) {
 		})
 	}
 }
+
+// --sockets 0 typed out is bad input: ready.Run reads 0 as "not given"
+// and used to take the profile's target silently (exit 0).
+func TestReadySocketsZeroIsBadInput(t *testing.T) {
+	for _, n := range []string{"0", "-5"} {
+		_, stderr, code := testenv.Run(t, nil, "ready", "--profile", "ready-small", "--dry-run", "--sockets", n)
+		if code != 2 || !strings.Contains(stderr, "--sockets "+n+": want a positive number") {
+			t.Errorf("--sockets %s: exit %d, %q; want exit 2", n, code, stderr)
+		}
+	}
+}
