@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/spf13/cobra"
@@ -79,7 +80,11 @@ func usageErrorsAreBadInput(c *cobra.Command) {
 		check := c.Args
 		c.Args = func(c *cobra.Command, args []string) error {
 			if err := check(c, args); err != nil {
-				return exitcode.BadInputf("%s: %v (see '%s --help')", c.CommandPath(), err, c.CommandPath())
+				msg := err.Error()
+				if !strings.Contains(msg, c.CommandPath()) { // cobra.NoArgs names it already
+					msg = strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ") + ": " + msg
+				}
+				return exitcode.BadInputf("%s (see '%s --help')", msg, c.CommandPath())
 			}
 			return nil
 		}

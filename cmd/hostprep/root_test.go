@@ -174,3 +174,14 @@ func TestVersionJSON(t *testing.T) {
 		t.Errorf("hostprep -o json --version: exit %d, %q (%v)", code, stdout, err)
 	}
 }
+
+// A usage error names the command once ("hostprep: unknown command "x"
+// for "hostprep tune apply"", not "hostprep: hostprep tune apply: ...").
+func TestUsageErrorsNameTheCommandOnce(t *testing.T) {
+	for _, args := range [][]string{{"tune", "apply", "extra"}, {"profiles", "show"}} {
+		_, stderr, _ := testenv.Run(t, nil, args...)
+		if strings.HasPrefix(stderr, "hostprep: hostprep ") {
+			t.Errorf("hostprep %v: %q names the command twice", args, stderr)
+		}
+	}
+}
