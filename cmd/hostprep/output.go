@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/spf13/cobra"
 )
 
@@ -15,14 +16,17 @@ import (
 // the subcommand) a failure that printed nothing on stdout — a flag error,
 // an unknown subcommand, bad input found before the command ran — still
 // prints one JSON object there: {"error": "...", "exit_code": N}, so a
-// caller that parses stdout always gets JSON.
+// caller that parses stdout always gets JSON; with --output junit, a
+// JUnit document with one failed test case, hostprep.run, holding the
+// error.
 func run(args []string, stdout, stderr io.Writer) int {
 	root := newRootCmd()
 	root.SetArgs(args)
-	wantJSON := outputFromArgs(args) == "json"
+	format := outputFromArgs(args)
+	wantJSON := format == "json"
 	cw := &countingWriter{w: stdout}
 	root.SetOut(stdout)
-	if wantJSON {
+	if wantJSON || format == "junit" {
 		root.SetOut(cw)
 		root.SetVersionTemplate(`{"version": {{printf "%q" .Version}}}` + "\n")
 	}
@@ -38,6 +42,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			je.Changed = new(bool)
 		}
 		_ = writeJSON(stdout, je)
+	}
+	if format == "junit" && cw.n == 0 {
+		// A CI gate reading `-o junit > result.xml` sees the failure, not
+		// an empty file.
+		_ = verdict.WriteJUnit(stdout, "hostprep", []verdict.Check{{ID: "hostprep.run", Status: verdict.Fail,
+			Summary: err.Error(), Expected: fmt.Sprintf("a run (exit %d)", exitcode.Code(err))}})
 	}
 	return exitcode.Code(err)
 }

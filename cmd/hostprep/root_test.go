@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"encoding/xml"
 	"strings"
 	"testing"
 
@@ -183,5 +184,23 @@ func TestUsageErrorsNameTheCommandOnce(t *testing.T) {
 		if strings.HasPrefix(stderr, "hostprep: hostprep ") {
 			t.Errorf("hostprep %v: %q names the command twice", args, stderr)
 		}
+	}
+}
+
+// -o junit with bad input still prints a JUnit document, with the error
+// as a failed test case: `> result.xml` in a CI gate used to leave an
+// empty file.
+func TestJUnitErrorDocument(t *testing.T) {
+	out, _, code := testenv.Run(t, nil, "preflight", "--sockets", "abc", "-o", "junit")
+	var doc struct {
+		Cases []struct {
+			Name    string `xml:"name,attr"`
+			Failure *struct {
+				Message string `xml:"message,attr"`
+			} `xml:"failure"`
+		} `xml:"testsuite>testcase"`
+	}
+	if code != 2 || xml.Unmarshal([]byte(out), &doc) != nil || len(doc.Cases) != 1 || doc.Cases[0].Failure == nil || !strings.Contains(doc.Cases[0].Failure.Message, "--sockets") {
+		t.Errorf("exit %d, stdout %q; want exit 2 and a JUnit document with the error as a failed case", code, out)
 	}
 }
