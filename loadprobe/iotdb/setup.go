@@ -87,47 +87,9 @@ func setup(ctx context.Context, p *sessionPool, cfg *Config, w *workload, res *R
 	res.ServerVersion = v
 
 	if cfg.Database == "" {
-		exists := func() error {
-			return exitcode.Environmentf("iotdb probe: database %s already exists on %s (an earlier run with run id %q kept it): delete it (DELETE DATABASE %s) or choose another run id; nothing was changed",
-				w.prefix, res.Target, cfg.RunID, w.prefix)
+		if err := createDatabase(ctx, p, cfg, w, res, v); err != nil {
+			return err
 		}
-		// Whether it is there before the CREATE: a CREATE whose answer
-		// is lost may only delete a database it may have made, never one
-		// an earlier run kept (--keep, and the same --run-id).
-		absent := false
-		if !cfg.Shard.On() {
-			found, err := listed(ctx, p, w.prefix)
-			if err == nil && found {
-				return exists()
-			}
-			absent = err == nil
-		}
-		err := admin(ctx, p, func(s *session) error { return s.exec("CREATE DATABASE " + w.prefix) })
-		if cfg.Shard.On() && statusCode(err) == statusDatabaseExists {
-			err = nil // another shard of the fleet run created it
-		}
-		if statusCode(err) == statusDatabaseExists {
-			return exists()
-		}
-		if mayHaveRun(err) && !absent && !cfg.Shard.On() {
-			return exitcode.Environmentf("iotdb probe: CREATE DATABASE %s on %s got no answer: %v; whether it existed before is not known, so it was left: check with SHOW DATABASES %s and delete it (DELETE DATABASE %s) if this run made it",
-				w.prefix, res.Target, err, w.prefix, w.prefix)
-		}
-		if mayHaveRun(err) {
-			// The server may have created it: delete what may exist.
-			res.CreatedDatabase, w.shared = !cfg.Shard.On(), cfg.Shard.On()
-			left := dropProbeData(p, w, res, nil)
-			if left == "" {
-				left = "; the probe deleted " + w.prefix + " in case the server had created it"
-			}
-			return exitcode.Environmentf("iotdb probe: CREATE DATABASE %s on %s got no answer: %v%s", w.prefix, res.Target, err, left)
-		}
-		if err != nil {
-			return exitcode.Environmentf("iotdb probe: CREATE DATABASE %s on %s failed: %v%s", w.prefix, res.Target, err, explainOr(err, v,
-				" (check the user may create databases, or use --database with an existing one)"))
-		}
-		res.CreatedDatabase = !cfg.Shard.On()
-		w.shared = cfg.Shard.On()
 	} else if err := databaseExists(ctx, p, cfg.Database, cfg.User); err != nil {
 		return exitcode.Environmentf("iotdb probe: --database %s on %s: %v%s", cfg.Database, res.Target, err, explain(err, v))
 	}
@@ -151,6 +113,57 @@ func setup(ctx context.Context, p *sessionPool, cfg *Config, w *workload, res *R
 			return exitcode.Environmentf("iotdb probe: seeding %s for reads failed: %v%s%s", w.prefix, err, explain(err, v), left)
 		}
 	}
+	return nil
+}
+
+// createDatabase makes the run's own database w.prefix (CREATE DATABASE),
+// shared by the shards of a fleet run. It looks first, so that a CREATE
+// whose answer is lost deletes only a database it may have made, never
+// one an earlier run kept under the same run id. Errors are Environment
+// errors naming the database and what was left; v is the server version
+// for the status explanations.
+func createDatabase(ctx context.Context, p *sessionPool, cfg *Config, w *workload, res *Result, v string) error {
+	exists := func() error {
+		return exitcode.Environmentf("iotdb probe: database %s already exists on %s (an earlier run with run id %q kept it): delete it (DELETE DATABASE %s) or choose another run id; nothing was changed",
+			w.prefix, res.Target, cfg.RunID, w.prefix)
+	}
+	// Whether it is there before the CREATE: a CREATE whose answer
+	// is lost may only delete a database it may have made, never one
+	// an earlier run kept (--keep, and the same --run-id).
+	absent := false
+	if !cfg.Shard.On() {
+		found, err := listed(ctx, p, w.prefix)
+		if err == nil && found {
+			return exists()
+		}
+		absent = err == nil
+	}
+	err := admin(ctx, p, func(s *session) error { return s.exec("CREATE DATABASE " + w.prefix) })
+	if cfg.Shard.On() && statusCode(err) == statusDatabaseExists {
+		err = nil // another shard of the fleet run created it
+	}
+	if statusCode(err) == statusDatabaseExists {
+		return exists()
+	}
+	if mayHaveRun(err) && !absent && !cfg.Shard.On() {
+		return exitcode.Environmentf("iotdb probe: CREATE DATABASE %s on %s got no answer: %v; whether it existed before is not known, so it was left: check with SHOW DATABASES %s and delete it (DELETE DATABASE %s) if this run made it",
+			w.prefix, res.Target, err, w.prefix, w.prefix)
+	}
+	if mayHaveRun(err) {
+		// The server may have created it: delete what may exist.
+		res.CreatedDatabase, w.shared = !cfg.Shard.On(), cfg.Shard.On()
+		left := dropProbeData(p, w, res, nil)
+		if left == "" {
+			left = "; the probe deleted " + w.prefix + " in case the server had created it"
+		}
+		return exitcode.Environmentf("iotdb probe: CREATE DATABASE %s on %s got no answer: %v%s", w.prefix, res.Target, err, left)
+	}
+	if err != nil {
+		return exitcode.Environmentf("iotdb probe: CREATE DATABASE %s on %s failed: %v%s", w.prefix, res.Target, err, explainOr(err, v,
+			" (check the user may create databases, or use --database with an existing one)"))
+	}
+	res.CreatedDatabase = !cfg.Shard.On()
+	w.shared = cfg.Shard.On()
 	return nil
 }
 
