@@ -179,7 +179,7 @@ func (pl *Plan) fail(problems []string, jerr error, err error) error {
 	}
 	msg := fmt.Sprintf("%s: %v; every change made in this run was undone, the host is as before", se.what, se.cause)
 	if len(problems) > 0 || jerr != nil {
-		msg = fmt.Sprintf("%s: %v; undoing this run also failed for %v (journal: %v): run `hostprep tune rollback`", se.what, se.cause, problems, jerr)
+		msg = fmt.Sprintf("%s: %v; undoing this run also failed for %v (journal: %v): run %s", se.what, se.cause, problems, jerr, pl.env.suggest("rollback"))
 	}
 	return exitcode.Environmentf("%s", msg)
 }
