@@ -45,7 +45,17 @@ func Apply(ctx context.Context, p *profiles.Profile, opts Options) (*Result, err
 	if err != nil {
 		return nil, err
 	}
-	return pl.execute(ctx)
+	removed, err := pl.removeStaleTemps()
+	if err != nil {
+		return nil, exitcode.Environmentf("tune apply: removing hostprep's temporary files: %v; nothing was changed", err)
+	}
+	res, err := pl.execute(ctx)
+	for _, t := range removed {
+		if res != nil {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("removed %s, hostprep's temporary file left by an interrupted write", t))
+		}
+	}
+	return res, err
 }
 
 // layer is one kind of setting an apply changes. Apply journals every
@@ -179,7 +189,7 @@ func (pl *Plan) fail(problems []string, jerr error, err error) error {
 	}
 	msg := fmt.Sprintf("%s: %v; every change made in this run was undone, the host is as before", se.what, se.cause)
 	if len(problems) > 0 || jerr != nil {
-		msg = fmt.Sprintf("%s: %v; undoing this run also failed for %v (journal: %v): run `hostprep tune rollback`", se.what, se.cause, problems, jerr)
+		msg = fmt.Sprintf("%s: %v; undoing this run also failed for %v (journal: %v): run %s", se.what, se.cause, problems, jerr, pl.env.suggest("rollback"))
 	}
 	return exitcode.Environmentf("%s", msg)
 }

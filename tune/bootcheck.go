@@ -47,7 +47,7 @@ type BootItem struct {
 // persistHint suggests a --persist-name that sorts after the file that
 // wins, where a name can (procps reads /etc/sysctl.conf after every
 // sysctl.d file, so nothing sorts after it there).
-func persistHint(loader boot.Loader, win boot.ConfFile) string {
+func persistHint(env Env, loader boot.Loader, win boot.ConfFile) string {
 	if loader == boot.ProcpsSystem && win.Path == boot.SysctlConf {
 		return " (sysctl --system reads /etc/sysctl.conf last, so only editing it helps)"
 	}
@@ -55,7 +55,7 @@ func persistHint(loader boot.Loader, win boot.ConfFile) string {
 	for name <= path.Base(win.Path) {
 		name = "z" + name
 	}
-	return fmt.Sprintf(", or apply again with --persist-name %s so hostprep's file is read after %s", name, path.Base(win.Path))
+	return fmt.Sprintf(", or apply again with --persist-name %s (%s) so hostprep's file is read after %s", name, env.suggest("apply", "--profile", "PROFILE", "--persist-name", name), path.Base(win.Path))
 }
 
 // anyUser is a user name in no group, so that only "*" lines apply to it:
@@ -120,10 +120,10 @@ func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, ov
 			it.Problem = fmt.Sprintf("sysctl %s: no file sets it at boot (%s), so after a reboot it is back at the kernel default instead of %s; is hostprep's sysctl.d file masked or the key excluded with \"-%s\"?", k, loader, want, k)
 		case !owned[set.File.Path] && !sysval.Satisfies(set.Value, want, mode):
 			it.OK = false
-			it.Problem = fmt.Sprintf("sysctl %s: after a reboot %s sets %s (%s reads it after hostprep's file), so the host boots with %s, not %s; hostprep never edits a file it does not own: change or remove that line%s", k, set.Where(), sysval.Normalize(set.Value), loader, sysval.Normalize(set.Value), want, persistHint(loader, set.File))
+			it.Problem = fmt.Sprintf("sysctl %s: after a reboot %s sets %s (%s reads it after hostprep's file), so the host boots with %s, not %s; hostprep never edits a file it does not own: change or remove that line%s", k, set.Where(), sysval.Normalize(set.Value), loader, sysval.Normalize(set.Value), want, persistHint(env, loader, set.File))
 		case !sysval.Satisfies(set.Value, want, mode):
 			it.OK = false
-			it.Problem = fmt.Sprintf("sysctl %s: %s sets %s, not the %s hostprep wrote (the file was edited); `hostprep tune apply` writes it again", k, set.Where(), sysval.Normalize(set.Value), want)
+			it.Problem = fmt.Sprintf("sysctl %s: %s sets %s, not the %s hostprep wrote (the file was edited); %s writes it again", k, set.Where(), sysval.Normalize(set.Value), want, env.suggest("apply", "--profile", "PROFILE"))
 		}
 		if m := boot.ModuleFor(k); m != "" && it.OK {
 			if _, loaded := mods[m]; !loaded {

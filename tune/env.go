@@ -300,3 +300,27 @@ type Options struct {
 	// Services are systemd units whose main process is raised like PIDs.
 	Services []string
 }
+
+// suggest is a hostprep command to tell the user to run, in backquotes:
+// "`hostprep tune VERB ARGS...`", repeating --root DIR (shell-quoted) in
+// image mode, so that copying the advice of an image-mode run never tunes
+// the live host. Every message that suggests a tune command builds it here.
+func (e Env) suggest(verb string, args ...string) string {
+	cmd := []string{"hostprep", "tune", verb}
+	for _, a := range args {
+		cmd = append(cmd, shellQuote(a))
+	}
+	if e.Image && e.Root != "" {
+		cmd = append(cmd, "--root", shellQuote(e.Root))
+	}
+	return "`" + strings.Join(cmd, " ") + "`"
+}
+
+// shellQuote returns s as one POSIX shell word: unchanged when it holds
+// only characters no shell treats specially, else in single quotes.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._+-=:,@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

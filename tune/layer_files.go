@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/hostprep/hostprep/tune/files"
@@ -78,6 +79,16 @@ func (l *fileLayer) undo() []string {
 // left, and its hard nofile remembered so fs.nr_open is not lowered
 // below it.
 func (r *rollbackRun) file(path string) {
+	// hostprep's own temporary files, left by a killed apply, go too, so
+	// the directories hostprep created can be removed.
+	tmps, err := files.RemoveStaleTemps(path)
+	for _, t := range tmps {
+		r.res.Changes = append(r.res.Changes, Change{File: t, Layer: Persistent, From: "present", To: "absent", Reason: "temporary file of an interrupted hostprep write"})
+	}
+	if err != nil {
+		r.failures = append(r.failures, fmt.Sprintf("%s: removing hostprep's temporary files: %v", path, err))
+		return
+	}
 	ch, left, err := rollbackFile(path, r.st.Files[path])
 	switch {
 	case err != nil:
@@ -174,4 +185,33 @@ func fileStatuses(st *journal.State, pending string) []ItemStatus {
 		items = append(items, it)
 	}
 	return items
+}
+
+// removeStaleTemps removes hostprep's own temporary files (see
+// files.RemoveStaleTemps) that a killed apply left next to any file the
+// journal owns or this plan writes; apply calls it under the lock.
+func (pl *Plan) removeStaleTemps() ([]string, error) {
+	paths := map[string]bool{}
+	for _, f := range pl.files {
+		paths[f.path] = true
+	}
+	if st, err := pl.env.loadJournal(); err == nil && st != nil {
+		for p := range st.Files {
+			paths[p] = true
+		}
+	}
+	list := make([]string, 0, len(paths))
+	for p := range paths {
+		list = append(list, p)
+	}
+	sort.Strings(list)
+	var removed []string
+	for _, p := range list {
+		r, err := files.RemoveStaleTemps(p)
+		removed = append(removed, r...)
+		if err != nil {
+			return removed, err
+		}
+	}
+	return removed, nil
 }

@@ -545,7 +545,7 @@ func (pl *Plan) planFile(w fileWant, st *journal.State) error {
 	switch {
 	case foreign:
 		reason = "exists but was not written by hostprep: replaced; its bytes, owner and mode are saved in the journal and rollback restores them"
-		pl.Warnings = append(pl.Warnings, fmt.Sprintf("%s exists and hostprep did not write it (%s): apply replaces it with hostprep's own; the original bytes, owner and mode are saved in the journal (%s) and `hostprep tune rollback` restores them", path, describe(cur, true), pl.env.stateFile()))
+		pl.Warnings = append(pl.Warnings, fmt.Sprintf("%s exists and hostprep did not write it (%s): apply replaces it with hostprep's own; the original bytes, owner and mode are saved in the journal (%s) and %s restores them", path, describe(cur, true), pl.env.stateFile(), pl.env.suggest("rollback")))
 	case existed:
 		reason = "owned by hostprep; content differs"
 	}

@@ -174,7 +174,7 @@ func (r *rollbackRun) finish() (*RollbackResult, error) {
 		if err := journal.Save(statePath, r.remaining); err != nil {
 			r.failures = append(r.failures, "journal: "+err.Error())
 		}
-		return res, exitcode.Environmentf("tune rollback: %s could not be restored: %v; the journal keeps them, fix the cause and run rollback again", plural.N(len(r.failures), "item"), r.failures)
+		return res, exitcode.Environmentf("tune rollback: %s could not be restored: %v; the journal keeps them, fix the cause and run %s again", plural.N(len(r.failures), "item"), r.failures, r.env.suggest("rollback"))
 	}
 	if len(res.Kept) > 0 {
 		r.keepNeededFiles()
@@ -190,7 +190,7 @@ func (r *rollbackRun) finish() (*RollbackResult, error) {
 		if err := journal.Save(statePath, r.remaining); err != nil {
 			return res, exitcode.Environmentf("tune rollback: keeping the journal %s for %s: %v", statePath, res.Kept[0].Key, err)
 		}
-		res.Notes = append(res.Notes, fmt.Sprintf("the journal %s keeps %s and %s: fix or remove that file, then run `hostprep tune rollback` again to finish", statePath, keptKeys(res.Kept), r.needFile))
+		res.Notes = append(res.Notes, fmt.Sprintf("the journal %s keeps %s and %s: fix or remove that file, then run %s again to finish", statePath, keptKeys(res.Kept), r.needFile, r.env.suggest("rollback")))
 	}
 	return res, nil
 }

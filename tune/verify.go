@@ -102,7 +102,7 @@ func StatusOf(env Env) (*Status, error) {
 	intr := st.Interrupted()
 	pending := ""
 	if intr != nil {
-		s.Interrupted = fmt.Sprintf("apply of profile %s interrupted at %s (killed part way); run `hostprep tune apply --profile %s` again to finish it or `hostprep tune rollback` to undo it", intr.Profile, intr.At.Format("2006-01-02 15:04:05Z"), intr.Profile)
+		s.Interrupted = fmt.Sprintf("apply of profile %s interrupted at %s (killed part way); run %s again to finish it or %s to undo it", intr.Profile, intr.At.Format("2006-01-02 15:04:05Z"), env.suggest("apply", "--profile", intr.Profile), env.suggest("rollback"))
 		pending = notReached
 	}
 	keys, err := keyStatuses(env, st, pending)
@@ -165,9 +165,18 @@ func Verify(p *profiles.Profile, env Env) (*Status, *Plan, error) {
 	case s.Interrupted != "":
 		return s, pl, exitcode.Failedf("tune verify: %s", s.Interrupted)
 	case s.Drift > 0:
-		return s, pl, exitcode.Failedf("tune verify: %s drifted from what hostprep applied (see above); `hostprep tune apply` sets them again", plural.N(s.Drift, "item"))
+		return s, pl, exitcode.Failedf("tune verify: %s drifted from what hostprep applied (see above); %s sets them again", plural.N(s.Drift, "item"), env.suggest("apply", "--profile", driftProfile(s)))
 	case pl != nil && pl.Changed:
-		return s, pl, exitcode.Failedf("tune verify: the host does not match profile %s: %s pending; `hostprep tune plan --profile %s` lists them", p.Name, plural.N(len(pl.Changes), "change"), p.Name)
+		return s, pl, exitcode.Failedf("tune verify: the host does not match profile %s: %s pending; %s lists them", p.Name, plural.N(len(pl.Changes), "change"), env.suggest("plan", "--profile", p.Name))
 	}
 	return s, pl, nil
+}
+
+// driftProfile is the profile to apply again to undo drift: the last one
+// the journal records, or a placeholder.
+func driftProfile(s *Status) string {
+	if n := len(s.Profiles); n > 0 {
+		return s.Profiles[n-1]
+	}
+	return "PROFILE"
 }

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Read returns the bytes of path and whether it exists. Any error other
@@ -70,7 +71,7 @@ func WriteAtomic(path string, data []byte, perm fs.FileMode) error {
 // -1 leaves that id as the writing process's.
 func WriteAtomicOwned(path string, data []byte, perm fs.FileMode, uid, gid int) error {
 	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	tmp, err := os.CreateTemp(dir, TempPattern(path))
 	if err != nil {
 		return err
 	}
@@ -125,4 +126,50 @@ func Remove(path string) error {
 		return err
 	}
 	return SyncDir(filepath.Dir(path))
+}
+
+// TempPattern is the name os.CreateTemp gives WriteAtomic's temporary
+// file for path (the "*" is decimal digits).
+func TempPattern(path string) string { return "." + filepath.Base(path) + ".tmp-*" }
+
+// isTempOf reports whether name is a temporary file WriteAtomic makes for
+// a file named base: "." + base + ".tmp-" + digits, nothing else.
+func isTempOf(name, base string) bool {
+	rest, ok := strings.CutPrefix(name, "."+base+".tmp-")
+	if !ok || rest == "" {
+		return false
+	}
+	for _, c := range rest {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// RemoveStaleTemps removes the temporary files a killed WriteAtomic of
+// path left next to it (regular files named exactly as TempPattern makes
+// them; nothing else) and returns their paths. The caller holds hostprep's
+// lock, so no write of path is in progress.
+func RemoveStaleTemps(path string) ([]string, error) {
+	dir, base := filepath.Dir(path), filepath.Base(path)
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, e := range ents {
+		if !e.Type().IsRegular() || !isTempOf(e.Name(), base) {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return removed, err
+		}
+		removed = append(removed, p)
+	}
+	return removed, nil
 }

@@ -214,6 +214,9 @@ func Load(path string) (*State, error) {
 	if s.Version != Version {
 		return nil, fmt.Errorf("journal %s has version %d, this hostprep reads version %d", path, s.Version, Version)
 	}
+	if err := s.validate(); err != nil {
+		return nil, fmt.Errorf("journal %s is damaged (%v); it records what hostprep changed, so restore it from a backup rather than deleting it", path, err)
+	}
 	if s.Keys == nil {
 		s.Keys = map[string]*Key{}
 	}
@@ -246,4 +249,51 @@ func Remove(path string) error { return files.Remove(path) }
 func SHA256(b []byte) string {
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
+}
+
+// validate checks the fields status, verify, apply and rollback rely on,
+// so that a damaged or crafted journal is refused on load instead of
+// crashing a later step: every entry present, file and directory paths
+// absolute and clean, set_sha256 64 lowercase hex digits, pids positive.
+func (s *State) validate() error {
+	for k, v := range s.Keys {
+		if k == "" || v == nil {
+			return fmt.Errorf("key %q: empty entry", k)
+		}
+	}
+	for p, f := range s.Files {
+		if f == nil {
+			return fmt.Errorf("file %q: empty entry", p)
+		}
+		if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+			return fmt.Errorf("file %q: not an absolute clean path", p)
+		}
+		if !isSHA256Hex(f.SetSHA256) {
+			return fmt.Errorf("file %s: set_sha256 %q is not 64 lowercase hex digits", p, f.SetSHA256)
+		}
+	}
+	for id, pr := range s.Processes {
+		if pr == nil || pr.PID <= 0 {
+			return fmt.Errorf("process %q: empty entry or pid not positive", id)
+		}
+	}
+	for _, d := range s.Dirs {
+		if !filepath.IsAbs(d) || filepath.Clean(d) != d {
+			return fmt.Errorf("directory %q: not an absolute clean path", d)
+		}
+	}
+	return nil
+}
+
+// isSHA256Hex reports whether h is a hex SHA-256 as SHA256 returns it.
+func isSHA256Hex(h string) bool {
+	if len(h) != 2*sha256.Size {
+		return false
+	}
+	for _, c := range h {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }

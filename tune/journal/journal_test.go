@@ -34,3 +34,28 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 		t.Errorf("damaged journal: %v", err)
 	}
 }
+
+// TestLoadRefusesInvalidFields: well-formed JSON with a field later steps
+// cannot use is "damaged" on load.
+func TestLoadRefusesInvalidFields(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	for name, body := range map[string]string{
+		"short sha":    `{"version":1,"files":{"/etc/a.conf":{"set_sha256":"00"}}}`,
+		"upper hex":    `{"version":1,"files":{"/etc/a.conf":{"set_sha256":"` + strings.Repeat("AB", 32) + `"}}}`,
+		"nil file":     `{"version":1,"files":{"/etc/a.conf":null}}`,
+		"relative":     `{"version":1,"files":{"etc/a.conf":{"set_sha256":"` + SHA256(nil) + `"}}}`,
+		"unclean":      `{"version":1,"files":{"/etc/../a.conf":{"set_sha256":"` + SHA256(nil) + `"}}}`,
+		"nil key":      `{"version":1,"keys":{"fs.nr_open":null}}`,
+		"nil process":  `{"version":1,"processes":{"1":null}}`,
+		"relative dir": `{"version":1,"dirs":["etc/x"]}`,
+	} {
+		os.WriteFile(path, []byte(body), 0o600)
+		if _, err := Load(path); err == nil || !strings.Contains(err.Error(), "damaged") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	os.WriteFile(path, []byte(`{"version":1,"files":{"/etc/a.conf":{"set_sha256":"`+SHA256(nil)+`"}}}`), 0o600)
+	if _, err := Load(path); err != nil {
+		t.Errorf("valid: %v", err)
+	}
+}
