@@ -390,14 +390,20 @@ func (h *handler) ExecuteStatementV2(ctx context.Context, req *rpc.TSExecuteStat
 	return &rpc.TSExecuteStatementResp{Status: ok()}, nil
 }
 
-// ExecuteQueryStatementV2 answers `show version` with no rows, and applies
-// the fault to every other query; a success is an empty result set.
+// ExecuteQueryStatementV2 answers the probe's setup queries (`show
+// version`, `SHOW DATABASES ...`) with no rows, after the admin delay and
+// without the fault, and applies the fault to every other query (the
+// load's reads); a success is an empty result set.
 func (h *handler) ExecuteQueryStatementV2(ctx context.Context, req *rpc.TSExecuteStatementReq) (*rpc.TSExecuteStatementResp, error) {
 	st := ok()
 	cols := []string{"Version", "BuildInfo"}
-	if strings.EqualFold(strings.TrimSpace(req.Statement), "show version") {
+	stmt := strings.ToLower(strings.TrimSpace(req.Statement))
+	if stmt == "show version" || strings.HasPrefix(stmt, "show databases") {
 		if !h.s.adminWait() {
 			return nil, thrift.ErrAbandonRequest
+		}
+		if stmt != "show version" {
+			cols = []string{"Database", "SchemaReplicationFactor"}
 		}
 	} else {
 		var err error
