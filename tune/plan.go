@@ -15,6 +15,7 @@ import (
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/profiles"
+	"github.com/hostprep/hostprep/tune/boot"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
 	"github.com/hostprep/hostprep/tune/sysctl"
@@ -406,8 +407,18 @@ func (pl *Plan) checkLimits(p *profiles.Profile, targets map[string]target) erro
 	return nil
 }
 
-// effective is the value key will have after the sysctls (the profile's
-// target, else the host's, else def in image mode), and where it comes from.
+// effective is the value of key (fs.nr_open, fs.file-max: a whole
+// number) that a nofile limit hostprep writes must fit under, now and
+// after the next boot, and where it comes from: the profile's target when
+// the profile sets the key (the boot check of the key itself catches a
+// later file that overrides it); else the lower of the live value (host
+// mode) and the value at boot, which is the one the sysctl configuration
+// sets (boot.ReadSysctl, under the image in image mode) or, with no file
+// setting it, the kernel default def (0: none known, fs.file-max is sized
+// from RAM at boot). A hand-raised fs.nr_open that no file persists goes
+// back to 1048576 at reboot, and logins then fail to set a hard nofile
+// above it. Errors: exitcode.BadInput for a profile value that is not a
+// number; exitcode.Environment when the sysctl configuration cannot be read.
 func (pl *Plan) effective(key string, targets map[string]target, def uint64) (uint64, string, error) {
 	if t, ok := targets[key]; ok {
 		n, err := strconv.ParseUint(t.value, 10, 64)
@@ -416,18 +427,44 @@ func (pl *Plan) effective(key string, targets map[string]target, def uint64) (ui
 		}
 		return n, "set by the profile", nil
 	}
+	bootN, bootFrom, err := pl.atBoot(key, def)
+	if err != nil {
+		return 0, "", err
+	}
 	if pl.env.ImageMode() {
-		return def, "the kernel default; the profile does not set it", nil
+		return bootN, bootFrom, nil
 	}
 	v, ok, err := pl.current(key)
 	if err != nil || !ok {
-		return def, "unknown on this host", err
+		return bootN, "unknown on this host; " + bootFrom, err
 	}
 	n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
 	if err != nil {
-		return def, "unreadable", nil
+		return bootN, "unreadable on this host; " + bootFrom, nil
+	}
+	if bootN > 0 && bootN < n {
+		return bootN, fmt.Sprintf("%s; live %d until then", bootFrom, n), nil
 	}
 	return n, "this host; the profile does not set it", nil
+}
+
+// atBoot is key's value after the next boot as the sysctl configuration
+// under the root says (a number, and "FILE:LINE sets it at boot"), else
+// def and "the kernel default at boot" (def 0: unknown, "").
+func (pl *Plan) atBoot(key string, def uint64) (uint64, string, error) {
+	s, err := boot.ReadSysctl(pl.env.bootRoot())
+	if err != nil {
+		return 0, "", exitcode.Environmentf("tune: boot configuration: %v", err)
+	}
+	if set, ok := s.Lookup(key); ok {
+		if n, err := strconv.ParseUint(strings.TrimSpace(set.Value), 10, 64); err == nil {
+			return n, set.Where() + " sets it at boot; the profile does not set it", nil
+		}
+	}
+	if def == 0 {
+		return 0, "", nil
+	}
+	return def, "the kernel default at boot; the profile does not set it and no sysctl file does", nil
 }
 
 // planFiles merges the profile's persistent settings into what earlier

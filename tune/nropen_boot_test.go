@@ -1,0 +1,67 @@
+package tune
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/testenv"
+	"github.com/hostprep/hostprep/profiles"
+)
+
+// A hard nofile limit hostprep writes must fit under fs.nr_open after the
+// next boot, not only now: a live fs.nr_open raised by hand and persisted
+// by no file returns to the kernel default at reboot, and an image's own
+// sysctl.d file decides the image's fs.nr_open (not the kernel default).
+// Above it, pam_limits fails ("Could not set limit") and logins break.
+func TestNofileFitsUnderNrOpenAtBoot(t *testing.T) {
+	nofile := func(hard uint64) *profiles.Profile {
+		return &profiles.Profile{Name: "nofile-only", Limits: profiles.Limits{Nofile: &profiles.Limit{Soft: 1024, Hard: hard}}}
+	}
+	image := func(t *testing.T, tree map[string]string) Env {
+		img := filepath.Join(t.TempDir(), "img")
+		testenv.WriteTree(t, img, tree)
+		return Env{Root: img, Image: true, SkipPrivilegeCheck: true}
+	}
+	for _, c := range []struct {
+		name     string
+		env      func(t *testing.T) Env
+		hard     uint64
+		refused  bool
+		mentions []string
+	}{
+		{"host: hand-raised nr_open, no file persists it", func(t *testing.T) Env {
+			return newHost(t, map[string]string{"fs.nr_open": "4194304"}).env
+		}, 2000000, true, []string{"kernel default at boot", "1048576", "live 4194304"}},
+		{"host: raised nr_open persisted by an admin's file", func(t *testing.T) Env {
+			h := newHost(t, map[string]string{"fs.nr_open": "4194304"})
+			testenv.WriteTree(t, h.root, map[string]string{"/etc/sysctl.d/50-nr.conf": "fs.nr_open = 4194304\n"})
+			return h.env
+		}, 2000000, false, nil},
+		{"host: a file lowers nr_open at boot", func(t *testing.T) Env {
+			h := newHost(t, nil)
+			testenv.WriteTree(t, h.root, map[string]string{"/etc/sysctl.d/50-nr.conf": "fs.nr_open = 524288\n"})
+			return h.env
+		}, 1000000, true, []string{"50-nr.conf:1", "524288"}},
+		{"image: its sysctl.d lowers nr_open", func(t *testing.T) Env {
+			return image(t, map[string]string{"/etc/sysctl.d/50-nr.conf": "fs.nr_open = 524288\n"})
+		}, 1000000, true, []string{"50-nr.conf:1", "524288"}},
+		{"image: its sysctl.d raises nr_open", func(t *testing.T) Env {
+			return image(t, map[string]string{"/usr/lib/sysctl.d/50-nr.conf": "fs.nr_open = 4194304\n"})
+		}, 2000000, false, nil},
+		{"image: no file, kernel default", func(t *testing.T) Env {
+			return image(t, map[string]string{"/etc/hostname": "img\n"})
+		}, 2000000, true, []string{"kernel default at boot", "1048576"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := NewPlan(nofile(c.hard), c.env(t))
+			if !c.refused {
+				if err != nil {
+					t.Fatalf("plan refused a limit that fits at boot: %v", err)
+				}
+				return
+			}
+			wantCode(t, err, exitcode.BadInput, append(c.mentions, "limits.nofile", "fs.nr_open")...)
+		})
+	}
+}
