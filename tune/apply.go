@@ -99,7 +99,8 @@ func (pl *Plan) execute(ctx context.Context) (*Result, error) {
 	if err := checkProcs(pl.procs); err != nil {
 		return nil, err
 	}
-	layers := []layer{&runtimeLayer{pl: pl}, &fileLayer{pl: pl}, &processLayer{pl: pl, res: &res}}
+	fl := &fileLayer{pl: pl}
+	layers := []layer{&runtimeLayer{pl: pl}, fl, &processLayer{pl: pl, res: &res}}
 	j, err := pl.openJournal(layers)
 	if err != nil {
 		return nil, err
@@ -114,6 +115,7 @@ func (pl *Plan) execute(ctx context.Context) (*Result, error) {
 		}
 	}
 	// Completion marker: every change of this run is made.
+	fl.dropRetired(j.st)
 	j.st.Applies[len(j.st.Applies)-1].InProgress = false
 	if err := journal.Save(j.path, j.st); err != nil {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("every change was made, but marking the apply complete in the journal %s failed (%v); `tune status` will call it interrupted until the next apply", j.path, err))

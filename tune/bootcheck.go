@@ -121,6 +121,9 @@ func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, ov
 		case !owned[set.File.Path] && !sysval.Satisfies(set.Value, want, mode):
 			it.OK = false
 			it.Problem = fmt.Sprintf("sysctl %s: after a reboot %s sets %s (%s reads it after hostprep's file), so the host boots with %s, not %s; hostprep never edits a file it does not own: change or remove that line%s", k, set.Where(), sysval.Normalize(set.Value), loader, sysval.Normalize(set.Value), want, persistHint(env, loader, set.File))
+		case !sysval.Satisfies(set.Value, want, mode) && path.Dir(set.File.Path) == "/etc/sysctl.d" && set.File.Path != env.sysctlConf():
+			it.OK = false
+			it.Problem = fmt.Sprintf("sysctl %s: %s sets %s, not %s: it is hostprep's file from an apply under --persist-name %s, read after %s at boot; %s takes it back and keeps the name %s", k, set.Where(), sysval.Normalize(set.Value), want, path.Base(set.File.Path), path.Base(env.sysctlConf()), env.suggest("apply", "--profile", "PROFILE"), path.Base(env.sysctlConf()))
 		case !sysval.Satisfies(set.Value, want, mode):
 			it.OK = false
 			it.Problem = fmt.Sprintf("sysctl %s: %s sets %s, not the %s hostprep wrote (the file was edited); %s writes it again", k, set.Where(), sysval.Normalize(set.Value), want, env.suggest("apply", "--profile", "PROFILE"))
@@ -291,6 +294,7 @@ func VerifyBoot(env Env) (*BootStatus, error) {
 		return bs, nil
 	}
 	bs.Applied = true
+	env = env.keepPersistName(st)
 	modes := map[string]string{}
 	for k, j := range st.Keys {
 		modes[k] = j.Mode

@@ -82,6 +82,28 @@ func (e Env) sysctlConf() string {
 	return "/etc/sysctl.d/" + e.PersistName
 }
 
+// keepPersistName is e with PersistName set to the name of the sysctl.d
+// file earlier applies wrote (the one journaled file in ROOT/etc/sysctl.d)
+// when none is given, so that --persist-name is remembered: an apply
+// without it keeps hostprep's file where it is, and one with another name
+// moves it (retireSysctlD). A journal with no such file, or (written
+// before names were remembered) with more than one, leaves the default.
+func (e Env) keepPersistName(st *journal.State) Env {
+	if e.PersistName != "" || st == nil {
+		return e
+	}
+	var names []string
+	for p := range st.Files {
+		if filepath.Dir(p) == e.path("/etc/sysctl.d") {
+			names = append(names, filepath.Base(p))
+		}
+	}
+	if len(names) == 1 {
+		e.PersistName = names[0]
+	}
+	return e
+}
+
 // CheckPersistName refuses a --persist-name that is not a plain *.conf
 // basename systemd-sysctl and sysctl --system read (exitcode.BadInput).
 func CheckPersistName(name string) error {

@@ -24,6 +24,9 @@ type fileLayer struct {
 
 func (l *fileLayer) record(st *journal.State) {
 	for _, f := range l.pl.files {
+		if f.retire != nil {
+			continue // stays journaled until the apply is complete (dropRetired)
+		}
 		j := st.Files[f.path]
 		if j == nil {
 			j = &journal.File{Existed: f.existed, Original: f.from, Mode: uint32(f.perm), Owner: f.owner, Seq: st.NextSeq}
@@ -41,6 +44,16 @@ func (l *fileLayer) record(st *journal.State) {
 
 func (l *fileLayer) apply(context.Context) error {
 	for _, f := range l.pl.files {
+		if f.retire != nil {
+			if _, left, err := rollbackFile(f.path, f.retire); err != nil || left != nil {
+				if err == nil {
+					err = fmt.Errorf("%s", left.Reason)
+				}
+				return &stepError{what: fmt.Sprintf("tune apply: taking back %s", f.path), cause: err}
+			}
+			l.written = append(l.written, f)
+			continue
+		}
 		made, err := files.MkdirAll(filepath.Dir(f.path))
 		l.madeDirs = append(l.madeDirs, made...)
 		if err == nil {
@@ -52,6 +65,16 @@ func (l *fileLayer) apply(context.Context) error {
 		l.written = append(l.written, f)
 	}
 	return nil
+}
+
+// dropRetired removes the files this apply took back from the journal;
+// execute calls it once every change is made.
+func (l *fileLayer) dropRetired(st *journal.State) {
+	for _, f := range l.pl.files {
+		if f.retire != nil {
+			delete(st.Files, f.path)
+		}
+	}
 }
 
 func (l *fileLayer) undo() []string {

@@ -1,6 +1,11 @@
 package tune
 
 import (
+	"fmt"
+	"path/filepath"
+	"sort"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
 )
@@ -9,7 +14,10 @@ import (
 // --persist-name) with every persisted key, fs.nr_open and fs.file-max
 // first; optional keys get the "-" prefix. Written and rolled back as an
 // owned file (layer_files.go); verified at boot by bootSysctlItems
-// (bootcheck.go), which names any file that wins instead.
+// (bootcheck.go), which names any file that wins instead. An apply under
+// another --persist-name moves the file: the one written under the former
+// name is taken back (retireSysctlD), or it would keep its old values and,
+// sorting later, win at boot over the new one.
 
 // sysctlDWants plans the sysctl.d file.
 func (pl *Plan) sysctlDWants(per journal.Persisted) []fileWant {
@@ -27,4 +35,42 @@ func (pl *Plan) sysctlDWants(per journal.Persisted) []fileWant {
 		lines[i] = files.SysctlLine{Key: k, Value: v.Value, Optional: v.Optional, Comment: v.Comment}
 	}
 	return []fileWant{{path: pl.env.sysctlConf(), data: files.RenderSysctl(pl.profiles, lines)}}
+}
+
+// retireSysctlD plans taking back hostprep's sysctl.d files written under
+// a former --persist-name (every journaled file in ROOT/etc/sysctl.d but
+// this apply's): restored to its original bytes, or removed when hostprep
+// created it; the new file carries every persisted key. One edited since
+// hostprep wrote it is left, with a warning (it is no longer hostprep's
+// to restore). Errors: exitcode.Environment when a file cannot be read.
+func (pl *Plan) retireSysctlD(st *journal.State) error {
+	dir, cur := pl.env.path("/etc/sysctl.d"), pl.env.path(pl.env.sysctlConf())
+	var old []string
+	for p := range st.Files {
+		if filepath.Dir(p) == dir && p != cur {
+			old = append(old, p)
+		}
+	}
+	sort.Strings(old)
+	for _, p := range old {
+		j := st.Files[p]
+		data, exists, err := files.Read(p)
+		if err != nil {
+			return exitcode.Environmentf("tune: reading %s: %v", p, err)
+		}
+		if !exists || journal.SHA256(data) != j.SetSHA256 {
+			pl.Warnings = append(pl.Warnings, fmt.Sprintf("%s, hostprep's sysctl.d file under a former --persist-name, %s; %s", p, leftReason(p, data, exists), "whatever it sets still applies at boot"))
+			continue
+		}
+		step := fileStep{path: p, existed: true, from: data, retire: j}
+		step.perm, step.owner = permOwner(p)
+		to := "absent"
+		if j.Existed {
+			step.to, to = j.Original, describe(j.Original, true)
+		}
+		pl.files = append(pl.files, step)
+		pl.Changes = append(pl.Changes, Change{File: p, Layer: Persistent, From: describe(data, true), To: to,
+			Reason: fmt.Sprintf("hostprep's sysctl.d file under a former --persist-name; its keys move to %s", filepath.Base(cur))})
+	}
+	return nil
 }

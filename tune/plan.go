@@ -188,6 +188,11 @@ type fileStep struct {
 	foreign bool           // existed and hostprep never wrote it
 	to      []byte
 	dirs    []string // directories to create, outermost first
+	// retire is the journal entry of an owned file this apply takes back
+	// (hostprep's sysctl.d file under a former --persist-name): it is
+	// restored to its original (to; removed when it did not exist) and
+	// leaves the journal once the apply is complete.
+	retire *journal.File
 }
 
 type procStep struct {
@@ -250,6 +255,8 @@ func PlanFor(p *profiles.Profile, opts Options) (*Plan, error) {
 	if st == nil {
 		st = journal.New()
 	}
+	env = env.keepPersistName(st)
+	pl.env = env
 	if !env.ImageMode() {
 		b, err := env.backend()
 		if err != nil {
@@ -500,6 +507,11 @@ func (pl *Plan) planFiles(p *profiles.Profile, st *journal.State, targets map[st
 			return err
 		}
 	}
+	if len(per.Sysctl) > 0 {
+		if err := pl.retireSysctlD(st); err != nil {
+			return err
+		}
+	}
 	return pl.checkBoot(p, st)
 }
 
@@ -561,15 +573,9 @@ func (pl *Plan) planFile(w fileWant, st *journal.State) error {
 		pl.Skipped = append(pl.Skipped, Skip{File: path, Layer: Persistent, Current: describe(cur, true), Reason: "already has these exact bytes; not rewritten"})
 		return nil
 	}
-	perm := fs.FileMode(0o644)
-	var owner *journal.Owner
+	perm, owner := fs.FileMode(0o644), (*journal.Owner)(nil)
 	if existed {
-		if fi, err := os.Stat(path); err == nil {
-			perm = fi.Mode().Perm()
-			if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-				owner = &journal.Owner{UID: int(sys.Uid), GID: int(sys.Gid)}
-			}
-		}
+		perm, owner = permOwner(path)
 	}
 	_, journaled := st.Files[path]
 	foreign := existed && !journaled
@@ -600,6 +606,20 @@ func (pl *Plan) planFile(w fileWant, st *journal.State) error {
 		pl.Restart = append(pl.Restart, w.unit)
 	}
 	return nil
+}
+
+// permOwner is an existing file's permission bits and owner (0644 and
+// nil when it cannot be stat'ed).
+func permOwner(path string) (fs.FileMode, *journal.Owner) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0o644, nil
+	}
+	var owner *journal.Owner
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		owner = &journal.Owner{UID: int(sys.Uid), GID: int(sys.Gid)}
+	}
+	return fi.Mode().Perm(), owner
 }
 
 // checkBoot simulates the boot that follows this plan (the owned files

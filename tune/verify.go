@@ -98,6 +98,7 @@ func StatusOf(env Env) (*Status, error) {
 	if st == nil {
 		return s, nil
 	}
+	env = env.keepPersistName(st)
 	s.Applied, s.Profiles, s.Applies = true, st.Profiles(), st.Applies
 	intr := st.Interrupted()
 	pending := ""

@@ -226,7 +226,7 @@ func tunePlanCmd() *cobra.Command {
 	f.common(c, true, true)
 	c.Flags().IntSliceVar(&f.pids, "pid", nil, "also plan raising RLIMIT_NOFILE of this running process (repeatable)")
 	c.Flags().StringArrayVar(&f.services, "service", nil, "also plan raising RLIMIT_NOFILE of this systemd unit's main process (repeatable)")
-	c.Flags().StringVar(&f.persist, "persist-name", "", "name of hostprep's sysctl.d file (default 60-hostprep.conf); one that sorts after a file that wins at boot makes hostprep's values win")
+	c.Flags().StringVar(&f.persist, "persist-name", "", "name of hostprep's sysctl.d file (default: the name the last apply used, else 60-hostprep.conf); one that sorts after a file that wins at boot makes hostprep's values win; a new name moves the file")
 	return c
 }
 
@@ -258,7 +258,7 @@ func tuneApplyCmd() *cobra.Command {
 	f.locking(c)
 	c.Flags().IntSliceVar(&f.pids, "pid", nil, "also raise RLIMIT_NOFILE of this running process with prlimit (repeatable)")
 	c.Flags().StringArrayVar(&f.services, "service", nil, "also raise RLIMIT_NOFILE of this systemd unit's main process (repeatable)")
-	c.Flags().StringVar(&f.persist, "persist-name", "", "name of hostprep's sysctl.d file (default 60-hostprep.conf); one that sorts after a file that wins at boot makes hostprep's values win")
+	c.Flags().StringVar(&f.persist, "persist-name", "", "name of hostprep's sysctl.d file (default: the name the last apply used, else 60-hostprep.conf); one that sorts after a file that wins at boot makes hostprep's values win; a new name moves the file")
 	return c
 }
 

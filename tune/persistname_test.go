@@ -1,0 +1,122 @@
+package tune
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hostprep/hostprep/profiles"
+	"github.com/hostprep/hostprep/tune/files"
+	"github.com/hostprep/hostprep/tune/journal"
+)
+
+// hostprep has one sysctl.d file. --persist-name is remembered (an apply
+// without it keeps the file where it is), and an apply under another name
+// moves the file: the one under the former name is taken back (removed,
+// or its original restored) instead of staying behind with old values
+// that, sorting later, would win at boot while status said ok.
+func TestPersistNameIsRememberedAndMoves(t *testing.T) {
+	somaxconn := func(name, v string) *profiles.Profile {
+		return &profiles.Profile{Name: name, Sysctl: map[string]profiles.Sysctl{"net.core.somaxconn": {Value: v, Mode: profiles.AtLeast}}}
+	}
+	backlog := &profiles.Profile{Name: "backlog", Sysctl: map[string]profiles.Sysctl{"net.core.netdev_max_backlog": {Value: "16384", Mode: profiles.AtLeast}}}
+	const zz, moved = "/etc/sysctl.d/zz-hostprep.conf", "/etc/sysctl.d/70-hostprep.conf"
+	ownedSysctlD := func(h *fakeHost) []string {
+		t.Helper()
+		st, err := journal.Load(h.env.stateFile())
+		must(t, err)
+		var out []string
+		for p := range st.Files {
+			if filepath.Dir(p) == filepath.Join(h.root, "etc/sysctl.d") {
+				out = append(out, "/etc/sysctl.d/"+filepath.Base(p))
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+
+	t.Run("remembered, then moved", func(t *testing.T) {
+		h := newHost(t, nil)
+		h.env.PersistName = filepath.Base(zz)
+		_, err := h.apply(somaxconn("a", "8192"))
+		must(t, err)
+		h.env.PersistName = ""
+		_, err = h.apply(backlog)
+		must(t, err)
+		if _, ok := h.file(files.SysctlConf); ok {
+			t.Fatalf("an apply without --persist-name wrote %s next to %s", files.SysctlConf, zz)
+		}
+		if got := ownedSysctlD(h); !slices.Equal(got, []string{zz}) {
+			t.Fatalf("owned sysctl.d files = %v, want [%s]", got, zz)
+		}
+
+		h.env.PersistName = filepath.Base(moved)
+		res, err := h.apply(somaxconn("b", "16384"))
+		must(t, err)
+		if _, ok := h.file(zz); ok {
+			t.Errorf("the file under the former name %s is still there", zz)
+		}
+		conf, _ := h.file(moved)
+		for _, want := range []string{"net.core.somaxconn = 16384", "net.core.netdev_max_backlog = 16384"} {
+			if !strings.Contains(conf, want) {
+				t.Errorf("%s lacks %q:\n%s", moved, want, conf)
+			}
+		}
+		if got := ownedSysctlD(h); !slices.Equal(got, []string{moved}) {
+			t.Errorf("owned sysctl.d files after the move = %v, want [%s]", got, moved)
+		}
+		if !slices.ContainsFunc(res.Changes, func(c Change) bool { return c.File == filepath.Join(h.root, zz) && c.To == "absent" }) {
+			t.Errorf("the move is not a listed change: %+v", res.Changes)
+		}
+		h.env.PersistName = ""
+		if bs, err := VerifyBoot(h.env); err != nil || bs.Failing != 0 {
+			t.Fatalf("verify --boot after the move: %v %+v", err, bs)
+		}
+		s, err := StatusOf(h.env)
+		must(t, err)
+		if s.Drift != 0 {
+			t.Errorf("status after the move: %d drifted: %+v", s.Drift, s.Items)
+		}
+		h.rollback()
+		for _, f := range []string{zz, moved, files.SysctlConf} {
+			if _, ok := h.file(f); ok {
+				t.Errorf("rollback left %s", f)
+			}
+		}
+	})
+
+	t.Run("an admin's file under the former name gets its bytes back", func(t *testing.T) {
+		h := newHost(t, nil)
+		const own = "# an admin's file\nnet.core.somaxconn = 4096\n"
+		h.layFiles(map[string]string{zz: own})
+		h.env.PersistName = filepath.Base(zz)
+		_, err := h.apply(somaxconn("a", "8192"))
+		must(t, err)
+		h.env.PersistName = filepath.Base(moved)
+		_, err = h.apply(somaxconn("a", "8192"))
+		must(t, err)
+		if got, _ := h.file(zz); got != own {
+			t.Errorf("%s after the move = %q, want the admin's bytes back", zz, got)
+		}
+	})
+
+	t.Run("an edited file under the former name is left, with a warning", func(t *testing.T) {
+		h := newHost(t, nil)
+		h.env.PersistName = filepath.Base(zz)
+		_, err := h.apply(somaxconn("a", "8192"))
+		must(t, err)
+		conf, _ := h.file(zz)
+		h.layFiles(map[string]string{zz: conf + "net.core.somaxconn = 1024\n"})
+		h.env.PersistName = filepath.Base(moved)
+		res, err := h.apply(somaxconn("a", "8192"))
+		must(t, err)
+		if _, ok := h.file(zz); !ok {
+			t.Fatalf("an edited file was taken back")
+		}
+		w := strings.Join(res.Warnings, "\n")
+		if !strings.Contains(w, filepath.Base(zz)) || !strings.Contains(w, "former --persist-name") {
+			t.Errorf("no warning about the edited former file:\n%s", w)
+		}
+	})
+}
