@@ -326,7 +326,9 @@ type Options struct {
 // suggest is a hostprep command to tell the user to run, in backquotes:
 // "`hostprep tune VERB ARGS...`", repeating --root DIR (shell-quoted) in
 // image mode, so that copying the advice of an image-mode run never tunes
-// the live host. Every message that suggests a tune command builds it here.
+// the live host, and --state, --proc-sys and --proc when they were given
+// (a journal elsewhere than the default is the one the advice is about).
+// Every message that suggests a tune command builds it here.
 func (e Env) suggest(verb string, args ...string) string {
 	cmd := []string{"hostprep", "tune", verb}
 	for _, a := range args {
@@ -334,6 +336,11 @@ func (e Env) suggest(verb string, args ...string) string {
 	}
 	if e.Image && e.Root != "" {
 		cmd = append(cmd, "--root", shellQuote(e.Root))
+	}
+	for _, f := range [][2]string{{"--state", e.StateFile}, {"--proc-sys", e.ProcSys}, {"--proc", e.Proc}} {
+		if f[1] != "" {
+			cmd = append(cmd, f[0], shellQuote(f[1]))
+		}
 	}
 	return "`" + strings.Join(cmd, " ") + "`"
 }

@@ -195,7 +195,7 @@ func TestRollbackKeepsNrOpenForALimitsFileLeftBehind(t *testing.T) {
 	}
 	var buf strings.Builder
 	must(t, r.WriteText(&buf))
-	if !strings.Contains(buf.String(), "kept (not lowered") || !strings.Contains(buf.String(), "run `hostprep tune rollback` again") {
+	if !strings.Contains(buf.String(), "kept (not lowered") || !strings.Contains(buf.String(), "run `hostprep tune rollback --proc-sys "+h.procSys) {
 		t.Errorf("rollback text:\n%s", buf.String())
 	}
 	s, err := StatusOf(h.env)
