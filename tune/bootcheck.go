@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -156,18 +157,18 @@ func bootLimitItems(env Env, per journal.Persisted, overlay map[string][]byte) (
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, limitItem("limits.d nofile for "+u, *n, b.Soft, b.Hard))
+			out = append(out, limitItem(env, "limits.d nofile for "+u, *n, b.Soft, b.Hard))
 		}
 	}
 	if ok, _ := env.SystemdDecision(); !ok {
 		return out, nil
 	}
 	if d := per.DefaultLimitNOFILE; d != nil {
-		m, _, err := boot.ManagerNofileOverlay(root, overlay)
+		m, read, err := boot.ManagerNofileOverlay(root, overlay)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, systemdItem("DefaultLimitNOFILE", *d, m))
+		out = append(out, systemdItem(env, "DefaultLimitNOFILE", files.SystemConf, read, *d, m))
 	}
 	units := make([]string, 0, len(per.Services))
 	for u := range per.Services {
@@ -175,11 +176,11 @@ func bootLimitItems(env Env, per journal.Persisted, overlay map[string][]byte) (
 	}
 	sort.Strings(units)
 	for _, u := range units {
-		m, _, err := boot.UnitNofileOverlay(root, u, overlay)
+		m, read, err := boot.UnitNofileOverlay(root, u, overlay)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, systemdItem(u+" LimitNOFILE", per.Services[u], m))
+		out = append(out, systemdItem(env, u+" LimitNOFILE", files.ServiceDropIn(u), read, per.Services[u], m))
 	}
 	return out, nil
 }
@@ -191,8 +192,10 @@ func fmtRlimit(v uint64) string {
 	return strconv.FormatUint(v, 10)
 }
 
-// limitItem compares pam_limits' boot soft and hard with want.
-func limitItem(name string, want journal.Limit, soft, hard boot.LimitValue) BootItem {
+// limitItem compares pam_limits' boot soft and hard with want, which
+// hostprep wrote in files.LimitsConf; the problem says whether hostprep's
+// file is missing, was edited, or another line wins.
+func limitItem(env Env, name string, want journal.Limit, soft, hard boot.LimitValue) BootItem {
 	it := BootItem{Limit: name, Want: fmtLimit(want.Soft, want.Hard), OK: true}
 	s, h := "inherited", "inherited"
 	if soft.Set {
@@ -212,7 +215,10 @@ func limitItem(name string, want journal.Limit, soft, hard boot.LimitValue) Boot
 	switch {
 	case !soft.Set || !hard.Set:
 		it.OK = false
-		it.Problem = fmt.Sprintf("%s: pam_limits sets no nofile for it (soft %s, hard %s): %s is missing or unreadable", name, s, h, files.LimitsConf)
+		it.Problem = fmt.Sprintf("%s: pam_limits sets no nofile for it (soft %s, hard %s): hostprep's %s is missing, unreadable or edited; %s writes it again", name, s, h, files.LimitsConf, env.suggest("apply", "--profile", "PROFILE"))
+	case (hard.Value < want.Hard || soft.Value < want.Soft) && win.File.Path == files.LimitsConf:
+		it.OK = false
+		it.Problem = fmt.Sprintf("%s: new login sessions get nofile %s:%s, below the %s hostprep wrote: hostprep's %s was edited (line %d); %s writes it again", name, s, h, it.Want, files.LimitsConf, win.Line, env.suggest("apply", "--profile", "PROFILE"))
 	case hard.Value < want.Hard || soft.Value < want.Soft:
 		it.OK = false
 		it.Problem = fmt.Sprintf("%s: new login sessions get nofile %s:%s, below the %s hostprep wrote: %s line %q wins (a user line beats @group beats *, and a later file beats an earlier one); hostprep never edits a file it does not own: change or remove that line", name, s, h, it.Want, win.Where(), win.Domain)
@@ -220,15 +226,30 @@ func limitItem(name string, want journal.Limit, soft, hard boot.LimitValue) Boot
 	return it
 }
 
-// systemdItem compares systemd's boot value of a nofile setting with want.
-func systemdItem(name string, want journal.Limit, got boot.NofileSetting) BootItem {
+// systemdItem compares systemd's boot value of a nofile setting with want,
+// which hostprep wrote in its drop-in own (a path relative to the root);
+// read are the files systemd reads for it, in order. The problem names
+// what wins instead: hostprep's drop-in not read (removed, masked or
+// hidden) and a default or another file in force, hostprep's own drop-in
+// with other bytes, or a file read after it.
+func systemdItem(env Env, name, own string, read []boot.ConfFile, want journal.Limit, got boot.NofileSetting) BootItem {
 	it := BootItem{Limit: name, Want: fmtLimit(want.Soft, want.Hard), OK: true, Boot: BootValue{Value: got.String()}}
 	if got.Set {
 		it.Boot.File, it.Boot.Line = got.File.Name(), got.Line
 	}
-	if got.Hard < want.Hard || got.Soft < want.Soft {
-		it.OK = false
-		it.Problem = fmt.Sprintf("%s: after a reboot systemd uses %s from %s, below the %s hostprep wrote; a drop-in that sorts later (or the same name in /etc) wins: change or remove it", name, got.String(), got.Where(), it.Want)
+	if got.Hard >= want.Hard && got.Soft >= want.Soft {
+		return it
+	}
+	it.OK = false
+	head := fmt.Sprintf("%s: after a reboot systemd uses %s from %s, below the %s hostprep wrote", name, got.String(), got.Where(), it.Want)
+	again := env.suggest("apply", "--profile", "PROFILE")
+	switch {
+	case !slices.ContainsFunc(read, func(f boot.ConfFile) bool { return f.Path == own && !f.Masked }):
+		it.Problem = fmt.Sprintf("%s: hostprep's drop-in %s is not read (removed, masked with a link to /dev/null, or hidden by a file of the same name in an earlier unit directory); %s writes it again", head, own, again)
+	case got.File.Path == own:
+		it.Problem = fmt.Sprintf("%s: hostprep's drop-in was edited; %s writes it again", head, again)
+	default:
+		it.Problem = fmt.Sprintf("%s, a drop-in that sorts after hostprep's %s; hostprep never edits a file it does not own: change or remove that line", head, own)
 	}
 	return it
 }

@@ -339,3 +339,82 @@ func TestMemoryRelativeWarnings(t *testing.T) {
 		}
 	}
 }
+
+// After an apply, what makes a systemd nofile setting lose at boot is
+// named for what it is, with the fix that works: hostprep's drop-in
+// masked or removed (not read at all: apply writes it again), hostprep's
+// drop-in edited (apply writes it again), or another file read after it
+// (change that file: apply cannot help).
+func TestSystemdDropInProblemsNameTheCause(t *testing.T) {
+	_, p, err := loadCase(t, "host-wide-soft-nofile-stays-1024") // mqtt-broker-1m: emqx.service
+	must(t, err)
+	const own = "/etc/systemd/system/emqx.service.d/60-hostprep.conf"
+	for _, c := range []struct {
+		name    string
+		change  func(h *fakeHost)
+		want    []string
+		notWant string
+	}{
+		{"masked", func(h *fakeHost) {
+			path := filepath.Join(h.root, own)
+			must(t, os.Remove(path))
+			must(t, os.Symlink("/dev/null", path))
+		}, []string{"hostprep's drop-in " + own + " is not read", "masked", "hostprep tune apply"}, "sorts after"},
+		{"removed", func(h *fakeHost) {
+			must(t, os.Remove(filepath.Join(h.root, own)))
+		}, []string{"is not read", "removed", "hostprep tune apply"}, "sorts after"},
+		{"edited", func(h *fakeHost) {
+			h.layFiles(map[string]string{own: "[Service]\nLimitNOFILE=4096\n"})
+		}, []string{"from " + own + ":2", "hostprep's drop-in was edited", "hostprep tune apply"}, "not read"},
+		{"a later drop-in", func(h *fakeHost) {
+			h.layFiles(map[string]string{"/etc/systemd/system/emqx.service.d/90-local.conf": "[Service]\nLimitNOFILE=4096\n"})
+		}, []string{"90-local.conf:2", "sorts after hostprep's", "change or remove that line"}, "hostprep tune apply"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHost(t, nil)
+			h.env.SystemdRunDir = h.root
+			_, err := h.apply(p)
+			must(t, err)
+			c.change(h)
+			bs, err := VerifyBoot(h.env)
+			wantCode(t, err, exitcode.Failed)
+			var problem string
+			for _, it := range bs.Items {
+				if it.Limit == "emqx.service LimitNOFILE" {
+					problem = it.Problem
+				}
+			}
+			for _, w := range c.want {
+				if !strings.Contains(problem, w) {
+					t.Errorf("problem lacks %q: %q", w, problem)
+				}
+			}
+			if strings.Contains(problem, c.notWant) {
+				t.Errorf("problem says %q, which does not fit: %q", c.notWant, problem)
+			}
+		})
+	}
+}
+
+// The same for pam_limits: hostprep's limits.d file edited is named as
+// such (apply writes it again), not as a line of a file hostprep does not
+// own.
+func TestEditedLimitsFileIsNamedAsHostpreps(t *testing.T) {
+	h := newHost(t, nil)
+	_, err := h.apply(&profiles.Profile{Name: "n", Limits: profiles.Limits{Nofile: &profiles.Limit{Soft: 1024, Hard: 1048576}}})
+	must(t, err)
+	conf, _ := h.file(files.LimitsConf)
+	h.layFiles(map[string]string{files.LimitsConf: strings.ReplaceAll(conf, "1048576", "65536")})
+	bs, err := VerifyBoot(h.env)
+	wantCode(t, err, exitcode.Failed)
+	var problems []string
+	for _, it := range bs.Items {
+		if it.Problem != "" {
+			problems = append(problems, it.Problem)
+		}
+	}
+	got := strings.Join(problems, "\n")
+	if !strings.Contains(got, "hostprep's "+files.LimitsConf+" was edited") || !strings.Contains(got, "hostprep tune apply") || strings.Contains(got, "does not own") {
+		t.Errorf("problems:\n%s", got)
+	}
+}
