@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -465,6 +466,13 @@ func TestImageJournalRollsBackOnTheBootedImage(t *testing.T) {
 	st, err := StatusOf(env)
 	if err != nil || st.Drift != 0 || len(st.Items) != 2 {
 		t.Fatalf("status on the booted image: %+v %v", st, err)
+	}
+	// Nothing is live in an image's journal, so every persisted key gets a
+	// row of its own with its value after the boot and the line setting it.
+	var text strings.Builder
+	must(t, st.WriteText(&text))
+	if !regexp.MustCompile(`(?m)^after the next boot:\n(.*\n)*fs\.nr_open +2097152 +2097152 +/etc/sysctl\.d/60-hostprep\.conf:\d+ +ok$`).MatchString(text.String()) {
+		t.Errorf("status text shows no boot value per key:\n%s", text.String())
 	}
 	r, err := Rollback(context.Background(), env)
 	if err != nil || len(r.Left) != 0 {

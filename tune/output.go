@@ -131,10 +131,25 @@ func (s *Status) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", it.Layer, name, cell(it.Original), cell(set), cell(it.Live), atBoot, ok)
 	}
 	tw.Flush()
+	// Boot items of what has no live row above (nofile limits; every key
+	// in image mode, where nothing is live) get their own table.
+	live := map[string]bool{}
+	for _, it := range s.Items {
+		if it.Boot != nil {
+			live[it.Key] = true
+		}
+	}
+	var rest []BootItem
 	for _, b := range s.Boot {
-		if !b.OK {
+		if b.Key == "" || !live[b.Key] {
+			rest = append(rest, b)
+		} else if !b.OK {
 			fmt.Fprintf(w, "boot: %s\n", b.Problem)
 		}
+	}
+	if len(rest) > 0 {
+		fmt.Fprintln(w, "after the next boot:")
+		writeBootItems(w, rest)
 	}
 	if s.Drift > 0 {
 		fmt.Fprintf(w, "%s drifted\n", plural.N(s.Drift, "item"))
@@ -156,9 +171,17 @@ func (b *BootStatus) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "nothing applied (no journal at %s)\n", b.Journal)
 		return nil
 	}
+	writeBootItems(w, b.Items)
+	return nil
+}
+
+// writeBootItems prints boot items as a table (what hostprep persisted,
+// the value after the next boot, the file:line that sets it), then one
+// "boot:" line per problem.
+func writeBootItems(w io.Writer, items []BootItem) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY/LIMIT\tAPPLIED\tAT BOOT\tSET BY\tOK")
-	for _, it := range b.Items {
+	for _, it := range items {
 		name := it.Key
 		if name == "" {
 			name = it.Limit
@@ -174,10 +197,9 @@ func (b *BootStatus) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, cell(it.Want), cell(it.Boot.Value), by, ok)
 	}
 	tw.Flush()
-	for _, it := range b.Items {
+	for _, it := range items {
 		if !it.OK {
 			fmt.Fprintf(w, "boot: %s\n", it.Problem)
 		}
 	}
-	return nil
 }
