@@ -1,7 +1,10 @@
-// Package atomicfile writes the report files the CLI produces (--html,
-// --csv, --json, --junit, --prom) all or nothing: a reader never sees a
-// half-written file, a run that renders nothing leaves no file, and the
-// path is never created or truncated before the content is ready.
+// Package atomicfile replaces files all or nothing: a reader never sees a
+// half-written file, and the path is never created or truncated before
+// the content is ready. Replace is the one atomic write of hostprep (the
+// files tune owns and its journal go through it, via tune/files); Write,
+// Check and CheckAll are the report files the CLI produces (--html,
+// --csv, --json, --junit, --prom), where a run that renders nothing
+// leaves no file and a path that is not a regular file is refused.
 package atomicfile
 
 import (
@@ -41,16 +44,48 @@ func Write(path string, render func(io.Writer) error) error {
 	if err != nil {
 		return err
 	}
+	// The rename is durable once the folder's entry is on disk; a folder
+	// that cannot be synced (some network file systems) still has the
+	// complete file.
+	if err := Replace(path, buf.Bytes(), 0o644, -1, -1); err != nil && !errors.Is(err, ErrDirSync) {
+		return err
+	}
+	return nil
+}
+
+// ErrDirSync wraps a failed fsync of the folder after Replace's rename:
+// the new bytes are in place and complete, only whether the rename
+// survives a crash is unknown.
+var ErrDirSync = errors.New("fsync of the folder failed")
+
+// TempPattern is the os.CreateTemp pattern of the temporary file Replace
+// makes next to path: "." + its name + ".tmp-*" (the "*" is digits).
+func TempPattern(path string) string { return "." + filepath.Base(path) + ".tmp-*" }
+
+// Replace puts data at path all or nothing: a temporary file in path's
+// folder (TempPattern; the rename stays on one file system) gets data,
+// owner uid and group gid (-1 keeps the writer's) and mode perm, is
+// fsynced, renamed over path, and the folder is fsynced, so a crash
+// leaves the old bytes or the new ones, never a mix, and the file never
+// appears with another owner or mode. On an error before the rename the
+// temporary file is removed and path is as it was. The folder must exist.
+// A symbolic link at path is replaced, not followed (Write follows it).
+// Errors: the *os.PathError of the failed operation, or ErrDirSync
+// (wrapped) when only the final folder fsync failed.
+func Replace(path string, data []byte, perm os.FileMode, uid, gid int) error {
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	f, err := os.CreateTemp(dir, TempPattern(path))
 	if err != nil {
 		return err
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp) // a no-op once renamed
-	_, err = f.Write(buf.Bytes())
+	_, err = f.Write(data)
+	if err == nil && (uid >= 0 || gid >= 0) {
+		err = f.Chown(uid, gid)
+	}
 	if err == nil {
-		err = f.Chmod(0o644)
+		err = f.Chmod(perm)
 	}
 	if err == nil {
 		err = f.Sync()
@@ -64,12 +99,19 @@ func Write(path string, render func(io.Writer) error) error {
 	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
-	// The rename is durable once the folder's entry is on disk; a
-	// folder that cannot be synced (some network file systems) still
-	// has the complete file.
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
+	return SyncDir(dir)
+}
+
+// SyncDir fsyncs folder dir so a rename or removal in it is durable.
+// Errors: opening dir, or ErrDirSync wrapped with the fsync error.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrDirSync, dir, err)
 	}
 	return nil
 }

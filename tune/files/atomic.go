@@ -7,11 +7,12 @@ package files
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/hostprep/hostprep/internal/atomicfile"
 )
 
 // Read returns the bytes of path and whether it exists. Any error other
@@ -68,56 +69,11 @@ func WriteAtomic(path string, data []byte, perm fs.FileMode) error {
 
 // WriteAtomicOwned is WriteAtomic that also gives the file owner uid and
 // group gid (before the rename, so it never appears with another owner);
-// -1 leaves that id as the writing process's.
+// -1 leaves that id as the writing process's. It is atomicfile.Replace,
+// whose folder fsync error counts here: an owned file whose rename may not
+// survive a crash is a failed write.
 func WriteAtomicOwned(path string, data []byte, perm fs.FileMode, uid, gid int) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, TempPattern(path))
-	if err != nil {
-		return err
-	}
-	name := tmp.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			tmp.Close()
-			os.Remove(name)
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		return err
-	}
-	if uid >= 0 || gid >= 0 {
-		if err := tmp.Chown(uid, gid); err != nil {
-			return err
-		}
-	}
-	if err := tmp.Chmod(perm); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(name, path); err != nil {
-		return err
-	}
-	ok = true
-	return SyncDir(dir)
-}
-
-// SyncDir fsyncs a directory so a rename or removal in it is durable.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", dir, err)
-	}
-	return nil
+	return atomicfile.Replace(path, data, perm, uid, gid)
 }
 
 // Remove deletes path (absent is fine) and fsyncs its directory.
@@ -125,12 +81,12 @@ func Remove(path string) error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	return SyncDir(filepath.Dir(path))
+	return atomicfile.SyncDir(filepath.Dir(path))
 }
 
 // TempPattern is the name os.CreateTemp gives WriteAtomic's temporary
 // file for path (the "*" is decimal digits).
-func TempPattern(path string) string { return "." + filepath.Base(path) + ".tmp-*" }
+func TempPattern(path string) string { return atomicfile.TempPattern(path) }
 
 // isTempOf reports whether name is a temporary file WriteAtomic makes for
 // a file named base: "." + base + ".tmp-" + digits, nothing else.
