@@ -274,11 +274,15 @@ func (l *loader) resolveData(file, id string, data []byte, isBuiltin bool, from 
 		err = checkSchema(root, profileType, nil)
 	}
 	if err != nil {
-		var pe *posError
-		if errors.As(err, &pe) {
-			return nil, exitcode.BadInputf("%s:%d:%d: %s", file, pe.Line, pe.Col, pe.Msg)
+		pes := posErrors(err)
+		if len(pes) == 0 {
+			return nil, exitcode.BadInputf("%s: %v", file, err)
 		}
-		return nil, exitcode.BadInputf("%s: %v", file, err)
+		ve := &ValidationError{}
+		for _, pe := range pes {
+			ve.Problems = append(ve.Problems, fmt.Sprintf("%s:%d:%d: %s", file, pe.Line, pe.Col, pe.Msg))
+		}
+		return nil, exitcode.New(exitcode.BadInput, ve)
 	}
 	recordFiles(root, file, l.nodeFile)
 

@@ -248,34 +248,38 @@ func checkSchema(n *yaml.Node, t reflect.Type, path []string) error {
 }
 
 // checkStruct checks a mapping against struct t: known field names, none
-// twice, each field's value against its type.
+// twice, each field's value against its type. It goes on past a bad field,
+// so every problem of the mapping is in the (joined) error.
 func checkStruct(n *yaml.Node, t reflect.Type, path []string) error {
 	if n.Kind != yaml.MappingNode {
 		return errAt(n, "%s: want a mapping with fields %s, got %s", nameOr(path, "profile"), strings.Join(fieldNames(t), ", "), kindName(n))
 	}
+	var errs []error
 	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if k.Kind != yaml.ScalarNode {
-			return errAt(k, "%s: want a field name, got %s", nameOr(path, "profile"), kindName(k))
+			errs = append(errs, errAt(k, "%s: want a field name, got %s", nameOr(path, "profile"), kindName(k)))
+			continue
 		}
 		if first, dup := seen[k.Value]; dup {
-			return errAt(k, "field %s given twice (first at line %d); keep one", keyName(displayPath(append(slices.Clone(path), k.Value))), first)
+			errs = append(errs, errAt(k, "field %s given twice (first at line %d); keep one", keyName(displayPath(append(slices.Clone(path), k.Value))), first))
+			continue
 		}
 		seen[k.Value] = k.Line
 		f, ok := fieldByYAML(t, k.Value)
 		if !ok {
-			return errAt(k, "unknown field %s in %s; known fields: %s", keyName(k.Value), nameOr(path, "profile"), strings.Join(fieldNames(t), ", "))
+			errs = append(errs, errAt(k, "unknown field %s in %s; known fields: %s", keyName(k.Value), nameOr(path, "profile"), strings.Join(fieldNames(t), ", ")))
+			continue
 		}
-		if err := checkSchema(v, f.Type, append(slices.Clone(path), k.Value)); err != nil {
-			return err
-		}
+		errs = append(errs, checkSchema(v, f.Type, append(slices.Clone(path), k.Value)))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // checkMap checks a mapping of key: value against map t: at most
-// MaxSysctlKeys keys, none twice, each value against t's element.
+// MaxSysctlKeys keys, none twice, each value against t's element; every
+// problem is in the (joined) error.
 func checkMap(n *yaml.Node, t reflect.Type, path []string) error {
 	if n.Kind != yaml.MappingNode {
 		return errAt(n, "%s: want a mapping of key: value, got %s", displayPath(path), kindName(n))
@@ -283,21 +287,22 @@ func checkMap(n *yaml.Node, t reflect.Type, path []string) error {
 	if k := len(n.Content) / 2; k > MaxSysctlKeys {
 		return errAt(n, "%s: %s, more than the limit of %d (a whole /proc/sys has about 1500); keep the keys this host needs", displayPath(path), plural.N(k, "key"), MaxSysctlKeys)
 	}
+	var errs []error
 	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if k.Kind != yaml.ScalarNode || isNull(k) {
-			return errAt(k, "%s: want a key such as net.core.somaxconn, got %s", displayPath(path), kindName(k))
+			errs = append(errs, errAt(k, "%s: want a key such as net.core.somaxconn, got %s", displayPath(path), kindName(k)))
+			continue
 		}
 		if first, dup := seen[k.Value]; dup {
-			return errAt(k, "%s: key %s given twice (first at line %d); keep one", displayPath(path), keyName(k.Value), first)
+			errs = append(errs, errAt(k, "%s: key %s given twice (first at line %d); keep one", displayPath(path), keyName(k.Value), first))
+			continue
 		}
 		seen[k.Value] = k.Line
-		if err := checkSchema(v, t.Elem(), append(slices.Clone(path), k.Value)); err != nil {
-			return err
-		}
+		errs = append(errs, checkSchema(v, t.Elem(), append(slices.Clone(path), k.Value)))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // checkList checks a sequence against slice t: at most MaxListItems
@@ -309,12 +314,29 @@ func checkList(n *yaml.Node, t reflect.Type, path []string) error {
 	if len(n.Content) > MaxListItems {
 		return errAt(n, "%s: %s, more than the limit of %d", displayPath(path), plural.N(len(n.Content), "item"), MaxListItems)
 	}
+	var errs []error
 	for i, item := range n.Content {
-		if err := checkSchema(item, t.Elem(), append(slices.Clone(path), strconv.Itoa(i))); err != nil {
-			return err
-		}
+		errs = append(errs, checkSchema(item, t.Elem(), append(slices.Clone(path), strconv.Itoa(i))))
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+// posErrors flattens checkSchema's joined error into its problems, in
+// document order; nil for an error that is not (or holds no) posError.
+func posErrors(err error) []*posError {
+	var pe *posError
+	if errors.As(err, &pe) && err == error(pe) {
+		return []*posError{pe}
+	}
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return nil
+	}
+	var out []*posError
+	for _, e := range j.Unwrap() {
+		out = append(out, posErrors(e)...)
+	}
+	return out
 }
 
 // checkScalar checks a scalar field of type t (string, bool, number).

@@ -92,6 +92,22 @@ func TestProfilesValidateShowsEveryProblem(t *testing.T) {
 	if code != 2 || json.Unmarshal([]byte(out), &res) != nil || len(res) != 1 || len(res[0].Problems) != 2 {
 		t.Errorf("validate -o json: exit %d, want 2 problems listed: %s", code, out)
 	}
+
+	// Schema problems (misspelt fields, wrong kinds) are all listed too,
+	// in file order, not just the first.
+	typos := filepath.Join(t.TempDir(), "typos.yaml")
+	os.WriteFile(typos, []byte("sysctl:\n  net.core.somaxconn: {value: \"1\", mdoe: at-least}\nlimits:\n  nofle: {soft: 1, hard: 2}\nprobe:\n  mqtt:\n    clents: 5\n"), 0o644)
+	_, errOut, code = testenv.Run(t, nil, "profiles", "validate", typos)
+	lines = strings.Split(strings.TrimSpace(errOut), "\n")
+	want := []string{`typos.yaml:2:36: net.core.somaxconn: unknown field "mdoe"`, `typos.yaml:4:3: unknown field "nofle" in limits`, `typos.yaml:7:5: unknown field "clents" in probe.mqtt`}
+	if code != 2 || len(lines) != len(want) {
+		t.Fatalf("validate: exit %d, want 2 and %d lines; stderr %q", code, len(want), errOut)
+	}
+	for i, w := range want {
+		if !strings.Contains(lines[i], w) {
+			t.Errorf("line %d = %q, want %q", i+1, lines[i], w)
+		}
+	}
 }
 
 // TestProfilesValidateRefusesLineInjection: the tester's profile whose
