@@ -82,38 +82,3 @@ func TestInputLimits(t *testing.T) {
 	}
 }
 
-// TestParseTimeGrowsLinearly: ten times the sysctl keys may take about ten
-// times as long, not a hundred. yaml.v3's duplicate-key check compares
-// every pair of keys in a mapping decoded into a Go map; before finish()
-// decoded sysctl entries itself, 1000 -> 10000 keys took ~22x as long
-// (5k keys 0.17 s, 20k keys 1.44 s, 200k keys 60 s).
-func TestParseTimeGrowsLinearly(t *testing.T) {
-	if testing.Short() {
-		t.Skip("timing ratio; skipped with -short")
-	}
-	doc := func(n int) []byte {
-		var b strings.Builder
-		b.WriteString("sysctl:\n")
-		for i := range n {
-			fmt.Fprintf(&b, "  net.core.key_%d: \"%d\"\n", i, i)
-		}
-		return []byte(b.String())
-	}
-	best := func(data []byte) time.Duration {
-		m := time.Duration(1<<63 - 1)
-		for range 5 {
-			start := time.Now()
-			if _, err := Parse("keys.yaml", data); err != nil {
-				t.Fatal(err)
-			}
-			m = min(m, time.Since(start))
-		}
-		return m
-	}
-	small, large := best(doc(1000)), best(doc(10000))
-	ratio := float64(large) / float64(small)
-	t.Logf("1000 keys %s, 10000 keys %s: x%.1f", small, large, ratio)
-	if ratio > 18 {
-		t.Errorf("10x the keys took x%.1f the time (1000 keys %s, 10000 keys %s); want about x10 (linear)", ratio, small, large)
-	}
-}
