@@ -81,4 +81,3 @@ func TestInputLimits(t *testing.T) {
 		t.Errorf("Parse of %d bytes = %v, want the 1 MiB limit", MaxFileBytes+1, err)
 	}
 }
-
