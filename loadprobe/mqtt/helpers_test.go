@@ -44,8 +44,11 @@ func checkCounts(t *testing.T, res *Result) {
 	if res.Config.QoS > 0 && m.Published != m.Acked+m.Unacked {
 		t.Errorf("published %d != acked %d + unacked %d", m.Published, m.Acked, m.Unacked)
 	}
-	if m.Received+m.Lost != m.Expected || m.Expected != m.Published {
-		t.Errorf("received %d + lost %d != expected %d (published %d)", m.Received, m.Lost, m.Expected, m.Published)
+	if m.Received+m.Lost+m.InFlight != m.Expected || m.Expected != m.Published {
+		t.Errorf("received %d + lost %d + in flight %d != expected %d (published %d)", m.Received, m.Lost, m.InFlight, m.Expected, m.Published)
+	}
+	if m.InFlight < 0 || (m.InFlight > 0 && !res.Interrupted) {
+		t.Errorf("in flight %d in a run that was not interrupted (interrupted %v)", m.InFlight, res.Interrupted)
 	}
 	if m.Scheduled != m.Published+m.SendFailed {
 		t.Errorf("scheduled %d != published %d + send failed %d", m.Scheduled, m.Published, m.SendFailed)
@@ -177,6 +180,8 @@ type faultProxy struct {
 	// of a connection.
 	keepEvery  int
 	closeAfter time.Duration
+	// deliverDelay holds every PUBLISH to a subscriber this long.
+	deliverDelay time.Duration
 	wg         sync.WaitGroup
 	mu         sync.Mutex
 	conns      []net.Conn
@@ -258,7 +263,8 @@ func (p *faultProxy) handle(cl net.Conn) {
 		return
 	}
 	id := pk.Connect.ClientIdentifier
-	publisher := !strings.Contains(id, "-sub") && !strings.Contains(id, "-calib")
+	subscriber := strings.Contains(id, "-sub")
+	publisher := !subscriber && !strings.Contains(id, "-calib")
 	if publisher {
 		p.mu.Lock()
 		if p.sources == nil {
@@ -292,6 +298,16 @@ func (p *faultProxy) handle(cl net.Conn) {
 			return
 		}
 		typ := hb >> 4
+		if subscriber && typ == packets.Publish && p.deliverDelay > 0 {
+			timers.Add(1)
+			time.AfterFunc(p.deliverDelay, func() {
+				defer timers.Done()
+				wmu.Lock()
+				_, _ = cl.Write(raw)
+				wmu.Unlock()
+			})
+			continue
+		}
 		if publisher && (typ == packets.Puback || typ == packets.Pubcomp) {
 			if p.dropAcks {
 				continue

@@ -186,7 +186,7 @@ steady window {{printf "%.1f" $.R.WindowSeconds}} s after a {{printf "%.1f" $.R.
 <tr><th class="l">published</th><td>{{.Published}}</td><td class="l">written to the socket (send failed: {{.SendFailed}}; DUP re-sends: {{.Resent}})</td></tr>
 {{if gt $.R.Config.QoS 0}}<tr><th class="l">acknowledged</th><td>{{.Acked}}</td><td class="l">PUBACK/PUBCOMP with a success code (unacked: {{.Unacked}}, of which ack errors: {{.AckErrors}})</td></tr>{{end}}
 <tr><th class="l">received</th><td>{{.Received}}</td><td class="l">distinct messages seen by the subscribers (expected {{.Expected}})</td></tr>
-<tr><th class="l">lost</th><td>{{.Lost}}</td><td class="l">loss rate {{pct .LossRate}}{{if gt $.R.Config.QoS 0}}; lost after the broker acknowledged: {{.LostAfterAck}}{{end}}</td></tr>
+<tr><th class="l">lost</th><td>{{.Lost}}</td><td class="l">loss rate {{pct .LossRate}}{{if gt $.R.Config.QoS 0}}; lost after the broker acknowledged: {{.LostAfterAck}}{{end}}{{if gt .InFlight 0}}; in flight at the interrupt (not counted as lost): {{.InFlight}}{{end}}</td></tr>
 <tr><th class="l">duplicated</th><td>{{.Duplicated}}</td><td class="l">seen again (counted once in received)</td></tr>
 <tr><th class="l">out of order</th><td>{{.OutOfOrder}}</td><td class="l">lower sequence number than one already received from the same publisher</td></tr>
 <tr><th class="l">overruns</th><td>{{.Overruns}}</td><td class="l">publishes issued more than 10 ms after their scheduled time</td></tr>

@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"math"
 	"math/bits"
 	"strconv"
 	"strings"
@@ -158,7 +159,8 @@ func (c *Connects) setFailRate() {
 }
 
 // Messages accounts every scheduled PUBLISH. Invariants: Published =
-// Acked + Unacked (QoS>0); Received + Lost = Expected = Published.
+// Acked + Unacked (QoS>0); Received + Lost + InFlight = Expected =
+// Published.
 type Messages struct {
 	// Scheduled publish slots that fell due on a connected client.
 	Scheduled int64 `json:"scheduled"`
@@ -174,10 +176,16 @@ type Messages struct {
 	// Resent are DUP re-sends after RetryInterval (not in Published).
 	Resent int64 `json:"resent"`
 	// Expected = Published; Received counts distinct messages seen by
-	// the subscribers; Lost = Expected - Received.
+	// the subscribers; Lost = Expected - Received - InFlight.
 	Expected int64 `json:"expected"`
 	Received int64 `json:"received"`
 	Lost     int64 `json:"lost"`
+	// InFlight are messages not received that were published less than
+	// the grace period (Config.Grace) before an interrupt ended the run:
+	// still on their way, neither delivered nor known lost, and not in
+	// the end-to-end latencies. 0 for a run that was not interrupted
+	// (its drain gave every message the grace period).
+	InFlight int64 `json:"in_flight"`
 	// LostAfterAck: acknowledged by the broker yet never delivered.
 	LostAfterAck int64   `json:"lost_after_ack"`
 	LossRate     float64 `json:"loss_rate"`
@@ -238,6 +246,8 @@ const scheduleAllowance = 0.01
 // latencies (censored) and the deliveries of messages never published.
 type missing struct {
 	e2e, warmE2E *latency.Recorder
+	// inFlight are those published less than Grace before an interrupt.
+	inFlight int64
 	// unexpected counts deliveries with a sequence number the publisher
 	// never wrote (a write that failed half-way may still have reached
 	// the broker): not part of Received.
@@ -254,6 +264,12 @@ func (r *run) censorMissing() missing {
 	now := r.now()
 	ms := missing{e2e: latency.New(), warmE2E: latency.New()}
 	iv := int64(r.cfg.PubInterval)
+	// After an interrupt, a message published within Grace of it may
+	// still arrive: it is in flight, not lost.
+	inFlightFrom := int64(math.MaxInt64)
+	if at := r.interruptAt.Load(); at != 0 {
+		inFlightFrom = at - int64(r.cfg.Grace)
+	}
 	r.trackMu.Lock()
 	defer r.trackMu.Unlock()
 	for i := range r.track {
@@ -282,6 +298,10 @@ func (r *run) censorMissing() missing {
 					break
 				}
 				sched := first + int64(seq)*iv
+				if sched > inFlightFrom {
+					ms.inFlight++
+					continue
+				}
 				rec := ms.e2e
 				if sched < r.rampEnd {
 					rec = ms.warmE2E
@@ -409,7 +429,8 @@ func (r *run) messages(lost missing) Messages {
 	}
 	m.Expected = m.Published
 	m.Received = r.received.Load() - lost.unexpected
-	m.Lost = m.Expected - m.Received
+	m.InFlight = lost.inFlight
+	m.Lost = m.Expected - m.Received - m.InFlight
 	if m.Expected > 0 {
 		m.LossRate = float64(m.Lost) / float64(m.Expected)
 	}
@@ -692,8 +713,12 @@ func (res *Result) WriteText(w io.Writer) error {
 	p("connects\t%d of %s ok, %d failed%s%s, %d lost mid-run%s; %s, %d lost mid-run%s\n",
 		cn.OK, plural.N(cn.Target, "publisher"), cn.Failed, reasons(cn.FailedBy), unfinished(cn), cn.Lost, reasons(cn.LostBy), plural.N(cn.Subscribers, "subscriber"), cn.SubscribersLost, reasons(cn.SubscribersLostBy))
 	m := res.Messages
-	p("messages\tscheduled %d, published %d, acked %d, unacked %d, received %d, lost %d, duplicated %d, out of order %d, overruns %d\n",
-		m.Scheduled, m.Published, m.Acked, m.Unacked, m.Received, m.Lost, m.Duplicated, m.OutOfOrder, m.Overruns)
+	inFlight := ""
+	if m.InFlight > 0 {
+		inFlight = fmt.Sprintf(", in flight at the interrupt %d", m.InFlight)
+	}
+	p("messages\tscheduled %d, published %d, acked %d, unacked %d, received %d, lost %d%s, duplicated %d, out of order %d, overruns %d\n",
+		m.Scheduled, m.Published, m.Acked, m.Unacked, m.Received, m.Lost, inFlight, m.Duplicated, m.OutOfOrder, m.Overruns)
 	p("kernel\t%d listen overflows, %d SYN retransmits, %d receive-queue prunes (TcpExt, whole netns)\n",
 		res.Host.ListenOverflows, res.Host.TCPSynRetrans, res.Host.PruneCalled)
 	p("throughput\t%.1f msg/s published, %.1f msg/s received (requested %.1f msg/s)\n",

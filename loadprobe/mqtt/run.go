@@ -113,8 +113,9 @@ type timeline struct {
 	// when the run stopped early or was interrupted; 0 until then.
 	winEnd atomic.Int64
 	// wasInterrupted: the caller's ctx ended the run (Ctrl-C, SIGTERM,
-	// deadline).
+	// deadline); interruptAt is when (monotonic ns, as now()).
 	wasInterrupted atomic.Bool
+	interruptAt    atomic.Int64
 	// firstPubAt and firstPubSched are the first publish's write and
 	// scheduled times (0 until then).
 	firstPubAt, firstPubSched atomic.Int64
@@ -656,7 +657,9 @@ func (r *run) windowSeconds() float64 {
 }
 
 func (r *run) interrupted() error {
-	r.wasInterrupted.Store(true)
+	if r.wasInterrupted.CompareAndSwap(false, true) {
+		r.interruptAt.Store(r.now())
+	}
 	r.markWindowEnd()
 	return exitcode.Environmentf("interrupted: the run was cancelled (Ctrl-C or deadline); partial results follow")
 }
