@@ -182,10 +182,10 @@ type faultProxy struct {
 	closeAfter time.Duration
 	// deliverDelay holds every PUBLISH to a subscriber this long.
 	deliverDelay time.Duration
-	wg         sync.WaitGroup
-	mu         sync.Mutex
-	conns      []net.Conn
-	sources    map[string]int // publisher source IP -> connections
+	wg           sync.WaitGroup
+	mu           sync.Mutex
+	conns        []net.Conn
+	sources      map[string]int // publisher source IP -> connections
 }
 
 func startProxy(t *testing.T, target string, p *faultProxy) string {
