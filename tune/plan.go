@@ -608,11 +608,14 @@ func (pl *Plan) planFile(w fileWant, st *journal.State) error {
 	return nil
 }
 
-// permOwner is an existing file's permission bits and owner (0644 and
-// nil when it cannot be stat'ed).
+// permOwner is an existing regular file's permission bits and owner, to
+// keep them when hostprep replaces it; 0644 and nil (root's) for anything
+// else. A symbolic link is not followed: a file masked with a link to
+// /dev/null (0666) would otherwise be replaced by a world-writable file
+// that any user could fill with sysctl lines for the next boot.
 func permOwner(path string) (fs.FileMode, *journal.Owner) {
-	fi, err := os.Stat(path)
-	if err != nil {
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() {
 		return 0o644, nil
 	}
 	var owner *journal.Owner
