@@ -157,6 +157,7 @@ func (pl *Plan) openJournal(layers []layer) (*applyJournal, error) {
 	}
 	j.st.Root = pl.env.Root
 	j.st.Persisted = pl.persisted
+	j.st.PersistName = filepath.Base(pl.env.sysctlConf())
 	root := ""
 	if pl.env.ImageMode() {
 		root = pl.env.Root

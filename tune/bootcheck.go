@@ -259,24 +259,25 @@ func systemdItem(env Env, name, own string, read []boot.ConfFile, want journal.L
 func overlayOf(env Env, steps []fileStep) map[string][]byte {
 	out := map[string][]byte{}
 	for _, f := range steps {
-		rel := f.path
-		if env.Root != "" {
-			rel = "/" + relTo(env.Root, f.path)
-		}
-		out[path.Clean(rel)] = f.to
+		out[env.relPath(f.path)] = f.to
 	}
 	return out
+}
+
+// relPath is host path p (under Root) as the boot simulation names it,
+// relative to the root: "/etc/sysctl.d/60-hostprep.conf".
+func (e Env) relPath(p string) string {
+	if e.Root != "" {
+		p = "/" + relTo(e.Root, p)
+	}
+	return path.Clean(p)
 }
 
 // ownedFiles are the files in the journal, by path relative to the root.
 func ownedFiles(env Env, st *journal.State) map[string]bool {
 	out := map[string]bool{}
 	for p := range st.Files {
-		rel := p
-		if env.Root != "" {
-			rel = "/" + relTo(env.Root, p)
-		}
-		out[path.Clean(rel)] = true
+		out[env.relPath(p)] = true
 	}
 	return out
 }

@@ -83,13 +83,18 @@ func (e Env) sysctlConf() string {
 }
 
 // keepPersistName is e with PersistName set to the name of the sysctl.d
-// file earlier applies wrote (the one journaled file in ROOT/etc/sysctl.d)
-// when none is given, so that --persist-name is remembered: an apply
-// without it keeps hostprep's file where it is, and one with another name
-// moves it (retireSysctlD). A journal with no such file, or (written
-// before names were remembered) with more than one, leaves the default.
+// file earlier applies wrote when none is given, so that --persist-name
+// is remembered: an apply without it keeps hostprep's file where it is,
+// and one with another name moves it (retireSysctlD). The name is the
+// journal's persist_name; in a journal from before that field, the one
+// journaled file in ROOT/etc/sysctl.d (none, or more than one: the
+// default).
 func (e Env) keepPersistName(st *journal.State) Env {
 	if e.PersistName != "" || st == nil {
+		return e
+	}
+	if st.PersistName != "" {
+		e.PersistName = st.PersistName
 		return e
 	}
 	var names []string

@@ -30,6 +30,7 @@ func TestCraftedJournalIsDamagedNotAPanic(t *testing.T) {
 		"nil file":      func(st *journal.State) { st.Files[file] = nil },
 		"relative path": func(st *journal.State) { st.Files["etc/x.conf"] = st.Files[file] },
 		"nil key":       func(st *journal.State) { st.Keys["fs.nr_open"] = nil },
+		"persist name":  func(st *journal.State) { st.PersistName = "../../../etc/cron.d/x.conf" },
 	}
 	for name, craft := range crafts {
 		t.Run(name, func(t *testing.T) {

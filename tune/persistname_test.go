@@ -94,10 +94,17 @@ func TestPersistNameIsRememberedAndMoves(t *testing.T) {
 		_, err := h.apply(somaxconn("a", "8192"))
 		must(t, err)
 		h.env.PersistName = filepath.Base(moved)
-		_, err = h.apply(somaxconn("a", "8192"))
+		res, err := h.apply(somaxconn("a", "8192"))
 		must(t, err)
 		if got, _ := h.file(zz); got != own {
 			t.Errorf("%s after the move = %q, want the admin's bytes back", zz, got)
+		}
+		// Restored, it is the admin's again: it wins at boot (it sorts
+		// after 70-hostprep.conf) and the warning says so, not that it is
+		// hostprep's file that an apply would take back.
+		w := strings.Join(res.Warnings, "\n")
+		if !strings.Contains(w, "zz-hostprep.conf:2 sets 4096") || !strings.Contains(w, "does not own") || strings.Contains(w, "it is hostprep's file") {
+			t.Errorf("warnings after restoring the admin's file:\n%s", w)
 		}
 	})
 
@@ -118,5 +125,33 @@ func TestPersistNameIsRememberedAndMoves(t *testing.T) {
 		if !strings.Contains(w, filepath.Base(zz)) || !strings.Contains(w, "former --persist-name") {
 			t.Errorf("no warning about the edited former file:\n%s", w)
 		}
+		// The name is still remembered with two sysctl.d files journaled.
+		h.env.PersistName = ""
+		_, err = h.apply(somaxconn("a", "16384"))
+		must(t, err)
+		if _, ok := h.file(files.SysctlConf); ok {
+			t.Errorf("an apply without --persist-name after the move wrote %s instead of keeping %s", files.SysctlConf, moved)
+		}
 	})
+}
+
+// An apply killed part way through a move is finished, not undone, by
+// "apply again": the journal, written before the first change, names the
+// new file, and that name wins over the files journaled.
+func TestInterruptedMoveKeepsTheNewName(t *testing.T) {
+	st := journal.New()
+	st.Files["/img/etc/sysctl.d/60-hostprep.conf"] = &journal.File{}
+	st.Files["/img/etc/sysctl.d/zz-hostprep.conf"] = &journal.File{}
+	st.PersistName = "zz-hostprep.conf"
+	if got := (Env{Root: "/img"}).keepPersistName(st).PersistName; got != "zz-hostprep.conf" {
+		t.Errorf("persist name with two journaled files = %q, want the journal's zz-hostprep.conf", got)
+	}
+	st.PersistName = ""
+	delete(st.Files, "/img/etc/sysctl.d/60-hostprep.conf")
+	if got := (Env{Root: "/img"}).keepPersistName(st).PersistName; got != "zz-hostprep.conf" {
+		t.Errorf("persist name of an older journal with one file = %q, want zz-hostprep.conf", got)
+	}
+	if got := (Env{Root: "/img", PersistName: "b.conf"}).keepPersistName(st).PersistName; got != "b.conf" {
+		t.Errorf("a given --persist-name is replaced by the journal's: %q", got)
+	}
 }

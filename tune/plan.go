@@ -637,6 +637,11 @@ func (pl *Plan) checkBoot(p *profiles.Profile, st *journal.State) error {
 		modes[k] = string(s.Mode)
 	}
 	owned := ownedFiles(pl.env, st)
+	for _, f := range pl.files {
+		if f.retire != nil { // restored to its original: no longer hostprep's at boot
+			delete(owned, pl.env.relPath(f.path))
+		}
+	}
 	owned[pl.env.sysctlConf()] = true
 	items, err := bootItems(pl.env, pl.persisted, modes, overlayOf(pl.env, pl.files), owned)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/hostprep/hostprep/tune/files"
@@ -164,6 +165,11 @@ type State struct {
 	// /srv/image/etc/...; read on the booted image (root /) the paths are
 	// rebased to /etc/....
 	Root string `json:"root,omitempty"`
+	// PersistName is the name of hostprep's sysctl.d file as of the last
+	// apply (written before its first change, so an interrupted apply
+	// that moves the file is finished under the new name); "" in a
+	// journal from before names were remembered.
+	PersistName string `json:"persist_name,omitempty"`
 }
 
 // New returns an empty state.
@@ -281,6 +287,9 @@ func (s *State) validate() error {
 		if !filepath.IsAbs(d) || filepath.Clean(d) != d {
 			return fmt.Errorf("directory %q: not an absolute clean path", d)
 		}
+	}
+	if n := s.PersistName; n != "" && (strings.ContainsAny(n, "/\x00") || strings.HasPrefix(n, ".") || !strings.HasSuffix(n, ".conf")) {
+		return fmt.Errorf("persist_name %q: not a plain *.conf file name", n)
 	}
 	return nil
 }
