@@ -11,6 +11,7 @@ import (
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/plural"
+	"github.com/hostprep/hostprep/profiles"
 	"github.com/hostprep/hostprep/tune/boot"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
@@ -43,6 +44,9 @@ type BootItem struct {
 	OK bool `json:"ok"`
 	// Problem says why not, naming the file and line that win, and the fix.
 	Problem string `json:"problem,omitempty"`
+	// hard is a nofile limit's hard value in force at boot
+	// (boot.Unlimited when none or unlimited).
+	hard uint64
 }
 
 // persistHint suggests a --persist-name that sorts after the file that
@@ -57,6 +61,35 @@ func persistHint(env Env, loader boot.Loader, win boot.ConfFile) string {
 		name = "z" + name
 	}
 	return fmt.Sprintf(", or apply again with --persist-name %s (%s) so hostprep's file is read after %s", name, env.suggest("apply", "--profile", "PROFILE", "--persist-name", name), path.Base(win.Path))
+}
+
+// numberAtBoot is the numeric key (fs.nr_open, fs.file-max) after the
+// next boot of the tree under root, as if the files in overlay had its
+// bytes: the value the file that wins sets (read as the kernel reads it,
+// base 0: 0x300000 is 3145728) and "FILE:LINE sets it at boot"; a value
+// the kernel refuses (outside profiles.KernelBounds: fs.nr_open above
+// 2147483584) leaves the default, as does no file setting it: then def
+// and "the kernel default at boot ..." (def 0: unknown, 0 and "").
+// Errors: exitcode.Environment when a configuration file cannot be read.
+func numberAtBoot(root string, overlay map[string][]byte, key string, def uint64) (uint64, string, error) {
+	s, err := boot.ReadSysctlOverlay(root, boot.DetectLoader(root), overlay)
+	if err != nil {
+		return 0, "", exitcode.Environmentf("tune: boot configuration: %v", err)
+	}
+	why := "no sysctl file sets it"
+	if set, ok := s.Lookup(key); ok {
+		v := strings.TrimSpace(set.Value)
+		n, err := strconv.ParseUint(v, 0, 64)
+		refused := profiles.CheckBounds(key, strconv.FormatUint(n, 10), "")
+		if err == nil && len(refused) == 0 {
+			return n, set.Where() + " sets it at boot", nil
+		}
+		why = fmt.Sprintf("%s sets %s, which the kernel refuses", set.Where(), v)
+	}
+	if def == 0 {
+		return 0, "", nil
+	}
+	return def, "the kernel default at boot (" + why + ")", nil
 }
 
 // anyUser is a user name in no group, so that only "*" lines apply to it:
@@ -141,7 +174,31 @@ func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, ov
 	return out, nil
 }
 
+// bootLimitItems checks every nofile limit hostprep persisted against the
+// boot that follows (limitItems), and each hard one in force then against
+// fs.nr_open then: setrlimit refuses more (EPERM), so pam_limits fails
+// the login and systemd sets a lower limit than the one written.
 func bootLimitItems(env Env, per journal.Persisted, overlay map[string][]byte) ([]BootItem, error) {
+	out, err := limitItems(env, per, overlay)
+	if err != nil {
+		return nil, err
+	}
+	nrOpen, nrFrom, err := numberAtBoot(env.bootRoot(), overlay, keyNrOpen, defaultNrOpen)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if it := &out[i]; it.hard != boot.Unlimited && it.hard > nrOpen {
+			it.OK = false
+			it.Problem = fmt.Sprintf("%s: hard nofile %d at boot is above fs.nr_open %d after the next boot (%s): setrlimit refuses it, so logins fail (\"Could not set limit\") and services do not get it; raise fs.nr_open (a profile's `fs.nr_open: {value: \"%d\", mode: at-least}`) or lower the limit", it.Limit, it.hard, nrOpen, nrFrom, it.hard)
+		}
+	}
+	return out, nil
+}
+
+// limitItems compares each nofile limit hostprep persisted with what
+// pam_limits and systemd give at the next boot.
+func limitItems(env Env, per journal.Persisted, overlay map[string][]byte) ([]BootItem, error) {
 	root := env.bootRoot()
 	var out []BootItem
 	if n := per.Nofile; n != nil {
@@ -196,7 +253,10 @@ func fmtRlimit(v uint64) string {
 // hostprep wrote in files.LimitsConf; the problem says whether hostprep's
 // file is missing, was edited, or another line wins.
 func limitItem(env Env, name string, want journal.Limit, soft, hard boot.LimitValue) BootItem {
-	it := BootItem{Limit: name, Want: fmtLimit(want.Soft, want.Hard), OK: true}
+	it := BootItem{Limit: name, Want: fmtLimit(want.Soft, want.Hard), OK: true, hard: boot.Unlimited}
+	if hard.Set {
+		it.hard = hard.Value
+	}
 	s, h := "inherited", "inherited"
 	if soft.Set {
 		s = fmtRlimit(soft.Value)
@@ -233,7 +293,7 @@ func limitItem(env Env, name string, want journal.Limit, soft, hard boot.LimitVa
 // hidden) and a default or another file in force, hostprep's own drop-in
 // with other bytes, or a file read after it.
 func systemdItem(env Env, name, own string, read []boot.ConfFile, want journal.Limit, got boot.NofileSetting) BootItem {
-	it := BootItem{Limit: name, Want: fmtLimit(want.Soft, want.Hard), OK: true, Boot: BootValue{Value: got.String()}}
+	it := BootItem{Limit: name, Want: fmtLimit(want.Soft, want.Hard), OK: true, Boot: BootValue{Value: got.String()}, hard: got.Hard}
 	if got.Set {
 		it.Boot.File, it.Boot.Line = got.File.Name(), got.Line
 	}

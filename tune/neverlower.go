@@ -82,6 +82,13 @@ func (pl *Plan) neverLower(per *journal.Persisted, services bool, nrOpen uint64)
 // nrOpen, fs.nr_open): hostprep writes numbers, never lower than that.
 func (pl *Plan) keep(want *journal.Limit, now nofileNow, nrOpen uint64, file, who string) {
 	soft, hard, how := resolveUnlimited(now.soft, now.hard, nrOpen)
+	if hard > nrOpen {
+		// A limit above fs.nr_open cannot be set (setrlimit: EPERM): it is
+		// not the host's to keep, and hostprep's file (read later) replaces
+		// it with the most that can be set.
+		pl.Warnings = append(pl.Warnings, fmt.Sprintf("%s: %s sets hard nofile %d for %s, above fs.nr_open %d: setrlimit refuses it, so those logins or services fail to get it; hostprep keeps at most %d", file, now.from, hard, who, nrOpen, nrOpen))
+		hard, soft = nrOpen, min(soft, nrOpen)
+	}
 	var kept []string
 	if hard > want.Hard {
 		kept = append(kept, fmt.Sprintf("hard %d (the profile asks for %d)", hard, want.Hard))

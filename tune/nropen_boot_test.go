@@ -1,7 +1,9 @@
 package tune
 
 import (
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
@@ -49,6 +51,12 @@ func TestNofileFitsUnderNrOpenAtBoot(t *testing.T) {
 		{"image: its sysctl.d raises nr_open", func(t *testing.T) Env {
 			return image(t, map[string]string{"/usr/lib/sysctl.d/50-nr.conf": "fs.nr_open = 4194304\n"})
 		}, 2000000, false, nil},
+		{"image: a value the kernel refuses leaves the default", func(t *testing.T) Env {
+			return image(t, map[string]string{"/etc/sysctl.d/10-x.conf": "fs.nr_open = 2147483647\n"})
+		}, 2000000, true, []string{"which the kernel refuses", "1048576"}},
+		{"image: a hex value, read as the kernel reads it", func(t *testing.T) Env {
+			return image(t, map[string]string{"/etc/sysctl.d/10-x.conf": "fs.nr_open = 0x300000\n"})
+		}, 2000000, false, nil},
 		{"image: no file, kernel default", func(t *testing.T) Env {
 			return image(t, map[string]string{"/etc/hostname": "img\n"})
 		}, 2000000, true, []string{"kernel default at boot", "1048576"}},
@@ -63,5 +71,43 @@ func TestNofileFitsUnderNrOpenAtBoot(t *testing.T) {
 			}
 			wantCode(t, err, exitcode.BadInput, append(c.mentions, "limits.nofile", "fs.nr_open")...)
 		})
+	}
+}
+
+// After an apply, verify --boot checks every hard nofile in force at boot
+// against fs.nr_open at boot: a removed file that raised fs.nr_open leaves
+// limits that logins cannot get, and verify --boot fails naming them.
+func TestVerifyBootChecksNofileAgainstNrOpen(t *testing.T) {
+	img := filepath.Join(t.TempDir(), "img")
+	testenv.WriteTree(t, img, map[string]string{"/etc/sysctl.d/10-x.conf": "fs.nr_open = 3000000\n"})
+	env := Env{Root: img, Image: true, SkipPrivilegeCheck: true}
+	_, err := Apply(t.Context(), &profiles.Profile{Name: "big", Limits: profiles.Limits{Nofile: &profiles.Limit{Soft: 1024, Hard: 2000000}}}, Options{Env: env})
+	must(t, err)
+	if _, err := VerifyBoot(env); err != nil {
+		t.Fatalf("verify --boot with fs.nr_open raised at boot: %v", err)
+	}
+	must(t, os.Remove(filepath.Join(img, "etc/sysctl.d/10-x.conf")))
+	bs, err := VerifyBoot(env)
+	wantCode(t, err, exitcode.Failed)
+	for _, it := range bs.Items {
+		if it.Limit != "" && (it.OK || !strings.Contains(it.Problem, "above fs.nr_open 1048576")) {
+			t.Errorf("%s: ok %v, problem %q; want it failing on fs.nr_open", it.Limit, it.OK, it.Problem)
+		}
+	}
+}
+
+// "Never lower" does not copy a limit the host cannot set: a limits.conf
+// hard nofile above fs.nr_open is kept only up to fs.nr_open, with a
+// warning naming the line.
+func TestNeverLowerStopsAtNrOpen(t *testing.T) {
+	h := newHost(t, nil)
+	h.layFiles(map[string]string{"/etc/security/limits.conf": "* hard nofile 2500000\nroot hard nofile 2500000\n"})
+	pl, err := NewPlan(&profiles.Profile{Name: "n", Limits: profiles.Limits{Nofile: &profiles.Limit{Soft: 1024, Hard: 65536}}}, h.env)
+	must(t, err)
+	if n := pl.persisted.Nofile; n == nil || n.Hard != 1048576 {
+		t.Errorf("planned nofile %+v, want hard kept at fs.nr_open 1048576, not the host's 2500000", n)
+	}
+	if w := strings.Join(pl.Warnings, "\n"); !strings.Contains(w, "limits.conf:1 sets hard nofile 2500000") || !strings.Contains(w, "above fs.nr_open 1048576") {
+		t.Errorf("warnings:\n%s", w)
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/profiles"
-	"github.com/hostprep/hostprep/tune/boot"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
 	"github.com/hostprep/hostprep/tune/sysctl"
@@ -456,22 +455,13 @@ func (pl *Plan) effective(key string, targets map[string]target, def uint64) (ui
 }
 
 // atBoot is key's value after the next boot as the sysctl configuration
-// under the root says (a number, and "FILE:LINE sets it at boot"), else
-// def and "the kernel default at boot" (def 0: unknown, "").
+// under the root says (numberAtBoot), with "; the profile does not set it".
 func (pl *Plan) atBoot(key string, def uint64) (uint64, string, error) {
-	s, err := boot.ReadSysctl(pl.env.bootRoot())
-	if err != nil {
-		return 0, "", exitcode.Environmentf("tune: boot configuration: %v", err)
+	n, from, err := numberAtBoot(pl.env.bootRoot(), nil, key, def)
+	if err != nil || from == "" {
+		return n, from, err
 	}
-	if set, ok := s.Lookup(key); ok {
-		if n, err := strconv.ParseUint(strings.TrimSpace(set.Value), 10, 64); err == nil {
-			return n, set.Where() + " sets it at boot; the profile does not set it", nil
-		}
-	}
-	if def == 0 {
-		return 0, "", nil
-	}
-	return def, "the kernel default at boot; the profile does not set it and no sysctl file does", nil
+	return n, from + "; the profile does not set it", nil
 }
 
 // planFiles merges the profile's persistent settings into what earlier
