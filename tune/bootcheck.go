@@ -303,9 +303,20 @@ func systemdItem(env Env, name, own string, read []boot.ConfFile, want journal.L
 	it.OK = false
 	head := fmt.Sprintf("%s: after a reboot systemd uses %s from %s, below the %s hostprep wrote", name, got.String(), got.Where(), it.Want)
 	again := env.suggest("apply", "--profile", "PROFILE")
+	// A file of the same name in a directory read first (system.control,
+	// /run) hides hostprep's: that file is not hostprep's to remove.
+	hider := slices.IndexFunc(read, func(f boot.ConfFile) bool {
+		return f.Path != own && path.Base(f.Path) == path.Base(own) && path.Base(path.Dir(f.Path)) == path.Base(path.Dir(own))
+	})
 	switch {
+	case hider >= 0:
+		masked := ""
+		if read[hider].Masked {
+			masked = " (a link to /dev/null: a mask)"
+		}
+		it.Problem = fmt.Sprintf("%s: hostprep's drop-in %s is hidden by %s%s, which systemd reads instead (same name, a directory with precedence); hostprep never edits a file it does not own: remove that file", head, own, read[hider].Path, masked)
 	case !slices.ContainsFunc(read, func(f boot.ConfFile) bool { return f.Path == own && !f.Masked }):
-		it.Problem = fmt.Sprintf("%s: hostprep's drop-in %s is not read (removed, masked with a link to /dev/null, or hidden by a file of the same name in an earlier unit directory); %s writes it again", head, own, again)
+		it.Problem = fmt.Sprintf("%s: hostprep's drop-in %s is not read (removed, or masked with a link to /dev/null); %s writes it again", head, own, again)
 	case got.File.Path == own:
 		it.Problem = fmt.Sprintf("%s: hostprep's drop-in was edited; %s writes it again", head, again)
 	default:

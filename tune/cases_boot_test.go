@@ -363,6 +363,11 @@ func TestSystemdDropInProblemsNameTheCause(t *testing.T) {
 		{"removed", func(h *fakeHost) {
 			must(t, os.Remove(filepath.Join(h.root, own)))
 		}, []string{"is not read", "removed", "hostprep tune apply"}, "sorts after"},
+		{"hidden by a mask in system.control", func(h *fakeHost) {
+			path := filepath.Join(h.root, "/etc/systemd/system.control/emqx.service.d/60-hostprep.conf")
+			must(t, os.MkdirAll(filepath.Dir(path), 0o755))
+			must(t, os.Symlink("/dev/null", path))
+		}, []string{"hidden by /etc/systemd/system.control/emqx.service.d/60-hostprep.conf", "a mask", "remove that file"}, "hostprep tune apply"},
 		{"edited", func(h *fakeHost) {
 			h.layFiles(map[string]string{own: "[Service]\nLimitNOFILE=4096\n"})
 		}, []string{"from " + own + ":2", "hostprep's drop-in was edited", "hostprep tune apply"}, "not read"},

@@ -2,10 +2,12 @@ package tune
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/tune/boot"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
 )
@@ -34,7 +36,26 @@ func (pl *Plan) sysctlDWants(per journal.Persisted) []fileWant {
 		v := per.Sysctl[k]
 		lines[i] = files.SysctlLine{Key: k, Value: v.Value, Optional: v.Optional, Comment: v.Comment}
 	}
+	pl.warnHidden(pl.env.sysctlConf())
 	return []fileWant{{path: pl.env.sysctlConf(), data: files.RenderSysctl(pl.profiles, lines)}}
+}
+
+// warnHidden warns when hostprep's sysctl.d file (rel, under /etc) would
+// hide a file of the same name in a later sysctl.d directory
+// (/usr/lib/sysctl.d/99-vendor.conf for --persist-name 99-vendor.conf):
+// systemd-sysctl and sysctl --system read only the first of a name
+// (sysctl.d(5)), so none of that file's settings apply at boot any more.
+func (pl *Plan) warnHidden(rel string) {
+	name := filepath.Base(rel)
+	for _, d := range boot.SysctlDirs {
+		other := filepath.Join(d, name)
+		if other == rel {
+			continue
+		}
+		if fi, err := os.Lstat(pl.env.path(other)); err == nil && !fi.IsDir() {
+			pl.Warnings = append(pl.Warnings, fmt.Sprintf("%s hides %s (same name; sysctl.d(5) reads only the first of a name, /etc first), so none of that file's settings apply at boot; choose another --persist-name", rel, other))
+		}
+	}
 }
 
 // retireSysctlD plans taking back hostprep's sysctl.d files written under

@@ -155,3 +155,17 @@ func TestInterruptedMoveKeepsTheNewName(t *testing.T) {
 		t.Errorf("a given --persist-name is replaced by the journal's: %q", got)
 	}
 }
+
+// A --persist-name equal to a vendor file's name in a later sysctl.d
+// directory hides that file at boot (only the first of a name is read):
+// the plan warns naming it.
+func TestPersistNameHidingAVendorFileWarns(t *testing.T) {
+	h := newHost(t, nil)
+	h.layFiles(map[string]string{"/usr/lib/sysctl.d/99-vendor.conf": "vm.swappiness = 60\n"})
+	h.env.PersistName = "99-vendor.conf"
+	pl, err := NewPlan(&profiles.Profile{Name: "s", Sysctl: map[string]profiles.Sysctl{"net.core.somaxconn": {Value: "8192", Mode: profiles.AtLeast}}}, h.env)
+	must(t, err)
+	if w := strings.Join(pl.Warnings, "\n"); !strings.Contains(w, "/etc/sysctl.d/99-vendor.conf hides /usr/lib/sysctl.d/99-vendor.conf") {
+		t.Errorf("no warning that hostprep's file hides the vendor's:\n%s", w)
+	}
+}
