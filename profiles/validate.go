@@ -113,6 +113,15 @@ func (p *Profile) Validate() error {
 	return exitcode.New(exitcode.BadInput, ve)
 }
 
+// setAt is " set at FILE:LINE:COL" (or " set at --set k=v") for the
+// profile field at path, or " in the profile" for a profile built in code.
+func (c *checker) setAt(path ...string) string {
+	if pos := c.p.at(path...); pos.valid() {
+		return " set at " + pos.String()
+	}
+	return " in the profile"
+}
+
 // ValidationError is what Validate found wrong with a profile.
 type ValidationError struct {
 	// Problems are one line each ("p.yaml:3:5: reserve_ports[0] 0: ..."),
@@ -407,8 +416,8 @@ func (c *checker) limits() {
 			continue
 		}
 		if hasNrOpen && nl.l.Hard > uint64(max(nrOpen, 0)) {
-			c.addDerived(hard, "%s hard %d is above fs.nr_open %d set at %s; the kernel caps RLIMIT_NOFILE at fs.nr_open (setrlimit fails, pam_limits logs \"Could not set limit\"), so raise fs.nr_open to at least %d or lower the hard limit to %d",
-				name, nl.l.Hard, nrOpen, c.p.at("sysctl", "fs.nr_open", "value"), nl.l.Hard, nrOpen)
+			c.addDerived(hard, "%s hard %d is above fs.nr_open %d%s; the kernel caps RLIMIT_NOFILE at fs.nr_open (setrlimit fails, pam_limits logs \"Could not set limit\"), so raise fs.nr_open to at least %d or lower the hard limit to %d",
+				name, nl.l.Hard, nrOpen, c.setAt("sysctl", "fs.nr_open", "value"), nl.l.Hard, nrOpen)
 			continue
 		}
 		if !hasNrOpen && nl.l.Hard > NrOpenMax {
@@ -416,8 +425,8 @@ func (c *checker) limits() {
 			continue
 		}
 		if hasFileMax && nl.l.Hard > uint64(max(fileMax, 0)) {
-			c.addDerived(hard, "%s hard %d is above fs.file-max %d set at %s; one process could exhaust the system-wide file table, so raise fs.file-max to at least %d or lower the hard limit",
-				name, nl.l.Hard, fileMax, c.p.at("sysctl", "fs.file-max", "value"), nl.l.Hard)
+			c.addDerived(hard, "%s hard %d is above fs.file-max %d%s; one process could exhaust the system-wide file table, so raise fs.file-max to at least %d or lower the hard limit",
+				name, nl.l.Hard, fileMax, c.setAt("sysctl", "fs.file-max", "value"), nl.l.Hard)
 		}
 	}
 	for i, u := range p.Limits.Users {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/profiles"
+	"github.com/hostprep/hostprep/tune/boot"
 	"github.com/hostprep/hostprep/tune/journal"
 	"github.com/hostprep/hostprep/tune/sysval"
 )
@@ -33,7 +34,8 @@ func modeOf(s profiles.Sysctl) string {
 }
 
 // sysctlTargets computes the value every profile key will have after the
-// apply (by its mode, from the host's value; the profile's in image mode)
+// apply (by its mode, from the host's value; in image mode from the image's
+// sysctl configuration, imageTarget)
 // and the host's current values. Errors: exitcode.BadInput naming every
 // key unknown to the kernel or out of the kernel's bounds for this
 // kernel version; exitcode.Environment when /proc/sys cannot be read.
@@ -49,10 +51,17 @@ func (pl *Plan) sysctlTargets(p *profiles.Profile) (map[string]target, map[strin
 	if !pl.env.ImageMode() {
 		kernel = pl.kernelRelease()
 	}
+	var image *boot.Sysctl // the image's sysctl configuration, in image mode
+	if pl.env.ImageMode() && len(keys) > 0 {
+		var err error
+		if image, err = boot.ReadSysctl(pl.env.bootRoot()); err != nil {
+			return nil, nil, exitcode.Environmentf("tune: boot configuration: %v", err)
+		}
+	}
 	for _, k := range keys {
 		s := p.Sysctl[k]
-		if pl.env.ImageMode() {
-			targets[k] = target{value: sysval.Normalize(s.Value), optional: s.Optional, comment: s.Comment, present: true}
+		if image != nil {
+			targets[k] = pl.imageTarget(image, k, s)
 			continue
 		}
 		cur, ok, err := pl.current(k)
@@ -83,6 +92,25 @@ func (pl *Plan) sysctlTargets(p *profiles.Profile) (map[string]target, map[strin
 		return nil, nil, exitcode.BadInputf("%s", strings.Join(errs, "\n"))
 	}
 	return targets, current, nil
+}
+
+// imageTarget is key k's target in image mode, where nothing is live: the
+// value the image's own sysctl configuration gives k at boot stands in for
+// the live value, so at-least and at-most keep an image value that
+// already satisfies the profile (hostprep's file, read later, would
+// otherwise lower it); with no file setting k, the profile's value.
+func (pl *Plan) imageTarget(image *boot.Sysctl, k string, s profiles.Sysctl) target {
+	t := target{value: sysval.Normalize(s.Value), optional: s.Optional, comment: s.Comment, present: true}
+	set, ok := image.Lookup(k)
+	if !ok || modeOf(s) == sysval.Exact {
+		return t
+	}
+	if to, err := sysval.Target(set.Value, s.Value, modeOf(s)); err == nil && to != t.value {
+		t.value = to
+		pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Persistent, Current: sysval.Normalize(set.Value),
+			Reason: fmt.Sprintf("kept at %s: the image's %s sets it, which satisfies the profile's %s %s; hostprep's file repeats it instead of lowering it", to, set.Where(), modeOf(s), sysval.Normalize(s.Value))})
+	}
+	return t
 }
 
 // missingKey handles a key this kernel does not show: skipped when

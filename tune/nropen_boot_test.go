@@ -111,3 +111,31 @@ func TestNeverLowerStopsAtNrOpen(t *testing.T) {
 		t.Errorf("warnings:\n%s", w)
 	}
 }
+
+// In image mode an at-least key keeps a higher value the image's own
+// sysctl.d sets, as a live value is kept on a host: hostprep's file is
+// read later and would otherwise lower it (fs.nr_open 3000000 to 1048576,
+// under which the image's own limits may no longer fit). Exact keys are
+// written as the profile says.
+func TestImageAtLeastKeepsTheImagesValue(t *testing.T) {
+	img := filepath.Join(t.TempDir(), "img")
+	testenv.WriteTree(t, img, map[string]string{"/etc/sysctl.d/10-x.conf": "fs.nr_open = 3000000\nnet.core.somaxconn = 65535\nvm.swappiness = 60\n"})
+	env := Env{Root: img, Image: true, SkipPrivilegeCheck: true}
+	p := &profiles.Profile{Name: "img", Sysctl: map[string]profiles.Sysctl{
+		"fs.nr_open":         {Value: "1048576", Mode: profiles.AtLeast},
+		"net.core.somaxconn": {Value: "4096", Mode: profiles.AtLeast},
+		"vm.swappiness":      {Value: "10"},
+	}}
+	_, err := Apply(t.Context(), p, Options{Env: env})
+	must(t, err)
+	conf, err := os.ReadFile(filepath.Join(img, "etc/sysctl.d/60-hostprep.conf"))
+	must(t, err)
+	for _, want := range []string{"fs.nr_open = 3000000\n", "net.core.somaxconn = 65535\n", "vm.swappiness = 10\n"} {
+		if !strings.Contains(string(conf), want) {
+			t.Errorf("hostprep's file lacks %q:\n%s", want, conf)
+		}
+	}
+	if bs, err := VerifyBoot(env); err != nil {
+		t.Errorf("verify --boot: %v %+v", err, bs)
+	}
+}
