@@ -112,6 +112,10 @@ func (r *rollbackRun) file(path string) {
 		r.failures = append(r.failures, fmt.Sprintf("%s: removing hostprep's temporary files: %v", path, err))
 		return
 	}
+	if kept := r.keepForBootNofile(path); kept != nil {
+		r.res.Kept = append(r.res.Kept, *kept)
+		return
+	}
 	ch, left, err := rollbackFile(path, r.st.Files[path])
 	switch {
 	case err != nil:
@@ -131,6 +135,29 @@ func (r *rollbackRun) file(path string) {
 		r.res.Changes = append(r.res.Changes, *ch)
 	}
 	delete(r.remaining.Files, path)
+}
+
+// keepForBootNofile returns a Kept entry when path is hostprep's sysctl.d
+// file and restoring it would leave fs.nr_open at the next boot below
+// r.need, the hard nofile a left-behind file (r.needFile) sets: the
+// runtime key may be kept, but without the file the host boots with the
+// lower fs.nr_open and logins fail to set that limit. nil otherwise.
+func (r *rollbackRun) keepForBootNofile(path string) *Skip {
+	j := r.st.Files[path]
+	if r.need == 0 || j == nil || filepath.Dir(path) != r.env.path("/etc/sysctl.d") {
+		return nil
+	}
+	var orig []byte // nil: the file goes (absent at boot)
+	if j.Existed {
+		orig = j.Original
+	}
+	n, from, err := numberAtBoot(r.env.bootRoot(), map[string][]byte{r.env.relPath(path): orig}, keyNrOpen, defaultNrOpen)
+	if err != nil || n >= r.need {
+		return nil
+	}
+	cur, _, _ := files.Read(path)
+	return &Skip{File: path, Layer: Persistent, Current: describe(cur, true),
+		Reason: fmt.Sprintf("kept because %s (left behind, edited after hostprep wrote it) sets hard nofile %d, and without this file fs.nr_open after the next boot would be %d (%s): logins and services would fail to set that limit; fix or remove that file and run %s again", r.needFile, r.need, n, from, r.env.suggest("rollback"))}
 }
 
 // rollbackFile restores an owned file byte for byte (or removes it)

@@ -9,6 +9,7 @@ import (
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/profiles"
+	"github.com/hostprep/hostprep/tune/files"
 )
 
 // A hard nofile limit hostprep writes must fit under fs.nr_open after the
@@ -137,5 +138,36 @@ func TestImageAtLeastKeepsTheImagesValue(t *testing.T) {
 	}
 	if bs, err := VerifyBoot(env); err != nil {
 		t.Errorf("verify --boot: %v %+v", err, bs)
+	}
+}
+
+// Rollback of an image keeps hostprep's sysctl.d file while a limits file
+// left behind (edited after hostprep wrote it) needs the fs.nr_open it
+// sets at boot: in an image nothing is live, so the file is the only
+// thing that raises fs.nr_open, and removing it boots the image with
+// limits logins cannot get. Once the limits file is gone, rollback
+// finishes.
+func TestImageRollbackKeepsNrOpenFileForALeftLimitsFile(t *testing.T) {
+	img := filepath.Join(t.TempDir(), "img")
+	testenv.WriteTree(t, img, map[string]string{"/etc/hostname": "img\n"})
+	env := Env{Root: img, Image: true, SkipPrivilegeCheck: true}
+	_, err := Apply(t.Context(), &profiles.Profile{Name: "big",
+		Sysctl: map[string]profiles.Sysctl{"fs.nr_open": {Value: "2097152", Mode: profiles.AtLeast}},
+		Limits: profiles.Limits{Nofile: &profiles.Limit{Soft: 1024, Hard: 524288}}}, Options{Env: env})
+	must(t, err)
+	limits := filepath.Join(img, files.LimitsConf)
+	b, err := os.ReadFile(limits)
+	must(t, err)
+	must(t, os.WriteFile(limits, []byte(strings.ReplaceAll(string(b), "524288", "2000000")), 0o644))
+	r, err := Rollback(t.Context(), env)
+	must(t, err)
+	if _, err := os.Stat(filepath.Join(img, files.SysctlConf)); err != nil || !r.JournalKept || len(r.Kept) != 1 || r.Kept[0].File == "" {
+		t.Fatalf("rollback removed the file raising fs.nr_open under a left limits file (hard 2000000): kept %+v, journal kept %v, stat %v", r.Kept, r.JournalKept, err)
+	}
+	must(t, os.Remove(limits))
+	r, err = Rollback(t.Context(), env)
+	must(t, err)
+	if _, err := os.Stat(filepath.Join(img, files.SysctlConf)); err == nil || r.JournalKept {
+		t.Errorf("second rollback, limits file gone: sysctl.d file still there (journal kept %v)", r.JournalKept)
 	}
 }

@@ -1,6 +1,7 @@
 package tune
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -30,10 +31,11 @@ type RollbackResult struct {
 	// Left are keys and files someone else changed after hostprep set
 	// them; rollback leaves them as they are (exit 0) and lists them here.
 	Left []Skip `json:"left"`
-	// Kept are fs.nr_open / fs.file-max not lowered because a limits file
-	// or systemd drop-in left behind (in Left) sets a hard nofile above
-	// the original value: lowering them would make logins and services
-	// fail to set that limit. They and that file stay in the journal, so
+	// Kept are fs.nr_open / fs.file-max not lowered, and hostprep's
+	// sysctl.d file not removed when without it fs.nr_open at the next
+	// boot would be too low, because a limits file or systemd drop-in left
+	// behind (in Left) sets a hard nofile above the original value:
+	// lowering them would make logins and services fail to set that limit. They and that file stay in the journal, so
 	// `hostprep tune rollback` finishes once the file is fixed or removed.
 	Kept []Skip `json:"kept"`
 	// JournalKept is true when the journal was kept for what is in Kept.
@@ -188,7 +190,7 @@ func (r *rollbackRun) finish() (*RollbackResult, error) {
 	if res.JournalKept {
 		r.remaining.Dirs = st.Dirs
 		if err := journal.Save(statePath, r.remaining); err != nil {
-			return res, exitcode.Environmentf("tune rollback: keeping the journal %s for %s: %v", statePath, res.Kept[0].Key, err)
+			return res, exitcode.Environmentf("tune rollback: keeping the journal %s for %s: %v", statePath, keptKeys(res.Kept), err)
 		}
 		res.Notes = append(res.Notes, fmt.Sprintf("the journal %s keeps %s and %s: fix or remove that file, then run %s again to finish", statePath, keptKeys(res.Kept), r.needFile, r.env.suggest("rollback")))
 	}
@@ -201,6 +203,10 @@ func (r *rollbackRun) keepNeededFiles() {
 	res, st := r.res, r.st
 	for f, n := range r.keepFiles {
 		for _, k := range res.Kept {
+			if k.Key == "" { // hostprep's sysctl.d file, kept for the boot's fs.nr_open
+				r.remaining.Files[f] = st.Files[f]
+				continue
+			}
 			if orig, err := strconv.ParseUint(strings.TrimSpace(st.Keys[k.Key].Original), 10, 64); err == nil && n > orig {
 				r.remaining.Files[f] = st.Files[f]
 			}
@@ -232,7 +238,7 @@ func (r *rollbackRun) removeDirs(created []string) {
 func keptKeys(ks []Skip) string {
 	var names []string
 	for _, k := range ks {
-		names = append(names, k.Key)
+		names = append(names, cmp.Or(k.Key, k.File))
 	}
 	return strings.Join(names, " and ")
 }
