@@ -132,7 +132,16 @@ func load(ref string, allowFiles bool) (*Profile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return l.finish(root, name)
+	p, err := l.finish(root, name)
+	if err == nil && allowFiles {
+		p.Source = ref
+		if !IsBuiltin(ref) {
+			if abs, aerr := filepath.Abs(ref); aerr == nil {
+				p.Source = abs
+			}
+		}
+	}
+	return p, err
 }
 
 func looksLikePath(ref string) bool {

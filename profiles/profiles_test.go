@@ -80,7 +80,10 @@ func TestBuiltins(t *testing.T) {
 			if err != nil {
 				t.Fatalf("re-parsing show output: %v\n%s", err, y)
 			}
-			back.src, p.src = nil, nil
+			if p.Source != n {
+				t.Errorf("Source = %q, want the built-in name %q", p.Source, n)
+			}
+			back.src, p.src, p.Source = nil, nil, ""
 			if !reflect.DeepEqual(back, p) {
 				t.Errorf("round trip differs:\n%+v\n%+v", back, p)
 			}

@@ -204,6 +204,11 @@ type Probes struct {
 type Profile struct {
 	// Name is the built-in name or the file's base name without extension.
 	Name string `yaml:"name,omitempty" json:"name"`
+	// Source is what Load was given to find it: the built-in name, or
+	// the file's absolute path, so that a command suggested later (apply
+	// again) names it the way --profile takes it; "" for Parse and for a
+	// profile built in code.
+	Source string `yaml:"-" json:"-"`
 	// Description says what the profile is for and where its numbers come from.
 	Description string `yaml:"description,omitempty" json:"description,omitempty"`
 	// Include lists profiles (built-in names or paths relative to this

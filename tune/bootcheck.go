@@ -60,7 +60,7 @@ func persistHint(env Env, loader boot.Loader, win boot.ConfFile) string {
 	for name <= path.Base(win.Path) {
 		name = "z" + name
 	}
-	return fmt.Sprintf(", or apply again with --persist-name %s (%s) so hostprep's file is read after %s", name, env.suggest("apply", "--profile", "PROFILE", "--persist-name", name), path.Base(win.Path))
+	return fmt.Sprintf(", or apply again with --persist-name %s (%s) so hostprep's file is read after %s", name, env.reapply("--persist-name", name), path.Base(win.Path))
 }
 
 // numberAtBoot is the numeric key (fs.nr_open, fs.file-max) after the
@@ -157,10 +157,10 @@ func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, ov
 			it.Problem = fmt.Sprintf("sysctl %s: after a reboot %s sets %s (%s reads it after hostprep's file), so the host boots with %s, not %s; hostprep never edits a file it does not own: change or remove that line%s", k, set.Where(), sysval.Normalize(set.Value), loader, sysval.Normalize(set.Value), want, persistHint(env, loader, set.File))
 		case !sysval.Satisfies(set.Value, want, mode) && path.Dir(set.File.Path) == "/etc/sysctl.d" && set.File.Path != env.sysctlConf():
 			it.OK = false
-			it.Problem = fmt.Sprintf("sysctl %s: %s sets %s, not %s: it is hostprep's file from an apply under --persist-name %s, read after %s at boot; %s takes it back and keeps the name %s", k, set.Where(), sysval.Normalize(set.Value), want, path.Base(set.File.Path), path.Base(env.sysctlConf()), env.suggest("apply", "--profile", "PROFILE"), path.Base(env.sysctlConf()))
+			it.Problem = fmt.Sprintf("sysctl %s: %s sets %s, not %s: it is hostprep's file from an apply under --persist-name %s, read after %s at boot; %s takes it back and keeps the name %s", k, set.Where(), sysval.Normalize(set.Value), want, path.Base(set.File.Path), path.Base(env.sysctlConf()), env.reapply(), path.Base(env.sysctlConf()))
 		case !sysval.Satisfies(set.Value, want, mode):
 			it.OK = false
-			it.Problem = fmt.Sprintf("sysctl %s: %s sets %s, not the %s hostprep wrote (the file was edited); %s writes it again", k, set.Where(), sysval.Normalize(set.Value), want, env.suggest("apply", "--profile", "PROFILE"))
+			it.Problem = fmt.Sprintf("sysctl %s: %s sets %s, not the %s hostprep wrote (the file was edited); %s writes it again", k, set.Where(), sysval.Normalize(set.Value), want, env.reapply())
 		}
 		if m := boot.ModuleFor(k); m != "" && it.OK {
 			if _, loaded := mods[m]; !loaded {
@@ -275,10 +275,10 @@ func limitItem(env Env, name string, want journal.Limit, soft, hard boot.LimitVa
 	switch {
 	case !soft.Set || !hard.Set:
 		it.OK = false
-		it.Problem = fmt.Sprintf("%s: pam_limits sets no nofile for it (soft %s, hard %s): hostprep's %s is missing, unreadable or edited; %s writes it again", name, s, h, files.LimitsConf, env.suggest("apply", "--profile", "PROFILE"))
+		it.Problem = fmt.Sprintf("%s: pam_limits sets no nofile for it (soft %s, hard %s): hostprep's %s is missing, unreadable or edited; %s writes it again", name, s, h, files.LimitsConf, env.reapply())
 	case (hard.Value < want.Hard || soft.Value < want.Soft) && win.File.Path == files.LimitsConf:
 		it.OK = false
-		it.Problem = fmt.Sprintf("%s: new login sessions get nofile %s:%s, below the %s hostprep wrote: hostprep's %s was edited (line %d); %s writes it again", name, s, h, it.Want, files.LimitsConf, win.Line, env.suggest("apply", "--profile", "PROFILE"))
+		it.Problem = fmt.Sprintf("%s: new login sessions get nofile %s:%s, below the %s hostprep wrote: hostprep's %s was edited (line %d); %s writes it again", name, s, h, it.Want, files.LimitsConf, win.Line, env.reapply())
 	case hard.Value < want.Hard || soft.Value < want.Soft:
 		it.OK = false
 		it.Problem = fmt.Sprintf("%s: new login sessions get nofile %s:%s, below the %s hostprep wrote: %s line %q wins (a user line beats @group beats *, and a later file beats an earlier one); hostprep never edits a file it does not own: change or remove that line", name, s, h, it.Want, win.Where(), win.Domain)
@@ -302,7 +302,7 @@ func systemdItem(env Env, name, own string, read []boot.ConfFile, want journal.L
 	}
 	it.OK = false
 	head := fmt.Sprintf("%s: after a reboot systemd uses %s from %s, below the %s hostprep wrote", name, got.String(), got.Where(), it.Want)
-	again := env.suggest("apply", "--profile", "PROFILE")
+	again := env.reapply()
 	// A file of the same name in a directory read first (system.control,
 	// /run) hides hostprep's: that file is not hostprep's to remove.
 	hider := slices.IndexFunc(read, func(f boot.ConfFile) bool {
@@ -387,7 +387,7 @@ func VerifyBoot(env Env) (*BootStatus, error) {
 		return bs, nil
 	}
 	bs.Applied = true
-	env = env.keepPersistName(st)
+	env = env.keepPersistName(st).withLastApply(st)
 	modes := map[string]string{}
 	for k, j := range st.Keys {
 		modes[k] = j.Mode

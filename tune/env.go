@@ -21,6 +21,7 @@
 package tune
 
 import (
+	"cmp"
 	"errors"
 	"io/fs"
 	"os"
@@ -68,6 +69,9 @@ type Env struct {
 	// Backend overrides the sysctl backend built from ProcSys (tests wrap
 	// it to inject a kernel refusal).
 	Backend sysctl.Backend
+	// profileRef is the --profile a suggested "apply again" repeats: the
+	// profile being planned, or the journal's last apply (see reapply).
+	profileRef string
 	// PersistName is the basename of hostprep's sysctl.d file ("" =
 	// 60-hostprep.conf); a name that sorts after another file's lets
 	// hostprep's values win at boot (--persist-name).
@@ -348,6 +352,21 @@ func (e Env) suggest(verb string, args ...string) string {
 		}
 	}
 	return "`" + strings.Join(cmd, " ") + "`"
+}
+
+// reapply is the suggested command that applies the profile again
+// (suggest "apply --profile REF ARGS..."), naming it as --profile takes
+// it; PROFILE when unknown (a profile built in code).
+func (e Env) reapply(args ...string) string {
+	return e.suggest("apply", append([]string{"--profile", cmp.Or(e.profileRef, "PROFILE")}, args...)...)
+}
+
+// withLastApply is e with profileRef set from the journal's last apply.
+func (e Env) withLastApply(st *journal.State) Env {
+	if st != nil && len(st.Applies) > 0 {
+		e.profileRef = st.Applies[len(st.Applies)-1].Source
+	}
+	return e
 }
 
 // shellQuote returns s as one POSIX shell word: unchanged when it holds

@@ -138,3 +138,30 @@ func TestShellQuote(t *testing.T) {
 		}
 	}
 }
+
+// Advice to apply again names the profile the way --profile took it (the
+// file's absolute path), not the profile's name, which --profile does not
+// resolve for a file; the journal keeps it for status and verify.
+func TestAdviceNamesTheProfileFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "s1.yaml")
+	must(t, os.WriteFile(file, []byte("name: s1\nsysctl:\n  net.core.somaxconn: {value: \"8192\", mode: at-least}\n"), 0o644))
+	p, err := profiles.Load(file, nil)
+	must(t, err)
+	img := filepath.Join(dir, "img")
+	must(t, os.MkdirAll(img, 0o755))
+	env := Env{Root: img, Image: true, SkipPrivilegeCheck: true}
+	_, err = Apply(t.Context(), p, Options{Env: env})
+	must(t, err)
+	conf := filepath.Join(img, "etc/sysctl.d/60-hostprep.conf")
+	b, err := os.ReadFile(conf)
+	must(t, err)
+	must(t, os.WriteFile(conf, append(b, "net.core.somaxconn = 10\n"...), 0o644))
+	_, _, verr := Verify(nil, env)
+	_, berr := VerifyBoot(env)
+	for _, err := range []error{verr, berr} {
+		if err == nil || !strings.Contains(err.Error(), "`hostprep tune apply --profile "+file+" --root ") {
+			t.Errorf("advice does not name the profile file %s: %v", file, err)
+		}
+	}
+}

@@ -255,6 +255,7 @@ func PlanFor(p *profiles.Profile, opts Options) (*Plan, error) {
 		st = journal.New()
 	}
 	env = env.keepPersistName(st)
+	env.profileRef = p.Source
 	pl.env = env
 	if !env.ImageMode() {
 		b, err := env.backend()
