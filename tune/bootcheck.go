@@ -203,14 +203,19 @@ func limitItems(env Env, per journal.Persisted, overlay map[string][]byte) ([]Bo
 	var out []BootItem
 	if n := per.Nofile; n != nil {
 		for _, u := range per.NofileUsers {
-			sim := u
+			var b boot.Nofile
+			var err error
 			switch {
 			case u == "*":
-				sim = anyUser
-			case len(u) > 0 && (u[0] == '@' || u[0] == '%'):
-				continue // a group: no single user stands for it
+				b, err = boot.NofileOverlay(root, anyUser, overlay)
+			case strings.HasPrefix(u, "@") && !strings.Contains(u, ":"):
+				// A member of the group with no line of its own.
+				b, err = boot.NofileForGroupsOverlay(root, anyUser, []string{u[1:]}, overlay)
+			case strings.HasPrefix(u, "%") || strings.Contains(u, ":"):
+				continue // maxlogins domains and uid/gid ranges: no single user stands for them
+			default:
+				b, err = boot.NofileOverlay(root, u, overlay)
 			}
-			b, err := boot.NofileOverlay(root, sim, overlay)
 			if err != nil {
 				return nil, err
 			}

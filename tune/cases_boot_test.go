@@ -423,3 +423,18 @@ func TestEditedLimitsFileIsNamedAsHostpreps(t *testing.T) {
 		t.Errorf("problems:\n%s", got)
 	}
 }
+
+// The @group lines hostprep writes are checked at boot like "*" and user
+// lines: a later file's @adm line below hostprep's wins for the group's
+// members and verify --boot fails naming it.
+func TestGroupLimitsAreCheckedAtBoot(t *testing.T) {
+	h := newHost(t, nil)
+	_, err := h.apply(&profiles.Profile{Name: "g", Limits: profiles.Limits{Users: []string{"@adm"}, Nofile: &profiles.Limit{Soft: 1024, Hard: 524288}}})
+	must(t, err)
+	if bs, err := VerifyBoot(h.env); err != nil || len(bs.Items) != 1 || bs.Items[0].Limit != "limits.d nofile for @adm" {
+		t.Fatalf("verify --boot right after the apply: %v %+v", err, bs)
+	}
+	h.layFiles(map[string]string{"/etc/security/limits.d/90-local.conf": "@adm hard nofile 4096\n"})
+	_, err = VerifyBoot(h.env)
+	wantCode(t, err, exitcode.Failed, "limits.d nofile for @adm", "90-local.conf:1")
+}

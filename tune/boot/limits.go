@@ -76,11 +76,17 @@ func NofileOverlay(root, user string, overlay map[string][]byte) (Nofile, error)
 // live host, or from a recording — instead of ROOT/etc/passwd and
 // ROOT/etc/group. It reads limits.conf and limits.d only.
 func NofileForGroups(root, user string, groups []string) (Nofile, error) {
+	return NofileForGroupsOverlay(root, user, groups, nil)
+}
+
+// NofileForGroupsOverlay is NofileForGroups as if the files in overlay
+// (paths relative to root) had the given bytes (nil: absent).
+func NofileForGroupsOverlay(root, user string, groups []string, overlay map[string][]byte) (Nofile, error) {
 	set := map[string]bool{}
 	for _, g := range groups {
 		set[g] = true
 	}
-	return nofileFor(tree{root: root}, user, set)
+	return nofileFor(tree{root: root, overlay: overlay}, user, set)
 }
 
 func nofileFor(t tree, user string, groups map[string]bool) (Nofile, error) {
