@@ -2,6 +2,8 @@ package tune
 
 import (
 	"fmt"
+	"maps"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -63,6 +65,41 @@ func persistHint(env Env, loader boot.Loader, win boot.ConfFile) string {
 	return fmt.Sprintf(", or apply again with --persist-name %s (%s) so hostprep's file is read after %s", name, env.reapply("--persist-name", name), path.Base(win.Path))
 }
 
+// volatileDirs are directories boot reads that live on /run, a tmpfs
+// emptied at every boot (file-hierarchy(7)): a file there now is not there
+// after the next reboot, so it cannot make a value hold then.
+var volatileDirs = []string{"/run/sysctl.d", "/run/systemd/system.control", "/run/systemd/transient", "/run/systemd/system", "/run/systemd/system.conf.d"}
+
+// nextBoot is overlay (paths relative to root, nil: absent) with every
+// file in volatileDirs (and their drop-in directories) marked absent, as
+// the next boot finds them; overlay's own entries stay.
+func nextBoot(root string, overlay map[string][]byte) map[string][]byte {
+	out := maps.Clone(overlay)
+	if out == nil {
+		out = map[string][]byte{}
+	}
+	var mark func(rel string, depth int)
+	mark = func(rel string, depth int) {
+		ents, _ := os.ReadDir(filepath.Join(root, rel))
+		for _, e := range ents {
+			p := path.Join(rel, e.Name())
+			if e.IsDir() {
+				if depth == 0 {
+					mark(p, 1) // UNIT.d drop-in directories
+				}
+				continue
+			}
+			if _, ok := out[p]; !ok {
+				out[p] = nil
+			}
+		}
+	}
+	for _, d := range volatileDirs {
+		mark(d, 0)
+	}
+	return out
+}
+
 // numberAtBoot is the numeric key (fs.nr_open, fs.file-max) after the
 // next boot of the tree under root, as if the files in overlay had its
 // bytes: the value the file that wins sets (read as the kernel reads it,
@@ -92,6 +129,20 @@ func numberAtBoot(root string, overlay map[string][]byte, key string, def uint64
 	return def, "the kernel default at boot (" + why + ")", nil
 }
 
+// lowestAtBoot is numberAtBoot's value of key with the files now on /run
+// and without them (nextBoot), whichever is lower: a file there may or may
+// not be written again at boot, and a ceiling must hold either way.
+func lowestAtBoot(root string, overlay map[string][]byte, key string, def uint64) (uint64, string, error) {
+	n, from, err := numberAtBoot(root, overlay, key, def)
+	if err != nil {
+		return n, from, err
+	}
+	if m, mfrom, err := numberAtBoot(root, nextBoot(root, overlay), key, def); err == nil && m < n {
+		return m, mfrom + ", once the files now on /run (a tmpfs) are gone", nil
+	}
+	return n, from, nil
+}
+
 // anyUser is a user name in no group, so that only "*" lines apply to it:
 // what every ordinary login session gets.
 const anyUser = "hostprep-any-user"
@@ -105,7 +156,33 @@ func (e Env) bootRoot() string { return e.Root }
 // one persisted with it (journal.PersistedKey.Mode), else modes' (a
 // journal from before modes were persisted), else exact. Errors: exitcode.Environment when a
 // configuration file cannot be read.
+//
+// The files on /run (volatileDirs) may or may not be there after the
+// reboot: an item is OK only when it holds both with them and without
+// them; one that fails only without them says so.
 func bootItems(env Env, per journal.Persisted, modes map[string]string, overlay map[string][]byte, owned map[string]bool) ([]BootItem, error) {
+	items, err := bootItemsOnce(env, per, modes, overlay, owned)
+	if err != nil {
+		return nil, err
+	}
+	gone := nextBoot(env.bootRoot(), overlay)
+	if len(gone) == len(overlay) {
+		return items, nil // nothing on /run
+	}
+	without, err := bootItemsOnce(env, per, modes, gone, owned)
+	if err != nil {
+		return nil, err
+	}
+	for i := range items {
+		if i < len(without) && items[i].OK && !without[i].OK {
+			items[i] = without[i]
+			items[i].Problem += " (this is the boot without the files now on /run, a tmpfs emptied at every boot: they count only if something writes them again at boot)"
+		}
+	}
+	return items, nil
+}
+
+func bootItemsOnce(env Env, per journal.Persisted, modes map[string]string, overlay map[string][]byte, owned map[string]bool) ([]BootItem, error) {
 	items, err := bootSysctlItems(env, per, modes, overlay, owned)
 	if err != nil {
 		return nil, exitcode.Environmentf("tune: boot configuration: %v", err)

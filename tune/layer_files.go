@@ -151,7 +151,7 @@ func (r *rollbackRun) keepForBootNofile(path string) *Skip {
 	if j.Existed {
 		orig = j.Original
 	}
-	n, from, err := numberAtBoot(r.env.bootRoot(), map[string][]byte{r.env.relPath(path): orig}, keyNrOpen, defaultNrOpen)
+	n, from, err := lowestAtBoot(r.env.bootRoot(), map[string][]byte{r.env.relPath(path): orig}, keyNrOpen, defaultNrOpen)
 	if err != nil || n >= r.need {
 		return nil
 	}

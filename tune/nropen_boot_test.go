@@ -171,3 +171,25 @@ func TestImageRollbackKeepsNrOpenFileForALeftLimitsFile(t *testing.T) {
 		t.Errorf("second rollback, limits file gone: sysctl.d file still there (journal kept %v)", r.JournalKept)
 	}
 }
+
+// A file on /run (a tmpfs emptied at every boot) may or may not be
+// written again at boot: a limit that fits under fs.nr_open only thanks to
+// /run/sysctl.d is refused by plan, and after an apply verify --boot
+// fails for it, saying why.
+func TestRunFilesDoNotCountAsBootTruth(t *testing.T) {
+	img := filepath.Join(t.TempDir(), "img")
+	testenv.WriteTree(t, img, map[string]string{"/run/sysctl.d/10-x.conf": "fs.nr_open = 3000000\n"})
+	env := Env{Root: img, Image: true, SkipPrivilegeCheck: true}
+	big := &profiles.Profile{Name: "big", Limits: profiles.Limits{Nofile: &profiles.Limit{Soft: 1024, Hard: 2000000}}}
+	_, err := NewPlan(big, env)
+	wantCode(t, err, exitcode.BadInput, "1048576", "/run")
+
+	// Applied while an /etc file raised it, then that file is gone: the
+	// /run file alone does not make verify --boot pass.
+	testenv.WriteTree(t, img, map[string]string{"/etc/sysctl.d/10-y.conf": "fs.nr_open = 3000000\n"})
+	_, err = Apply(t.Context(), big, Options{Env: env})
+	must(t, err)
+	must(t, os.Remove(filepath.Join(img, "etc/sysctl.d/10-y.conf")))
+	_, err = VerifyBoot(env)
+	wantCode(t, err, exitcode.Failed, "above fs.nr_open 1048576", "tmpfs")
+}

@@ -458,7 +458,7 @@ func (pl *Plan) effective(key string, targets map[string]target, def uint64) (ui
 // atBoot is key's value after the next boot as the sysctl configuration
 // under the root says (numberAtBoot), with "; the profile does not set it".
 func (pl *Plan) atBoot(key string, def uint64) (uint64, string, error) {
-	n, from, err := numberAtBoot(pl.env.bootRoot(), nil, key, def)
+	n, from, err := lowestAtBoot(pl.env.bootRoot(), nil, key, def)
 	if err != nil || from == "" {
 		return n, from, err
 	}
