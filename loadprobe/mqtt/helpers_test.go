@@ -291,6 +291,16 @@ func (p *faultProxy) handle(cl net.Conn) {
 	bb := bufio.NewReader(br)
 	var timers sync.WaitGroup
 	defer timers.Wait()
+	// later writes raw to the client after d, in its own timer.
+	later := func(d time.Duration, raw []byte) {
+		timers.Add(1)
+		time.AfterFunc(d, func() {
+			defer timers.Done()
+			wmu.Lock()
+			_, _ = cl.Write(raw)
+			wmu.Unlock()
+		})
+	}
 	acks := 0
 	for { // broker -> client
 		hb, raw, _, err := readRaw(bb)
@@ -299,13 +309,7 @@ func (p *faultProxy) handle(cl net.Conn) {
 		}
 		typ := hb >> 4
 		if subscriber && typ == packets.Publish && p.deliverDelay > 0 {
-			timers.Add(1)
-			time.AfterFunc(p.deliverDelay, func() {
-				defer timers.Done()
-				wmu.Lock()
-				_, _ = cl.Write(raw)
-				wmu.Unlock()
-			})
+			later(p.deliverDelay, raw)
 			continue
 		}
 		if publisher && (typ == packets.Puback || typ == packets.Pubcomp) {
@@ -316,13 +320,7 @@ func (p *faultProxy) handle(cl net.Conn) {
 				continue
 			}
 			if p.ackDelay > 0 {
-				timers.Add(1)
-				time.AfterFunc(p.ackDelay, func() {
-					defer timers.Done()
-					wmu.Lock()
-					_, _ = cl.Write(raw)
-					wmu.Unlock()
-				})
+				later(p.ackDelay, raw)
 				continue
 			}
 		}
