@@ -399,16 +399,10 @@ func cleanupCheck(w *workload, res *Result) (verdict.Check, bool) {
 // last shard has deleted its series (a shard still running has series
 // there); a database another shard deleted first is no error.
 func dropIfEmpty(p *sessionPool, db string) error {
-	empty := false
-	err := admin(context.Background(), p, func(s *session) error {
-		ds, err := s.query("SHOW TIMESERIES " + db + ".** LIMIT 1")
-		if err != nil {
-			return err
-		}
-		defer closeData(s, ds)
-		more, err := ds.Next()
-		empty = !more
-		return err
+	empty := true
+	err := queryRows(context.Background(), p, "SHOW TIMESERIES "+db+".** LIMIT 1", func(*client.SessionDataSet) error {
+		empty = false
+		return nil
 	})
 	if gone(err) {
 		return nil
