@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/hostprep/hostprep/internal/testenv"
 )
 
 // The slot of a session that failed to open off the loop goes to the
@@ -82,11 +84,7 @@ func TestLoopFailedOpenHandsItsSlotToTheFirstWaiter(t *testing.T) {
 		t.Fatalf("b: state %d, want waiting (the only slot is a's)", b.state)
 	}
 	conn.Close() // a's open fails
-	for deadline := time.Now().Add(5 * time.Second); len(l.opens) == 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("a's open did not fail")
-		}
-	}
+	testenv.WaitFor(t, 5*time.Second, "a's open to fail", func() bool { return len(l.opens) > 0 })
 	l.begin(c, time.Now())
 	l.collect(time.Now())
 	if b.state != lOpening || c.state != lWaiting || !slices.Equal(l.waiters, []*lworker{c}) {

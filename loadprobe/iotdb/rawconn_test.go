@@ -5,12 +5,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hostprep/hostprep/internal/testenv"
 )
 
 // rawPair is a rawConn wire dialled to a loopback listener and the
@@ -83,23 +86,16 @@ func TestFillWaitsForTheWholeFrame(t *testing.T) {
 	frame := []byte{0, 0, 0, 6, 'a', 'n', 's', 'w', 'e', 'r'}
 	fillUntil := func(want bool) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for {
+		testenv.WaitFor(t, 5*time.Second, fmt.Sprintf("fill to see whole=%v", want), func() bool {
 			whole, err := w.fill()
 			if err != nil {
 				t.Fatalf("fill: %v", err)
 			}
-			if whole == want || !want && len(w.in) >= 6 {
-				if whole != want {
-					t.Fatalf("fill says whole=%v with %d bytes of a %d-byte frame", whole, len(w.in), len(frame))
-				}
-				return
+			if whole != want && !want && len(w.in) >= 6 {
+				t.Fatalf("fill says whole=%v with %d bytes of a %d-byte frame", whole, len(w.in), len(frame))
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("fill never saw whole=%v (%d bytes in)", want, len(w.in))
-			}
-			time.Sleep(time.Millisecond)
-		}
+			return whole == want && (want || len(w.in) >= 6)
+		})
 	}
 	if _, err := srv.Write(frame[:6]); err != nil { // header and 2 of 6 body bytes
 		t.Fatal(err)
@@ -118,17 +114,13 @@ func TestFillWaitsForTheWholeFrame(t *testing.T) {
 		t.Errorf("drop left %d bytes", len(w.in))
 	}
 	srv.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testenv.WaitFor(t, 5*time.Second, "fill to return io.EOF after the server closed", func() bool {
 		_, err := w.fill()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil || time.Now().After(deadline) {
+		if err != nil && !errors.Is(err, io.EOF) {
 			t.Fatalf("fill after the server closed: %v, want io.EOF", err)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return errors.Is(err, io.EOF)
+	})
 }
 
 // With queue set (the event loop's sends), a flush that the socket cannot
