@@ -339,6 +339,11 @@ func limitItem(env Env, name string, want journal.Limit, soft, hard boot.LimitVa
 	if hard.Set {
 		it.hard = hard.Value
 	}
+	if soft.Set && hard.Set && soft.Value > hard.Value {
+		// pam_limits lowers a soft above the hard to the hard before
+		// setrlimit (setup_limits in pam_limits.c).
+		soft.Value = hard.Value
+	}
 	s, h := "inherited", "inherited"
 	if soft.Set {
 		s = fmtRlimit(soft.Value)

@@ -438,3 +438,20 @@ func TestGroupLimitsAreCheckedAtBoot(t *testing.T) {
 	_, err = VerifyBoot(h.env)
 	wantCode(t, err, exitcode.Failed, "limits.d nofile for @adm", "90-local.conf:1")
 }
+
+// pam_limits lowers a soft limit above the hard one to the hard one, so
+// the boot value shown is what sessions get (524288:524288), not the
+// soft line's 900000.
+func TestBootSoftAboveHardIsClamped(t *testing.T) {
+	h := newHost(t, nil)
+	_, err := h.apply(&profiles.Profile{Name: "n", Limits: profiles.Limits{Nofile: &profiles.Limit{Soft: 1024, Hard: 524288}}})
+	must(t, err)
+	h.layFiles(map[string]string{"/etc/security/limits.d/90-local.conf": "* soft nofile 900000\n"})
+	bs, err := VerifyBoot(h.env)
+	must(t, err)
+	for _, it := range bs.Items {
+		if it.Limit == "limits.d nofile for *" && it.Boot.Value != "524288:524288" {
+			t.Errorf("boot value %q, want 524288:524288 (soft lowered to the hard by pam_limits)", it.Boot.Value)
+		}
+	}
+}
