@@ -259,6 +259,7 @@ func (g *gatherer) targetLogin() error {
 		}
 		t.Source = "pam_limits at login: " + l.describe()
 	}
+	soft = min(soft, hard) // pam_limits lowers a soft above the hard (setup_limits)
 	// Without CAP_SYS_RESOURCE in the bounding set (a container, this
 	// sandbox) no process here can ever raise a hard limit: not pam_limits
 	// at login, not systemd. A login gets at most the hard limit the

@@ -3,6 +3,7 @@ package preflight
 import (
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -372,5 +373,23 @@ func TestGatherLoadedUnitDiffersFromFiles(t *testing.T) {
 		if c.name == "same" && strings.Contains(tp.Source, "daemon-reload") {
 			t.Errorf("same: source %q speaks of a difference", tp.Source)
 		}
+	}
+}
+
+// A login whose pam_limits soft nofile is above its hard gets the hard as
+// its soft (pam_limits lowers it before setrlimit): the target shows and
+// fd.soft judges 65536, not the soft line's 900000.
+func TestLoginSoftAboveHardIsClamped(t *testing.T) {
+	who, err := user.Current()
+	if err != nil {
+		t.Skip("no current user name")
+	}
+	root := fixtureRoot(t, map[string]string{"etc/security/limits.conf": who.Username + " soft nofile 900000\n" + who.Username + " hard nofile 65536\n"})
+	f, err := Gather(t.Context(), GatherOptions{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tp := f.Target; tp.ManagedBy != "shell" || tp.NofileSoft != 65536 || tp.NofileHard != 65536 {
+		t.Errorf("login target nofile %d:%d (%s), want 65536:65536", tp.NofileSoft, tp.NofileHard, tp.Source)
 	}
 }
