@@ -123,18 +123,30 @@ func (r *rollbackRun) file(path string) {
 		return
 	case left != nil:
 		r.res.Left = append(r.res.Left, *left)
-		if cur, ok, err := files.Read(path); err == nil && ok {
-			if n, ok := files.HardNofile(cur); ok {
-				r.keepFiles[path] = n
-				if n > r.need {
-					r.need, r.needFile = n, path
-				}
-			}
-		}
 	case ch != nil:
 		r.res.Changes = append(r.res.Changes, *ch)
 	}
 	delete(r.remaining.Files, path)
+}
+
+// scanLeft finds, before anything is undone, the owned files rollback
+// will leave (changed by someone else since hostprep wrote them) and the
+// hard nofile each sets, so that r.need is known whatever order the files
+// are undone in: a limits file written before hostprep's sysctl.d file is
+// undone after it.
+func (r *rollbackRun) scanLeft() {
+	for path, j := range r.st.Files {
+		cur, exists, err := files.Read(path)
+		if err != nil || !exists || journal.SHA256(cur) == j.SetSHA256 || (j.Existed && string(cur) == string(j.Original)) {
+			continue
+		}
+		if n, ok := files.HardNofile(cur); ok {
+			r.keepFiles[path] = n
+			if n > r.need || (n == r.need && path < r.needFile) {
+				r.need, r.needFile = n, path
+			}
+		}
+	}
 }
 
 // keepForBootNofile returns a Kept entry when path is hostprep's sysctl.d

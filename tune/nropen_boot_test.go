@@ -193,3 +193,25 @@ func TestRunFilesDoNotCountAsBootTruth(t *testing.T) {
 	_, err = VerifyBoot(env)
 	wantCode(t, err, exitcode.Failed, "above fs.nr_open 1048576", "tmpfs")
 }
+
+// The same when the limits file was written by an earlier apply than the
+// sysctl.d file: rollback undoes files newest first, so it must know what
+// the left limits file needs before it reaches the sysctl.d file.
+func TestImageRollbackKeepsNrOpenFileWrittenAfterTheLimits(t *testing.T) {
+	img := filepath.Join(t.TempDir(), "img")
+	testenv.WriteTree(t, img, map[string]string{"/etc/hostname": "img\n"})
+	env := Env{Root: img, Image: true, SkipPrivilegeCheck: true}
+	_, err := Apply(t.Context(), &profiles.Profile{Name: "lim", Limits: profiles.Limits{Nofile: &profiles.Limit{Soft: 1024, Hard: 524288}}}, Options{Env: env})
+	must(t, err)
+	_, err = Apply(t.Context(), &profiles.Profile{Name: "nr", Sysctl: map[string]profiles.Sysctl{"fs.nr_open": {Value: "2097152", Mode: profiles.AtLeast}}}, Options{Env: env})
+	must(t, err)
+	limits := filepath.Join(img, files.LimitsConf)
+	b, err := os.ReadFile(limits)
+	must(t, err)
+	must(t, os.WriteFile(limits, []byte(strings.ReplaceAll(string(b), "524288", "2000000")), 0o644))
+	r, err := Rollback(t.Context(), env)
+	must(t, err)
+	if _, err := os.Stat(filepath.Join(img, files.SysctlConf)); err != nil || !r.JournalKept {
+		t.Fatalf("rollback removed the file raising fs.nr_open under the left limits file: kept %+v, stat %v", r.Kept, err)
+	}
+}

@@ -106,6 +106,7 @@ func Rollback(ctx context.Context, env Env) (*RollbackResult, error) {
 	}
 	r := &rollbackRun{env: env, st: st, remaining: st.Clone(), res: res, keepFiles: map[string]uint64{}}
 	r.b, r.backendErr = env.backend()
+	r.scanLeft()
 	for _, it := range undoOrder(st) {
 		if err := ctx.Err(); err != nil {
 			r.failures = append(r.failures, err.Error())
