@@ -68,7 +68,7 @@ func persistHint(env Env, loader boot.Loader, win boot.ConfFile) string {
 // volatileDirs are directories boot reads that live on /run, a tmpfs
 // emptied at every boot (file-hierarchy(7)): a file there now is not there
 // after the next reboot, so it cannot make a value hold then.
-var volatileDirs = []string{"/run/sysctl.d", "/run/systemd/system.control", "/run/systemd/transient", "/run/systemd/system", "/run/systemd/system.conf.d"}
+var volatileDirs = []string{"/run/sysctl.d", "/run/modules-load.d", "/run/systemd/system.control", "/run/systemd/transient", "/run/systemd/system", "/run/systemd/system.conf.d"}
 
 // nextBoot is overlay (paths relative to root, nil: absent) with every
 // file in volatileDirs (and their drop-in directories) marked absent, as

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // ConfFile is one configuration file a boot program reads, in the order it
@@ -169,8 +170,8 @@ func readLines(t tree, f ConfFile) ([]string, error) {
 		return strings.Split(string(b), "\n"), nil
 	}
 	b, err := os.ReadFile(hostPath(t.root, f.Target))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.EISDIR) {
+		return nil, nil // a directory named *.conf reads as empty (fgets fails at once)
 	}
 	if err != nil {
 		return nil, err

@@ -34,7 +34,8 @@ func Same(path string, data []byte) bool {
 	return err == nil && ok && bytes.Equal(b, data)
 }
 
-// MkdirAll creates dir and its missing parents (mode 0755) and returns the
+// MkdirAll creates dir and its missing parents (mode 0755, not subject to
+// the umask) and returns the
 // directories it created, outermost first, so they can be removed again.
 func MkdirAll(dir string) ([]string, error) {
 	var missing []string
@@ -55,6 +56,11 @@ func MkdirAll(dir string) ([]string, error) {
 			return created, err
 		}
 		created = append(created, missing[i])
+		// 0755 whatever the umask: a 0700 /etc/security under umask 077
+		// would hide every limits file from the users logging in.
+		if err := os.Chmod(missing[i], 0o755); err != nil {
+			return created, err
+		}
 	}
 	return created, nil
 }
