@@ -213,6 +213,13 @@ func (c *checker) sysctl(key string, s Sysctl) {
 		c.add(vat, "%s has an empty value; write it as the kernel prints it under /proc/sys, e.g. %q", key, example(key))
 		return
 	}
+	for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == '\t' || r == ',' || r == '-' }) {
+		if len(f) > 1 && f[0] == '0' && strings.Trim(f, "0123456789") == "" {
+			// The kernel reads written numbers with base 0 (proc_get_long).
+			c.add(vat, "%s %q: %q has a leading 0, which the kernel reads as octal; write %s", key, s.Value, f, cmp.Or(strings.TrimLeft(f, "0"), "0"))
+			return
+		}
+	}
 	switch key {
 	case "net.ipv4.ip_local_port_range":
 		c.portRange(key, s, vat)

@@ -161,6 +161,7 @@ func TestYAMLStrictness(t *testing.T) {
 		{"unknown sysctl entry field", "sysctl:\n  net.core.somaxconn: {value: \"1\", mdoe: exact}\n", []string{"profile.yaml:2:36:", `unknown field "mdoe"`, "value, mode, optional, comment"}},
 		{"sysctl entry without value", "sysctl:\n  net.core.somaxconn: {mode: exact}\n", []string{"profile.yaml:2:23:", "no value"}},
 		{"sysctl value is a list", "sysctl:\n  net.core.somaxconn: [1, 2]\n", []string{"profile.yaml:2:23:", "got a list"}},
+		{"sysctl value with a leading zero", "sysctl:\n  net.core.somaxconn: \"0100\"\n", []string{"profile.yaml:2:23:", "leading 0", "octal", "write 100"}},
 		{"sysctl value unquoted float", "sysctl:\n  vm.dirty_ratio: 1.5\n", []string{"profile.yaml:2:19:", "quote the exact text"}},
 		{"sysctl value null", "sysctl:\n  vm.swappiness:\n", []string{"profile.yaml:2:", "no value"}},
 		{"multi-line sysctl value", "sysctl:\n  vm.swappiness: \"1\\n2\"\n", []string{"profile.yaml:2:18:", "one line of text"}},

@@ -103,7 +103,8 @@ func nextBoot(root string, overlay map[string][]byte) map[string][]byte {
 // numberAtBoot is the numeric key (fs.nr_open, fs.file-max) after the
 // next boot of the tree under root, as if the files in overlay had its
 // bytes: the value the file that wins sets (read as the kernel reads it,
-// base 0: 0x300000 is 3145728) and "FILE:LINE sets it at boot"; a value
+// sysval.Uint: 0x300000 is 3145728, 010 is 8) and "FILE:LINE sets it at
+// boot"; a value
 // the kernel refuses (outside profiles.KernelBounds: fs.nr_open above
 // 2147483584) leaves the default, as does no file setting it: then def
 // and "the kernel default at boot ..." (def 0: unknown, 0 and "").
@@ -116,9 +117,8 @@ func numberAtBoot(root string, overlay map[string][]byte, key string, def uint64
 	why := "no sysctl file sets it"
 	if set, ok := s.Lookup(key); ok {
 		v := strings.TrimSpace(set.Value)
-		n, err := strconv.ParseUint(v, 0, 64)
-		refused := profiles.CheckBounds(key, strconv.FormatUint(n, 10), "")
-		if err == nil && len(refused) == 0 {
+		n, ok := sysval.Uint(v)
+		if ok && len(profiles.CheckBounds(key, strconv.FormatUint(n, 10), "")) == 0 {
 			return n, set.Where() + " sets it at boot", nil
 		}
 		why = fmt.Sprintf("%s sets %s, which the kernel refuses", set.Where(), v)

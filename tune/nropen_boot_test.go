@@ -58,6 +58,9 @@ func TestNofileFitsUnderNrOpenAtBoot(t *testing.T) {
 		{"image: a hex value, read as the kernel reads it", func(t *testing.T) Env {
 			return image(t, map[string]string{"/etc/sysctl.d/10-x.conf": "fs.nr_open = 0x300000\n"})
 		}, 2000000, false, nil},
+		{"image: Go's digit separators are not the kernel's", func(t *testing.T) Env {
+			return image(t, map[string]string{"/etc/sysctl.d/10-x.conf": "fs.nr_open = 4_000_000\n"})
+		}, 2000000, true, []string{"which the kernel refuses", "1048576"}},
 		{"image: no file, kernel default", func(t *testing.T) Env {
 			return image(t, map[string]string{"/etc/hostname": "img\n"})
 		}, 2000000, true, []string{"kernel default at boot", "1048576"}},

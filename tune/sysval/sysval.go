@@ -1,6 +1,7 @@
 // Package sysval compares and combines sysctl values the way the kernel
 // prints them: one or more white-space separated fields ("4096	131072
-// 6291456"), compared field by field, numerically when both are integers.
+// 6291456"), compared field by field, numerically when both are integers
+// (read as the kernel reads a written value: 0x hex, a leading 0 octal).
 package sysval
 
 import (
@@ -25,9 +26,42 @@ func Fields(v string) []string { return strings.Fields(v) }
 // Normalize joins the fields of v with single spaces.
 func Normalize(v string) string { return strings.Join(Fields(v), " ") }
 
+// num parses one field as the kernel reads a number written to /proc/sys
+// (proc_get_long: an optional minus sign, then strtoul with base 0: 0x or
+// 0X hexadecimal, a leading 0 octal, else decimal), so that a sysctl.d
+// line's "0x10000" is 65536 and "0100000" is 32768. Anything else (Go's
+// 0o, 0b and 1_000 forms included) is not a number.
 func num(s string) (*big.Int, bool) {
-	n, ok := new(big.Int).SetString(s, 10)
+	d, neg := strings.CutPrefix(s, "-")
+	base := 10
+	switch {
+	case len(d) > 2 && (d[:2] == "0x" || d[:2] == "0X"):
+		base, d = 16, d[2:]
+	case len(d) > 1 && d[0] == '0':
+		base, d = 8, d[1:]
+	}
+	if d == "" || strings.ContainsAny(d, "_+-") {
+		return nil, false
+	}
+	n, ok := new(big.Int).SetString(d, base)
+	if ok && neg {
+		n.Neg(n)
+	}
 	return n, ok
+}
+
+// Uint is a one-field value read as the kernel reads it (see num), as a
+// uint64; ok is false for anything else.
+func Uint(v string) (uint64, bool) {
+	f := Fields(v)
+	if len(f) != 1 {
+		return 0, false
+	}
+	n, ok := num(f[0])
+	if !ok || n.Sign() < 0 || !n.IsUint64() {
+		return 0, false
+	}
+	return n.Uint64(), true
 }
 
 // cmpField compares two fields: numerically if both are integers, else as
@@ -45,7 +79,7 @@ func cmpField(a, b string) (int, bool) {
 }
 
 // Equal reports whether a and b have the same fields (numerically equal
-// integers count as equal: "0032" == "32").
+// integers count as equal: "0x20" == "32", "040" == "32").
 func Equal(a, b string) bool {
 	fa, fb := Fields(a), Fields(b)
 	if len(fa) != len(fb) {

@@ -40,3 +40,33 @@ func TestEqualAndSatisfies(t *testing.T) {
 		t.Error("Satisfies")
 	}
 }
+
+// Values in sysctl.d files are read as the kernel reads a number written
+// to /proc/sys (proc_get_long, strtoul base 0): 0x is hex, a leading 0
+// octal; Go's 0o, 0b and 1_000 forms are not numbers to the kernel. An
+// octal 0100000 (32768) does not satisfy at-least 40000, and an image's
+// 0x10000 (65536) is kept by at-least 4096 rather than lowered.
+func TestKernelNumberSyntax(t *testing.T) {
+	for _, c := range []struct {
+		a, b  string
+		equal bool
+	}{{"0x20", "32", true}, {"0X20", "32", true}, {"040", "32", true}, {"0", "0", true}, {"-1", "-1", true}, {"0100000", "100000", false}} {
+		if got := Equal(c.a, c.b); got != c.equal {
+			t.Errorf("Equal(%q, %q) = %v, want %v", c.a, c.b, got, c.equal)
+		}
+	}
+	if Satisfies("0100000", "40000", AtLeast) {
+		t.Error("octal 0100000 (32768) satisfies at-least 40000")
+	}
+	if got, err := Target("0x10000", "4096", AtLeast); err != nil || got != "0x10000" {
+		t.Errorf("Target(0x10000, at-least 4096) = %q, %v; want it kept", got, err)
+	}
+	for _, v := range []string{"4_000_000", "0o10", "0b1", "+5", "0x", "1 2"} {
+		if n, ok := Uint(v); ok {
+			t.Errorf("Uint(%q) = %d, want not a number to the kernel", v, n)
+		}
+	}
+	if n, ok := Uint("0x300000"); !ok || n != 3145728 {
+		t.Errorf("Uint(0x300000) = %d %v", n, ok)
+	}
+}
