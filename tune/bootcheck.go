@@ -129,6 +129,26 @@ func numberAtBoot(root string, overlay map[string][]byte, key string, def uint64
 	return def, "the kernel default at boot (" + why + ")", nil
 }
 
+// kernelRefuses is why the kernel refuses value for key when written at
+// boot (a field outside profiles.KernelBounds, fields read as the kernel
+// reads them: 0x hex, a leading 0 octal), or "" when it does not, or when
+// hostprep has no bound for the key.
+func kernelRefuses(key, value string) string {
+	f := sysval.Fields(value)
+	dec := make([]string, len(f))
+	for i, x := range f {
+		n, ok := sysval.Uint(x)
+		if !ok {
+			return "" // negative or not a number: no bound of hostprep's applies
+		}
+		dec[i] = strconv.FormatUint(n, 10)
+	}
+	if msgs := profiles.CheckBounds(key, strings.Join(dec, " "), ""); len(msgs) > 0 {
+		return msgs[0]
+	}
+	return ""
+}
+
 // lowestAtBoot is numberAtBoot's value of key with the files now on /run
 // and without them (nextBoot), whichever is lower: a file there may or may
 // not be written again at boot, and a ceiling must hold either way.
@@ -225,10 +245,17 @@ func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, ov
 		if m, ok := modes[k]; ok && mode == "" {
 			mode = m // a journal written before modes were persisted
 		}
+		refused := ""
+		if ok {
+			refused = kernelRefuses(k, set.Value)
+		}
 		switch {
 		case !ok:
 			it.OK = false
 			it.Problem = fmt.Sprintf("sysctl %s: no file sets it at boot (%s), so after a reboot it is back at the kernel default instead of %s; is hostprep's sysctl.d file masked or the key excluded with \"-%s\"?", k, loader, want, k)
+		case refused != "":
+			it.OK = false
+			it.Problem = fmt.Sprintf("sysctl %s: %s sets %s, which the kernel refuses (%s), so after a reboot the key keeps its default instead of %s; change or remove that line", k, set.Where(), sysval.Normalize(set.Value), refused, want)
 		case !owned[set.File.Path] && !sysval.Satisfies(set.Value, want, mode):
 			it.OK = false
 			it.Problem = fmt.Sprintf("sysctl %s: after a reboot %s sets %s (%s reads it after hostprep's file), so the host boots with %s, not %s; hostprep never edits a file it does not own: change or remove that line%s", k, set.Where(), sysval.Normalize(set.Value), loader, sysval.Normalize(set.Value), want, persistHint(env, loader, set.File))

@@ -218,3 +218,23 @@ func TestImageRollbackKeepsNrOpenFileWrittenAfterTheLimits(t *testing.T) {
 		t.Fatalf("rollback removed the file raising fs.nr_open under the left limits file: kept %+v, stat %v", r.Kept, err)
 	}
 }
+
+// A value the kernel refuses is neither kept in hostprep's file (image
+// at-least used to copy fs.nr_open 3000000000 into it) nor ok at boot.
+func TestKernelRefusedValueIsNotKeptOrOK(t *testing.T) {
+	img := filepath.Join(t.TempDir(), "img")
+	testenv.WriteTree(t, img, map[string]string{"/etc/sysctl.d/10-x.conf": "fs.nr_open = 3000000000\n"})
+	env := Env{Root: img, Image: true, SkipPrivilegeCheck: true}
+	p := &profiles.Profile{Name: "nr", Sysctl: map[string]profiles.Sysctl{"fs.nr_open": {Value: "2097152", Mode: profiles.AtLeast}}}
+	res, err := Apply(t.Context(), p, Options{Env: env})
+	must(t, err)
+	conf, err := os.ReadFile(filepath.Join(img, "etc/sysctl.d/60-hostprep.conf"))
+	must(t, err)
+	if !strings.Contains(string(conf), "fs.nr_open = 2097152\n") || !strings.Contains(strings.Join(res.Warnings, "\n"), "which the kernel refuses") {
+		t.Errorf("hostprep's file:\n%s\nwarnings: %q", conf, res.Warnings)
+	}
+	// A later file with the refused value: not ok at boot.
+	testenv.WriteTree(t, img, map[string]string{"/etc/sysctl.d/90-x.conf": "fs.nr_open = 3000000000\n"})
+	_, err = VerifyBoot(env)
+	wantCode(t, err, exitcode.Failed, "90-x.conf:1 sets 3000000000, which the kernel refuses")
+}
