@@ -26,6 +26,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -192,6 +193,23 @@ func (e Env) stateFile() string {
 	return e.path(journal.DefaultPath)
 }
 
+// checkStateFile refuses a --state that names a configuration file: one
+// ending in .conf (every sysctl.d, limits.d, modules-load.d and systemd
+// file boot reads, /etc/sysctl.conf and limits.conf included) or one of
+// hostprep's own files. The journal written there would replace that
+// file with JSON. Errors: exitcode.BadInput.
+func (e Env) checkStateFile() error {
+	p := e.StateFile
+	if p == "" {
+		return nil
+	}
+	owned := []string{e.sysctlConf(), files.LimitsConf, files.ModulesLoad, files.SystemConf}
+	if strings.HasSuffix(p, ".conf") || slices.Contains(owned, e.relPath(p)) {
+		return exitcode.BadInputf("--state %s: a configuration file, which the journal (JSON) would replace; name a file of its own, e.g. %s", p, e.path(journal.DefaultPath))
+	}
+	return nil
+}
+
 func (e Env) lockFile() string {
 	if e.LockFile != "" {
 		return e.LockFile
@@ -305,6 +323,9 @@ func (e Env) checkRoot(verb string) error {
 // 3, when another apply or rollback holds it). The caller releases it.
 func (e Env) lockFor(verb string) (*lock.Lock, error) {
 	if err := e.checkRoot(verb); err != nil {
+		return nil, err
+	}
+	if err := e.checkStateFile(); err != nil {
 		return nil, err
 	}
 	if err := checkPrivileges(e, verb); err != nil {

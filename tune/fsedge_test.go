@@ -64,3 +64,21 @@ func TestRunModulesLoadIsNotBootTruth(t *testing.T) {
 	_, err = VerifyBoot(env)
 	wantCode(t, err, 1, "nf_conntrack")
 }
+
+// --state naming a configuration file (hostprep's own sysctl.d file, any
+// *.conf) is refused before anything is written: the journal would
+// replace it with JSON.
+func TestStateFileMayNotBeAConfigFile(t *testing.T) {
+	img := filepath.Join(t.TempDir(), "img")
+	testenv.WriteTree(t, img, map[string]string{"/etc/hostname": "img\n"})
+	p, err := profiles.Load("ready-small", nil)
+	must(t, err)
+	for _, state := range []string{filepath.Join(img, "etc/sysctl.d/60-hostprep.conf"), filepath.Join(img, "etc/security/limits.conf")} {
+		env := Env{Root: img, Image: true, SkipPrivilegeCheck: true, StateFile: state}
+		_, err := Apply(t.Context(), p, Options{Env: env})
+		wantCode(t, err, 2, "--state", "configuration file")
+		if _, err := os.Stat(state); err == nil {
+			t.Errorf("%s was written", state)
+		}
+	}
+}
