@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/tune/boot"
@@ -36,24 +37,36 @@ func (pl *Plan) sysctlDWants(per journal.Persisted) []fileWant {
 		v := per.Sysctl[k]
 		lines[i] = files.SysctlLine{Key: k, Value: v.Value, Optional: v.Optional, Comment: v.Comment}
 	}
-	pl.warnHidden(pl.env.sysctlConf())
 	return []fileWant{{path: pl.env.sysctlConf(), data: files.RenderSysctl(pl.profiles, lines)}}
 }
 
-// warnHidden warns when hostprep's sysctl.d file (rel, under /etc) would
-// hide a file of the same name in a later sysctl.d directory
-// (/usr/lib/sysctl.d/99-vendor.conf for --persist-name 99-vendor.conf):
-// systemd-sysctl and sysctl --system read only the first of a name
-// (sysctl.d(5)), so none of that file's settings apply at boot any more.
+// warnHidden warns when hostprep's file rel (under /etc) would hide a file
+// of the same name in a directory read after /etc: sysctl.d(5),
+// modules-load.d(5) and systemd's drop-in directories read only the first
+// file of a name (/usr/lib/sysctl.d/99-vendor.conf for --persist-name
+// 99-vendor.conf), so none of that file's settings apply at boot any more.
 func (pl *Plan) warnHidden(rel string) {
-	name := filepath.Base(rel)
-	for _, d := range boot.SysctlDirs {
+	dir, name := filepath.Dir(rel), filepath.Base(rel)
+	var dirs []string
+	switch {
+	case dir == "/etc/sysctl.d":
+		dirs = boot.SysctlDirs
+	case dir == "/etc/modules-load.d":
+		dirs = boot.ModulesLoadDirs
+	case dir == "/etc/systemd/system.conf.d":
+		dirs = boot.ManagerDropInDirs
+	case filepath.Dir(dir) == "/etc/systemd/system" && strings.HasSuffix(dir, ".d"):
+		for _, u := range boot.UnitDirs {
+			dirs = append(dirs, filepath.Join(u, filepath.Base(dir)))
+		}
+	}
+	for _, d := range dirs {
 		other := filepath.Join(d, name)
 		if other == rel {
 			continue
 		}
 		if fi, err := os.Lstat(pl.env.path(other)); err == nil && !fi.IsDir() {
-			pl.Warnings = append(pl.Warnings, fmt.Sprintf("%s hides %s (same name; sysctl.d(5) reads only the first of a name, /etc first), so none of that file's settings apply at boot; choose another --persist-name", rel, other))
+			pl.Warnings = append(pl.Warnings, fmt.Sprintf("%s hides %s (same name; only the first file of a name is read, /etc before /run and /usr/lib), so none of that file's settings apply at boot; rename that file, or for sysctl.d choose another --persist-name", rel, other))
 		}
 	}
 }

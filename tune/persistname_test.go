@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
@@ -167,5 +168,27 @@ func TestPersistNameHidingAVendorFileWarns(t *testing.T) {
 	must(t, err)
 	if w := strings.Join(pl.Warnings, "\n"); !strings.Contains(w, "/etc/sysctl.d/99-vendor.conf hides /usr/lib/sysctl.d/99-vendor.conf") {
 		t.Errorf("no warning that hostprep's file hides the vendor's:\n%s", w)
+	}
+}
+
+// The same for every owned file of a directory with that rule:
+// modules-load.d, system.conf.d and unit drop-in directories.
+func TestOwnedFilesHidingVendorFilesWarn(t *testing.T) {
+	_, p, err := loadCase(t, "host-wide-soft-nofile-stays-1024") // mqtt-broker-1m: conntrack, emqx.service
+	must(t, err)
+	img := filepath.Join(t.TempDir(), "img")
+	vendor := []string{"/usr/lib/modules-load.d/60-hostprep.conf", "/usr/lib/systemd/system.conf.d/60-hostprep.conf", "/usr/lib/systemd/system/emqx.service.d/60-hostprep.conf"}
+	tree := map[string]string{"/etc/systemd/system.conf": "[Manager]\n"}
+	for _, f := range vendor {
+		tree[f] = "# vendor\n"
+	}
+	testenv.WriteTree(t, img, tree)
+	pl, err := NewPlan(p, Env{Root: img, Image: true, SkipPrivilegeCheck: true})
+	must(t, err)
+	w := strings.Join(pl.Warnings, "\n")
+	for _, f := range vendor {
+		if !strings.Contains(w, "hides "+f) {
+			t.Errorf("no warning that hostprep's file hides %s:\n%s", f, w)
+		}
 	}
 }

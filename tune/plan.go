@@ -494,6 +494,7 @@ func (pl *Plan) planFiles(p *profiles.Profile, st *journal.State, targets map[st
 		}
 	}
 	for _, w := range wants {
+		pl.warnHidden(w.path)
 		if err := pl.planFile(w, st); err != nil {
 			return err
 		}
