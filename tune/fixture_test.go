@@ -153,6 +153,12 @@ func (h *fakeHost) snapshot() map[string]entry {
 			e := entry{mode: info.Mode(), mtime: info.ModTime()}
 			if d.IsDir() {
 				e.mtime = time.Time{} // the journal directory's own mtime is not the point
+			} else if d.Type()&fs.ModeSymlink != 0 {
+				t, err := os.Readlink(p) // a link is its target, whatever it leads to
+				if err != nil {
+					return err
+				}
+				e.data = "-> " + t
 			} else {
 				b, err := os.ReadFile(p)
 				if err != nil {

@@ -2,6 +2,7 @@ package tune
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -29,7 +30,7 @@ func (l *fileLayer) record(st *journal.State) {
 		}
 		j := st.Files[f.path]
 		if j == nil {
-			j = &journal.File{Existed: f.existed, Original: f.from, Mode: uint32(f.perm), Owner: f.owner, Seq: st.NextSeq}
+			j = &journal.File{Existed: f.existed, Original: f.from, Mode: uint32(f.perm), Owner: f.owner, Seq: st.NextSeq, Link: f.link}
 			st.NextSeq++
 			st.Files[f.path] = j
 		}
@@ -82,7 +83,9 @@ func (l *fileLayer) undo() []string {
 	for i := len(l.written) - 1; i >= 0; i-- {
 		f := l.written[i]
 		var err error
-		if f.existed {
+		if f.link != "" && f.retire == nil {
+			err = files.RestoreLink(f.path, f.link)
+		} else if f.existed {
 			uid, gid := f.owner.IDs()
 			err = files.WriteAtomicOwned(f.path, f.from, f.perm, uid, gid)
 		} else {
@@ -175,6 +178,9 @@ func (r *rollbackRun) keepForBootNofile(path string) *Skip {
 // rollbackFile restores an owned file byte for byte (or removes it)
 // unless someone else changed it since hostprep wrote it.
 func rollbackFile(path string, f *journal.File) (*Change, *Skip, error) {
+	if f.Link != "" {
+		return rollbackLink(path, f)
+	}
 	cur, exists, err := files.Read(path)
 	if err != nil {
 		return nil, nil, err
@@ -196,6 +202,25 @@ func rollbackFile(path string, f *journal.File) (*Change, *Skip, error) {
 		return nil, nil, err
 	}
 	return &Change{File: path, Layer: Persistent, From: describe(cur, true), To: "absent", Reason: "created by hostprep; removed"}, nil, nil
+}
+
+// rollbackLink puts back the symbolic link that was at path (f.Link)
+// unless someone else changed the file since hostprep wrote it.
+func rollbackLink(path string, f *journal.File) (*Change, *Skip, error) {
+	if t, ok := files.Link(path); ok && t == f.Link {
+		return nil, nil, nil // already original
+	}
+	cur, exists, err := files.Read(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, err
+	}
+	if _, isLink := files.Link(path); isLink || !exists || journal.SHA256(cur) != f.SetSHA256 {
+		return nil, &Skip{File: path, Layer: Persistent, Current: describe(cur, exists), Reason: leftReason(path, cur, exists)}, nil
+	}
+	if err := files.RestoreLink(path, f.Link); err != nil {
+		return nil, nil, err
+	}
+	return &Change{File: path, Layer: Persistent, From: describe(cur, true), To: "symlink to " + f.Link, Reason: "original symbolic link restored"}, nil, nil
 }
 
 // leftReason says why rollback leaves an owned file someone else changed,

@@ -30,3 +30,55 @@ func TestMaskedFileIsReplacedNotWorldWritable(t *testing.T) {
 		}
 	}
 }
+
+// A symbolic link at an owned path (Debian's 99-sysctl.conf ->
+// ../sysctl.conf taken as --persist-name, a mask -> /dev/null, a link
+// that leads nowhere, an image's absolute link) is put back as that link
+// by rollback, not as a frozen copy of its bytes, an empty file or
+// nothing; an image's absolute link is read inside the image, never on
+// the build host.
+func TestRollbackRestoresSymlinks(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "host-only.conf")
+	must(t, os.WriteFile(outside, []byte("net.core.somaxconn = 7\n"), 0o644))
+	for _, c := range []struct {
+		name, file, target string
+		image               bool
+	}{
+		{"debian 99-sysctl.conf", "/etc/sysctl.d/99-sysctl.conf", "../sysctl.conf", false},
+		{"mask", "/etc/sysctl.d/99-sysctl.conf", "/dev/null", false},
+		{"dangling", "/etc/sysctl.d/99-sysctl.conf", "../nowhere.conf", false},
+		{"image absolute", "/etc/sysctl.d/99-sysctl.conf", outside, true},
+		{"limits.d mask", files.LimitsConf, "/dev/null", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHost(t, nil)
+			h.env.Image = c.image
+			link := filepath.Join(h.root, c.file)
+			must(t, os.Symlink(c.target, link))
+			before := h.snapshot()
+			h.env.PersistName = filepath.Base(c.file)
+			p := &profiles.Profile{Name: "l", Sysctl: map[string]profiles.Sysctl{"net.core.somaxconn": {Value: "8192", Mode: profiles.AtLeast}},
+				Limits: profiles.Limits{Nofile: &profiles.Limit{Soft: 1024, Hard: 524288}}}
+			pl, err := NewPlan(p, h.env)
+			must(t, err)
+			for _, ch := range pl.Changes {
+				if ch.File == link && ch.From == describe([]byte("net.core.somaxconn = 7\n"), true) {
+					t.Errorf("the plan read the build host's %s through the image's link", outside)
+				}
+			}
+			_, err = h.apply(p)
+			must(t, err)
+			if fi, err := os.Lstat(link); err != nil || !fi.Mode().IsRegular() {
+				t.Fatalf("apply did not write a file at %s: %v", link, err)
+			}
+			h.rollback()
+			if got, err := os.Readlink(link); err != nil || got != c.target {
+				t.Errorf("after rollback %s is not the link to %s: %q %v", c.file, c.target, got, err)
+			}
+			h.assertUnchanged(before)
+			if b, _ := os.ReadFile(outside); string(b) != "net.core.somaxconn = 7\n" {
+				t.Errorf("the build host's %s changed: %q", outside, b)
+			}
+		})
+	}
+}

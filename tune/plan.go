@@ -15,6 +15,7 @@ import (
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/profiles"
+	"github.com/hostprep/hostprep/tune/boot"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
 	"github.com/hostprep/hostprep/tune/sysctl"
@@ -187,6 +188,7 @@ type fileStep struct {
 	foreign bool           // existed and hostprep never wrote it
 	to      []byte
 	dirs    []string // directories to create, outermost first
+	link    string   // the symbolic link that was there (its target), "" for none
 	// retire is the journal entry of an owned file this apply takes back
 	// (hostprep's sysctl.d file under a former --persist-name): it is
 	// restored to its original (to; removed when it did not exist) and
@@ -557,7 +559,15 @@ func mergePersisted(p *profiles.Profile, st *journal.State, targets map[string]t
 // says it already has these bytes).
 func (pl *Plan) planFile(w fileWant, st *journal.State) error {
 	path := pl.env.path(w.path)
+	link, isLink := files.Link(path)
 	cur, existed, err := files.Read(path)
+	if isLink {
+		// Read through the link only within the root (an image's absolute
+		// link names the image's file, not the build host's); a link that
+		// leads nowhere, or outside, counts as empty. Rollback puts the
+		// link itself back.
+		cur, existed, err = pl.readLinked(w.path)
+	}
 	if err != nil {
 		return exitcode.Environmentf("tune: reading %s: %v", path, err)
 	}
@@ -575,7 +585,7 @@ func (pl *Plan) planFile(w fileWant, st *journal.State) error {
 	if err != nil {
 		return exitcode.Environmentf("tune: %v", err)
 	}
-	pl.files = append(pl.files, fileStep{path: path, existed: existed, from: cur, perm: perm, owner: owner, foreign: foreign, to: w.data, dirs: dirs})
+	pl.files = append(pl.files, fileStep{path: path, existed: existed, from: cur, perm: perm, owner: owner, foreign: foreign, to: w.data, dirs: dirs, link: link})
 	reason := "owned by hostprep"
 	switch {
 	case foreign:
@@ -598,6 +608,18 @@ func (pl *Plan) planFile(w fileWant, st *journal.State) error {
 		pl.Restart = append(pl.Restart, w.unit)
 	}
 	return nil
+}
+
+// readLinked reads rel (a path relative to the root that is a symbolic
+// link) the way boot does, resolving the link within the root: its bytes,
+// and existed true even when the link leads nowhere (the link exists).
+func (pl *Plan) readLinked(rel string) ([]byte, bool, error) {
+	target := pl.env.path(boot.Resolve(pl.env.bootRoot(), rel))
+	b, _, err := files.Read(target)
+	if errors.Is(err, syscall.EISDIR) {
+		err = nil
+	}
+	return b, true, err
 }
 
 // permOwner is an existing regular file's permission bits and owner, to

@@ -48,6 +48,12 @@ func hostPath(root, p string) string {
 // chroot(2) would. It returns the resolved path relative to root, or
 // "/dev/null" when the chain ends there. Broken links resolve to their
 // (missing) target.
+// Resolve is p (a path relative to root) with every symbolic link
+// followed inside root, as the programs that read configuration at boot
+// see it: an absolute link target names a file of the tree under root,
+// not of the host running hostprep; a link to /dev/null stays /dev/null.
+func Resolve(root, p string) string { return resolve(root, p) }
+
 func resolve(root, p string) string {
 	p = path.Clean("/" + p)
 	done := "/"

@@ -28,6 +28,29 @@ func Read(path string) ([]byte, bool, error) {
 	return b, true, nil
 }
 
+// Link is the target of the symbolic link at path, and true; "" and false
+// when path is not a symbolic link (or is missing).
+func Link(path string) (string, bool) {
+	t, err := os.Readlink(path)
+	return t, err == nil
+}
+
+// RestoreLink puts the symbolic link path -> target back in place of
+// whatever is at path, atomically (a temporary link renamed over it), and
+// fsyncs the directory.
+func RestoreLink(path, target string) error {
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp-link")
+	os.Remove(tmp)
+	if err := os.Symlink(target, tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return atomicfile.SyncDir(filepath.Dir(path))
+}
+
 // Same reports whether path exists with exactly data.
 func Same(path string, data []byte) bool {
 	b, ok, err := Read(path)

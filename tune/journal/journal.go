@@ -56,6 +56,10 @@ type File struct {
 	SetSHA256 string `json:"set_sha256"`
 	// Seq orders files by first change.
 	Seq int `json:"seq"`
+	// Link is the target of the symbolic link that was there (Debian's
+	// 99-sysctl.conf -> ../sysctl.conf, a mask -> /dev/null, or one that
+	// led nowhere), restored as a link by rollback; "" for a file.
+	Link string `json:"link,omitempty"`
 }
 
 // Owner is a file's numeric owner and group.
@@ -276,6 +280,9 @@ func (s *State) validate() error {
 		}
 		if !filepath.IsAbs(p) || filepath.Clean(p) != p {
 			return fmt.Errorf("file %q: not an absolute clean path", p)
+		}
+		if strings.ContainsRune(f.Link, 0) || (f.Link != "" && !f.Existed) {
+			return fmt.Errorf("file %s: link %q without an existing original", p, f.Link)
 		}
 		if !isSHA256Hex(f.SetSHA256) {
 			return fmt.Errorf("file %s: set_sha256 %q is not 64 lowercase hex digits", p, f.SetSHA256)
