@@ -42,7 +42,7 @@ func TestRollbackRestoresSymlinks(t *testing.T) {
 	must(t, os.WriteFile(outside, []byte("net.core.somaxconn = 7\n"), 0o644))
 	for _, c := range []struct {
 		name, file, target string
-		image               bool
+		image              bool
 	}{
 		{"debian 99-sysctl.conf", "/etc/sysctl.d/99-sysctl.conf", "../sysctl.conf", false},
 		{"mask", "/etc/sysctl.d/99-sysctl.conf", "/dev/null", false},
