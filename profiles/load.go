@@ -77,6 +77,7 @@ func Load(ref string, sets []string) (*Profile, error) {
 	if err := ApplySets(p, sets); err != nil {
 		return nil, err
 	}
+	p.Sets = slices.Clone(sets)
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}

@@ -209,6 +209,9 @@ type Profile struct {
 	// again) names it the way --profile takes it; "" for Parse and for a
 	// profile built in code.
 	Source string `yaml:"-" json:"-"`
+	// Sets are the --set key=value overrides Load applied, in order, so
+	// that a suggested command repeats them.
+	Sets []string `yaml:"-" json:"-"`
 	// Description says what the profile is for and where its numbers come from.
 	Description string `yaml:"description,omitempty" json:"description,omitempty"`
 	// Include lists profiles (built-in names or paths relative to this

@@ -162,7 +162,7 @@ func (pl *Plan) openJournal(layers []layer) (*applyJournal, error) {
 	if pl.env.ImageMode() {
 		root = pl.env.Root
 	}
-	j.st.Applies = append(j.st.Applies, journal.Apply{Profile: pl.Profile, Source: pl.env.profileRef, At: time.Now().UTC(), Root: root, InProgress: true})
+	j.st.Applies = append(j.st.Applies, journal.Apply{Profile: pl.Profile, Source: pl.env.profileRef, Sets: pl.env.profileSets, At: time.Now().UTC(), Root: root, InProgress: true})
 	if err := journal.Save(j.path, j.st); err != nil {
 		return nil, exitcode.Environmentf("tune apply: writing the journal %s: %v; nothing was changed", j.path, err)
 	}

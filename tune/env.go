@@ -72,7 +72,8 @@ type Env struct {
 	Backend sysctl.Backend
 	// profileRef is the --profile a suggested "apply again" repeats: the
 	// profile being planned, or the journal's last apply (see reapply).
-	profileRef string
+	profileRef  string
+	profileSets []string
 	// PersistName is the basename of hostprep's sysctl.d file ("" =
 	// 60-hostprep.conf); a name that sorts after another file's lets
 	// hostprep's values win at boot (--persist-name).
@@ -379,13 +380,24 @@ func (e Env) suggest(verb string, args ...string) string {
 // (suggest "apply --profile REF ARGS..."), naming it as --profile takes
 // it; PROFILE when unknown (a profile built in code).
 func (e Env) reapply(args ...string) string {
-	return e.suggest("apply", append([]string{"--profile", cmp.Or(e.profileRef, "PROFILE")}, args...)...)
+	return e.suggest("apply", append(profileArgs(cmp.Or(e.profileRef, "PROFILE"), e.profileSets), args...)...)
+}
+
+// profileArgs are the flags that name a profile as it was applied:
+// --profile REF and each --set it was given.
+func profileArgs(ref string, sets []string) []string {
+	out := []string{"--profile", ref}
+	for _, s := range sets {
+		out = append(out, "--set", s)
+	}
+	return out
 }
 
 // withLastApply is e with profileRef set from the journal's last apply.
 func (e Env) withLastApply(st *journal.State) Env {
 	if st != nil && len(st.Applies) > 0 {
-		e.profileRef = st.Applies[len(st.Applies)-1].Source
+		last := st.Applies[len(st.Applies)-1]
+		e.profileRef, e.profileSets = last.Source, last.Sets
 	}
 	return e
 }

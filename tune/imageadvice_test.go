@@ -140,13 +140,14 @@ func TestShellQuote(t *testing.T) {
 }
 
 // Advice to apply again names the profile the way --profile took it (the
-// file's absolute path), not the profile's name, which --profile does not
-// resolve for a file; the journal keeps it for status and verify.
+// file's absolute path, with its --set overrides), not the profile's name,
+// which --profile does not resolve for a file; the journal keeps both for
+// status and verify.
 func TestAdviceNamesTheProfileFile(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "s1.yaml")
 	must(t, os.WriteFile(file, []byte("name: s1\nsysctl:\n  net.core.somaxconn: {value: \"8192\", mode: at-least}\n"), 0o644))
-	p, err := profiles.Load(file, nil)
+	p, err := profiles.Load(file, []string{"net.core.somaxconn=9000"})
 	must(t, err)
 	img := filepath.Join(dir, "img")
 	must(t, os.MkdirAll(img, 0o755))
@@ -160,8 +161,8 @@ func TestAdviceNamesTheProfileFile(t *testing.T) {
 	_, _, verr := Verify(nil, env)
 	_, berr := VerifyBoot(env)
 	for _, err := range []error{verr, berr} {
-		if err == nil || !strings.Contains(err.Error(), "`hostprep tune apply --profile "+file+" --root ") {
-			t.Errorf("advice does not name the profile file %s: %v", file, err)
+		if err == nil || !strings.Contains(err.Error(), "`hostprep tune apply --profile "+file+" --set net.core.somaxconn=9000 --root ") {
+			t.Errorf("advice does not name the profile file %s and its --set: %v", file, err)
 		}
 	}
 }

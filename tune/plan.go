@@ -257,7 +257,7 @@ func PlanFor(p *profiles.Profile, opts Options) (*Plan, error) {
 		st = journal.New()
 	}
 	env = env.keepPersistName(st)
-	env.profileRef = p.Source
+	env.profileRef, env.profileSets = p.Source, p.Sets
 	pl.env = env
 	if !env.ImageMode() {
 		b, err := env.backend()

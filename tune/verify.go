@@ -104,7 +104,7 @@ func StatusOf(env Env) (*Status, error) {
 	intr := st.Interrupted()
 	pending := ""
 	if intr != nil {
-		s.Interrupted = fmt.Sprintf("apply of profile %s interrupted at %s (killed part way); run %s again to finish it or %s to undo it", intr.Profile, intr.At.Format("2006-01-02 15:04:05Z"), env.suggest("apply", "--profile", cmp.Or(intr.Source, intr.Profile)), env.suggest("rollback"))
+		s.Interrupted = fmt.Sprintf("apply of profile %s interrupted at %s (killed part way); run %s again to finish it or %s to undo it", intr.Profile, intr.At.Format("2006-01-02 15:04:05Z"), env.suggest("apply", profileArgs(cmp.Or(intr.Source, intr.Profile), intr.Sets)...), env.suggest("rollback"))
 		pending = notReached
 	}
 	keys, err := keyStatuses(env, st, pending)
@@ -167,18 +167,19 @@ func Verify(p *profiles.Profile, env Env) (*Status, *Plan, error) {
 	case s.Interrupted != "":
 		return s, pl, exitcode.Failedf("tune verify: %s", s.Interrupted)
 	case s.Drift > 0:
-		return s, pl, exitcode.Failedf("tune verify: %s drifted from what hostprep applied (see above); %s sets them again", plural.N(s.Drift, "item"), env.suggest("apply", "--profile", driftProfile(s)))
+		return s, pl, exitcode.Failedf("tune verify: %s drifted from what hostprep applied (see above); %s sets them again", plural.N(s.Drift, "item"), env.suggest("apply", driftProfile(s)...))
 	case pl != nil && pl.Changed:
 		return s, pl, exitcode.Failedf("tune verify: the host does not match profile %s: %s pending; %s lists them", p.Name, plural.N(len(pl.Changes), "change"), env.suggest("plan", "--profile", cmp.Or(p.Source, p.Name)))
 	}
 	return s, pl, nil
 }
 
-// driftProfile is the profile to apply again to undo drift: the last one
+// driftProfile is the flags naming the profile to apply again to undo
+// drift (--profile and its --set overrides): the last one
 // the journal records, as --profile named it, or a placeholder.
-func driftProfile(s *Status) string {
+func driftProfile(s *Status) []string {
 	if n := len(s.Applies); n > 0 {
-		return cmp.Or(s.Applies[n-1].Source, s.Applies[n-1].Profile)
+		return profileArgs(cmp.Or(s.Applies[n-1].Source, s.Applies[n-1].Profile), s.Applies[n-1].Sets)
 	}
-	return "PROFILE"
+	return profileArgs("PROFILE", nil)
 }

@@ -130,9 +130,11 @@ type Apply struct {
 	Profile string `json:"profile"`
 	// Source is how --profile named it (a built-in name or a file's
 	// absolute path; profiles.Profile.Source), for "apply again" advice.
-	Source string    `json:"source,omitempty"`
-	At     time.Time `json:"at"`
-	Root   string    `json:"root,omitempty"`
+	Source string `json:"source,omitempty"`
+	// Sets are the --set overrides it was applied with.
+	Sets []string  `json:"sets,omitempty"`
+	At   time.Time `json:"at"`
+	Root string    `json:"root,omitempty"`
 	// InProgress is the completion marker: true from the journal write
 	// before the first change until every change of this apply is made,
 	// then cleared. A journal whose last apply is still in progress
