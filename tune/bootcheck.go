@@ -115,13 +115,18 @@ func numberAtBoot(root string, overlay map[string][]byte, key string, def uint64
 		return 0, "", exitcode.Environmentf("tune: boot configuration: %v", err)
 	}
 	why := "no sysctl file sets it"
-	if set, ok := s.Lookup(key); ok {
-		v := strings.TrimSpace(set.Value)
-		n, ok := sysval.Uint(v)
-		if ok && len(profiles.CheckBounds(key, strconv.FormatUint(n, 10), "")) == 0 {
-			return n, set.Where() + " sets it at boot", nil
+	accepted := func(v string) bool { _, ok := sysval.Uint(v); return ok && kernelRefuses(key, v) == "" }
+	last, named := s.Lookup(key)
+	if named && !accepted(last.Value) {
+		why = fmt.Sprintf("%s sets %s, which the kernel refuses", last.Where(), strings.TrimSpace(last.Value))
+	}
+	if set, ok := s.LookupAccepted(key, accepted); ok {
+		n, _ := sysval.Uint(set.Value)
+		from := set.Where() + " sets it at boot"
+		if set.Where() != last.Where() {
+			from += " (" + why + ")"
 		}
-		why = fmt.Sprintf("%s sets %s, which the kernel refuses", set.Where(), v)
+		return n, from, nil
 	}
 	if def == 0 {
 		return 0, "", nil
@@ -248,6 +253,12 @@ func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, ov
 		refused := ""
 		if ok {
 			refused = kernelRefuses(k, set.Value)
+		}
+		if refused != "" { // procps keeps an earlier line the kernel took
+			if acc, ok := s.LookupAccepted(k, func(v string) bool { return kernelRefuses(k, v) == "" }); ok {
+				set, refused = acc, ""
+				it.Boot = BootValue{Value: sysval.Normalize(set.Value), File: set.File.Name(), Line: set.Line}
+			}
 		}
 		switch {
 		case !ok:

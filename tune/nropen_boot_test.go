@@ -61,6 +61,12 @@ func TestNofileFitsUnderNrOpenAtBoot(t *testing.T) {
 		{"image: Go's digit separators are not the kernel's", func(t *testing.T) Env {
 			return image(t, map[string]string{"/etc/sysctl.d/10-x.conf": "fs.nr_open = 4_000_000\n"})
 		}, 2000000, true, []string{"which the kernel refuses", "1048576"}},
+		{"image, procps: a refused last line leaves the earlier accepted one", func(t *testing.T) Env {
+			return image(t, map[string]string{"/etc/sysctl.d/10-a.conf": "fs.nr_open = 3000000\n", "/etc/sysctl.d/90-b.conf": "fs.nr_open = 4000000junk\n"})
+		}, 2000000, false, nil},
+		{"image, systemd-sysctl: a refused winner leaves the default", func(t *testing.T) Env {
+			return image(t, map[string]string{"/etc/sysctl.d/10-a.conf": "fs.nr_open = 3000000\n", "/etc/sysctl.d/90-b.conf": "fs.nr_open = 4000000junk\n", "/usr/lib/systemd/systemd-sysctl": ""})
+		}, 2000000, true, []string{"90-b.conf:1 sets 4000000junk, which the kernel refuses", "1048576"}},
 		{"image: no file, kernel default", func(t *testing.T) Env {
 			return image(t, map[string]string{"/etc/hostname": "img\n"})
 		}, 2000000, true, []string{"kernel default at boot", "1048576"}},

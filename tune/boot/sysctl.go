@@ -240,8 +240,9 @@ func swapDotsSlashes(k string, i int) string {
 	return string(b)
 }
 
-// procpsLookup is Lookup for procps.
-func (s *Sysctl) procpsLookup(k string) (SysctlSetting, bool) {
+// procpsLookup is Lookup for procps: the last line that matches k and
+// whose value accept takes (nil: any).
+func (s *Sysctl) procpsLookup(k string, accept func(string) bool) (SysctlSetting, bool) {
 	p := "/proc/sys/" + k
 	named := false
 	for _, w := range s.writes {
@@ -261,7 +262,7 @@ func (s *Sysctl) procpsLookup(k string) (SysctlSetting, bool) {
 		default:
 			hit = path.Clean(w.path) == p
 		}
-		if hit {
+		if hit && (accept == nil || accept(w.set.Value)) {
 			out := *w.set
 			out.Key = DottedKey(k)
 			return out, true
@@ -281,7 +282,7 @@ func (s *Sysctl) procpsLookup(k string) (SysctlSetting, bool) {
 func (s *Sysctl) Lookup(key string) (SysctlSetting, bool) {
 	k := NormalizeSysctlKey(key)
 	if s.Loader == ProcpsSystem {
-		return s.procpsLookup(k)
+		return s.procpsLookup(k, nil)
 	}
 	if set, ok := s.explicit[k]; ok {
 		if set == nil {
@@ -298,6 +299,22 @@ func (s *Sysctl) Lookup(key string) (SysctlSetting, bool) {
 		}
 	}
 	return SysctlSetting{}, false
+}
+
+// LookupAccepted is Lookup for a key whose values the kernel may refuse
+// (accept says which it takes): procps writes every line in turn, so a
+// refused last line leaves the last accepted one in force; systemd-sysctl
+// writes only the assignment Lookup finds, so a refused one leaves the
+// kernel's default (ok false).
+func (s *Sysctl) LookupAccepted(key string, accept func(value string) bool) (SysctlSetting, bool) {
+	if s.Loader == ProcpsSystem {
+		return s.procpsLookup(NormalizeSysctlKey(key), accept)
+	}
+	set, ok := s.Lookup(key)
+	if !ok || !accept(set.Value) {
+		return SysctlSetting{}, false
+	}
+	return set, true
 }
 
 // SysctlAtBoot is the value key (net.core.somaxconn, or net/core/somaxconn)
