@@ -239,8 +239,15 @@ func TestKernelRefusedValueIsNotKeptOrOK(t *testing.T) {
 	if !strings.Contains(string(conf), "fs.nr_open = 2097152\n") || !strings.Contains(strings.Join(res.Warnings, "\n"), "which the kernel refuses") {
 		t.Errorf("hostprep's file:\n%s\nwarnings: %q", conf, res.Warnings)
 	}
-	// A later file with the refused value: not ok at boot.
+	// A later file with the refused value: under procps (no
+	// systemd-sysctl in the image) hostprep's earlier line stays in
+	// force; under systemd-sysctl, which writes only the winner, the key
+	// keeps its default: not ok at boot.
 	testenv.WriteTree(t, img, map[string]string{"/etc/sysctl.d/90-x.conf": "fs.nr_open = 3000000000\n"})
+	if _, err := VerifyBoot(env); err != nil {
+		t.Errorf("procps, hostprep's line before the refused one: %v", err)
+	}
+	testenv.WriteTree(t, img, map[string]string{"/usr/lib/systemd/systemd-sysctl": ""})
 	_, err = VerifyBoot(env)
 	wantCode(t, err, exitcode.Failed, "90-x.conf:1 sets 3000000000, which the kernel refuses")
 }
