@@ -101,8 +101,18 @@ func (pl *Plan) keep(want *journal.Limit, now nofileNow, nrOpen uint64, file, wh
 	if len(kept) == 0 {
 		return
 	}
-	pl.Skipped = append(pl.Skipped, Skip{File: file, Layer: Persistent, Current: fmtLimit(now.soft, now.hard),
-		Reason: fmt.Sprintf("nofile kept at %s for %s: they already get %s%s from %s, higher than the profile; hostprep never lowers a limit", strings.Join(kept, " and "), who, fmtLimit(now.soft, now.hard), how, now.from)})
+	pl.Skipped = append(pl.Skipped, Skip{File: file, Layer: Persistent, Current: now.String(),
+		Reason: fmt.Sprintf("nofile kept at %s for %s: they already get %s%s from %s, higher than the profile; hostprep never lowers a limit", strings.Join(kept, " and "), who, now.String(), how, now.from)})
+}
+
+// String is "soft:hard", or "?:hard" when no line sets the soft and what
+// the session inherits is not known (an image without systemd): a
+// hard-only line leaves the inherited soft, which is not 0.
+func (n nofileNow) String() string {
+	if n.soft == 0 {
+		return "?:" + strings.TrimPrefix(fmtLimit(0, n.hard), "0:")
+	}
+	return fmtLimit(n.soft, n.hard)
 }
 
 // resolveUnlimited returns the nofile soft and hard an unlimited value

@@ -120,6 +120,17 @@ func TestNeverLowerStopsAtNrOpen(t *testing.T) {
 	if w := strings.Join(pl.Warnings, "\n"); !strings.Contains(w, "limits.conf:1 sets hard nofile 2500000") || !strings.Contains(w, "above fs.nr_open 1048576") {
 		t.Errorf("warnings:\n%s", w)
 	}
+	// A hard-only line leaves the inherited soft, which an image without
+	// systemd does not tell: "?", not 0.
+	img := filepath.Join(t.TempDir(), "img")
+	testenv.WriteTree(t, img, map[string]string{"/etc/security/limits.conf": "* hard nofile 900000\nroot hard nofile 900000\n"})
+	pl, err = NewPlan(&profiles.Profile{Name: "n", Limits: profiles.Limits{Nofile: &profiles.Limit{Soft: 1024, Hard: 65536}}}, Env{Root: img, Image: true, SkipPrivilegeCheck: true})
+	must(t, err)
+	for _, sk := range pl.Skipped {
+		if strings.Contains(sk.Reason, "nofile kept at") && (sk.Current != "?:900000" || strings.Contains(sk.Reason, "0:900000")) {
+			t.Errorf("kept limit shown as %q: %s", sk.Current, sk.Reason)
+		}
+	}
 }
 
 // In image mode an at-least key keeps a higher value the image's own
