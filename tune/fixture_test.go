@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/hostprep/hostprep/tune/sysctl"
 )
@@ -96,6 +97,17 @@ func newHost(t testing.TB, overrides map[string]string) *fakeHost {
 		SkipPrivilegeCheck: true,
 	}
 	return h
+}
+
+// newImage lays tree (paths relative to the image, "/etc/...") under a
+// fresh image directory and returns it with the image-mode Env (--root)
+// that tunes it.
+func newImage(t testing.TB, tree map[string]string) (string, Env) {
+	t.Helper()
+	img := filepath.Join(t.TempDir(), "img")
+	must(t, os.MkdirAll(img, 0o755))
+	testenv.WriteTree(t, img, tree)
+	return img, Env{Root: img, Image: true, SkipPrivilegeCheck: true}
 }
 
 func must(t testing.TB, err error) {

@@ -7,7 +7,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/profiles"
 )
 
@@ -17,9 +16,7 @@ import (
 func TestCreatedDirectoriesIgnoreTheUmask(t *testing.T) {
 	old := syscall.Umask(0o077)
 	defer syscall.Umask(old)
-	img := filepath.Join(t.TempDir(), "img")
-	must(t, os.Mkdir(img, 0o755))
-	env := Env{Root: img, Image: true, SkipPrivilegeCheck: true}
+	img, env := newImage(t, nil)
 	p, err := profiles.Load("mqtt-broker-1m", nil)
 	must(t, err)
 	_, err = Apply(t.Context(), p, Options{Env: env})
@@ -38,12 +35,10 @@ func TestCreatedDirectoriesIgnoreTheUmask(t *testing.T) {
 // A directory named *.conf in sysctl.d or limits.d is read as empty (as
 // sysctl --system and pam_limits do), not a reason to stop.
 func TestDirectoryNamedConfReadsAsEmpty(t *testing.T) {
-	img := filepath.Join(t.TempDir(), "img")
-	testenv.WriteTree(t, img, map[string]string{"/etc/hostname": "img\n"})
+	img, env := newImage(t, nil)
 	for _, d := range []string{"etc/sysctl.d/foo.conf", "etc/security/limits.d/foo.conf"} {
 		must(t, os.MkdirAll(filepath.Join(img, d), 0o755))
 	}
-	env := Env{Root: img, Image: true, SkipPrivilegeCheck: true}
 	p, err := profiles.Load("ready-small", nil)
 	must(t, err)
 	if _, err := NewPlan(p, env); err != nil {
@@ -54,9 +49,7 @@ func TestDirectoryNamedConfReadsAsEmpty(t *testing.T) {
 // Files in /run/modules-load.d are gone after a reboot: a key whose
 // module only they load is not ok at boot.
 func TestRunModulesLoadIsNotBootTruth(t *testing.T) {
-	img := filepath.Join(t.TempDir(), "img")
-	testenv.WriteTree(t, img, map[string]string{"/run/modules-load.d/x.conf": "nf_conntrack\n"})
-	env := Env{Root: img, Image: true, SkipPrivilegeCheck: true}
+	img, env := newImage(t, map[string]string{"/run/modules-load.d/x.conf": "nf_conntrack\n"})
 	p := &profiles.Profile{Name: "ct", Sysctl: map[string]profiles.Sysctl{"net.netfilter.nf_conntrack_max": {Value: "262144", Mode: profiles.AtLeast}}}
 	_, err := Apply(t.Context(), p, Options{Env: env})
 	must(t, err)
@@ -69,12 +62,11 @@ func TestRunModulesLoadIsNotBootTruth(t *testing.T) {
 // *.conf) is refused before anything is written: the journal would
 // replace it with JSON.
 func TestStateFileMayNotBeAConfigFile(t *testing.T) {
-	img := filepath.Join(t.TempDir(), "img")
-	testenv.WriteTree(t, img, map[string]string{"/etc/hostname": "img\n"})
+	img, env := newImage(t, nil)
 	p, err := profiles.Load("ready-small", nil)
 	must(t, err)
 	for _, state := range []string{filepath.Join(img, "etc/sysctl.d/60-hostprep.conf"), filepath.Join(img, "etc/security/limits.conf")} {
-		env := Env{Root: img, Image: true, SkipPrivilegeCheck: true, StateFile: state}
+		env.StateFile = state
 		_, err := Apply(t.Context(), p, Options{Env: env})
 		wantCode(t, err, 2, "--state", "configuration file")
 		if _, err := os.Stat(state); err == nil {

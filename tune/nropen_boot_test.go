@@ -22,9 +22,8 @@ func TestNofileFitsUnderNrOpenAtBoot(t *testing.T) {
 		return &profiles.Profile{Name: "nofile-only", Limits: profiles.Limits{Nofile: &profiles.Limit{Soft: 1024, Hard: hard}}}
 	}
 	image := func(t *testing.T, tree map[string]string) Env {
-		img := filepath.Join(t.TempDir(), "img")
-		testenv.WriteTree(t, img, tree)
-		return Env{Root: img, Image: true, SkipPrivilegeCheck: true}
+		_, env := newImage(t, tree)
+		return env
 	}
 	for _, c := range []struct {
 		name     string
@@ -88,9 +87,7 @@ func TestNofileFitsUnderNrOpenAtBoot(t *testing.T) {
 // against fs.nr_open at boot: a removed file that raised fs.nr_open leaves
 // limits that logins cannot get, and verify --boot fails naming them.
 func TestVerifyBootChecksNofileAgainstNrOpen(t *testing.T) {
-	img := filepath.Join(t.TempDir(), "img")
-	testenv.WriteTree(t, img, map[string]string{"/etc/sysctl.d/10-x.conf": "fs.nr_open = 3000000\n"})
-	env := Env{Root: img, Image: true, SkipPrivilegeCheck: true}
+	img, env := newImage(t, map[string]string{"/etc/sysctl.d/10-x.conf": "fs.nr_open = 3000000\n"})
 	_, err := Apply(t.Context(), &profiles.Profile{Name: "big", Limits: profiles.Limits{Nofile: &profiles.Limit{Soft: 1024, Hard: 2000000}}}, Options{Env: env})
 	must(t, err)
 	if _, err := VerifyBoot(env); err != nil {
@@ -122,9 +119,8 @@ func TestNeverLowerStopsAtNrOpen(t *testing.T) {
 	}
 	// A hard-only line leaves the inherited soft, which an image without
 	// systemd does not tell: "?", not 0.
-	img := filepath.Join(t.TempDir(), "img")
-	testenv.WriteTree(t, img, map[string]string{"/etc/security/limits.conf": "* hard nofile 900000\nroot hard nofile 900000\n"})
-	pl, err = NewPlan(&profiles.Profile{Name: "n", Limits: profiles.Limits{Nofile: &profiles.Limit{Soft: 1024, Hard: 65536}}}, Env{Root: img, Image: true, SkipPrivilegeCheck: true})
+	_, env := newImage(t, map[string]string{"/etc/security/limits.conf": "* hard nofile 900000\nroot hard nofile 900000\n"})
+	pl, err = NewPlan(&profiles.Profile{Name: "n", Limits: profiles.Limits{Nofile: &profiles.Limit{Soft: 1024, Hard: 65536}}}, env)
 	must(t, err)
 	kept := 0
 	for _, sk := range pl.Skipped {
@@ -146,9 +142,7 @@ func TestNeverLowerStopsAtNrOpen(t *testing.T) {
 // under which the image's own limits may no longer fit). Exact keys are
 // written as the profile says.
 func TestImageAtLeastKeepsTheImagesValue(t *testing.T) {
-	img := filepath.Join(t.TempDir(), "img")
-	testenv.WriteTree(t, img, map[string]string{"/etc/sysctl.d/10-x.conf": "fs.nr_open = 3000000\nnet.core.somaxconn = 65535\nvm.swappiness = 60\n"})
-	env := Env{Root: img, Image: true, SkipPrivilegeCheck: true}
+	img, env := newImage(t, map[string]string{"/etc/sysctl.d/10-x.conf": "fs.nr_open = 3000000\nnet.core.somaxconn = 65535\nvm.swappiness = 60\n"})
 	p := &profiles.Profile{Name: "img", Sysctl: map[string]profiles.Sysctl{
 		"fs.nr_open":         {Value: "1048576", Mode: profiles.AtLeast},
 		"net.core.somaxconn": {Value: "4096", Mode: profiles.AtLeast},
@@ -175,9 +169,7 @@ func TestImageAtLeastKeepsTheImagesValue(t *testing.T) {
 // limits logins cannot get. Once the limits file is gone, rollback
 // finishes.
 func TestImageRollbackKeepsNrOpenFileForALeftLimitsFile(t *testing.T) {
-	img := filepath.Join(t.TempDir(), "img")
-	testenv.WriteTree(t, img, map[string]string{"/etc/hostname": "img\n"})
-	env := Env{Root: img, Image: true, SkipPrivilegeCheck: true}
+	img, env := newImage(t, map[string]string{"/etc/hostname": "img\n"})
 	_, err := Apply(t.Context(), &profiles.Profile{Name: "big",
 		Sysctl: map[string]profiles.Sysctl{"fs.nr_open": {Value: "2097152", Mode: profiles.AtLeast}},
 		Limits: profiles.Limits{Nofile: &profiles.Limit{Soft: 1024, Hard: 524288}}}, Options{Env: env})
@@ -204,9 +196,7 @@ func TestImageRollbackKeepsNrOpenFileForALeftLimitsFile(t *testing.T) {
 // /run/sysctl.d is refused by plan, and after an apply verify --boot
 // fails for it, saying why.
 func TestRunFilesDoNotCountAsBootTruth(t *testing.T) {
-	img := filepath.Join(t.TempDir(), "img")
-	testenv.WriteTree(t, img, map[string]string{"/run/sysctl.d/10-x.conf": "fs.nr_open = 3000000\n"})
-	env := Env{Root: img, Image: true, SkipPrivilegeCheck: true}
+	img, env := newImage(t, map[string]string{"/run/sysctl.d/10-x.conf": "fs.nr_open = 3000000\n"})
 	big := &profiles.Profile{Name: "big", Limits: profiles.Limits{Nofile: &profiles.Limit{Soft: 1024, Hard: 2000000}}}
 	_, err := NewPlan(big, env)
 	wantCode(t, err, exitcode.BadInput, "1048576", "/run")
@@ -225,9 +215,7 @@ func TestRunFilesDoNotCountAsBootTruth(t *testing.T) {
 // sysctl.d file: rollback undoes files newest first, so it must know what
 // the left limits file needs before it reaches the sysctl.d file.
 func TestImageRollbackKeepsNrOpenFileWrittenAfterTheLimits(t *testing.T) {
-	img := filepath.Join(t.TempDir(), "img")
-	testenv.WriteTree(t, img, map[string]string{"/etc/hostname": "img\n"})
-	env := Env{Root: img, Image: true, SkipPrivilegeCheck: true}
+	img, env := newImage(t, map[string]string{"/etc/hostname": "img\n"})
 	_, err := Apply(t.Context(), &profiles.Profile{Name: "lim", Limits: profiles.Limits{Nofile: &profiles.Limit{Soft: 1024, Hard: 524288}}}, Options{Env: env})
 	must(t, err)
 	_, err = Apply(t.Context(), &profiles.Profile{Name: "nr", Sysctl: map[string]profiles.Sysctl{"fs.nr_open": {Value: "2097152", Mode: profiles.AtLeast}}}, Options{Env: env})
@@ -246,9 +234,7 @@ func TestImageRollbackKeepsNrOpenFileWrittenAfterTheLimits(t *testing.T) {
 // A value the kernel refuses is neither kept in hostprep's file (image
 // at-least used to copy fs.nr_open 3000000000 into it) nor ok at boot.
 func TestKernelRefusedValueIsNotKeptOrOK(t *testing.T) {
-	img := filepath.Join(t.TempDir(), "img")
-	testenv.WriteTree(t, img, map[string]string{"/etc/sysctl.d/10-x.conf": "fs.nr_open = 3000000000\n"})
-	env := Env{Root: img, Image: true, SkipPrivilegeCheck: true}
+	img, env := newImage(t, map[string]string{"/etc/sysctl.d/10-x.conf": "fs.nr_open = 3000000000\n"})
 	p := &profiles.Profile{Name: "nr", Sysctl: map[string]profiles.Sysctl{"fs.nr_open": {Value: "2097152", Mode: profiles.AtLeast}}}
 	res, err := Apply(t.Context(), p, Options{Env: env})
 	must(t, err)

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
@@ -176,14 +175,13 @@ func TestPersistNameHidingAVendorFileWarns(t *testing.T) {
 func TestOwnedFilesHidingVendorFilesWarn(t *testing.T) {
 	_, p, err := loadCase(t, "host-wide-soft-nofile-stays-1024") // mqtt-broker-1m: conntrack, emqx.service
 	must(t, err)
-	img := filepath.Join(t.TempDir(), "img")
 	vendor := []string{"/usr/lib/modules-load.d/60-hostprep.conf", "/usr/lib/systemd/system.conf.d/60-hostprep.conf", "/usr/lib/systemd/system/emqx.service.d/60-hostprep.conf"}
 	tree := map[string]string{"/etc/systemd/system.conf": "[Manager]\n"}
 	for _, f := range vendor {
 		tree[f] = "# vendor\n"
 	}
-	testenv.WriteTree(t, img, tree)
-	pl, err := NewPlan(p, Env{Root: img, Image: true, SkipPrivilegeCheck: true})
+	_, env := newImage(t, tree)
+	pl, err := NewPlan(p, env)
 	must(t, err)
 	w := strings.Join(pl.Warnings, "\n")
 	for _, f := range vendor {
