@@ -137,15 +137,17 @@ func checkAcceptQueue(f *Facts, t Target) verdict.Check {
 	var full, obs []string
 	for _, l := range ls {
 		obs = append(obs, fmt.Sprintf("%s: %d waiting of backlog %d (ss -ltn Recv-Q/Send-Q)", l.Endpoint(), l.AcceptQueue, l.Backlog))
-		if l.Backlog > 0 && l.AcceptQueue >= l.Backlog {
+		// Full as the kernel judges it (sk_acceptq_is_full): more waiting
+		// than the backlog, so listen(3) holds 4 and listen(0) holds 1.
+		if l.AcceptQueue > l.Backlog {
 			full = append(full, fmt.Sprintf("%s (%s): %s waiting, backlog %d", l.Endpoint(), l.Owner(), plural.N(l.AcceptQueue, "connection"), l.Backlog))
 		}
 	}
 	if len(full) > 0 {
 		return fail("accept queue full now: "+strings.Join(full, "; ")+": the server does not accept fast enough and new connections are dropped",
-			strings.Join(obs, "; "), "accept queue below its backlog", "find why the server stalls (CPU, a blocked accept loop), then raise its listen backlog")
+			strings.Join(obs, "; "), "accept queue not above its backlog", "find why the server stalls (CPU, a blocked accept loop), then raise its listen backlog")
 	}
-	return pass("accept queue not full", strings.Join(obs, "; "), "accept queue below its backlog")
+	return pass("accept queue not full", strings.Join(obs, "; "), "accept queue not above its backlog")
 }
 
 func checkAcceptSynBacklog(f *Facts, t Target) verdict.Check {

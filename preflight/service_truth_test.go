@@ -34,7 +34,13 @@ sysctl: {net.ipv4.tcp_mem: "1000000 1500000 4000000"}`, Target{Sockets: 10, Role
 		{"tcp_mem pressure above RAM warns", `mem_total_bytes: 8589934592
 sysctl: {net.ipv4.tcp_mem: "1000000 3000000 3000001"}`, Target{Sockets: 10, Role: Loadgen}, "mem.tcp_mem", verdict.Warn},
 		{"tcp_mem of the kernel's own sizing passes", `mem_total_bytes: 8589934592`, Target{Sockets: 10, Role: Broker}, "mem.tcp_mem", verdict.Pass},
-		{"accept queue full now", `listeners: [{port: 1883, backlog: 4096, accept_queue: 4096, process: mosquitto}]`,
+		// The kernel's sk_acceptq_is_full: full when more wait than the
+		// backlog (listen(3) holds 4, listen(0) holds 1).
+		{"accept queue full now", `listeners: [{port: 1883, backlog: 4096, accept_queue: 4097, process: mosquitto}]`,
+			Target{Sockets: 10, Role: Broker, ConnRate: 100}, "accept.queue", verdict.Fail},
+		{"accept queue at its backlog still takes one", `listeners: [{port: 1883, backlog: 4096, accept_queue: 4096, process: mosquitto}]`,
+			Target{Sockets: 10, Role: Broker, ConnRate: 100}, "accept.queue", verdict.Pass},
+		{"listen(0) with one waiting is full", `listeners: [{port: 1883, backlog: 0, accept_queue: 1, process: mosquitto}]`,
 			Target{Sockets: 10, Role: Broker, ConnRate: 100}, "accept.queue", verdict.Fail},
 		{"listener backlog covers the rate", `listeners: [{port: 1883, backlog: 4096, process: emqx}]`,
 			Target{Sockets: 10, Role: Broker, ConnRate: 100}, "accept.backlog", verdict.Pass},
