@@ -210,24 +210,32 @@ func (g *gatherer) targetAndConfig(ctx context.Context, o GatherOptions) error {
 	return nil
 }
 
-// ownerOfMissingUnit judges, when the profile's unit is not installed
-// but a process owns the role's listener (a service started by hand, from
-// a tarball's scripts), that process instead of failing on the absent
-// unit; the absent unit becomes a note and a line of the target's source.
+// ownerOfMissingUnit judges, when a process owns the role's listener (a
+// service started by hand, from a tarball's scripts), that process instead
+// of a unit that cannot tell: the profile's unit is not installed, or
+// systemd is not running, so no unit (--service or the profile's) applies
+// and the running owner's limits are the truth, not a login shell's. The
+// unit becomes a note and a line of the target's source.
 func (g *gatherer) ownerOfMissingUnit(o GatherOptions) error {
-	if !g.f.Target.UnitMissing || o.PID != 0 || !o.ServiceFromProfile || o.Role == Loadgen {
+	t := g.f.Target
+	missing := t.UnitMissing && o.ServiceFromProfile
+	inert := t.Unit != "" && !t.UnitMissing && !g.f.Systemd.Running
+	if !(missing || inert) || o.PID != 0 || o.Role == Loadgen {
 		return nil
 	}
 	owner := g.listenerOwner(o.Ports)
 	if owner == 0 {
 		return nil
 	}
-	unit := g.f.Target.Unit
-	g.f.Target = ProcessFacts{}
+	unit := t.Unit
+	g.f.Target = ProcessFacts{UnitLimitNOFILE: t.UnitLimitNOFILE}
 	if err := g.targetPID(owner, fmt.Sprintf("/proc/%d/limits", owner)); err != nil {
 		return err
 	}
 	why := fmt.Sprintf("the profile's unit %s is not installed, but the listener on %s is owned by pid %d: judged that running process instead", unit, g.ownerEndpoint(owner), owner)
+	if inert {
+		why = fmt.Sprintf("systemd is not running here, so the unit %s applies to nothing; the listener on %s is owned by pid %d: judged that running process instead", unit, g.ownerEndpoint(owner), owner)
+	}
 	g.f.Target.Source = why + ", " + g.f.Target.Source
 	g.note("%s", why)
 	return nil

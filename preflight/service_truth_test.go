@@ -3,6 +3,7 @@ package preflight
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -342,5 +343,43 @@ func TestTemplateInstanceUnit(t *testing.T) {
 	}
 	if u, err := g.unitFromFiles("iotdb-confignode@a.service"); err != nil || u.missing == "" {
 		t.Errorf("an instance of a template that is not installed: %+v %v, want missing", u, err)
+	}
+}
+
+// With systemd not running, no unit applies: --service names a unit that
+// starts nothing. When a running process owns the target's listener, its
+// limits are the truth (a broker started by hand at 1024:4096 fails
+// 3000 sockets), not a login shell's; it used to pass on the shell's.
+func TestServiceWithoutSystemdJudgesTheListenerOwner(t *testing.T) {
+	if _, err := os.Stat("/run/systemd/system"); err == nil {
+		t.Skip("systemd runs here: the unit applies")
+	}
+	if _, err := os.Stat("/lib/systemd/system/mosquitto.service"); err != nil {
+		t.Skip("no mosquitto.service unit file (the README's test command installs mosquitto)")
+	}
+	cmd := exec.Command("prlimit", "--nofile=1024:4096", "python3", "-c",
+		"import socket,sys,time\ns=socket.socket()\ns.bind(('127.0.0.1',0))\ns.listen(5)\nprint(s.getsockname()[1],flush=True)\ntime.sleep(120)")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Skipf("prlimit/python3: %v", err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	var port int
+	if _, err := fmt.Fscan(out, &port); err != nil {
+		t.Fatalf("listener port: %v", err)
+	}
+	f, err := Gather(t.Context(), GatherOptions{Service: "mosquitto", Role: Broker, Ports: []int{port}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tp := f.Target; tp.PID != cmd.Process.Pid || tp.NofileSoft != 1024 || tp.NofileHard != 4096 || !strings.Contains(tp.Source, "systemd is not running") {
+		t.Fatalf("target %d %d:%d (%s), want the listener owner pid %d at 1024:4096", tp.PID, tp.NofileSoft, tp.NofileHard, tp.Source, cmd.Process.Pid)
+	}
+	r := Evaluate(f, Target{Sockets: 3000, Role: Broker, Service: "mosquitto.service", Ports: []int{port}})
+	if c := find(t, r, "fd.soft"); c.Status != verdict.Fail {
+		t.Errorf("fd.soft %s %q, want FAIL at soft 1024 for 3000 sockets", c.Status, c.Summary)
 	}
 }
