@@ -237,8 +237,19 @@ func (g *gatherer) targetLogin() error {
 		g.rec.m.ParentPID = ppid
 	}
 	soft, hard, err := readNofile(g.path(fmt.Sprintf("/proc/%d/limits", ppid)))
-	parentRead, parentHard := err == nil, hard
 	t.Source = fmt.Sprintf("inherited from the parent shell (/proc/%d/limits)", ppid)
+	// hostprep's own hard limit is what it was started with (the Go
+	// runtime raises only the soft one): below the parent's, hostprep was
+	// exec'd from a shell that lowered it (`ulimit -Hn`, then exec), and
+	// that shell, not the parent process, is the one a program started
+	// the same way gets its limit from.
+	if own := g.selfPID(); err == nil {
+		if _, selfHard, serr := readNofile(g.path(fmt.Sprintf("/proc/%d/limits", own))); serr == nil && selfHard < hard {
+			hard, soft = selfHard, min(soft, selfHard)
+			t.Source = fmt.Sprintf("the shell that started hostprep: hard %s as hostprep itself got it (/proc/%d/limits), below its parent's (/proc/%d/limits)", fmtNofile(selfHard), own, ppid)
+		}
+	}
+	parentRead, parentHard := err == nil, hard
 	if err != nil {
 		soft, hard = boot.SystemdDefaultNofile.Soft, boot.SystemdDefaultNofile.Hard
 		t.Source = "assumed 1024:524288, the usual login-session default (no parent shell to read)"

@@ -1,6 +1,7 @@
 package preflight
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -381,5 +382,27 @@ func TestServiceWithoutSystemdJudgesTheListenerOwner(t *testing.T) {
 	r := Evaluate(f, Target{Sockets: 3000, Role: Broker, Service: "mosquitto.service", Ports: []int{port}})
 	if c := find(t, r, "fd.soft"); c.Status != verdict.Fail {
 		t.Errorf("fd.soft %s %q, want FAIL at soft 1024 for 3000 sockets", c.Status, c.Summary)
+	}
+}
+
+// A login-shell target when hostprep was exec'd from a shell that lowered
+// its hard nofile (`ulimit -Hn 4096; exec hostprep ...`): the parent
+// process is further up, with more; hostprep's own hard limit is the one
+// a program started the same way gets, so fd.hard fails (it passed on
+// the grandparent's 20000).
+func TestExecdHostprepJudgesItsOwnHardLimit(t *testing.T) {
+	bin := testenv.Binary(t)
+	out, _, code := testenv.Exec(t, exec.Command("bash", "-c", "ulimit -Sn 1024; ulimit -Hn 4096; exec "+bin+" preflight --sockets 10000 --role loadgen -o json"))
+	var r struct {
+		Target struct {
+			NofileHard uint64 `json:"nofile_hard"`
+		} `json:"target_process"`
+		Checks []verdict.Check `json:"checks"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("exit %d, output %q: %v", code, out, err)
+	}
+	if r.Target.NofileHard != 4096 || find(t, r.Checks, "fd.hard").Status != verdict.Fail {
+		t.Errorf("exec'd with hard 4096: target hard %d, fd.hard %s; want 4096 and FAIL", r.Target.NofileHard, find(t, r.Checks, "fd.hard").Status)
 	}
 }
