@@ -34,6 +34,9 @@ type GatherOptions struct {
 	// is then a failing fd.soft finding (UnitMissing) instead of an
 	// exitcode.BadInput error.
 	ServiceFromProfile bool
+	// AltServices are the profile's other units, tried in order when
+	// Service (from the profile) is not installed.
+	AltServices []string
 	// SourceIPs overrides the host's global addresses (--source-ips).
 	SourceIPs []string
 	// Role and Ports say whose listeners are the target's (Target.Role,
@@ -187,6 +190,9 @@ func (g *gatherer) targetAndConfig(ctx context.Context, o GatherOptions) error {
 	if pid == 0 && o.Service == "" && o.Role != Loadgen {
 		pid = g.listenerOwner(o.Ports)
 	}
+	if o.ServiceFromProfile && len(o.AltServices) > 0 {
+		o.Service = g.firstInstalled(append([]string{o.Service}, o.AltServices...))
+	}
 	if err := g.target(ctx, pid, o.Service, o.ServiceFromProfile); err != nil {
 		return err
 	}
@@ -208,6 +214,21 @@ func (g *gatherer) targetAndConfig(ctx context.Context, o GatherOptions) error {
 		g.f.IoTDB = c
 	}
 	return nil
+}
+
+// firstInstalled is the first of the profile's units that has a unit file
+// (boot.UnitNofile under the root), else the first: a profile naming
+// [emqx, mosquitto] is judged on the broker the host has.
+func (g *gatherer) firstInstalled(units []string) string {
+	for _, u := range units {
+		if !strings.Contains(u, ".") {
+			u += ".service"
+		}
+		if nf, err := g.unitFromFiles(u); err == nil && nf.missing == "" {
+			return u
+		}
+	}
+	return units[0]
 }
 
 // ownerOfMissingUnit judges, when a process owns the role's listener (a

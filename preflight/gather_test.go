@@ -393,3 +393,17 @@ func TestLoginSoftAboveHardIsClamped(t *testing.T) {
 		t.Errorf("login target nofile %d:%d (%s), want 65536:65536", tp.NofileSoft, tp.NofileHard, tp.Source)
 	}
 }
+
+// A profile naming several services (mqtt-broker-1m: emqx, mosquitto) is
+// judged on the first one the host has installed, not failed on the first
+// it names.
+func TestProfileServicesFirstInstalled(t *testing.T) {
+	root := fixtureRoot(t, nil) // has emqx.service, no nosuch.service
+	f, err := Gather(t.Context(), GatherOptions{Root: root, Service: "nosuch", ServiceFromProfile: true, AltServices: []string{"emqx"}, Role: Broker})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tp := f.Target; tp.Unit != "emqx.service" || tp.UnitMissing {
+		t.Errorf("target unit %q (missing %v), want emqx.service, the installed one of [nosuch, emqx]", tp.Unit, tp.UnitMissing)
+	}
+}

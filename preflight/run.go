@@ -128,12 +128,12 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	f := opts.Facts
 	if f == nil {
-		svc, fromProfile := opts.Service, false
+		svc, fromProfile, alt := opts.Service, false, []string(nil)
 		if svc == "" && opts.PID == 0 {
-			svc, fromProfile = t.Service, t.Service != ""
+			svc, fromProfile, alt = t.Service, t.Service != "", t.AltServices
 		}
 		var err error
-		f, err = Gather(ctx, GatherOptions{Root: opts.Root, PID: opts.PID, Service: svc, ServiceFromProfile: fromProfile, SourceIPs: t.SourceIPs,
+		f, err = Gather(ctx, GatherOptions{Root: opts.Root, PID: opts.PID, Service: svc, ServiceFromProfile: fromProfile, AltServices: alt, SourceIPs: t.SourceIPs,
 			Role: t.Role, Ports: t.ListenerPorts(), IoTDBHome: opts.IoTDBHome, Record: opts.Record})
 		if err != nil {
 			return nil, err

@@ -55,6 +55,10 @@ type Target struct {
 	// Service is the systemd unit that will hold the sockets (from the
 	// profile's systemd.services when --service/--pid are not given).
 	Service string `json:"service,omitempty"`
+	// AltServices are the profile's other systemd.services (emqx,
+	// mosquitto: whichever broker the host has): when Service is not
+	// installed, the first of them that is is judged instead.
+	AltServices []string `json:"alt_services,omitempty"`
 	// Ports are the TCP ports the target listens on (--port, repeatable);
 	// empty means the role's usual ports (DefaultPorts).
 	Ports []int `json:"ports,omitempty"`
@@ -184,7 +188,7 @@ func TargetFromProfile(p *profiles.Profile) (Target, error) {
 		t.IoTDB.PoolSize = d.PoolSize
 	}
 	if len(p.Systemd.Services) > 0 {
-		t.Service = p.Systemd.Services[0]
+		t.Service, t.AltServices = p.Systemd.Services[0], p.Systemd.Services[1:]
 	}
 	return t, nil
 }
