@@ -36,6 +36,11 @@ func checkActive(f *Facts, t Target) verdict.Check {
 	}
 	conns := fmt.Sprintf(" (%d loopback connections, both ends in the measuring process)", m.Connections)
 	exp := fmt.Sprintf("%s opened without error", plural.N(m.RequestedSockets, "socket"))
+	capped := m.LimitNote != "" // the child ran below the target's limit: hostprep's own hard limit
+	if capped && (m.FirstError == "EMFILE" || m.FirstError == "") && (m.ReachedSockets < m.RequestedSockets || m.RequestedSockets < t.Sockets) {
+		return warn(fmt.Sprintf("measured %s%s, at hostprep's own nofile %s:%s, below the target's: this is hostprep's ceiling, not the target's, so it does not judge the target (fd.soft, fd.hard do); %s%s", plural.N(m.ReachedSockets, "socket"), conns, fmtNofile(m.NofileSoft), fmtNofile(m.NofileHard), cost, extrap),
+			obs, fmt.Sprintf("%s at the target's limits", plural.N(t.Sockets, "socket")), "run preflight --active from a process that has the target's hard nofile (or with CAP_SYS_RESOURCE) to measure at the target's limits")
+	}
 	if m.FirstError != "" && m.ReachedSockets < m.RequestedSockets {
 		return fail(fmt.Sprintf("measured: stopped at %d of %s%s: %s failed with %s (%s)%s", m.ReachedSockets, plural.N(m.RequestedSockets, "socket"), conns, m.FirstErrorOp, m.FirstError, m.FirstErrorMessage, extrap),
 			obs, exp, errnoRemedy(m.FirstError))

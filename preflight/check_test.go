@@ -480,3 +480,21 @@ func TestIoTDBMemoryRunningConfigNode(t *testing.T) {
 		t.Errorf("iotdb.memory: %+v", c)
 	}
 }
+
+// --active measures in a child that takes the target's limits; when it
+// cannot (hostprep's own hard nofile is lower and raising it needs
+// CAP_SYS_RESOURCE), running out of fds there is hostprep's ceiling, not
+// the target's: a WARN that says so, not a FAIL blaming the target.
+func TestActiveCappedByHostprepIsNotTheTargets(t *testing.T) {
+	m := &ActiveResult{RequestedSockets: 32768, ReachedSockets: 19980, Connections: 9990, NofileSoft: 20000, NofileHard: 20000,
+		FirstError: "EMFILE", FirstErrorOp: "accept", FirstErrorMessage: "too many open files"}
+	target := Target{Sockets: 25000, Role: Broker}
+	if c := checkActive(&Facts{Measured: m}, target); c.Status != verdict.Fail {
+		t.Errorf("at the target's own limits, EMFILE: %s %q, want FAIL", c.Status, c.Summary)
+	}
+	m.LimitNote = "could not take the target's nofile 32768:32768 (operation not permitted: raising the hard limit needs CAP_SYS_RESOURCE); measured at 20000:20000"
+	c := checkActive(&Facts{Measured: m}, target)
+	if c.Status != verdict.Warn || !strings.Contains(c.Summary, "hostprep's ceiling, not the target's") {
+		t.Errorf("capped by hostprep's own limit: %s %q, want WARN saying so", c.Status, c.Summary)
+	}
+}
