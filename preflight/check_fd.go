@@ -173,6 +173,11 @@ func checkFDSoft(f *Facts, t Target) verdict.Check {
 func softRemedy(f *Facts, need uint64) string {
 	p := f.Target
 	live := func(soft, hard uint64) string {
+		if p.PID > 0 && hard > p.NofileHard && p.NoRaiseBound {
+			// prlimit raising another process's hard limit needs the
+			// caller's CAP_SYS_RESOURCE (do_prlimit), which nothing here has.
+			return fmt.Sprintf("have pid %d raise its own limit to %d:%d (it has CAP_SYS_RESOURCE; prlimit from here cannot: CAP_SYS_RESOURCE is not in this host's bounding set)", p.PID, soft, hard)
+		}
 		if p.PID > 0 {
 			return fmt.Sprintf("raise it live: prlimit --pid %d --nofile=%d:%d", p.PID, soft, hard)
 		}
@@ -247,7 +252,7 @@ func checkFDRaise(f *Facts, t Target) verdict.Check {
 	}
 	restart := "start it again from a context that sets a hard limit >= %d: hostprep tune apply with limits.nofile {soft: %d, hard: %d} (its own limits.d file) and a new login session, a systemd unit (hostprep tune apply --service UNIT), or docker run --ulimit nofile=%d:%d"
 	remedy := fmt.Sprintf(restart, need, need, need, need, need)
-	if p.PID > 0 {
+	if p.PID > 0 && !p.NoRaiseBound {
 		remedy += fmt.Sprintf("; or, as root, raise it live: prlimit --pid %d --nofile=%d:%d", p.PID, need, need)
 	}
 	return fail(summary, obs, exp, remedy)

@@ -498,3 +498,17 @@ func TestActiveCappedByHostprepIsNotTheTargets(t *testing.T) {
 		t.Errorf("capped by hostprep's own limit: %s %q, want WARN saying so", c.Status, c.Summary)
 	}
 }
+
+// prlimit raising another process's hard limit needs the caller's
+// CAP_SYS_RESOURCE (do_prlimit in kernel/sys.c): where the bounding set
+// lacks it, the remedy never offers `prlimit --pid` above the hard limit
+// (it fails with EPERM); within the hard limit it still does.
+func TestNoPrlimitAboveTheHardLimitWithoutTheCapability(t *testing.T) {
+	f := &Facts{Target: ProcessFacts{ManagedBy: "shell", PID: 1234, NofileSoft: 1024, NofileHard: 32768, CapSysResource: true, NoRaiseBound: true}}
+	if r := softRemedy(f, 101000); strings.Contains(r, "prlimit --pid") {
+		t.Errorf("remedy above the hard limit offers prlimit: %s", r)
+	}
+	if r := softRemedy(f, 20000); !strings.Contains(r, "prlimit --pid 1234 --nofile=20000:32768") {
+		t.Errorf("remedy within the hard limit lacks the prlimit that works: %s", r)
+	}
+}
