@@ -101,6 +101,10 @@ func underSystemd(f *Facts) bool { return f.Target.ManagedBy == "systemd" && f.S
 func hostCeiling(f *Facts) (ceiling uint64, from string, blocked bool) {
 	p := f.Target
 	ceiling, from = p.NofileHard, fmt.Sprintf("hard nofile %d here (%s)", p.NofileHard, p.Source)
+	if h := f.HereNofileHard; h > ceiling {
+		ceiling = h
+		from += fmt.Sprintf(", hard nofile %d where hostprep was started (/proc/self/limits)", h)
+	}
 	if f.Pid1Nofile != nil && f.Pid1Nofile.Hard > ceiling {
 		ceiling = f.Pid1Nofile.Hard
 		from += fmt.Sprintf(", hard nofile %d for PID 1 (/proc/1/limits)", f.Pid1Nofile.Hard)
@@ -213,8 +217,10 @@ func checkFDHard(f *Facts, t Target) verdict.Check {
 		remedy = systemdRemedy(p.Unit, need)
 	case blocked && ceiling < need:
 		remedy = "no process on this host can get it (fd.raise: CAP_SYS_RESOURCE is not in the capability bounding set): " + splitRemedy(t, need, ceiling)
+	case blocked && f.HereNofileHard >= need:
+		remedy = fmt.Sprintf("no process can raise its own hard limit here (fd.raise), but the shell hostprep was started from has hard nofile %d: start the process again from it with the limit it needs, e.g. prlimit --nofile=%d:%d CMD", f.HereNofileHard, need, need)
 	case blocked:
-		remedy = fmt.Sprintf("nothing started from here can raise it (fd.raise), but PID 1 has hard nofile %d: start the process as a service of PID 1's (it inherits that limit)", ceiling)
+		remedy = fmt.Sprintf("no process can raise its own hard limit here (fd.raise), but PID 1 has hard nofile %d: a process PID 1 starts itself can get up to that, if PID 1 passes it on", ceiling)
 	}
 	return fail(summary, obs, exp, remedy)
 }
@@ -245,10 +251,14 @@ func checkFDRaise(f *Facts, t Target) verdict.Check {
 	case blocked && ceiling < need:
 		return fail(summary+fmt.Sprintf("; CAP_SYS_RESOURCE is not in the capability bounding set either, so no process on this host gets more than %d", ceiling),
 			"CapBnd lacks CAP_SYS_RESOURCE (bit 24); "+from, exp, splitRemedy(t, need, ceiling))
-	case blocked:
-		return fail(summary+fmt.Sprintf("; PID 1 has hard nofile %d, which a service of its inherits", ceiling),
+	case blocked && f.HereNofileHard >= need:
+		return fail(summary+fmt.Sprintf("; the shell hostprep was started from has hard nofile %d", f.HereNofileHard),
 			"CapBnd lacks CAP_SYS_RESOURCE (bit 24); "+from, exp,
-			fmt.Sprintf("start the process as a service of PID 1's, which inherits hard nofile %d (nothing started from here can raise it)", ceiling))
+			fmt.Sprintf("start the process again from that shell with the limit it needs, e.g. prlimit --nofile=%d:%d CMD (no process can raise its own hard limit here)", need, need))
+	case blocked:
+		return fail(summary+fmt.Sprintf("; PID 1 has hard nofile %d", ceiling),
+			"CapBnd lacks CAP_SYS_RESOURCE (bit 24); "+from, exp,
+			fmt.Sprintf("a process PID 1 starts itself can get up to hard nofile %d, if PID 1 passes it on (no process can raise its own hard limit here)", ceiling))
 	}
 	restart := "start it again from a context that sets a hard limit >= %d: hostprep tune apply with limits.nofile {soft: %d, hard: %d} (its own limits.d file) and a new login session, a systemd unit (hostprep tune apply --service UNIT), or docker run --ulimit nofile=%d:%d"
 	remedy := fmt.Sprintf(restart, need, need, need, need, need)

@@ -512,3 +512,25 @@ func TestNoPrlimitAboveTheHardLimitWithoutTheCapability(t *testing.T) {
 		t.Errorf("remedy within the hard limit lacks the prlimit that works: %s", r)
 	}
 }
+
+// Where no process can raise its own hard limit (CAP_SYS_RESOURCE not in
+// the bounding set), a process started again from the shell hostprep ran
+// in gets that shell's hard limit: when it covers the target, fd.hard and
+// fd.raise say so (prlimit --nofile=N:N CMD from there works) instead of
+// sending the user to PID 1.
+func TestHardRemediesUseTheShellsLimit(t *testing.T) {
+	f := &Facts{Target: ProcessFacts{ManagedBy: "shell", PID: 4242, NofileSoft: 1024, NofileHard: 4096, NoRaiseBound: true, Source: "/proc/4242/limits"},
+		HereNofileHard: 20000, Pid1Nofile: &profiles.Limit{Soft: 32768, Hard: 32768}}
+	target := Target{Sockets: 10000, Role: Loadgen}
+	for _, c := range []verdict.Check{checkFDHard(f, target), checkFDRaise(f, target)} {
+		if c.Status != verdict.Fail || !strings.Contains(c.Remedy, "prlimit --nofile=10100:10100 CMD") || strings.Contains(c.Remedy, "PID 1") {
+			t.Errorf("%s: %s, remedy %q; want a restart from this shell", c.ID, c.Status, c.Remedy)
+		}
+	}
+	f.HereNofileHard = 4096
+	for _, c := range []verdict.Check{checkFDHard(f, target), checkFDRaise(f, target)} {
+		if strings.Contains(c.Remedy, "service of PID 1") || !strings.Contains(c.Remedy, "32768") {
+			t.Errorf("%s remedy %q: want PID 1's 32768 without calling it a service manager", c.ID, c.Remedy)
+		}
+	}
+}

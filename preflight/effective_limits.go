@@ -41,8 +41,12 @@ func resolveNofile(req profiles.Limit, nrOpen int64, pid1 *profiles.Limit) (prof
 	return eff, why + fmt.Sprintf("capped at PID 1's hard limit, which could not be read; at most fs.nr_open %d", nrOpen)
 }
 
-// pid1 reads PID 1's RLIMIT_NOFILE (the service manager's own).
+// pid1 reads PID 1's RLIMIT_NOFILE (the service manager's own), and the
+// hard one hostprep itself was started with (Facts.HereNofileHard).
 func (g *gatherer) pid1() {
+	if _, hard, err := readNofile(g.path(fmt.Sprintf("/proc/%d/limits", g.selfPID()))); err == nil {
+		g.f.HereNofileHard = hard
+	}
 	soft, hard, err := readNofile(g.path("/proc/1/limits"))
 	if err != nil {
 		g.note("/proc/1/limits: %v", err)

@@ -64,6 +64,11 @@ type Facts struct {
 	// unit's LimitNOFILE=infinity (or any value above fs.nr_open) to. Nil
 	// when not readable.
 	Pid1Nofile *profiles.Limit `json:"pid1_nofile,omitempty"`
+	// HereNofileHard is the hard RLIMIT_NOFILE hostprep was started with
+	// (/proc/self/limits; the Go runtime raises only the soft one): the
+	// most a process started from the same shell gets without
+	// CAP_SYS_RESOURCE. 0 when not read.
+	HereNofileHard uint64 `json:"here_nofile_hard,omitempty"`
 	// IoTDB is the IoTDB release configuration read with --iotdb-home, nil
 	// without it.
 	IoTDB *IoTDBConfig `json:"iotdb,omitempty"`
