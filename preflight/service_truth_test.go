@@ -406,3 +406,26 @@ func TestExecdHostprepJudgesItsOwnHardLimit(t *testing.T) {
 		t.Errorf("exec'd with hard 4096: target hard %d, fd.hard %s; want 4096 and FAIL", r.Target.NofileHard, find(t, r.Checks, "fd.hard").Status)
 	}
 }
+
+// A profile whose MQTT probe aims at a broker on this host names the port
+// that broker listens on: preflight (and ready, which uses this target)
+// judges that listener and its owner, not 1883/8883 only; a remote
+// broker's port is not this host's listener.
+func TestProfileProbePortIsTheListener(t *testing.T) {
+	for _, c := range []struct {
+		broker string
+		ports  []int
+	}{{"tcp://127.0.0.1:18834", []int{18834}}, {"tcp://broker.example:18834", nil}} {
+		p, err := profiles.Parse("p.yaml", []byte("name: p\npreflight: {sockets: 1000, role: broker}\nprobe:\n  mqtt: {broker: \""+c.broker+"\"}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tg, err := TargetFromProfile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(tg.Ports) != fmt.Sprint(c.ports) {
+			t.Errorf("probe broker %s: target ports %v, want %v", c.broker, tg.Ports, c.ports)
+		}
+	}
+}

@@ -154,8 +154,10 @@ func (t *Target) Validate() error {
 
 // TargetFromProfile returns the preflight target a profile carries
 // (`preflight: {sockets, role, conn_rate, destinations}`), with the
-// profile's reserve_ports and probe ports as service ports and its first
-// systemd service as the process that will hold the sockets.
+// profile's reserve_ports and probe ports as service ports, a probe's
+// port on this host as the listener of its role (Ports), and its systemd
+// services as the process that will hold the sockets (the first one
+// installed: Service, AltServices).
 //
 // It returns an exitcode.BadInput error when the profile has no preflight
 // section.
@@ -174,15 +176,22 @@ func TargetFromProfile(p *profiles.Profile) (Target, error) {
 		Destinations: append([]string(nil), p.Preflight.Destinations...),
 	}
 	t.ServicePorts = append(t.ServicePorts, p.ReservePorts...)
+	// A probe aimed at a server on this host names the port that server
+	// listens on: for that role it is the target's listener (--port), so
+	// its owner and backlog are judged, not the role's usual ports.
 	if m := p.Probe.MQTT; m != nil && m.Broker != "" {
 		if u, err := url.Parse(m.Broker); err == nil && u.Port() != "" && isLocalHost(u.Hostname()) {
 			if n, err := strconv.Atoi(u.Port()); err == nil {
 				t.ServicePorts = appendUnique(t.ServicePorts, n)
+				if t.Role == Broker {
+					t.Ports = appendUnique(t.Ports, n)
+				}
 			}
 		}
 	}
 	if d := p.Probe.IoTDB; d != nil && d.Port > 0 && isLocalHost(d.Host) && t.Role == IoTDB {
 		t.ServicePorts = appendUnique(t.ServicePorts, d.Port)
+		t.Ports = appendUnique(t.Ports, d.Port)
 	}
 	if d := p.Probe.IoTDB; d != nil && t.Role == IoTDB {
 		t.IoTDB.PoolSize = d.PoolSize
