@@ -13,10 +13,21 @@ import (
 )
 
 // preflightTarget is the profile's preflight target with --sockets
-// applied, or why the step is skipped. A profile without a preflight
+// applied (and --mqtt, whose broker on this host is the listener to
+// judge), or why the step is skipped. A profile without a preflight
 // section checked with --sockets is checked as a broker (the role with
 // no per-destination port arithmetic).
 func preflightTarget(p *profiles.Profile, o Options) (preflight.Target, string) {
+	if o.MQTT != "" { // --mqtt at a broker on this host names its listener, as the profile's would
+		cp := *p
+		mq := profiles.MQTTProbe{}
+		if p.Probe.MQTT != nil {
+			mq = *p.Probe.MQTT
+		}
+		mq.Broker = o.MQTT
+		cp.Probe.MQTT = &mq
+		p = &cp
+	}
 	t, err := preflight.TargetFromProfile(p)
 	if err != nil {
 		if o.Sockets == 0 {

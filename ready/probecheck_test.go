@@ -4,10 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/preflight"
+	"github.com/hostprep/hostprep/profiles"
 )
 
 // A probe setting the MQTT probe would refuse (mqtt.Config.Validate) is
@@ -39,5 +42,21 @@ func TestBadProbeSettingRefusedBeforeTune(t *testing.T) {
 	_, err := run(context.Background(), Options{Profile: prof}, newFakes().runners())
 	if err == nil || !strings.Contains(err.Error(), "bad-probe.yaml:6:11: probe.mqtt.size 10: want 24") || strings.Contains(err.Error(), "--size") {
 		t.Errorf("want the probe's size rule named at the profile's file:line:col, not a flag; got %v", err)
+	}
+}
+
+// --mqtt at a broker on this host names the listener preflight judges
+// (its owner's limits, its backlog), as the profile's probe broker does.
+func TestMQTTFlagNamesThePreflightListener(t *testing.T) {
+	p, err := profiles.Load("ready-small", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, skip := preflightTarget(p, Options{MQTT: "tcp://127.0.0.1:18834"})
+	if skip != "" || tg.Role != preflight.Broker || !slices.Contains(tg.Ports, 18834) {
+		t.Errorf("preflight target %+v (skip %q), want the broker's listener port 18834", tg, skip)
+	}
+	if p.Probe.MQTT != nil && p.Probe.MQTT.Broker == "tcp://127.0.0.1:18834" {
+		t.Error("the caller's profile was changed")
 	}
 }
