@@ -20,8 +20,12 @@ func checkActive(f *Facts, t Target) verdict.Check {
 	if m == nil {
 		return skip("not measured (pass --active to open real sockets under the target's limits)")
 	}
-	obs := fmt.Sprintf("opened %d of %s = %d loopback connections (client and accepted side both in the measuring process, 2 fds per connection) from %s in %.0f ms at nofile %s:%s; Slab %+d bytes (SUnreclaim %+d); slope of Slab against sockets open %s per socket (fit R² %.3f over %s)",
-		m.ReachedSockets, plural.N(m.RequestedSockets, "socket"), m.Connections, plural.N(m.SourceAddresses, "source address"), m.DurationMS,
+	half := ""
+	if extra := m.ReachedSockets - 2*m.Connections; extra > 0 {
+		half = fmt.Sprintf(" and %s whose other end was not accepted yet", plural.N(extra, "socket"))
+	}
+	obs := fmt.Sprintf("opened %d of %s = %d loopback connections (client and accepted side both in the measuring process, 2 fds per connection)%s from %s in %.0f ms at nofile %s:%s; Slab %+d bytes (SUnreclaim %+d); slope of Slab against sockets open %s per socket (fit R² %.3f over %s)",
+		m.ReachedSockets, plural.N(m.RequestedSockets, "socket"), m.Connections, half, plural.N(m.SourceAddresses, "source address"), m.DurationMS,
 		fmtNofile(m.NofileSoft), fmtNofile(m.NofileHard), m.SlabDeltaBytes, m.SUnreclaimDeltaBytes, plural.N(int(math.Round(m.BytesPerSocket)), "byte"), m.SlabFitR2, plural.N(m.Samples, "sample"))
 	if m.LimitNote != "" {
 		obs += "; " + m.LimitNote

@@ -492,6 +492,14 @@ func TestActiveCappedByHostprepIsNotTheTargets(t *testing.T) {
 	if c := checkActive(&Facts{Measured: m}, target); c.Status != verdict.Fail {
 		t.Errorf("at the target's own limits, EMFILE: %s %q, want FAIL", c.Status, c.Summary)
 	}
+	// 19980 sockets = 9990 connections: no half-open ends to explain.
+	if c := checkActive(&Facts{Measured: m}, target); strings.Contains(c.Observed, "not accepted yet") {
+		t.Errorf("observed %q", c.Observed)
+	}
+	m.ReachedSockets = 20003 // 23 client ends whose accept the EMFILE stopped
+	if c := checkActive(&Facts{Measured: m}, target); !strings.Contains(c.Observed, "9990 loopback connections (client and accepted side both in the measuring process, 2 fds per connection) and 23 sockets whose other end was not accepted yet") {
+		t.Errorf("observed %q does not account for every socket", c.Observed)
+	}
 	m.LimitNote = "could not take the target's nofile 32768:32768 (operation not permitted: raising the hard limit needs CAP_SYS_RESOURCE); measured at 20000:20000"
 	c := checkActive(&Facts{Measured: m}, target)
 	if c.Status != verdict.Warn || !strings.Contains(c.Summary, "hostprep's ceiling, not the target's") {
