@@ -126,3 +126,31 @@ func TestMergeOldNotAttempted(t *testing.T) {
 		t.Errorf("merged %+v, want 6 not started and none failed", c)
 	}
 }
+
+// mqtt.delivery: QoS 2 promises exactly once, so a duplicate fails there
+// and passes at QoS 1 (at least once); a message out of its publisher's
+// order fails at QoS 2 and warns below. Both counts were measured but
+// judged by no check, so a broker duplicating QoS 2 messages passed.
+func TestDeliveryCheck(t *testing.T) {
+	for _, tc := range []struct {
+		qos       int
+		dup, ooo  int64
+		status    verdict.Status
+		mentioned string
+	}{
+		{2, 0, 0, verdict.Pass, "0 duplicated"},
+		{2, 21, 0, verdict.Fail, "exactly once"},
+		{1, 21, 0, verdict.Pass, "21 duplicated"},
+		{2, 0, 5, verdict.Fail, "out of the order"},
+		{1, 0, 5, verdict.Warn, "out of the order"},
+		{0, 0, 5, verdict.Warn, "out of the order"},
+	} {
+		cfg := Defaults()
+		cfg.QoS = tc.qos
+		res := &Result{Messages: Messages{Scheduled: 100, Published: 100, Acked: 100, Expected: 100, Received: 100, Duplicated: tc.dup, OutOfOrder: tc.ooo}}
+		c := checkByID(t, judge(&cfg, res), "mqtt.delivery")
+		if c.Status != tc.status || !strings.Contains(c.Summary, tc.mentioned) {
+			t.Errorf("QoS %d, %d duplicated, %d out of order: %s %q; want %s mentioning %q", tc.qos, tc.dup, tc.ooo, c.Status, c.Summary, tc.status, tc.mentioned)
+		}
+	}
+}

@@ -488,7 +488,8 @@ func byReason(m map[string]int64, first map[string]string, prefix string) string
 // the run was interrupted or stopped early), mqtt.loss,
 // mqtt.unacked (QoS>0, against the loss threshold),
 // mqtt.connect_fail_rate, mqtt.connect_p95, mqtt.ack_p95, mqtt.e2e_p99,
-// mqtt.connections_lost, mqtt.schedule.
+// mqtt.delivery (duplicates at QoS 2, order), mqtt.connections_lost,
+// mqtt.schedule.
 //
 // A run that ended early (interrupted, stopped early) fails on
 // mqtt.complete; its checks that had nothing to measure (no publish, no
@@ -549,7 +550,38 @@ func judge(cfg *Config, res *Result) []verdict.Check {
 	}
 	cs = append(cs, durCheck(cfg, "mqtt.e2e_p99", "end-to-end p99", res.Latency.E2E.P99, res.Latency.E2E, t.E2EP99, cutSteady,
 		"deliveries are slow: check the broker's CPU and the subscribers (more --subscribers with a shared subscription)"))
-	return append(cs, connectionsLostCheck(cn), scheduleCheck(m, cut))
+	return append(cs, deliveryCheck(cfg, m), connectionsLostCheck(cn), scheduleCheck(m, cut))
+}
+
+// deliveryCheck judges what the subscribers got beyond counts: QoS 2
+// promises each message exactly once (MQTT 3.1.1 §4.3.3), so a duplicate
+// fails; QoS 0 and 1 allow duplicates (at least once). A topic delivers
+// one client's messages in the order it sent them (§4.6, the same topic
+// and QoS): out of order fails at QoS 2 and warns below it, where a
+// shared subscription (--subscribers > 1) may spread one publisher's
+// messages over members.
+func deliveryCheck(cfg *Config, m Messages) verdict.Check {
+	c := verdict.Check{ID: "mqtt.delivery", Status: verdict.Pass,
+		Observed: fmt.Sprintf("%d duplicated, %d out of order", m.Duplicated, m.OutOfOrder),
+		Expected: "no duplicate at QoS 2, none out of order"}
+	c.Summary = fmt.Sprintf("deliveries: %s", c.Observed)
+	var bad []string
+	if m.Duplicated > 0 && cfg.QoS == 2 {
+		bad = append(bad, fmt.Sprintf("%d messages delivered more than once at QoS 2, which promises exactly once (MQTT 3.1.1 §4.3.3)", m.Duplicated))
+	}
+	if m.OutOfOrder > 0 {
+		bad = append(bad, fmt.Sprintf("%d messages delivered out of the order their publisher sent them (MQTT 3.1.1 §4.6)", m.OutOfOrder))
+	}
+	if len(bad) == 0 {
+		return c
+	}
+	c.Summary = strings.Join(bad, "; ")
+	c.Remedy = "check the broker's QoS 2 and inflight handling, a bridge or proxy in between, and its log"
+	c.Status = verdict.Warn
+	if cfg.QoS == 2 {
+		c.Status = verdict.Fail
+	}
+	return c
 }
 
 // endedEarly says why res could not measure everything: "" for a run
