@@ -9,8 +9,10 @@ import (
 	"testing"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/loadprobe/iotdb"
 	"github.com/hostprep/hostprep/preflight"
 	"github.com/hostprep/hostprep/profiles"
+	"github.com/hostprep/hostprep/ready/outcome"
 )
 
 // A probe setting the MQTT probe would refuse (mqtt.Config.Validate) is
@@ -58,5 +60,20 @@ func TestMQTTFlagNamesThePreflightListener(t *testing.T) {
 	}
 	if p.Probe.MQTT != nil && p.Probe.MQTT.Broker == "tcp://127.0.0.1:18834" {
 		t.Error("the caller's profile was changed")
+	}
+}
+
+// knee_workers (JSON metrics, --prom) is the knee step's workers, not the
+// peak's (it reported the peak, 4, where the knee was at 8), and is absent
+// when no step was a knee; peak_workers is the peak's.
+func TestIoTDBMetricsKneeIsTheKnee(t *testing.T) {
+	r := &iotdb.Result{Steps: []iotdb.Step{{Workers: 4, TPS: 1000}, {Workers: 8, TPS: 990}}, Knee: iotdb.Knee{PeakWorkers: 4, PeakTPS: 1000, Workers: 8}}
+	s := iotdbOutcome(r, 0)
+	if s.Metrics[outcome.MetricKneeWorkers] != 8 || s.Metrics[outcome.MetricPeakWorkers] != 4 {
+		t.Errorf("metrics %v: want knee_workers 8, peak_workers 4", s.Metrics)
+	}
+	r.Knee.Workers = 0
+	if _, ok := iotdbOutcome(r, 0).Metrics[outcome.MetricKneeWorkers]; ok {
+		t.Error("knee_workers reported with no knee")
 	}
 }

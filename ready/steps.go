@@ -298,34 +298,44 @@ func iotdbStep(ctx context.Context, cfg iotdb.Config) outcome.Step {
 	r, err := iotdb.Run(ctx, cfg)
 	var s outcome.Step
 	if r != nil {
-		s = outcome.Step{Verdict: r.Verdict, Checks: r.Checks, Result: r, Metrics: map[string]float64{}, Series: map[string][]outcome.Point{}}
-		target := cfg.Thresholds.TargetStep
-		maxErr := 0.0
-		var at *iotdb.Step
-		for i := range r.Steps {
-			st := &r.Steps[i]
-			if st.ErrorRate > maxErr {
-				maxErr = st.ErrorRate
-			}
-			if target == 0 || st.Workers == target {
-				at = st // the target step, or the last one
-			}
-			s.Series["tps"] = append(s.Series["tps"], outcome.Point{X: float64(st.Workers), Y: st.TPS})
-			s.Series["p95_ms"] = append(s.Series["p95_ms"], outcome.Point{X: float64(st.Workers), Y: st.Latency.P95})
-		}
-		s.Metrics[outcome.MetricErrorRate] = maxErr
-		if len(r.Steps) > 0 {
-			s.Metrics[outcome.MetricKneeWorkers] = float64(r.Knee.PeakWorkers)
-			s.Metrics[outcome.MetricPeakTPS] = r.Knee.PeakTPS
-		}
-		if at != nil {
-			s.Metrics[outcome.MetricP95MS] = at.Latency.P95
-			s.Metrics[outcome.MetricTPS] = at.TPS
-			s.Summary = fmt.Sprintf("%s, %s scenario, %s: at %s %.0f TPS, p95 %.1f ms; highest error rate %.2g%%; %s",
-				r.Target, r.Scenario, plural.N(len(r.Steps), "step"), plural.N(at.Workers, "worker"), at.TPS, at.Latency.P95, maxErr*100, r.Knee.Reading)
-		} else {
-			s.Summary = fmt.Sprintf("%s: no step measured", r.Target)
-		}
+		s = iotdbOutcome(r, cfg.Thresholds.TargetStep)
 	}
 	return probeOutcome(s, r != nil, err)
+}
+
+// iotdbOutcome is the ready step of an IoTDB probe result r, judged at
+// the target step (0: the last): its checks, the TPS and p95 series, and
+// the metrics (knee_workers only when a step was a knee).
+func iotdbOutcome(r *iotdb.Result, target int) outcome.Step {
+	s := outcome.Step{Verdict: r.Verdict, Checks: r.Checks, Result: r, Metrics: map[string]float64{}, Series: map[string][]outcome.Point{}}
+	maxErr := 0.0
+	var at *iotdb.Step
+	for i := range r.Steps {
+		st := &r.Steps[i]
+		if st.ErrorRate > maxErr {
+			maxErr = st.ErrorRate
+		}
+		if target == 0 || st.Workers == target {
+			at = st // the target step, or the last one
+		}
+		s.Series["tps"] = append(s.Series["tps"], outcome.Point{X: float64(st.Workers), Y: st.TPS})
+		s.Series["p95_ms"] = append(s.Series["p95_ms"], outcome.Point{X: float64(st.Workers), Y: st.Latency.P95})
+	}
+	s.Metrics[outcome.MetricErrorRate] = maxErr
+	if len(r.Steps) > 0 {
+		s.Metrics[outcome.MetricPeakWorkers] = float64(r.Knee.PeakWorkers)
+		s.Metrics[outcome.MetricPeakTPS] = r.Knee.PeakTPS
+	}
+	if r.Knee.Workers > 0 {
+		s.Metrics[outcome.MetricKneeWorkers] = float64(r.Knee.Workers)
+	}
+	if at != nil {
+		s.Metrics[outcome.MetricP95MS] = at.Latency.P95
+		s.Metrics[outcome.MetricTPS] = at.TPS
+		s.Summary = fmt.Sprintf("%s, %s scenario, %s: at %s %.0f TPS, p95 %.1f ms; highest error rate %.2g%%; %s",
+			r.Target, r.Scenario, plural.N(len(r.Steps), "step"), plural.N(at.Workers, "worker"), at.TPS, at.Latency.P95, maxErr*100, r.Knee.Reading)
+	} else {
+		s.Summary = fmt.Sprintf("%s: no step measured", r.Target)
+	}
+	return s
 }

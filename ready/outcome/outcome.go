@@ -72,8 +72,9 @@ const (
 	MetricP95MS        = "p95_ms"       // IoTDB: p95 response time at the target step
 	MetricTPS          = "tps"          // IoTDB: operations/s at the target step
 	MetricErrorRate    = "error_rate"   // IoTDB: highest error fraction of any step
-	MetricKneeWorkers  = "knee_workers" // IoTDB: the step with the highest TPS
-	MetricPeakTPS      = "peak_tps"     // IoTDB: throughput at the knee
+	MetricKneeWorkers  = "knee_workers" // IoTDB: the knee step's workers (TPS grew < 5%, p95 > 50%); absent when no step was one
+	MetricPeakWorkers  = "peak_workers" // IoTDB: the workers of the step with the highest TPS
+	MetricPeakTPS      = "peak_tps"     // IoTDB: throughput of that step, operations/s
 	MetricRTTMS        = "baseline_rtt_ms"
 )
 
