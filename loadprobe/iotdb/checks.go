@@ -14,7 +14,15 @@ const (
 	CheckErrorRate = "iotdb.error_rate"
 	CheckP95       = "iotdb.p95"
 	CheckMinTPS    = "iotdb.min_tps"
+	CheckStall     = "iotdb.stall"
 )
+
+// stallSeconds is how many whole seconds in a row without one successful
+// operation make a closed-loop step a stall: the workers of a closed loop
+// wait for the server instead of sending, so a hung DataNode costs a few
+// slow operations (its p95 hardly moves) and shows only as seconds with
+// no answer.
+const stallSeconds = 2
 
 // Checks judges the steps against cfg.Thresholds: the worst step's error
 // rate, and p95 and TPS at the target step. A threshold that is not set
@@ -28,7 +36,43 @@ func Checks(cfg *Config, steps []Step) []verdict.Check {
 			at = &steps[i]
 		}
 	}
-	return []verdict.Check{errorRateCheck(&c, steps), p95Check(&c, target, at), minTPSCheck(&c, target, at)}
+	return []verdict.Check{errorRateCheck(&c, steps), p95Check(&c, target, at), minTPSCheck(&c, target, at), stallCheck(&c, steps)}
+}
+
+// stallCheck fails a closed-loop run in which some step had stallSeconds
+// or more seconds in a row with no successful operation (Step.Seconds);
+// an open loop (--rate) measures from the schedule, where a stall is
+// latency, and skips.
+func stallCheck(c *Config, steps []Step) verdict.Check {
+	ch := verdict.Check{ID: CheckStall, Expected: fmt.Sprintf("an answer in every second (no %d s in a row without one)", stallSeconds)}
+	if c.Rate > 0 {
+		ch.Status, ch.Summary = verdict.Skip, "open loop (--rate): a stall shows as latency, measured from the schedule"
+		return ch
+	}
+	longest, from := 0, 0
+	var at *Step
+	for i := range steps {
+		run := 0
+		for _, s := range steps[i].Seconds {
+			if s.Ops > s.Errors {
+				run = 0
+				continue
+			}
+			if run++; run > longest {
+				longest, from, at = run, s.Second-run+1, &steps[i]
+			}
+		}
+	}
+	if at == nil || longest < stallSeconds {
+		ch.Status, ch.Observed = verdict.Pass, fmt.Sprintf("longest run without a successful operation: %d s", longest)
+		ch.Summary = "the server answered in every second of every step"
+		return ch
+	}
+	ch.Status = verdict.Fail
+	ch.Observed = fmt.Sprintf("%d s without a successful operation at %s (seconds %d-%d of the step)", longest, plural.N(at.Workers, "worker"), from, from+longest-1)
+	ch.Summary = "the server stalled: " + ch.Observed + "; a closed loop's p95 hides it (its workers wait instead of sending)"
+	ch.Remedy = "see the DataNode's log (GC pauses, flushes, compaction) and its host; --rate measures from the schedule and shows a stall as latency"
+	return ch
 }
 
 // errorRateCheck judges the worst step's error rate against
