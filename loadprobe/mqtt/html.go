@@ -89,9 +89,9 @@ func (res *Result) HTMLCharts() ([]template.HTML, error) {
 	if res.Config.QoS > 0 {
 		charts[1].Series = append(charts[1].Series, chart.Series{Name: "acknowledged (PUBACK/PUBCOMP)", X: ts,
 			Y: col(func(s Second) float64 { return float64(s.Acked) }), Color: chart.Palette[1]})
-		lat.Series = append(lat.Series, chart.Series{Name: "publish -> ack p95", X: ts, Y: col(func(s Second) float64 { return s.AckP95 }), Color: chart.Palette[1]})
+		lat.Series = append(lat.Series, chart.Series{Name: "publish -> ack p95", X: ts, Y: col(func(s Second) float64 { return noSample(s.AckP95, s.Acked) }), Color: chart.Palette[1]})
 	}
-	lat.Series = append(lat.Series, chart.Series{Name: "end-to-end p95", X: ts, Y: col(func(s Second) float64 { return s.E2EP95 }), Color: chart.Palette[2]})
+	lat.Series = append(lat.Series, chart.Series{Name: "end-to-end p95", X: ts, Y: col(func(s Second) float64 { return noSample(s.E2EP95, s.Received) }), Color: chart.Palette[2]})
 	charts = append(charts, lat)
 	out, err := chart.LinesHTML(charts)
 	if err != nil {
@@ -137,9 +137,9 @@ func (res *Result) heatMap() chart.HeatMap {
 	}
 	for _, s := range res.Series {
 		h.Columns = append(h.Columns, strconv.Itoa(s.T))
-		cell := []float64{sample(s.E2EP95)}
+		cell := []float64{sample(noSample(s.E2EP95, s.Received))}
 		if res.Config.QoS > 0 {
-			cell = append(cell, sample(s.AckP95))
+			cell = append(cell, sample(noSample(s.AckP95, s.Acked)))
 		}
 		h.Cells = append(h.Cells, cell)
 	}

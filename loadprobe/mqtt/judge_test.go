@@ -1,6 +1,7 @@
 package mqtt
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -152,5 +153,30 @@ func TestDeliveryCheck(t *testing.T) {
 		if c.Status != tc.status || !strings.Contains(c.Summary, tc.mentioned) {
 			t.Errorf("QoS %d, %d duplicated, %d out of order: %s %q; want %s mentioning %q", tc.qos, tc.dup, tc.ooo, c.Status, c.Summary, tc.status, tc.mentioned)
 		}
+	}
+}
+
+// A second in which the broker acked or delivered nothing (stopped with
+// SIGSTOP) has no latency: the CSV leaves its p95 empty and the JSON has
+// null, where both said 0.000 ms, an instant answer; a decoded null is 0.
+func TestSecondWithoutSampleHasNoLatency(t *testing.T) {
+	res := &Result{Series: []Second{{T: 4, Published: 50, Acked: 50, Received: 50, AckP95: 1.5, E2EP95: 2.5}, {T: 5, Published: 50}}}
+	var csvOut strings.Builder
+	if err := res.WriteCSV(&csvOut); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(csvOut.String()), "\n"); len(lines) != 3 || lines[1] != "4,0,50,50,50,1.500,2.500" || lines[2] != "5,0,50,0,0,," {
+		t.Errorf("csv:\n%s", csvOut.String())
+	}
+	b, err := json.Marshal(res.Series)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"ack_p95_ms":1.5`) || !strings.Contains(string(b), `"t_s":5,"connected":0,"published":50,"acked":0,"received":0,"ack_p95_ms":null,"e2e_p95_ms":null`) {
+		t.Errorf("json: %s", b)
+	}
+	var back []Second
+	if err := json.Unmarshal(b, &back); err != nil || back[1].AckP95 != 0 || back[0].E2EP95 != 2.5 {
+		t.Errorf("decoded %+v, %v", back, err)
 	}
 }

@@ -2,6 +2,7 @@ package mqtt
 
 import (
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -236,6 +237,34 @@ type Second struct {
 	Received  int64   `json:"received"`
 	AckP95    float64 `json:"ack_p95_ms"`
 	E2EP95    float64 `json:"e2e_p95_ms"`
+}
+
+// noSample is NaN for a per-second p95 of no sample (count 0): a second
+// in which the broker acked or delivered nothing has no latency, and 0
+// would read as an instant answer.
+func noSample(p95 float64, count int64) float64 {
+	if count == 0 {
+		return math.NaN()
+	}
+	return p95
+}
+
+// MarshalJSON writes ack_p95_ms and e2e_p95_ms as null for a second with
+// no ack or no delivery (noSample); decoding null leaves 0.
+func (s Second) MarshalJSON() ([]byte, error) {
+	type plain Second
+	v := struct {
+		plain
+		AckP95 *float64 `json:"ack_p95_ms"`
+		E2EP95 *float64 `json:"e2e_p95_ms"`
+	}{plain: plain(s)}
+	if s.Acked > 0 {
+		v.AckP95 = &s.AckP95
+	}
+	if s.Received > 0 {
+		v.E2EP95 = &s.E2EP95
+	}
+	return json.Marshal(v)
 }
 
 // scheduleAllowance is the fraction of publishes that may be issued more
@@ -819,15 +848,24 @@ func reasons(m map[string]int64) string {
 	return " (" + strings.Join(parts, ", ") + ")"
 }
 
+// csvMS is a ms value with 3 decimals, empty for NaN (no sample).
+func csvMS(v float64) string {
+	if math.IsNaN(v) {
+		return ""
+	}
+	return strconv.FormatFloat(v, 'f', 3, 64)
+}
+
 // WriteCSV writes the per-second series: t_s, connected, published,
-// acked, received (per second) and ack/e2e p95 in ms.
+// acked, received (per second) and ack/e2e p95 in ms (empty in a second
+// with no ack or no delivery).
 func (res *Result) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"t_s", "connected", "published_per_s", "acked_per_s", "received_per_s", "ack_p95_ms", "e2e_p95_ms"})
 	for _, s := range res.Series {
 		_ = cw.Write([]string{strconv.Itoa(s.T), strconv.FormatInt(s.Connected, 10), strconv.FormatInt(s.Published, 10),
 			strconv.FormatInt(s.Acked, 10), strconv.FormatInt(s.Received, 10),
-			strconv.FormatFloat(s.AckP95, 'f', 3, 64), strconv.FormatFloat(s.E2EP95, 'f', 3, 64)})
+			csvMS(noSample(s.AckP95, s.Acked)), csvMS(noSample(s.E2EP95, s.Received))})
 	}
 	cw.Flush()
 	return cw.Error()
