@@ -241,6 +241,9 @@ func CheckAll(outs ...Out) error {
 			key = abs
 		}
 		if prev, ok := seen[key]; ok {
+			if prev.Input && o.Input {
+				return exitcode.BadInputf("%s is given twice as an input: its results would count twice; give each file once", o.Path)
+			}
 			if prev.Input || o.Input {
 				out := o
 				if o.Input {

@@ -225,4 +225,9 @@ func TestCheckAllRefusesAnInputAsReport(t *testing.T) {
 	if b, _ := os.ReadFile(in); string(b) != "{}" {
 		t.Errorf("the input changed: %q", b)
 	}
+	// One input named twice is that, not a report over an input.
+	err = CheckAll(Out{Flag: "input", Path: in, Input: true}, Out{Flag: "input", Path: in, Input: true})
+	if exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), "given twice as an input") || strings.Contains(err.Error(), "report") {
+		t.Errorf("one input twice: %v", err)
+	}
 }
