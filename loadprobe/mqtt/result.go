@@ -596,10 +596,10 @@ func deliveryCheck(cfg *Config, m Messages) verdict.Check {
 	c.Summary = fmt.Sprintf("deliveries: %s", c.Observed)
 	var bad []string
 	if m.Duplicated > 0 && cfg.QoS == 2 {
-		bad = append(bad, fmt.Sprintf("%d messages delivered more than once at QoS 2, which promises exactly once (MQTT 3.1.1 §4.3.3)", m.Duplicated))
+		bad = append(bad, fmt.Sprintf("%s delivered more than once at QoS 2, which promises exactly once (MQTT 3.1.1 §4.3.3)", plural.N(m.Duplicated, "message")))
 	}
 	if m.OutOfOrder > 0 {
-		bad = append(bad, fmt.Sprintf("%d messages delivered out of the order their publisher sent them (MQTT 3.1.1 §4.6)", m.OutOfOrder))
+		bad = append(bad, fmt.Sprintf("%s delivered out of the order their publisher sent them (MQTT 3.1.1 §4.6)", plural.N(m.OutOfOrder, "message")))
 	}
 	if len(bad) == 0 {
 		return c

@@ -113,12 +113,9 @@ func Remove(path string) error {
 	return atomicfile.SyncDir(filepath.Dir(path))
 }
 
-// TempPattern is the name os.CreateTemp gives WriteAtomic's temporary
-// file for path (the "*" is decimal digits).
-func TempPattern(path string) string { return atomicfile.TempPattern(path) }
-
 // isTempOf reports whether name is a temporary file WriteAtomic makes for
-// a file named base: "." + base + ".tmp-" + digits, nothing else.
+// a file named base (atomicfile.TempPattern): "." + base + ".tmp-" +
+// digits, nothing else.
 func isTempOf(name, base string) bool {
 	rest, ok := strings.CutPrefix(name, "."+base+".tmp-")
 	if !ok || rest == "" {
@@ -133,7 +130,7 @@ func isTempOf(name, base string) bool {
 }
 
 // RemoveStaleTemps removes the temporary files a killed WriteAtomic of
-// path left next to it (regular files named exactly as TempPattern makes
+// path left next to it (regular files named exactly as atomicfile.TempPattern makes
 // them; nothing else) and returns their paths. The caller holds hostprep's
 // lock, so no write of path is in progress.
 func RemoveStaleTemps(path string) ([]string, error) {
