@@ -104,10 +104,11 @@ func nextBoot(root string, overlay map[string][]byte) map[string][]byte {
 // next boot of the tree under root, as if the files in overlay had its
 // bytes: the value the file that wins sets (read as the kernel reads it,
 // sysval.Uint: 0x300000 is 3145728, 010 is 8) and "FILE:LINE sets it at
-// boot"; a value
-// the kernel refuses (outside profiles.KernelBounds: fs.nr_open above
-// 2147483584) leaves the default, as does no file setting it: then def
-// and "the kernel default at boot ..." (def 0: unknown, 0 and "").
+// boot". A value the kernel refuses (outside profiles.KernelBounds:
+// fs.nr_open above 2147483584) leaves the last accepted one under procps
+// and the default under systemd-sysctl (Sysctl.LookupAccepted), as does
+// no file setting it: then def and "the kernel default at boot ..." (def
+// 0: unknown, 0 and "").
 // Errors: exitcode.Environment when a configuration file cannot be read.
 func numberAtBoot(root string, overlay map[string][]byte, key string, def uint64) (uint64, string, error) {
 	s, err := boot.ReadSysctlOverlay(root, boot.DetectLoader(root), overlay)

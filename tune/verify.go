@@ -104,7 +104,7 @@ func StatusOf(env Env) (*Status, error) {
 	intr := st.Interrupted()
 	pending := ""
 	if intr != nil {
-		s.Interrupted = fmt.Sprintf("apply of profile %s interrupted at %s (killed part way); run %s again to finish it or %s to undo it", intr.Profile, intr.At.Format("2006-01-02 15:04:05Z"), env.suggest("apply", profileArgs(cmp.Or(intr.Source, intr.Profile), intr.Sets)...), env.suggest("rollback"))
+		s.Interrupted = fmt.Sprintf("apply of profile %s interrupted at %s (killed part way); run %s again to finish it or %s to undo it", intr.Profile, intr.At.Format("2006-01-02 15:04:05Z"), env.suggest("apply", applyArgs(*intr)...), env.suggest("rollback"))
 		pending = notReached
 	}
 	keys, err := keyStatuses(env, st, pending)
@@ -179,7 +179,14 @@ func Verify(p *profiles.Profile, env Env) (*Status, *Plan, error) {
 // the journal records, as --profile named it, or a placeholder.
 func driftProfile(s *Status) []string {
 	if n := len(s.Applies); n > 0 {
-		return profileArgs(cmp.Or(s.Applies[n-1].Source, s.Applies[n-1].Profile), s.Applies[n-1].Sets)
+		return applyArgs(s.Applies[n-1])
 	}
 	return profileArgs("PROFILE", nil)
+}
+
+// applyArgs are the flags that apply a's profile again as it was applied:
+// its --profile (the name for a journal from before sources were kept)
+// and --set overrides.
+func applyArgs(a journal.Apply) []string {
+	return profileArgs(cmp.Or(a.Source, a.Profile), a.Sets)
 }
