@@ -8,6 +8,7 @@ import (
 
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/profiles"
 	"github.com/hostprep/hostprep/ready/outcome"
 	"github.com/hostprep/hostprep/tune"
 )
@@ -74,4 +75,39 @@ func boolStr(b bool) string {
 		return "present"
 	}
 	return "absent"
+}
+
+// TestDryRunTuneIsSkippedNotPassed: a dry run's planned changes are not
+// changes made. The tune step of a dry run that plans changes is SKIP,
+// each planned change is a skipped JUnit case, and the text still says
+// the tuning was planned; once the image matches, the step passes.
+func TestDryRunTuneIsSkippedNotPassed(t *testing.T) {
+	img := t.TempDir()
+	env := tune.Env{Root: img, Image: true, SkipPrivilegeCheck: true}
+	p, err := profiles.Load("ready-small", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := tuneStep(context.Background(), p, Options{Profile: "ready-small", DryRun: true, Tune: env})
+	planned := int(s.Metrics[outcome.MetricChanges])
+	if s.Verdict != verdict.Skip || planned == 0 {
+		t.Fatalf("dry-run tune step on an empty image: verdict %s, %d changes planned; want skip with changes", s.Verdict, planned)
+	}
+	s.Name = outcome.StepTune
+	r := &outcome.Result{Host: "h", Profile: p.Name, DryRun: true, Steps: []outcome.Step{s}}
+	su := outcome.JUnit(r).Suites[0]
+	if su.Skipped != planned || su.Failures != 0 {
+		t.Errorf("JUnit tune suite: %d skipped, %d failures; want %d skipped (one per planned change)", su.Skipped, su.Failures, planned)
+	}
+	var b strings.Builder
+	if err := outcome.WriteText(&b, r); err != nil || !strings.Contains(b.String(), "tuning planned, not applied") {
+		t.Errorf("text: %v\n%s", err, b.String())
+	}
+
+	if _, err := tune.Apply(context.Background(), p, tune.Options{Env: env}); err != nil {
+		t.Fatal(err)
+	}
+	if s := tuneStep(context.Background(), p, Options{Profile: "ready-small", DryRun: true, Tune: env}); s.Verdict != "" && s.Verdict != verdict.Pass {
+		t.Errorf("dry run on an image that matches: verdict %s (%s), want pass", s.Verdict, s.Summary)
+	}
 }

@@ -64,6 +64,17 @@ func tuneChecks(r *tune.Result) []verdict.Check {
 	return uniqueIDs(cs)
 }
 
+// plannedChecks marks the first n checks of a dry run's tuneChecks (one
+// per planned change) skipped: a change planned is not a change made, so
+// JUnit shows it as <skipped/>, not as a passing case.
+func plannedChecks(cs []verdict.Check, n int) []verdict.Check {
+	for i := range cs[:n] {
+		cs[i].Status = verdict.Skip
+		cs[i].Summary = "planned, not applied: " + cs[i].Summary
+	}
+	return cs
+}
+
 // uniqueIDs makes every check ID distinct (a repeated one gets "#2",
 // "#3", ... in order): one file can be both changed and kept for another
 // item (soft and hard nofile, "*" and root lines), and a JUnit test case
@@ -89,11 +100,15 @@ func tuneStep(ctx context.Context, p *profiles.Profile, o Options) outcome.Step 
 			return errStep(err)
 		}
 		r := pl.Report()
-		s := outcome.Step{Checks: tuneChecks(&r.Result), Result: r,
+		s := outcome.Step{Checks: plannedChecks(tuneChecks(&r.Result), len(r.Changes)), Result: r,
 			Metrics: map[string]float64{outcome.MetricChanges: float64(len(r.Changes))}}
 		s.Summary = fmt.Sprintf("dry run: would make %s (tune plan --profile %s shows them); nothing applied", plural.N(len(r.Changes), "change"), p.Name)
 		if r.WouldChange == 0 {
 			s.Summary = "dry run: no change needed, the host already matches " + p.Name
+		} else if w := verdict.Worst(s.Checks); w == verdict.Pass || w == verdict.Skip {
+			// The host does not match the profile yet: nothing here
+			// passed, the tuning was skipped.
+			s.Verdict = verdict.Skip
 		}
 		return s
 	}

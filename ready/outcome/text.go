@@ -44,13 +44,16 @@ func WriteText(w io.Writer, r *Result) error {
 	}
 	fmt.Fprintln(w)
 	if r.DryRun {
-		planned := "tuning planned, not applied"
-		if t := r.Step(StepTune); t != nil && t.Verdict == verdict.Skip {
+		planned, skipped := "tuning planned, not applied", len(r.Skipped)
+		if t := r.Step(StepTune); t != nil && t.Metrics == nil {
 			planned = "tuning not planned"
 		} else if t != nil {
 			planned = fmt.Sprintf("tuning planned, not applied (%s)", plural.N(int(t.Metrics[MetricChanges]), "change"))
+			if t.Verdict == verdict.Skip {
+				skipped-- // the planned tuning, said just before
+			}
 		}
-		fmt.Fprintf(w, "  dry run: %s; %s skipped", planned, plural.N(len(r.Skipped), "step"))
+		fmt.Fprintf(w, "  dry run: %s; %s skipped", planned, plural.N(skipped, "other step"))
 		if r.Verdict == DryRun {
 			fmt.Fprint(w, "; nothing that ran failed, but this is not a readiness verdict: run without --dry-run")
 		}

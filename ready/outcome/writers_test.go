@@ -156,7 +156,7 @@ func TestText(t *testing.T) {
 // says hostprep_ready 0.
 func TestTextAndPromDryRun(t *testing.T) {
 	steps := []Step{
-		{Name: StepTune, Verdict: verdict.Pass, Summary: "dry run: would make 17 changes", Metrics: map[string]float64{MetricChanges: 17}},
+		{Name: StepTune, Verdict: verdict.Skip, Summary: "dry run: would make 17 changes", Metrics: map[string]float64{MetricChanges: 17}},
 		{Name: StepPreflight, Verdict: verdict.Skip, Summary: "not run: no preflight target"},
 		{Name: StepProbeMQTT, Verdict: verdict.Skip, Summary: "not run: no MQTT probe"},
 		{Name: StepProbeIoTDB, Verdict: verdict.Skip, Summary: "not run: no IoTDB target"},
@@ -167,7 +167,7 @@ func TestTextAndPromDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{"hostprep ready: DRY RUN\n", "dry run: tuning planned, not applied (17 changes); 3 steps skipped", "not a readiness verdict"} {
+	for _, want := range []string{"hostprep ready: DRY RUN\n", "dry run: tuning planned, not applied (17 changes); 3 other steps skipped", "not a readiness verdict"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text lacks %q:\n%s", want, out)
 		}
@@ -216,7 +216,7 @@ func TestTextChangedAndCounts(t *testing.T) {
 	if err := WriteText(&b, r); err != nil {
 		t.Fatal(err)
 	}
-	if want := "tuning planned, not applied (1 change); 1 step skipped"; !strings.Contains(b.String(), want) {
+	if want := "tuning planned, not applied (1 change); 1 other step skipped"; !strings.Contains(b.String(), want) {
 		t.Errorf("text lacks %q:\n%s", want, b.String())
 	}
 }
