@@ -97,8 +97,8 @@ func loadReady(path string, b []byte) (*outcome.Result, error) {
 }
 
 // Merge loads every file and builds the fleet table. When the same host
-// appears in several files the most recent run (by "started") wins and a
-// note says so. Shard results of `hostprep probe mqtt --shard` are merged
+// appears in several files a real run beats a dry run, else the most
+// recent run (by "started") wins, and a note says so (laterRun). Shard results of `hostprep probe mqtt --shard` are merged
 // into Fleet.Run (see mergeShards for their errors). No files is a
 // BadInput error.
 func Merge(paths []string) (*Fleet, error) {
@@ -127,13 +127,7 @@ func Merge(paths []string) (*Fleet, error) {
 		}
 		row := rowOf(r, p)
 		if old, ok := byHost[r.Host]; ok {
-			keep, drop := row, old
-			if old.run.Started.After(r.Started) {
-				keep, drop = old, row
-			}
-			notes = append(notes, fmt.Sprintf("host %s is in %s and %s; kept %s (the later run)", r.Host, old.Source, p, keep.Source))
-			_ = drop
-			row = keep
+			row = laterRun(old, row, &notes)
 		}
 		byHost[r.Host] = row
 	}
@@ -158,6 +152,25 @@ func Merge(paths []string) (*Fleet, error) {
 		return a.Host < b.Host
 	})
 	return f, nil
+}
+
+// laterRun is the row kept for a host found in two files, with a note
+// that says which and why: a real run beats a dry run (a dry run plans
+// the tuning and skips the probes, so it cannot stand for a host that was
+// readied), else the later run by "started" wins.
+func laterRun(old, row Row, notes *[]string) Row {
+	keep, why := row, "the later run"
+	switch oldDry, newDry := old.run.DryRun, row.run.DryRun; {
+	case oldDry != newDry:
+		why = "a real run, not the dry run"
+		if newDry {
+			keep = old
+		}
+	case old.run.Started.After(row.run.Started):
+		keep = old
+	}
+	*notes = append(*notes, fmt.Sprintf("host %s is in %s and %s; kept %s (%s)", row.run.Host, old.Source, row.Source, keep.Source, why))
+	return keep
 }
 
 func rank(v outcome.Verdict) int {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -164,5 +166,33 @@ func TestMergeDryRun(t *testing.T) {
 	}
 	if f.ByVerdict["DRY RUN"] != 1 {
 		t.Errorf("by verdict = %v", f.ByVerdict)
+	}
+}
+
+// TestMergeRealRunBeatsLaterDryRun: a host readied and then dry-run again
+// is shown by its real run, whatever the order of the files or the
+// times; the note says why.
+func TestMergeRealRunBeatsLaterDryRun(t *testing.T) {
+	b, err := os.ReadFile("testdata/lg-01.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dry := strings.Replace(strings.Replace(string(b), `"verdict":"READY"`, `"verdict":"DRY RUN","dry_run":true`, 1),
+		`"started":"2026-11-29T10:00:00Z"`, `"started":"2026-11-30T10:00:00Z"`, 1)
+	dryPath := filepath.Join(t.TempDir(), "lg-01-dry.json")
+	if err := os.WriteFile(dryPath, []byte(dry), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, files := range [][]string{{"testdata/lg-01.json", dryPath}, {dryPath, "testdata/lg-01.json"}} {
+		f, err := Merge(files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rowOrder(f); got != "lg-01=READY" {
+			t.Errorf("%v: rows %s, want lg-01=READY (the real run, not the later dry run)", files, got)
+		}
+		if len(f.Notes) != 1 || !strings.Contains(f.Notes[0], "kept testdata/lg-01.json (a real run, not the dry run)") {
+			t.Errorf("%v: notes %q", files, f.Notes)
+		}
 	}
 }
