@@ -89,7 +89,7 @@ func checkAcceptBacklog(f *Facts, t Target) verdict.Check {
 	}
 	ls := targetListeners(f, t)
 	if len(ls) == 0 {
-		return skip(fmt.Sprintf("nothing listens on port %s yet: somaxconn %d allows %d, but the server's own listen() backlog will decide: %s. Run preflight again with the server started (--port PORT names its listener)",
+		return skip(fmt.Sprintf("nothing listens on port %s yet: somaxconn %d allows %d, but the server's own listen() backlog will decide: %s. Run hostprep preflight again with the server started (hostprep preflight --port PORT names another listener)",
 			portList(ports), s, need, knownBacklogText(need)))
 	}
 	var short []string

@@ -18,7 +18,7 @@ func init() {
 func checkActive(f *Facts, t Target) verdict.Check {
 	m := f.Measured
 	if m == nil {
-		return skip("not measured (pass --active to open real sockets under the target's limits)")
+		return skip("not measured (hostprep preflight --active opens real sockets under the target's limits)")
 	}
 	half := ""
 	if extra := m.ReachedSockets - 2*m.Connections; extra > 0 {
@@ -43,7 +43,7 @@ func checkActive(f *Facts, t Target) verdict.Check {
 	capped := m.LimitNote != "" // the child ran below the target's limit: hostprep's own hard limit
 	if capped && (m.FirstError == "EMFILE" || m.FirstError == "") && (m.ReachedSockets < m.RequestedSockets || m.RequestedSockets < t.Sockets) {
 		return warn(fmt.Sprintf("measured %s%s, at hostprep's own nofile %s:%s, below the target's: this is hostprep's ceiling, not the target's, so it does not judge the target (fd.soft, fd.hard do); %s%s", plural.N(m.ReachedSockets, "socket"), conns, fmtNofile(m.NofileSoft), fmtNofile(m.NofileHard), cost, extrap),
-			obs, fmt.Sprintf("%s at the target's limits", plural.N(t.Sockets, "socket")), "run preflight --active from a process that has the target's hard nofile (or with CAP_SYS_RESOURCE) to measure at the target's limits")
+			obs, fmt.Sprintf("%s at the target's limits", plural.N(t.Sockets, "socket")), "run hostprep preflight --active from a process that has the target's hard nofile (or with CAP_SYS_RESOURCE) to measure at the target's limits")
 	}
 	if m.FirstError != "" && m.ReachedSockets < m.RequestedSockets {
 		return fail(fmt.Sprintf("measured: stopped at %d of %s%s: %s failed with %s (%s)%s", m.ReachedSockets, plural.N(m.RequestedSockets, "socket"), conns, m.FirstErrorOp, m.FirstError, m.FirstErrorMessage, extrap),

@@ -72,7 +72,7 @@ func systemdRemedy(unit string, need uint64) string {
 // get, which says nothing either way about the service's own.
 func unseenServer(p ProcessFacts, t Target) bool { return p.Assumed && t.Role != Loadgen }
 
-const nameTheTarget = "name the process that will hold the sockets: --service UNIT, --pid PID, or start it so its listener (--port) is found"
+const nameTheTarget = "name the process that will hold the sockets: hostprep preflight --service UNIT or --pid PID, or the unit in the profile's systemd.services (what ready reads); or start it so its listener is found (hostprep preflight --port PORT names another port)"
 
 // unnamedServer is the finding of fd.soft and fd.hard for an unseen server
 // (unseenServer): they neither pass nor fail on a login shell's limits but
@@ -135,7 +135,7 @@ func checkFDSoft(f *Facts, t Target) verdict.Check {
 	exp := fmt.Sprintf(">= %s (%s + %d headroom)", plural.N(need, "file descriptor"), plural.N(t.Sockets, "socket"), fdHeadroom(t.Sockets))
 	if p.UnitMissing {
 		return fail(fmt.Sprintf("%s is not installed here (no unit file): there is no service whose limits could carry %s", p.Unit, plural.N(t.Sockets, "socket")), obs, exp,
-			fmt.Sprintf("install the service first, or say which process will hold the sockets: --service UNIT (an installed unit) or --pid PID (the running process); drop-ins for %s do nothing without its unit file", p.Unit))
+			fmt.Sprintf("install the service first, or say which process will hold the sockets: hostprep preflight --service UNIT (an installed unit) or --pid PID (the running process), or an installed unit in the profile's systemd.services; drop-ins for %s do nothing without its unit file", p.Unit))
 	}
 	if unseenServer(p, t) {
 		return unnamedServer(p, t, "soft", p.NofileSoft, need, obs, exp)

@@ -33,11 +33,11 @@ func checkClock(f *Facts, t Target) verdict.Check {
 		return skip("clock state unknown (adjtimex not available)")
 	}
 	obs := fmt.Sprintf("adjtimex: synchronised %v, max error %d µs", f.Clock.Synced, f.Clock.MaxErrorUS)
-	exp := "informational on one host; cross-host runs check the clock offset at --start-at"
+	exp := "informational on one host; cross-host runs (hostprep probe mqtt --start-at) check the clock offset"
 	if f.Clock.Synced {
 		return pass("clock synchronised", obs, exp)
 	}
-	c := pass("clock not synchronised (adjtimex reports STA_UNSYNC): no effect on one host, where every latency is measured on one clock; for latency across hosts the fleet probe checks the clock offset at --start-at (enable time sync: timedatectl set-ntp true, or chrony)", obs, exp)
+	c := pass("clock not synchronised (adjtimex reports STA_UNSYNC): no effect on one host, where every latency is measured on one clock; for latency across hosts the fleet probe (hostprep probe mqtt --start-at) checks the clock offset (enable time sync: timedatectl set-ntp true, or chrony)", obs, exp)
 	return c
 }
 

@@ -54,7 +54,7 @@ func checkIoTDBMapCount(f *Facts, t Target) verdict.Check {
 // then refuses to start).
 func propInt(f *Facts, name string) (int64, IoTDBSetting, *verdict.Check) {
 	if f.IoTDB == nil {
-		sk := skip("IoTDB configuration not read: pass --iotdb-home DIR (the unpacked release holding conf/iotdb-system.properties)")
+		sk := skip("IoTDB configuration not read: hostprep preflight --iotdb-home DIR reads it (the unpacked release holding conf/iotdb-system.properties)")
 		return 0, IoTDBSetting{}, &sk
 	}
 	s := f.IoTDB.Properties[name]
@@ -73,7 +73,7 @@ func checkIoTDBClients(f *Facts, t Target) verdict.Check {
 	}
 	d := t.IoTDB
 	if d.PoolSize == 0 {
-		return skip(fmt.Sprintf("%s; SessionPool size not given: pass --pool-size (and --loadgens) to compare", s))
+		return skip(fmt.Sprintf("%s; SessionPool size not given: hostprep preflight --pool-size N (and --loadgens N) compares it", s))
 	}
 	need := int64(d.PoolSize) * int64(max(d.LoadGenerators, 1))
 	obs := s.String()
@@ -115,7 +115,7 @@ func checkIoTDBFrame(f *Facts, t Target) verdict.Check {
 		}
 	}
 	if t.IoTDB.BatchPoints == 0 {
-		return skip(fmt.Sprintf("%s: frames up to %s (%s); batch size not given: pass --batch-points to compare", s, plural.N(frame, "byte"), how))
+		return skip(fmt.Sprintf("%s: frames up to %s (%s); batch size not given: hostprep preflight --batch-points N compares it", s, plural.N(frame, "byte"), how))
 	}
 	need := int64(t.IoTDB.BatchPoints) * bytesPerPoint
 	obs := fmt.Sprintf("%s: frames up to %s (%s)", s, plural.N(frame, "byte"), how)
@@ -148,7 +148,7 @@ func checkIoTDBMemory(f *Facts, t Target) verdict.Check {
 		obs = fmt.Sprintf("DataNode heap %s + direct %s (%s: %s)", mib(float64(heap)), mib(float64(direct)), c.DataNode.Script, how)
 		remedy = fmt.Sprintf("set MEMORY_SIZE (e.g. MEMORY_SIZE=%dM) in %s, or ON_HEAP_MEMORY / OFF_HEAP_MEMORY", int64(0.4*float64(f.MemTotal))>>20, c.DataNode.Script)
 	default:
-		return skip("the DataNode's memory is not known: no running DataNode found (--pid, --service or its listener) and no conf/datanode-env.sh (--iotdb-home)")
+		return skip("the DataNode's memory is not known: no running DataNode found (hostprep preflight --pid, --service or its listener) and no conf/datanode-env.sh (hostprep preflight --iotdb-home)")
 	}
 	total := heap + direct
 	switch j := f.ConfigNodeJVM; {
