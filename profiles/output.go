@@ -2,12 +2,14 @@ package profiles
 
 import (
 	"bytes"
+	"encoding/json"
+	"reflect"
+	"slices"
 	"strings"
 
-	"encoding/json"
-	"github.com/hostprep/hostprep/internal/exitcode"
-
 	"gopkg.in/yaml.v3"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
 )
 
 // YAMLBytes renders the profile as YAML in the format Load reads: sysctl
@@ -24,6 +26,83 @@ func (p *Profile) YAMLBytes() ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// MarshalYAML writes the MQTT section with every key the profile wrote,
+// also at its zero value: thresholds.connect_p95: 0s means "not judged",
+// and leaving it out (omitempty) would bring the default back when the
+// output of `profiles show` is loaded again.
+func (m MQTTProbe) MarshalYAML() (any, error) {
+	type plain MQTTProbe // no MarshalYAML: avoids recursion
+	return withGiven(plain(m), reflect.ValueOf(m), m.given)
+}
+
+// MarshalYAML is MQTTProbe.MarshalYAML for the IoTDB section.
+func (d IoTDBProbe) MarshalYAML() (any, error) {
+	type plain IoTDBProbe
+	return withGiven(plain(d), reflect.ValueOf(d), d.given)
+}
+
+// withGiven encodes a probe section (plain: its type without
+// MarshalYAML) and adds each key of given (dotted YAML names) whose value
+// in v is zero and so was left out by omitempty.
+func withGiven(plain any, v reflect.Value, given map[string]bool) (*yaml.Node, error) {
+	var n yaml.Node
+	if err := n.Encode(plain); err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, len(given))
+	for k := range given {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fv, path := v, strings.Split(k, ".")
+		for _, seg := range path {
+			if fv.Kind() != reflect.Struct { // "steps.0": an item of a list written whole
+				fv = reflect.Value{}
+				break
+			}
+			f, ok := fieldByYAML(fv.Type(), seg)
+			if !ok {
+				fv = reflect.Value{}
+				break
+			}
+			fv = fv.FieldByIndex(f.Index)
+		}
+		if !fv.IsValid() || !fv.IsZero() || fv.Kind() == reflect.Struct || fv.Kind() == reflect.Pointer {
+			continue
+		}
+		var val yaml.Node
+		if err := val.Encode(fv.Interface()); err != nil {
+			return nil, err
+		}
+		addMissing(&n, path, &val)
+	}
+	return &n, nil
+}
+
+// addMissing puts val at path in the mapping m, making the mappings on
+// the way; a key already there is kept.
+func addMissing(m *yaml.Node, path []string, val *yaml.Node) {
+	for i, seg := range path {
+		var next *yaml.Node
+		for j := 0; j+1 < len(m.Content); j += 2 {
+			if m.Content[j].Value == seg {
+				next = m.Content[j+1]
+			}
+		}
+		if next == nil {
+			next = val
+			if i < len(path)-1 {
+				next = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+			}
+			m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: seg}, next)
+		} else if i == len(path)-1 {
+			return
+		}
+		m = next
+	}
 }
 
 // JSONBytes renders the profile as indented JSON with the same field names

@@ -217,3 +217,44 @@ func portsToRanges(ports []int) []PortRange {
 	}
 	return out
 }
+
+// TestRoundTripKeepsGivenZeros: a key written at its zero value
+// (thresholds.connect_p95: 0s, "not judged") survives YAMLBytes and
+// JSONBytes, so `profiles show` output loads back to the same profile,
+// not to one judged at the default thresholds.
+func TestRoundTripKeepsGivenZeros(t *testing.T) {
+	data := []byte("name: zero\nprobe:\n  mqtt:\n    qos: 0\n    thresholds: {connect_p95: 0s, ack_p95: 0s}\n  iotdb:\n    thresholds: {p95: 0s, min_tps: 0}\n")
+	p, err := Parse("zero.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := p.YAMLBytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := Parse("zero.yaml", y)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, y)
+	}
+	for _, k := range []string{"qos", "thresholds.connect_p95", "thresholds.ack_p95"} {
+		if !q.Probe.MQTT.Has(k) {
+			t.Errorf("probe.mqtt.%s lost by YAMLBytes:\n%s", k, y)
+		}
+	}
+	for _, k := range []string{"thresholds.p95", "thresholds.min_tps"} {
+		if !q.Probe.IoTDB.Has(k) {
+			t.Errorf("probe.iotdb.%s lost by YAMLBytes:\n%s", k, y)
+		}
+	}
+	if q.Probe.MQTT.Has("thresholds.e2e_p99") {
+		t.Errorf("a key never written appeared:\n%s", y)
+	}
+	p.src, q.src = nil, nil
+	if !reflect.DeepEqual(p, q) {
+		t.Errorf("round trip differs:\n%#v\n%#v", p, q)
+	}
+	js, err := p.JSONBytes()
+	if err != nil || !strings.Contains(string(js), `"connect_p95": "0s"`) {
+		t.Errorf("JSON lacks connect_p95 0s: %v\n%s", err, js)
+	}
+}
