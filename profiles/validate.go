@@ -14,6 +14,7 @@ import (
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/plural"
+	"github.com/hostprep/hostprep/internal/redact"
 )
 
 // Kernel numbers the static checks use.
@@ -627,7 +628,9 @@ func (c *checker) mqtt() {
 	if m.Keepalive > 65535*time.Second {
 		c.add(at("keepalive"), "probe.mqtt.keepalive %s: MQTT keepalive is at most 65535s (18h12m15s)", m.Keepalive)
 	}
-	if m.Broker != "" {
+	if shown := redact.URL(m.Broker); shown != m.Broker {
+		c.add(at("broker"), "probe.mqtt.broker %q: a user or password in the URL is refused (reports print the broker URL); give the user with --username (probe mqtt) or --mqtt-user (ready) and the password with $%s or a password file", shown, "HOSTPREP_MQTT_PASSWORD")
+	} else if m.Broker != "" {
 		u, err := url.Parse(m.Broker)
 		if err != nil || u.Host == "" || !slices.Contains(mqttSchemes, u.Scheme) {
 			c.add(at("broker"), "probe.mqtt.broker %q: want a URL such as tcp://127.0.0.1:1883 (schemes tcp, mqtt, mqtts, ssl, tls), or leave it empty for the embedded broker", m.Broker)

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/redact"
 	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/rate"
 	"github.com/hostprep/hostprep/loadprobe/fleet"
@@ -451,10 +452,18 @@ func (c *Config) checkThresholds() error {
 }
 
 // checkBroker parses --broker into the address to dial and whether it is
-// TLS, and checks the TLS flags go with it.
+// TLS, and checks the TLS flags go with it. A URL with user information
+// (tcp://user:password@host) is refused: its password would be printed
+// in every report and log that names the broker. Errors echo the URL
+// with the user information hidden (redact.URL).
 func (c *Config) checkBroker() (brokerAddr, error) {
 	var b brokerAddr
 	bad := exitcode.BadInputf
+	shown := redact.URL(c.Broker)
+	if shown != c.Broker {
+		return b, bad("%s %q: a user or password in the URL is refused (reports and logs print the broker URL); give the user with %s and the password with %s or $%s",
+			c.name("broker"), shown, c.name("username"), c.name("password-file"), PasswordEnv)
+	}
 	u, err := url.Parse(c.Broker)
 	if err != nil || u.Host == "" {
 		return b, bad("%s %q: want a URL such as tcp://HOST:1883 or mqtts://HOST:8883; schemes: %s", c.name("broker"), c.Broker, BrokerSchemesHelp)

@@ -2,8 +2,10 @@ package mqtt
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/profiles"
 )
 
@@ -19,6 +21,26 @@ func TestProfileBrokerSchemesMatchTheProbe(t *testing.T) {
 		}
 		if got := err == nil; got != want {
 			t.Errorf("profile broker %s://: accepted %v, the probe accepts it: %v (err %v)", scheme, got, want, err)
+		}
+	}
+}
+
+// TestBrokerURLWithPasswordIsRefused: a password written into the broker
+// URL (tcp://user:password@host) would be printed in every report, HTML
+// page and log that names the broker. The profile and the probe refuse
+// it (exit 2), and the error never echoes the password.
+func TestBrokerURLWithPasswordIsRefused(t *testing.T) {
+	const secret = "S3cr3tPW"
+	for _, broker := range []string{"tcp://alice:" + secret + "@127.0.0.1:1883", "mqtts://" + secret + "@127.0.0.1", "tcp://a:" + secret + " x@h:1883"} {
+		_, err := profiles.Parse("p.yaml", []byte(fmt.Sprintf("probe:\n  mqtt:\n    broker: %q\n", broker)))
+		if err == nil || exitcode.Code(err) != exitcode.BadInput || strings.Contains(err.Error(), secret) {
+			t.Errorf("profile broker %s: %v", broker, err)
+		}
+		c := Defaults()
+		c.Broker = broker
+		err = c.Validate()
+		if err == nil || exitcode.Code(err) != exitcode.BadInput || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "xxxxx@") {
+			t.Errorf("--broker %s: %v", broker, err)
 		}
 	}
 }
