@@ -27,9 +27,9 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
-	"github.com/hostprep/hostprep/internal/redact"
 	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/rate"
+	"github.com/hostprep/hostprep/internal/redact"
 	"github.com/hostprep/hostprep/loadprobe/fleet"
 	"github.com/hostprep/hostprep/profiles"
 )
