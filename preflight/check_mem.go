@@ -28,7 +28,7 @@ const EstimatedBytesPerSocket = 4096
 func init() {
 	register(CheckDef{ID: "mem.available", Doc: "sockets x kernel memory per socket <= MemAvailable", Func: checkMemAvailable})
 	register(CheckDef{ID: "mem.tcp_mem", Doc: "net.ipv4.tcp_mem max (pages) >= one page of buffered data per socket", Func: checkMemTCPMem})
-	register(CheckDef{ID: "mem.buffers", Doc: "worst case tcp_rmem+tcp_wmem defaults x sockets is capped below RAM by tcp_mem", Func: checkMemBuffers})
+	register(CheckDef{ID: "mem.buffers", Doc: "socket buffers, capped by net.ipv4.tcp_mem max, plus the sockets' own kernel memory <= MemAvailable", Func: checkMemBuffers})
 	register(CheckDef{ID: "mem.pressure", Doc: "no TCP memory pressure now or since boot (sockstat mem, TCPMemoryPressures, TCPAbortOnMemory)", Func: checkMemPressure})
 }
 
@@ -90,10 +90,18 @@ func checkMemTCPMem(f *Facts, t Target) verdict.Check {
 	if maxPages >= needPages {
 		return pass(fmt.Sprintf("tcp_mem max %s (%s) covers %s with a page of buffered data each", plural.N(maxPages, "page"), mib(float64(maxPages)*page), plural.N(t.Sockets, "socket")), obs, exp)
 	}
-	// Suggest {N, 1.5 N, 2 N} pages, capped so max stays under 3/4 of RAM.
+	// Suggest {N, 1.5 N, 2 N} pages, with max no higher than what
+	// mem.buffers accepts (bufferRoom): following one check's remedy must
+	// not make the other warn.
 	hi := 2 * needPages
-	if cap := int64(float64(f.MemTotal) * 0.75 / page); f.MemTotal > 0 && hi > cap {
-		hi = cap
+	room, _ := bufferRoom(f, t)
+	if roomPages := int64(room / page); f.MemAvailable > 0 && hi > roomPages {
+		hi = roomPages
+	}
+	if hi < needPages {
+		return warn(fmt.Sprintf("tcp_mem max %s (%s) is below what %s with buffered data need (%s, %s), and this host's memory cannot hold both: MemAvailable %s less the sockets' own kernel memory leaves %s for buffers",
+			plural.N(maxPages, "page"), mib(float64(maxPages)*page), plural.N(t.Sockets, "socket"), plural.N(needPages, "page"), mib(float64(needPages)*page), mib(float64(f.MemAvailable)), mib(max(room, 0))),
+			obs, exp, "add memory or spread the load over more hosts")
 	}
 	lo, mid := hi/2, hi*3/4
 	return warn(fmt.Sprintf("tcp_mem max %s (%s) is below what %s with buffered data need (%s, %s): tcp_mem counts pages of %s, not bytes; past it the kernel drops data and logs \"TCP: out of memory -- consider tuning tcp_mem\"",
@@ -101,28 +109,50 @@ func checkMemTCPMem(f *Facts, t Target) verdict.Check {
 		obs, exp, fmt.Sprintf("sysctl -w net.ipv4.tcp_mem=\"%d %d %d\" (pages: %s / %s / %s)", lo, mid, hi, mib(float64(lo)*page), mib(float64(mid)*page), mib(float64(hi)*page)))
 }
 
+// bufferRoom is the memory socket buffers may take on this host, in
+// bytes: MemAvailable less the sockets' own kernel memory (mem.available),
+// and no more than 3/4 of RAM. It is negative when the sockets alone do
+// not fit. slab is the sockets' kernel memory, bytes.
+func bufferRoom(f *Facts, t Target) (room, slab float64) {
+	per, _ := perSocketCost(f)
+	slab = per * float64(t.Sockets)
+	room = float64(f.MemAvailable) - slab
+	if f.MemTotal > 0 {
+		room = min(room, 0.75*float64(f.MemTotal))
+	}
+	return room, slab
+}
+
+// checkMemBuffers: the kernel lets socket buffers grow until tcp_mem max
+// (pages; Documentation/networking/ip-sysctl.rst: above it TCP refuses
+// allocations), whatever tcp_rmem/tcp_wmem allow one socket, so the most
+// buffers can take is tcp_mem max. That, on top of the sockets' own
+// kernel memory, must fit in MemAvailable, or buffers can exhaust RAM
+// before TCP memory pressure starts.
 func checkMemBuffers(f *Facts, t Target) verdict.Check {
-	r, ok1 := f.SysFields("net.ipv4.tcp_rmem")
-	w, ok2 := f.SysFields("net.ipv4.tcp_wmem")
-	m, ok3 := f.SysFields("net.ipv4.tcp_mem")
-	if !ok1 || !ok2 || !ok3 || len(r) != 3 || len(w) != 3 || len(m) != 3 {
-		return skip("tcp_rmem, tcp_wmem or tcp_mem not readable")
+	m, ok := f.SysFields("net.ipv4.tcp_mem")
+	if !ok || len(m) != 3 {
+		return skip("net.ipv4.tcp_mem not readable")
 	}
-	per := float64(r[1] + w[1])
-	worst := per * float64(t.Sockets)
-	capBytes := float64(m[2]) * float64(f.PageSize)
-	obs := fmt.Sprintf("tcp_rmem default %d + tcp_wmem default %s = %s per socket with data in flight; x %s = %s; tcp_mem max %s; MemAvailable %s",
-		r[1], plural.N(w[1], "byte"), fmt.Sprintf("%.0f", per), plural.N(t.Sockets, "socket"), gib(worst), mib(capBytes), mib(float64(f.MemAvailable)))
-	exp := "worst-case socket buffers capped by tcp_mem max below MemAvailable"
-	if worst <= float64(f.MemAvailable) {
-		return pass(fmt.Sprintf("worst case %s of socket buffers fits in MemAvailable %s", gib(worst), gib(float64(f.MemAvailable))), obs, exp)
+	if f.MemAvailable == 0 {
+		return skip("MemAvailable unknown")
 	}
-	if capBytes <= float64(f.MemAvailable) {
-		return pass(fmt.Sprintf("worst case %s of socket buffers is capped at tcp_mem max %s, below MemAvailable", gib(worst), mib(capBytes)), obs, exp)
+	page := float64(f.PageSize)
+	capBytes := float64(m[2]) * page
+	room, slab := bufferRoom(f, t)
+	avail := float64(f.MemAvailable)
+	obs := fmt.Sprintf("tcp_mem max %s (%s); the sockets' own kernel memory %s; MemAvailable %s", plural.N(m[2], "page"), mib(capBytes), mib(slab), mib(avail))
+	exp := fmt.Sprintf("tcp_mem max + the sockets' kernel memory <= MemAvailable (buffers may take at most %s)", mib(max(room, 0)))
+	if capBytes <= room {
+		return pass(fmt.Sprintf("socket buffers are capped at tcp_mem max %s; with the sockets' own %s that fits in MemAvailable %s", mib(capBytes), mib(slab), mib(avail)), obs, exp)
 	}
-	return warn(fmt.Sprintf("worst case %s of socket buffers (%s with full default buffers) and tcp_mem max %s exceeds MemAvailable %s: nothing stops buffers from exhausting RAM before TCP memory pressure starts (tcp_mem may have been written in bytes)",
-		gib(worst), plural.N(t.Sockets, "socket"), mib(capBytes), mib(float64(f.MemAvailable))),
-		obs, exp, fmt.Sprintf("set net.ipv4.tcp_mem max below MemAvailable, in pages of %s (e.g. max %s = %s)", plural.N(f.PageSize, "byte"), plural.N(int64(float64(f.MemAvailable)*0.75)/f.PageSize, "page"), mib(float64(f.MemAvailable)*0.75)))
+	if room <= 0 {
+		return warn(fmt.Sprintf("the sockets' own kernel memory (%s) leaves no room in MemAvailable %s for socket buffers (tcp_mem max %s)", mib(slab), mib(avail), mib(capBytes)),
+			obs, exp, "add memory or spread the load over more hosts")
+	}
+	return warn(fmt.Sprintf("socket buffers may grow to tcp_mem max %s, and with the sockets' own kernel memory %s that exceeds MemAvailable %s: buffers can exhaust RAM before TCP memory pressure starts",
+		mib(capBytes), mib(slab), mib(avail)),
+		obs, exp, fmt.Sprintf("set net.ipv4.tcp_mem max to at most %s (%s; pages of %s)", plural.N(int64(room/page), "page"), mib(room), plural.N(f.PageSize, "byte")))
 }
 
 func checkMemPressure(f *Facts, t Target) verdict.Check {
