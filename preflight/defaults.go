@@ -69,7 +69,10 @@ func StockDebian12(memTotal uint64) *Facts {
 			"fs.nr_open":                       "1048576",
 			"fs.file-max":                      "9223372036854775807",
 			"fs.file-nr":                       "1504\t0\t9223372036854775807",
+			// systemd's /usr/lib/sysctl.d/50-pid-max.conf (systemd >= 243)
+			"kernel.pid_max": "4194304",
 		},
+		HostTasks: 180, // an idle Debian 12 server (/proc/loadavg)
 		Target: ProcessFacts{
 			ManagedBy: "shell", NofileSoft: 1024, NofileHard: 524288, Assumed: true,
 			CapSysResource: true, Source: "stock Debian 12 login shell (systemd DefaultLimitNOFILE 1024:524288)",
@@ -108,4 +111,7 @@ func (f *Facts) deriveMemorySysctls(memTotal uint64) {
 	set("net.ipv4.tcp_max_orphans", fmt.Sprint(ehash/2))
 	limit := max(memTotal/uint64(f.PageSize)/16, 128)
 	set("net.ipv4.tcp_mem", fmt.Sprintf("%d\t%d\t%d", limit/4*3, limit, limit/4*3*2))
+	// set_max_threads() in kernel/fork.c: RAM / (8 x THREAD_SIZE), with
+	// THREAD_SIZE 16 KiB on x86_64.
+	set("kernel.threads-max", fmt.Sprint(max(memTotal/(8*16<<10), 20)))
 }

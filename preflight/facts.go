@@ -31,6 +31,9 @@ type Facts struct {
 	// values as /proc/sys prints them; a key the kernel lacks is absent.
 	// fs.file-nr is included ("allocated 0 max").
 	Sysctl map[string]string `json:"sysctl"`
+	// HostTasks is the number of tasks (threads) on the host now, the
+	// fourth field of /proc/loadavg ("2/237": 237); 0 when not read.
+	HostTasks uint64 `json:"host_tasks,omitempty"`
 	// Conntrack is nf_conntrack's table, when the module is loaded.
 	Conntrack Conntrack `json:"conntrack"`
 	// Target is the process that will hold the sockets.
@@ -154,6 +157,30 @@ type ProcessFacts struct {
 	// fd.soft then fails: there is no such service whose limits could be
 	// checked.
 	UnitMissing bool `json:"unit_missing,omitempty" yaml:"unit_missing"`
+	// Tasks are the process's thread and task limits (iotdb.threads); the
+	// zero value when no process was read.
+	Tasks TaskFacts `json:"tasks,omitzero" yaml:"-"`
+}
+
+// TaskFacts are what bounds the threads a process can start: IoTDB's
+// DataNode runs one thread per client connection.
+type TaskFacts struct {
+	// Threads is the number of threads the process runs now (Threads: of
+	// /proc/PID/status); 0 when not read.
+	Threads uint64 `json:"threads,omitempty"`
+	// RootUser is true when its real user ID is 0: the kernel does not
+	// hold root to RLIMIT_NPROC (copy_process in kernel/fork.c).
+	RootUser bool `json:"root_user,omitempty"`
+	// NprocSoft is its soft RLIMIT_NPROC (tasks of its real user ID;
+	// Unlimited for "unlimited"); 0 when not read.
+	NprocSoft uint64 `json:"nproc_soft,omitempty"`
+	// PidsMax is the lowest pids.max of its cgroup and the cgroups above
+	// it (tasks; Unlimited for "max", systemd's TasksMax=infinity), and
+	// PidsCurrent the tasks in its own cgroup now; PidsFrom is the
+	// pids.max file that sets it, "" when no pids controller was found.
+	PidsMax     uint64 `json:"pids_max,omitempty"`
+	PidsCurrent uint64 `json:"pids_current,omitempty"`
+	PidsFrom    string `json:"pids_from,omitempty"`
 }
 
 // SystemdFacts describe systemd as a service manager.

@@ -63,6 +63,7 @@ var sysctlKeys = []string{
 	"net.ipv4.tcp_mem", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem",
 	"net.ipv4.tcp_max_orphans", "net.ipv4.tcp_max_tw_buckets",
 	"vm.max_map_count",
+	"kernel.pid_max", "kernel.threads-max",
 }
 
 type gatherer struct {
@@ -150,6 +151,7 @@ func Gather(ctx context.Context, o GatherOptions) (*Facts, error) {
 		g.sysctl(k)
 	}
 	g.memory(ctx)
+	g.hostTasks()
 	g.conntrack()
 	g.netstat()
 	g.sockstat()

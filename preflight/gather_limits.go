@@ -75,6 +75,7 @@ func (g *gatherer) targetPID(pid int, source string) error {
 			t.ManagedBy, t.Unit = "systemd", u
 		}
 	}
+	g.tasks(pid)
 	t.CapSysResource, err = g.hasCap(pid, "CapEff", capSysResource)
 	if err != nil {
 		g.note("capabilities of pid %d: %v", pid, err)

@@ -27,6 +27,7 @@ type HostFile struct {
 	PageSize          *int64            `yaml:"page_size"`
 	Sysctl            map[string]string `yaml:"sysctl"`
 	Conntrack         *Conntrack        `yaml:"conntrack"`
+	HostTasks         *uint64           `yaml:"host_tasks"`
 	// TargetProcess is the process that will hold the sockets: with a pid,
 	// its /proc/PID/limits; with managed_by systemd and a unit but no pid,
 	// the unit's LimitNOFILE as written ("infinity" allowed), which
@@ -138,7 +139,7 @@ func (h *HostFile) Facts() (*Facts, error) {
 // RAM-based defaults only for keys the recording leaves out; a recorded
 // fs.file-max without fs.file-nr gets a matching fs.file-nr.
 func (h *HostFile) applySysctl(f *Facts) {
-	for _, k := range []string{"net.ipv4.tcp_max_syn_backlog", "net.ipv4.tcp_max_tw_buckets", "net.ipv4.tcp_max_orphans", "net.ipv4.tcp_mem"} {
+	for _, k := range []string{"net.ipv4.tcp_max_syn_backlog", "net.ipv4.tcp_max_tw_buckets", "net.ipv4.tcp_max_orphans", "net.ipv4.tcp_mem", "kernel.threads-max"} {
 		delete(f.Sysctl, k)
 	}
 	for k, v := range h.Sysctl {
@@ -166,6 +167,9 @@ func (h *HostFile) applyMachine(f *Facts) {
 	}
 	if h.Conntrack != nil {
 		f.Conntrack = *h.Conntrack
+	}
+	if h.HostTasks != nil {
+		f.HostTasks = *h.HostTasks
 	}
 	if h.Pid1Nofile != nil {
 		f.Pid1Nofile = &profiles.Limit{Soft: uint64(h.Pid1Nofile.Soft), Hard: uint64(h.Pid1Nofile.Hard)}
@@ -231,7 +235,7 @@ type nofileValue uint64
 
 func (v *nofileValue) UnmarshalYAML(n *yaml.Node) error {
 	switch s := strings.TrimSpace(n.Value); s {
-	case "infinity", "unlimited":
+	case "infinity", "unlimited", "max":
 		*v = nofileValue(Unlimited)
 		return nil
 	default:
@@ -255,6 +259,13 @@ type hostTarget struct {
 	UnitFile        string      `yaml:"unit_file"`
 	UnitLimitNOFILE string      `yaml:"unit_limit_nofile"`
 	UnitMissing     bool        `yaml:"unit_missing"`
+	// Threads, NprocSoft, PidsMax ("max" or infinity: no limit) and
+	// PidsCurrent are TaskFacts.
+	Threads     uint64      `yaml:"threads"`
+	RootUser    bool        `yaml:"root_user"`
+	NprocSoft   nofileValue `yaml:"nproc_soft"`
+	PidsMax     nofileValue `yaml:"pids_max"`
+	PidsCurrent uint64      `yaml:"pids_current"`
 }
 
 // apply sets f.Target from the recording (after sysctls and pid1_nofile,
@@ -262,7 +273,11 @@ type hostTarget struct {
 func (h *hostTarget) apply(f *Facts) error {
 	tp := ProcessFacts{ManagedBy: h.ManagedBy, PID: h.PID, Unit: h.Unit, Source: h.Source, UnitFile: h.UnitFile,
 		UnitLimitNOFILE: h.UnitLimitNOFILE, UnitMissing: h.UnitMissing, CapSysResource: true,
-		NofileSoft: uint64(h.NofileSoft), NofileHard: uint64(h.NofileHard)}
+		NofileSoft: uint64(h.NofileSoft), NofileHard: uint64(h.NofileHard),
+		Tasks: TaskFacts{Threads: h.Threads, RootUser: h.RootUser, NprocSoft: uint64(h.NprocSoft), PidsMax: uint64(h.PidsMax), PidsCurrent: h.PidsCurrent}}
+	if h.PidsMax != 0 {
+		tp.Tasks.PidsFrom = "recorded pids.max"
+	}
 	if tp.ManagedBy == "" {
 		tp.ManagedBy = "shell"
 	}

@@ -293,6 +293,17 @@ func capacityOf(f *Facts, t Target) Capacity {
 	if f.Conntrack.Loaded && f.Conntrack.Max > f.Conntrack.Count {
 		add("conntrack", "free nf_conntrack entries", int64(f.Conntrack.Max-f.Conntrack.Count))
 	}
+	if t.Role == IoTDB {
+		if rooms, _ := threadRooms(f); len(rooms) > 0 {
+			least := rooms[0]
+			for _, r := range rooms {
+				if r.room < least.room {
+					least = r
+				}
+			}
+			add("iotdb.threads", "threads the DataNode can still start, one per session ("+least.name+")", least.room)
+		}
+	}
 	c.BytesPerSocket, c.BytesPerSocketSource = perSocketCost(f)
 	c.BytesPerSocketMeasured, _ = measuredCost(f)
 	if f.MemAvailable > 0 {

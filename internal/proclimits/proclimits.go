@@ -18,13 +18,20 @@ const Unlimited = math.MaxUint64
 // file descriptors) of a /proc/PID/limits file at path; "unlimited" is
 // Unlimited. Errors: the file cannot be read, or has no parseable
 // "Max open files" line.
-func Nofile(path string) (soft, hard uint64, err error) {
+func Nofile(path string) (soft, hard uint64, err error) { return limit(path, "Max open files") }
+
+// Nproc returns the soft and hard RLIMIT_NPROC ("Max processes": tasks,
+// threads included, of the process's real user ID; setrlimit(2)) of a
+// /proc/PID/limits file at path, as Nofile does.
+func Nproc(path string) (soft, hard uint64, err error) { return limit(path, "Max processes") }
+
+func limit(path, name string) (soft, hard uint64, err error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, 0, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		rest, found := strings.CutPrefix(line, "Max open files")
+		rest, found := strings.CutPrefix(line, name)
 		if !found {
 			continue
 		}
@@ -37,7 +44,7 @@ func Nofile(path string) (soft, hard uint64, err error) {
 		}
 		return soft, hard, err
 	}
-	return 0, 0, fmt.Errorf("%s: no \"Max open files\" line", path)
+	return 0, 0, fmt.Errorf("%s: no %q line", path, name)
 }
 
 func parse(s string) (uint64, error) {

@@ -1,0 +1,97 @@
+package preflight
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hostprep/hostprep/internal/plural"
+	"github.com/hostprep/hostprep/internal/verdict"
+)
+
+// reservedPIDs are the PIDs below which the kernel never wraps around
+// (RESERVED_PIDS in kernel/pid.c): kernel.pid_max less these is what
+// tasks can be numbered with.
+const reservedPIDs = 300
+
+func init() {
+	register(CheckDef{ID: "iotdb.threads", Doc: "one thread per client session fits kernel.pid_max, kernel.threads-max, the DataNode's RLIMIT_NPROC and its cgroup pids.max (systemd TasksMax)",
+		Roles: iotdbOnly, Func: checkIoTDBThreads})
+}
+
+// threadRoom is one bound on the threads a process can still start.
+type threadRoom struct {
+	name   string // "kernel.pid_max", "RLIMIT_NPROC", ...
+	room   int64  // tasks it can still start
+	obs    string
+	remedy string
+}
+
+// threadRooms lists every bound on the threads the target can still start
+// that preflight can see: host-wide kernel.pid_max (every thread takes a
+// PID) and kernel.threads-max against the tasks on the host now, and for
+// a process that was read its RLIMIT_NPROC (not enforced for root or with
+// CAP_SYS_RESOURCE) and the pids.max of its cgroup. unseen names the
+// bounds that could not be read.
+func threadRooms(f *Facts) (rooms []threadRoom, unseen []string) {
+	tasks := int64(f.HostTasks)
+	if v, ok := f.SysInt("kernel.pid_max"); ok {
+		rooms = append(rooms, threadRoom{"kernel.pid_max", v - reservedPIDs - tasks, fmt.Sprintf("kernel.pid_max %d with %s on the host", v, plural.N(tasks, "task")),
+			"raise kernel.pid_max (at most 4194304 on 64-bit): hostprep tune apply --profile P --set kernel.pid_max=4194304"})
+	} else {
+		unseen = append(unseen, "kernel.pid_max")
+	}
+	if v, ok := f.SysInt("kernel.threads-max"); ok {
+		rooms = append(rooms, threadRoom{"kernel.threads-max", v - tasks, fmt.Sprintf("kernel.threads-max %d", v),
+			"raise kernel.threads-max (its default is RAM / 128 KiB; each thread also needs its stack): hostprep tune apply --profile P --set kernel.threads-max=N"})
+	} else {
+		unseen = append(unseen, "kernel.threads-max")
+	}
+	p := f.Target
+	if p.PID == 0 {
+		return rooms, append(unseen, "the DataNode's RLIMIT_NPROC and cgroup pids.max (no running DataNode found: hostprep preflight --pid PID, or start it so its listener is found)")
+	}
+	ts := p.Tasks
+	switch {
+	case ts.NprocSoft == 0:
+		unseen = append(unseen, fmt.Sprintf("RLIMIT_NPROC of pid %d", p.PID))
+	case ts.NprocSoft != Unlimited && !ts.RootUser && !p.CapSysResource:
+		rooms = append(rooms, threadRoom{"RLIMIT_NPROC", int64(ts.NprocSoft) - int64(ts.Threads), fmt.Sprintf("soft RLIMIT_NPROC %d of pid %d, which runs %s (tasks of other processes of its user count too)", ts.NprocSoft, p.PID, plural.N(ts.Threads, "thread")),
+			"raise the DataNode's RLIMIT_NPROC: LimitNPROC= in its unit, or an nproc line in /etc/security/limits.d for its user, and restart it"})
+	}
+	if ts.PidsFrom != "" && ts.PidsMax != Unlimited {
+		rooms = append(rooms, threadRoom{"pids.max", int64(ts.PidsMax) - int64(ts.PidsCurrent), fmt.Sprintf("pids.max %d (%s) with %s in its cgroup", ts.PidsMax, ts.PidsFrom, plural.N(ts.PidsCurrent, "task")),
+			"raise the cgroup's pids.max: TasksMax= in the DataNode's unit (systemctl set-property UNIT TasksMax=N), or DefaultTasksMax= in /etc/systemd/system.conf"})
+	}
+	return rooms, unseen
+}
+
+// checkIoTDBThreads: IoTDB's DataNode serves each client session on a
+// thread of its own (its Thrift RPC server: 20 connections to port 6667
+// of IoTDB 2.0.10 added 20 threads to the DataNode, /proc/PID/status), so
+// N sessions need N more threads than it runs now. A bound it cannot
+// start them under fails the JVM's thread creation ("unable to create
+// native thread"), whatever the fd limits allow.
+func checkIoTDBThreads(f *Facts, t Target) verdict.Check {
+	rooms, unseen := threadRooms(f)
+	need := int64(t.Sockets)
+	exp := fmt.Sprintf(">= %s more (one per session)", plural.N(need, "thread"))
+	var obs []string
+	least := -1
+	for i, r := range rooms {
+		obs = append(obs, r.obs)
+		if least < 0 || r.room < rooms[least].room {
+			least = i
+		}
+	}
+	if least >= 0 && rooms[least].room < need {
+		r := rooms[least]
+		return fail(fmt.Sprintf("%s leaves room for %s, fewer than the %s one per session needs: the DataNode cannot start their threads", r.name, plural.N(max(r.room, 0), "thread"), plural.N(need, "thread")),
+			strings.Join(obs, "; "), exp, r.remedy+"; or spread the sessions over more DataNodes")
+	}
+	if len(unseen) > 0 {
+		return warn(fmt.Sprintf("room for %s one per session as far as seen, but not seen: %s", plural.N(need, "thread"), strings.Join(unseen, ", ")),
+			strings.Join(obs, "; "), exp, "run as root with the DataNode running (or hostprep preflight --pid PID) so its limits can be read")
+	}
+	return pass(fmt.Sprintf("room for %s more (one per session; least room: %s, %d)", plural.N(need, "thread"), rooms[least].name, rooms[least].room),
+		strings.Join(obs, "; "), exp)
+}

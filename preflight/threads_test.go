@@ -1,0 +1,102 @@
+package preflight
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/hostprep/hostprep/internal/verdict"
+)
+
+// TestIoTDBThreads: IoTDB's DataNode runs one thread per client session,
+// so a target of N sessions needs N more threads under every bound on
+// them. Field case: 40000 sessions passed every check on a host with
+// kernel.pid_max 32768, where the JVM fails with "unable to create
+// native thread" long before.
+func TestIoTDBThreads(t *testing.T) {
+	dataNode := func(extra string) string {
+		return "host_tasks: 250\ntarget_process: {pid: 3022, nofile_soft: 1048576, nofile_hard: 1048576, threads: 70" + extra + "}\n"
+	}
+	for _, c := range []struct {
+		name     string
+		host     string
+		sessions int
+		want     verdict.Status
+		limiting string // capacity's iotdb.threads resource names it
+	}{
+		{"pid_max 32768 cannot number 40000 threads", "sysctl: {kernel.pid_max: \"32768\"}\n" + dataNode(""), 40000, verdict.Fail, "kernel.pid_max"},
+		{"systemd's old DefaultTasksMax 4915", dataNode(", pids_max: 4915, pids_current: 70"), 5000, verdict.Fail, "pids.max"},
+		{"RLIMIT_NPROC of the DataNode's user", "capabilities_missing: [CAP_SYS_RESOURCE]\n" + dataNode(", nproc_soft: 4096"), 5000, verdict.Fail, "RLIMIT_NPROC"},
+		{"RLIMIT_NPROC does not bind root", "capabilities_missing: [CAP_SYS_RESOURCE]\n" + dataNode(", nproc_soft: 4096, root_user: true"), 5000, verdict.Pass, "kernel.threads-max"},
+		{"threads-max of a small host", "mem_total_bytes: 1073741824\n" + dataNode(""), 10000, verdict.Fail, "kernel.threads-max"},
+		{"room everywhere", dataNode(", nproc_soft: unlimited, pids_max: max"), 10000, verdict.Pass, "kernel.threads-max"},
+		{"no DataNode found: its own bounds unseen", "", 100, verdict.Warn, ""},
+	} {
+		f := host(t, c.host)
+		tg := Target{Sockets: c.sessions, Role: IoTDB, ConnRate: 10}
+		if err := tg.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		got := find(t, Evaluate(f, tg), "iotdb.threads")
+		if got.Status != c.want {
+			t.Errorf("%s: %s: %s (observed %s)", c.name, got.Status, got.Summary, got.Observed)
+		}
+		if c.limiting == "" {
+			continue
+		}
+		var found bool
+		for _, l := range capacityOf(f, tg).Limits {
+			if l.Check == "iotdb.threads" {
+				found = true
+				if !strings.Contains(l.Resource, c.limiting) || (c.want == verdict.Fail) != (l.Sockets < int64(c.sessions)) {
+					t.Errorf("%s: capacity %+v, want limited by %s", c.name, l, c.limiting)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s: no iotdb.threads in the capacity", c.name)
+		}
+	}
+}
+
+// TestGatherTasks reads the bounds on a process's threads from a recorded
+// tree: its thread count, real user and RLIMIT_NPROC from /proc/PID, the
+// host's tasks from /proc/loadavg, and the lowest pids.max of its cgroup
+// and those above it, under cgroup v2 and under v1's pids controller.
+func TestGatherTasks(t *testing.T) {
+	status := "Name:\tjava\nUid:\t107\t107\t107\t107\nThreads:\t70\nCapEff:\t0000000000000000\n"
+	limits := limitsFile + "Max processes             4096                 96365                processes \n"
+	for _, c := range []struct {
+		name      string
+		files     map[string]string
+		pidsMax   uint64
+		pidsFrom  string
+		pidsCurNo uint64
+	}{
+		{"cgroup v2: the parent slice is lower", map[string]string{
+			"proc/4242/cgroup":                                      "0::/system.slice/iotdb.service\n",
+			"sys/fs/cgroup/cgroup.controllers":                      "cpu pids\n",
+			"sys/fs/cgroup/system.slice/iotdb.service/pids.max":     "4915\n",
+			"sys/fs/cgroup/system.slice/iotdb.service/pids.current": "71\n",
+			"sys/fs/cgroup/system.slice/pids.max":                   "3000\n",
+		}, 3000, "/sys/fs/cgroup/system.slice/pids.max", 71},
+		{"cgroup v1 pids controller", map[string]string{
+			"proc/4242/cgroup":                      "9:pids:/iotdb\n8:memory:/iotdb\n0::/\n",
+			"sys/fs/cgroup/pids/iotdb/pids.max":     "max\n",
+			"sys/fs/cgroup/pids/iotdb/pids.current": "72\n",
+		}, Unlimited, "/sys/fs/cgroup/pids/iotdb/pids.max", 72},
+		{"no pids controller", map[string]string{"proc/4242/cgroup": "0::/\n"}, 0, "", 0},
+	} {
+		files := map[string]string{"proc/4242/status": status, "proc/4242/limits": limits, "proc/loadavg": "0.10 0.20 0.30 2/237 4300\n"}
+		for k, v := range c.files {
+			files[k] = v
+		}
+		f, err := Gather(t.Context(), GatherOptions{Root: fixtureRoot(t, files), PID: 4242})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := TaskFacts{Threads: 70, NprocSoft: 4096, PidsMax: c.pidsMax, PidsFrom: c.pidsFrom, PidsCurrent: c.pidsCurNo}
+		if f.Target.Tasks != want || f.HostTasks != 237 {
+			t.Errorf("%s: tasks %+v, host tasks %d; want %+v and 237", c.name, f.Target.Tasks, f.HostTasks, want)
+		}
+	}
+}
