@@ -6,16 +6,17 @@ import (
 )
 
 // TestRateFields: conn_rate is read as 1000, "1000/s" or "60000/m" in
-// the preflight target and the MQTT probe, and --set accepts the same;
+// the preflight target and the MQTT probe, as is the IoTDB probe's
+// min_tps (operations/s), and --set accepts the same;
 // anything else is an error at its line:col saying what a rate looks like.
 func TestRateFields(t *testing.T) {
 	for _, v := range []string{"1000", "1000/s", "60000/m", `"1000/s"`} {
-		p, err := Parse("profile.yaml", []byte("preflight: {sockets: 10, role: broker, conn_rate: "+v+"}\nprobe:\n  mqtt: {clients: 10, conn_rate: "+v+"}\n"))
+		p, err := Parse("profile.yaml", []byte("preflight: {sockets: 10, role: broker, conn_rate: "+v+"}\nprobe:\n  mqtt: {clients: 10, conn_rate: "+v+"}\n  iotdb: {thresholds: {min_tps: "+v+"}}\n"))
 		if err != nil {
 			t.Fatalf("conn_rate %s: %v", v, err)
 		}
-		if p.Preflight.ConnRate != 1000 || p.Probe.MQTT.ConnRate != 1000 {
-			t.Errorf("conn_rate %s: preflight %v, probe.mqtt %v; want 1000/s", v, p.Preflight.ConnRate, p.Probe.MQTT.ConnRate)
+		if p.Preflight.ConnRate != 1000 || p.Probe.MQTT.ConnRate != 1000 || p.Probe.IoTDB.Thresholds.MinTPS != 1000 {
+			t.Errorf("rate %s: preflight %v, probe.mqtt %v, probe.iotdb.thresholds.min_tps %v; want 1000/s", v, p.Preflight.ConnRate, p.Probe.MQTT.ConnRate, p.Probe.IoTDB.Thresholds.MinTPS)
 		}
 	}
 	for _, tc := range []struct{ yaml, want string }{

@@ -132,7 +132,7 @@ type IoTDBThresholds struct {
 	// TargetStep is the worker count P95 and MinTPS apply to; 0 = last step.
 	TargetStep int `yaml:"target_step,omitempty" json:"target_step,omitempty"`
 	// MinTPS is the lowest acceptable throughput (operations/s) at TargetStep.
-	MinTPS float64 `yaml:"min_tps,omitempty" json:"min_tps,omitempty"`
+	MinTPS rate.PerSecond `yaml:"min_tps,omitempty" json:"min_tps,omitempty"` // 1000, 1000/s or 60000/m
 }
 
 // IoTDBProbe is the IoTDB step load a profile runs (see loadprobe/iotdb).

@@ -668,7 +668,7 @@ func (c *checker) iotdb() {
 	th := d.Thresholds
 	c.fraction(at("thresholds", "max_error_rate"), th.MaxErrorRate)
 	c.duration(at("thresholds", "p95"), th.P95)
-	c.nonNegative(at("thresholds", "min_tps"), th.MinTPS)
+	c.nonNegative(at("thresholds", "min_tps"), float64(th.MinTPS))
 	if th.TargetStep != 0 && !slices.Contains(d.Steps, th.TargetStep) {
 		c.add(at("thresholds", "target_step"), "probe.iotdb.thresholds.target_step %d: not one of steps %v; use one of them or 0 for the last step", th.TargetStep, d.Steps)
 	}

@@ -181,7 +181,7 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 	fl.BoolVar(&cfg.Keep, "keep", false, "keep the database root.hostprep_<run id> (with --database: the probe's time series) after the run")
 	fl.Float64Var(&maxErrorRate, "max-error-rate", maxErrorRate, "highest acceptable fraction (0..1) of failed operations in any step")
 	fl.DurationVar(&cfg.Thresholds.P95, "max-p95", 0, "highest acceptable p95 response time at the target step (0: not checked)")
-	fl.Float64Var(&cfg.Thresholds.MinTPS, "min-tps", 0, "lowest acceptable TPS at the target step (0: not checked)")
+	fl.Var((*rate.PerSecond)(&cfg.Thresholds.MinTPS), "min-tps", "lowest acceptable TPS at the target step: 1000, 1000/s or 60000/m (0: not checked)")
 	fl.IntVar(&cfg.Thresholds.TargetStep, "target-step", 0, "worker count --max-p95 and --min-tps apply to (0: the last step)")
 	fl.StringVarP(&pf.outs.Format, "output", "o", "text", "result format: text or json")
 	fl.StringVar(&pf.outs.CSV, "csv", "", "also write one row per step to this CSV `FILE`")

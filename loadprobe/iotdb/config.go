@@ -457,7 +457,7 @@ func rawFromProfile(p *profiles.IoTDBProbe) Config {
 		Thresholds: Thresholds{
 			P95:        p.Thresholds.P95,
 			TargetStep: p.Thresholds.TargetStep,
-			MinTPS:     p.Thresholds.MinTPS,
+			MinTPS:     float64(p.Thresholds.MinTPS),
 		},
 	}
 	if p.Thresholds.MaxErrorRate != nil {
