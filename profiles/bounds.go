@@ -27,8 +27,8 @@ type Bound struct {
 const IntMax = 1<<31 - 1
 
 const (
-	srcInt         = "stored in a C int, written with proc_dointvec_minmax: a larger value is refused with EINVAL"
-	srcTcpMem      = "tcp_rmem/tcp_wmem are int[3] (struct netns_ipv4, include/net/netns/ipv4.h; proc_dointvec_minmax in net/ipv4/sysctl_net_ipv4.c): every field is an int, a larger one is refused with EINVAL"
+	srcInt         = "stored in a C int, written with proc_dointvec_minmax: a value outside the range is refused with EINVAL"
+	srcTcpMem      = "tcp_rmem/tcp_wmem are int[3] (struct netns_ipv4, include/net/netns/ipv4.h; proc_dointvec_minmax in net/ipv4/sysctl_net_ipv4.c): every field is an int, one outside the range is refused with EINVAL"
 	srcLongTriple  = "tcp_mem/udp_mem are long[3] in pages (proc_doulongvec_minmax, net/ipv4/sysctl_net_ipv4.c)"
 	srcNrOpen      = "sysctl_nr_open_max in fs/file.c: INT_MAX rounded down to a multiple of BITS_PER_LONG on 64-bit; at least BITS_PER_LONG"
 	srcFileMax     = "files_stat.max_files is an unsigned long written with proc_doulongvec_minmax, capped at LONG_MAX (fs/file_table.c)"
@@ -137,11 +137,15 @@ func CheckBounds(key, value, kernel string) []string {
 		if b.Before != "" {
 			on = fmt.Sprintf(" on this kernel (%s; before %s)", kernel, b.Before)
 		}
+		side := fmt.Sprintf("above the maximum %d", b.Max)
+		if x < b.Min {
+			side = fmt.Sprintf("below the minimum %d", b.Min)
+		}
 		if b.Field == 0 {
-			out = append(out, fmt.Sprintf("%s %d: out of the range the kernel accepts%s, %d..%d (%s)", key, x, on, b.Min, b.Max, b.Source))
+			out = append(out, fmt.Sprintf("%s %d: %s, out of the range the kernel accepts%s, %d..%d (%s)", key, x, side, on, b.Min, b.Max, b.Source))
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s %q: field %s %d is out of the range the kernel accepts%s, %d..%d (%s)", key, value, fieldName(key, b.Field), x, on, b.Min, b.Max, b.Source))
+		out = append(out, fmt.Sprintf("%s %q: field %s %d is %s, out of the range the kernel accepts%s, %d..%d (%s)", key, value, fieldName(key, b.Field), x, side, on, b.Min, b.Max, b.Source))
 	}
 	return out
 }

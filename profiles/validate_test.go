@@ -317,7 +317,7 @@ func TestRootCauseFirst(t *testing.T) {
 		return err
 	}
 	err := sysTune("net.ipv4.ip_unprivileged_port_start=70000")
-	checkErr(t, err, []string{`--set "net.ipv4.ip_unprivileged_port_start=70000": net.ipv4.ip_unprivileged_port_start 70000: out of the range the kernel accepts, 0..65535`})
+	checkErr(t, err, []string{`--set "net.ipv4.ip_unprivileged_port_start=70000": net.ipv4.ip_unprivileged_port_start 70000: above the maximum 65535, out of the range the kernel accepts, 0..65535`})
 	if err != nil && (strings.Contains(err.Error(), "more problem") || strings.Contains(err.Error(), "70000 65535")) {
 		t.Errorf("root cause not alone: %v", err)
 	}
@@ -343,7 +343,7 @@ func TestRootCauseFirst(t *testing.T) {
 	// The same for nofile against an out-of-range fs.nr_open: the nr_open
 	// problem comes first and nofile is not judged against it.
 	err = sysTune("fs.nr_open=10")
-	checkErr(t, err, []string{`--set "fs.nr_open=10": fs.nr_open 10: out of the range`})
+	checkErr(t, err, []string{`--set "fs.nr_open=10": fs.nr_open 10: below the minimum 64, out of the range`})
 	if err != nil && strings.Contains(err.Error(), "more problem") {
 		t.Errorf("derived problems reported with the root cause: %v", err)
 	}
@@ -364,5 +364,17 @@ func TestSetValueCannotInjectLines(t *testing.T) {
 	p = &Profile{Name: "code", Sysctl: map[string]Sysctl{"net.ipv4.tcp_rmem": {Value: "4096\t131072\t6291456"}}}
 	if err := p.Validate(); err != nil {
 		t.Errorf("tabs between fields: %v", err)
+	}
+}
+
+// TestBoundSaysWhichSide: a value out of a kernel bound says whether it
+// is below the minimum or above the maximum ("-1 ... a larger value is
+// refused" read wrong).
+func TestBoundSaysWhichSide(t *testing.T) {
+	for v, want := range map[string]string{"-1": "below the minimum 0", "2147483648": "above the maximum 2147483647"} {
+		_, err := Parse("p.yaml", []byte("sysctl:\n  net.core.somaxconn: \""+v+"\"\n"))
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "larger") {
+			t.Errorf("somaxconn %s: %v, want %q", v, err, want)
+		}
 	}
 }
