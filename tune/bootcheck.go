@@ -58,11 +58,32 @@ func persistHint(env Env, loader boot.Loader, win boot.ConfFile) string {
 	if loader == boot.ProcpsSystem && win.Path == boot.SysctlConf {
 		return " (sysctl --system reads /etc/sysctl.conf last, so only editing it helps)"
 	}
-	name := "zz-hostprep.conf"
-	for name <= path.Base(win.Path) {
-		name = "z" + name
+	base := path.Base(win.Path)
+	name, ok := nameAfter(base)
+	if !ok {
+		return fmt.Sprintf(" (no file name --persist-name takes sorts after %q, which systemd-sysctl and sysctl --system compare byte by byte: rename that file or change its line)", base)
 	}
-	return fmt.Sprintf(", or apply again with --persist-name %s (%s) so hostprep's file is read after %s", name, env.reapply("--persist-name", name), path.Base(win.Path))
+	return fmt.Sprintf(", or apply again with --persist-name %s (%s) so hostprep's file is read after %s", name, env.reapply("--persist-name", name), base)
+}
+
+// nameAfter is a --persist-name (CheckPersistName: printable ASCII, at
+// most 200 bytes) that sorts after base byte by byte, as the sysctl
+// loaders order files: zz-hostprep.conf with more z's, else ~ (the
+// highest printable ASCII byte) repeated. false when none does: base
+// begins with a byte above ~ (a UTF-8 name) or with more ~ than fit.
+func nameAfter(base string) (string, bool) {
+	const tail = "-hostprep.conf"
+	for _, lead := range []string{"z", "~"} {
+		for k := 2; k+len(tail) <= 200; k++ {
+			if name := strings.Repeat(lead, k) + tail; name > base {
+				return name, true
+			}
+			if lead == "z" && k == 8 {
+				break
+			}
+		}
+	}
+	return "", false
 }
 
 // volatileDirs are directories boot reads that live on /run, a tmpfs
