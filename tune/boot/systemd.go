@@ -208,13 +208,14 @@ func DropInNames(unit string) []string {
 func lastAssignment(t tree, files []ConfFile, section, key string) (NofileSetting, error) {
 	var out NofileSetting
 	err := eachAssignment(t, files, section, key, func(v string, f ConfFile, line int) {
-		if v == "" {
-			out = NofileSetting{} // an empty assignment resets to the default
-			return
-		}
+		// An empty value is no reset for a resource limit: systemd's
+		// config_parse_rlimit has no empty branch, so "LimitNOFILE=" is an
+		// invalid value, logged ("Failed to parse resource value,
+		// ignoring") and ignored like any other (systemd-analyze verify
+		// shows it).
 		soft, hard, ok := parseSystemdRlimit(v)
 		if !ok {
-			return // systemd logs and ignores an invalid value
+			return
 		}
 		out = NofileSetting{Soft: soft, Hard: hard, Set: true, File: f, Line: line}
 	})

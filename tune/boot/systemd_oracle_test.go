@@ -93,3 +93,37 @@ func TestManagerOracle(t *testing.T) {
 		}
 	})
 }
+
+// TestEmptyLimitIsIgnored: "LimitNOFILE=" in a drop-in and
+// "DefaultLimitNOFILE=" in a system.conf drop-in do not reset the value
+// set before them: systemd rejects the empty value and ignores the line,
+// as systemd-analyze verify prints.
+func TestEmptyLimitIsIgnored(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{
+		"etc/systemd/system/x.service":                 "[Service]\nExecStart=/bin/true\nLimitNOFILE=4096:8192\n",
+		"etc/systemd/system/x.service.d/99-admin.conf": "[Service]\nLimitNOFILE=\n",
+		"etc/systemd/system.conf":                      "[Manager]\nDefaultLimitNOFILE=2048:65536\n",
+		"etc/systemd/system.conf.d/99-admin.conf":      "[Manager]\nDefaultLimitNOFILE=\n",
+	}
+	for p, body := range files {
+		must(t, os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755))
+		must(t, os.WriteFile(filepath.Join(root, p), []byte(body), 0o644))
+	}
+	if _, err := exec.LookPath("systemd-analyze"); err == nil {
+		out, _ := exec.Command("systemd-analyze", "verify", "--root="+root, "x.service").CombinedOutput()
+		if !strings.Contains(string(out), "99-admin.conf:2: Failed to parse resource value, ignoring") {
+			t.Errorf("systemd-analyze verify no longer ignores an empty LimitNOFILE=:\n%s", out)
+		}
+	}
+	u, _, err := boot.UnitNofile(root, "x")
+	must(t, err)
+	if u.String() != "4096:8192" {
+		t.Errorf("unit LimitNOFILE after an empty assignment: %s at %s, want 4096:8192 from the unit file", u.String(), u.Where())
+	}
+	m, _, err := boot.ManagerNofile(root)
+	must(t, err)
+	if m.String() != "2048:65536" {
+		t.Errorf("DefaultLimitNOFILE after an empty assignment: %s at %s, want 2048:65536 from system.conf", m.String(), m.Where())
+	}
+}
