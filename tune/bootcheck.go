@@ -192,7 +192,7 @@ func lowestAtBoot(root string, overlay map[string][]byte, key string, def uint64
 
 // anyUser is a user name in no group, so that only "*" lines apply to it:
 // what every ordinary login session gets.
-const anyUser = "hostprep-any-user"
+const anyUser = boot.AnyUser
 
 // bootRoot is the root the boot simulation reads ("" = /).
 func (e Env) bootRoot() string { return e.Root }
@@ -356,7 +356,7 @@ func limitItems(env Env, per journal.Persisted, overlay map[string][]byte) ([]Bo
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, limitItem(env, "limits.d nofile for "+u, *n, b.Soft, b.Hard))
+			out = append(out, limitItem(env, "limits.d nofile for "+u, *n, b))
 		}
 	}
 	if ok, _ := env.SystemdDecision(); !ok {
@@ -394,7 +394,8 @@ func fmtRlimit(v uint64) string {
 // limitItem compares pam_limits' boot soft and hard with want, which
 // hostprep wrote in files.LimitsConf; the problem says whether hostprep's
 // file is missing, was edited, or another line wins.
-func limitItem(env Env, name string, want journal.Limit, soft, hard boot.LimitValue) BootItem {
+func limitItem(env Env, name string, want journal.Limit, b boot.Nofile) BootItem {
+	soft, hard := b.Soft, b.Hard
 	it := BootItem{Limit: name, Want: fmtLimit(want.Soft, want.Hard), OK: true, hard: boot.Unlimited}
 	if hard.Set {
 		it.hard = hard.Value
@@ -420,6 +421,10 @@ func limitItem(env Env, name string, want journal.Limit, soft, hard boot.LimitVa
 		it.Boot.File, it.Boot.Line = win.File.Name(), win.Line
 	}
 	switch {
+	case b.NoLimits.Set:
+		it.OK = false
+		it.Boot.File, it.Boot.Line = b.NoLimits.File.Name(), b.NoLimits.Line
+		it.Problem = fmt.Sprintf("%s: %s line %q makes pam_limits set no limit at all for it (PAM_IGNORE; files after it are not read), so sessions keep what they inherit, not the %s hostprep wrote; hostprep never edits a file it does not own: remove that line", name, b.NoLimits.Where(), b.NoLimits.Domain+" -", it.Want)
 	case !soft.Set || !hard.Set:
 		it.OK = false
 		it.Problem = fmt.Sprintf("%s: pam_limits sets no nofile for it (soft %s, hard %s): hostprep's %s is missing, unreadable or edited; %s writes it again", name, s, h, files.LimitsConf, env.reapply())

@@ -455,3 +455,34 @@ func TestBootSoftAboveHardIsClamped(t *testing.T) {
 		}
 	}
 }
+
+// Every pam_limits line kind that can take a session's nofile from
+// hostprep's is checked at boot (field case: a uid range, a "root -"
+// line and a value with trailing text were ignored and verify --boot
+// said ok): uid ranges (user rank), an @gid range, the two-field
+// "DOMAIN -" line (no limits at all), values strtoul reads.
+func TestEveryLimitsLineKindIsCheckedAtBoot(t *testing.T) {
+	for _, c := range []struct{ name, line, item, mention string }{
+		{"uid range of ordinary users", "1000: hard nofile 8192\n", "limits.d nofile for *", "90-local.conf:1"},
+		{"uid range holding root", "0: hard nofile 8192\n", "limits.d nofile for root", "90-local.conf:1"},
+		{"exact uid of root", ":0 hard nofile 8192\n", "limits.d nofile for root", "90-local.conf:1"},
+		{"gid range of ordinary users", "@1000: hard nofile 8192\n", "limits.d nofile for *", "90-local.conf:1"},
+		{"no limits for root", "root -\n", "limits.d nofile for root", "PAM_IGNORE"},
+		{"value with trailing text", "* hard nofile 8192x\n", "limits.d nofile for *", "90-local.conf:1"},
+		{"a fifth field", "* hard nofile 8192 extra\n", "limits.d nofile for *", "90-local.conf:1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHost(t, nil)
+			_, err := h.apply(&profiles.Profile{Name: "n", Limits: profiles.Limits{Users: []string{"*", "root"}, Nofile: &profiles.Limit{Soft: 1024, Hard: 524288}}})
+			must(t, err)
+			h.layFiles(map[string]string{"/etc/security/limits.d/90-local.conf": c.line})
+			bs, err := VerifyBoot(h.env)
+			wantCode(t, err, exitcode.Failed, c.item, c.mention)
+			for _, it := range bs.Items {
+				if it.Limit == c.item && it.OK {
+					t.Errorf("%s: ok at boot with %q", it.Limit, c.line)
+				}
+			}
+		})
+	}
+}

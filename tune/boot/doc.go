@@ -23,9 +23,12 @@
 //   - limits (pam_limits, what a new login session gets): NofileAtBoot(root,
 //     user) / NofileOverlay(root, user, files). /etc/security/limits.conf, then
 //     /etc/security/limits.d/*.conf in C-locale order; per soft and hard
-//     value, a line naming the user beats @group beats "*" whatever the
-//     order, later lines of the same kind win, and "*" and @group lines do
-//     not apply to root. NofileForGroups takes the
+//     value, a line naming the user or a uid range holding their uid beats
+//     @group (or an @gid range) beats "*" whatever the order, later lines
+//     of the same kind win, "*" and @group lines do not apply to root, and
+//     a two-field "DOMAIN -" line naming the user leaves every limit as
+//     inherited. TestLimitsOracle holds the model to the real pam_limits
+//     (Debian's 1.5.2). NofileForGroups takes the
 //     user's groups from the caller (NSS, a recording), not ROOT/etc/group.
 //   - systemd (what a service started after the next boot or
 //     `systemctl daemon-reexec` gets): ManagerNofile(root) and

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -41,6 +42,11 @@ func (v LimitValue) Where() string { return fmt.Sprintf("%s:%d", v.File.Name(), 
 type Nofile struct {
 	User       string
 	Soft, Hard LimitValue
+	// NoLimits is the "DOMAIN -" line (two fields) that names the user or
+	// one of their groups, when one does: pam_limits then returns
+	// PAM_IGNORE and sets no limit at all for the session (Soft and Hard
+	// are unset; later files are not read). Set false when none.
+	NoLimits LimitValue
 	// Files read, in order.
 	Files []ConfFile
 }
@@ -53,14 +59,40 @@ const (
 	prioNone    = 6
 )
 
+// AnyUser stands for an ordinary login user: uid and primary gid
+// FirstUID, in no supplementary group, so "*" lines and uid/gid ranges
+// that cover FirstUID apply to it.
+const AnyUser = "hostprep-any-user"
+
+// FirstUID is the uid (and primary gid) of the first ordinary user
+// Debian's adduser creates (FIRST_UID in /etc/adduser.conf, UID_MIN in
+// /etc/login.defs), the uid AnyUser stands for.
+const FirstUID = 1000
+
+// account is who pam_limits matches lines against: the name, uid and
+// primary gid (-1: not known, then no uid/gid range matches) and the
+// groups by name.
+type account struct {
+	name     string
+	uid, gid int64
+	groups   map[string]bool
+	gids     map[int64]bool // the gids of groups, primary included
+}
+
 // NofileAtBoot is the nofile a new login session of user gets on the host
-// under root ("" = /), by pam_limits' rules (Debian's pam 1.5): limits.conf,
-// then limits.d/*.conf in C-locale order; for soft and hard separately, a
-// line naming the user beats an @group line the user is in (primary or
-// supplementary group, from ROOT/etc/passwd and ROOT/etc/group) beats "*",
-// whatever the order; among lines of one kind the later wins; "*" and
-// @group lines do not apply to root; a "-" type sets soft and hard. Only
-// "nofile" lines count. Errors: a file that exists but cannot be read.
+// under root ("" = /), by pam_limits' rules (Debian's pam 1.5,
+// parse_config_file in pam_limits.c): limits.conf, then limits.d/*.conf in
+// C-locale order. For soft and hard separately, a line naming the user or
+// a uid range holding their uid ("1000:", ":0", "1000:2000") beats an
+// @group line (a group they are in, or a gid range holding their primary
+// gid) beats "*", whatever the order; among lines of one kind the later
+// wins; "*" and @group lines do not apply to root; a "-" type sets soft and
+// hard. Only "nofile" lines count (type, item and value in any case: pam
+// lowers them); a value is read as strtoul reads it ("65536x" is
+// 65536), fields after the fourth are ignored, and a two-field "DOMAIN -"
+// line for the user ends the reading with no limit set (NoLimits). The
+// uid and gid come from ROOT/etc/passwd (root is 0; AnyUser is
+// FirstUID). Errors: a file that exists but cannot be read.
 func NofileAtBoot(root, user string) (Nofile, error) {
 	return NofileOverlay(root, user, nil)
 }
@@ -68,13 +100,15 @@ func NofileAtBoot(root, user string) (Nofile, error) {
 // NofileOverlay is NofileAtBoot as if the files in overlay (paths relative
 // to root) had the given bytes (nil: absent).
 func NofileOverlay(root, user string, overlay map[string][]byte) (Nofile, error) {
-	return nofileFor(tree{root: root, overlay: overlay}, user, userGroups(root, user))
+	a := lookupAccount(root, user)
+	userGroups(root, &a, nil)
+	return nofileFor(tree{root: root, overlay: overlay}, a)
 }
 
 // NofileForGroups is NofileAtBoot for a user whose groups (names, primary
 // and supplementary) the caller already knows — from NSS (os/user) on the
-// live host, or from a recording — instead of ROOT/etc/passwd and
-// ROOT/etc/group. It reads limits.conf and limits.d only.
+// live host, or from a recording — instead of ROOT/etc/group. It reads
+// limits.conf and limits.d, and the uid from ROOT/etc/passwd.
 func NofileForGroups(root, user string, groups []string) (Nofile, error) {
 	return NofileForGroupsOverlay(root, user, groups, nil)
 }
@@ -82,15 +116,18 @@ func NofileForGroups(root, user string, groups []string) (Nofile, error) {
 // NofileForGroupsOverlay is NofileForGroups as if the files in overlay
 // (paths relative to root) had the given bytes (nil: absent).
 func NofileForGroupsOverlay(root, user string, groups []string, overlay map[string][]byte) (Nofile, error) {
-	set := map[string]bool{}
-	for _, g := range groups {
-		set[g] = true
+	a := lookupAccount(root, user)
+	if groups == nil {
+		groups = []string{}
 	}
-	return nofileFor(tree{root: root, overlay: overlay}, user, set)
+	userGroups(root, &a, groups)
+	return nofileFor(tree{root: root, overlay: overlay}, a)
 }
 
-func nofileFor(t tree, user string, groups map[string]bool) (Nofile, error) {
-	n := Nofile{User: user}
+// long on purpose: it is pam_limits' parse_config_file, one line kind
+// after another, kept in the order of the C code it follows.
+func nofileFor(t tree, a account) (Nofile, error) {
+	n := Nofile{User: a.name}
 	files := []ConfFile{{Path: LimitsConf, Target: resolve(t.root, LimitsConf)}}
 	files = append(files, listConfDirs(t, []string{LimitsDir}, false)...)
 	softPrio, hardPrio := prioNone, prioNone
@@ -107,22 +144,18 @@ func nofileFor(t tree, user string, groups map[string]bool) (Nofile, error) {
 				l = l[:c]
 			}
 			fs := strings.Fields(l)
-			if len(fs) != 4 || strings.ToLower(fs[2]) != "nofile" {
+			if len(fs) == 2 && strings.HasPrefix(fs[1], "-") && a.noLimits(fs[0]) {
+				// "DOMAIN -": PAM_IGNORE, no limit set for this session.
+				return Nofile{User: a.name, NoLimits: LimitValue{Set: true, File: f, Line: i + 1, Domain: fs[0]}, Files: n.Files}, nil
+			}
+			if len(fs) < 4 || strings.ToLower(fs[2]) != "nofile" {
 				continue
 			}
-			prio := prioNone
-			switch d := fs[0]; {
-			case d == user:
-				prio = prioUser
-			case strings.HasPrefix(d, "@") && user != "root" && groups[d[1:]]:
-				prio = prioGroup
-			case d == "*" && user != "root":
-				prio = prioDefault
-			}
+			prio := a.matches(fs[0])
 			if prio == prioNone {
 				continue
 			}
-			v, ok := parseRlimit(fs[3])
+			v, ok := parseRlimit(strings.ToLower(fs[3]))
 			if !ok {
 				continue
 			}
@@ -145,39 +178,199 @@ func nofileFor(t tree, user string, groups map[string]bool) (Nofile, error) {
 	return n, nil
 }
 
+// matches is the priority of a four-field line with domain d for a
+// (prioNone: it does not apply): the user's name or a uid range holding
+// their uid is a user line; @group (one they are in), @:GID (a group they
+// are in) or an @gid range holding their primary gid a group line; "*" a
+// default line. "*" and @group-by-name lines do not apply to root, and
+// @gid ranges rank as user lines for root.
+func (a account) matches(d string) int {
+	root := a.name == "root" || a.uid == 0
+	switch {
+	case d == a.name:
+		return prioUser
+	case strings.HasPrefix(d, "@"):
+		// For root, Debian's pam 1.5.2 skips @group by name but takes an
+		// @gid range (or @:GID) holding its group at a user line's rank:
+		// the later of it and a "root" line wins (measured with the real
+		// pam_limits; TestLimitsOracle keeps it so).
+		_, _, kind := parseIDRange(d[1:])
+		switch {
+		case !a.inGroup(d[1:]):
+		case !root:
+			return prioGroup
+		case kind != rangeNone:
+			return prioUser
+		}
+	case d == "*":
+		if !root {
+			return prioDefault
+		}
+	case a.inIDRange(d, a.uid):
+		return prioUser
+	}
+	return prioNone
+}
+
+// noLimits says whether a two-field "DOMAIN -" line names a: its user
+// name, a group it is in (@group, @:GID, @gid range) or a uid range
+// holding its uid; not "*", and with no exception for root.
+func (a account) noLimits(d string) bool {
+	switch {
+	case d == a.name:
+		return true
+	case strings.HasPrefix(d, "@"):
+		return a.inGroup(d[1:])
+	}
+	return a.inIDRange(d, a.uid)
+}
+
+// inGroup: g is a group name a is in, ":GID" a gid it is in, or a gid
+// range ("MIN:", "MIN:MAX") holding its primary gid.
+func (a account) inGroup(g string) bool {
+	lo, _, kind := parseIDRange(g)
+	switch {
+	case kind == rangeNone:
+		return a.groups[g]
+	case kind == rangeOK && strings.HasPrefix(g, ":"):
+		return a.gids[lo]
+	}
+	return a.inIDRange(g, a.gid)
+}
+
+// inIDRange says whether d is a uid or gid range that holds id (-1:
+// unknown, never held).
+func (a account) inIDRange(d string, id int64) bool {
+	lo, hi, kind := parseIDRange(d)
+	return kind == rangeOK && id >= 0 && id >= lo && id <= hi
+}
+
+const (
+	rangeNone = iota // no ":": not a range
+	rangeErr         // a ":" but not a range pam reads
+	rangeOK
+)
+
+// parseIDRange reads a uid or gid range as parse_uid_range in pam_limits.c
+// does: "MIN:" (open), ":ID" (one), "MIN:MAX" (inclusive).
+func parseIDRange(s string) (lo, hi int64, kind int) {
+	a, b, ok := strings.Cut(s, ":")
+	if !ok {
+		return 0, 0, rangeNone
+	}
+	num := func(x string) (int64, bool) {
+		v, err := strconv.ParseUint(x, 10, 32)
+		return int64(v), err == nil
+	}
+	switch {
+	case a == "" && b == "":
+		return 0, 0, rangeErr
+	case a == "":
+		v, ok := num(b)
+		if !ok {
+			return 0, 0, rangeErr
+		}
+		return v, v, rangeOK
+	}
+	l, ok := num(a)
+	if !ok {
+		return 0, 0, rangeErr
+	}
+	if b == "" {
+		return l, math.MaxInt64, rangeOK
+	}
+	h, ok := num(b)
+	if !ok {
+		return 0, 0, rangeErr
+	}
+	return l, h, rangeOK
+}
+
+// parseRlimit reads a nofile value (lower-cased) as pam_limits does: "-1",
+// "-", "unlimited" and "infinity" are unlimited; anything else is
+// read with strtoul, which takes the leading digits after an optional
+// sign ("65536x" is 65536, "-5" wraps around) and fails only when there
+// are none.
 func parseRlimit(s string) (uint64, bool) {
-	switch strings.ToLower(s) {
+	switch s {
 	case "-1", "-", "unlimited", "infinity":
 		return Unlimited, true
 	}
-	v, err := strconv.ParseUint(s, 10, 64)
-	return v, err == nil
+	neg := false
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		neg, s = s[0] == '-', s[1:]
+	}
+	end := 0
+	for end < len(s) && s[end] >= '0' && s[end] <= '9' {
+		end++
+	}
+	if end == 0 {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(s[:end], 10, 64)
+	if err != nil {
+		v = Unlimited // ERANGE: strtoul gives ULONG_MAX
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
 }
 
-// userGroups is the set of groups user is in (primary and supplementary)
-// by ROOT/etc/passwd and ROOT/etc/group.
-func userGroups(root, user string) map[string]bool {
-	out := map[string]bool{}
-	gid := ""
+// lookupAccount is user's uid and primary gid from ROOT/etc/passwd; root
+// is 0 and AnyUser FirstUID without one; -1 when not found.
+func lookupAccount(root, user string) account {
+	a := account{name: user, uid: -1, gid: -1}
+	switch user {
+	case "root":
+		a.uid, a.gid = 0, 0
+	case AnyUser:
+		a.uid, a.gid = FirstUID, FirstUID
+		return a
+	}
 	eachLine(hostPath(root, "/etc/passwd"), func(fs []string) {
 		if len(fs) > 3 && fs[0] == user {
-			gid = fs[3]
+			if v, err := strconv.ParseInt(fs[2], 10, 64); err == nil {
+				a.uid = v
+			}
+			if v, err := strconv.ParseInt(fs[3], 10, 64); err == nil {
+				a.gid = v
+			}
 		}
 	})
+	return a
+}
+
+// userGroups fills a's groups (names and gids) from ROOT/etc/group: the
+// group of its primary gid and those that list it as a member; names
+// given (NofileForGroups) are kept and get their gids from the file.
+func userGroups(root string, a *account, names []string) {
+	if a.groups == nil {
+		a.groups = map[string]bool{}
+	}
+	a.gids = map[int64]bool{}
+	if a.gid >= 0 {
+		a.gids[a.gid] = true
+	}
+	for _, n := range names {
+		a.groups[n] = true
+	}
 	eachLine(hostPath(root, "/etc/group"), func(fs []string) {
 		if len(fs) < 4 {
 			return
 		}
-		if fs[2] == gid {
-			out[fs[0]] = true
+		gid, err := strconv.ParseInt(fs[2], 10, 64)
+		if err != nil {
+			return
 		}
-		for _, m := range strings.Split(fs[3], ",") {
-			if m == user {
-				out[fs[0]] = true
-			}
+		member := names == nil && (gid == a.gid || slices.Contains(strings.Split(fs[3], ","), a.name))
+		if member {
+			a.groups[fs[0]] = true
+		}
+		if a.groups[fs[0]] {
+			a.gids[gid] = true
 		}
 	})
-	return out
 }
 
 func eachLine(p string, fn func([]string)) {

@@ -18,8 +18,11 @@ import (
 // and @group lines do not reach), nobody (group nogroup) and daemon.
 var limitsUsers = []string{"root", "nobody", "daemon"}
 
-// limitsDomains are the domains the generator writes.
-var limitsDomains = []string{"*", "root", "nobody", "daemon", "@nogroup", "@daemon", "@root", "@staff"}
+// limitsDomains are the domains the generator writes: names, groups, and
+// uid and gid ranges (root is 0, daemon 1, nobody 65534 in group nogroup
+// 65534; limits.conf(5)).
+var limitsDomains = []string{"*", "root", "nobody", "daemon", "@nogroup", "@daemon", "@root", "@staff",
+	"0:", ":0", "1:", ":1", "2:", "1:100", "65534:", "1:65533", "@65534:", "@:1", "@0:", "@1:100", "x:", ":"}
 
 // TestLimitsOracle draws random limits.conf and limits.d sets, opens a
 // session per user with the real pam_limits (runuser) inside the sandbox,
@@ -53,13 +56,18 @@ func TestLimitsOracle(t *testing.T) {
 			must(t, os.Remove(filepath.Join(d, e.Name())))
 		}
 		line := func() string {
-			switch rapid.IntRange(0, 6).Draw(rt, "kind") {
+			switch rapid.IntRange(0, 8).Draw(rt, "kind") {
 			case 0:
 				return rapid.SampledFrom([]string{"", "# * hard nofile 5", "  ", "nobody hard nproc 100"}).Draw(rt, "filler")
+			case 1:
+				// "DOMAIN -": no limits at all for a user it names
+				return rapid.SampledFrom([]string{"root -", "nobody -", "@nogroup -", "@daemon -", "* -", "1: -"}).Draw(rt, "nolimits")
 			}
-			return fmt.Sprintf("%s %s nofile %d%s", rapid.SampledFrom(limitsDomains).Draw(rt, "domain"),
-				rapid.SampledFrom([]string{"hard", "-"}).Draw(rt, "type"), rapid.IntRange(2000, 19999).Draw(rt, "value"),
-				rapid.SampledFrom([]string{"", " # comment"}).Draw(rt, "tail"))
+			return fmt.Sprintf("%s %s %s %d%s", rapid.SampledFrom(limitsDomains).Draw(rt, "domain"),
+				rapid.SampledFrom([]string{"hard", "-", "hard", "-", "Hard"}).Draw(rt, "type"),
+				rapid.SampledFrom([]string{"nofile", "nofile", "nofile", "NOFILE"}).Draw(rt, "item"),
+				rapid.IntRange(2000, 19999).Draw(rt, "value"),
+				rapid.SampledFrom([]string{"", " # comment", "x", " extra words"}).Draw(rt, "tail"))
 		}
 		body := func(label string) string {
 			var b strings.Builder
