@@ -287,7 +287,7 @@ func capacityOf(f *Facts, t Target) Capacity {
 	}
 	if t.Role == Loadgen {
 		if pc, ok := loadgenCapacity(f, t); ok {
-			add("ports.ephemeral", fmt.Sprintf("ephemeral ports x %d source x %d destination", pc.sources, pc.dests), pc.total)
+			add("ports.ephemeral", "ephemeral ports: "+pc.formula, pc.total)
 		}
 	}
 	if f.Conntrack.Loaded && f.Conntrack.Max > f.Conntrack.Count {
