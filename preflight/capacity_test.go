@@ -1,6 +1,10 @@
 package preflight
 
 import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -80,5 +84,106 @@ func TestLoadgenPortCapacity(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+var hashsizeRe = regexp.MustCompile(`echo (\d+) > /sys/module/nf_conntrack/parameters/hashsize`)
+
+// A loaded nf_conntrack with no entry beside many TCP sockets tracks
+// nothing (hooks are registered per namespace only when a ruleset needs
+// them, Linux >= 4.10): it warns about what happens once a ruleset
+// tracks, instead of failing, and is no capacity limit. A full table is a
+// limit of 0, and the hashsize remedy never shrinks the hash.
+func TestConntrackTrackingAndFullTable(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		host     string
+		sockets  int
+		status   verdict.Status
+		limit    int64 // -1: no conntrack capacity limit
+		minHashB uint64
+	}{
+		{"loaded, 0 entries beside 50000 TCP sockets: not tracking", `conntrack: {loaded: true, max: 65536, count: 0, buckets: 16384}
+sockstat: {inuse: 50000}`, 100000, verdict.Warn, -1, 0},
+		{"loaded, not tracking, room enough", `conntrack: {loaded: true, max: 262144, count: 0, buckets: 65536}
+sockstat: {inuse: 50000}`, 100000, verdict.Pass, -1, 0},
+		{"tracking and short", `conntrack: {loaded: true, max: 65536, count: 60000, buckets: 16384}`, 100000, verdict.Fail, 5536, 16384},
+		{"full table", `conntrack: {loaded: true, max: 65536, count: 70000, buckets: 16384}`, 1000, verdict.Fail, 0, 16384},
+		{"hash already larger than needed", `conntrack: {loaded: true, max: 65536, count: 60000, buckets: 262144}`, 100000, verdict.Fail, 5536, 262144},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := host(t, c.host)
+			tg := Target{Sockets: c.sockets, Role: Broker}
+			if err := tg.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			got := find(t, Evaluate(f, tg), "conntrack")
+			if got.Status != c.status {
+				t.Fatalf("conntrack %s, want %s: %s", got.Status, c.status, message(got))
+			}
+			l, ok := limitOf(capacityOf(f, tg), "conntrack")
+			if c.limit < 0 && ok {
+				t.Errorf("not tracking, but a capacity limit %+v", l)
+			}
+			if c.limit >= 0 && (!ok || l.Sockets != c.limit) {
+				t.Errorf("capacity limit conntrack %+v (found %v), want %d", l, ok, c.limit)
+			}
+			if c.minHashB > 0 {
+				m := hashsizeRe.FindStringSubmatch(got.Remedy)
+				if m == nil {
+					t.Fatalf("remedy names no hashsize: %q", got.Remedy)
+				}
+				if b, _ := strconv.ParseUint(m[1], 10, 64); b < c.minHashB {
+					t.Errorf("remedy shrinks the hash to %d buckets (has %d): %q", b, c.minHashB, got.Remedy)
+				}
+			}
+		})
+	}
+}
+
+// A conntrack file that exists but cannot be read is "not known", never
+// 0 (a false PASS) nor "not loaded". Running as root here, a directory in
+// its place stands for the EACCES a non-root user gets: any error but
+// ENOENT.
+func TestConntrackUnreadable(t *testing.T) {
+	for _, c := range []struct {
+		name, file string
+	}{
+		{"count unreadable", "nf_conntrack_count"},
+		{"max unreadable", "nf_conntrack_max"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := fixtureRoot(t, nil)
+			p := filepath.Join(root, "proc/sys/net/netfilter", c.file)
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			f, err := Gather(t.Context(), GatherOptions{Root: root, PID: 4242})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !f.Conntrack.Loaded || !f.Conntrack.unknown(c.file) {
+				t.Fatalf("conntrack %+v: want loaded with %s unknown", f.Conntrack, c.file)
+			}
+			tg := Target{Sockets: 1000, Role: Broker}
+			if err := tg.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			got := find(t, Evaluate(f, tg), "conntrack")
+			if got.Status != verdict.Warn || !strings.Contains(got.Summary, c.file) || !strings.Contains(got.Remedy, "root") {
+				t.Errorf("conntrack %s: %s", got.Status, message(got))
+			}
+			if _, ok := limitOf(capacityOf(f, tg), "conntrack"); ok {
+				t.Errorf("an unknown conntrack table gave a capacity limit")
+			}
+		})
+	}
+	// the same, recorded
+	got := evalOn(t, `conntrack: {loaded: true, max: 65536, unreadable: ["nf_conntrack_count: permission denied"]}`, Target{Sockets: 10, Role: Broker}, "conntrack")
+	if got.Status != verdict.Warn {
+		t.Errorf("recorded unreadable count: %s: %s", got.Status, message(got))
 	}
 }

@@ -290,8 +290,9 @@ func capacityOf(f *Facts, t Target) Capacity {
 			add("ports.ephemeral", "ephemeral ports: "+pc.formula, pc.total)
 		}
 	}
-	if f.Conntrack.Loaded && f.Conntrack.Max > f.Conntrack.Count {
-		add("conntrack", "free nf_conntrack entries", int64(f.Conntrack.Max-f.Conntrack.Count))
+	if ct := f.Conntrack; ct.Loaded && conntrackUnknown(ct) == "" && conntrackTracking(ct) {
+		// a full table (count >= max) allows no new connection
+		add("conntrack", "free nf_conntrack entries", int64(ct.Max)-int64(min(ct.Count, ct.Max)))
 	}
 	c.BytesPerSocket, c.BytesPerSocketSource = perSocketCost(f)
 	c.BytesPerSocketMeasured, _ = measuredCost(f)
