@@ -187,3 +187,35 @@ func TestConntrackUnreadable(t *testing.T) {
 		t.Errorf("recorded unreadable count: %s: %s", got.Status, message(got))
 	}
 }
+
+// tcp_tw_reuse 2 is loopback only and enough when every destination is
+// loopback; 1 (or 2) needs TCP timestamps to reuse a TIME_WAIT port
+// (tcp_twsk_unique).
+func TestTimeWaitReuse(t *testing.T) {
+	churn := func(dest string) Target {
+		return Target{Sockets: 20000, Role: Loadgen, ConnRate: 5000, Destinations: []string{dest}}
+	}
+	for _, c := range []struct {
+		name   string
+		host   string
+		tg     Target
+		status verdict.Status
+	}{
+		{"2, loopback destination", ``, churn("127.0.0.1:18831"), verdict.Pass},
+		{"2, IPv4-mapped loopback destination", ``, churn("[::ffff:127.0.0.1]:18831"), verdict.Pass},
+		{"2, remote destination", ``, churn("192.0.2.10:1883"), verdict.Warn},
+		{"1 with timestamps", `sysctl: {net.ipv4.tcp_tw_reuse: "1"}`, churn("192.0.2.10:1883"), verdict.Pass},
+		{"1 without timestamps", `sysctl: {net.ipv4.tcp_tw_reuse: "1", net.ipv4.tcp_timestamps: "0"}`, churn("192.0.2.10:1883"), verdict.Warn},
+		{"2, loopback, without timestamps", `sysctl: {net.ipv4.tcp_timestamps: "0"}`, churn("127.0.0.1:18831"), verdict.Warn},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := evalOn(t, c.host, c.tg, "ports.time_wait")
+			if got.Status != c.status {
+				t.Errorf("ports.time_wait %s, want %s: %s", got.Status, c.status, message(got))
+			}
+			if !strings.Contains(got.Observed, "tcp_timestamps") {
+				t.Errorf("observed does not show tcp_timestamps: %s", got.Observed)
+			}
+		})
+	}
+}

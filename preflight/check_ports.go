@@ -28,7 +28,7 @@ const widestLow, widestHigh = 1024, 65535
 
 func init() {
 	register(CheckDef{ID: "ports.ephemeral", Doc: "ephemeral ports x source addresses x destinations >= sockets", Roles: []Role{Loadgen}, Func: checkPortsEphemeral})
-	register(CheckDef{ID: "ports.time_wait", Doc: "ports left after TIME_WAIT churn (conn_rate x 60 s), or tcp_tw_reuse=1", Roles: []Role{Loadgen}, Func: checkPortsTimeWait})
+	register(CheckDef{ID: "ports.time_wait", Doc: "ports left after TIME_WAIT churn (conn_rate x 60 s), or tcp_tw_reuse in effect (1 with tcp_timestamps, 2 for loopback destinations)", Roles: []Role{Loadgen}, Func: checkPortsTimeWait})
 	register(CheckDef{ID: "ports.collision", Doc: "no listening or service port inside the ephemeral range unless reserved", Func: checkPortsCollision})
 }
 
@@ -219,30 +219,74 @@ func checkPortsEphemeral(f *Facts, t Target) verdict.Check {
 	return fail(summary, obs, exp, remedy)
 }
 
+// allLoopback says whether every destination is a loopback address
+// (127.0.0.0/8, ::1, ::ffff:127.0.0.0/104); false with none named.
+func allLoopback(t Target) bool {
+	if len(t.Destinations) == 0 {
+		return false
+	}
+	for _, d := range t.Destinations {
+		if _, ip := destKey(d); ip == nil || !ip.IsLoopback() {
+			return false
+		}
+	}
+	return true
+}
+
+// twReuseEffective says whether tcp_tw_reuse lets this load generator's
+// connect() take a port still in TIME_WAIT, and why (or why not).
+// tcp_twsk_unique (net/ipv4/tcp_ipv4.c) reuses a TIME_WAIT port only when
+// the old connection carried TCP timestamps (tw_ts_recent_stamp), so only
+// with net.ipv4.tcp_timestamps on; value 2 (the default,
+// Documentation/networking/ip-sysctl.rst: "2 - enable for loopback traffic
+// only") does so only for a loopback source or destination.
+func twReuseEffective(f *Facts, t Target) (bool, string) {
+	reuse, _ := f.SysInt("net.ipv4.tcp_tw_reuse")
+	ts, tsKnown := f.SysInt("net.ipv4.tcp_timestamps")
+	switch {
+	case reuse == 0:
+		return false, "tcp_tw_reuse 0 (off)"
+	case reuse == 2 && !allLoopback(t):
+		return false, "tcp_tw_reuse 2 reuses TIME_WAIT ports for loopback traffic only, and not every destination is loopback"
+	case !tsKnown:
+		return false, fmt.Sprintf("tcp_tw_reuse %d, but net.ipv4.tcp_timestamps could not be read: reuse needs TCP timestamps", reuse)
+	case ts == 0:
+		return false, fmt.Sprintf("tcp_tw_reuse %d has no effect: net.ipv4.tcp_timestamps is 0 and reuse needs TCP timestamps", reuse)
+	case reuse == 2:
+		return true, "tcp_tw_reuse 2 (loopback only) with TCP timestamps: every destination is loopback, so new connections reuse ports in TIME_WAIT"
+	}
+	return true, fmt.Sprintf("tcp_tw_reuse %d with TCP timestamps (tcp_timestamps %d): new outgoing connections reuse ports in TIME_WAIT", reuse, ts)
+}
+
 func checkPortsTimeWait(f *Facts, t Target) verdict.Check {
 	c, ok := loadgenCapacity(f, t)
 	if !ok {
 		return skip("net.ipv4.ip_local_port_range not readable")
 	}
 	reuse, _ := f.SysInt("net.ipv4.tcp_tw_reuse")
+	ts := "unknown"
+	if v, ok := f.SysInt("net.ipv4.tcp_timestamps"); ok {
+		ts = strconv.FormatInt(v, 10)
+	}
 	tw := int64(t.ConnRate) * timeWaitSeconds
 	free := c.total - int64(t.Sockets)
-	obs := fmt.Sprintf("%d connections/s x %d s = %s in TIME_WAIT if connections churn; %s left beside %d held; tcp_tw_reuse %d",
-		t.ConnRate, timeWaitSeconds, plural.N(tw, "port"), plural.N(max(free, 0), "port"), t.Sockets, reuse)
-	exp := "TIME_WAIT ports fit beside the held connections, or tcp_tw_reuse=1"
-	if reuse == 1 {
-		return pass("tcp_tw_reuse=1: new outgoing connections reuse ports in TIME_WAIT (with TCP timestamps)", obs, exp)
+	obs := fmt.Sprintf("%d connections/s x %d s = %s in TIME_WAIT if connections churn; %s left beside %d held; tcp_tw_reuse %d, tcp_timestamps %s",
+		t.ConnRate, timeWaitSeconds, plural.N(tw, "port"), plural.N(max(free, 0), "port"), t.Sockets, reuse, ts)
+	exp := "TIME_WAIT ports fit beside the held connections, or tcp_tw_reuse in effect (1 with tcp_timestamps on; 2 for loopback destinations)"
+	effective, why := twReuseEffective(f, t)
+	if effective {
+		return pass(why, obs, exp)
 	}
 	if tw <= free {
 		return pass(fmt.Sprintf("%s in TIME_WAIT at %d connections/s fit in the %d free ports", plural.N(tw, "port"), t.ConnRate, free), obs, exp)
 	}
-	mode := "0 (off)"
-	if reuse == 2 {
-		mode = "2 (loopback only)"
+	remedy := "sysctl -w net.ipv4.tcp_tw_reuse=1 (safe for outgoing connections with TCP timestamps on), or let the server close first, or add source addresses"
+	if ts == "0" {
+		remedy = "sysctl -w net.ipv4.tcp_timestamps=1 (tcp_tw_reuse needs them) and net.ipv4.tcp_tw_reuse=1, or let the server close first, or add source addresses"
 	}
-	return warn(fmt.Sprintf("TIME_WAIT churn: %d connections/s keep %s in TIME_WAIT for %d s, more than the %s left; tcp_tw_reuse is %s",
-		t.ConnRate, plural.N(tw, "port"), timeWaitSeconds, plural.N(max(free, 0), "port"), mode),
-		obs, exp, "sysctl -w net.ipv4.tcp_tw_reuse=1 (safe for outgoing connections with TCP timestamps on), or let the server close first, or add source addresses")
+	return warn(fmt.Sprintf("TIME_WAIT churn: %d connections/s keep %s in TIME_WAIT for %d s, more than the %s left; %s",
+		t.ConnRate, plural.N(tw, "port"), timeWaitSeconds, plural.N(max(free, 0), "port"), why),
+		obs, exp, remedy)
 }
 
 func joinPorts(ps []int) string {
