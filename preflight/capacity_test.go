@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -217,5 +218,57 @@ func TestTimeWaitReuse(t *testing.T) {
 				t.Errorf("observed does not show tcp_timestamps: %s", got.Observed)
 			}
 		})
+	}
+}
+
+// Capacity is the smallest of every ceiling checked — fs.nr_open
+// included — and a ceiling that could not be read is named, not dropped.
+func TestCapacityEveryCeiling(t *testing.T) {
+	f := host(t, `sysctl: {fs.nr_open: "100000"}
+mem_available_bytes: 17179869184
+target_process: {managed_by: shell, pid: 77, nofile_soft: 1048576, nofile_hard: 1048576}`)
+	tg := Target{Sockets: 500000, Role: Broker}
+	if err := tg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c := find(t, Evaluate(f, tg), "fd.nr_open"); c.Status != verdict.Fail {
+		t.Fatalf("fd.nr_open %s", c.Status)
+	}
+	capa := capacityOf(f, tg)
+	if capa.LimitedBy != "fd.nr_open" || capa.Sockets != usableFDs(100000) {
+		t.Errorf("capacity %d limited by %s, want %d by fd.nr_open", capa.Sockets, capa.LimitedBy, usableFDs(100000))
+	}
+
+	// meminfo, fs.file-max and the port range unreadable (absent from a
+	// recorded root): named as unknown, and the header says RAM is not known
+	root := fixtureRoot(t, nil)
+	for _, p := range []string{"proc/meminfo", "proc/sys/fs/file-max", "proc/sys/fs/file-nr", "proc/sys/net/ipv4/ip_local_port_range"} {
+		if err := os.Remove(filepath.Join(root, p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, err := Gather(t.Context(), GatherOptions{Root: root, PID: 4242})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg = Target{Sockets: 1000, Role: Loadgen}
+	rep, err := Run(t.Context(), Options{Target: tg, Facts: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var unknown []string
+	for _, u := range rep.Capacity.Unknown {
+		unknown = append(unknown, u.Check)
+	}
+	sort.Strings(unknown)
+	if got := strings.Join(unknown, ","); got != "fd.file_max,mem.available,ports.ephemeral" {
+		t.Errorf("unknown ceilings %q, want fd.file_max,mem.available,ports.ephemeral", got)
+	}
+	var b strings.Builder
+	if err := WriteText(&b, rep, false); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "0.0 GiB") || !strings.Contains(b.String(), "mem.available") {
+		t.Errorf("text report:\n%s", b.String())
 	}
 }
