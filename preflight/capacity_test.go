@@ -272,3 +272,36 @@ target_process: {managed_by: shell, pid: 77, nofile_soft: 1048576, nofile_hard: 
 		t.Errorf("text report:\n%s", b.String())
 	}
 }
+
+// Run as non-root, a listener on the broker's port shows with its owner
+// unknown: fd.soft, fd.hard and fd.raise say a listener exists whose owner
+// is not visible and name the fix (root, --pid), not "none listens"; the
+// capacity's fd.soft ceiling is marked assumed (a login shell's limit).
+func TestListenerOwnerNotVisible(t *testing.T) {
+	f := host(t, `listeners: [{port: 1883, backlog: 4096}]
+mem_available_bytes: 17179869184`)
+	tg := Target{Sockets: 500, Role: Broker}
+	if err := tg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cs := Evaluate(f, tg)
+	for _, id := range []string{"fd.soft", "fd.hard", "fd.raise"} {
+		got := find(t, cs, id)
+		if got.Status != verdict.Warn || strings.Contains(got.Summary, "none listens") || !strings.Contains(got.Remedy, "root") || !strings.Contains(got.Remedy, "--pid") {
+			t.Errorf("%s %s: %s", id, got.Status, message(got))
+		}
+	}
+	capa := capacityOf(f, tg)
+	l, ok := limitOf(capa, "fd.soft")
+	if !ok || !l.Assumed {
+		t.Errorf("fd.soft ceiling %+v: want assumed", l)
+	}
+	if capa.LimitedBy == "fd.soft" && !strings.Contains(capacityLine(capa), "not known") {
+		t.Errorf("capacity line takes a login shell's limit as the service's: %s", capacityLine(capa))
+	}
+	// with nothing on the port it still says none listens
+	f = host(t, ``)
+	if got := find(t, Evaluate(f, tg), "fd.soft"); !strings.Contains(got.Summary, "none listens") {
+		t.Errorf("no listener: %s", message(got))
+	}
+}

@@ -166,6 +166,12 @@ func capacityLine(c Capacity) string {
 		return fmt.Sprintf("not known: no ceiling could be read (%s; %s)", strings.Join(unknown, ", "), cost)
 	}
 	s := fmt.Sprintf("about %s (limited by %s", plural.N(c.Sockets, "socket"), c.LimitedBy)
+	for _, l := range c.Limits {
+		if l.Check == c.LimitedBy && l.Assumed {
+			s += ", " + l.Resource + ": the service's own limit is not known"
+			break
+		}
+	}
 	if len(unknown) > 0 {
 		s += fmt.Sprintf("; at most that: not known are %s", strings.Join(unknown, ", "))
 	}

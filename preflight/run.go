@@ -57,6 +57,10 @@ type CapacityLimit struct {
 	Resource string `json:"resource"`
 	// Sockets this resource allows.
 	Sockets int64 `json:"sockets"`
+	// Assumed is true when the number is not the target's own: the soft
+	// nofile a login shell here gets, for a server whose process was not
+	// named or found (its owner not visible without root).
+	Assumed bool `json:"assumed,omitempty"`
 }
 
 // UnknownLimit is a ceiling that could not be read.
@@ -293,7 +297,12 @@ func capacityOf(f *Facts, t Target) Capacity {
 	unknown := func(check, res string) {
 		c.Unknown = append(c.Unknown, UnknownLimit{Check: check, Resource: res})
 	}
-	if s := f.Target.NofileSoft; s != Unlimited {
+	if s := f.Target.NofileSoft; s != Unlimited && unseenServer(f.Target, t) {
+		// not the service's own limit: say so, in the limit and the text
+		why, _ := unseenWhy(f, t)
+		c.Limits = append(c.Limits, CapacityLimit{Check: "fd.soft", Assumed: true, Sockets: usableFDs(s),
+			Resource: "soft nofile a login shell here gets, less headroom, assumed: " + why})
+	} else if s != Unlimited {
 		add("fd.soft", "soft nofile of the target process, less headroom", usableFDs(s))
 	}
 	if nr, ok := f.SysInt("fs.nr_open"); ok {
