@@ -74,17 +74,43 @@ func unseenServer(p ProcessFacts, t Target) bool { return p.Assumed && t.Role !=
 
 const nameTheTarget = "name the process that will hold the sockets: hostprep preflight --service UNIT or --pid PID, or the unit in the profile's systemd.services (what ready reads); or start it so its listener is found (hostprep preflight --port PORT names another port)"
 
+// ownerHidden returns the target's listener ports that something listens
+// on (sock_diag, or /proc/net/tcp and tcp6) while its owning process was
+// not found: run without root, the owner's /proc/PID/fd cannot be read
+// (procfs lets only the owner and CAP_SYS_PTRACE/root list another user's
+// fds), so a listener shows "owner unknown".
+func ownerHidden(f *Facts, t Target) []int {
+	var out []int
+	for _, p := range t.ListenerPorts() {
+		if containsInt(f.ListeningPorts, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// unseenWhy is why an unseen server's limits are not known: none listens
+// on its ports, or one does whose owner this user cannot see; and the fix.
+func unseenWhy(f *Facts, t Target) (why, fix string) {
+	if ports := ownerHidden(f, t); len(ports) > 0 {
+		return fmt.Sprintf("a process listens on port %s but its owner is not visible to this user (another user's /proc/PID/fd needs root)", portList(ports)),
+			fmt.Sprintf("run hostprep preflight as root (sudo) so the owner of port %s is found, or name it: hostprep preflight --pid PID (e.g. --pid $(pidof mosquitto)) or --service UNIT", portList(ports))
+	}
+	return fmt.Sprintf("no process named for the %s and none listens on port %s", t.Role, portList(t.ListenerPorts())), nameTheTarget
+}
+
 // unnamedServer is the finding of fd.soft and fd.hard for an unseen server
 // (unseenServer): they neither pass nor fail on a login shell's limits but
 // warn, saying what a login shell would get and that the service's own
 // limits are not known.
-func unnamedServer(p ProcessFacts, t Target, which string, n, need uint64, obs, exp string) verdict.Check {
+func unnamedServer(f *Facts, t Target, which string, n, need uint64, obs, exp string) verdict.Check {
 	cmp := fmt.Sprintf("< %s", plural.N(need, "file descriptor"))
 	if n >= need {
 		cmp = fmt.Sprintf(">= %s", plural.N(need, "file descriptor"))
 	}
-	return warn(fmt.Sprintf("no process named for the %s and none listens on port %s: a process started from a login shell here would get %s nofile %s %s for %s, but the service's own limits are not known",
-		t.Role, portList(t.ListenerPorts()), which, fmtNofile(n), cmp, plural.N(t.Sockets, "socket")), obs, exp, nameTheTarget)
+	why, fix := unseenWhy(f, t)
+	return warn(fmt.Sprintf("%s: a process started from a login shell here would get %s nofile %s %s for %s, but the service's own limits are not known",
+		why, which, fmtNofile(n), cmp, plural.N(t.Sockets, "socket")), obs, exp, fix)
 }
 
 // underSystemd says whether systemd (running as PID 1) sets the target's
@@ -138,7 +164,7 @@ func checkFDSoft(f *Facts, t Target) verdict.Check {
 			fmt.Sprintf("install the service first, or say which process will hold the sockets: hostprep preflight --service UNIT (an installed unit) or --pid PID (the running process), or an installed unit in the profile's systemd.services; drop-ins for %s do nothing without its unit file", p.Unit))
 	}
 	if unseenServer(p, t) {
-		return unnamedServer(p, t, "soft", p.NofileSoft, need, obs, exp)
+		return unnamedServer(f, t, "soft", p.NofileSoft, need, obs, exp)
 	}
 	if p.NofileSoft >= need {
 		return pass(fmt.Sprintf("soft nofile %s covers %s", fmtNofile(p.NofileSoft), plural.N(t.Sockets, "socket")), obs, exp)
@@ -202,7 +228,7 @@ func checkFDHard(f *Facts, t Target) verdict.Check {
 	obs := fmt.Sprintf("hard nofile %s for %s (%s)", fmtNofile(p.NofileHard), describeTarget(p), p.Source)
 	exp := ">= " + plural.N(need, "file descriptor")
 	if unseenServer(p, t) {
-		return unnamedServer(p, t, "hard", p.NofileHard, need, obs, exp)
+		return unnamedServer(f, t, "hard", p.NofileHard, need, obs, exp)
 	}
 	if p.NofileHard >= need {
 		return pass(fmt.Sprintf("hard nofile %s covers %s", fmtNofile(p.NofileHard), plural.N(t.Sockets, "socket")), obs, exp)
@@ -326,6 +352,7 @@ func unseenRaise(f *Facts, t Target, need uint64) verdict.Check {
 	case p.NoRaiseBound:
 		why = fmt.Sprintf("CAP_SYS_RESOURCE is not in the bounding set, but the ceiling %d leaves room: a service started with a higher hard limit than this shell's may have enough", ceiling)
 	}
-	return warn(fmt.Sprintf("no process named for the %s and none listens on port %s: whether its hard nofile needs raising, and can be, is not known (%s)", t.Role, portList(t.ListenerPorts()), why),
-		from, exp, nameTheTarget)
+	unseen, fix := unseenWhy(f, t)
+	return warn(fmt.Sprintf("%s: whether its hard nofile needs raising, and can be, is not known (%s)", unseen, why),
+		from, exp, fix)
 }

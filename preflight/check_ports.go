@@ -28,7 +28,7 @@ const widestLow, widestHigh = 1024, 65535
 
 func init() {
 	register(CheckDef{ID: "ports.ephemeral", Doc: "ephemeral ports x source addresses x destinations >= sockets", Roles: []Role{Loadgen}, Func: checkPortsEphemeral})
-	register(CheckDef{ID: "ports.time_wait", Doc: "ports left after TIME_WAIT churn (conn_rate x 60 s), or tcp_tw_reuse=1", Roles: []Role{Loadgen}, Func: checkPortsTimeWait})
+	register(CheckDef{ID: "ports.time_wait", Doc: "ports left after TIME_WAIT churn (conn_rate x 60 s), or tcp_tw_reuse in effect (1 with tcp_timestamps, 2 for loopback destinations)", Roles: []Role{Loadgen}, Func: checkPortsTimeWait})
 	register(CheckDef{ID: "ports.collision", Doc: "no listening or service port inside the ephemeral range unless reserved", Func: checkPortsCollision})
 }
 
@@ -79,55 +79,115 @@ func reservedIn(res map[int]bool, lo, hi int64) int64 {
 // portCapacity is what a loadgen can open: ports per (source, destination)
 // pair, usable source addresses and distinct destinations.
 type portCapacity struct {
-	lo, hi     int64
-	perPair    int64 // ports in range minus reserved
-	sources    int64
-	dests      int64
-	total      int64
-	sourceNote string
+	lo, hi  int64
+	perPair int64 // ports in range minus reserved
+	sources int64
+	dests   int64
+	total   int64
+	// bound is true when the load generator binds each connection to a
+	// source address (--source-ips): total is then perPair x sources.
+	bound bool
+	// noPortTotal is what bound sources would give with
+	// IP_BIND_ADDRESS_NO_PORT (perPair x sources x dests).
+	noPortTotal int64
+	sourceNote  string
+	// formula says how total was reached ("28232 ports x 1 source x 2
+	// destinations").
+	formula string
 }
 
+// destKey is a destination as the kernel's 4-tuple sees it: an
+// IPv4-mapped IPv6 address (::ffff:127.0.0.1) is the IPv4 address, so
+// 127.0.0.1:18831 and [::ffff:127.0.0.1]:18831 are one endpoint.
+func destKey(d string) (key string, ip net.IP) {
+	h, p, err := net.SplitHostPort(d)
+	if err != nil {
+		return d, nil
+	}
+	ip = net.ParseIP(h)
+	if ip == nil {
+		return strings.ToLower(h) + ":" + p, nil
+	}
+	if v4 := ip.To4(); v4 != nil {
+		ip = v4
+	}
+	return net.JoinHostPort(ip.String(), p), ip
+}
+
+// loadgenCapacity counts the connections a load generator can open.
+//
+// Without --source-ips the load generator is taken to call plain connect()
+// with no bind(): the kernel picks one source address per destination,
+// the route's preferred source (ip_route_connect, net/ipv4/route.c), so
+// the host's other addresses add nothing: ports x 1 x destinations.
+//
+// With --source-ips it binds each socket to a source first. bind(src, 0)
+// takes a port at bind() time (inet_csk_get_port, net/ipv4/inet_connection_sock.c),
+// before the destination is known, and holds it in the bind hash: the port
+// is exclusive on that address across every destination, so capacity is
+// ports x sources. Only with IP_BIND_ADDRESS_NO_PORT (ip(7); the port is
+// then chosen at connect() by __inet_hash_connect, net/ipv4/inet_hashtables.c,
+// unique per 4-tuple) is it ports x sources x destinations. The check
+// assumes the conservative case and says so.
 func loadgenCapacity(f *Facts, t Target) (portCapacity, bool) {
 	lo, hi, ok := portRange(f)
 	if !ok {
 		return portCapacity{}, false
 	}
 	c := portCapacity{lo: lo, hi: hi}
-	c.perPair = hi - lo + 1 - reservedIn(reservedPorts(f), lo, hi)
+	c.perPair = max(0, hi-lo+1-reservedIn(reservedPorts(f), lo, hi))
 	// Destinations decide the address family the sources must have.
 	v6 := false
 	dests := map[string]bool{}
 	for _, d := range t.Destinations {
-		dests[d] = true
-		if h, _, err := net.SplitHostPort(d); err == nil {
-			if ip := net.ParseIP(h); ip != nil && ip.To4() == nil {
-				v6 = true
-			}
+		k, ip := destKey(d)
+		dests[k] = true
+		if ip != nil && ip.To4() == nil {
+			v6 = true
 		}
 	}
 	c.dests = int64(max(1, len(dests)))
-	srcs := f.SourceAddresses
-	if len(t.SourceIPs) > 0 {
-		srcs = t.SourceIPs
-	}
-	for _, s := range srcs {
-		ip := net.ParseIP(s)
-		if ip != nil && (ip.To4() == nil) == v6 {
-			c.sources++
-		}
-	}
 	fam := "IPv4"
 	if v6 {
 		fam = "IPv6"
 	}
-	c.sourceNote = plural.N(c.sources, fam+" source address")
+	if len(t.SourceIPs) == 0 {
+		c.sources = 1
+		c.sourceNote = fmt.Sprintf("1 source address per destination (no --source-ips: a plain connect() uses the route's preferred source; the host's %s count only if the load generator binds to them)",
+			plural.N(len(f.SourceAddresses), "global address"))
+		c.total = c.perPair * c.dests
+		c.formula = fmt.Sprintf("%s x 1 source x %s", plural.N(c.perPair, "port"), plural.N(c.dests, "destination"))
+		return c, true
+	}
+	c.bound = true
+	seen := map[string]bool{}
+	for _, s := range t.SourceIPs {
+		ip := net.ParseIP(s)
+		if ip == nil {
+			continue
+		}
+		if v4 := ip.To4(); v4 != nil {
+			ip = v4
+		}
+		if (ip.To4() == nil) == v6 && !seen[ip.String()] {
+			seen[ip.String()] = true
+			c.sources++
+		}
+	}
+	c.sourceNote = plural.N(c.sources, fam+" source address") + " from --source-ips"
 	if c.sources == 0 {
 		c.sources = 1
-		c.sourceNote = fmt.Sprintf("no global %s address found: assuming 1 source address", fam)
+		c.sourceNote = fmt.Sprintf("no %s address in --source-ips: assuming 1 source address", fam)
 	}
-	c.total = c.perPair * c.sources * c.dests
+	c.total = c.perPair * c.sources
+	c.noPortTotal = c.perPair * c.sources * c.dests
+	c.formula = fmt.Sprintf("%s x %s (bind(src, 0) before connect(): a port is exclusive on its source across destinations)", plural.N(c.perPair, "port"), plural.N(c.sources, "source"))
 	return c, true
 }
+
+// bindAssumption is what ports.ephemeral assumes about a load generator
+// that binds to its --source-ips.
+const bindAssumption = "assumed: the load generator binds each socket with bind(src, 0) without IP_BIND_ADDRESS_NO_PORT, so a port is taken on its source for every destination"
 
 func checkPortsEphemeral(f *Facts, t Target) verdict.Check {
 	c, ok := loadgenCapacity(f, t)
@@ -135,21 +195,67 @@ func checkPortsEphemeral(f *Facts, t Target) verdict.Check {
 		return skip("net.ipv4.ip_local_port_range not readable")
 	}
 	n := int64(t.Sockets)
-	obs := fmt.Sprintf("ip_local_port_range %d-%d minus reserved = %s per source address per destination; %s; %s",
-		c.lo, c.hi, plural.N(c.perPair, "port"), c.sourceNote, plural.N(c.dests, "destination"))
+	obs := fmt.Sprintf("ip_local_port_range %d-%d minus reserved = %s per source address; %s; %s",
+		c.lo, c.hi, plural.N(c.perPair, "port"), c.sourceNote, plural.N(c.dests, "distinct destination"))
 	exp := fmt.Sprintf("ports x source addresses x destinations >= %s", plural.N(n, "connection"))
-	if c.total >= n {
-		return pass(fmt.Sprintf("%d ephemeral ports x %d source x %d destination = %s >= %d", c.perPair, c.sources, c.dests, plural.N(c.total, "connection"), n), obs, exp)
+	if c.bound {
+		obs += fmt.Sprintf("; %s (with IP_BIND_ADDRESS_NO_PORT: %s)", bindAssumption, plural.N(c.noPortTotal, "connection"))
+		exp = fmt.Sprintf("ports x bound source addresses >= %s", plural.N(n, "connection"))
 	}
-	needSrc := ceilDiv(n, c.perPair*c.dests)
+	if c.perPair == 0 {
+		return fail(fmt.Sprintf("ephemeral ports: ip_local_reserved_ports covers the whole range %d-%d: connect() has no port to pick (EADDRNOTAVAIL), whatever the source addresses", c.lo, c.hi),
+			obs, exp, fmt.Sprintf("unreserve ports in net.ipv4.ip_local_reserved_ports (%q), or widen net.ipv4.ip_local_port_range beyond them (e.g. \"%d %d\"); adding source addresses cannot help", f.Sysctl["net.ipv4.ip_local_reserved_ports"], widestLow, widestHigh))
+	}
+	if c.total >= n {
+		return pass(fmt.Sprintf("%s = %s >= %d", c.formula, plural.N(c.total, "connection"), n), obs, exp)
+	}
+	needSrc := ceilDiv(n, c.perPair)
 	widest := int64(widestHigh-widestLow+1) - reservedIn(reservedPorts(f), widestLow, widestHigh)
-	needSrcWide := ceilDiv(n, widest*c.dests)
-	summary := fmt.Sprintf("ephemeral ports: %d per source address per destination < %s: %s x %s hold %d; need %s (connect() fails with EADDRNOTAVAIL, \"cannot assign requested address\", near %d)",
-		c.perPair, plural.N(n, "connection"), plural.N(c.sources, "source address"), plural.N(c.dests, "destination"), c.total,
-		plural.N(needSrc, "source address"), c.total)
-	remedy := fmt.Sprintf("add source addresses (%s in all; ip addr add ADDR/PREFIX dev IFACE) and bind each connection to one with IP_BIND_ADDRESS_NO_PORT before connect(), or widen net.ipv4.ip_local_port_range to \"%d %d\" (%s: %s), or spread the load over more destination ip:port endpoints",
-		plural.N(needSrc, "source address"), widestLow, widestHigh, plural.N(widest, "port"), plural.N(needSrcWide, "source address"))
+	needSrcWide := ceilDiv(n, widest)
+	summary := fmt.Sprintf("ephemeral ports: %d per source address per destination < %s: %s hold %d (connect() fails with EADDRNOTAVAIL, \"cannot assign requested address\", near %d); need %s the load generator binds to (--source-ips), or %s",
+		c.perPair, plural.N(n, "connection"), c.formula, c.total, c.total, plural.N(needSrc, "source address"), plural.N(needSrc, "destination endpoint"))
+	remedy := fmt.Sprintf("bind the connections over %s (ip addr add ADDR/PREFIX dev IFACE; pass them with --source-ips; with IP_BIND_ADDRESS_NO_PORT set before bind() a port serves every destination), or widen net.ipv4.ip_local_port_range to \"%d %d\" (%s: %s), or spread the load over %s (plain connect(): one source each)",
+		plural.N(needSrc, "source address"), widestLow, widestHigh, plural.N(widest, "port"), plural.N(needSrcWide, "source address"), plural.N(needSrc, "destination ip:port endpoint"))
 	return fail(summary, obs, exp, remedy)
+}
+
+// allLoopback says whether every destination is a loopback address
+// (127.0.0.0/8, ::1, ::ffff:127.0.0.0/104); false with none named.
+func allLoopback(t Target) bool {
+	if len(t.Destinations) == 0 {
+		return false
+	}
+	for _, d := range t.Destinations {
+		if _, ip := destKey(d); ip == nil || !ip.IsLoopback() {
+			return false
+		}
+	}
+	return true
+}
+
+// twReuseEffective says whether tcp_tw_reuse lets this load generator's
+// connect() take a port still in TIME_WAIT, and why (or why not).
+// tcp_twsk_unique (net/ipv4/tcp_ipv4.c) reuses a TIME_WAIT port only when
+// the old connection carried TCP timestamps (tw_ts_recent_stamp), so only
+// with net.ipv4.tcp_timestamps on; value 2 (the default,
+// Documentation/networking/ip-sysctl.rst: "2 - enable for loopback traffic
+// only") does so only for a loopback source or destination.
+func twReuseEffective(f *Facts, t Target) (bool, string) {
+	reuse, _ := f.SysInt("net.ipv4.tcp_tw_reuse")
+	ts, tsKnown := f.SysInt("net.ipv4.tcp_timestamps")
+	switch {
+	case reuse == 0:
+		return false, "tcp_tw_reuse 0 (off)"
+	case reuse == 2 && !allLoopback(t):
+		return false, "tcp_tw_reuse 2 reuses TIME_WAIT ports for loopback traffic only, and not every destination is loopback"
+	case !tsKnown:
+		return false, fmt.Sprintf("tcp_tw_reuse %d, but net.ipv4.tcp_timestamps could not be read: reuse needs TCP timestamps", reuse)
+	case ts == 0:
+		return false, fmt.Sprintf("tcp_tw_reuse %d has no effect: net.ipv4.tcp_timestamps is 0 and reuse needs TCP timestamps", reuse)
+	case reuse == 2:
+		return true, "tcp_tw_reuse 2 (loopback only) with TCP timestamps: every destination is loopback, so new connections reuse ports in TIME_WAIT"
+	}
+	return true, fmt.Sprintf("tcp_tw_reuse %d with TCP timestamps (tcp_timestamps %d): new outgoing connections reuse ports in TIME_WAIT", reuse, ts)
 }
 
 func checkPortsTimeWait(f *Facts, t Target) verdict.Check {
@@ -158,24 +264,29 @@ func checkPortsTimeWait(f *Facts, t Target) verdict.Check {
 		return skip("net.ipv4.ip_local_port_range not readable")
 	}
 	reuse, _ := f.SysInt("net.ipv4.tcp_tw_reuse")
+	ts := "unknown"
+	if v, ok := f.SysInt("net.ipv4.tcp_timestamps"); ok {
+		ts = strconv.FormatInt(v, 10)
+	}
 	tw := int64(t.ConnRate) * timeWaitSeconds
 	free := c.total - int64(t.Sockets)
-	obs := fmt.Sprintf("%d connections/s x %d s = %s in TIME_WAIT if connections churn; %s left beside %d held; tcp_tw_reuse %d",
-		t.ConnRate, timeWaitSeconds, plural.N(tw, "port"), plural.N(max(free, 0), "port"), t.Sockets, reuse)
-	exp := "TIME_WAIT ports fit beside the held connections, or tcp_tw_reuse=1"
-	if reuse == 1 {
-		return pass("tcp_tw_reuse=1: new outgoing connections reuse ports in TIME_WAIT (with TCP timestamps)", obs, exp)
+	obs := fmt.Sprintf("%d connections/s x %d s = %s in TIME_WAIT if connections churn; %s left beside %d held; tcp_tw_reuse %d, tcp_timestamps %s",
+		t.ConnRate, timeWaitSeconds, plural.N(tw, "port"), plural.N(max(free, 0), "port"), t.Sockets, reuse, ts)
+	exp := "TIME_WAIT ports fit beside the held connections, or tcp_tw_reuse in effect (1 with tcp_timestamps on; 2 for loopback destinations)"
+	effective, why := twReuseEffective(f, t)
+	if effective {
+		return pass(why, obs, exp)
 	}
 	if tw <= free {
 		return pass(fmt.Sprintf("%s in TIME_WAIT at %d connections/s fit in the %d free ports", plural.N(tw, "port"), t.ConnRate, free), obs, exp)
 	}
-	mode := "0 (off)"
-	if reuse == 2 {
-		mode = "2 (loopback only)"
+	remedy := "sysctl -w net.ipv4.tcp_tw_reuse=1 (safe for outgoing connections with TCP timestamps on), or let the server close first, or add source addresses"
+	if ts == "0" {
+		remedy = "sysctl -w net.ipv4.tcp_timestamps=1 (tcp_tw_reuse needs them) and net.ipv4.tcp_tw_reuse=1, or let the server close first, or add source addresses"
 	}
-	return warn(fmt.Sprintf("TIME_WAIT churn: %d connections/s keep %s in TIME_WAIT for %d s, more than the %s left; tcp_tw_reuse is %s",
-		t.ConnRate, plural.N(tw, "port"), timeWaitSeconds, plural.N(max(free, 0), "port"), mode),
-		obs, exp, "sysctl -w net.ipv4.tcp_tw_reuse=1 (safe for outgoing connections with TCP timestamps on), or let the server close first, or add source addresses")
+	return warn(fmt.Sprintf("TIME_WAIT churn: %d connections/s keep %s in TIME_WAIT for %d s, more than the %s left; %s",
+		t.ConnRate, plural.N(tw, "port"), timeWaitSeconds, plural.N(max(free, 0), "port"), why),
+		obs, exp, remedy)
 }
 
 func joinPorts(ps []int) string {

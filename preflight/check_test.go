@@ -69,12 +69,12 @@ sysctl: {net.ipv4.tcp_mem: "16777216 16777216 16777216"}`,
 mem_available_bytes: 1073741824`, Target{Sockets: 1000000, Role: Broker}, "mem.available", verdict.Fail, []string{"MemAvailable 1024 MiB"}},
 		{"under memory pressure now", `sockstat: {mem: 200000}`, Target{Sockets: 1000, Role: Broker}, "mem.pressure", verdict.Fail, []string{"pressure"}},
 		{"pressure since boot", `netstat: {TCPMemoryPressures: 3}`, Target{Sockets: 1000, Role: Broker}, "mem.pressure", verdict.Warn, []string{"TCPMemoryPressures 3"}},
-		{"four source addresses suffice", `source_addresses: [192.0.2.20, 192.0.2.21, 192.0.2.22, 192.0.2.23]`,
-			Target{Sockets: 100000, Role: Loadgen, Destinations: []string{"192.0.2.10:1883"}}, "ports.ephemeral", verdict.Pass, nil},
+		{"four bound source addresses suffice", `source_addresses: [192.0.2.20, 192.0.2.21, 192.0.2.22, 192.0.2.23]`,
+			Target{Sockets: 100000, Role: Loadgen, Destinations: []string{"192.0.2.10:1883"}, SourceIPs: []string{"192.0.2.20", "192.0.2.21", "192.0.2.22", "192.0.2.23"}}, "ports.ephemeral", verdict.Pass, nil},
 		{"two destinations double the ports", ``,
 			Target{Sockets: 50000, Role: Loadgen, Destinations: []string{"192.0.2.10:1883", "192.0.2.11:1883"}}, "ports.ephemeral", verdict.Pass, nil},
 		{"IPv6 destination needs IPv6 sources", `source_addresses: [192.0.2.20, "2001:db8::20"]`,
-			Target{Sockets: 60000, Role: Loadgen, Destinations: []string{"[2001:db8::10]:1883"}}, "ports.ephemeral", verdict.Fail, []string{"1 IPv6 source", "need 3 source addresses"}},
+			Target{Sockets: 60000, Role: Loadgen, Destinations: []string{"[2001:db8::10]:1883"}, SourceIPs: []string{"192.0.2.20", "2001:db8::20"}}, "ports.ephemeral", verdict.Fail, []string{"1 IPv6 source", "need 3 source addresses"}},
 		{"reserved ports shrink the range", `sysctl: {net.ipv4.ip_local_reserved_ports: "40000-40999"}`,
 			Target{Sockets: 28000, Role: Loadgen}, "ports.ephemeral", verdict.Fail, []string{"27232 per source address", "need 2 source addresses"}},
 		{"tw_reuse=1 makes churn harmless", `sysctl: {net.ipv4.tcp_tw_reuse: "1"}`,
@@ -402,6 +402,10 @@ func TestBuiltinProfilesSatisfyTheirOwnTarget(t *testing.T) {
 			tg, err := TargetFromProfile(p)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tg.Role == Loadgen && len(tg.SourceIPs) == 0 {
+				// the load generator binds to both (--source-ips)
+				tg.SourceIPs = f.SourceAddresses
 			}
 			if err := tg.Validate(); err != nil {
 				t.Fatal(err)

@@ -63,6 +63,7 @@ func StockDebian12(memTotal uint64) *Facts {
 			"net.ipv4.ip_local_reserved_ports": "",
 			"net.ipv4.tcp_syncookies":          "1",
 			"net.ipv4.tcp_tw_reuse":            "2",
+			"net.ipv4.tcp_timestamps":          "1",
 			"net.ipv4.tcp_fin_timeout":         "60",
 			"net.ipv4.tcp_rmem":                "4096\t131072\t6291456",
 			"net.ipv4.tcp_wmem":                "4096\t16384\t4194304",

@@ -109,6 +109,22 @@ type Conntrack struct {
 	Count uint64 `json:"count" yaml:"count"`
 	// Buckets is the hash size (net.netfilter.nf_conntrack_buckets).
 	Buckets uint64 `json:"buckets" yaml:"buckets"`
+	// Unreadable names the files that exist but could not be read
+	// ("nf_conntrack_count: permission denied"): their value above is 0
+	// and not known. A file that is absent (ENOENT) is not listed: without
+	// nf_conntrack_max the module is not loaded.
+	Unreadable []string `json:"unreadable,omitempty" yaml:"unreadable"`
+}
+
+// unknown says which of nf_conntrack_max, _count and _buckets could not be
+// read ("nf_conntrack_count"), by the prefix of Unreadable's entries.
+func (c Conntrack) unknown(name string) bool {
+	for _, u := range c.Unreadable {
+		if u == name || strings.HasPrefix(u, name+":") {
+			return true
+		}
+	}
+	return false
 }
 
 // ProcessFacts are the limits of the process that will hold the sockets —

@@ -1,6 +1,9 @@
 package preflight
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"strconv"
@@ -12,24 +15,47 @@ import (
 )
 
 // conntrack reads nf_conntrack's table size, only where the module is
-// loaded (like node_exporter's conntrack collector, absence is "no data").
+// loaded (like node_exporter's conntrack collector, absence is "no data"):
+// an absent nf_conntrack_max (ENOENT) means not loaded; one that exists but
+// cannot be read (EACCES in a sandbox, an unprivileged container) means
+// loaded with the value unknown, and so for nf_conntrack_count and
+// nf_conntrack_buckets (Conntrack.Unreadable), never 0.
 func (g *gatherer) conntrack() {
+	var c Conntrack
 	read := func(name string) (uint64, bool) {
 		b, err := os.ReadFile(g.path("/proc/sys/net/netfilter/" + name))
-		if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
 			return 0, false
 		}
-		n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
-		return n, err == nil
+		var n uint64
+		if err == nil {
+			n, err = strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+		}
+		if err != nil {
+			c.Unreadable = append(c.Unreadable, fmt.Sprintf("%s: %v", name, unwrapPath(err)))
+			g.note("/proc/sys/net/netfilter/%s: %v", name, unwrapPath(err))
+		}
+		return n, true
 	}
-	max, ok := read("nf_conntrack_max")
-	if !ok {
+	var ok bool
+	if c.Max, ok = read("nf_conntrack_max"); !ok {
 		return
 	}
-	c := Conntrack{Loaded: true, Max: max}
-	c.Count, _ = read("nf_conntrack_count")
+	c.Loaded = true
+	if c.Count, ok = read("nf_conntrack_count"); !ok {
+		c.Unreadable = append(c.Unreadable, "nf_conntrack_count: absent")
+	}
 	c.Buckets, _ = read("nf_conntrack_buckets")
 	g.f.Conntrack = c
+}
+
+// unwrapPath drops the path of an *fs.PathError (the notes name it).
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // netstat reads the TcpExt counters of /proc/net/netstat (procnet.TcpExt).

@@ -91,7 +91,14 @@ func WriteText(w io.Writer, r *Report, color bool) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "hostprep preflight: %s  (%s)\n", paint(color, ansiBold+statusColor(r.Verdict), strings.ToUpper(string(r.Verdict))), r.Target)
 	h := r.Host
-	fmt.Fprintf(&b, "host: kernel %s, %s, %s RAM, %s available\n", h.Kernel, plural.N(h.CPUs, "CPU"), gib(float64(h.MemTotal)), gib(float64(h.MemAvailable)))
+	ram, avail := "RAM not known", "MemAvailable not known"
+	if h.MemTotal > 0 {
+		ram = gib(float64(h.MemTotal)) + " RAM"
+	}
+	if h.MemAvailable > 0 {
+		avail = gib(float64(h.MemAvailable)) + " available"
+	}
+	fmt.Fprintf(&b, "host: kernel %s, %s, %s, %s\n", h.Kernel, plural.N(h.CPUs, "CPU"), ram, avail)
 	tp := r.TargetProcess
 	fmt.Fprintf(&b, "target process: %s, nofile %s:%s (%s)\n", describeTarget(tp), fmtNofile(tp.NofileSoft), fmtNofile(tp.NofileHard), tp.Source)
 	for _, l := range r.Listeners {
@@ -107,7 +114,7 @@ func WriteText(w io.Writer, r *Report, color bool) error {
 		b.WriteString("\n")
 	}
 	c := r.Capacity
-	fmt.Fprintf(&b, "capacity: about %s (limited by %s; %s of kernel memory per socket, %s)\n", plural.N(c.Sockets, "socket"), c.LimitedBy, plural.N(int(math.Round(c.BytesPerSocket)), "byte"), c.BytesPerSocketSource)
+	fmt.Fprintf(&b, "capacity: %s\n", capacityLine(c))
 	if m := c.Measured; m != nil {
 		fmt.Fprintf(&b, "measured (--active): opened %d of %s as %d loopback connections: both ends counted (client and accepted side both in the measuring process: 2 sockets, 2 fds per connection), %s, %.0f ms, nofile %s:%s\n",
 			m.ReachedSockets, plural.N(m.RequestedSockets, "socket"), m.Connections, plural.N(m.SourceAddresses, "source address"), m.DurationMS, fmtNofile(m.NofileSoft), fmtNofile(m.NofileHard))
@@ -145,4 +152,28 @@ func WriteText(w io.Writer, r *Report, color bool) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// capacityLine is the text report's capacity: the smallest known ceiling,
+// and the ceilings that could not be read, by name.
+func capacityLine(c Capacity) string {
+	var unknown []string
+	for _, u := range c.Unknown {
+		unknown = append(unknown, fmt.Sprintf("%s (%s)", u.Resource, u.Check))
+	}
+	cost := fmt.Sprintf("%s of kernel memory per socket, %s", plural.N(int(math.Round(c.BytesPerSocket)), "byte"), c.BytesPerSocketSource)
+	if len(c.Limits) == 0 {
+		return fmt.Sprintf("not known: no ceiling could be read (%s; %s)", strings.Join(unknown, ", "), cost)
+	}
+	s := fmt.Sprintf("about %s (limited by %s", plural.N(c.Sockets, "socket"), c.LimitedBy)
+	for _, l := range c.Limits {
+		if l.Check == c.LimitedBy && l.Assumed {
+			s += ", " + l.Resource + ": the service's own limit is not known"
+			break
+		}
+	}
+	if len(unknown) > 0 {
+		s += fmt.Sprintf("; at most that: not known are %s", strings.Join(unknown, ", "))
+	}
+	return s + "; " + cost + ")"
 }

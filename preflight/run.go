@@ -57,6 +57,18 @@ type CapacityLimit struct {
 	Resource string `json:"resource"`
 	// Sockets this resource allows.
 	Sockets int64 `json:"sockets"`
+	// Assumed is true when the number is not the target's own: the soft
+	// nofile a login shell here gets, for a server whose process was not
+	// named or found (its owner not visible without root).
+	Assumed bool `json:"assumed,omitempty"`
+}
+
+// UnknownLimit is a ceiling that could not be read.
+type UnknownLimit struct {
+	// Check is the check ID that covers the resource.
+	Check string `json:"check"`
+	// Resource names what could not be read ("MemAvailable (/proc/meminfo)").
+	Resource string `json:"resource"`
 }
 
 // Capacity is how many sockets the host (for this role and target
@@ -69,6 +81,10 @@ type Capacity struct {
 	LimitedBy string `json:"limited_by"`
 	// Limits are the per-resource ceilings considered.
 	Limits []CapacityLimit `json:"limits"`
+	// Unknown are the ceilings that could not be read (meminfo, a sysctl,
+	// the conntrack table): Sockets is the smallest of the known ones, and
+	// may be lower still.
+	Unknown []UnknownLimit `json:"unknown,omitempty"`
 	// BytesPerSocket is the kernel memory per idle socket used, and
 	// BytesPerSocketSource says whether it was measured or estimated (and
 	// why a --active run did not count); BytesPerSocketMeasured is true
@@ -269,14 +285,30 @@ func applyIgnore(checks []verdict.Check, ids []string) {
 	}
 }
 
-// capacityOf is the smallest per-resource ceiling, in sockets.
+// capacityOf is the smallest per-resource ceiling, in sockets: every
+// ceiling a check judges (soft nofile, fs.nr_open, fs.file-max, ports,
+// conntrack, memory), with those that could not be read named in Unknown
+// rather than dropped.
 func capacityOf(f *Facts, t Target) Capacity {
 	var c Capacity
 	add := func(check, res string, n int64) {
 		c.Limits = append(c.Limits, CapacityLimit{Check: check, Resource: res, Sockets: max(n, 0)})
 	}
-	if s := f.Target.NofileSoft; s != Unlimited {
+	unknown := func(check, res string) {
+		c.Unknown = append(c.Unknown, UnknownLimit{Check: check, Resource: res})
+	}
+	if s := f.Target.NofileSoft; s != Unlimited && unseenServer(f.Target, t) {
+		// not the service's own limit: say so, in the limit and the text
+		why, _ := unseenWhy(f, t)
+		c.Limits = append(c.Limits, CapacityLimit{Check: "fd.soft", Assumed: true, Sockets: usableFDs(s),
+			Resource: "soft nofile a login shell here gets, less headroom, assumed: " + why})
+	} else if s != Unlimited {
 		add("fd.soft", "soft nofile of the target process, less headroom", usableFDs(s))
+	}
+	if nr, ok := f.SysInt("fs.nr_open"); ok {
+		add("fd.nr_open", "fs.nr_open (the highest nofile any process gets), less headroom", usableFDs(uint64(max(nr, 0))))
+	} else {
+		unknown("fd.nr_open", "fs.nr_open")
 	}
 	if fm, ok := f.SysInt("fs.file-max"); ok {
 		var alloc int64
@@ -284,14 +316,21 @@ func capacityOf(f *Facts, t Target) Capacity {
 			alloc = nr[0]
 		}
 		add("fd.file_max", "free file handles (fs.file-max - fs.file-nr)", fm-alloc)
+	} else {
+		unknown("fd.file_max", "fs.file-max")
 	}
 	if t.Role == Loadgen {
 		if pc, ok := loadgenCapacity(f, t); ok {
-			add("ports.ephemeral", fmt.Sprintf("ephemeral ports x %d source x %d destination", pc.sources, pc.dests), pc.total)
+			add("ports.ephemeral", "ephemeral ports: "+pc.formula, pc.total)
+		} else {
+			unknown("ports.ephemeral", "net.ipv4.ip_local_port_range")
 		}
 	}
-	if f.Conntrack.Loaded && f.Conntrack.Max > f.Conntrack.Count {
-		add("conntrack", "free nf_conntrack entries", int64(f.Conntrack.Max-f.Conntrack.Count))
+	if ct := f.Conntrack; ct.Loaded && conntrackUnknown(ct) != "" {
+		unknown("conntrack", conntrackUnknown(ct))
+	} else if ct.Loaded && conntrackTracking(ct) {
+		// a full table (count >= max) allows no new connection
+		add("conntrack", "free nf_conntrack entries", int64(ct.Max)-int64(min(ct.Count, ct.Max)))
 	}
 	if t.Role == IoTDB {
 		if rooms, _ := threadRooms(f); len(rooms) > 0 {
@@ -308,6 +347,8 @@ func capacityOf(f *Facts, t Target) Capacity {
 	c.BytesPerSocketMeasured, _ = measuredCost(f)
 	if f.MemAvailable > 0 {
 		add("mem.available", "MemAvailable / kernel bytes per socket", int64(float64(f.MemAvailable)/c.BytesPerSocket))
+	} else {
+		unknown("mem.available", "MemAvailable (/proc/meminfo)")
 	}
 	c.Sockets = math.MaxInt64
 	for _, l := range c.Limits {

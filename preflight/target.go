@@ -45,8 +45,9 @@ type Target struct {
 	// Destinations are ip:port endpoints a loadgen connects to; empty means
 	// one destination is assumed.
 	Destinations []string `json:"destinations,omitempty"`
-	// SourceIPs overrides the host's global addresses as the loadgen's
-	// source addresses (--source-ips).
+	// SourceIPs are the addresses the loadgen binds its sockets to
+	// (--source-ips); empty means a plain connect(), one source address
+	// (the route's preferred source) per destination.
 	SourceIPs []string `json:"source_ips,omitempty"`
 	// ServicePorts are ports a service on this host must be able to bind
 	// (from the profile: reserve_ports and probe ports); they must not lie

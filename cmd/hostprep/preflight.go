@@ -168,7 +168,7 @@ Checks (IDs for --ignore):
 	f.StringVar(&role, "role", "", "broker (accepts connections), loadgen (opens them) or iotdb; default broker, or the profile's")
 	f.Var(&connRate, "conn-rate", "new connections per second: 2000, 2000/s or 120000/m (default 2000)")
 	f.StringArrayVar(&t.Destinations, "dest", nil, "loadgen destination ip:port (repeatable); default one destination")
-	f.StringSliceVar(&t.SourceIPs, "source-ips", nil, "loadgen source addresses (comma-separated); default the host's global addresses")
+	f.StringSliceVar(&t.SourceIPs, "source-ips", nil, "loadgen source addresses it binds to (comma-separated); default: one per destination, the route's preferred source (plain connect())")
 	f.IntVar(&opts.PID, "pid", 0, "PID of the process that will hold the sockets (reads /proc/PID/limits)")
 	f.StringVar(&opts.Service, "service", "", "systemd unit that will hold the sockets (reads its LimitNOFILE)")
 	f.StringVar(&profile, "profile", "", "profile (built-in name or file) whose preflight section is the target")
