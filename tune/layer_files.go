@@ -189,7 +189,7 @@ func rollbackFile(path string, f *journal.File) (*Change, *Skip, error) {
 		return nil, nil, nil // already original
 	}
 	if !exists || journal.SHA256(cur) != f.SetSHA256 {
-		return nil, &Skip{File: path, Layer: Persistent, Current: describe(cur, exists), Reason: leftReason(path, cur, exists)}, nil
+		return nil, leftFile(path, f, cur, exists), nil
 	}
 	if f.Existed {
 		uid, gid := f.Owner.IDs()
@@ -215,12 +215,65 @@ func rollbackLink(path string, f *journal.File) (*Change, *Skip, error) {
 		return nil, nil, err
 	}
 	if _, isLink := files.Link(path); isLink || !exists || journal.SHA256(cur) != f.SetSHA256 {
-		return nil, &Skip{File: path, Layer: Persistent, Current: describe(cur, exists), Reason: leftReason(path, cur, exists)}, nil
+		return nil, leftFile(path, f, cur, exists), nil
 	}
 	if err := files.RestoreLink(path, f.Link); err != nil {
 		return nil, nil, err
 	}
 	return &Change{File: path, Layer: Persistent, From: describe(cur, true), To: "symlink to " + f.Link, Reason: "original symbolic link restored"}, nil, nil
+}
+
+// leftFile is the Skip for an owned file someone else changed after
+// hostprep wrote it: it stays as it is, and when hostprep had replaced a
+// file (or symbolic link) there, that original is saved next to it as
+// PATH.hostprep-original (a name no loader reads: sysctl.d, limits.d and
+// systemd read only *.conf) and the reason names it; dropping it with the
+// journal would lose it for good.
+func leftFile(path string, f *journal.File, cur []byte, exists bool) *Skip {
+	sk := &Skip{File: path, Layer: Persistent, Current: describe(cur, exists), Reason: leftReason(path, cur, exists)}
+	if !f.Existed && f.Link == "" {
+		return sk
+	}
+	saved, err := saveOriginal(path, f)
+	if err != nil {
+		sk.Reason += fmt.Sprintf("; the file hostprep replaced there could not be saved (%v): it was %s", err, describe(f.Original, true))
+		return sk
+	}
+	what := describe(f.Original, true)
+	if f.Link != "" {
+		what = "a symlink to " + f.Link
+	}
+	sk.Reason += fmt.Sprintf("; the file hostprep replaced there (%s) is saved as %s", what, saved)
+	return sk
+}
+
+// saveOriginal writes f's original (bytes with their mode and owner, or
+// the symbolic link) to PATH.hostprep-original, or .2, .3... when that
+// name holds something else, and returns the name used.
+func saveOriginal(path string, f *journal.File) (string, error) {
+	for i := 1; ; i++ {
+		name := path + ".hostprep-original"
+		if i > 1 {
+			name += fmt.Sprintf(".%d", i)
+		}
+		if t, ok := files.Link(name); ok {
+			if t == f.Link {
+				return name, nil // saved by an earlier rollback
+			}
+			continue
+		}
+		if _, err := os.Lstat(name); err == nil {
+			if f.Link == "" && files.Same(name, f.Original) {
+				return name, nil
+			}
+			continue
+		}
+		if f.Link != "" {
+			return name, files.RestoreLink(name, f.Link)
+		}
+		uid, gid := f.Owner.IDs()
+		return name, files.WriteAtomicOwned(name, f.Original, fs.FileMode(f.Mode).Perm(), uid, gid)
+	}
 }
 
 // leftReason says why rollback leaves an owned file someone else changed,

@@ -3,6 +3,7 @@ package tune
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hostprep/hostprep/profiles"
@@ -78,6 +79,60 @@ func TestRollbackRestoresSymlinks(t *testing.T) {
 			h.assertUnchanged(before)
 			if b, _ := os.ReadFile(outside); string(b) != "net.core.somaxconn = 7\n" {
 				t.Errorf("the build host's %s changed: %q", outside, b)
+			}
+		})
+	}
+}
+
+// An owned file someone edited after hostprep wrote it stays as they left
+// it at rollback, and the file hostprep had replaced there (bytes with
+// mode, or a symbolic link) is saved as PATH.hostprep-original, a name no
+// loader reads, and named in the result. Field case: rollback dropped the
+// journal and an admin's original link was gone for good.
+func TestRollbackOfEditedFileSavesTheOriginal(t *testing.T) {
+	for _, c := range []struct {
+		name, link string
+		body       []byte
+	}{
+		{"a symbolic link", "../tuning/60.conf", nil},
+		{"a 0600 file", "", []byte("net.core.somaxconn = 1024\n")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHost(t, nil)
+			conf := filepath.Join(h.root, files.SysctlConf)
+			if c.link != "" {
+				must(t, os.Symlink(c.link, conf))
+			} else {
+				must(t, os.WriteFile(conf, c.body, 0o600))
+			}
+			_, err := h.apply(&profiles.Profile{Name: "e", Sysctl: map[string]profiles.Sysctl{"net.core.somaxconn": {Value: "8192", Mode: profiles.AtLeast}}})
+			must(t, err)
+			edited, err := os.ReadFile(conf)
+			must(t, err)
+			edited = append(edited, "vm.swappiness = 10\n"...)
+			must(t, os.WriteFile(conf, edited, 0o644))
+			r := h.rollback()
+			if b, _ := os.ReadFile(conf); string(b) != string(edited) {
+				t.Errorf("the edited file was changed by rollback: %q", b)
+			}
+			saved := conf + ".hostprep-original"
+			if c.link != "" {
+				if got, err := os.Readlink(saved); err != nil || got != c.link {
+					t.Errorf("original link not saved: %q %v", got, err)
+				}
+			} else {
+				b, err := os.ReadFile(saved)
+				fi, _ := os.Stat(saved)
+				if err != nil || string(b) != string(c.body) || fi.Mode().Perm() != 0o600 {
+					t.Errorf("original file not saved with its mode: %q %v", b, err)
+				}
+			}
+			var named bool
+			for _, k := range r.Left {
+				named = named || (k.File == conf && strings.Contains(k.Reason, saved))
+			}
+			if !named {
+				t.Errorf("rollback result does not name %s: %+v", saved, r.Left)
 			}
 		})
 	}
