@@ -72,8 +72,8 @@ func (p *Profile) applySet(s string) error {
 // setWhole parses val as a whole number for --set s of key.
 func setWhole(s, key, val string) (int, error) {
 	n, err := strconv.Atoi(val)
-	if err != nil {
-		return 0, exitcode.BadInputf("--set %q: %s needs a whole number, e.g. %s=1048576", s, key, key)
+	if err != nil || !decimalRE.MatchString(val) {
+		return 0, exitcode.BadInputf("--set %q: %s needs a whole number in decimal digits, e.g. %s=1048576", s, key, key)
 	}
 	return n, nil
 }

@@ -378,3 +378,23 @@ func TestBoundSaysWhichSide(t *testing.T) {
 		}
 	}
 }
+
+// TestIntegersAreDecimal: an integer field takes decimal digits only, in
+// a file and in --set alike; yaml.v3 alone also reads 0x400, 0o1000
+// (512: a typo for 1000 passed unseen), 1_024, 1024.0 and 01024.
+func TestIntegersAreDecimal(t *testing.T) {
+	for _, v := range []string{"0x400", "0o1000", "1_024", "1024.0", "01024", "+1024"} {
+		_, err := Parse("p.yaml", []byte("limits:\n  nofile: {soft: "+v+", hard: 1048576}\n"))
+		if err == nil || !strings.Contains(err.Error(), "p.yaml:2:18: limits.nofile.soft") || !strings.Contains(err.Error(), "decimal") {
+			t.Errorf("soft: %s: %v", v, err)
+		}
+		if _, err := Load("ready-small", []string{"limits.nofile.soft=" + v}); err == nil || !strings.Contains(err.Error(), "decimal") {
+			t.Errorf("--set limits.nofile.soft=%s: %v", v, err)
+		}
+	}
+	for _, v := range []string{"1024", "0"} {
+		if _, err := Parse("p.yaml", []byte("probe:\n  mqtt: {clients: "+v+"}\n")); err != nil {
+			t.Errorf("clients: %s: %v", v, err)
+		}
+	}
+}

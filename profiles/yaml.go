@@ -360,7 +360,27 @@ func checkScalar(n *yaml.Node, t reflect.Type, path []string) error {
 	if err := n.Decode(v.Interface()); err != nil {
 		return errAt(n, "%s: %s is not %s", displayPath(path), valueText(n.Value), scalarWant(t))
 	}
+	if isPlainInt(t) && !decimalRE.MatchString(n.Value) {
+		// yaml.v3 also reads 0x400, 0o1000, 1_024 and 1024.0 into an
+		// integer field: a typo (0o1000 is 512) would pass unseen.
+		return errAt(n, "%s: %s: write a whole number in decimal digits (no 0x, 0o, _, leading 0 or fraction)", displayPath(path), valueText(n.Value))
+	}
 	return nil
+}
+
+// decimalRE is an integer as a profile writes it.
+var decimalRE = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+
+// isPlainInt says whether t is an integer field yaml.v3 decodes itself
+// (not time.Duration, not a type with its own UnmarshalYAML).
+func isPlainInt(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+	default:
+		return false
+	}
+	return t != durationType && !reflect.PointerTo(t).Implements(reflect.TypeFor[yaml.Unmarshaler]())
 }
 
 func nameOr(path []string, def string) string {
