@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -202,5 +203,74 @@ func TestKeptDatabaseSurvivesLostCreateAnswerOnRealIoTDB(t *testing.T) {
 	}
 	if !slices.Contains(databases(t, base), db) {
 		t.Errorf("the kept database %s was deleted", db)
+	}
+}
+
+// dropAnswerTo is a relay to target that drops the connection instead of
+// passing on the answer to the first request that holds stmt: the server
+// carries the statement out, the probe never hears back.
+func dropAnswerTo(t *testing.T, target, stmt string) string {
+	var armed, done atomic.Bool
+	return relay(t, target, func(_ int, c, s net.Conn) {
+		go func() {
+			defer s.Close()
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := c.Read(buf)
+				if n > 0 && !done.Load() && bytes.Contains(buf[:n], []byte(stmt)) {
+					armed.Store(true) // before the server can answer it
+				}
+				if n > 0 {
+					if _, werr := s.Write(buf[:n]); werr != nil {
+						return
+					}
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+		defer c.Close()
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := s.Read(buf)
+			if n > 0 && armed.Load() && done.CompareAndSwap(false, true) {
+				return // drop the connection: the answer is lost
+			}
+			if n > 0 {
+				if _, werr := c.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	})
+}
+
+// A DELETE DATABASE whose answer is lost (the connection drops after the
+// server carried it out) is no failed clean-up: asked again on a fresh
+// call, the database is gone, so there is no iotdb.cleanup warning naming
+// a database that is not there.
+func TestLostDeleteAnswerIsNoLeftoverOnRealIoTDB(t *testing.T) {
+	base := realConfig(t, ScenarioWrite)
+	cfg := cleanupConfig(t, dropAnswerTo(t, base.addr(), "DELETE DATABASE"), time.Second)
+	cfg.Password, cfg.RunID = base.Password, "lostdelete"
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Kept || res.DeleteError != "" || slices.ContainsFunc(res.Checks, func(c verdict.Check) bool { return c.ID == CheckCleanup }) {
+		t.Errorf("kept %v, delete error %q, checks %v: want a clean-up that succeeded", res.Kept, res.DeleteError, res.Checks)
+	}
+	if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "was lost") }) {
+		t.Errorf("notes %q: want one saying the answer was lost", res.Notes)
+	}
+	if slices.Contains(databases(t, base), res.Prefix) {
+		t.Errorf("%s is left on the server", res.Prefix)
+		s := testSession(t, base)
+		defer s.Close()
+		_ = s.ExecuteNonQueryStatement("DELETE DATABASE " + res.Prefix)
 	}
 }

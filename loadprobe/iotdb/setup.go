@@ -339,22 +339,40 @@ func deleteStatement(w *workload, res *Result) string {
 // run's context is cancelled, each call under the admin deadline
 // (AdminCallTimeout). What is already gone (DATABASE_NOT_EXIST,
 // PATH_NOT_EXIST: a create whose answer was lost and that did not happen)
-// counts as deleted. A failure is recorded in res (Kept, DeleteError, a
+// counts as deleted, and so does a delete whose answer was lost
+// (mayHaveRun) when a fresh call finds nothing left (stillThere; it is
+// deleted again once if it is still there). A failure is recorded in res (Kept, DeleteError, a
 // note; Run adds the warning check CheckCleanup) and returned as
 // "; <what> was left on <target> (...): delete it with: <statement>" for
 // an error message ("" when deleted).
 func dropProbeData(p *sessionPool, w *workload, res *Result, paths []string) string {
-	var err error
-	if res.CreatedDatabase {
-		err = admin(context.Background(), p, func(s *session) error { return s.exec("DELETE DATABASE " + w.prefix) })
-	} else {
-		for i := 0; i < len(paths) && (err == nil || gone(err)); i += seriesChunk {
-			chunk := paths[i:min(i+seriesChunk, len(paths))]
-			err = admin(context.Background(), p, func(s *session) error { return s.deleteSeries(chunk) })
+	del := func() error {
+		var err error
+		if res.CreatedDatabase {
+			err = admin(context.Background(), p, func(s *session) error { return s.exec("DELETE DATABASE " + w.prefix) })
+		} else {
+			for i := 0; i < len(paths) && (err == nil || gone(err)); i += seriesChunk {
+				chunk := paths[i:min(i+seriesChunk, len(paths))]
+				err = admin(context.Background(), p, func(s *session) error { return s.deleteSeries(chunk) })
+			}
 		}
+		if gone(err) {
+			return nil
+		}
+		return err
 	}
-	if gone(err) {
-		err = nil
+	err := del()
+	if mayHaveRun(err) {
+		// The answer was lost (connection dropped, deadline): the delete
+		// may have been carried out. Ask on a fresh call; delete again
+		// once if it was not.
+		switch stillThere(p, w, res) {
+		case 0:
+			res.Notes = append(res.Notes, fmt.Sprintf("the answer to the delete of %s was lost (%v), but it is gone", w.prefix, err))
+			err = nil
+		case 1:
+			err = del()
+		}
 	}
 	if err == nil && w.shared {
 		err = dropIfEmpty(p, w.prefix)
@@ -367,6 +385,35 @@ func dropProbeData(p *sessionPool, w *workload, res *Result, paths []string) str
 	res.Notes = append(res.Notes, fmt.Sprintf("could not delete %s: %v%s; delete it with: %s", w.prefix, err,
 		explain(err, res.ServerVersion), deleteStatement(w, res)))
 	return fmt.Sprintf("; %s was left on %s (delete failed: %v): delete it with: %s", w.prefix, res.Target, err, deleteStatement(w, res))
+}
+
+// stillThere asks the server, on a fresh call, whether what the probe
+// deletes is still there: its database (when it created it) or a time
+// series under its prefix. 1 when it is, 0 when not, -1 when the server
+// could not say.
+func stillThere(p *sessionPool, w *workload, res *Result) int {
+	if res.CreatedDatabase {
+		found, err := listed(context.Background(), p, w.prefix)
+		if err != nil {
+			return -1
+		}
+		if found {
+			return 1
+		}
+		return 0
+	}
+	n := 0
+	err := queryRows(context.Background(), p, "SHOW TIMESERIES "+w.prefix+".** LIMIT 1", func(*client.SessionDataSet) error {
+		n = 1
+		return nil
+	})
+	switch {
+	case gone(err):
+		return 0
+	case err != nil:
+		return -1
+	}
+	return n
 }
 
 // gone tells an error saying that what was to be deleted does not exist
