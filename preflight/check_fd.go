@@ -213,6 +213,11 @@ func softRemedy(f *Facts, need uint64) string {
 		}
 		return fmt.Sprintf("`ulimit -n %d` in the shell that starts the process", soft)
 	}
+	if ceiling, _, blocked := hostCeiling(f); blocked && need > ceiling && p.CapSysResource && !underSystemd(f) {
+		// No login or restart here gets it (the bounding set); only the
+		// process itself can, with its own CAP_SYS_RESOURCE.
+		return live(need, need)
+	}
 	if need <= p.NofileHard || canRaise(f) {
 		return fmt.Sprintf("hostprep tune apply with limits.nofile {soft: %d, hard: %d} (it writes its own /etc/security/limits.d/60-hostprep.conf, for * and root) and start the process from a new login, or %s", need, max(need, p.NofileHard), live(need, max(need, p.NofileHard)))
 	}
@@ -241,6 +246,12 @@ func checkFDHard(f *Facts, t Target) verdict.Check {
 	switch ceiling, _, blocked := hostCeiling(f); {
 	case underSystemd(f):
 		remedy = systemdRemedy(p.Unit, need)
+	case p.CapSysResource && p.PID > 0 && blocked:
+		// fd.raise passes: the process itself can raise it, though no
+		// other process here can (prlimit from here fails with EPERM).
+		remedy = fmt.Sprintf("the process has CAP_SYS_RESOURCE (fd.raise), so it can raise its own hard limit up to fs.nr_open: have pid %d set %d:%d itself (its own setting for it, or setrlimit); prlimit from here cannot: CAP_SYS_RESOURCE is not in this host's bounding set", p.PID, need, need)
+	case p.CapSysResource && p.PID > 0:
+		remedy = fmt.Sprintf("the process has CAP_SYS_RESOURCE (fd.raise): as root, prlimit --pid %d --nofile=%d:%d, or have it raise its own", p.PID, need, need)
 	case blocked && ceiling < need:
 		remedy = "no process on this host can get it (fd.raise: CAP_SYS_RESOURCE is not in the capability bounding set): " + splitRemedy(t, need, ceiling)
 	case blocked && f.HereNofileHard >= need:

@@ -546,3 +546,25 @@ func TestHardRemediesUseTheShellsLimit(t *testing.T) {
 		}
 	}
 }
+
+// A target that holds CAP_SYS_RESOURCE itself (PID 1 here: CapEff has it
+// though the bounding set no longer does) can raise its own hard limit,
+// as fd.raise says: fd.hard does not call the limit out of reach, and
+// fd.soft does not send the user to tune and a new login, which the
+// bounding set keeps below the target.
+func TestRemediesForATargetThatHoldsTheCapability(t *testing.T) {
+	f := &Facts{Target: ProcessFacts{ManagedBy: "shell", PID: 1, NofileSoft: 32768, NofileHard: 32768, CapSysResource: true, NoRaiseBound: true, Source: "/proc/1/limits"},
+		HereNofileHard: 20000, Pid1Nofile: &profiles.Limit{Soft: 32768, Hard: 32768}}
+	target := Target{Sockets: 50000, Role: Broker}
+	if c := checkFDRaise(f, target); c.Status != verdict.Pass {
+		t.Fatalf("fd.raise %s: %s", c.Status, c.Summary)
+	}
+	hard := checkFDHard(f, target)
+	if strings.Contains(hard.Remedy, "no process on this host can get it") || !strings.Contains(hard.Remedy, "have pid 1 set 50500:50500 itself") {
+		t.Errorf("fd.hard remedy contradicts fd.raise: %s", hard.Remedy)
+	}
+	soft := checkFDSoft(f, target)
+	if strings.Contains(soft.Remedy, "new login") || strings.Contains(soft.Remedy, "prlimit --pid") || !strings.Contains(soft.Remedy, "have pid 1 raise its own limit to 50500:50500") {
+		t.Errorf("fd.soft remedy: %s", soft.Remedy)
+	}
+}
