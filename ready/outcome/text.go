@@ -59,6 +59,9 @@ func WriteText(w io.Writer, r *Result) error {
 		}
 		fmt.Fprintln(w)
 	}
+	if !r.DryRun && r.Verdict != NotReady && !probed(r) {
+		fmt.Fprintln(w, "  no probe ran: this verdict rests on the tuning and the preflight, not on a measured load (add probe.mqtt or probe.iotdb to the profile, or pass --mqtt / --iotdb)")
+	}
 	fmt.Fprintf(w, "  host %s, profile %s, changed: %s, %.1f s\n", r.Host, r.Profile, changed, r.DurationMS/1000)
 	for _, s := range r.Steps {
 		fmt.Fprintf(w, "  %-4s  %-12s %s\n", strings.ToUpper(string(s.Verdict)), s.Name, s.Summary)
@@ -88,4 +91,14 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// probed says whether a probe step ran (was not skipped).
+func probed(r *Result) bool {
+	for _, name := range []string{StepProbeMQTT, StepProbeIoTDB} {
+		if s := r.Step(name); s != nil && s.Verdict != verdict.Skip {
+			return true
+		}
+	}
+	return false
 }

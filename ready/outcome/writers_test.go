@@ -243,3 +243,25 @@ func TestReadyJSONAlwaysHasTheLists(t *testing.T) {
 		}
 	}
 }
+
+// A READY with no probe run says so: the verdict then rests on the
+// tuning and the preflight alone.
+func TestTextSaysWhenNoProbeRan(t *testing.T) {
+	steps := []Step{
+		{Name: StepTune, Verdict: verdict.Skip, Summary: "--no-tune"},
+		{Name: StepPreflight, Verdict: verdict.Pass},
+		{Name: StepProbeMQTT, Verdict: verdict.Skip, Summary: "not run: no MQTT probe"},
+		{Name: StepProbeIoTDB, Verdict: verdict.Skip, Summary: "not run: no IoTDB target"},
+	}
+	for _, probe := range []verdict.Status{verdict.Skip, verdict.Pass} {
+		steps[2].Verdict = probe
+		r := &Result{Host: "h", Profile: "p", Verdict: VerdictOf(steps, false), Steps: steps}
+		var b bytes.Buffer
+		if err := WriteText(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		if said := strings.Contains(b.String(), "no probe ran"); said != (probe == verdict.Skip) || r.Verdict != Ready {
+			t.Errorf("MQTT probe %s: verdict %s, says no probe ran: %v\n%s", probe, r.Verdict, said, b.String())
+		}
+	}
+}
