@@ -81,7 +81,7 @@ func TestCLIOnRealIoTDB(t *testing.T) {
 
 	// A threshold that cannot be met: exit 1 naming the check.
 	_, stderr, code = testenv.Run(t, nil, "probe", "iotdb", "--host", host, "--port", port, "--password-file", pwFile,
-		"--steps", "1", "--step-duration", "500ms", "--min-tps", "1e9")
+		"--steps", "1", "--step-duration", "500ms", "--min-tps", "9000000")
 	if code != 1 || !strings.Contains(stderr, "iotdb.min_tps") {
 		t.Errorf("unmeetable --min-tps: exit %d, stderr %s; want 1 naming iotdb.min_tps", code, stderr)
 	}
