@@ -247,3 +247,32 @@ func TestImageModeRootMustExist(t *testing.T) {
 		t.Errorf("a refused --root left %d entries in %s, want only a-file", len(ents), parent)
 	}
 }
+
+// A limits file left behind whose hard nofile is above even the
+// fs.nr_open hostprep set (an edit to 3000000 over 2097152) is not
+// protected by keeping hostprep's fs.nr_open or its sysctl.d file: both
+// are rolled back, and the journal is not kept waiting for a fix that
+// keeping them could not make work.
+func TestRollbackKeepsNothingThatCannotHelp(t *testing.T) {
+	h := newHost(t, nil)
+	al := profiles.AtLeast
+	p := &profiles.Profile{Name: "broker", Sysctl: map[string]profiles.Sysctl{"fs.nr_open": {Value: "2097152", Mode: al}},
+		Limits: profiles.Limits{Nofile: &profiles.Limit{Soft: 2097152, Hard: 2097152}}}
+	if _, err := h.apply(p); err != nil {
+		t.Fatal(err)
+	}
+	limits := filepath.Join(h.root, "etc/security/limits.d/60-hostprep.conf")
+	b, err := os.ReadFile(limits)
+	must(t, err)
+	must(t, os.WriteFile(limits, []byte(strings.ReplaceAll(string(b), "2097152", "3000000")), 0o644))
+	r := h.rollback()
+	if len(r.Kept) != 0 || r.JournalKept {
+		t.Errorf("kept %+v (journal kept %v): keeping fs.nr_open 2097152 cannot serve a hard nofile of 3000000", r.Kept, r.JournalKept)
+	}
+	if got := h.get("fs.nr_open"); got != "1048576" {
+		t.Errorf("fs.nr_open = %s, want the original 1048576", got)
+	}
+	if _, err := os.Stat(filepath.Join(h.root, files.SysctlConf)); err == nil {
+		t.Errorf("hostprep's sysctl.d file was kept")
+	}
+}

@@ -153,8 +153,8 @@ func (r *rollbackRun) scanLeft() {
 }
 
 // keepForBootNofile returns a Kept entry when path is hostprep's sysctl.d
-// file and restoring it would leave fs.nr_open at the next boot below
-// r.need, the hard nofile a left-behind file (r.needFile) sets: the
+// file, fs.nr_open at the next boot covers r.need with it, and restoring
+// it would leave fs.nr_open below r.need, the hard nofile a left-behind file (r.needFile) sets: the
 // runtime key may be kept, but without the file the host boots with the
 // lower fs.nr_open and logins fail to set that limit. nil otherwise.
 func (r *rollbackRun) keepForBootNofile(path string) *Skip {
@@ -169,6 +169,9 @@ func (r *rollbackRun) keepForBootNofile(path string) *Skip {
 	n, from, err := lowestAtBoot(r.env.bootRoot(), map[string][]byte{r.env.relPath(path): orig}, keyNrOpen, defaultNrOpen)
 	if err != nil || n >= r.need {
 		return nil
+	}
+	if with, _, err := lowestAtBoot(r.env.bootRoot(), nil, keyNrOpen, defaultNrOpen); err == nil && with < r.need {
+		return nil // already below with the file: keeping it protects nothing
 	}
 	cur, _, _ := files.Read(path)
 	return &Skip{File: path, Layer: Persistent, Current: describe(cur, true),
