@@ -91,7 +91,7 @@ func (res *Result) HTMLCharts() ([]template.HTML, error) {
 			Y: col(func(s Second) float64 { return float64(s.Acked) }), Color: chart.Palette[1]})
 		lat.Series = append(lat.Series, chart.Series{Name: "publish -> ack p95", X: ts, Y: col(func(s Second) float64 { return noSample(s.AckP95, s.Acked) }), Color: chart.Palette[1]})
 	}
-	lat.Series = append(lat.Series, chart.Series{Name: "end-to-end p95", X: ts, Y: col(func(s Second) float64 { return noSample(s.E2EP95, s.Received) }), Color: chart.Palette[2]})
+	lat.Series = append(lat.Series, chart.Series{Name: "end-to-end p95", X: ts, Y: col(func(s Second) float64 { return noSample(s.E2EP95, s.e2eSamples()) }), Color: chart.Palette[2]})
 	charts = append(charts, lat)
 	out, err := chart.LinesHTML(charts)
 	if err != nil {
@@ -137,7 +137,7 @@ func (res *Result) heatMap() chart.HeatMap {
 	}
 	for _, s := range res.Series {
 		h.Columns = append(h.Columns, strconv.Itoa(s.T))
-		cell := []float64{sample(noSample(s.E2EP95, s.Received))}
+		cell := []float64{sample(noSample(s.E2EP95, s.e2eSamples()))}
 		if res.Config.QoS > 0 {
 			cell = append(cell, sample(noSample(s.AckP95, s.Acked)))
 		}

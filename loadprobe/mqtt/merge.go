@@ -169,6 +169,8 @@ func (m *Result) addSeries(series []Second) {
 		d.Published += sec.Published
 		d.Acked += sec.Acked
 		d.Received += sec.Received
+		d.Lost += sec.Lost
+		d.E2ECensored = d.E2ECensored || sec.E2ECensored
 		d.AckP95 = max(d.AckP95, sec.AckP95)
 		d.E2EP95 = max(d.E2EP95, sec.E2EP95)
 	}

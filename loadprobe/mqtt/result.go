@@ -228,16 +228,54 @@ type Throughput struct {
 	RequestedPerSec float64 `json:"requested_per_s"`
 }
 
-// Second is one row of the per-second series (--csv).
+// Second is one row of the per-second series (--csv). Second T covers
+// [T-1 s, T s) from the start of the schedule (the common start of a
+// fleet's shards), ramp and drain included. Connected is the clients
+// connected at its end; Published, Acked and Received count the events of
+// that second; AckP95 and E2EP95 (ms) are the p95 of the acks and
+// deliveries that arrived in it, an ack never received counted at its
+// censoring (>= Grace). Lost counts the messages scheduled in that second
+// that no subscriber received by the end of the run: when they are more
+// than 5% of the second's messages, its e2e p95 is at least Grace (they
+// would sit above the 95th percentile of delivered ones), and E2ECensored
+// says so. A p95 over the survivors alone would draw a healthy broker
+// while it drops most messages.
 type Second struct {
-	T         int     `json:"t_s"`
-	Connected int64   `json:"connected"`
-	Published int64   `json:"published"`
-	Acked     int64   `json:"acked"`
-	Received  int64   `json:"received"`
-	AckP95    float64 `json:"ack_p95_ms"`
-	E2EP95    float64 `json:"e2e_p95_ms"`
+	T           int     `json:"t_s"`
+	Connected   int64   `json:"connected"`
+	Published   int64   `json:"published"`
+	Acked       int64   `json:"acked"`
+	Received    int64   `json:"received"`
+	Lost        int64   `json:"lost"`
+	AckP95      float64 `json:"ack_p95_ms"`
+	E2EP95      float64 `json:"e2e_p95_ms"`
+	E2ECensored bool    `json:"e2e_censored,omitempty"`
 }
+
+// lostShare is the share of a second's messages that may be lost before
+// its e2e p95 is censored: a p95 leaves out the slowest 5%.
+const lostShare = 0.05
+
+// censorSeries adds to each second of series the messages scheduled in it
+// that were never delivered (lostAt[t-1]) and raises the e2e p95 of a
+// second that lost more than lostShare of them to the grace, in ms.
+func censorSeries(series []Second, lostAt []int64, grace time.Duration) {
+	for i := range series {
+		if i >= len(lostAt) || lostAt[i] == 0 {
+			continue
+		}
+		s := &series[i]
+		s.Lost = lostAt[i]
+		if float64(s.Lost) > lostShare*float64(max(s.Published, s.Lost)) {
+			s.E2EP95 = max(s.E2EP95, float64(grace)/1e6)
+			s.E2ECensored = true
+		}
+	}
+}
+
+// e2eSamples is the number of end-to-end latencies second s's p95 stands
+// on: deliveries and censored losses.
+func (s Second) e2eSamples() int64 { return s.Received + s.Lost }
 
 // noSample is NaN for a per-second p95 of no sample (count 0): a second
 // in which the broker acked or delivered nothing has no latency, and 0
@@ -250,7 +288,7 @@ func noSample(p95 float64, count int64) float64 {
 }
 
 // MarshalJSON writes ack_p95_ms and e2e_p95_ms as null for a second with
-// no ack or no delivery (noSample); decoding null leaves 0.
+// no ack, or no delivery and no loss (noSample); decoding null leaves 0.
 func (s Second) MarshalJSON() ([]byte, error) {
 	type plain Second
 	v := struct {
@@ -261,7 +299,7 @@ func (s Second) MarshalJSON() ([]byte, error) {
 	if s.Acked > 0 {
 		v.AckP95 = &s.AckP95
 	}
-	if s.Received > 0 {
+	if s.e2eSamples() > 0 {
 		v.E2EP95 = &s.E2EP95
 	}
 	return json.Marshal(v)
@@ -275,6 +313,9 @@ const scheduleAllowance = 0.01
 // latencies (censored) and the deliveries of messages never published.
 type missing struct {
 	e2e, warmE2E *latency.Recorder
+	// lostAt counts the lost messages by the series second they were
+	// scheduled in (index t-1; see Second).
+	lostAt []int64
 	// inFlight are those published less than Grace before an interrupt.
 	inFlight int64
 	// unexpected counts deliveries with a sequence number the publisher
@@ -336,6 +377,12 @@ func (r *run) censorMissing() missing {
 					rec = ms.warmE2E
 				}
 				rec.RecordCensored(time.Duration(now-sched), r.cfg.Grace)
+				if i := int((sched - r.start) / int64(time.Second)); sched >= r.start && i < 1<<20 {
+					for len(ms.lostAt) <= i {
+						ms.lostAt = append(ms.lostAt, 0)
+					}
+					ms.lostAt[i]++
+				}
 			}
 		}
 	}
@@ -356,6 +403,7 @@ func snapshots(h [5]*latency.Recorder) Histograms {
 func (r *run) fill(res *Result) {
 	cfg := &r.cfg
 	lost := r.censorMissing()
+	censorSeries(res.Series, lost.lostAt, cfg.Grace)
 	r.fillLatency(res, lost)
 	cn, first := r.connects()
 	res.Connects = cn
@@ -856,16 +904,18 @@ func csvMS(v float64) string {
 	return strconv.FormatFloat(v, 'f', 3, 64)
 }
 
-// WriteCSV writes the per-second series: t_s, connected, published,
-// acked, received (per second) and ack/e2e p95 in ms (empty in a second
-// with no ack or no delivery).
+// WriteCSV writes the per-second series (Second): t_s, connected,
+// published, acked and received per second, ack/e2e p95 in ms (empty in
+// a second with no ack, or no delivery and no loss), the messages
+// scheduled in the second and never delivered, and whether its e2e p95 is
+// censored at the grace because of them.
 func (res *Result) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"t_s", "connected", "published_per_s", "acked_per_s", "received_per_s", "ack_p95_ms", "e2e_p95_ms"})
+	_ = cw.Write([]string{"t_s", "connected", "published_per_s", "acked_per_s", "received_per_s", "ack_p95_ms", "e2e_p95_ms", "lost", "e2e_censored"})
 	for _, s := range res.Series {
 		_ = cw.Write([]string{strconv.Itoa(s.T), strconv.FormatInt(s.Connected, 10), strconv.FormatInt(s.Published, 10),
 			strconv.FormatInt(s.Acked, 10), strconv.FormatInt(s.Received, 10),
-			csvMS(noSample(s.AckP95, s.Acked)), csvMS(noSample(s.E2EP95, s.Received))})
+			csvMS(noSample(s.AckP95, s.Acked)), csvMS(noSample(s.E2EP95, s.e2eSamples())), strconv.FormatInt(s.Lost, 10), strconv.FormatBool(s.E2ECensored)})
 	}
 	cw.Flush()
 	return cw.Error()
