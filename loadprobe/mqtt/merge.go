@@ -128,7 +128,7 @@ func (m *Result) add(s *Result, hists *[5]*latency.Recorder) error {
 	}
 	mm, sm := &m.Messages, s.Messages
 	for _, p := range [][2]*int64{{&mm.Scheduled, &sm.Scheduled}, {&mm.Published, &sm.Published}, {&mm.SendFailed, &sm.SendFailed},
-		{&mm.Acked, &sm.Acked}, {&mm.Unacked, &sm.Unacked}, {&mm.AckErrors, &sm.AckErrors}, {&mm.Resent, &sm.Resent},
+		{&mm.Acked, &sm.Acked}, {&mm.Unacked, &sm.Unacked}, {&mm.AckInFlight, &sm.AckInFlight}, {&mm.AckErrors, &sm.AckErrors}, {&mm.Resent, &sm.Resent},
 		{&mm.Expected, &sm.Expected}, {&mm.Received, &sm.Received}, {&mm.Lost, &sm.Lost}, {&mm.InFlight, &sm.InFlight}, {&mm.LostAfterAck, &sm.LostAfterAck},
 		{&mm.Duplicated, &sm.Duplicated}, {&mm.OutOfOrder, &sm.OutOfOrder}, {&mm.Overruns, &sm.Overruns}} {
 		*p[0] += *p[1]

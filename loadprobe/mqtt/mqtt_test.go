@@ -564,6 +564,39 @@ func TestInterruptedInFlightNotLost(t *testing.T) {
 	}
 }
 
+// QoS 1 publishes waiting for their PUBACK at an interrupt, sent less
+// than the grace before it, are in flight too: not unacked, not a
+// censored ack latency at the grace. Field case: a Ctrl-C with one
+// publish on its way reported unacked 1, failed mqtt.unacked and a 5 s
+// ack max.
+func TestInterruptedAckInFlightNotUnacked(t *testing.T) {
+	url := testenv.MQTTBroker(t)
+	noLeak(t)
+	cfg := small(startProxy(t, url, &faultProxy{ackDelay: 1500 * time.Millisecond}), 5)
+	cfg.QoS = 1
+	cfg.PubInterval = 100 * time.Millisecond
+	cfg.Duration = time.Minute
+	zero := 0.0
+	cfg.Thresholds.Loss = &zero
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(2500*time.Millisecond, cancel)
+	res, err := Run(ctx, cfg)
+	if exitcode.Code(err) != exitcode.Environment || res == nil || !res.Interrupted {
+		t.Fatalf("want an interrupted run with partial results, got %v", err)
+	}
+	checkCounts(t, res)
+	m := res.Messages
+	if m.Unacked != 0 || m.AckInFlight < 40 {
+		t.Errorf("unacked %d, ack in flight %d: want 0 unacked and the ~75 publishes of the last 1.5 s in flight: %+v", m.Unacked, m.AckInFlight, m)
+	}
+	if l := res.Latency; l.Ack.Censored+l.WarmupAck.Censored != 0 || l.Ack.Max >= float64(cfg.Grace.Milliseconds()) {
+		t.Errorf("ack latencies censored %d, max %.1f ms: no ack was censored", l.Ack.Censored+l.WarmupAck.Censored, l.Ack.Max)
+	}
+	if c := checkByID(t, res.Checks, "mqtt.unacked"); c.Status == verdict.Fail {
+		t.Errorf("mqtt.unacked failed: %s", c.Summary)
+	}
+}
+
 // Interrupted in the middle of the connect ramp (the tester's Ctrl-C at
 // 0.4 s into --clients 100 --conn-rate 100): the clients never started
 // are not failed connects, and the checks that had nothing to measure

@@ -160,8 +160,8 @@ func (c *Connects) setFailRate() {
 }
 
 // Messages accounts every scheduled PUBLISH. Invariants: Published =
-// Acked + Unacked (QoS>0); Received + Lost + InFlight = Expected =
-// Published.
+// Acked + Unacked + AckInFlight (QoS>0); Received + Lost + InFlight =
+// Expected = Published.
 type Messages struct {
 	// Scheduled publish slots that fell due on a connected client.
 	Scheduled int64 `json:"scheduled"`
@@ -172,6 +172,11 @@ type Messages struct {
 	// Acked got PUBACK (QoS 1) or PUBCOMP (QoS 2) with a success code.
 	Acked   int64 `json:"acked"`
 	Unacked int64 `json:"unacked"`
+	// AckInFlight are QoS>0 publishes still waiting for their ack at an
+	// interrupt, sent less than the grace period before it: like
+	// InFlight, neither acked nor known unacked, and not in the ack
+	// latencies. 0 for a run that was not interrupted.
+	AckInFlight int64 `json:"ack_in_flight,omitempty"`
 	// AckErrors are acks with a v5 reason code >= 0x80 (part of Unacked).
 	AckErrors int64 `json:"ack_errors"`
 	// Resent are DUP re-sends after RetryInterval (not in Published).
@@ -316,8 +321,9 @@ type missing struct {
 	// lostAt counts the lost messages by the series second they were
 	// scheduled in (index t-1; see Second).
 	lostAt []int64
-	// inFlight are those published less than Grace before an interrupt.
-	inFlight int64
+	// inFlight are those published less than Grace before an interrupt;
+	// ackInFlight the publishes of that time still waiting for their ack.
+	inFlight, ackInFlight int64
 	// unexpected counts deliveries with a sequence number the publisher
 	// never wrote (a write that failed half-way may still have reached
 	// the broker): not part of Received.
@@ -347,6 +353,7 @@ func (r *run) censorMissing() missing {
 		var first int64
 		if c := r.conns[i].Load(); c != nil {
 			c.mu.Lock()
+			ms.ackInFlight += r.keepRecent(c, inFlightFrom)
 			r.censorInflight(c, now)
 			pubs, first = c.seq, c.firstSched
 			c.mu.Unlock()
@@ -502,7 +509,8 @@ func (r *run) messages(lost missing) Messages {
 	}
 	m.SendFailed = m.Scheduled - m.Published
 	if r.cfg.QoS > 0 {
-		m.Unacked = m.Published - m.Acked
+		m.AckInFlight = lost.ackInFlight
+		m.Unacked = m.Published - m.Acked - m.AckInFlight
 	}
 	m.Expected = m.Published
 	m.Received = r.received.Load() - lost.unexpected
@@ -825,6 +833,9 @@ func (res *Result) WriteText(w io.Writer) error {
 	inFlight := ""
 	if m.InFlight > 0 {
 		inFlight = fmt.Sprintf(", in flight at the interrupt %d", m.InFlight)
+	}
+	if m.AckInFlight > 0 {
+		inFlight += fmt.Sprintf(", awaiting their ack at the interrupt %d", m.AckInFlight)
 	}
 	p("messages\tscheduled %d, published %d, acked %d, unacked %d, received %d, lost %d%s, duplicated %d, out of order %d, overruns %d\n",
 		m.Scheduled, m.Published, m.Acked, m.Unacked, m.Received, m.Lost, inFlight, m.Duplicated, m.OutOfOrder, m.Overruns)

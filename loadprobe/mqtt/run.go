@@ -229,6 +229,25 @@ func (r *run) censorInflight(c *conn, now int64) {
 	c.inflight = nil
 }
 
+// keepRecent takes out of c's publishes waiting for an ack those
+// scheduled after from (less than Grace before an interrupt: still in
+// flight, not unacked) and returns how many; they are neither censored
+// nor counted as unacked. c.mu is held.
+func (r *run) keepRecent(c *conn, from int64) int64 {
+	kept := c.inflight[:0]
+	var n int64
+	for _, f := range c.inflight {
+		if f.sched > from {
+			n++
+			continue
+		}
+		kept = append(kept, f)
+	}
+	c.inflight = kept
+	r.inflight.Add(-n)
+	return n
+}
+
 // onMessage accounts one PUBLISH received by subscriber sub. Order is
 // judged per publisher and subscriber: a shared subscription splits one
 // publisher's messages over the group, each member seeing them in order.
