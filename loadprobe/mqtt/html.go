@@ -39,7 +39,8 @@ func (res *Result) HTMLSection() (template.HTML, error) {
 
 func (res *Result) htmlBody(charts []template.HTML) template.HTML {
 	var b bytes.Buffer
-	if err := htmlBody.Execute(&b, map[string]any{"R": res, "Charts": charts, "Lat": res.latencyRows(),
+	own, ownRate := res.ownLoad()
+	if err := htmlBody.Execute(&b, map[string]any{"R": res, "Charts": charts, "Lat": res.latencyRows(), "Own": own, "OwnRate": ownRate,
 		"Incomplete": res.Interrupted || res.StoppedEarlyReason != ""}); err != nil {
 		return template.HTML(template.HTMLEscapeString("report section: " + err.Error()))
 	}
@@ -72,11 +73,12 @@ func (res *Result) HTMLCharts() ([]template.HTML, error) {
 		return out
 	}
 	marks := res.windowMarkers()
+	own, _ := res.ownLoad()
 	const xName = "time since the load started (s)"
 	charts := []chart.Line{
 		{Title: "Connections over time", XName: xName, YName: "connected publishers", Markers: marks, Series: []chart.Series{
 			{Name: "connected", X: ts, Y: col(func(s Second) float64 { return float64(s.Connected) })},
-			{Name: fmt.Sprintf("target (%s)", plural.N(res.Config.Clients, "client")), X: ts, Y: flat(float64(res.Config.Clients)), Dashed: true, Color: "7f7f7f"},
+			{Name: fmt.Sprintf("target (%s)", plural.N(own, "client")), X: ts, Y: flat(float64(own)), Dashed: true, Color: "7f7f7f"},
 		}},
 		{Title: "Messages per second", XName: xName, YName: "messages/s", Markers: marks, Series: []chart.Series{
 			{Name: "published", X: ts, Y: col(func(s Second) float64 { return float64(s.Published) })},
@@ -169,7 +171,7 @@ var htmlFuncs = template.FuncMap{"pct": func(v float64) string { return fmt.Spri
 var htmlBody = template.Must(template.New("mqtt-body").Funcs(htmlFuncs).Parse(`
 {{if .Incomplete}}<p class="banner fail">INCOMPLETE: {{.R.StoppedEarlyReason}}. The numbers below are partial and are not a verdict.</p>
 {{else}}<p class="banner {{.R.Verdict}}">Verdict: {{.R.Verdict}}</p>{{end}}
-{{with .R.Config}}<p>{{n .Clients "client"}} connecting at {{.ConnRate}} connections/s, QoS {{.QoS}}, {{.Size}} B every {{.PubInterval}},
+{{with .R.Config}}<p>{{if .Shard.On}}Shard {{.Shard}}: {{n $.Own "client"}} of the fleet's {{.Clients}} connecting at {{printf "%g" $.OwnRate}} connections/s (the fleet's {{.ConnRate}}/s){{else}}{{n .Clients "client"}} connecting at {{.ConnRate}} connections/s{{end}}, QoS {{.QoS}}, {{.Size}} B every {{.PubInterval}},
 MQTT {{.MQTTVersion}}, {{n .Subscribers "subscriber"}} on <code>{{$.R.Filter}}</code>;
 steady window {{printf "%.1f" $.R.WindowSeconds}} s after a {{printf "%.1f" $.R.RampSeconds}} s connect ramp. Run {{$.R.RunID}}, started {{$.R.StartedAt.Format "2006-01-02 15:04:05 UTC"}}.</p>{{end}}
 {{if .R.BrokerNote}}<p><em>{{.R.BrokerNote}}</em></p>{{end}}
@@ -202,3 +204,15 @@ steady window {{printf "%.1f" $.R.WindowSeconds}} s after a {{printf "%.1f" $.R.
 {{if .R.Checks}}<h3>Checks</h3>
 {{checks .R.Checks}}{{end}}
 `))
+
+// ownLoad is the clients this run connects and at what rate
+// (connections/s): for a shard its part of the fleet's (Shard.Count; the
+// fleet's schedule spread over N shards), else the run's own.
+func (res *Result) ownLoad() (clients int, connRate float64) {
+	c := res.Config
+	if !c.Shard.On() || c.Clients == 0 {
+		return c.Clients, c.ConnRate
+	}
+	own := c.Shard.Count(c.Clients)
+	return own, c.ConnRate * float64(own) / float64(c.Clients)
+}

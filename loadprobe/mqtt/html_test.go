@@ -73,3 +73,26 @@ func TestWriteHTMLIncomplete(t *testing.T) {
 		t.Errorf("empty series: %v", err)
 	}
 }
+
+// A shard's page shows its own part of the fleet's load: its clients and
+// connect rate, and the connections chart's target line at its clients
+// (it showed the fleet's 300 clients at 300/s for a shard of 150).
+func TestShardHTMLShowsItsOwnLoad(t *testing.T) {
+	res := htmlSample(1)
+	res.Config.Clients, res.Config.ConnRate = 300, 300
+	res.Config.Shard.K, res.Config.Shard.N = 1, 2
+	var b bytes.Buffer
+	if err := res.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{"Shard 1/2: 150 clients of the fleet's 300 connecting at 150 connections/s (the fleet's 300/s)", "target (150 clients)"} {
+		if !strings.Contains(page, want) {
+			i := strings.Index(page, "Shard")
+			t.Errorf("page lacks %q: %s", want, page[max(i, 0):min(len(page), max(i, 0)+200)])
+		}
+	}
+	if strings.Contains(page, "target (300 clients)") {
+		t.Error("the shard's chart shows the fleet's target")
+	}
+}
