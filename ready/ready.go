@@ -111,6 +111,9 @@ func run(ctx context.Context, o Options, rn runners) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := somethingToCheck(p, o); err != nil {
+		return nil, err
+	}
 	host := o.Host
 	if host == "" {
 		if host, err = os.Hostname(); err != nil {
@@ -166,6 +169,26 @@ func run(ctx context.Context, o Options, rn runners) (*Result, error) {
 		recheck(&res.Steps[0], rn.recheck(p, o))
 	}
 	return finish(res)
+}
+
+// somethingToCheck refuses a run in which every step would be skipped
+// (--no-tune and a profile with no preflight target and no probe, and no
+// --sockets, --mqtt or --iotdb): its READY would rest on nothing. The
+// error is exitcode.BadInput and names what to add.
+func somethingToCheck(p *profiles.Profile, o Options) error {
+	if !o.NoTune {
+		return nil
+	}
+	if _, skip := preflightTarget(p, o); skip == "" {
+		return nil
+	}
+	if _, skip := mqttConfig(p, o); skip == "" {
+		return nil
+	}
+	if _, skip := iotdbConfig(p, o); skip == "" {
+		return nil
+	}
+	return exitcode.BadInputf("ready --no-tune --profile %s: nothing to check: the profile has no preflight target and no probe, and --no-tune skips the tuning; drop --no-tune, pass --sockets N, --mqtt URL or --iotdb host:port, or add a preflight or probe section to the profile", p.Source)
 }
 
 // loadProfile checks the options and loads the profile with its --set

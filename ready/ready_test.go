@@ -3,6 +3,8 @@ package ready
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -319,5 +321,28 @@ func TestTuneChecksHaveUniqueIDs(t *testing.T) {
 	}
 	if len(seen) != 3 {
 		t.Errorf("%d distinct checks, want 3", len(seen))
+	}
+}
+
+// --no-tune with a profile that has no preflight target and no probe
+// (and no --sockets, --mqtt or --iotdb) checks nothing: it is refused as
+// bad input before any step, not a READY (exit 0) that rests on nothing.
+// With a target or a probe, or without --no-tune, it runs.
+func TestNothingToCheckIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "empty.yaml")
+	if err := os.WriteFile(path, []byte("name: empty\nsysctl:\n  net.core.somaxconn: {value: \"4096\", mode: at-least}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := newFakes()
+	_, err := run(context.Background(), Options{Profile: path, NoTune: true}, f.runners())
+	if exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), "nothing to check") || len(f.ran) != 0 {
+		t.Errorf("--no-tune on a profile with nothing to check: %v (ran %v), want exit 2 before any step", err, f.ran)
+	}
+	for _, o := range []Options{{Profile: path, NoTune: true, Sockets: 100}, {Profile: path, NoTune: true, MQTT: "tcp://127.0.0.1:1883"}, {Profile: path}} {
+		f := newFakes()
+		if _, err := run(context.Background(), o, f.runners()); exitcode.Code(err) == exitcode.BadInput {
+			t.Errorf("%+v: refused: %v", o, err)
+		}
 	}
 }

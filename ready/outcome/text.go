@@ -60,7 +60,13 @@ func WriteText(w io.Writer, r *Result) error {
 		fmt.Fprintln(w)
 	}
 	if !r.DryRun && r.Verdict != NotReady && !probed(r) {
-		fmt.Fprintln(w, "  no probe ran: this verdict rests on the tuning and the preflight, not on a measured load (add probe.mqtt or probe.iotdb to the profile, or pass --mqtt / --iotdb)")
+		var ran []string
+		for _, name := range []string{StepTune, StepPreflight} {
+			if s := r.Step(name); s != nil && s.Verdict != verdict.Skip {
+				ran = append(ran, map[string]string{StepTune: "the tuning", StepPreflight: "the preflight"}[name])
+			}
+		}
+		fmt.Fprintf(w, "  no probe ran: this verdict rests on %s alone, not on a measured load (add probe.mqtt or probe.iotdb to the profile, or pass --mqtt / --iotdb)\n", strings.Join(ran, " and "))
 	}
 	fmt.Fprintf(w, "  host %s, profile %s, changed: %s, %.1f s\n", r.Host, r.Profile, changed, r.DurationMS/1000)
 	for _, s := range r.Steps {
