@@ -17,11 +17,11 @@ const (
 	CheckStall     = "iotdb.stall"
 )
 
-// stallSeconds is how many whole seconds in a row without one successful
-// operation make a closed-loop step a stall: the workers of a closed loop
-// wait for the server instead of sending, so a hung DataNode costs a few
-// slow operations (its p95 hardly moves) and shows only as seconds with
-// no answer.
+// stallSeconds is how many whole seconds in a row without an answer from
+// the server make a stall: the workers of a closed loop wait for the
+// server instead of sending, so a hung DataNode costs a few slow
+// operations (its p95 hardly moves) and shows only as seconds with no
+// answer.
 const stallSeconds = 2
 
 // Checks judges the steps against cfg.Thresholds: the worst step's error
@@ -39,38 +39,54 @@ func Checks(cfg *Config, steps []Step) []verdict.Check {
 	return []verdict.Check{errorRateCheck(&c, steps), p95Check(&c, target, at), minTPSCheck(&c, target, at), stallCheck(&c, steps)}
 }
 
-// stallCheck fails a closed-loop run in which some step had stallSeconds
-// or more seconds in a row with no successful operation (Step.Seconds);
-// an open loop (--rate) measures from the schedule, where a stall is
-// latency, and skips.
+// stallCheck fails a run in which the server did not answer one
+// operation (Step.Seconds' Answered: a success, or an error status; a
+// refused write is an answer, a timeout or a dropped connection is not)
+// for stallSeconds or more seconds in a row. The seconds of all steps are
+// one timeline, each step's up to its end (a step that overran its
+// duration included), so an outage that crosses from one step into the
+// next is one. In an open loop (--rate) a second is judged only when the
+// schedule owes at least one operation per second; a run with no step
+// measured skips.
 func stallCheck(c *Config, steps []Step) verdict.Check {
 	ch := verdict.Check{ID: CheckStall, Expected: fmt.Sprintf("an answer in every second (no %d s in a row without one)", stallSeconds)}
-	if c.Rate > 0 {
-		ch.Status, ch.Summary = verdict.Skip, "open loop (--rate): a stall shows as latency, measured from the schedule"
+	if len(steps) == 0 {
+		ch.Status, ch.Summary = verdict.Skip, "no step was measured"
 		return ch
 	}
-	longest, from := 0, 0
-	var at *Step
+	type at struct{ step, second int }
+	longest, run := 0, 0
+	var from, runFrom at
 	for i := range steps {
-		run := 0
+		local := steps[i].Workers // this host's workers: the shard's when sharded
+		if steps[i].ShardWorkers > 0 {
+			local = steps[i].ShardWorkers
+		}
+		judged := c.Rate <= 0 || c.Rate*float64(local) >= 1
 		for _, s := range steps[i].Seconds {
-			if s.Ops > s.Errors {
+			if s.Answered > 0 || !judged {
 				run = 0
 				continue
 			}
+			if run == 0 {
+				runFrom = at{i, s.Second}
+			}
 			if run++; run > longest {
-				longest, from, at = run, s.Second-run+1, &steps[i]
+				longest, from = run, runFrom
 			}
 		}
 	}
-	if at == nil || longest < stallSeconds {
-		ch.Status, ch.Observed = verdict.Pass, fmt.Sprintf("longest run without a successful operation: %d s", longest)
+	if longest < stallSeconds {
+		ch.Status, ch.Observed = verdict.Pass, fmt.Sprintf("longest run without an answer: %d s", longest)
 		ch.Summary = "the server answered in every second of every step"
 		return ch
 	}
 	ch.Status = verdict.Fail
-	ch.Observed = fmt.Sprintf("%d s without a successful operation at %s (seconds %d-%d of the step)", longest, plural.N(at.Workers, "worker"), from, from+longest-1)
-	ch.Summary = "the server stalled: " + ch.Observed + "; a closed loop's p95 hides it (its workers wait instead of sending)"
+	ch.Observed = fmt.Sprintf("%d s without an answer from second %d of the %s step", longest, from.second, plural.N(steps[from.step].Workers, "worker"))
+	ch.Summary = "the server stalled: " + ch.Observed
+	if c.Rate <= 0 {
+		ch.Summary += "; a closed loop's p95 hides it (its workers wait instead of sending)"
+	}
 	ch.Remedy = "see the DataNode's log (GC pauses, flushes, compaction) and its host; --rate measures from the schedule and shows a stall as latency"
 	return ch
 }

@@ -115,13 +115,17 @@ const (
 // latency of its successful operations, ms (HdrHistogram per second).
 type SecondStats struct {
 	// Second counts from the step's start (0 = the first second).
-	Second int     `json:"second"`
-	Ops    int64   `json:"ops"`
-	Errors int64   `json:"errors"`
-	P50Ms  float64 `json:"p50_ms"`
-	P95Ms  float64 `json:"p95_ms"`
-	P99Ms  float64 `json:"p99_ms"`
-	MaxMs  float64 `json:"max_ms"`
+	Second int   `json:"second"`
+	Ops    int64 `json:"ops"`
+	Errors int64 `json:"errors"`
+	// Answered are the operations the server answered in that second:
+	// successes and errors with a status (a refused write is an answer;
+	// a timeout or a dropped connection is not).
+	Answered int64   `json:"answered"`
+	P50Ms    float64 `json:"p50_ms"`
+	P95Ms    float64 `json:"p95_ms"`
+	P99Ms    float64 `json:"p99_ms"`
+	MaxMs    float64 `json:"max_ms"`
 }
 
 // Step is one load step with a fixed number of workers.
@@ -132,7 +136,8 @@ type Step struct {
 	// ShardWorkers is how many of them this shard ran (sharded runs only).
 	ShardWorkers int `json:"shard_workers,omitempty"`
 	// DurationS is the measured length of the step in seconds: from the
-	// first operation's start until the last worker finished.
+	// first operation's start until the last worker finished (an open
+	// loop's workers wait out --step-duration, so TPS is over all of it).
 	DurationS float64 `json:"duration_s"`
 	// Ops are operations finished (OK + Errors); Reads and Writes split
 	// them for the mixed scenario.
@@ -151,7 +156,9 @@ type Step struct {
 	ErrorSamples map[string]string `json:"error_samples,omitempty"`
 	// Latency is the response time of successful operations, ms
 	// (HdrHistogram): closed loop from the operation's start, waiting for
-	// a session included; open loop from its scheduled start.
+	// a session included; open loop from its scheduled start, and each
+	// Missed operation at what it had waited by the step's end, censored
+	// (Latency.Censored counts them).
 	Latency latency.Summary `json:"latency"`
 	// TPS is successful operations per second.
 	TPS float64 `json:"tps"`

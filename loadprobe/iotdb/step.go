@@ -30,9 +30,9 @@ type workerStats struct {
 
 	// The second being counted (since the step's start) and its tally,
 	// handed to the step's seconds when the next second begins.
-	sec             int
-	secLat          *latency.Recorder
-	secOps, secErrs int64
+	sec                          int
+	secLat                       *latency.Recorder
+	secOps, secErrs, secAnswered int64
 }
 
 func newWorkerStats() *workerStats {
@@ -48,12 +48,16 @@ func (s *workerStats) add(kind opKind, n int64, err error) {
 	s.secOps++
 	if err == nil {
 		s.ok++
+		s.secAnswered++
 		s.points += n
 		return
 	}
 	s.errs++
 	s.secErrs++
 	class, code := classify(err)
+	if class == ClassStatus {
+		s.secAnswered++ // the server answered, with an error status
+	}
 	s.byClass[class]++
 	if class == ClassStatus {
 		s.codes[strconv.Itoa(int(code))]++
@@ -65,10 +69,11 @@ func (s *workerStats) add(kind opKind, n int64, err error) {
 
 // seconds collects a step's per-second latency from its workers.
 type seconds struct {
-	mu   sync.Mutex
-	lat  []*latency.Recorder
-	ops  []int64
-	errs []int64
+	mu       sync.Mutex
+	lat      []*latency.Recorder
+	ops      []int64
+	errs     []int64
+	answered []int64
 }
 
 // flush hands worker s's tally of its current second to ss and starts
@@ -80,23 +85,31 @@ func (ss *seconds) flush(s *workerStats, sec int) {
 			ss.lat = append(ss.lat, latency.New())
 			ss.ops = append(ss.ops, 0)
 			ss.errs = append(ss.errs, 0)
+			ss.answered = append(ss.answered, 0)
 		}
 		ss.lat[s.sec].Merge(s.secLat)
 		ss.ops[s.sec] += s.secOps
 		ss.errs[s.sec] += s.secErrs
+		ss.answered[s.sec] += s.secAnswered
 		ss.mu.Unlock()
 		s.secLat.Reset()
-		s.secOps, s.secErrs = 0, 0
+		s.secOps, s.secErrs, s.secAnswered = 0, 0, 0
 	}
 	s.sec = sec
 }
 
-// stats is the per-second series (for the heat map); seconds without an
+// stats is the per-second series (for the heat map) over at least the
+// step's elapsed time (a step that overran its duration, or whose last
+// seconds saw no answer, has those seconds too); seconds without an
 // operation have zeros.
-func (ss *seconds) stats() []SecondStats {
-	out := make([]SecondStats, len(ss.lat))
+func (ss *seconds) stats(elapsed time.Duration) []SecondStats {
+	n := max(len(ss.lat), int(math.Ceil(elapsed.Seconds())))
+	out := make([]SecondStats, n)
+	for i := range out {
+		out[i].Second = i
+	}
 	for i, l := range ss.lat {
-		out[i] = SecondStats{Second: i, Ops: ss.ops[i], Errors: ss.errs[i]}
+		out[i] = SecondStats{Second: i, Ops: ss.ops[i], Errors: ss.errs[i], Answered: ss.answered[i]}
 		if sum := l.Summary(); sum.Count > 0 {
 			out[i].P50Ms, out[i].P95Ms, out[i].P99Ms, out[i].MaxMs = sum.P50, sum.P95, sum.P99, sum.Max
 		}
@@ -202,7 +215,7 @@ func runStep(ctx context.Context, cfg *Config, p *sessionPool, w *workload, n in
 	if cfg.Shard.On() {
 		out.ShardWorkers = local
 	}
-	out.Seconds = secs.stats()
+	out.Seconds = secs.stats(elapsed)
 	out.Pool = PoolUse{Size: p.size, MaxUsed: sm.maxInUse, Samples: sm.samples}
 	if sm.samples > 0 {
 		out.Pool.MeanUsed = float64(sm.sum) / float64(sm.samples)
@@ -253,7 +266,14 @@ func runWorker(ctx context.Context, cancel context.CancelFunc, cfg *Config, p *s
 			// Behind schedule, next is already past: stop at the step's
 			// end all the same, counting what never started.
 			if !next.Before(end) || !time.Now().Before(end) || !sleep(ctx, timer, time.Until(next)) {
-				st.missed += missedOps(sched, phase, cfg.StepDuration, k)
+				if ctx.Err() != nil { // interrupted: the step is partial
+					st.missed += missedOps(sched, phase, cfg.StepDuration, k)
+					return
+				}
+				st.censorMissed(sched, phase, cfg.StepDuration, k)
+				// The step's window is its duration: TPS is measured
+				// over all of it, not up to the last scheduled start.
+				sleep(ctx, timer, time.Until(end))
 				return
 			}
 			began, k = next, k+1
@@ -319,6 +339,26 @@ func nextBackoff(err error, last time.Duration, lv *liveness) (backoff time.Dura
 func jitter(b time.Duration, rng *mrand.Rand) time.Duration {
 	return b/2 + time.Duration(rng.Int64N(int64(b/2)+1))
 }
+
+// censorMissed counts the operations of a worker's open-loop schedule
+// due before the step's end from operation k on, which it never started
+// (Missed), and records each in the latency at the time it had waited by
+// the end, censored (>= end - its scheduled start): an operation the
+// schedule owed and the server never got to is the slowest of all, not
+// one left out (coordinated omission). A stall at a step's end showed as
+// a low p95 with half the schedule missing.
+func (st *workerStats) censorMissed(sched pacer.Constant, phase, dur time.Duration, k int) {
+	n := missedOps(sched, phase, dur, k)
+	st.missed += n
+	for i := range min(n, maxCensoredMissed) {
+		st.lat.RecordCensored(dur-phase-sched.At(k+int(i)), 0)
+	}
+}
+
+// maxCensoredMissed bounds the censored latencies one worker records per
+// step (an absurd --rate would otherwise loop for long); beyond it Missed
+// still counts them.
+const maxCensoredMissed = 1 << 20
 
 // missedOps is how many operations of a worker's open-loop schedule
 // (phase + i/Rate) fall before the step's duration from operation k on:

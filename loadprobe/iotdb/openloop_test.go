@@ -1,0 +1,103 @@
+package iotdb
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hostprep/hostprep/internal/verdict"
+)
+
+// pauseProxy relays to target and, while paused, forwards nothing either
+// way (the server hangs, as in a long GC pause); pause(d) starts a pause
+// of d.
+func pauseProxy(t *testing.T, target string) (addr string, pause func(d time.Duration)) {
+	var until atomic.Int64
+	wait := func() {
+		for time.Now().UnixNano() < until.Load() {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	pipe := func(dst, src net.Conn) {
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := src.Read(buf)
+			wait()
+			if n > 0 {
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}
+	addr = relay(t, target, func(_ int, c, s net.Conn) {
+		done := make(chan struct{})
+		go func() { defer close(done); pipe(s, c); s.Close() }()
+		pipe(c, s)
+		c.Close()
+		<-done
+	})
+	return addr, func(d time.Duration) { until.Store(time.Now().Add(d).UnixNano()) }
+}
+
+// openLoopConfig is a one-step open-loop write run of one worker at rate
+// operations/s through addr for dur.
+func openLoopConfig(t *testing.T, addr string, rate float64, dur time.Duration) Config {
+	cfg := realConfig(t, ScenarioWrite)
+	host, port, _ := net.SplitHostPort(addr)
+	cfg.Host, cfg.Port = host, 0
+	cfg.Port, _ = strconv.Atoi(port)
+	cfg.Steps, cfg.StepDuration, cfg.Rate, cfg.PoolSize, cfg.Warmup = []int{1}, dur, rate, 2, -1
+	return cfg
+}
+
+// An open-loop step lasts its duration: TPS is operations over
+// --step-duration (3 operations at 1/s in 3 s is 1 TPS; the step ended at
+// the last start, 2 s, and said 1.5 TPS, passing a --min-tps 1.4).
+func TestOpenLoopStepLastsItsDurationOnRealIoTDB(t *testing.T) {
+	base := realConfig(t, ScenarioWrite)
+	cfg := openLoopConfig(t, base.addr(), 1, 3*time.Second)
+	cfg.Thresholds.MinTPS = 1.4
+	res, err := Run(context.Background(), cfg)
+	if err == nil && res.Verdict == verdict.Pass {
+		t.Errorf("--min-tps 1.4 passed at --rate 1")
+	}
+	if res == nil || len(res.Steps) != 1 {
+		t.Fatalf("%v", err)
+	}
+	st := res.Steps[0]
+	if st.DurationS < 2.95 || st.TPS > 1.05 {
+		t.Errorf("step of %d ops lasted %.2f s, %.2f TPS; want >= 3 s and about 1 TPS", st.Ops, st.DurationS, st.TPS)
+	}
+}
+
+// Operations the open-loop schedule owed and that never started before
+// the step's end (the server hung from 2 s into a 4 s step) are latency,
+// counted at what they had waited by the end, not left out: the step's
+// p95 shows the stall, and iotdb.stall fails. Field case: 52% of the
+// schedule missed, p95 1.4 ms, PASS.
+func TestOpenLoopStallAtStepEndOnRealIoTDB(t *testing.T) {
+	base := realConfig(t, ScenarioWrite)
+	addr, pause := pauseProxy(t, base.addr())
+	cfg := openLoopConfig(t, addr, 50, 4*time.Second)
+	time.AfterFunc(2*time.Second, func() { pause(3 * time.Second) })
+	res, err := Run(context.Background(), cfg)
+	if res == nil || len(res.Steps) != 1 {
+		t.Fatalf("%v", err)
+	}
+	st := res.Steps[0]
+	if st.Missed < 40 || st.Latency.P95 < 500 || st.Latency.Censored != st.Missed {
+		t.Errorf("missed %d, p95 %.1f ms, censored %d: want the ~100 owed operations missed, each a censored latency, and a p95 of their wait", st.Missed, st.Latency.P95, st.Latency.Censored)
+	}
+	for _, c := range res.Checks {
+		if c.ID == CheckStall && c.Status != verdict.Fail {
+			t.Errorf("iotdb.stall %s: %s", c.Status, c.Summary)
+		}
+	}
+}
