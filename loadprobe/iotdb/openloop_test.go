@@ -3,6 +3,7 @@ package iotdb
 import (
 	"context"
 	"net"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -99,5 +100,33 @@ func TestOpenLoopStallAtStepEndOnRealIoTDB(t *testing.T) {
 		if c.ID == CheckStall && c.Status != verdict.Fail {
 			t.Errorf("iotdb.stall %s: %s", c.Status, c.Summary)
 		}
+	}
+}
+
+// A clean-up that cannot open a session at once (the server hangs 8 s,
+// and the run is interrupted in the middle of it) keeps trying for the
+// admin deadline instead of giving up after one --connect-timeout: the
+// database is deleted when the server answers again. Field case: a
+// SIGTERM during an 8 s stall left root.hostprep_<id> on the server.
+func TestCleanupOutlivesAStallOnRealIoTDB(t *testing.T) {
+	base := realConfig(t, ScenarioWrite)
+	addr, pause := pauseProxy(t, base.addr())
+	cfg := openLoopConfig(t, addr, 0, 10*time.Second)
+	cfg.RunID = "cleanupstall"
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(1*time.Second, func() { pause(8 * time.Second) })
+	time.AfterFunc(2*time.Second, cancel)
+	res, _ := Run(ctx, cfg)
+	if res == nil {
+		t.Fatal("no result")
+	}
+	if res.Kept || res.DeleteError != "" {
+		t.Errorf("kept %v, delete error %q: the clean-up gave up during the stall", res.Kept, res.DeleteError)
+	}
+	if slices.Contains(databases(t, base), res.Prefix) {
+		t.Errorf("%s is left on the server", res.Prefix)
+		s := testSession(t, base)
+		defer s.Close()
+		_ = s.ExecuteNonQueryStatement("DELETE DATABASE " + res.Prefix)
 	}
 }

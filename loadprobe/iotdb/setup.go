@@ -362,6 +362,13 @@ func dropProbeData(p *sessionPool, w *workload, res *Result, paths []string) str
 		return err
 	}
 	err := del()
+	// A server that hangs for a while (GC, an interrupt mid-stall) may
+	// not open a session within --connect-timeout: the clean-up keeps
+	// trying for the admin deadline, as its calls have.
+	for deadline := time.Now().Add(p.adminTimeout); isConnectError(err) && time.Now().Before(deadline); {
+		time.Sleep(cleanupRetry)
+		err = del()
+	}
 	if mayHaveRun(err) {
 		// The answer was lost (connection dropped, deadline): the delete
 		// may have been carried out. Ask on a fresh call; delete again
@@ -385,6 +392,16 @@ func dropProbeData(p *sessionPool, w *workload, res *Result, paths []string) str
 	res.Notes = append(res.Notes, fmt.Sprintf("could not delete %s: %v%s; delete it with: %s", w.prefix, err,
 		explain(err, res.ServerVersion), deleteStatement(w, res)))
 	return fmt.Sprintf("; %s was left on %s (delete failed: %v): delete it with: %s", w.prefix, res.Target, err, deleteStatement(w, res))
+}
+
+// cleanupRetry is the pause between the clean-up's attempts to open a
+// session.
+const cleanupRetry = 500 * time.Millisecond
+
+// isConnectError tells a failure to get a session (nothing was sent).
+func isConnectError(err error) bool {
+	var ce *connectError
+	return errors.As(err, &ce)
 }
 
 // stillThere asks the server, on a fresh call, whether what the probe
