@@ -534,15 +534,15 @@ func TestInterrupted(t *testing.T) {
 	}
 }
 
-// Messages on their way when the run is interrupted are in flight, not
-// lost: the proxy holds every delivery to the subscriber 1.5 s, so at the
-// interrupt (2.5 s into a healthy run) the last ~1.5 s of publishes have
-// not arrived. They were counted as lost (a healthy broker reported ~30%
-// loss after a Ctrl-C), and their end-to-end latency as censored.
-func TestInterruptedInFlightNotLost(t *testing.T) {
+// interruptedRun is 5 clients at QoS qos publishing every 100 ms through
+// p to the test broker, interrupted 2.5 s in; it checks the run was
+// interrupted with partial results that keep the accounting invariants.
+func interruptedRun(t *testing.T, p *faultProxy, qos int) *Result {
+	t.Helper()
 	url := testenv.MQTTBroker(t)
 	noLeak(t)
-	cfg := small(startProxy(t, url, &faultProxy{deliverDelay: 1500 * time.Millisecond}), 5)
+	cfg := small(startProxy(t, url, p), 5)
+	cfg.QoS = qos
 	cfg.PubInterval = 100 * time.Millisecond
 	cfg.Duration = time.Minute
 	ctx, cancel := context.WithCancel(context.Background())
@@ -552,6 +552,16 @@ func TestInterruptedInFlightNotLost(t *testing.T) {
 		t.Fatalf("want an interrupted run with partial results, got %v", err)
 	}
 	checkCounts(t, res)
+	return res
+}
+
+// Messages on their way when the run is interrupted are in flight, not
+// lost: the proxy holds every delivery to the subscriber 1.5 s, so at the
+// interrupt (2.5 s into a healthy run) the last ~1.5 s of publishes have
+// not arrived. They were counted as lost (a healthy broker reported ~30%
+// loss after a Ctrl-C), and their end-to-end latency as censored.
+func TestInterruptedInFlightNotLost(t *testing.T) {
+	res := interruptedRun(t, &faultProxy{deliverDelay: 1500 * time.Millisecond}, 0)
 	m := res.Messages
 	// 5 clients at 10 msg/s held 1.5 s: about 75 in flight.
 	if m.Lost != 0 || m.InFlight < 40 {
@@ -570,26 +580,12 @@ func TestInterruptedInFlightNotLost(t *testing.T) {
 // publish on its way reported unacked 1, failed mqtt.unacked and a 5 s
 // ack max.
 func TestInterruptedAckInFlightNotUnacked(t *testing.T) {
-	url := testenv.MQTTBroker(t)
-	noLeak(t)
-	cfg := small(startProxy(t, url, &faultProxy{ackDelay: 1500 * time.Millisecond}), 5)
-	cfg.QoS = 1
-	cfg.PubInterval = 100 * time.Millisecond
-	cfg.Duration = time.Minute
-	zero := 0.0
-	cfg.Thresholds.Loss = &zero
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(2500*time.Millisecond, cancel)
-	res, err := Run(ctx, cfg)
-	if exitcode.Code(err) != exitcode.Environment || res == nil || !res.Interrupted {
-		t.Fatalf("want an interrupted run with partial results, got %v", err)
-	}
-	checkCounts(t, res)
+	res := interruptedRun(t, &faultProxy{ackDelay: 1500 * time.Millisecond}, 1)
 	m := res.Messages
 	if m.Unacked != 0 || m.AckInFlight < 40 {
 		t.Errorf("unacked %d, ack in flight %d: want 0 unacked and the ~75 publishes of the last 1.5 s in flight: %+v", m.Unacked, m.AckInFlight, m)
 	}
-	if l := res.Latency; l.Ack.Censored+l.WarmupAck.Censored != 0 || l.Ack.Max >= float64(cfg.Grace.Milliseconds()) {
+	if l := res.Latency; l.Ack.Censored+l.WarmupAck.Censored != 0 || l.Ack.Max >= float64(res.Config.Grace.Milliseconds()) {
 		t.Errorf("ack latencies censored %d, max %.1f ms: no ack was censored", l.Ack.Censored+l.WarmupAck.Censored, l.Ack.Max)
 	}
 	if c := checkByID(t, res.Checks, "mqtt.unacked"); c.Status == verdict.Fail {
