@@ -67,6 +67,10 @@ func (g *gatherer) loginNofile() {
 		g.note("limits.conf/limits.d: %v", err)
 		return
 	}
+	if n.Broken.Set {
+		g.note("pam_limits cannot open %s (a link to a missing file): every new login session fails to open; remove that entry or fix its link", n.Broken.File.Name())
+		return
+	}
 	l := &LoginNofile{User: name, Groups: groups}
 	line := func(v boot.LimitValue) *LimitLine {
 		if !v.Set {

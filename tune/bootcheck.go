@@ -421,6 +421,10 @@ func limitItem(env Env, name string, want journal.Limit, b boot.Nofile) BootItem
 		it.Boot.File, it.Boot.Line = win.File.Name(), win.Line
 	}
 	switch {
+	case b.Broken.Set:
+		it.OK = false
+		it.Boot.Value, it.Boot.File = "no session", b.Broken.File.Name()
+		it.Problem = fmt.Sprintf("%s: pam_limits cannot open %s (a link to a missing file), and then fails every login session (\"cannot open session: Error in service module\"); remove that entry or fix its link", name, b.Broken.File.Name())
 	case b.NoLimits.Set:
 		it.OK = false
 		it.Boot.File, it.Boot.Line = b.NoLimits.File.Name(), b.NoLimits.Line

@@ -486,3 +486,14 @@ func TestEveryLimitsLineKindIsCheckedAtBoot(t *testing.T) {
 		})
 	}
 }
+
+// A limits.d entry pam_limits cannot open (a link to a missing file)
+// fails every login session; verify --boot said ok.
+func TestBrokenLimitsEntryFailsAtBoot(t *testing.T) {
+	h := newHost(t, nil)
+	_, err := h.apply(&profiles.Profile{Name: "n", Limits: profiles.Limits{Users: []string{"*", "root"}, Nofile: &profiles.Limit{Soft: 1024, Hard: 524288}}})
+	must(t, err)
+	must(t, os.Symlink("/nonexistent", filepath.Join(h.root, "etc/security/limits.d/95-dangling.conf")))
+	_, err = VerifyBoot(h.env)
+	wantCode(t, err, exitcode.Failed, "limits.d nofile for *", "95-dangling.conf", "fails every login session")
+}

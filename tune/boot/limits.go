@@ -2,7 +2,9 @@ package boot
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"slices"
@@ -42,6 +44,12 @@ func (v LimitValue) Where() string { return fmt.Sprintf("%s:%d", v.File.Name(), 
 type Nofile struct {
 	User       string
 	Soft, Hard LimitValue
+	// Broken is a limits.d entry pam_limits cannot open (a symbolic link
+	// to a missing file), when there is one: pam_limits then fails the
+	// session ("cannot open session: Error in service module", shown with
+	// the real pam of Debian 12), so no login works at all. Set false when
+	// none; Soft and Hard are unset then.
+	Broken LimitValue
 	// NoLimits is the "DOMAIN -" line (two fields) that names the user or
 	// one of their groups, when one does: pam_limits then returns
 	// PAM_IGNORE and sets no limit at all for the session (Soft and Hard
@@ -138,6 +146,8 @@ func nofileFor(t tree, a account) (Nofile, error) {
 		}
 		if lines != nil {
 			n.Files = append(n.Files, f)
+		} else if f.Path != LimitsConf && unopenable(t, f) {
+			return Nofile{User: a.name, Broken: LimitValue{Set: true, File: f}, Files: n.Files}, nil
 		}
 		for i, l := range lines {
 			if c := strings.IndexByte(l, '#'); c >= 0 {
@@ -176,6 +186,23 @@ func nofileFor(t tree, a account) (Nofile, error) {
 		}
 	}
 	return n, nil
+}
+
+// unopenable says whether f, listed in a directory, cannot be opened: a
+// symbolic link whose target is missing (files the overlay sets, masks
+// and directories named *.conf open, or read as empty).
+func unopenable(t tree, f ConfFile) bool {
+	if f.Masked {
+		return false
+	}
+	if _, ok := t.overlay[f.Target]; ok {
+		return false
+	}
+	if _, ok := t.overlay[f.Path]; ok {
+		return false
+	}
+	_, err := os.Stat(hostPath(t.root, f.Target))
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // matches is the priority of a four-field line with domain d for a

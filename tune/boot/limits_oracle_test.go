@@ -81,18 +81,28 @@ func TestLimitsOracle(t *testing.T) {
 			name := rapid.SampledFrom([]string{"10-a.conf", "60-hostprep.conf", "90-z.conf", "A.conf", "notes.txt"}).Draw(rt, "name")
 			must(t, os.WriteFile(filepath.Join(d, name), []byte(body("lines")), 0o644))
 		}
+		if rapid.IntRange(0, 9).Draw(rt, "dangling") == 0 {
+			// a limits.d entry pam cannot open fails every session
+			must(t, os.Symlink("/nonexistent-hostprep", filepath.Join(d, "95-dangling.conf")))
+		}
 		for _, u := range limitsUsers {
 			out, e, c := box.Run("runuser", "-u", u, "--", "/bin/sh", "-c", "ulimit -Sn; ulimit -Hn")
+			n, err := boot.NofileAtBoot(dir, u)
+			if err != nil {
+				rt.Fatal(err)
+			}
 			if c != 0 {
-				rt.Fatalf("runuser %s: %s", u, e)
+				if !strings.Contains(e, "cannot open session") || !n.Broken.Set {
+					rt.Fatalf("runuser %s: %s (simulation: broken %+v)", u, e, n.Broken)
+				}
+				continue
+			}
+			if n.Broken.Set {
+				rt.Fatalf("%s: session opened, simulation says %s breaks it", u, n.Broken.File.Name())
 			}
 			f := strings.Fields(out)
 			if len(f) != 2 {
 				rt.Fatalf("runuser %s: %q", u, out)
-			}
-			n, err := boot.NofileAtBoot(dir, u)
-			if err != nil {
-				rt.Fatal(err)
 			}
 			soft, hard := uint64(1024), uint64(20000)
 			if n.Hard.Set {
