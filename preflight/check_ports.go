@@ -244,6 +244,8 @@ func twReuseEffective(f *Facts, t Target) (bool, string) {
 	reuse, _ := f.SysInt("net.ipv4.tcp_tw_reuse")
 	ts, tsKnown := f.SysInt("net.ipv4.tcp_timestamps")
 	switch {
+	case len(t.SourceIPs) > 0:
+		return false, fmt.Sprintf("tcp_tw_reuse %d does not apply: with --source-ips the load generator binds each socket (bind(src, 0), as ports.ephemeral assumes), and only a port chosen at connect() can take over a TIME_WAIT one (tcp_twsk_unique, from __inet_hash_connect; IP_BIND_ADDRESS_NO_PORT defers the choice to connect())", reuse)
 	case reuse == 0:
 		return false, "tcp_tw_reuse 0 (off)"
 	case reuse == 2 && !allLoopback(t):
@@ -275,13 +277,27 @@ func checkPortsTimeWait(f *Facts, t Target) verdict.Check {
 	exp := "TIME_WAIT ports fit beside the held connections, or tcp_tw_reuse in effect (1 with tcp_timestamps on; 2 for loopback destinations)"
 	effective, why := twReuseEffective(f, t)
 	if effective {
+		// A TIME_WAIT port is reused only once tcp_tw_reuse_delay (1 s;
+		// before Linux 6.12 the next second of its last timestamp) has
+		// passed: the last delay's connections still hold theirs.
+		delay := int64(1000)
+		if v, ok := f.SysInt("net.ipv4.tcp_tw_reuse_delay"); ok && v > 0 {
+			delay = v
+		}
+		young := (int64(t.ConnRate)*delay + 999) / 1000
+		if young > free {
+			return warn(fmt.Sprintf("%s, but only after %d ms (tcp_tw_reuse_delay): the %s closed in the last %d ms at %d connections/s need more than the %s left", why, delay, plural.N(young, "port"), delay, t.ConnRate, plural.N(max(free, 0), "port")),
+				obs, exp, "add source addresses or destinations, widen net.ipv4.ip_local_port_range, or lower the connection rate")
+		}
 		return pass(why, obs, exp)
 	}
 	if tw <= free {
 		return pass(fmt.Sprintf("%s in TIME_WAIT at %d connections/s fit in the %d free ports", plural.N(tw, "port"), t.ConnRate, free), obs, exp)
 	}
 	remedy := "sysctl -w net.ipv4.tcp_tw_reuse=1 (safe for outgoing connections with TCP timestamps on), or let the server close first, or add source addresses"
-	if ts == "0" {
+	if len(t.SourceIPs) > 0 {
+		remedy = "set IP_BIND_ADDRESS_NO_PORT on the load generator's sockets before bind() (then tcp_tw_reuse=1 applies), or let the server close first, or add source addresses"
+	} else if ts == "0" {
 		remedy = "sysctl -w net.ipv4.tcp_timestamps=1 (tcp_tw_reuse needs them) and net.ipv4.tcp_tw_reuse=1, or let the server close first, or add source addresses"
 	}
 	return warn(fmt.Sprintf("TIME_WAIT churn: %d connections/s keep %s in TIME_WAIT for %d s, more than the %s left; %s",

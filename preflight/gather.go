@@ -59,7 +59,7 @@ var sysctlKeys = []string{
 	"net.core.somaxconn",
 	"net.ipv4.ip_local_port_range", "net.ipv4.ip_local_reserved_ports",
 	"net.ipv4.tcp_max_syn_backlog", "net.ipv4.tcp_syncookies",
-	"net.ipv4.tcp_tw_reuse", "net.ipv4.tcp_timestamps", "net.ipv4.tcp_fin_timeout",
+	"net.ipv4.tcp_tw_reuse", "net.ipv4.tcp_tw_reuse_delay", "net.ipv4.tcp_timestamps", "net.ipv4.tcp_fin_timeout",
 	"net.ipv4.tcp_mem", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem",
 	"net.ipv4.tcp_max_orphans", "net.ipv4.tcp_max_tw_buckets",
 	"vm.max_map_count",
