@@ -29,10 +29,11 @@ type threadRoom struct {
 // threadRooms lists every bound on the threads the target can still start
 // that preflight can see: host-wide kernel.pid_max (every thread takes a
 // PID) and kernel.threads-max against the tasks on the host now, and for
-// a process that was read its RLIMIT_NPROC (not enforced for root or with
-// CAP_SYS_RESOURCE) and the pids.max of its cgroup. unseen names the
-// bounds that could not be read.
-func threadRooms(f *Facts) (rooms []threadRoom, unseen []string) {
+// a process that was read its RLIMIT_NPROC against every task of its user
+// (not enforced for root, CAP_SYS_RESOURCE or CAP_SYS_ADMIN) and the
+// least room its cgroups' pids.max leave. unseen names the bounds that
+// could not be read.
+func threadRooms(f *Facts, t Target) (rooms []threadRoom, unseen []string) {
 	tasks := int64(f.HostTasks)
 	if v, ok := f.SysInt("kernel.pid_max"); ok {
 		rooms = append(rooms, threadRoom{"kernel.pid_max", v - reservedPIDs - tasks, fmt.Sprintf("kernel.pid_max %d with %s on the host", v, plural.N(tasks, "task")),
@@ -48,18 +49,19 @@ func threadRooms(f *Facts) (rooms []threadRoom, unseen []string) {
 	}
 	p := f.Target
 	if p.PID == 0 {
-		return rooms, append(unseen, "the DataNode's RLIMIT_NPROC and cgroup pids.max (no running DataNode found: hostprep preflight --pid PID, or start it so its listener is found)")
+		why, _ := unseenWhy(f, t)
+		return rooms, append(unseen, "the DataNode's RLIMIT_NPROC and cgroup pids.max ("+why+")")
 	}
 	ts := p.Tasks
-	switch {
-	case ts.NprocSoft == 0:
-		unseen = append(unseen, fmt.Sprintf("RLIMIT_NPROC of pid %d", p.PID))
-	case ts.NprocSoft != Unlimited && !ts.RootUser && !p.CapSysResource:
-		rooms = append(rooms, threadRoom{"RLIMIT_NPROC", int64(ts.NprocSoft) - int64(ts.Threads), fmt.Sprintf("soft RLIMIT_NPROC %d of pid %d, which runs %s (tasks of other processes of its user count too)", ts.NprocSoft, p.PID, plural.N(ts.Threads, "thread")),
+	unseen = append(unseen, ts.Unseen...)
+	exempt := ts.RootUser || p.CapSysResource || ts.CapSysAdmin
+	if !exempt && ts.NprocSoft != 0 && ts.NprocSoft != Unlimited {
+		used := max(ts.UserTasks, ts.Threads)
+		rooms = append(rooms, threadRoom{"RLIMIT_NPROC", int64(ts.NprocSoft) - int64(used), fmt.Sprintf("soft RLIMIT_NPROC %d of pid %d, whose user runs %s (pid %d itself %s)", ts.NprocSoft, p.PID, plural.N(used, "task"), p.PID, plural.N(ts.Threads, "thread")),
 			"raise the DataNode's RLIMIT_NPROC: LimitNPROC= in its unit, or an nproc line in /etc/security/limits.d for its user, and restart it"})
 	}
 	if ts.PidsFrom != "" && ts.PidsMax != Unlimited {
-		rooms = append(rooms, threadRoom{"pids.max", int64(ts.PidsMax) - int64(ts.PidsCurrent), fmt.Sprintf("pids.max %d (%s) with %s in its cgroup", ts.PidsMax, ts.PidsFrom, plural.N(ts.PidsCurrent, "task")),
+		rooms = append(rooms, threadRoom{"pids.max", int64(ts.PidsMax) - int64(ts.PidsCurrent), fmt.Sprintf("pids.max %d with %s (%s and pids.current there)", ts.PidsMax, plural.N(ts.PidsCurrent, "task"), ts.PidsFrom),
 			"raise the cgroup's pids.max: TasksMax= in the DataNode's unit (systemctl set-property UNIT TasksMax=N), or DefaultTasksMax= in /etc/systemd/system.conf"})
 	}
 	return rooms, unseen
@@ -72,7 +74,7 @@ func threadRooms(f *Facts) (rooms []threadRoom, unseen []string) {
 // start them under fails the JVM's thread creation ("unable to create
 // native thread"), whatever the fd limits allow.
 func checkIoTDBThreads(f *Facts, t Target) verdict.Check {
-	rooms, unseen := threadRooms(f)
+	rooms, unseen := threadRooms(f, t)
 	need := int64(t.Sockets)
 	exp := fmt.Sprintf(">= %s more (one per session)", plural.N(need, "thread"))
 	var obs []string

@@ -184,19 +184,26 @@ type TaskFacts struct {
 	// Threads is the number of threads the process runs now (Threads: of
 	// /proc/PID/status); 0 when not read.
 	Threads uint64 `json:"threads,omitempty"`
-	// RootUser is true when its real user ID is 0: the kernel does not
-	// hold root to RLIMIT_NPROC (copy_process in kernel/fork.c).
-	RootUser bool `json:"root_user,omitempty"`
+	// RootUser is true when its real user ID is 0, and CapSysAdmin when
+	// its CapEff has CAP_SYS_ADMIN: the kernel holds neither to
+	// RLIMIT_NPROC (copy_process in kernel/fork.c; nor CAP_SYS_RESOURCE).
+	RootUser    bool `json:"root_user,omitempty"`
+	CapSysAdmin bool `json:"cap_sys_admin,omitempty"`
+	// UserTasks are the tasks (threads) of its real user on the host now,
+	// all of which RLIMIT_NPROC counts; 0 when not read.
+	UserTasks uint64 `json:"user_tasks,omitempty"`
 	// NprocSoft is its soft RLIMIT_NPROC (tasks of its real user ID;
 	// Unlimited for "unlimited"); 0 when not read.
 	NprocSoft uint64 `json:"nproc_soft,omitempty"`
-	// PidsMax is the lowest pids.max of its cgroup and the cgroups above
-	// it (tasks; Unlimited for "max", systemd's TasksMax=infinity), and
-	// PidsCurrent the tasks in its own cgroup now; PidsFrom is the
-	// pids.max file that sets it, "" when no pids controller was found.
+	// PidsMax and PidsCurrent are pids.max and pids.current of the cgroup
+	// (its own or one above it) that leaves the least room, and PidsFrom
+	// that pids.max file; "" when no cgroup up the hierarchy limits tasks
+	// (systemd's TasksMax=infinity is "max").
 	PidsMax     uint64 `json:"pids_max,omitempty"`
 	PidsCurrent uint64 `json:"pids_current,omitempty"`
 	PidsFrom    string `json:"pids_from,omitempty"`
+	// Unseen names what bounds them that could not be read.
+	Unseen []string `json:"unseen,omitempty"`
 }
 
 // SystemdFacts describe systemd as a service manager.

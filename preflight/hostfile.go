@@ -263,6 +263,7 @@ type hostTarget struct {
 	// PidsCurrent are TaskFacts.
 	Threads     uint64      `yaml:"threads"`
 	RootUser    bool        `yaml:"root_user"`
+	UserTasks   uint64      `yaml:"user_tasks"`
 	NprocSoft   nofileValue `yaml:"nproc_soft"`
 	PidsMax     nofileValue `yaml:"pids_max"`
 	PidsCurrent uint64      `yaml:"pids_current"`
@@ -274,7 +275,7 @@ func (h *hostTarget) apply(f *Facts) error {
 	tp := ProcessFacts{ManagedBy: h.ManagedBy, PID: h.PID, Unit: h.Unit, Source: h.Source, UnitFile: h.UnitFile,
 		UnitLimitNOFILE: h.UnitLimitNOFILE, UnitMissing: h.UnitMissing, CapSysResource: true,
 		NofileSoft: uint64(h.NofileSoft), NofileHard: uint64(h.NofileHard),
-		Tasks: TaskFacts{Threads: h.Threads, RootUser: h.RootUser, NprocSoft: uint64(h.NprocSoft), PidsMax: uint64(h.PidsMax), PidsCurrent: h.PidsCurrent}}
+		Tasks: TaskFacts{Threads: h.Threads, RootUser: h.RootUser, UserTasks: h.UserTasks, NprocSoft: uint64(h.NprocSoft), PidsMax: uint64(h.PidsMax), PidsCurrent: h.PidsCurrent}}
 	if h.PidsMax != 0 {
 		tp.Tasks.PidsFrom = "recorded pids.max"
 	}

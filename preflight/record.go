@@ -72,6 +72,9 @@ type Recording struct {
 	// ConfigNodeJVM are the memory flags of a running IoTDB ConfigNode
 	// (from its command line, which is not copied).
 	ConfigNodeJVM *JVMFlags `json:"confignode_jvm,omitempty"`
+	// UserTasks are the tasks of the target's real user (summed over
+	// /proc/*/status, which is not copied).
+	UserTasks uint64 `json:"user_tasks,omitempty"`
 	// SystemctlShow maps a unit to `systemctl show -p ... UNIT` output.
 	SystemctlShow map[string]string `json:"systemctl_show,omitempty"`
 	// Files lists the files copied, relative to DIR.

@@ -333,7 +333,11 @@ func capacityOf(f *Facts, t Target) Capacity {
 		add("conntrack", "free nf_conntrack entries", int64(ct.Max)-int64(min(ct.Count, ct.Max)))
 	}
 	if t.Role == IoTDB {
-		if rooms, _ := threadRooms(f); len(rooms) > 0 {
+		rooms, unseen := threadRooms(f, t)
+		for _, u := range unseen {
+			unknown("iotdb.threads", u)
+		}
+		if len(rooms) > 0 {
 			least := rooms[0]
 			for _, r := range rooms {
 				if r.room < least.room {

@@ -1,6 +1,9 @@
 package preflight
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,6 +32,7 @@ func TestIoTDBThreads(t *testing.T) {
 		{"RLIMIT_NPROC does not bind root", "capabilities_missing: [CAP_SYS_RESOURCE]\n" + dataNode(", nproc_soft: 4096, root_user: true"), 5000, verdict.Pass, "kernel.threads-max"},
 		{"threads-max of a small host", "mem_total_bytes: 1073741824\n" + dataNode(""), 10000, verdict.Fail, "kernel.threads-max"},
 		{"room everywhere", dataNode(", nproc_soft: unlimited, pids_max: max"), 10000, verdict.Pass, "kernel.threads-max"},
+		{"RLIMIT_NPROC counts every task of the user", "capabilities_missing: [CAP_SYS_RESOURCE]\n" + dataNode(", nproc_soft: 4096, user_tasks: 4000"), 200, verdict.Fail, "RLIMIT_NPROC"},
 		{"no DataNode found: its own bounds unseen", "", 100, verdict.Warn, ""},
 	} {
 		f := host(t, c.host)
@@ -41,6 +45,9 @@ func TestIoTDBThreads(t *testing.T) {
 			t.Errorf("%s: %s: %s (observed %s)", c.name, got.Status, got.Summary, got.Observed)
 		}
 		if c.limiting == "" {
+			if cp := capacityOf(f, tg); !slices.ContainsFunc(cp.Unknown, func(u UnknownLimit) bool { return u.Check == "iotdb.threads" }) {
+				t.Errorf("%s: capacity does not name the unseen thread bounds: %+v", c.name, cp.Unknown)
+			}
 			continue
 		}
 		var found bool
@@ -60,8 +67,11 @@ func TestIoTDBThreads(t *testing.T) {
 
 // TestGatherTasks reads the bounds on a process's threads from a recorded
 // tree: its thread count, real user and RLIMIT_NPROC from /proc/PID, the
-// host's tasks from /proc/loadavg, and the lowest pids.max of its cgroup
-// and those above it, under cgroup v2 and under v1's pids controller.
+// tasks of that user (every process's status), the host's tasks from
+// /proc/loadavg, and the cgroup that leaves the least room, its own or one
+// above it (field case: a parent with pids.max 20000 and 19000 tasks left
+// room for 1000, and preflight counted the leaf's 5 against it), under
+// cgroup v2 and under v1's pids controller. What cannot be read is named.
 func TestGatherTasks(t *testing.T) {
 	status := "Name:\tjava\nUid:\t107\t107\t107\t107\nThreads:\t70\nCapEff:\t0000000000000000\n"
 	limits := limitsFile + "Max processes             4096                 96365                processes \n"
@@ -71,32 +81,42 @@ func TestGatherTasks(t *testing.T) {
 		pidsMax   uint64
 		pidsFrom  string
 		pidsCurNo uint64
+		unseen    int
 	}{
-		{"cgroup v2: the parent slice is lower", map[string]string{
+		{"cgroup v2: the parent slice leaves less room", map[string]string{
 			"proc/4242/cgroup":                                      "0::/system.slice/iotdb.service\n",
 			"sys/fs/cgroup/cgroup.controllers":                      "cpu pids\n",
 			"sys/fs/cgroup/system.slice/iotdb.service/pids.max":     "4915\n",
 			"sys/fs/cgroup/system.slice/iotdb.service/pids.current": "71\n",
-			"sys/fs/cgroup/system.slice/pids.max":                   "3000\n",
-		}, 3000, "/sys/fs/cgroup/system.slice/pids.max", 71},
+			"sys/fs/cgroup/system.slice/pids.max":                   "20000\n",
+			"sys/fs/cgroup/system.slice/pids.current":               "19000\n",
+		}, 20000, "/sys/fs/cgroup/system.slice/pids.max", 19000, 0},
 		{"cgroup v1 pids controller", map[string]string{
 			"proc/4242/cgroup":                      "9:pids:/iotdb\n8:memory:/iotdb\n0::/\n",
 			"sys/fs/cgroup/pids/iotdb/pids.max":     "max\n",
 			"sys/fs/cgroup/pids/iotdb/pids.current": "72\n",
-		}, Unlimited, "/sys/fs/cgroup/pids/iotdb/pids.max", 72},
-		{"no pids controller", map[string]string{"proc/4242/cgroup": "0::/\n"}, 0, "", 0},
+		}, 0, "", 0, 0},
+		{"no pids controller", map[string]string{"proc/4242/cgroup": "0::/\n"}, 0, "", 0, 0},
+		{"cgroup file missing", map[string]string{"proc/4242/cgroup": ""}, 0, "", 0, 1},
 	} {
-		files := map[string]string{"proc/4242/status": status, "proc/4242/limits": limits, "proc/loadavg": "0.10 0.20 0.30 2/237 4300\n"}
+		files := map[string]string{"proc/4242/status": status, "proc/4242/limits": limits, "proc/loadavg": "0.10 0.20 0.30 2/237 4300\n",
+			"proc/4300/status": "Name:\tjava\nUid:\t107\t107\t107\t107\nThreads:\t30\n"}
 		for k, v := range c.files {
 			files[k] = v
 		}
-		f, err := Gather(t.Context(), GatherOptions{Root: fixtureRoot(t, files), PID: 4242})
+		root := fixtureRoot(t, files)
+		if c.files["proc/4242/cgroup"] == "" {
+			if err := os.Remove(filepath.Join(root, "proc/4242/cgroup")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f, err := Gather(t.Context(), GatherOptions{Root: root, PID: 4242})
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := TaskFacts{Threads: 70, NprocSoft: 4096, PidsMax: c.pidsMax, PidsFrom: c.pidsFrom, PidsCurrent: c.pidsCurNo}
-		if f.Target.Tasks != want || f.HostTasks != 237 {
-			t.Errorf("%s: tasks %+v, host tasks %d; want %+v and 237", c.name, f.Target.Tasks, f.HostTasks, want)
+		got := f.Target.Tasks
+		if got.Threads != 70 || got.NprocSoft != 4096 || got.UserTasks != 100 || got.PidsMax != c.pidsMax || got.PidsFrom != c.pidsFrom || got.PidsCurrent != c.pidsCurNo || len(got.Unseen) != c.unseen || f.HostTasks != 237 {
+			t.Errorf("%s: tasks %+v, host tasks %d; want pids %d/%d from %q, 100 tasks of the user, %d unseen", c.name, got, f.HostTasks, c.pidsCurNo, c.pidsMax, c.pidsFrom, c.unseen)
 		}
 	}
 }

@@ -527,6 +527,19 @@ func (r *run) messages(lost missing) Messages {
 	return m
 }
 
+// inFlightText is ", in flight at the interrupt N, awaiting their ack at
+// the interrupt M" for an interrupted run (each part only when not 0).
+func (m Messages) inFlightText() string {
+	s := ""
+	if m.InFlight > 0 {
+		s = fmt.Sprintf(", in flight at the interrupt %d", m.InFlight)
+	}
+	if m.AckInFlight > 0 {
+		s += fmt.Sprintf(", awaiting their ack at the interrupt %d", m.AckInFlight)
+	}
+	return s
+}
+
 // failuresInWords says each failure of res in one sentence: failed and
 // lost connects by reason (with the first error of each), unacknowledged
 // and lost messages, listen-queue overflows, schedule overruns.
@@ -830,15 +843,8 @@ func (res *Result) WriteText(w io.Writer) error {
 	p("connects\t%d of %s ok, %d failed%s%s, %d lost mid-run%s; %s, %d lost mid-run%s\n",
 		cn.OK, plural.N(cn.Target, "publisher"), cn.Failed, reasons(cn.FailedBy), unfinished(cn), cn.Lost, reasons(cn.LostBy), plural.N(cn.Subscribers, "subscriber"), cn.SubscribersLost, reasons(cn.SubscribersLostBy))
 	m := res.Messages
-	inFlight := ""
-	if m.InFlight > 0 {
-		inFlight = fmt.Sprintf(", in flight at the interrupt %d", m.InFlight)
-	}
-	if m.AckInFlight > 0 {
-		inFlight += fmt.Sprintf(", awaiting their ack at the interrupt %d", m.AckInFlight)
-	}
 	p("messages\tscheduled %d, published %d, acked %d, unacked %d, received %d, lost %d%s, duplicated %d, out of order %d, overruns %d\n",
-		m.Scheduled, m.Published, m.Acked, m.Unacked, m.Received, m.Lost, inFlight, m.Duplicated, m.OutOfOrder, m.Overruns)
+		m.Scheduled, m.Published, m.Acked, m.Unacked, m.Received, m.Lost, m.inFlightText(), m.Duplicated, m.OutOfOrder, m.Overruns)
 	p("kernel\t%d listen overflows, %d SYN retransmits, %d receive-queue prunes (TcpExt, whole netns)\n",
 		res.Host.ListenOverflows, res.Host.TCPSynRetrans, res.Host.PruneCalled)
 	p("throughput\t%.1f msg/s published, %.1f msg/s received (requested %.1f msg/s)\n",
