@@ -316,3 +316,14 @@ mem_available_bytes: 17179869184`)
 		t.Errorf("no listener: %s", message(got))
 	}
 }
+
+// A hash size that could not be read is "not known", never 0, and the
+// hashsize remedy then says to check the current size first: written
+// blindly, the suggested value can shrink a larger hash.
+func TestConntrackUnknownHashSize(t *testing.T) {
+	got := evalOn(t, `conntrack: {loaded: true, max: 1000, count: 900, unreadable: ["nf_conntrack_buckets: permission denied"]}`,
+		Target{Sockets: 1000, Role: Broker}, "conntrack")
+	if got.Status != verdict.Fail || !strings.Contains(got.Observed, "nf_conntrack_buckets) not known") || !strings.Contains(got.Remedy, "only if cat /sys/module/nf_conntrack/parameters/hashsize shows fewer than") {
+		t.Errorf("%s: %s", got.Status, message(got))
+	}
+}

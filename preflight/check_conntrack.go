@@ -2,6 +2,7 @@ package preflight
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/plural"
@@ -46,6 +47,17 @@ func conntrackTracking(c Conntrack) bool { return c.Count > 0 }
 // parameter also shrinks it).
 func conntrackBuckets(c Conntrack, want uint64) uint64 { return max(c.Buckets, (want+3)/4) }
 
+// hashsizeCmd is the command that sets the hash to buckets; when the
+// current size could not be read it says to run it only if that is
+// larger, since the parameter shrinks the hash too.
+func hashsizeCmd(c Conntrack, buckets uint64) string {
+	cmd := fmt.Sprintf("echo %d > /sys/module/nf_conntrack/parameters/hashsize", buckets)
+	if c.unknown("nf_conntrack_buckets") {
+		cmd += fmt.Sprintf(" (only if cat /sys/module/nf_conntrack/parameters/hashsize shows fewer than %d: the current hash size could not be read, and a smaller value shrinks it)", buckets)
+	}
+	return cmd
+}
+
 func checkConntrack(f *Facts, t Target) verdict.Check {
 	c := f.Conntrack
 	if !c.Loaded {
@@ -61,12 +73,16 @@ func checkConntrack(f *Facts, t Target) verdict.Check {
 	if c.Max > c.Count {
 		free = c.Max - c.Count
 	}
-	obs := fmt.Sprintf("nf_conntrack_max %d, %s in use, %d free; hash size (nf_conntrack_buckets) %d; %s in use (/proc/net/sockstat)",
-		c.Max, plural.N(c.Count, "entry"), free, c.Buckets, plural.N(f.Sockstat.InUse, "TCP socket"))
+	hash := strconv.FormatUint(c.Buckets, 10)
+	if c.unknown("nf_conntrack_buckets") {
+		hash = "not known"
+	}
+	obs := fmt.Sprintf("nf_conntrack_max %d, %s in use, %d free; hash size (nf_conntrack_buckets) %s; %s in use (/proc/net/sockstat)",
+		c.Max, plural.N(c.Count, "entry"), free, hash, plural.N(f.Sockstat.InUse, "TCP socket"))
 	exp := fmt.Sprintf(">= %d free entries (one per connection)", n)
 	want := c.Count + n + n/4 // room for the target plus 25 %
 	buckets := conntrackBuckets(c, want)
-	remedy := fmt.Sprintf("sysctl -w net.netfilter.nf_conntrack_max=%d and echo %d > /sys/module/nf_conntrack/parameters/hashsize; or exempt the service port from tracking with an nftables notrack rule", want, buckets)
+	remedy := fmt.Sprintf("sysctl -w net.netfilter.nf_conntrack_max=%d and %s; or exempt the service port from tracking with an nftables notrack rule", want, hashsizeCmd(c, buckets))
 	idle := ""
 	if !conntrackTracking(c) {
 		idle = "nf_conntrack is loaded but tracks nothing now (0 entries"
@@ -85,7 +101,7 @@ func checkConntrack(f *Facts, t Target) verdict.Check {
 	}
 	if c.Buckets > 0 && (c.Count+n)/c.Buckets > conntrackMaxChain {
 		return warn(fmt.Sprintf("conntrack hash size %d for %s: chains of %s slow every packet's lookup", c.Buckets, plural.N(c.Count+n, "entry"), plural.N((c.Count+n)/c.Buckets, "entry")),
-			obs, fmt.Sprintf("at most %s per bucket", plural.N(conntrackMaxChain, "entry")), fmt.Sprintf("echo %d > /sys/module/nf_conntrack/parameters/hashsize", buckets))
+			obs, fmt.Sprintf("at most %s per bucket", plural.N(conntrackMaxChain, "entry")), hashsizeCmd(c, buckets))
 	}
 	if idle != "" {
 		return pass(fmt.Sprintf("conntrack: %s; if one starts tracking, %d free entries cover %s", idle, free, plural.N(n, "connection")), obs, exp)

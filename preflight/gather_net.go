@@ -45,7 +45,9 @@ func (g *gatherer) conntrack() {
 	if c.Count, ok = read("nf_conntrack_count"); !ok {
 		c.Unreadable = append(c.Unreadable, "nf_conntrack_count: absent")
 	}
-	c.Buckets, _ = read("nf_conntrack_buckets")
+	if c.Buckets, ok = read("nf_conntrack_buckets"); !ok || c.Buckets == 0 {
+		c.Unreadable = append(c.Unreadable, "nf_conntrack_buckets: absent")
+	}
 	g.f.Conntrack = c
 }
 
