@@ -84,29 +84,47 @@ func checkMemTCPMem(f *Facts, t Target) verdict.Check {
 	needPages := int64(t.Sockets) // one page (sk_mem_quantum) per socket with any data queued
 	obs := fmt.Sprintf("tcp_mem %d %d %s (min %s, pressure %s, max %s; a page is %s)", m[0], m[1], plural.N(m[2], "page"), mib(float64(m[0])*page), mib(float64(m[1])*page), mib(float64(m[2])*page), plural.N(f.PageSize, "byte"))
 	exp := fmt.Sprintf("max >= %s (%s): one page of buffered data for each of %s", plural.N(needPages, "page"), mib(float64(needPages)*page), plural.N(t.Sockets, "socket"))
-	if c, ok := tcpMemAboveRAM(f, m, obs, exp); ok {
+	lo, mid, hi, fits := suggestTCPMem(f, t)
+	suggest := "add memory or spread the load over more hosts"
+	if fits {
+		suggest = fmt.Sprintf("sysctl -w net.ipv4.tcp_mem=\"%d %d %d\" (pages: %s / %s / %s)", lo, mid, hi, mib(float64(lo)*page), mib(float64(mid)*page), mib(float64(hi)*page))
+	}
+	if c, ok := tcpMemAboveRAM(f, m, obs, exp, suggest); ok {
 		return c // above RAM is wrong whatever the target: it comes first
 	}
 	if maxPages >= needPages {
 		return pass(fmt.Sprintf("tcp_mem max %s (%s) covers %s with a page of buffered data each", plural.N(maxPages, "page"), mib(float64(maxPages)*page), plural.N(t.Sockets, "socket")), obs, exp)
 	}
-	// Suggest {N, 1.5 N, 2 N} pages, with max no higher than what
-	// mem.buffers accepts (bufferRoom): following one check's remedy must
-	// not make the other warn.
-	hi := 2 * needPages
+	if !fits {
+		room, _ := bufferRoom(f, t)
+		return warn(fmt.Sprintf("tcp_mem max %s (%s) is below what %s with buffered data need (%s, %s), and this host's memory cannot hold both: MemAvailable %s less the sockets' own kernel memory leaves %s for buffers",
+			plural.N(maxPages, "page"), mib(float64(maxPages)*page), plural.N(t.Sockets, "socket"), plural.N(needPages, "page"), mib(float64(needPages)*page), mib(float64(f.MemAvailable)), mib(max(room, 0))),
+			obs, exp, suggest)
+	}
+	return warn(fmt.Sprintf("tcp_mem max %s (%s) is below what %s with buffered data need (%s, %s): tcp_mem counts pages of %s, not bytes; past it the kernel drops data and logs \"TCP: out of memory -- consider tuning tcp_mem\"",
+		plural.N(maxPages, "page"), mib(float64(maxPages)*page), plural.N(t.Sockets, "socket"), plural.N(needPages, "page"), mib(float64(needPages)*page), plural.N(f.PageSize, "byte")),
+		obs, exp, suggest)
+}
+
+// suggestTCPMem is the tcp_mem (pages: min, pressure, max) both memory
+// checks accept for t: max is twice the target's page of buffered data per
+// socket, or the kernel's own sizing for this RAM (tcp_init_mem) when that
+// is more, and no higher than bufferRoom leaves; min and pressure are 1/2
+// and 3/4 of it. fits is false when that room is below one page per
+// socket: no tcp_mem serves both then.
+func suggestTCPMem(f *Facts, t Target) (lo, mid, hi int64, fits bool) {
+	page := float64(f.PageSize)
+	need := int64(t.Sockets)
+	hi = 2 * need
+	if f.MemTotal > 0 {
+		limit := int64(float64(f.MemTotal) / page / 16)
+		hi = max(hi, limit/4*3*2)
+	}
 	room, _ := bufferRoom(f, t)
 	if roomPages := int64(room / page); f.MemAvailable > 0 && hi > roomPages {
 		hi = roomPages
 	}
-	if hi < needPages {
-		return warn(fmt.Sprintf("tcp_mem max %s (%s) is below what %s with buffered data need (%s, %s), and this host's memory cannot hold both: MemAvailable %s less the sockets' own kernel memory leaves %s for buffers",
-			plural.N(maxPages, "page"), mib(float64(maxPages)*page), plural.N(t.Sockets, "socket"), plural.N(needPages, "page"), mib(float64(needPages)*page), mib(float64(f.MemAvailable)), mib(max(room, 0))),
-			obs, exp, "add memory or spread the load over more hosts")
-	}
-	lo, mid := hi/2, hi*3/4
-	return warn(fmt.Sprintf("tcp_mem max %s (%s) is below what %s with buffered data need (%s, %s): tcp_mem counts pages of %s, not bytes; past it the kernel drops data and logs \"TCP: out of memory -- consider tuning tcp_mem\"",
-		plural.N(maxPages, "page"), mib(float64(maxPages)*page), plural.N(t.Sockets, "socket"), plural.N(needPages, "page"), mib(float64(needPages)*page), plural.N(f.PageSize, "byte")),
-		obs, exp, fmt.Sprintf("sysctl -w net.ipv4.tcp_mem=\"%d %d %d\" (pages: %s / %s / %s)", lo, mid, hi, mib(float64(lo)*page), mib(float64(mid)*page), mib(float64(hi)*page)))
+	return hi / 2, hi * 3 / 4, hi, hi >= need
 }
 
 // bufferRoom is the memory socket buffers may take on this host, in
@@ -174,8 +192,10 @@ func checkMemPressure(f *Facts, t Target) verdict.Check {
 // tcpMemAboveRAM warns, whatever the socket count, when tcp_mem's pressure
 // or max threshold (pages) lies above physical memory: TCP memory
 // pressure then never starts before RAM runs out (typically tcp_mem
-// written in bytes, or copied from a bigger host).
-func tcpMemAboveRAM(f *Facts, m []int64, obs, exp string) (verdict.Check, bool) {
+// written in bytes, or copied from a bigger host). suggest is the remedy
+// mem.tcp_mem gives for the target (suggestTCPMem), so following it
+// passes both.
+func tcpMemAboveRAM(f *Facts, m []int64, obs, exp, suggest string) (verdict.Check, bool) {
 	if f.MemTotal == 0 {
 		return verdict.Check{}, false
 	}
@@ -189,8 +209,6 @@ func tcpMemAboveRAM(f *Facts, m []int64, obs, exp string) (verdict.Check, bool) 
 	if len(above) == 0 {
 		return verdict.Check{}, false
 	}
-	limit := int64(ram / page / 16) // tcp_init_mem(): free buffer pages / 16
 	return warn(fmt.Sprintf("tcp_mem %s above physical memory %s: TCP memory pressure never starts before RAM runs out, and the OOM killer comes first (was tcp_mem written in bytes? it counts pages of %s)", strings.Join(above, " and "), mib(ram), plural.N(f.PageSize, "byte")),
-		obs, fmt.Sprintf("%s; pressure and max below RAM", exp),
-		fmt.Sprintf("hostprep tune apply with net.ipv4.tcp_mem below RAM in pages, e.g. the kernel's own sizing for this RAM \"%d %d %d\"", limit/4*3, limit, limit/4*3*2)), true
+		obs, fmt.Sprintf("%s; pressure and max below RAM", exp), "set tcp_mem in pages, below RAM and enough for the target: "+suggest), true
 }

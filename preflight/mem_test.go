@@ -49,27 +49,31 @@ func TestMemChecksAddUp(t *testing.T) {
 // TestTCPMemRemedyPassesBothChecks: on hosts where mem.tcp_mem suggests
 // a tcp_mem, that tcp_mem passes mem.tcp_mem and mem.buffers alike (the
 // remedy used to cap at 3/4 of RAM while mem.buffers compared with
-// MemAvailable, so following one made the other warn).
+// MemAvailable, so following one made the other warn), also when the
+// first finding was tcp_mem above RAM (its kernel-sizing remedy was then
+// below one page per socket).
 func TestTCPMemRemedyPassesBothChecks(t *testing.T) {
 	suggestion := regexp.MustCompile(`net\.ipv4\.tcp_mem="(\d+ \d+ \d+)"`)
 	tried := 0
-	for _, totalGiB := range []float64{4, 8, 64, 512} {
-		for _, availShare := range []float64{0.3, 0.6, 0.95} {
-			for _, sockets := range []int{1000, 100000, 500000, 1000000} {
-				f := memHost(t, totalGiB, totalGiB*availShare, "100 150 200")
-				tg := Target{Sockets: sockets, Role: Broker}
-				if err := tg.Validate(); err != nil {
-					t.Fatal(err)
-				}
-				m := suggestion.FindStringSubmatch(find(t, Evaluate(f, tg), "mem.tcp_mem").Remedy)
-				if m == nil {
-					continue // no tcp_mem can serve: the check says to add memory
-				}
-				tried++
-				g := memHost(t, totalGiB, totalGiB*availShare, m[1])
-				for _, id := range []string{"mem.tcp_mem", "mem.buffers"} {
-					if c := find(t, Evaluate(g, tg), id); c.Status != verdict.Pass {
-						t.Errorf("%g GiB (%.0f%% available), %d sockets, tcp_mem %q as suggested: %s %s: %s", totalGiB, 100*availShare, sockets, m[1], id, c.Status, c.Summary)
+	for _, initial := range []string{"100 150 200", "4294967296 4294967296 4294967296"} { // too small; written in bytes (above RAM)
+		for _, totalGiB := range []float64{4, 8, 64, 512} {
+			for _, availShare := range []float64{0.3, 0.6, 0.95} {
+				for _, sockets := range []int{1000, 100000, 500000, 1000000} {
+					f := memHost(t, totalGiB, totalGiB*availShare, initial)
+					tg := Target{Sockets: sockets, Role: Broker}
+					if err := tg.Validate(); err != nil {
+						t.Fatal(err)
+					}
+					m := suggestion.FindStringSubmatch(find(t, Evaluate(f, tg), "mem.tcp_mem").Remedy)
+					if m == nil {
+						continue // no tcp_mem can serve: the check says to add memory
+					}
+					tried++
+					g := memHost(t, totalGiB, totalGiB*availShare, m[1])
+					for _, id := range []string{"mem.tcp_mem", "mem.buffers"} {
+						if c := find(t, Evaluate(g, tg), id); c.Status != verdict.Pass {
+							t.Errorf("from %q: %g GiB (%.0f%% available), %d sockets, tcp_mem %q as suggested: %s %s: %s", initial, totalGiB, 100*availShare, sockets, m[1], id, c.Status, c.Summary)
+						}
 					}
 				}
 			}
