@@ -364,8 +364,9 @@ func dropProbeData(p *sessionPool, w *workload, res *Result, paths []string) str
 	err := del()
 	// A server that hangs for a while (GC, an interrupt mid-stall) may
 	// not open a session within --connect-timeout: the clean-up keeps
-	// trying for the admin deadline, as its calls have.
-	for deadline := time.Now().Add(p.adminTimeout); isConnectError(err) && time.Now().Before(deadline); {
+	// trying for the admin deadline, as its calls have. One that refuses
+	// the connection is gone: no retry.
+	for deadline := time.Now().Add(p.adminTimeout); connectTimedOut(err) && time.Now().Before(deadline); {
 		time.Sleep(cleanupRetry)
 		err = del()
 	}
@@ -398,10 +399,14 @@ func dropProbeData(p *sessionPool, w *workload, res *Result, paths []string) str
 // session.
 const cleanupRetry = 500 * time.Millisecond
 
-// isConnectError tells a failure to get a session (nothing was sent).
-func isConnectError(err error) bool {
+// connectTimedOut tells a failure to get a session (nothing was sent)
+// where the TCP connection was made but OpenSession did not answer in
+// time: a server that hangs, not one that is gone (a refused or
+// unroutable connect).
+func connectTimedOut(err error) bool {
 	var ce *connectError
-	return errors.As(err, &ce)
+	var oe *openError
+	return errors.As(err, &ce) && errors.As(err, &oe) && oe.connected && isTimeout(oe.err)
 }
 
 // stillThere asks the server, on a fresh call, whether what the probe
