@@ -73,7 +73,7 @@ func stepBound(s, prev *Step, errLimit float64) (string, string) {
 	}
 	tg, pg := s.TPS/prev.TPS-1, s.Latency.P95/prev.Latency.P95-1
 	if tg < KneeTPSGrowth && (pg > KneeP95Growth || tg < 0) {
-		return BoundServer, fmt.Sprintf("from %d to %s TPS %+.1f%% while p95 %+.0f%% (%.2f -> %.2f ms), with headroom in the pool (%.0f%% used, %.0f%% of samples with waiters) and the client (%.2f of %s, %.1f ms scheduling lag)",
+		return BoundServer, fmt.Sprintf("from %d to %s TPS %+.1f%% while p95 %+.0f%% (%.2f -> %.2f ms); neither the pool (%.0f%% used, %.0f%% of samples with waiters) nor the client (%.2f of %s, %.1f ms scheduling lag) was the limit",
 			prev.Workers, plural.N(s.Workers, "worker"), 100*tg, 100*pg, prev.Latency.P95, s.Latency.P95, 100*p.MeanUtil, 100*p.WaitingShare, c.CPUCores, plural.N(c.Cores, "CPU"), c.SchedLagMeanMs)
 	}
 	return "", ""
