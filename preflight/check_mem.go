@@ -92,6 +92,13 @@ func checkMemTCPMem(f *Facts, t Target) verdict.Check {
 	if c, ok := tcpMemAboveRAM(f, m, obs, exp, suggest); ok {
 		return c // above RAM is wrong whatever the target: it comes first
 	}
+	if m[0] > m[1] || m[1] > m[2] {
+		// tcp_mem is min <= pressure <= max (ip-sysctl.rst): with pressure
+		// above max the kernel hits the hard limit before it ever starts
+		// to moderate buffers.
+		return warn(fmt.Sprintf("tcp_mem %d %d %d is out of order: it is min <= pressure <= max (pages), and with pressure above max TCP refuses memory before memory pressure ever starts", m[0], m[1], m[2]),
+			obs, exp, suggest)
+	}
 	if maxPages >= needPages {
 		return pass(fmt.Sprintf("tcp_mem max %s (%s) covers %s with a page of buffered data each", plural.N(maxPages, "page"), mib(float64(maxPages)*page), plural.N(t.Sockets, "socket")), obs, exp)
 	}

@@ -35,6 +35,7 @@ func TestMemChecksAddUp(t *testing.T) {
 		{"tcp_mem max above MemAvailable at few sockets", 8, 3, "750000 1125000 1500000", 10000, "mem.buffers", verdict.Warn},
 		{"kernel's own sizing on a roomy host", 8, 7, "94011 125350 188022", 10000, "mem.buffers", verdict.Pass},
 		{"memory too small for slab and a page each", 8, 3, "100000 150000 200000", 500000, "mem.tcp_mem", verdict.Warn},
+		{"pressure above max", 8, 7, "40000 50000 45590", 1000, "mem.tcp_mem", verdict.Warn},
 	} {
 		f := memHost(t, c.totalGiB, c.avail, c.tcpMem)
 		tg := Target{Sockets: c.sockets, Role: Broker}
