@@ -414,28 +414,34 @@ func connectTimedOut(err error) bool {
 // series under its prefix. 1 when it is, 0 when not, -1 when the server
 // could not say.
 func stillThere(p *sessionPool, w *workload, res *Result) int {
+	var found bool
+	var err error
 	if res.CreatedDatabase {
-		found, err := listed(context.Background(), p, w.prefix)
-		if err != nil {
-			return -1
-		}
-		if found {
-			return 1
-		}
-		return 0
+		found, err = listed(context.Background(), p, w.prefix)
+	} else {
+		found, err = hasSeries(p, w.prefix)
 	}
-	n := 0
-	err := queryRows(context.Background(), p, "SHOW TIMESERIES "+w.prefix+".** LIMIT 1", func(*client.SessionDataSet) error {
-		n = 1
-		return nil
-	})
 	switch {
-	case gone(err):
-		return 0
 	case err != nil:
 		return -1
+	case found:
+		return 1
 	}
-	return n
+	return 0
+}
+
+// hasSeries says whether any time series lies under prefix (a prefix or
+// database that does not exist has none).
+func hasSeries(p *sessionPool, prefix string) (bool, error) {
+	found := false
+	err := queryRows(context.Background(), p, "SHOW TIMESERIES "+prefix+".** LIMIT 1", func(*client.SessionDataSet) error {
+		found = true
+		return nil
+	})
+	if gone(err) {
+		return false, nil
+	}
+	return found, err
 }
 
 // gone tells an error saying that what was to be deleted does not exist
@@ -468,15 +474,8 @@ func cleanupCheck(w *workload, res *Result) (verdict.Check, bool) {
 // last shard has deleted its series (a shard still running has series
 // there); a database another shard deleted first is no error.
 func dropIfEmpty(p *sessionPool, db string) error {
-	empty := true
-	err := queryRows(context.Background(), p, "SHOW TIMESERIES "+db+".** LIMIT 1", func(*client.SessionDataSet) error {
-		empty = false
-		return nil
-	})
-	if gone(err) {
-		return nil
-	}
-	if err != nil || !empty {
+	found, err := hasSeries(p, db)
+	if err != nil || found {
 		return err
 	}
 	err = admin(context.Background(), p, func(s *session) error { return s.exec("DELETE DATABASE " + db) })
