@@ -57,19 +57,7 @@ func withGiven(plain any, v reflect.Value, given map[string]bool) (*yaml.Node, e
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		fv, path := v, strings.Split(k, ".")
-		for _, seg := range path {
-			if fv.Kind() != reflect.Struct { // "steps.0": an item of a list written whole
-				fv = reflect.Value{}
-				break
-			}
-			f, ok := fieldByYAML(fv.Type(), seg)
-			if !ok {
-				fv = reflect.Value{}
-				break
-			}
-			fv = fv.FieldByIndex(f.Index)
-		}
+		fv := fieldAt(v, k) // "steps.0", an item of a list written whole, has none
 		if !fv.IsValid() || !fv.IsZero() || fv.Kind() == reflect.Struct || fv.Kind() == reflect.Pointer {
 			continue
 		}
@@ -77,7 +65,7 @@ func withGiven(plain any, v reflect.Value, given map[string]bool) (*yaml.Node, e
 		if err := val.Encode(fv.Interface()); err != nil {
 			return nil, err
 		}
-		addMissing(&n, path, &val)
+		addMissing(&n, strings.Split(k, "."), &val)
 	}
 	return &n, nil
 }

@@ -163,14 +163,25 @@ func has(given map[string]bool, v reflect.Value, key string) bool {
 	if given != nil {
 		return given[key]
 	}
+	v = fieldAt(v, key)
+	return v.IsValid() && !v.IsZero()
+}
+
+// fieldAt is the field of struct v at the dotted YAML key ("thresholds.p95"),
+// or the zero Value when there is none (a segment not a field, or a step
+// into something not a struct, such as "steps.0").
+func fieldAt(v reflect.Value, key string) reflect.Value {
 	for _, seg := range strings.Split(key, ".") {
+		if v.Kind() != reflect.Struct {
+			return reflect.Value{}
+		}
 		f, ok := fieldByYAML(v.Type(), seg)
 		if !ok {
-			return false
+			return reflect.Value{}
 		}
 		v = v.FieldByIndex(f.Index)
 	}
-	return !v.IsZero()
+	return v
 }
 
 // givenUnder lists the dotted keys src records under prefix (the keys a
