@@ -107,6 +107,9 @@ type unitNofile struct {
 	found bool
 	// user is the unit's User= ("" for root).
 	user string
+	// files are the unit file and its drop-ins, in the order systemd
+	// reads them.
+	files []boot.ConfFile
 }
 
 // isUnitFileOf says whether file is unit's own unit file or, for an
@@ -137,7 +140,7 @@ func (g *gatherer) unitFromFiles(unit string) (unitNofile, error) {
 		u.missing = fmt.Sprintf("it is masked (%s is empty or a symlink to /dev/null), so systemd refuses to start it", files[0].Name())
 		return u, nil
 	}
-	u.file = files[0].Name()
+	u.file, u.files = files[0].Name(), files
 	u.lim, u.from = profiles.Limit{Soft: set.Soft, Hard: set.Hard}, set.Where()
 	for _, f := range files {
 		u.found = u.found || (set.Set && f.Path == set.File.Path)

@@ -26,13 +26,17 @@ type threadRoom struct {
 	remedy string
 }
 
+// tasksMaxRemedy raises the pids.max systemd gives a unit's cgroup.
+const tasksMaxRemedy = "raise the cgroup's pids.max: TasksMax= in the DataNode's unit (systemctl set-property UNIT TasksMax=N), or DefaultTasksMax= in /etc/systemd/system.conf"
+
 // threadRooms lists every bound on the threads the target can still start
 // that preflight can see: host-wide kernel.pid_max (every thread takes a
 // PID) and kernel.threads-max against the tasks on the host now, and for
 // a process that was read its RLIMIT_NPROC against every task of its user
 // (not enforced for root, CAP_SYS_RESOURCE or CAP_SYS_ADMIN) and the
-// least room its cgroups' pids.max leave. unseen names the bounds that
-// could not be read.
+// least room its cgroups' pids.max leave; for a systemd unit not running,
+// the TasksMax= its next start gets. unseen names the bounds that could
+// not be read.
 func threadRooms(f *Facts, t Target) (rooms []threadRoom, unseen []string) {
 	tasks := int64(f.HostTasks)
 	if v, ok := f.SysInt("kernel.pid_max"); ok {
@@ -48,11 +52,19 @@ func threadRooms(f *Facts, t Target) (rooms []threadRoom, unseen []string) {
 		unseen = append(unseen, "kernel.threads-max")
 	}
 	p := f.Target
+	ts := p.Tasks
+	if p.PID == 0 && ts.UnitTasksMax != "" {
+		// A unit not running: its TasksMax= is known, the threads the
+		// JVM starts for itself and the limits of its user are not.
+		if ts.PidsFrom != "" {
+			rooms = append(rooms, threadRoom{"TasksMax", int64(ts.PidsMax), ts.UnitTasksMax, tasksMaxRemedy})
+		}
+		return rooms, append(unseen, fmt.Sprintf("the DataNode's own threads and its RLIMIT_NPROC (%s is not running)", p.Unit))
+	}
 	if p.PID == 0 {
 		why, _ := unseenWhy(f, t)
 		return rooms, append(unseen, "the DataNode's RLIMIT_NPROC and cgroup pids.max ("+why+")")
 	}
-	ts := p.Tasks
 	unseen = append(unseen, ts.Unseen...)
 	exempt := ts.RootUser || p.CapSysResource || ts.CapSysAdmin
 	if !exempt && ts.NprocSoft != 0 && ts.NprocSoft != Unlimited {
@@ -62,7 +74,7 @@ func threadRooms(f *Facts, t Target) (rooms []threadRoom, unseen []string) {
 	}
 	if ts.PidsFrom != "" && ts.PidsMax != Unlimited {
 		rooms = append(rooms, threadRoom{"pids.max", int64(ts.PidsMax) - int64(ts.PidsCurrent), fmt.Sprintf("pids.max %d with %s (%s and pids.current there)", ts.PidsMax, plural.N(ts.PidsCurrent, "task"), ts.PidsFrom),
-			"raise the cgroup's pids.max: TasksMax= in the DataNode's unit (systemctl set-property UNIT TasksMax=N), or DefaultTasksMax= in /etc/systemd/system.conf"})
+			tasksMaxRemedy})
 	}
 	return rooms, unseen
 }

@@ -202,6 +202,11 @@ type TaskFacts struct {
 	PidsMax     uint64 `json:"pids_max,omitempty"`
 	PidsCurrent uint64 `json:"pids_current,omitempty"`
 	PidsFrom    string `json:"pids_from,omitempty"`
+	// UnitTasksMax is, for a systemd unit that is not running, the
+	// TasksMax= its next start gets (the pids.max of its cgroup) and where
+	// that comes from; PidsMax then holds it (PidsFrom set, PidsCurrent 0)
+	// unless it is infinity.
+	UnitTasksMax string `json:"unit_tasks_max,omitempty"`
 	// Unseen names what bounds them that could not be read.
 	Unseen []string `json:"unseen,omitempty"`
 }

@@ -123,6 +123,9 @@ func (g *gatherer) targetService(ctx context.Context, unit string, fromProfile b
 			if u := props["User"]; u != "" && u != "root" {
 				t.CapSysResource = false
 			}
+			if u, err := g.unitFromFiles(unit); err == nil && u.missing == "" {
+				return g.unitTasks(unit, u, props["TasksMax"])
+			}
 			return nil
 		}
 	}
@@ -146,6 +149,9 @@ func (g *gatherer) targetService(ctx context.Context, unit string, fromProfile b
 	}
 	t.UnitFile = u.file
 	t.CapSysResource = u.user == "" || u.user == "root"
+	if err := g.unitTasks(unit, u, ""); err != nil {
+		return err
+	}
 	if u.found {
 		g.f.applyUnitLimit(u.lim, "LimitNOFILE in "+u.from+" (unit not running)")
 		return nil
@@ -392,7 +398,7 @@ func (g *gatherer) systemctlShow(ctx context.Context, unit string) (string, bool
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	b, err := exec.CommandContext(ctx, "systemctl", "show", "-p", "MainPID,LimitNOFILE,LimitNOFILESoft,User,LoadState", unit).Output()
+	b, err := exec.CommandContext(ctx, "systemctl", "show", "-p", "MainPID,LimitNOFILE,LimitNOFILESoft,User,LoadState,TasksMax", unit).Output()
 	if err != nil {
 		return "", false, exitcode.Environmentf("--service %s: systemctl show failed: %v", unit, err)
 	}

@@ -120,3 +120,57 @@ func TestGatherTasks(t *testing.T) {
 		}
 	}
 }
+
+// TestUnitTasksMax: an IoTDB unit that is not running yet gets the
+// TasksMax= of its files at its next start, else the manager's
+// DefaultTasksMax=, else systemd's 15% of the host's task ceiling (4915
+// with kernel.pid_max 32768: systemd-system.conf(5)). Field case: the
+// DataNode was started by systemd after a preflight that could not see
+// its cgroup, and stopped creating session threads at 4915 tasks.
+// Values systemd ignores (0, above 100%, not a number) leave the one
+// before in force; an empty TasksMax= goes back to the manager's
+// default, an empty DefaultTasksMax= is no limit.
+func TestUnitTasksMax(t *testing.T) {
+	const unit = "lib/systemd/system/iotdb.service"
+	for _, c := range []struct {
+		name  string
+		files map[string]string
+		max   uint64 // 0: no limit
+		from  string
+		want  verdict.Status
+	}{
+		{"systemd's built-in 15%", nil, 4915, "systemd's built-in default, of 32767 tasks", verdict.Fail},
+		{"DefaultTasksMax in a drop-in", map[string]string{"etc/systemd/system.conf.d/20-tasks.conf": "[Manager]\nDefaultTasksMax=12.5%\n"}, 4095, "20-tasks.conf:2", verdict.Fail},
+		{"per mille", map[string]string{"etc/systemd/system.conf.d/20-tasks.conf": "[Manager]\nDefaultTasksMax=125‰\n"}, 4095, "20-tasks.conf:2", verdict.Fail},
+		{"DefaultTasksMax=infinity", map[string]string{"etc/systemd/system.conf.d/20-tasks.conf": "[Manager]\nDefaultTasksMax=infinity\n"}, 0, "20-tasks.conf:2", verdict.Warn},
+		{"empty DefaultTasksMax= is no limit", map[string]string{"etc/systemd/system.conf.d/20-tasks.conf": "[Manager]\nDefaultTasksMax=\n"}, 0, "no limit", verdict.Warn},
+		{"the unit's own", map[string]string{unit: "[Service]\nExecStart=/bin/true\nTasksMax=20000\n"}, 20000, "iotdb.service:3", verdict.Warn},
+		{"ignored values keep the one before", map[string]string{unit: "[Service]\nTasksMax=20000\n",
+			"etc/systemd/system/iotdb.service.d/a.conf": "[Service]\nTasksMax=0\nTasksMax=101%\nTasksMax=lots\n"}, 20000, "iotdb.service:2", verdict.Warn},
+		{"empty TasksMax= goes back to the manager's default", map[string]string{unit: "[Service]\nTasksMax=20000\n",
+			"etc/systemd/system/iotdb.service.d/a.conf": "[Service]\nTasksMax=\n"}, 4915, "built-in", verdict.Fail},
+		{"a percentage of the unit", map[string]string{unit: "[Service]\nTasksMax=50%\n"}, 16383, "of 32767 tasks", verdict.Warn},
+	} {
+		files := map[string]string{unit: "[Service]\nExecStart=/bin/true\n", "proc/sys/kernel/pid_max": "32768\n", "proc/sys/kernel/threads-max": "192730\n"}
+		for k, v := range c.files {
+			files[k] = v
+		}
+		f, err := Gather(t.Context(), GatherOptions{Root: fixtureRoot(t, files), Service: "iotdb"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := f.Target.Tasks
+		if ts.PidsMax != c.max || (c.max == 0) != (ts.PidsFrom == "") || !strings.Contains(ts.UnitTasksMax, c.from) || !strings.Contains(ts.UnitTasksMax, "not running") {
+			t.Errorf("%s: tasks %+v, want TasksMax %d from %q", c.name, ts, c.max, c.from)
+		}
+		tg := Target{Sockets: 10000, Role: IoTDB, ConnRate: 10}
+		if err := tg.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		got := find(t, Evaluate(f, tg), "iotdb.threads")
+		if got.Status != c.want || c.want == verdict.Fail && !strings.Contains(got.Summary, "TasksMax") ||
+			c.want == verdict.Warn && !strings.Contains(got.Summary, "own threads") {
+			t.Errorf("%s: %s: %s (observed %s)", c.name, got.Status, got.Summary, got.Observed)
+		}
+	}
+}

@@ -255,11 +255,24 @@ func eachAssignment(t tree, files []ConfFile, section, key string, fn func(v str
 // resets it to "" (where "" too). "User" in "Service" is the user a unit
 // runs as, "" for root. Errors: a file that exists but cannot be read.
 func LastSetting(root string, files []ConfFile, section, key string) (value, where string, err error) {
+	value, where, err = LastAccepted(root, files, section, key, nil)
+	if value == "" {
+		where = ""
+	}
+	return value, where, err
+}
+
+// LastAccepted is LastSetting for a key whose invalid values systemd logs
+// and ignores, leaving the assignment before in force: only values accept
+// takes count (accept nil takes all). An empty value resets to "" and,
+// unlike in LastSetting, keeps its FILE:LINE in where, since for some
+// keys (DefaultTasksMax=) an empty assignment differs from none.
+func LastAccepted(root string, files []ConfFile, section, key string, accept func(v string) bool) (value, where string, err error) {
 	err = eachAssignment(tree{root: root}, files, section, key, func(v string, f ConfFile, line int) {
-		value, where = v, ""
-		if v != "" {
-			where = fmt.Sprintf("%s:%d", f.Name(), line)
+		if v != "" && accept != nil && !accept(v) {
+			return
 		}
+		value, where = v, fmt.Sprintf("%s:%d", f.Name(), line)
 	})
 	return value, where, err
 }
