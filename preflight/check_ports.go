@@ -3,6 +3,7 @@ package preflight
 import (
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -333,7 +334,14 @@ func checkPortsCollision(f *Facts, t Target) verdict.Check {
 			seen[p] = true
 		}
 	}
-	for _, p := range t.ServicePorts {
+	// The target's listener ports named with --port must be bindable
+	// too, whether or not it listens yet (the role's usual ports are only
+	// a guess at where to look).
+	servicePorts := slices.Clone(t.ServicePorts)
+	for _, p := range t.Ports {
+		servicePorts = appendUnique(servicePorts, p)
+	}
+	for _, p := range servicePorts {
 		if int64(p) >= lo && int64(p) <= hi && !res[p] && !seen[p] {
 			service = append(service, p)
 			seen[p] = true
@@ -341,7 +349,7 @@ func checkPortsCollision(f *Facts, t Target) verdict.Check {
 	}
 	sort.Ints(listening)
 	sort.Ints(service)
-	obs := fmt.Sprintf("ephemeral range %d-%d; reserved: %q; listening: %v; service ports: %v", lo, hi, f.Sysctl["net.ipv4.ip_local_reserved_ports"], f.ListeningPorts, t.ServicePorts)
+	obs := fmt.Sprintf("ephemeral range %d-%d; reserved: %q; listening: %v; service ports: %v", lo, hi, f.Sysctl["net.ipv4.ip_local_reserved_ports"], f.ListeningPorts, servicePorts)
 	exp := "no listening or service port inside the ephemeral range unless it is in ip_local_reserved_ports"
 	if len(listening)+len(service) == 0 {
 		return pass(fmt.Sprintf("no listening or service port inside the ephemeral range %d-%d is unreserved", lo, hi), obs, exp)

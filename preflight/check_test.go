@@ -83,6 +83,8 @@ mem_available_bytes: 1073741824`, Target{Sockets: 1000000, Role: Broker}, "mem.a
 			Target{Sockets: 20000, Role: Loadgen, ConnRate: 5000}, "ports.time_wait", verdict.Warn, []string{"300000 ports in TIME_WAIT", "tcp_tw_reuse"}},
 		{"profile service port in range", ``,
 			Target{Sockets: 1000, Role: Broker, ServicePorts: []int{40000}}, "ports.collision", verdict.Warn, []string{"service port 40000", "reserve_ports: [40000]"}},
+		{"--port inside the range, nothing listening yet", ``,
+			Target{Sockets: 500, Role: Broker, Ports: []int{40001}}, "ports.collision", verdict.Warn, []string{"service port 40001", "reserve_ports: [40001]"}},
 		{"reserved listening port is fine", `sysctl: {net.ipv4.ip_local_port_range: "1025 65000", net.ipv4.ip_local_reserved_ports: "1883,9090"}
 listening_ports: [1883, 9090]`, Target{Sockets: 1000, Role: Broker}, "ports.collision", verdict.Pass, nil},
 		{"orphans", ``, Target{Sockets: 100000, Role: Broker}, "tcp.orphans", verdict.Warn, []string{"tcp_max_orphans 32768"}},
