@@ -72,6 +72,16 @@ func systemdRemedy(unit string, need uint64) string {
 // get, which says nothing either way about the service's own.
 func unseenServer(p ProcessFacts, t Target) bool { return p.Assumed && t.Role != Loadgen }
 
+// unitWithoutManager says whether the target is a unit on a host where
+// systemd is not running, and no process of it was read: its limits are
+// what a login shell here passes on. That fails fairly when it falls
+// short, but is no promise when it suffices: whatever starts the program
+// may pass on less.
+func unitWithoutManager(f *Facts) bool {
+	p := f.Target
+	return p.Unit != "" && !p.UnitMissing && !f.Systemd.Running && p.PID == 0
+}
+
 const nameTheTarget = "name the process that will hold the sockets: hostprep preflight --service UNIT or --pid PID, or the unit in the profile's systemd.services (what ready reads); or start it so its listener is found (hostprep preflight --port PORT names another port)"
 
 // ownerHidden returns the target's listener ports that something listens
@@ -92,6 +102,11 @@ func ownerHidden(f *Facts, t Target) []int {
 // unseenWhy is why an unseen server's limits are not known: none listens
 // on its ports, or one does whose owner this user cannot see; and the fix.
 func unseenWhy(f *Facts, t Target) (why, fix string) {
+	if p := f.Target; p.Unit != "" && !p.UnitMissing && !f.Systemd.Running {
+		prog := strings.TrimSuffix(p.Unit, ".service")
+		return fmt.Sprintf("systemd is not running here, so %s's unit sets nothing and whatever starts %s passes on its own limits", p.Unit, prog),
+			fmt.Sprintf("name the running process: hostprep preflight --pid PID (e.g. --pid $(pidof %s)), or --port PORT for its listener", prog)
+	}
 	if ports := ownerHidden(f, t); len(ports) > 0 {
 		return fmt.Sprintf("a process listens on port %s but its owner is not visible to this user (another user's /proc/PID/fd needs root)", portList(ports)),
 			fmt.Sprintf("run hostprep preflight as root (sudo) so the owner of port %s is found, or name it: hostprep preflight --pid PID (e.g. --pid $(pidof mosquitto)) or --service UNIT", portList(ports))
@@ -163,7 +178,7 @@ func checkFDSoft(f *Facts, t Target) verdict.Check {
 		return fail(fmt.Sprintf("%s is not installed here (no unit file): there is no service whose limits could carry %s", p.Unit, plural.N(t.Sockets, "socket")), obs, exp,
 			fmt.Sprintf("install the service first, or say which process will hold the sockets: hostprep preflight --service UNIT (an installed unit) or --pid PID (the running process), or an installed unit in the profile's systemd.services; drop-ins for %s do nothing without its unit file", p.Unit))
 	}
-	if unseenServer(p, t) {
+	if unseenServer(p, t) || unitWithoutManager(f) && p.NofileSoft >= need {
 		return unnamedServer(f, t, "soft", p.NofileSoft, need, obs, exp)
 	}
 	if p.NofileSoft >= need {
@@ -232,7 +247,7 @@ func checkFDHard(f *Facts, t Target) verdict.Check {
 	need := uint64(t.Sockets) + fdHeadroom(t.Sockets)
 	obs := fmt.Sprintf("hard nofile %s for %s (%s)", fmtNofile(p.NofileHard), describeTarget(p), p.Source)
 	exp := ">= " + plural.N(need, "file descriptor")
-	if unseenServer(p, t) {
+	if unseenServer(p, t) || unitWithoutManager(f) && p.NofileHard >= need {
 		return unnamedServer(f, t, "hard", p.NofileHard, need, obs, exp)
 	}
 	if p.NofileHard >= need {

@@ -163,6 +163,19 @@ func TestGatherServiceWithoutSystemd(t *testing.T) {
 	if c := find(t, cs, "fd.raise"); strings.Contains(c.Summary, "PID 1") {
 		t.Errorf("fd.raise claims systemd PID 1 sets the limit: %s", message(c))
 	}
+	// enough for a login shell is no promise: whatever starts emqx here
+	// may pass on less (field case: a mosquitto at nofile 1024 passed on
+	// the shell's 20000)
+	small := Target{Sockets: 5000, Role: Broker}
+	_ = small.Validate()
+	for _, id := range []string{"fd.soft", "fd.hard"} {
+		if c := find(t, Evaluate(f, small), id); c.Status != verdict.Warn || !strings.Contains(c.Summary, "whatever starts emqx") || !strings.Contains(c.Remedy, "--pid") {
+			t.Errorf("%s without systemd, enough for a shell: %s", id, message(c))
+		}
+	}
+	if cp := capacityOf(f, small); cp.Limits[0].Check != "fd.soft" || !cp.Limits[0].Assumed {
+		t.Errorf("capacity without systemd: %+v, want the shell's soft nofile marked assumed", cp)
+	}
 
 	// --service of a unit with no unit file: exit 2 naming it
 	_, err = Gather(t.Context(), GatherOptions{Root: root, Service: "nosuch.service"})

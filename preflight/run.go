@@ -297,7 +297,7 @@ func capacityOf(f *Facts, t Target) Capacity {
 	unknown := func(check, res string) {
 		c.Unknown = append(c.Unknown, UnknownLimit{Check: check, Resource: res})
 	}
-	if s := f.Target.NofileSoft; s != Unlimited && unseenServer(f.Target, t) {
+	if s := f.Target.NofileSoft; s != Unlimited && (unseenServer(f.Target, t) || unitWithoutManager(f)) {
 		// not the service's own limit: say so, in the limit and the text
 		why, _ := unseenWhy(f, t)
 		c.Limits = append(c.Limits, CapacityLimit{Check: "fd.soft", Assumed: true, Sockets: usableFDs(s),
