@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,6 +35,10 @@ type Listener struct {
 	// up (only the target's ports are) or not visible to this user.
 	PID     int    `json:"pid,omitempty" yaml:"pid"`
 	Process string `json:"process,omitempty" yaml:"process"`
+	// Holders are every process holding the socket, PID among them, in
+	// PID order: a pre-forking server's workers, or systemd (PID 1) and
+	// the service of a socket-activated unit. Any of them may accept.
+	Holders []int `json:"holders,omitempty" yaml:"holders,omitempty"`
 	// Inode is the socket's inode (socket:[N] in /proc/PID/fd).
 	Inode uint32 `json:"inode,omitempty" yaml:"inode"`
 }
@@ -112,11 +117,12 @@ func listenerPorts(ls []Listener) []int {
 	return out
 }
 
-// findOwners fills PID and Process of the listeners whose port is in ports,
-// the way `ss -p` does: by finding "socket:[INODE]" among the fds in
-// procRoot/PID/fd. Only those listeners are looked up, so a host with a
-// million sockets is not walked for a port nobody asked about. A process
-// whose fds are not readable (another user's, without root) is skipped.
+// findOwners fills PID, Process and Holders of the listeners whose port
+// is in ports, the way `ss -p` does: by finding "socket:[INODE]" among the
+// fds in procRoot/PID/fd of every process (PID is the first that holds
+// it). Only those listeners are looked up, so a host with a million
+// sockets is not walked for a port nobody asked about. A process whose
+// fds are not readable (another user's, without root) is skipped.
 func findOwners(procRoot string, ls []Listener, ports []int) {
 	want := map[string]int{}
 	for i, l := range ls {
@@ -146,16 +152,17 @@ func findOwners(procRoot string, ls []Listener, ports []int) {
 			if err != nil {
 				continue
 			}
-			if i, ok := want[link]; ok {
+			i, ok := want[link]
+			if !ok || slices.Contains(ls[i].Holders, pid) {
+				continue
+			}
+			ls[i].Holders = append(ls[i].Holders, pid)
+			if ls[i].PID == 0 {
 				ls[i].PID = pid
 				if b, err := os.ReadFile(filepath.Join(procRoot, e.Name(), "comm")); err == nil {
 					ls[i].Process = strings.TrimSpace(string(b))
 				}
-				delete(want, link)
 			}
-		}
-		if len(want) == 0 {
-			return
 		}
 	}
 }

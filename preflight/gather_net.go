@@ -6,9 +6,12 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/hostprep/hostprep/internal/plural"
+	"github.com/hostprep/hostprep/internal/proclimits"
 	"github.com/hostprep/hostprep/internal/procnet"
 	"github.com/prometheus/procfs"
 	psnet "github.com/shirou/gopsutil/v3/net"
@@ -123,24 +126,54 @@ func (g *gatherer) listeners(ports []int) {
 	g.f.ListeningPorts = p
 }
 
-// listenerOwner returns the PID owning a listener on one of ports, the
-// first in port order; 0 if none is known.
+// listenerOwner returns the process a listener on ports is judged by; 0
+// if none is known. When several hold such listeners (servers on other
+// addresses of the port, a pre-forking server's workers, systemd and a
+// socket-activated service) any of them may be the one that accepts, so
+// it is the one with the least soft nofile (then hard; a process whose
+// limits cannot be read is named, not chosen), and a note names them all.
 func (g *gatherer) listenerOwner(ports []int) int {
-	for _, p := range ports {
-		for _, l := range g.f.Listeners {
-			if l.Port == p && l.PID > 0 {
-				return l.PID
+	var pids []int
+	for _, l := range g.f.Listeners {
+		if !containsInt(ports, l.Port) {
+			continue
+		}
+		for _, pid := range append(slices.Clone(l.Holders), l.PID) {
+			if pid > 0 && !slices.Contains(pids, pid) {
+				pids = append(pids, pid)
 			}
 		}
 	}
-	return 0
+	if len(pids) <= 1 {
+		return append(pids, 0)[0]
+	}
+	slices.Sort(pids)
+	best, bestSoft, bestHard := 0, uint64(0), uint64(0)
+	var each []string
+	for _, pid := range pids {
+		soft, hard, err := proclimits.Nofile(g.path(fmt.Sprintf("/proc/%d/limits", pid)))
+		if err != nil {
+			each = append(each, fmt.Sprintf("pid %d (limits not readable: %v)", pid, unwrapPath(err)))
+			continue
+		}
+		each = append(each, fmt.Sprintf("pid %d (%s, nofile %s:%s)", pid, g.ownerEndpoint(pid), fmtNofile(soft), fmtNofile(hard)))
+		if best == 0 || soft < bestSoft || soft == bestSoft && hard < bestHard {
+			best, bestSoft, bestHard = pid, soft, hard
+		}
+	}
+	if best == 0 {
+		best = pids[0]
+	}
+	g.note("%s hold the target's listeners on port %s: %s; any of them may accept, so pid %d, the least limited, is judged",
+		plural.N(len(pids), "process"), portList(ports), strings.Join(each, ", "), best)
+	return best
 }
 
-// ownerEndpoint names the listeners pid owns ("127.0.0.1:18831").
+// ownerEndpoint names the listeners pid holds ("127.0.0.1:18831").
 func (g *gatherer) ownerEndpoint(pid int) string {
 	var eps []string
 	for _, l := range g.f.Listeners {
-		if l.PID == pid {
+		if l.PID == pid || slices.Contains(l.Holders, pid) {
 			eps = append(eps, l.Endpoint())
 		}
 	}

@@ -2,6 +2,7 @@ package preflight
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/url"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
@@ -337,5 +339,63 @@ func TestE2ELiveIoTDBProfile(t *testing.T) {
 		if c.Status == verdict.Fail || strings.Contains(c.Summary, "not installed") {
 			t.Errorf("%s judged the absent unit, not the DataNode (pid %d): %+v", id, r.Listeners[0].PID, c)
 		}
+	}
+}
+
+// TestLiveSharedListenerJudgesLeastLimited: a listening socket held by
+// two processes — this test (soft nofile raised by the Go runtime) and a
+// child that inherited it at nofile 1000:1000, as a pre-forking server's
+// worker or a socket-activated service under systemd does — is judged on
+// the child, the less limited, and a note names both. Field case: the
+// parent that only waits was judged (20000) while the worker that
+// accepted hit EMFILE at 1018 connections.
+func TestLiveSharedListenerJudgesLeastLimited(t *testing.T) {
+	if _, err := exec.LookPath("prlimit"); err != nil {
+		t.Skip("prlimit (util-linux) not installed")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	lf, err := ln.(*net.TCPListener).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	child := exec.Command("prlimit", "--nofile=1000:1000", "sleep", "60")
+	child.ExtraFiles = []*os.File{lf}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+	// wait until the child runs sleep with the socket (prlimit execs it)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", child.Process.Pid))
+		if strings.TrimSpace(string(b)) == "sleep" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("child %d never ran sleep", child.Process.Pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	f, err := Gather(t.Context(), GatherOptions{Role: Broker, Ports: []int{port}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tp := f.Target; tp.PID != child.Process.Pid || tp.NofileSoft != 1000 {
+		t.Errorf("target pid %d nofile %d:%d, want the child %d at 1000", tp.PID, tp.NofileSoft, tp.NofileHard, child.Process.Pid)
+	}
+	var note string
+	for _, n := range f.Notes {
+		if strings.Contains(n, "2 processes hold") {
+			note = n
+		}
+	}
+	if !strings.Contains(note, fmt.Sprintf("pid %d", os.Getpid())) || !strings.Contains(note, fmt.Sprintf("pid %d (127.0.0.1:%d, nofile 1000:1000)", child.Process.Pid, port)) {
+		t.Errorf("no note naming both holders: %q", f.Notes)
 	}
 }
