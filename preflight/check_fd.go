@@ -169,11 +169,22 @@ func splitRemedy(t Target, need, ceiling uint64) string {
 		need, need, need, ceilDiv(int64(t.Sockets), max(usableFDs(ceiling), 1)), ceiling)
 }
 
+// fdNeed is the nofile the target needs (file descriptors): one per
+// socket, fdHeadroom, and the files it holds now (ProcessFacts.HeldFDs);
+// and the expectation spelled out.
+func fdNeed(p ProcessFacts, t Target) (uint64, string) {
+	need := uint64(t.Sockets) + fdHeadroom(t.Sockets) + p.HeldFDs
+	exp := fmt.Sprintf(">= %s (%s + %d headroom", plural.N(need, "file descriptor"), plural.N(t.Sockets, "socket"), fdHeadroom(t.Sockets))
+	if p.HeldFDs > 0 {
+		exp += fmt.Sprintf(" + %s pid %d holds now", plural.N(p.HeldFDs, "other file"), p.PID)
+	}
+	return need, exp + ")"
+}
+
 func checkFDSoft(f *Facts, t Target) verdict.Check {
 	p := f.Target
-	need := uint64(t.Sockets) + fdHeadroom(t.Sockets)
+	need, exp := fdNeed(p, t)
 	obs := fmt.Sprintf("soft nofile %s for %s (%s)", fmtNofile(p.NofileSoft), describeTarget(p), p.Source)
-	exp := fmt.Sprintf(">= %s (%s + %d headroom)", plural.N(need, "file descriptor"), plural.N(t.Sockets, "socket"), fdHeadroom(t.Sockets))
 	if p.UnitMissing {
 		return fail(fmt.Sprintf("%s is not installed here (no unit file): there is no service whose limits could carry %s", p.Unit, plural.N(t.Sockets, "socket")), obs, exp,
 			fmt.Sprintf("install the service first, or say which process will hold the sockets: hostprep preflight --service UNIT (an installed unit) or --pid PID (the running process), or an installed unit in the profile's systemd.services; drop-ins for %s do nothing without its unit file", p.Unit))
@@ -244,9 +255,8 @@ func softRemedy(f *Facts, need uint64) string {
 
 func checkFDHard(f *Facts, t Target) verdict.Check {
 	p := f.Target
-	need := uint64(t.Sockets) + fdHeadroom(t.Sockets)
+	need, exp := fdNeed(p, t)
 	obs := fmt.Sprintf("hard nofile %s for %s (%s)", fmtNofile(p.NofileHard), describeTarget(p), p.Source)
-	exp := ">= " + plural.N(need, "file descriptor")
 	if unseenServer(p, t) || unitWithoutManager(f) && p.NofileHard >= need {
 		return unnamedServer(f, t, "hard", p.NofileHard, need, obs, exp)
 	}
@@ -279,7 +289,7 @@ func checkFDHard(f *Facts, t Target) verdict.Check {
 
 func checkFDRaise(f *Facts, t Target) verdict.Check {
 	p := f.Target
-	need := uint64(t.Sockets) + fdHeadroom(t.Sockets)
+	need, _ := fdNeed(p, t)
 	if unseenServer(p, t) {
 		return unseenRaise(f, t, need)
 	}

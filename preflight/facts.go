@@ -141,6 +141,11 @@ type ProcessFacts struct {
 	// Unlimited for "unlimited"/"infinity".
 	NofileSoft uint64 `json:"nofile_soft" yaml:"nofile_soft"`
 	NofileHard uint64 `json:"nofile_hard" yaml:"nofile_hard"`
+	// HeldFDs are the file descriptors a running process holds now that
+	// are not sockets (data and log files, pipes, eventfds: /proc/PID/fd
+	// links other than socket:[N]); they count against its nofile before
+	// any socket does. 0 when not read.
+	HeldFDs uint64 `json:"held_fds,omitempty" yaml:"held_fds"`
 	// CapSysResource says whether the process may raise its hard limit
 	// (CapEff bit 24).
 	CapSysResource bool `json:"cap_sys_resource" yaml:"-"`

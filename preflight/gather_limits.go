@@ -76,6 +76,7 @@ func (g *gatherer) targetPID(pid int, source string) error {
 		}
 	}
 	g.tasks(pid)
+	t.HeldFDs = g.heldFDs(pid)
 	t.CapSysResource, err = g.hasCap(pid, "CapEff", capSysResource)
 	if err != nil {
 		g.note("capabilities of pid %d: %v", pid, err)
@@ -433,4 +434,25 @@ func (g *gatherer) user() (string, []string) {
 		g.rec.m.User, g.rec.m.Groups = name, groups
 	}
 	return name, groups
+}
+
+// heldFDs counts the file descriptors pid holds now that are not sockets
+// (/proc/PID/fd links other than socket:[N]); 0, with a note, when its fd
+// directory cannot be read (another user's, without root).
+func (g *gatherer) heldFDs(pid int) uint64 {
+	dir := g.path(fmt.Sprintf("/proc/%d/fd", pid))
+	fds, err := os.ReadDir(dir)
+	if err != nil {
+		if !os.IsNotExist(err) || g.rep == nil {
+			g.note("open files of pid %d: %v (its nofile is judged as if it held none)", pid, unwrapPath(err))
+		}
+		return 0
+	}
+	var n uint64
+	for _, fd := range fds {
+		if link, err := os.Readlink(filepath.Join(dir, fd.Name())); err == nil && !strings.HasPrefix(link, "socket:") {
+			n++
+		}
+	}
+	return n
 }

@@ -399,3 +399,57 @@ func TestLiveSharedListenerJudgesLeastLimited(t *testing.T) {
 		t.Errorf("no note naming both holders: %q", f.Notes)
 	}
 }
+
+// TestLiveHeldFilesCountAgainstNofile: the files a running target already
+// holds (an IoTDB DataNode's TsFiles and WAL, a broker's persistence)
+// take file descriptors before any socket does. Field case: a server at
+// nofile 2000 holding 1500 files passed fd.soft for 1900 sockets and hit
+// EMFILE after 494 connections.
+func TestLiveHeldFilesCountAgainstNofile(t *testing.T) {
+	if _, err := exec.LookPath("prlimit"); err != nil {
+		t.Skip("prlimit (util-linux) not installed")
+	}
+	var files []*os.File
+	for range 1500 {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		files = append(files, f)
+	}
+	child := exec.Command("prlimit", "--nofile=2000:2000", "sleep", "60")
+	child.ExtraFiles = files
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", child.Process.Pid))
+		if strings.TrimSpace(string(b)) == "sleep" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("child %d never ran sleep", child.Process.Pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	f, err := Gather(t.Context(), GatherOptions{PID: child.Process.Pid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := f.Target.HeldFDs; h < 1500 || h > 1510 {
+		t.Fatalf("held files %d, want the 1500 passed plus stdio", h)
+	}
+	tg := Target{Sockets: 1900, Role: IoTDB, ConnRate: 10}
+	if err := tg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c := find(t, Evaluate(f, tg), "fd.soft"); c.Status != verdict.Fail || !strings.Contains(c.Expected, "other files pid") {
+		t.Errorf("fd.soft with 1500 files held: %s", message(c))
+	}
+	if cp := capacityOf(f, tg); cp.Sockets > 2000-1500 {
+		t.Errorf("capacity %d sockets, want at most the 500 descriptors left", cp.Sockets)
+	}
+}

@@ -303,7 +303,11 @@ func capacityOf(f *Facts, t Target) Capacity {
 		c.Limits = append(c.Limits, CapacityLimit{Check: "fd.soft", Assumed: true, Sockets: usableFDs(s),
 			Resource: "soft nofile a login shell here gets, less headroom, assumed: " + why})
 	} else if s != Unlimited {
-		add("fd.soft", "soft nofile of the target process, less headroom", usableFDs(s))
+		res := "soft nofile of the target process, less headroom"
+		if h := f.Target.HeldFDs; h > 0 {
+			res += fmt.Sprintf(" and the %s it holds now", plural.N(h, "other file"))
+		}
+		add("fd.soft", res, usableFDs(s)-int64(f.Target.HeldFDs))
 	}
 	if nr, ok := f.SysInt("fs.nr_open"); ok {
 		add("fd.nr_open", "fs.nr_open (the highest nofile any process gets), less headroom", usableFDs(uint64(max(nr, 0))))
