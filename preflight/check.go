@@ -75,11 +75,40 @@ func Evaluate(f *Facts, t Target) []verdict.Check {
 				Summary: fmt.Sprintf("not applicable to role %s (applies to %s)", t.Role, joinRoles(d.Roles))})
 			continue
 		}
-		c := d.Func(f, t)
+		var c verdict.Check
+		if ns := f.Target.NetNS; ns != "" && netnsScoped(d.ID) {
+			c = otherNetNS(f, d.ID)
+		} else {
+			c = d.Func(f, t)
+		}
 		c.ID = d.ID
 		out = append(out, c)
 	}
 	return out
+}
+
+// netnsScoped says whether a check judges what each network namespace has
+// its own of: its sysctls (net.core.somaxconn, ip_local_port_range,
+// tcp_max_syn_backlog, tcp_rmem/tcp_wmem, tcp_max_tw_buckets, ...), its
+// sockets and listeners, its conntrack table, its TcpExt counters — all
+// read in hostprep's own namespace.
+func netnsScoped(id string) bool {
+	for _, p := range []string{"accept.", "ports.", "tcp.", "conntrack", "mem.buffers", "active"} {
+		if strings.HasPrefix(id, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// otherNetNS is the finding of a netnsScoped check for a target in
+// another network namespace than hostprep's: not judged, since what was
+// read is hostprep's namespace, not the target's.
+func otherNetNS(f *Facts, id string) verdict.Check {
+	p := f.Target
+	return warn(fmt.Sprintf("not judged: pid %d is in another network namespace (%s), and %s reads the sysctls and sockets of hostprep's own", p.PID, p.NetNS, id),
+		"target "+p.NetNS, "the target's network namespace",
+		fmt.Sprintf("run hostprep inside it: nsenter --net=/proc/%d/ns/net hostprep preflight ... (or ip netns exec NAME hostprep preflight ...)", p.PID))
 }
 
 func appliesTo(roles []Role, r Role) bool {

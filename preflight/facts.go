@@ -146,6 +146,11 @@ type ProcessFacts struct {
 	// links other than socket:[N]); they count against its nofile before
 	// any socket does. 0 when not read.
 	HeldFDs uint64 `json:"held_fds,omitempty" yaml:"held_fds"`
+	// NetNS names the network namespace of a running process when it is
+	// not hostprep's ("net:[4026532310], hostprep's net:[4026531840]",
+	// from the /proc/PID/ns/net links); "" when it is the same or was not
+	// read. The network checks then cannot judge it.
+	NetNS string `json:"net_ns,omitempty" yaml:"net_ns"`
 	// CapSysResource says whether the process may raise its hard limit
 	// (CapEff bit 24).
 	CapSysResource bool `json:"cap_sys_resource" yaml:"-"`

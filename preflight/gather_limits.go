@@ -77,6 +77,13 @@ func (g *gatherer) targetPID(pid int, source string) error {
 	}
 	g.tasks(pid)
 	t.HeldFDs = g.heldFDs(pid)
+	if g.live() {
+		theirs, err1 := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid))
+		ours, err2 := os.Readlink("/proc/self/ns/net")
+		if err1 == nil && err2 == nil && theirs != ours {
+			t.NetNS = fmt.Sprintf("%s, hostprep's %s", theirs, ours)
+		}
+	}
 	t.CapSysResource, err = g.hasCap(pid, "CapEff", capSysResource)
 	if err != nil {
 		g.note("capabilities of pid %d: %v", pid, err)

@@ -453,3 +453,50 @@ func TestLiveHeldFilesCountAgainstNofile(t *testing.T) {
 		t.Errorf("capacity %d sockets, want at most the 500 descriptors left", cp.Sockets)
 	}
 }
+
+// TestLiveTargetInOtherNetNS: a target in another network namespace has
+// its own somaxconn, port range, listeners and conntrack table; what
+// hostprep reads is its own namespace's, so the network checks do not
+// judge it but say how to run inside it. Field case: a broker in a
+// namespace at somaxconn 64 passed accept.backlog on the host's 4096 and
+// on another process's listeners on the same port.
+func TestLiveTargetInOtherNetNS(t *testing.T) {
+	testenv.RequireUnshare(t)
+	child := exec.Command("unshare", "--net", "sleep", "60")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+	self, _ := os.Readlink("/proc/self/ns/net")
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ns, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", child.Process.Pid))
+		if ns != "" && ns != self {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("child %d never entered a new network namespace", child.Process.Pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	f, err := Gather(t.Context(), GatherOptions{PID: child.Process.Pid, Role: Broker})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(f.Target.NetNS, "net:[") || !strings.Contains(f.Target.NetNS, self) {
+		t.Fatalf("target netns %q, want it named beside hostprep's %s", f.Target.NetNS, self)
+	}
+	tg := Target{Sockets: 500, Role: Broker, ConnRate: 40}
+	if err := tg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cs := Evaluate(f, tg)
+	for _, id := range []string{"accept.backlog", "accept.syn_backlog", "ports.collision", "tcp.tw_buckets"} {
+		if c := find(t, cs, id); c.Status != verdict.Warn || !strings.Contains(c.Summary, "another network namespace") || !strings.Contains(c.Remedy, fmt.Sprintf("nsenter --net=/proc/%d/ns/net", child.Process.Pid)) {
+			t.Errorf("%s for a target in another netns: %s", id, message(c))
+		}
+	}
+	if c := find(t, cs, "fd.soft"); strings.Contains(c.Summary, "network namespace") {
+		t.Errorf("fd.soft is the process's own, judged anywhere: %s", message(c))
+	}
+}

@@ -323,14 +323,18 @@ func capacityOf(f *Facts, t Target) Capacity {
 	} else {
 		unknown("fd.file_max", "fs.file-max")
 	}
-	if t.Role == Loadgen {
+	if t.Role == Loadgen && f.Target.NetNS != "" {
+		unknown("ports.ephemeral", "the ephemeral ports of the target's network namespace ("+f.Target.NetNS+")")
+	} else if t.Role == Loadgen {
 		if pc, ok := loadgenCapacity(f, t); ok {
 			add("ports.ephemeral", "ephemeral ports: "+pc.formula, pc.total)
 		} else {
 			unknown("ports.ephemeral", "net.ipv4.ip_local_port_range")
 		}
 	}
-	if ct := f.Conntrack; ct.Loaded && conntrackUnknown(ct) != "" {
+	if ct := f.Conntrack; f.Target.NetNS != "" && ct.Loaded {
+		unknown("conntrack", "the nf_conntrack table of the target's network namespace ("+f.Target.NetNS+")")
+	} else if ct.Loaded && conntrackUnknown(ct) != "" {
 		unknown("conntrack", conntrackUnknown(ct))
 	} else if ct.Loaded && conntrackTracking(ct) {
 		// a full table (count >= max) allows no new connection
