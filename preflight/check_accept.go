@@ -77,28 +77,32 @@ func checkAcceptBacklog(f *Facts, t Target) verdict.Check {
 	}
 	need := backlogNeed(t)
 	exp := fmt.Sprintf("accept queue >= %s (2 x %d connections/s x 1 s)", plural.N(need, "connection"), t.ConnRate)
-	if s < need {
+	raise := fmt.Sprintf("hostprep tune with net.core.somaxconn >= %d (or sysctl -w net.core.somaxconn=%d), then restart the server: a listener keeps the backlog it got at listen()", need, max(need, 4096))
+	var ls []Listener
+	if f.ListenersKnown {
+		ls = targetListeners(f, t)
+	}
+	if s < need && len(ls) == 0 {
 		return fail(fmt.Sprintf("net.core.somaxconn %d < %d: every listen() backlog is capped at it, so at %d connections/s the accept queue overflows and clients wait 1 s or more to retry", s, need, t.ConnRate),
-			fmt.Sprintf("net.core.somaxconn %d (caps every listen() backlog)", s), exp,
-			fmt.Sprintf("hostprep tune with net.core.somaxconn >= %d (or sysctl -w net.core.somaxconn=%d), then restart the server: a listener keeps the backlog it got at listen()", need, max(need, 4096)))
+			fmt.Sprintf("net.core.somaxconn %d (caps every listen() backlog)", s), exp, raise)
 	}
 	ports := t.ListenerPorts()
 	if !f.ListenersKnown {
 		return warn(fmt.Sprintf("could not read the listeners (sock_diag): somaxconn %d allows %d, but the server's own listen() backlog decides and is unknown", s, need),
 			fmt.Sprintf("net.core.somaxconn %d; listeners not readable", s), exp, "run preflight where sock_diag is readable (the host's network namespace), or check ss -ltn: Send-Q of a LISTEN socket is its backlog")
 	}
-	ls := targetListeners(f, t)
 	if len(ls) == 0 {
 		return skip(fmt.Sprintf("nothing listens on port %s yet: somaxconn %d allows %d, but the server's own listen() backlog will decide: %s. Run hostprep preflight again with the server started (hostprep preflight --port PORT names another listener)",
 			portList(ports), s, need, knownBacklogText(need)))
 	}
-	var short []string
-	var obs []string
+	// A listener's backlog (sock_diag, ss's Send-Q) is already capped at
+	// somaxconn as it was at its listen(): today's somaxconn reaches it
+	// only when the server listens again.
+	var short, obs []string
 	for _, l := range ls {
-		q := min(int64(l.Backlog), s)
 		obs = append(obs, fmt.Sprintf("%s listen() backlog %d (ss -ltn Send-Q), %s", l.Endpoint(), l.Backlog, l.Owner()))
-		if q < need {
-			short = append(short, fmt.Sprintf("accept queue of the listener on port %d is %d (%s, %s): min(net.core.somaxconn %d, its listen() backlog %d)", l.Port, q, l.Endpoint(), l.Owner(), s, l.Backlog))
+		if int64(l.Backlog) < need {
+			short = append(short, fmt.Sprintf("accept queue of the listener on port %d is %d (%s, %s): its listen() backlog, capped at net.core.somaxconn as it was at listen()", l.Port, l.Backlog, l.Endpoint(), l.Owner()))
 		}
 	}
 	o := fmt.Sprintf("net.core.somaxconn %d; %s", s, strings.Join(obs, "; "))
@@ -106,7 +110,11 @@ func checkAcceptBacklog(f *Facts, t Target) verdict.Check {
 		return fail(strings.Join(short, "; ")+fmt.Sprintf(" < %d needed at %d connections/s: the queue overflows, the kernel drops SYNs and logs \"SYN flooding\", clients retry after 1 s", need, t.ConnRate),
 			o, exp, backlogRemedy(ls, need, s))
 	}
-	return pass(fmt.Sprintf("accept queue of %s on port %s holds >= %s for %d connections/s", plural.N(len(ls), "listener"), portList(ports), plural.N(need, "connection"), t.ConnRate), o, exp)
+	holds := fmt.Sprintf("accept queue of %s on port %s holds >= %s for %d connections/s", plural.N(len(ls), "listener"), portList(ports), plural.N(need, "connection"), t.ConnRate)
+	if s < need {
+		return warn(holds+fmt.Sprintf(" now, but net.core.somaxconn is %d since: a restart of the server caps its backlog at %d", s, s), o, exp, raise)
+	}
+	return pass(holds, o, exp)
 }
 
 // backlogRemedy says how to raise the listeners' backlog, naming what is

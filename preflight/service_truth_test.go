@@ -47,8 +47,13 @@ sysctl: {net.ipv4.tcp_mem: "1000000 3000000 3000001"}`, Target{Sockets: 10, Role
 			Target{Sockets: 10, Role: Broker, ConnRate: 100}, "accept.queue", verdict.Fail},
 		{"listener backlog covers the rate", `listeners: [{port: 1883, backlog: 4096, process: emqx}]`,
 			Target{Sockets: 10, Role: Broker, ConnRate: 100}, "accept.backlog", verdict.Pass},
-		{"somaxconn caps a big listen backlog", `listeners: [{port: 1883, backlog: 65535}]
-sysctl: {net.core.somaxconn: "4096"}`, Target{Sockets: 10, Role: Broker, ConnRate: 2500}, "accept.backlog", verdict.Fail},
+		// sock_diag's backlog is already capped at somaxconn as it was at
+		// listen(): one above today's somaxconn was listened before it was
+		// lowered, and holds until the server listens again (measured in a
+		// namespace: backlog 100 after somaxconn went to 64 queued 101)
+		{"somaxconn lowered after listen(): holds now, a restart caps it", `listeners: [{port: 1883, backlog: 65535}]
+sysctl: {net.core.somaxconn: "4096"}`, Target{Sockets: 10, Role: Broker, ConnRate: 2500}, "accept.backlog", verdict.Warn},
+		{"somaxconn too small with nothing listening yet", `sysctl: {net.core.somaxconn: "4096"}`, Target{Sockets: 10, Role: Broker, ConnRate: 2500}, "accept.backlog", verdict.Fail},
 		{"--port picks the listener", `listeners: [{port: 1883, backlog: 100}, {port: 11883, backlog: 4096}]`,
 			Target{Sockets: 10, Role: Broker, ConnRate: 500, Ports: []int{11883}}, "accept.backlog", verdict.Pass},
 		{"nothing listens yet: not judged", ``, Target{Sockets: 10, Role: Broker, ConnRate: 500}, "accept.backlog", verdict.Skip},
