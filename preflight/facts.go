@@ -197,8 +197,11 @@ type TaskFacts struct {
 	// RootUser is true when its real user ID is 0, and CapSysAdmin when
 	// its CapEff has CAP_SYS_ADMIN: the kernel holds neither to
 	// RLIMIT_NPROC (copy_process in kernel/fork.c; nor CAP_SYS_RESOURCE).
-	RootUser    bool `json:"root_user,omitempty"`
-	CapSysAdmin bool `json:"cap_sys_admin,omitempty"`
+	RootUser bool `json:"root_user,omitempty"`
+	// User is its real user's name (the uid when it has none); "" when
+	// not read.
+	User        string `json:"user,omitempty"`
+	CapSysAdmin bool   `json:"cap_sys_admin,omitempty"`
 	// UserTasks are the tasks (threads) of its real user on the host now,
 	// all of which RLIMIT_NPROC counts; 0 when not read.
 	UserTasks uint64 `json:"user_tasks,omitempty"`

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/user"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -54,7 +55,10 @@ func (g *gatherer) tasks(pid int) {
 				}
 			}
 		}
-		t.RootUser = uid == "0"
+		t.RootUser, t.User = uid == "0", uid
+		if u, err := user.LookupId(uid); err == nil && g.root == "/" {
+			t.User = u.Username
+		}
 	} else {
 		t.Unseen = append(t.Unseen, fmt.Sprintf("threads of pid %d (%v)", pid, err))
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hostprep/hostprep/internal/proclimits"
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
@@ -498,5 +499,68 @@ func TestLiveTargetInOtherNetNS(t *testing.T) {
 	}
 	if c := find(t, cs, "fd.soft"); strings.Contains(c.Summary, "network namespace") {
 		t.Errorf("fd.soft is the process's own, judged anywhere: %s", message(c))
+	}
+}
+
+// TestLiveSoftRemedyRuns runs the live prlimit remedy fd.soft gives for
+// another user's process and checks that the process then has the limit.
+// Field case: as root on a host whose bounding set lacks CAP_SYS_RESOURCE,
+// `prlimit --pid P` on mosquitto's process failed with EPERM (the kernel's
+// check_prlimit_permission wants the same user or that capability).
+func TestLiveSoftRemedyRuns(t *testing.T) {
+	testenv.RequireRoot(t)
+	for _, tool := range []string{"prlimit", "runuser"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s (util-linux) not installed", tool)
+		}
+	}
+	child := exec.Command("runuser", "-u", "nobody", "--", "prlimit", "--nofile=1024:8192", "sleep", "60")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+	var pid int
+	deadline := time.Now().Add(5 * time.Second)
+	for pid == 0 {
+		// runuser may fork: find the sleep that is its child or itself
+		out, _ := exec.Command("pgrep", "-u", "nobody", "-x", "sleep").Output()
+		for _, f := range strings.Fields(string(out)) {
+			if n, _ := strconv.Atoi(f); n > 0 {
+				if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", n)); strings.Contains(string(b), fmt.Sprintf("PPid:\t%d\n", child.Process.Pid)) || n == child.Process.Pid {
+					pid = n
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the child never ran sleep as nobody")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	f, err := Gather(t.Context(), GatherOptions{PID: pid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Target.Tasks.User != "nobody" {
+		t.Errorf("target user %q, want nobody", f.Target.Tasks.User)
+	}
+	tg := Target{Sockets: 1500, Role: Broker, ConnRate: 10}
+	if err := tg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c := find(t, Evaluate(f, tg), "fd.soft")
+	i := strings.Index(c.Remedy, "runuser -u")
+	if i < 0 {
+		i = strings.Index(c.Remedy, "prlimit --pid")
+	}
+	if c.Status != verdict.Fail || i < 0 {
+		t.Fatalf("fd.soft: %s", message(c))
+	}
+	cmd := c.Remedy[i:]
+	if out, err := exec.Command("sh", "-c", cmd).CombinedOutput(); err != nil {
+		t.Fatalf("the remedy %q failed: %v %s", cmd, err, out)
+	}
+	soft, hard, err := proclimits.Nofile(fmt.Sprintf("/proc/%d/limits", pid))
+	if err != nil || soft < 1564 || hard != 8192 {
+		t.Errorf("after %q: nofile %d:%d %v, want soft >= 1564, hard 8192", cmd, soft, hard, err)
 	}
 }

@@ -285,6 +285,27 @@ func applyIgnore(checks []verdict.Check, ids []string) {
 	}
 }
 
+// softNofileLimit is the capacity the target's soft nofile leaves, less
+// headroom and the files it holds now; marked Assumed when it is not the
+// service's own but a login shell's. ok is false for an unlimited one.
+func softNofileLimit(f *Facts, t Target) (CapacityLimit, bool) {
+	s := f.Target.NofileSoft
+	if s == Unlimited {
+		return CapacityLimit{}, false
+	}
+	if unseenServer(f.Target, t) || unitWithoutManager(f) {
+		// not the service's own limit: say so, in the limit and the text
+		why, _ := unseenWhy(f, t)
+		return CapacityLimit{Check: "fd.soft", Assumed: true, Sockets: usableFDs(s),
+			Resource: "soft nofile a login shell here gets, less headroom, assumed: " + why}, true
+	}
+	res := "soft nofile of the target process, less headroom"
+	if h := f.Target.HeldFDs; h > 0 {
+		res += fmt.Sprintf(" and the %s it holds now", plural.N(h, "other file"))
+	}
+	return CapacityLimit{Check: "fd.soft", Resource: res, Sockets: max(usableFDs(s)-int64(f.Target.HeldFDs), 0)}, true
+}
+
 // capacityOf is the smallest per-resource ceiling, in sockets: every
 // ceiling a check judges (soft nofile, fs.nr_open, fs.file-max, ports,
 // conntrack, memory), with those that could not be read named in Unknown
@@ -297,17 +318,8 @@ func capacityOf(f *Facts, t Target) Capacity {
 	unknown := func(check, res string) {
 		c.Unknown = append(c.Unknown, UnknownLimit{Check: check, Resource: res})
 	}
-	if s := f.Target.NofileSoft; s != Unlimited && (unseenServer(f.Target, t) || unitWithoutManager(f)) {
-		// not the service's own limit: say so, in the limit and the text
-		why, _ := unseenWhy(f, t)
-		c.Limits = append(c.Limits, CapacityLimit{Check: "fd.soft", Assumed: true, Sockets: usableFDs(s),
-			Resource: "soft nofile a login shell here gets, less headroom, assumed: " + why})
-	} else if s != Unlimited {
-		res := "soft nofile of the target process, less headroom"
-		if h := f.Target.HeldFDs; h > 0 {
-			res += fmt.Sprintf(" and the %s it holds now", plural.N(h, "other file"))
-		}
-		add("fd.soft", res, usableFDs(s)-int64(f.Target.HeldFDs))
+	if l, ok := softNofileLimit(f, t); ok {
+		c.Limits = append(c.Limits, l)
 	}
 	if nr, ok := f.SysInt("fs.nr_open"); ok {
 		add("fd.nr_open", "fs.nr_open (the highest nofile any process gets), less headroom", usableFDs(uint64(max(nr, 0))))
