@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path"
 	"strconv"
@@ -133,3 +134,65 @@ func (g *gatherer) leastRoom(dir, base string, c cgroupFiles) (least cgroupLimit
 
 // isMax is a v2 limit file's "max": no limit.
 func isMax(v string) bool { return v == "max" }
+
+// v1NoLimit is the value cgroup v1 prints for a memory limit never set
+// (or set to -1): PAGE_COUNTER_MAX pages in bytes, LONG_MAX rounded down
+// to a page (9223372036854771712 with 4 KiB pages).
+func v1NoLimit(pageSize int64) uint64 {
+	if pageSize <= 0 {
+		pageSize = 4096
+	}
+	return uint64(math.MaxInt64 / pageSize * pageSize)
+}
+
+// memCgroup fills Target.Memory for the running process pid: the cgroup
+// of the memory controller (v1 under /sys/fs/cgroup/memory, else v2,
+// where the hierarchy has the controller) that leaves the least room
+// under its hard limit, from its own up, and for v2 under memory.high.
+// Where the controller is there, a limit file that cannot be read is
+// named in Unseen, never taken for no limit.
+func (g *gatherer) memCgroup(pid int) {
+	m := &g.f.Target.Memory
+	dir, base, v2, err := g.cgroupDir(pid, "memory")
+	if err != nil {
+		m.Unseen = append(m.Unseen, fmt.Sprintf("memory cgroup of pid %d (%v)", pid, err))
+		return
+	}
+	if dir == "" {
+		return
+	}
+	var files cgroupFiles
+	if v2 {
+		if has, err := g.cgroupControllers(base, "memory"); err != nil || !has {
+			return // the memory controller is bound to v1 or not at all
+		}
+		files = cgroupFiles{limit: "memory.max", usage: "memory.current", none: isMax,
+			absent: func(d string) bool {
+				// the root has no memory.max; a cgroup without the
+				// controller enabled (its parent's subtree_control) none
+				has, err := g.cgroupControllers(d, "memory")
+				return d != base && (err != nil || has)
+			}}
+	} else {
+		none := v1NoLimit(g.f.PageSize)
+		files = cgroupFiles{limit: "memory.limit_in_bytes", usage: "memory.usage_in_bytes",
+			none: func(v string) bool { n, err := strconv.ParseUint(v, 10, 64); return err == nil && n >= none },
+			// every v1 memory cgroup, the root too, has the file
+			absent: func(string) bool { return true },
+			// before Linux 5.11 a parent with use_hierarchy 0 does not
+			// count its children (it is always 1 since)
+			counts: func(parent string) bool {
+				b, err := os.ReadFile(g.path(path.Join(parent, "memory.use_hierarchy")))
+				return err != nil || strings.TrimSpace(string(b)) != "0"
+			}}
+	}
+	least, unseen := g.leastRoom(dir, base, files)
+	m.Unseen = append(m.Unseen, unseen...)
+	m.Limit, m.Usage, m.From = least.limit, least.usage, least.from
+	if v2 {
+		files.limit, files.absent = "memory.high", nil // named with memory.max when missing
+		high, unseen := g.leastRoom(dir, base, files)
+		m.Unseen = append(m.Unseen, unseen...)
+		m.High, m.HighUsage, m.HighFrom = high.limit, high.usage, high.from
+	}
+}

@@ -76,6 +76,7 @@ func (g *gatherer) targetPID(pid int, source string) error {
 		}
 	}
 	g.tasks(pid)
+	g.memCgroup(pid)
 	t.CapSysResource, err = g.hasCap(pid, "CapEff", capSysResource)
 	if err != nil {
 		g.note("capabilities of pid %d: %v", pid, err)
