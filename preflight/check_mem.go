@@ -26,7 +26,7 @@ import (
 const EstimatedBytesPerSocket = 4096
 
 func init() {
-	register(CheckDef{ID: "mem.available", Doc: "sockets x kernel memory per socket <= MemAvailable", Func: checkMemAvailable})
+	register(CheckDef{ID: "mem.available", Doc: "sockets x kernel memory per socket <= MemAvailable and the room (limit - usage) of the target's memory cgroup and those above it", Func: checkMemAvailable})
 	register(CheckDef{ID: "mem.tcp_mem", Doc: "net.ipv4.tcp_mem max (pages) >= one page of buffered data per socket", Func: checkMemTCPMem})
 	register(CheckDef{ID: "mem.buffers", Doc: "socket buffers, capped by net.ipv4.tcp_mem max, plus the sockets' own kernel memory <= MemAvailable", Func: checkMemBuffers})
 	register(CheckDef{ID: "mem.pressure", Doc: "no TCP memory pressure now or since boot (sockstat mem, TCPMemoryPressures, TCPAbortOnMemory)", Func: checkMemPressure})
@@ -54,24 +54,74 @@ func measuredCost(f *Facts) (bool, string) {
 	return f.Measured.CostSignificance()
 }
 
+// memCeiling is the memory a target's sockets must fit in: the host's
+// MemAvailable, or the room the target's memory cgroup leaves under its
+// hard limit when that is less (past it the cgroup's OOM killer ends the
+// process, whatever the host has free).
+type memCeiling struct {
+	bytes  float64
+	name   string // "MemAvailable 22346 MiB", "the room its memory cgroup leaves, ..."
+	cgroup bool   // the cgroup's, not MemAvailable
+}
+
+// memCeilingOf is the smaller of MemAvailable and the target's memory
+// cgroup room, and what of the cgroup could not be read (unseen); ok is
+// false when neither is known.
+func memCeilingOf(f *Facts) (c memCeiling, ok bool, unseen []string) {
+	m := f.Target.Memory
+	if f.Target.PID != 0 {
+		unseen = m.Unseen
+	}
+	if f.MemAvailable > 0 {
+		c, ok = memCeiling{bytes: float64(f.MemAvailable), name: "MemAvailable " + mib(float64(f.MemAvailable))}, true
+	}
+	if room, lim := m.room(); lim && f.Target.PID != 0 && (!ok || room < c.bytes) {
+		c, ok = memCeiling{bytes: room, cgroup: true, name: fmt.Sprintf("the room its memory cgroup leaves, %s (limit %s less usage %s, %s)",
+			mib(room), mib(float64(m.Limit)), mib(float64(m.Usage)), m.From)}, true
+	}
+	return c, ok, unseen
+}
+
+// memCgroupRemedy raises the target's memory cgroup limit.
+const memCgroupRemedy = "raise the target's memory cgroup limit (MemoryMax= in its unit: systemctl set-property UNIT MemoryMax=N; the container's --memory; cgroup v1 memory.limit_in_bytes) or spread the load"
+
+// checkMemAvailable: the sockets' kernel memory against the smaller of
+// MemAvailable and the target's memory cgroup room (memCeilingOf); a v2
+// memory.high below that throttles the target, and a cgroup file that
+// could not be read is a warning, never taken for no limit.
 func checkMemAvailable(f *Facts, t Target) verdict.Check {
-	if f.MemAvailable == 0 {
+	c, ok, unseen := memCeilingOf(f)
+	if !ok && len(unseen) == 0 {
 		return skip("MemAvailable unknown")
 	}
 	per, src := perSocketCost(f)
 	need := per * float64(t.Sockets)
-	avail := float64(f.MemAvailable)
-	obs := fmt.Sprintf("MemAvailable %s of %s", gib(avail), gib(float64(f.MemTotal)))
-	exp := fmt.Sprintf("%s x %s per idle socket (%s) = %s of kernel memory, plus the application's own per-connection memory", plural.N(t.Sockets, "socket"), plural.N(int(math.Round(per)), "byte"), src, mib(need))
-	switch {
-	case need > avail:
-		return fail(fmt.Sprintf("%d idle sockets need about %s of kernel memory > MemAvailable %s", t.Sockets, mib(need), mib(avail)), obs, exp,
-			fmt.Sprintf("add memory or spread the load: this host holds about %d idle sockets", int64(avail/per)))
-	case need > 0.8*avail:
-		return warn(fmt.Sprintf("%d idle sockets need about %s of kernel memory, %.0f %% of MemAvailable %s, leaving little for the application", t.Sockets, mib(need), 100*need/avail, mib(avail)), obs, exp,
-			"add memory or spread the load over more hosts")
+	obs := fmt.Sprintf("MemAvailable %s of %s", gib(float64(f.MemAvailable)), gib(float64(f.MemTotal)))
+	if m := f.Target.Memory; f.Target.PID != 0 && m.From != "" {
+		obs += fmt.Sprintf("; memory cgroup limit %s, usage %s (%s)", mib(float64(m.Limit)), mib(float64(m.Usage)), m.From)
 	}
-	return pass(fmt.Sprintf("%d idle sockets need about %s of kernel memory; MemAvailable %s", t.Sockets, mib(need), mib(avail)), obs, exp)
+	exp := fmt.Sprintf("%s x %s per idle socket (%s) = %s of kernel memory, plus the application's own per-connection memory", plural.N(t.Sockets, "socket"), plural.N(int(math.Round(per)), "byte"), src, mib(need))
+	remedy, holder := "add memory or spread the load", "this host"
+	if c.cgroup {
+		remedy, holder = memCgroupRemedy, "the cgroup"
+	}
+	switch {
+	case ok && need > c.bytes:
+		return fail(fmt.Sprintf("%d idle sockets need about %s of kernel memory > %s", t.Sockets, mib(need), c.name), obs, exp,
+			fmt.Sprintf("%s: %s holds about %d idle sockets", remedy, holder, int64(c.bytes/per)))
+	case ok && need > 0.8*c.bytes:
+		return warn(fmt.Sprintf("%d idle sockets need about %s of kernel memory, %.0f %% of %s, leaving little for the application", t.Sockets, mib(need), 100*need/c.bytes, c.name), obs, exp,
+			remedy+" over more hosts")
+	case len(unseen) > 0:
+		return warn(fmt.Sprintf("%d idle sockets need about %s of kernel memory; not seen: %s, which may limit the target's memory below that", t.Sockets, mib(need), strings.Join(unseen, ", ")), obs, exp,
+			"run as root (or hostprep preflight --pid PID as the target's user) so its memory cgroup can be read")
+	}
+	m := f.Target.Memory
+	if high, ok := m.highRoom(); ok && need > high {
+		return warn(fmt.Sprintf("%d idle sockets need about %s of kernel memory > the room under memory.high, %s (memory.high %s less usage %s, %s): the kernel throttles the target there and reclaims hard; it does not OOM-kill it", t.Sockets, mib(need), mib(high), mib(float64(m.High)), mib(float64(m.HighUsage)), m.HighFrom),
+			obs, exp, "raise the target's memory.high (MemoryHigh= in its unit: systemctl set-property UNIT MemoryHigh=N) or spread the load")
+	}
+	return pass(fmt.Sprintf("%d idle sockets need about %s of kernel memory; %s", t.Sockets, mib(need), c.name), obs, exp)
 }
 
 func checkMemTCPMem(f *Facts, t Target) verdict.Check {

@@ -186,6 +186,53 @@ type ProcessFacts struct {
 	// Tasks are the process's thread and task limits (iotdb.threads); the
 	// zero value when no process was read.
 	Tasks TaskFacts `json:"tasks,omitzero" yaml:"-"`
+	// Memory is the memory cgroup bound of a running process
+	// (mem.available); the zero value when no process was read.
+	Memory MemCgroup `json:"memory_cgroup,omitzero" yaml:"-"`
+}
+
+// MemCgroup is what the memory controller lets a running process still
+// allocate: each cgroup from its own up to the root of the hierarchy
+// limits every task below it, so the room is the least limit - usage of
+// any of them. Its hard limit is cgroup v2 memory.max or v1
+// memory.limit_in_bytes: past it the cgroup's OOM killer ends a process
+// in it (cgroup-v2.rst: "the OOM killer is invoked in the cgroup"). v2
+// memory.high only throttles: above it the cgroup is put under heavy
+// reclaim, never OOM-killed. Kernel memory of sockets (the tcp_sock, its
+// file, inode, dentry) is charged to the cgroup as well.
+type MemCgroup struct {
+	// Limit and Usage are the hard limit and usage, bytes, of the cgroup
+	// that leaves the least room (memory.max and memory.current, or
+	// memory.limit_in_bytes and memory.usage_in_bytes), From that limit
+	// file; "" when no cgroup up the hierarchy limits memory ("max", or
+	// v1's 9223372036854771712: PAGE_COUNTER_MAX pages in bytes).
+	Limit uint64 `json:"limit_bytes,omitempty"`
+	Usage uint64 `json:"usage_bytes,omitempty"`
+	From  string `json:"from,omitempty"`
+	// High, HighUsage and HighFrom are the same for v2 memory.high.
+	High      uint64 `json:"high_bytes,omitempty"`
+	HighUsage uint64 `json:"high_usage_bytes,omitempty"`
+	HighFrom  string `json:"high_from,omitempty"`
+	// Unseen names the cgroup files that bound it but could not be read
+	// (permission, a file missing where the controller is mounted).
+	Unseen []string `json:"unseen,omitempty"`
+}
+
+// room is the least memory the cgroups leave under their hard limit
+// (bytes, 0 when usage is at or above it); ok is false when none limits.
+func (m MemCgroup) room() (float64, bool) {
+	if m.From == "" {
+		return 0, false
+	}
+	return float64(max(int64(m.Limit)-int64(m.Usage), 0)), true
+}
+
+// highRoom is the same under memory.high.
+func (m MemCgroup) highRoom() (float64, bool) {
+	if m.HighFrom == "" {
+		return 0, false
+	}
+	return float64(max(int64(m.High)-int64(m.HighUsage), 0)), true
 }
 
 // TaskFacts are what bounds the threads a process can start: IoTDB's

@@ -76,6 +76,7 @@ func (g *gatherer) targetPID(pid int, source string) error {
 		}
 	}
 	g.tasks(pid)
+	g.memCgroup(pid)
 	t.HeldFDs = g.heldFDs(pid)
 	if g.live() {
 		theirs, err1 := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid))

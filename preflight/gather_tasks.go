@@ -1,12 +1,9 @@
 package preflight
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/user"
-	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -120,7 +117,7 @@ func (g *gatherer) userTasks(uid string) uint64 {
 // leaves the least room (pids.max - pids.current), from its own up.
 func (g *gatherer) pidsRoom(pid int) {
 	t := &g.f.Target.Tasks
-	dir, base, err := g.pidsCgroup(pid)
+	dir, base, _, err := g.cgroupDir(pid, "pids")
 	if err != nil {
 		t.Unseen = append(t.Unseen, fmt.Sprintf("cgroup of pid %d (%v)", pid, err))
 		return
@@ -128,69 +125,11 @@ func (g *gatherer) pidsRoom(pid int) {
 	if dir == "" {
 		return
 	}
-	read := func(p string) (string, bool, error) {
-		b, err := os.ReadFile(g.path(p))
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", false, nil
-		}
-		return strings.TrimSpace(string(b)), err == nil, err
+	least, unseen := g.leastRoom(dir, base, cgroupFiles{limit: "pids.max", usage: "pids.current", none: isMax})
+	t.Unseen = append(t.Unseen, unseen...)
+	if least.from != "" {
+		t.PidsMax, t.PidsCurrent, t.PidsFrom = least.limit, least.usage, least.from
 	}
-	for d := dir; ; d = path.Dir(d) {
-		v, ok, err := read(path.Join(d, "pids.max"))
-		switch {
-		case err != nil:
-			t.Unseen = append(t.Unseen, fmt.Sprintf("%s (%v)", path.Join(d, "pids.max"), err))
-		case ok && v != "max":
-			lim, perr := strconv.ParseUint(v, 10, 64)
-			cur, cok, cerr := read(path.Join(d, "pids.current"))
-			n, nerr := strconv.ParseUint(cur, 10, 64)
-			if perr != nil || cerr != nil || !cok || nerr != nil {
-				t.Unseen = append(t.Unseen, fmt.Sprintf("%s or pids.current there", path.Join(d, "pids.max")))
-				break
-			}
-			if t.PidsFrom == "" || int64(lim)-int64(n) < int64(t.PidsMax)-int64(t.PidsCurrent) {
-				t.PidsMax, t.PidsCurrent, t.PidsFrom = lim, n, path.Join(d, "pids.max")
-			}
-		}
-		if d == base || d == "/" {
-			break
-		}
-	}
-}
-
-// pidsCgroup is the directory of pid's cgroup in the pids controller
-// (cgroup v1 "N:pids:/path" under /sys/fs/cgroup/pids, else v2 "0::/path"
-// under /sys/fs/cgroup, or /sys/fs/cgroup/unified on a hybrid host) and
-// the controller's mount; "" when /proc/PID/cgroup names none, an error
-// when it cannot be read.
-func (g *gatherer) pidsCgroup(pid int) (dir, base string, err error) {
-	b, err := os.ReadFile(g.path(fmt.Sprintf("/proc/%d/cgroup", pid)))
-	if err != nil {
-		return "", "", err
-	}
-	var v2 string
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		f := strings.SplitN(line, ":", 3)
-		if len(f) != 3 {
-			continue
-		}
-		for _, c := range strings.Split(f[1], ",") {
-			if c == "pids" {
-				return path.Join("/sys/fs/cgroup/pids", f[2]), "/sys/fs/cgroup/pids", nil
-			}
-		}
-		if f[0] == "0" && f[1] == "" {
-			v2 = f[2]
-		}
-	}
-	if v2 == "" {
-		return "", "", nil
-	}
-	base = "/sys/fs/cgroup"
-	if _, err := os.Stat(g.path("/sys/fs/cgroup/cgroup.controllers")); err != nil {
-		base = "/sys/fs/cgroup/unified"
-	}
-	return path.Join(base, v2), base, nil
 }
 
 // systemdDefaultTasksMax is DefaultTasksMax= when no system.conf file sets

@@ -369,11 +369,8 @@ func capacityOf(f *Facts, t Target) Capacity {
 	}
 	c.BytesPerSocket, c.BytesPerSocketSource = perSocketCost(f)
 	c.BytesPerSocketMeasured, _ = measuredCost(f)
-	if f.MemAvailable > 0 {
-		add("mem.available", "MemAvailable / kernel bytes per socket", int64(float64(f.MemAvailable)/c.BytesPerSocket))
-	} else {
-		unknown("mem.available", "MemAvailable (/proc/meminfo)")
-	}
+	lim, unk := memCapacity(f, c.BytesPerSocket)
+	c.Limits, c.Unknown = append(c.Limits, lim...), append(c.Unknown, unk...)
 	c.Sockets = math.MaxInt64
 	for _, l := range c.Limits {
 		if l.Sockets < c.Sockets {
@@ -385,4 +382,27 @@ func capacityOf(f *Facts, t Target) Capacity {
 	}
 	c.Measured = f.Measured
 	return c
+}
+
+// memCapacity is mem.available's ceiling for sockets of per bytes each:
+// the smaller of MemAvailable and the room the target's memory cgroup
+// leaves (memCeilingOf), naming the cgroup's limit file; and, as
+// unknown, MemAvailable when not read and each cgroup file that could
+// not be.
+func memCapacity(f *Facts, per float64) (lim []CapacityLimit, unknown []UnknownLimit) {
+	mc, ok, unseen := memCeilingOf(f)
+	for _, u := range unseen {
+		unknown = append(unknown, UnknownLimit{Check: "mem.available", Resource: "the target's memory cgroup: " + u})
+	}
+	if f.MemAvailable == 0 {
+		unknown = append(unknown, UnknownLimit{Check: "mem.available", Resource: "MemAvailable (/proc/meminfo)"})
+	}
+	res := "MemAvailable / kernel bytes per socket"
+	if mc.cgroup {
+		res = "room in the target's memory cgroup (limit - usage, " + f.Target.Memory.From + ") / kernel bytes per socket"
+	}
+	if ok {
+		lim = append(lim, CapacityLimit{Check: "mem.available", Resource: res, Sockets: max(int64(mc.bytes/per), 0)})
+	}
+	return lim, unknown
 }
