@@ -276,3 +276,47 @@ func TestRollbackKeepsNothingThatCannotHelp(t *testing.T) {
 		t.Errorf("hostprep's sysctl.d file was kept")
 	}
 }
+
+// TestRollbackKeepsNrOpenForAForeignLimitsFile: after apply, someone adds
+// their own limits.d file whose hard nofile (1500000) only hostprep's
+// fs.nr_open (2097152) allows. Rollback keeps fs.nr_open, now and at
+// boot, and names that file; lowering it would make every login fail to
+// set the limit (pam_limits: setrlimit EPERM, "cannot open session"). Once
+// the file is gone a second rollback finishes and the host is as before.
+func TestRollbackKeepsNrOpenForAForeignLimitsFile(t *testing.T) {
+	h := newHost(t, map[string]string{"fs.file-max": "4194304"})
+	before := h.snapshot()
+	al := profiles.AtLeast
+	p := &profiles.Profile{Name: "broker", Sysctl: map[string]profiles.Sysctl{
+		"fs.nr_open":         {Value: "2097152", Mode: al},
+		"net.core.somaxconn": {Value: "32768", Mode: al},
+	}, Limits: profiles.Limits{Nofile: &profiles.Limit{Soft: 2097152, Hard: 2097152}}}
+	if _, err := h.apply(p); err != nil {
+		t.Fatal(err)
+	}
+	app := filepath.Join(h.root, "etc/security/limits.d/90-app.conf")
+	must(t, os.WriteFile(app, []byte("*    hard    nofile    1500000\n"), 0o644))
+
+	r := h.rollback()
+	if got := h.get("fs.nr_open"); got != "2097152" {
+		t.Fatalf("fs.nr_open = %s after rollback with %s (hard nofile 1500000) in place", got, app)
+	}
+	var names []string
+	for _, k := range r.Kept {
+		names = append(names, k.Key+k.File)
+		if !strings.Contains(k.Reason, "kept because "+app+" (not hostprep's) sets hard nofile 1500000") {
+			t.Errorf("kept %s: %s", k.Key+k.File, k.Reason)
+		}
+	}
+	if len(r.Kept) != 2 || !r.JournalKept {
+		t.Errorf("kept %v (journal kept %v), want fs.nr_open and hostprep's sysctl.d file", names, r.JournalKept)
+	}
+	if got := h.get("net.core.somaxconn"); got != "4096" {
+		t.Errorf("somaxconn not restored: %s", got)
+	}
+	must(t, os.Remove(app))
+	if r = h.rollback(); r.JournalKept || len(r.Kept) != 0 {
+		t.Errorf("second rollback kept %+v", r.Kept)
+	}
+	h.assertUnchanged(before)
+}

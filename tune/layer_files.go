@@ -146,8 +146,31 @@ func (r *rollbackRun) scanLeft() {
 		if n, ok := files.HardNofile(cur); ok {
 			r.keepFiles[path] = n
 			if n > r.need || (n == r.need && path < r.needFile) {
-				r.need, r.needFile = n, path
+				r.need, r.needFile, r.needWhy = n, path, "left behind, edited after hostprep wrote it"
 			}
+		}
+	}
+}
+
+// scanForeign adds the limits files hostprep does not own
+// (/etc/security/limits.conf and limits.d/*.conf, as pam_limits reads
+// them) to what rollback must not lower fs.nr_open below: one written
+// after apply, relying on hostprep's fs.nr_open, would make every login
+// fail to set its hard nofile once rollback lowered fs.nr_open below it
+// (pam_limits' setrlimit gets EPERM and the session fails).
+func (r *rollbackRun) scanForeign() {
+	paths := []string{r.env.path("/etc/security/limits.conf")}
+	more, _ := filepath.Glob(filepath.Join(r.env.path("/etc/security/limits.d"), "*.conf"))
+	for _, p := range append(paths, more...) {
+		if _, owned := r.st.Files[p]; owned {
+			continue
+		}
+		cur, exists, err := files.Read(p)
+		if err != nil || !exists {
+			continue
+		}
+		if n, ok := files.HardNofile(cur); ok && (n > r.need || (n == r.need && p < r.needFile)) {
+			r.need, r.needFile, r.needWhy = n, p, "not hostprep's"
 		}
 	}
 }
@@ -175,7 +198,7 @@ func (r *rollbackRun) keepForBootNofile(path string) *Skip {
 	}
 	cur, _, _ := files.Read(path)
 	return &Skip{File: path, Layer: Persistent, Current: describe(cur, true),
-		Reason: fmt.Sprintf("kept because %s (left behind, edited after hostprep wrote it) sets hard nofile %d, and without this file fs.nr_open after the next boot would be %d (%s): logins and services would fail to set that limit; fix or remove that file and run %s again", r.needFile, r.need, n, from, r.env.suggest("rollback"))}
+		Reason: fmt.Sprintf("kept because %s (%s) sets hard nofile %d, and without this file fs.nr_open after the next boot would be %d (%s): logins and services would fail to set that limit; fix or remove that file and run %s again", r.needFile, r.needWhy, r.need, n, from, r.env.suggest("rollback"))}
 }
 
 // rollbackFile restores an owned file byte for byte (or removes it)

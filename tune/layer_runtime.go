@@ -239,7 +239,7 @@ func (r *rollbackRun) key(key string) {
 		return
 	}
 	k := r.st.Keys[key]
-	if kept := keepForNofile(r.env, r.b, key, k, r.need, r.needFile); kept != nil {
+	if kept := keepForNofile(r.env, r.b, key, k, r.need, fmt.Sprintf("%s (%s)", r.needFile, r.needWhy)); kept != nil {
 		r.res.Kept = append(r.res.Kept, *kept)
 		return
 	}
@@ -258,7 +258,7 @@ func (r *rollbackRun) key(key string) {
 
 // keepForNofile returns a Kept entry when key is fs.nr_open or fs.file-max
 // and restoring its original would put it below need, the hard nofile a
-// left-behind file (needFile) sets; nil otherwise.
+// limits file (needFile, named with why it stays) sets; nil otherwise.
 func keepForNofile(env Env, b interface{ Get(string) (string, error) }, key string, k *journal.Key, need uint64, needFile string) *Skip {
 	if need == 0 || (key != keyNrOpen && key != keyFileMax) {
 		return nil
@@ -276,7 +276,7 @@ func keepForNofile(env Env, b interface{ Get(string) (string, error) }, key stri
 		return nil // already below: nothing to protect by keeping it
 	}
 	return &Skip{Key: key, Layer: Runtime, Current: sysval.Normalize(live),
-		Reason: fmt.Sprintf("kept because %s (left behind, edited after hostprep wrote it) sets hard nofile %d, above the original %s %d: lowering it would make logins and services fail to set that limit; fix or remove that file and run %s again", needFile, need, key, orig, env.suggest("rollback"))}
+		Reason: fmt.Sprintf("kept because %s sets hard nofile %d, above the original %s %d: lowering it would make logins and services fail to set that limit; fix or remove that file and run %s again", needFile, need, key, orig, env.suggest("rollback"))}
 }
 
 // rollbackKey puts key back to its original unless someone else changed

@@ -107,6 +107,7 @@ func Rollback(ctx context.Context, env Env) (*RollbackResult, error) {
 	r := &rollbackRun{env: env, st: st, remaining: st.Clone(), res: res, keepFiles: map[string]uint64{}}
 	r.b, r.backendErr = env.backend()
 	r.scanLeft()
+	r.scanForeign()
 	for _, it := range undoOrder(st) {
 		if err := ctx.Err(); err != nil {
 			r.failures = append(r.failures, err.Error())
@@ -140,6 +141,7 @@ type rollbackRun struct {
 	// lowered below it. keepFiles are those files with their hard nofile.
 	need      uint64
 	needFile  string
+	needWhy   string // why needFile matters: "left behind, ..." or "not hostprep's, ..."
 	keepFiles map[string]uint64
 }
 
