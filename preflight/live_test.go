@@ -371,18 +371,7 @@ func TestLiveSharedListenerJudgesLeastLimited(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
-	// wait until the child runs sleep with the socket (prlimit execs it)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", child.Process.Pid))
-		if strings.TrimSpace(string(b)) == "sleep" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("child %d never ran sleep", child.Process.Pid)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitSleep(t, child.Process.Pid) // prlimit execs sleep with the socket
 	f, err := Gather(t.Context(), GatherOptions{Role: Broker, Ports: []int{port}})
 	if err != nil {
 		t.Fatal(err)
@@ -425,17 +414,7 @@ func TestLiveHeldFilesCountAgainstNofile(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", child.Process.Pid))
-		if strings.TrimSpace(string(b)) == "sleep" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("child %d never ran sleep", child.Process.Pid)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitSleep(t, child.Process.Pid)
 	f, err := Gather(t.Context(), GatherOptions{PID: child.Process.Pid})
 	if err != nil {
 		t.Fatal(err)
@@ -562,5 +541,22 @@ func TestLiveSoftRemedyRuns(t *testing.T) {
 	soft, hard, err := proclimits.Nofile(fmt.Sprintf("/proc/%d/limits", pid))
 	if err != nil || soft < 1564 || hard != 8192 {
 		t.Errorf("after %q: nofile %d:%d %v, want soft >= 1564, hard 8192", cmd, soft, hard, err)
+	}
+}
+
+// waitSleep waits (5 s at most) until pid runs sleep(1): a wrapper such
+// as prlimit has exec'd it with the limits and files it was given.
+func waitSleep(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if strings.TrimSpace(string(b)) == "sleep" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("child %d never ran sleep", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -145,15 +145,7 @@ func TestGatherMemCgroup(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if c.files["proc/4242/cgroup"] == "" {
-			if err := os.Remove(filepath.Join(root, "proc/4242/cgroup")); err != nil {
-				t.Fatal(err)
-			}
-		}
-		f, err := Gather(t.Context(), GatherOptions{Root: root, PID: 4242})
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := gatherPID4242(t, root, c.files["proc/4242/cgroup"] == "")
 		m := f.Target.Memory
 		if m.Limit != c.limit || m.Usage != c.usage || m.From != c.from || m.High != c.high || m.HighFrom != c.highFrom || len(m.Unseen) != c.unseen {
 			t.Errorf("%s: memory cgroup %+v; want limit %d usage %d from %q, high %d from %q, %d unseen", c.name, m, c.limit, c.usage, c.from, c.high, c.highFrom, c.unseen)

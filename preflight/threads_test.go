@@ -104,16 +104,7 @@ func TestGatherTasks(t *testing.T) {
 		for k, v := range c.files {
 			files[k] = v
 		}
-		root := fixtureRoot(t, files)
-		if c.files["proc/4242/cgroup"] == "" {
-			if err := os.Remove(filepath.Join(root, "proc/4242/cgroup")); err != nil {
-				t.Fatal(err)
-			}
-		}
-		f, err := Gather(t.Context(), GatherOptions{Root: root, PID: 4242})
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := gatherPID4242(t, fixtureRoot(t, files), c.files["proc/4242/cgroup"] == "")
 		got := f.Target.Tasks
 		if got.Threads != 70 || got.NprocSoft != 4096 || got.UserTasks != 100 || got.PidsMax != c.pidsMax || got.PidsFrom != c.pidsFrom || got.PidsCurrent != c.pidsCurNo || len(got.Unseen) != c.unseen || f.HostTasks != 237 {
 			t.Errorf("%s: tasks %+v, host tasks %d; want pids %d/%d from %q, 100 tasks of the user, %d unseen", c.name, got, f.HostTasks, c.pidsCurNo, c.pidsMax, c.pidsFrom, c.unseen)
@@ -173,4 +164,20 @@ func TestUnitTasksMax(t *testing.T) {
 			t.Errorf("%s: %s: %s (observed %s)", c.name, got.Status, got.Summary, got.Observed)
 		}
 	}
+}
+
+// gatherPID4242 gathers the facts of pid 4242 in the recorded tree root,
+// without its /proc/4242/cgroup when noCgroup.
+func gatherPID4242(t *testing.T, root string, noCgroup bool) *Facts {
+	t.Helper()
+	if noCgroup {
+		if err := os.Remove(filepath.Join(root, "proc/4242/cgroup")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := Gather(t.Context(), GatherOptions{Root: root, PID: 4242})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
