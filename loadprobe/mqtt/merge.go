@@ -135,6 +135,7 @@ func (m *Result) add(s *Result, hists *[5]*latency.Recorder) error {
 	}
 	m.Throughput.PublishedPerSec += s.Throughput.PublishedPerSec
 	m.Throughput.ReceivedPerSec += s.Throughput.ReceivedPerSec
+	m.Throughput.ReceiveSeconds = max(m.Throughput.ReceiveSeconds, s.Throughput.ReceiveSeconds)
 	m.Throughput.RequestedPerSec += s.Throughput.RequestedPerSec
 	m.Host.ListenOverflows += s.Host.ListenOverflows
 	m.Host.ListenDrops += s.Host.ListenDrops
@@ -165,6 +166,7 @@ func (m *Result) addSeries(series []Second) {
 			m.Series = append(m.Series, Second{T: len(m.Series) + 1})
 		}
 		d := &m.Series[sec.T-1]
+		d.Seconds = max(d.Seconds, sec.length())
 		d.Connected += sec.Connected
 		d.Published += sec.Published
 		d.Acked += sec.Acked

@@ -908,7 +908,7 @@ func TestOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows, err := csv.NewReader(&csvb).ReadAll()
-	if err != nil || len(rows) < 3 || rows[0][0] != "t_s" || len(rows[1]) != 9 {
+	if err != nil || len(rows) < 3 || rows[0][0] != "t_s" || len(rows[1]) != 10 || rows[0][9] != "duration_s" {
 		t.Errorf("csv: %v %v", rows, err)
 	}
 	var total int64

@@ -223,12 +223,18 @@ type Latencies struct {
 	SchedulerLag latency.Summary `json:"scheduler_lag"`
 }
 
-// Throughput over the steady window as it really ran (messages scheduled
-// in it, divided by Result.WindowSeconds, which is shorter than
-// Config.Duration when the run stopped early).
+// Throughput over the steady window as it really ran. PublishedPerSec
+// is the messages scheduled in it divided by Result.WindowSeconds (shorter
+// than Config.Duration when the run stopped early). ReceivedPerSec is by
+// arrival: those messages that reached a subscriber divided by the time
+// they took to arrive, ReceiveSeconds, from the window's start to the
+// last arrival (no less than the window): a broker that stalls and
+// delivers its backlog in the drain shows a lower rate, not the
+// requested one.
 type Throughput struct {
 	PublishedPerSec float64 `json:"published_per_s"`
 	ReceivedPerSec  float64 `json:"received_per_s"`
+	ReceiveSeconds  float64 `json:"receive_s,omitempty"`
 	// RequestedPerSec is Clients / PubInterval.
 	RequestedPerSec float64 `json:"requested_per_s"`
 }
@@ -244,9 +250,13 @@ type Throughput struct {
 // than 5% of the second's messages, its e2e p95 is at least Grace (they
 // would sit above the 95th percentile of delivered ones), and E2ECensored
 // says so. A p95 over the survivors alone would draw a healthy broker
-// while it drops most messages.
+// while it drops most messages. Seconds is how long the row lasted: 1,
+// but for the run's last row, which ends with the run (a drain's
+// deliveries are in it) and is shorter; the counts are its events, the
+// rates (rate) are per real second.
 type Second struct {
 	T           int     `json:"t_s"`
+	Seconds     float64 `json:"duration_s"`
 	Connected   int64   `json:"connected"`
 	Published   int64   `json:"published"`
 	Acked       int64   `json:"acked"`
@@ -277,6 +287,18 @@ func censorSeries(series []Second, lostAt []int64, grace time.Duration) {
 		}
 	}
 }
+
+// length is how long s lasted in seconds (1 for a row of a result
+// written before rows said so).
+func (s Second) length() float64 {
+	if s.Seconds <= 0 {
+		return 1
+	}
+	return s.Seconds
+}
+
+// rate is n events of second s per real second.
+func (s Second) rate(n int64) float64 { return float64(n) / s.length() }
 
 // e2eSamples is the number of end-to-end latencies second s's p95 stands
 // on: deliveries and censored losses.
@@ -418,9 +440,14 @@ func (r *run) fill(res *Result) {
 	res.Messages = m
 	res.WindowSeconds = r.windowSeconds()
 	if res.WindowSeconds > 0 {
+		r.trackMu.Lock()
+		took := float64(r.lastWinArrival-r.rampEnd) / 1e9
+		r.trackMu.Unlock()
+		took = max(took, res.WindowSeconds)
 		res.Throughput = Throughput{
 			PublishedPerSec: float64(r.winPublished.Load()) / res.WindowSeconds,
-			ReceivedPerSec:  float64(r.winReceived.Load()) / res.WindowSeconds,
+			ReceivedPerSec:  float64(r.winReceived.Load()) / took,
+			ReceiveSeconds:  took,
 		}
 	}
 	res.Throughput.RequestedPerSec = float64(r.n) / cfg.PubInterval.Seconds()
@@ -847,8 +874,9 @@ func (res *Result) WriteText(w io.Writer) error {
 		m.Scheduled, m.Published, m.Acked, m.Unacked, m.Received, m.Lost, m.inFlightText(), m.Duplicated, m.OutOfOrder, m.Overruns)
 	p("kernel\t%d listen overflows, %d SYN retransmits, %d receive-queue prunes (TcpExt, whole netns)\n",
 		res.Host.ListenOverflows, res.Host.TCPSynRetrans, res.Host.PruneCalled)
-	p("throughput\t%.1f msg/s published, %.1f msg/s received (requested %.1f msg/s)\n",
-		res.Throughput.PublishedPerSec, res.Throughput.ReceivedPerSec, res.Throughput.RequestedPerSec)
+	th := res.Throughput
+	p("throughput\t%.1f msg/s published, %.1f msg/s received%s (requested %.1f msg/s)\n",
+		th.PublishedPerSec, th.ReceivedPerSec, res.ArrivalNote(), th.RequestedPerSec)
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
@@ -889,6 +917,16 @@ func (res *Result) WriteText(w io.Writer) error {
 	return err
 }
 
+// ArrivalNote is " (by arrival: ...)" when the window's messages took
+// noticeably longer than the window to arrive (a stall delivered in the
+// drain), else "".
+func (res *Result) ArrivalNote() string {
+	if took := res.Throughput.ReceiveSeconds; took > res.WindowSeconds+0.5 {
+		return fmt.Sprintf(" (by arrival: the window's messages took %.1f s to arrive)", took)
+	}
+	return ""
+}
+
 // unfinished says how many connects the run ended before (not failed):
 // ", 2 canceled by the interrupt, 60 not started (the run ended first)".
 func unfinished(cn Connects) string {
@@ -922,17 +960,20 @@ func csvMS(v float64) string {
 }
 
 // WriteCSV writes the per-second series (Second): t_s, connected,
-// published, acked and received per second, ack/e2e p95 in ms (empty in
-// a second with no ack, or no delivery and no loss), the messages
-// scheduled in the second and never delivered, and whether its e2e p95 is
-// censored at the grace because of them.
+// published, acked and received per second (per real second: the last
+// row is shorter), ack/e2e p95 in ms (empty in a second with no ack, or
+// no delivery and no loss), the messages scheduled in the second and
+// never delivered, whether its e2e p95 is censored at the grace because
+// of them, and the row's length in seconds.
 func (res *Result) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"t_s", "connected", "published_per_s", "acked_per_s", "received_per_s", "ack_p95_ms", "e2e_p95_ms", "lost", "e2e_censored"})
+	_ = cw.Write([]string{"t_s", "connected", "published_per_s", "acked_per_s", "received_per_s", "ack_p95_ms", "e2e_p95_ms", "lost", "e2e_censored", "duration_s"})
+	perS := func(s Second, n int64) string { return strconv.FormatFloat(s.rate(n), 'f', -1, 64) }
 	for _, s := range res.Series {
-		_ = cw.Write([]string{strconv.Itoa(s.T), strconv.FormatInt(s.Connected, 10), strconv.FormatInt(s.Published, 10),
-			strconv.FormatInt(s.Acked, 10), strconv.FormatInt(s.Received, 10),
-			csvMS(noSample(s.AckP95, s.Acked)), csvMS(noSample(s.E2EP95, s.e2eSamples())), strconv.FormatInt(s.Lost, 10), strconv.FormatBool(s.E2ECensored)})
+		_ = cw.Write([]string{strconv.Itoa(s.T), strconv.FormatInt(s.Connected, 10), perS(s, s.Published),
+			perS(s, s.Acked), perS(s, s.Received),
+			csvMS(noSample(s.AckP95, s.Acked)), csvMS(noSample(s.E2EP95, s.e2eSamples())), strconv.FormatInt(s.Lost, 10), strconv.FormatBool(s.E2ECensored),
+			strconv.FormatFloat(s.length(), 'f', 3, 64)})
 	}
 	cw.Flush()
 	return cw.Error()

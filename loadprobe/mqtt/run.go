@@ -120,6 +120,8 @@ type timeline struct {
 	// scheduled times (0 until then).
 	firstPubAt, firstPubSched atomic.Int64
 	schedLag                  *latency.Recorder // scheduler goroutine only
+	// prog samples the per-second series (nil before the schedule).
+	prog *progress
 }
 
 // connCore is the connections: where they go, from which addresses,
@@ -154,6 +156,9 @@ type accounting struct {
 
 	trackMu sync.Mutex
 	track   []pubTrack
+	// lastWinArrival is when the last message scheduled in the steady
+	// window reached a subscriber (under trackMu).
+	lastWinArrival int64
 }
 
 func (r *run) now() int64 { return int64(time.Since(r.base)) }
@@ -291,9 +296,13 @@ func (r *run) onMessage(payload []byte, now int64, sub int) {
 		t.maxSeq = int64(seq)
 	}
 	rampEnd, pubEnd := r.rampEnd, r.pubEnd // written under trackMu
+	inWindow := sched >= rampEnd && sched < pubEnd
+	if inWindow {
+		r.lastWinArrival = max(r.lastWinArrival, now)
+	}
 	r.trackMu.Unlock()
 	r.received.Add(1)
-	if sched >= rampEnd && sched < pubEnd {
+	if inWindow {
 		r.winReceived.Add(1)
 	}
 	s := r.shard(pub)
@@ -441,7 +450,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// has ended before its recorders are read: nothing outlives Run, and
 	// fill sees every Record (an early stop leaves the scheduler running
 	// until shutdown closes r.stop).
-	r.wg.Wait()
+	r.waitAll()
 	res.Host = readHostCounters().sub(host0)
 	r.fill(res)
 	if runErr != nil {
@@ -451,6 +460,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return res, runErr
 	}
 	return res, nil
+}
+
+// waitAll waits for every goroutine of the run, then stops the
+// per-second sampler (its last row is the run's end).
+func (r *run) waitAll() {
+	r.wg.Wait()
+	if r.prog != nil {
+		r.prog.stop()
+	}
 }
 
 // execute runs the calibration, the ramp, the steady window and the
@@ -470,8 +488,9 @@ func (r *run) execute(res *Result) error {
 	if err != nil {
 		return err
 	}
-	prog := r.startProgress(res)
-	defer prog.stop()
+	// Run stops it once every goroutine of the run has ended, so the
+	// series' last second holds every ack and delivery.
+	r.prog = r.startProgress(res)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	if err := r.waitWindow(res, start, tick); err != nil {
