@@ -174,8 +174,9 @@ type Messages struct {
 	Unacked int64 `json:"unacked"`
 	// AckInFlight are QoS>0 publishes still waiting for their ack at an
 	// interrupt, sent less than the grace period before it: like
-	// InFlight, neither acked nor known unacked, and not in the ack
-	// latencies. 0 for a run that was not interrupted.
+	// InFlight, neither acked nor known unacked; in the ack latencies
+	// censored at the time they had waited. 0 for a run that was not
+	// interrupted.
 	AckInFlight int64 `json:"ack_in_flight,omitempty"`
 	// AckErrors are acks with a v5 reason code >= 0x80 (part of Unacked).
 	AckErrors int64 `json:"ack_errors"`
@@ -188,8 +189,10 @@ type Messages struct {
 	Lost     int64 `json:"lost"`
 	// InFlight are messages not received that were published less than
 	// the grace period (Config.Grace) before an interrupt ended the run:
-	// still on their way, neither delivered nor known lost, and not in
-	// the end-to-end latencies. 0 for a run that was not interrupted
+	// still on their way, neither delivered nor known lost; in the
+	// end-to-end latencies censored at the time they had waited (a p95
+	// over the delivered only would pass a stalled broker). 0 for a run
+	// that was not interrupted
 	// (its drain gave every message the grace period).
 	InFlight int64 `json:"in_flight"`
 	// LostAfterAck: acknowledged by the broker yet never delivered.
@@ -356,8 +359,11 @@ type missing struct {
 // still waiting for its ack (censorInflight) and every published message
 // no subscriber received, at max(Grace, now - scheduled time), so the
 // ack and end-to-end percentiles cover every publish (a p95 over the
-// survivors only would pass a broker that dropped 95% of them). Message k
-// of a publisher was scheduled at conn.firstSched + k*PubInterval.
+// survivors only would pass a broker that dropped 95% of them). After an
+// interrupt, those sent less than Grace before it are in flight, not
+// unacked or lost, and censored at now - scheduled time, the time they
+// had waited. Message k of a publisher was scheduled at conn.firstSched +
+// k*PubInterval.
 func (r *run) censorMissing() missing {
 	now := r.now()
 	ms := missing{e2e: latency.New(), warmE2E: latency.New()}
@@ -375,7 +381,7 @@ func (r *run) censorMissing() missing {
 		var first int64
 		if c := r.conns[i].Load(); c != nil {
 			c.mu.Lock()
-			ms.ackInFlight += r.keepRecent(c, inFlightFrom)
+			ms.ackInFlight += r.censorRecent(c, inFlightFrom, now)
 			r.censorInflight(c, now)
 			pubs, first = c.seq, c.firstSched
 			c.mu.Unlock()
@@ -397,13 +403,14 @@ func (r *run) censorMissing() missing {
 					break
 				}
 				sched := first + int64(seq)*iv
-				if sched > inFlightFrom {
-					ms.inFlight++
-					continue
-				}
 				rec := ms.e2e
 				if sched < r.rampEnd {
 					rec = ms.warmE2E
+				}
+				if sched > inFlightFrom { // at the time it had waited
+					ms.inFlight++
+					rec.RecordCensored(time.Duration(now-sched), 0)
+					continue
 				}
 				rec.RecordCensored(time.Duration(now-sched), r.cfg.Grace)
 				if i := int((sched - r.start) / int64(time.Second)); sched >= r.start && i < 1<<20 {
@@ -778,7 +785,11 @@ func durCheck(cfg *Config, id, what string, got float64, sum latency.Summary, ma
 	n := sum.Count
 	c := verdict.Check{ID: id, Observed: fmt.Sprintf("%.3f ms", got)}
 	if sum.Censored > 0 {
-		c.Observed += fmt.Sprintf(" (%d of %s censored at >= the %v grace: never answered)", sum.Censored, plural.N(n, "value"), cfg.Grace)
+		at := fmt.Sprintf("at >= the %v grace", cfg.Grace)
+		if strings.Contains(cut, "interrupted") {
+			at += ", or at the time they had waited when in flight at the interrupt"
+		}
+		c.Observed += fmt.Sprintf(" (%d of %s censored %s: never answered)", sum.Censored, plural.N(n, "value"), at)
 	}
 	switch {
 	case max <= 0:
@@ -898,7 +909,11 @@ func (res *Result) WriteText(w io.Writer) error {
 	}
 	tw.Flush()
 	if n := res.Latency.Ack.Censored + res.Latency.E2E.Censored + res.Latency.WarmupAck.Censored + res.Latency.WarmupE2E.Censored; n > 0 {
-		fmt.Fprintf(w, "censored: %s never acknowledged or never delivered are counted at >= the %v grace in the percentiles above\n", plural.N(n, "publish"), c.Grace)
+		in := ""
+		if res.Interrupted {
+			in = " (those in flight at the interrupt at the time they had waited)"
+		}
+		fmt.Fprintf(w, "censored: %s never acknowledged or never delivered are counted at >= the %v grace%s in the percentiles above\n", plural.N(n, "publish"), c.Grace, in)
 	}
 	fmt.Fprintln(w)
 	// What went wrong during the run, in words; whether it fails the run

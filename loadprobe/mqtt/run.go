@@ -211,13 +211,17 @@ func (r *run) recordAck(client int, sched, now int64) {
 // with an error reason code, or the grace period ran out — in the ack
 // histogram at max(Grace, now-sched), so the ack percentiles cover every
 // publish and not only the acknowledged ones (latency.RecordCensored).
-func (r *run) censorAck(client int, sched, now int64) {
+func (r *run) censorAck(client int, sched, now int64) { r.censorAckAt(client, sched, now, r.cfg.Grace) }
+
+// censorAckAt records a publish never acknowledged at max(bound,
+// now-sched), censored.
+func (r *run) censorAckAt(client int, sched, now int64, bound time.Duration) {
 	s := r.shard(client)
 	s.mu.Lock()
 	if sched < r.rampEnd {
-		s.warmAck.RecordCensored(time.Duration(now-sched), r.cfg.Grace)
+		s.warmAck.RecordCensored(time.Duration(now-sched), bound)
 	} else {
-		s.ack.RecordCensored(time.Duration(now-sched), r.cfg.Grace)
+		s.ack.RecordCensored(time.Duration(now-sched), bound)
 	}
 	s.mu.Unlock()
 }
@@ -234,16 +238,20 @@ func (r *run) censorInflight(c *conn, now int64) {
 	c.inflight = nil
 }
 
-// keepRecent takes out of c's publishes waiting for an ack those
+// censorRecent takes out of c's publishes waiting for an ack those
 // scheduled after from (less than Grace before an interrupt: still in
-// flight, not unacked) and returns how many; they are neither censored
-// nor counted as unacked. c.mu is held.
-func (r *run) keepRecent(c *conn, from int64) int64 {
+// flight, not unacked), records each censored at the time it had waited
+// by now (not at the grace: it may yet have come), and returns how many.
+// They count as in flight, not as unacked, but are in the percentiles: a
+// p95 over the acknowledged only would pass a broker that stopped
+// answering. c.mu is held.
+func (r *run) censorRecent(c *conn, from, now int64) int64 {
 	kept := c.inflight[:0]
 	var n int64
 	for _, f := range c.inflight {
 		if f.sched > from {
 			n++
+			r.censorAckAt(c.client, f.sched, now, 0)
 			continue
 		}
 		kept = append(kept, f)
