@@ -113,6 +113,9 @@ func mergeShards(files []shardFile) (*FleetRun, error) {
 		if sh.N != run.Shards {
 			return nil, exitcode.BadInputf("report merge: %s is shard %s of run %s, but %s is a shard of %d: not the same fleet run", f.path, sh, run.RunID, files[0].path, run.Shards)
 		}
+		if err := mqtt.SameRun(first, f.res, files[0].path, f.path); err != nil {
+			return nil, exitcode.BadInputf("report merge: %v", err)
+		}
 		if old, dup := byK[sh.K]; dup {
 			return nil, exitcode.BadInputf("report merge: %s and %s are both shard %s of run %s: each shard runs once; drop one (a rerun of a shard is a new run: rerun the whole fleet)", old.path, f.path, sh, run.RunID)
 		}

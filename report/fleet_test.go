@@ -129,6 +129,12 @@ func TestMergeShardsRefused(t *testing.T) {
 	other := writeResult(t, dir, "other.json", shardResult(t, 3, 3, "fleet-2", rng, &all))
 	dup := writeResult(t, dir, "dup.json", shardResult(t, 2, 3, "fleet-1", rng, &all))
 	ofFour := writeResult(t, dir, "four.json", shardResult(t, 3, 4, "fleet-1", rng, &all))
+	subs := shardResult(t, 3, 3, "fleet-1", rng, &all)
+	subs.Config.Subscribers = 3
+	otherSubs := writeResult(t, dir, "subs.json", subs)
+	emb := shardResult(t, 3, 3, "fleet-1", rng, &all)
+	emb.Config.Broker, emb.Broker = "", "embedded mochi-mqtt broker at tcp://127.0.0.1:40000"
+	embedded := writeResult(t, dir, "embedded.json", emb)
 
 	f, err := Merge([]string{s1, s3})
 	if err != nil {
@@ -144,6 +150,10 @@ func TestMergeShardsRefused(t *testing.T) {
 		"other run": {[]string{s1, s2, other}, "different runs"},
 		"same K":    {[]string{s1, s2, dup, s3}, "are both shard 2/3"},
 		"other N":   {[]string{s1, s2, ofFour}, "not the same fleet run"},
+		// Shards of another load or broker: one line naming the flag,
+		// both values and both files (they merged into a PASS).
+		"other subscribers": {[]string{s1, s2, otherSubs}, "--subscribers 3 in " + otherSubs + ", 1 in " + s1},
+		"embedded broker":   {[]string{s1, s2, embedded}, embedded + " probed its own embedded broker"},
 	} {
 		_, err := Merge(tc.files)
 		if exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), tc.want) {

@@ -60,15 +60,15 @@ func checkCounts(t *testing.T, res *Result) {
 		t.Errorf("negative count: %+v", m)
 	}
 	// Every publish is in the ack and end-to-end histograms: acked or
-	// delivered ones at their latency, the rest censored (issue 12), but
-	// those still in flight at an interrupt.
-	if l := res.Latency; res.Config.QoS > 0 && l.Ack.Count+l.WarmupAck.Count != m.Published-m.AckInFlight {
-		t.Errorf("ack histograms hold %d + %d values, want one per publish not in flight (%d - %d)", l.Ack.Count, l.WarmupAck.Count, m.Published, m.AckInFlight)
-	} else if res.Config.QoS > 0 && l.Ack.Censored+l.WarmupAck.Censored != m.Unacked {
-		t.Errorf("ack censored %d + %d, want unacked %d", l.Ack.Censored, l.WarmupAck.Censored, m.Unacked)
+	// delivered ones at their latency, the rest censored (issue 12),
+	// those still in flight at an interrupt too (at their wait).
+	if l := res.Latency; res.Config.QoS > 0 && l.Ack.Count+l.WarmupAck.Count != m.Published {
+		t.Errorf("ack histograms hold %d + %d values, want one per publish (%d)", l.Ack.Count, l.WarmupAck.Count, m.Published)
+	} else if res.Config.QoS > 0 && l.Ack.Censored+l.WarmupAck.Censored != m.Unacked+m.AckInFlight {
+		t.Errorf("ack censored %d + %d, want unacked %d + ack in flight %d", l.Ack.Censored, l.WarmupAck.Censored, m.Unacked, m.AckInFlight)
 	}
-	if l := res.Latency; l.E2E.Censored+l.WarmupE2E.Censored != m.Lost {
-		t.Errorf("e2e censored %d + %d, want lost %d", l.E2E.Censored, l.WarmupE2E.Censored, m.Lost)
+	if l := res.Latency; l.E2E.Censored+l.WarmupE2E.Censored != m.Lost+m.InFlight {
+		t.Errorf("e2e censored %d + %d, want lost %d + in flight %d", l.E2E.Censored, l.WarmupE2E.Censored, m.Lost, m.InFlight)
 	}
 	if c.OK+c.Failed+c.Canceled+c.NotStarted != int64(c.Target) {
 		t.Errorf("connects ok %d + failed %d + canceled %d + not started %d != target %d", c.OK, c.Failed, c.Canceled, c.NotStarted, c.Target)

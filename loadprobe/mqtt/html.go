@@ -81,8 +81,8 @@ func (res *Result) HTMLCharts() ([]template.HTML, error) {
 			{Name: fmt.Sprintf("target (%s)", plural.N(own, "client")), X: ts, Y: flat(float64(own)), Dashed: true, Color: "7f7f7f"},
 		}},
 		{Title: "Messages per second", XName: xName, YName: "messages/s", Markers: marks, Series: []chart.Series{
-			{Name: "published", X: ts, Y: col(func(s Second) float64 { return float64(s.Published) })},
-			{Name: "received by the subscribers", X: ts, Y: col(func(s Second) float64 { return float64(s.Received) }), Color: chart.Palette[4]},
+			{Name: "published", X: ts, Y: col(func(s Second) float64 { return s.rate(s.Published) })},
+			{Name: "received by the subscribers", X: ts, Y: col(func(s Second) float64 { return s.rate(s.Received) }), Color: chart.Palette[4]},
 			{Name: fmt.Sprintf("requested (%s msg/s)", chart.FormatNumber(res.Throughput.RequestedPerSec, res.Throughput.RequestedPerSec)),
 				X: ts, Y: flat(res.Throughput.RequestedPerSec), Dashed: true, Color: "7f7f7f"},
 		}},
@@ -90,7 +90,7 @@ func (res *Result) HTMLCharts() ([]template.HTML, error) {
 	lat := chart.Line{Title: "Latency over time (p95 of each second)", XName: xName, YName: "latency (ms)", Markers: marks}
 	if res.Config.QoS > 0 {
 		charts[1].Series = append(charts[1].Series, chart.Series{Name: "acknowledged (PUBACK/PUBCOMP)", X: ts,
-			Y: col(func(s Second) float64 { return float64(s.Acked) }), Color: chart.Palette[1]})
+			Y: col(func(s Second) float64 { return s.rate(s.Acked) }), Color: chart.Palette[1]})
 		lat.Series = append(lat.Series, chart.Series{Name: "publish -> ack p95", X: ts, Y: col(func(s Second) float64 { return noSample(s.AckP95, s.Acked) }), Color: chart.Palette[1]})
 	}
 	lat.Series = append(lat.Series, chart.Series{Name: "end-to-end p95", X: ts, Y: col(func(s Second) float64 { return noSample(s.E2EP95, s.e2eSamples()) }), Color: chart.Palette[2]})
@@ -175,7 +175,7 @@ var htmlBody = template.Must(template.New("mqtt-body").Funcs(htmlFuncs).Parse(`
 MQTT {{.MQTTVersion}}, {{n .Subscribers "subscriber"}} on <code>{{$.R.Filter}}</code>;
 steady window {{printf "%.1f" $.R.WindowSeconds}} s after a {{printf "%.1f" $.R.RampSeconds}} s connect ramp. Run {{$.R.RunID}}, started {{$.R.StartedAt.Format "2006-01-02 15:04:05 UTC"}}.</p>{{end}}
 {{if .R.BrokerNote}}<p><em>{{.R.BrokerNote}}</em></p>{{end}}
-<p>Throughput over the window: {{printf "%.1f" .R.Throughput.PublishedPerSec}} msg/s published, {{printf "%.1f" .R.Throughput.ReceivedPerSec}} msg/s received (requested {{printf "%.1f" .R.Throughput.RequestedPerSec}} msg/s).</p>
+<p>Throughput over the window: {{printf "%.1f" .R.Throughput.PublishedPerSec}} msg/s published, {{printf "%.1f" .R.Throughput.ReceivedPerSec}} msg/s received{{.R.ArrivalNote}} (requested {{printf "%.1f" .R.Throughput.RequestedPerSec}} msg/s).</p>
 {{range .Charts}}{{.}}
 {{end}}
 <h3>Latency (ms, from the scheduled time)</h3>

@@ -165,14 +165,14 @@ func TestSecondWithoutSampleHasNoLatency(t *testing.T) {
 	if err := res.WriteCSV(&csvOut); err != nil {
 		t.Fatal(err)
 	}
-	if lines := strings.Split(strings.TrimSpace(csvOut.String()), "\n"); len(lines) != 3 || lines[1] != "4,0,50,50,50,1.500,2.500,0,false" || lines[2] != "5,0,50,0,0,,,0,false" {
+	if lines := strings.Split(strings.TrimSpace(csvOut.String()), "\n"); len(lines) != 3 || lines[1] != "4,0,50,50,50,1.500,2.500,0,false,1.000" || lines[2] != "5,0,50,0,0,,,0,false,1.000" {
 		t.Errorf("csv:\n%s", csvOut.String())
 	}
 	b, err := json.Marshal(res.Series)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(b), `"ack_p95_ms":1.5`) || !strings.Contains(string(b), `"t_s":5,"connected":0,"published":50,"acked":0,"received":0,"lost":0,"ack_p95_ms":null,"e2e_p95_ms":null`) {
+	if !strings.Contains(string(b), `"ack_p95_ms":1.5`) || !strings.Contains(string(b), `"t_s":5,"duration_s":0,"connected":0,"published":50,"acked":0,"received":0,"lost":0,"ack_p95_ms":null,"e2e_p95_ms":null`) {
 		t.Errorf("json: %s", b)
 	}
 	var back []Second

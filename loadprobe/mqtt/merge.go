@@ -2,8 +2,11 @@ package mqtt
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/verdict"
@@ -23,7 +26,8 @@ import (
 //
 // The caller checks that every K is present exactly once (report merge
 // names a missing shard). Errors are exitcode.BadInput: shards that are
-// not of one run (run id, N, load or thresholds differ) or a histogram
+// not of one run (SameRun: run id, or a field of the load, its target or
+// its judging differs; an embedded broker) or a histogram
 // that does not decode.
 func MergeShards(shards []*Result) (*Result, error) {
 	if len(shards) == 0 {
@@ -39,7 +43,7 @@ func MergeShards(shards []*Result) (*Result, error) {
 	cfg := first.Config
 	cfg.Shard.K = 0 // the whole fleet
 	filter := strings.Replace(first.Filter, "-s1/", "-s{K}/", 1) + " (shard K's own)"
-	m := &Result{RunID: first.RunID, Broker: first.Broker, BrokerNote: first.BrokerNote, Filter: filter, Config: cfg,
+	m := &Result{RunID: first.RunID, Broker: cfg.Broker, Filter: filter, Config: cfg,
 		StartedAt: first.StartedAt, ScheduleStart: first.ScheduleStart, WindowSeconds: first.WindowSeconds}
 	var hists [5]*latency.Recorder
 	for i := range hists {
@@ -62,27 +66,72 @@ func MergeShards(shards []*Result) (*Result, error) {
 	return m, nil
 }
 
+// sameRunFields are the Config fields that define a fleet run's load,
+// its target or how it is judged: the shards of one run have them equal
+// (Shard: its N). sameRunOwn are those each shard may have its own, and
+// why. Every Config field is in one of the two (TestSameRunCoversConfig).
+var sameRunFields = []string{"Broker", "MQTTVersion", "Topic", "ClientID", "Clients", "ConnRate", "Keepalive", "QoS", "Size",
+	"PubInterval", "Duration", "Subscribers", "ConnectTimeout", "Grace", "RetryInterval", "Thresholds", "Shard", "StartAt", "RunID"}
+
+var sameRunOwn = map[string]string{
+	"CAFile": "a path on its own host", "CertFile": "a path on its own host", "KeyFile": "a path on its own host",
+	"Username": "a per-host login", "Password": "a per-host login, never written",
+	"SourceIPs": "its own host's addresses", "Workers": "the probe's own threads", "Procs": "the probe's own threads",
+	"goroutinePerConn": "the probe's own threads", "NoFileLimit": "its own host's limit", "MaxClockError": "its own host's clock check",
+	"SettingNames": "how its own flags were named", "Progress": "its own terminal", "ProgressTTY": "its own terminal", "ProgressEvery": "its own terminal",
+}
+
+// SameRun refuses shard b (read from file nameB) when it is not of a's
+// (from nameA) fleet run: the first Config field of sameRunFields that
+// differs is named with both values and both files, in one line. A shard
+// that probed its own embedded broker (no --broker) is refused too: the
+// shards measured different brokers.
+func SameRun(a, b *Result, nameA, nameB string) error {
+	if a.RunID != b.RunID {
+		return exitcode.BadInputf("%s and %s are not shards of one fleet run: run id %q in %s, %q in %s", nameB, nameA, b.RunID, nameB, a.RunID, nameA)
+	}
+	for _, r := range []struct {
+		res  *Result
+		name string
+	}{{a, nameA}, {b, nameB}} {
+		if r.res.Config.Broker == "" {
+			return exitcode.BadInputf("%s probed its own embedded broker (%s, no --broker): the shards of a fleet run load one broker, give every shard the same --broker", r.name, r.res.Broker)
+		}
+	}
+	va, vb := reflect.ValueOf(a.Config), reflect.ValueOf(b.Config)
+	for _, f := range sameRunFields {
+		x, y := configValue(va, f), configValue(vb, f)
+		if x == y {
+			continue
+		}
+		sf, _ := va.Type().FieldByName(f)
+		name := "--" + sf.Tag.Get("flag")
+		return exitcode.BadInputf("%s and %s are not shards of one fleet run: %s %s in %s, %s in %s; give every shard the same flags", nameB, nameA, name, y, nameB, x, nameA)
+	}
+	return nil
+}
+
+// configValue is Config field f of v as text, as SameRun compares it.
+func configValue(v reflect.Value, f string) string {
+	c := v.Interface().(Config)
+	switch f {
+	case "Shard":
+		return fmt.Sprintf("x/%d", c.Shard.N)
+	case "StartAt":
+		return c.StartAt.UTC().Format(time.RFC3339Nano)
+	case "Thresholds":
+		return thresholdText(c)
+	}
+	x := v.FieldByName(f).Interface()
+	if s, ok := x.(string); ok {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprint(x)
+}
+
 // sameRun refuses a shard b that is not of a's run.
 func sameRun(a, b *Result) error {
-	ca, cb := a.Config, b.Config
-	why := ""
-	switch {
-	case a.RunID != b.RunID:
-		why = fmt.Sprintf("run id %q, not %q", b.RunID, a.RunID)
-	case ca.Shard.N != cb.Shard.N:
-		why = fmt.Sprintf("is a shard of %d, not %d", cb.Shard.N, ca.Shard.N)
-	case !ca.StartAt.Equal(cb.StartAt):
-		why = fmt.Sprintf("started at %v, not %v", cb.StartAt, ca.StartAt)
-	case ca.Clients != cb.Clients || ca.ConnRate != cb.ConnRate || ca.QoS != cb.QoS || ca.Size != cb.Size ||
-		ca.PubInterval != cb.PubInterval || ca.Duration != cb.Duration || ca.Grace != cb.Grace || ca.MQTTVersion != cb.MQTTVersion:
-		why = fmt.Sprintf("load %s, not %s", cb.String(), ca.String())
-	case fmt.Sprint(thresholdText(ca)) != fmt.Sprint(thresholdText(cb)):
-		why = fmt.Sprintf("thresholds %s, not %s", thresholdText(cb), thresholdText(ca))
-	}
-	if why == "" {
-		return nil
-	}
-	return exitcode.BadInputf("shard %s of run %s %s: not the same fleet run as shard %s; give every shard the same flags", cb.Shard, b.RunID, why, ca.Shard)
+	return SameRun(a, b, "shard "+a.Config.Shard.String(), "shard "+b.Config.Shard.String())
 }
 
 func thresholdText(c Config) string {
@@ -135,6 +184,7 @@ func (m *Result) add(s *Result, hists *[5]*latency.Recorder) error {
 	}
 	m.Throughput.PublishedPerSec += s.Throughput.PublishedPerSec
 	m.Throughput.ReceivedPerSec += s.Throughput.ReceivedPerSec
+	m.Throughput.ReceiveSeconds = max(m.Throughput.ReceiveSeconds, s.Throughput.ReceiveSeconds)
 	m.Throughput.RequestedPerSec += s.Throughput.RequestedPerSec
 	m.Host.ListenOverflows += s.Host.ListenOverflows
 	m.Host.ListenDrops += s.Host.ListenDrops
@@ -165,6 +215,7 @@ func (m *Result) addSeries(series []Second) {
 			m.Series = append(m.Series, Second{T: len(m.Series) + 1})
 		}
 		d := &m.Series[sec.T-1]
+		d.Seconds = max(d.Seconds, sec.length())
 		d.Connected += sec.Connected
 		d.Published += sec.Published
 		d.Acked += sec.Acked

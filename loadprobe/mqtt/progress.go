@@ -60,8 +60,9 @@ func newProgressBar(cfg *Config) *progressbar.ProgressBar {
 }
 
 // sampleEverySecond appends one Second to res.Series each second until
-// done is closed, and shows it on bar or, every cfg.ProgressEvery, as a
-// line on cfg.Progress.
+// done is closed, then the last, partial second up to then (its Seconds
+// says how long it was), and shows each on bar or, every
+// cfg.ProgressEvery, as a line on cfg.Progress.
 func (r *run) sampleEverySecond(res *Result, done <-chan struct{}, bar *progressbar.ProgressBar) {
 	cfg := &r.cfg
 	t := time.NewTicker(time.Second)
@@ -78,16 +79,31 @@ func (r *run) sampleEverySecond(res *Result, done <-chan struct{}, bar *progress
 		tot[i] = [2]*latency.Recorder{latency.New(), latency.New()}
 	}
 	ack, e2e := latency.New(), latency.New()
+	lastAt := time.Now()
 	for {
+		final := false
 		select {
 		case <-done:
+			final = true
+		case <-t.C:
+		}
+		now := time.Now()
+		sec := r.sampleSecond(len(res.Series)+1, &tot, ack, e2e, &last)
+		sec.Seconds = 1
+		if final {
+			// The run's last, partial second: up to its end, so the
+			// deliveries of a drain (the burst that ends a stall) are
+			// in the series, counted over the time it really lasted.
+			sec.Seconds = min(1, now.Sub(lastAt).Seconds())
+			if sec.Seconds > 0 && (sec.Seconds >= 0.001 || sec.Published+sec.Acked+sec.Received > 0) {
+				res.Series = append(res.Series, sec)
+			}
 			if bar != nil {
 				_ = bar.Finish()
 			}
 			return
-		case <-t.C:
 		}
-		sec := r.sampleSecond(len(res.Series)+1, &tot, ack, e2e, &last)
+		lastAt = now
 		res.Series = append(res.Series, sec)
 		line := fmt.Sprintf("connected %d/%d, %d msg/s out, %d msg/s in, e2e p95 %.1f ms, failed conns %d",
 			sec.Connected, r.n, sec.Published, sec.Received, sec.E2EP95, r.failedSoFar())

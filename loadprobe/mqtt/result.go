@@ -174,8 +174,9 @@ type Messages struct {
 	Unacked int64 `json:"unacked"`
 	// AckInFlight are QoS>0 publishes still waiting for their ack at an
 	// interrupt, sent less than the grace period before it: like
-	// InFlight, neither acked nor known unacked, and not in the ack
-	// latencies. 0 for a run that was not interrupted.
+	// InFlight, neither acked nor known unacked; in the ack latencies
+	// censored at the time they had waited. 0 for a run that was not
+	// interrupted.
 	AckInFlight int64 `json:"ack_in_flight,omitempty"`
 	// AckErrors are acks with a v5 reason code >= 0x80 (part of Unacked).
 	AckErrors int64 `json:"ack_errors"`
@@ -188,8 +189,10 @@ type Messages struct {
 	Lost     int64 `json:"lost"`
 	// InFlight are messages not received that were published less than
 	// the grace period (Config.Grace) before an interrupt ended the run:
-	// still on their way, neither delivered nor known lost, and not in
-	// the end-to-end latencies. 0 for a run that was not interrupted
+	// still on their way, neither delivered nor known lost; in the
+	// end-to-end latencies censored at the time they had waited (a p95
+	// over the delivered only would pass a stalled broker). 0 for a run
+	// that was not interrupted
 	// (its drain gave every message the grace period).
 	InFlight int64 `json:"in_flight"`
 	// LostAfterAck: acknowledged by the broker yet never delivered.
@@ -223,12 +226,18 @@ type Latencies struct {
 	SchedulerLag latency.Summary `json:"scheduler_lag"`
 }
 
-// Throughput over the steady window as it really ran (messages scheduled
-// in it, divided by Result.WindowSeconds, which is shorter than
-// Config.Duration when the run stopped early).
+// Throughput over the steady window as it really ran. PublishedPerSec
+// is the messages scheduled in it divided by Result.WindowSeconds (shorter
+// than Config.Duration when the run stopped early). ReceivedPerSec is by
+// arrival: those messages that reached a subscriber divided by the time
+// they took to arrive, ReceiveSeconds, from the window's start to the
+// last arrival (no less than the window): a broker that stalls and
+// delivers its backlog in the drain shows a lower rate, not the
+// requested one.
 type Throughput struct {
 	PublishedPerSec float64 `json:"published_per_s"`
 	ReceivedPerSec  float64 `json:"received_per_s"`
+	ReceiveSeconds  float64 `json:"receive_s,omitempty"`
 	// RequestedPerSec is Clients / PubInterval.
 	RequestedPerSec float64 `json:"requested_per_s"`
 }
@@ -244,9 +253,13 @@ type Throughput struct {
 // than 5% of the second's messages, its e2e p95 is at least Grace (they
 // would sit above the 95th percentile of delivered ones), and E2ECensored
 // says so. A p95 over the survivors alone would draw a healthy broker
-// while it drops most messages.
+// while it drops most messages. Seconds is how long the row lasted: 1,
+// but for the run's last row, which ends with the run (a drain's
+// deliveries are in it) and is shorter; the counts are its events, the
+// rates (rate) are per real second.
 type Second struct {
 	T           int     `json:"t_s"`
+	Seconds     float64 `json:"duration_s"`
 	Connected   int64   `json:"connected"`
 	Published   int64   `json:"published"`
 	Acked       int64   `json:"acked"`
@@ -277,6 +290,18 @@ func censorSeries(series []Second, lostAt []int64, grace time.Duration) {
 		}
 	}
 }
+
+// length is how long s lasted in seconds (1 for a row of a result
+// written before rows said so).
+func (s Second) length() float64 {
+	if s.Seconds <= 0 {
+		return 1
+	}
+	return s.Seconds
+}
+
+// rate is n events of second s per real second.
+func (s Second) rate(n int64) float64 { return float64(n) / s.length() }
 
 // e2eSamples is the number of end-to-end latencies second s's p95 stands
 // on: deliveries and censored losses.
@@ -334,8 +359,11 @@ type missing struct {
 // still waiting for its ack (censorInflight) and every published message
 // no subscriber received, at max(Grace, now - scheduled time), so the
 // ack and end-to-end percentiles cover every publish (a p95 over the
-// survivors only would pass a broker that dropped 95% of them). Message k
-// of a publisher was scheduled at conn.firstSched + k*PubInterval.
+// survivors only would pass a broker that dropped 95% of them). After an
+// interrupt, those sent less than Grace before it are in flight, not
+// unacked or lost, and censored at now - scheduled time, the time they
+// had waited. Message k of a publisher was scheduled at conn.firstSched +
+// k*PubInterval.
 func (r *run) censorMissing() missing {
 	now := r.now()
 	ms := missing{e2e: latency.New(), warmE2E: latency.New()}
@@ -353,7 +381,7 @@ func (r *run) censorMissing() missing {
 		var first int64
 		if c := r.conns[i].Load(); c != nil {
 			c.mu.Lock()
-			ms.ackInFlight += r.keepRecent(c, inFlightFrom)
+			ms.ackInFlight += r.censorRecent(c, inFlightFrom, now)
 			r.censorInflight(c, now)
 			pubs, first = c.seq, c.firstSched
 			c.mu.Unlock()
@@ -375,13 +403,14 @@ func (r *run) censorMissing() missing {
 					break
 				}
 				sched := first + int64(seq)*iv
-				if sched > inFlightFrom {
-					ms.inFlight++
-					continue
-				}
 				rec := ms.e2e
 				if sched < r.rampEnd {
 					rec = ms.warmE2E
+				}
+				if sched > inFlightFrom { // at the time it had waited
+					ms.inFlight++
+					rec.RecordCensored(time.Duration(now-sched), 0)
+					continue
 				}
 				rec.RecordCensored(time.Duration(now-sched), r.cfg.Grace)
 				if i := int((sched - r.start) / int64(time.Second)); sched >= r.start && i < 1<<20 {
@@ -418,9 +447,14 @@ func (r *run) fill(res *Result) {
 	res.Messages = m
 	res.WindowSeconds = r.windowSeconds()
 	if res.WindowSeconds > 0 {
+		r.trackMu.Lock()
+		took := float64(r.lastWinArrival-r.rampEnd) / 1e9
+		r.trackMu.Unlock()
+		took = max(took, res.WindowSeconds)
 		res.Throughput = Throughput{
 			PublishedPerSec: float64(r.winPublished.Load()) / res.WindowSeconds,
-			ReceivedPerSec:  float64(r.winReceived.Load()) / res.WindowSeconds,
+			ReceivedPerSec:  float64(r.winReceived.Load()) / took,
+			ReceiveSeconds:  took,
 		}
 	}
 	res.Throughput.RequestedPerSec = float64(r.n) / cfg.PubInterval.Seconds()
@@ -751,7 +785,11 @@ func durCheck(cfg *Config, id, what string, got float64, sum latency.Summary, ma
 	n := sum.Count
 	c := verdict.Check{ID: id, Observed: fmt.Sprintf("%.3f ms", got)}
 	if sum.Censored > 0 {
-		c.Observed += fmt.Sprintf(" (%d of %s censored at >= the %v grace: never answered)", sum.Censored, plural.N(n, "value"), cfg.Grace)
+		at := fmt.Sprintf("at >= the %v grace", cfg.Grace)
+		if strings.Contains(cut, "interrupted") {
+			at += ", or at the time they had waited when in flight at the interrupt"
+		}
+		c.Observed += fmt.Sprintf(" (%d of %s censored %s: never answered)", sum.Censored, plural.N(n, "value"), at)
 	}
 	switch {
 	case max <= 0:
@@ -847,8 +885,9 @@ func (res *Result) WriteText(w io.Writer) error {
 		m.Scheduled, m.Published, m.Acked, m.Unacked, m.Received, m.Lost, m.inFlightText(), m.Duplicated, m.OutOfOrder, m.Overruns)
 	p("kernel\t%d listen overflows, %d SYN retransmits, %d receive-queue prunes (TcpExt, whole netns)\n",
 		res.Host.ListenOverflows, res.Host.TCPSynRetrans, res.Host.PruneCalled)
-	p("throughput\t%.1f msg/s published, %.1f msg/s received (requested %.1f msg/s)\n",
-		res.Throughput.PublishedPerSec, res.Throughput.ReceivedPerSec, res.Throughput.RequestedPerSec)
+	th := res.Throughput
+	p("throughput\t%.1f msg/s published, %.1f msg/s received%s (requested %.1f msg/s)\n",
+		th.PublishedPerSec, th.ReceivedPerSec, res.ArrivalNote(), th.RequestedPerSec)
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
@@ -870,7 +909,11 @@ func (res *Result) WriteText(w io.Writer) error {
 	}
 	tw.Flush()
 	if n := res.Latency.Ack.Censored + res.Latency.E2E.Censored + res.Latency.WarmupAck.Censored + res.Latency.WarmupE2E.Censored; n > 0 {
-		fmt.Fprintf(w, "censored: %s never acknowledged or never delivered are counted at >= the %v grace in the percentiles above\n", plural.N(n, "publish"), c.Grace)
+		in := ""
+		if res.Interrupted {
+			in = " (those in flight at the interrupt at the time they had waited)"
+		}
+		fmt.Fprintf(w, "censored: %s never acknowledged or never delivered are counted at >= the %v grace%s in the percentiles above\n", plural.N(n, "publish"), c.Grace, in)
 	}
 	fmt.Fprintln(w)
 	// What went wrong during the run, in words; whether it fails the run
@@ -887,6 +930,16 @@ func (res *Result) WriteText(w io.Writer) error {
 	}
 	_, err := fmt.Fprintf(w, "verdict: %s\n", strings.ToUpper(string(res.Verdict)))
 	return err
+}
+
+// ArrivalNote is " (by arrival: ...)" when the window's messages took
+// noticeably longer than the window to arrive (a stall delivered in the
+// drain), else "".
+func (res *Result) ArrivalNote() string {
+	if took := res.Throughput.ReceiveSeconds; took > res.WindowSeconds+0.5 {
+		return fmt.Sprintf(" (by arrival: the window's messages took %.1f s to arrive)", took)
+	}
+	return ""
 }
 
 // unfinished says how many connects the run ended before (not failed):
@@ -922,17 +975,20 @@ func csvMS(v float64) string {
 }
 
 // WriteCSV writes the per-second series (Second): t_s, connected,
-// published, acked and received per second, ack/e2e p95 in ms (empty in
-// a second with no ack, or no delivery and no loss), the messages
-// scheduled in the second and never delivered, and whether its e2e p95 is
-// censored at the grace because of them.
+// published, acked and received per second (per real second: the last
+// row is shorter), ack/e2e p95 in ms (empty in a second with no ack, or
+// no delivery and no loss), the messages scheduled in the second and
+// never delivered, whether its e2e p95 is censored at the grace because
+// of them, and the row's length in seconds.
 func (res *Result) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"t_s", "connected", "published_per_s", "acked_per_s", "received_per_s", "ack_p95_ms", "e2e_p95_ms", "lost", "e2e_censored"})
+	_ = cw.Write([]string{"t_s", "connected", "published_per_s", "acked_per_s", "received_per_s", "ack_p95_ms", "e2e_p95_ms", "lost", "e2e_censored", "duration_s"})
+	perS := func(s Second, n int64) string { return strconv.FormatFloat(s.rate(n), 'f', -1, 64) }
 	for _, s := range res.Series {
-		_ = cw.Write([]string{strconv.Itoa(s.T), strconv.FormatInt(s.Connected, 10), strconv.FormatInt(s.Published, 10),
-			strconv.FormatInt(s.Acked, 10), strconv.FormatInt(s.Received, 10),
-			csvMS(noSample(s.AckP95, s.Acked)), csvMS(noSample(s.E2EP95, s.e2eSamples())), strconv.FormatInt(s.Lost, 10), strconv.FormatBool(s.E2ECensored)})
+		_ = cw.Write([]string{strconv.Itoa(s.T), strconv.FormatInt(s.Connected, 10), perS(s, s.Published),
+			perS(s, s.Acked), perS(s, s.Received),
+			csvMS(noSample(s.AckP95, s.Acked)), csvMS(noSample(s.E2EP95, s.e2eSamples())), strconv.FormatInt(s.Lost, 10), strconv.FormatBool(s.E2ECensored),
+			strconv.FormatFloat(s.length(), 'f', 3, 64)})
 	}
 	cw.Flush()
 	return cw.Error()

@@ -120,6 +120,8 @@ type timeline struct {
 	// scheduled times (0 until then).
 	firstPubAt, firstPubSched atomic.Int64
 	schedLag                  *latency.Recorder // scheduler goroutine only
+	// prog samples the per-second series (nil before the schedule).
+	prog *progress
 }
 
 // connCore is the connections: where they go, from which addresses,
@@ -154,6 +156,9 @@ type accounting struct {
 
 	trackMu sync.Mutex
 	track   []pubTrack
+	// lastWinArrival is when the last message scheduled in the steady
+	// window reached a subscriber (under trackMu).
+	lastWinArrival int64
 }
 
 func (r *run) now() int64 { return int64(time.Since(r.base)) }
@@ -206,13 +211,17 @@ func (r *run) recordAck(client int, sched, now int64) {
 // with an error reason code, or the grace period ran out — in the ack
 // histogram at max(Grace, now-sched), so the ack percentiles cover every
 // publish and not only the acknowledged ones (latency.RecordCensored).
-func (r *run) censorAck(client int, sched, now int64) {
+func (r *run) censorAck(client int, sched, now int64) { r.censorAckAt(client, sched, now, r.cfg.Grace) }
+
+// censorAckAt records a publish never acknowledged at max(bound,
+// now-sched), censored.
+func (r *run) censorAckAt(client int, sched, now int64, bound time.Duration) {
 	s := r.shard(client)
 	s.mu.Lock()
 	if sched < r.rampEnd {
-		s.warmAck.RecordCensored(time.Duration(now-sched), r.cfg.Grace)
+		s.warmAck.RecordCensored(time.Duration(now-sched), bound)
 	} else {
-		s.ack.RecordCensored(time.Duration(now-sched), r.cfg.Grace)
+		s.ack.RecordCensored(time.Duration(now-sched), bound)
 	}
 	s.mu.Unlock()
 }
@@ -229,16 +238,20 @@ func (r *run) censorInflight(c *conn, now int64) {
 	c.inflight = nil
 }
 
-// keepRecent takes out of c's publishes waiting for an ack those
+// censorRecent takes out of c's publishes waiting for an ack those
 // scheduled after from (less than Grace before an interrupt: still in
-// flight, not unacked) and returns how many; they are neither censored
-// nor counted as unacked. c.mu is held.
-func (r *run) keepRecent(c *conn, from int64) int64 {
+// flight, not unacked), records each censored at the time it had waited
+// by now (not at the grace: it may yet have come), and returns how many.
+// They count as in flight, not as unacked, but are in the percentiles: a
+// p95 over the acknowledged only would pass a broker that stopped
+// answering. c.mu is held.
+func (r *run) censorRecent(c *conn, from, now int64) int64 {
 	kept := c.inflight[:0]
 	var n int64
 	for _, f := range c.inflight {
 		if f.sched > from {
 			n++
+			r.censorAckAt(c.client, f.sched, now, 0)
 			continue
 		}
 		kept = append(kept, f)
@@ -291,9 +304,13 @@ func (r *run) onMessage(payload []byte, now int64, sub int) {
 		t.maxSeq = int64(seq)
 	}
 	rampEnd, pubEnd := r.rampEnd, r.pubEnd // written under trackMu
+	inWindow := sched >= rampEnd && sched < pubEnd
+	if inWindow {
+		r.lastWinArrival = max(r.lastWinArrival, now)
+	}
 	r.trackMu.Unlock()
 	r.received.Add(1)
-	if sched >= rampEnd && sched < pubEnd {
+	if inWindow {
 		r.winReceived.Add(1)
 	}
 	s := r.shard(pub)
@@ -441,7 +458,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// has ended before its recorders are read: nothing outlives Run, and
 	// fill sees every Record (an early stop leaves the scheduler running
 	// until shutdown closes r.stop).
-	r.wg.Wait()
+	r.waitAll()
 	res.Host = readHostCounters().sub(host0)
 	r.fill(res)
 	if runErr != nil {
@@ -451,6 +468,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return res, runErr
 	}
 	return res, nil
+}
+
+// waitAll waits for every goroutine of the run, then stops the
+// per-second sampler (its last row is the run's end).
+func (r *run) waitAll() {
+	r.wg.Wait()
+	if r.prog != nil {
+		r.prog.stop()
+	}
 }
 
 // execute runs the calibration, the ramp, the steady window and the
@@ -470,8 +496,9 @@ func (r *run) execute(res *Result) error {
 	if err != nil {
 		return err
 	}
-	prog := r.startProgress(res)
-	defer prog.stop()
+	// Run stops it once every goroutine of the run has ended, so the
+	// series' last second holds every ack and delivery.
+	r.prog = r.startProgress(res)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	if err := r.waitWindow(res, start, tick); err != nil {
