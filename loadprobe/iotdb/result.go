@@ -128,6 +128,17 @@ type SecondStats struct {
 	MaxMs    float64 `json:"max_ms"`
 }
 
+// Silence is a time without any answer from the server.
+type Silence struct {
+	// S is its length in seconds.
+	S float64 `json:"s"`
+	// FromStep is the index in Result.Steps of the step it began in, and
+	// FromS how far into that step it began (s): at its latest answer
+	// before, or at the step's start when it had none.
+	FromStep int     `json:"from_step"`
+	FromS    float64 `json:"from_s"`
+}
+
 // Step is one load step with a fixed number of workers.
 type Step struct {
 	// Workers is the number of concurrent workers (the step's concurrency;
@@ -185,6 +196,15 @@ type Step struct {
 	// Seconds is the step's per-second latency (for the heat map), in
 	// order; a second with no operation is present with zeros.
 	Seconds []SecondStats `json:"seconds,omitempty"`
+	// NoAnswer is the longest time without any answer from the server
+	// (a success or an error status; a timeout or a dropped connection is
+	// none) that ended in this step or was still open at its end,
+	// measured between answers on the run's one timeline (iotdb.stall):
+	// from the first measured step's start (after the warm-up) to the
+	// step's end, the steps back to back, so a silence that began in an
+	// earlier step counts whole here. Nil when the step was not judged
+	// (an open loop owing less than one operation a second).
+	NoAnswer *Silence `json:"no_answer,omitempty"`
 	// Bound is what limited the step: BoundPool, BoundClient,
 	// BoundErrors, BoundServer, or "" when nothing did (throughput still
 	// grew with workers); BoundReason is one line with the numbers.
