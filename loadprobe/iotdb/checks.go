@@ -53,7 +53,8 @@ func stallJudged(c *Config, local int) bool { return c.Rate <= 0 || c.Rate*float
 // that crosses from one step into the next is one. Steps not judged
 // (stallJudged) are left out; a run with no step judged skips.
 func stallCheck(c *Config, steps []Step) verdict.Check {
-	ch := verdict.Check{ID: CheckStall, Expected: fmt.Sprintf("an answer at least every %v (no %v or more without one)", stallAfter, stallAfter)}
+	limit := fmt.Sprintf("%.0f s", stallAfter.Seconds())
+	ch := verdict.Check{ID: CheckStall, Expected: fmt.Sprintf("an answer at least every %s (no %s or more without one)", limit, limit)}
 	var worst *Silence
 	for i := range steps {
 		local := steps[i].Workers // this host's workers: the shard's when sharded
@@ -75,7 +76,7 @@ func stallCheck(c *Config, steps []Step) verdict.Check {
 	ch.Observed = fmt.Sprintf("longest time without an answer: %.2f s (%s, from %.2f s)", worst.S, stepName(steps, worst.FromStep), worst.FromS)
 	if worst.S < stallAfter.Seconds() {
 		ch.Status = verdict.Pass
-		ch.Summary = fmt.Sprintf("the server never went %v without answering; %s", stallAfter, ch.Observed)
+		ch.Summary = fmt.Sprintf("the server never went %s without answering; %s", limit, ch.Observed)
 		return ch
 	}
 	ch.Status = verdict.Fail
@@ -129,6 +130,9 @@ func p95Check(c *Config, target int, at *Step) verdict.Check {
 	limit := c.Thresholds.P95
 	return targetCheck(CheckP95, limit > 0, "--max-p95", target, at, func(p *verdict.Check) {
 		p.Observed = fmt.Sprintf("p95 %.1f ms at %s", at.Latency.P95, plural.N(target, "worker"))
+		if n := at.Latency.Censored; n > 0 {
+			p.Observed += fmt.Sprintf(" (%d of %s censored: no answer, at the time they waited)", n, plural.N(at.Latency.Count, "latency"))
+		}
 		p.Expected = fmt.Sprintf("<= %.1f ms", ms(limit))
 		if at.OK > 0 && at.Latency.P95 <= ms(limit) {
 			p.Status, p.Summary = verdict.Pass, p.Observed+" "+p.Expected

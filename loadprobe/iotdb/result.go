@@ -111,8 +111,9 @@ const (
 	BoundServer = "server"
 )
 
-// SecondStats is one second of a step: operations finished in it and the
-// latency of its successful operations, ms (HdrHistogram per second).
+// SecondStats is one second of a step: operations finished in it and
+// their latency, ms (HdrHistogram per second; as Step.Latency, failures
+// without an answer at the time they had waited).
 type SecondStats struct {
 	// Second counts from the step's start (0 = the first second).
 	Second int   `json:"second"`
@@ -165,11 +166,15 @@ type Step struct {
 	StatusCodes map[string]int64 `json:"status_codes,omitempty"`
 	// ErrorSamples holds the first error message seen per class.
 	ErrorSamples map[string]string `json:"error_samples,omitempty"`
-	// Latency is the response time of successful operations, ms
-	// (HdrHistogram): closed loop from the operation's start, waiting for
-	// a session included; open loop from its scheduled start, and each
-	// Missed operation at what it had waited by the step's end, censored
-	// (Latency.Censored counts them).
+	// Latency is the response time of the operations, ms (HdrHistogram):
+	// closed loop from the operation's start, waiting for a session
+	// included; open loop from its scheduled start. Operations the server
+	// answered (successes and error statuses) are recorded as measured;
+	// those that failed without an answer (deadline, dropped connection,
+	// wait timeout, no session) at the time they had waited, and each
+	// Missed operation at what it had waited by the step's end, both
+	// censored: Latency.Censored counts them, and their true latency was
+	// at least that.
 	Latency latency.Summary `json:"latency"`
 	// TPS is successful operations per second.
 	TPS float64 `json:"tps"`
