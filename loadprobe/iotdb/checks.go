@@ -17,12 +17,11 @@ const (
 	CheckStall     = "iotdb.stall"
 )
 
-// stallSeconds is how many whole seconds in a row without an answer from
-// the server make a stall: the workers of a closed loop wait for the
-// server instead of sending, so a hung DataNode costs a few slow
-// operations (its p95 hardly moves) and shows only as seconds with no
-// answer.
-const stallSeconds = 2
+// stallAfter is how long without any answer from the server makes a
+// stall: the workers of a closed loop wait for the server instead of
+// sending, so a hung DataNode costs a few slow operations (its p95
+// hardly moves) and shows only as a time with no answer.
+const stallAfter = 2 * time.Second
 
 // Checks judges the steps against cfg.Thresholds: the worst step's error
 // rate, and p95 and TPS at the target step. A threshold that is not set
@@ -39,56 +38,62 @@ func Checks(cfg *Config, steps []Step) []verdict.Check {
 	return []verdict.Check{errorRateCheck(&c, steps), p95Check(&c, target, at), minTPSCheck(&c, target, at), stallCheck(&c, steps)}
 }
 
-// stallCheck fails a run in which the server did not answer one
-// operation (Step.Seconds' Answered: a success, or an error status; a
-// refused write is an answer, a timeout or a dropped connection is not)
-// for stallSeconds or more seconds in a row. The seconds of all steps are
-// one timeline, each step's up to its end (a step that overran its
-// duration included), so an outage that crosses from one step into the
-// next is one. In an open loop (--rate) a second is judged only when the
-// schedule owes at least one operation per second; a run with no step
-// measured skips.
+// stallJudged tells whether a step of local workers (this host's: the
+// shard's when sharded) is judged for stalls: a closed loop always, an
+// open loop (--rate) only when its schedule owes at least one operation
+// a second (a slower schedule is silent by design).
+func stallJudged(c *Config, local int) bool { return c.Rate <= 0 || c.Rate*float64(local) >= 1 }
+
+// stallCheck fails a run in which the server answered no operation (a
+// success, or an error status; a refused write is an answer, a timeout
+// or a dropped connection is not) for stallAfter or longer: the longest
+// Step.NoAnswer, measured between answers on one timeline across the
+// steps (from the first step's start after the warm-up to each step's
+// real end, a step that overran its duration included), so a silence
+// that crosses from one step into the next is one. Steps not judged
+// (stallJudged) are left out; a run with no step judged skips.
 func stallCheck(c *Config, steps []Step) verdict.Check {
-	ch := verdict.Check{ID: CheckStall, Expected: fmt.Sprintf("an answer in every second (no %d s in a row without one)", stallSeconds)}
-	if len(steps) == 0 {
-		ch.Status, ch.Summary = verdict.Skip, "no step was measured"
-		return ch
-	}
-	type at struct{ step, second int }
-	longest, run := 0, 0
-	var from, runFrom at
+	limit := fmt.Sprintf("%.0f s", stallAfter.Seconds())
+	ch := verdict.Check{ID: CheckStall, Expected: fmt.Sprintf("an answer at least every %s (no %s or more without one)", limit, limit)}
+	var worst *Silence
 	for i := range steps {
 		local := steps[i].Workers // this host's workers: the shard's when sharded
 		if steps[i].ShardWorkers > 0 {
 			local = steps[i].ShardWorkers
 		}
-		judged := c.Rate <= 0 || c.Rate*float64(local) >= 1
-		for _, s := range steps[i].Seconds {
-			if s.Answered > 0 || !judged {
-				run = 0
-				continue
-			}
-			if run == 0 {
-				runFrom = at{i, s.Second}
-			}
-			if run++; run > longest {
-				longest, from = run, runFrom
-			}
+		if na := steps[i].NoAnswer; na != nil && stallJudged(c, local) && (worst == nil || na.S > worst.S) {
+			worst = na
 		}
 	}
-	if longest < stallSeconds {
-		ch.Status, ch.Observed = verdict.Pass, fmt.Sprintf("longest run without an answer: %d s", longest)
-		ch.Summary = "the server answered in every second of every step"
+	switch {
+	case len(steps) == 0:
+		ch.Status, ch.Summary = verdict.Skip, "no step was measured"
+		return ch
+	case worst == nil:
+		ch.Status, ch.Summary = verdict.Skip, "no step was judged (an open loop owing less than one operation a second is silent by design)"
+		return ch
+	}
+	ch.Observed = fmt.Sprintf("longest time without an answer: %.2f s (%s, from %.2f s)", worst.S, stepName(steps, worst.FromStep), worst.FromS)
+	if worst.S < stallAfter.Seconds() {
+		ch.Status = verdict.Pass
+		ch.Summary = fmt.Sprintf("the server never went %s without answering; %s", limit, ch.Observed)
 		return ch
 	}
 	ch.Status = verdict.Fail
-	ch.Observed = fmt.Sprintf("%d s without an answer from second %d of the %s step", longest, from.second, plural.N(steps[from.step].Workers, "worker"))
 	ch.Summary = "the server stalled: " + ch.Observed
 	if c.Rate <= 0 {
 		ch.Summary += "; a closed loop's p95 hides it (its workers wait instead of sending)"
 	}
 	ch.Remedy = "see the DataNode's log (GC pauses, flushes, compaction) and its host; --rate measures from the schedule and shows a stall as latency"
 	return ch
+}
+
+// stepName is "step N at W workers" for steps[i] (N counting from 1).
+func stepName(steps []Step, i int) string {
+	if i < 0 || i >= len(steps) {
+		return fmt.Sprintf("step %d", i+1)
+	}
+	return fmt.Sprintf("step %d at %s", i+1, plural.N(steps[i].Workers, "worker"))
 }
 
 // errorRateCheck judges the worst step's error rate against
@@ -125,6 +130,9 @@ func p95Check(c *Config, target int, at *Step) verdict.Check {
 	limit := c.Thresholds.P95
 	return targetCheck(CheckP95, limit > 0, "--max-p95", target, at, func(p *verdict.Check) {
 		p.Observed = fmt.Sprintf("p95 %.1f ms at %s", at.Latency.P95, plural.N(target, "worker"))
+		if n := at.Latency.Censored; n > 0 {
+			p.Observed += fmt.Sprintf(" (%d of %s censored: no answer, at the time they waited)", n, plural.N(at.Latency.Count, "latency"))
+		}
 		p.Expected = fmt.Sprintf("<= %.1f ms", ms(limit))
 		if at.OK > 0 && at.Latency.P95 <= ms(limit) {
 			p.Status, p.Summary = verdict.Pass, p.Observed+" "+p.Expected

@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -272,5 +273,126 @@ func TestLostDeleteAnswerIsNoLeftoverOnRealIoTDB(t *testing.T) {
 		s := testSession(t, base)
 		defer s.Close()
 		_ = s.ExecuteNonQueryStatement("DELETE DATABASE " + res.Prefix)
+	}
+}
+
+// resetAllOnAnswerTo is a relay to target that, instead of passing on
+// the answer to the first request that holds stmt, resets every
+// connection it relays (the proxy of the field case): the server carries
+// the statement out, the probe never hears back, and its idle sessions
+// are dead too. Connections made afterwards are relayed as usual, or,
+// when thenDead, closed at once (the server stays out of reach).
+func resetAllOnAnswerTo(t *testing.T, target, stmt string, thenDead bool) string {
+	var (
+		armed, done atomic.Bool
+		mu          sync.Mutex
+		conns       []net.Conn
+	)
+	resetAll := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			if tc, ok := c.(*net.TCPConn); ok {
+				_ = tc.SetLinger(0) // RST, not FIN
+			}
+			c.Close()
+		}
+	}
+	return relay(t, target, func(_ int, c, s net.Conn) {
+		if thenDead && done.Load() {
+			c.Close()
+			s.Close()
+			return
+		}
+		mu.Lock()
+		conns = append(conns, c, s)
+		mu.Unlock()
+		go func() {
+			defer s.Close()
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := c.Read(buf)
+				if n > 0 && !done.Load() && bytes.Contains(buf[:n], []byte(stmt)) {
+					armed.Store(true)
+				}
+				if n > 0 {
+					if _, werr := s.Write(buf[:n]); werr != nil {
+						return
+					}
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+		defer c.Close()
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := s.Read(buf)
+			if n > 0 && armed.Load() && done.CompareAndSwap(false, true) {
+				resetAll() // the answer is lost, and every session with it
+				return
+			}
+			if n > 0 {
+				if _, werr := c.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	})
+}
+
+// A DELETE DATABASE whose answer is lost when the proxy resets every
+// connection: the re-check runs on a fresh session, finds the database
+// gone, and there is no iotdb.cleanup warning. It ran on an idle session
+// of the pool, as dead as the one that lost the answer, and warned
+// "root.hostprep_X was left ... (read: connection reset by peer)" though
+// SHOW DATABASES showed it gone.
+func TestLostDeleteAnswerWithAllSessionsResetIsNoLeftoverOnRealIoTDB(t *testing.T) {
+	base := realConfig(t, ScenarioWrite)
+	cfg := cleanupConfig(t, resetAllOnAnswerTo(t, base.addr(), "DELETE DATABASE", false), time.Second)
+	cfg.Password, cfg.RunID, cfg.Steps, cfg.PoolSize = base.Password, "resetdelete", []int{4}, 4
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Kept || res.DeleteError != "" || slices.ContainsFunc(res.Checks, func(c verdict.Check) bool { return c.ID == CheckCleanup }) {
+		t.Errorf("kept %v, delete error %q, checks %v: want a clean-up that succeeded", res.Kept, res.DeleteError, res.Checks)
+	}
+	if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "was lost") }) {
+		t.Errorf("notes %q: want one saying the answer was lost", res.Notes)
+	}
+	if slices.Contains(databases(t, base), res.Prefix) {
+		t.Errorf("%s is left on the server", res.Prefix)
+		s := testSession(t, base)
+		defer s.Close()
+		_ = s.ExecuteNonQueryStatement("DELETE DATABASE " + res.Prefix)
+	}
+}
+
+// When the re-check cannot reach the server either, the warning stays,
+// and says that whether the delete ran is not known.
+func TestLostDeleteAnswerUncheckedStillWarnsOnRealIoTDB(t *testing.T) {
+	base := realConfig(t, ScenarioWrite)
+	cfg := cleanupConfig(t, resetAllOnAnswerTo(t, base.addr(), "DELETE DATABASE", true), time.Second)
+	cfg.Password, cfg.RunID, cfg.Steps, cfg.PoolSize = base.Password, "resetdead", []int{2}, 2
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if slices.Contains(databases(t, base), res.Prefix) {
+			s := testSession(t, base)
+			defer s.Close()
+			_ = s.ExecuteNonQueryStatement("DELETE DATABASE " + res.Prefix)
+		}
+	})
+	t.Log(res.DeleteError)
+	i := slices.IndexFunc(res.Checks, func(c verdict.Check) bool { return c.ID == CheckCleanup })
+	if i < 0 || res.Checks[i].Status != verdict.Warn || !strings.Contains(res.DeleteError, "the re-check got no answer either") {
+		t.Errorf("delete error %q, checks %v: want the %s warning saying the re-check got no answer", res.DeleteError, res.Checks, CheckCleanup)
 	}
 }

@@ -414,6 +414,18 @@ func (p *sessionPool) unreachable() []string {
 	return out
 }
 
+// dropIdle closes the idle sessions without a CloseSession (the server
+// ends a session whose connection closes), so that the next calls run
+// on new ones: after a call lost its answer with its connection, the
+// idle sessions may be just as dead (a proxy or a restart that reset
+// them all), and each would fail a call in turn.
+func (p *sessionPool) dropIdle() {
+	for s := p.takeIdle(""); s != nil; s = p.takeIdle("") {
+		p.forget(s)
+		s.close(true, 0)
+	}
+}
+
 // close closes the idle sessions (CloseSession, each bounded by d); a
 // session in use is closed when it comes back.
 func (p *sessionPool) close(d time.Duration) {

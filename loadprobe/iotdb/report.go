@@ -31,6 +31,11 @@ func (r *Result) WriteText(w io.Writer) error {
 		}
 	}
 	for _, s := range r.Steps {
+		if s.Latency.Censored > 0 {
+			fmt.Fprintf(w, "censored at %s: %s\n", plural.N(s.Workers, "worker"), censoredSummary(&s))
+		}
+	}
+	for _, s := range r.Steps {
 		if s.Bound != "" {
 			fmt.Fprintf(w, "bound at %s: %s (%s)\n", plural.N(s.Workers, "worker"), s.Bound, s.BoundReason)
 		}
@@ -127,6 +132,25 @@ func (r *Result) writeStepTable(w io.Writer) error {
 	}
 	return tw.Flush()
 }
+
+// censoredSummary says how many of s's latencies are censored (at no
+// less than the time they waited) and why: failed without an answer,
+// or never started (open loop).
+func censoredSummary(s *Step) string {
+	var why []string
+	if n := unanswered(s); n > 0 {
+		why = append(why, plural.N(n, "operation")+" failed without an answer")
+	}
+	if s.Missed > 0 {
+		why = append(why, plural.N(s.Missed, "operation")+" never started")
+	}
+	return fmt.Sprintf("%d of %s in p95/p99/max at no less than the time they waited (%s)",
+		s.Latency.Censored, plural.N(s.Latency.Count, "latency"), strings.Join(why, ", "))
+}
+
+// unanswered is how many of s's operations failed without an answer
+// from the server (every error but a status).
+func unanswered(s *Step) int64 { return s.Errors - s.ErrorsByClass[ClassStatus] }
 
 func orUnknown(s string) string {
 	if s == "" {

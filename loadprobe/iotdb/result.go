@@ -111,8 +111,9 @@ const (
 	BoundServer = "server"
 )
 
-// SecondStats is one second of a step: operations finished in it and the
-// latency of its successful operations, ms (HdrHistogram per second).
+// SecondStats is one second of a step: operations finished in it and
+// their latency, ms (HdrHistogram per second; as Step.Latency, failures
+// without an answer at the time they had waited).
 type SecondStats struct {
 	// Second counts from the step's start (0 = the first second).
 	Second int   `json:"second"`
@@ -126,6 +127,17 @@ type SecondStats struct {
 	P95Ms    float64 `json:"p95_ms"`
 	P99Ms    float64 `json:"p99_ms"`
 	MaxMs    float64 `json:"max_ms"`
+}
+
+// Silence is a time without any answer from the server.
+type Silence struct {
+	// S is its length in seconds.
+	S float64 `json:"s"`
+	// FromStep is the index in Result.Steps of the step it began in, and
+	// FromS how far into that step it began (s): at its latest answer
+	// before, or at the step's start when it had none.
+	FromStep int     `json:"from_step"`
+	FromS    float64 `json:"from_s"`
 }
 
 // Step is one load step with a fixed number of workers.
@@ -154,11 +166,15 @@ type Step struct {
 	StatusCodes map[string]int64 `json:"status_codes,omitempty"`
 	// ErrorSamples holds the first error message seen per class.
 	ErrorSamples map[string]string `json:"error_samples,omitempty"`
-	// Latency is the response time of successful operations, ms
-	// (HdrHistogram): closed loop from the operation's start, waiting for
-	// a session included; open loop from its scheduled start, and each
-	// Missed operation at what it had waited by the step's end, censored
-	// (Latency.Censored counts them).
+	// Latency is the response time of the operations, ms (HdrHistogram):
+	// closed loop from the operation's start, waiting for a session
+	// included; open loop from its scheduled start. Operations the server
+	// answered (successes and error statuses) are recorded as measured;
+	// those that failed without an answer (deadline, dropped connection,
+	// wait timeout, no session) at the time they had waited, and each
+	// Missed operation at what it had waited by the step's end, both
+	// censored: Latency.Censored counts them, and their true latency was
+	// at least that.
 	Latency latency.Summary `json:"latency"`
 	// TPS is successful operations per second.
 	TPS float64 `json:"tps"`
@@ -185,6 +201,15 @@ type Step struct {
 	// Seconds is the step's per-second latency (for the heat map), in
 	// order; a second with no operation is present with zeros.
 	Seconds []SecondStats `json:"seconds,omitempty"`
+	// NoAnswer is the longest time without any answer from the server
+	// (a success or an error status; a timeout or a dropped connection is
+	// none) that ended in this step or was still open at its end,
+	// measured between answers on the run's one timeline (iotdb.stall):
+	// from the first measured step's start (after the warm-up) to the
+	// step's end, the steps back to back, so a silence that began in an
+	// earlier step counts whole here. Nil when the step was not judged
+	// (an open loop owing less than one operation a second).
+	NoAnswer *Silence `json:"no_answer,omitempty"`
 	// Bound is what limited the step: BoundPool, BoundClient,
 	// BoundErrors, BoundServer, or "" when nothing did (throughput still
 	// grew with workers); BoundReason is one line with the numbers.

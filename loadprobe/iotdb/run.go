@@ -122,8 +122,9 @@ func runSteps(ctx context.Context, cfg *Config, pool *sessionPool, w *workload, 
 	if cfg.Warmup > 0 {
 		wc := *cfg
 		wc.StepDuration = cfg.Warmup
-		res.WarmupOps = runStep(ctx, &wc, pool, w, cfg.Steps[0], lv).Ops
+		res.WarmupOps = runStep(ctx, &wc, pool, w, cfg.Steps[0], lv, timelineStep{}).Ops
 	}
+	clock := &answerClock{}
 	downAt = -1
 	if lv.isDown() {
 		downAt = 0
@@ -132,7 +133,11 @@ func runSteps(ctx context.Context, cfg *Config, pool *sessionPool, w *workload, 
 		if ctx.Err() != nil || downAt >= 0 {
 			break
 		}
-		st := runStep(ctx, cfg, pool, w, n, lv)
+		tl := timelineStep{step: len(res.Steps)}
+		if stallJudged(cfg, cfg.Shard.Count(n)) {
+			tl.clock = clock
+		}
+		st := runStep(ctx, cfg, pool, w, n, lv, tl)
 		if ctx.Err() != nil {
 			st.Partial, cutAt = true, n
 		} else if lv.isDown() {

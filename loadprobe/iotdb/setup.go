@@ -340,9 +340,11 @@ func deleteStatement(w *workload, res *Result) string {
 // (AdminCallTimeout). What is already gone (DATABASE_NOT_EXIST,
 // PATH_NOT_EXIST: a create whose answer was lost and that did not happen)
 // counts as deleted, and so does a delete whose answer was lost
-// (mayHaveRun) when a fresh call finds nothing left (stillThere; it is
-// deleted again once if it is still there). A failure is recorded in res (Kept, DeleteError, a
-// note; Run adds the warning check CheckCleanup) and returned as
+// (mayHaveRun) when a re-check on a new session finds nothing left
+// (recheck; it is deleted again once if it is still there, and a re-check
+// that gets no answer either leaves the warning, saying so). A failure is
+// recorded in res (Kept, DeleteError, a note; Run adds the warning check
+// CheckCleanup) and returned as
 // "; <what> was left on <target> (...): delete it with: <statement>" for
 // an error message ("" when deleted).
 func dropProbeData(p *sessionPool, w *workload, res *Result, paths []string) string {
@@ -372,13 +374,15 @@ func dropProbeData(p *sessionPool, w *workload, res *Result, paths []string) str
 	}
 	if mayHaveRun(err) {
 		// The answer was lost (connection dropped, deadline): the delete
-		// may have been carried out. Ask on a fresh call; delete again
+		// may have been carried out. Ask on a fresh session; delete again
 		// once if it was not.
-		switch stillThere(p, w, res) {
-		case 0:
+		switch found, rerr := recheck(p, w, res); {
+		case rerr != nil:
+			err = fmt.Errorf("%w; whether the delete ran is not known: the re-check got no answer either (%v)", err, rerr)
+		case !found:
 			res.Notes = append(res.Notes, fmt.Sprintf("the answer to the delete of %s was lost (%v), but it is gone", w.prefix, err))
 			err = nil
-		case 1:
+		default:
 			err = del()
 		}
 	}
@@ -409,25 +413,34 @@ func connectTimedOut(err error) bool {
 	return errors.As(err, &ce) && errors.As(err, &oe) && oe.connected && isTimeout(oe.err)
 }
 
-// stillThere asks the server, on a fresh call, whether what the probe
-// deletes is still there: its database (when it created it) or a time
-// series under its prefix. 1 when it is, 0 when not, -1 when the server
-// could not say.
-func stillThere(p *sessionPool, w *workload, res *Result) int {
-	var found bool
-	var err error
+// recheck asks the server, after a delete whose answer was lost,
+// whether what the probe deletes is still there (stillThere). It runs on
+// new sessions: the idle ones may have died with the connection that
+// lost the answer (a proxy that reset them all), and the first re-check
+// took one of them and failed as well. A re-check that gets no answer
+// either (a dropped connection, a deadline, a session that does not open
+// in time) is tried again every cleanupRetry within the admin deadline
+// (AdminCallTimeout); its last error is returned when it never got one.
+func recheck(p *sessionPool, w *workload, res *Result) (bool, error) {
+	p.dropIdle()
+	until := time.Now().Add(p.adminTimeout)
+	for {
+		found, err := stillThere(p, w, res)
+		if err == nil || !mayHaveRun(err) && !connectTimedOut(err) || !time.Now().Add(cleanupRetry).Before(until) {
+			return found, err
+		}
+		time.Sleep(cleanupRetry)
+	}
+}
+
+// stillThere asks the server whether what the probe deletes is still
+// there: its database (when it created it) or a time series under its
+// prefix.
+func stillThere(p *sessionPool, w *workload, res *Result) (bool, error) {
 	if res.CreatedDatabase {
-		found, err = listed(context.Background(), p, w.prefix)
-	} else {
-		found, err = hasSeries(p, w.prefix)
+		return listed(context.Background(), p, w.prefix)
 	}
-	switch {
-	case err != nil:
-		return -1
-	case found:
-		return 1
-	}
-	return 0
+	return hasSeries(p, w.prefix)
 }
 
 // hasSeries says whether any time series lies under prefix (a prefix or

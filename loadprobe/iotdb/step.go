@@ -28,6 +28,11 @@ type workerStats struct {
 	redirects     int64
 	missed        int64 // open loop: operations due before the end that never started
 
+	// The longest gap between answers this worker ended (answerClock),
+	// and where it began (timeline ns).
+	gap     time.Duration
+	gapFrom int64
+
 	// The second being counted (since the step's start) and its tally,
 	// handed to the step's seconds when the next second begins.
 	sec                          int
@@ -39,7 +44,9 @@ func newWorkerStats() *workerStats {
 	return &workerStats{lat: latency.New(), secLat: latency.New(), byClass: map[string]int64{}, codes: map[string]int64{}, samples: map[string]string{}}
 }
 
-func (s *workerStats) add(kind opKind, n int64, err error) {
+// add counts an operation of kind that ended with n points or err; it
+// tells whether the server answered it (answeredBy).
+func (s *workerStats) add(kind opKind, n int64, err error) (answered bool) {
 	if kind == opRead {
 		s.reads++
 	} else {
@@ -50,7 +57,7 @@ func (s *workerStats) add(kind opKind, n int64, err error) {
 		s.ok++
 		s.secAnswered++
 		s.points += n
-		return
+		return true
 	}
 	s.errs++
 	s.secErrs++
@@ -65,10 +72,15 @@ func (s *workerStats) add(kind opKind, n int64, err error) {
 	if _, ok := s.samples[class]; !ok {
 		s.samples[class] = err.Error()
 	}
+	return class == ClassStatus
 }
 
-// seconds collects a step's per-second latency from its workers.
+// seconds collects a step's per-second latency from its workers, and
+// their answers on the run's timeline (clock; nil when the step is not
+// on it: the warm-up, an open loop owing less than one operation a
+// second).
 type seconds struct {
+	clock    *answerClock
 	mu       sync.Mutex
 	lat      []*latency.Recorder
 	ops      []int64
@@ -177,7 +189,7 @@ func cpuTime() time.Duration {
 // when lv finds the server unreachable the step ends early. When ctx ends,
 // calls in flight are cut at once (sessionPool.interrupt, or the loop's
 // abort).
-func runStep(ctx context.Context, cfg *Config, p *sessionPool, w *workload, n int, lv *liveness) Step {
+func runStep(ctx context.Context, cfg *Config, p *sessionPool, w *workload, n int, lv *liveness, tl timelineStep) Step {
 	stepCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stopInterrupt := context.AfterFunc(ctx, p.interrupt)
@@ -186,7 +198,10 @@ func runStep(ctx context.Context, cfg *Config, p *sessionPool, w *workload, n in
 	cpu0 := cpuTime()
 	local := cfg.Shard.Count(n) // this shard's workers of the step's n
 	stats := make([]*workerStats, local)
-	secs := &seconds{}
+	secs := &seconds{clock: tl.clock}
+	if tl.clock != nil {
+		tl.clock.beginStep(tl.step, start)
+	}
 	sm := startSampler(p, cfg.SampleInterval)
 	workers := make([]int, local)
 	for i := range workers {
@@ -212,6 +227,9 @@ func runStep(ctx context.Context, cfg *Config, p *sessionPool, w *workload, n in
 	sm.finish()
 	elapsed := time.Since(start)
 	out := mergeStats(n, stats, w.scenario, elapsed)
+	if tl.clock != nil {
+		out.NoAnswer = tl.clock.endStep(start.Add(elapsed), stats)
+	}
 	if cfg.Shard.On() {
 		out.ShardWorkers = local
 	}
@@ -302,7 +320,17 @@ func runWorker(ctx context.Context, cancel context.CancelFunc, cfg *Config, p *s
 
 // record counts an operation of kind that began at began and ended at
 // now with pts points or err (and a redirection its answer carried) in
-// st and, per second since the step's start, in secs.
+// st and, per second since the step's start, in secs, and its answer on
+// the run's timeline (secs.clock).
+//
+// Its latency is now - began. An operation the server answered (a
+// success, or an error status: a refused statement) is recorded as it
+// is; one that failed without an answer (a deadline, a reset or dropped
+// connection, no session within --wait-timeout, no session opened) is
+// recorded censored at the time it had waited: its answer would have
+// taken at least that, so p95, p99 and max include it instead of being
+// computed over the survivors only (a 1.7 s hang failed 8 operations at
+// the 1 s --call-timeout and left p99 at 2.06 ms).
 func (st *workerStats) record(secs *seconds, start, began, now time.Time, ops *workerOps, kind opKind, pts int64, err error) {
 	if ops.redirected {
 		st.redirects++
@@ -311,12 +339,20 @@ func (st *workerStats) record(secs *seconds, start, began, now time.Time, ops *w
 	if sec := int(now.Sub(start) / time.Second); sec != st.sec {
 		secs.flush(st, sec)
 	}
-	st.add(kind, pts, err)
-	if err == nil {
-		d := now.Sub(began)
+	answered := st.add(kind, pts, err)
+	if answered && secs.clock != nil {
+		if gap, from := secs.clock.answered(now); gap > st.gap {
+			st.gap, st.gapFrom = gap, from
+		}
+	}
+	d := now.Sub(began)
+	if answered {
 		st.lat.Record(d)
 		st.secLat.Record(d)
+		return
 	}
+	st.lat.RecordCensored(d, 0)
+	st.secLat.RecordCensored(d, 0)
 }
 
 // nextBackoff is the back-off before a worker's next operation after one
