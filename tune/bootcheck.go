@@ -424,7 +424,7 @@ func limitItem(env Env, name string, want journal.Limit, b boot.Nofile) BootItem
 	case b.Broken.Set:
 		it.OK = false
 		it.Boot.Value, it.Boot.File = "no session", b.Broken.File.Name()
-		it.Problem = fmt.Sprintf("%s: pam_limits cannot open %s (a link to a missing file), and then fails every login session (\"cannot open session: Error in service module\"); remove that entry or fix its link", name, b.Broken.File.Name())
+		it.Problem = brokenLimits(env, name, b.Broken.File)
 	case b.NoLimits.Set:
 		it.OK = false
 		it.Boot.File, it.Boot.Line = b.NoLimits.File.Name(), b.NoLimits.Line
@@ -440,6 +440,24 @@ func limitItem(env Env, name string, want journal.Limit, b boot.Nofile) BootItem
 		it.Problem = fmt.Sprintf("%s: new login sessions get nofile %s:%s, below the %s hostprep wrote: %s line %q wins (a user line beats @group beats *, and a later file beats an earlier one); hostprep never edits a file it does not own: change or remove that line", name, s, h, it.Want, win.Where(), win.Domain)
 	}
 	return it
+}
+
+// brokenLimits is the problem of a limits file pam_limits cannot open:
+// it then fails every session it opens ("cannot open session: Error in
+// service module", measured with runuser and Debian 12's pam_limits).
+func brokenLimits(env Env, name string, f boot.ConfFile) string {
+	const fails = "pam_limits then fails every login session (\"cannot open session: Error in service module\": login, su, sshd, runuser), so no session gets any limit"
+	if f.Path != boot.LimitsConf {
+		return fmt.Sprintf("%s: pam_limits cannot open %s (a link to a missing file); %s; remove that entry or fix its link", name, f.Name(), fails)
+	}
+	missing := fmt.Sprintf("%s: %s does not exist", name, f.Name())
+	if f.Target != f.Path {
+		missing = fmt.Sprintf("%s: %s is a link to a missing file", name, f.Path)
+	}
+	if env.ImageMode() {
+		return fmt.Sprintf("%s in the image; a host booted from it with pam_limits in its PAM stack (Debian's default for login, su, sshd, runuser) fails every login session (\"cannot open session: Error in service module\"), hostprep's limits.d file included; the file comes with the PAM modules package (Debian: libpam-modules): install it into the image, or create %s (it may be empty)", missing, boot.LimitsConf)
+	}
+	return fmt.Sprintf("%s; %s; restore it (Debian: libpam-modules ships it; it may be empty)", missing, fails)
 }
 
 // systemdItem compares systemd's boot value of a nofile setting with want,

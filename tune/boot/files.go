@@ -83,17 +83,39 @@ func resolve(root, p string) string {
 	return done
 }
 
+// listing is how a program lists the *.conf files of its directories.
+type listing int
+
+const (
+	// listDropIns is systemd's conf_files_list with
+	// CONF_FILES_REGULAR|CONF_FILES_FILTER_MASKED (system.conf.d, unit
+	// drop-ins): hidden names skipped, a name that is not a regular file
+	// once links are followed (a directory, a broken link) skipped and
+	// hiding nothing.
+	listDropIns listing = iota
+	// listSystemdSysctl is systemd-sysctl 252's conf_files_list_strv with
+	// no flags: hidden names skipped, every other *.conf name listed
+	// whatever it is, so a broken link or a directory named X.conf hides
+	// X.conf in later directories and is read as nothing (measured with
+	// the real systemd-sysctl: TestSysctlOracle).
+	listSystemdSysctl
+	// listProcps is procps `sysctl --system`: hidden names read too, every
+	// name listed (a broken link or a directory hides later ones and sets
+	// nothing).
+	listProcps
+	// listPam is pam_limits' glob("/etc/security/limits.d/*.conf"): no
+	// GLOB_PERIOD, so hidden names are skipped; every other name listed
+	// (a broken link then fails the session: Nofile.Broken).
+	listPam
+)
+
 // listConfDirs lists the *.conf files of dirs (relative to root) the way
-// systemd's conf_files_list does (systemd true) or procps does (false):
-// hidden names (".x.conf") are skipped by systemd, read by procps; a
-// basename found in an earlier directory hides the same name in later
-// ones; a name that points to /dev/null is kept as Masked (it still hides
-// later ones); a name that is not a regular file once
-// symlinks are followed (a directory, a broken link) is skipped and hides
-// nothing for systemd, and is kept (read as empty) for procps. The result is sorted by
-// basename in C-locale (byte) order. Directories that resolve to one
-// already listed (/lib -> usr/lib) are read once.
-func listConfDirs(t tree, dirs []string, systemd bool) []ConfFile {
+// the program how names reads them (see listing): a basename found in an
+// earlier directory hides the same name in later ones; a name that points
+// to /dev/null is kept as Masked (it still hides later ones). The result
+// is sorted by basename in C-locale (byte) order. Directories that
+// resolve to one already listed (/lib -> usr/lib) are read once.
+func listConfDirs(t tree, dirs []string, how listing) []ConfFile {
 	root := t.root
 	seen := map[string]bool{}
 	byName := map[string]ConfFile{}
@@ -122,7 +144,7 @@ func listConfDirs(t tree, dirs []string, systemd bool) []ConfFile {
 					continue
 				}
 			}
-			if !strings.HasSuffix(name, ".conf") || (systemd && strings.HasPrefix(name, ".")) {
+			if !strings.HasSuffix(name, ".conf") || (how != listProcps && strings.HasPrefix(name, ".")) {
 				continue
 			}
 			if _, ok := byName[name]; ok {
@@ -138,7 +160,7 @@ func listConfDirs(t tree, dirs []string, systemd bool) []ConfFile {
 			st, err := os.Stat(hostPath(root, f.Target))
 			switch {
 			case err == nil && st.Mode().IsRegular():
-			case systemd:
+			case how == listDropIns:
 				continue
 			}
 			byName[name] = f

@@ -97,7 +97,7 @@ func ReadSysctlWith(root string, loader Loader) (*Sysctl, error) {
 func ReadSysctlOverlay(root string, loader Loader, overlay map[string][]byte) (*Sysctl, error) {
 	t := tree{root: root, overlay: overlay}
 	s := &Sysctl{Root: root, Loader: loader, explicit: map[string]*SysctlSetting{}, tree: t}
-	s.Files = listConfDirs(t, SysctlDirs, loader == SystemdSysctl)
+	s.Files = listConfDirs(t, SysctlDirs, sysctlListing(loader))
 	if loader == ProcpsSystem {
 		if st, err := os.Stat(hostPath(root, resolve(root, SysctlConf))); err == nil && st.Mode().IsRegular() {
 			s.Files = append(s.Files, ConfFile{Path: SysctlConf, Target: resolve(root, SysctlConf)})
@@ -117,6 +117,14 @@ func ReadSysctlOverlay(root string, loader Loader, overlay map[string][]byte) (*
 		}
 	}
 	return s, nil
+}
+
+// sysctlListing is how loader lists sysctl.d.
+func sysctlListing(loader Loader) listing {
+	if loader == SystemdSysctl {
+		return listDropIns
+	}
+	return listProcps
 }
 
 // systemdLine parses one line as systemd-sysctl 252 does (parse_file).

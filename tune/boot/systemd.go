@@ -70,7 +70,7 @@ func ManagerNofile(root string) (NofileSetting, []ConfFile, error) {
 func ManagerNofileOverlay(root string, overlay map[string][]byte) (NofileSetting, []ConfFile, error) {
 	t := tree{root: root, overlay: overlay}
 	files := []ConfFile{{Path: ManagerConf, Target: resolve(root, ManagerConf)}}
-	files = append(files, listConfDirs(t, ManagerDropInDirs, true)...)
+	files = append(files, listConfDirs(t, ManagerDropInDirs, listDropIns)...)
 	set, err := lastAssignment(t, files, "Manager", "DefaultLimitNOFILE")
 	if err != nil {
 		return set, files, err
@@ -124,7 +124,7 @@ func UnitNofileOverlay(root, unit string, overlay map[string][]byte) (NofileSett
 	for _, d := range UnitDirs {
 		dropDirs = append(dropDirs, path.Join(d, typ+".d"))
 	}
-	files = append(files, listConfDirs(t, dropDirs, true)...)
+	files = append(files, listConfDirs(t, dropDirs, listDropIns)...)
 	set, err := lastAssignment(t, files, "Service", "LimitNOFILE")
 	if err != nil || set.Set {
 		return set, files, err
