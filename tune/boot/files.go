@@ -186,25 +186,79 @@ type tree struct {
 	overlay map[string][]byte
 }
 
-// readLines reads f's lines (nil for a masked or missing file).
+// readLines reads f's lines, split at each newline as fgets and getline
+// do (nil for a masked or missing file).
 func readLines(t tree, f ConfFile) ([]string, error) {
+	b, err := readConf(t, f)
+	if b == nil || err != nil {
+		return nil, err
+	}
+	return strings.Split(string(b), "\n"), nil
+}
+
+// readSystemdLines reads f's lines as systemd's read_line does
+// (systemdLines): nil for a masked or missing file.
+func readSystemdLines(t tree, f ConfFile) ([]string, error) {
+	b, err := readConf(t, f)
+	if b == nil || err != nil {
+		return nil, err
+	}
+	return systemdLines(b), nil
+}
+
+// readConf is f's bytes (nil for a masked or missing file, or a
+// directory named *.conf, which reads as empty: fgets fails at once).
+func readConf(t tree, f ConfFile) ([]byte, error) {
 	if f.Masked {
 		return nil, nil
 	}
 	if b, ok := t.overlay[f.Target]; ok {
-		if b == nil {
-			return nil, nil
-		}
-		return strings.Split(string(b), "\n"), nil
+		return b, nil
 	}
 	b, err := os.ReadFile(hostPath(t.root, f.Target))
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.EISDIR) {
-		return nil, nil // a directory named *.conf reads as empty (fgets fails at once)
+		return nil, nil
 	}
-	if err != nil {
-		return nil, err
+	if b == nil && err == nil {
+		b = []byte{}
 	}
-	return strings.Split(string(b), "\n"), nil
+	return b, err
+}
+
+// systemdLines splits b into lines as systemd 252's read_line_full
+// (src/basic/fileio.c) does: a line ends at a run of end-of-line bytes —
+// \n, \r and NUL — in which each kind appears at most once and NUL
+// ends the run ("\r\n" and "\n\r" are one end, "\n\n" two, a bare
+// \r or NUL one).
+func systemdLines(b []byte) []string {
+	var out []string
+	var cur []byte
+	const lf, cr, nul = 1, 2, 4
+	prev := 0
+	for _, c := range b {
+		kind := 0
+		switch c {
+		case '\n':
+			kind = lf
+		case '\r':
+			kind = cr
+		case 0:
+			kind = nul
+		}
+		if prev&nul != 0 || (kind == 0 && prev != 0) || (kind != 0 && prev&kind != 0) {
+			out = append(out, string(cur))
+			cur, prev = cur[:0:0], 0
+		}
+		if kind != 0 {
+			prev |= kind
+			continue
+		}
+		cur = append(cur, c)
+	}
+	if len(cur) > 0 || prev != 0 {
+		out = append(out, string(cur))
+	}
+	return out
 }
 
 func statHost(root, p string) (os.FileInfo, error) {
