@@ -137,13 +137,17 @@ func numberAtBoot(root string, overlay map[string][]byte, key string, def uint64
 		return 0, "", exitcode.Environmentf("tune: boot configuration: %v", err)
 	}
 	why := "no sysctl file sets it"
-	accepted := func(v string) bool { _, ok := sysval.Uint(v); return ok && kernelRefuses(key, v) == "" }
+	accepted := func(v string) bool {
+		f, ok := sysval.Written(v, 1)
+		return ok && len(f) == 1 && kernelRefuses(key, v, "0") == ""
+	}
 	last, named := s.Lookup(key)
 	if named && !accepted(last.Value) {
 		why = fmt.Sprintf("%s sets %s, which the kernel refuses", last.Where(), strings.TrimSpace(last.Value))
 	}
 	if set, ok := s.LookupAccepted(key, accepted); ok {
-		n, _ := sysval.Uint(set.Value)
+		f, _ := sysval.Written(set.Value, 1)
+		n, _ := sysval.Uint(f[0])
 		from := set.Where() + " sets it at boot"
 		if set.Where() != last.Where() {
 			from += " (" + why + ")"
@@ -157,11 +161,20 @@ func numberAtBoot(root string, overlay map[string][]byte, key string, def uint64
 }
 
 // kernelRefuses is why the kernel refuses value for key when written at
-// boot (a field outside profiles.KernelBounds, fields read as the kernel
-// reads them: 0x hex, a leading 0 octal), or "" when it does not, or when
-// hostprep has no bound for the key.
-func kernelRefuses(key, value string) string {
-	f := sysval.Fields(value)
+// boot, or "" when it takes it. A numeric want (every field an integer)
+// makes the key numeric, taking as many fields as want has: the value is
+// read as proc_dointvec reads it (sysval.Written), so text after those
+// fields is ignored ("32768 # keep") while a value without them, or with
+// a number followed by anything but a blank ("1000x", a trailing U+00A0,
+// which systemd does not strip), is refused (EINVAL); then a field
+// outside profiles.KernelBounds is refused too. A non-numeric want: only
+// the bounds of a numeric value are checked.
+func kernelRefuses(key, value, want string) string {
+	kept, ok := kernelKeeps(value, want)
+	if !ok {
+		return fmt.Sprintf("EINVAL: the kernel reads no %s from %q", plural.N(len(sysval.Fields(want)), "number"), value)
+	}
+	f := sysval.Fields(kept)
 	dec := make([]string, len(f))
 	for i, x := range f {
 		n, ok := sysval.Uint(x)
@@ -174,6 +187,20 @@ func kernelRefuses(key, value string) string {
 		return msgs[0]
 	}
 	return ""
+}
+
+// kernelKeeps is what the kernel keeps of value written to a key whose
+// value hostprep wants to be want: for a numeric want (every field an
+// integer the kernel reads) the first len(fields of want) numbers of
+// value, in decimal (sysval.Written), ok false when the kernel refuses
+// the write or it sets fewer fields; else value normalized.
+func kernelKeeps(value, want string) (string, bool) {
+	n := len(sysval.Fields(want))
+	if w, ok := sysval.Written(want, n); !ok || len(w) != n {
+		return sysval.Normalize(value), true
+	}
+	f, ok := sysval.Written(value, n)
+	return strings.Join(f, " "), ok && len(f) == n
 }
 
 // lowestAtBoot is numberAtBoot's value of key with the files now on /run
@@ -274,13 +301,17 @@ func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, ov
 		}
 		refused := ""
 		if ok {
-			refused = kernelRefuses(k, set.Value)
+			refused = kernelRefuses(k, set.Value, want)
 		}
 		if refused != "" { // procps keeps an earlier line the kernel took
-			if acc, ok := s.LookupAccepted(k, func(v string) bool { return kernelRefuses(k, v) == "" }); ok {
+			if acc, ok := s.LookupAccepted(k, func(v string) bool { return kernelRefuses(k, v, want) == "" }); ok {
 				set, refused = acc, ""
-				it.Boot = BootValue{Value: sysval.Normalize(set.Value), File: set.File.Name(), Line: set.Line}
 			}
+		}
+		if ok && refused == "" {
+			// the value the kernel keeps: "32768 # keep" is 32768
+			set.Value, _ = kernelKeeps(set.Value, want)
+			it.Boot = BootValue{Value: set.Value, File: set.File.Name(), Line: set.Line}
 		}
 		switch {
 		case !ok:
