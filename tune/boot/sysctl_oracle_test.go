@@ -187,9 +187,17 @@ func (r *oracleRoot) genFiles(t *rapid.T) {
 		n := rapid.IntRange(0, 6).Draw(t, label)
 		var b strings.Builder
 		for i := 0; i < n; i++ {
-			// a bare CR or a NUL ends a line for systemd's read_line, not
-			// for procps' fgets
-			b.WriteString(genLine(t) + rapid.SampledFrom([]string{"\n", "\n", "\n", "\r\n", "\r", "\x00"}).Draw(t, "eol"))
+			// A bare CR or a NUL ends a line for systemd's read_line, not
+			// for procps' fgets. Not after a tcp_rmem line: procps then
+			// writes "4096 131072 6291456\r...", the kernel stores the
+			// fields before the CR and refuses the rest, a partial write
+			// the simulation reports as refused without following it.
+			l := genLine(t)
+			eols := []string{"\n", "\n", "\n", "\r\n", "\r", "\x00"}
+			if strings.Contains(l, "tcp_rmem") {
+				eols = eols[:4]
+			}
+			b.WriteString(l + rapid.SampledFrom(eols).Draw(t, "eol"))
 		}
 		return b.String()
 	}
