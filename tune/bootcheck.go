@@ -172,7 +172,7 @@ func numberAtBoot(root string, overlay map[string][]byte, key string, def uint64
 func kernelRefuses(key, value, want string) string {
 	kept, ok := kernelKeeps(value, want)
 	if !ok {
-		return fmt.Sprintf("EINVAL: the kernel reads no %s from %q", plural.N(len(sysval.Fields(want)), "number"), value)
+		return fmt.Sprintf("EINVAL: the kernel does not take %s as %s", shownValue(value), plural.N(len(sysval.Fields(want)), "number"))
 	}
 	f := sysval.Fields(kept)
 	dec := make([]string, len(f))
@@ -187,6 +187,16 @@ func kernelRefuses(key, value, want string) string {
 		return msgs[0]
 	}
 	return ""
+}
+
+// shownValue is a sysctl value for a report: its fields, or Go-quoted
+// when it holds a control character or a non-ASCII one (a trailing
+// U+00A0 the kernel refuses would otherwise not show).
+func shownValue(v string) string {
+	if strings.IndexFunc(v, func(r rune) bool { return r > 0x7e || (r < 0x20 && r != '\t' && r != ' ') }) >= 0 {
+		return strconv.QuoteToASCII(v)
+	}
+	return sysval.Normalize(v)
 }
 
 // kernelKeeps is what the kernel keeps of value written to a key whose
@@ -293,7 +303,7 @@ func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, ov
 		it := BootItem{Key: k, Want: want, OK: true}
 		set, ok := s.Lookup(k)
 		if ok {
-			it.Boot = BootValue{Value: sysval.Normalize(set.Value), File: set.File.Name(), Line: set.Line}
+			it.Boot = BootValue{Value: shownValue(set.Value), File: set.File.Name(), Line: set.Line}
 		}
 		mode := per.Sysctl[k].Mode
 		if m, ok := modes[k]; ok && mode == "" {
@@ -319,7 +329,7 @@ func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, ov
 			it.Problem = fmt.Sprintf("sysctl %s: no file sets it at boot (%s), so after a reboot it is back at the kernel default instead of %s; is hostprep's sysctl.d file masked or the key excluded with \"-%s\"?", k, loader, want, k)
 		case refused != "":
 			it.OK = false
-			it.Problem = fmt.Sprintf("sysctl %s: %s sets %s, which the kernel refuses (%s), so after a reboot the key keeps its default instead of %s; change or remove that line", k, set.Where(), sysval.Normalize(set.Value), refused, want)
+			it.Problem = fmt.Sprintf("sysctl %s: %s sets %s, which the kernel refuses (%s), so after a reboot the key keeps its default instead of %s; change or remove that line", k, set.Where(), shownValue(set.Value), refused, want)
 		case !owned[set.File.Path] && !sysval.Satisfies(set.Value, want, mode):
 			it.OK = false
 			it.Problem = fmt.Sprintf("sysctl %s: after a reboot %s sets %s (%s reads it after hostprep's file), so the host boots with %s, not %s; hostprep never edits a file it does not own: change or remove that line%s", k, set.Where(), sysval.Normalize(set.Value), loader, sysval.Normalize(set.Value), want, persistHint(env, loader, set.File))
