@@ -203,7 +203,10 @@ func readSystemdLines(t tree, f ConfFile) ([]string, error) {
 	if b == nil || err != nil {
 		return nil, err
 	}
-	return systemdLines(b), nil
+	// config_parse fails a file at a line too long ("Line too long");
+	// what systemd then does with the unit is not modelled: such a line
+	// is read like any other.
+	return systemdLines(b, 0), nil
 }
 
 // readConf is f's bytes (nil for a masked or missing file, or a
@@ -229,13 +232,17 @@ func readConf(t tree, f ConfFile) ([]byte, error) {
 // (src/basic/fileio.c) does: a line ends at a run of end-of-line bytes —
 // \n, \r and NUL — in which each kind appears at most once and NUL
 // ends the run ("\r\n" and "\n\r" are one end, "\n\n" two, a bare
-// \r or NUL one).
-func systemdLines(b []byte) []string {
+// \r or NUL one). With limit above 0, a line of limit bytes or more is
+// an error (ENOBUFS): only the lines before it are returned.
+func systemdLines(b []byte, limit int) []string {
 	var out []string
 	var cur []byte
 	const lf, cr, nul = 1, 2, 4
 	prev := 0
 	for _, c := range b {
+		if limit > 0 && len(cur) >= limit {
+			return out
+		}
 		kind := 0
 		switch c {
 		case '\n':
@@ -255,10 +262,28 @@ func systemdLines(b []byte) []string {
 		}
 		cur = append(cur, c)
 	}
+	if limit > 0 && len(cur) >= limit {
+		return out
+	}
 	if len(cur) > 0 || prev != 0 {
 		out = append(out, string(cur))
 	}
 	return out
+}
+
+// longLineMax is systemd's LONG_LINE_MAX, the longest line read_line
+// takes (1 MiB).
+const longLineMax = 1 << 20
+
+// readSysctlLines is readSystemdLines for systemd-sysctl, whose
+// parse_file stops at a line too long ("Failed to read file, ignoring"):
+// the lines before it count, the rest of the file does not.
+func readSysctlLines(t tree, f ConfFile) ([]string, error) {
+	b, err := readConf(t, f)
+	if b == nil || err != nil {
+		return nil, err
+	}
+	return systemdLines(b, longLineMax), nil
 }
 
 func statHost(root, p string) (os.FileInfo, error) {

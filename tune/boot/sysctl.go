@@ -106,7 +106,7 @@ func ReadSysctlOverlay(root string, loader Loader, overlay map[string][]byte) (*
 	}
 	read := readLines // procps: fgets
 	if loader == SystemdSysctl {
-		read = readSystemdLines
+		read = readSysctlLines
 	}
 	for _, f := range s.Files {
 		lines, err := read(t, f)

@@ -84,7 +84,7 @@ func newOracleRoot(t *testing.T) *oracleRoot {
 
 // run resets the oracle keys, runs cmd in the sandbox and returns the
 // keys' values after it (fields joined by one space).
-func (r *oracleRoot) run(t *rapid.T, cmd string) map[string]string {
+func (r *oracleRoot) run(t fataler, cmd string) map[string]string {
 	var sh strings.Builder
 	for _, k := range oracleKeys {
 		fmt.Fprintf(&sh, "printf '%%s' '%s' > /proc/sys/%s\n", k.baseline, strings.ReplaceAll(k.key, ".", "/"))
@@ -108,8 +108,14 @@ func (r *oracleRoot) run(t *rapid.T, cmd string) map[string]string {
 	return got
 }
 
+// fataler is *testing.T or *rapid.T.
+type fataler interface {
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
 // clear empties every directory of the tree and /etc/sysctl.conf.
-func (r *oracleRoot) clear(t *rapid.T) {
+func (r *oracleRoot) clear(t fataler) {
 	for _, d := range boot.SysctlDirs {
 		if d == "/lib/sysctl.d" {
 			continue
@@ -247,7 +253,7 @@ func (r *oracleRoot) genFiles(t *rapid.T) {
 }
 
 // simulated is what boot.ReadSysctlWith predicts for every oracle key.
-func (r *oracleRoot) simulated(t *rapid.T, loader boot.Loader) map[string]string {
+func (r *oracleRoot) simulated(t fataler, loader boot.Loader) map[string]string {
 	s, err := boot.ReadSysctlWith(r.dir, loader)
 	if err != nil {
 		t.Fatal(err)
@@ -329,5 +335,26 @@ func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSysctlLongLineOracle: a line of 1 MiB or more (LONG_LINE_MAX) makes
+// systemd-sysctl stop reading the file there ("Failed to read file,
+// ignoring"), so only the lines before it count; procps reads on.
+func TestSysctlLongLineOracle(t *testing.T) {
+	r := newOracleRoot(t)
+	r.clear(t)
+	body := "net.ipv4.tcp_fin_timeout = 20\n# " + strings.Repeat("x", 1<<20) + "\nnet.core.somaxconn = 1000\n"
+	must(t, os.WriteFile(filepath.Join(r.dir, "etc/sysctl.d/70-x.conf"), []byte(body), 0o644))
+	for _, l := range []struct {
+		loader boot.Loader
+		cmd    string
+	}{{boot.SystemdSysctl, "/lib/systemd/systemd-sysctl"}, {boot.ProcpsSystem, "sysctl -q --system"}} {
+		got, want := r.run(t, l.cmd), r.simulated(t, l.loader)
+		for _, k := range []string{"net.ipv4.tcp_fin_timeout", "net.core.somaxconn"} {
+			if got[k] != want[k] {
+				t.Errorf("%s: %s is %q after a file with a 1 MiB line, simulation says %q", l.loader, k, got[k], want[k])
+			}
+		}
 	}
 }
