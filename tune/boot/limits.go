@@ -144,7 +144,7 @@ func nofileFor(t tree, a account) (Nofile, error) {
 	files = append(files, listConfDirs(t, []string{LimitsDir}, listPam)...)
 	softPrio, hardPrio := prioNone, prioNone
 	for _, f := range files {
-		lines, err := readLines(t, f)
+		lines, err := readPamLines(t, f)
 		if err != nil {
 			return n, fmt.Errorf("boot: reading %s: %w", f.Name(), err)
 		}
@@ -157,7 +157,7 @@ func nofileFor(t tree, a account) (Nofile, error) {
 			if c := strings.IndexByte(l, '#'); c >= 0 {
 				l = l[:c]
 			}
-			fs := strings.Fields(l)
+			fs := strings.FieldsFunc(l, isCSpace) // sscanf's %s: U+00A0 is no space
 			if len(fs) == 2 && strings.HasPrefix(fs[1], "-") && a.noLimits(fs[0]) {
 				// "DOMAIN -": PAM_IGNORE, no limit set for this session.
 				return Nofile{User: a.name, NoLimits: LimitValue{Set: true, File: f, Line: i + 1, Domain: fs[0]}, Files: n.Files}, nil
@@ -191,6 +191,37 @@ func nofileFor(t tree, a account) (Nofile, error) {
 	}
 	return n, nil
 }
+
+// pamLineLength is pam_limits' LINE_LENGTH: it reads a file with
+// fgets(buf, LINE_LENGTH, fil), so a longer line comes in pieces of
+// LINE_LENGTH-1 bytes, each parsed as a line of its own.
+const pamLineLength = 1024
+
+// readPamLines reads f as pam_limits does: lines as fgets gives them,
+// cut into pieces of pamLineLength-1 bytes (the newline counted). The
+// line numbers are fgets' calls.
+func readPamLines(t tree, f ConfFile) ([]string, error) {
+	lines, err := readLines(t, f)
+	if lines == nil || err != nil {
+		return lines, err
+	}
+	var out []string
+	for i, l := range lines {
+		if i < len(lines)-1 {
+			l += "\n"
+		}
+		for len(l) > pamLineLength-1 {
+			out = append(out, l[:pamLineLength-1])
+			l = l[pamLineLength-1:]
+		}
+		out = append(out, strings.TrimSuffix(l, "\n"))
+	}
+	return out, nil
+}
+
+// isCSpace is isspace in the C and UTF-8 locales, byte by byte: no
+// non-ASCII character is a space.
+func isCSpace(r rune) bool { return r == ' ' || (r >= '\t' && r <= '\r') }
 
 // unopenable says whether f, listed in a directory, cannot be opened: a
 // symbolic link whose target is missing (files the overlay sets, masks

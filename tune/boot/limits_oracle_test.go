@@ -72,11 +72,21 @@ func TestLimitsOracle(t *testing.T) {
 				// "DOMAIN -": no limits at all for a user it names
 				return rapid.SampledFrom([]string{"root -", "nobody -", "@nogroup -", "@daemon -", "* -", "1: -"}).Draw(rt, "nolimits")
 			}
-			return fmt.Sprintf("%s %s %s %d%s", rapid.SampledFrom(limitsDomains).Draw(rt, "domain"),
+			l := fmt.Sprintf("%s %s %s %d%s", rapid.SampledFrom(limitsDomains).Draw(rt, "domain"),
 				rapid.SampledFrom([]string{"hard", "-", "hard", "-", "Hard"}).Draw(rt, "type"),
 				rapid.SampledFrom([]string{"nofile", "nofile", "nofile", "NOFILE"}).Draw(rt, "item"),
 				rapid.IntRange(2000, 19999).Draw(rt, "value"),
 				rapid.SampledFrom([]string{"", " # comment", "x", " extra words"}).Draw(rt, "tail"))
+			switch rapid.IntRange(0, 9).Draw(rt, "shape") {
+			case 0:
+				// a comment longer than pam's 1024-byte fgets buffer: the
+				// rest comes as a line of its own
+				l = "#" + strings.Repeat("x", rapid.SampledFrom([]int{1000, 1021, 1022, 1023}).Draw(rt, "long")) + l
+			case 1:
+				// a no-break space is no space to sscanf
+				l = strings.Replace(l, " ", "\u00a0 ", 1)
+			}
+			return l
 		}
 		body := func(label string) string {
 			var b strings.Builder
