@@ -1,7 +1,9 @@
 package tune
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path"
@@ -378,6 +380,7 @@ func bootLimitItems(env Env, per journal.Persisted, overlay map[string][]byte) (
 // pam_limits and systemd give at the next boot.
 func limitItems(env Env, per journal.Persisted, overlay map[string][]byte) ([]BootItem, error) {
 	root := env.bootRoot()
+	overlay = imageLimitsConf(env, overlay)
 	var out []BootItem
 	if n := per.Nofile; n != nil {
 		for _, u := range per.NofileUsers {
@@ -483,6 +486,45 @@ func limitItem(env Env, name string, want journal.Limit, b boot.Nofile) BootItem
 	return it
 }
 
+// imageLimitsConf is overlay with an empty limits.conf when an image
+// has none and no PAM file of it loads pam_limits (an image of
+// configuration only, or without PAM): then nothing fails a session for
+// it. An image whose /etc/pam.d (or /usr/lib/pam.d) loads pam_limits
+// without a limits.conf is left as it is: every login of a host booted
+// from it fails (brokenLimits).
+func imageLimitsConf(env Env, overlay map[string][]byte) map[string][]byte {
+	if !env.ImageMode() || imagePamLimits(env.bootRoot()) != "" {
+		return overlay
+	}
+	if _, ok := overlay[boot.LimitsConf]; ok {
+		return overlay
+	}
+	if _, err := os.Lstat(filepath.Join(env.bootRoot(), boot.LimitsConf)); !errors.Is(err, fs.ErrNotExist) {
+		return overlay
+	}
+	out := maps.Clone(overlay)
+	if out == nil {
+		out = map[string][]byte{}
+	}
+	out[boot.LimitsConf] = []byte{}
+	return out
+}
+
+// imagePamLimits is the first PAM service file under root that loads
+// pam_limits (relative to root), or "".
+func imagePamLimits(root string) string {
+	for _, d := range []string{"/etc/pam.d", "/usr/lib/pam.d"} {
+		ents, _ := os.ReadDir(filepath.Join(root, d))
+		for _, e := range ents {
+			b, err := os.ReadFile(filepath.Join(root, d, e.Name()))
+			if err == nil && strings.Contains(string(b), "pam_limits.so") {
+				return path.Join(d, e.Name())
+			}
+		}
+	}
+	return ""
+}
+
 // brokenLimits is the problem of a limits file pam_limits cannot open:
 // it then fails every session it opens ("cannot open session: Error in
 // service module", measured with runuser and Debian 12's pam_limits).
@@ -496,7 +538,7 @@ func brokenLimits(env Env, name string, f boot.ConfFile) string {
 		missing = fmt.Sprintf("%s: %s is a link to a missing file", name, f.Path)
 	}
 	if env.ImageMode() {
-		return fmt.Sprintf("%s in the image; a host booted from it with pam_limits in its PAM stack (Debian's default for login, su, sshd, runuser) fails every login session (\"cannot open session: Error in service module\"), hostprep's limits.d file included; the file comes with the PAM modules package (Debian: libpam-modules): install it into the image, or create %s (it may be empty)", missing, boot.LimitsConf)
+		return fmt.Sprintf("%s in the image, whose %s loads pam_limits: a host booted from it fails every login session there (\"cannot open session: Error in service module\"), so no session gets hostprep's limits.d value; the file comes with the PAM modules package (Debian: libpam-modules): install it into the image, or create %s (it may be empty)", missing, imagePamLimits(env.bootRoot()), boot.LimitsConf)
 	}
 	return fmt.Sprintf("%s; %s; restore it (Debian: libpam-modules ships it; it may be empty)", missing, fails)
 }
