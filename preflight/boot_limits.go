@@ -1,7 +1,10 @@
 package preflight
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -61,14 +64,21 @@ func (g *gatherer) systemdDefault() {
 // (tune/boot.NofileForGroups), into Facts.Login.
 func (g *gatherer) loginNofile() {
 	name, groups := g.user()
-	n, err := boot.NofileForGroups(g.root, name, groups)
+	var overlay map[string][]byte
+	if _, err := os.Lstat(filepath.Join(g.root, boot.LimitsConf)); !g.live() && errors.Is(err, fs.ErrNotExist) {
+		// A recording or fixture without limits.conf did not record
+		// it: read it as empty, not as the missing file that fails
+		// every session on a host.
+		overlay = map[string][]byte{boot.LimitsConf: {}}
+	}
+	n, err := boot.NofileForGroupsOverlay(g.root, name, groups, overlay)
 	g.readConf(n.Files)
 	if err != nil {
 		g.note("limits.conf/limits.d: %v", err)
 		return
 	}
 	if n.Broken.Set {
-		g.note("pam_limits cannot open %s (a link to a missing file): every new login session fails to open; remove that entry or fix its link", n.Broken.File.Name())
+		g.note("pam_limits cannot open %s (missing, or a link to a missing file): every new login session fails to open; restore the file or remove that entry", n.Broken.File.Name())
 		return
 	}
 	l := &LoginNofile{User: name, Groups: groups}

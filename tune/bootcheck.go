@@ -1,7 +1,9 @@
 package tune
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path"
@@ -137,13 +139,17 @@ func numberAtBoot(root string, overlay map[string][]byte, key string, def uint64
 		return 0, "", exitcode.Environmentf("tune: boot configuration: %v", err)
 	}
 	why := "no sysctl file sets it"
-	accepted := func(v string) bool { _, ok := sysval.Uint(v); return ok && kernelRefuses(key, v) == "" }
+	accepted := func(v string) bool {
+		f, ok := sysval.Written(v, 1)
+		return ok && len(f) == 1 && kernelRefuses(key, v, "0") == ""
+	}
 	last, named := s.Lookup(key)
 	if named && !accepted(last.Value) {
 		why = fmt.Sprintf("%s sets %s, which the kernel refuses", last.Where(), strings.TrimSpace(last.Value))
 	}
 	if set, ok := s.LookupAccepted(key, accepted); ok {
-		n, _ := sysval.Uint(set.Value)
+		f, _ := sysval.Written(set.Value, 1)
+		n, _ := sysval.Uint(f[0])
 		from := set.Where() + " sets it at boot"
 		if set.Where() != last.Where() {
 			from += " (" + why + ")"
@@ -157,11 +163,20 @@ func numberAtBoot(root string, overlay map[string][]byte, key string, def uint64
 }
 
 // kernelRefuses is why the kernel refuses value for key when written at
-// boot (a field outside profiles.KernelBounds, fields read as the kernel
-// reads them: 0x hex, a leading 0 octal), or "" when it does not, or when
-// hostprep has no bound for the key.
-func kernelRefuses(key, value string) string {
-	f := sysval.Fields(value)
+// boot, or "" when it takes it. A numeric want (every field an integer)
+// makes the key numeric, taking as many fields as want has: the value is
+// read as proc_dointvec reads it (sysval.Written), so text after those
+// fields is ignored ("32768 # keep") while a value without them, or with
+// a number followed by anything but a blank ("1000x", a trailing U+00A0,
+// which systemd does not strip), is refused (EINVAL); then a field
+// outside profiles.KernelBounds is refused too. A non-numeric want: only
+// the bounds of a numeric value are checked.
+func kernelRefuses(key, value, want string) string {
+	kept, ok := kernelKeeps(value, want)
+	if !ok {
+		return fmt.Sprintf("EINVAL: the kernel does not take %s as %s", shownValue(value), plural.N(len(sysval.Fields(want)), "number"))
+	}
+	f := sysval.Fields(kept)
 	dec := make([]string, len(f))
 	for i, x := range f {
 		n, ok := sysval.Uint(x)
@@ -174,6 +189,30 @@ func kernelRefuses(key, value string) string {
 		return msgs[0]
 	}
 	return ""
+}
+
+// shownValue is a sysctl value for a report: its fields, or Go-quoted
+// when it holds a control character or a non-ASCII one (a trailing
+// U+00A0 the kernel refuses would otherwise not show).
+func shownValue(v string) string {
+	if strings.IndexFunc(v, func(r rune) bool { return r > 0x7e || (r < 0x20 && r != '\t' && r != ' ') }) >= 0 {
+		return strconv.QuoteToASCII(v)
+	}
+	return sysval.Normalize(v)
+}
+
+// kernelKeeps is what the kernel keeps of value written to a key whose
+// value hostprep wants to be want: for a numeric want (every field an
+// integer the kernel reads) the first len(fields of want) numbers of
+// value, in decimal (sysval.Written), ok false when the kernel refuses
+// the write or it sets fewer fields; else value normalized.
+func kernelKeeps(value, want string) (string, bool) {
+	n := len(sysval.Fields(want))
+	if w, ok := sysval.Written(want, n); !ok || len(w) != n {
+		return sysval.Normalize(value), true
+	}
+	f, ok := sysval.Written(value, n)
+	return strings.Join(f, " "), ok && len(f) == n
 }
 
 // lowestAtBoot is numberAtBoot's value of key with the files now on /run
@@ -266,7 +305,7 @@ func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, ov
 		it := BootItem{Key: k, Want: want, OK: true}
 		set, ok := s.Lookup(k)
 		if ok {
-			it.Boot = BootValue{Value: sysval.Normalize(set.Value), File: set.File.Name(), Line: set.Line}
+			it.Boot = BootValue{Value: shownValue(set.Value), File: set.File.Name(), Line: set.Line}
 		}
 		mode := per.Sysctl[k].Mode
 		if m, ok := modes[k]; ok && mode == "" {
@@ -274,13 +313,17 @@ func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, ov
 		}
 		refused := ""
 		if ok {
-			refused = kernelRefuses(k, set.Value)
+			refused = kernelRefuses(k, set.Value, want)
 		}
 		if refused != "" { // procps keeps an earlier line the kernel took
-			if acc, ok := s.LookupAccepted(k, func(v string) bool { return kernelRefuses(k, v) == "" }); ok {
+			if acc, ok := s.LookupAccepted(k, func(v string) bool { return kernelRefuses(k, v, want) == "" }); ok {
 				set, refused = acc, ""
-				it.Boot = BootValue{Value: sysval.Normalize(set.Value), File: set.File.Name(), Line: set.Line}
 			}
+		}
+		if ok && refused == "" {
+			// the value the kernel keeps: "32768 # keep" is 32768
+			set.Value, _ = kernelKeeps(set.Value, want)
+			it.Boot = BootValue{Value: set.Value, File: set.File.Name(), Line: set.Line}
 		}
 		switch {
 		case !ok:
@@ -288,7 +331,7 @@ func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, ov
 			it.Problem = fmt.Sprintf("sysctl %s: no file sets it at boot (%s), so after a reboot it is back at the kernel default instead of %s; is hostprep's sysctl.d file masked or the key excluded with \"-%s\"?", k, loader, want, k)
 		case refused != "":
 			it.OK = false
-			it.Problem = fmt.Sprintf("sysctl %s: %s sets %s, which the kernel refuses (%s), so after a reboot the key keeps its default instead of %s; change or remove that line", k, set.Where(), sysval.Normalize(set.Value), refused, want)
+			it.Problem = fmt.Sprintf("sysctl %s: %s sets %s, which the kernel refuses (%s), so after a reboot the key keeps its default instead of %s; change or remove that line", k, set.Where(), shownValue(set.Value), refused, want)
 		case !owned[set.File.Path] && !sysval.Satisfies(set.Value, want, mode):
 			it.OK = false
 			it.Problem = fmt.Sprintf("sysctl %s: after a reboot %s sets %s (%s reads it after hostprep's file), so the host boots with %s, not %s; hostprep never edits a file it does not own: change or remove that line%s", k, set.Where(), sysval.Normalize(set.Value), loader, sysval.Normalize(set.Value), want, persistHint(env, loader, set.File))
@@ -337,6 +380,7 @@ func bootLimitItems(env Env, per journal.Persisted, overlay map[string][]byte) (
 // pam_limits and systemd give at the next boot.
 func limitItems(env Env, per journal.Persisted, overlay map[string][]byte) ([]BootItem, error) {
 	root := env.bootRoot()
+	overlay = imageLimitsConf(env, overlay)
 	var out []BootItem
 	if n := per.Nofile; n != nil {
 		for _, u := range per.NofileUsers {
@@ -424,7 +468,7 @@ func limitItem(env Env, name string, want journal.Limit, b boot.Nofile) BootItem
 	case b.Broken.Set:
 		it.OK = false
 		it.Boot.Value, it.Boot.File = "no session", b.Broken.File.Name()
-		it.Problem = fmt.Sprintf("%s: pam_limits cannot open %s (a link to a missing file), and then fails every login session (\"cannot open session: Error in service module\"); remove that entry or fix its link", name, b.Broken.File.Name())
+		it.Problem = brokenLimits(env, name, b.Broken.File)
 	case b.NoLimits.Set:
 		it.OK = false
 		it.Boot.File, it.Boot.Line = b.NoLimits.File.Name(), b.NoLimits.Line
@@ -440,6 +484,63 @@ func limitItem(env Env, name string, want journal.Limit, b boot.Nofile) BootItem
 		it.Problem = fmt.Sprintf("%s: new login sessions get nofile %s:%s, below the %s hostprep wrote: %s line %q wins (a user line beats @group beats *, and a later file beats an earlier one); hostprep never edits a file it does not own: change or remove that line", name, s, h, it.Want, win.Where(), win.Domain)
 	}
 	return it
+}
+
+// imageLimitsConf is overlay with an empty limits.conf when an image
+// has none and no PAM file of it loads pam_limits (an image of
+// configuration only, or without PAM): then nothing fails a session for
+// it. An image whose /etc/pam.d (or /usr/lib/pam.d) loads pam_limits
+// without a limits.conf is left as it is: every login of a host booted
+// from it fails (brokenLimits).
+func imageLimitsConf(env Env, overlay map[string][]byte) map[string][]byte {
+	if !env.ImageMode() || imagePamLimits(env.bootRoot()) != "" {
+		return overlay
+	}
+	if _, ok := overlay[boot.LimitsConf]; ok {
+		return overlay
+	}
+	if _, err := os.Lstat(filepath.Join(env.bootRoot(), boot.LimitsConf)); !errors.Is(err, fs.ErrNotExist) {
+		return overlay
+	}
+	out := maps.Clone(overlay)
+	if out == nil {
+		out = map[string][]byte{}
+	}
+	out[boot.LimitsConf] = []byte{}
+	return out
+}
+
+// imagePamLimits is the first PAM service file under root that loads
+// pam_limits (relative to root), or "".
+func imagePamLimits(root string) string {
+	for _, d := range []string{"/etc/pam.d", "/usr/lib/pam.d"} {
+		ents, _ := os.ReadDir(filepath.Join(root, d))
+		for _, e := range ents {
+			b, err := os.ReadFile(filepath.Join(root, d, e.Name()))
+			if err == nil && strings.Contains(string(b), "pam_limits.so") {
+				return path.Join(d, e.Name())
+			}
+		}
+	}
+	return ""
+}
+
+// brokenLimits is the problem of a limits file pam_limits cannot open:
+// it then fails every session it opens ("cannot open session: Error in
+// service module", measured with runuser and Debian 12's pam_limits).
+func brokenLimits(env Env, name string, f boot.ConfFile) string {
+	const fails = "pam_limits then fails every login session (\"cannot open session: Error in service module\": login, su, sshd, runuser), so no session gets any limit"
+	if f.Path != boot.LimitsConf {
+		return fmt.Sprintf("%s: pam_limits cannot open %s (a link to a missing file); %s; remove that entry or fix its link", name, f.Name(), fails)
+	}
+	missing := fmt.Sprintf("%s: %s does not exist", name, f.Name())
+	if f.Target != f.Path {
+		missing = fmt.Sprintf("%s: %s is a link to a missing file", name, f.Path)
+	}
+	if env.ImageMode() {
+		return fmt.Sprintf("%s in the image, whose %s loads pam_limits: a host booted from it fails every login session there (\"cannot open session: Error in service module\"), so no session gets hostprep's limits.d value; the file comes with the PAM modules package (Debian: libpam-modules): install it into the image, or create %s (it may be empty)", missing, imagePamLimits(env.bootRoot()), boot.LimitsConf)
+	}
+	return fmt.Sprintf("%s; %s; restore it (Debian: libpam-modules ships it; it may be empty)", missing, fails)
 }
 
 // systemdItem compares systemd's boot value of a nofile setting with want,

@@ -105,10 +105,11 @@ func (pl *Plan) imageTarget(image *boot.Sysctl, k string, s profiles.Sysctl) tar
 	if !ok || modeOf(s) == sysval.Exact {
 		return t
 	}
-	if why := kernelRefuses(k, set.Value); why != "" {
+	if why := kernelRefuses(k, set.Value, s.Value); why != "" {
 		pl.Warnings = append(pl.Warnings, fmt.Sprintf("sysctl %s: the image's %s sets %s, which the kernel refuses (%s): it is not kept; hostprep writes the profile's %s", k, set.Where(), sysval.Normalize(set.Value), why, t.value))
 		return t
 	}
+	set.Value, _ = kernelKeeps(set.Value, s.Value) // "32768 # keep" is 32768
 	if to, err := sysval.Target(set.Value, s.Value, modeOf(s)); err == nil && to != t.value {
 		t.value = to
 		pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Persistent, Current: sysval.Normalize(set.Value),

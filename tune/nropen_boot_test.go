@@ -87,7 +87,7 @@ func TestNofileFitsUnderNrOpenAtBoot(t *testing.T) {
 // against fs.nr_open at boot: a removed file that raised fs.nr_open leaves
 // limits that logins cannot get, and verify --boot fails naming them.
 func TestVerifyBootChecksNofileAgainstNrOpen(t *testing.T) {
-	img, env := newImage(t, map[string]string{"/etc/sysctl.d/10-x.conf": "fs.nr_open = 3000000\n"})
+	img, env := newImage(t, map[string]string{"/etc/sysctl.d/10-x.conf": "fs.nr_open = 3000000\n", "/etc/security/limits.conf": ""})
 	_, err := Apply(t.Context(), &profiles.Profile{Name: "big", Limits: profiles.Limits{Nofile: &profiles.Limit{Soft: 1024, Hard: 2000000}}}, Options{Env: env})
 	must(t, err)
 	if _, err := VerifyBoot(env); err != nil {
@@ -196,7 +196,7 @@ func TestImageRollbackKeepsNrOpenFileForALeftLimitsFile(t *testing.T) {
 // /run/sysctl.d is refused by plan, and after an apply verify --boot
 // fails for it, saying why.
 func TestRunFilesDoNotCountAsBootTruth(t *testing.T) {
-	img, env := newImage(t, map[string]string{"/run/sysctl.d/10-x.conf": "fs.nr_open = 3000000\n"})
+	img, env := newImage(t, map[string]string{"/run/sysctl.d/10-x.conf": "fs.nr_open = 3000000\n", "/etc/security/limits.conf": ""})
 	big := &profiles.Profile{Name: "big", Limits: profiles.Limits{Nofile: &profiles.Limit{Soft: 1024, Hard: 2000000}}}
 	_, err := NewPlan(big, env)
 	wantCode(t, err, exitcode.BadInput, "1048576", "/run")

@@ -36,7 +36,13 @@
 //     system.conf.d/*.conf drop-ins from /etc, /run, /usr/local/lib,
 //     /usr/lib (shadowing and order as for sysctl.d), as
 //     `systemd-analyze cat-config systemd/system.conf` merges them; a
-//     unit's own file and its UNIT.d/*.conf drop-ins the same way.
+//     unit's own file and its UNIT.d/*.conf drop-ins the same way; each
+//     file parsed as config_parse does (BOM, backslash continuations,
+//     CR and NUL line ends, ASCII white space) and values as
+//     rlimit_parse reads them (TestUnitOracle runs the real
+//     `systemd --test` as nobody for units; system.conf's
+//     DefaultLimitNOFILE is not shown there and is checked with
+//     `systemd-analyze cat-config`).
 //     LastSetting reads another key of those files (a unit's User=).
 //
 // Every value comes with the file and line that set it, so a caller can

@@ -83,17 +83,39 @@ func resolve(root, p string) string {
 	return done
 }
 
+// listing is how a program lists the *.conf files of its directories.
+type listing int
+
+const (
+	// listDropIns is systemd's conf_files_list with
+	// CONF_FILES_REGULAR|CONF_FILES_FILTER_MASKED (system.conf.d, unit
+	// drop-ins): hidden names skipped, a name that is not a regular file
+	// once links are followed (a directory, a broken link) skipped and
+	// hiding nothing.
+	listDropIns listing = iota
+	// listSystemdSysctl is systemd-sysctl 252's conf_files_list_strv with
+	// no flags: hidden names skipped, every other *.conf name listed
+	// whatever it is, so a broken link or a directory named X.conf hides
+	// X.conf in later directories and is read as nothing (measured with
+	// the real systemd-sysctl: TestSysctlOracle).
+	listSystemdSysctl
+	// listProcps is procps `sysctl --system`: hidden names read too, every
+	// name listed (a broken link or a directory hides later ones and sets
+	// nothing).
+	listProcps
+	// listPam is pam_limits' glob("/etc/security/limits.d/*.conf"): no
+	// GLOB_PERIOD, so hidden names are skipped; every other name listed
+	// (a broken link then fails the session: Nofile.Broken).
+	listPam
+)
+
 // listConfDirs lists the *.conf files of dirs (relative to root) the way
-// systemd's conf_files_list does (systemd true) or procps does (false):
-// hidden names (".x.conf") are skipped by systemd, read by procps; a
-// basename found in an earlier directory hides the same name in later
-// ones; a name that points to /dev/null is kept as Masked (it still hides
-// later ones); a name that is not a regular file once
-// symlinks are followed (a directory, a broken link) is skipped and hides
-// nothing for systemd, and is kept (read as empty) for procps. The result is sorted by
-// basename in C-locale (byte) order. Directories that resolve to one
-// already listed (/lib -> usr/lib) are read once.
-func listConfDirs(t tree, dirs []string, systemd bool) []ConfFile {
+// the program how names reads them (see listing): a basename found in an
+// earlier directory hides the same name in later ones; a name that points
+// to /dev/null is kept as Masked (it still hides later ones). The result
+// is sorted by basename in C-locale (byte) order. Directories that
+// resolve to one already listed (/lib -> usr/lib) are read once.
+func listConfDirs(t tree, dirs []string, how listing) []ConfFile {
 	root := t.root
 	seen := map[string]bool{}
 	byName := map[string]ConfFile{}
@@ -122,7 +144,7 @@ func listConfDirs(t tree, dirs []string, systemd bool) []ConfFile {
 					continue
 				}
 			}
-			if !strings.HasSuffix(name, ".conf") || (systemd && strings.HasPrefix(name, ".")) {
+			if !strings.HasSuffix(name, ".conf") || (how != listProcps && strings.HasPrefix(name, ".")) {
 				continue
 			}
 			if _, ok := byName[name]; ok {
@@ -138,7 +160,7 @@ func listConfDirs(t tree, dirs []string, systemd bool) []ConfFile {
 			st, err := os.Stat(hostPath(root, f.Target))
 			switch {
 			case err == nil && st.Mode().IsRegular():
-			case systemd:
+			case how == listDropIns:
 				continue
 			}
 			byName[name] = f
@@ -164,25 +186,104 @@ type tree struct {
 	overlay map[string][]byte
 }
 
-// readLines reads f's lines (nil for a masked or missing file).
+// readLines reads f's lines, split at each newline as fgets and getline
+// do (nil for a masked or missing file).
 func readLines(t tree, f ConfFile) ([]string, error) {
+	b, err := readConf(t, f)
+	if b == nil || err != nil {
+		return nil, err
+	}
+	return strings.Split(string(b), "\n"), nil
+}
+
+// readSystemdLines reads f's lines as systemd's read_line does
+// (systemdLines): nil for a masked or missing file.
+func readSystemdLines(t tree, f ConfFile) ([]string, error) {
+	b, err := readConf(t, f)
+	if b == nil || err != nil {
+		return nil, err
+	}
+	// config_parse fails a file at a line too long ("Line too long");
+	// what systemd then does with the unit is not modelled: such a line
+	// is read like any other.
+	return systemdLines(b, 0), nil
+}
+
+// readConf is f's bytes (nil for a masked or missing file, or a
+// directory named *.conf, which reads as empty: fgets fails at once).
+func readConf(t tree, f ConfFile) ([]byte, error) {
 	if f.Masked {
 		return nil, nil
 	}
 	if b, ok := t.overlay[f.Target]; ok {
-		if b == nil {
-			return nil, nil
-		}
-		return strings.Split(string(b), "\n"), nil
+		return b, nil
 	}
 	b, err := os.ReadFile(hostPath(t.root, f.Target))
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.EISDIR) {
-		return nil, nil // a directory named *.conf reads as empty (fgets fails at once)
+		return nil, nil
 	}
-	if err != nil {
+	if b == nil && err == nil {
+		b = []byte{}
+	}
+	return b, err
+}
+
+// systemdLines splits b into lines as systemd 252's read_line_full
+// (src/basic/fileio.c) does: a line ends at a run of end-of-line bytes —
+// \n, \r and NUL — in which each kind appears at most once and NUL
+// ends the run ("\r\n" and "\n\r" are one end, "\n\n" two, a bare
+// \r or NUL one). With limit above 0, a line of limit bytes or more is
+// an error (ENOBUFS): only the lines before it are returned.
+func systemdLines(b []byte, limit int) []string {
+	var out []string
+	var cur []byte
+	const lf, cr, nul = 1, 2, 4
+	prev := 0
+	for _, c := range b {
+		if limit > 0 && len(cur) >= limit {
+			return out
+		}
+		kind := 0
+		switch c {
+		case '\n':
+			kind = lf
+		case '\r':
+			kind = cr
+		case 0:
+			kind = nul
+		}
+		if prev&nul != 0 || (kind == 0 && prev != 0) || (kind != 0 && prev&kind != 0) {
+			out = append(out, string(cur))
+			cur, prev = cur[:0:0], 0
+		}
+		if kind != 0 {
+			prev |= kind
+			continue
+		}
+		cur = append(cur, c)
+	}
+	if limit > 0 && len(cur) >= limit {
+		return out
+	}
+	if len(cur) > 0 || prev != 0 {
+		out = append(out, string(cur))
+	}
+	return out
+}
+
+// longLineMax is systemd's LONG_LINE_MAX, the longest line read_line
+// takes (1 MiB).
+const longLineMax = 1 << 20
+
+// readSysctlLines is readSystemdLines for systemd-sysctl, whose
+// parse_file stops at a line too long ("Failed to read file, ignoring"):
+// the lines before it count, the rest of the file does not.
+func readSysctlLines(t tree, f ConfFile) ([]string, error) {
+	b, err := readConf(t, f)
+	if b == nil || err != nil {
 		return nil, err
 	}
-	return strings.Split(string(b), "\n"), nil
+	return systemdLines(b, longLineMax), nil
 }
 
 func statHost(root, p string) (os.FileInfo, error) {

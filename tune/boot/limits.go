@@ -44,11 +44,13 @@ func (v LimitValue) Where() string { return fmt.Sprintf("%s:%d", v.File.Name(), 
 type Nofile struct {
 	User       string
 	Soft, Hard LimitValue
-	// Broken is a limits.d entry pam_limits cannot open (a symbolic link
-	// to a missing file), when there is one: pam_limits then fails the
+	// Broken is a file pam_limits cannot open, when there is one: a
+	// missing limits.conf (or a link to a missing file), or a limits.d
+	// entry that is a link to a missing file. pam_limits then fails the
 	// session ("cannot open session: Error in service module", shown with
-	// the real pam of Debian 12), so no login works at all. Set false when
-	// none; Soft and Hard are unset then.
+	// the real pam of Debian 12 and runuser), so no login works at all.
+	// Set false when none; Soft and Hard are unset then. A limits.conf
+	// that is a directory opens and reads as empty.
 	Broken LimitValue
 	// NoLimits is the "DOMAIN -" line (two fields) that names the user or
 	// one of their groups, when one does: pam_limits then returns
@@ -90,7 +92,9 @@ type account struct {
 // NofileAtBoot is the nofile a new login session of user gets on the host
 // under root ("" = /), by pam_limits' rules (Debian's pam 1.5,
 // parse_config_file in pam_limits.c): limits.conf, then limits.d/*.conf in
-// C-locale order. For soft and hard separately, a line naming the user or
+// C-locale order (glob without GLOB_PERIOD: hidden ".x.conf" names are not
+// read); a missing limits.conf or a limits.d link to a missing file fails
+// the session (Nofile.Broken). For soft and hard separately, a line naming the user or
 // a uid range holding their uid ("1000:", ":0", "1000:2000") beats an
 // @group line (a group they are in, or a gid range holding their primary
 // gid) beats "*", whatever the order; among lines of one kind the later
@@ -137,23 +141,23 @@ func NofileForGroupsOverlay(root, user string, groups []string, overlay map[stri
 func nofileFor(t tree, a account) (Nofile, error) {
 	n := Nofile{User: a.name}
 	files := []ConfFile{{Path: LimitsConf, Target: resolve(t.root, LimitsConf)}}
-	files = append(files, listConfDirs(t, []string{LimitsDir}, false)...)
+	files = append(files, listConfDirs(t, []string{LimitsDir}, listPam)...)
 	softPrio, hardPrio := prioNone, prioNone
 	for _, f := range files {
-		lines, err := readLines(t, f)
+		lines, err := readPamLines(t, f)
 		if err != nil {
 			return n, fmt.Errorf("boot: reading %s: %w", f.Name(), err)
 		}
 		if lines != nil {
 			n.Files = append(n.Files, f)
-		} else if f.Path != LimitsConf && unopenable(t, f) {
+		} else if unopenable(t, f) {
 			return Nofile{User: a.name, Broken: LimitValue{Set: true, File: f}, Files: n.Files}, nil
 		}
 		for i, l := range lines {
 			if c := strings.IndexByte(l, '#'); c >= 0 {
 				l = l[:c]
 			}
-			fs := strings.Fields(l)
+			fs := strings.FieldsFunc(l, isCSpace) // sscanf's %s: U+00A0 is no space
 			if len(fs) == 2 && strings.HasPrefix(fs[1], "-") && a.noLimits(fs[0]) {
 				// "DOMAIN -": PAM_IGNORE, no limit set for this session.
 				return Nofile{User: a.name, NoLimits: LimitValue{Set: true, File: f, Line: i + 1, Domain: fs[0]}, Files: n.Files}, nil
@@ -187,6 +191,37 @@ func nofileFor(t tree, a account) (Nofile, error) {
 	}
 	return n, nil
 }
+
+// pamLineLength is pam_limits' LINE_LENGTH: it reads a file with
+// fgets(buf, LINE_LENGTH, fil), so a longer line comes in pieces of
+// LINE_LENGTH-1 bytes, each parsed as a line of its own.
+const pamLineLength = 1024
+
+// readPamLines reads f as pam_limits does: lines as fgets gives them,
+// cut into pieces of pamLineLength-1 bytes (the newline counted). The
+// line numbers are fgets' calls.
+func readPamLines(t tree, f ConfFile) ([]string, error) {
+	lines, err := readLines(t, f)
+	if lines == nil || err != nil {
+		return lines, err
+	}
+	var out []string
+	for i, l := range lines {
+		if i < len(lines)-1 {
+			l += "\n"
+		}
+		for len(l) > pamLineLength-1 {
+			out = append(out, l[:pamLineLength-1])
+			l = l[pamLineLength-1:]
+		}
+		out = append(out, strings.TrimSuffix(l, "\n"))
+	}
+	return out, nil
+}
+
+// isCSpace is isspace in the C and UTF-8 locales, byte by byte: no
+// non-ASCII character is a space.
+func isCSpace(r rune) bool { return r == ' ' || (r >= '\t' && r <= '\r') }
 
 // unopenable says whether f, listed in a directory, cannot be opened: a
 // symbolic link whose target is missing (files the overlay sets, masks

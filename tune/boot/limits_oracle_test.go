@@ -3,6 +3,7 @@ package boot_test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -38,8 +39,16 @@ func TestLimitsOracle(t *testing.T) {
 	testenv.RequireFiles(t, "/usr/sbin/runuser", "/etc/pam.d/runuser")
 	box := testenv.NewSandbox(t)
 	dir := t.TempDir()
-	conf := filepath.Join(dir, "etc/security/limits.conf")
-	d := filepath.Join(dir, "etc/security/limits.d")
+	sec := filepath.Join(dir, "etc/security")
+	conf := filepath.Join(sec, "limits.conf")
+	d := filepath.Join(sec, "limits.d")
+	// A copy of /etc/security (the other modules' files) goes over it, so
+	// that limits.conf can be missing or a broken link.
+	must(t, os.MkdirAll(sec, 0o755))
+	if out, err := exec.Command("cp", "-a", "/etc/security/.", sec+"/").CombinedOutput(); err != nil {
+		t.Fatalf("copy /etc/security: %v %s", err, out)
+	}
+	must(t, os.RemoveAll(d))
 	must(t, os.MkdirAll(d, 0o755))
 	must(t, os.WriteFile(conf, nil, 0o644))
 	for _, f := range []string{"/etc/passwd", "/etc/group"} {
@@ -47,7 +56,7 @@ func TestLimitsOracle(t *testing.T) {
 		must(t, err)
 		must(t, os.WriteFile(filepath.Join(dir, f), b, 0o644))
 	}
-	if _, e, c := box.Run("sh", "-c", fmt.Sprintf("mount --bind %s /etc/security/limits.conf && mount --bind %s /etc/security/limits.d", conf, d)); c != 0 {
+	if _, e, c := box.Run("sh", "-c", fmt.Sprintf("mount --bind %s /etc/security", sec)); c != 0 {
 		t.Fatalf("mounts: %s", e)
 	}
 	rapid.Check(t, func(rt *rapid.T) {
@@ -63,11 +72,21 @@ func TestLimitsOracle(t *testing.T) {
 				// "DOMAIN -": no limits at all for a user it names
 				return rapid.SampledFrom([]string{"root -", "nobody -", "@nogroup -", "@daemon -", "* -", "1: -"}).Draw(rt, "nolimits")
 			}
-			return fmt.Sprintf("%s %s %s %d%s", rapid.SampledFrom(limitsDomains).Draw(rt, "domain"),
+			l := fmt.Sprintf("%s %s %s %d%s", rapid.SampledFrom(limitsDomains).Draw(rt, "domain"),
 				rapid.SampledFrom([]string{"hard", "-", "hard", "-", "Hard"}).Draw(rt, "type"),
 				rapid.SampledFrom([]string{"nofile", "nofile", "nofile", "NOFILE"}).Draw(rt, "item"),
 				rapid.IntRange(2000, 19999).Draw(rt, "value"),
 				rapid.SampledFrom([]string{"", " # comment", "x", " extra words"}).Draw(rt, "tail"))
+			switch rapid.IntRange(0, 9).Draw(rt, "shape") {
+			case 0:
+				// a comment longer than pam's 1024-byte fgets buffer: the
+				// rest comes as a line of its own
+				l = "#" + strings.Repeat("x", rapid.SampledFrom([]int{1000, 1021, 1022, 1023}).Draw(rt, "long")) + l
+			case 1:
+				// a no-break space is no space to sscanf
+				l = strings.Replace(l, " ", "\u00a0 ", 1)
+			}
+			return l
 		}
 		body := func(label string) string {
 			var b strings.Builder
@@ -76,9 +95,19 @@ func TestLimitsOracle(t *testing.T) {
 			}
 			return b.String()
 		}
-		must(t, os.WriteFile(conf, []byte(body("conf")), 0o644))
+		must(t, os.RemoveAll(conf))
+		switch rapid.IntRange(0, 19).Draw(rt, "limits.conf") {
+		case 0: // missing: every session fails
+		case 1: // a link to a missing file: the same
+			must(t, os.Symlink("/nonexistent-hostprep", conf))
+		case 2: // a directory opens and reads as nothing
+			must(t, os.Mkdir(conf, 0o755))
+		default:
+			must(t, os.WriteFile(conf, []byte(body("conf")), 0o644))
+		}
 		for i, n := 0, rapid.IntRange(0, 4).Draw(rt, "files"); i < n; i++ {
-			name := rapid.SampledFrom([]string{"10-a.conf", "60-hostprep.conf", "90-z.conf", "A.conf", "notes.txt"}).Draw(rt, "name")
+			// ".z.conf": pam's glob does not match hidden names
+			name := rapid.SampledFrom([]string{"10-a.conf", "60-hostprep.conf", "90-z.conf", "A.conf", "notes.txt", ".z.conf"}).Draw(rt, "name")
 			must(t, os.WriteFile(filepath.Join(d, name), []byte(body("lines")), 0o644))
 		}
 		if rapid.IntRange(0, 9).Draw(rt, "dangling") == 0 {

@@ -38,7 +38,7 @@ func ModuleFor(key string) string {
 func ModulesAtBoot(root string, overlay map[string][]byte) (map[string]string, error) {
 	t := tree{root: root, overlay: overlay}
 	out := map[string]string{}
-	for _, f := range listConfDirs(t, ModulesLoadDirs, true) {
+	for _, f := range listConfDirs(t, ModulesLoadDirs, listDropIns) {
 		lines, err := readLines(t, f)
 		if err != nil {
 			return nil, fmt.Errorf("boot: reading %s: %w", f.Name(), err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -97,14 +98,18 @@ func ReadSysctlWith(root string, loader Loader) (*Sysctl, error) {
 func ReadSysctlOverlay(root string, loader Loader, overlay map[string][]byte) (*Sysctl, error) {
 	t := tree{root: root, overlay: overlay}
 	s := &Sysctl{Root: root, Loader: loader, explicit: map[string]*SysctlSetting{}, tree: t}
-	s.Files = listConfDirs(t, SysctlDirs, loader == SystemdSysctl)
+	s.Files = listConfDirs(t, SysctlDirs, sysctlListing(loader))
 	if loader == ProcpsSystem {
 		if st, err := os.Stat(hostPath(root, resolve(root, SysctlConf))); err == nil && st.Mode().IsRegular() {
 			s.Files = append(s.Files, ConfFile{Path: SysctlConf, Target: resolve(root, SysctlConf)})
 		}
 	}
+	read := readLines // procps: fgets
+	if loader == SystemdSysctl {
+		read = readSysctlLines
+	}
 	for _, f := range s.Files {
-		lines, err := readLines(t, f)
+		lines, err := read(t, f)
 		if err != nil {
 			return nil, fmt.Errorf("boot: reading %s: %w", f.Name(), err)
 		}
@@ -119,9 +124,25 @@ func ReadSysctlOverlay(root string, loader Loader, overlay map[string][]byte) (*
 	return s, nil
 }
 
+// sysctlListing is how loader lists sysctl.d.
+func sysctlListing(loader Loader) listing {
+	if loader == SystemdSysctl {
+		return listSystemdSysctl
+	}
+	return listProcps
+}
+
+// systemdSpace is systemd's WHITESPACE, what its strstrip removes: not
+// \v, \f or a non-ASCII space (a value keeps a trailing U+00A0, which the
+// kernel then refuses).
+const systemdSpace = " \t\n\r"
+
+// cSpace is isspace in the C locale, what procps strips.
+const cSpace = " \t\n\v\f\r"
+
 // systemdLine parses one line as systemd-sysctl 252 does (parse_file).
 func (s *Sysctl) systemdLine(f ConfFile, n int, line string) {
-	p := strings.TrimSpace(line)
+	p := strings.Trim(line, systemdSpace)
 	if p == "" || strings.ContainsRune("#;", rune(p[0])) {
 		return
 	}
@@ -132,7 +153,7 @@ func (s *Sysctl) systemdLine(f ConfFile, n int, line string) {
 	} else if !hasValue {
 		return // "Line is not an assignment, ignoring"
 	}
-	key = NormalizeSysctlKey(strings.TrimSpace(key))
+	key = NormalizeSysctlKey(strings.Trim(key, systemdSpace))
 	if key == "" {
 		return
 	}
@@ -141,7 +162,7 @@ func (s *Sysctl) systemdLine(f ConfFile, n int, line string) {
 		s.removeGlob(key)
 		return
 	}
-	set := &SysctlSetting{Key: DottedKey(key), Value: strings.TrimSpace(value), File: f, Line: n, IgnoreFailure: ignore}
+	set := &SysctlSetting{Key: DottedKey(key), Value: strings.Trim(value, systemdSpace), File: f, Line: n, IgnoreFailure: ignore}
 	if isGlob(key) {
 		set.Glob = set.Key
 		for i, g := range s.globs {
@@ -187,7 +208,8 @@ type procpsWrite struct {
 // key it matches that no line names with exactly the same path (an
 // explicit line or a "-key" exclusion).
 func (s *Sysctl) procpsLine(f ConfFile, n int, line string) {
-	key := strings.TrimLeft(line, " \t\r\v\f")
+	line, _, _ = strings.Cut(line, "\x00") // a C string ends there
+	key := strings.Trim(line, cSpace)
 	if key == "" || key[0] == '#' || key[0] == ';' {
 		return
 	}
@@ -204,7 +226,10 @@ func (s *Sysctl) procpsLine(f ConfFile, n int, line string) {
 			w.set.IgnoreFailure, k = true, k[1:]
 		}
 		k = strings.TrimRight(k, " \t\r\v\f")
-		w.set.Value = strings.TrimSpace(value)
+		// A \r inside the line stays in the value (the kernel then
+		// refuses "1\r..."); C-locale white space around it goes, a
+		// non-ASCII space stays.
+		w.set.Value = strings.Trim(value, cSpace)
 	}
 	w.path = "/proc/sys/" + slashdot(k)
 	w.glob = isGlob(w.path)
@@ -338,12 +363,14 @@ func SysctlAtBoot(root, key string) (value, file string, line int, ok bool) {
 // sysctl_normalize does: when the first separator is a dot, dots become
 // slashes and slashes dots (net.ipv4.conf.eth0/100.rp_filter ->
 // net/ipv4/conf/eth0.100/rp_filter); when it is a slash the key is kept.
-// Leading and repeated slashes are removed.
+// Leading and repeated slashes and "." components are removed, as
+// path_simplify does ("net/core/./somaxconn" is net/core/somaxconn).
 func NormalizeSysctlKey(key string) string {
 	if i := strings.IndexAny(key, "./"); i >= 0 && key[i] == '.' {
 		key = swapDotsSlashes(key, i)
 	}
 	parts := strings.FieldsFunc(key, func(r rune) bool { return r == '/' })
+	parts = slices.DeleteFunc(parts, func(p string) bool { return p == "." })
 	return strings.Join(parts, "/")
 }
 

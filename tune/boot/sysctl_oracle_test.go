@@ -13,6 +13,7 @@ import (
 
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/tune/boot"
+	"github.com/hostprep/hostprep/tune/sysval"
 )
 
 // oracleKeys are per-network-namespace keys the sandbox may set freely,
@@ -83,7 +84,7 @@ func newOracleRoot(t *testing.T) *oracleRoot {
 
 // run resets the oracle keys, runs cmd in the sandbox and returns the
 // keys' values after it (fields joined by one space).
-func (r *oracleRoot) run(t *rapid.T, cmd string) map[string]string {
+func (r *oracleRoot) run(t fataler, cmd string) map[string]string {
 	var sh strings.Builder
 	for _, k := range oracleKeys {
 		fmt.Fprintf(&sh, "printf '%%s' '%s' > /proc/sys/%s\n", k.baseline, strings.ReplaceAll(k.key, ".", "/"))
@@ -107,8 +108,14 @@ func (r *oracleRoot) run(t *rapid.T, cmd string) map[string]string {
 	return got
 }
 
+// fataler is *testing.T or *rapid.T.
+type fataler interface {
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
 // clear empties every directory of the tree and /etc/sysctl.conf.
-func (r *oracleRoot) clear(t *rapid.T) {
+func (r *oracleRoot) clear(t fataler) {
 	for _, d := range boot.SysctlDirs {
 		if d == "/lib/sysctl.d" {
 			continue
@@ -127,15 +134,31 @@ func (r *oracleRoot) clear(t *rapid.T) {
 
 // genKey spells key one of the ways the loaders accept.
 func genKey(t *rapid.T, key string) string {
-	switch rapid.IntRange(0, 3).Draw(t, "spelling") {
+	switch rapid.IntRange(0, 4).Draw(t, "spelling") {
 	case 0:
 		return strings.ReplaceAll(key, ".", "/") // net/core/somaxconn
 	case 1:
 		if !strings.Contains(key, ".conf.") {
 			return "/" + strings.ReplaceAll(key, ".", "/")
 		}
+	case 2:
+		if !strings.Contains(key, ".conf.") {
+			return strings.Replace(strings.ReplaceAll(key, ".", "/"), "/", "/./", 1) // net/./core/somaxconn
+		}
 	}
 	return key
+}
+
+// genTail draws what follows a value: nothing, or text the kernel ignores
+// after the fields the key takes (a comment, an extra field), or for a
+// one-field key text that makes it refuse the write (a glued letter, a
+// trailing no-break space, which systemd does not strip).
+func genTail(t *rapid.T, fields int) string {
+	tails := []string{"", "", "", " # keep", " ; x", " 65535"}
+	if fields == 1 {
+		tails = append(tails, "\u00a0", "x")
+	}
+	return rapid.SampledFrom(tails).Draw(t, "tail")
 }
 
 // genLine draws one line of a sysctl.d file.
@@ -152,8 +175,11 @@ func genLine(t *rapid.T) string {
 		return "-" + k.key // excluded from globs (systemd)
 	}
 	k := oracleKeys[rapid.IntRange(0, len(oracleKeys)-1).Draw(t, "key")]
-	return pad.Draw(t, "p0") + rapid.SampledFrom([]string{"", "-"}).Draw(t, "dash") + genKey(t, k.key) +
-		pad.Draw(t, "p1") + "=" + pad.Draw(t, "p2") + rapid.SampledFrom(k.values).Draw(t, "v") + pad.Draw(t, "p3")
+	// \v and \f before a key: procps strips them, systemd does not.
+	lead := rapid.SampledFrom([]string{"", "", "", "", "\v", "\f"}).Draw(t, "lead")
+	return lead + pad.Draw(t, "p0") + rapid.SampledFrom([]string{"", "-"}).Draw(t, "dash") + genKey(t, k.key) +
+		pad.Draw(t, "p1") + "=" + pad.Draw(t, "p2") + rapid.SampledFrom(k.values).Draw(t, "v") +
+		genTail(t, len(strings.Fields(k.baseline))) + pad.Draw(t, "p3")
 }
 
 // genFiles writes a random file set into the tree: files in random
@@ -167,7 +193,17 @@ func (r *oracleRoot) genFiles(t *rapid.T) {
 		n := rapid.IntRange(0, 6).Draw(t, label)
 		var b strings.Builder
 		for i := 0; i < n; i++ {
-			b.WriteString(genLine(t) + "\n")
+			// A bare CR or a NUL ends a line for systemd's read_line, not
+			// for procps' fgets. Not after a tcp_rmem line: procps then
+			// writes "4096 131072 6291456\r...", the kernel stores the
+			// fields before the CR and refuses the rest, a partial write
+			// the simulation reports as refused without following it.
+			l := genLine(t)
+			eols := []string{"\n", "\n", "\n", "\r\n", "\r", "\x00"}
+			if strings.Contains(l, "tcp_rmem") {
+				eols = eols[:4]
+			}
+			b.WriteString(l + rapid.SampledFrom(eols).Draw(t, "eol"))
 		}
 		return b.String()
 	}
@@ -192,6 +228,11 @@ func (r *oracleRoot) genFiles(t *rapid.T) {
 			err = os.WriteFile(host, nil, 0o644)
 		case kind == 1:
 			err = os.Symlink("/dev/null", host)
+		case kind == 3:
+			// a broken link hides the name in later directories
+			err = os.Symlink("/nonexistent-hostprep.conf", host)
+		case kind == 4 && rapid.Bool().Draw(t, "dir"):
+			err = os.Mkdir(host, 0o755) // so does a directory named *.conf
 		case kind == 2 && len(regular) > 0:
 			target := rapid.SampledFrom(regular).Draw(t, "target")
 			if rapid.Bool().Draw(t, "relative") {
@@ -212,16 +253,21 @@ func (r *oracleRoot) genFiles(t *rapid.T) {
 }
 
 // simulated is what boot.ReadSysctlWith predicts for every oracle key.
-func (r *oracleRoot) simulated(t *rapid.T, loader boot.Loader) map[string]string {
+func (r *oracleRoot) simulated(t fataler, loader boot.Loader) map[string]string {
 	s, err := boot.ReadSysctlWith(r.dir, loader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{}
 	for _, k := range oracleKeys {
+		// what the kernel keeps of a write: the key's fields, read as
+		// proc_dointvec reads them (a refused write keeps what was there)
+		n := len(strings.Fields(k.baseline))
+		took := func(v string) bool { f, ok := sysval.Written(v, n); return ok && len(f) == n }
 		want[k.key] = k.baseline
-		if set, ok := s.Lookup(k.key); ok {
-			want[k.key] = set.Value
+		if set, ok := s.LookupAccepted(k.key, took); ok {
+			f, _ := sysval.Written(set.Value, n)
+			want[k.key] = strings.Join(f, " ")
 		}
 		want[k.key] = strings.Join(strings.Fields(want[k.key]), " ")
 	}
@@ -231,7 +277,11 @@ func (r *oracleRoot) simulated(t *rapid.T, loader boot.Loader) map[string]string
 func (r *oracleRoot) dump() string {
 	var b strings.Builder
 	filepath.Walk(r.dir, func(p string, fi os.FileInfo, err error) error {
-		if err != nil || fi.IsDir() {
+		if err != nil || (fi.IsDir() && !strings.HasSuffix(p, ".conf")) {
+			return nil
+		}
+		if fi.IsDir() {
+			fmt.Fprintf(&b, "/%s/ (a directory)\n", strings.TrimPrefix(p, r.dir+"/"))
 			return nil
 		}
 		rel, _ := filepath.Rel(r.dir, p)
@@ -285,5 +335,26 @@ func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSysctlLongLineOracle: a line of 1 MiB or more (LONG_LINE_MAX) makes
+// systemd-sysctl stop reading the file there ("Failed to read file,
+// ignoring"), so only the lines before it count; procps reads on.
+func TestSysctlLongLineOracle(t *testing.T) {
+	r := newOracleRoot(t)
+	r.clear(t)
+	body := "net.ipv4.tcp_fin_timeout = 20\n# " + strings.Repeat("x", 1<<20) + "\nnet.core.somaxconn = 1000\n"
+	must(t, os.WriteFile(filepath.Join(r.dir, "etc/sysctl.d/70-x.conf"), []byte(body), 0o644))
+	for _, l := range []struct {
+		loader boot.Loader
+		cmd    string
+	}{{boot.SystemdSysctl, "/lib/systemd/systemd-sysctl"}, {boot.ProcpsSystem, "sysctl -q --system"}} {
+		got, want := r.run(t, l.cmd), r.simulated(t, l.loader)
+		for _, k := range []string{"net.ipv4.tcp_fin_timeout", "net.core.somaxconn"} {
+			if got[k] != want[k] {
+				t.Errorf("%s: %s is %q after a file with a 1 MiB line, simulation says %q", l.loader, k, got[k], want[k])
+			}
+		}
 	}
 }

@@ -70,7 +70,7 @@ func ManagerNofile(root string) (NofileSetting, []ConfFile, error) {
 func ManagerNofileOverlay(root string, overlay map[string][]byte) (NofileSetting, []ConfFile, error) {
 	t := tree{root: root, overlay: overlay}
 	files := []ConfFile{{Path: ManagerConf, Target: resolve(root, ManagerConf)}}
-	files = append(files, listConfDirs(t, ManagerDropInDirs, true)...)
+	files = append(files, listConfDirs(t, ManagerDropInDirs, listDropIns)...)
 	set, err := lastAssignment(t, files, "Manager", "DefaultLimitNOFILE")
 	if err != nil {
 		return set, files, err
@@ -124,7 +124,7 @@ func UnitNofileOverlay(root, unit string, overlay map[string][]byte) (NofileSett
 	for _, d := range UnitDirs {
 		dropDirs = append(dropDirs, path.Join(d, typ+".d"))
 	}
-	files = append(files, listConfDirs(t, dropDirs, true)...)
+	files = append(files, listConfDirs(t, dropDirs, listDropIns)...)
 	set, err := lastAssignment(t, files, "Service", "LimitNOFILE")
 	if err != nil || set.Set {
 		return set, files, err
@@ -223,30 +223,90 @@ func lastAssignment(t tree, files []ConfFile, section, key string) (NofileSettin
 }
 
 // eachAssignment calls fn with the value (trimmed), file and 1-based line
-// of every KEY= line inside [section] of files, in order.
+// of every KEY= line inside [section] of files, in order, each file read
+// as systemd 252's config_parse (src/shared/conf-parser.c) reads it.
 func eachAssignment(t tree, files []ConfFile, section, key string, fn func(v string, f ConfFile, line int)) error {
 	for _, f := range files {
-		lines, err := readLines(t, f)
+		lines, err := readSystemdLines(t, f)
 		if err != nil {
 			return fmt.Errorf("boot: reading %s: %w", f.Name(), err)
 		}
 		in := ""
-		for i, l := range lines {
-			t := strings.TrimSpace(l)
-			if t == "" || t[0] == '#' || t[0] == ';' {
+		for _, l := range configLines(lines) {
+			p := strings.Trim(l.text, systemdSpace)
+			if p == "" {
 				continue
 			}
-			if strings.HasPrefix(t, "[") && strings.HasSuffix(t, "]") {
-				in = t[1 : len(t)-1]
+			if p[0] == '[' {
+				if strings.HasSuffix(p, "]") {
+					in = p[1 : len(p)-1]
+				}
 				continue
 			}
-			k, v, ok := strings.Cut(t, "=")
-			if ok && in == section && strings.TrimSpace(k) == key {
-				fn(strings.TrimSpace(v), f, i+1)
+			k, v, ok := strings.Cut(p, "=")
+			if ok && in == section && strings.Trim(k, systemdSpace) == key {
+				fn(strings.Trim(v, systemdSpace), f, l.n)
 			}
 		}
 	}
 	return nil
+}
+
+// configLine is one logical line of a systemd configuration file and the
+// 1-based line it starts on.
+type configLine struct {
+	text string
+	n    int
+}
+
+// configLines joins lines (as read_line splits them) into the logical
+// lines config_parse hands parse_line: a line whose first non-blank is #
+// or ; is a comment, skipped even inside a continuation; the first line
+// that starts with a UTF-8 byte order mark loses it; a line ending in an
+// unescaped backslash continues on the next, the backslash becoming a
+// blank; a continuation still open at the end of the file is parsed.
+func configLines(lines []string) []configLine {
+	var out []configLine
+	bom := false
+	cont, start := "", 0
+	open := false
+	for i, raw := range lines {
+		if c := strings.TrimLeft(raw, systemdSpace); c != "" && strings.ContainsRune("#;", rune(c[0])) {
+			continue
+		}
+		l := raw
+		if !bom {
+			l, bom = strings.CutPrefix(raw, "\ufeff")
+		}
+		if !open {
+			start = i + 1
+		}
+		l = cont + l
+		if escapedEnd(l) {
+			cont, open = l[:len(l)-1]+" ", true
+			continue
+		}
+		out = append(out, configLine{text: l, n: start})
+		cont, open = "", false
+	}
+	if open {
+		out = append(out, configLine{text: cont, n: start})
+	}
+	return out
+}
+
+// escapedEnd says whether l ends in a backslash that no backslash
+// before it escapes.
+func escapedEnd(l string) bool {
+	esc := false
+	for i := 0; i < len(l); i++ {
+		if esc {
+			esc = false
+		} else if l[i] == '\\' {
+			esc = true
+		}
+	}
+	return esc
 }
 
 // LastSetting is the value of KEY= in [section] that files (as
@@ -278,8 +338,11 @@ func LastAccepted(root string, files []ConfFile, section, key string, accept fun
 }
 
 // ParseNofile parses a LimitNOFILE=/DefaultLimitNOFILE= value as systemd
-// does: "N", "SOFT:HARD" (soft <= hard) or "infinity" (Unlimited), in file
-// descriptors; ok is false for anything else.
+// 252 does (rlimit_parse): "N", "SOFT:HARD" (soft <= hard) or "infinity"
+// (Unlimited), in file descriptors, each number read as safe_atou64
+// reads it (base 0 and systemd's own prefixes: "0x1000", "010000",
+// "0o10000" and "0b1000000000000" are 4096; a leading "+"; "-0" is 0); ok
+// is false for anything else.
 func ParseNofile(v string) (soft, hard uint64, ok bool) { return parseSystemdRlimit(v) }
 
 // parseSystemdRlimit parses "N", "S:H" or "infinity" as systemd does.
@@ -288,8 +351,8 @@ func parseSystemdRlimit(v string) (soft, hard uint64, ok bool) {
 		if s == "infinity" {
 			return Unlimited, true
 		}
-		n, err := strconv.ParseUint(s, 10, 64)
-		return n, err == nil
+		n, ok := safeAtou64(s)
+		return n, ok && n != Unlimited // RLIM_INFINITY only as "infinity"
 	}
 	s, h, pair := strings.Cut(v, ":")
 	soft, ok1 := one(s)
@@ -298,4 +361,44 @@ func parseSystemdRlimit(v string) (soft, hard uint64, ok bool) {
 	}
 	hard, ok2 := one(h)
 	return soft, hard, ok1 && ok2 && soft <= hard
+}
+
+// safeAtou64 is systemd 252's safe_atou64 (src/basic/parse-util.c):
+// leading ASCII white space skipped, a "0b" or "0o" prefix read as base 2
+// or 8 (mangle_base), else strtoull with base 0 (0x hexadecimal, a
+// leading 0 octal), after an optional sign; the whole rest must be read
+// without overflow, and a minus sign is refused unless the value is 0.
+func safeAtou64(s string) (uint64, bool) {
+	s = strings.TrimLeft(s, systemdSpace)
+	base := 0
+	if len(s) > 2 && s[0] == '0' {
+		switch s[1] | 0x20 {
+		case 'b':
+			base, s = 2, s[2:]
+		case 'o':
+			base, s = 8, s[2:]
+		}
+	}
+	neg := false
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		neg, s = s[0] == '-', s[1:]
+	}
+	if base == 0 {
+		switch {
+		case len(s) > 2 && s[0] == '0' && (s[1]|0x20) == 'x' && strings.ContainsRune("0123456789abcdefABCDEF", rune(s[2])):
+			base, s = 16, s[2:]
+		case s != "" && s[0] == '0':
+			base = 8
+		default:
+			base = 10
+		}
+	}
+	if s == "" || strings.ContainsAny(s, "+-_") {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s, base, 64)
+	if err != nil || (neg && n != 0) {
+		return 0, false
+	}
+	return n, true
 }

@@ -10,6 +10,8 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/hostprep/hostprep/internal/testenv"
+
 	"github.com/hostprep/hostprep/tune/boot"
 )
 
@@ -126,4 +128,140 @@ func TestEmptyLimitIsIgnored(t *testing.T) {
 	if m.String() != "2048:65536" {
 		t.Errorf("DefaultLimitNOFILE after an empty assignment: %s at %s, want 2048:65536 from system.conf", m.String(), m.Where())
 	}
+}
+
+// unitOracleName is the unit TestUnitOracle writes; no directory of the
+// host has it.
+const unitOracleName = "hostprep-oracle.service"
+
+// genUnitValue draws a LimitNOFILE=/DefaultLimitNOFILE= value: the forms
+// systemd's rlimit_parse takes (base 0 numbers, a leading +, soft:hard)
+// and systemd's own 0o and 0b prefixes) and some it refuses (08, 0o8,
+// Go's _ form, a trailing U+00A0, soft above hard).
+func genUnitValue(t *rapid.T) string {
+	return rapid.SampledFrom([]string{"4096", "8192:16384", "0x1000", "010000", "+8192", "1024:0x4000",
+		"0X2000:040000", "08", "0o10000", "0b1000000000000", "0o8", "1_000", "4096\u00a0", "16384:4096", "-5", " 2048 ", "3000:"}).Draw(t, "value")
+}
+
+// genUnitLine draws one line of a unit file or drop-in, with its end.
+func genUnitLine(t *rapid.T, key string) string {
+	var l string
+	switch rapid.IntRange(0, 9).Draw(t, "unitline") {
+	case 0:
+		l = rapid.SampledFrom([]string{"", "# LimitNOFILE=1", "; x", "[Unit]", "[Service]", "Description=x"}).Draw(t, "filler")
+	case 1:
+		// a continuation, perhaps with a comment line inside it
+		l = key + "=\\\n" + rapid.SampledFrom([]string{"", "# c\n", "; c\n"}).Draw(t, "inside") + genUnitValue(t)
+	case 2:
+		l = "\v" + key + "=" + genUnitValue(t) // \v is no white space to systemd
+	default:
+		l = rapid.SampledFrom([]string{"", " ", "\t"}).Draw(t, "pad") + key + "=" + genUnitValue(t)
+	}
+	return l + rapid.SampledFrom([]string{"\n", "\n", "\n", "\r\n", "\r", "\x00"}).Draw(t, "eol")
+}
+
+// genUnitFile draws a file: a section header and lines, perhaps after a
+// UTF-8 byte order mark.
+func genUnitFile(t *rapid.T, section, key string) string {
+	var b strings.Builder
+	if rapid.IntRange(0, 4).Draw(t, "bom") == 0 {
+		b.WriteString("\ufeff")
+	}
+	b.WriteString("[" + section + "]\n")
+	for i, n := 0, rapid.IntRange(0, 4).Draw(t, "lines"); i < n; i++ {
+		b.WriteString(genUnitLine(t, key))
+	}
+	return b.String()
+}
+
+// unitOracle runs systemd --test for the unit as nobody in box (where
+// dir's etc/systemd is /etc/systemd) and returns "soft:hard" of its
+// LimitNOFILE.
+func unitOracle(t *rapid.T, box *testenv.Sandbox) string {
+	out, e, _ := box.Run("setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
+		"/lib/systemd/systemd", "--test", "--system", "--unit="+unitOracleName, "--no-pager", "--log-target=console")
+	in := false
+	hard := ""
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		switch {
+		case strings.Contains(l, "-> Unit "+unitOracleName+":"):
+			in = true
+		case in && len(f) == 2 && f[0] == "LimitNOFILE:":
+			hard = f[1]
+		case in && len(f) == 2 && f[0] == "LimitNOFILESoft:" && hard != "":
+			return f[1] + ":" + hard
+		}
+	}
+	t.Fatalf("systemd --test printed no LimitNOFILE for %s:\n%s\n%s", unitOracleName, out, e)
+	return ""
+}
+
+// TestUnitOracle draws a unit file, drop-ins and system.conf with the
+// shapes systemd's config_parse reads in its own way (a byte order mark,
+// backslash continuations with comment lines inside, bare CR and NUL
+// line ends, \v before a key, base-0 and "+" numbers, values it refuses)
+// and requires boot.UnitNofile to equal the LimitNOFILE that Debian's
+// real systemd 252 prints for the unit with `systemd --test`, run as
+// nobody in the sandbox over the drawn /etc/systemd (when no file of the
+// unit sets it, both must agree on that). It skips without
+// /lib/systemd/systemd (and setpriv) even in CI.
+func TestUnitOracle(t *testing.T) {
+	for _, p := range []string{"/lib/systemd/systemd", "/usr/bin/setpriv"} {
+		if _, err := os.Stat(p); err != nil {
+			t.Skipf("%s is needed: %v", p, err)
+		}
+	}
+	box := testenv.NewSandbox(t)
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		must(t, os.Chmod(d, 0o755)) // systemd runs as nobody
+	}
+	etc := filepath.Join(dir, "etc/systemd")
+	must(t, os.MkdirAll(etc, 0o755))
+	if _, e, c := box.Run("sh", "-c", "mount --bind "+etc+" /etc/systemd && mkdir -p /run/systemd"); c != 0 {
+		t.Fatalf("mounts: %s", e)
+	}
+	// systemd --test does not apply system.conf's DefaultLimitNOFILE
+	// (measured: it prints the process's own limits for a unit that sets
+	// none), so the manager's files are TestManagerOracle's; here a unit
+	// that sets nothing must get what --test prints for a bare unit.
+	must(t, os.MkdirAll(filepath.Join(etc, "system"), 0o755))
+	must(t, os.WriteFile(filepath.Join(etc, "system", unitOracleName), []byte("[Service]\nExecStart=/bin/true\n"), 0o644))
+	var unset string
+	rapid.Check(t, func(rt *rapid.T) { unset = unitOracle(rt, box) })
+	rapid.Check(t, func(rt *rapid.T) {
+		ents, _ := os.ReadDir(etc) // empty it: the bind mount holds this directory
+		for _, e := range ents {
+			must(t, os.RemoveAll(filepath.Join(etc, e.Name())))
+		}
+		write := func(p, body string) {
+			must(t, os.MkdirAll(filepath.Dir(filepath.Join(etc, p)), 0o755))
+			must(t, os.WriteFile(filepath.Join(etc, p), []byte(body), 0o644))
+		}
+		write("system/"+unitOracleName, "[Unit]\nDescription=hostprep oracle\n[Service]\nExecStart=/bin/true\n"+genUnitFile(rt, "Service", "LimitNOFILE"))
+		for i, n := 0, rapid.IntRange(0, 3).Draw(rt, "dropins"); i < n; i++ {
+			name := rapid.SampledFrom([]string{"10-a.conf", "60-hostprep.conf", "99-z.conf"}).Draw(rt, "dropin")
+			write("system/"+unitOracleName+".d/"+name, genUnitFile(rt, "Service", "LimitNOFILE"))
+		}
+		want := unitOracle(rt, box)
+		got, _, err := boot.UnitNofile(dir, unitOracleName)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		if !strings.HasPrefix(got.File.Path, "/etc/systemd/system/") && want == unset {
+			return // no file of the unit sets it, for both
+		}
+		if got.String() != want {
+			var files strings.Builder
+			filepath.Walk(etc, func(p string, fi os.FileInfo, err error) error {
+				if err == nil && !fi.IsDir() {
+					b, _ := os.ReadFile(p)
+					fmt.Fprintf(&files, "%s: %q\n", strings.TrimPrefix(p, dir), b)
+				}
+				return nil
+			})
+			rt.Fatalf("systemd --test gives %s LimitNOFILE %s, simulation %s at %s\n%s", unitOracleName, want, got.String(), got.Where(), files.String())
+		}
+	})
 }

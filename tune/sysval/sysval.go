@@ -133,3 +133,88 @@ func Satisfies(have, want, mode string) bool {
 	}
 	return Equal(t, have)
 }
+
+// Written is what the kernel keeps of v written to a numeric key that
+// takes n integer fields (proc_dointvec*, proc_doulongvec_minmax): it
+// skips white space (isspace: blank, \t, \n, \v, \f, \r), reads up to n
+// numbers as proc_get_long does (an optional minus sign, then at least
+// one digit, strtoul with base 0) each followed by the end, a blank, a
+// tab or a newline, and ignores whatever follows the n-th ("32768 #
+// keep", a fourth field of tcp_rmem). fields are the numbers it takes,
+// in decimal; ok is false when it refuses the write (EINVAL: no number
+// at all, a number followed by anything else — "1000x", a non-ASCII
+// space such as U+00A0 — or out of range), in which case fields are
+// those it stored before failing.
+func Written(v string, n int) (fields []string, ok bool) {
+	b := []byte(v)
+	i := 0
+	for len(fields) < n {
+		for i < len(b) && kernelSpace(b[i]) {
+			i++
+		}
+		if i == len(b) {
+			break
+		}
+		f, end, good := kernelNumber(b[i:])
+		if !good {
+			return fields, false
+		}
+		fields = append(fields, f)
+		i += end
+	}
+	return fields, len(fields) > 0
+}
+
+// kernelSpace is the kernel's isspace (lib/ctype.c: the ASCII white
+// space and Latin-1's 0xA0, which UTF-8 never writes alone).
+func kernelSpace(c byte) bool {
+	return c == ' ' || (c >= '\t' && c <= '\r') || c == 0xa0
+}
+
+// kernelNumber reads one number at the start of b as proc_get_long
+// does: its decimal form and length; good is false for EINVAL.
+func kernelNumber(b []byte) (string, int, bool) {
+	i, neg := 0, false
+	if b[0] == '-' && len(b) > 1 {
+		i, neg = 1, true
+	}
+	if i >= len(b) || b[i] < '0' || b[i] > '9' {
+		return "", 0, false
+	}
+	base := 10
+	switch {
+	case b[i] == '0' && i+2 < len(b) && (b[i+1]|0x20) == 'x' && isHex(b[i+2]):
+		base, i = 16, i+2
+	case b[i] == '0':
+		base = 8
+	}
+	j := i
+	for j < len(b) && digitIn(b[j], base) {
+		j++
+	}
+	n, okNum := new(big.Int).SetString(string(b[i:j]), base)
+	if j == i {
+		n, okNum = new(big.Int), true // "0"
+	}
+	const tmpbuf = 22 // TMPBUFLEN: a number this long is refused
+	if !okNum || n.BitLen() > 64 || j >= tmpbuf-1 || (j < len(b) && b[j] != ' ' && b[j] != '\t' && b[j] != '\n') {
+		return "", 0, false
+	}
+	if neg {
+		n.Neg(n)
+	}
+	return n.String(), j, true
+}
+
+func isHex(c byte) bool { return digitIn(c, 16) }
+
+func digitIn(c byte, base int) bool {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c-'0') < base
+	case base == 16:
+		c |= 0x20
+		return c >= 'a' && c <= 'f'
+	}
+	return false
+}

@@ -1,6 +1,9 @@
 package sysval
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestTarget(t *testing.T) {
 	cases := []struct{ cur, want, mode, out string }{
@@ -68,5 +71,38 @@ func TestKernelNumberSyntax(t *testing.T) {
 	}
 	if n, ok := Uint("0x300000"); !ok || n != 3145728 {
 		t.Errorf("Uint(0x300000) = %d %v", n, ok)
+	}
+}
+
+// Written reads a value as the kernel's proc_dointvec does.
+func TestWritten(t *testing.T) {
+	for _, c := range []struct {
+		v    string
+		n    int
+		want string
+		ok   bool
+	}{
+		{"32768 # keep", 1, "32768", true},
+		{"15 ; x", 1, "15", true},
+		{"1024 4096 16777216 1", 3, "1024 4096 16777216", true},
+		{"32768 65535", 1, "32768", true},
+		{"0x1000", 1, "4096", true},
+		{"010000", 1, "4096", true},
+		{"-1", 1, "-1", true},
+		{" \t32768\n", 1, "32768", true},
+		{"32768\u00a0", 1, "", false},
+		{"1000x", 1, "", false},
+		{"+5", 1, "", false},
+		{"08", 1, "", false},
+		{"", 1, "", false},
+		{"# x", 1, "", false},
+		{"99999999999999999999999", 1, "", false},
+		{"4096 131072", 3, "4096 131072", true},
+		{"4096 x", 3, "4096", false},
+	} {
+		got, ok := Written(c.v, c.n)
+		if strings.Join(got, " ") != c.want || ok != c.ok {
+			t.Errorf("Written(%q, %d) = %q %v, want %q %v", c.v, c.n, got, ok, c.want, c.ok)
+		}
 	}
 }
