@@ -2,6 +2,8 @@ package preflight
 
 import (
 	"fmt"
+	"os"
+	"strings"
 
 	"github.com/hostprep/hostprep/profiles"
 )
@@ -19,8 +21,15 @@ import (
 // resolveNofile returns the RLIMIT_NOFILE a process started by systemd
 // with req gets, and how it was resolved ("" when req applies as
 // written). nrOpen is fs.nr_open (0 if unknown); pid1 is PID 1's limit
-// (nil if unknown, when fs.nr_open is the only bound known).
-func resolveNofile(req profiles.Limit, nrOpen int64, pid1 *profiles.Limit) (profiles.Limit, string) {
+// (nil if unknown, when fs.nr_open is the only bound known); noRaise,
+// when not "", says why PID 1 cannot raise a hard limit above its own
+// (Facts.Pid1NoRaise): setrlimit() then refuses any hard limit above
+// pid1's too.
+func resolveNofile(req profiles.Limit, nrOpen int64, pid1 *profiles.Limit, noRaise string) (profiles.Limit, string) {
+	if noRaise != "" && pid1 != nil && req.Hard > pid1.Hard && req.Hard != Unlimited && (nrOpen <= 0 || req.Hard <= uint64(nrOpen)) {
+		eff := profiles.Limit{Soft: min(req.Soft, pid1.Hard), Hard: pid1.Hard}
+		return eff, fmt.Sprintf("LimitNOFILE=%s is above the service manager's own hard limit %d (PID 1, /proc/1/limits) and %s, so setrlimit() refuses it (EPERM) and systemd sets the closest it can (setrlimit_closest), giving %s", fmtLimit(req), pid1.Hard, noRaise, fmtLimit(eff))
+	}
 	fits := nrOpen > 0 && req.Hard <= uint64(nrOpen) && req.Soft <= req.Hard
 	if fits || (nrOpen <= 0 && req.Hard != Unlimited && req.Soft != Unlimited) {
 		return req, ""
@@ -53,13 +62,32 @@ func (g *gatherer) pid1() {
 		return
 	}
 	g.f.Pid1Nofile = &profiles.Limit{Soft: soft, Hard: hard}
+	g.f.Pid1NoRaise = g.pid1NoRaise()
+}
+
+// pid1NoRaise says why PID 1 cannot raise a hard RLIMIT_NOFILE above its
+// own, "" when it can or that is not known. Raising a hard limit needs
+// CAP_SYS_RESOURCE in the initial user namespace (do_prlimit's
+// capable()): PID 1 lacks it when its CapEff has no bit 24, or when it
+// runs in a user namespace of its own (an unprivileged container: its
+// uid_map is not the identity "0 0 4294967295"), whatever its CapEff
+// says there.
+func (g *gatherer) pid1NoRaise() string {
+	if has, err := g.hasCap(1, "CapEff", capSysResource); err == nil && !has {
+		return "PID 1 lacks CAP_SYS_RESOURCE (CapEff in /proc/1/status)"
+	}
+	b, err := os.ReadFile(g.path("/proc/1/uid_map"))
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 && !(f[0] == "0" && f[1] == "0" && f[2] == "4294967295") {
+		return fmt.Sprintf("PID 1 runs in a user namespace of its own (/proc/1/uid_map %q), where CAP_SYS_RESOURCE cannot raise a hard limit", strings.Join(f, " "))
+	}
+	return ""
 }
 
 // applyUnitLimit sets the target's limits to what systemd gives a unit
 // asking for req (see resolveNofile), saying where they came from.
 func (f *Facts) applyUnitLimit(req profiles.Limit, source string) {
 	nr, _ := f.SysInt("fs.nr_open")
-	eff, how := resolveNofile(req, nr, f.Pid1Nofile)
+	eff, how := resolveNofile(req, nr, f.Pid1Nofile, f.Pid1NoRaise)
 	t := &f.Target
 	t.NofileSoft, t.NofileHard, t.Source = eff.Soft, eff.Hard, source
 	if how != "" {

@@ -67,6 +67,11 @@ type Facts struct {
 	// unit's LimitNOFILE=infinity (or any value above fs.nr_open) to. Nil
 	// when not readable.
 	Pid1Nofile *profiles.Limit `json:"pid1_nofile,omitempty"`
+	// Pid1NoRaise says why PID 1 cannot raise a hard nofile above its own
+	// (no CAP_SYS_RESOURCE in CapEff, or a user namespace of its own); ""
+	// when it can or that is not known. A unit's LimitNOFILE above PID 1's
+	// hard limit is then capped at it.
+	Pid1NoRaise string `json:"pid1_no_raise,omitempty"`
 	// HereNofileHard is the hard RLIMIT_NOFILE hostprep was started with
 	// (/proc/self/limits; the Go runtime raises only the soft one): the
 	// most a process started from the same shell gets without

@@ -182,8 +182,8 @@ func (g *gatherer) loadedOrFiles(unit string, loaded profiles.Limit) (profiles.L
 		return loaded, src
 	}
 	nr, _ := g.f.SysInt("fs.nr_open")
-	l, _ := resolveNofile(loaded, nr, g.f.Pid1Nofile)
-	d, _ := resolveNofile(u.lim, nr, g.f.Pid1Nofile)
+	l, _ := resolveNofile(loaded, nr, g.f.Pid1Nofile, g.f.Pid1NoRaise)
+	d, _ := resolveNofile(u.lim, nr, g.f.Pid1Nofile, g.f.Pid1NoRaise)
 	setting := "LimitNOFILE"
 	if !u.found {
 		setting = "DefaultLimitNOFILE"

@@ -99,7 +99,7 @@ func TestResolveNofile(t *testing.T) {
 		{"PID 1 unknown: at most nr_open", profiles.Limit{Soft: inf, Hard: inf}, 1048576, nil, profiles.Limit{Soft: 1048576, Hard: 1048576}, true},
 	}
 	for _, c := range cases {
-		got, how := resolveNofile(c.req, c.nrOpen, c.pid1)
+		got, how := resolveNofile(c.req, c.nrOpen, c.pid1, "")
 		if got != c.want || (how != "") != c.resolved {
 			t.Errorf("%s: %+v (%q), want %+v resolved=%v", c.name, got, how, c.want, c.resolved)
 		}
@@ -438,6 +438,46 @@ func TestProfileProbePortIsTheListener(t *testing.T) {
 		}
 		if fmt.Sprint(tg.Ports) != fmt.Sprint(c.ports) {
 			t.Errorf("probe broker %s: target ports %v, want %v", c.broker, tg.Ports, c.ports)
+		}
+	}
+}
+
+// TestUnitLimitAbovePid1WhenPid1CannotRaise: systemd sets a unit's
+// LimitNOFILE in the forked child with PID 1's credentials; a hard limit
+// above PID 1's own needs CAP_SYS_RESOURCE in the initial user namespace,
+// so where PID 1 lacks it (CapEff without bit 24) or runs in a user
+// namespace of its own (an unprivileged container), setrlimit() refuses
+// it and setrlimit_closest caps it at PID 1's hard limit. Field case: a
+// unit at 65536 passed fd.soft for 40000 sockets in a container whose
+// PID 1 had 32768. Measured here: as root without CAP_SYS_RESOURCE in the
+// bounding set, `prlimit --nofile=65536:65536 true` fails with EPERM.
+func TestUnitLimitAbovePid1WhenPid1CannotRaise(t *testing.T) {
+	pid1Limits := "Limit                     Soft Limit           Hard Limit           Units     \nMax open files            1024                 32768                files     \n"
+	full := "Name:\tsystemd\nCapEff:\t000001ffffffffff\nCapBnd:\t000001ffffffffff\n"
+	noRes := "Name:\tsystemd\nCapEff:\t000001fffeffffff\nCapBnd:\t000001fffeffffff\n"
+	for _, c := range []struct {
+		name, status, uidMap string
+		want                 uint64
+	}{
+		{"PID 1 with CAP_SYS_RESOURCE in the initial namespace", full, "         0          0 4294967295\n", 65536},
+		{"PID 1 without CAP_SYS_RESOURCE", noRes, "         0          0 4294967295\n", 32768},
+		{"PID 1 in a user namespace of its own", full, "         0     100000      65536\n", 32768},
+	} {
+		root := fixtureRoot(t, map[string]string{
+			"proc/1/limits": pid1Limits, "proc/1/status": c.status, "proc/1/uid_map": c.uidMap,
+			"etc/systemd/system/iotdb-datanode.service": "[Service]\nExecStart=/bin/true\nLimitNOFILE=65536\n",
+		})
+		f, err := Gather(t.Context(), GatherOptions{Root: root, Service: "iotdb-datanode"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tp := f.Target; tp.NofileHard != c.want || tp.NofileSoft != c.want {
+			t.Errorf("%s: unit nofile %d:%d (%s), want %d", c.name, tp.NofileSoft, tp.NofileHard, tp.Source, c.want)
+		}
+		tg := Target{Sockets: 40000, Role: IoTDB, ConnRate: 10}
+		_ = tg.Validate()
+		if got, want := find(t, Evaluate(f, tg), "fd.soft").Status, map[bool]verdict.Status{true: verdict.Pass, false: verdict.Fail}[c.want == 65536]; got != want {
+			t.Errorf("%s: fd.soft %s, want %s", c.name, got, want)
 		}
 	}
 }
