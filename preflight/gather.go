@@ -190,7 +190,7 @@ func Gather(ctx context.Context, o GatherOptions) (*Facts, error) {
 func (g *gatherer) targetAndConfig(ctx context.Context, o GatherOptions) error {
 	pid := o.PID
 	if pid == 0 && o.Service == "" && o.Role != Loadgen {
-		pid = g.listenerOwner(o.Ports)
+		pid = g.listenerOwner(o.Ports, o.Role)
 	}
 	if o.ServiceFromProfile && len(o.AltServices) > 0 {
 		o.Service = g.firstInstalled(append([]string{o.Service}, o.AltServices...))
@@ -246,7 +246,7 @@ func (g *gatherer) ownerOfMissingUnit(o GatherOptions) error {
 	if !(missing || inert) || o.PID != 0 || o.Role == Loadgen {
 		return nil
 	}
-	owner := g.listenerOwner(o.Ports)
+	owner := g.listenerOwner(o.Ports, o.Role)
 	if owner == 0 {
 		return nil
 	}

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/plural"
-	"github.com/hostprep/hostprep/internal/proclimits"
 	"github.com/hostprep/hostprep/internal/procnet"
 	"github.com/prometheus/procfs"
 	psnet "github.com/shirou/gopsutil/v3/net"
@@ -130,9 +129,11 @@ func (g *gatherer) listeners(ports []int) {
 // if none is known. When several hold such listeners (servers on other
 // addresses of the port, a pre-forking server's workers, systemd and a
 // socket-activated service) any of them may be the one that accepts, so
-// it is the one with the least soft nofile (then hard; a process whose
-// limits cannot be read is named, not chosen), and a note names them all.
-func (g *gatherer) listenerOwner(ports []int) int {
+// it is the one with the least capacity for a role target (its soft
+// nofile less the files it holds, its memory cgroup, its threads: each
+// is read as the target would be; one whose limits cannot be read is
+// named, not chosen), and a note names them all.
+func (g *gatherer) listenerOwner(ports []int, role Role) int {
 	var pids []int
 	for _, l := range g.f.Listeners {
 		if !containsInt(ports, l.Port) {
@@ -148,23 +149,27 @@ func (g *gatherer) listenerOwner(ports []int) int {
 		return append(pids, 0)[0]
 	}
 	slices.Sort(pids)
-	best, bestSoft, bestHard := 0, uint64(0), uint64(0)
+	saved, notes := g.f.Target, len(g.f.Notes)
+	best, bestCap := 0, int64(0)
 	var each []string
 	for _, pid := range pids {
-		soft, hard, err := proclimits.Nofile(g.path(fmt.Sprintf("/proc/%d/limits", pid)))
-		if err != nil {
-			each = append(each, fmt.Sprintf("pid %d (limits not readable: %v)", pid, unwrapPath(err)))
+		g.f.Target = ProcessFacts{}
+		if err := g.targetPID(pid, ""); err != nil {
+			each = append(each, fmt.Sprintf("pid %d (limits not readable: %v)", pid, err))
 			continue
 		}
-		each = append(each, fmt.Sprintf("pid %d (%s, nofile %s:%s)", pid, g.ownerEndpoint(pid), fmtNofile(soft), fmtNofile(hard)))
-		if best == 0 || soft < bestSoft || soft == bestSoft && hard < bestHard {
-			best, bestSoft, bestHard = pid, soft, hard
+		c := capacityOf(g.f, Target{Sockets: 1, Role: role})
+		p := g.f.Target
+		each = append(each, fmt.Sprintf("pid %d (%s, nofile %s:%s, capacity %s, limited by %s)", pid, g.ownerEndpoint(pid), fmtNofile(p.NofileSoft), fmtNofile(p.NofileHard), plural.N(c.Sockets, "socket"), c.LimitedBy))
+		if best == 0 || c.Sockets < bestCap {
+			best, bestCap = pid, c.Sockets
 		}
 	}
+	g.f.Target, g.f.Notes = saved, g.f.Notes[:notes]
 	if best == 0 {
 		best = pids[0]
 	}
-	g.note("%s hold the target's listeners on port %s: %s; any of them may accept, so pid %d, the least limited, is judged",
+	g.note("%s hold the target's listeners on port %s: %s; any of them may accept, so pid %d, the one with the least capacity, is judged",
 		plural.N(len(pids), "process"), portList(ports), strings.Join(each, ", "), best)
 	return best
 }

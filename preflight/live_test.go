@@ -385,7 +385,7 @@ func TestLiveSharedListenerJudgesLeastLimited(t *testing.T) {
 			note = n
 		}
 	}
-	if !strings.Contains(note, fmt.Sprintf("pid %d", os.Getpid())) || !strings.Contains(note, fmt.Sprintf("pid %d (127.0.0.1:%d, nofile 1000:1000)", child.Process.Pid, port)) {
+	if !strings.Contains(note, fmt.Sprintf("pid %d", os.Getpid())) || !strings.Contains(note, fmt.Sprintf("pid %d (127.0.0.1:%d, nofile 1000:1000,", child.Process.Pid, port)) {
 		t.Errorf("no note naming both holders: %q", f.Notes)
 	}
 }

@@ -1,8 +1,10 @@
 package preflight
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -150,5 +152,34 @@ func TestGatherMemCgroup(t *testing.T) {
 		if m.Limit != c.limit || m.Usage != c.usage || m.From != c.from || m.High != c.high || m.HighFrom != c.highFrom || len(m.Unseen) != c.unseen {
 			t.Errorf("%s: memory cgroup %+v; want limit %d usage %d from %q, high %d from %q, %d unseen", c.name, m, c.limit, c.usage, c.from, c.high, c.highFrom, c.unseen)
 		}
+	}
+}
+
+// TestListenerOwnerLeastCapacity: of two processes holding the target's
+// listeners, the one judged is the one with the least capacity, not the
+// least soft nofile: here the one at nofile 19000 in an 8 MiB memory
+// cgroup, not the one at 7000 with no memory limit. Field case: the
+// first was judged (PASS on MemAvailable) and the second was OOM-killed
+// after 3127 connections.
+func TestListenerOwnerLeastCapacity(t *testing.T) {
+	lim := func(n int) string {
+		return fmt.Sprintf("Limit                     Soft Limit           Hard Limit           Units     \nMax open files            %d                 %d                files     \n", n, n)
+	}
+	root := fixtureRoot(t, map[string]string{
+		"proc/4242/limits": lim(7000), "proc/4242/cgroup": "4:memory:/\n",
+		"proc/4243/limits": lim(19000), "proc/4243/cgroup": "4:memory:/capped\n",
+		"proc/4243/status":                                  "Name:\tmosquitto\nCapEff:\t0000000000000000\n",
+		"sys/fs/cgroup/memory/memory.limit_in_bytes":        v1Unlimited,
+		"sys/fs/cgroup/memory/memory.usage_in_bytes":        "1048576\n",
+		"sys/fs/cgroup/memory/capped/memory.limit_in_bytes": "8388608\n",
+		"sys/fs/cgroup/memory/capped/memory.usage_in_bytes": "1048576\n",
+	})
+	g := &gatherer{root: root, f: &Facts{MemAvailable: 20 << 30,
+		Listeners: []Listener{{Address: "127.0.0.1", Port: 19101, PID: 4242, Holders: []int{4242}}, {Address: "127.0.0.2", Port: 19101, PID: 4243, Holders: []int{4243}}}}}
+	if got := g.listenerOwner([]int{19101}, Broker); got != 4243 {
+		t.Errorf("judged pid %d, want 4243 (8 MiB memory cgroup); notes %q", got, g.f.Notes)
+	}
+	if len(g.f.Notes) != 1 || !strings.Contains(g.f.Notes[0], "limited by mem.available") || g.f.Target.PID != 0 {
+		t.Errorf("notes %q, target %+v: want one note naming both and the target left for the caller", g.f.Notes, g.f.Target)
 	}
 }
