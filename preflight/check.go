@@ -76,7 +76,7 @@ func Evaluate(f *Facts, t Target) []verdict.Check {
 			continue
 		}
 		var c verdict.Check
-		if ns := f.Target.NetNS; ns != "" && netnsScoped(d.ID) {
+		if p := f.Target; (p.NetNS != "" || p.NetNSUnseen != "") && netnsScoped(d.ID) {
 			c = otherNetNS(f, d.ID)
 		} else {
 			c = d.Func(f, t)
@@ -106,6 +106,11 @@ func netnsScoped(id string) bool {
 // read is hostprep's namespace, not the target's.
 func otherNetNS(f *Facts, id string) verdict.Check {
 	p := f.Target
+	if p.NetNS == "" {
+		return warn(fmt.Sprintf("not judged: whether pid %d shares hostprep's network namespace could not be read (%s), and %s reads the sysctls and sockets of hostprep's own", p.PID, p.NetNSUnseen, id),
+			"target network namespace not readable", "the target's network namespace",
+			"run hostprep preflight as root (another user's /proc/PID/ns/net needs it)")
+	}
 	return warn(fmt.Sprintf("not judged: pid %d is in another network namespace (%s), and %s reads the sysctls and sockets of hostprep's own", p.PID, p.NetNS, id),
 		"target "+p.NetNS, "the target's network namespace",
 		fmt.Sprintf("run hostprep inside it: nsenter --net=/proc/%d/ns/net hostprep preflight ... (or ip netns exec NAME hostprep preflight ...)", p.PID))

@@ -156,6 +156,10 @@ type ProcessFacts struct {
 	// from the /proc/PID/ns/net links); "" when it is the same or was not
 	// read. The network checks then cannot judge it.
 	NetNS string `json:"net_ns,omitempty" yaml:"net_ns"`
+	// NetNSUnseen says why whether it shares hostprep's network namespace
+	// could not be read (another user's /proc/PID/ns/net needs root);
+	// the network checks then cannot judge it either.
+	NetNSUnseen string `json:"net_ns_unseen,omitempty" yaml:"net_ns_unseen"`
 	// CapSysResource says whether the process may raise its hard limit
 	// (CapEff bit 24).
 	CapSysResource bool `json:"cap_sys_resource" yaml:"-"`

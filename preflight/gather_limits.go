@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
@@ -78,13 +79,7 @@ func (g *gatherer) targetPID(pid int, source string) error {
 	g.tasks(pid)
 	g.memCgroup(pid)
 	t.HeldFDs = g.heldFDs(pid)
-	if g.live() {
-		theirs, err1 := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid))
-		ours, err2 := os.Readlink("/proc/self/ns/net")
-		if err1 == nil && err2 == nil && theirs != ours {
-			t.NetNS = fmt.Sprintf("%s, hostprep's %s", theirs, ours)
-		}
-	}
+	g.netNS(pid)
 	t.CapSysResource, err = g.hasCap(pid, "CapEff", capSysResource)
 	if err != nil {
 		g.note("capabilities of pid %d: %v", pid, err)
@@ -463,4 +458,46 @@ func (g *gatherer) heldFDs(pid int) uint64 {
 		}
 	}
 	return n
+}
+
+// netNS fills the target's NetNS (its network namespace when it is not
+// hostprep's) or NetNSUnseen (why that could not be read: another user's
+// /proc/PID/ns/net needs root), live or from the recording.
+func (g *gatherer) netNS(pid int) {
+	t := &g.f.Target
+	switch {
+	case g.rep != nil:
+		t.NetNS, t.NetNSUnseen = g.rep.NetNS, g.rep.NetNSUnseen
+	case g.live():
+		theirs, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid))
+		ours, err2 := os.Readlink("/proc/self/ns/net")
+		switch {
+		case err == nil && err2 == nil && theirs != ours:
+			t.NetNS = fmt.Sprintf("%s, hostprep's %s", theirs, ours)
+		case err != nil:
+			t.NetNS, t.NetNSUnseen = netNSByProcNet(pid, err)
+		}
+	}
+	if g.rec != nil {
+		g.rec.m.NetNS, g.rec.m.NetNSUnseen = t.NetNS, t.NetNSUnseen
+	}
+}
+
+// netNSByProcNet tells, where /proc/PID/ns/net cannot be read (another
+// user's process, without root: it needs ptrace access), whether pid
+// shares hostprep's network namespace another way: /proc/PID/net is
+// readable by anyone and each namespace has its own proc entries, so
+// /proc/PID/net/dev has another inode in another namespace (measured: the
+// same inode for every process of one namespace, another in a namespace
+// made with unshare --net). It returns NetNS or, when neither can be
+// read, NetNSUnseen naming nsErr.
+func netNSByProcNet(pid int, nsErr error) (netNS, unseen string) {
+	var theirs, ours syscall.Stat_t
+	if syscall.Stat(fmt.Sprintf("/proc/%d/net/dev", pid), &theirs) != nil || syscall.Stat("/proc/self/net/dev", &ours) != nil {
+		return "", fmt.Sprintf("/proc/%d/ns/net: %v", pid, unwrapPath(nsErr))
+	}
+	if theirs.Ino != ours.Ino {
+		return fmt.Sprintf("/proc/%d/net/dev is inode %d, hostprep's %d", pid, theirs.Ino, ours.Ino), ""
+	}
+	return "", ""
 }

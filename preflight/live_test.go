@@ -479,6 +479,29 @@ func TestLiveTargetInOtherNetNS(t *testing.T) {
 	if c := find(t, cs, "fd.soft"); strings.Contains(c.Summary, "network namespace") {
 		t.Errorf("fd.soft is the process's own, judged anywhere: %s", message(c))
 	}
+	// without root another user's ns link cannot be read: /proc/PID/net
+	// tells the same (each namespace has its own proc entries)
+	denied := os.ErrPermission
+	if ns, unseen := netNSByProcNet(child.Process.Pid, denied); ns == "" || unseen != "" {
+		t.Errorf("by /proc/PID/net: netns %q unseen %q, want another namespace", ns, unseen)
+	}
+	if ns, unseen := netNSByProcNet(os.Getpid(), denied); ns != "" || unseen != "" {
+		t.Errorf("by /proc/PID/net for hostprep's own: netns %q unseen %q, want the same namespace", ns, unseen)
+	}
+	// a recording carries it: the ns links are not copied
+	rec, err := Gather(t.Context(), GatherOptions{PID: child.Process.Pid, Role: Broker, Record: filepath.Join(t.TempDir(), "rec")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Target.NetNS != f.Target.NetNS {
+		t.Errorf("replayed netns %q, live %q", rec.Target.NetNS, f.Target.NetNS)
+	}
+	// one that could not be read (another user's, without root) is not
+	// judged either
+	f.Target.NetNS, f.Target.NetNSUnseen = "", "/proc/1234/ns/net: permission denied"
+	if c := find(t, Evaluate(f, tg), "accept.syn_backlog"); c.Status != verdict.Warn || !strings.Contains(c.Summary, "could not be read") || !strings.Contains(c.Remedy, "as root") {
+		t.Errorf("accept.syn_backlog with the netns unread: %s", message(c))
+	}
 }
 
 // TestLiveSoftRemedyRuns runs the live prlimit remedy fd.soft gives for

@@ -75,6 +75,11 @@ type Recording struct {
 	// UserTasks are the tasks of the target's real user (summed over
 	// /proc/*/status, which is not copied).
 	UserTasks uint64 `json:"user_tasks,omitempty"`
+	// NetNS and NetNSUnseen are the target's ProcessFacts.NetNS and
+	// NetNSUnseen: whether it shares hostprep's network namespace is
+	// read from /proc/PID/ns/net links, which a copy cannot carry.
+	NetNS       string `json:"net_ns,omitempty"`
+	NetNSUnseen string `json:"net_ns_unseen,omitempty"`
 	// SystemctlShow maps a unit to `systemctl show -p ... UNIT` output.
 	SystemctlShow map[string]string `json:"systemctl_show,omitempty"`
 	// Files lists the files copied, relative to DIR.
