@@ -107,7 +107,7 @@ func netnsScoped(id string) bool {
 func otherNetNS(f *Facts, id string) verdict.Check {
 	p := f.Target
 	if p.NetNS == "" {
-		return warn(fmt.Sprintf("not judged: whether pid %d shares hostprep's network namespace could not be read (%s), and %s reads the sysctls and sockets of hostprep's own", p.PID, p.NetNSUnseen, id),
+		return warn(fmt.Sprintf("not judged: whether hostprep shares the network namespace of pid %d could not be read (%s), and %s reads the sysctls and sockets of hostprep's own", p.PID, p.NetNSUnseen, id),
 			"target network namespace not readable", "the target's network namespace",
 			"run hostprep preflight as root (another user's /proc/PID/ns/net needs it)")
 	}
