@@ -193,9 +193,16 @@ func checkFDSoft(f *Facts, t Target) verdict.Check {
 		return unnamedServer(f, t, "soft", p.NofileSoft, need, obs, exp)
 	}
 	if p.NofileSoft >= need {
+		if p.HeldFDsUnseen != "" {
+			return heldUnseen("soft", p, t, obs, exp)
+		}
 		return pass(fmt.Sprintf("soft nofile %s covers %s", fmtNofile(p.NofileSoft), plural.N(t.Sockets, "socket")), obs, exp)
 	}
+	left := int64(p.NofileSoft) - int64(p.HeldFDs)
 	summary := fmt.Sprintf("target process soft nofile %d < %s: it stops accepting/connecting with EMFILE (\"too many open files\") near %d", p.NofileSoft, plural.N(t.Sockets, "socket"), p.NofileSoft)
+	if p.HeldFDs > 0 {
+		summary = fmt.Sprintf("target process soft nofile %d, less the %s it holds now, leaves %d for %s: it stops accepting/connecting with EMFILE (\"too many open files\") near %s", p.NofileSoft, plural.N(p.HeldFDs, "other file"), max(left, 0), plural.N(t.Sockets, "socket"), plural.N(max(left, 0), "socket"))
+	}
 	if p.Unit != "" && !underSystemd(f) {
 		summary += fmt.Sprintf("; systemd is not running here, so %s's LimitNOFILE cannot apply: the limit is what the starting shell passes on", p.Unit)
 	}
@@ -267,6 +274,9 @@ func checkFDHard(f *Facts, t Target) verdict.Check {
 		return unnamedServer(f, t, "hard", p.NofileHard, need, obs, exp)
 	}
 	if p.NofileHard >= need {
+		if p.HeldFDsUnseen != "" {
+			return heldUnseen("hard", p, t, obs, exp)
+		}
 		return pass(fmt.Sprintf("hard nofile %s covers %s", fmtNofile(p.NofileHard), plural.N(t.Sockets, "socket")), obs, exp)
 	}
 	summary := fmt.Sprintf("target process hard nofile %d < %s: the soft limit cannot go above it", p.NofileHard, plural.N(t.Sockets, "socket"))
@@ -293,10 +303,21 @@ func checkFDHard(f *Facts, t Target) verdict.Check {
 	return fail(summary, obs, exp, remedy)
 }
 
+// heldUnseen is fd.soft's or fd.hard's finding when the limit covers the
+// sockets but the files the process holds could not be counted.
+func heldUnseen(which string, p ProcessFacts, t Target, obs, exp string) verdict.Check {
+	n := p.NofileSoft
+	if which == "hard" {
+		n = p.NofileHard
+	}
+	return warn(fmt.Sprintf("%s nofile %s covers %s if the process holds few other files, but those could not be counted (%s)", which, fmtNofile(n), plural.N(t.Sockets, "socket"), p.HeldFDsUnseen),
+		obs, exp, "run hostprep preflight as root, so the files the process holds (/proc/PID/fd) are counted")
+}
+
 func checkFDRaise(f *Facts, t Target) verdict.Check {
 	p := f.Target
 	need, _ := fdNeed(p, t)
-	if unseenServer(p, t) {
+	if unseenServer(p, t) || unitWithoutManager(f) && p.NofileHard >= need {
 		return unseenRaise(f, t, need)
 	}
 	if p.NofileHard >= need {

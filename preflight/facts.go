@@ -151,6 +151,9 @@ type ProcessFacts struct {
 	// links other than socket:[N]); they count against its nofile before
 	// any socket does. 0 when not read.
 	HeldFDs uint64 `json:"held_fds,omitempty" yaml:"held_fds"`
+	// HeldFDsUnseen says why those could not be counted (another user's
+	// /proc/PID/fd needs root): fd.soft and fd.hard then do not pass.
+	HeldFDsUnseen string `json:"held_fds_unseen,omitempty" yaml:"held_fds_unseen"`
 	// NetNS names the network namespace of a running process when it is
 	// not hostprep's ("net:[4026532310], hostprep's net:[4026531840]",
 	// from the /proc/PID/ns/net links); "" when it is the same or was not

@@ -440,22 +440,28 @@ func (g *gatherer) user() (string, []string) {
 }
 
 // heldFDs counts the file descriptors pid holds now that are not sockets
-// (/proc/PID/fd links other than socket:[N]); 0, with a note, when its fd
+// (/proc/PID/fd links other than socket:[N]), live or from the
+// recording; 0, with Target.HeldFDsUnseen saying why, when its fd
 // directory cannot be read (another user's, without root).
 func (g *gatherer) heldFDs(pid int) uint64 {
+	t := &g.f.Target
+	if g.rep != nil { // the fd links are not copied
+		t.HeldFDsUnseen = g.rep.HeldFDsUnseen
+		return g.rep.HeldFDs
+	}
 	dir := g.path(fmt.Sprintf("/proc/%d/fd", pid))
 	fds, err := os.ReadDir(dir)
-	if err != nil {
-		if !os.IsNotExist(err) || g.rep == nil {
-			g.note("open files of pid %d: %v (its nofile is judged as if it held none)", pid, unwrapPath(err))
-		}
-		return 0
-	}
 	var n uint64
+	if err != nil && (g.live() || !os.IsNotExist(err)) { // a hand-made tree may leave it out
+		t.HeldFDsUnseen = fmt.Sprintf("/proc/%d/fd: %v", pid, unwrapPath(err))
+	}
 	for _, fd := range fds {
 		if link, err := os.Readlink(filepath.Join(dir, fd.Name())); err == nil && !strings.HasPrefix(link, "socket:") {
 			n++
 		}
+	}
+	if g.rec != nil {
+		g.rec.m.HeldFDs, g.rec.m.HeldFDsUnseen = n, t.HeldFDsUnseen
 	}
 	return n
 }

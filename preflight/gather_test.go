@@ -168,7 +168,7 @@ func TestGatherServiceWithoutSystemd(t *testing.T) {
 	// the shell's 20000)
 	small := Target{Sockets: 5000, Role: Broker}
 	_ = small.Validate()
-	for _, id := range []string{"fd.soft", "fd.hard"} {
+	for _, id := range []string{"fd.soft", "fd.hard", "fd.raise"} {
 		if c := find(t, Evaluate(f, small), id); c.Status != verdict.Warn || !strings.Contains(c.Summary, "whatever starts emqx") || !strings.Contains(c.Remedy, "--pid") {
 			t.Errorf("%s without systemd, enough for a shell: %s", id, message(c))
 		}

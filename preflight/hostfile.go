@@ -267,6 +267,10 @@ type hostTarget struct {
 	NprocSoft   nofileValue `yaml:"nproc_soft"`
 	PidsMax     nofileValue `yaml:"pids_max"`
 	PidsCurrent uint64      `yaml:"pids_current"`
+	// HeldFDs, HeldFDsUnseen and NetNS are ProcessFacts'.
+	HeldFDs       uint64 `yaml:"held_fds"`
+	HeldFDsUnseen string `yaml:"held_fds_unseen"`
+	NetNS         string `yaml:"net_ns"`
 }
 
 // apply sets f.Target from the recording (after sysctls and pid1_nofile,
@@ -275,6 +279,7 @@ func (h *hostTarget) apply(f *Facts) error {
 	tp := ProcessFacts{ManagedBy: h.ManagedBy, PID: h.PID, Unit: h.Unit, Source: h.Source, UnitFile: h.UnitFile,
 		UnitLimitNOFILE: h.UnitLimitNOFILE, UnitMissing: h.UnitMissing, CapSysResource: true,
 		NofileSoft: uint64(h.NofileSoft), NofileHard: uint64(h.NofileHard),
+		HeldFDs: h.HeldFDs, HeldFDsUnseen: h.HeldFDsUnseen, NetNS: h.NetNS,
 		Tasks: TaskFacts{Threads: h.Threads, RootUser: h.RootUser, UserTasks: h.UserTasks, NprocSoft: uint64(h.NprocSoft), PidsMax: uint64(h.PidsMax), PidsCurrent: h.PidsCurrent}}
 	if h.PidsMax != 0 {
 		tp.Tasks.PidsFrom = "recorded pids.max"

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -581,5 +582,26 @@ func waitSleep(t *testing.T, pid int) {
 			t.Fatalf("child %d never ran sleep", pid)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestHeldFilesUnseenDoNotPass: where the files the target holds could not
+// be counted (another user's /proc/PID/fd, without root), a nofile that
+// covers the sockets alone is no promise. Field case: nofile 8000 passed
+// for 4000 sockets as a non-root user; the process held 5006 files and
+// hit EMFILE after 2994 connections.
+func TestHeldFilesUnseenDoNotPass(t *testing.T) {
+	f := host(t, "target_process: {pid: 4242, managed_by: shell, nofile_soft: 8000, nofile_hard: 8000, held_fds_unseen: \"/proc/4242/fd: permission denied\"}\n")
+	tg := Target{Sockets: 4000, Role: Broker, ConnRate: 10}
+	if err := tg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"fd.soft", "fd.hard"} {
+		if c := find(t, Evaluate(f, tg), id); c.Status != verdict.Warn || !strings.Contains(c.Summary, "could not be counted") || !strings.Contains(c.Remedy, "as root") {
+			t.Errorf("%s: %s", id, message(c))
+		}
+	}
+	if cp := capacityOf(f, tg); !slices.ContainsFunc(cp.Unknown, func(u UnknownLimit) bool { return u.Check == "fd.soft" }) {
+		t.Errorf("capacity unknown %+v: want the held files named", cp.Unknown)
 	}
 }

@@ -80,6 +80,10 @@ type Recording struct {
 	// read from /proc/PID/ns/net links, which a copy cannot carry.
 	NetNS       string `json:"net_ns,omitempty"`
 	NetNSUnseen string `json:"net_ns_unseen,omitempty"`
+	// HeldFDs and HeldFDsUnseen are the target's (/proc/PID/fd is not
+	// copied).
+	HeldFDs       uint64 `json:"held_fds,omitempty"`
+	HeldFDsUnseen string `json:"held_fds_unseen,omitempty"`
 	// SystemctlShow maps a unit to `systemctl show -p ... UNIT` output.
 	SystemctlShow map[string]string `json:"systemctl_show,omitempty"`
 	// Files lists the files copied, relative to DIR.

@@ -321,6 +321,9 @@ func capacityOf(f *Facts, t Target) Capacity {
 	if l, ok := softNofileLimit(f, t); ok {
 		c.Limits = append(c.Limits, l)
 	}
+	if u := f.Target.HeldFDsUnseen; u != "" && f.Target.PID > 0 {
+		unknown("fd.soft", "the files the target holds ("+u+")")
+	}
 	if nr, ok := f.SysInt("fs.nr_open"); ok {
 		add("fd.nr_open", "fs.nr_open (the highest nofile any process gets), less headroom", usableFDs(uint64(max(nr, 0))))
 	} else {
