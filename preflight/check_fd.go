@@ -241,11 +241,12 @@ func softRemedy(f *Facts, need uint64) string {
 			// caller's CAP_SYS_RESOURCE (do_prlimit), which nothing here has.
 			return fmt.Sprintf("have pid %d raise its own limit to %d:%d (it has CAP_SYS_RESOURCE; prlimit from here cannot: CAP_SYS_RESOURCE is not in this host's bounding set)", p.PID, soft, hard)
 		}
-		if p.PID > 0 && p.NoRaiseBound && p.Tasks.User != "" && !p.Tasks.RootUser {
-			// prlimit on another user's process needs CAP_SYS_RESOURCE
-			// (check_prlimit_permission), which nothing here has: only the
-			// process's own user may change it.
-			return fmt.Sprintf("raise it live as the process's own user (from root prlimit fails with EPERM: CAP_SYS_RESOURCE is not in this host's bounding set): runuser -u %s -- prlimit --pid %d --nofile=%d:%d", p.Tasks.User, p.PID, soft, hard)
+		if ts := p.Tasks; p.PID > 0 && p.NoRaiseBound && ts.UID != "" && ts.GID != "" && !(ts.UID == "0" && ts.GID == "0") {
+			// prlimit on another process needs CAP_SYS_RESOURCE, or the
+			// caller's uid and gid equal to the target's real, effective
+			// and saved ones (check_prlimit_permission); nothing here has
+			// the capability, so run it with the process's own IDs.
+			return fmt.Sprintf("raise it live with the process's own user and group (%s, gid %s; from root prlimit fails with EPERM: CAP_SYS_RESOURCE is not in this host's bounding set): setpriv --reuid=%s --regid=%s --clear-groups prlimit --pid %d --nofile=%d:%d", ts.User, ts.GID, ts.UID, ts.GID, p.PID, soft, hard)
 		}
 		if p.PID > 0 {
 			return fmt.Sprintf("raise it live: prlimit --pid %d --nofile=%d:%d", p.PID, soft, hard)

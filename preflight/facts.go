@@ -259,7 +259,10 @@ type TaskFacts struct {
 	RootUser bool `json:"root_user,omitempty"`
 	// User is its real user's name (the uid when it has none); "" when
 	// not read.
-	User        string `json:"user,omitempty"`
+	User string `json:"user,omitempty"`
+	// UID and GID are its real user and group IDs ("" when not read).
+	UID         string `json:"uid,omitempty"`
+	GID         string `json:"gid,omitempty"`
 	CapSysAdmin bool   `json:"cap_sys_admin,omitempty"`
 	// UserTasks are the tasks (threads) of its real user on the host now,
 	// all of which RLIMIT_NPROC counts; 0 when not read.

@@ -51,8 +51,13 @@ func (g *gatherer) tasks(pid int) {
 					uid = f[0]
 				}
 			}
+			if v, ok := strings.CutPrefix(line, "Gid:"); ok {
+				if f := strings.Fields(v); len(f) > 0 {
+					t.GID = f[0]
+				}
+			}
 		}
-		t.RootUser, t.User = uid == "0", uid
+		t.RootUser, t.User, t.UID = uid == "0", uid, uid
 		if u, err := user.LookupId(uid); err == nil && g.root == "/" {
 			t.User = u.Username
 		}
