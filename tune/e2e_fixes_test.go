@@ -364,3 +364,54 @@ func TestE2EImageConntrackWritesModulesLoad(t *testing.T) {
 		t.Error("rollback left the modules-load.d file")
 	}
 }
+
+// TestE2EImageRootRelativeAndLinksOut: a relative --root is the same image
+// for every later command, run from anywhere (field case: the journal kept
+// cwd-relative paths, and status, verify, rollback and apply then all
+// refused it as damaged, leaving the image half-changed); and an image
+// whose limits.d is an absolute link out of it is refused before anything
+// is written (field case: apply wrote into the build host's /tmp/X, which
+// could as well have been its /etc).
+func TestE2EImageRootRelativeAndLinksOut(t *testing.T) {
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	img := filepath.Join(dir, "img")
+	must(os.MkdirAll(filepath.Join(img, "etc/security/limits.d"), 0o755))
+	run := func(wd string, args ...string) (string, string, int) {
+		cmd := exec.Command(testenv.Binary(t), args...)
+		cmd.Dir = wd
+		return testenv.Exec(t, cmd)
+	}
+	if out, errOut, code := run(dir, "tune", "apply", "--profile", "sys-tune", "--root", "img"); code != 0 {
+		t.Fatalf("apply --root img (relative): exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := run("/", "tune", "status", "--root", img); code != 0 {
+		t.Fatalf("status --root %s after a relative apply: exit %d\n%s%s", img, code, out, errOut)
+	}
+	if _, errOut, code := run(filepath.Join(img, "etc"), "tune", "rollback", "--root", ".."); code != 0 {
+		t.Fatalf("rollback --root .. from the image's etc: %s", errOut)
+	}
+	if b, err := os.ReadDir(filepath.Join(img, "etc/security/limits.d")); err != nil || len(b) != 0 {
+		t.Errorf("limits.d after rollback: %v %v", b, err)
+	}
+
+	out := filepath.Join(dir, "outside")
+	must(os.Mkdir(out, 0o755))
+	must(os.RemoveAll(filepath.Join(img, "etc/security/limits.d")))
+	must(os.Symlink(out, filepath.Join(img, "etc/security/limits.d")))
+	_, errOut, code := run(dir, "tune", "apply", "--profile", "sys-tune", "--root", img)
+	if code != 2 || !strings.Contains(errOut, "leads out of the image") || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+		t.Errorf("apply through a link out of the image: exit %d, %q; want 2 and one line", code, errOut)
+	}
+	if b, _ := os.ReadDir(out); len(b) != 0 {
+		t.Errorf("apply wrote outside the image: %v", b)
+	}
+	if _, err := os.Stat(filepath.Join(img, "etc/sysctl.d/60-hostprep.conf")); err == nil {
+		t.Error("apply wrote part of the image before refusing")
+	}
+}

@@ -317,6 +317,35 @@ func (e Env) checkRoot(verb string) error {
 	return nil
 }
 
+// insideRoot refuses (exitcode.BadInput), in image mode, a file whose
+// directories leave the image through a symbolic link: an absolute link
+// (etc/security/limits.d -> /tmp/x) or one whose .. climbs above Root.
+// Written from the build host it would land outside the image (a link
+// to /etc would change the build host's own /etc), and the image would
+// not have it. nil otherwise, and when Root cannot be resolved (checkRoot
+// reports that).
+func (e Env) insideRoot(p string) error {
+	if !e.ImageMode() || e.Root == "" {
+		return nil
+	}
+	root, err := filepath.EvalSymlinks(e.Root)
+	if err != nil {
+		return nil
+	}
+	d := filepath.Dir(p)
+	for { // the deepest directory that exists, resolved as this host does
+		if _, err := os.Lstat(d); err == nil || filepath.Dir(d) == d {
+			break
+		}
+		d = filepath.Dir(d)
+	}
+	real, err := filepath.EvalSymlinks(d)
+	if err != nil || real == root || strings.HasPrefix(real, root+string(filepath.Separator)) {
+		return nil
+	}
+	return exitcode.BadInputf("--root %s: %s leads out of the image through a symbolic link (on this host it is %s), and hostprep writes only inside the image; nothing was changed: make that link relative to the image, or a directory", e.Root, e.relPath(d), real)
+}
+
 // lockFor readies a change of the host by verb (apply or rollback): it
 // refuses a --root that is no directory (checkRoot, exit 2) and a process
 // without the privileges to change the host (checkPrivileges, exit 3),

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
@@ -34,7 +35,12 @@ func (f *tuneFlags) env() tune.Env {
 		e.LockWait = tune.NoWait
 	}
 	if f.root != "" {
+		// the journal records absolute paths: a relative --root is taken
+		// from the working directory once, here
 		e.Root, e.Image = f.root, true
+		if abs, err := filepath.Abs(f.root); err == nil {
+			e.Root = abs
+		}
 	}
 	return e
 }
