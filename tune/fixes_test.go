@@ -283,40 +283,62 @@ func TestRollbackKeepsNothingThatCannotHelp(t *testing.T) {
 // boot, and names that file; lowering it would make every login fail to
 // set the limit (pam_limits: setrlimit EPERM, "cannot open session"). Once
 // the file is gone a second rollback finishes and the host is as before.
+// The file is read as pam_limits reads it (measured with runuser): type
+// and item in any case, the value in base 10 ("01500000" is 1500000), and
+// a hidden file not at all.
 func TestRollbackKeepsNrOpenForAForeignLimitsFile(t *testing.T) {
-	h := newHost(t, map[string]string{"fs.file-max": "4194304"})
-	before := h.snapshot()
-	al := profiles.AtLeast
-	p := &profiles.Profile{Name: "broker", Sysctl: map[string]profiles.Sysctl{
-		"fs.nr_open":         {Value: "2097152", Mode: al},
-		"net.core.somaxconn": {Value: "32768", Mode: al},
-	}, Limits: profiles.Limits{Nofile: &profiles.Limit{Soft: 2097152, Hard: 2097152}}}
-	if _, err := h.apply(p); err != nil {
-		t.Fatal(err)
-	}
-	app := filepath.Join(h.root, "etc/security/limits.d/90-app.conf")
-	must(t, os.WriteFile(app, []byte("*    hard    nofile    1500000\n"), 0o644))
+	for _, c := range []struct {
+		name, file, line string
+		keep             bool
+	}{
+		{"plain", "90-app.conf", "*    hard    nofile    1500000\n", true},
+		{"case and a leading zero", "90-app.conf", "*    Hard    NOFILE    01500000\n", true},
+		{"hidden: pam does not read it", ".90-app.conf", "*    hard    nofile    1500000\n", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHost(t, map[string]string{"fs.file-max": "4194304"})
+			before := h.snapshot()
+			al := profiles.AtLeast
+			p := &profiles.Profile{Name: "broker", Sysctl: map[string]profiles.Sysctl{
+				"fs.nr_open":         {Value: "2097152", Mode: al},
+				"net.core.somaxconn": {Value: "32768", Mode: al},
+			}, Limits: profiles.Limits{Nofile: &profiles.Limit{Soft: 2097152, Hard: 2097152}}}
+			if _, err := h.apply(p); err != nil {
+				t.Fatal(err)
+			}
+			app := filepath.Join(h.root, "etc/security/limits.d", c.file)
+			must(t, os.WriteFile(app, []byte(c.line), 0o644))
 
-	r := h.rollback()
-	if got := h.get("fs.nr_open"); got != "2097152" {
-		t.Fatalf("fs.nr_open = %s after rollback with %s (hard nofile 1500000) in place", got, app)
+			r := h.rollback()
+			if got, want := h.get("fs.nr_open"), map[bool]string{true: "2097152", false: "1048576"}[c.keep]; got != want {
+				t.Fatalf("fs.nr_open = %s after rollback with %s (%q), want %s", got, app, c.line, want)
+			}
+			if !c.keep {
+				if len(r.Kept) != 0 || r.JournalKept {
+					t.Errorf("kept %+v for a file pam does not read", r.Kept)
+				}
+				must(t, os.Remove(app))
+				h.assertUnchanged(before)
+				return
+			}
+			var names []string
+			for _, k := range r.Kept {
+				names = append(names, k.Key+k.File)
+				if !strings.Contains(k.Reason, "kept because "+app+" (not hostprep's) sets hard nofile 1500000") {
+					t.Errorf("kept %s: %s", k.Key+k.File, k.Reason)
+				}
+			}
+			if len(r.Kept) != 2 || !r.JournalKept {
+				t.Errorf("kept %v (journal kept %v), want fs.nr_open and hostprep's sysctl.d file", names, r.JournalKept)
+			}
+			if got := h.get("net.core.somaxconn"); got != "4096" {
+				t.Errorf("somaxconn not restored: %s", got)
+			}
+			must(t, os.Remove(app))
+			if r = h.rollback(); r.JournalKept || len(r.Kept) != 0 {
+				t.Errorf("second rollback kept %+v", r.Kept)
+			}
+			h.assertUnchanged(before)
+		})
 	}
-	var names []string
-	for _, k := range r.Kept {
-		names = append(names, k.Key+k.File)
-		if !strings.Contains(k.Reason, "kept because "+app+" (not hostprep's) sets hard nofile 1500000") {
-			t.Errorf("kept %s: %s", k.Key+k.File, k.Reason)
-		}
-	}
-	if len(r.Kept) != 2 || !r.JournalKept {
-		t.Errorf("kept %v (journal kept %v), want fs.nr_open and hostprep's sysctl.d file", names, r.JournalKept)
-	}
-	if got := h.get("net.core.somaxconn"); got != "4096" {
-		t.Errorf("somaxconn not restored: %s", got)
-	}
-	must(t, os.Remove(app))
-	if r = h.rollback(); r.JournalKept || len(r.Kept) != 0 {
-		t.Errorf("second rollback kept %+v", r.Kept)
-	}
-	h.assertUnchanged(before)
 }

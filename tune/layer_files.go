@@ -162,8 +162,8 @@ func (r *rollbackRun) scanForeign() {
 	paths := []string{r.env.path("/etc/security/limits.conf")}
 	more, _ := filepath.Glob(filepath.Join(r.env.path("/etc/security/limits.d"), "*.conf"))
 	for _, p := range append(paths, more...) {
-		if _, owned := r.st.Files[p]; owned {
-			continue
+		if _, owned := r.st.Files[p]; owned || strings.HasPrefix(filepath.Base(p), ".") {
+			continue // pam_limits' glob skips hidden files
 		}
 		cur, exists, err := files.Read(p)
 		if err != nil || !exists {

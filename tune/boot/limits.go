@@ -353,6 +353,11 @@ func parseIDRange(s string) (lo, hi int64, kind int) {
 // read with strtoul, which takes the leading digits after an optional
 // sign ("65536x" is 65536, "-5" wraps around) and fails only when there
 // are none.
+// ParseLimitsValue reads a limits.conf value as pam_limits does: "-1",
+// "-", "unlimited" and "infinity" are Unlimited, otherwise strtoul in
+// base 10 over the leading digits ("012000" is 12000, "65536x" 65536).
+func ParseLimitsValue(s string) (uint64, bool) { return parseRlimit(s) }
+
 func parseRlimit(s string) (uint64, bool) {
 	switch s {
 	case "-1", "-", "unlimited", "infinity":

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+
+	"github.com/hostprep/hostprep/tune/boot"
 )
 
 // Owned file paths, relative to the root ("/" or --root DIR).
@@ -133,32 +135,19 @@ func RenderServiceDropIn(profiles []string, soft, hard uint64) []byte {
 func HardNofile(data []byte) (uint64, bool) {
 	var most uint64
 	found := false
-	num := func(s string) (uint64, bool) {
-		switch s {
-		case "unlimited", "infinity":
-			return ^uint64(0), true
-		}
-		var n uint64
-		if _, err := fmt.Sscan(s, &n); err != nil {
-			return 0, false
-		}
-		return n, true
-	}
 	for _, line := range strings.Split(string(data), "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, ";") {
 			continue
 		}
-		var v string
-		if k, val, ok := strings.Cut(line, "="); ok && (strings.TrimSpace(k) == "LimitNOFILE" || strings.TrimSpace(k) == "DefaultLimitNOFILE") {
-			parts := strings.Split(strings.TrimSpace(val), ":")
-			v = parts[len(parts)-1]
-		} else if f := strings.Fields(line); len(f) >= 4 && (f[1] == "hard" || f[1] == "-") && f[2] == "nofile" {
-			v = f[3]
-		} else {
-			continue
+		var n uint64
+		var ok bool
+		if k, val, isKey := strings.Cut(line, "="); isKey && (strings.TrimSpace(k) == "LimitNOFILE" || strings.TrimSpace(k) == "DefaultLimitNOFILE") {
+			_, n, ok = boot.ParseNofile(strings.TrimSpace(val)) // as systemd reads it
+		} else if f := strings.Fields(line); len(f) >= 4 && (strings.EqualFold(f[1], "hard") || f[1] == "-") && strings.EqualFold(f[2], "nofile") {
+			n, ok = boot.ParseLimitsValue(f[3]) // as pam_limits reads it: type and item in any case
 		}
-		if n, ok := num(strings.TrimSpace(v)); ok {
+		if ok {
 			found = true
 			most = max(most, n)
 		}
