@@ -517,8 +517,13 @@ func imagePamLimits(root string) string {
 		ents, _ := os.ReadDir(filepath.Join(root, d))
 		for _, e := range ents {
 			b, err := os.ReadFile(filepath.Join(root, d, e.Name()))
-			if err == nil && strings.Contains(string(b), "pam_limits.so") {
-				return path.Join(d, e.Name())
+			if err != nil {
+				continue
+			}
+			for _, l := range strings.Split(string(b), "\n") {
+				if l = strings.TrimSpace(l); !strings.HasPrefix(l, "#") && strings.Contains(l, "pam_limits.so") {
+					return path.Join(d, e.Name()) // a commented-out line loads nothing
+				}
 			}
 		}
 	}

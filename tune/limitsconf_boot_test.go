@@ -22,6 +22,7 @@ func TestVerifyBootImageWithoutLimitsConf(t *testing.T) {
 	}{
 		{"pam loads pam_limits", map[string]string{"/etc/pam.d/login": "session    required   pam_limits.so\n"}, false},
 		{"no pam_limits in the image", map[string]string{"/etc/hostname": "img\n"}, true},
+		{"pam_limits commented out", map[string]string{"/etc/pam.d/su": "# session    required   pam_limits.so\n"}, true},
 		{"limits.conf present", map[string]string{"/etc/pam.d/login": "session required pam_limits.so\n", "/etc/security/limits.conf": ""}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {

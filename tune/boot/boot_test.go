@@ -165,3 +165,21 @@ func TestUnitNofileTemplatesPrefixesTopLevel(t *testing.T) {
 		t.Errorf("instance without 95.conf: %v at %s", u, u.Where())
 	}
 }
+
+// TestUnitNofileAttachedDirs: drop-ins in the portable services'
+// /etc/systemd/system.attached count like any other unit directory's, in
+// systemd 252's search path order (measured with systemd --test: a
+// 99-z.conf there with LimitNOFILE=4096 gave 4096, which verify --boot
+// had called ok at 2097152).
+func TestUnitNofileAttachedDirs(t *testing.T) {
+	root := testenv.TempTree(t, map[string]string{
+		"/usr/lib/systemd/system/hpx.service":                  "[Service]\nExecStart=/bin/true\n",
+		"/etc/systemd/system/hpx.service.d/60-hostprep.conf":   "[Service]\nLimitNOFILE=2097152\n",
+		"/etc/systemd/system.attached/hpx.service.d/99-z.conf": "[Service]\nLimitNOFILE=4096\n",
+	})
+	u, _, err := boot.UnitNofile(root, "hpx")
+	must(t, err)
+	if u.String() != "4096:4096" || !strings.Contains(u.Where(), "system.attached") {
+		t.Errorf("unit nofile %v at %s, want 4096 from system.attached", u, u.Where())
+	}
+}

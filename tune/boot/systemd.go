@@ -20,9 +20,13 @@ var (
 )
 
 // UnitDirs are the system unit directories in precedence order (an
-// earlier one's UNIT file or drop-in name hides a later one's).
-var UnitDirs = []string{"/etc/systemd/system.control", "/run/systemd/system.control", "/run/systemd/transient",
-	"/etc/systemd/system", "/run/systemd/system", "/usr/local/lib/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system"}
+// earlier one's UNIT file or drop-in name hides a later one's): systemd
+// 252's system search path (lookup_paths_init), with the portable
+// services' .attached and the generators' directories, and /lib for a
+// system whose /lib is not /usr/lib.
+var UnitDirs = []string{"/etc/systemd/system.control", "/run/systemd/system.control", "/run/systemd/transient", "/run/systemd/generator.early",
+	"/etc/systemd/system", "/etc/systemd/system.attached", "/run/systemd/system", "/run/systemd/system.attached", "/run/systemd/generator",
+	"/usr/local/lib/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system", "/run/systemd/generator.late"}
 
 // NofileSetting is an RLIMIT_NOFILE pair systemd gives services, with the
 // line that sets it.
