@@ -2,6 +2,7 @@ package boot_test
 
 import (
 	"os"
+	"path/filepath"
 	"os/exec"
 	"strings"
 	"testing"
@@ -181,5 +182,31 @@ func TestUnitNofileAttachedDirs(t *testing.T) {
 	must(t, err)
 	if u.String() != "4096:4096" || !strings.Contains(u.Where(), "system.attached") {
 		t.Errorf("unit nofile %v at %s, want 4096 from system.attached", u, u.Where())
+	}
+}
+
+// TestUnitDropInHiddenByBrokenEntry: systemd lists a unit's drop-ins by
+// name without a stat, so a dangling link or a directory named X.conf in
+// an earlier directory hides X.conf in later ones and sets nothing
+// (measured with systemd --test both ways: a hidden 60-hostprep.conf was
+// not applied; a hidden vendor 99-z.conf at 4096 did not lower it).
+func TestUnitDropInHiddenByBrokenEntry(t *testing.T) {
+	for _, broken := range []string{"dangling link", "directory"} {
+		root := testenv.TempTree(t, map[string]string{
+			"/usr/lib/systemd/system/hpx.service":                "[Service]\nExecStart=/bin/true\n",
+			"/etc/systemd/system/hpx.service.d/60-hostprep.conf": "[Service]\nLimitNOFILE=2097152\n",
+			"/usr/lib/systemd/system/hpx.service.d/99-z.conf":    "[Service]\nLimitNOFILE=4096\n",
+		})
+		p := filepath.Join(root, "etc/systemd/system/hpx.service.d/99-z.conf")
+		if broken == "directory" {
+			must(t, os.Mkdir(p, 0o755))
+		} else {
+			must(t, os.Symlink("/nonexistent", p))
+		}
+		u, _, err := boot.UnitNofile(root, "hpx")
+		must(t, err)
+		if u.String() != "2097152:2097152" {
+			t.Errorf("%s named 99-z.conf: unit nofile %v at %s, want 2097152 (the vendor 4096 hidden)", broken, u, u.Where())
+		}
 	}
 }

@@ -158,10 +158,12 @@ func listConfDirs(t tree, dirs []string, how listing) []ConfFile {
 				continue
 			}
 			st, err := os.Stat(hostPath(root, f.Target))
-			switch {
-			case err == nil && st.Mode().IsRegular():
-			case how == listDropIns:
-				continue
+			if how == listDropIns && (err != nil || !st.Mode().IsRegular()) {
+				// systemd lists drop-ins by name without a stat: a dangling
+				// link or a directory named X.conf hides the X.conf of later
+				// directories and sets nothing itself (measured with systemd
+				// --test: hostprep's drop-in hidden that way was not applied)
+				f.Masked = true
 			}
 			byName[name] = f
 		}
