@@ -188,7 +188,7 @@ func cpuTime() time.Duration {
 // A worker whose operation fails to connect backs off (see backoffMin);
 // when lv finds the server unreachable the step ends early. When ctx ends,
 // calls in flight are cut at once (sessionPool.interrupt, or the loop's
-// abort).
+// abort), each a censored latency (workerStats.cut).
 func runStep(ctx context.Context, cfg *Config, p *sessionPool, w *workload, n int, lv *liveness, tl timelineStep) Step {
 	stepCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -306,6 +306,7 @@ func runWorker(ctx context.Context, cancel context.CancelFunc, cfg *Config, p *s
 		kind := ops.next()
 		pts, err := p.do(ctx, ops.prefer, ops.exec)
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			st.cut(began, time.Now())
 			return
 		}
 		st.record(secs, start, began, time.Now(), ops, kind, pts, err)
@@ -355,6 +356,18 @@ func (st *workerStats) record(secs *seconds, start, began, now time.Time, ops *w
 	}
 	st.lat.RecordCensored(d, 0)
 	st.secLat.RecordCensored(d, 0)
+}
+
+// cut records an operation that began at began and was cut at now
+// because the step ended before its answer (the run interrupted, or the
+// server found unreachable): a latency censored at the time it had
+// waited, since its answer would have taken at least that. It is not
+// counted as an operation or an error (the step is partial, no verdict),
+// so the step's latencies may outnumber its operations, as with Missed.
+// An interrupt during a hang left the step's max at 8.9 ms while its
+// calls had waited 2.5 s.
+func (st *workerStats) cut(began, now time.Time) {
+	st.lat.RecordCensored(now.Sub(began), 0)
 }
 
 // nextBackoff is the back-off before a worker's next operation after one
