@@ -85,6 +85,10 @@ type Result struct {
 	// DeleteError is why the database could not be deleted after the run
 	// ("" when it was deleted or --keep was given); Kept is then true.
 	DeleteError string `json:"delete_error,omitempty"`
+	// DeleteUnknown is true when the delete's answer was lost and the
+	// re-check got no answer either: the data may or may not be left
+	// (DeleteError says so).
+	DeleteUnknown bool `json:"delete_unknown,omitempty"`
 	// StopReason says why the run ended early ("" when it ran to the end).
 	StopReason string `json:"stop_reason,omitempty"`
 	// Suggestions are tuning hints derived from the run (pool size

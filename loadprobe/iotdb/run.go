@@ -55,7 +55,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if ctx.Err() != nil {
 			left := ""
 			if res.DeleteError != "" {
-				left = fmt.Sprintf("; %s was left (delete failed: %s): delete it with: %s", prefix, res.DeleteError, deleteStatement(w, res))
+				left = fmt.Sprintf("; %s %s (delete failed: %s): delete it with: %s", prefix, res.leftWords(), res.DeleteError, deleteStatement(w, res))
 			}
 			return nil, exitcode.Environmentf("iotdb probe interrupted (%v) while setting up %s on %s: nothing measured%s", ctx.Err(), prefix, res.Target, left)
 		}
