@@ -26,7 +26,11 @@ const stallAfter = 2 * time.Second
 // Checks judges the steps against cfg.Thresholds: the worst step's error
 // rate, and p95 and TPS at the target step. A threshold that is not set
 // gives a skip (the error-rate check warns instead when errors occurred).
-func Checks(cfg *Config, steps []Step) []verdict.Check {
+func Checks(cfg *Config, steps []Step) []verdict.Check { return checks(cfg, steps, nil) }
+
+// checks is Checks with the warm-up's silence warm (nil: none judged),
+// which iotdb.stall judges with the steps'.
+func checks(cfg *Config, steps []Step, warm *Silence) []verdict.Check {
 	c := cfg.withDefaults()
 	target := c.targetStep()
 	var at *Step
@@ -35,7 +39,7 @@ func Checks(cfg *Config, steps []Step) []verdict.Check {
 			at = &steps[i]
 		}
 	}
-	return []verdict.Check{errorRateCheck(&c, steps), p95Check(&c, target, at), minTPSCheck(&c, target, at), stallCheck(&c, steps)}
+	return []verdict.Check{errorRateCheck(&c, steps), p95Check(&c, target, at), minTPSCheck(&c, target, at), stallCheck(&c, steps, warm)}
 }
 
 // stallJudged tells whether a step of local workers (this host's: the
@@ -47,15 +51,19 @@ func stallJudged(c *Config, local int) bool { return c.Rate <= 0 || c.Rate*float
 // stallCheck fails a run in which the server answered no operation (a
 // success, or an error status; a refused write is an answer, a timeout
 // or a dropped connection is not) for stallAfter or longer: the longest
-// Step.NoAnswer, measured between answers on one timeline across the
-// steps (from the first step's start after the warm-up to each step's
-// real end, a step that overran its duration included), so a silence
-// that crosses from one step into the next is one. Steps not judged
-// (stallJudged) are left out; a run with no step judged skips.
-func stallCheck(c *Config, steps []Step) verdict.Check {
+// Step.NoAnswer and the warm-up's silence warm, measured between answers
+// on one timeline across the warm-up and the steps (from the warm-up's
+// start to each step's real end, a warm-up or step that overran its
+// duration included), so a silence that crosses from one into the next
+// is one. Steps not judged (stallJudged) are left out; a run with no
+// step judged skips.
+func stallCheck(c *Config, steps []Step, warm *Silence) verdict.Check {
 	limit := fmt.Sprintf("%.0f s", stallAfter.Seconds())
 	ch := verdict.Check{ID: CheckStall, Expected: fmt.Sprintf("an answer at least every %s (no %s or more without one)", limit, limit)}
 	var worst *Silence
+	if len(steps) > 0 {
+		worst = warm
+	}
 	for i := range steps {
 		local := steps[i].Workers // this host's workers: the shard's when sharded
 		if steps[i].ShardWorkers > 0 {
@@ -88,8 +96,12 @@ func stallCheck(c *Config, steps []Step) verdict.Check {
 	return ch
 }
 
-// stepName is "step N at W workers" for steps[i] (N counting from 1).
+// stepName is "step N at W workers" for steps[i] (N counting from 1),
+// "the warm-up" for warmupStep.
 func stepName(steps []Step, i int) string {
+	if i == warmupStep {
+		return "the warm-up"
+	}
 	if i < 0 || i >= len(steps) {
 		return fmt.Sprintf("step %d", i+1)
 	}

@@ -2,6 +2,8 @@ package iotdb
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,13 +35,13 @@ func TestStallCheck(t *testing.T) {
 		{"open loop owing one every 5 s", quiet(5, 0), 0.1, verdict.Skip, ""},
 	} {
 		cfg := Config{Rate: tc.rate}
-		c := stallCheck(&cfg, []Step{{Workers: 2, NoAnswer: tc.silence}})
+		c := stallCheck(&cfg, []Step{{Workers: 2, NoAnswer: tc.silence}}, nil)
 		if c.Status != tc.status || !strings.Contains(c.Summary, tc.text) || strings.Contains(c.Summary, "every second") {
 			t.Errorf("%s: %s %q, want %s with %q", tc.name, c.Status, c.Summary, tc.status, tc.text)
 		}
 	}
 	cfg := Config{}
-	if c := stallCheck(&cfg, nil); c.Status != verdict.Skip {
+	if c := stallCheck(&cfg, nil, nil); c.Status != verdict.Skip {
 		t.Errorf("no step: %s %q", c.Status, c.Summary)
 	}
 	var ss seconds
@@ -82,7 +84,7 @@ func TestSilenceIsMeasuredBetweenAnswers(t *testing.T) {
 		t.Fatalf("%d empty seconds, silence %+v: want 1 empty second and 2.52 s from 3.41 s", empty, na)
 	}
 	cfg := Config{}
-	if c := stallCheck(&cfg, []Step{step}); c.Status != verdict.Fail || !strings.Contains(c.Observed, "2.52 s (step 1 at 4 workers, from 3.41 s)") {
+	if c := stallCheck(&cfg, []Step{step}, nil); c.Status != verdict.Fail || !strings.Contains(c.Observed, "2.52 s (step 1 at 4 workers, from 3.41 s)") {
 		t.Errorf("%s %q (%s)", c.Status, c.Summary, c.Observed)
 	}
 }
@@ -120,7 +122,7 @@ func TestSilenceAcrossStepsAndEnds(t *testing.T) {
 	}
 	steps := []Step{{Workers: 2, NoAnswer: s0}, {Workers: 4, NoAnswer: s1}}
 	cfg := Config{}
-	if c := stallCheck(&cfg, steps); c.Status != verdict.Fail || !strings.Contains(c.Observed, "2.20 s (step 1 at 2 workers, from 3.00 s)") {
+	if c := stallCheck(&cfg, steps, nil); c.Status != verdict.Fail || !strings.Contains(c.Observed, "2.20 s (step 1 at 2 workers, from 3.00 s)") {
 		t.Errorf("%s %q", c.Status, c.Observed)
 	}
 	t2 := t1.Add(3 * time.Second)
@@ -156,5 +158,32 @@ func TestStallStraddlingSecondsFailsOnRealIoTDB(t *testing.T) {
 	if c.ID != CheckStall || c.Status != verdict.Fail || na == nil || na.S < 2.4 || na.S > 3 || na.FromStep != 1 ||
 		!strings.Contains(c.Observed, "(step 2 at 4 workers, from 1.") {
 		t.Errorf("%s %s %q, silence %+v: want a fail for ~2.5 s from ~1.2 s into step 2", c.ID, c.Status, c.Summary, na)
+	}
+}
+
+// On a real IoTDB behind a proxy that passes nothing for 3 s from 0.6 s
+// into the 1 s warm-up: the warm-up waits for its hung calls, and the
+// silence is on the run's timeline, so iotdb.stall fails naming the
+// warm-up, and a note says how long the warm-up ran. The warm-up was off
+// the timeline: PASS with iotdb.stall 0.01 s and no note.
+func TestStallDuringWarmupFailsOnRealIoTDB(t *testing.T) {
+	base := realConfig(t, ScenarioWrite)
+	addr, pause := pauseProxy(t, base.addr())
+	cfg := openLoopConfig(t, addr, 0, 3*time.Second)
+	cfg.Steps, cfg.PoolSize, cfg.Warmup = []int{2, 4}, 4, time.Second
+	cfg.onWarmup = func() { time.AfterFunc(600*time.Millisecond, func() { pause(3 * time.Second) }) }
+	res, err := Run(context.Background(), cfg)
+	if err != nil || len(res.Steps) != 2 {
+		t.Fatalf("%v", err)
+	}
+	c := res.Checks[3]
+	t.Logf("%s %s %q; warm-up %.2f s, silence %+v; notes %q", c.ID, c.Status, c.Summary, res.WarmupS, res.WarmupNoAnswer, res.Notes)
+	if c.ID != CheckStall || c.Status != verdict.Fail || !strings.Contains(c.Observed, "(the warm-up, from 0.") {
+		t.Errorf("%s %s %q: want a fail for ~3 s from ~0.6 s into the warm-up", c.ID, c.Status, c.Summary)
+	}
+	if res.WarmupS < 3.4 || !slices.ContainsFunc(res.Notes, func(n string) bool {
+		return strings.Contains(n, fmt.Sprintf("the warm-up ran %.2f s", res.WarmupS)) && strings.Contains(n, "past its 1s")
+	}) {
+		t.Errorf("warm-up %.2f s, notes %q: want it to run ~3.6 s and a note saying so", res.WarmupS, res.Notes)
 	}
 }

@@ -393,6 +393,15 @@ func TestLostDeleteAnswerUncheckedStillWarnsOnRealIoTDB(t *testing.T) {
 	t.Log(res.DeleteError)
 	i := slices.IndexFunc(res.Checks, func(c verdict.Check) bool { return c.ID == CheckCleanup })
 	if i < 0 || res.Checks[i].Status != verdict.Warn || !strings.Contains(res.DeleteError, "the re-check got no answer either") {
-		t.Errorf("delete error %q, checks %v: want the %s warning saying the re-check got no answer", res.DeleteError, res.Checks, CheckCleanup)
+		t.Fatalf("delete error %q, checks %v: want the %s warning saying the re-check got no answer", res.DeleteError, res.Checks, CheckCleanup)
+	}
+	// Not known is not "was left" (the delete had run): the summary says
+	// it may have been, and names the statement to run.
+	var text bytes.Buffer
+	_ = res.WriteText(&text)
+	sum := res.Checks[i].Summary
+	if !res.DeleteUnknown || !strings.Contains(sum, res.Prefix+" may have been left") || strings.Contains(sum, "was left") ||
+		!strings.Contains(sum, "DELETE DATABASE "+res.Prefix) || strings.Contains(text.String(), "NOT DELETED") {
+		t.Errorf("summary %q (unknown %v), report:\n%s\nwant \"may have been left\", never \"was left\", with the DELETE statement", sum, res.DeleteUnknown, text.String())
 	}
 }

@@ -152,6 +152,9 @@ type Config struct {
 	Thresholds Thresholds `json:"thresholds"`
 	// OnStep, if set, is called after each step (e.g. to print progress).
 	OnStep func(Step) `json:"-"`
+	// onWarmup, if set, is called as the warm-up starts (tests time a
+	// fault from it).
+	onWarmup func()
 
 	// complete is set in Defaults (so in every copy of it) and by
 	// ConfigFromProfile: zero fields are then explicit, not defaults.

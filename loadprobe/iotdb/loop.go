@@ -114,7 +114,7 @@ func loopable(p *sessionPool) bool { return p.raw }
 // closed-loop step on an event loop, their tallies in stats. It returns
 // when every worker is done: the step's duration is over and every call
 // in flight answered (or failed), or ctx ended (calls in flight are then
-// cut and not counted). Errors: setting up epoll or the eventfd failed
+// cut, each a censored latency and not an operation). Errors: setting up epoll or the eventfd failed
 // (EMFILE: no descriptor left), before any operation; the caller then
 // runs the step's workers as goroutines.
 func runLoop(ctx context.Context, cancel context.CancelFunc, cfg *Config, p *sessionPool, w *workload, workers []int,
@@ -452,9 +452,10 @@ func (l *eventLoop) handOn(now time.Time) {
 
 // finish counts lw's operation (ended with pts or err at now) and begins
 // its next one, or its back-off after a connect failure. An operation cut
-// because ctx ended is not counted.
+// because ctx ended is a censored latency only (workerStats.cut).
 func (l *eventLoop) finish(lw *lworker, pts int64, err error, now time.Time) {
 	if errors.Is(err, context.Canceled) && l.ctx.Err() != nil {
+		lw.st.cut(lw.began, now)
 		lw.state = lDone
 		l.live--
 		return
@@ -514,9 +515,15 @@ func (l *eventLoop) unqueue(lw *lworker) {
 // abort ends the step at once (ctx ended): calls in flight are cut
 // (their sessions closed: they are mid-frame), waits end, and the loop
 // waits for the opens still running (they end with ctx) to return their
-// sessions.
+// sessions. Each operation under way (calling, waiting for a slot or a
+// session) is a latency censored at what it had waited (workerStats.cut).
 func (l *eventLoop) abort() {
+	now := time.Now()
 	for _, lw := range l.workers {
+		switch lw.state {
+		case lCalling, lWaiting, lOpening:
+			lw.st.cut(lw.began, now)
+		}
 		switch lw.state {
 		case lCalling:
 			l.giveBack(lw, true) // mid-frame

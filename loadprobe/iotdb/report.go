@@ -79,6 +79,8 @@ func (r *Result) writeTextHeader(w io.Writer) {
 		kept = "series deleted after the run"
 	}
 	switch {
+	case r.DeleteUnknown:
+		kept = "MAY NOT BE DELETED (delete failed: " + r.DeleteError + ")"
 	case r.DeleteError != "":
 		kept = "NOT DELETED (delete failed: " + r.DeleteError + ")"
 	case r.Kept:

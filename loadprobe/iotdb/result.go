@@ -48,8 +48,15 @@ type Result struct {
 	PoolSize      int     `json:"pool_size"`
 	WaitTimeoutMS float64 `json:"wait_timeout_ms"`
 	CallTimeoutMS float64 `json:"call_timeout_ms"`
-	// WarmupOps is how many operations the unmeasured warm-up ran.
-	WarmupOps int64 `json:"warmup_ops"`
+	// WarmupOps is how many operations the unmeasured warm-up ran;
+	// WarmupS how long it ran (more than --warmup when calls in flight
+	// at its end outlived it; a note says so).
+	WarmupOps int64   `json:"warmup_ops"`
+	WarmupS   float64 `json:"warmup_s,omitempty"`
+	// WarmupNoAnswer is the longest time without an answer during the
+	// warm-up, on the same timeline as Step.NoAnswer (iotdb.stall judges
+	// it too); nil without a warm-up or when it was not judged.
+	WarmupNoAnswer *Silence `json:"warmup_no_answer,omitempty"`
 	// Steps are the measured steps, in the order run.
 	Steps []Step `json:"steps"`
 	// Knee is the throughput peak and the knee found in Steps.
@@ -78,6 +85,10 @@ type Result struct {
 	// DeleteError is why the database could not be deleted after the run
 	// ("" when it was deleted or --keep was given); Kept is then true.
 	DeleteError string `json:"delete_error,omitempty"`
+	// DeleteUnknown is true when the delete's answer was lost and the
+	// re-check got no answer either: the data may or may not be left
+	// (DeleteError says so).
+	DeleteUnknown bool `json:"delete_unknown,omitempty"`
 	// StopReason says why the run ended early ("" when it ran to the end).
 	StopReason string `json:"stop_reason,omitempty"`
 	// Suggestions are tuning hints derived from the run (pool size
@@ -133,9 +144,9 @@ type SecondStats struct {
 type Silence struct {
 	// S is its length in seconds.
 	S float64 `json:"s"`
-	// FromStep is the index in Result.Steps of the step it began in, and
-	// FromS how far into that step it began (s): at its latest answer
-	// before, or at the step's start when it had none.
+	// FromStep is the index in Result.Steps of the step it began in (-1:
+	// the warm-up), and FromS how far into that step it began (s): at its
+	// latest answer before, or at the step's start when it had none.
 	FromStep int     `json:"from_step"`
 	FromS    float64 `json:"from_s"`
 }
@@ -205,8 +216,8 @@ type Step struct {
 	// (a success or an error status; a timeout or a dropped connection is
 	// none) that ended in this step or was still open at its end,
 	// measured between answers on the run's one timeline (iotdb.stall):
-	// from the first measured step's start (after the warm-up) to the
-	// step's end, the steps back to back, so a silence that began in an
+	// from the warm-up's start to the step's end, the warm-up and the
+	// steps back to back, so a silence that began in the warm-up or an
 	// earlier step counts whole here. Nil when the step was not judged
 	// (an open loop owing less than one operation a second).
 	NoAnswer *Silence `json:"no_answer,omitempty"`

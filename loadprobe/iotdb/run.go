@@ -55,7 +55,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if ctx.Err() != nil {
 			left := ""
 			if res.DeleteError != "" {
-				left = fmt.Sprintf("; %s was left (delete failed: %s): delete it with: %s", prefix, res.DeleteError, deleteStatement(w, res))
+				left = fmt.Sprintf("; %s %s (delete failed: %s): delete it with: %s", prefix, res.leftWords(), res.DeleteError, deleteStatement(w, res))
 			}
 			return nil, exitcode.Environmentf("iotdb probe interrupted (%v) while setting up %s on %s: nothing measured%s", ctx.Err(), prefix, res.Target, left)
 		}
@@ -73,7 +73,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	bound, note := limitNote(res.Steps, res.Knee, cfg.maxWorkers())
 	res.Knee.Bound, res.Knee.Reading = bound, res.Knee.Reading+note
 	res.Suggestions = Suggest(&cfg, res.Steps, res.ServerVersion)
-	res.Checks = Checks(&cfg, res.Steps)
+	res.Checks = checks(&cfg, res.Steps, res.WarmupNoAnswer)
 	if c, ok := cleanupCheck(w, res); ok {
 		res.Checks = append(res.Checks, c)
 	}
@@ -119,12 +119,8 @@ func newResult(cfg *Config, prefix string) *Result {
 // when ctx was cancelled (0: warm-up or between steps); downAt the step
 // running when the server was found unreachable (0: warm-up, -1: never).
 func runSteps(ctx context.Context, cfg *Config, pool *sessionPool, w *workload, lv *liveness, res *Result) (cutAt, downAt int) {
-	if cfg.Warmup > 0 {
-		wc := *cfg
-		wc.StepDuration = cfg.Warmup
-		res.WarmupOps = runStep(ctx, &wc, pool, w, cfg.Steps[0], lv, timelineStep{}).Ops
-	}
 	clock := &answerClock{}
+	runWarmup(ctx, cfg, pool, w, lv, clock, res)
 	downAt = -1
 	if lv.isDown() {
 		downAt = 0
@@ -151,6 +147,39 @@ func runSteps(ctx context.Context, cfg *Config, pool *sessionPool, w *workload, 
 	}
 	return cutAt, downAt
 }
+
+// runWarmup runs the warm-up (cfg.Warmup of the first step's workers,
+// unmeasured) on the run's silence timeline clock: a server that stops
+// answering during the warm-up has stalled as much as during a step (a
+// 3 s silence from 0.6 s into a 1 s warm-up held its calls, the first
+// step began when they were answered, and iotdb.stall passed at
+// 0.01 s). Its silence goes to res.WarmupNoAnswer; a warm-up that ran
+// warmupSlack or more past cfg.Warmup (its calls in flight at the end
+// were waited for) adds a note saying how long it ran.
+func runWarmup(ctx context.Context, cfg *Config, pool *sessionPool, w *workload, lv *liveness, clock *answerClock, res *Result) {
+	if cfg.Warmup <= 0 {
+		return
+	}
+	wc := *cfg
+	wc.StepDuration = cfg.Warmup
+	tl := timelineStep{step: warmupStep}
+	if stallJudged(cfg, cfg.Shard.Count(cfg.Steps[0])) {
+		tl.clock = clock
+	}
+	if cfg.onWarmup != nil {
+		cfg.onWarmup()
+	}
+	st := runStep(ctx, &wc, pool, w, cfg.Steps[0], lv, tl)
+	res.WarmupOps, res.WarmupS, res.WarmupNoAnswer = st.Ops, st.DurationS, st.NoAnswer
+	if over := time.Duration(st.DurationS*float64(time.Second)) - cfg.Warmup; over >= warmupSlack {
+		res.Notes = append(res.Notes, fmt.Sprintf("the warm-up ran %.2f s, %.2f s past its %v: calls in flight at its end were waited for (the server was slow or silent), and the first step began after them",
+			st.DurationS, over.Seconds(), cfg.Warmup))
+	}
+}
+
+// warmupSlack is how far past --warmup the warm-up may run (its last
+// calls) before the report says it overran.
+const warmupSlack = 100 * time.Millisecond
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 

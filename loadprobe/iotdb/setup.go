@@ -378,6 +378,7 @@ func dropProbeData(p *sessionPool, w *workload, res *Result, paths []string) str
 		// once if it was not.
 		switch found, rerr := recheck(p, w, res); {
 		case rerr != nil:
+			res.DeleteUnknown = true
 			err = fmt.Errorf("%w; whether the delete ran is not known: the re-check got no answer either (%v)", err, rerr)
 		case !found:
 			res.Notes = append(res.Notes, fmt.Sprintf("the answer to the delete of %s was lost (%v), but it is gone", w.prefix, err))
@@ -394,9 +395,24 @@ func dropProbeData(p *sessionPool, w *workload, res *Result, paths []string) str
 	}
 	res.Kept = true
 	res.DeleteError = err.Error()
-	res.Notes = append(res.Notes, fmt.Sprintf("could not delete %s: %v%s; delete it with: %s", w.prefix, err,
+	what := "could not delete " + w.prefix
+	if res.DeleteUnknown {
+		what = w.prefix + " " + res.leftWords()
+	}
+	res.Notes = append(res.Notes, fmt.Sprintf("%s: %v%s; delete it with: %s", what, err,
 		explain(err, res.ServerVersion), deleteStatement(w, res)))
-	return fmt.Sprintf("; %s was left on %s (delete failed: %v): delete it with: %s", w.prefix, res.Target, err, deleteStatement(w, res))
+	return fmt.Sprintf("; %s %s on %s (delete failed: %v): delete it with: %s", w.prefix, res.leftWords(), res.Target, err, deleteStatement(w, res))
+}
+
+// leftWords says what became of the probe's data after a failed
+// clean-up: "was left", or "may have been left" when the delete's
+// answer was lost and the re-check got none either (DeleteUnknown: the
+// delete may well have run).
+func (res *Result) leftWords() string {
+	if res.DeleteUnknown {
+		return "may have been left"
+	}
+	return "was left"
 }
 
 // cleanupRetry is the pause between the clean-up's attempts to open a
@@ -465,7 +481,9 @@ func gone(err error) bool {
 }
 
 // CheckCleanup warns that the probe's data could not be deleted after the
-// run: it names what was left and the statement that deletes it. It is
+// run: it names what was (or, when the delete's answer was lost and the
+// re-check got none, may have been) left and the statement that deletes
+// it. It is
 // present only then (not for --keep, which leaves the data on purpose).
 const CheckCleanup = "iotdb.cleanup"
 
@@ -479,7 +497,7 @@ func cleanupCheck(w *workload, res *Result) (verdict.Check, bool) {
 	return verdict.Check{ID: CheckCleanup, Status: verdict.Warn,
 		Observed: "delete failed: " + res.DeleteError,
 		Expected: "the probe's data deleted after the run",
-		Summary:  fmt.Sprintf("%s was left on %s: the clean-up failed (%s)", w.prefix, res.Target, res.DeleteError),
+		Summary:  fmt.Sprintf("%s %s on %s: the clean-up failed (%s); delete it with: %s", w.prefix, res.leftWords(), res.Target, res.DeleteError, stmt),
 		Remedy:   "delete it with: " + stmt}, true
 }
 

@@ -11,11 +11,12 @@ import (
 // up to 3 s that straddles second boundaries empties only one second:
 // 2.52 s of silence passed as "answered in every second").
 //
-// The timeline starts at the first judged step's start (after the
-// warm-up): a step that got no answer from its start counts from there.
-// The steps follow each other on it, the moments between them (no
-// operation in flight) left out, so a silence that runs from one step
-// into the next is one. Each answer (a success, or an error status: see
+// The timeline starts at the warm-up's start (or the first judged
+// step's, without a warm-up): a stall during the warm-up is a stall of
+// the server, and a step that got no answer from its start counts from
+// there. The warm-up and the steps follow each other on it, the moments
+// between them (no operation in flight) left out, so a silence that runs
+// from one into the next is one. Each answer (a success, or an error status: see
 // answeredBy) moves the latest answer forward with a CAS max and gives the
 // gap since the previous one. An answer is registered when its worker
 // gets to it after reading it; the gaps are exact to that delay (a
@@ -24,7 +25,7 @@ import (
 // Its fields but last are written only between steps (beginStep,
 // endStep), when no worker runs.
 type answerClock struct {
-	base    time.Time     // the first judged step's start
+	base    time.Time     // the warm-up's or first judged step's start
 	paused  time.Duration // the time between steps, left out of the timeline
 	stopped int64         // timeline ns of the latest step's end
 	starts  []stepMark    // where each judged step starts on the timeline
@@ -32,13 +33,16 @@ type answerClock struct {
 }
 
 // timelineStep puts a step on the run's answerClock as step (its index
-// in Result.Steps); a zero one (nil clock) leaves it off: the warm-up,
-// and an open-loop step owing less than one operation a second
+// in Result.Steps, warmupStep for the warm-up); a nil clock leaves it
+// off: an open-loop step owing less than one operation a second
 // (stallJudged).
 type timelineStep struct {
 	clock *answerClock
 	step  int
 }
+
+// warmupStep is the warm-up's step number on the timeline (Silence.FromStep).
+const warmupStep = -1
 
 // stepMark is where step (its index in Result.Steps) starts on the
 // timeline (ns).
@@ -47,8 +51,8 @@ type stepMark struct {
 	at   int64
 }
 
-// at is t's place on the timeline (ns since the first step's start,
-// without the pauses between steps).
+// at is t's place on the timeline (ns since its start, without the
+// pauses between steps).
 func (c *answerClock) at(t time.Time) int64 { return int64(t.Sub(c.base) - c.paused) }
 
 // beginStep puts step (its index in Result.Steps), starting at start,
