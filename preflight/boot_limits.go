@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 
@@ -122,14 +121,6 @@ type unitNofile struct {
 	files []boot.ConfFile
 }
 
-// isUnitFileOf says whether file is unit's own unit file or, for an
-// instance (foo@x.service), its template's (foo@.service), which systemd
-// loads when there is no instance file; not a drop-in.
-func isUnitFileOf(file, unit string) bool {
-	name := path.Base(file)
-	tmpl, _ := boot.TemplateOf(unit)
-	return name == unit || (tmpl != "" && name == tmpl)
-}
 
 // unitFromFiles reads a unit's LimitNOFILE and User= from its file and
 // drop-ins under the root as systemd merges them (tune/boot.UnitNofile,
@@ -142,7 +133,7 @@ func (g *gatherer) unitFromFiles(unit string) (unitNofile, error) {
 	if err != nil {
 		return u, exitcode.Environmentf("--service %s: %v (run as root)", unit, err)
 	}
-	if len(files) == 0 || !isUnitFileOf(files[0].Path, unit) {
+	if len(files) == 0 || !boot.IsUnitFile(files[0].Path, unit) {
 		u.missing = "no unit file in " + strings.Join(boot.UnitDirs, ", ")
 		return u, nil
 	}

@@ -423,7 +423,12 @@ func limitItems(env Env, per journal.Persisted, overlay map[string][]byte) ([]Bo
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, systemdItem(env, u+" LimitNOFILE", files.ServiceDropIn(u), read, per.Services[u], m))
+		it := systemdItem(env, u+" LimitNOFILE", files.ServiceDropIn(u), read, per.Services[u], m)
+		if len(read) > 0 && read[0].Masked && boot.IsUnitFile(read[0].Path, u) {
+			it.OK = false
+			it.Problem = fmt.Sprintf("%s: the unit is masked (%s is empty or a link to /dev/null): systemd will not start it after a reboot, so no LimitNOFILE applies; unmask it (systemctl unmask %s) or name the unit that runs the service", it.Limit, read[0].Path, u)
+		}
+		out = append(out, it)
 	}
 	return out, nil
 }

@@ -1,6 +1,8 @@
 package tune
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -42,5 +44,38 @@ func TestVerifyBootImageWithoutLimitsConf(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestVerifyBootMaskedUnit: a unit masked after apply — an empty unit
+// file in /etc shadowing the vendor's, or a link to /dev/null — is not
+// started by systemd at all (systemd --test: "Unit Load State: masked"),
+// so hostprep's LimitNOFILE drop-in applies to nothing: verify --boot
+// says so instead of ok.
+func TestVerifyBootMaskedUnit(t *testing.T) {
+	p := &profiles.Profile{Name: "u", Systemd: profiles.Systemd{Services: []string{"hpx"}, LimitNOFILE: &profiles.Limit{Soft: 65536, Hard: 65536}}}
+	for _, mask := range []string{"empty", "/dev/null"} {
+		root, env := newImage(t, map[string]string{"/usr/lib/systemd/system/hpx.service": "[Service]\nExecStart=/bin/true\n"})
+		_, err := Apply(t.Context(), p, Options{Env: env})
+		must(t, err)
+		unit := filepath.Join(root, "etc/systemd/system/hpx.service")
+		if mask == "empty" {
+			must(t, os.WriteFile(unit, nil, 0o644))
+		} else {
+			must(t, os.Symlink("/dev/null", unit))
+		}
+		bs, _ := VerifyBoot(env)
+		found := false
+		for _, it := range bs.Items {
+			if strings.HasPrefix(it.Limit, "hpx.service") {
+				found = true
+				if it.OK || !strings.Contains(it.Problem, "masked") {
+					t.Errorf("%s mask: %+v", mask, it)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s mask: no item for hpx.service in %+v", mask, bs.Items)
+		}
 	}
 }

@@ -144,7 +144,9 @@ func unitFile(root, name string) (ConfFile, bool) {
 		p := path.Join(d, name)
 		t := resolve(root, p)
 		if fi, err := statHost(root, t); err == nil && (t == "/dev/null" || fi.Mode().IsRegular()) {
-			return ConfFile{Path: p, Target: t, Masked: t == "/dev/null"}, true
+			// an empty unit file masks the unit too (systemd's
+			// unit_file_load: size 0 is "masked")
+			return ConfFile{Path: p, Target: t, Masked: t == "/dev/null" || fi.Size() == 0}, true
 		}
 	}
 	return ConfFile{}, false
@@ -405,4 +407,18 @@ func safeAtou64(s string) (uint64, bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// IsUnitFile says whether p, a path UnitNofile read, is unit's own unit
+// file (or its template's) rather than a drop-in.
+func IsUnitFile(p, unit string) bool {
+	if !strings.Contains(unit, ".") {
+		unit += ".service"
+	}
+	base := path.Base(p)
+	if base == unit {
+		return true
+	}
+	tmpl, ok := TemplateOf(unit)
+	return ok && base == tmpl
 }
