@@ -121,7 +121,6 @@ type unitNofile struct {
 	files []boot.ConfFile
 }
 
-
 // unitFromFiles reads a unit's LimitNOFILE and User= from its file and
 // drop-ins under the root as systemd merges them (tune/boot.UnitNofile,
 // boot.LastSetting). Errors (exitcode.Environment): a file that exists
