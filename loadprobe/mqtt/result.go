@@ -238,6 +238,10 @@ type Throughput struct {
 	PublishedPerSec float64 `json:"published_per_s"`
 	ReceivedPerSec  float64 `json:"received_per_s"`
 	ReceiveSeconds  float64 `json:"receive_s,omitempty"`
+	// WindowReceived is how many of the window's messages arrived:
+	// ReceivedPerSec × ReceiveSeconds, as a count, so that report merge
+	// divides the fleet's count by the fleet's ReceiveSeconds.
+	WindowReceived int64 `json:"window_received,omitempty"`
 	// RequestedPerSec is Clients / PubInterval.
 	RequestedPerSec float64 `json:"requested_per_s"`
 }
@@ -455,6 +459,7 @@ func (r *run) fill(res *Result) {
 			PublishedPerSec: float64(r.winPublished.Load()) / res.WindowSeconds,
 			ReceivedPerSec:  float64(r.winReceived.Load()) / took,
 			ReceiveSeconds:  took,
+			WindowReceived:  r.winReceived.Load(),
 		}
 	}
 	res.Throughput.RequestedPerSec = float64(r.n) / cfg.PubInterval.Seconds()
