@@ -110,7 +110,7 @@ func SameRun(a, b *Result, nameA, nameB string) error {
 	va, vb := reflect.ValueOf(a.Config), reflect.ValueOf(b.Config)
 	for _, f := range sameRunFields {
 		x, y := configValue(va, f), configValue(vb, f)
-		if x == y {
+		if x == y || f == "Broker" && brokerEndpoint(a.Config) == brokerEndpoint(b.Config) {
 			continue
 		}
 		sf, _ := va.Type().FieldByName(f)
@@ -136,6 +136,25 @@ func configValue(v reflect.Value, f string) string {
 		return strconv.Quote(s)
 	}
 	return fmt.Sprint(x)
+}
+
+// brokerEndpoint is the broker c loads as SameRun compares it: plain or
+// TLS, and host:port with the scheme's default port filled in, as
+// checkBroker parses --broker (so tcp:// and mqtt:// to one host and
+// port are one broker, and so are mqtts://, ssl:// and tls://). The host
+// is compared as written (case aside): a name and its address differ.
+// A URL that does not parse is compared as written.
+func brokerEndpoint(c Config) string {
+	c.CAFile, c.CertFile, c.KeyFile = "", "", "" // the TLS flags are the shard's own
+	b, err := c.checkBroker()
+	if err != nil {
+		return strconv.Quote(c.Broker)
+	}
+	class := "plain"
+	if b.tls {
+		class = "TLS"
+	}
+	return class + " " + strings.ToLower(b.hostport)
 }
 
 // sameRun refuses a shard b that is not of a's run.
