@@ -36,7 +36,8 @@ type Result struct {
 	// Config.Duration, or less when the run stopped early (broker died,
 	// every subscriber lost, interrupted), so rates are per real second;
 	// DrainSeconds the time spent waiting for outstanding acks/deliveries
-	// after it.
+	// after it (up to the interrupt when one ended the drain; 0 when the
+	// run ended before its window did).
 	// Procs is the GOMAXPROCS the probe ran with (see Config.Procs).
 	Procs         int     `json:"procs"`
 	RampSeconds   float64 `json:"ramp_s"`

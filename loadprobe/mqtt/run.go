@@ -646,7 +646,11 @@ func (r *run) drain(res *Result, tick *time.Ticker) error {
 	if r.poll != nil {
 		r.poll.handOff() // no more publishes to wake the scheduler: read acks as they come
 	}
-	deadline := time.Now().Add(cfg.Grace)
+	began := time.Now()
+	deadline := began.Add(cfg.Grace)
+	// The drain as it ran, up to the interrupt when one ends it (the
+	// series' rows after the window are the drain's).
+	defer func() { res.DrainSeconds = min(time.Since(began), cfg.Grace).Seconds() }()
 	for time.Now().Before(deadline) {
 		if r.inflight.Load() == 0 && r.received.Load() >= r.published.Load() && r.connecting.Load() == 0 {
 			break
@@ -659,10 +663,6 @@ func (r *run) drain(res *Result, tick *time.Ticker) error {
 			return r.interrupted()
 		case <-tick.C:
 		}
-	}
-	res.DrainSeconds = cfg.Grace.Seconds() - time.Until(deadline).Seconds()
-	if res.DrainSeconds > cfg.Grace.Seconds() {
-		res.DrainSeconds = cfg.Grace.Seconds()
 	}
 	return nil
 }

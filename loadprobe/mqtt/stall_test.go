@@ -159,3 +159,34 @@ func TestFailedConnectsInConnectPercentiles(t *testing.T) {
 		t.Errorf("text report does not say how many connects were censored:\n%s", txt.String())
 	}
 }
+
+// A run interrupted during its drain reports the drain as it ran, up to
+// the interrupt: drain_s was 0 while the CSV had rows after the window.
+// Here the broker stalls before the window ends, so the drain waits for
+// its acks and deliveries until the interrupt ~1.3 s into it.
+func TestInterruptedDrainSeconds(t *testing.T) {
+	noLeak(t)
+	m := startMosquitto(t, "allow_anonymous true")
+	cfg := small(m.url, 20)
+	cfg.Grace = 5 * time.Second
+	stallBroker(t, m, 800*time.Millisecond, time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(2500*time.Millisecond, cancel)
+	res, err := Run(ctx, cfg)
+	if exitcode.Code(err) != exitcode.Environment || res == nil || !res.Interrupted {
+		t.Fatalf("want an interrupted run with partial results, got %v", err)
+	}
+	checkCounts(t, res)
+	if res.WindowSeconds < 0.99*cfg.Duration.Seconds() {
+		t.Fatalf("window %.3f s: the interrupt came before the drain", res.WindowSeconds)
+	}
+	var series float64
+	for _, s := range res.Series {
+		series += s.length()
+	}
+	ran := res.RampSeconds + res.WindowSeconds + res.DrainSeconds
+	if res.DrainSeconds < 0.8 || res.DrainSeconds >= cfg.Grace.Seconds() || series-ran > 0.3 || ran-series > 0.3 {
+		t.Errorf("drain_s %.3f (ramp %.3f + window %.3f + drain = %.3f s), the series spans %.3f s: want the drain as it ran up to the interrupt",
+			res.DrainSeconds, res.RampSeconds, res.WindowSeconds, ran, series)
+	}
+}
