@@ -1,13 +1,16 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -112,4 +115,68 @@ func TestFleetThreeProcessesMosquitto(t *testing.T) {
 		t.Errorf("text report has no fleet verdict:\n%s", text)
 	}
 	t.Log("\n" + text)
+}
+
+// startShard starts `hostprep probe mqtt` as shard k/2 of a fleet run
+// against url starting at start, writing its JSON to stdout.
+func startShard(t *testing.T, url string, k int, start time.Time, stdout *bytes.Buffer) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(testenv.Binary(t), "probe", "mqtt", "--broker", url, "--clients", "20", "--conn-rate", "200",
+		"--pub-interval", "100ms", "--duration", "2s", "--grace", "3s",
+		"--shard", fmt.Sprintf("%d/2", k), "--start-at", start.Format(time.RFC3339Nano), "--max-clock-error", "0",
+		"--connect-p95", "0", "--ack-p95", "0", "--e2e-p99", "0", "-o", "json")
+	cmd.Stdout = stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
+// The fleet's received rate is the fleet's window messages that arrived
+// over the time the last of them took, as one host would count it. The
+// merge added up the shards' rates, each over its own receive_s, and
+// kept the longest receive_s: field case 194.10 msg/s received with
+// receive_s 5.313 s for 1000 messages (188.2). Here shard 2's process is
+// stopped (SIGSTOP) across the end of the window, so its messages take
+// about 1.4 s longer to arrive than shard 1's.
+func TestFleetReceivedRateByArrival(t *testing.T) {
+	url := testenv.MQTTBroker(t)
+	dir := t.TempDir()
+	start := time.Now().Add(4 * time.Second).UTC().Truncate(time.Millisecond)
+	var out [2]bytes.Buffer
+	cmds := [2]*exec.Cmd{startShard(t, url, 1, start, &out[0]), startShard(t, url, 2, start, &out[1])}
+	p := cmds[1].Process // our own child, stopped from 1.5 s into its schedule to 3.5 s
+	stop := time.AfterFunc(time.Until(start.Add(1500*time.Millisecond)), func() { _ = p.Signal(syscall.SIGSTOP) })
+	cont := time.AfterFunc(time.Until(start.Add(3500*time.Millisecond)), func() { _ = p.Signal(syscall.SIGCONT) })
+	t.Cleanup(func() { stop.Stop(); cont.Stop(); _ = p.Signal(syscall.SIGCONT) })
+	var paths []string
+	var shards []*mqtt.Result
+	for k, cmd := range cmds {
+		_ = cmd.Wait() // exit 1 is fine: shard 2 fell behind its schedule while stopped
+		var r mqtt.Result
+		if err := json.Unmarshal(out[k].Bytes(), &r); err != nil {
+			t.Fatalf("shard %d/2: %v\n%s", k+1, err, out[k].String())
+		}
+		shards = append(shards, &r)
+		paths = append(paths, filepath.Join(dir, fmt.Sprintf("lg%d.json", k+1)))
+		if err := os.WriteFile(paths[k], out[k].Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b := shards[0].Throughput, shards[1].Throughput
+	if b.ReceiveSeconds < a.ReceiveSeconds+0.5 {
+		t.Fatalf("receive_s %.3f s (shard 1), %.3f s (shard 2): want shard 2's messages to arrive well after shard 1's", a.ReceiveSeconds, b.ReceiveSeconds)
+	}
+	stdout, stderr, _ := testenv.Run(t, nil, append([]string{"report", "merge", "-o", "json"}, paths...)...)
+	var f Fleet
+	if err := json.Unmarshal([]byte(stdout), &f); err != nil || f.Run == nil || f.Run.Merged == nil {
+		t.Fatalf("report merge: %v\n%s\n%s", err, stdout, stderr)
+	}
+	got := f.Run.Merged.Throughput
+	n := math.Round(a.ReceivedPerSec*a.ReceiveSeconds) + math.Round(b.ReceivedPerSec*b.ReceiveSeconds)
+	want := n / max(a.ReceiveSeconds, b.ReceiveSeconds)
+	if got.ReceiveSeconds != max(a.ReceiveSeconds, b.ReceiveSeconds) || math.Abs(got.ReceivedPerSec-want) > 0.01 {
+		t.Errorf("merged %.2f msg/s over %.3f s; want %.0f messages over the longest receive_s %.3f s = %.2f msg/s (shards %.2f over %.3f s, %.2f over %.3f s)",
+			got.ReceivedPerSec, got.ReceiveSeconds, n, max(a.ReceiveSeconds, b.ReceiveSeconds), want, a.ReceivedPerSec, a.ReceiveSeconds, b.ReceivedPerSec, b.ReceiveSeconds)
+	}
 }

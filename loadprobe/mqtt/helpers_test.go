@@ -70,6 +70,12 @@ func checkCounts(t *testing.T, res *Result) {
 	if l := res.Latency; l.E2E.Censored+l.WarmupE2E.Censored != m.Lost+m.InFlight {
 		t.Errorf("e2e censored %d + %d, want lost %d + in flight %d", l.E2E.Censored, l.WarmupE2E.Censored, m.Lost, m.InFlight)
 	}
+	// Every connect attempted is in the connect histogram: the failed
+	// and canceled ones censored at the time they waited.
+	if l := res.Latency.Connect; l.Count != c.OK+c.Failed+c.Canceled || l.Censored != c.Failed+c.Canceled {
+		t.Errorf("connect histogram holds %d values (%d censored), want ok %d + failed %d + canceled %d (those failed or canceled censored)",
+			l.Count, l.Censored, c.OK, c.Failed, c.Canceled)
+	}
 	if c.OK+c.Failed+c.Canceled+c.NotStarted != int64(c.Target) {
 		t.Errorf("connects ok %d + failed %d + canceled %d + not started %d != target %d", c.OK, c.Failed, c.Canceled, c.NotStarted, c.Target)
 	}

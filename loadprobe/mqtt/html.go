@@ -179,8 +179,8 @@ steady window {{printf "%.1f" $.R.WindowSeconds}} s after a {{printf "%.1f" $.R.
 {{range .Charts}}{{.}}
 {{end}}
 <h3>Latency (ms, from the scheduled time)</h3>
-<table><tr><th class="l">latency</th><th>count</th><th>min</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>p99.9</th><th>max</th></tr>
-{{range .Lat}}<tr><td class="l">{{.Name}}</td><td>{{.S.Count}}</td><td>{{printf "%.3f" .S.Min}}</td><td>{{printf "%.3f" .S.P50}}</td><td>{{printf "%.3f" .S.P90}}</td><td>{{printf "%.3f" .S.P95}}</td><td>{{printf "%.3f" .S.P99}}</td><td>{{printf "%.3f" .S.P999}}</td><td>{{printf "%.3f" .S.Max}}</td></tr>
+<table><tr><th class="l">latency</th><th>count</th><th>censored</th><th>min</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>p99.9</th><th>max</th></tr>
+{{range .Lat}}<tr><td class="l">{{.Name}}</td><td>{{.S.Count}}</td><td>{{.S.Censored}}</td><td>{{printf "%.3f" .S.Min}}</td><td>{{printf "%.3f" .S.P50}}</td><td>{{printf "%.3f" .S.P90}}</td><td>{{printf "%.3f" .S.P95}}</td><td>{{printf "%.3f" .S.P99}}</td><td>{{printf "%.3f" .S.P999}}</td><td>{{printf "%.3f" .S.Max}}</td></tr>
 {{end}}</table>
 <h3>Delivery accounting</h3>
 {{with .R.Messages}}<table>

@@ -2,6 +2,7 @@ package mqtt
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"sort"
 	"strconv"
@@ -19,9 +20,11 @@ import (
 // thresholds: counts are summed (connects, scheduled, published, acked,
 // received, lost, duplicated, ...), latency percentiles come from the
 // merged HdrHistograms (Result.Histograms; exact: the same as one
-// histogram of every shard's values), throughput and the per-second
-// series are added up (per second of the common schedule; a second's
-// p95 is the highest of the shards', an upper bound). Failures are
+// histogram of every shard's values), the published rate and the
+// per-second series are added up (per second of the common schedule; a
+// second's p95 is the highest of the shards', an upper bound), the
+// received rate is the fleet's window messages that arrived over the
+// longest ReceiveSeconds (by arrival, as for one host). Failures are
 // prefixed with their shard.
 //
 // The caller checks that every K is present exactly once (report merge
@@ -55,6 +58,12 @@ func MergeShards(shards []*Result) (*Result, error) {
 		}
 	}
 	m.Connects.setFailRate()
+	if th := &m.Throughput; th.ReceiveSeconds > 0 {
+		// By arrival, as one host would have counted it: the fleet's
+		// window messages that arrived over the time the last of them
+		// took (the shards share the schedule, so the longest).
+		th.ReceivedPerSec = float64(th.WindowReceived) / th.ReceiveSeconds
+	}
 	if m.Messages.Expected > 0 {
 		m.Messages.LossRate = float64(m.Messages.Lost) / float64(m.Messages.Expected)
 	}
@@ -101,7 +110,7 @@ func SameRun(a, b *Result, nameA, nameB string) error {
 	va, vb := reflect.ValueOf(a.Config), reflect.ValueOf(b.Config)
 	for _, f := range sameRunFields {
 		x, y := configValue(va, f), configValue(vb, f)
-		if x == y {
+		if x == y || f == "Broker" && brokerEndpoint(a.Config) == brokerEndpoint(b.Config) {
 			continue
 		}
 		sf, _ := va.Type().FieldByName(f)
@@ -127,6 +136,25 @@ func configValue(v reflect.Value, f string) string {
 		return strconv.Quote(s)
 	}
 	return fmt.Sprint(x)
+}
+
+// brokerEndpoint is the broker c loads as SameRun compares it: plain or
+// TLS, and host:port with the scheme's default port filled in, as
+// checkBroker parses --broker (so tcp:// and mqtt:// to one host and
+// port are one broker, and so are mqtts://, ssl:// and tls://). The host
+// is compared as written (case aside): a name and its address differ.
+// A URL that does not parse is compared as written.
+func brokerEndpoint(c Config) string {
+	c.CAFile, c.CertFile, c.KeyFile = "", "", "" // the TLS flags are the shard's own
+	b, err := c.checkBroker()
+	if err != nil {
+		return strconv.Quote(c.Broker)
+	}
+	class := "plain"
+	if b.tls {
+		class = "TLS"
+	}
+	return class + " " + strings.ToLower(b.hostport)
 }
 
 // sameRun refuses a shard b that is not of a's run.
@@ -183,7 +211,7 @@ func (m *Result) add(s *Result, hists *[5]*latency.Recorder) error {
 		*p[0] += *p[1]
 	}
 	m.Throughput.PublishedPerSec += s.Throughput.PublishedPerSec
-	m.Throughput.ReceivedPerSec += s.Throughput.ReceivedPerSec
+	m.Throughput.WindowReceived += s.Throughput.windowReceived()
 	m.Throughput.ReceiveSeconds = max(m.Throughput.ReceiveSeconds, s.Throughput.ReceiveSeconds)
 	m.Throughput.RequestedPerSec += s.Throughput.RequestedPerSec
 	m.Host.ListenOverflows += s.Host.ListenOverflows
@@ -225,6 +253,15 @@ func (m *Result) addSeries(series []Second) {
 		d.AckP95 = max(d.AckP95, sec.AckP95)
 		d.E2EP95 = max(d.E2EP95, sec.E2EP95)
 	}
+}
+
+// windowReceived is WindowReceived, or for a shard result of an older
+// hostprep that did not carry it, ReceivedPerSec × ReceiveSeconds.
+func (th Throughput) windowReceived() int64 {
+	if th.WindowReceived > 0 {
+		return th.WindowReceived
+	}
+	return int64(math.Round(th.ReceivedPerSec * th.ReceiveSeconds))
 }
 
 func addCounts(dst, src map[string]int64) map[string]int64 {

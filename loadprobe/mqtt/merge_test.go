@@ -3,6 +3,7 @@ package mqtt
 import (
 	"context"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -94,5 +95,55 @@ func TestMergeRefusesShardsOfOtherBrokers(t *testing.T) {
 		if exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), want) {
 			t.Errorf("shard 1 (%s) with shard 2 (%s): %v (merged %v), want refused with %q", res[0].Broker, res[i].Broker, err, merged != nil, want)
 		}
+	}
+}
+
+// One broker spelled tcp:// by one shard and mqtt:// by the other is one
+// broker (mqtt:// is plain MQTT like tcp://): the shards merge. SameRun
+// compared the raw URL and refused them. Another port, or TLS to the
+// same host and port, is another endpoint and is still refused.
+func TestMergeBrokerSchemesOfOneEndpoint(t *testing.T) {
+	noLeak(t)
+	m := startMosquitto(t, "allow_anonymous true")
+	start := time.Now().Add(2 * time.Second).Truncate(time.Millisecond)
+	urls := []string{m.url, strings.Replace(m.url, "tcp://", "mqtt://", 1)}
+	res := make([]*Result, 2)
+	var wg sync.WaitGroup
+	for i := range res {
+		c := small(urls[i], 10)
+		c.Shard, c.StartAt, c.MaxClockError, c.Procs, c.Grace = fleet.Shard{K: i + 1, N: 2}, start, 0, -1, time.Second
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var err error
+			if res[i], err = Run(context.Background(), c); err != nil {
+				t.Errorf("shard %d (%s): %v", i+1, c.Broker, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	merged, err := MergeShards([]*Result{res[0], res[1]})
+	if err != nil {
+		t.Fatalf("shards of %s and %s: %v; want one broker", urls[0], urls[1], err)
+	}
+	if merged.Messages.Received != res[0].Messages.Received+res[1].Messages.Received || merged.Connects.OK != 10 {
+		t.Errorf("merged %+v %+v: want the two shards' sums", merged.Messages, merged.Connects)
+	}
+	for _, other := range []string{"mqtts" + strings.TrimPrefix(m.url, "tcp"), "mqtt://127.0.0.1"} {
+		b := *res[1]
+		b.Config.Broker = other
+		if err := SameRun(res[0], &b, "lg1.json", "lg2.json"); exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), "--broker "+strconv.Quote(other)) {
+			t.Errorf("%s with %s: %v; want refused naming --broker %q", m.url, other, err, other)
+		}
+	}
+	same := *res[1]
+	same.Config.Broker = "MQTT://127.0.0.1:1883"
+	a := *res[0]
+	a.Config.Broker = "tcp://127.0.0.1"
+	if err := SameRun(&a, &same, "lg1.json", "lg2.json"); err != nil {
+		t.Errorf("tcp://127.0.0.1 and MQTT://127.0.0.1:1883 (the default port): %v; want one broker", err)
 	}
 }

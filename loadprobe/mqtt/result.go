@@ -36,7 +36,8 @@ type Result struct {
 	// Config.Duration, or less when the run stopped early (broker died,
 	// every subscriber lost, interrupted), so rates are per real second;
 	// DrainSeconds the time spent waiting for outstanding acks/deliveries
-	// after it.
+	// after it (up to the interrupt when one ended the drain; 0 when the
+	// run ended before its window did).
 	// Procs is the GOMAXPROCS the probe ran with (see Config.Procs).
 	Procs         int     `json:"procs"`
 	RampSeconds   float64 `json:"ramp_s"`
@@ -238,6 +239,10 @@ type Throughput struct {
 	PublishedPerSec float64 `json:"published_per_s"`
 	ReceivedPerSec  float64 `json:"received_per_s"`
 	ReceiveSeconds  float64 `json:"receive_s,omitempty"`
+	// WindowReceived is how many of the window's messages arrived:
+	// ReceivedPerSec × ReceiveSeconds, as a count, so that report merge
+	// divides the fleet's count by the fleet's ReceiveSeconds.
+	WindowReceived int64 `json:"window_received,omitempty"`
 	// RequestedPerSec is Clients / PubInterval.
 	RequestedPerSec float64 `json:"requested_per_s"`
 }
@@ -455,6 +460,7 @@ func (r *run) fill(res *Result) {
 			PublishedPerSec: float64(r.winPublished.Load()) / res.WindowSeconds,
 			ReceivedPerSec:  float64(r.winReceived.Load()) / took,
 			ReceiveSeconds:  took,
+			WindowReceived:  r.winReceived.Load(),
 		}
 	}
 	res.Throughput.RequestedPerSec = float64(r.n) / cfg.PubInterval.Seconds()
@@ -783,14 +789,7 @@ func fracCheck(id, what string, got float64, max *float64, remedy string) verdic
 // says how, see endedEarly).
 func durCheck(cfg *Config, id, what string, got float64, sum latency.Summary, max time.Duration, cut, remedy string) verdict.Check {
 	n := sum.Count
-	c := verdict.Check{ID: id, Observed: fmt.Sprintf("%.3f ms", got)}
-	if sum.Censored > 0 {
-		at := fmt.Sprintf("at >= the %v grace", cfg.Grace)
-		if strings.Contains(cut, "interrupted") {
-			at += ", or at the time they had waited when in flight at the interrupt"
-		}
-		c.Observed += fmt.Sprintf(" (%d of %s censored %s: never answered)", sum.Censored, plural.N(n, "value"), at)
-	}
+	c := verdict.Check{ID: id, Observed: fmt.Sprintf("%.3f ms", got) + censoredNote(cfg, id, sum, cut)}
 	switch {
 	case max <= 0:
 		c.Status, c.Summary = verdict.Skip, what+": no threshold"
@@ -809,6 +808,24 @@ func durCheck(cfg *Config, id, what string, got float64, sum latency.Summary, ma
 		c.Summary = fmt.Sprintf("%s %s (limit %s)", what, c.Observed, c.Expected)
 	}
 	return c
+}
+
+// censoredNote says how many of sum's values are censored and at what:
+// failed connects (mqtt.connect_p95) at the time they waited, publishes
+// never answered at the grace or, in flight at an interrupt, at their
+// wait. "" when none is.
+func censoredNote(cfg *Config, id string, sum latency.Summary, cut string) string {
+	if sum.Censored == 0 {
+		return ""
+	}
+	if id == "mqtt.connect_p95" {
+		return fmt.Sprintf(" (%d of %s censored at the time they waited: failed connects, a lower bound)", sum.Censored, plural.N(sum.Count, "value"))
+	}
+	at := fmt.Sprintf("at >= the %v grace", cfg.Grace)
+	if strings.Contains(cut, "interrupted") {
+		at += ", or at the time they had waited when in flight at the interrupt"
+	}
+	return fmt.Sprintf(" (%d of %s censored %s: never answered)", sum.Censored, plural.N(sum.Count, "value"), at)
 }
 
 // connectionsLostCheck fails when any established connection was lost.
@@ -908,13 +925,7 @@ func (res *Result) WriteText(w io.Writer) error {
 		row("scheduler lag", res.Latency.SchedulerLag)
 	}
 	tw.Flush()
-	if n := res.Latency.Ack.Censored + res.Latency.E2E.Censored + res.Latency.WarmupAck.Censored + res.Latency.WarmupE2E.Censored; n > 0 {
-		in := ""
-		if res.Interrupted {
-			in = " (those in flight at the interrupt at the time they had waited)"
-		}
-		fmt.Fprintf(w, "censored: %s never acknowledged or never delivered are counted at >= the %v grace%s in the percentiles above\n", plural.N(n, "publish"), c.Grace, in)
-	}
+	res.writeCensored(w)
 	fmt.Fprintln(w)
 	// What went wrong during the run, in words; whether it fails the run
 	// is the checks' business (59 late publishes of 650,000 pass
@@ -930,6 +941,21 @@ func (res *Result) WriteText(w io.Writer) error {
 	}
 	_, err := fmt.Fprintf(w, "verdict: %s\n", strings.ToUpper(string(res.Verdict)))
 	return err
+}
+
+// writeCensored says under the latency table how many of its values are
+// censored, and at what.
+func (res *Result) writeCensored(w io.Writer) {
+	if n := res.Latency.Ack.Censored + res.Latency.E2E.Censored + res.Latency.WarmupAck.Censored + res.Latency.WarmupE2E.Censored; n > 0 {
+		in := ""
+		if res.Interrupted {
+			in = " (those in flight at the interrupt at the time they had waited)"
+		}
+		fmt.Fprintf(w, "censored: %s never acknowledged or never delivered are counted at >= the %v grace%s in the percentiles above\n", plural.N(n, "publish"), res.Config.Grace, in)
+	}
+	if n := res.Latency.Connect.Censored; n > 0 {
+		fmt.Fprintf(w, "censored: %s that failed are counted at the time they waited (a lower bound) in the connect percentiles\n", plural.N(n, "connect"))
+	}
 }
 
 // ArrivalNote is " (by arrival: ...)" when the window's messages took

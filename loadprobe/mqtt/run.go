@@ -646,7 +646,11 @@ func (r *run) drain(res *Result, tick *time.Ticker) error {
 	if r.poll != nil {
 		r.poll.handOff() // no more publishes to wake the scheduler: read acks as they come
 	}
-	deadline := time.Now().Add(cfg.Grace)
+	began := time.Now()
+	deadline := began.Add(cfg.Grace)
+	// The drain as it ran, up to the interrupt when one ends it (the
+	// series' rows after the window are the drain's).
+	defer func() { res.DrainSeconds = min(time.Since(began), cfg.Grace).Seconds() }()
 	for time.Now().Before(deadline) {
 		if r.inflight.Load() == 0 && r.received.Load() >= r.published.Load() && r.connecting.Load() == 0 {
 			break
@@ -659,10 +663,6 @@ func (r *run) drain(res *Result, tick *time.Ticker) error {
 			return r.interrupted()
 		case <-tick.C:
 		}
-	}
-	res.DrainSeconds = cfg.Grace.Seconds() - time.Until(deadline).Seconds()
-	if res.DrainSeconds > cfg.Grace.Seconds() {
-		res.DrainSeconds = cfg.Grace.Seconds()
 	}
 	return nil
 }
@@ -949,7 +949,15 @@ func (r *run) connectClient(i int, sched int64) {
 	defer r.wg.Done()
 	c, err := r.dial(r.ctx, i, expand(r.cfg.ClientID, r.runID, r.cfg.Shard.Global(i)), false)
 	now := r.now()
+	s := r.shard(i)
 	if err != nil {
+		// A connect that failed (timed out, refused, canceled) is in the
+		// connect percentiles too, censored at the time it waited (a
+		// lower bound: it never connected), so a p95 is never one of the
+		// connects that succeeded only.
+		s.mu.Lock()
+		s.connect.RecordCensored(time.Duration(now-sched), 0)
+		s.mu.Unlock()
 		r.connecting.Add(-1)
 		if r.ctx.Err() == nil && !r.stoppingNow() {
 			r.failConnect(classify(err), err)
@@ -958,7 +966,6 @@ func (r *run) connectClient(i int, sched int64) {
 		}
 		return
 	}
-	s := r.shard(i)
 	s.mu.Lock()
 	s.connect.Record(time.Duration(now - sched))
 	s.mu.Unlock()

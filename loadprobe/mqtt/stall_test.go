@@ -121,3 +121,72 @@ func TestInterruptedStallInPercentiles(t *testing.T) {
 		}
 	}
 }
+
+// Connects that failed are in the connect percentiles, censored at the
+// time they waited. Only the successful ones were recorded, so a broker
+// stopped for 3 s during the ramp passed mqtt.connect_p95: field case
+// PASS, connect p95 846 ms, censored 0, with 20 of 50 connects timed out
+// after >= 1000 ms.
+func TestFailedConnectsInConnectPercentiles(t *testing.T) {
+	noLeak(t)
+	m := startMosquitto(t, "allow_anonymous true")
+	cfg := small(m.url, 50)
+	cfg.ConnRate, cfg.Duration, cfg.Grace, cfg.ConnectTimeout = 10, 3*time.Second, 2*time.Second, time.Second
+	half := 0.5
+	cfg.Thresholds.ConnectFailRate, cfg.Thresholds.ConnectP95 = &half, 990*time.Millisecond
+	stallBroker(t, m, 2*time.Second, 5*time.Second)
+	res, err := runProbe(t, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cn, l := res.Connects, res.Latency.Connect
+	if cn.Failed < 10 || cn.FailedBy["timeout"] == 0 {
+		t.Fatalf("connects %+v: want the 3 s stall to time out at least 10 connects", cn)
+	}
+	if l.Censored != cn.Failed || l.Count != cn.OK+cn.Failed {
+		t.Errorf("connect latency count %d, censored %d: want every attempt (%d ok, %d failed), the failed censored", l.Count, l.Censored, cn.OK, cn.Failed)
+	}
+	if l.P95 < 1000 {
+		t.Errorf("connect p95 %.1f ms: want the timed-out connects (>= 1000 ms) in it", l.P95)
+	}
+	c := checkByID(t, res.Checks, "mqtt.connect_p95")
+	if c.Status != verdict.Fail || !strings.Contains(c.Observed, "censored at the time they waited") {
+		t.Errorf("mqtt.connect_p95 %s %q (%s): want fail, naming the censored failed connects", c.Status, c.Summary, c.Observed)
+	}
+	var txt strings.Builder
+	_ = res.WriteText(&txt)
+	if !strings.Contains(txt.String(), "censored: "+itoa(cn.Failed)+" connects that failed") {
+		t.Errorf("text report does not say how many connects were censored:\n%s", txt.String())
+	}
+}
+
+// A run interrupted during its drain reports the drain as it ran, up to
+// the interrupt: drain_s was 0 while the CSV had rows after the window.
+// Here the broker stalls before the window ends, so the drain waits for
+// its acks and deliveries until the interrupt ~1.3 s into it.
+func TestInterruptedDrainSeconds(t *testing.T) {
+	noLeak(t)
+	m := startMosquitto(t, "allow_anonymous true")
+	cfg := small(m.url, 20)
+	cfg.Grace = 5 * time.Second
+	stallBroker(t, m, 800*time.Millisecond, time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(2500*time.Millisecond, cancel)
+	res, err := Run(ctx, cfg)
+	if exitcode.Code(err) != exitcode.Environment || res == nil || !res.Interrupted {
+		t.Fatalf("want an interrupted run with partial results, got %v", err)
+	}
+	checkCounts(t, res)
+	if res.WindowSeconds < 0.99*cfg.Duration.Seconds() {
+		t.Fatalf("window %.3f s: the interrupt came before the drain", res.WindowSeconds)
+	}
+	var series float64
+	for _, s := range res.Series {
+		series += s.length()
+	}
+	ran := res.RampSeconds + res.WindowSeconds + res.DrainSeconds
+	if res.DrainSeconds < 0.8 || res.DrainSeconds >= cfg.Grace.Seconds() || series-ran > 0.3 || ran-series > 0.3 {
+		t.Errorf("drain_s %.3f (ramp %.3f + window %.3f + drain = %.3f s), the series spans %.3f s: want the drain as it ran up to the interrupt",
+			res.DrainSeconds, res.RampSeconds, res.WindowSeconds, ran, series)
+	}
+}
