@@ -126,18 +126,20 @@ func (r *run) sampleSecond(t int, tot *[2][2]*latency.Recorder, ack, e2e *latenc
 	now := tot[1]
 	now[0].Reset()
 	now[1].Reset()
+	var rc int64 // deliveries, counted with their latencies (shard.received)
 	for _, s := range r.shards {
 		s.mu.Lock()
 		now[0].Merge(s.ack)
 		now[0].Merge(s.warmAck)
 		now[1].Merge(s.e2e)
 		now[1].Merge(s.warmE2E)
+		rc += s.received
 		s.mu.Unlock()
 	}
 	ack.Since(now[0], tot[0][0])
 	e2e.Since(now[1], tot[0][1])
 	tot[0], tot[1] = tot[1], tot[0]
-	pub, ak, rc := r.published.Load(), r.acked.Load(), r.received.Load()
+	pub, ak := r.published.Load(), r.acked.Load()
 	sec := Second{
 		T:         t,
 		Connected: r.connected.Load(),

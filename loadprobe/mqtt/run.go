@@ -54,6 +54,10 @@ type shard struct {
 	mu                         sync.Mutex
 	connect                    *latency.Recorder
 	ack, e2e, warmAck, warmE2E *latency.Recorder
+	// received counts the deliveries recorded in e2e and warmE2E, under
+	// mu with them, so a per-second sample sees each delivery in both
+	// its count and its latency or in neither.
+	received int64
 }
 
 func newShard() *shard {
@@ -321,6 +325,7 @@ func (r *run) onMessage(payload []byte, now int64, sub int) {
 	} else {
 		s.e2e.Record(d)
 	}
+	s.received++
 	s.mu.Unlock()
 }
 
