@@ -211,8 +211,21 @@ func TestKeptDatabaseSurvivesLostCreateAnswerOnRealIoTDB(t *testing.T) {
 // passing on the answer to the first request that holds stmt: the server
 // carries the statement out, the probe never hears back.
 func dropAnswerTo(t *testing.T, target, stmt string) string {
+	return answerLost(t, target, stmt, nil, nil)
+}
+
+// answerLost relays to target and loses the server's answer to the first
+// statement containing stmt: that connection is dropped (onLost, when
+// given, runs then too). onConn, when given, sees every new connection
+// first and refuses it by returning false.
+func answerLost(t *testing.T, target, stmt string, onConn func(c, s net.Conn) bool, onLost func()) string {
 	var armed, done atomic.Bool
 	return relay(t, target, func(_ int, c, s net.Conn) {
+		if onConn != nil && !onConn(c, s) {
+			c.Close()
+			s.Close()
+			return
+		}
 		go func() {
 			defer s.Close()
 			buf := make([]byte, 64<<10)
@@ -236,6 +249,9 @@ func dropAnswerTo(t *testing.T, target, stmt string) string {
 		for {
 			n, err := s.Read(buf)
 			if n > 0 && armed.Load() && done.CompareAndSwap(false, true) {
+				if onLost != nil {
+					onLost()
+				}
 				return // drop the connection: the answer is lost
 			}
 			if n > 0 {
@@ -262,18 +278,7 @@ func TestLostDeleteAnswerIsNoLeftoverOnRealIoTDB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Kept || res.DeleteError != "" || slices.ContainsFunc(res.Checks, func(c verdict.Check) bool { return c.ID == CheckCleanup }) {
-		t.Errorf("kept %v, delete error %q, checks %v: want a clean-up that succeeded", res.Kept, res.DeleteError, res.Checks)
-	}
-	if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "was lost") }) {
-		t.Errorf("notes %q: want one saying the answer was lost", res.Notes)
-	}
-	if slices.Contains(databases(t, base), res.Prefix) {
-		t.Errorf("%s is left on the server", res.Prefix)
-		s := testSession(t, base)
-		defer s.Close()
-		_ = s.ExecuteNonQueryStatement("DELETE DATABASE " + res.Prefix)
-	}
+	wantLostAnswerGone(t, base, res)
 }
 
 // resetAllOnAnswerTo is a relay to target that, instead of passing on
@@ -284,11 +289,12 @@ func TestLostDeleteAnswerIsNoLeftoverOnRealIoTDB(t *testing.T) {
 // when thenDead, closed at once (the server stays out of reach).
 func resetAllOnAnswerTo(t *testing.T, target, stmt string, thenDead bool) string {
 	var (
-		armed, done atomic.Bool
-		mu          sync.Mutex
-		conns       []net.Conn
+		lost  atomic.Bool
+		mu    sync.Mutex
+		conns []net.Conn
 	)
 	resetAll := func() {
+		lost.Store(true)
 		mu.Lock()
 		defer mu.Unlock()
 		for _, c := range conns {
@@ -298,51 +304,16 @@ func resetAllOnAnswerTo(t *testing.T, target, stmt string, thenDead bool) string
 			c.Close()
 		}
 	}
-	return relay(t, target, func(_ int, c, s net.Conn) {
-		if thenDead && done.Load() {
-			c.Close()
-			s.Close()
-			return
+	track := func(c, s net.Conn) bool {
+		if thenDead && lost.Load() {
+			return false
 		}
 		mu.Lock()
 		conns = append(conns, c, s)
 		mu.Unlock()
-		go func() {
-			defer s.Close()
-			buf := make([]byte, 64<<10)
-			for {
-				n, err := c.Read(buf)
-				if n > 0 && !done.Load() && bytes.Contains(buf[:n], []byte(stmt)) {
-					armed.Store(true)
-				}
-				if n > 0 {
-					if _, werr := s.Write(buf[:n]); werr != nil {
-						return
-					}
-				}
-				if err != nil {
-					return
-				}
-			}
-		}()
-		defer c.Close()
-		buf := make([]byte, 64<<10)
-		for {
-			n, err := s.Read(buf)
-			if n > 0 && armed.Load() && done.CompareAndSwap(false, true) {
-				resetAll() // the answer is lost, and every session with it
-				return
-			}
-			if n > 0 {
-				if _, werr := c.Write(buf[:n]); werr != nil {
-					return
-				}
-			}
-			if err != nil {
-				return
-			}
-		}
-	})
+		return true
+	}
+	return answerLost(t, target, stmt, track, resetAll) // the answer is lost, and every session with it
 }
 
 // A DELETE DATABASE whose answer is lost when the proxy resets every
@@ -359,18 +330,7 @@ func TestLostDeleteAnswerWithAllSessionsResetIsNoLeftoverOnRealIoTDB(t *testing.
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Kept || res.DeleteError != "" || slices.ContainsFunc(res.Checks, func(c verdict.Check) bool { return c.ID == CheckCleanup }) {
-		t.Errorf("kept %v, delete error %q, checks %v: want a clean-up that succeeded", res.Kept, res.DeleteError, res.Checks)
-	}
-	if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "was lost") }) {
-		t.Errorf("notes %q: want one saying the answer was lost", res.Notes)
-	}
-	if slices.Contains(databases(t, base), res.Prefix) {
-		t.Errorf("%s is left on the server", res.Prefix)
-		s := testSession(t, base)
-		defer s.Close()
-		_ = s.ExecuteNonQueryStatement("DELETE DATABASE " + res.Prefix)
-	}
+	wantLostAnswerGone(t, base, res)
 }
 
 // When the re-check cannot reach the server either, the warning stays,
@@ -403,5 +363,25 @@ func TestLostDeleteAnswerUncheckedStillWarnsOnRealIoTDB(t *testing.T) {
 	if !res.DeleteUnknown || !strings.Contains(sum, res.Prefix+" may have been left") || strings.Contains(sum, "was left") ||
 		!strings.Contains(sum, "DELETE DATABASE "+res.Prefix) || strings.Contains(text.String(), "NOT DELETED") {
 		t.Errorf("summary %q (unknown %v), report:\n%s\nwant \"may have been left\", never \"was left\", with the DELETE statement", sum, res.DeleteUnknown, text.String())
+	}
+}
+
+// wantLostAnswerGone checks a run whose DELETE DATABASE answer was lost
+// though the server carried it out: no iotdb.cleanup warning, a note
+// that the answer was lost, and the database really gone (deleted here
+// if not).
+func wantLostAnswerGone(t *testing.T, base Config, res *Result) {
+	t.Helper()
+	if res.Kept || res.DeleteError != "" || slices.ContainsFunc(res.Checks, func(c verdict.Check) bool { return c.ID == CheckCleanup }) {
+		t.Errorf("kept %v, delete error %q, checks %v: want a clean-up that succeeded", res.Kept, res.DeleteError, res.Checks)
+	}
+	if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "was lost") }) {
+		t.Errorf("notes %q: want one saying the answer was lost", res.Notes)
+	}
+	if slices.Contains(databases(t, base), res.Prefix) {
+		t.Errorf("%s is left on the server", res.Prefix)
+		s := testSession(t, base)
+		defer s.Close()
+		_ = s.ExecuteNonQueryStatement("DELETE DATABASE " + res.Prefix)
 	}
 }

@@ -545,8 +545,15 @@ func interruptedRun(t *testing.T, p *faultProxy, qos int) *Result {
 	cfg.QoS = qos
 	cfg.PubInterval = 100 * time.Millisecond
 	cfg.Duration = time.Minute
+	return runInterrupted(t, cfg, 2500*time.Millisecond)
+}
+
+// runInterrupted runs cfg, interrupts it after d and returns its partial
+// result, which must say so and whose counts must add up.
+func runInterrupted(t *testing.T, cfg Config, d time.Duration) *Result {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(2500*time.Millisecond, cancel)
+	time.AfterFunc(d, cancel)
 	res, err := Run(ctx, cfg)
 	if exitcode.Code(err) != exitcode.Environment || res == nil || !res.Interrupted {
 		t.Fatalf("want an interrupted run with partial results, got %v", err)

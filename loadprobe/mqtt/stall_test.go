@@ -1,7 +1,6 @@
 package mqtt
 
 import (
-	"context"
 	"encoding/csv"
 	"strconv"
 	"strings"
@@ -9,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
 
@@ -94,13 +92,7 @@ func TestInterruptedStallInPercentiles(t *testing.T) {
 	cfg.PubInterval, cfg.Duration = 100*time.Millisecond, time.Minute
 	cfg.Thresholds.AckP95, cfg.Thresholds.E2EP99 = 100*time.Millisecond, 250*time.Millisecond
 	stallBroker(t, m, 1500*time.Millisecond, time.Hour)
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(3*time.Second, cancel)
-	res, err := Run(ctx, cfg)
-	if exitcode.Code(err) != exitcode.Environment || res == nil || !res.Interrupted {
-		t.Fatalf("want an interrupted run with partial results, got %v", err)
-	}
-	checkCounts(t, res)
+	res := runInterrupted(t, cfg, 3*time.Second)
 	var txt strings.Builder
 	_ = res.WriteText(&txt)
 	t.Log("\n" + txt.String())
@@ -170,13 +162,7 @@ func TestInterruptedDrainSeconds(t *testing.T) {
 	cfg := small(m.url, 20)
 	cfg.Grace = 5 * time.Second
 	stallBroker(t, m, 800*time.Millisecond, time.Hour)
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(2500*time.Millisecond, cancel)
-	res, err := Run(ctx, cfg)
-	if exitcode.Code(err) != exitcode.Environment || res == nil || !res.Interrupted {
-		t.Fatalf("want an interrupted run with partial results, got %v", err)
-	}
-	checkCounts(t, res)
+	res := runInterrupted(t, cfg, 2500*time.Millisecond)
 	if res.WindowSeconds < 0.99*cfg.Duration.Seconds() {
 		t.Fatalf("window %.3f s: the interrupt came before the drain", res.WindowSeconds)
 	}
