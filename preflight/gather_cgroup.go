@@ -79,6 +79,10 @@ type cgroupFiles struct {
 	// counts says whether cgroup parent's limit counts the usage of its
 	// children (cgroup v1 memory.use_hierarchy 0 does not); nil: always.
 	counts func(parent string) bool
+	// reclaim is the part of cgroup d's usage the kernel takes back
+	// before it reaches the limit (memory: inactive page cache), taken off
+	// the usage; nil: none.
+	reclaim func(d string) uint64
 }
 
 // cgroupLimit is one cgroup's limit and usage (tasks, bytes) and its
@@ -120,6 +124,9 @@ func (g *gatherer) leastRoom(dir, base string, c cgroupFiles) (least cgroupLimit
 			if perr != nil || cerr != nil || !cok || nerr != nil {
 				unseen = append(unseen, fmt.Sprintf("%s or %s there", file, c.usage))
 				break
+			}
+			if c.reclaim != nil {
+				n -= min(n, c.reclaim(d))
 			}
 			if l := (cgroupLimit{lim, n, file}); least.from == "" || l.room() < least.room() {
 				least = l
@@ -186,6 +193,16 @@ func (g *gatherer) memCgroup(pid int) {
 				return err != nil || strings.TrimSpace(string(b)) != "0"
 			}}
 	}
+	// Page cache the kernel reclaims before the limit is not in the way:
+	// the usage counted is the working set (usage less inactive_file,
+	// cAdvisor's container_memory_working_set_bytes). Measured: a v1
+	// cgroup of 64 MiB with 63 MiB in use, 60 MiB of it inactive page
+	// cache, took 4000 MQTT connections without an OOM kill.
+	stat := "inactive_file"
+	if !v2 {
+		stat = "total_inactive_file"
+	}
+	files.reclaim = func(d string) uint64 { return g.memStat(path.Join(d, "memory.stat"), stat) }
 	least, unseen := g.leastRoom(dir, base, files)
 	m.Unseen = append(m.Unseen, unseen...)
 	m.Limit, m.Usage, m.From = least.limit, least.usage, least.from
@@ -195,4 +212,20 @@ func (g *gatherer) memCgroup(pid int) {
 		m.Unseen = append(m.Unseen, unseen...)
 		m.High, m.HighUsage, m.HighFrom = high.limit, high.usage, high.from
 	}
+}
+
+// memStat reads one key of a cgroup's memory.stat (bytes); 0 when the
+// file or key cannot be read, which leaves the whole usage counted.
+func (g *gatherer) memStat(file, key string) uint64 {
+	b, err := os.ReadFile(g.path(file))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == key {
+			n, _ := strconv.ParseUint(f[1], 10, 64)
+			return n
+		}
+	}
+	return 0
 }

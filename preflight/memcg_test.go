@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hostprep/hostprep/internal/verdict"
 )
 
 // v1Unlimited is what cgroup v1 prints for a memory limit never set:
@@ -181,5 +183,45 @@ func TestListenerOwnerLeastCapacity(t *testing.T) {
 	}
 	if len(g.f.Notes) != 1 || !strings.Contains(g.f.Notes[0], "limited by mem.available") || g.f.Target.PID != 0 {
 		t.Errorf("notes %q, target %+v: want one note naming both and the target left for the caller", g.f.Notes, g.f.Target)
+	}
+}
+
+// TestMemCgroupPageCacheIsRoom: inactive page cache is reclaimed before
+// the cgroup's limit is reached, so the usage judged is the working set
+// (usage less inactive_file). Field case: a v1 cgroup of 64 MiB with
+// 63 MiB in use, 60 MiB of it page cache, failed mem.available for 4000
+// sockets (capacity 193) and then took all 4000 with no OOM kill.
+func TestMemCgroupPageCacheIsRoom(t *testing.T) {
+	const v1, v2 = "sys/fs/cgroup/memory/", "sys/fs/cgroup/"
+	for _, c := range []struct {
+		name  string
+		files map[string]string
+	}{
+		{"v1", map[string]string{
+			"proc/4242/cgroup":                  "4:memory:/broker\n",
+			v1 + "memory.limit_in_bytes":        v1Unlimited,
+			v1 + "broker/memory.limit_in_bytes": "67108864\n",
+			v1 + "broker/memory.usage_in_bytes": "66060288\n",
+			v1 + "broker/memory.stat":           "cache 62914560\ninactive_file 1\ntotal_inactive_file 62914560\n",
+		}},
+		{"v2", map[string]string{
+			"proc/4242/cgroup":               "0::/broker\n",
+			v2 + "cgroup.controllers":        "memory\n",
+			v2 + "broker/cgroup.controllers": "memory\n",
+			v2 + "broker/memory.max":         "67108864\n",
+			v2 + "broker/memory.high":        "max\n",
+			v2 + "broker/memory.current":     "66060288\n",
+			v2 + "broker/memory.stat":        "anon 3145728\nfile 62914560\ninactive_file 62914560\n",
+		}},
+	} {
+		f := gatherPID4242(t, fixtureRoot(t, c.files), false)
+		if m := f.Target.Memory; m.Limit != 67108864 || m.Usage != 3145728 {
+			t.Errorf("%s: memory cgroup %+v, want limit 64 MiB and the 3 MiB working set", c.name, m)
+		}
+		tg := Target{Sockets: 4000, Role: Broker, ConnRate: 10}
+		_ = tg.Validate()
+		if got := find(t, Evaluate(f, tg), "mem.available"); got.Status == verdict.Fail {
+			t.Errorf("%s: mem.available %s: %s", c.name, got.Status, got.Summary)
+		}
 	}
 }
