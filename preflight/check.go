@@ -76,7 +76,7 @@ func Evaluate(f *Facts, t Target) []verdict.Check {
 			continue
 		}
 		var c verdict.Check
-		if p := f.Target; (p.NetNS != "" || p.NetNSUnseen != "") && netnsScoped(d.ID) {
+		if f.Target.netNSApart() != "" && netnsScoped(d.ID) {
 			c = otherNetNS(f, d.ID)
 		} else {
 			c = d.Func(f, t)

@@ -466,6 +466,11 @@ func (g *gatherer) heldFDs(pid int) uint64 {
 	return n
 }
 
+// netNSApart says why the network checks cannot judge the process in
+// hostprep's namespace: the other namespace it is in (NetNS), or why
+// that could not be told (NetNSUnseen); "" when it shares hostprep's.
+func (p ProcessFacts) netNSApart() string { return p.NetNS + p.NetNSUnseen }
+
 // netNS fills the target's NetNS (its network namespace when it is not
 // hostprep's) or NetNSUnseen (why that could not be read: another user's
 // /proc/PID/ns/net needs root), live or from the recording.

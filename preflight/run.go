@@ -338,8 +338,8 @@ func capacityOf(f *Facts, t Target) Capacity {
 	} else {
 		unknown("fd.file_max", "fs.file-max")
 	}
-	if t.Role == Loadgen && (f.Target.NetNS != "" || f.Target.NetNSUnseen != "") {
-		unknown("ports.ephemeral", "the ephemeral ports of the target's network namespace ("+f.Target.NetNS+f.Target.NetNSUnseen+")")
+	if ns := f.Target.netNSApart(); t.Role == Loadgen && ns != "" {
+		unknown("ports.ephemeral", "the ephemeral ports of the target's network namespace ("+ns+")")
 	} else if t.Role == Loadgen {
 		if pc, ok := loadgenCapacity(f, t); ok {
 			add("ports.ephemeral", "ephemeral ports: "+pc.formula, pc.total)
@@ -347,8 +347,8 @@ func capacityOf(f *Facts, t Target) Capacity {
 			unknown("ports.ephemeral", "net.ipv4.ip_local_port_range")
 		}
 	}
-	if ct := f.Conntrack; (f.Target.NetNS != "" || f.Target.NetNSUnseen != "") && ct.Loaded {
-		unknown("conntrack", "the nf_conntrack table of the target's network namespace ("+f.Target.NetNS+f.Target.NetNSUnseen+")")
+	if ct, ns := f.Conntrack, f.Target.netNSApart(); ns != "" && ct.Loaded {
+		unknown("conntrack", "the nf_conntrack table of the target's network namespace ("+ns+")")
 	} else if ct.Loaded && conntrackUnknown(ct) != "" {
 		unknown("conntrack", conntrackUnknown(ct))
 	} else if ct.Loaded && conntrackTracking(ct) {

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/hostprep/hostprep/tune/boot"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
 )
@@ -159,13 +160,12 @@ func (r *rollbackRun) scanLeft() {
 // fail to set its hard nofile once rollback lowered fs.nr_open below it
 // (pam_limits' setrlimit gets EPERM and the session fails).
 func (r *rollbackRun) scanForeign() {
-	paths := []string{r.env.path("/etc/security/limits.conf")}
-	more, _ := filepath.Glob(filepath.Join(r.env.path("/etc/security/limits.d"), "*.conf"))
-	for _, p := range append(paths, more...) {
-		if _, owned := r.st.Files[p]; owned || strings.HasPrefix(filepath.Base(p), ".") {
-			continue // pam_limits' glob skips hidden files
+	for _, f := range boot.LimitsFiles(r.env.bootRoot()) {
+		p := r.env.path(f.Path)
+		if _, owned := r.st.Files[p]; owned || f.Masked {
+			continue
 		}
-		cur, exists, err := files.Read(p)
+		cur, exists, err := files.Read(r.env.path(f.Target))
 		if err != nil || !exists {
 			continue
 		}

@@ -136,12 +136,22 @@ func NofileForGroupsOverlay(root, user string, groups []string, overlay map[stri
 	return nofileFor(tree{root: root, overlay: overlay}, a)
 }
 
+// LimitsFiles are the files pam_limits reads under root ("" is /), in its
+// order: limits.conf, then the *.conf of limits.d as its glob lists them
+// (no hidden names). Path is where pam finds each, Target the file a
+// link there leads to inside root.
+func LimitsFiles(root string) []ConfFile { return limitsFiles(tree{root: root}) }
+
+func limitsFiles(t tree) []ConfFile {
+	files := []ConfFile{{Path: LimitsConf, Target: resolve(t.root, LimitsConf)}}
+	return append(files, listConfDirs(t, []string{LimitsDir}, listPam)...)
+}
+
 // long on purpose: it is pam_limits' parse_config_file, one line kind
 // after another, kept in the order of the C code it follows.
 func nofileFor(t tree, a account) (Nofile, error) {
 	n := Nofile{User: a.name}
-	files := []ConfFile{{Path: LimitsConf, Target: resolve(t.root, LimitsConf)}}
-	files = append(files, listConfDirs(t, []string{LimitsDir}, listPam)...)
+	files := limitsFiles(t)
 	softPrio, hardPrio := prioNone, prioNone
 	for _, f := range files {
 		lines, err := readPamLines(t, f)
