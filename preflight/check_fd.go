@@ -189,14 +189,8 @@ func checkFDSoft(f *Facts, t Target) verdict.Check {
 		return fail(fmt.Sprintf("%s is not installed here (no unit file): there is no service whose limits could carry %s", p.Unit, plural.N(t.Sockets, "socket")), obs, exp,
 			fmt.Sprintf("install the service first, or say which process will hold the sockets: hostprep preflight --service UNIT (an installed unit) or --pid PID (the running process), or an installed unit in the profile's systemd.services; drop-ins for %s do nothing without its unit file", p.Unit))
 	}
-	if unseenServer(p, t) || unitWithoutManager(f) && p.NofileSoft >= need {
-		return unnamedServer(f, t, "soft", p.NofileSoft, need, obs, exp)
-	}
-	if p.NofileSoft >= need {
-		if p.HeldFDsUnseen != "" {
-			return heldUnseen("soft", p, t, obs, exp)
-		}
-		return pass(fmt.Sprintf("soft nofile %s covers %s", fmtNofile(p.NofileSoft), plural.N(t.Sockets, "socket")), obs, exp)
+	if c, judged := fdCovered(f, t, "soft", p.NofileSoft, need, obs, exp); judged {
+		return c
 	}
 	left := int64(p.NofileSoft) - int64(p.HeldFDs)
 	summary := fmt.Sprintf("target process soft nofile %d < %s: it stops accepting/connecting with EMFILE (\"too many open files\") near %d", p.NofileSoft, plural.N(t.Sockets, "socket"), p.NofileSoft)
@@ -271,14 +265,8 @@ func checkFDHard(f *Facts, t Target) verdict.Check {
 	p := f.Target
 	need, exp := fdNeed(p, t)
 	obs := fmt.Sprintf("hard nofile %s for %s (%s)", fmtNofile(p.NofileHard), describeTarget(p), p.Source)
-	if unseenServer(p, t) || unitWithoutManager(f) && p.NofileHard >= need {
-		return unnamedServer(f, t, "hard", p.NofileHard, need, obs, exp)
-	}
-	if p.NofileHard >= need {
-		if p.HeldFDsUnseen != "" {
-			return heldUnseen("hard", p, t, obs, exp)
-		}
-		return pass(fmt.Sprintf("hard nofile %s covers %s", fmtNofile(p.NofileHard), plural.N(t.Sockets, "socket")), obs, exp)
+	if c, judged := fdCovered(f, t, "hard", p.NofileHard, need, obs, exp); judged {
+		return c
 	}
 	summary := fmt.Sprintf("target process hard nofile %d < %s: the soft limit cannot go above it", p.NofileHard, plural.N(t.Sockets, "socket"))
 	if p.Requested != "" {
@@ -304,15 +292,23 @@ func checkFDHard(f *Facts, t Target) verdict.Check {
 	return fail(summary, obs, exp, remedy)
 }
 
-// heldUnseen is fd.soft's or fd.hard's finding when the limit covers the
-// sockets but the files the process holds could not be counted.
-func heldUnseen(which string, p ProcessFacts, t Target, obs, exp string) verdict.Check {
-	n := p.NofileSoft
-	if which == "hard" {
-		n = p.NofileHard
+// fdCovered is fd.soft's or fd.hard's verdict (which is "soft" or
+// "hard", n that limit in fds, need the fds the target needs) where no
+// shortfall needs explaining: the process that will hold the sockets is
+// not seen, or n covers need (a warning when the files it holds could
+// not be counted). judged is false when n falls short of need.
+func fdCovered(f *Facts, t Target, which string, n, need uint64, obs, exp string) (c verdict.Check, judged bool) {
+	p := f.Target
+	switch {
+	case unseenServer(p, t) || unitWithoutManager(f) && n >= need:
+		return unnamedServer(f, t, which, n, need, obs, exp), true
+	case n < need:
+		return verdict.Check{}, false
+	case p.HeldFDsUnseen != "":
+		return warn(fmt.Sprintf("%s nofile %s covers %s if the process holds few other files, but those could not be counted (%s)", which, fmtNofile(n), plural.N(t.Sockets, "socket"), p.HeldFDsUnseen),
+			obs, exp, "run hostprep preflight as root, so the files the process holds (/proc/PID/fd) are counted"), true
 	}
-	return warn(fmt.Sprintf("%s nofile %s covers %s if the process holds few other files, but those could not be counted (%s)", which, fmtNofile(n), plural.N(t.Sockets, "socket"), p.HeldFDsUnseen),
-		obs, exp, "run hostprep preflight as root, so the files the process holds (/proc/PID/fd) are counted")
+	return pass(fmt.Sprintf("%s nofile %s covers %s", which, fmtNofile(n), plural.N(t.Sockets, "socket")), obs, exp), true
 }
 
 func checkFDRaise(f *Facts, t Target) verdict.Check {

@@ -121,16 +121,12 @@ func (r *rollbackRun) file(path string) {
 		return
 	}
 	ch, left, err := rollbackFile(path, r.st.Files[path])
-	switch {
-	case err != nil:
-		r.failures = append(r.failures, fmt.Sprintf("%s: %v", path, err))
-		return
-	case left != nil:
-		r.res.Left = append(r.res.Left, *left)
-	case ch != nil:
-		r.res.Changes = append(r.res.Changes, *ch)
+	if err != nil {
+		err = fmt.Errorf("%s: %w", path, err)
 	}
-	delete(r.remaining.Files, path)
+	if r.record(ch, left, err) {
+		delete(r.remaining.Files, path)
+	}
 }
 
 // scanLeft finds, before anything is undone, the owned files rollback

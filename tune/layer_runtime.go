@@ -245,16 +245,12 @@ func (r *rollbackRun) key(key string) {
 		return
 	}
 	ch, left, err := rollbackKey(r.b, key, k)
-	switch {
-	case err != nil:
-		r.failures = append(r.failures, fmt.Sprintf("%s back to %q: %v", key, k.Original, err))
-		return
-	case left != nil:
-		r.res.Left = append(r.res.Left, *left)
-	case ch != nil:
-		r.res.Changes = append(r.res.Changes, *ch)
+	if err != nil {
+		err = fmt.Errorf("%s back to %q: %w", key, k.Original, err)
 	}
-	delete(r.remaining.Keys, key)
+	if r.record(ch, left, err) {
+		delete(r.remaining.Keys, key)
+	}
 }
 
 // keepForNofile returns a Kept entry when key is fs.nr_open or fs.file-max

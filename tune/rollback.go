@@ -145,6 +145,23 @@ type rollbackRun struct {
 	keepFiles map[string]uint64
 }
 
+// record adds one undo's outcome to the result: a failure (err, which
+// names the key or file), something left as someone else changed it, or
+// a restore. It reports whether the item is done with, so it leaves the
+// journal; a failed one stays for the next rollback.
+func (r *rollbackRun) record(ch *Change, left *Skip, err error) bool {
+	switch {
+	case err != nil:
+		r.failures = append(r.failures, err.Error())
+		return false
+	case left != nil:
+		r.res.Left = append(r.res.Left, *left)
+	case ch != nil:
+		r.res.Changes = append(r.res.Changes, *ch)
+	}
+	return true
+}
+
 // undoOrder lists what the journal holds in the order rollback undoes it:
 // running processes, then files (a limits file must go before fs.nr_open
 // is lowered), then keys, each in reverse order of first change.
