@@ -62,12 +62,16 @@ func targetListeners(f *Facts, t Target) []Listener {
 	return out
 }
 
-func portList(ps []int) string {
+// portList is ports as "1883/8883", for a message.
+func portList(ps []int) string { return strings.Join(portStrings(ps), "/") }
+
+// portStrings is ps in decimal.
+func portStrings(ps []int) []string {
 	s := make([]string, len(ps))
 	for i, p := range ps {
 		s[i] = strconv.Itoa(p)
 	}
-	return strings.Join(s, "/")
+	return s
 }
 
 func checkAcceptBacklog(f *Facts, t Target) verdict.Check {

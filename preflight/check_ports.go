@@ -306,11 +306,9 @@ func checkPortsTimeWait(f *Facts, t Target) verdict.Check {
 		obs, exp, remedy)
 }
 
+// joinPorts is ports as "1883, 8883 and 8083", for a message.
 func joinPorts(ps []int) string {
-	s := make([]string, len(ps))
-	for i, p := range ps {
-		s[i] = strconv.Itoa(p)
-	}
+	s := portStrings(ps)
 	switch len(s) {
 	case 0:
 		return ""
