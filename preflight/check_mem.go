@@ -69,15 +69,19 @@ type memCeiling struct {
 // false when neither is known.
 func memCeilingOf(f *Facts) (c memCeiling, ok bool, unseen []string) {
 	m := f.Target.Memory
-	if f.Target.PID != 0 {
+	if m.applies(f.Target.PID) {
 		unseen = m.Unseen
 	}
 	if f.MemAvailable > 0 {
 		c, ok = memCeiling{bytes: float64(f.MemAvailable), name: "MemAvailable " + mib(float64(f.MemAvailable))}, true
 	}
-	if room, lim := m.room(); lim && f.Target.PID != 0 && (!ok || room < c.bytes) {
-		c, ok = memCeiling{bytes: room, cgroup: true, name: fmt.Sprintf("the room its memory cgroup leaves, %s (limit %s less usage %s, %s)",
-			mib(room), mib(float64(m.Limit)), mib(float64(m.Usage)), m.From)}, true
+	if room, lim := m.room(); lim && m.applies(f.Target.PID) && (!ok || room < c.bytes) {
+		whose := "the room its memory cgroup leaves"
+		if m.Unit != "" {
+			whose = "the room its memory cgroup will leave"
+		}
+		c, ok = memCeiling{bytes: room, cgroup: true, name: fmt.Sprintf("%s, %s (limit %s less usage %s, %s)",
+			whose, mib(room), mib(float64(m.Limit)), mib(float64(m.Usage)), m.From)}, true
 	}
 	return c, ok, unseen
 }
@@ -97,7 +101,7 @@ func checkMemAvailable(f *Facts, t Target) verdict.Check {
 	per, src := perSocketCost(f)
 	need := per * float64(t.Sockets)
 	obs := fmt.Sprintf("MemAvailable %s of %s", gib(float64(f.MemAvailable)), gib(float64(f.MemTotal)))
-	if m := f.Target.Memory; f.Target.PID != 0 && m.From != "" {
+	if m := f.Target.Memory; m.applies(f.Target.PID) && m.From != "" {
 		obs += fmt.Sprintf("; memory cgroup limit %s, usage %s (%s)", mib(float64(m.Limit)), mib(float64(m.Usage)), m.From)
 	}
 	exp := fmt.Sprintf("%s x %s per idle socket (%s) = %s of kernel memory, plus the application's own per-connection memory", plural.N(t.Sockets, "socket"), plural.N(int(math.Round(per)), "byte"), src, mib(need))

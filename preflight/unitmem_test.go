@@ -1,0 +1,103 @@
+package preflight
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hostprep/hostprep/internal/verdict"
+)
+
+// TestUnitMemoryMax: a broker unit that is not running is judged on the
+// memory limit its next start gets from its unit file, drop-ins and
+// slice, as a running one is on its memory cgroup. Field shape: a unit
+// with MemoryMax=64M passed mem.available for 100000 sockets (about 390
+// MiB of kernel memory) on the host's MemAvailable, and its broker would
+// be OOM-killed after some 16000. Values systemd ignores keep the one
+// before, an empty MemoryMax= is no limit again, MemoryLimit= counts
+// only without MemoryMax=/MemoryHigh= (systemd's
+// unit_has_unified_memory_config), MemoryHigh= warns, a percentage is of
+// MemTotal (16000 MiB here) rounded down to a page, and a slice's limit
+// counts with what the slice's cgroup uses now.
+func TestUnitMemoryMax(t *testing.T) {
+	const unit = "lib/systemd/system/mosquitto.service"
+	const v1 = "sys/fs/cgroup/memory/"
+	const mem64 = 64 << 20
+	for _, c := range []struct {
+		name     string
+		files    map[string]string
+		dirs     []string // in place of a file: cannot be read
+		want     verdict.Status
+		from     string // in Target.Memory's From (or the summary when warn)
+		capSocks int64  // 0: MemAvailable's
+	}{
+		{"no MemoryMax: MemAvailable", nil, nil, verdict.Pass, "", 0},
+		{"MemoryMax=64M in the unit", map[string]string{unit: "[Service]\nExecStart=/usr/sbin/mosquitto\nMemoryMax=64M\n"}, nil, verdict.Fail, "MemoryMax=64M (/lib/systemd/system/mosquitto.service:3) of mosquitto.service (not running)", mem64 / 4096},
+		{"in a drop-in, bytes", map[string]string{"etc/systemd/system/mosquitto.service.d/50-mem.conf": "[Service]\nMemoryMax=67108864\n"}, nil, verdict.Fail, "50-mem.conf:2", mem64 / 4096},
+		{"an empty MemoryMax= is no limit again", map[string]string{unit: "[Service]\nMemoryMax=64M\n",
+			"etc/systemd/system/mosquitto.service.d/50-mem.conf": "[Service]\nMemoryMax=\n"}, nil, verdict.Pass, "", 0},
+		{"values systemd ignores keep the one before", map[string]string{unit: "[Service]\nMemoryMax=64M\n",
+			"etc/systemd/system/mosquitto.service.d/50-mem.conf": "[Service]\nMemoryMax=lots\nMemoryMax=64m\nMemoryMax=0\nMemoryMax=101%\n"}, nil, verdict.Fail, "mosquitto.service:2", mem64 / 4096},
+		{"legacy MemoryLimit=", map[string]string{unit: "[Service]\nMemoryLimit=0.0625G\n"}, nil, verdict.Fail, "MemoryLimit=0.0625G", mem64 / 4096},
+		{"MemoryLimit= does not count beside MemoryHigh=", map[string]string{unit: "[Service]\nMemoryLimit=64M\nMemoryHigh=1G\n"}, nil, verdict.Pass, "", 0},
+		{"MemoryHigh= below the need warns", map[string]string{unit: "[Service]\nMemoryHigh=100M\n"}, nil, verdict.Warn, "MemoryHigh=100M", 0},
+		{"a percentage of MemTotal", map[string]string{unit: "[Service]\nMemoryMax=1%\n"}, nil, verdict.Fail, "MemoryMax=1%", 16384000 * 1024 / 100 / 4096},
+		{"infinity", map[string]string{unit: "[Service]\nMemoryMax=infinity\n"}, nil, verdict.Pass, "", 0},
+		{"system.slice's limit less its usage", map[string]string{
+			"etc/systemd/system/system.slice.d/50-mem.conf": "[Slice]\nMemoryMax=128M\n",
+			v1 + "memory.limit_in_bytes":                    "9223372036854771712\n",
+			v1 + "system.slice/memory.usage_in_bytes":       "100663296\n", // 96 MiB, 32 of them inactive page cache
+			v1 + "system.slice/memory.stat":                 "cache 1\ntotal_inactive_file 33554432\n",
+		}, nil, verdict.Fail, "MemoryMax=128M (/etc/systemd/system/system.slice.d/50-mem.conf:2) of system.slice (usage: /sys/fs/cgroup/memory/system.slice/memory.usage_in_bytes)", mem64 / 4096},
+		{"its own Slice=, not running either", map[string]string{
+			unit:                                  "[Service]\nSlice=brokers.slice\n",
+			"etc/systemd/system/brokers.slice":    "[Slice]\nMemoryMax=64M\n",
+			"etc/systemd/system/system.slice.d/x": "[Slice]\nMemoryMax=1M\n", // not its slice
+		}, nil, verdict.Fail, "of brokers.slice (Slice= at /lib/systemd/system/mosquitto.service:2) (usage: none now", mem64 / 4096},
+		{"a slice's usage that cannot be read warns", map[string]string{
+			"etc/systemd/system/system.slice.d/50-mem.conf": "[Slice]\nMemoryMax=8G\n",
+			v1 + "memory.limit_in_bytes":                    "9223372036854771712\n",
+		}, []string{v1 + "system.slice/memory.usage_in_bytes"}, verdict.Warn, "not seen: the memory usage of system.slice", 0},
+	} {
+		files := map[string]string{unit: "[Service]\nExecStart=/usr/sbin/mosquitto\n"}
+		for k, v := range c.files {
+			files[k] = v
+		}
+		root := fixtureRoot(t, files)
+		for _, d := range c.dirs {
+			if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f, err := Gather(t.Context(), GatherOptions{Root: root, Service: "mosquitto"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Target.PID != 0 || f.Target.Unit != "mosquitto.service" {
+			t.Fatalf("%s: target %+v, want the unit not running", c.name, f.Target)
+		}
+		m := f.Target.Memory
+		if c.want != verdict.Warn && !strings.Contains(m.From, c.from) {
+			t.Errorf("%s: memory %+v, want the limit from %q", c.name, m, c.from)
+		}
+		tg := Target{Sockets: 100000, Role: Broker, ConnRate: 10}
+		if err := tg.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		got := find(t, Evaluate(f, tg), "mem.available")
+		if got.Status != c.want || c.want != verdict.Pass && !strings.Contains(got.Summary, c.from) {
+			t.Errorf("%s: mem.available %s: %s (observed %s); want %s naming %q", c.name, got.Status, got.Summary, got.Observed, c.want, c.from)
+		}
+		cp := capacityOf(f, tg)
+		i := slices.IndexFunc(cp.Limits, func(l CapacityLimit) bool { return l.Check == "mem.available" })
+		want := c.capSocks
+		if want == 0 {
+			want = 12000000 * 1024 / 4096
+		}
+		if i < 0 || cp.Limits[i].Sockets != want || c.capSocks != 0 && !strings.Contains(cp.Limits[i].Resource, c.from) {
+			t.Errorf("%s: capacity %+v, want mem.available at %d sockets", c.name, cp.Limits, want)
+		}
+	}
+}
