@@ -229,8 +229,8 @@ func (m unitMem) unified() bool {
 // what sets it ("" when nothing does).
 func (m unitMem) hard() (uint64, string) {
 	key := "MemoryLimit"
-	if m.unified() {
-		key = "MemoryMax"
+	if m.unified() || m[key].bytes == Unlimited {
+		key = "MemoryMax" // named for no limit too
 	}
 	s := m[key]
 	if !s.set() {

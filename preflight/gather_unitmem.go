@@ -35,6 +35,11 @@ func (g *gatherer) unitMemory(unit string, u unitNofile, props map[string]string
 	v1 := g.memV1()
 	limit, from := own.hard()
 	high, highFrom := own.high()
+	for _, f := range []*string{&from, &highFrom} {
+		if *f != "" {
+			*f += fmt.Sprintf(" of %s (not running)", unit)
+		}
+	}
 	if loaded, ok := loadedMem(props); ok {
 		l, lfrom := loaded.hard()
 		limit, from = loadedOrFilesMem(unit, limit, from, l, lfrom)
@@ -43,13 +48,13 @@ func (g *gatherer) unitMemory(unit string, u unitNofile, props map[string]string
 	}
 	var hard, soft cgroupLimit
 	if limit != Unlimited {
-		hard = cgroupLimit{limit: limit, from: fmt.Sprintf("%s of %s (not running)", from, unit)}
+		hard = cgroupLimit{limit: limit, from: from}
 	}
 	if high != Unlimited {
 		if v1 {
-			g.note("%s of %s has no effect: the memory controller here is cgroup v1's, which has no memory.high", highFrom, unit)
+			g.note("%s has no effect: the memory controller here is cgroup v1's, which has no memory.high", highFrom)
 		} else {
-			soft = cgroupLimit{limit: high, from: fmt.Sprintf("%s of %s (not running)", highFrom, unit)}
+			soft = cgroupLimit{limit: high, from: highFrom}
 		}
 	}
 	slice, sliceFrom, err := g.unitSlice(unit, u.files)
@@ -80,20 +85,20 @@ func lessRoom(a, b cgroupLimit) cgroupLimit {
 
 // loadedOrFilesMem picks the lower of what a unit's files set (bytes,
 // Unlimited for none; from "" when no file sets it) and what systemd has
-// loaded (systemctl show), naming both when they differ: the loaded one
-// applies at the next start until `systemctl daemon-reload`, the files'
-// after it and at the next boot.
+// loaded (systemctl show; lfrom "KEY=VALUE (systemctl show)"), naming
+// both when they differ: the loaded one applies at the next start until
+// `systemctl daemon-reload`, the files' after it and at the next boot.
 func loadedOrFilesMem(unit string, files uint64, from string, loaded uint64, lfrom string) (uint64, string) {
 	if loaded == files {
 		return files, from
 	}
-	says := from
+	says, setting := from, strings.TrimSuffix(lfrom, " (systemctl show)")
 	if says == "" {
 		says = "no limit"
 	}
-	differ := fmt.Sprintf("systemd has %s loaded but the files say %s: the next start uses the loaded one until `systemctl daemon-reload`, the next boot the files; judged on the lower", strings.TrimSuffix(lfrom, " (systemctl show)"), says)
+	differ := fmt.Sprintf("systemd has %s loaded but the files say %s: the next start uses the loaded one until `systemctl daemon-reload`, the next boot the files; judged on the lower", setting, says)
 	if loaded < files {
-		return loaded, "systemctl show " + unit + ": " + strings.TrimSuffix(lfrom, " (systemctl show)") + "; " + differ
+		return loaded, fmt.Sprintf("%s (systemctl show %s, not running); %s", setting, unit, differ)
 	}
 	return files, from + "; " + differ
 }

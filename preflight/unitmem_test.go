@@ -1,6 +1,7 @@
 package preflight
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -98,6 +99,50 @@ func TestUnitMemoryMax(t *testing.T) {
 		}
 		if i < 0 || cp.Limits[i].Sockets != want || c.capSocks != 0 && !strings.Contains(cp.Limits[i].Resource, c.from) {
 			t.Errorf("%s: capacity %+v, want mem.available at %d sockets", c.name, cp.Limits, want)
+		}
+	}
+}
+
+// TestUnitMemoryLoadedOrFiles: where systemd has the unit loaded, what
+// it has loaded (systemctl show) is what the next start uses until
+// `systemctl daemon-reload`, its files what it gets after it and at the
+// next boot: mem.available judges the lower and names both, as for
+// TasksMax= (a recorded systemctl show answer). A recording from before
+// hostprep asked for the memory properties is judged on the files.
+func TestUnitMemoryLoadedOrFiles(t *testing.T) {
+	const unlimited = "MemoryHigh=infinity\nMemoryLimit=infinity\nMemorySwapMax=infinity\nMemoryMin=0\nMemoryLow=0\n"
+	for _, c := range []struct {
+		name, dropin, show string
+		limit              uint64
+		from               []string
+	}{
+		{"loaded lower", "", "MemoryMax=67108864\n" + unlimited, 64 << 20,
+			[]string{"MemoryMax=67108864 (systemctl show emqx.service, not running); systemd has MemoryMax=67108864 loaded but the files say no limit", "daemon-reload"}},
+		{"files lower", "[Service]\nMemoryMax=64M\n", "MemoryMax=infinity\n" + unlimited, 64 << 20,
+			[]string{"MemoryMax=64M (/etc/systemd/system/emqx.service.d/60-hostprep.conf:2) of emqx.service (not running); systemd has MemoryMax=infinity loaded", "judged on the lower"}},
+		{"same", "[Service]\nMemoryMax=64M\n", "MemoryMax=67108864\n" + unlimited, 64 << 20,
+			[]string{"MemoryMax=64M (/etc/systemd/system/emqx.service.d/60-hostprep.conf:2) of emqx.service (not running)"}},
+		{"a recording without them", "[Service]\nMemoryMax=64M\n", "", 64 << 20,
+			[]string{"MemoryMax=64M (/etc/systemd/system/emqx.service.d/60-hostprep.conf:2) of emqx.service (not running)"}},
+	} {
+		manifest := fmt.Sprintf(`{"format": 1, "page_size_bytes": 4096, "systemctl_show": {"emqx.service": %q}}`,
+			"MainPID=0\nLimitNOFILE=65536\nLimitNOFILESoft=65536\nUser=\nLoadState=loaded\n"+c.show)
+		root := fixtureRoot(t, map[string]string{"etc/systemd/system/emqx.service.d/60-hostprep.conf": c.dropin, RecordManifest: manifest})
+		f, err := Gather(t.Context(), GatherOptions{Root: root, Service: "emqx"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := f.Target.Memory
+		if m.Limit != c.limit {
+			t.Errorf("%s: memory %+v, want limit %d", c.name, m, c.limit)
+		}
+		for _, s := range c.from {
+			if !strings.Contains(m.From, s) {
+				t.Errorf("%s: from %q does not say %q", c.name, m.From, s)
+			}
+		}
+		if differ := c.name == "loaded lower" || c.name == "files lower"; strings.Contains(m.From, "daemon-reload") != differ {
+			t.Errorf("%s: from %q", c.name, m.From)
 		}
 	}
 }
