@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/tune/boot"
 )
 
 // TestUnitMemoryMax: a broker unit that is not running is judged on the
@@ -143,6 +144,38 @@ func TestUnitMemoryLoadedOrFiles(t *testing.T) {
 		}
 		if differ := c.name == "loaded lower" || c.name == "files lower"; strings.Contains(m.From, "daemon-reload") != differ {
 			t.Errorf("%s: from %q", c.name, m.From)
+		}
+	}
+}
+
+// TestUnitSlice: a unit without Slice= goes in system.slice, an instance
+// of a template in the template's own slice below it, named with
+// systemd's escaping (systemd 252 --test prints "Slice:
+// system-foo\x2dbar.slice" for foo-bar@x.y.service); each dash of a
+// slice's name is a level, whose cgroup is below its parent's.
+func TestUnitSlice(t *testing.T) {
+	for _, c := range []struct {
+		unit, file, slice, cgroup string
+		chain                     []string
+	}{
+		{"mosquitto.service", "[Service]\nExecStart=/bin/true\n", "system.slice", "/system.slice", []string{"system.slice"}},
+		{"foo-bar@x.y.service", "[Service]\n", `system-foo\x2dbar.slice`, `/system.slice/system-foo\x2dbar.slice`, []string{`system-foo\x2dbar.slice`, "system.slice"}},
+		{"emqx.service", "[Service]\nSlice=brokers-mqtt.slice\nSlice=nonsense\n", "brokers-mqtt.slice", "/brokers.slice/brokers-mqtt.slice", []string{"brokers-mqtt.slice", "brokers.slice"}},
+		{"emqx.service", "[Service]\nSlice=-.slice\n", "-.slice", "/", nil},
+	} {
+		name := c.unit
+		if tmpl, ok := boot.TemplateOf(c.unit); ok {
+			name = tmpl
+		}
+		root := fixtureRoot(t, map[string]string{"etc/systemd/system/" + name: c.file})
+		_, files, err := boot.UnitNofile(root, c.unit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := &gatherer{root: root, f: &Facts{}}
+		slice, _, err := g.unitSlice(c.unit, files)
+		if err != nil || slice != c.slice || sliceCgroup(slice) != c.cgroup || !slices.Equal(sliceChain(slice), c.chain) {
+			t.Errorf("%s: slice %q (%v), cgroup %s, chain %q; want %s, %s, %q", c.unit, slice, err, sliceCgroup(slice), sliceChain(slice), c.slice, c.cgroup, c.chain)
 		}
 	}
 }
