@@ -235,6 +235,10 @@ type MemCgroup struct {
 	// loaded) and its slices', From naming the FILE:LINE; its own usage
 	// is 0 and a slice's is what that slice's cgroup uses now.
 	Unit string `json:"unit,omitempty"`
+	// SockCharged is true when the kernel charges socket buffers to the
+	// limits above (cgroup v2's memory controller: memory.stat "sock");
+	// cgroup v1 charges them only to a memory.kmem.tcp limit, not read.
+	SockCharged bool `json:"sock_charged,omitempty"`
 }
 
 // applies says whether the memory cgroup bound is the target's: read

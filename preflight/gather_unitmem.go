@@ -70,7 +70,7 @@ func (g *gatherer) unitMemory(unit string, u unitNofile, props map[string]string
 		m.Unseen = append(m.Unseen, unseen...)
 		hard, soft = lessRoom(hard, h), lessRoom(soft, sh)
 	}
-	m.Limit, m.Usage, m.From = hard.limit, hard.usage, hard.from
+	m.Limit, m.Usage, m.From, m.SockCharged = hard.limit, hard.usage, hard.from, !v1
 	m.High, m.HighUsage, m.HighFrom = soft.limit, soft.usage, soft.from
 }
 

@@ -179,3 +179,71 @@ func TestUnitSlice(t *testing.T) {
 		}
 	}
 }
+
+// TestMemBuffersChargedToCgroup: on cgroup v2 socket buffers are charged
+// to the target's memory cgroup (memory.stat sock), so mem.buffers also
+// holds the sockets' own kernel memory and a page of buffered data per
+// socket against the room its limit leaves, for a running target and for
+// a unit that is not running alike; cgroup v1 does not charge them (only
+// to a kmem.tcp limit of its own). Field shape: 100000 sockets in a
+// 600 MiB cgroup passed mem.available (391 MiB) and mem.buffers (tcp_mem
+// against the host's 11 GiB), and about 390 MiB of queued data more
+// would OOM-kill the broker.
+func TestMemBuffersChargedToCgroup(t *testing.T) {
+	const v2 = "sys/fs/cgroup/"
+	const leaf = v2 + "system.slice/mosquitto.service/"
+	running := func(max string) map[string]string {
+		return map[string]string{
+			"proc/4242/cgroup":                     "0::/system.slice/mosquitto.service\n",
+			v2 + "cgroup.controllers":              "memory pids\n",
+			v2 + "system.slice/cgroup.controllers": "memory\n",
+			v2 + "system.slice/memory.max":         "max\n",
+			leaf + "cgroup.controllers":            "memory\n",
+			leaf + "memory.max":                    max,
+			leaf + "memory.current":                "1048576\n",
+		}
+	}
+	const unit = "lib/systemd/system/mosquitto.service"
+	for _, c := range []struct {
+		name  string
+		files map[string]string
+		pid   int
+		want  verdict.Status
+		says  string
+	}{
+		{"v2 cgroup of 600 MiB", running("629145600\n"), 4242, verdict.Warn, "/sys/fs/cgroup/system.slice/mosquitto.service/memory.max"},
+		{"v2 cgroup of 2 GiB", running("2147483648\n"), 4242, verdict.Pass, "MemAvailable"},
+		{"v1 does not charge buffers to memory.limit_in_bytes", map[string]string{
+			"proc/4242/cgroup":                                                          "4:memory:/system.slice/mosquitto.service\n",
+			"sys/fs/cgroup/memory/memory.limit_in_bytes":                                "9223372036854771712\n",
+			"sys/fs/cgroup/memory/memory.usage_in_bytes":                                "1048576\n",
+			"sys/fs/cgroup/memory/system.slice/memory.limit_in_bytes":                   "9223372036854771712\n",
+			"sys/fs/cgroup/memory/system.slice/mosquitto.service/memory.limit_in_bytes": "629145600\n",
+			"sys/fs/cgroup/memory/system.slice/mosquitto.service/memory.usage_in_bytes": "1048576\n",
+		}, 4242, verdict.Pass, "MemAvailable"},
+		{"a unit with MemoryMax=600M", map[string]string{unit: "[Service]\nMemoryMax=600M\n"}, 0, verdict.Warn, "MemoryMax=600M (/lib/systemd/system/mosquitto.service:2)"},
+		{"a unit without", map[string]string{unit: "[Service]\nExecStart=/usr/sbin/mosquitto\n"}, 0, verdict.Pass, "MemAvailable"},
+	} {
+		c.files["proc/4242/limits"] = strings.Replace(limitsFile, "1024                 524288", "1048576              1048576", 1)
+		o := GatherOptions{Root: fixtureRoot(t, c.files), PID: c.pid}
+		if c.pid == 0 {
+			o.Service = "mosquitto"
+		}
+		f, err := Gather(t.Context(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tg := Target{Sockets: 100000, Role: Broker, ConnRate: 10}
+		if err := tg.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		checks := Evaluate(f, tg)
+		if a := find(t, checks, "mem.available"); a.Status != verdict.Pass {
+			t.Errorf("%s: mem.available %s: %s", c.name, a.Status, a.Summary)
+		}
+		got := find(t, checks, "mem.buffers")
+		if got.Status != c.want || !strings.Contains(got.Summary, c.says) {
+			t.Errorf("%s: mem.buffers %s: %s (observed %s); want %s naming %q", c.name, got.Status, got.Summary, got.Observed, c.want, c.says)
+		}
+	}
+}
