@@ -26,7 +26,7 @@ import (
 const EstimatedBytesPerSocket = 4096
 
 func init() {
-	register(CheckDef{ID: "mem.available", Doc: "sockets x kernel memory per socket <= MemAvailable and the room (limit - usage) of the target's memory cgroup and those above it", Func: checkMemAvailable})
+	register(CheckDef{ID: "mem.available", Doc: "sockets x kernel memory per socket <= MemAvailable and the room (limit - usage) of the target's memory cgroup and those above it, or for a unit not running the MemoryMax= (MemoryLimit=) its next start and its slices get", Func: checkMemAvailable})
 	register(CheckDef{ID: "mem.tcp_mem", Doc: "net.ipv4.tcp_mem max (pages) >= one page of buffered data per socket", Func: checkMemTCPMem})
 	register(CheckDef{ID: "mem.buffers", Doc: "socket buffers, capped by net.ipv4.tcp_mem max, plus the sockets' own kernel memory <= MemAvailable; on cgroup v2 a page of buffers per socket plus their kernel memory <= the room of the target's memory cgroup", Func: checkMemBuffers})
 	register(CheckDef{ID: "mem.pressure", Doc: "no TCP memory pressure now or since boot (sockstat mem, TCPMemoryPressures, TCPAbortOnMemory)", Func: checkMemPressure})
