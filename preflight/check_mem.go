@@ -26,9 +26,9 @@ import (
 const EstimatedBytesPerSocket = 4096
 
 func init() {
-	register(CheckDef{ID: "mem.available", Doc: "sockets x kernel memory per socket <= MemAvailable and the room (limit - usage) of the target's memory cgroup and those above it", Func: checkMemAvailable})
+	register(CheckDef{ID: "mem.available", Doc: "sockets x kernel memory per socket <= MemAvailable and the room (limit - usage) of the target's memory cgroup and those above it, or for a unit not running the MemoryMax= (MemoryLimit=) its next start and its slices get", Func: checkMemAvailable})
 	register(CheckDef{ID: "mem.tcp_mem", Doc: "net.ipv4.tcp_mem max (pages) >= one page of buffered data per socket", Func: checkMemTCPMem})
-	register(CheckDef{ID: "mem.buffers", Doc: "socket buffers, capped by net.ipv4.tcp_mem max, plus the sockets' own kernel memory <= MemAvailable", Func: checkMemBuffers})
+	register(CheckDef{ID: "mem.buffers", Doc: "socket buffers, capped by net.ipv4.tcp_mem max, plus the sockets' own kernel memory <= MemAvailable; on cgroup v2 a page of buffers per socket plus their kernel memory <= the room of the target's memory cgroup", Func: checkMemBuffers})
 	register(CheckDef{ID: "mem.pressure", Doc: "no TCP memory pressure now or since boot (sockstat mem, TCPMemoryPressures, TCPAbortOnMemory)", Func: checkMemPressure})
 }
 
@@ -69,15 +69,19 @@ type memCeiling struct {
 // false when neither is known.
 func memCeilingOf(f *Facts) (c memCeiling, ok bool, unseen []string) {
 	m := f.Target.Memory
-	if f.Target.PID != 0 {
+	if m.applies(f.Target.PID) {
 		unseen = m.Unseen
 	}
 	if f.MemAvailable > 0 {
 		c, ok = memCeiling{bytes: float64(f.MemAvailable), name: "MemAvailable " + mib(float64(f.MemAvailable))}, true
 	}
-	if room, lim := m.room(); lim && f.Target.PID != 0 && (!ok || room < c.bytes) {
-		c, ok = memCeiling{bytes: room, cgroup: true, name: fmt.Sprintf("the room its memory cgroup leaves, %s (limit %s less usage %s, %s)",
-			mib(room), mib(float64(m.Limit)), mib(float64(m.Usage)), m.From)}, true
+	if room, lim := m.room(); lim && m.applies(f.Target.PID) && (!ok || room < c.bytes) {
+		whose := "the room its memory cgroup leaves"
+		if m.Unit != "" {
+			whose = "the room its memory cgroup will leave"
+		}
+		c, ok = memCeiling{bytes: room, cgroup: true, name: fmt.Sprintf("%s, %s (limit %s less usage %s, %s)",
+			whose, mib(room), mib(float64(m.Limit)), mib(float64(m.Usage)), m.From)}, true
 	}
 	return c, ok, unseen
 }
@@ -97,7 +101,7 @@ func checkMemAvailable(f *Facts, t Target) verdict.Check {
 	per, src := perSocketCost(f)
 	need := per * float64(t.Sockets)
 	obs := fmt.Sprintf("MemAvailable %s of %s", gib(float64(f.MemAvailable)), gib(float64(f.MemTotal)))
-	if m := f.Target.Memory; f.Target.PID != 0 && m.From != "" {
+	if m := f.Target.Memory; m.applies(f.Target.PID) && m.From != "" {
 		obs += fmt.Sprintf("; memory cgroup limit %s, usage %s (%s)", mib(float64(m.Limit)), mib(float64(m.Usage)), m.From)
 	}
 	exp := fmt.Sprintf("%s x %s per idle socket (%s) = %s of kernel memory, plus the application's own per-connection memory", plural.N(t.Sockets, "socket"), plural.N(int(math.Round(per)), "byte"), src, mib(need))
@@ -198,13 +202,63 @@ func bufferRoom(f *Facts, t Target) (room, slab float64) {
 	return room, slab
 }
 
-// checkMemBuffers: the kernel lets socket buffers grow until tcp_mem max
+// checkMemBuffers: socket buffers against the host (hostBuffers) and,
+// where they are charged to it, against the target's memory cgroup
+// (cgroupBuffers); when both warn the summary says both.
+func checkMemBuffers(f *Facts, t Target) verdict.Check {
+	c := hostBuffers(f, t)
+	if c.Status == verdict.Skip {
+		return c
+	}
+	cg, ok := cgroupBuffers(f, t)
+	switch {
+	case !ok:
+		return c
+	case c.Status == verdict.Pass:
+		cg.Observed = c.Observed + "; " + cg.Observed
+		return cg
+	}
+	c.Summary += "; and " + cg.Summary
+	c.Observed += "; " + cg.Observed
+	c.Remedy += "; " + cg.Remedy
+	return c
+}
+
+// cgroupBuffers: on cgroup v2 the kernel charges socket buffers to the
+// memory cgroup of the socket (memory.stat "sock"; cgroup-v2.rst), so a
+// target with a memory limit must hold, besides its sockets' own kernel
+// memory, their buffered data under it: at least one page per socket
+// with data queued (sk_mem_quantum, as mem.tcp_mem counts it), whatever
+// tcp_mem allows the host. Past the limit the cgroup's OOM killer ends
+// the target. ok is false when no such limit applies (no limit, cgroup
+// v1, where buffers are charged only to a kmem.tcp limit of its own, or
+// a limit that could not be read: mem.available names that) or the
+// sockets fit.
+func cgroupBuffers(f *Facts, t Target) (verdict.Check, bool) {
+	m := f.Target.Memory
+	room, lim := m.room()
+	if !lim || !m.applies(f.Target.PID) || !m.SockCharged {
+		return verdict.Check{}, false
+	}
+	per, _ := perSocketCost(f)
+	slab := per * float64(t.Sockets)
+	buf := float64(t.Sockets) * float64(f.PageSize)
+	if slab+buf <= room {
+		return verdict.Check{}, false
+	}
+	obs := fmt.Sprintf("memory cgroup limit %s, usage %s (%s)", mib(float64(m.Limit)), mib(float64(m.Usage)), m.From)
+	return warn(fmt.Sprintf("%s with a page of buffered data each need about %s (their own kernel memory %s and buffers %s) > the room the target's memory cgroup leaves, %s (%s): on cgroup v2 socket buffers are charged to the cgroup (memory.stat sock), and past its limit the OOM killer ends the target whatever tcp_mem allows the host",
+		plural.N(t.Sockets, "socket"), mib(slab+buf), mib(slab), mib(buf), mib(room), m.From),
+		obs, fmt.Sprintf("the sockets' kernel memory + a page of buffered data per socket <= the room under the target's memory cgroup limit (%s)", mib(room)), memCgroupRemedy), true
+}
+
+// hostBuffers: the kernel lets socket buffers grow until tcp_mem max
 // (pages; Documentation/networking/ip-sysctl.rst: above it TCP refuses
 // allocations), whatever tcp_rmem/tcp_wmem allow one socket, so the most
 // buffers can take is tcp_mem max. That, on top of the sockets' own
 // kernel memory, must fit in MemAvailable, or buffers can exhaust RAM
 // before TCP memory pressure starts.
-func checkMemBuffers(f *Facts, t Target) verdict.Check {
+func hostBuffers(f *Facts, t Target) verdict.Check {
 	m, ok := f.SysFields("net.ipv4.tcp_mem")
 	if !ok || len(m) != 3 {
 		return skip("net.ipv4.tcp_mem not readable")

@@ -198,8 +198,9 @@ type ProcessFacts struct {
 	// Tasks are the process's thread and task limits (iotdb.threads); the
 	// zero value when no process was read.
 	Tasks TaskFacts `json:"tasks,omitzero" yaml:"-"`
-	// Memory is the memory cgroup bound of a running process
-	// (mem.available); the zero value when no process was read.
+	// Memory is the memory cgroup bound of a running process, or the one
+	// a unit that is not running gets at its next start (mem.available);
+	// the zero value when neither was read.
 	Memory MemCgroup `json:"memory_cgroup,omitzero" yaml:"-"`
 }
 
@@ -228,7 +229,21 @@ type MemCgroup struct {
 	// Unseen names the cgroup files that bound it but could not be read
 	// (permission, a file missing where the controller is mounted).
 	Unseen []string `json:"unseen,omitempty"`
+	// Unit is set for a unit that is not running: the limits are those
+	// its next start gets from its unit files and drop-ins (MemoryMax=,
+	// MemoryLimit=, MemoryHigh=; systemctl show where systemd has it
+	// loaded) and its slices', From naming the FILE:LINE; its own usage
+	// is 0 and a slice's is what that slice's cgroup uses now.
+	Unit string `json:"unit,omitempty"`
+	// SockCharged is true when the kernel charges socket buffers to the
+	// limits above (cgroup v2's memory controller: memory.stat "sock");
+	// cgroup v1 charges them only to a memory.kmem.tcp limit, not read.
+	SockCharged bool `json:"sock_charged,omitempty"`
 }
+
+// applies says whether the memory cgroup bound is the target's: read
+// from a running process (pid != 0) or from a unit that is not running.
+func (m MemCgroup) applies(pid int) bool { return pid != 0 || m.Unit != "" }
 
 // room is the least memory the cgroups leave under their hard limit
 // (bytes, 0 when usage is at or above it); ok is false when none limits.

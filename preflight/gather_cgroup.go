@@ -205,7 +205,7 @@ func (g *gatherer) memCgroup(pid int) {
 	files.reclaim = func(d string) uint64 { return g.memStat(path.Join(d, "memory.stat"), stat) }
 	least, unseen := g.leastRoom(dir, base, files)
 	m.Unseen = append(m.Unseen, unseen...)
-	m.Limit, m.Usage, m.From = least.limit, least.usage, least.from
+	m.Limit, m.Usage, m.From, m.SockCharged = least.limit, least.usage, least.from, v2
 	if v2 {
 		files.limit, files.absent = "memory.high", nil // named with memory.max when missing
 		high, unseen := g.leastRoom(dir, base, files)

@@ -128,7 +128,10 @@ func (g *gatherer) targetService(ctx context.Context, unit string, fromProfile b
 				t.CapSysResource = false
 			}
 			if u, err := g.unitFromFiles(unit); err == nil && u.missing == "" {
-				return g.unitTasks(unit, u, props["TasksMax"])
+				if err := g.unitTasks(unit, u, props["TasksMax"]); err != nil {
+					return err
+				}
+				g.unitMemory(unit, u, props)
 			}
 			return nil
 		}
@@ -156,6 +159,7 @@ func (g *gatherer) targetService(ctx context.Context, unit string, fromProfile b
 	if err := g.unitTasks(unit, u, ""); err != nil {
 		return err
 	}
+	g.unitMemory(unit, u, nil)
 	if u.found {
 		g.f.applyUnitLimit(u.lim, "LimitNOFILE in "+u.from+" (unit not running)")
 		return nil
@@ -402,7 +406,7 @@ func (g *gatherer) systemctlShow(ctx context.Context, unit string) (string, bool
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	b, err := exec.CommandContext(ctx, "systemctl", "show", "-p", "MainPID,LimitNOFILE,LimitNOFILESoft,User,LoadState,TasksMax", unit).Output()
+	b, err := exec.CommandContext(ctx, "systemctl", "show", "-p", "MainPID,LimitNOFILE,LimitNOFILESoft,User,LoadState,TasksMax,MemoryMax,MemoryHigh,MemoryLimit,MemorySwapMax,MemoryMin,MemoryLow", unit).Output()
 	if err != nil {
 		return "", false, exitcode.Environmentf("--service %s: systemctl show failed: %v", unit, err)
 	}
