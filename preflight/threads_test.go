@@ -120,7 +120,9 @@ func TestGatherTasks(t *testing.T) {
 // its cgroup, and stopped creating session threads at 4915 tasks.
 // Values systemd ignores (0, above 100%, not a number) leave the one
 // before in force; an empty TasksMax= goes back to the manager's
-// default, an empty DefaultTasksMax= is no limit.
+// default, an empty DefaultTasksMax= is no limit. A number is read as
+// systemd's safe_atou64 reads it (0x4e20 is 20000; a decimal-only parser
+// ignored it and judged the 15% default).
 func TestUnitTasksMax(t *testing.T) {
 	const unit = "lib/systemd/system/iotdb.service"
 	for _, c := range []struct {
@@ -141,6 +143,7 @@ func TestUnitTasksMax(t *testing.T) {
 		{"empty TasksMax= goes back to the manager's default", map[string]string{unit: "[Service]\nTasksMax=20000\n",
 			"etc/systemd/system/iotdb.service.d/a.conf": "[Service]\nTasksMax=\n"}, 4915, "built-in", verdict.Fail},
 		{"a percentage of the unit", map[string]string{unit: "[Service]\nTasksMax=50%\n"}, 16383, "of 32767 tasks", verdict.Warn},
+		{"a number as systemd reads it (safe_atou64: 0x4e20)", map[string]string{unit: "[Service]\nTasksMax=0x4e20\n"}, 20000, "iotdb.service:2", verdict.Warn},
 	} {
 		files := map[string]string{unit: "[Service]\nExecStart=/bin/true\n", "proc/sys/kernel/pid_max": "32768\n", "proc/sys/kernel/threads-max": "192730\n"}
 		for k, v := range c.files {
