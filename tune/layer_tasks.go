@@ -2,13 +2,14 @@ package tune
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/profiles"
 	"github.com/hostprep/hostprep/tune/boot"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
@@ -38,13 +39,9 @@ func tasksMaxText(tasks map[string]uint64, unit string) string {
 	return fmtTasks(n)
 }
 
-// fmtTasks is a number of tasks, or "infinity" for boot.Unlimited.
-func fmtTasks(n uint64) string {
-	if n == boot.Unlimited {
-		return "infinity"
-	}
-	return strconv.FormatUint(n, 10)
-}
+// fmtTasks is a number of tasks, or "infinity" for boot.Unlimited (the
+// profile's spelling, profiles.TasksInfinity).
+func fmtTasks(n uint64) string { return profiles.TasksMax(n).String() }
 
 // liveThreadsMax is kernel.threads-max on this host now, in tasks; 0 in
 // image mode (the kernel sizes it from the RAM of the host the image
@@ -80,14 +77,7 @@ func (pl *Plan) keepTasksMax(per *journal.Persisted, targets map[string]target) 
 	if err != nil {
 		return err
 	}
-	units := slices.Sorted(func(yield func(string) bool) {
-		for u := range per.TasksMax {
-			if !yield(u) {
-				return
-			}
-		}
-	})
-	for _, u := range units {
+	for _, u := range slices.Sorted(maps.Keys(per.TasksMax)) {
 		now, _, err := boot.UnitTasksMax(pl.env.bootRoot(), u, ceiling)
 		if err != nil {
 			return exitcode.Environmentf("tune: %v", err)
@@ -138,13 +128,8 @@ func tasksItems(env Env, per journal.Persisted, overlay map[string][]byte) ([]Bo
 		return nil, err
 	}
 	ceiling := boot.TasksCeiling(liveThreadsMax(env), pid)
-	units := make([]string, 0, len(per.TasksMax))
-	for u := range per.TasksMax {
-		units = append(units, u)
-	}
-	sort.Strings(units)
 	var out []BootItem
-	for _, u := range units {
+	for _, u := range slices.Sorted(maps.Keys(per.TasksMax)) {
 		got, read, err := boot.UnitTasksMaxOverlay(root, u, ceiling, overlay)
 		if err != nil {
 			return nil, err
