@@ -1,11 +1,14 @@
 package preflight
 
 import (
+	"cmp"
 	"fmt"
+	"path"
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/profiles"
 )
 
 // reservedPIDs are the PIDs below which the kernel never wraps around
@@ -26,8 +29,46 @@ type threadRoom struct {
 	remedy string
 }
 
-// tasksMaxRemedy raises the pids.max systemd gives a unit's cgroup.
-const tasksMaxRemedy = "raise the cgroup's pids.max: TasksMax= in the DataNode's unit (systemctl set-property UNIT TasksMax=N), or DefaultTasksMax= in /etc/systemd/system.conf"
+// tasksMaxRemedy is the remedy for a pids.max (cgroup file) or TasksMax=
+// (from: "TasksMax of UNIT") that leaves too little room for need tasks.
+// The unit's own TasksMax= is persistent and hostprep tune owns a drop-in
+// for it (systemd.tasks_max, written next to LimitNOFILE in
+// /etc/systemd/system/UNIT.d/60-hostprep.conf, never lowering a higher
+// one), so that is the remedy for a limit of the DataNode's own unit (or
+// its not yet running unit's files); systemctl set-property only for a
+// cgroup above it (a slice), whose TasksMax= tune does not write, and the
+// container runtime's pids limit for a process no unit runs.
+func tasksMaxRemedy(t Target, p ProcessFacts, from string, need uint64) string {
+	unit := p.Unit
+	if unit != "" && !strings.Contains(unit, ".") {
+		unit += ".service"
+	}
+	cg := path.Base(path.Dir(from)) // ".../system.slice/iotdb.service/pids.max": iotdb.service
+	switch {
+	case unit != "" && (from == "TasksMax of "+unit || cg == unit):
+		own := fmt.Sprintf("tune writes TasksMax= into its own drop-in /etc/systemd/system/%s.d/60-hostprep.conf and never lowers a higher one), then systemctl daemon-reload && systemctl restart %s", unit, unit)
+		if t.Profile != "" && t.ProfileTasksMax >= need && profileUnit(t, unit) {
+			return fmt.Sprintf("raise the unit's TasksMax= to at least %d: hostprep tune apply --profile %s (the profile's systemd.tasks_max is %s; if it is applied already, hostprep tune verify --boot names the file that overrides it; %s",
+				need, t.Profile, profiles.TasksMax(t.ProfileTasksMax), own)
+		}
+		return fmt.Sprintf("raise the unit's TasksMax= to at least %d: hostprep tune apply --profile %s with systemd.tasks_max: %d (or infinity) and %s in systemd.services (the iotdb profile sets 16384; %s",
+			need, cmp.Or(t.Profile, "P"), need, unit, own)
+	case strings.HasSuffix(cg, ".slice"):
+		return fmt.Sprintf("raise the TasksMax= of %s, the slice above the DataNode (hostprep tune writes only the service's own TasksMax=): systemctl set-property %s TasksMax=%d or more, or DefaultTasksMax= in /etc/systemd/system.conf", cg, cg, need)
+	}
+	return fmt.Sprintf("raise the pids.max of the cgroup that sets it (%s) to at least %d where it is set: the container's pids limit (docker run --pids-limit), or TasksMax= of the systemd unit or slice that owns it", from, need)
+}
+
+// profileUnit says whether unit (with its ".service") is one of the
+// systemd.services of the target's profile (Service, AltServices).
+func profileUnit(t Target, unit string) bool {
+	for _, s := range append([]string{t.Service}, t.AltServices...) {
+		if s == unit || s+".service" == unit {
+			return true
+		}
+	}
+	return false
+}
 
 // threadRooms lists every bound on the threads the target can still start
 // that preflight can see: host-wide kernel.pid_max (every thread takes a
@@ -57,7 +98,7 @@ func threadRooms(f *Facts, t Target) (rooms []threadRoom, unseen []string) {
 		// A unit not running: its TasksMax= is known, the threads the
 		// JVM starts for itself and the limits of its user are not.
 		if ts.PidsFrom != "" {
-			rooms = append(rooms, threadRoom{"TasksMax", int64(ts.PidsMax), ts.UnitTasksMax, tasksMaxRemedy})
+			rooms = append(rooms, threadRoom{"TasksMax", int64(ts.PidsMax), ts.UnitTasksMax, tasksMaxRemedy(t, p, ts.PidsFrom, uint64(t.Sockets))})
 		}
 		return rooms, append(unseen, fmt.Sprintf("the DataNode's own threads and its RLIMIT_NPROC (%s is not running)", p.Unit))
 	}
@@ -74,7 +115,7 @@ func threadRooms(f *Facts, t Target) (rooms []threadRoom, unseen []string) {
 	}
 	if ts.PidsFrom != "" && ts.PidsMax != Unlimited {
 		rooms = append(rooms, threadRoom{"pids.max", int64(ts.PidsMax) - int64(ts.PidsCurrent), fmt.Sprintf("pids.max %d with %s (%s and pids.current there)", ts.PidsMax, plural.N(ts.PidsCurrent, "task"), ts.PidsFrom),
-			tasksMaxRemedy})
+			tasksMaxRemedy(t, p, ts.PidsFrom, ts.PidsCurrent+uint64(t.Sockets))})
 	}
 	return rooms, unseen
 }

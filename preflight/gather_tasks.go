@@ -137,115 +137,41 @@ func (g *gatherer) pidsRoom(pid int) {
 	}
 }
 
-// systemdDefaultTasksMax is DefaultTasksMax= when no system.conf file sets
-// it: 15% of the host's task ceiling, 4915 tasks with the kernel's default
-// kernel.pid_max 32768 (systemd-system.conf(5)).
-const systemdDefaultTasksMax = "15%"
-
-// systemdTasksCeiling is systemd's TASKS_MAX, the most its task ceiling
-// can be (the kernel's PID_MAX_LIMIT - 1, tasks).
-const systemdTasksCeiling = 4194303
-
 // tasksCeiling is the host's task ceiling a TasksMax= percentage is taken
-// of, as systemd's system_tasks_max computes it: the least of
-// kernel.threads-max, kernel.pid_max - 1 (PID 0 is none) and 4194303
-// (tasks). The root cgroup's pids.max, which systemd also takes, exists
-// only inside a container's cgroup namespace and is not read.
+// of (boot.TasksCeiling: kernel.threads-max and kernel.pid_max as read
+// into f; tasks).
 func tasksCeiling(f *Facts) uint64 {
-	c := uint64(systemdTasksCeiling)
+	var threads, pids uint64
 	if v, ok := f.SysInt("kernel.threads-max"); ok && v > 0 {
-		c = min(c, uint64(v))
+		threads = uint64(v)
 	}
-	if v, ok := f.SysInt("kernel.pid_max"); ok && v > 1 {
-		c = min(c, uint64(v)-1)
+	if v, ok := f.SysInt("kernel.pid_max"); ok && v > 0 {
+		pids = uint64(v)
 	}
-	return c
-}
-
-// parseTasksMax reads a TasksMax=/DefaultTasksMax= value as systemd's
-// config_parse_tasks_max does: "infinity" (Unlimited), a number of tasks
-// N >= 1, or a share of ceiling (tasks) written "P%" (up to two
-// decimals), "P‰" (one) or "P‱", at most 100%, rounded down. ok is false
-// for a value systemd logs and ignores.
-func parseTasksMax(v string, ceiling uint64) (uint64, bool) {
-	if v == "infinity" {
-		return Unlimited, true
-	}
-	for _, u := range []struct {
-		suffix   string
-		scale    uint64 // permyriad per unit
-		decimals int
-	}{{"%", 100, 2}, {"‰", 10, 1}, {"‱", 1, 0}} {
-		num, ok := strings.CutSuffix(v, u.suffix)
-		if !ok {
-			continue
-		}
-		whole, frac, dot := strings.Cut(num, ".")
-		if !digits(whole) || dot && (!digits(frac) || len(frac) > u.decimals) {
-			return 0, false
-		}
-		w, err := strconv.ParseUint(whole, 10, 32)
-		if err != nil {
-			return 0, false
-		}
-		p := w * u.scale
-		for i, unit := 0, u.scale/10; i < len(frac); i, unit = i+1, unit/10 {
-			p += uint64(frac[i]-'0') * unit
-		}
-		if p > 10000 {
-			return 0, false
-		}
-		return ceiling * p / 10000, true
-	}
-	n, err := strconv.ParseUint(v, 10, 64)
-	return n, err == nil && n >= 1 && n < Unlimited
-}
-
-// digits says whether s is one or more ASCII digits.
-func digits(s string) bool {
-	return s != "" && strings.Trim(s, "0123456789") == ""
+	return boot.TasksCeiling(threads, pids)
 }
 
 // unitTasksMax reads the TasksMax= a unit that is not running gets at its
-// next start from its files (the unit's, else the manager's
-// DefaultTasksMax=, else systemd's 15%; an empty DefaultTasksMax= is no
-// limit), resolved against tasksCeiling: the limit in tasks (Unlimited
-// for infinity) and where it comes from. Errors: a file that exists but
-// cannot be read.
+// next start from its files (boot.TasksMaxIn: the unit's, else the
+// manager's DefaultTasksMax=, else systemd's 15%; an empty
+// DefaultTasksMax= is no limit), resolved against tasksCeiling: the limit
+// in tasks (Unlimited for infinity) and where it comes from. Errors: a
+// file that exists but cannot be read.
 func (g *gatherer) unitTasksMax(files []boot.ConfFile) (uint64, string, error) {
 	ceiling := tasksCeiling(g.f)
-	accept := func(v string) bool { _, ok := parseTasksMax(v, ceiling); return ok }
-	describe := func(key, v, where string) (uint64, string) {
-		n, _ := parseTasksMax(v, ceiling)
-		if strings.ContainsAny(v, "%‰‱") {
-			where += fmt.Sprintf(", of %s", plural.N(ceiling, "task"))
-		}
-		return n, key + "=" + v + " (" + where + ")"
-	}
-	v, where, err := boot.LastAccepted(g.root, files, "Service", "TasksMax", accept)
-	if err != nil {
-		return 0, "", err
-	}
-	if v != "" {
-		n, from := describe("TasksMax", v, where)
-		return n, from, nil
-	}
-	_, mfiles, err := boot.ManagerNofile(g.root)
-	if err != nil {
-		return 0, "", err
-	}
+	s, mfiles, err := boot.TasksMaxIn(g.root, files, ceiling, nil)
 	g.readConf(mfiles)
-	v, where, err = boot.LastAccepted(g.root, mfiles, "Manager", "DefaultTasksMax", accept)
-	switch {
-	case err != nil:
+	if err != nil {
 		return 0, "", err
-	case where == "":
-		v, where = systemdDefaultTasksMax, "systemd's built-in default"
-	case v == "":
-		return Unlimited, "DefaultTasksMax= empty (" + where + "): no limit", nil
 	}
-	n, from := describe("DefaultTasksMax", v, where)
-	return n, from, nil
+	if s.Key == "DefaultTasksMax" && s.Set && s.Text == "" {
+		return boot.Unlimited, "DefaultTasksMax= empty (" + s.Where() + "): no limit", nil
+	}
+	where := s.Where()
+	if strings.ContainsAny(s.Text, "%‰‱") {
+		where += fmt.Sprintf(", of %s", plural.N(ceiling, "task"))
+	}
+	return s.Tasks, s.Key + "=" + s.Text + " (" + where + ")", nil
 }
 
 // unitTasks fills Target.Tasks for a unit that is not running with the
@@ -259,7 +185,7 @@ func (g *gatherer) unitTasks(unit string, u unitNofile, loaded string) error {
 	if err != nil {
 		return exitcode.Environmentf("--service %s: %v (run as root)", unit, err)
 	}
-	if l, ok := parseTasksMax(loaded, 0); ok && l != n && !strings.ContainsAny(loaded, "%‰‱") {
+	if l, ok := boot.ParseTasksMax(loaded, 0); ok && l != n && !strings.ContainsAny(loaded, "%‰‱") {
 		differ := fmt.Sprintf("systemd has TasksMax=%s loaded but the files say %s: the next start uses the loaded one until `systemctl daemon-reload`, the next boot the files; judged on the lower", loaded, from)
 		if l < n {
 			n, from = l, "systemctl show "+unit+"; "+differ

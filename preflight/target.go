@@ -1,6 +1,7 @@
 package preflight
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/url"
@@ -66,6 +67,14 @@ type Target struct {
 	// IoTDB holds what the iotdb role's configuration checks compare the
 	// DataNode's settings against.
 	IoTDB IoTDBLoad `json:"iotdb,omitempty"`
+	// Profile is how --profile named the profile the target came from
+	// (profiles.Profile.Source, else its name), for remedies that apply
+	// it with hostprep tune; "" without --profile.
+	Profile string `json:"profile,omitempty"`
+	// ProfileTasksMax is that profile's systemd.tasks_max, the TasksMax=
+	// `hostprep tune apply` writes for its services (tasks; Unlimited for
+	// infinity; 0: none).
+	ProfileTasksMax uint64 `json:"profile_tasks_max,omitempty"`
 }
 
 // IoTDBLoad is the client load an IoTDB DataNode must take.
@@ -171,6 +180,7 @@ func TargetFromProfile(p *profiles.Profile) (Target, error) {
 		return Target{}, exitcode.BadInputf("profile %q has no preflight section: add `preflight: {sockets: N, role: broker}` or pass --sockets and --role", name)
 	}
 	t := Target{
+		Profile:      cmp.Or(p.Source, p.Name),
 		Sockets:      p.Preflight.Sockets,
 		Role:         Role(p.Preflight.Role),
 		ConnRate:     p.Preflight.ConnRate.Ceil(),
@@ -199,6 +209,9 @@ func TargetFromProfile(p *profiles.Profile) (Target, error) {
 	}
 	if len(p.Systemd.Services) > 0 {
 		t.Service, t.AltServices = p.Systemd.Services[0], p.Systemd.Services[1:]
+	}
+	if m := p.Systemd.TasksMax; m != nil && len(p.Systemd.Services) > 0 {
+		t.ProfileTasksMax = uint64(*m)
 	}
 	return t, nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/profiles"
 )
 
 // TestIoTDBThreads: IoTDB's DataNode runs one thread per client session,
@@ -120,7 +121,9 @@ func TestGatherTasks(t *testing.T) {
 // its cgroup, and stopped creating session threads at 4915 tasks.
 // Values systemd ignores (0, above 100%, not a number) leave the one
 // before in force; an empty TasksMax= goes back to the manager's
-// default, an empty DefaultTasksMax= is no limit.
+// default, an empty DefaultTasksMax= is no limit. A number is read as
+// systemd's safe_atou64 reads it (0x4e20 is 20000; a decimal-only parser
+// ignored it and judged the 15% default).
 func TestUnitTasksMax(t *testing.T) {
 	const unit = "lib/systemd/system/iotdb.service"
 	for _, c := range []struct {
@@ -141,6 +144,7 @@ func TestUnitTasksMax(t *testing.T) {
 		{"empty TasksMax= goes back to the manager's default", map[string]string{unit: "[Service]\nTasksMax=20000\n",
 			"etc/systemd/system/iotdb.service.d/a.conf": "[Service]\nTasksMax=\n"}, 4915, "built-in", verdict.Fail},
 		{"a percentage of the unit", map[string]string{unit: "[Service]\nTasksMax=50%\n"}, 16383, "of 32767 tasks", verdict.Warn},
+		{"a number as systemd reads it (safe_atou64: 0x4e20)", map[string]string{unit: "[Service]\nTasksMax=0x4e20\n"}, 20000, "iotdb.service:2", verdict.Warn},
 	} {
 		files := map[string]string{unit: "[Service]\nExecStart=/bin/true\n", "proc/sys/kernel/pid_max": "32768\n", "proc/sys/kernel/threads-max": "192730\n"}
 		for k, v := range c.files {
@@ -180,4 +184,62 @@ func gatherPID4242(t *testing.T, root string, noCgroup bool) *Facts {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// TestTasksMaxRemedy: iotdb.threads failing on the DataNode unit's own
+// TasksMax= (its files when it is not running, or the pids.max of its own
+// cgroup) points at hostprep tune, which writes TasksMax= into the
+// unit's drop-in from the profile's systemd.tasks_max, naming the profile
+// --profile gave (and, when that profile's systemd.tasks_max is enough,
+// saying so); systemctl set-property only for a slice above it, whose
+// TasksMax= tune does not write. Field case: the remedy named
+// `systemctl set-property`, a runtime change hostprep tune neither
+// journals nor rolls back.
+func TestTasksMaxRemedy(t *testing.T) {
+	p, err := profiles.Load("iotdb", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := TargetFromProfile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const unit = "lib/systemd/system/iotdb-datanode.service"
+	f, err := Gather(t.Context(), GatherOptions{Root: fixtureRoot(t, map[string]string{unit: "[Service]\nExecStart=/bin/true\n",
+		"proc/sys/kernel/pid_max": "32768\n", "proc/sys/kernel/threads-max": "192730\n"}), Service: "iotdb-datanode"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := host(t, "host_tasks: 250\ntarget_process: {pid: 3022, managed_by: systemd, unit: iotdb-datanode.service, nofile_soft: 1048576, nofile_hard: 1048576, threads: 70, pids_max: 4915, pids_current: 70}\n")
+	own := tg // a profile of the admin's without tasks_max
+	own.Profile, own.ProfileTasksMax = "/srv/iotdb.yaml", 0
+	for _, c := range []struct {
+		name     string
+		f        *Facts
+		tg       Target
+		pidsFrom string // the cgroup file gathered for a running DataNode
+		want     []string
+		not      string
+	}{
+		{"not running: the unit's files (systemd's 15%)", f, tg, "", []string{"hostprep tune apply --profile iotdb (the profile's systemd.tasks_max is 16384", "/etc/systemd/system/iotdb-datanode.service.d/60-hostprep.conf", "systemctl daemon-reload && systemctl restart iotdb-datanode.service"}, "set-property"},
+		{"not running, a profile without tasks_max", f, own, "", []string{"hostprep tune apply --profile /srv/iotdb.yaml with systemd.tasks_max: 10000", "/etc/systemd/system/iotdb-datanode.service.d/60-hostprep.conf"}, "set-property"},
+		{"running: its own cgroup", running, tg, "/sys/fs/cgroup/system.slice/iotdb-datanode.service/pids.max", []string{"at least 10070: hostprep tune apply --profile iotdb"}, "set-property"},
+		{"running: the slice above it", running, tg, "/sys/fs/cgroup/system.slice/pids.max", []string{"systemctl set-property system.slice TasksMax=10070"}, "hostprep tune apply"},
+	} {
+		if c.pidsFrom != "" {
+			c.f.Target.Tasks.PidsFrom = c.pidsFrom
+		}
+		got := find(t, Evaluate(c.f, c.tg), "iotdb.threads")
+		if got.Status != verdict.Fail {
+			t.Errorf("%s: iotdb.threads %s: %s", c.name, got.Status, got.Summary)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(got.Remedy, w) {
+				t.Errorf("%s: iotdb.threads remedy %q does not say %q", c.name, got.Remedy, w)
+			}
+		}
+		if strings.Contains(got.Remedy, c.not) {
+			t.Errorf("%s: iotdb.threads remedy %q says %q", c.name, got.Remedy, c.not)
+		}
+	}
 }

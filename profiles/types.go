@@ -1,11 +1,15 @@
 package profiles
 
 import (
+	"fmt"
+	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hostprep/hostprep/internal/rate"
+	"gopkg.in/yaml.v3"
 )
 
 // Mode says how a sysctl value in a profile is compared with the host.
@@ -68,6 +72,84 @@ type Systemd struct {
 	Services []string `yaml:"services,omitempty" json:"services,omitempty"`
 	// LimitNOFILE for Services; when nil, Limits.Nofile is used.
 	LimitNOFILE *Limit `yaml:"limit_nofile,omitempty" json:"limit_nofile,omitempty"`
+	// TasksMax for Services, in the same drop-in: the most tasks
+	// (threads and processes) the unit's cgroup may hold (pids.max), or
+	// TasksInfinity; nil writes none. Like a nofile limit it is at-least:
+	// tune never writes one below what the unit gets now.
+	TasksMax *TasksMax `yaml:"tasks_max,omitempty" json:"tasks_max,omitempty"`
+}
+
+// TasksMax is a systemd unit's TasksMax=, in tasks (threads and
+// processes of its cgroup), or TasksInfinity. In YAML and JSON it is a
+// whole number or "infinity".
+type TasksMax uint64
+
+// TasksInfinity is TasksMax=infinity: no limit (pids.max "max").
+const TasksInfinity TasksMax = math.MaxUint64
+
+// MaxTasks is the largest number a TasksMax= can take: the kernel's
+// PID_MAX_LIMIT on 64-bit, the most a cgroup's pids.max accepts
+// (pids_max_write refuses more with EINVAL, kernel/cgroup/pids.c).
+const MaxTasks = 4194304
+
+// TasksMaxWant says what a tasks_max takes, for errors.
+const TasksMaxWant = `a whole number of tasks (1..4194304) or "infinity"`
+
+// String is the value as systemd's TasksMax= takes it: "infinity" or the
+// number of tasks.
+func (m TasksMax) String() string {
+	if m == TasksInfinity {
+		return "infinity"
+	}
+	return strconv.FormatUint(uint64(m), 10)
+}
+
+// UnmarshalYAML reads "infinity" or a whole number in decimal digits; the
+// range is Validate's. Errors: anything else.
+func (m *TasksMax) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("want %s", TasksMaxWant)
+	}
+	if n.Value == "infinity" {
+		*m = TasksInfinity
+		return nil
+	}
+	v, err := strconv.ParseUint(n.Value, 10, 64)
+	if err != nil || !decimalRE.MatchString(n.Value) || TasksMax(v) == TasksInfinity {
+		return fmt.Errorf("want %s", TasksMaxWant)
+	}
+	*m = TasksMax(v)
+	return nil
+}
+
+// MarshalYAML writes "infinity" or the number.
+func (m TasksMax) MarshalYAML() (any, error) {
+	if m == TasksInfinity {
+		return "infinity", nil
+	}
+	return uint64(m), nil
+}
+
+// MarshalJSON writes "infinity" or the number.
+func (m TasksMax) MarshalJSON() ([]byte, error) {
+	if m == TasksInfinity {
+		return []byte(`"infinity"`), nil
+	}
+	return []byte(m.String()), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes. Errors: anything else.
+func (m *TasksMax) UnmarshalJSON(b []byte) error {
+	if string(b) == `"infinity"` {
+		*m = TasksInfinity
+		return nil
+	}
+	v, err := strconv.ParseUint(string(b), 10, 64)
+	if err != nil {
+		return fmt.Errorf("tasks_max %s: want %s", b, TasksMaxWant)
+	}
+	*m = TasksMax(v)
+	return nil
 }
 
 // PreflightTarget is the load a profile's host must carry; it lets

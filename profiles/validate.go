@@ -450,6 +450,26 @@ func (c *checker) limits() {
 	if len(p.Systemd.Services) > 0 && p.Systemd.LimitNOFILE == nil && p.Limits.Nofile == nil {
 		c.add([]string{"systemd", "services"}, "systemd.services is set but no LimitNOFILE is given; set systemd.limit_nofile (or limits.nofile, which services then get)")
 	}
+	c.tasksMax()
+}
+
+// tasksMax checks systemd.tasks_max: 1..MaxTasks or infinity, and
+// services to write it for.
+func (c *checker) tasksMax() {
+	m := c.p.Systemd.TasksMax
+	if m == nil {
+		return
+	}
+	at := []string{"systemd", "tasks_max"}
+	switch {
+	case *m == 0:
+		c.add(at, "systemd.tasks_max 0: systemd ignores TasksMax=0 (config_parse_tasks_max logs it and keeps the unit's default); write a number of tasks >= 1, or infinity for no limit")
+	case *m != TasksInfinity && *m > MaxTasks:
+		c.add(at, "systemd.tasks_max %d: above %d, the most a cgroup's pids.max takes (PID_MAX_LIMIT; the kernel refuses more with EINVAL and systemd leaves the limit unset); write at most %d, or infinity for no limit", uint64(*m), MaxTasks, MaxTasks)
+	}
+	if len(c.p.Systemd.Services) == 0 {
+		c.add(at, "systemd.tasks_max is set but systemd.services is empty: TasksMax= is written into each service's own drop-in; list the units in systemd.services or remove tasks_max")
+	}
 }
 
 // unitPrefixRE is the part of a systemd unit name before "@" or the

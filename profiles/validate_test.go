@@ -95,6 +95,19 @@ func TestValidationRules(t *testing.T) {
 		{"bad unit name", "systemd:\n  services: [\"a b\"]\n  limit_nofile: {soft: 1, hard: 1}\n",
 			[]string{"profile.yaml:2:14:", "not a systemd unit name"}},
 		{"bad pam user", "limits:\n  nofile: {soft: 1, hard: 1}\n  users: [\"\"]\n", []string{"not a pam_limits domain"}},
+		// systemd.tasks_max: a number of tasks or infinity, for services
+		{"tasks_max", "systemd:\n  services: [iotdb]\n  limit_nofile: {soft: 1, hard: 1}\n  tasks_max: 16384\n", nil},
+		{"tasks_max infinity", "systemd:\n  services: [iotdb]\n  limit_nofile: {soft: 1, hard: 1}\n  tasks_max: infinity\n", nil},
+		{"tasks_max 0", "systemd:\n  services: [iotdb]\n  limit_nofile: {soft: 1, hard: 1}\n  tasks_max: 0\n",
+			[]string{"profile.yaml:4:14:", "systemd.tasks_max 0", "systemd ignores TasksMax=0", "infinity"}},
+		{"tasks_max above pids.max", "systemd:\n  services: [iotdb]\n  limit_nofile: {soft: 1, hard: 1}\n  tasks_max: 4194305\n",
+			[]string{"profile.yaml:4:14:", "above 4194304", "write at most 4194304"}},
+		{"tasks_max a percentage", "systemd:\n  services: [iotdb]\n  limit_nofile: {soft: 1, hard: 1}\n  tasks_max: 50%\n",
+			[]string{"profile.yaml:4:14:", "systemd.tasks_max", `a whole number of tasks (1..4194304) or "infinity"`}},
+		{"tasks_max not decimal", "systemd:\n  services: [iotdb]\n  limit_nofile: {soft: 1, hard: 1}\n  tasks_max: 0x4000\n",
+			[]string{"profile.yaml:4:14:", `or "infinity"`}},
+		{"tasks_max without services", "systemd:\n  tasks_max: 16384\n",
+			[]string{"profile.yaml:2:14:", "systemd.services is empty", "list the units in systemd.services"}},
 
 		// preflight
 		{"preflight role", "preflight: {sockets: 10, role: server}\n",

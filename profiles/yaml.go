@@ -404,6 +404,9 @@ func scalarWant(t reflect.Type) string {
 	if t == reflect.TypeFor[rate.PerSecond]() {
 		return rate.Want
 	}
+	if t == reflect.TypeFor[TasksMax]() {
+		return TasksMaxWant
+	}
 	switch t.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		return "a whole number"

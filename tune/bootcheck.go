@@ -8,7 +8,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -277,7 +276,11 @@ func bootItemsOnce(env Env, per journal.Persisted, modes map[string]string, over
 	if err != nil {
 		return nil, exitcode.Environmentf("tune: boot configuration: %v", err)
 	}
-	return append(items, lim...), nil
+	tasks, err := tasksItems(env, per, overlay)
+	if err != nil {
+		return nil, exitcode.Environmentf("tune: boot configuration: %v", err)
+	}
+	return append(append(items, lim...), tasks...), nil
 }
 
 func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, overlay map[string][]byte, owned map[string]bool) ([]BootItem, error) {
@@ -569,27 +572,32 @@ func systemdItem(env Env, name, own string, read []boot.ConfFile, want journal.L
 	}
 	it.OK = false
 	head := fmt.Sprintf("%s: after a reboot systemd uses %s from %s, below the %s hostprep wrote", name, got.String(), got.Where(), it.Want)
+	it.Problem = dropInProblem(env, head, own, read, got.File.Path)
+	return it
+}
+
+// dropInProblem is the problem of a systemd setting hostprep wrote in its
+// drop-in own (a path relative to the root) that loses at boot to the one
+// in winner (a path, "" for a default), after head (what systemd uses and
+// what hostprep wrote): hostprep's drop-in not read (removed, masked or
+// hidden), hostprep's own drop-in with other bytes, or a file read after
+// it.
+func dropInProblem(env Env, head, own string, read []boot.ConfFile, winner string) string {
 	again := env.reapply()
-	// A file of the same name in a directory read first (system.control,
-	// /run) hides hostprep's: that file is not hostprep's to remove.
-	hider := slices.IndexFunc(read, func(f boot.ConfFile) bool {
-		return f.Path != own && path.Base(f.Path) == path.Base(own) && path.Base(path.Dir(f.Path)) == path.Base(path.Dir(own))
-	})
+	hider := hiderOf(read, own)
 	switch {
 	case hider >= 0:
 		masked := ""
 		if read[hider].Masked {
 			masked = " (a link to /dev/null: a mask)"
 		}
-		it.Problem = fmt.Sprintf("%s: hostprep's drop-in %s is hidden by %s%s, which systemd reads instead (same name, a directory with precedence); hostprep never edits a file it does not own: remove that file", head, own, read[hider].Path, masked)
-	case !slices.ContainsFunc(read, func(f boot.ConfFile) bool { return f.Path == own && !f.Masked }):
-		it.Problem = fmt.Sprintf("%s: hostprep's drop-in %s is not read (removed, or masked with a link to /dev/null); %s writes it again", head, own, again)
-	case got.File.Path == own:
-		it.Problem = fmt.Sprintf("%s: hostprep's drop-in was edited; %s writes it again", head, again)
-	default:
-		it.Problem = fmt.Sprintf("%s, a drop-in that sorts after hostprep's %s; hostprep never edits a file it does not own: change or remove that line", head, own)
+		return fmt.Sprintf("%s: hostprep's drop-in %s is hidden by %s%s, which systemd reads instead (same name, a directory with precedence); hostprep never edits a file it does not own: remove that file", head, own, read[hider].Path, masked)
+	case !readsOwn(read, own):
+		return fmt.Sprintf("%s: hostprep's drop-in %s is not read (removed, or masked with a link to /dev/null); %s writes it again", head, own, again)
+	case winner == own:
+		return fmt.Sprintf("%s: hostprep's drop-in was edited; %s writes it again", head, again)
 	}
-	return it
+	return fmt.Sprintf("%s, a drop-in that sorts after hostprep's %s; hostprep never edits a file it does not own: change or remove that line", head, own)
 }
 
 // overlayOf maps the owned files a plan writes to their new bytes, by path

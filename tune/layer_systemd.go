@@ -11,7 +11,8 @@ import (
 // The systemd layers: the manager drop-in
 // /etc/systemd/system.conf.d/60-hostprep.conf (DefaultLimitNOFILE, soft
 // kept at 1024 in the built-ins) and one drop-in per unit
-// /etc/systemd/system/UNIT.d/60-hostprep.conf (LimitNOFILE, soft = hard).
+// /etc/systemd/system/UNIT.d/60-hostprep.conf (LimitNOFILE, soft = hard,
+// and TasksMax= when the profile sets systemd.tasks_max: layer_tasks.go).
 // Written and rolled back as owned files (layer_files.go); verified at
 // boot by bootLimitItems (bootcheck.go).
 
@@ -31,7 +32,7 @@ func (pl *Plan) systemdWants(per journal.Persisted) []fileWant {
 	for _, u := range units {
 		l := per.Services[u]
 		wants = append(wants, fileWant{path: files.ServiceDropIn(u),
-			data: files.RenderServiceDropIn(pl.profiles, l.Soft, l.Hard), unit: u})
+			data: files.RenderServiceDropIn(pl.profiles, l.Soft, l.Hard, tasksMaxText(per.TasksMax, u)), unit: u})
 	}
 	return wants
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -484,6 +485,11 @@ func (pl *Plan) planFiles(p *profiles.Profile, st *journal.State, targets map[st
 	if err := pl.neverLower(&per, systemdOK, nrOpen); err != nil {
 		return err
 	}
+	if systemdOK {
+		if err := pl.keepTasksMax(&per, targets); err != nil {
+			return err
+		}
+	}
 	pl.persisted = per
 	pl.profiles = st.Profiles()
 	if !slices.Contains(pl.profiles, p.Name) {
@@ -555,6 +561,14 @@ func mergePersisted(p *profiles.Profile, st *journal.State, targets map[string]t
 		}
 		for _, s := range p.Systemd.Services {
 			per.Services[files.UnitName(s)] = journal.Limit{Soft: l.Soft, Hard: l.Hard}
+		}
+	}
+	if m := p.Systemd.TasksMax; m != nil && len(p.Systemd.Services) > 0 {
+		if per.TasksMax == nil {
+			per.TasksMax = map[string]uint64{}
+		}
+		for _, s := range p.Systemd.Services {
+			per.TasksMax[files.UnitName(s)] = uint64(*m)
 		}
 	}
 	return per
@@ -731,6 +745,7 @@ func clonePersisted(p journal.Persisted) journal.Persisted {
 			out.Services[k] = v
 		}
 	}
+	out.TasksMax = maps.Clone(p.TasksMax)
 	out.NofileUsers = slices.Clone(p.NofileUsers)
 	return out
 }

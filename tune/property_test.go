@@ -60,6 +60,13 @@ func genProfile(t *rapid.T, name string) *profiles.Profile {
 	if rapid.Bool().Draw(t, name+".svc") {
 		p.Systemd.Services = []string{rapid.SampledFrom([]string{"emqx", "mosquitto", "iotdb-datanode"}).Draw(t, name+".unit")}
 		p.Systemd.LimitNOFILE = &profiles.Limit{Soft: 65536, Hard: 65536}
+		if rapid.Bool().Draw(t, name+".tasks") {
+			m := profiles.TasksMax(rapid.IntRange(1, profiles.MaxTasks).Draw(t, name+".tasksmax"))
+			if rapid.IntRange(0, 4).Draw(t, name+".infinity") == 0 {
+				m = profiles.TasksInfinity
+			}
+			p.Systemd.TasksMax = &m
+		}
 	}
 	p.ReservePorts = rapid.SliceOfN(rapid.IntRange(1024, 65535), 0, 3).Draw(t, name+".reserve")
 	return p
@@ -67,8 +74,9 @@ func genProfile(t *rapid.T, name string) *profiles.Profile {
 
 // TestPropertyApplyRollbackRestoresExactly: from random starting values
 // and random pre-existing owned files, one to three applies of random
-// profiles (some refused) followed by rollback give back every value and
-// every file byte for byte, and a refused apply changes nothing.
+// profiles (some refused; some with a unit's TasksMax= in its drop-in)
+// followed by rollback give back every value and every file byte for
+// byte, and a refused apply changes nothing.
 func TestPropertyApplyRollbackRestoresExactly(t *testing.T) {
 	var succeeded, refused int
 	defer func() {

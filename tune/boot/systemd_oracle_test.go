@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -138,46 +139,59 @@ const unitOracleName = "hostprep-oracle.service"
 // systemd's rlimit_parse takes (base 0 numbers, a leading +, soft:hard)
 // and systemd's own 0o and 0b prefixes) and some it refuses (08, 0o8,
 // Go's _ form, a trailing U+00A0, soft above hard).
-func genUnitValue(t *rapid.T) string {
+func genUnitValue(t *rapid.T, key string) string {
+	if key == "TasksMax" {
+		return genTasksValue(t)
+	}
 	return rapid.SampledFrom([]string{"4096", "8192:16384", "0x1000", "010000", "+8192", "1024:0x4000",
 		"0X2000:040000", "08", "0o10000", "0b1000000000000", "0o8", "1_000", "4096\u00a0", "16384:4096", "-5", " 2048 ", "3000:"}).Draw(t, "value")
 }
 
-// genUnitLine draws one line of a unit file or drop-in, with its end.
-func genUnitLine(t *rapid.T, key string) string {
+// genTasksValue draws a TasksMax= value: the forms systemd's
+// config_parse_tasks_max takes (safe_atou64 numbers, infinity, shares in
+// %, ‰ and ‱) and some it refuses (0, above 100%, too many decimals).
+func genTasksValue(t *rapid.T) string {
+	return rapid.SampledFrom([]string{"4096", "0x1000", "010000", "+8192", "infinity", "50%", "12.5%", "125‰", "1‱",
+		"0", "101%", "1.125%", "lots", "", " 2048 ", "-5", "1_000", "4194304", "99999999"}).Draw(t, "tasks")
+}
+
+// genUnitLine draws one line of a unit file or drop-in, with its end: an
+// assignment of one of keys.
+func genUnitLine(t *rapid.T, keys ...string) string {
 	var l string
+	key := rapid.SampledFrom(keys).Draw(t, "key")
 	switch rapid.IntRange(0, 9).Draw(t, "unitline") {
 	case 0:
 		l = rapid.SampledFrom([]string{"", "# LimitNOFILE=1", "; x", "[Unit]", "[Service]", "Description=x"}).Draw(t, "filler")
 	case 1:
 		// a continuation, perhaps with a comment line inside it
-		l = key + "=\\\n" + rapid.SampledFrom([]string{"", "# c\n", "; c\n"}).Draw(t, "inside") + genUnitValue(t)
+		l = key + "=\\\n" + rapid.SampledFrom([]string{"", "# c\n", "; c\n"}).Draw(t, "inside") + genUnitValue(t, key)
 	case 2:
-		l = "\v" + key + "=" + genUnitValue(t) // \v is no white space to systemd
+		l = "\v" + key + "=" + genUnitValue(t, key) // \v is no white space to systemd
 	default:
-		l = rapid.SampledFrom([]string{"", " ", "\t"}).Draw(t, "pad") + key + "=" + genUnitValue(t)
+		l = rapid.SampledFrom([]string{"", " ", "\t"}).Draw(t, "pad") + key + "=" + genUnitValue(t, key)
 	}
 	return l + rapid.SampledFrom([]string{"\n", "\n", "\n", "\r\n", "\r", "\x00"}).Draw(t, "eol")
 }
 
 // genUnitFile draws a file: a section header and lines, perhaps after a
 // UTF-8 byte order mark.
-func genUnitFile(t *rapid.T, section, key string) string {
+func genUnitFile(t *rapid.T, section string, keys ...string) string {
 	var b strings.Builder
 	if rapid.IntRange(0, 4).Draw(t, "bom") == 0 {
 		b.WriteString("\ufeff")
 	}
 	b.WriteString("[" + section + "]\n")
 	for i, n := 0, rapid.IntRange(0, 4).Draw(t, "lines"); i < n; i++ {
-		b.WriteString(genUnitLine(t, key))
+		b.WriteString(genUnitLine(t, keys...))
 	}
 	return b.String()
 }
 
 // unitOracle runs systemd --test for the unit as nobody in box (where
 // dir's etc/systemd is /etc/systemd) and returns "soft:hard" of its
-// LimitNOFILE.
-func unitOracle(t interface{ Fatalf(string, ...any) }, box *testenv.Sandbox) string {
+// LimitNOFILE and its TasksMax (in tasks, or "infinity").
+func unitOracle(t interface{ Fatalf(string, ...any) }, box *testenv.Sandbox) (nofile, tasks string) {
 	out, e, _ := box.Run("setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
 		"/lib/systemd/systemd", "--test", "--system", "--unit="+unitOracleName, "--no-pager", "--log-target=console")
 	in := false
@@ -187,25 +201,36 @@ func unitOracle(t interface{ Fatalf(string, ...any) }, box *testenv.Sandbox) str
 		switch {
 		case strings.Contains(l, "-> Unit "+unitOracleName+":"):
 			in = true
+		case in && strings.Contains(l, "-> Unit "):
+			in = false
 		case in && len(f) == 2 && f[0] == "LimitNOFILE:":
 			hard = f[1]
 		case in && len(f) == 2 && f[0] == "LimitNOFILESoft:" && hard != "":
-			return f[1] + ":" + hard
+			nofile = f[1] + ":" + hard
+		case in && len(f) == 2 && f[0] == "TasksMax:":
+			tasks = f[1]
+			if tasks == strconv.FormatUint(boot.Unlimited, 10) {
+				tasks = "infinity"
+			}
 		}
 	}
-	t.Fatalf("systemd --test printed no LimitNOFILE for %s:\n%s\n%s", unitOracleName, out, e)
-	return ""
+	if nofile == "" || tasks == "" {
+		t.Fatalf("systemd --test printed no LimitNOFILE or TasksMax for %s:\n%s\n%s", unitOracleName, out, e)
+	}
+	return nofile, tasks
 }
 
 // TestUnitOracle draws a unit file, drop-ins and system.conf with the
 // shapes systemd's config_parse reads in its own way (a byte order mark,
 // backslash continuations with comment lines inside, bare CR and NUL
 // line ends, \v before a key, base-0 and "+" numbers, values it refuses)
-// and requires boot.UnitNofile to equal the LimitNOFILE that Debian's
-// real systemd 252 prints for the unit with `systemd --test`, run as
-// nobody in the sandbox over the drawn /etc/systemd (when no file of the
-// unit sets it, both must agree on that). It skips without
-// /lib/systemd/systemd (and setpriv) even in CI.
+// and requires boot.UnitNofile to equal the LimitNOFILE and
+// boot.UnitTasksMax the TasksMax (numbers, infinity and shares of the
+// host's task ceiling) that Debian's real systemd 252 prints for the unit
+// with `systemd --test`, run as nobody in the sandbox over the drawn
+// /etc/systemd (when no file of the unit sets LimitNOFILE, both must agree
+// on that; a unit that sets no TasksMax gets systemd's 15%). It skips
+// without /lib/systemd/systemd (and setpriv) even in CI.
 func TestUnitOracle(t *testing.T) {
 	for _, p := range []string{"/lib/systemd/systemd", "/usr/bin/setpriv"} {
 		if _, err := os.Stat(p); err != nil {
@@ -228,8 +253,8 @@ func TestUnitOracle(t *testing.T) {
 	// that sets nothing must get what --test prints for a bare unit.
 	must(t, os.MkdirAll(filepath.Join(etc, "system"), 0o755))
 	must(t, os.WriteFile(filepath.Join(etc, "system", unitOracleName), []byte("[Service]\nExecStart=/bin/true\n"), 0o644))
-	var unset string
-	unset = unitOracle(t, box)
+	unset, _ := unitOracle(t, box)
+	ceiling := boot.TasksCeiling(procSysUint(t, "kernel/threads-max"), procSysUint(t, "kernel/pid_max"))
 	rapid.Check(t, func(rt *rapid.T) {
 		ents, _ := os.ReadDir(etc) // empty it: the bind mount holds this directory
 		for _, e := range ents {
@@ -239,29 +264,53 @@ func TestUnitOracle(t *testing.T) {
 			must(t, os.MkdirAll(filepath.Dir(filepath.Join(etc, p)), 0o755))
 			must(t, os.WriteFile(filepath.Join(etc, p), []byte(body), 0o644))
 		}
-		write("system/"+unitOracleName, "[Unit]\nDescription=hostprep oracle\n[Service]\nExecStart=/bin/true\n"+genUnitFile(rt, "Service", "LimitNOFILE"))
+		write("system/"+unitOracleName, "[Unit]\nDescription=hostprep oracle\n[Service]\nExecStart=/bin/true\n"+genUnitFile(rt, "Service", "LimitNOFILE", "TasksMax"))
 		for i, n := 0, rapid.IntRange(0, 3).Draw(rt, "dropins"); i < n; i++ {
 			name := rapid.SampledFrom([]string{"10-a.conf", "60-hostprep.conf", "99-z.conf"}).Draw(rt, "dropin")
-			write("system/"+unitOracleName+".d/"+name, genUnitFile(rt, "Service", "LimitNOFILE"))
+			write("system/"+unitOracleName+".d/"+name, genUnitFile(rt, "Service", "LimitNOFILE", "TasksMax"))
 		}
-		want := unitOracle(rt, box)
+		want, wantTasks := unitOracle(rt, box)
 		got, _, err := boot.UnitNofile(dir, unitOracleName)
 		if err != nil {
 			rt.Fatal(err)
+		}
+		tasks, _, err := boot.UnitTasksMax(dir, unitOracleName, ceiling)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		if tasks.String() != wantTasks {
+			rt.Fatalf("systemd --test gives %s TasksMax %s, simulation %s (%s=%q at %s, of a ceiling of %d tasks)\n%s", unitOracleName, wantTasks, tasks.String(), tasks.Key, tasks.Text, tasks.Where(), ceiling, oracleFiles(dir, etc))
 		}
 		if !strings.HasPrefix(got.File.Path, "/etc/systemd/system/") && want == unset {
 			return // no file of the unit sets it, for both
 		}
 		if got.String() != want {
-			var files strings.Builder
-			filepath.Walk(etc, func(p string, fi os.FileInfo, err error) error {
-				if err == nil && !fi.IsDir() {
-					b, _ := os.ReadFile(p)
-					fmt.Fprintf(&files, "%s: %q\n", strings.TrimPrefix(p, dir), b)
-				}
-				return nil
-			})
-			rt.Fatalf("systemd --test gives %s LimitNOFILE %s, simulation %s at %s\n%s", unitOracleName, want, got.String(), got.Where(), files.String())
+			rt.Fatalf("systemd --test gives %s LimitNOFILE %s, simulation %s at %s\n%s", unitOracleName, want, got.String(), got.Where(), oracleFiles(dir, etc))
 		}
 	})
+}
+
+// oracleFiles lists the files under etc (in dir) with their bytes, for a
+// failure message.
+func oracleFiles(dir, etc string) string {
+	var files strings.Builder
+	filepath.Walk(etc, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			b, _ := os.ReadFile(p)
+			fmt.Fprintf(&files, "%s: %q\n", strings.TrimPrefix(p, dir), b)
+		}
+		return nil
+	})
+	return files.String()
+}
+
+// procSysUint reads a whole number from /proc/sys/NAME (0 when it cannot).
+func procSysUint(t *testing.T, name string) uint64 {
+	b, err := os.ReadFile("/proc/sys/" + name)
+	if err != nil {
+		t.Logf("/proc/sys/%s: %v", name, err)
+		return 0
+	}
+	n, _ := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	return n
 }

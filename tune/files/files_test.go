@@ -15,7 +15,7 @@ func TestWriteAtomicAndMkdirAll(t *testing.T) {
 		t.Fatalf("MkdirAll made %v, %v", made, err)
 	}
 	p := filepath.Join(dir, "60-hostprep.conf")
-	data := RenderServiceDropIn([]string{"a", "b"}, 1024, 2048)
+	data := RenderServiceDropIn([]string{"a", "b"}, 1024, 2048, "")
 	if err := WriteAtomic(p, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestRenderersKeepProfileStringsOnOneLine(t *testing.T) {
 		"sysctl": RenderSysctl([]string{evil}, []SysctlLine{{Key: "net.core.somaxconn\n" + evil, Value: "1\nkernel.x = 2", Comment: evil}}),
 		"limits": RenderLimits([]string{evil}, []string{"*\nroot hard nofile 1", "root"}, 1024, 2048),
 		"system": RenderSystemConf([]string{evil}, 1024, 2048),
-		"unit":   RenderServiceDropIn([]string{evil}, 1024, 2048),
+		"unit":   RenderServiceDropIn([]string{evil}, 1024, 2048, ""),
 	}
 	for name, out := range outs {
 		for i, line := range strings.Split(strings.TrimSuffix(string(out), "\n"), "\n") {

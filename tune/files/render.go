@@ -122,9 +122,15 @@ func RenderSystemConf(profiles []string, soft, hard uint64) []byte {
 	return []byte(fmt.Sprintf("%s[Manager]\nDefaultLimitNOFILE=%d:%d\n", header(profiles), soft, hard))
 }
 
-// RenderServiceDropIn renders a UNIT.service.d drop-in with LimitNOFILE.
-func RenderServiceDropIn(profiles []string, soft, hard uint64) []byte {
-	return []byte(fmt.Sprintf("%s[Service]\nLimitNOFILE=%d:%d\n", header(profiles), soft, hard))
+// RenderServiceDropIn renders a UNIT.service.d drop-in with LimitNOFILE
+// and, when tasksMax is not "", TasksMax= (a number of tasks or
+// "infinity", as systemd takes it).
+func RenderServiceDropIn(profiles []string, soft, hard uint64, tasksMax string) []byte {
+	b := fmt.Sprintf("%s[Service]\nLimitNOFILE=%d:%d\n", header(profiles), soft, hard)
+	if tasksMax != "" {
+		b += "TasksMax=" + oneWord(tasksMax) + "\n"
+	}
+	return []byte(b)
 }
 
 // HardNofile returns the highest hard nofile limit data sets, read as a

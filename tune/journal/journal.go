@@ -106,6 +106,9 @@ type Persisted struct {
 	DefaultLimitNOFILE *Limit `json:"default_limit_nofile,omitempty"`
 	// Services maps unit name to its LimitNOFILE.
 	Services map[string]Limit `json:"services,omitempty"`
+	// TasksMax maps a unit of Services to the TasksMax= its drop-in sets,
+	// in tasks (math.MaxUint64: infinity); a unit without one gets none.
+	TasksMax map[string]uint64 `json:"tasks_max,omitempty"`
 }
 
 // PersistedKey is one line of the sysctl.d file.

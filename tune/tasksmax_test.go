@@ -1,0 +1,145 @@
+package tune
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/profiles"
+	"github.com/hostprep/hostprep/tune/files"
+)
+
+// datanodeUnit is a stock IoTDB DataNode unit file: no TasksMax= of its
+// own, so systemd gives it DefaultTasksMax= (15% of the task ceiling).
+const datanodeUnit = "[Unit]\nDescription=IoTDB DataNode\n[Service]\nExecStart=/opt/iotdb/sbin/start-datanode.sh\n"
+
+// tasksItemOf is the boot item of unit's TasksMax in items, or nil.
+func tasksItemOf(items []BootItem, unit string) *BootItem {
+	for i := range items {
+		if items[i].Limit == unit+" TasksMax" {
+			return &items[i]
+		}
+	}
+	return nil
+}
+
+// TestTasksMaxImageRoundTrip: the iotdb profile's systemd.tasks_max goes
+// into the same hostprep drop-in as LimitNOFILE for each of its units, in
+// an image (--root): the plan lists it, apply writes it, a second apply
+// changes nothing, verify --boot and status read it back from the unit's
+// files as systemd does (and fail naming a later drop-in that lowers it),
+// and rollback leaves the image as it was, byte for byte. Field case:
+// the DataNode, started with systemd's default TasksMax (4915 tasks with
+// kernel.pid_max 32768), stopped creating session threads, and the only
+// remedy was `systemctl set-property`, which tune neither journaled nor
+// rolled back.
+func TestTasksMaxImageRoundTrip(t *testing.T) {
+	h := newHost(t, nil)
+	h.env.Image = true
+	// the stock host's 99-other.conf sets vm.swappiness 10, which wins over
+	// the profile's 0 at boot: not this test's business
+	must(t, os.Remove(filepath.Join(h.root, "etc/sysctl.d/99-other.conf")))
+	for _, u := range []string{"iotdb-datanode.service", "iotdb-confignode.service"} {
+		must(t, os.MkdirAll(filepath.Join(h.root, "lib/systemd/system"), 0o755))
+		must(t, os.WriteFile(filepath.Join(h.root, "lib/systemd/system", u), []byte(datanodeUnit), 0o644))
+	}
+	before := h.snapshot()
+	p, err := profiles.Load("iotdb", nil)
+	must(t, err)
+	if p.Systemd.TasksMax == nil || *p.Systemd.TasksMax != 16384 {
+		t.Fatalf("iotdb profile: systemd.tasks_max %v, want 16384", p.Systemd.TasksMax)
+	}
+	pl, err := NewPlan(p, h.env)
+	must(t, err)
+	if it := tasksItemOf(pl.Boot, "iotdb-datanode.service"); it == nil || !it.OK || it.Boot.Value != "16384" {
+		t.Fatalf("plan: boot item of the DataNode's TasksMax %+v", it)
+	}
+	_, err = h.apply(p)
+	must(t, err)
+	dropIn := files.ServiceDropIn("iotdb-datanode")
+	got, _ := h.file(dropIn)
+	if !strings.Contains(got, "[Service]\nLimitNOFILE=1048576:1048576\nTasksMax=16384\n") {
+		t.Fatalf("%s:\n%s", dropIn, got)
+	}
+	res, err := h.apply(p)
+	must(t, err)
+	if res.Changed || len(res.Changes) != 0 {
+		t.Errorf("second apply: changed %v, %+v", res.Changed, res.Changes)
+	}
+	bs, err := VerifyBoot(h.env)
+	must(t, err)
+	it := tasksItemOf(bs.Items, "iotdb-datanode.service")
+	if it == nil || !it.OK || it.Want != "16384" || it.Boot.Value != "16384" || it.Boot.File != dropIn {
+		t.Fatalf("verify --boot: DataNode TasksMax item %+v", it)
+	}
+	st, err := StatusOf(h.env)
+	must(t, err)
+	if it := tasksItemOf(st.Boot, "iotdb-confignode.service"); it == nil || !it.OK {
+		t.Errorf("status: ConfigNode TasksMax item %+v", it)
+	}
+	// A drop-in read after hostprep's lowers it: verify --boot names it.
+	later := filepath.Join(h.root, "etc/systemd/system/iotdb-datanode.service.d/99-admin.conf")
+	must(t, os.WriteFile(later, []byte("[Service]\nTasksMax=4096\n"), 0o644))
+	_, err = VerifyBoot(h.env)
+	wantCode(t, err, exitcode.Failed, "iotdb-datanode.service TasksMax", "4096", "99-admin.conf", "below the 16384 hostprep wrote")
+	must(t, os.Remove(later))
+	// hostprep's own line edited away: named as hostprep's file.
+	must(t, os.WriteFile(filepath.Join(h.root, dropIn), []byte(strings.Replace(got, "TasksMax=16384\n", "", 1)), 0o644))
+	_, err = VerifyBoot(h.env)
+	wantCode(t, err, exitcode.Failed, "iotdb-datanode.service TasksMax", "DefaultTasksMax=15%", "no longer sets TasksMax=")
+	must(t, os.WriteFile(filepath.Join(h.root, dropIn), []byte(got), 0o644))
+	h.rollback()
+	h.assertUnchanged(before)
+}
+
+// TestTasksMaxNeverLowered: like a nofile limit, the profile's tasks_max
+// is at-least: a unit that already gets more (its own TasksMax=, a
+// share of the task ceiling, infinity) keeps it in hostprep's drop-in,
+// and the plan says so.
+func TestTasksMaxNeverLowered(t *testing.T) {
+	prof, err := profiles.Parse("t.yaml", []byte("systemd:\n  services: [iotdb-datanode]\n  limit_nofile: {soft: 65536, hard: 65536}\n  tasks_max: 16384\n"))
+	must(t, err)
+	for _, c := range []struct {
+		name  string
+		tree  map[string]string
+		write string // TasksMax= in hostprep's drop-in
+		kept  string // in the skip's reason; "" = none
+	}{
+		{"systemd's 15% of 32767", nil, "16384", ""},
+		{"the unit's own 20000", map[string]string{"/lib/systemd/system/iotdb-datanode.service": datanodeUnit + "TasksMax=20000\n"}, "20000",
+			"TasksMax kept at 20000 for iotdb-datanode.service (the profile asks for 16384): it already gets 20000 from TasksMax=20000 at /lib/systemd/system/iotdb-datanode.service:5"},
+		{"infinity", map[string]string{"/etc/systemd/system/iotdb-datanode.service.d/10-admin.conf": "[Service]\nTasksMax=infinity\n"}, "infinity", "TasksMax kept at infinity"},
+		{"DefaultTasksMax=50% with pid_max 4194304 at boot", map[string]string{"/etc/sysctl.d/50-pid-max.conf": "kernel.pid_max = 4194304\n",
+			"/etc/systemd/system.conf": "[Manager]\nDefaultTasksMax=50%\n"}, "2097151", "2097151 (50% of a task ceiling of 4194303)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tree := map[string]string{"/lib/systemd/system/iotdb-datanode.service": datanodeUnit}
+			for k, v := range c.tree {
+				tree[k] = v
+			}
+			img, env := newImage(t, tree)
+			pl, err := NewPlan(prof, env)
+			must(t, err)
+			var reason string
+			for _, s := range pl.Skipped {
+				if strings.Contains(s.Reason, "TasksMax kept") {
+					reason = s.Reason
+				}
+			}
+			if c.kept == "" && reason != "" || !strings.Contains(reason, c.kept) || c.kept != "" && !strings.Contains(reason, "never lowers") {
+				t.Errorf("plan's skip %q, want %q", reason, c.kept)
+			}
+			_, err = Apply(t.Context(), prof, Options{Env: env})
+			must(t, err)
+			b, err := os.ReadFile(filepath.Join(img, files.ServiceDropIn("iotdb-datanode")))
+			must(t, err)
+			if !strings.Contains(string(b), "\nTasksMax="+c.write+"\n") {
+				t.Errorf("drop-in, want TasksMax=%s:\n%s", c.write, b)
+			}
+			_, err = VerifyBoot(env)
+			must(t, err)
+		})
+	}
+}
