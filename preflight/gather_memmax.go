@@ -79,7 +79,7 @@ func parseMemoryLimit(key, v string, phys memPhys) (uint64, bool) {
 	if strings.ContainsAny(v, "%‰‱") {
 		// parse_permyriad, then physical_memory_scale: the same share of
 		// a ceiling, rounded down, as TasksMax=, here of pages.
-		pages, ok := parseTasksMax(v, phys.pages)
+		pages, ok := boot.ParseTasksMax(v, phys.pages)
 		if !ok || phys.pages == 0 {
 			return 0, false
 		}
