@@ -294,12 +294,12 @@ func runWorker(ctx context.Context, cancel context.CancelFunc, cfg *Config, p *s
 		phase = pacer.Grid{Interval: sched.Interval()}.Phase(worker)
 	}
 	k := 0
-	// cutShort counts the operations from k on that were due before the
-	// cut and never started (open loop).
-	cutShort := func(k int) {
+	// cutShort counts the operations from operation from on that were
+	// due before the cut and never started (open loop).
+	cutShort := func(from int) {
 		if cfg.Rate > 0 {
 			at := cut.at().Sub(start)
-			st.censorMissed(sched, phase, min(cfg.StepDuration, at), at, k)
+			st.censorMissed(sched, phase, min(cfg.StepDuration, at), at, from)
 		}
 	}
 	timer := time.NewTimer(time.Hour)
