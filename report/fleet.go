@@ -54,6 +54,10 @@ type ShardRow struct {
 	Acked     int64 `json:"acked"`
 	Received  int64 `json:"received"`
 	Lost      int64 `json:"lost"`
+	// WindowS is the shard's steady window as it ran, s (its window_s:
+	// shorter than the others' when it stopped early; the merged
+	// result's window is the longest).
+	WindowS float64 `json:"window_s"`
 	// FirstPublishLateMs is how late its first PUBLISH was written after
 	// its scheduled slot (ms); -1 when it published nothing.
 	FirstPublishLateMs float64 `json:"first_publish_late_ms"`
@@ -158,7 +162,7 @@ func shardRow(f shardFile) ShardRow {
 	r := f.res
 	row := ShardRow{K: r.Config.Shard.K, Source: f.path, Hostname: r.Hostname, Verdict: r.Verdict, Clients: r.Connects.Target,
 		Connected: r.Connects.OK, Published: r.Messages.Published, Acked: r.Messages.Acked, Received: r.Messages.Received,
-		Lost: r.Messages.Lost, FirstPublishLateMs: -1, res: r}
+		Lost: r.Messages.Lost, WindowS: r.WindowSeconds, FirstPublishLateMs: -1, res: r}
 	if r.FirstPublish != nil {
 		row.FirstPublishLateMs = r.FirstPublish.LateMs
 	}

@@ -180,3 +180,62 @@ func TestFleetReceivedRateByArrival(t *testing.T) {
 			got.ReceivedPerSec, got.ReceiveSeconds, n, max(a.ReceiveSeconds, b.ReceiveSeconds), want, a.ReceivedPerSec, a.ReceiveSeconds, b.ReceivedPerSec, b.ReceiveSeconds)
 	}
 }
+
+// The fleet's published rate is the fleet's window messages over the
+// fleet's window, as one host would count them, and the merge says when
+// the shards' windows differ. Shard 2's process is interrupted (SIGINT)
+// halfway through its 2 s window, so it published about half of its
+// share: the merge added the shards' rates, each over its own window
+// (shard 2's full rate over 1 s), and reported the requested 200 msg/s
+// for a fleet that published ~300 messages in 2 s.
+func TestFleetPublishedRateOverTheFleetsWindow(t *testing.T) {
+	url := testenv.MQTTBroker(t)
+	dir := t.TempDir()
+	testenv.Binary(t) // built before the start time is set
+	start := time.Now().Add(4 * time.Second).UTC().Truncate(time.Millisecond)
+	var out [2]bytes.Buffer
+	cmds := [2]*exec.Cmd{startShard(t, url, 1, start, &out[0]), startShard(t, url, 2, start, &out[1])}
+	p := cmds[1].Process // our own child: interrupted 1 s into its window (the ramp is 0.1 s)
+	stop := time.AfterFunc(time.Until(start.Add(1100*time.Millisecond)), func() { _ = p.Signal(syscall.SIGINT) })
+	t.Cleanup(func() { stop.Stop() })
+	var paths []string
+	var shards []*mqtt.Result
+	for k, cmd := range cmds {
+		_ = cmd.Wait() // shard 2 exits 3 (interrupted), with its partial result
+		var r mqtt.Result
+		if err := json.Unmarshal(out[k].Bytes(), &r); err != nil {
+			t.Fatalf("shard %d/2: %v\n%s", k+1, err, out[k].String())
+		}
+		shards = append(shards, &r)
+		paths = append(paths, filepath.Join(dir, fmt.Sprintf("lg%d.json", k+1)))
+		if err := os.WriteFile(paths[k], out[k].Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b := shards[0], shards[1]
+	if !b.Interrupted || b.WindowSeconds > a.WindowSeconds-0.5 || b.WindowSeconds < 0.5 {
+		t.Fatalf("window %.3f s (shard 1), %.3f s (shard 2, interrupted %v): want shard 2 cut about halfway", a.WindowSeconds, b.WindowSeconds, b.Interrupted)
+	}
+	stdout, stderr, _ := testenv.Run(t, nil, append([]string{"report", "merge", "-o", "json"}, paths...)...)
+	var f Fleet
+	if err := json.Unmarshal([]byte(stdout), &f); err != nil || f.Run == nil || f.Run.Merged == nil {
+		t.Fatalf("report merge: %v\n%s\n%s", err, stdout, stderr)
+	}
+	m := f.Run.Merged
+	n := math.Round(a.Throughput.PublishedPerSec*a.WindowSeconds) + math.Round(b.Throughput.PublishedPerSec*b.WindowSeconds)
+	window := max(a.WindowSeconds, b.WindowSeconds)
+	if got := m.Throughput.PublishedPerSec; m.WindowSeconds != window || math.Abs(got-n/window) > 0.01 || float64(m.Throughput.WindowPublished) != n {
+		t.Errorf("merged %.2f msg/s published over %.3f s (%d messages); want the fleet's %.0f window messages over its %.3f s window = %.2f msg/s (shards %.2f over %.3f s, %.2f over %.3f s)",
+			got, m.WindowSeconds, m.Throughput.WindowPublished, n, window, n/window, a.Throughput.PublishedPerSec, a.WindowSeconds, b.Throughput.PublishedPerSec, b.WindowSeconds)
+	}
+	if m.Throughput.PublishedPerSec > 0.9*m.Throughput.RequestedPerSec {
+		t.Errorf("merged %.1f msg/s published, requested %.1f: a fleet with a shard stopped halfway did not publish at the requested rate", m.Throughput.PublishedPerSec, m.Throughput.RequestedPerSec)
+	}
+	text, _, _ := testenv.Run(t, nil, append([]string{"report", "merge"}, paths...)...)
+	for _, want := range []string{"the shards' windows differ (1/2 ", fmt.Sprintf("2/2 %.3f s)", b.WindowSeconds)} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report merge text lacks %q:\n%s", want, text)
+		}
+	}
+	t.Log("\n" + text)
+}

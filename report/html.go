@@ -149,8 +149,8 @@ var fleetRunTmpl = template.Must(template.New("fleet-run").Funcs(template.FuncMa
 <h2>Fleet MQTT run {{.Run.RunID}}: <span class="{{.Run.Verdict}}">{{.Run.Verdict}}</span></h2>
 <p>{{len .Run.Present}} of {{.Run.Shards}} shards reported{{if .Run.Missing}}; <strong class="fail">missing: {{range $i, $k := .Run.Missing}}{{if $i}}, {{end}}shard {{$k}}/{{$.Run.Shards}}{{end}}</strong>
 (no exact fleet figures without every shard){{end}}.</p>
-<table><tr><th>shard</th><th class="l">host</th><th class="l">verdict</th><th>clients</th><th>connected</th><th>published</th><th>acked</th><th>received</th><th>lost</th><th>first publish late (ms)</th><th class="l">file</th></tr>
-{{range .Run.Present}}<tr><td>{{.K}}/{{$.Run.Shards}}</td><td class="l">{{.Hostname}}</td><td class="{{.Verdict}}">{{.Verdict}}</td><td>{{.Clients}}</td><td>{{.Connected}}</td><td>{{.Published}}</td><td>{{.Acked}}</td><td>{{.Received}}</td><td>{{.Lost}}</td><td>{{if ge .FirstPublishLateMs 0.0}}{{printf "%.1f" .FirstPublishLateMs}}{{else}}-{{end}}</td><td class="l">{{.Source}}</td></tr>
+<table><tr><th>shard</th><th class="l">host</th><th class="l">verdict</th><th>clients</th><th>connected</th><th>published</th><th>acked</th><th>received</th><th>lost</th><th>window (s)</th><th>first publish late (ms)</th><th class="l">file</th></tr>
+{{range .Run.Present}}<tr><td>{{.K}}/{{$.Run.Shards}}</td><td class="l">{{.Hostname}}</td><td class="{{.Verdict}}">{{.Verdict}}</td><td>{{.Clients}}</td><td>{{.Connected}}</td><td>{{.Published}}</td><td>{{.Acked}}</td><td>{{.Received}}</td><td>{{.Lost}}</td><td>{{printf "%.3f" .WindowS}}</td><td>{{if ge .FirstPublishLateMs 0.0}}{{printf "%.1f" .FirstPublishLateMs}}{{else}}-{{end}}</td><td class="l">{{.Source}}</td></tr>
 {{end}}</table>
 <h3>Fleet checks</h3>
 {{checks .Run.Checks}}

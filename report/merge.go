@@ -121,6 +121,9 @@ func Merge(paths []string) (*Fleet, error) {
 			shards = append(shards, sf)
 			continue
 		}
+		if err := notIoTDBProbe(p, b); err != nil {
+			return nil, err
+		}
 		r, err := loadReady(p, b)
 		if err != nil {
 			return nil, err
@@ -152,6 +155,30 @@ func Merge(paths []string) (*Fleet, error) {
 		return a.Host < b.Host
 	})
 	return f, nil
+}
+
+// notIoTDBProbe refuses the JSON of `hostprep probe iotdb` (its
+// "scenario", "knee" and "steps" fields), a fleet shard's or not, with
+// why: IoTDB shard results are not merged (each shard's steps start when
+// that shard reaches them, not on a common schedule, so there is no
+// common window to put the fleet's operations over, and summing the
+// shards' TPS, each over its own step, is no fleet rate). A BadInput
+// error naming the file; nil for anything else.
+func notIoTDBProbe(path string, b []byte) error {
+	var probe struct {
+		Scenario *string         `json:"scenario"`
+		Knee     json.RawMessage `json:"knee"`
+		Steps    json.RawMessage `json:"steps"`
+		Shard    string          `json:"shard"`
+	}
+	if json.Unmarshal(b, &probe) != nil || probe.Scenario == nil || probe.Knee == nil || probe.Steps == nil {
+		return nil
+	}
+	what := "a `hostprep probe iotdb` result"
+	if probe.Shard != "" {
+		what += " of shard " + probe.Shard
+	}
+	return exitcode.BadInputf("report merge: %s is %s: IoTDB shard results are not merged (each shard's steps start when that shard gets to them, with no common window, so the shards' TPS cannot be added into a fleet rate); read each shard's ops and TPS, or merge the JSON of `hostprep ready`", path, what)
 }
 
 // laterRun is the row kept for a host found in two files, with a note

@@ -50,13 +50,13 @@ func (f *Fleet) WriteText(w io.Writer) error {
 func (r *FleetRun) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "MQTT fleet run %s: %s\n", r.RunID, plural.N(r.Shards, "shard"))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "SHARD\tVERDICT\tCLIENTS\tCONNECTED\tPUBLISHED\tACKED\tRECEIVED\tLOST\tFIRST PUB LATE ms\tHOST\tFILE\t")
+	fmt.Fprintln(tw, "SHARD\tVERDICT\tCLIENTS\tCONNECTED\tPUBLISHED\tACKED\tRECEIVED\tLOST\tWINDOW s\tFIRST PUB LATE ms\tHOST\tFILE\t")
 	for _, s := range r.Present {
-		fmt.Fprintf(tw, "%d/%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t%s\t%s\t\n", s.K, r.Shards, s.Verdict, s.Clients, s.Connected,
-			s.Published, s.Acked, s.Received, s.Lost, s.FirstPublishLateMs, s.Hostname, s.Source)
+		fmt.Fprintf(tw, "%d/%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.3f\t%.1f\t%s\t%s\t\n", s.K, r.Shards, s.Verdict, s.Clients, s.Connected,
+			s.Published, s.Acked, s.Received, s.Lost, s.WindowS, s.FirstPublishLateMs, s.Hostname, s.Source)
 	}
 	for _, k := range r.Missing {
-		fmt.Fprintf(tw, "%d/%d\tMISSING\t-\t-\t-\t-\t-\t-\t-\t-\t-\t\n", k, r.Shards)
+		fmt.Fprintf(tw, "%d/%d\tMISSING\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t\n", k, r.Shards)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/hostprep/hostprep/internal/chart"
 	"github.com/hostprep/hostprep/internal/plural"
@@ -136,9 +137,28 @@ func (r *Result) markers() []chart.Marker {
 	return m
 }
 
+// censoredCell is the steps table's censored cell: how many of s's
+// latencies are censored, and of them the operations that never started
+// (open loop) and those cut when the step was ("0" when none is).
+func censoredCell(s Step) string {
+	n := strconv.FormatInt(s.Latency.Censored, 10)
+	var why []string
+	if s.Missed > 0 {
+		why = append(why, strconv.FormatInt(s.Missed, 10)+" never started")
+	}
+	if s.Cut > 0 {
+		why = append(why, strconv.FormatInt(s.Cut, 10)+" cut")
+	}
+	if len(why) == 0 {
+		return n
+	}
+	return n + " (" + strings.Join(why, ", ") + ")"
+}
+
 var htmlBody = template.Must(template.New("iotdb-body").Funcs(template.FuncMap{
-	"checks": chart.ChecksTable,
-	"mul100": func(v float64) float64 { return 100 * v },
+	"checks":   chart.ChecksTable,
+	"mul100":   func(v float64) float64 { return 100 * v },
+	"censored": censoredCell,
 }).Parse(`
 {{if .Incomplete}}<p class="banner fail">INCOMPLETE: {{.Incomplete}}. The steps below are partial and are not a verdict.</p>
 {{else}}<p class="banner {{.R.Verdict}}">Verdict: {{.R.Verdict}}</p>{{end}}
@@ -149,11 +169,11 @@ database {{.R.Database}} ({{.R.Series}} series{{if .R.Kept}}, kept{{end}}). Star
 {{range .Charts}}{{.}}
 {{end}}
 <h3>Steps</h3>
-<table><tr><th>workers</th><th>ops</th><th>TPS</th><th>points/s</th><th>mean ms</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>max ms</th><th>error rate</th><th class="l">errors by class</th><th>pool use mean / max</th><th class="l">limited by</th></tr>
+<table><tr><th>workers</th><th>ops</th><th>TPS</th><th>points/s</th><th>mean ms</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>max ms</th><th>error rate</th><th class="l">errors by class</th><th title="latencies recorded at no less than the time they waited (no answer, never started, cut)">censored</th><th>pool use mean / max</th><th class="l">limited by</th></tr>
 {{range .R.Steps}}<tr>
 <td>{{.Workers}}{{if eq .Workers $.R.Knee.Workers}} (knee){{else if and (eq .Workers $.R.Knee.PeakWorkers) (gt (len $.R.Steps) 1)}} (peak){{end}}{{if .Partial}} (partial){{end}}</td><td>{{.Ops}}</td><td>{{printf "%.1f" .TPS}}</td><td>{{printf "%.0f" .PointsPerS}}</td>
 <td>{{printf "%.2f" .Latency.Mean}}</td><td>{{printf "%.2f" .Latency.P50}}</td><td>{{printf "%.2f" .Latency.P95}}</td><td>{{printf "%.2f" .Latency.P99}}</td><td>{{printf "%.2f" .Latency.Max}}</td>
-<td>{{printf "%.2f%%" (mul100 .ErrorRate)}}</td><td class="l">{{range $k, $v := .ErrorsByClass}}{{$k}} {{$v}} {{end}}</td>
+<td>{{printf "%.2f%%" (mul100 .ErrorRate)}}</td><td class="l">{{range $k, $v := .ErrorsByClass}}{{$k}} {{$v}} {{end}}</td><td>{{censored .}}</td>
 <td>{{printf "%.0f%%" (mul100 .Pool.MeanUtil)}} / {{printf "%.0f%%" (mul100 .Pool.MaxUtil)}}</td><td class="l">{{if .Bound}}<strong>{{.Bound}}</strong>{{if .BoundReason}}: {{.BoundReason}}{{end}}{{else}}-{{end}}</td></tr>
 {{end}}</table>
 {{if .R.Suggestions}}<h3>Tuning suggestions</h3>

@@ -25,7 +25,11 @@ func (r *Result) WriteText(w io.Writer) error {
 		}
 	}
 	for _, s := range r.Steps {
-		if s.Missed > 0 {
+		switch {
+		case s.Missed > 0 && s.Partial:
+			fmt.Fprintf(w, "behind at %s: %s the schedule had due before the step was cut never started (its workers were still busy with earlier ones)\n",
+				plural.N(s.Workers, "worker"), plural.N(s.Missed, "operation"))
+		case s.Missed > 0:
 			fmt.Fprintf(w, "behind at %s: %s the schedule had due never started (the offered rate was above what client and server carried)\n",
 				plural.N(s.Workers, "worker"), plural.N(s.Missed, "operation"))
 		}
@@ -137,7 +141,7 @@ func (r *Result) writeStepTable(w io.Writer) error {
 
 // censoredSummary says how many of s's latencies are censored (at no
 // less than the time they waited) and why: failed without an answer,
-// or never started (open loop).
+// never started (open loop), or under way when the step was cut short.
 func censoredSummary(s *Step) string {
 	var why []string
 	if n := unanswered(s); n > 0 {
@@ -145,6 +149,9 @@ func censoredSummary(s *Step) string {
 	}
 	if s.Missed > 0 {
 		why = append(why, plural.N(s.Missed, "operation")+" never started")
+	}
+	if s.Cut > 0 {
+		why = append(why, plural.N(s.Cut, "operation")+" in flight when the step was cut")
 	}
 	return fmt.Sprintf("%d of %s in p95/p99/max at no less than the time they waited (%s)",
 		s.Latency.Censored, plural.N(s.Latency.Count, "latency"), strings.Join(why, ", "))
@@ -183,11 +190,18 @@ func (r *Result) WriteJSON(w io.Writer) error {
 var CSVHeader = []string{"scenario", "workers", "duration_s", "ops", "ok", "errors", "error_rate",
 	"tps", "points_per_s", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms",
 	"wait_timeout", "connect", "status", "deadline", "panic", "other",
-	"pool_size", "pool_mean_util", "pool_max_util", "knee", "partial"}
+	"pool_size", "pool_mean_util", "pool_max_util", "knee", "partial", "missed", "cut", "censored"}
 
 // WriteCSV writes one row per step (header CSVHeader); knee is "peak",
 // "knee" or empty; partial is true for a step cut short (an interrupted
-// or stopped run), whose figures cover only the part that ran.
+// or stopped run), whose figures cover only the part that ran. missed,
+// cut and censored are the JSON's missed, cut and latency.censored:
+// operations the open-loop schedule had due that never started, those
+// under way when the step was cut short, and how many of the step's
+// latencies are censored (those two plus the failures without an
+// answer: the wait_timeout, connect, deadline, panic and other columns),
+// so that p95/p99/max of a row can be read as lower bounds. Errors are
+// w's.
 func (r *Result) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(CSVHeader); err != nil {
@@ -208,7 +222,8 @@ func (r *Result) WriteCSV(w io.Writer) error {
 		for _, c := range Classes {
 			row = append(row, d(s.ErrorsByClass[c]))
 		}
-		row = append(row, strconv.Itoa(s.Pool.Size), f(s.Pool.MeanUtil), f(s.Pool.MaxUtil), mark, strconv.FormatBool(s.Partial))
+		row = append(row, strconv.Itoa(s.Pool.Size), f(s.Pool.MeanUtil), f(s.Pool.MaxUtil), mark, strconv.FormatBool(s.Partial),
+			d(s.Missed), d(s.Cut), d(s.Latency.Censored))
 		if err := cw.Write(row); err != nil {
 			return err
 		}

@@ -204,8 +204,17 @@ type Step struct {
 	// before the step's end that never started because the workers were
 	// still busy with earlier ones: the offered rate was above what client
 	// and server carried. The step ends at its duration either way (the
-	// ones that did run were measured from their scheduled time).
+	// ones that did run were measured from their scheduled time). For a
+	// step cut short (Partial) it counts those due before the cut, each
+	// censored at the cut; those the schedule had after it were never
+	// due and are not counted.
 	Missed int64 `json:"missed,omitempty"`
+	// Cut counts operations under way (a call in flight, a wait for a
+	// session) when the step was cut short (run interrupted, server
+	// unreachable): each is a latency censored at what it had waited,
+	// and not in Ops or Errors. Latency.Censored is the step's failures
+	// without an answer, plus Missed, plus Cut.
+	Cut int64 `json:"cut,omitempty"`
 	// Partial is true when the step was cut short (run interrupted or
 	// stopped); it is shown but left out of the knee.
 	Partial bool `json:"partial,omitempty"`

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -26,7 +27,8 @@ type workerStats struct {
 	codes         map[string]int64
 	samples       map[string]string
 	redirects     int64
-	missed        int64 // open loop: operations due before the end that never started
+	missed        int64 // open loop: operations due before the end (or the cut) that never started
+	cuts          int64 // operations under way when the step was cut short (workerStats.cut)
 
 	// The longest gap between answers this worker ended (answerClock),
 	// and where it began (timeline ns).
@@ -194,6 +196,9 @@ func runStep(ctx context.Context, cfg *Config, p *sessionPool, w *workload, n in
 	defer cancel()
 	stopInterrupt := context.AfterFunc(ctx, p.interrupt)
 	defer stopInterrupt()
+	cut := &cutClock{}
+	stopCut := context.AfterFunc(stepCtx, func() { cut.at() })
+	defer stopCut()
 	start := time.Now()
 	cpu0 := cpuTime()
 	local := cfg.Shard.Count(n) // this shard's workers of the step's n
@@ -220,7 +225,7 @@ func runStep(ctx context.Context, cfg *Config, p *sessionPool, w *workload, n in
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			runWorker(stepCtx, cancel, cfg, p, w, workers[i], start, stats[i], secs, lv)
+			runWorker(stepCtx, cancel, cfg, p, w, workers[i], start, stats[i], secs, lv, cut)
 		}()
 	}
 	wg.Wait()
@@ -256,11 +261,26 @@ func runStep(ctx context.Context, cfg *Config, p *sessionPool, w *workload, n in
 	return out
 }
 
+// cutClock is when a step's context ended (the run interrupted, or the
+// server found unreachable): the one time every worker censors its
+// missed operations at.
+type cutClock struct{ ns atomic.Int64 }
+
+// at is the time the step was cut: the first call's clock (the step's
+// context.AfterFunc, or a worker that saw the context end first).
+func (c *cutClock) at() time.Time {
+	c.ns.CompareAndSwap(0, time.Now().UnixNano())
+	return time.Unix(0, c.ns.Load())
+}
+
 // runWorker is one worker's loop: closed (next operation when the last
 // returned) or open (cfg.Rate operations/s on a fixed schedule, latency
-// from the scheduled start, as wrk2 measures).
+// from the scheduled start, as wrk2 measures). When ctx ends, an open
+// loop's operations due before the cut (cut.at) that it never started
+// (it was busy, or backing off) are missed, each censored at the cut
+// (workerStats.censorMissed); those due after it are not counted.
 func runWorker(ctx context.Context, cancel context.CancelFunc, cfg *Config, p *sessionPool, w *workload, worker int,
-	start time.Time, st *workerStats, secs *seconds, lv *liveness) {
+	start time.Time, st *workerStats, secs *seconds, lv *liveness, cut *cutClock) {
 	defer secs.flush(st, 0)
 	end := start.Add(cfg.StepDuration)
 	rng := mrand.New(mrand.NewPCG(uint64(worker), uint64(start.UnixNano())))
@@ -274,6 +294,14 @@ func runWorker(ctx context.Context, cancel context.CancelFunc, cfg *Config, p *s
 		phase = pacer.Grid{Interval: sched.Interval()}.Phase(worker)
 	}
 	k := 0
+	// cutShort counts the operations from operation from on that were
+	// due before the cut and never started (open loop).
+	cutShort := func(from int) {
+		if cfg.Rate > 0 {
+			at := cut.at().Sub(start)
+			st.censorMissed(sched, phase, min(cfg.StepDuration, at), at, from)
+		}
+	}
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
@@ -285,7 +313,7 @@ func runWorker(ctx context.Context, cancel context.CancelFunc, cfg *Config, p *s
 			// end all the same, counting what never started.
 			if !next.Before(end) || !time.Now().Before(end) || !sleep(ctx, timer, time.Until(next)) {
 				if ctx.Err() != nil { // interrupted: the step is partial
-					st.missed += missedOps(sched, phase, cfg.StepDuration, k)
+					cutShort(k)
 					return
 				}
 				// Censored at the time the worker got back: the step's
@@ -301,21 +329,25 @@ func runWorker(ctx context.Context, cancel context.CancelFunc, cfg *Config, p *s
 			return
 		}
 		if ctx.Err() != nil {
+			cutShort(k - 1) // operation k-1 was due, and not started
 			return
 		}
 		kind := ops.next()
 		pts, err := p.do(ctx, ops.prefer, ops.exec)
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 			st.cut(began, time.Now())
+			cutShort(k)
 			return
 		}
 		st.record(secs, start, began, time.Now(), ops, kind, pts, err)
 		var stop bool
 		if backoff, stop = nextBackoff(err, backoff, lv); stop {
 			cancel() // the server is gone: end the step for every worker
+			cutShort(k)
 			return
 		}
 		if backoff > 0 && !sleep(ctx, timer, jitter(backoff, rng)) {
+			cutShort(k)
 			return
 		}
 	}
@@ -362,11 +394,13 @@ func (st *workerStats) record(secs *seconds, start, began, now time.Time, ops *w
 // because the step ended before its answer (the run interrupted, or the
 // server found unreachable): a latency censored at the time it had
 // waited, since its answer would have taken at least that. It is not
-// counted as an operation or an error (the step is partial, no verdict),
-// so the step's latencies may outnumber its operations, as with Missed.
+// counted as an operation or an error (the step is partial, no verdict)
+// but as Step.Cut, so the step's latencies may outnumber its operations,
+// as with Missed.
 // An interrupt during a hang left the step's max at 8.9 ms while its
 // calls had waited 2.5 s.
 func (st *workerStats) cut(began, now time.Time) {
+	st.cuts++
 	st.lat.RecordCensored(now.Sub(began), 0)
 }
 
@@ -392,12 +426,13 @@ func jitter(b time.Duration, rng *mrand.Rand) time.Duration {
 }
 
 // censorMissed counts the operations of a worker's open-loop schedule
-// due before the step's duration dur from operation k on, which it never
-// started (Missed), and records each in the latency at the time it had
-// waited when the worker got back, at (since the step's start: dur, or
-// later when its last call outlived the step), censored (>= at - its
-// scheduled start): an operation the schedule owed and the server never
-// got to is the slowest of all, not one left out (coordinated omission).
+// due before dur (since the step's start: its duration, or the cut when
+// ctx ended before it) from operation k on, which it never started
+// (Missed), and records each in the latency at the time it had waited
+// when the worker got back or the step was cut, at (dur, or later when
+// its last call outlived the step), censored (>= at - its scheduled
+// start): an operation the schedule owed and the server never got to is
+// the slowest of all, not one left out (coordinated omission).
 // A stall at a step's end showed as a low p95 with half the schedule
 // missing; censored at dur instead of at, a stall that held a call 1.1 s
 // past the step's end showed p95 592 ms where the owed operations had
@@ -455,6 +490,7 @@ func mergeStats(n int, stats []*workerStats, scenario string, elapsed time.Durat
 		out.Points += st.points
 		out.Redirects += st.redirects
 		out.Missed += st.missed
+		out.Cut += st.cuts
 		for k, v := range st.byClass {
 			out.ErrorsByClass[k] += v
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/loadprobe/latency"
 )
@@ -20,12 +21,17 @@ import (
 // thresholds: counts are summed (connects, scheduled, published, acked,
 // received, lost, duplicated, ...), latency percentiles come from the
 // merged HdrHistograms (Result.Histograms; exact: the same as one
-// histogram of every shard's values), the published rate and the
-// per-second series are added up (per second of the common schedule; a
-// second's p95 is the highest of the shards', an upper bound), the
-// received rate is the fleet's window messages that arrived over the
-// longest ReceiveSeconds (by arrival, as for one host). Failures are
-// prefixed with their shard.
+// histogram of every shard's values), the per-second series are added
+// up (per second of the common schedule; a second's p95 is the highest
+// of the shards', an upper bound). Rates are counts over the fleet's
+// time, as one host would have counted them, never a sum of the shards'
+// rates over their own windows: the window (WindowSeconds) runs from
+// the end of the common connect ramp to the end of the last shard's
+// window (the longest), the published rate is the fleet's window
+// messages published over it, the received rate those that arrived over
+// the longest ReceiveSeconds (by arrival). When the shards' windows
+// differ (a shard stopped early), a line of Failures says so with each
+// shard's window. Failures of the shards are prefixed with their shard.
 //
 // The caller checks that every K is present exactly once (report merge
 // names a missing shard). Errors are exitcode.BadInput: shards that are
@@ -58,6 +64,16 @@ func MergeShards(shards []*Result) (*Result, error) {
 		}
 	}
 	m.Connects.setFailRate()
+	if th := &m.Throughput; m.WindowSeconds > 0 {
+		// The fleet's window messages over the fleet's window (the
+		// shards share the ramp, so the longest window), not the sum of
+		// each shard's rate over its own: a shard that stopped halfway
+		// published half as much, not as fast for as long.
+		th.PublishedPerSec = float64(th.WindowPublished) / m.WindowSeconds
+	}
+	if note := windowsDiffer(shards, m); note != "" {
+		m.Failures = append(m.Failures, note)
+	}
 	if th := &m.Throughput; th.ReceiveSeconds > 0 {
 		// By arrival, as one host would have counted it: the fleet's
 		// window messages that arrived over the time the last of them
@@ -210,7 +226,7 @@ func (m *Result) add(s *Result, hists *[5]*latency.Recorder) error {
 		{&mm.Duplicated, &sm.Duplicated}, {&mm.OutOfOrder, &sm.OutOfOrder}, {&mm.Overruns, &sm.Overruns}} {
 		*p[0] += *p[1]
 	}
-	m.Throughput.PublishedPerSec += s.Throughput.PublishedPerSec
+	m.Throughput.WindowPublished += s.Throughput.windowPublished(s.WindowSeconds)
 	m.Throughput.WindowReceived += s.Throughput.windowReceived()
 	m.Throughput.ReceiveSeconds = max(m.Throughput.ReceiveSeconds, s.Throughput.ReceiveSeconds)
 	m.Throughput.RequestedPerSec += s.Throughput.RequestedPerSec
@@ -219,7 +235,7 @@ func (m *Result) add(s *Result, hists *[5]*latency.Recorder) error {
 	m.Host.TCPSynRetrans += s.Host.TCPSynRetrans
 	m.Host.PruneCalled += s.Host.PruneCalled
 	m.RampSeconds = max(m.RampSeconds, s.RampSeconds)
-	m.WindowSeconds = min(m.WindowSeconds, s.WindowSeconds)
+	m.WindowSeconds = max(m.WindowSeconds, s.WindowSeconds)
 	m.DrainSeconds = max(m.DrainSeconds, s.DrainSeconds)
 	m.Interrupted = m.Interrupted || s.Interrupted
 	if s.StoppedEarlyReason != "" {
@@ -253,6 +269,34 @@ func (m *Result) addSeries(series []Second) {
 		d.AckP95 = max(d.AckP95, sec.AckP95)
 		d.E2EP95 = max(d.E2EP95, sec.E2EP95)
 	}
+}
+
+// windowPublished is WindowPublished, or for a shard result of an older
+// hostprep that did not carry it, PublishedPerSec × window (its
+// WindowSeconds).
+func (th Throughput) windowPublished(window float64) int64 {
+	if th.WindowPublished > 0 {
+		return th.WindowPublished
+	}
+	return int64(math.Round(th.PublishedPerSec * window))
+}
+
+// windowsDiffer says, when the shards' windows are not all m's (the
+// longest, by more than a millisecond: a shard stopped early), each
+// shard's window and what the merged rates are over; "" when they are
+// the same.
+func windowsDiffer(shards []*Result, m *Result) string {
+	var each []string
+	differ := false
+	for _, s := range shards {
+		differ = differ || m.WindowSeconds-s.WindowSeconds > 0.001
+		each = append(each, fmt.Sprintf("%s %.3f s", s.Config.Shard, s.WindowSeconds))
+	}
+	if !differ {
+		return ""
+	}
+	return fmt.Sprintf("the shards' windows differ (%s): the fleet's window is the longest, %.3f s, and published_per_s is the fleet's %s over it, not the sum of the shards' rates over their own windows",
+		strings.Join(each, ", "), m.WindowSeconds, plural.N(m.Throughput.WindowPublished, "window message"))
 }
 
 // windowReceived is WindowReceived, or for a shard result of an older

@@ -228,15 +228,20 @@ type Latencies struct {
 }
 
 // Throughput over the steady window as it really ran. PublishedPerSec
-// is the messages scheduled in it divided by Result.WindowSeconds (shorter
-// than Config.Duration when the run stopped early). ReceivedPerSec is by
-// arrival: those messages that reached a subscriber divided by the time
-// they took to arrive, ReceiveSeconds, from the window's start to the
-// last arrival (no less than the window): a broker that stalls and
-// delivers its backlog in the drain shows a lower rate, not the
-// requested one.
+// is the messages scheduled in it that were published (WindowPublished)
+// divided by Result.WindowSeconds (shorter than Config.Duration when the
+// run stopped early; in a fleet's merged result the fleet's count over
+// the fleet's window, see MergeShards). ReceivedPerSec is by arrival:
+// those messages that reached a subscriber divided by the time they
+// took to arrive, ReceiveSeconds, from the window's start to the last
+// arrival (no less than the window): a broker that stalls and delivers
+// its backlog in the drain shows a lower rate, not the requested one.
 type Throughput struct {
 	PublishedPerSec float64 `json:"published_per_s"`
+	// WindowPublished is how many of the window's messages were
+	// published: PublishedPerSec × Result.WindowSeconds, as a count, so
+	// that report merge divides the fleet's count by the fleet's window.
+	WindowPublished int64   `json:"window_published,omitempty"`
 	ReceivedPerSec  float64 `json:"received_per_s"`
 	ReceiveSeconds  float64 `json:"receive_s,omitempty"`
 	// WindowReceived is how many of the window's messages arrived:
@@ -458,6 +463,7 @@ func (r *run) fill(res *Result) {
 		took = max(took, res.WindowSeconds)
 		res.Throughput = Throughput{
 			PublishedPerSec: float64(r.winPublished.Load()) / res.WindowSeconds,
+			WindowPublished: r.winPublished.Load(),
 			ReceivedPerSec:  float64(r.winReceived.Load()) / took,
 			ReceiveSeconds:  took,
 			WindowReceived:  r.winReceived.Load(),
