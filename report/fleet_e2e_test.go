@@ -142,6 +142,7 @@ func startShard(t *testing.T, url string, k int, start time.Time, stdout *bytes.
 func TestFleetReceivedRateByArrival(t *testing.T) {
 	url := testenv.MQTTBroker(t)
 	dir := t.TempDir()
+	testenv.Binary(t) // built before the start time is set
 	start := time.Now().Add(4 * time.Second).UTC().Truncate(time.Millisecond)
 	var out [2]bytes.Buffer
 	cmds := [2]*exec.Cmd{startShard(t, url, 1, start, &out[0]), startShard(t, url, 2, start, &out[1])}
