@@ -406,12 +406,13 @@ func limitItems(env Env, per journal.Persisted, overlay map[string][]byte) ([]Bo
 	if ok, _ := env.SystemdDecision(); !ok {
 		return out, nil
 	}
+	pid1 := env.pid1Nofile()
 	if d := per.DefaultLimitNOFILE; d != nil {
 		m, read, err := boot.ManagerNofileOverlay(root, overlay)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, systemdItem(env, "DefaultLimitNOFILE", files.SystemConf, read, *d, m))
+		out = append(out, systemdItem(env, "DefaultLimitNOFILE", files.SystemConf, read, *d, m.Resolved(pid1)))
 	}
 	units := make([]string, 0, len(per.Services))
 	for u := range per.Services {
@@ -423,7 +424,7 @@ func limitItems(env Env, per journal.Persisted, overlay map[string][]byte) ([]Bo
 		if err != nil {
 			return nil, err
 		}
-		it := systemdItem(env, u+" LimitNOFILE", files.ServiceDropIn(u), read, per.Services[u], m)
+		it := systemdItem(env, u+" LimitNOFILE", files.ServiceDropIn(u), read, per.Services[u], m.Resolved(pid1))
 		if len(read) > 0 && read[0].Masked && boot.IsUnitFile(read[0].Path, u) {
 			it.OK = false
 			it.Problem = fmt.Sprintf("%s: the unit is masked (%s is empty or a link to /dev/null): systemd will not start it after a reboot, so no LimitNOFILE applies; unmask it (systemctl unmask %s) or name the unit that runs the service", it.Limit, read[0].Path, u)
@@ -561,6 +562,9 @@ func brokenLimits(env Env, name string, f boot.ConfFile) string {
 // with other bytes, or a file read after it.
 func systemdItem(env Env, name, own string, read []boot.ConfFile, want journal.Limit, got boot.NofileSetting) BootItem {
 	it := BootItem{Limit: name, Want: fmtLimit(want.Soft, want.Hard), OK: true, Boot: BootValue{Value: got.String()}, hard: got.Hard}
+	if got.Infinity != "" {
+		it.Boot.Value += " (" + got.Infinity + ")"
+	}
 	if got.Set {
 		it.Boot.File, it.Boot.Line = got.File.Name(), got.Line
 	}
@@ -569,6 +573,9 @@ func systemdItem(env Env, name, own string, read []boot.ConfFile, want journal.L
 	}
 	it.OK = false
 	head := fmt.Sprintf("%s: after a reboot systemd uses %s from %s, below the %s hostprep wrote", name, got.String(), got.Where(), it.Want)
+	if got.Infinity != "" {
+		head = fmt.Sprintf("%s: after a reboot systemd uses %s from %s, which gives %s (%s), below the %s hostprep wrote", name, got.Written(), got.Where(), got.String(), got.Infinity, it.Want)
+	}
 	again := env.reapply()
 	// A file of the same name in a directory read first (system.control,
 	// /run) hides hostprep's: that file is not hostprep's to remove.

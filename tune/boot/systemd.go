@@ -36,6 +36,22 @@ type NofileSetting struct {
 	Set  bool
 	File ConfFile
 	Line int
+	// Infinity, when not "", says that an "infinity" soft or hard was
+	// replaced with the number a service really gets, and where that
+	// number comes from (Resolved).
+	Infinity string
+	// written is the value as the file wrote it.
+	written string
+}
+
+// Written is the value as the file that sets it wrote it ("infinity",
+// "1024:infinity"), also after Resolved replaced an infinity; String
+// when no file sets it.
+func (n NofileSetting) Written() string {
+	if n.written != "" {
+		return n.written
+	}
+	return n.String()
 }
 
 // Where is "FILE:LINE" for messages, or "systemd's built-in default".
@@ -223,7 +239,7 @@ func lastAssignment(t tree, files []ConfFile, section, key string) (NofileSettin
 		if !ok {
 			return
 		}
-		out = NofileSetting{Soft: soft, Hard: hard, Set: true, File: f, Line: line}
+		out = NofileSetting{Soft: soft, Hard: hard, Set: true, File: f, Line: line, written: v}
 	})
 	return out, err
 }
