@@ -102,12 +102,18 @@ func ManagerNofileOverlay(root string, overlay map[string][]byte) (NofileSetting
 }
 
 // UnitNofile is the LimitNOFILE= a service unit (emqx or emqx.service)
-// started after the next boot gets: the unit file from the first of
-// UnitDirs that has it (for an instance, foo@x.service, the template
-// foo@.service when no directory has the instance), then the drop-ins of
-// DropInNames(unit) in every directory and the type's top-level ones
-// (service.d) after them (by basename, the first directory in that order
-// hiding later ones, applied in basename order); the last assignment in
+// started after the next boot gets: the unit file the first of UnitDirs
+// with an entry of that name leads to (for an instance, foo@x.service,
+// the template foo@.service when no directory has the instance), through
+// alias links (/etc/systemd/system/sshd.service ->
+// /lib/systemd/system/ssh.service, as `systemctl enable` makes them for
+// Alias=); then the drop-ins of DropInNames of each of the unit's names
+// in every directory — its id (the unit file's name) first, then every
+// name that is an alias of the same unit file, sshd.service.d for
+// ssh.service and ssh.service.d for sshd.service — and the type's
+// top-level ones (service.d) after them (by basename, the first directory
+// in that order hiding later ones, applied in basename order); the last
+// assignment in
 // a [Service] section wins, else the manager's DefaultLimitNOFILE
 // (ManagerNofile). Files are returned in the order read. Errors: a file
 // that exists but cannot be read.
@@ -123,21 +129,22 @@ func UnitNofileOverlay(root, unit string, overlay map[string][]byte) (NofileSett
 		unit += ".service"
 	}
 	var files []ConfFile
-	if f, ok := unitFile(root, unit); ok {
+	frag, entry, names := buildUnitMap(root).unitNames(unit)
+	if f, ok := unitFile(root, frag, entry); ok {
 		files = append(files, f)
-	} else if tmpl, ok := TemplateOf(unit); ok {
-		if f, ok := unitFile(root, tmpl); ok {
-			files = append(files, f)
-		}
 	}
 	// One name space and order for every drop-in directory, as systemd's
 	// unit_file_find_dropin_paths builds it: per unit directory the
-	// unit's chain of names, then the type's top-level directories.
-	names := DropInNames(unit)
+	// chain of the unit's id, then per unit directory the chain of each
+	// other name (an alias: sshd.service for ssh.service), then the
+	// type's top-level directories.
 	var dropDirs []string
-	for _, d := range UnitDirs {
-		for _, n := range names {
-			dropDirs = append(dropDirs, path.Join(d, n+".d"))
+	for _, n := range names {
+		chain := DropInNames(n)
+		for _, d := range UnitDirs {
+			for _, c := range chain {
+				dropDirs = append(dropDirs, path.Join(d, c+".d"))
+			}
 		}
 	}
 	typ := unit[strings.LastIndex(unit, ".")+1:]
@@ -153,19 +160,22 @@ func UnitNofileOverlay(root, unit string, overlay map[string][]byte) (NofileSett
 	return m, files, err
 }
 
-// unitFile is name's unit file in the first of UnitDirs that has it (a
-// link to /dev/null masks it).
-func unitFile(root, name string) (ConfFile, bool) {
-	for _, d := range UnitDirs {
-		p := path.Join(d, name)
-		t := resolve(root, p)
-		if fi, err := statHost(root, t); err == nil && (t == "/dev/null" || fi.Mode().IsRegular()) {
-			// an empty unit file masks the unit too (systemd's
-			// unit_file_load: size 0 is "masked")
-			return ConfFile{Path: p, Target: t, Masked: t == "/dev/null" || fi.Size() == 0}, true
-		}
+// unitFile is the unit file systemd loads, frag (relative to root, as
+// unitNames finds it), named by entry, where the unit's name was found
+// (an alias link: /etc/systemd/system/sshd.service for
+// /lib/systemd/system/ssh.service). false when there is none or it is a
+// link to nothing. A link to /dev/null or an empty file masks the unit
+// (systemd's unit_file_load: size 0 is "masked").
+func unitFile(root, frag, entry string) (ConfFile, bool) {
+	if frag == "" {
+		return ConfFile{}, false
 	}
-	return ConfFile{}, false
+	t := resolve(root, frag)
+	fi, err := statHost(root, t)
+	if err != nil || (t != "/dev/null" && !fi.Mode().IsRegular()) {
+		return ConfFile{}, false
+	}
+	return ConfFile{Path: entry, Target: t, Masked: t == "/dev/null" || fi.Size() == 0}, true
 }
 
 // TemplateOf is the template of an instance name (foo@x.service ->
