@@ -172,7 +172,13 @@ func numberAtBoot(root string, overlay map[string][]byte, key string, def uint64
 // outside profiles.KernelBounds is refused too. A non-numeric want: only
 // the bounds of a numeric value are checked.
 func kernelRefuses(key, value, want string) string {
-	kept, ok := kernelKeeps(value, want)
+	if sysval.PortSetKeys[key] {
+		if _, ok := sysval.KernelPorts(value); !ok {
+			return fmt.Sprintf("EINVAL: the kernel does not take %s as a list of ports and ranges (\"1883,8083-8084\": no blanks, each range low-high, each port below 65536)", shownValue(value))
+		}
+		return ""
+	}
+	kept, ok := kernelKeeps(key, value, want)
 	if !ok {
 		return fmt.Sprintf("EINVAL: the kernel does not take %s as %s", shownValue(value), plural.N(len(sysval.Fields(want)), "number"))
 	}
@@ -201,12 +207,17 @@ func shownValue(v string) string {
 	return sysval.Normalize(v)
 }
 
-// kernelKeeps is what the kernel keeps of value written to a key whose
-// value hostprep wants to be want: for a numeric want (every field an
+// kernelKeeps is what the kernel keeps of value written to key, whose
+// value hostprep wants to be want: for a port set key
+// (sysval.PortSetKeys) the set as the kernel prints it
+// (sysval.KernelPorts: "8084,8083" is "8083-8084"); for a numeric want (every field an
 // integer the kernel reads) the first len(fields of want) numbers of
 // value, in decimal (sysval.Written), ok false when the kernel refuses
 // the write or it sets fewer fields; else value normalized.
-func kernelKeeps(value, want string) (string, bool) {
+func kernelKeeps(key, value, want string) (string, bool) {
+	if sysval.PortSetKeys[key] {
+		return sysval.KernelPorts(value)
+	}
 	n := len(sysval.Fields(want))
 	if w, ok := sysval.Written(want, n); !ok || len(w) != n {
 		return sysval.Normalize(value), true
@@ -322,7 +333,7 @@ func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, ov
 		}
 		if ok && refused == "" {
 			// the value the kernel keeps: "32768 # keep" is 32768
-			set.Value, _ = kernelKeeps(set.Value, want)
+			set.Value, _ = kernelKeeps(k, set.Value, want)
 			it.Boot = BootValue{Value: set.Value, File: set.File.Name(), Line: set.Line}
 		}
 		switch {
@@ -332,13 +343,13 @@ func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, ov
 		case refused != "":
 			it.OK = false
 			it.Problem = fmt.Sprintf("sysctl %s: %s sets %s, which the kernel refuses (%s), so after a reboot the key keeps its default instead of %s; change or remove that line", k, set.Where(), shownValue(set.Value), refused, want)
-		case !owned[set.File.Path] && !sysval.Satisfies(set.Value, want, mode):
+		case !owned[set.File.Path] && !sysval.SatisfiesKey(k, set.Value, want, mode):
 			it.OK = false
 			it.Problem = fmt.Sprintf("sysctl %s: after a reboot %s sets %s (%s reads it after hostprep's file), so the host boots with %s, not %s; hostprep never edits a file it does not own: change or remove that line%s", k, set.Where(), sysval.Normalize(set.Value), loader, sysval.Normalize(set.Value), want, persistHint(env, loader, set.File))
-		case !sysval.Satisfies(set.Value, want, mode) && path.Dir(set.File.Path) == "/etc/sysctl.d" && set.File.Path != env.sysctlConf():
+		case !sysval.SatisfiesKey(k, set.Value, want, mode) && path.Dir(set.File.Path) == "/etc/sysctl.d" && set.File.Path != env.sysctlConf():
 			it.OK = false
 			it.Problem = fmt.Sprintf("sysctl %s: %s sets %s, not %s: it is hostprep's file from an apply under --persist-name %s, read after %s at boot; %s takes it back and keeps the name %s", k, set.Where(), sysval.Normalize(set.Value), want, path.Base(set.File.Path), path.Base(env.sysctlConf()), env.reapply(), path.Base(env.sysctlConf()))
-		case !sysval.Satisfies(set.Value, want, mode):
+		case !sysval.SatisfiesKey(k, set.Value, want, mode):
 			it.OK = false
 			it.Problem = fmt.Sprintf("sysctl %s: %s sets %s, not the %s hostprep wrote (the file was edited); %s writes it again", k, set.Where(), sysval.Normalize(set.Value), want, env.reapply())
 		}
