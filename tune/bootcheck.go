@@ -436,9 +436,15 @@ func limitItems(env Env, per journal.Persisted, overlay map[string][]byte) ([]Bo
 			return nil, err
 		}
 		it := systemdItem(env, u+" LimitNOFILE", files.ServiceDropIn(u), read, per.Services[u], m.Resolved(pid1))
-		if len(read) > 0 && read[0].Masked && boot.IsUnitFile(read[0].Path, u) {
+		switch {
+		case len(read) == 0 || !boot.IsUnitFile(read[0].Path, u):
+		case read[0].Masked:
 			it.OK = false
 			it.Problem = fmt.Sprintf("%s: the unit is masked (%s is empty or a link to /dev/null): systemd will not start it after a reboot, so no LimitNOFILE applies; unmask it (systemctl unmask %s) or name the unit that runs the service", it.Limit, read[0].Path, u)
+		case read[0].Broken != "":
+			it.OK = false
+			it.Boot = BootValue{Value: "not loaded"}
+			it.Problem = fmt.Sprintf("%s: systemd cannot parse the unit file (%s) and fails to load the unit (\"failed to load properly\"), so after a reboot it is not started and no LimitNOFILE applies; hostprep never edits a file it does not own: fix that line", it.Limit, read[0].Broken)
 		}
 		out = append(out, it)
 	}

@@ -41,7 +41,9 @@
 //     sshd.service -> ssh.service, read as systemd's unit name map reads
 //     them; TestUnitAliasOracle); each
 //     file parsed as config_parse does (BOM, backslash continuations,
-//     CR and NUL line ends, ASCII white space) and values as
+//     CR and NUL line ends, ASCII white space; a line that is not UTF-8
+//     or a bad section header ends the file, and a unit file with one is
+//     ConfFile.Broken: the unit does not load) and values as
 //     rlimit_parse reads them (TestUnitOracle runs the real
 //     `systemd --test` as nobody for units; system.conf's
 //     DefaultLimitNOFILE is not shown there and is checked with

@@ -5,6 +5,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // SystemdDefaultNofile is systemd's DefaultLimitNOFILE when no file sets
@@ -131,6 +132,11 @@ func UnitNofileOverlay(root, unit string, overlay map[string][]byte) (NofileSett
 	var files []ConfFile
 	frag, entry, names := buildUnitMap(root).unitNames(unit)
 	if f, ok := unitFile(root, frag, entry); ok {
+		why, err := fileFails(t, f)
+		if err != nil {
+			return NofileSetting{}, []ConfFile{f}, err
+		}
+		f.Broken = why
 		files = append(files, f)
 	}
 	// One name space and order for every drop-in directory, as systemd's
@@ -269,6 +275,9 @@ func eachAssignment(t tree, files []ConfFile, section, key string, fn func(v str
 			if p == "" {
 				continue
 			}
+			if parseStops(p) != "" {
+				break // config_parse fails the file here: the rest is not read
+			}
 			if p[0] == '[' {
 				if strings.HasSuffix(p, "]") {
 					in = p[1 : len(p)-1]
@@ -282,6 +291,46 @@ func eachAssignment(t tree, files []ConfFile, section, key string, fn func(v str
 		}
 	}
 	return nil
+}
+
+// parseStops is why systemd 252's config_parse fails a file at the
+// logical line p (stripped, not a comment), "" when it reads on: a line
+// that is not valid UTF-8 ("String is not UTF-8 clean"), a section
+// header without a closing "]" ("Invalid section header") or whose name
+// holds a control character, a backslash or a quote ("Bad characters in
+// section header"). The lines before it count; for a unit file the unit
+// then fails to load (measured with systemd --test: TestUnitOracle).
+func parseStops(p string) string {
+	if !utf8.ValidString(p) {
+		return fmt.Sprintf("the line %s is not valid UTF-8", strconv.QuoteToASCII(p))
+	}
+	if p[0] != '[' {
+		return ""
+	}
+	if !strings.HasSuffix(p, "]") || len(p) < 2 {
+		return fmt.Sprintf("invalid section header %s", strconv.QuoteToASCII(p))
+	}
+	if strings.IndexFunc(p[1:len(p)-1], func(r rune) bool { return r < ' ' || r == 0x7f || r == '\\' || r == '"' || r == '\'' }) >= 0 {
+		return fmt.Sprintf("bad characters in section header %s", strconv.QuoteToASCII(p))
+	}
+	return ""
+}
+
+// fileFails is where and why config_parse fails f ("LINE: why"), ""
+// when it reads the whole file. Errors: f exists but cannot be read.
+func fileFails(t tree, f ConfFile) (string, error) {
+	lines, err := readSystemdLines(t, f)
+	if err != nil {
+		return "", fmt.Errorf("boot: reading %s: %w", f.Name(), err)
+	}
+	for _, l := range configLines(lines) {
+		if p := strings.Trim(l.text, systemdSpace); p != "" {
+			if why := parseStops(p); why != "" {
+				return fmt.Sprintf("%s:%d: %s", f.Name(), l.n, why), nil
+			}
+		}
+	}
+	return "", nil
 }
 
 // configLine is one logical line of a systemd configuration file and the

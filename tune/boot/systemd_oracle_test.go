@@ -151,6 +151,12 @@ func genUnitLine(t *rapid.T, key string) string {
 	switch rapid.IntRange(0, 9).Draw(t, "unitline") {
 	case 0:
 		l = rapid.SampledFrom([]string{"", "# LimitNOFILE=1", "; x", "[Unit]", "[Service]", "Description=x"}).Draw(t, "filler")
+		if rapid.IntRange(0, 5).Draw(t, "bad") == 0 {
+			// lines that fail the whole file from there on, and some
+			// that look like them but do not
+			l = rapid.SampledFrom([]string{"[Service", "[\xff]", "Description=\xff\xfe", "Description=\xc0\x80", "[Ser\"vice]", "[Ser\\vice]", "[Service]x",
+				"[X-Ünïcode]", "[Ser]vice]", "# \xff", "[Ser vice]"}).Draw(t, "badline")
+		}
 	case 1:
 		// a continuation, perhaps with a comment line inside it
 		l = key + "=\\\n" + rapid.SampledFrom([]string{"", "# c\n", "; c\n"}).Draw(t, "inside") + genUnitValue(t)
@@ -182,6 +188,11 @@ func genUnitFile(t *rapid.T, section, key string) string {
 func unitOracle(t interface{ Fatalf(string, ...any) }, box *testenv.Sandbox) string {
 	out, e, _ := box.Run("setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
 		"/lib/systemd/systemd", "--test", "--system", "--unit="+unitOracleName, "--no-pager", "--log-target=console")
+	if strings.Contains(e, unitOracleName+" failed to load properly") {
+		// a unit file systemd cannot parse: the unit is not loaded and
+		// never started, whatever the dump shows of it
+		return ""
+	}
 	in := false
 	hard := ""
 	for _, l := range strings.Split(out, "\n") {
@@ -202,7 +213,9 @@ func unitOracle(t interface{ Fatalf(string, ...any) }, box *testenv.Sandbox) str
 // TestUnitOracle draws a unit file, drop-ins and system.conf with the
 // shapes systemd's config_parse reads in its own way (a byte order mark,
 // backslash continuations with comment lines inside, bare CR and NUL
-// line ends, \v before a key, base-0 and "+" numbers, values it refuses)
+// line ends, \v before a key, base-0 and "+" numbers, values it refuses,
+// lines that fail the rest of the file: invalid UTF-8, a bad section
+// header, and the unit with them when the unit file has one)
 // and requires boot.UnitNofile to equal the LimitNOFILE that Debian's
 // real systemd 252 prints for the unit with `systemd --test`, run as
 // nobody in the sandbox over the drawn /etc/systemd (when no file of the
@@ -247,9 +260,15 @@ func TestUnitOracle(t *testing.T) {
 			write("system/"+unitOracleName+".d/"+name, genUnitFile(rt, "Service", "LimitNOFILE"))
 		}
 		want := unitOracle(rt, box)
-		got, _, err := boot.UnitNofile(dir, unitOracleName)
+		got, read, err := boot.UnitNofile(dir, unitOracleName)
 		if err != nil {
 			rt.Fatal(err)
+		}
+		if broken := read[0].Broken; broken != "" || want == "" {
+			if broken == "" || want != "" {
+				rt.Fatalf("systemd --test loads %s: %v (LimitNOFILE %q); the simulation says it fails to: %q", unitOracleName, want != "", want, broken)
+			}
+			return // neither loads the unit
 		}
 		if !strings.HasPrefix(got.File.Path, "/etc/systemd/system/") && want == unset {
 			return // no file of the unit sets it, for both
