@@ -301,6 +301,7 @@ func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, ov
 	if err != nil {
 		return nil, err
 	}
+	s.Dir = env.sysctlDir()
 	mods, err := boot.ModulesAtBoot(root, overlay)
 	if err != nil {
 		return nil, err

@@ -162,6 +162,21 @@ func (e Env) pid1Nofile() boot.Pid1Hard {
 	return boot.Pid1NofileHard(string(b))
 }
 
+// sysctlDir says whether DIR ("net/ipv4") is a directory of this
+// kernel's sysctl tree (under ProcSys), for boot.Sysctl.Dir: procps
+// follows a ".." in a key through it. nil in image mode, where the
+// kernel that boots is not this one (every directory a key names is
+// taken to exist).
+func (e Env) sysctlDir() func(string) bool {
+	if e.ImageMode() {
+		return nil
+	}
+	return func(d string) bool {
+		fi, err := os.Stat(filepath.Join(e.procSys(), d))
+		return err == nil && fi.IsDir()
+	}
+}
+
 // path maps an absolute host path (/etc/sysctl.d/...) into Root.
 func (e Env) path(p string) string {
 	if e.Root == "" {
