@@ -140,6 +140,10 @@ func (g *gatherer) unitFromFiles(unit string) (unitNofile, error) {
 		u.missing = fmt.Sprintf("it is masked (%s is empty or a symlink to /dev/null), so systemd refuses to start it", files[0].Name())
 		return u, nil
 	}
+	if files[0].Broken != "" {
+		u.missing = fmt.Sprintf("systemd cannot parse its unit file (%s), so it fails to load the unit and refuses to start it", files[0].Broken)
+		return u, nil
+	}
 	u.file, u.files = files[0].Name(), files
 	u.lim, u.from = profiles.Limit{Soft: set.Soft, Hard: set.Hard}, set.Where()
 	for _, f := range files {

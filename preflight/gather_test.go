@@ -420,3 +420,27 @@ func TestProfileServicesFirstInstalled(t *testing.T) {
 		t.Errorf("target unit %q (missing %v), want emqx.service, the installed one of [nosuch, emqx]", tp.Unit, tp.UnitMissing)
 	}
 }
+
+// A unit file systemd cannot parse (a line that is not UTF-8, a bad
+// section header) makes systemd fail to load the unit: it is never
+// started, so preflight reports no unit rather than its LimitNOFILE; and
+// an alias link (Alias=, sshd.service -> ssh.service) reads the drop-ins
+// of every name (tune/boot's reading).
+func TestGatherUnitThatDoesNotParseAndAliases(t *testing.T) {
+	root := fixtureRoot(t, map[string]string{
+		"lib/systemd/system/broken.service":            "[Service\nExecStart=/bin/true\nLimitNOFILE=65536\n",
+		"lib/systemd/system/ssh.service":               "[Service]\nExecStart=/usr/sbin/sshd -D\n",
+		"etc/systemd/system/sshd.service.d/limit.conf": "[Service]\nLimitNOFILE=30000\n",
+	})
+	if err := os.Symlink("/lib/systemd/system/ssh.service", filepath.Join(root, "etc/systemd/system/sshd.service")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Gather(t.Context(), GatherOptions{Root: root, Service: "broken"})
+	if exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), "systemd cannot parse its unit file (/lib/systemd/system/broken.service:1: invalid section header \"[Service\")") {
+		t.Errorf("a unit file that does not parse: %v, want bad input saying so", err)
+	}
+	f, err := Gather(t.Context(), GatherOptions{Root: root, Service: "ssh"})
+	if err != nil || f.Target.NofileHard != 30000 || !strings.Contains(f.Target.Source, "/etc/systemd/system/sshd.service.d/limit.conf:2") {
+		t.Errorf("ssh.service with a drop-in under its alias sshd.service: %v %+v", err, f.Target)
+	}
+}

@@ -171,7 +171,13 @@ func numberAtBoot(root string, overlay map[string][]byte, key string, def uint64
 // outside profiles.KernelBounds is refused too. A non-numeric want: only
 // the bounds of a numeric value are checked.
 func kernelRefuses(key, value, want string) string {
-	kept, ok := kernelKeeps(value, want)
+	if sysval.PortSetKeys[key] {
+		if _, ok := sysval.KernelPorts(value); !ok {
+			return fmt.Sprintf("EINVAL: the kernel does not take %s as a list of ports and ranges (\"1883,8083-8084\": no blanks, each range low-high, each port below 65536)", shownValue(value))
+		}
+		return ""
+	}
+	kept, ok := kernelKeeps(key, value, want)
 	if !ok {
 		return fmt.Sprintf("EINVAL: the kernel does not take %s as %s", shownValue(value), plural.N(len(sysval.Fields(want)), "number"))
 	}
@@ -200,12 +206,17 @@ func shownValue(v string) string {
 	return sysval.Normalize(v)
 }
 
-// kernelKeeps is what the kernel keeps of value written to a key whose
-// value hostprep wants to be want: for a numeric want (every field an
+// kernelKeeps is what the kernel keeps of value written to key, whose
+// value hostprep wants to be want: for a port set key
+// (sysval.PortSetKeys) the set as the kernel prints it
+// (sysval.KernelPorts: "8084,8083" is "8083-8084"); for a numeric want (every field an
 // integer the kernel reads) the first len(fields of want) numbers of
 // value, in decimal (sysval.Written), ok false when the kernel refuses
 // the write or it sets fewer fields; else value normalized.
-func kernelKeeps(value, want string) (string, bool) {
+func kernelKeeps(key, value, want string) (string, bool) {
+	if sysval.PortSetKeys[key] {
+		return sysval.KernelPorts(value)
+	}
 	n := len(sysval.Fields(want))
 	if w, ok := sysval.Written(want, n); !ok || len(w) != n {
 		return sysval.Normalize(value), true
@@ -293,6 +304,7 @@ func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, ov
 	if err != nil {
 		return nil, err
 	}
+	s.Dir = env.sysctlDir()
 	mods, err := boot.ModulesAtBoot(root, overlay)
 	if err != nil {
 		return nil, err
@@ -325,7 +337,7 @@ func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, ov
 		}
 		if ok && refused == "" {
 			// the value the kernel keeps: "32768 # keep" is 32768
-			set.Value, _ = kernelKeeps(set.Value, want)
+			set.Value, _ = kernelKeeps(k, set.Value, want)
 			it.Boot = BootValue{Value: set.Value, File: set.File.Name(), Line: set.Line}
 		}
 		switch {
@@ -335,13 +347,13 @@ func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, ov
 		case refused != "":
 			it.OK = false
 			it.Problem = fmt.Sprintf("sysctl %s: %s sets %s, which the kernel refuses (%s), so after a reboot the key keeps its default instead of %s; change or remove that line", k, set.Where(), shownValue(set.Value), refused, want)
-		case !owned[set.File.Path] && !sysval.Satisfies(set.Value, want, mode):
+		case !owned[set.File.Path] && !sysval.SatisfiesKey(k, set.Value, want, mode):
 			it.OK = false
 			it.Problem = fmt.Sprintf("sysctl %s: after a reboot %s sets %s (%s reads it after hostprep's file), so the host boots with %s, not %s; hostprep never edits a file it does not own: change or remove that line%s", k, set.Where(), sysval.Normalize(set.Value), loader, sysval.Normalize(set.Value), want, persistHint(env, loader, set.File))
-		case !sysval.Satisfies(set.Value, want, mode) && path.Dir(set.File.Path) == "/etc/sysctl.d" && set.File.Path != env.sysctlConf():
+		case !sysval.SatisfiesKey(k, set.Value, want, mode) && path.Dir(set.File.Path) == "/etc/sysctl.d" && set.File.Path != env.sysctlConf():
 			it.OK = false
 			it.Problem = fmt.Sprintf("sysctl %s: %s sets %s, not %s: it is hostprep's file from an apply under --persist-name %s, read after %s at boot; %s takes it back and keeps the name %s", k, set.Where(), sysval.Normalize(set.Value), want, path.Base(set.File.Path), path.Base(env.sysctlConf()), env.reapply(), path.Base(env.sysctlConf()))
-		case !sysval.Satisfies(set.Value, want, mode):
+		case !sysval.SatisfiesKey(k, set.Value, want, mode):
 			it.OK = false
 			it.Problem = fmt.Sprintf("sysctl %s: %s sets %s, not the %s hostprep wrote (the file was edited); %s writes it again", k, set.Where(), sysval.Normalize(set.Value), want, env.reapply())
 		}
@@ -409,12 +421,13 @@ func limitItems(env Env, per journal.Persisted, overlay map[string][]byte) ([]Bo
 	if ok, _ := env.SystemdDecision(); !ok {
 		return out, nil
 	}
+	pid1 := env.pid1Nofile()
 	if d := per.DefaultLimitNOFILE; d != nil {
 		m, read, err := boot.ManagerNofileOverlay(root, overlay)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, systemdItem(env, "DefaultLimitNOFILE", files.SystemConf, read, *d, m))
+		out = append(out, systemdItem(env, "DefaultLimitNOFILE", files.SystemConf, read, *d, m.Resolved(pid1)))
 	}
 	units := make([]string, 0, len(per.Services))
 	for u := range per.Services {
@@ -426,10 +439,16 @@ func limitItems(env Env, per journal.Persisted, overlay map[string][]byte) ([]Bo
 		if err != nil {
 			return nil, err
 		}
-		it := systemdItem(env, u+" LimitNOFILE", files.ServiceDropIn(u), read, per.Services[u], m)
-		if len(read) > 0 && read[0].Masked && boot.IsUnitFile(read[0].Path, u) {
+		it := systemdItem(env, u+" LimitNOFILE", files.ServiceDropIn(u), read, per.Services[u], m.Resolved(pid1))
+		switch {
+		case len(read) == 0 || !boot.IsUnitFile(read[0].Path, u):
+		case read[0].Masked:
 			it.OK = false
 			it.Problem = fmt.Sprintf("%s: the unit is masked (%s is empty or a link to /dev/null): systemd will not start it after a reboot, so no LimitNOFILE applies; unmask it (systemctl unmask %s) or name the unit that runs the service", it.Limit, read[0].Path, u)
+		case read[0].Broken != "":
+			it.OK = false
+			it.Boot = BootValue{Value: "not loaded"}
+			it.Problem = fmt.Sprintf("%s: systemd cannot parse the unit file (%s) and fails to load the unit (\"failed to load properly\"), so after a reboot it is not started and no LimitNOFILE applies; hostprep never edits a file it does not own: fix that line", it.Limit, read[0].Broken)
 		}
 		out = append(out, it)
 	}
@@ -564,6 +583,9 @@ func brokenLimits(env Env, name string, f boot.ConfFile) string {
 // with other bytes, or a file read after it.
 func systemdItem(env Env, name, own string, read []boot.ConfFile, want journal.Limit, got boot.NofileSetting) BootItem {
 	it := BootItem{Limit: name, Want: fmtLimit(want.Soft, want.Hard), OK: true, Boot: BootValue{Value: got.String()}, hard: got.Hard}
+	if got.Infinity != "" {
+		it.Boot.Value += " (" + got.Infinity + ")"
+	}
 	if got.Set {
 		it.Boot.File, it.Boot.Line = got.File.Name(), got.Line
 	}
@@ -572,6 +594,9 @@ func systemdItem(env Env, name, own string, read []boot.ConfFile, want journal.L
 	}
 	it.OK = false
 	head := fmt.Sprintf("%s: after a reboot systemd uses %s from %s, below the %s hostprep wrote", name, got.String(), got.Where(), it.Want)
+	if got.Infinity != "" {
+		head = fmt.Sprintf("%s: after a reboot systemd uses %s from %s, which gives %s (%s), below the %s hostprep wrote", name, got.Written(), got.Where(), got.String(), got.Infinity, it.Want)
+	}
 	it.Problem = dropInProblem(env, head, own, read, got.File.Path)
 	return it
 }

@@ -4,8 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/hostprep/hostprep/tune/boot"
 )
 
 // TestE2EFreshUserNofileAndBootModes replays a fresh user's findings in
@@ -16,9 +19,14 @@ import (
 func TestE2EFreshUserNofileAndBootModes(t *testing.T) {
 	guardGlobal(t)
 	n := newNetns(t)
-	nrOpen := n.Sysctl("fs.nr_open")
+	cmdline, err := os.ReadFile("/proc/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nrOpen := strconv.FormatUint(boot.Pid1NofileHard(string(cmdline)).Value, 10)
 
-	// LimitNOFILE=infinity resolves to fs.nr_open: never written lower.
+	// LimitNOFILE=infinity resolves to PID 1's hard limit at boot
+	// (fs.nr_open before sysctl.d): never written lower.
 	prof := filepath.Join(t.TempDir(), "foo.yaml")
 	if err := os.WriteFile(prof, []byte("systemd:\n  services: [foo]\n  limit_nofile: {soft: 65536, hard: 65536}\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -31,7 +39,7 @@ func TestE2EFreshUserNofileAndBootModes(t *testing.T) {
 	}
 	dropIn, _ := n.ReadFile("/etc/systemd/system/foo.service.d/60-hostprep.conf")
 	if !strings.Contains(dropIn, "LimitNOFILE="+nrOpen+":"+nrOpen+"\n") {
-		t.Errorf("LimitNOFILE=infinity lowered (fs.nr_open %s):\n%s", nrOpen, dropIn)
+		t.Errorf("LimitNOFILE=infinity lowered (PID 1's hard limit at boot %s):\n%s", nrOpen, dropIn)
 	}
 	if out, e, c := n.Hostprep("tune", "verify", "--boot"); c != 0 {
 		t.Errorf("verify --boot: exit %d\n%s%s", c, out, e)

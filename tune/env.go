@@ -23,6 +23,7 @@ package tune
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -32,6 +33,7 @@ import (
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/procnet"
+	"github.com/hostprep/hostprep/tune/boot"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
 	"github.com/hostprep/hostprep/tune/lock"
@@ -142,6 +144,37 @@ func (e Env) proc() string {
 		return procnet.DefaultRoot
 	}
 	return e.Proc
+}
+
+// pid1Nofile is the hard nofile PID 1 holds after the next boot, what a
+// systemd "infinity" nofile gives (boot.Pid1NofileHard): from the
+// kernel command line in /proc/cmdline on a host, the kernel default in
+// image mode (the image's command line is not known).
+func (e Env) pid1Nofile() boot.Pid1Hard {
+	if e.ImageMode() {
+		return boot.Pid1NofileDefault("the kernel command line an image boots with is not known here")
+	}
+	p := filepath.Join(e.proc(), "cmdline")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return boot.Pid1NofileDefault(fmt.Sprintf("%s could not be read: %v", p, err))
+	}
+	return boot.Pid1NofileHard(string(b))
+}
+
+// sysctlDir says whether DIR ("net/ipv4") is a directory of this
+// kernel's sysctl tree (under ProcSys), for boot.Sysctl.Dir: procps
+// follows a ".." in a key through it. nil in image mode, where the
+// kernel that boots is not this one (every directory a key names is
+// taken to exist).
+func (e Env) sysctlDir() func(string) bool {
+	if e.ImageMode() {
+		return nil
+	}
+	return func(d string) bool {
+		fi, err := os.Stat(filepath.Join(e.procSys(), d))
+		return err == nil && fi.IsDir()
+	}
 }
 
 // path maps an absolute host path (/etc/sysctl.d/...) into Root.

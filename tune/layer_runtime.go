@@ -109,7 +109,7 @@ func (pl *Plan) imageTarget(image *boot.Sysctl, k string, s profiles.Sysctl) tar
 		pl.Warnings = append(pl.Warnings, fmt.Sprintf("sysctl %s: the image's %s sets %s, which the kernel refuses (%s): it is not kept; hostprep writes the profile's %s", k, set.Where(), sysval.Normalize(set.Value), why, t.value))
 		return t
 	}
-	set.Value, _ = kernelKeeps(set.Value, s.Value) // "32768 # keep" is 32768
+	set.Value, _ = kernelKeeps(k, set.Value, s.Value) // "32768 # keep" is 32768
 	if to, err := sysval.Target(set.Value, s.Value, modeOf(s)); err == nil && to != t.value {
 		t.value = to
 		pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Persistent, Current: sysval.Normalize(set.Value),
@@ -145,7 +145,7 @@ func (pl *Plan) planRuntime(p *profiles.Profile, targets map[string]target, curr
 	for _, k := range keys {
 		t, cur, s := targets[k], current[k], p.Sysctl[k]
 		mode := modeOf(s)
-		if sysval.Equal(cur, t.value) {
+		if sysval.EqualKey(k, cur, t.value) {
 			pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Runtime, Current: sysval.Normalize(cur), Reason: alreadyReason(k, cur, s, mode)})
 			continue
 		}
@@ -206,7 +206,7 @@ func (l *runtimeLayer) apply(ctx context.Context) error {
 		if werr == nil {
 			if got, err := pl.backend.Get(s.key); err != nil {
 				werr = err
-			} else if !sysval.Equal(got, s.to) {
+			} else if !sysval.EqualKey(s.key, got, s.to) {
 				werr = fmt.Errorf("the kernel accepted %q but reads back %q", s.to, got)
 			}
 			l.done = append(l.done, s) // undo even a write that read back wrong
@@ -286,10 +286,10 @@ func rollbackKey(b interface {
 	if err != nil {
 		return nil, nil, err
 	}
-	if sysval.Equal(live, k.Original) {
+	if sysval.EqualKey(key, live, k.Original) {
 		return nil, nil, nil
 	}
-	if !sysval.Equal(live, k.Set) {
+	if !sysval.EqualKey(key, live, k.Set) {
 		return nil, &Skip{Key: key, Layer: Runtime, Current: sysval.Normalize(live),
 			Reason: fmt.Sprintf("changed by someone else after hostprep set %q (original %q); left alone", k.Set, sysval.Normalize(k.Original))}, nil
 	}
@@ -324,9 +324,9 @@ func keyStatuses(env Env, st *journal.State, pending string) ([]ItemStatus, erro
 			if want == "" || k == keyReservedPorts {
 				want, mode = j.Set, sysval.Exact
 			}
-			if sysval.Satisfies(live, want, mode) {
+			if sysval.SatisfiesKey(k, live, want, mode) {
 				it.OK = true
-			} else if pending != "" && sysval.Equal(live, j.Original) {
+			} else if pending != "" && sysval.EqualKey(k, live, j.Original) {
 				it.Drift = pending
 			} else {
 				it.Drift = fmt.Sprintf("live %q no longer satisfies %s %q set by hostprep", it.Live, mode, want)

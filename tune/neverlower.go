@@ -34,9 +34,10 @@ type nofileNow struct {
 // simulation of limits.d and systemd, and for sessions with no line what
 // the login process tree has, loginBase): hostprep never
 // writes a lower soft or hard. A kept value is listed as skipped with the
-// reason. An unlimited value there (systemd's infinity, limits.d's
-// unlimited or -1) counts as what the kernel gives for it, nrOpen
-// (fs.nr_open after the sysctls; see resolveUnlimited). A profile that raises a host-wide soft above 1024 gets a note
+// reason. An unlimited value there counts as what it gives: limits.d's
+// unlimited or -1 nrOpen (fs.nr_open after the sysctls; see
+// resolveUnlimited), systemd's infinity PID 1's hard limit at boot
+// (systemdNow). A profile that raises a host-wide soft above 1024 gets a note
 // (select(), FD_SETSIZE), above 1048576 a warning; a soft kept because the
 // host already has it gets neither.
 func (pl *Plan) neverLower(per *journal.Persisted, services bool, nrOpen uint64) error {
@@ -52,13 +53,14 @@ func (pl *Plan) neverLower(per *journal.Persisted, services bool, nrOpen uint64)
 	if !services {
 		return nil
 	}
+	pid1 := pl.env.pid1Nofile()
 	if d := per.DefaultLimitNOFILE; d != nil {
 		m, _, err := boot.ManagerNofile(root)
 		if err != nil {
 			return exitcode.Environmentf("tune: %v", err)
 		}
 		pl.noteHostWideSoft("systemd.default_limit_nofile (every service)", d.Soft)
-		pl.keep(d, nofileNow{m.Soft, m.Hard, m.Where()}, nrOpen, pl.env.path(files.SystemConf), "every systemd service (DefaultLimitNOFILE)")
+		pl.keep(d, systemdNow(m, pid1), nrOpen, pl.env.path(files.SystemConf), "every systemd service (DefaultLimitNOFILE)")
 	}
 	units := make([]string, 0, len(per.Services))
 	for u := range per.Services {
@@ -71,10 +73,21 @@ func (pl *Plan) neverLower(per *journal.Persisted, services bool, nrOpen uint64)
 			return exitcode.Environmentf("tune: %v", err)
 		}
 		l := per.Services[u]
-		pl.keep(&l, nofileNow{m.Soft, m.Hard, m.Where()}, nrOpen, pl.env.path(files.ServiceDropIn(u)), u)
+		pl.keep(&l, systemdNow(m, pid1), nrOpen, pl.env.path(files.ServiceDropIn(u)), u)
 		per.Services[u] = l
 	}
 	return nil
+}
+
+// systemdNow is what a service gets from m, a unit's or the manager's
+// nofile: an "infinity" in it is PID 1's hard limit (m.Resolved with
+// pid1), not fs.nr_open after the sysctls.
+func systemdNow(m boot.NofileSetting, pid1 boot.Pid1Hard) nofileNow {
+	m = m.Resolved(pid1)
+	if m.Infinity == "" {
+		return nofileNow{m.Soft, m.Hard, m.Where()}
+	}
+	return nofileNow{m.Soft, m.Hard, fmt.Sprintf("%s (%s; %s)", m.Where(), m.Written(), m.Infinity)}
 }
 
 // keep raises want to now where now is higher and says so as a skip. An
@@ -119,10 +132,10 @@ func (n nofileNow) String() string {
 // (boot.Unlimited: systemd's infinity, limits.d's unlimited or -1) really
 // gives, and how, for messages ("" when neither is unlimited). There is no
 // infinite fd limit: setrlimit() refuses anything above fs.nr_open (EPERM);
-// systemd then sets the closest it can (setrlimit_closest), capped at its
-// own hard limit, which it raises to fs.nr_open at start; pam_limits turns
-// unlimited nofile into fs.nr_open. So both become nrOpen (fs.nr_open in
-// force after the sysctls, a count of files).
+// pam_limits turns unlimited nofile into fs.nr_open, so it becomes nrOpen
+// (fs.nr_open in force after the sysctls, a count of files). systemd's
+// infinity is resolved before (systemdNow: PID 1's hard limit, which it
+// took from fs.nr_open before sysctl.d ran).
 func resolveUnlimited(soft, hard, nrOpen uint64) (uint64, uint64, string) {
 	if soft != boot.Unlimited && hard != boot.Unlimited {
 		return soft, hard, ""

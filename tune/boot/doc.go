@@ -36,14 +36,22 @@
 //     system.conf.d/*.conf drop-ins from /etc, /run, /usr/local/lib,
 //     /usr/lib (shadowing and order as for sysctl.d), as
 //     `systemd-analyze cat-config systemd/system.conf` merges them; a
-//     unit's own file and its UNIT.d/*.conf drop-ins the same way; each
+//     unit's own file and its UNIT.d/*.conf drop-ins the same way, under
+//     every name of the unit (alias links in the unit directories,
+//     sshd.service -> ssh.service, read as systemd's unit name map reads
+//     them; TestUnitAliasOracle); each
 //     file parsed as config_parse does (BOM, backslash continuations,
-//     CR and NUL line ends, ASCII white space) and values as
+//     CR and NUL line ends, ASCII white space; a line that is not UTF-8
+//     or a bad section header ends the file, and a unit file with one is
+//     ConfFile.Broken: the unit does not load) and values as
 //     rlimit_parse reads them (TestUnitOracle runs the real
 //     `systemd --test` as nobody for units; system.conf's
 //     DefaultLimitNOFILE is not shown there and is checked with
 //     `systemd-analyze cat-config`).
 //     LastSetting reads another key of those files (a unit's User=).
+//     An "infinity" there is what a service gets for it with
+//     NofileSetting.Resolved: PID 1's hard limit at boot,
+//     Pid1NofileHard(kernel command line): fs.nr_open before sysctl.d.
 //
 // Every value comes with the file and line that set it, so a caller can
 // name the file that wins at boot and tell how to fix it.

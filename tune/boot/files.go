@@ -24,6 +24,10 @@ type ConfFile struct {
 	// Masked is true for a symlink to /dev/null: it is read as empty and,
 	// like any file, hides files of the same name in later directories.
 	Masked bool
+	// Broken, for a unit file (UnitNofile), says where and why systemd
+	// fails to parse it ("FILE:LINE: invalid section header ..."): the
+	// unit then fails to load and is never started. "" otherwise.
+	Broken string
 }
 
 // Name is how a report names the file: Target, with Path when they differ

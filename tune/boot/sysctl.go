@@ -65,6 +65,13 @@ type Sysctl struct {
 	// writes is every line procps keeps, in order.
 	writes []procpsWrite
 	tree   tree
+	// Dir says whether /proc/sys/DIR ("net/ipv4") is a directory on the
+	// kernel that boots: procps opens a key's path as it is written, so
+	// a ".." in it is followed by the kernel, which needs the directory
+	// before it to exist ("net/ipv4/../core/somaxconn" is somaxconn,
+	// "net/nosuch/../core/somaxconn" nothing). nil: every directory a key
+	// names exists. systemd-sysctl refuses a key with ".." whatever.
+	Dir func(dir string) bool
 }
 
 // DetectLoader says which program applies sysctl.d at boot on the host
@@ -285,7 +292,8 @@ func (s *Sysctl) procpsLookup(k string, accept func(string) bool) (SysctlSetting
 			m, _ := path.Match(w.path, p)
 			hit = m && !named
 		default:
-			hit = path.Clean(w.path) == p
+			walked, ok := s.kernelWalk(w.path)
+			hit = ok && walked == p
 		}
 		if hit && (accept == nil || accept(w.set.Value)) {
 			out := *w.set
@@ -294,6 +302,27 @@ func (s *Sysctl) procpsLookup(k string, accept func(string) bool) (SysctlSetting
 		}
 	}
 	return SysctlSetting{}, false
+}
+
+// kernelWalk is the file the kernel opens for p ("/proc/sys/..."), as
+// its path walk resolves it: empty and "." components skipped, ".."
+// going up from a directory that exists (Dir); ok false when the walk
+// fails (ENOENT), and for a ".." above /proc/sys (not modelled).
+func (s *Sysctl) kernelWalk(p string) (string, bool) {
+	var stack []string
+	for _, c := range strings.Split(strings.TrimPrefix(p, "/proc/sys/"), "/") {
+		switch c {
+		case "", ".":
+		case "..":
+			if len(stack) == 0 || (s.Dir != nil && !s.Dir(strings.Join(stack, "/"))) {
+				return "", false
+			}
+			stack = stack[:len(stack)-1]
+		default:
+			stack = append(stack, c)
+		}
+	}
+	return "/proc/sys/" + strings.Join(stack, "/"), true
 }
 
 // Lookup returns the assignment of key (either spelling) in force after

@@ -132,9 +132,13 @@ func (r *oracleRoot) clear(t fataler) {
 	}
 }
 
-// genKey spells key one of the ways the loaders accept.
+// genKey spells key one of the ways the loaders accept, and two with
+// "..": a ".." path component (net/ipv4/../core/somaxconn: systemd-sysctl
+// refuses to write it, path_is_normalized; procps opens the path and the
+// kernel follows it when the directory before it exists) and a doubled
+// dot (net..core.somaxconn: an empty component, dropped by both).
 func genKey(t *rapid.T, key string) string {
-	switch rapid.IntRange(0, 4).Draw(t, "spelling") {
+	switch rapid.IntRange(0, 6).Draw(t, "spelling") {
 	case 0:
 		return strings.ReplaceAll(key, ".", "/") // net/core/somaxconn
 	case 1:
@@ -145,6 +149,16 @@ func genKey(t *rapid.T, key string) string {
 		if !strings.Contains(key, ".conf.") {
 			return strings.Replace(strings.ReplaceAll(key, ".", "/"), "/", "/./", 1) // net/./core/somaxconn
 		}
+	case 3:
+		if !strings.Contains(key, ".conf.") {
+			p := strings.ReplaceAll(key, ".", "/")
+			// net/../net/core/somaxconn, net/ipv4/../core/somaxconn
+			// (a directory that exists), net/nosuch/../core/somaxconn
+			up := rapid.SampledFrom([]string{"", "/ipv4", "/core", "/nosuch"}).Draw(t, "updir")
+			return p[:strings.Index(p, "/")] + up + "/../" + p[strings.Index(p, "/")+1:]
+		}
+	case 4:
+		return strings.Replace(key, ".", "..", 1) // net..core.somaxconn
 	}
 	return key
 }
@@ -258,6 +272,10 @@ func (r *oracleRoot) simulated(t fataler, loader boot.Loader) map[string]string 
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Dir = func(d string) bool { // the sandbox's kernel: this one
+		fi, err := os.Stat(filepath.Join("/proc/sys", d))
+		return err == nil && fi.IsDir()
+	}
 	want := map[string]string{}
 	for _, k := range oracleKeys {
 		// what the kernel keeps of a write: the key's fields, read as
@@ -356,6 +374,34 @@ func TestSysctlLongLineOracle(t *testing.T) {
 		for _, k := range []string{"net.ipv4.tcp_fin_timeout", "net.core.somaxconn"} {
 			if got[k] != want[k] {
 				t.Errorf("%s: %s is %q after a file with a 1 MiB line, simulation says %q", l.loader, k, got[k], want[k])
+			}
+		}
+	}
+}
+
+// TestSysctlDotDotOracle: a ".." component in a key is a different key
+// to systemd-sysctl, which then refuses to write it (the path is not
+// normalized: EINVAL), while procps opens the path and the kernel
+// follows the ".." when the directory before it exists (net/nosuch/..
+// is ENOENT); an empty component (net..core) is dropped by both.
+// Boot.Lookup says the same for each loader.
+func TestSysctlDotDotOracle(t *testing.T) {
+	r := newOracleRoot(t)
+	r.clear(t)
+	body := "net/../net/core/somaxconn = 1000\nnet..ipv4.tcp_fin_timeout = 20\nnet/nosuch/../ipv4/tcp_keepalive_probes = 3\n"
+	must(t, os.WriteFile(filepath.Join(r.dir, "etc/sysctl.d/70-x.conf"), []byte(body), 0o644))
+	for _, l := range []struct {
+		loader                     boot.Loader
+		cmd                        string
+		somaxconn, timeout, probes string
+	}{{boot.SystemdSysctl, "/lib/systemd/systemd-sysctl", "4321", "20", "7"}, {boot.ProcpsSystem, "sysctl -q --system", "1000", "20", "7"}} {
+		got, want := r.run(t, l.cmd), r.simulated(t, l.loader)
+		for k, v := range map[string]string{"net.core.somaxconn": l.somaxconn, "net.ipv4.tcp_fin_timeout": l.timeout, "net.ipv4.tcp_keepalive_probes": l.probes} {
+			if got[k] != v {
+				t.Errorf("%s: %s is %q after %q, the test expected %q", l.loader, k, got[k], body, v)
+			}
+			if want[k] != got[k] {
+				t.Errorf("%s: %s is %q after %q, simulation says %q", l.loader, k, got[k], body, want[k])
 			}
 		}
 	}

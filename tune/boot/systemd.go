@@ -5,6 +5,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // SystemdDefaultNofile is systemd's DefaultLimitNOFILE when no file sets
@@ -36,6 +37,22 @@ type NofileSetting struct {
 	Set  bool
 	File ConfFile
 	Line int
+	// Infinity, when not "", says that an "infinity" soft or hard was
+	// replaced with the number a service really gets, and where that
+	// number comes from (Resolved).
+	Infinity string
+	// written is the value as the file wrote it.
+	written string
+}
+
+// Written is the value as the file that sets it wrote it ("infinity",
+// "1024:infinity"), also after Resolved replaced an infinity; String
+// when no file sets it.
+func (n NofileSetting) Written() string {
+	if n.written != "" {
+		return n.written
+	}
+	return n.String()
 }
 
 // Where is "FILE:LINE" for messages, or "systemd's built-in default".
@@ -86,12 +103,18 @@ func ManagerNofileOverlay(root string, overlay map[string][]byte) (NofileSetting
 }
 
 // UnitNofile is the LimitNOFILE= a service unit (emqx or emqx.service)
-// started after the next boot gets: the unit file from the first of
-// UnitDirs that has it (for an instance, foo@x.service, the template
-// foo@.service when no directory has the instance), then the drop-ins of
-// DropInNames(unit) in every directory and the type's top-level ones
-// (service.d) after them (by basename, the first directory in that order
-// hiding later ones, applied in basename order); the last assignment in
+// started after the next boot gets: the unit file the first of UnitDirs
+// with an entry of that name leads to (for an instance, foo@x.service,
+// the template foo@.service when no directory has the instance), through
+// alias links (/etc/systemd/system/sshd.service ->
+// /lib/systemd/system/ssh.service, as `systemctl enable` makes them for
+// Alias=); then the drop-ins of DropInNames of each of the unit's names
+// in every directory — its id (the unit file's name) first, then every
+// name that is an alias of the same unit file, sshd.service.d for
+// ssh.service and ssh.service.d for sshd.service — and the type's
+// top-level ones (service.d) after them (by basename, the first directory
+// in that order hiding later ones, applied in basename order); the last
+// assignment in
 // a [Service] section wins, else the manager's DefaultLimitNOFILE
 // (ManagerNofile). Files are returned in the order read. Errors: a file
 // that exists but cannot be read.
@@ -107,21 +130,27 @@ func UnitNofileOverlay(root, unit string, overlay map[string][]byte) (NofileSett
 		unit += ".service"
 	}
 	var files []ConfFile
-	if f, ok := unitFile(root, unit); ok {
-		files = append(files, f)
-	} else if tmpl, ok := TemplateOf(unit); ok {
-		if f, ok := unitFile(root, tmpl); ok {
-			files = append(files, f)
+	frag, entry, names := buildUnitMap(root).unitNames(unit)
+	if f, ok := unitFile(root, frag, entry); ok {
+		why, err := fileFails(t, f)
+		if err != nil {
+			return NofileSetting{}, []ConfFile{f}, err
 		}
+		f.Broken = why
+		files = append(files, f)
 	}
 	// One name space and order for every drop-in directory, as systemd's
 	// unit_file_find_dropin_paths builds it: per unit directory the
-	// unit's chain of names, then the type's top-level directories.
-	names := DropInNames(unit)
+	// chain of the unit's id, then per unit directory the chain of each
+	// other name (an alias: sshd.service for ssh.service), then the
+	// type's top-level directories.
 	var dropDirs []string
-	for _, d := range UnitDirs {
-		for _, n := range names {
-			dropDirs = append(dropDirs, path.Join(d, n+".d"))
+	for _, n := range names {
+		chain := DropInNames(n)
+		for _, d := range UnitDirs {
+			for _, c := range chain {
+				dropDirs = append(dropDirs, path.Join(d, c+".d"))
+			}
 		}
 	}
 	typ := unit[strings.LastIndex(unit, ".")+1:]
@@ -137,19 +166,22 @@ func UnitNofileOverlay(root, unit string, overlay map[string][]byte) (NofileSett
 	return m, files, err
 }
 
-// unitFile is name's unit file in the first of UnitDirs that has it (a
-// link to /dev/null masks it).
-func unitFile(root, name string) (ConfFile, bool) {
-	for _, d := range UnitDirs {
-		p := path.Join(d, name)
-		t := resolve(root, p)
-		if fi, err := statHost(root, t); err == nil && (t == "/dev/null" || fi.Mode().IsRegular()) {
-			// an empty unit file masks the unit too (systemd's
-			// unit_file_load: size 0 is "masked")
-			return ConfFile{Path: p, Target: t, Masked: t == "/dev/null" || fi.Size() == 0}, true
-		}
+// unitFile is the unit file systemd loads, frag (relative to root, as
+// unitNames finds it), named by entry, where the unit's name was found
+// (an alias link: /etc/systemd/system/sshd.service for
+// /lib/systemd/system/ssh.service). false when there is none or it is a
+// link to nothing. A link to /dev/null or an empty file masks the unit
+// (systemd's unit_file_load: size 0 is "masked").
+func unitFile(root, frag, entry string) (ConfFile, bool) {
+	if frag == "" {
+		return ConfFile{}, false
 	}
-	return ConfFile{}, false
+	t := resolve(root, frag)
+	fi, err := statHost(root, t)
+	if err != nil || (t != "/dev/null" && !fi.Mode().IsRegular()) {
+		return ConfFile{}, false
+	}
+	return ConfFile{Path: entry, Target: t, Masked: t == "/dev/null" || fi.Size() == 0}, true
 }
 
 // TemplateOf is the template of an instance name (foo@x.service ->
@@ -223,7 +255,7 @@ func lastAssignment(t tree, files []ConfFile, section, key string) (NofileSettin
 		if !ok {
 			return
 		}
-		out = NofileSetting{Soft: soft, Hard: hard, Set: true, File: f, Line: line}
+		out = NofileSetting{Soft: soft, Hard: hard, Set: true, File: f, Line: line, written: v}
 	})
 	return out, err
 }
@@ -243,6 +275,9 @@ func eachAssignment(t tree, files []ConfFile, section, key string, fn func(v str
 			if p == "" {
 				continue
 			}
+			if parseStops(p) != "" {
+				break // config_parse fails the file here: the rest is not read
+			}
 			if p[0] == '[' {
 				if strings.HasSuffix(p, "]") {
 					in = p[1 : len(p)-1]
@@ -256,6 +291,46 @@ func eachAssignment(t tree, files []ConfFile, section, key string, fn func(v str
 		}
 	}
 	return nil
+}
+
+// parseStops is why systemd 252's config_parse fails a file at the
+// logical line p (stripped, not a comment), "" when it reads on: a line
+// that is not valid UTF-8 ("String is not UTF-8 clean"), a section
+// header without a closing "]" ("Invalid section header") or whose name
+// holds a control character, a backslash or a quote ("Bad characters in
+// section header"). The lines before it count; for a unit file the unit
+// then fails to load (measured with systemd --test: TestUnitOracle).
+func parseStops(p string) string {
+	if !utf8.ValidString(p) {
+		return fmt.Sprintf("the line %s is not valid UTF-8", strconv.QuoteToASCII(p))
+	}
+	if p[0] != '[' {
+		return ""
+	}
+	if !strings.HasSuffix(p, "]") || len(p) < 2 {
+		return fmt.Sprintf("invalid section header %s", strconv.QuoteToASCII(p))
+	}
+	if strings.IndexFunc(p[1:len(p)-1], func(r rune) bool { return r < ' ' || r == 0x7f || r == '\\' || r == '"' || r == '\'' }) >= 0 {
+		return fmt.Sprintf("bad characters in section header %s", strconv.QuoteToASCII(p))
+	}
+	return ""
+}
+
+// fileFails is where and why config_parse fails f ("LINE: why"), ""
+// when it reads the whole file. Errors: f exists but cannot be read.
+func fileFails(t tree, f ConfFile) (string, error) {
+	lines, err := readSystemdLines(t, f)
+	if err != nil {
+		return "", fmt.Errorf("boot: reading %s: %w", f.Name(), err)
+	}
+	for _, l := range configLines(lines) {
+		if p := strings.Trim(l.text, systemdSpace); p != "" {
+			if why := parseStops(p); why != "" {
+				return fmt.Sprintf("%s:%d: %s", f.Name(), l.n, why), nil
+			}
+		}
+	}
+	return "", nil
 }
 
 // configLine is one logical line of a systemd configuration file and the

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -163,6 +165,12 @@ func genUnitLine(t *rapid.T, keys ...string) string {
 	switch rapid.IntRange(0, 9).Draw(t, "unitline") {
 	case 0:
 		l = rapid.SampledFrom([]string{"", "# LimitNOFILE=1", "; x", "[Unit]", "[Service]", "Description=x"}).Draw(t, "filler")
+		if rapid.IntRange(0, 5).Draw(t, "bad") == 0 {
+			// lines that fail the whole file from there on, and some
+			// that look like them but do not
+			l = rapid.SampledFrom([]string{"[Service", "[\xff]", "Description=\xff\xfe", "Description=\xc0\x80", "[Ser\"vice]", "[Ser\\vice]", "[Service]x",
+				"[X-Ünïcode]", "[Ser]vice]", "# \xff", "[Ser vice]"}).Draw(t, "badline")
+		}
 	case 1:
 		// a continuation, perhaps with a comment line inside it
 		l = key + "=\\\n" + rapid.SampledFrom([]string{"", "# c\n", "; c\n"}).Draw(t, "inside") + genUnitValue(t, key)
@@ -194,6 +202,11 @@ func genUnitFile(t *rapid.T, section string, keys ...string) string {
 func unitOracle(t interface{ Fatalf(string, ...any) }, box *testenv.Sandbox) (nofile, tasks string) {
 	out, e, _ := box.Run("setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
 		"/lib/systemd/systemd", "--test", "--system", "--unit="+unitOracleName, "--no-pager", "--log-target=console")
+	if strings.Contains(e, unitOracleName+" failed to load properly") {
+		// a unit file systemd cannot parse: the unit is not loaded and
+		// never started, whatever the dump shows of it
+		return "", ""
+	}
 	in := false
 	hard := ""
 	for _, l := range strings.Split(out, "\n") {
@@ -223,8 +236,10 @@ func unitOracle(t interface{ Fatalf(string, ...any) }, box *testenv.Sandbox) (no
 // TestUnitOracle draws a unit file, drop-ins and system.conf with the
 // shapes systemd's config_parse reads in its own way (a byte order mark,
 // backslash continuations with comment lines inside, bare CR and NUL
-// line ends, \v before a key, base-0 and "+" numbers, values it refuses)
-// and requires boot.UnitNofile to equal the LimitNOFILE and
+// line ends, \v before a key, base-0 and "+" numbers, values it refuses,
+// lines that fail the rest of the file: invalid UTF-8, a bad section
+// header, and the unit with them when the unit file has one) and
+// requires boot.UnitNofile to equal the LimitNOFILE and
 // boot.UnitTasksMax the TasksMax (numbers, infinity and shares of the
 // host's task ceiling) that Debian's real systemd 252 prints for the unit
 // with `systemd --test`, run as nobody in the sandbox over the drawn
@@ -270,9 +285,15 @@ func TestUnitOracle(t *testing.T) {
 			write("system/"+unitOracleName+".d/"+name, genUnitFile(rt, "Service", "LimitNOFILE", "TasksMax"))
 		}
 		want, wantTasks := unitOracle(rt, box)
-		got, _, err := boot.UnitNofile(dir, unitOracleName)
+		got, read, err := boot.UnitNofile(dir, unitOracleName)
 		if err != nil {
 			rt.Fatal(err)
+		}
+		if broken := read[0].Broken; broken != "" || want == "" {
+			if broken == "" || want != "" {
+				rt.Fatalf("systemd --test loads %s: %v (LimitNOFILE %q); the simulation says it fails to: %q", unitOracleName, want != "", want, broken)
+			}
+			return // neither loads the unit
 		}
 		tasks, _, err := boot.UnitTasksMax(dir, unitOracleName, ceiling)
 		if err != nil {
@@ -313,4 +334,135 @@ func procSysUint(t *testing.T, name string) uint64 {
 	}
 	n, _ := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
 	return n
+}
+
+// aliasOracle is unitOracle for any unit name: it runs systemd --test
+// for query and returns "soft:hard" of the LimitNOFILE of id, the unit
+// query loads as (its unit file's name).
+func aliasOracle(t interface{ Fatalf(string, ...any) }, box *testenv.Sandbox, query, id string) string {
+	out, e, _ := box.Run("setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
+		"/lib/systemd/systemd", "--test", "--system", "--unit="+query, "--no-pager", "--log-target=console")
+	in := false
+	hard := ""
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		switch {
+		case strings.Contains(l, "-> Unit "+id+":"):
+			in = true
+		case in && len(f) == 2 && f[0] == "LimitNOFILE:":
+			hard = f[1]
+		case in && len(f) == 2 && f[0] == "LimitNOFILESoft:" && hard != "":
+			return f[1] + ":" + hard
+		}
+	}
+	t.Fatalf("systemd --test --unit=%s printed no LimitNOFILE for %s:\n%s\n%s", query, id, out, e)
+	return ""
+}
+
+// TestUnitAliasOracle draws a unit file (in /etc/systemd/system or
+// /run/systemd/system, perhaps with a copy in /etc hiding the one in
+// /run), alias links to it (relative or absolute, one perhaps an alias
+// of the other, as `systemctl enable` makes them for Alias=) and
+// drop-ins under every name and the shared prefix name, and requires
+// boot.UnitNofile for the unit, or for either alias, to equal the
+// LimitNOFILE Debian's systemd 252 prints with `systemd --test` for
+// that name. Drop-in names are drawn so that no two aliases share one:
+// systemd walks a unit's aliases in hash order.
+func TestUnitAliasOracle(t *testing.T) {
+	for _, p := range []string{"/lib/systemd/systemd", "/usr/bin/setpriv"} {
+		if _, err := os.Stat(p); err != nil {
+			t.Skipf("%s is needed: %v", p, err)
+		}
+	}
+	box := testenv.NewSandbox(t)
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		must(t, os.Chmod(d, 0o755)) // systemd runs as nobody
+	}
+	etc, run := filepath.Join(dir, "etc/systemd"), filepath.Join(dir, "run/systemd/system")
+	must(t, os.MkdirAll(etc, 0o755))
+	must(t, os.MkdirAll(run, 0o755))
+	if _, e, c := box.Run("sh", "-c", "mount --bind "+etc+" /etc/systemd && mkdir -p /run/systemd/system && mount --bind "+run+" /run/systemd/system"); c != 0 {
+		t.Fatalf("mounts: %s", e)
+	}
+	const unit, a1, a2 = "hostprep-oracle.service", "hostprep-alias.service", "hostprep-oracle-two.service"
+	dirs := map[string]string{"/etc/systemd/system": filepath.Join(etc, "system"), "/run/systemd/system": run}
+	dropNames := map[string][]string{
+		unit: {"10-a.conf", "50-f.conf", "90-z.conf"}, "hostprep-.service": {"10-a.conf", "50-f.conf", "90-z.conf"},
+		a1: {"10-a.conf", "21-a1.conf"}, a2: {"90-z.conf", "22-a2.conf"},
+	}
+	rapid.Check(t, func(rt *rapid.T) {
+		for _, d := range []string{etc, run} {
+			ents, _ := os.ReadDir(d) // empty them: the bind mounts hold these directories
+			for _, e := range ents {
+				must(t, os.RemoveAll(filepath.Join(d, e.Name())))
+			}
+		}
+		n := 1000
+		write := func(d, p, body string) {
+			p = filepath.Join(dirs[d], p)
+			must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+			must(t, os.WriteFile(p, []byte(body), 0o644))
+		}
+		link := func(d, name, target string) {
+			must(t, os.MkdirAll(dirs[d], 0o755))
+			must(t, os.Symlink(target, filepath.Join(dirs[d], name)))
+		}
+		where := rapid.SampledFrom([]string{"/etc/systemd/system", "/run/systemd/system"})
+		fragDir := where.Draw(rt, "unitdir")
+		write(fragDir, unit, "[Service]\nExecStart=/bin/true\nLimitNOFILE=1111\n")
+		if fragDir == "/run/systemd/system" && rapid.Bool().Draw(rt, "copy") {
+			write("/etc/systemd/system", unit, "[Service]\nExecStart=/bin/true\nLimitNOFILE=2222\n")
+		}
+		names := []string{unit}
+		for _, a := range []string{a1, a2} {
+			if !rapid.Bool().Draw(rt, "alias "+a) {
+				continue
+			}
+			d := where.Draw(rt, "aliasdir")
+			target := unit
+			if a == a2 && len(names) == 2 && rapid.Bool().Draw(rt, "chain") {
+				target = a1 // an alias of the alias
+			}
+			switch rapid.IntRange(0, 2).Draw(rt, "linkform") {
+			case 0:
+				link(d, a, path.Join(fragDir, target)) // absolute, to the unit file's directory
+			case 1:
+				link(d, a, "/etc/systemd/system/"+target) // absolute, perhaps to the copy, perhaps dangling
+			default:
+				link(d, a, target) // relative: the same directory
+			}
+			names = append(names, a)
+		}
+		for _, name := range append(slices.Clone(names), "hostprep-.service") {
+			for i, k := 0, rapid.IntRange(0, 2).Draw(rt, "dropins"); i < k; i++ {
+				n++
+				write(where.Draw(rt, "dropindir"), name+".d/"+rapid.SampledFrom(dropNames[name]).Draw(rt, "dropin"), fmt.Sprintf("[Service]\nLimitNOFILE=%d\n", n))
+			}
+		}
+		query := rapid.SampledFrom(names).Draw(rt, "query")
+		got, _, err := boot.UnitNofile(dir, query)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		want := aliasOracle(rt, box, query, unit)
+		if got.String() != want {
+			var files strings.Builder
+			for _, d := range []string{etc, run} {
+				filepath.Walk(d, func(p string, fi os.FileInfo, err error) error {
+					if err != nil || fi.IsDir() {
+						return nil
+					}
+					if l, err := os.Readlink(p); err == nil {
+						fmt.Fprintf(&files, "%s -> %s\n", strings.TrimPrefix(p, dir), l)
+						return nil
+					}
+					b, _ := os.ReadFile(p)
+					fmt.Fprintf(&files, "%s: %q\n", strings.TrimPrefix(p, dir), b)
+					return nil
+				})
+			}
+			rt.Fatalf("systemd --test --unit=%s gives LimitNOFILE %s, simulation %s at %s\n%s", query, want, got.String(), got.Where(), files.String())
+		}
+	})
 }
