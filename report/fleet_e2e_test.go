@@ -132,6 +132,26 @@ func startShard(t *testing.T, url string, k int, start time.Time, stdout *bytes.
 	return cmd
 }
 
+// waitShards waits for the shard processes cmds, whatever their exit
+// code, and reads each one's JSON result from out; it writes them to
+// dir/lgK.json for `report merge` and returns those paths and results.
+func waitShards(t *testing.T, dir string, cmds []*exec.Cmd, out []bytes.Buffer) (paths []string, shards []*mqtt.Result) {
+	t.Helper()
+	for k, cmd := range cmds {
+		_ = cmd.Wait()
+		var r mqtt.Result
+		if err := json.Unmarshal(out[k].Bytes(), &r); err != nil {
+			t.Fatalf("shard %d/%d: %v\n%s", k+1, len(cmds), err, out[k].String())
+		}
+		shards = append(shards, &r)
+		paths = append(paths, filepath.Join(dir, fmt.Sprintf("lg%d.json", k+1)))
+		if err := os.WriteFile(paths[k], out[k].Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return paths, shards
+}
+
 // The fleet's received rate is the fleet's window messages that arrived
 // over the time the last of them took, as one host would count it. The
 // merge added up the shards' rates, each over its own receive_s, and
@@ -150,20 +170,8 @@ func TestFleetReceivedRateByArrival(t *testing.T) {
 	stop := time.AfterFunc(time.Until(start.Add(1500*time.Millisecond)), func() { _ = p.Signal(syscall.SIGSTOP) })
 	cont := time.AfterFunc(time.Until(start.Add(3500*time.Millisecond)), func() { _ = p.Signal(syscall.SIGCONT) })
 	t.Cleanup(func() { stop.Stop(); cont.Stop(); _ = p.Signal(syscall.SIGCONT) })
-	var paths []string
-	var shards []*mqtt.Result
-	for k, cmd := range cmds {
-		_ = cmd.Wait() // exit 1 is fine: shard 2 fell behind its schedule while stopped
-		var r mqtt.Result
-		if err := json.Unmarshal(out[k].Bytes(), &r); err != nil {
-			t.Fatalf("shard %d/2: %v\n%s", k+1, err, out[k].String())
-		}
-		shards = append(shards, &r)
-		paths = append(paths, filepath.Join(dir, fmt.Sprintf("lg%d.json", k+1)))
-		if err := os.WriteFile(paths[k], out[k].Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// exit 1 is fine: shard 2 fell behind its schedule while stopped
+	paths, shards := waitShards(t, dir, cmds[:], out[:])
 	a, b := shards[0].Throughput, shards[1].Throughput
 	if b.ReceiveSeconds < a.ReceiveSeconds+0.5 {
 		t.Fatalf("receive_s %.3f s (shard 1), %.3f s (shard 2): want shard 2's messages to arrive well after shard 1's", a.ReceiveSeconds, b.ReceiveSeconds)
@@ -199,20 +207,8 @@ func TestFleetPublishedRateOverTheFleetsWindow(t *testing.T) {
 	p := cmds[1].Process // our own child: interrupted 1 s into its window (the ramp is 0.1 s)
 	stop := time.AfterFunc(time.Until(start.Add(1100*time.Millisecond)), func() { _ = p.Signal(syscall.SIGINT) })
 	t.Cleanup(func() { stop.Stop() })
-	var paths []string
-	var shards []*mqtt.Result
-	for k, cmd := range cmds {
-		_ = cmd.Wait() // shard 2 exits 3 (interrupted), with its partial result
-		var r mqtt.Result
-		if err := json.Unmarshal(out[k].Bytes(), &r); err != nil {
-			t.Fatalf("shard %d/2: %v\n%s", k+1, err, out[k].String())
-		}
-		shards = append(shards, &r)
-		paths = append(paths, filepath.Join(dir, fmt.Sprintf("lg%d.json", k+1)))
-		if err := os.WriteFile(paths[k], out[k].Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// shard 2 exits 3 (interrupted), with its partial result
+	paths, shards := waitShards(t, dir, cmds[:], out[:])
 	a, b := shards[0], shards[1]
 	if !b.Interrupted || b.WindowSeconds > a.WindowSeconds-0.5 || b.WindowSeconds < 0.5 {
 		t.Fatalf("window %.3f s (shard 1), %.3f s (shard 2, interrupted %v): want shard 2 cut about halfway", a.WindowSeconds, b.WindowSeconds, b.Interrupted)

@@ -198,11 +198,20 @@ func genUnitFile(t *rapid.T, section string, keys ...string) string {
 
 // unitOracle runs systemd --test for the unit as nobody in box (where
 // dir's etc/systemd is /etc/systemd) and returns "soft:hard" of its
-// LimitNOFILE and its TasksMax (in tasks, or "infinity").
+// LimitNOFILE and its TasksMax (in tasks, or "infinity"); both "" when
+// systemd fails to load the unit.
 func unitOracle(t interface{ Fatalf(string, ...any) }, box *testenv.Sandbox) (nofile, tasks string) {
+	return systemdTest(t, box, unitOracleName, unitOracleName)
+}
+
+// systemdTest runs `systemd --test --unit=query` as nobody in box and
+// returns "soft:hard" of the LimitNOFILE and the TasksMax (in tasks, or
+// "infinity") of id, the unit query loads as (its unit file's name);
+// both "" when systemd fails to load it.
+func systemdTest(t interface{ Fatalf(string, ...any) }, box *testenv.Sandbox, query, id string) (nofile, tasks string) {
 	out, e, _ := box.Run("setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
-		"/lib/systemd/systemd", "--test", "--system", "--unit="+unitOracleName, "--no-pager", "--log-target=console")
-	if strings.Contains(e, unitOracleName+" failed to load properly") {
+		"/lib/systemd/systemd", "--test", "--system", "--unit="+query, "--no-pager", "--log-target=console")
+	if strings.Contains(e, id+" failed to load properly") {
 		// a unit file systemd cannot parse: the unit is not loaded and
 		// never started, whatever the dump shows of it
 		return "", ""
@@ -212,7 +221,7 @@ func unitOracle(t interface{ Fatalf(string, ...any) }, box *testenv.Sandbox) (no
 	for _, l := range strings.Split(out, "\n") {
 		f := strings.Fields(l)
 		switch {
-		case strings.Contains(l, "-> Unit "+unitOracleName+":"):
+		case strings.Contains(l, "-> Unit "+id+":"):
 			in = true
 		case in && strings.Contains(l, "-> Unit "):
 			in = false
@@ -228,7 +237,7 @@ func unitOracle(t interface{ Fatalf(string, ...any) }, box *testenv.Sandbox) (no
 		}
 	}
 	if nofile == "" || tasks == "" {
-		t.Fatalf("systemd --test printed no LimitNOFILE or TasksMax for %s:\n%s\n%s", unitOracleName, out, e)
+		t.Fatalf("systemd --test --unit=%s printed no LimitNOFILE or TasksMax for %s:\n%s\n%s", query, id, out, e)
 	}
 	return nofile, tasks
 }
@@ -336,29 +345,6 @@ func procSysUint(t *testing.T, name string) uint64 {
 	return n
 }
 
-// aliasOracle is unitOracle for any unit name: it runs systemd --test
-// for query and returns "soft:hard" of the LimitNOFILE of id, the unit
-// query loads as (its unit file's name).
-func aliasOracle(t interface{ Fatalf(string, ...any) }, box *testenv.Sandbox, query, id string) string {
-	out, e, _ := box.Run("setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
-		"/lib/systemd/systemd", "--test", "--system", "--unit="+query, "--no-pager", "--log-target=console")
-	in := false
-	hard := ""
-	for _, l := range strings.Split(out, "\n") {
-		f := strings.Fields(l)
-		switch {
-		case strings.Contains(l, "-> Unit "+id+":"):
-			in = true
-		case in && len(f) == 2 && f[0] == "LimitNOFILE:":
-			hard = f[1]
-		case in && len(f) == 2 && f[0] == "LimitNOFILESoft:" && hard != "":
-			return f[1] + ":" + hard
-		}
-	}
-	t.Fatalf("systemd --test --unit=%s printed no LimitNOFILE for %s:\n%s\n%s", query, id, out, e)
-	return ""
-}
-
 // TestUnitAliasOracle draws a unit file (in /etc/systemd/system or
 // /run/systemd/system, perhaps with a copy in /etc hiding the one in
 // /run), alias links to it (relative or absolute, one perhaps an alias
@@ -445,7 +431,7 @@ func TestUnitAliasOracle(t *testing.T) {
 		if err != nil {
 			rt.Fatal(err)
 		}
-		want := aliasOracle(rt, box, query, unit)
+		want, _ := systemdTest(rt, box, query, unit)
 		if got.String() != want {
 			var files strings.Builder
 			for _, d := range []string{etc, run} {
