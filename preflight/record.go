@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/tune/boot"
 )
 
 // Record and replay a host. `preflight --record DIR` gathers the live host
@@ -283,38 +284,39 @@ func copyRecorded(src, dst, filter string) (bool, error) {
 	return true, os.WriteFile(dst, keepReadLines(filter, b), 0o644)
 }
 
+// recordedSystemdKeys are the keys of systemd unit, slice and manager
+// files preflight reads: a recording keeps their assignments and blanks
+// every other line (keepReadLines). A key read but not listed here would
+// be lost from a recording, and its replay judge the unit without it:
+// TestRecordKeepsEveryKeyRead fails then.
+var recordedSystemdKeys = append([]string{"LimitNOFILE", "User", "DefaultLimitNOFILE", "TasksMax", "DefaultTasksMax",
+	"Slice", "DefaultMemoryLow", "DefaultMemoryMin"}, memKeys...)
+
 // keepReadLines keeps of a configuration file only the lines preflight
 // reads — a unit's Environment= or a drop-in's ExecStart= may hold
-// secrets: section headers, LimitNOFILE=, User= and DefaultLimitNOFILE=
-// of systemd files, and the nofile lines of limits.conf and limits.d.
-// Other lines are left empty, so every kept line keeps its number (a
-// replay names the same FILE:LINE). Other files (procfs) are kept whole.
+// secrets: section headers and the recordedSystemdKeys of systemd files
+// (boot.KeepSettings: continuations whole, and a line that stops
+// systemd's parser still stopping it), and the nofile lines of
+// limits.conf and limits.d. Other lines are left empty, so every kept
+// line keeps its number (a replay names the same FILE:LINE). Other files
+// (procfs) are kept whole.
 func keepReadLines(path string, b []byte) []byte {
-	var keep func(line string) bool
+	var out string
 	switch {
 	case strings.HasPrefix(path, "/etc/security/"):
-		keep = func(l string) bool {
+		lines := strings.Split(string(b), "\n")
+		for i, l := range lines {
 			l, _, _ = strings.Cut(l, "#") // as tune/boot reads it
-			f := strings.Fields(l)
-			return len(f) == 4 && strings.EqualFold(f[2], "nofile")
+			if f := strings.Fields(l); len(f) != 4 || !strings.EqualFold(f[2], "nofile") {
+				lines[i] = ""
+			}
 		}
+		out = strings.Join(lines, "\n")
 	case strings.Contains(path, "/systemd/"):
-		keep = func(l string) bool {
-			l = strings.TrimSpace(l)
-			k, _, _ := strings.Cut(l, "=")
-			k = strings.TrimSpace(k)
-			return strings.HasPrefix(l, "[") || k == "LimitNOFILE" || k == "User" || k == "DefaultLimitNOFILE"
-		}
+		out = string(boot.KeepSettings(b, recordedSystemdKeys))
 	default:
 		return b
 	}
-	lines := strings.Split(string(b), "\n")
-	for i, l := range lines {
-		if !keep(l) {
-			lines[i] = ""
-		}
-	}
-	out := strings.Join(lines, "\n")
 	if out == "" && len(b) > 0 {
 		out = "\n" // an empty file would read as masked (tune/boot)
 	}

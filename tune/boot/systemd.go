@@ -334,10 +334,11 @@ func fileFails(t tree, f ConfFile) (string, error) {
 }
 
 // configLine is one logical line of a systemd configuration file and the
-// 1-based line it starts on.
+// 1-based lines it starts and ends on.
 type configLine struct {
 	text string
 	n    int
+	last int // the 1-based line it ends on (n, or later for a continuation)
 }
 
 // configLines joins lines (as read_line splits them) into the logical
@@ -367,11 +368,11 @@ func configLines(lines []string) []configLine {
 			cont, open = l[:len(l)-1]+" ", true
 			continue
 		}
-		out = append(out, configLine{text: l, n: start})
+		out = append(out, configLine{text: l, n: start, last: i + 1})
 		cont, open = "", false
 	}
 	if open {
-		out = append(out, configLine{text: cont, n: start})
+		out = append(out, configLine{text: cont, n: start, last: len(lines)})
 	}
 	return out
 }
