@@ -158,6 +158,7 @@ func TestE2EBadInput(t *testing.T) {
 		{"--role loadgen --port 1883", "--port [1883] with --role loadgen"},
 		{"--role iotdb --iotdb-home /nonexistent", "--iotdb-home /nonexistent: no conf/iotdb-system.properties"},
 		{"--root /nonexistent", "--root /nonexistent"},
+		{"--root /proc/version", "--root /proc/version is not a directory: give the directory `hostprep preflight --record DIR` wrote"},
 		{"--active --root /tmp", "--active with --root /tmp"},
 	} {
 		args := append([]string{"preflight", "--sockets", "100"}, strings.Fields(c.args)...)

@@ -142,6 +142,9 @@ func loadRecording(root string) (*Recording, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
+	if errors.Is(err, syscall.ENOTDIR) {
+		return nil, exitcode.BadInputf("--root %s is not a directory: give the directory `hostprep preflight --record DIR` wrote (or a host's root tree)", root)
+	}
 	if err != nil {
 		return nil, exitcode.BadInputf("--root %s: %v", root, err)
 	}

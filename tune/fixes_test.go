@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"syscall"
@@ -339,6 +340,38 @@ func TestRollbackKeepsNrOpenForAForeignLimitsFile(t *testing.T) {
 				t.Errorf("second rollback kept %+v", r.Kept)
 			}
 			h.assertUnchanged(before)
+		})
+	}
+}
+
+// A directory where hostprep keeps a file of its own, or a file where it
+// needs a directory, stops apply before anything changes, with the fix:
+// move it away (hostprep never removes what it did not write). Field
+// case: "tune: reading …/60-hostprep.conf: read …: is a directory".
+func TestOwnedPathBlockedNamesTheFix(t *testing.T) {
+	for _, c := range []struct {
+		name, profile, dir, file string
+	}{
+		{"a directory at hostprep's sysctl.d file", "sys-tune", "etc/sysctl.d/60-hostprep.conf", ""},
+		{"a file at a drop-in directory", "mqtt-broker-1m", "", "etc/systemd/system/emqx.service.d"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHost(t, nil)
+			if c.dir != "" {
+				must(t, os.MkdirAll(filepath.Join(h.root, c.dir), 0o755))
+			}
+			if c.file != "" {
+				must(t, os.MkdirAll(filepath.Dir(filepath.Join(h.root, c.file)), 0o755))
+				must(t, os.WriteFile(filepath.Join(h.root, c.file), []byte("x"), 0o644))
+			}
+			p, err := profiles.Load(c.profile, nil)
+			must(t, err)
+			before := h.snapshot()
+			_, err = h.apply(p)
+			wantCode(t, err, exitcode.Environment, "move it away", "hostprep never removes what it did not write")
+			if after := h.snapshot(); !reflect.DeepEqual(before, after) {
+				t.Errorf("apply changed the host before it stopped")
+			}
 		})
 	}
 }

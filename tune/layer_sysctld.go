@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/tune/boot"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
@@ -90,7 +89,7 @@ func (pl *Plan) retireSysctlD(st *journal.State) error {
 		j := st.Files[p]
 		data, exists, err := files.Read(p)
 		if err != nil {
-			return exitcode.Environmentf("tune: reading %s: %v", p, err)
+			return ownedReadError(p, err)
 		}
 		if !exists || journal.SHA256(data) != j.SetSHA256 {
 			pl.Warnings = append(pl.Warnings, fmt.Sprintf("%s, hostprep's sysctl.d file under a former --persist-name, %s; %s", p, leftReason(p, data, exists), "whatever it sets still applies at boot"))

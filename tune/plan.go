@@ -588,7 +588,7 @@ func (pl *Plan) planFile(w fileWant, st *journal.State) error {
 		cur, existed, err = pl.readLinked(w.path)
 	}
 	if err != nil {
-		return exitcode.Environmentf("tune: reading %s: %v", path, err)
+		return ownedReadError(path, err)
 	}
 	if existed && string(cur) == string(w.data) {
 		pl.Skipped = append(pl.Skipped, Skip{File: path, Layer: Persistent, Current: describe(cur, true), Reason: "already has these exact bytes; not rewritten"})
@@ -748,4 +748,19 @@ func clonePersisted(p journal.Persisted) journal.Persisted {
 	out.TasksMax = maps.Clone(p.TasksMax)
 	out.NofileUsers = slices.Clone(p.NofileUsers)
 	return out
+}
+
+// ownedReadError is the error (exitcode.Environment) for a path where
+// hostprep keeps a file of its own that cannot be read; where a
+// directory stands at it, or a file at a directory it needs
+// (EISDIR/ENOTDIR), it names the fix: hostprep never removes what it does
+// not own.
+func ownedReadError(path string, err error) error {
+	switch {
+	case errors.Is(err, syscall.EISDIR):
+		return exitcode.Environmentf("tune: %s is a directory, where hostprep keeps a file of its own: move it away (hostprep never removes what it did not write), then run the command again", path)
+	case errors.Is(err, syscall.ENOTDIR):
+		return exitcode.Environmentf("tune: %s: a file stands where hostprep needs a directory on that path (%v): move it away (hostprep never removes what it did not write), then run the command again", path, err)
+	}
+	return exitcode.Environmentf("tune: reading %s: %v", path, err)
 }
