@@ -149,7 +149,7 @@ func (g *gatherer) targetService(ctx context.Context, unit string, fromProfile b
 		if fromProfile {
 			return g.unitMissing(unit, fmt.Sprintf("%s, and %s", u.missing, strings.TrimSuffix(running, " either (no /run/systemd/system)")))
 		}
-		return exitcode.BadInputf("--service %s: no such unit: %s (drop-ins alone do not make a unit), and %s; pass the unit that runs the broker (--service mosquitto) or the PID of the running process (--pid)", unit, u.missing, running)
+		return exitcode.BadInputf("--service %s: %s, and %s; pass the unit that runs the broker (--service mosquitto) or the PID of the running process (--pid)", unit, u.missing, running)
 	}
 	if !g.f.Systemd.Running {
 		return g.unitWithoutSystemd(unit, u)
