@@ -448,7 +448,7 @@ func (c *checker) limits() {
 		}
 	}
 	if len(p.Systemd.Services) > 0 && p.Systemd.LimitNOFILE == nil && p.Limits.Nofile == nil {
-		c.add([]string{"systemd", "services"}, "systemd.services is set but no LimitNOFILE is given; set systemd.limit_nofile (or limits.nofile, which services then get)")
+		c.add([]string{"systemd", "services"}, "systemd.services is set but no LimitNOFILE is given (hostprep's drop-in for a unit always sets LimitNOFILE, and TasksMax= from systemd.tasks_max goes in the same file); set systemd.limit_nofile (or limits.nofile, which services then get)")
 	}
 	c.tasksMax()
 }
