@@ -2,6 +2,7 @@ package boot
 
 import (
 	"fmt"
+	"math"
 	"path"
 	"strconv"
 	"strings"
@@ -450,6 +451,23 @@ func parseSystemdRlimit(v string) (soft, hard uint64, ok bool) {
 // leading 0 octal), after an optional sign; the whole rest must be read
 // without overflow, and a minus sign is refused unless the value is 0.
 func safeAtou64(s string) (uint64, bool) {
+	n, neg, ok := strtoBase0(s)
+	return n, ok && (!neg || n == 0)
+}
+
+// safeAtoi is systemd 252's safe_atoi as parse_permyriad uses it for the
+// whole part of a share: read as safeAtou64 reads a number, into a C int
+// (at most 2147483647); parse_permyriad then refuses any value below 0,
+// so ok is false for a negative one ("-0" is 0).
+func safeAtoi(s string) (uint64, bool) {
+	n, neg, ok := strtoBase0(s)
+	return n, ok && (!neg || n == 0) && n <= math.MaxInt32
+}
+
+// strtoBase0 reads s as systemd's mangle_base and strtoull/strtol with
+// base 0 do (see safeAtou64): the magnitude, whether a minus sign came
+// before it, and whether all of s was read without overflow.
+func strtoBase0(s string) (n uint64, neg, ok bool) {
 	s = strings.TrimLeft(s, systemdSpace)
 	base := 0
 	if len(s) > 2 && s[0] == '0' {
@@ -460,7 +478,6 @@ func safeAtou64(s string) (uint64, bool) {
 			base, s = 8, s[2:]
 		}
 	}
-	neg := false
 	if s != "" && (s[0] == '+' || s[0] == '-') {
 		neg, s = s[0] == '-', s[1:]
 	}
@@ -475,13 +492,10 @@ func safeAtou64(s string) (uint64, bool) {
 		}
 	}
 	if s == "" || strings.ContainsAny(s, "+-_") {
-		return 0, false
+		return 0, neg, false
 	}
 	n, err := strconv.ParseUint(s, base, 64)
-	if err != nil || (neg && n != 0) {
-		return 0, false
-	}
-	return n, true
+	return n, neg, err == nil
 }
 
 // IsUnitFile says whether p, a path UnitNofile read, is unit's own unit

@@ -37,7 +37,8 @@ func TasksCeiling(threadsMax, pidMax uint64) uint64 {
 // config_parse_tasks_max does: "infinity" (Unlimited), a number of tasks
 // N >= 1 read as safe_atou64 reads it ("0x1000" and "010000" are 4096), or
 // a share of ceiling (tasks) written "P%" (up to two decimals), "P‰" (one)
-// or "P‱", at most 100%, rounded down. ok is false for a value systemd
+// or "P‱", at most 100%, rounded down, its whole part P read in base 0
+// as a number is ("060%" is 48%, "0x3c%" is 60%: parsePermyriad). ok is false for a value systemd
 // logs and ignores (0, above 100%, anything else); the empty value, a
 // reset, is not parsed here.
 func ParseTasksMax(v string, ceiling uint64) (uint64, bool) {
@@ -51,8 +52,11 @@ func ParseTasksMax(v string, ceiling uint64) (uint64, bool) {
 	return n, ok && n >= 1 && n < Unlimited
 }
 
-// parsePermyriad reads "P%", "P‰" or "P‱" as systemd's parse_permyriad:
-// the share in 1/10000 and whether it is valid; isShare is false when v
+// parsePermyriad reads "P%", "P‰" or "P‱" as systemd 252's
+// parse_permyriad: the whole part P as safe_atoi reads it (base 0:
+// "060%" is 48%, "0x3c%" 60%, "0b11%" 3%, "+60%" 60%; safeAtoi), then up
+// to two decimal digits for %, one for ‰, none for ‱; the share in
+// 1/10000 and whether it is valid (at most 100%); isShare is false when v
 // has none of the suffixes (a plain number, read otherwise).
 func parsePermyriad(v string) (p uint64, ok, isShare bool) {
 	for _, u := range []struct {
@@ -65,11 +69,11 @@ func parsePermyriad(v string) (p uint64, ok, isShare bool) {
 			continue
 		}
 		whole, frac, dot := strings.Cut(num, ".")
-		if !digits(whole) || dot && (!digits(frac) || len(frac) > u.decimals) {
+		if dot && (!digits(frac) || len(frac) > u.decimals) {
 			return 0, false, true
 		}
-		w, err := strconv.ParseUint(whole, 10, 32)
-		if err != nil {
+		w, ok := safeAtoi(whole)
+		if !ok || w > 10000 {
 			return 0, false, true
 		}
 		p = w * u.scale
