@@ -134,7 +134,9 @@ func tasksItems(env Env, per journal.Persisted, overlay map[string][]byte) ([]Bo
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, tasksItem(env, u, read, per.TasksMax[u], got))
+		it := tasksItem(env, u, read, per.TasksMax[u], got)
+		notStarted(&it, read, u, "TasksMax")
+		out = append(out, it)
 	}
 	return out, nil
 }
@@ -147,8 +149,11 @@ func tasksItems(env Env, per journal.Persisted, overlay map[string][]byte) ([]Bo
 func tasksItem(env Env, unit string, read []boot.ConfFile, want uint64, got boot.TasksSetting) BootItem {
 	own := files.ServiceDropIn(unit)
 	it := BootItem{Limit: unit + " TasksMax", Want: fmtTasks(want), OK: true, Boot: BootValue{Value: got.String()}, hard: boot.Unlimited}
-	if got.Set {
+	switch {
+	case got.Set:
 		it.Boot.File, it.Boot.Line = got.File.Name(), got.Line
+	case got.ResetLine > 0: // the empty TasksMax= that brought the default
+		it.Boot.File, it.Boot.Line = got.ResetFile.Name(), got.ResetLine
 	}
 	if got.Tasks >= want {
 		return it
@@ -159,8 +164,15 @@ func tasksItem(env Env, unit string, read []boot.ConfFile, want uint64, got boot
 		from = fmt.Sprintf("the manager's DefaultTasksMax=%s (%s)", got.Text, got.Where())
 	}
 	head := fmt.Sprintf("%s: after a reboot systemd gives it TasksMax %s from %s, below the %s hostprep wrote", it.Limit, got.String(), from, it.Want)
-	if got.Key == "DefaultTasksMax" && readsOwn(read, own) && hiderOf(read, own) < 0 {
-		it.Problem = fmt.Sprintf("%s: hostprep's drop-in %s no longer sets TasksMax= (edited), or a drop-in after it resets it with an empty TasksMax=; %s writes it again, and hostprep never edits a file it does not own", head, own, env.reapply())
+	switch {
+	case got.ResetLine > 0 && got.ResetFile.Path == own:
+		it.Problem = fmt.Sprintf("%s: hostprep's drop-in %s was edited (line %d is an empty TasksMax=, a reset to the manager's default); %s writes it again", head, own, got.ResetLine, env.reapply())
+		return it
+	case got.ResetLine > 0 && readsOwn(read, own) && hiderOf(read, own) < 0:
+		it.Problem = fmt.Sprintf("%s: %s, read after hostprep's drop-in %s, resets it with an empty TasksMax= (back to the manager's default); hostprep never edits a file it does not own: remove that line, or give it the value you want", head, got.ResetWhere(), own)
+		return it
+	case got.Key == "DefaultTasksMax" && readsOwn(read, own) && hiderOf(read, own) < 0:
+		it.Problem = fmt.Sprintf("%s: hostprep's drop-in %s no longer sets TasksMax= (edited); %s writes it again", head, own, env.reapply())
 		return it
 	}
 	it.Problem = dropInProblem(env, head, own, read, got.File.Path)

@@ -143,3 +143,49 @@ func TestTasksMaxNeverLowered(t *testing.T) {
 		})
 	}
 }
+
+// tasksProfile is a profile that gives iotdb-datanode nofile and
+// TasksMax 16384.
+func tasksProfile(t *testing.T) *profiles.Profile {
+	t.Helper()
+	prof, err := profiles.Parse("t.yaml", []byte("systemd:\n  services: [iotdb-datanode]\n  limit_nofile: {soft: 65536, hard: 65536}\n  tasks_max: 16384\n"))
+	must(t, err)
+	return prof
+}
+
+// TestTasksMaxMaskedUnit: a unit masked after apply (its unit file in
+// /etc a link to /dev/null) is never started, so its TasksMax item is
+// not OK, like its LimitNOFILE item: both say the unit is masked. Field
+// case: verify --boot flagged LimitNOFILE as masked and said TasksMax ok.
+func TestTasksMaxMaskedUnit(t *testing.T) {
+	img, env := newImage(t, map[string]string{"/lib/systemd/system/iotdb-datanode.service": datanodeUnit})
+	_, err := Apply(t.Context(), tasksProfile(t), Options{Env: env})
+	must(t, err)
+	must(t, os.Symlink("/dev/null", filepath.Join(img, "etc/systemd/system/iotdb-datanode.service")))
+	bs, err := VerifyBoot(env)
+	wantCode(t, err, exitcode.Failed, "iotdb-datanode.service TasksMax: the unit is masked", "no TasksMax applies", "iotdb-datanode.service LimitNOFILE: the unit is masked")
+	if it := tasksItemOf(bs.Items, "iotdb-datanode.service"); it == nil || it.OK {
+		t.Errorf("TasksMax item of a masked unit: %+v", it)
+	}
+}
+
+// TestTasksMaxResetNamed: an empty TasksMax= in a drop-in read after
+// hostprep's resets the unit to the manager's default; verify --boot's
+// item names that file and line (as SET BY and in the problem) instead
+// of guessing between an edit and a reset.
+func TestTasksMaxResetNamed(t *testing.T) {
+	img, env := newImage(t, map[string]string{"/lib/systemd/system/iotdb-datanode.service": datanodeUnit,
+		"/etc/sysctl.d/50-threads.conf": "kernel.threads-max = 100000\n"})
+	_, err := Apply(t.Context(), tasksProfile(t), Options{Env: env})
+	must(t, err)
+	reset := "/etc/systemd/system/iotdb-datanode.service.d/99-admin.conf"
+	must(t, os.WriteFile(filepath.Join(img, reset), []byte("[Service]\n# back to the default\nTasksMax=\n"), 0o644))
+	bs, err := VerifyBoot(env)
+	wantCode(t, err, exitcode.Failed, reset+":3, read after hostprep's drop-in", "resets it with an empty TasksMax=")
+	if err != nil && strings.Contains(err.Error(), "(edited)") {
+		t.Errorf("the problem still guesses an edit: %v", err)
+	}
+	if it := tasksItemOf(bs.Items, "iotdb-datanode.service"); it == nil || it.OK || it.Boot.File != reset || it.Boot.Line != 3 {
+		t.Errorf("TasksMax item: %+v, want not OK, set by %s:3", it, reset)
+	}
+}

@@ -104,6 +104,20 @@ type TasksSetting struct {
 	Set  bool
 	File ConfFile
 	Line int
+	// ResetFile and ResetLine (0: none) are the unit's last empty
+	// TasksMax=, which sent it back to the manager's default (Key
+	// "DefaultTasksMax") after an earlier file of the unit set one.
+	ResetFile ConfFile
+	ResetLine int
+}
+
+// ResetWhere is "FILE:LINE" of the empty TasksMax= that reset the unit's
+// value to the manager's default, or "" when none did.
+func (s TasksSetting) ResetWhere() string {
+	if s.ResetLine == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s:%d", s.ResetFile.Name(), s.ResetLine)
 }
 
 // Where is "FILE:LINE" for messages, or "systemd's built-in default".
@@ -147,8 +161,8 @@ func UnitTasksMaxOverlay(root, unit string, ceiling uint64, overlay map[string][
 // returns them) are known; mfiles are the manager's files it read when
 // none of files sets TasksMax= (nil otherwise). systemd ignores a value
 // ParseTasksMax refuses, keeping the one before; an empty TasksMax= goes
-// back to the manager's default. Errors: a file that exists but cannot be
-// read.
+// back to the manager's default (s.ResetFile, s.ResetLine name it).
+// Errors: a file that exists but cannot be read.
 func TasksMaxIn(root string, files []ConfFile, ceiling uint64, overlay map[string][]byte) (s TasksSetting, mfiles []ConfFile, err error) {
 	t := tree{root: root, overlay: overlay}
 	accept := func(v string) bool { _, ok := ParseTasksMax(v, ceiling); return ok }
@@ -156,11 +170,15 @@ func TasksMaxIn(root string, files []ConfFile, ceiling uint64, overlay map[strin
 	if err != nil || s.Set && s.Text != "" {
 		return s, nil, err
 	}
+	reset := s
 	_, mfiles, err = ManagerNofileOverlay(root, overlay)
 	if err != nil {
 		return TasksSetting{}, mfiles, err
 	}
 	s, err = lastTasksMax(t, mfiles, "Manager", "DefaultTasksMax", accept, ceiling)
+	if reset.Set {
+		s.ResetFile, s.ResetLine = reset.File, reset.Line
+	}
 	switch {
 	case err != nil:
 	case !s.Set:
