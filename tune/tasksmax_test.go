@@ -111,8 +111,15 @@ func TestTasksMaxNeverLowered(t *testing.T) {
 		{"the unit's own 20000", map[string]string{"/lib/systemd/system/iotdb-datanode.service": datanodeUnit + "TasksMax=20000\n"}, "20000",
 			"TasksMax kept at 20000 for iotdb-datanode.service (the profile asks for 16384): it already gets 20000 from TasksMax=20000 at /lib/systemd/system/iotdb-datanode.service:5"},
 		{"infinity", map[string]string{"/etc/systemd/system/iotdb-datanode.service.d/10-admin.conf": "[Service]\nTasksMax=infinity\n"}, "infinity", "TasksMax kept at infinity"},
-		{"DefaultTasksMax=50% with pid_max 4194304 at boot", map[string]string{"/etc/sysctl.d/50-pid-max.conf": "kernel.pid_max = 4194304\n",
-			"/etc/systemd/system.conf": "[Manager]\nDefaultTasksMax=50%\n"}, "2097151", "2097151 (50% of a task ceiling of 4194303)"},
+		{"DefaultTasksMax=50% with pid_max 4194304 and threads-max 3000000 at boot", map[string]string{"/etc/sysctl.d/50-pid-max.conf": "kernel.pid_max = 4194304\n",
+			"/usr/lib/sysctl.d/60-threads.conf": "kernel.threads-max = 3000000\n",
+			"/etc/systemd/system.conf":          "[Manager]\nDefaultTasksMax=50%\n"}, "1500000", "1500000 (50% of a task ceiling of 3000000)"},
+		{"DefaultTasksMax=50% in an image that does not set threads-max", map[string]string{"/etc/sysctl.d/50-pid-max.conf": "kernel.pid_max = 4194304\n",
+			"/etc/systemd/system.conf": "[Manager]\nDefaultTasksMax=50%\n"}, "16384", ""},
+		{"the unit's own 0x3c%, base 0", map[string]string{"/etc/sysctl.d/50-threads.conf": "kernel.threads-max = 100000\nkernel.pid_max = 4194304\n",
+			"/lib/systemd/system/iotdb-datanode.service": datanodeUnit + "TasksMax=0x3c%\n"}, "60000", "TasksMax kept at 60000"},
+		{"the unit's own 060%, octal", map[string]string{"/etc/sysctl.d/50-threads.conf": "kernel.threads-max = 40000\nkernel.pid_max = 4194304\n",
+			"/lib/systemd/system/iotdb-datanode.service": datanodeUnit + "TasksMax=060%\n"}, "19200", "TasksMax kept at 19200"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tree := map[string]string{"/lib/systemd/system/iotdb-datanode.service": datanodeUnit}
@@ -187,5 +194,77 @@ func TestTasksMaxResetNamed(t *testing.T) {
 	}
 	if it := tasksItemOf(bs.Items, "iotdb-datanode.service"); it == nil || it.OK || it.Boot.File != reset || it.Boot.Line != 3 {
 		t.Errorf("TasksMax item: %+v, want not OK, set by %s:3", it, reset)
+	}
+}
+
+// TestTasksMaxImageCeiling: in an image the task ceiling a share is taken
+// of comes from the image's own sysctl configuration, kernel.pid_max
+// and kernel.threads-max both (systemd takes the lower of threads-max
+// and pid_max - 1); threads-max that the image does not set is sized by
+// the kernel from the RAM of the host it boots on, so a share cannot be
+// judged ok then: verify --boot says it cannot tell, and the plan does
+// not claim a number it cannot know ("already gets 629145 (15% of
+// 4194303)") but writes the profile's. Field cases: Debian's
+// 50-pid-max.conf with a drop-in's TasksMax=1% was judged 41943, ok (a
+// host with threads-max 192730 gives 1927); an image's threads-max 8000
+// with TasksMax=60% was judged 19660, ok (systemd: 4800).
+func TestTasksMaxImageCeiling(t *testing.T) {
+	const pidMax = "/usr/lib/sysctl.d/50-pid-max.conf"
+	later := "/etc/systemd/system/iotdb-datanode.service.d/99-admin.conf"
+	for _, c := range []struct {
+		name    string
+		tree    map[string]string
+		later   string // TasksMax= of a drop-in after hostprep's
+		ok      bool
+		boot    string
+		mention []string
+	}{
+		{"1% of pid_max 4194304, threads-max unset", map[string]string{pidMax: "kernel.pid_max = 4194304\n"}, "1%", false, "unknown (1%)",
+			[]string{"cannot tell", "kernel.threads-max", "by no file of the image's sysctl configuration", "a number, as systemd.tasks_max writes, can be judged", later + ":2"}},
+		{"1% of pid_max 4194304, threads-max 192730", map[string]string{pidMax: "kernel.pid_max = 4194304\n", "/etc/sysctl.d/10-threads.conf": "kernel.threads-max = 192730\n"}, "1%", false, "1927",
+			[]string{"TasksMax 1927 from " + later + ":2, below the 28909"}}, // the plan keeps systemd's 15% of 192730
+		{"60% of threads-max 8000", map[string]string{"/etc/sysctl.d/10-threads.conf": "kernel.threads-max = 8000\n"}, "60%", false, "4800",
+			[]string{"TasksMax 4800 from " + later + ":2, below the 16384"}},
+		{"0.1% of at most 32767 is below anyway", nil, "0.1%", false, "at most 32",
+			[]string{"at most 32 (of a task ceiling of at most 32767), below the 16384"}},
+		{"60% of threads-max 100000", map[string]string{pidMax: "kernel.pid_max = 4194304\n", "/etc/sysctl.d/10-threads.conf": "kernel.threads-max = 100000\n"}, "60%", true, "60000", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tree := map[string]string{"/lib/systemd/system/iotdb-datanode.service": datanodeUnit}
+			for k, v := range c.tree {
+				tree[k] = v
+			}
+			img, env := newImage(t, tree)
+			pl, err := NewPlan(tasksProfile(t), env)
+			must(t, err)
+			for _, s := range pl.Skipped {
+				if strings.Contains(s.Reason, "TasksMax kept") && !strings.Contains(s.Reason, "of a task ceiling of 192730") {
+					t.Errorf("plan keeps a TasksMax: %s", s.Reason)
+				}
+			}
+			_, err = Apply(t.Context(), tasksProfile(t), Options{Env: env})
+			must(t, err)
+			must(t, os.WriteFile(filepath.Join(img, later), []byte("[Service]\nTasksMax="+c.later+"\n"), 0o644))
+			bs, err := VerifyBoot(env)
+			if c.ok {
+				must(t, err)
+			} else {
+				wantCode(t, err, exitcode.Failed, c.mention...)
+			}
+			if it := tasksItemOf(bs.Items, "iotdb-datanode.service"); it == nil || it.OK != c.ok || it.Boot.Value != c.boot {
+				t.Errorf("TasksMax item %+v, want ok %v, boot %q", it, c.ok, c.boot)
+			}
+		})
+	}
+	// The plan: systemd's 15% of a ceiling it cannot know is not kept.
+	_, env := newImage(t, map[string]string{pidMax: "kernel.pid_max = 4194304\n", "/lib/systemd/system/iotdb-datanode.service": datanodeUnit})
+	pl, err := NewPlan(tasksProfile(t), env)
+	must(t, err)
+	all := strings.Join(append(append([]string{}, pl.Notes...), pl.Warnings...), "\n")
+	for _, s := range pl.Skipped {
+		all += "\n" + s.Reason
+	}
+	if strings.Contains(all, "629145") || !strings.Contains(all, "cannot know here") || !strings.Contains(all, "it writes TasksMax=16384") {
+		t.Errorf("plan's messages:\n%s", all)
 	}
 }
