@@ -205,6 +205,11 @@ func tasksItems(env Env, per journal.Persisted, overlay map[string][]byte) ([]Bo
 		}
 		it := tasksItem(env, u, read, per.TasksMax[u], got, ceiling)
 		notStarted(&it, read, u, "TasksMax")
+		if it.OK {
+			if err := sliceCaps(&it, root, u, per.TasksMax[u], ceiling, overlay); err != nil {
+				return nil, err
+			}
+		}
 		out = append(out, it)
 	}
 	return out, nil
@@ -246,6 +251,59 @@ func tasksItem(env Env, unit string, read []boot.ConfFile, want uint64, got boot
 	}
 	it.Problem = tasksProblem(env, head, own, read, got)
 	return it
+}
+
+// sliceCaps marks it, unit u's TasksMax item, not OK when a slice above
+// u after the next boot (boot.UnitSliceTasks: its Slice=, else
+// system.slice, and each slice above that by dash prefix) has a
+// TasksMax= below want, the one hostprep wrote, or a share of a ceiling
+// not known: pids.max is hierarchical, so the slice caps every task of
+// the unit. tune writes no slice's TasksMax=; the problem names the
+// slice's file and line and the remedy. Errors: exitcode.Environment
+// when a file cannot be read.
+func sliceCaps(it *BootItem, root, u string, want uint64, ceiling taskCeiling, overlay map[string][]byte) error {
+	all, low, ok, err := boot.UnitSliceTasks(root, u, ceiling.tasks, overlay)
+	if err != nil {
+		return exitcode.Environmentf("tune: %v", err)
+	}
+	below := ok && low.Tasks < want
+	if !below {
+		i := slices.IndexFunc(all, func(s boot.SliceTasks) bool {
+			return s.Tasks != boot.Unlimited && isShare(s.Text) && !ceiling.known
+		})
+		if i < 0 {
+			return nil
+		}
+		low = all[i]
+	}
+	slice, where, err := boot.UnitSlice(root, u, overlay)
+	if err != nil {
+		return exitcode.Environmentf("tune: %v", err)
+	}
+	in := fmt.Sprintf("it runs in %s (systemd's default slice)", slice)
+	if where != "" {
+		in = fmt.Sprintf("it runs in %s (Slice= at %s)", slice, where)
+	}
+	from := low.Where()
+	if low.Key == "DefaultTasksMax" {
+		from = fmt.Sprintf("the manager's DefaultTasksMax=%s (%s), which the empty TasksMax= at %s gives it", low.Text, low.Where(), low.ResetWhere())
+	}
+	has := fmt.Sprintf("TasksMax %s from %s: pids.max is hierarchical, so the slice caps all the unit's tasks below the %s hostprep wrote in the unit's drop-in", low.String(), from, it.Want)
+	it.Boot = BootValue{Value: low.String() + " (" + low.Slice + ")"}
+	if !below {
+		has = fmt.Sprintf("TasksMax=%s from %s, a share of a task ceiling hostprep cannot know here (%s): pids.max is hierarchical, so the slice caps all the unit's tasks, and hostprep cannot tell whether that reaches the %s it wrote in the unit's drop-in", low.Text, from, ceiling.why, it.Want)
+		it.Boot = BootValue{Value: "unknown (" + low.Slice + " " + low.Text + ")"}
+	}
+	switch {
+	case low.Key == "TasksMax":
+		it.Boot.File, it.Boot.Line = low.File.Name(), low.Line
+	case low.ResetLine > 0: // the empty TasksMax= that gave it the default
+		it.Boot.File, it.Boot.Line = low.ResetFile.Name(), low.ResetLine
+	}
+	it.OK = false
+	it.Problem = fmt.Sprintf("%s: %s, and the slice %s above it has %s; tune does not write a slice's TasksMax=: raise it there (or in a drop-in /etc/systemd/system/%s.d/*.conf with [Slice] TasksMax=N read after that line), or run the unit in another slice",
+		it.Limit, in, low.Slice, has, low.Slice)
+	return nil
 }
 
 // tasksProblem is tasksItem's problem after head (what systemd gives the

@@ -268,3 +268,66 @@ func TestTasksMaxImageCeiling(t *testing.T) {
 		t.Errorf("plan's messages:\n%s", all)
 	}
 }
+
+// TestTasksMaxSliceCaps: a slice above the unit with a lower TasksMax=
+// caps the unit's tasks (pids.max is hierarchical), so the unit's
+// TasksMax item is not ok and names the slice's file and line and that
+// tune writes no slice limit; the plan warns. Slices are read as systemd
+// reads them: the unit's Slice= (else system.slice), each slice above it
+// by dash prefix, their unit files and drop-ins. Field case: a
+// system.slice.d drop-in's TasksMax=1000 under a unit given 16384, and
+// plan, apply and verify --boot said 16384, ok.
+func TestTasksMaxSliceCaps(t *testing.T) {
+	const unitFile = "/lib/systemd/system/iotdb-datanode.service"
+	for _, c := range []struct {
+		name    string
+		tree    map[string]string
+		ok      bool
+		boot    string
+		mention []string
+	}{
+		{"system.slice drop-in", map[string]string{"/etc/systemd/system/system.slice.d/50-cap.conf": "[Slice]\nTasksMax=1000\n"}, false, "1000 (system.slice)",
+			[]string{"it runs in system.slice (systemd's default slice)", "TasksMax 1000 from /etc/systemd/system/system.slice.d/50-cap.conf:2", "tune does not write a slice's TasksMax="}},
+		{"the unit's Slice=", map[string]string{unitFile: datanodeUnit + "Slice=iotdb.slice\n", "/etc/systemd/system/iotdb.slice": "[Unit]\nDescription=IoTDB\n[Slice]\nTasksMax=2000\n"}, false, "2000 (iotdb.slice)",
+			[]string{"it runs in iotdb.slice (Slice= at " + unitFile + ":5)", "TasksMax 2000 from /etc/systemd/system/iotdb.slice:4"}},
+		{"a slice above the unit's by dash prefix", map[string]string{unitFile: datanodeUnit + "Slice=iotdb-data.slice\n",
+			"/usr/lib/systemd/system/iotdb.slice":                "[Slice]\nTasksMax=3000\n",
+			"/etc/systemd/system/iotdb-data.slice.d/10-max.conf": "[Slice]\nTasksMax=infinity\n"}, false, "3000 (iotdb.slice)",
+			[]string{"the slice iotdb.slice above it has TasksMax 3000 from /usr/lib/systemd/system/iotdb.slice:2"}},
+		{"a slice's higher limit", map[string]string{"/etc/systemd/system/system.slice.d/50-cap.conf": "[Slice]\nTasksMax=50000\n"}, true, "16384", nil},
+		{"a slice's share of a ceiling not known", map[string]string{"/etc/systemd/system/system.slice.d/50-cap.conf": "[Slice]\nTasksMax=80%\n"}, false, "unknown (system.slice 80%)",
+			[]string{"TasksMax=80% from /etc/systemd/system/system.slice.d/50-cap.conf:2, a share of a task ceiling hostprep cannot know here"}},
+		{"a slice's share of a known ceiling", map[string]string{"/etc/systemd/system/system.slice.d/50-cap.conf": "[Slice]\nTasksMax=10%\n",
+			"/etc/sysctl.d/50-threads.conf": "kernel.threads-max = 100000\n"}, false, "3276 (system.slice)", []string{"TasksMax 3276 from"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tree := map[string]string{unitFile: datanodeUnit}
+			for k, v := range c.tree {
+				tree[k] = v
+			}
+			_, env := newImage(t, tree)
+			pl, err := NewPlan(tasksProfile(t), env)
+			must(t, err)
+			warned := strings.Contains(strings.Join(pl.Warnings, "\n"), "tune does not write a slice's TasksMax=")
+			if warned == c.ok {
+				t.Errorf("plan warns of the slice: %v, want %v:\n%s", warned, !c.ok, strings.Join(pl.Warnings, "\n"))
+			}
+			_, err = Apply(t.Context(), tasksProfile(t), Options{Env: env})
+			must(t, err)
+			bs, err := VerifyBoot(env)
+			if c.ok {
+				must(t, err)
+			} else {
+				wantCode(t, err, exitcode.Failed, c.mention...)
+			}
+			if it := tasksItemOf(bs.Items, "iotdb-datanode.service"); it == nil || it.OK != c.ok || it.Boot.Value != c.boot {
+				t.Errorf("TasksMax item %+v, want ok %v, boot %q", it, c.ok, c.boot)
+			}
+			st, err := StatusOf(env)
+			must(t, err)
+			if it := tasksItemOf(st.Boot, "iotdb-datanode.service"); it == nil || it.OK != c.ok {
+				t.Errorf("status: TasksMax item %+v, want ok %v", it, c.ok)
+			}
+		})
+	}
+}

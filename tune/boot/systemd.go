@@ -127,15 +127,32 @@ func UnitNofile(root, unit string) (NofileSetting, []ConfFile, error) {
 // relative to root) had the given bytes (nil: absent).
 func UnitNofileOverlay(root, unit string, overlay map[string][]byte) (NofileSetting, []ConfFile, error) {
 	t := tree{root: root, overlay: overlay}
+	files, err := unitFiles(t, unit)
+	if err != nil {
+		return NofileSetting{}, files, err
+	}
+	set, err := lastAssignment(t, files, "Service", "LimitNOFILE")
+	if err != nil || set.Set {
+		return set, files, err
+	}
+	m, _, err := ManagerNofileOverlay(root, overlay)
+	return m, files, err
+}
+
+// unitFiles are the files systemd reads for unit (a name without a type
+// is a service), in order: its unit file, if any, then its drop-ins
+// (UnitNofile says how they are found). Errors: a unit file that exists
+// but cannot be read (returned alone).
+func unitFiles(t tree, unit string) ([]ConfFile, error) {
 	if !strings.Contains(unit, ".") {
 		unit += ".service"
 	}
 	var files []ConfFile
-	frag, entry, names := buildUnitMap(root).unitNames(unit)
-	if f, ok := unitFile(root, frag, entry); ok {
+	frag, entry, names := buildUnitMap(t.root).unitNames(unit)
+	if f, ok := unitFile(t.root, frag, entry); ok {
 		why, err := fileFails(t, f)
 		if err != nil {
-			return NofileSetting{}, []ConfFile{f}, err
+			return []ConfFile{f}, err
 		}
 		f.Broken = why
 		files = append(files, f)
@@ -158,13 +175,7 @@ func UnitNofileOverlay(root, unit string, overlay map[string][]byte) (NofileSett
 	for _, d := range UnitDirs {
 		dropDirs = append(dropDirs, path.Join(d, typ+".d"))
 	}
-	files = append(files, listConfDirs(t, dropDirs, listDropIns)...)
-	set, err := lastAssignment(t, files, "Service", "LimitNOFILE")
-	if err != nil || set.Set {
-		return set, files, err
-	}
-	m, _, err := ManagerNofileOverlay(root, overlay)
-	return m, files, err
+	return append(files, listConfDirs(t, dropDirs, listDropIns)...), nil
 }
 
 // unitFile is the unit file systemd loads, frag (relative to root, as
