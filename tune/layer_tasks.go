@@ -19,7 +19,10 @@ import (
 // unit's drop-in next to LimitNOFILE (layer_systemd.go), never below what
 // the unit gets now (keepTasksMax), checked at boot by tasksItems. A
 // TasksMax= written as a share ("15%", systemd's default) is resolved
-// against the host's task ceiling as systemd does (boot.TasksCeiling).
+// against the host's task ceiling as systemd does (boot.TasksCeiling; in
+// an image, of the image's own sysctl.d values, and not at all when it
+// does not set kernel.threads-max: taskCeiling). A slice above the unit
+// with a lower TasksMax= caps it (sliceCaps).
 
 const (
 	keyPidMax     = "kernel.pid_max"
@@ -48,8 +51,9 @@ func fmtTasks(n uint64) string { return profiles.TasksMax(n).String() }
 // kernel.pid_max), in tasks. known is false when kernel.threads-max is
 // not known: in an image whose sysctl configuration (and profile) does
 // not set it the kernel sizes it from the RAM of the host the image
-// boots on (kernel/fork.c set_max_threads: RAM pages / 4 with 4 KiB
-// pages and 16 KiB stacks, at least 20), so no share can be resolved;
+// boots on (kernel/fork.c set_max_threads: RAM pages / (8 × THREAD_SIZE
+// / PAGE_SIZE), RAM pages / 32 on x86-64, kept within 20 and
+// FUTEX_TID_MASK), so no share can be resolved;
 // tasks is then the most the ceiling can be (threads-max not taken) and
 // why says what is missing.
 type taskCeiling struct {
@@ -98,7 +102,7 @@ func ceilingWhere(env Env) string {
 	if env.ImageMode() {
 		return "the image's sysctl configuration"
 	}
-	return "the sysctl configuration, and this host's value could not be read,"
+	return "the sysctl configuration (and this host's value could not be read)"
 }
 
 // keepTasksMax raises each unit's TasksMax= per will write to what the
