@@ -440,19 +440,27 @@ func limitItems(env Env, per journal.Persisted, overlay map[string][]byte) ([]Bo
 			return nil, err
 		}
 		it := systemdItem(env, u+" LimitNOFILE", files.ServiceDropIn(u), read, per.Services[u], m.Resolved(pid1))
-		switch {
-		case len(read) == 0 || !boot.IsUnitFile(read[0].Path, u):
-		case read[0].Masked:
-			it.OK = false
-			it.Problem = fmt.Sprintf("%s: the unit is masked (%s is empty or a link to /dev/null): systemd will not start it after a reboot, so no LimitNOFILE applies; unmask it (systemctl unmask %s) or name the unit that runs the service", it.Limit, read[0].Path, u)
-		case read[0].Broken != "":
-			it.OK = false
-			it.Boot = BootValue{Value: "not loaded"}
-			it.Problem = fmt.Sprintf("%s: systemd cannot parse the unit file (%s) and fails to load the unit (\"failed to load properly\"), so after a reboot it is not started and no LimitNOFILE applies; hostprep never edits a file it does not own: fix that line", it.Limit, read[0].Broken)
-		}
+		notStarted(&it, read, u, "LimitNOFILE")
 		out = append(out, it)
 	}
 	return out, nil
+}
+
+// notStarted marks it (unit u's item for its setting key, "LimitNOFILE"
+// or "TasksMax") not OK when systemd will not start u after a reboot:
+// its unit file, read[0] of the files boot.UnitNofile lists, is masked
+// (empty or a link to /dev/null) or fails to parse.
+func notStarted(it *BootItem, read []boot.ConfFile, u, key string) {
+	switch {
+	case len(read) == 0 || !boot.IsUnitFile(read[0].Path, u):
+	case read[0].Masked:
+		it.OK = false
+		it.Problem = fmt.Sprintf("%s: the unit is masked (%s is empty or a link to /dev/null): systemd will not start it after a reboot, so no %s applies; unmask it (systemctl unmask %s) or name the unit that runs the service", it.Limit, read[0].Path, key, u)
+	case read[0].Broken != "":
+		it.OK = false
+		it.Boot = BootValue{Value: "not loaded"}
+		it.Problem = fmt.Sprintf("%s: systemd cannot parse the unit file (%s) and fails to load the unit (\"failed to load properly\"), so after a reboot it is not started and no %s applies; hostprep never edits a file it does not own: fix that line", it.Limit, read[0].Broken, key)
+	}
 }
 
 func fmtRlimit(v uint64) string {

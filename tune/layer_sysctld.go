@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -40,7 +41,8 @@ func (pl *Plan) sysctlDWants(per journal.Persisted) []fileWant {
 }
 
 // warnHidden warns when hostprep's file rel (under /etc) would hide a file
-// of the same name in a directory read after /etc: sysctl.d(5),
+// of the same name in a directory read after its own (never one read
+// before it, such as /etc/systemd/system.control): sysctl.d(5),
 // modules-load.d(5) and systemd's drop-in directories read only the first
 // file of a name (/usr/lib/sysctl.d/99-vendor.conf for --persist-name
 // 99-vendor.conf), so none of that file's settings apply at boot any more.
@@ -59,11 +61,15 @@ func (pl *Plan) warnHidden(rel string) {
 			dirs = append(dirs, filepath.Join(u, filepath.Base(dir)))
 		}
 	}
+	// only directories read after hostprep's (lower precedence) are hidden
+	// by it: systemd's system.control, transient and generator.early come
+	// before /etc/systemd/system and hide hostprep's drop-in instead
+	// (verify --boot names such a file, hiderOf)
+	if i := slices.Index(dirs, dir); i >= 0 {
+		dirs = dirs[i+1:]
+	}
 	for _, d := range dirs {
 		other := filepath.Join(d, name)
-		if other == rel {
-			continue
-		}
 		if fi, err := os.Lstat(pl.env.path(other)); err == nil && !fi.IsDir() {
 			pl.Warnings = append(pl.Warnings, fmt.Sprintf("%s hides %s (same name; only the first file of a name is read, /etc before /run and /usr/lib), so none of that file's settings apply at boot; rename that file, or for sysctl.d choose another --persist-name", rel, other))
 		}

@@ -190,3 +190,30 @@ func TestOwnedFilesHidingVendorFilesWarn(t *testing.T) {
 		}
 	}
 }
+
+// A file of the same name in a directory read before hostprep's
+// (systemd's /etc/systemd/system.control, /run/systemd/system.control,
+// /run/systemd/transient, /run/systemd/generator.early) is not hidden by
+// hostprep's drop-in; it hides hostprep's. The plan's "hides" warning
+// names only directories read after hostprep's. Field case: "/etc/…/60-hostprep.conf
+// hides /run/systemd/system.control/…", the wrong way round.
+func TestDropInDoesNotHideEarlierDirs(t *testing.T) {
+	before := []string{"/etc/systemd/system.control", "/run/systemd/system.control", "/run/systemd/transient", "/run/systemd/generator.early"}
+	tree := map[string]string{"/lib/systemd/system/iotdb-datanode.service": datanodeUnit,
+		"/usr/lib/systemd/system/iotdb-datanode.service.d/60-hostprep.conf": "# vendor\n"}
+	for _, d := range before {
+		tree[d+"/iotdb-datanode.service.d/60-hostprep.conf"] = "[Service]\nCPUWeight=50\n"
+	}
+	_, env := newImage(t, tree)
+	pl, err := NewPlan(tasksProfile(t), env)
+	must(t, err)
+	w := strings.Join(pl.Warnings, "\n")
+	for _, d := range before {
+		if strings.Contains(w, "hides "+d) {
+			t.Errorf("a warning says hostprep's drop-in hides the one in %s, read before it:\n%s", d, w)
+		}
+	}
+	if !strings.Contains(w, "hides /usr/lib/systemd/system/iotdb-datanode.service.d/60-hostprep.conf") {
+		t.Errorf("no warning that hostprep's drop-in hides /usr/lib's:\n%s", w)
+	}
+}

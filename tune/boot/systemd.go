@@ -2,6 +2,7 @@ package boot
 
 import (
 	"fmt"
+	"math"
 	"path"
 	"strconv"
 	"strings"
@@ -126,15 +127,32 @@ func UnitNofile(root, unit string) (NofileSetting, []ConfFile, error) {
 // relative to root) had the given bytes (nil: absent).
 func UnitNofileOverlay(root, unit string, overlay map[string][]byte) (NofileSetting, []ConfFile, error) {
 	t := tree{root: root, overlay: overlay}
+	files, err := unitFiles(t, unit)
+	if err != nil {
+		return NofileSetting{}, files, err
+	}
+	set, err := lastAssignment(t, files, "Service", "LimitNOFILE")
+	if err != nil || set.Set {
+		return set, files, err
+	}
+	m, _, err := ManagerNofileOverlay(root, overlay)
+	return m, files, err
+}
+
+// unitFiles are the files systemd reads for unit (a name without a type
+// is a service), in order: its unit file, if any, then its drop-ins
+// (UnitNofile says how they are found). Errors: a unit file that exists
+// but cannot be read (returned alone).
+func unitFiles(t tree, unit string) ([]ConfFile, error) {
 	if !strings.Contains(unit, ".") {
 		unit += ".service"
 	}
 	var files []ConfFile
-	frag, entry, names := buildUnitMap(root).unitNames(unit)
-	if f, ok := unitFile(root, frag, entry); ok {
+	frag, entry, names := buildUnitMap(t.root).unitNames(unit)
+	if f, ok := unitFile(t.root, frag, entry); ok {
 		why, err := fileFails(t, f)
 		if err != nil {
-			return NofileSetting{}, []ConfFile{f}, err
+			return []ConfFile{f}, err
 		}
 		f.Broken = why
 		files = append(files, f)
@@ -157,13 +175,7 @@ func UnitNofileOverlay(root, unit string, overlay map[string][]byte) (NofileSett
 	for _, d := range UnitDirs {
 		dropDirs = append(dropDirs, path.Join(d, typ+".d"))
 	}
-	files = append(files, listConfDirs(t, dropDirs, listDropIns)...)
-	set, err := lastAssignment(t, files, "Service", "LimitNOFILE")
-	if err != nil || set.Set {
-		return set, files, err
-	}
-	m, _, err := ManagerNofileOverlay(root, overlay)
-	return m, files, err
+	return append(files, listConfDirs(t, dropDirs, listDropIns)...), nil
 }
 
 // unitFile is the unit file systemd loads, frag (relative to root, as
@@ -451,6 +463,23 @@ func parseSystemdRlimit(v string) (soft, hard uint64, ok bool) {
 // leading 0 octal), after an optional sign; the whole rest must be read
 // without overflow, and a minus sign is refused unless the value is 0.
 func safeAtou64(s string) (uint64, bool) {
+	n, neg, ok := strtoBase0(s)
+	return n, ok && (!neg || n == 0)
+}
+
+// safeAtoi is systemd 252's safe_atoi as parse_permyriad uses it for the
+// whole part of a share: read as safeAtou64 reads a number, into a C int
+// (at most 2147483647); parse_permyriad then refuses any value below 0,
+// so ok is false for a negative one ("-0" is 0).
+func safeAtoi(s string) (uint64, bool) {
+	n, neg, ok := strtoBase0(s)
+	return n, ok && (!neg || n == 0) && n <= math.MaxInt32
+}
+
+// strtoBase0 reads s as systemd's mangle_base and strtoull/strtol with
+// base 0 do (see safeAtou64): the magnitude, whether a minus sign came
+// before it, and whether all of s was read without overflow.
+func strtoBase0(s string) (n uint64, neg, ok bool) {
 	s = strings.TrimLeft(s, systemdSpace)
 	base := 0
 	if len(s) > 2 && s[0] == '0' {
@@ -461,7 +490,6 @@ func safeAtou64(s string) (uint64, bool) {
 			base, s = 8, s[2:]
 		}
 	}
-	neg := false
 	if s != "" && (s[0] == '+' || s[0] == '-') {
 		neg, s = s[0] == '-', s[1:]
 	}
@@ -476,13 +504,10 @@ func safeAtou64(s string) (uint64, bool) {
 		}
 	}
 	if s == "" || strings.ContainsAny(s, "+-_") {
-		return 0, false
+		return 0, neg, false
 	}
 	n, err := strconv.ParseUint(s, base, 64)
-	if err != nil || (neg && n != 0) {
-		return 0, false
-	}
-	return n, true
+	return n, neg, err == nil
 }
 
 // IsUnitFile says whether p, a path UnitNofile read, is unit's own unit

@@ -151,10 +151,14 @@ func genUnitValue(t *rapid.T, key string) string {
 
 // genTasksValue draws a TasksMax= value: the forms systemd's
 // config_parse_tasks_max takes (safe_atou64 numbers, infinity, shares in
-// %, ‰ and ‱) and some it refuses (0, above 100%, too many decimals).
+// %, ‰ and ‱ whose whole part parse_permyriad reads with safe_atoi, in
+// base 0: octal, 0x, 0b, 0o, a sign) and some it refuses (0, above 100%,
+// too many decimals, 08%, a negative share).
 func genTasksValue(t *rapid.T) string {
 	return rapid.SampledFrom([]string{"4096", "0x1000", "010000", "+8192", "infinity", "50%", "12.5%", "125‰", "1‱",
-		"0", "101%", "1.125%", "lots", "", " 2048 ", "-5", "1_000", "4194304", "99999999"}).Draw(t, "tasks")
+		"0", "101%", "1.125%", "lots", "", " 2048 ", "-5", "1_000", "4194304", "99999999",
+		"060%", "0x3c%", "+60%", "010.5%", "0b11%", " 60%", "0o17%", "08%", "-1%", "-0%", "0%", "0x%", "+0x3c%", "0X1f‰",
+		"07‱", "060 %", "1_0%", ".5%", "0b+11%", "4294967356%", "0144%", "0145%"}).Draw(t, "tasks")
 }
 
 // genUnitLine draws one line of a unit file or drop-in, with its end: an
@@ -451,4 +455,65 @@ func TestUnitAliasOracle(t *testing.T) {
 			rt.Fatalf("systemd --test --unit=%s gives LimitNOFILE %s, simulation %s at %s\n%s", query, want, got.String(), got.Where(), files.String())
 		}
 	})
+}
+
+// TestTasksShareOracle: each TasksMax= share whose whole part systemd
+// 252's parse_permyriad reads with safe_atoi in base 0 ("060%" is 48%,
+// "0x3c%" 60%, "0b11%" 3%) gives, by boot.UnitTasksMax, the TasksMax
+// Debian's real systemd prints for the unit with `systemd --test`, and
+// the expected number of a 10000-task ceiling. Field case: a drop-in's
+// TasksMax=060% was judged 60% (ok) and a unit's 0x3c% as invalid, so
+// tune "raised" that unit's 60% to a lower number.
+func TestTasksShareOracle(t *testing.T) {
+	cases := []struct {
+		v    string
+		want uint64 // of a ceiling of 10000 tasks; 0: refused, the default applies
+	}{
+		{"060%", 4800}, {"0x3c%", 6000}, {"+60%", 6000}, {"010.5%", 850}, {"0b11%", 300}, {"0o17%", 1500},
+		{"0X1f‰", 310}, {"07‱", 7}, {"+0x3c%", 6000}, {"0144%", 10000},
+		{"08%", 0}, {"-1%", 0}, {"0x%", 0}, {"060 %", 0}, {"1_0%", 0}, {".5%", 0}, {"0145%", 0}, {"4294967356%", 0},
+	}
+	for _, c := range cases {
+		root := t.TempDir()
+		p := filepath.Join(root, "etc/systemd/system", unitOracleName)
+		must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		must(t, os.WriteFile(p, []byte("[Service]\nExecStart=/bin/true\nTasksMax="+c.v+"\n"), 0o644))
+		s, _, err := boot.UnitTasksMax(root, unitOracleName, 10000)
+		must(t, err)
+		want, wantKey := c.want, "TasksMax"
+		if want == 0 {
+			want, wantKey = 1500, "DefaultTasksMax" // systemd's 15%
+		}
+		if s.Tasks != want || s.Key != wantKey {
+			t.Errorf("TasksMax=%s: %d tasks from %s=%q, want %d from %s", c.v, s.Tasks, s.Key, s.Text, want, wantKey)
+		}
+	}
+	for _, p := range []string{"/lib/systemd/systemd", "/usr/bin/setpriv"} {
+		if _, err := os.Stat(p); err != nil {
+			t.Skipf("%s is needed for the oracle: %v", p, err)
+		}
+	}
+	box := testenv.NewSandbox(t)
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		must(t, os.Chmod(d, 0o755)) // systemd runs as nobody
+	}
+	etc := filepath.Join(dir, "etc/systemd")
+	must(t, os.MkdirAll(filepath.Join(etc, "system"), 0o755))
+	if _, e, c := box.Run("sh", "-c", "mount --bind "+etc+" /etc/systemd && mkdir -p /run/systemd"); c != 0 {
+		t.Fatalf("mounts: %s", e)
+	}
+	ceiling := boot.TasksCeiling(procSysUint(t, "kernel/threads-max"), procSysUint(t, "kernel/pid_max"))
+	for _, c := range append(cases, struct {
+		v    string
+		want uint64
+	}{" 60%", 6000}) {
+		must(t, os.WriteFile(filepath.Join(etc, "system", unitOracleName), []byte("[Service]\nExecStart=/bin/true\nTasksMax="+c.v+"\n"), 0o644))
+		_, want := unitOracle(t, box)
+		s, _, err := boot.UnitTasksMax(dir, unitOracleName, ceiling)
+		must(t, err)
+		if s.String() != want {
+			t.Errorf("TasksMax=%q: systemd --test gives %s, simulation %s (%s=%q, of a ceiling of %d tasks)", c.v, want, s.String(), s.Key, s.Text, ceiling)
+		}
+	}
 }

@@ -37,7 +37,8 @@ func TasksCeiling(threadsMax, pidMax uint64) uint64 {
 // config_parse_tasks_max does: "infinity" (Unlimited), a number of tasks
 // N >= 1 read as safe_atou64 reads it ("0x1000" and "010000" are 4096), or
 // a share of ceiling (tasks) written "P%" (up to two decimals), "P‰" (one)
-// or "P‱", at most 100%, rounded down. ok is false for a value systemd
+// or "P‱", at most 100%, rounded down, its whole part P read in base 0
+// as a number is ("060%" is 48%, "0x3c%" is 60%: parsePermyriad). ok is false for a value systemd
 // logs and ignores (0, above 100%, anything else); the empty value, a
 // reset, is not parsed here.
 func ParseTasksMax(v string, ceiling uint64) (uint64, bool) {
@@ -51,8 +52,11 @@ func ParseTasksMax(v string, ceiling uint64) (uint64, bool) {
 	return n, ok && n >= 1 && n < Unlimited
 }
 
-// parsePermyriad reads "P%", "P‰" or "P‱" as systemd's parse_permyriad:
-// the share in 1/10000 and whether it is valid; isShare is false when v
+// parsePermyriad reads "P%", "P‰" or "P‱" as systemd 252's
+// parse_permyriad: the whole part P as safe_atoi reads it (base 0:
+// "060%" is 48%, "0x3c%" 60%, "0b11%" 3%, "+60%" 60%; safeAtoi), then up
+// to two decimal digits for %, one for ‰, none for ‱; the share in
+// 1/10000 and whether it is valid (at most 100%); isShare is false when v
 // has none of the suffixes (a plain number, read otherwise).
 func parsePermyriad(v string) (p uint64, ok, isShare bool) {
 	for _, u := range []struct {
@@ -65,11 +69,11 @@ func parsePermyriad(v string) (p uint64, ok, isShare bool) {
 			continue
 		}
 		whole, frac, dot := strings.Cut(num, ".")
-		if !digits(whole) || dot && (!digits(frac) || len(frac) > u.decimals) {
+		if dot && (!digits(frac) || len(frac) > u.decimals) {
 			return 0, false, true
 		}
-		w, err := strconv.ParseUint(whole, 10, 32)
-		if err != nil {
+		w, ok := safeAtoi(whole)
+		if !ok || w > 10000 {
 			return 0, false, true
 		}
 		p = w * u.scale
@@ -100,6 +104,20 @@ type TasksSetting struct {
 	Set  bool
 	File ConfFile
 	Line int
+	// ResetFile and ResetLine (0: none) are the unit's last empty
+	// TasksMax=, which sent it back to the manager's default (Key
+	// "DefaultTasksMax") after an earlier file of the unit set one.
+	ResetFile ConfFile
+	ResetLine int
+}
+
+// ResetWhere is "FILE:LINE" of the empty TasksMax= that reset the unit's
+// value to the manager's default, or "" when none did.
+func (s TasksSetting) ResetWhere() string {
+	if s.ResetLine == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s:%d", s.ResetFile.Name(), s.ResetLine)
 }
 
 // Where is "FILE:LINE" for messages, or "systemd's built-in default".
@@ -143,8 +161,8 @@ func UnitTasksMaxOverlay(root, unit string, ceiling uint64, overlay map[string][
 // returns them) are known; mfiles are the manager's files it read when
 // none of files sets TasksMax= (nil otherwise). systemd ignores a value
 // ParseTasksMax refuses, keeping the one before; an empty TasksMax= goes
-// back to the manager's default. Errors: a file that exists but cannot be
-// read.
+// back to the manager's default (s.ResetFile, s.ResetLine name it).
+// Errors: a file that exists but cannot be read.
 func TasksMaxIn(root string, files []ConfFile, ceiling uint64, overlay map[string][]byte) (s TasksSetting, mfiles []ConfFile, err error) {
 	t := tree{root: root, overlay: overlay}
 	accept := func(v string) bool { _, ok := ParseTasksMax(v, ceiling); return ok }
@@ -152,11 +170,15 @@ func TasksMaxIn(root string, files []ConfFile, ceiling uint64, overlay map[strin
 	if err != nil || s.Set && s.Text != "" {
 		return s, nil, err
 	}
+	reset := s
 	_, mfiles, err = ManagerNofileOverlay(root, overlay)
 	if err != nil {
 		return TasksSetting{}, mfiles, err
 	}
 	s, err = lastTasksMax(t, mfiles, "Manager", "DefaultTasksMax", accept, ceiling)
+	if reset.Set {
+		s.ResetFile, s.ResetLine = reset.File, reset.Line
+	}
 	switch {
 	case err != nil:
 	case !s.Set:
