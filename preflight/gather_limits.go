@@ -128,10 +128,11 @@ func (g *gatherer) targetService(ctx context.Context, unit string, fromProfile b
 				t.CapSysResource = false
 			}
 			if u, err := g.unitFromFiles(unit); err == nil && u.missing == "" {
-				if err := g.unitTasks(unit, u, props["TasksMax"]); err != nil {
+				levels, unseen := g.unitSlices(unit, u.files)
+				if err := g.unitTasks(unit, u, props["TasksMax"], levels, unseen); err != nil {
 					return err
 				}
-				g.unitMemory(unit, u, props)
+				g.unitMemory(unit, u, props, levels, unseen)
 			}
 			return nil
 		}
@@ -156,10 +157,11 @@ func (g *gatherer) targetService(ctx context.Context, unit string, fromProfile b
 	}
 	t.UnitFile = u.file
 	t.CapSysResource = u.user == "" || u.user == "root"
-	if err := g.unitTasks(unit, u, ""); err != nil {
+	levels, unseen := g.unitSlices(unit, u.files)
+	if err := g.unitTasks(unit, u, "", levels, unseen); err != nil {
 		return err
 	}
-	g.unitMemory(unit, u, nil)
+	g.unitMemory(unit, u, nil, levels, unseen)
 	if u.found {
 		g.f.applyUnitLimit(u.lim, "LimitNOFILE in "+u.from+" (unit not running)")
 		return nil
