@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
 
@@ -114,6 +115,21 @@ func TestMemoryLimitUnderDefaultMemoryLow(t *testing.T) {
 		}
 		if got := find(t, Evaluate(f, tg), "mem.available"); got.Status != c.want {
 			t.Errorf("%s: mem.available %s, want %s: %s (observed %s)", c.name, got.Status, c.want, got.Summary, got.Observed)
+		}
+	}
+}
+
+// TestServiceTemplateRefused: a template unit (brk-tpl@.service) cannot
+// be started, so it has no limits to judge: --service naming one is bad
+// input (exit 2) in one line naming --service and the fix, an instance
+// (brk-tpl@NAME.service); preflight judged it as a unit.
+func TestServiceTemplateRefused(t *testing.T) {
+	root := fixtureRoot(t, map[string]string{"lib/systemd/system/brk-tpl@.service": "[Service]\nExecStart=/bin/true\n"})
+	for _, service := range []string{"brk-tpl@.service", "brk-tpl@"} {
+		_, err := Gather(t.Context(), GatherOptions{Root: root, Service: service})
+		if exitcode.Code(err) != exitcode.BadInput || err == nil || strings.Contains(err.Error(), "\n") ||
+			!strings.Contains(err.Error(), "--service brk-tpl@.service") || !strings.Contains(err.Error(), "--service brk-tpl@NAME.service") {
+			t.Errorf("--service %s: %v (exit %d), want exit 2 naming --service and brk-tpl@NAME.service", service, err, exitcode.Code(err))
 		}
 	}
 }
