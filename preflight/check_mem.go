@@ -3,6 +3,7 @@ package preflight
 import (
 	"fmt"
 	"math"
+	"path"
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/plural"
@@ -95,12 +96,19 @@ const memSliceWhy = "hostprep tune does not write a slice's memory settings"
 // memLimitRemedy raises the hard limit of m, the target's memory cgroup,
 // so that need more bytes fit: for a unit that is not running whose
 // limit is a slice's (m.Slice), that slice's setting to the slice's
-// usage plus need (sliceRemedy, in MiB rounded up), else memCgroupRemedy.
+// usage plus need (sliceRemedy, in MiB rounded up); for a running
+// process whose limit is the memory.max (v1 memory.limit_in_bytes) of a
+// slice's cgroup above it, that slice's MemoryMax=; else
+// memCgroupRemedy.
 func memLimitRemedy(m MemCgroup, need float64) string {
-	if m.Slice == nil || m.Unit == "" {
-		return memCgroupRemedy
+	to := mibUp(float64(m.Usage) + need)
+	if m.Slice != nil && m.Unit != "" {
+		return sliceRemedy(*m.Slice, to, m.Unit, memSliceWhy) + "; or spread the load"
 	}
-	return sliceRemedy(*m.Slice, mibUp(float64(m.Usage)+need), m.Unit, memSliceWhy) + "; or spread the load"
+	if cg := path.Base(path.Dir(m.From)); m.Unit == "" && strings.HasPrefix(m.From, "/sys/fs/cgroup") && strings.HasSuffix(cg, ".slice") {
+		return fmt.Sprintf("raise the MemoryMax= of %s, the slice above the target (%s; %s): systemctl set-property %s MemoryMax=%s or more, or spread the load", cg, m.From, memSliceWhy, cg, to)
+	}
+	return memCgroupRemedy
 }
 
 // mibUp is bytes b as a systemd size in whole MiB, rounded up ("512M").
@@ -135,7 +143,7 @@ func checkMemAvailable(f *Facts, t Target) verdict.Check {
 			remedy+" over more hosts")
 	case len(unseen) > 0:
 		return warn(fmt.Sprintf("%d idle sockets need about %s of kernel memory; not seen: %s, which may limit the target's memory below that", t.Sockets, mib(need), strings.Join(unseen, ", ")), obs, exp,
-			"run as root (or hostprep preflight --pid PID as the target's user) so its memory cgroup can be read")
+			unseenMemRemedy(unseen))
 	}
 	m := f.Target.Memory
 	if high, ok := m.highRoom(); ok && need > high {
@@ -239,6 +247,19 @@ func checkMemBuffers(f *Facts, t Target) verdict.Check {
 	c.Observed += "; " + cg.Observed
 	c.Remedy += "; " + cg.Remedy
 	return c
+}
+
+// unseenMemRemedy is the remedy for memory limits that could not be
+// read (unseen): a Slice= preflight does not expand (unitSlices: "the
+// slice of UNIT: ...") is judged once the unit runs; anything else needs
+// the rights to read it.
+func unseenMemRemedy(unseen []string) string {
+	for _, u := range unseen {
+		if strings.HasPrefix(u, "the slice of ") {
+			return "start the unit and judge the running process (hostprep preflight --pid PID), whose cgroup names its slice, or write its Slice= without specifiers taken from the host"
+		}
+	}
+	return "run as root (or hostprep preflight --pid PID as the target's user) so its memory cgroup can be read"
 }
 
 // highRemedy raises m's memory.high so that need more bytes fit: the

@@ -42,7 +42,7 @@ func TestSliceLimitsNotRunning(t *testing.T) {
 		{"a slice above the slice", "brk", map[string]string{unit: "[Service]\nSlice=brk-x.slice\nMemoryMax=1G\n", brkSlice: "[Slice]\nMemoryMax=64M\n"},
 			Broker, "mem.available", verdict.Fail, []string{"of brk.slice (usage", "systemctl set-property brk.slice MemoryMax="}},
 		{"Slice=%H.slice is not read", "brk", map[string]string{unit: "[Service]\nSlice=brk.slice\n", dropin: "[Service]\nSlice=%H.slice\n", brkSlice: "[Slice]\nMemoryMax=64M\n"},
-			Broker, "mem.available", verdict.Warn, []string{"Slice=%H.slice (/etc/systemd/system/brk.service.d/50-slice.conf:2) takes %H from the host"}},
+			Broker, "mem.available", verdict.Warn, []string{"Slice=%H.slice (/etc/systemd/system/brk.service.d/50-slice.conf:2) takes %H from the host", "hostprep preflight --pid PID), whose cgroup names its slice"}},
 		{"the slice's TasksMax=100 below the unit's 20000", "brk", map[string]string{unit: "[Service]\nSlice=brk.slice\nTasksMax=20000\n", brkSlice: "[Slice]\nTasksMax=100\n"},
 			IoTDB, "iotdb.threads", verdict.Fail, []string{"TasksMax=100 (/etc/systemd/system/brk.slice:2) of brk.slice", "systemctl set-property brk.slice TasksMax=1000 or more", "TasksMax=100 at /etc/systemd/system/brk.slice:2"}},
 		{"the tasks the slice's cgroup holds count", "brk", map[string]string{unit: "[Service]\nSlice=brk.slice\nTasksMax=20000\n", brkSlice: "[Slice]\nTasksMax=1500\n",
@@ -68,7 +68,6 @@ func TestSliceLimitsNotRunning(t *testing.T) {
 		}
 		got := find(t, Evaluate(f, tg), c.check)
 		all := got.Summary + " | " + got.Observed + " | " + got.Remedy
-		t.Log(c.name, got.Status, all)
 		if got.Status != c.want {
 			t.Errorf("%s: %s %s: %s", c.name, c.check, got.Status, all)
 			continue
@@ -131,5 +130,37 @@ func TestServiceTemplateRefused(t *testing.T) {
 			!strings.Contains(err.Error(), "--service brk-tpl@.service") || !strings.Contains(err.Error(), "--service brk-tpl@NAME.service") {
 			t.Errorf("--service %s: %v (exit %d), want exit 2 naming --service and brk-tpl@NAME.service", service, err, exitcode.Code(err))
 		}
+	}
+}
+
+// TestMemRemedyRunningUnderSlice: a running broker whose binding memory
+// limit is the memory.max of the slice above its service's cgroup is told
+// to raise that slice's MemoryMax= (systemctl set-property on the slice),
+// not its unit's, which would not help.
+func TestMemRemedyRunningUnderSlice(t *testing.T) {
+	const v2 = "sys/fs/cgroup/"
+	files := map[string]string{
+		"proc/4242/cgroup":                                    "0::/brk.slice/mosquitto.service\n",
+		"proc/4242/limits":                                    strings.Replace(limitsFile, "1024                 524288", "1048576              1048576", 1),
+		v2 + "cgroup.controllers":                             "memory pids\n",
+		v2 + "brk.slice/cgroup.controllers":                   "memory pids\n",
+		v2 + "brk.slice/memory.max":                           "67108864\n",
+		v2 + "brk.slice/memory.current":                       "1048576\n",
+		v2 + "brk.slice/mosquitto.service/cgroup.controllers": "memory pids\n",
+		v2 + "brk.slice/mosquitto.service/memory.max":         "max\n",
+		v2 + "brk.slice/mosquitto.service/memory.current":     "1048576\n",
+	}
+	f, err := Gather(t.Context(), GatherOptions{Root: fixtureRoot(t, files), PID: 4242})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := Target{Sockets: 100000, Role: Broker, ConnRate: 10}
+	if err := tg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	got := find(t, Evaluate(f, tg), "mem.available")
+	if got.Status != verdict.Fail || !strings.Contains(got.Remedy, "systemctl set-property brk.slice MemoryMax=392M or more") ||
+		!strings.Contains(got.Remedy, "/sys/fs/cgroup/brk.slice/memory.max") {
+		t.Errorf("mem.available %s: %s; remedy %s", got.Status, got.Summary, got.Remedy)
 	}
 }
