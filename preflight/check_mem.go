@@ -3,6 +3,7 @@ package preflight
 import (
 	"fmt"
 	"math"
+	"path"
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/plural"
@@ -89,6 +90,30 @@ func memCeilingOf(f *Facts) (c memCeiling, ok bool, unseen []string) {
 // memCgroupRemedy raises the target's memory cgroup limit.
 const memCgroupRemedy = "raise the target's memory cgroup limit (MemoryMax= in its unit: systemctl set-property UNIT MemoryMax=N; the container's --memory; cgroup v1 memory.limit_in_bytes) or spread the load"
 
+// memSliceWhy is why hostprep tune does not raise a slice's memory limit.
+const memSliceWhy = "hostprep tune does not write a slice's memory settings"
+
+// memLimitRemedy raises the hard limit of m, the target's memory cgroup,
+// so that need more bytes fit: for a unit that is not running whose
+// limit is a slice's (m.Slice), that slice's setting to the slice's
+// usage plus need (sliceRemedy, in MiB rounded up); for a running
+// process whose limit is the memory.max (v1 memory.limit_in_bytes) of a
+// slice's cgroup above it, that slice's MemoryMax=; else
+// memCgroupRemedy.
+func memLimitRemedy(m MemCgroup, need float64) string {
+	to := mibUp(float64(m.Usage) + need)
+	if m.Slice != nil && m.Unit != "" {
+		return sliceRemedy(*m.Slice, to, m.Unit, memSliceWhy) + "; or spread the load"
+	}
+	if cg := path.Base(path.Dir(m.From)); m.Unit == "" && strings.HasPrefix(m.From, "/sys/fs/cgroup") && strings.HasSuffix(cg, ".slice") {
+		return fmt.Sprintf("raise the MemoryMax= of %s, the slice above the target (%s; %s): systemctl set-property %s MemoryMax=%s or more, or spread the load", cg, m.From, memSliceWhy, cg, to)
+	}
+	return memCgroupRemedy
+}
+
+// mibUp is bytes b as a systemd size in whole MiB, rounded up ("512M").
+func mibUp(b float64) string { return fmt.Sprintf("%.0fM", math.Ceil(b/(1<<20))) }
+
 // checkMemAvailable: the sockets' kernel memory against the smaller of
 // MemAvailable and the target's memory cgroup room (memCeilingOf); a v2
 // memory.high below that throttles the target, and a cgroup file that
@@ -107,7 +132,7 @@ func checkMemAvailable(f *Facts, t Target) verdict.Check {
 	exp := fmt.Sprintf("%s x %s per idle socket (%s) = %s of kernel memory, plus the application's own per-connection memory", plural.N(t.Sockets, "socket"), plural.N(int(math.Round(per)), "byte"), src, mib(need))
 	remedy, holder := "add memory or spread the load", "this host"
 	if c.cgroup {
-		remedy, holder = memCgroupRemedy, "the cgroup"
+		remedy, holder = memLimitRemedy(f.Target.Memory, need), "the cgroup"
 	}
 	switch {
 	case ok && need > c.bytes:
@@ -118,12 +143,12 @@ func checkMemAvailable(f *Facts, t Target) verdict.Check {
 			remedy+" over more hosts")
 	case len(unseen) > 0:
 		return warn(fmt.Sprintf("%d idle sockets need about %s of kernel memory; not seen: %s, which may limit the target's memory below that", t.Sockets, mib(need), strings.Join(unseen, ", ")), obs, exp,
-			"run as root (or hostprep preflight --pid PID as the target's user) so its memory cgroup can be read")
+			unseenMemRemedy(unseen))
 	}
 	m := f.Target.Memory
 	if high, ok := m.highRoom(); ok && need > high {
 		return warn(fmt.Sprintf("%d idle sockets need about %s of kernel memory > the room under memory.high, %s (memory.high %s less usage %s, %s): the kernel throttles the target there and reclaims hard; it does not OOM-kill it", t.Sockets, mib(need), mib(high), mib(float64(m.High)), mib(float64(m.HighUsage)), m.HighFrom),
-			obs, exp, "raise the target's memory.high (MemoryHigh= in its unit: systemctl set-property UNIT MemoryHigh=N) or spread the load")
+			obs, exp, highRemedy(m, need))
 	}
 	return pass(fmt.Sprintf("%d idle sockets need about %s of kernel memory; %s", t.Sockets, mib(need), c.name), obs, exp)
 }
@@ -224,6 +249,29 @@ func checkMemBuffers(f *Facts, t Target) verdict.Check {
 	return c
 }
 
+// unseenMemRemedy is the remedy for memory limits that could not be
+// read (unseen): a Slice= preflight does not expand (unitSlices: "the
+// slice of UNIT: ...") is judged once the unit runs; anything else needs
+// the rights to read it.
+func unseenMemRemedy(unseen []string) string {
+	for _, u := range unseen {
+		if strings.HasPrefix(u, "the slice of ") {
+			return "start the unit and judge the running process (hostprep preflight --pid PID), whose cgroup names its slice, or write its Slice= without specifiers taken from the host"
+		}
+	}
+	return "run as root (or hostprep preflight --pid PID as the target's user) so its memory cgroup can be read"
+}
+
+// highRemedy raises m's memory.high so that need more bytes fit: the
+// slice's MemoryHigh= for a unit that is not running whose memory.high is
+// a slice's (m.HighSlice), else the unit's.
+func highRemedy(m MemCgroup, need float64) string {
+	if m.HighSlice == nil || m.Unit == "" {
+		return "raise the target's memory.high (MemoryHigh= in its unit: systemctl set-property UNIT MemoryHigh=N) or spread the load"
+	}
+	return sliceRemedy(*m.HighSlice, mibUp(float64(m.HighUsage)+need), m.Unit, memSliceWhy) + "; or spread the load"
+}
+
 // cgroupBuffers: on cgroup v2 the kernel charges socket buffers to the
 // memory cgroup of the socket (memory.stat "sock"; cgroup-v2.rst), so a
 // target with a memory limit must hold, besides its sockets' own kernel
@@ -249,7 +297,7 @@ func cgroupBuffers(f *Facts, t Target) (verdict.Check, bool) {
 	obs := fmt.Sprintf("memory cgroup limit %s, usage %s (%s)", mib(float64(m.Limit)), mib(float64(m.Usage)), m.From)
 	return warn(fmt.Sprintf("%s with a page of buffered data each need about %s (their own kernel memory %s and buffers %s) > the room the target's memory cgroup leaves, %s (%s): on cgroup v2 socket buffers are charged to the cgroup (memory.stat sock), and past its limit the OOM killer ends the target whatever tcp_mem allows the host",
 		plural.N(t.Sockets, "socket"), mib(slab+buf), mib(slab), mib(buf), mib(room), m.From),
-		obs, fmt.Sprintf("the sockets' kernel memory + a page of buffered data per socket <= the room under the target's memory cgroup limit (%s)", mib(room)), memCgroupRemedy), true
+		obs, fmt.Sprintf("the sockets' kernel memory + a page of buffered data per socket <= the room under the target's memory cgroup limit (%s)", mib(room)), memLimitRemedy(m, slab+buf)), true
 }
 
 // hostBuffers: the kernel lets socket buffers grow until tcp_mem max

@@ -30,21 +30,26 @@ type threadRoom struct {
 }
 
 // tasksMaxRemedy is the remedy for a pids.max (cgroup file) or TasksMax=
-// (from: "TasksMax of UNIT") that leaves too little room for need tasks.
+// (from: "TasksMax of UNIT"; slice set when it is the TasksMax= of a
+// slice above a unit that is not running) that leaves too little room
+// for need tasks.
 // The unit's own TasksMax= is persistent and hostprep tune owns a drop-in
 // for it (systemd.tasks_max, written next to LimitNOFILE in
 // /etc/systemd/system/UNIT.d/60-hostprep.conf, never lowering a higher
 // one), so that is the remedy for a limit of the DataNode's own unit (or
 // its not yet running unit's files); systemctl set-property only for a
-// cgroup above it (a slice), whose TasksMax= tune does not write, and the
-// container runtime's pids limit for a process no unit runs.
-func tasksMaxRemedy(t Target, p ProcessFacts, from string, need uint64) string {
+// cgroup above it (a slice), whose TasksMax= tune does not write (naming
+// the file and line that set it when known), and the container runtime's
+// pids limit for a process no unit runs.
+func tasksMaxRemedy(t Target, p ProcessFacts, from string, slice *SliceRef, need uint64) string {
 	unit := p.Unit
 	if unit != "" && !strings.Contains(unit, ".") {
 		unit += ".service"
 	}
 	cg := path.Base(path.Dir(from)) // ".../system.slice/iotdb.service/pids.max": iotdb.service
 	switch {
+	case slice != nil:
+		return sliceRemedy(*slice, fmt.Sprint(need), cmp.Or(unit, "the DataNode"), "hostprep tune writes only the service's own TasksMax=")
 	case unit != "" && (from == "TasksMax of "+unit || cg == unit):
 		own := fmt.Sprintf("tune writes TasksMax= into its own drop-in /etc/systemd/system/%s.d/60-hostprep.conf and never lowers a higher one), then systemctl daemon-reload && systemctl restart %s", unit, unit)
 		if t.Profile != "" && t.ProfileTasksMax >= need && profileUnit(t, unit) {
@@ -97,9 +102,14 @@ func threadRooms(f *Facts, t Target) (rooms []threadRoom, unseen []string) {
 	if p.PID == 0 && ts.UnitTasksMax != "" {
 		// A unit not running: its TasksMax= is known, the threads the
 		// JVM starts for itself and the limits of its user are not.
-		if ts.PidsFrom != "" {
-			rooms = append(rooms, threadRoom{"TasksMax", int64(ts.PidsMax), ts.UnitTasksMax, tasksMaxRemedy(t, p, ts.PidsFrom, uint64(t.Sockets))})
+		switch {
+		case ts.PidsSlice != nil:
+			rooms = append(rooms, threadRoom{"TasksMax", int64(ts.PidsMax) - int64(ts.PidsCurrent), fmt.Sprintf("%s; the slice above it: %s with %s there now", ts.UnitTasksMax, ts.PidsFrom, plural.N(ts.PidsCurrent, "task")),
+				tasksMaxRemedy(t, p, ts.PidsFrom, ts.PidsSlice, ts.PidsCurrent+uint64(t.Sockets))})
+		case ts.PidsFrom != "":
+			rooms = append(rooms, threadRoom{"TasksMax", int64(ts.PidsMax), ts.UnitTasksMax, tasksMaxRemedy(t, p, ts.PidsFrom, nil, uint64(t.Sockets))})
 		}
+		unseen = append(unseen, ts.Unseen...)
 		return rooms, append(unseen, fmt.Sprintf("the DataNode's own threads and its RLIMIT_NPROC (%s is not running)", p.Unit))
 	}
 	if p.PID == 0 {
@@ -115,7 +125,7 @@ func threadRooms(f *Facts, t Target) (rooms []threadRoom, unseen []string) {
 	}
 	if ts.PidsFrom != "" && ts.PidsMax != Unlimited {
 		rooms = append(rooms, threadRoom{"pids.max", int64(ts.PidsMax) - int64(ts.PidsCurrent), fmt.Sprintf("pids.max %d with %s (%s and pids.current there)", ts.PidsMax, plural.N(ts.PidsCurrent, "task"), ts.PidsFrom),
-			tasksMaxRemedy(t, p, ts.PidsFrom, ts.PidsCurrent+uint64(t.Sockets))})
+			tasksMaxRemedy(t, p, ts.PidsFrom, nil, ts.PidsCurrent+uint64(t.Sockets))})
 	}
 	return rooms, unseen
 }
@@ -149,4 +159,14 @@ func checkIoTDBThreads(f *Facts, t Target) verdict.Check {
 	}
 	return pass(fmt.Sprintf("room for %s more (one per session; least room: %s, %d)", plural.N(need, "thread"), rooms[least].name, rooms[least].room),
 		strings.Join(obs, "; "), exp)
+}
+
+// sliceRemedy raises the setting s of a slice above a unit that is not
+// running (unit names it for the message) to at least need (as written:
+// tasks, or a size such as "512 MiB"): systemctl set-property on the
+// slice, or the file and line that set it; why says why hostprep tune
+// does not.
+func sliceRemedy(s SliceRef, need, unit, why string) string {
+	return fmt.Sprintf("raise the %s= of %s, the slice above %s (%s=%s at %s; %s): systemctl set-property %s %s=%s or more, or edit %s and run systemctl daemon-reload",
+		s.Key, s.Slice, unit, s.Key, s.Value, s.At, why, s.Slice, s.Key, need, s.At)
 }

@@ -235,6 +235,11 @@ type MemCgroup struct {
 	// loaded) and its slices', From naming the FILE:LINE; its own usage
 	// is 0 and a slice's is what that slice's cgroup uses now.
 	Unit string `json:"unit,omitempty"`
+	// Slice is, for a unit that is not running whose limit (From) is a
+	// slice's, that slice's setting; HighSlice the same for HighFrom.
+	// nil otherwise.
+	Slice     *SliceRef `json:"slice,omitempty"`
+	HighSlice *SliceRef `json:"high_slice,omitempty"`
 	// SockCharged is true when the kernel charges socket buffers to the
 	// limits above (cgroup v2's memory controller: memory.stat "sock");
 	// cgroup v1 charges them only to a memory.kmem.tcp limit, not read.
@@ -297,6 +302,12 @@ type TaskFacts struct {
 	// that comes from; PidsMax then holds it (PidsFrom set, PidsCurrent 0)
 	// unless it is infinity.
 	UnitTasksMax string `json:"unit_tasks_max,omitempty"`
+	// PidsSlice is, for a unit that is not running, the TasksMax= of the
+	// slice above it that leaves the least room when it is below the
+	// unit's own (PidsMax, PidsCurrent and PidsFrom then hold that slice's
+	// limit, the tasks its cgroup holds now and where they come from); nil
+	// otherwise.
+	PidsSlice *SliceRef `json:"pids_slice,omitempty"`
 	// Unseen names what bounds them that could not be read.
 	Unseen []string `json:"unseen,omitempty"`
 }

@@ -90,6 +90,9 @@ type cgroupFiles struct {
 type cgroupLimit struct {
 	limit, usage uint64
 	from         string // "" when no cgroup limits
+	// slice is, for a unit that is not running, the slice setting that
+	// sets the limit; nil for the unit's own or a cgroup file's.
+	slice *SliceRef
 }
 
 // room is what the limit leaves (negative when usage is above it).
@@ -128,7 +131,7 @@ func (g *gatherer) leastRoom(dir, base string, c cgroupFiles) (least cgroupLimit
 			if c.reclaim != nil {
 				n -= min(n, c.reclaim(d))
 			}
-			if l := (cgroupLimit{lim, n, file}); least.from == "" || l.room() < least.room() {
+			if l := (cgroupLimit{limit: lim, usage: n, from: file}); least.from == "" || l.room() < least.room() {
 				least = l
 			}
 		}

@@ -97,12 +97,20 @@ func (g *gatherer) targetPID(pid int, source string) error {
 // file and its drop-ins. When systemd is not running (no
 // /run/systemd/system) no LimitNOFILE can apply: the limits are those a
 // process started from a login shell gets, and the unit's own setting is
-// kept as UnitLimitNOFILE. A unit with no unit file is exitcode.BadInput
+// kept as UnitLimitNOFILE. A template ("brk@.service"), which cannot be
+// started, is exitcode.BadInput. A unit with no unit file is exitcode.BadInput
 // when named by --service, and a UnitMissing finding when named by a
 // profile (fromProfile).
 func (g *gatherer) targetService(ctx context.Context, unit string, fromProfile bool) error {
 	if !strings.Contains(unit, ".") {
 		unit += ".service"
+	}
+	if at := strings.Index(unit, "@"); at >= 0 && strings.HasPrefix(unit[at+1:], ".") {
+		which := "--service"
+		if fromProfile {
+			which = "the profile's systemd.services"
+		}
+		return exitcode.BadInputf("%s %s: a template unit, which cannot be started; name an instance of it: %s %sNAME%s", which, unit, which, unit[:at+1], unit[at+1:])
 	}
 	t := &g.f.Target
 	t.ManagedBy, t.Unit = "systemd", unit
@@ -128,10 +136,11 @@ func (g *gatherer) targetService(ctx context.Context, unit string, fromProfile b
 				t.CapSysResource = false
 			}
 			if u, err := g.unitFromFiles(unit); err == nil && u.missing == "" {
-				if err := g.unitTasks(unit, u, props["TasksMax"]); err != nil {
+				levels, unseen := g.unitSlices(unit, u.files)
+				if err := g.unitTasks(unit, u, props["TasksMax"], levels, unseen); err != nil {
 					return err
 				}
-				g.unitMemory(unit, u, props)
+				g.unitMemory(unit, u, props, levels, unseen)
 			}
 			return nil
 		}
@@ -156,10 +165,11 @@ func (g *gatherer) targetService(ctx context.Context, unit string, fromProfile b
 	}
 	t.UnitFile = u.file
 	t.CapSysResource = u.user == "" || u.user == "root"
-	if err := g.unitTasks(unit, u, ""); err != nil {
+	levels, unseen := g.unitSlices(unit, u.files)
+	if err := g.unitTasks(unit, u, "", levels, unseen); err != nil {
 		return err
 	}
-	g.unitMemory(unit, u, nil)
+	g.unitMemory(unit, u, nil, levels, unseen)
 	if u.found {
 		g.f.applyUnitLimit(u.lim, "LimitNOFILE in "+u.from+" (unit not running)")
 		return nil

@@ -55,9 +55,16 @@ type unitMem map[string]memSetting
 // memory.high.
 var memKeys = []string{"MemoryMax", "MemoryHigh", "MemoryLimit", "MemorySwapMax", "MemoryMin", "MemoryLow"}
 
+// sliceMemKeys are memKeys and the settings a slice passes down to the
+// units below it (DefaultMemoryLow=, DefaultMemoryMin=: memFloor).
+var sliceMemKeys = append(memKeys[:len(memKeys):len(memKeys)], "DefaultMemoryLow", "DefaultMemoryMin")
+
 // floorKey says whether key is a protection whose default, and empty
-// value, is 0 rather than infinity (MemoryMin=, MemoryLow=).
-func floorKey(key string) bool { return key == "MemoryMin" || key == "MemoryLow" }
+// value, is 0 rather than infinity (MemoryMin=, MemoryLow= and the
+// DefaultMemoryMin=, DefaultMemoryLow= of a slice).
+func floorKey(key string) bool {
+	return key == "MemoryMin" || key == "MemoryLow" || key == "DefaultMemoryMin" || key == "DefaultMemoryLow"
+}
 
 // parseMemoryLimit reads a value of memory setting key as systemd 252's
 // config_parse_memory_limit does: "" is the default (infinity; 0 for
@@ -188,7 +195,8 @@ func strtoull10(s string) (n uint64, end string, ok bool) {
 	return n, p[i:], true
 }
 
-// readUnitMem reads memKeys from the [section] of files (a unit's or a
+// readUnitMem reads memKeys (sliceMemKeys for section "Slice") from the
+// [section] of files (a unit's or a
 // slice's, as boot.UnitNofile lists them): the last assignment systemd
 // accepts wins (boot.LastAccepted), an empty one resets the default. A
 // percentage that cannot be resolved because MemTotal is not known is
@@ -197,7 +205,11 @@ func strtoull10(s string) (n uint64, end string, ok bool) {
 func (g *gatherer) readUnitMem(files []boot.ConfFile, section string) (m unitMem, unseen []string, err error) {
 	phys := physOf(g.f)
 	m = unitMem{}
-	for _, key := range memKeys {
+	keys := memKeys
+	if section == "Slice" {
+		keys = sliceMemKeys
+	}
+	for _, key := range keys {
 		accept := func(v string) bool {
 			_, ok := parseMemoryLimit(key, v, phys)
 			if !ok && phys.pages == 0 && strings.ContainsAny(v, "%‰‱") {
@@ -215,23 +227,54 @@ func (g *gatherer) readUnitMem(files []boot.ConfFile, section string) (m unitMem
 	return m, unseen, nil
 }
 
+// memFloor is the DefaultMemoryMin= and DefaultMemoryLow= (bytes, 0
+// when none) a unit gets from the nearest slice above it that sets each:
+// what systemd 252's unit_get_ancestor_memory_min/_low give for a unit
+// that does not set MemoryMin=/MemoryLow= itself.
+type memFloor struct{ min, low uint64 }
+
+// below is the memFloor of the units in a slice whose own settings are
+// m, the slice itself having anc: each Default of m where m sets it.
+func (anc memFloor) below(m unitMem) memFloor {
+	if s := m["DefaultMemoryMin"]; s.set() {
+		anc.min = s.bytes
+	}
+	if s := m["DefaultMemoryLow"]; s.set() {
+		anc.low = s.bytes
+	}
+	return anc
+}
+
 // unified says whether the settings use the cgroup v2 style ones
-// (systemd's unit_has_unified_memory_config: MemoryMax, MemoryHigh or
-// MemorySwapMax below infinity, MemoryMin or MemoryLow above 0); only
-// then is MemoryMax= the hard limit, else the legacy MemoryLimit=, on
-// cgroup v1 and v2 alike (cgroup_context_apply).
-func (m unitMem) unified() bool {
+// (systemd 252's unit_has_unified_memory_config: MemoryMax, MemoryHigh
+// or MemorySwapMax below infinity, or the MemoryMin or MemoryLow in
+// force above 0: its own where set, else anc from the slices above);
+// only then is MemoryMax= the hard limit, else the legacy MemoryLimit=,
+// on cgroup v1 and v2 alike (cgroup_context_apply).
+func (m unitMem) unified(anc memFloor) bool {
+	floor := func(key string, def uint64) uint64 {
+		if s := m[key]; s.set() {
+			return s.bytes
+		}
+		return def
+	}
 	return m["MemoryMax"].bytes != Unlimited || m["MemoryHigh"].bytes != Unlimited || m["MemorySwapMax"].bytes != Unlimited ||
-		m["MemoryMin"].bytes > 0 || m["MemoryLow"].bytes > 0
+		floor("MemoryMin", anc.min) > 0 || floor("MemoryLow", anc.low) > 0
+}
+
+// hardKey is the setting that gives the hard limit systemd writes
+// (unified, anc as there): MemoryLimit= or MemoryMax=.
+func (m unitMem) hardKey(anc memFloor) string {
+	if key := "MemoryLimit"; !m.unified(anc) && m[key].bytes != Unlimited {
+		return key
+	}
+	return "MemoryMax" // named for no limit too
 }
 
 // hard is the hard limit systemd writes (bytes, Unlimited for none) and
-// what sets it ("" when nothing does).
-func (m unitMem) hard() (uint64, string) {
-	key := "MemoryLimit"
-	if m.unified() || m[key].bytes == Unlimited {
-		key = "MemoryMax" // named for no limit too
-	}
+// what sets it ("" when nothing does); anc as for unified.
+func (m unitMem) hard(anc memFloor) (uint64, string) {
+	key := m.hardKey(anc)
 	s := m[key]
 	if !s.set() {
 		return s.bytes, ""
@@ -250,7 +293,9 @@ func (m unitMem) high() (uint64, string) {
 
 // loadedMem reads the memory settings systemd has loaded for a unit from
 // `systemctl show` properties (bytes or "infinity"); ok is false when
-// they are not there (an older recording).
+// they are not there (an older recording). A MemoryMin or MemoryLow of 0
+// is taken for not set: systemctl show does not say whether the unit
+// sets it, and the slices' DefaultMemoryMin/Low count where it does not.
 func loadedMem(props map[string]string) (unitMem, bool) {
 	m := unitMem{}
 	for _, key := range memKeys {
@@ -265,7 +310,11 @@ func loadedMem(props map[string]string) (unitMem, bool) {
 		if err != nil {
 			return nil, false
 		}
-		m[key] = memSetting{bytes: n, value: v, where: "systemctl show"}
+		where := "systemctl show"
+		if floorKey(key) && n == 0 {
+			where = "" // as if not set: the slices' DefaultMemoryMin/Low count (systemctl show cannot say)
+		}
+		m[key] = memSetting{bytes: n, value: v, where: where}
 	}
 	return m, true
 }

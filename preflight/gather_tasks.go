@@ -178,9 +178,12 @@ func (g *gatherer) unitTasksMax(files []boot.ConfFile) (uint64, string, error) {
 // TasksMax= its next start gets: from its files (unitTasksMax) and, when
 // systemd has it loaded, loaded (systemctl show's TasksMax, in tasks or
 // "infinity"; "" when not known) — the lower of the two, naming both when
-// they differ, as loadedOrFiles does for LimitNOFILE. Errors: a unit file
-// that exists but cannot be read.
-func (g *gatherer) unitTasks(unit string, u unitNofile, loaded string) error {
+// they differ, as loadedOrFiles does for LimitNOFILE — and the TasksMax=
+// of the slices it goes in (levels, from unitSlices; unseen what of its
+// Slice= could not be read) less the tasks their cgroups hold now
+// (sliceTasks): the one that leaves the least room is PidsMax. Errors: a
+// unit file that exists but cannot be read.
+func (g *gatherer) unitTasks(unit string, u unitNofile, loaded string, levels []sliceLevel, unseen []string) error {
 	n, from, err := g.unitTasksMax(u.files)
 	if err != nil {
 		return exitcode.Environmentf("--service %s: %v (run as root)", unit, err)
@@ -195,8 +198,14 @@ func (g *gatherer) unitTasks(unit string, u unitNofile, loaded string) error {
 	}
 	t := &g.f.Target.Tasks
 	t.UnitTasksMax = fmt.Sprintf("%s for %s (not running)", from, unit)
+	least := cgroupLimit{}
 	if n != Unlimited {
-		t.PidsMax, t.PidsCurrent, t.PidsFrom = n, 0, "TasksMax of "+unit
+		least = cgroupLimit{limit: n, from: "TasksMax of " + unit}
+	}
+	slice, sunseen := g.sliceTasks(levels, tasksCeiling(g.f))
+	t.Unseen = append(append(t.Unseen, unseen...), sunseen...)
+	if least = lessRoom(least, slice); least.from != "" {
+		t.PidsMax, t.PidsCurrent, t.PidsFrom, t.PidsSlice = least.limit, least.usage, least.from, least.slice
 	}
 	return nil
 }

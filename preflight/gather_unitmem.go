@@ -8,8 +8,6 @@ import (
 	"path"
 	"strconv"
 	"strings"
-
-	"github.com/hostprep/hostprep/tune/boot"
 )
 
 // unitMemory fills Target.Memory for a unit that is not running with the
@@ -19,13 +17,15 @@ import (
 // and, when systemd has it loaded, from props (systemctl show; nil when
 // not asked) — the lower of the two, naming both when they differ, as
 // unitTasks does for TasksMax= — with no usage (it holds nothing yet);
-// and those of its slice and every slice above it (Slice=, default
-// system.slice), less what that slice's cgroup uses now. The one that
-// leaves the least room is the limit; on cgroup v2 MemoryHigh= the same
-// way. What cannot be read is named in Unseen, never taken for no limit.
-func (g *gatherer) unitMemory(unit string, u unitNofile, props map[string]string) {
+// and those of its slice and every slice above it (levels, from
+// unitSlices; unseen what of its Slice= could not be read), less what
+// that slice's cgroup uses now. The one that leaves the least room is
+// the limit; on cgroup v2 MemoryHigh= the same way. What cannot be read
+// is named in Unseen, never taken for no limit.
+func (g *gatherer) unitMemory(unit string, u unitNofile, props map[string]string, levels []sliceLevel, unseen []string) {
 	m := &g.f.Target.Memory
 	m.Unit = unit
+	m.Unseen = append(m.Unseen, unseen...)
 	own, unseen, err := g.readUnitMem(u.files, "Service")
 	m.Unseen = append(m.Unseen, unseen...)
 	if err != nil {
@@ -33,7 +33,13 @@ func (g *gatherer) unitMemory(unit string, u unitNofile, props map[string]string
 		return
 	}
 	v1 := g.memV1()
-	limit, from := own.hard()
+	mems, floors, unseen := g.slicesMem(levels)
+	m.Unseen = append(m.Unseen, unseen...)
+	anc := memFloor{}
+	if len(floors) > 0 {
+		anc = floors[0].below(mems[0])
+	}
+	limit, from := own.hard(anc)
 	high, highFrom := own.high()
 	for _, f := range []*string{&from, &highFrom} {
 		if *f != "" {
@@ -41,7 +47,7 @@ func (g *gatherer) unitMemory(unit string, u unitNofile, props map[string]string
 		}
 	}
 	if loaded, ok := loadedMem(props); ok {
-		l, lfrom := loaded.hard()
+		l, lfrom := loaded.hard(anc)
 		limit, from = loadedOrFilesMem(unit, limit, from, l, lfrom)
 		h, hfrom := loaded.high()
 		high, highFrom = loadedOrFilesMem(unit, high, highFrom, h, hfrom)
@@ -57,21 +63,42 @@ func (g *gatherer) unitMemory(unit string, u unitNofile, props map[string]string
 			soft = cgroupLimit{limit: high, from: highFrom}
 		}
 	}
-	slice, sliceFrom, err := g.unitSlice(unit, u.files)
-	if err != nil {
-		m.Unseen = append(m.Unseen, fmt.Sprintf("the Slice= of %s (%v)", unit, err))
-	}
-	for _, s := range sliceChain(slice) {
-		label := s
-		if s == slice && sliceFrom != "" {
-			label = fmt.Sprintf("%s (Slice= at %s)", s, sliceFrom)
+	for i, l := range levels {
+		if mems[i] == nil {
+			continue
 		}
-		h, sh, unseen := g.sliceMemory(s, label, v1)
+		h, sh, unseen := g.sliceMemory(l, mems[i], floors[i], v1)
 		m.Unseen = append(m.Unseen, unseen...)
 		hard, soft = lessRoom(hard, h), lessRoom(soft, sh)
 	}
 	m.Limit, m.Usage, m.From, m.SockCharged = hard.limit, hard.usage, hard.from, !v1
 	m.High, m.HighUsage, m.HighFrom = soft.limit, soft.usage, soft.from
+	m.Slice, m.HighSlice = hard.slice, soft.slice
+}
+
+// slicesMem reads the memory settings of each slice of levels (nil for
+// one that cannot be read, named in unseen) and the memFloor each gets
+// from the slices above it.
+func (g *gatherer) slicesMem(levels []sliceLevel) (mems []unitMem, floors []memFloor, unseen []string) {
+	mems, floors = make([]unitMem, len(levels)), make([]memFloor, len(levels))
+	for i, l := range levels {
+		err := l.err
+		var u []string
+		if err == nil {
+			mems[i], u, err = g.readUnitMem(l.files, "Slice")
+			unseen = append(unseen, u...)
+		}
+		if err != nil {
+			mems[i] = nil
+			unseen = append(unseen, fmt.Sprintf("the memory settings of %s (%v)", l.name, err))
+		}
+	}
+	anc := memFloor{}
+	for i := len(levels) - 1; i >= 0; i-- {
+		floors[i] = anc
+		anc = anc.below(mems[i])
+	}
+	return mems, floors, unseen
 }
 
 // lessRoom is the one of a and b (cgroupLimit, from "" for none) that
@@ -108,24 +135,6 @@ func loadedOrFilesMem(unit string, files uint64, from string, loaded uint64, lfr
 func (g *gatherer) memV1() bool {
 	_, err := os.Stat(g.path("/sys/fs/cgroup/memory/memory.limit_in_bytes"))
 	return err == nil
-}
-
-// unitSlice is the slice a unit's cgroup goes in, as systemd 252's
-// unit_set_default_slice places it: its Slice= (and where that is set),
-// else for an instance of a template the template's own slice
-// (getty@tty1.service: system-getty.slice), else system.slice. Errors: a
-// file that exists but cannot be read.
-func (g *gatherer) unitSlice(unit string, files []boot.ConfFile) (slice, where string, err error) {
-	slice, where, err = boot.LastAccepted(g.root, files, "Service", "Slice", func(v string) bool {
-		return strings.HasSuffix(v, ".slice") && len(v) > len(".slice")
-	})
-	if err != nil || slice != "" {
-		return slice, where, err
-	}
-	if _, ok := boot.TemplateOf(unit); ok {
-		return "system-" + unitNameEscape(unit[:strings.Index(unit, "@")]) + ".slice", "", nil
-	}
-	return "system.slice", "", nil
 }
 
 // unitNameEscape is systemd's unit_name_escape for a template's prefix:
@@ -176,41 +185,36 @@ func sliceCgroup(slice string) string {
 }
 
 // sliceMemory is the hard limit and (cgroup v2) MemoryHigh= a slice's
-// files set ([Slice] of its unit file and drop-ins, boot.UnitNofile's
-// listing), each with the usage of the slice's cgroup now (its working
-// set: usage less inactive page cache; 0 when it has no cgroup, nothing
-// running in it); from is "" for no limit, and names the slice as label.
-// What cannot be read is unseen.
-func (g *gatherer) sliceMemory(slice, label string, v1 bool) (hard, high cgroupLimit, unseen []string) {
-	_, files, err := boot.UnitNofile(g.root, slice)
-	g.readConf(files)
-	var m unitMem
-	if err == nil {
-		m, unseen, err = g.readUnitMem(files, "Slice")
-	}
-	if err != nil {
-		return hard, high, append(unseen, fmt.Sprintf("the memory settings of %s (%v)", slice, err))
-	}
-	limit, from := m.hard()
+// files set (m, its [Slice] settings; the hard one as anc, the floor from
+// the slices above, decides), each with the usage of the slice's cgroup
+// now (its working set: usage less inactive page cache; 0 when it has no
+// cgroup, nothing running in it) and the setting that gives it; from is
+// "" for no limit, and names the slice as l.label. What cannot be read is
+// unseen.
+func (g *gatherer) sliceMemory(l sliceLevel, m unitMem, anc memFloor, v1 bool) (hard, high cgroupLimit, unseen []string) {
+	key := m.hardKey(anc)
+	limit, from := m.hard(anc)
 	hi, hiFrom := m.high()
 	if v1 || hi == Unlimited {
 		hiFrom = ""
 	}
 	if limit == Unlimited && hiFrom == "" {
-		return hard, high, unseen
+		return hard, high, nil
 	}
-	usage, file, err := g.cgroupUsage(sliceCgroup(slice), v1)
+	usage, file, err := g.cgroupUsage(sliceCgroup(l.name), v1)
 	if err != nil {
-		return hard, high, append(unseen, fmt.Sprintf("the memory usage of %s, which its files limit (%v)", label, err))
+		return hard, high, []string{fmt.Sprintf("the memory usage of %s, which its files limit (%v)", l.label, err)}
 	}
-	where := fmt.Sprintf(" of %s (usage: %s)", label, file)
+	where := fmt.Sprintf(" of %s (usage: %s)", l.label, file)
 	if limit != Unlimited {
-		hard = cgroupLimit{limit: limit, usage: usage, from: from + where}
+		s := m[key]
+		hard = cgroupLimit{limit: limit, usage: usage, from: from + where, slice: &SliceRef{Slice: l.name, Key: key, Value: s.value, At: s.where}}
 	}
 	if hiFrom != "" {
-		high = cgroupLimit{limit: hi, usage: usage, from: hiFrom + where}
+		s := m["MemoryHigh"]
+		high = cgroupLimit{limit: hi, usage: usage, from: hiFrom + where, slice: &SliceRef{Slice: l.name, Key: "MemoryHigh", Value: s.value, At: s.where}}
 	}
-	return hard, high, unseen
+	return hard, high, nil
 }
 
 // cgroupUsage reads the memory a cgroup (a path below the hierarchy's

@@ -152,16 +152,32 @@ func TestUnitMemoryLoadedOrFiles(t *testing.T) {
 // of a template in the template's own slice below it, named with
 // systemd's escaping (systemd 252 --test prints "Slice:
 // system-foo\x2dbar.slice" for foo-bar@x.y.service); each dash of a
-// slice's name is a level, whose cgroup is below its parent's.
+// slice's name is a level, whose cgroup is below its parent's. A Slice=
+// systemd ignores keeps the one before (config_parse_unit_slice logs
+// and ignores an empty value, a name that is not a slice's, and a
+// specifier it does not know: %I, %P, %J), the unit's own specifiers are
+// expanded (%i is "" for a unit that is no instance), and a specifier
+// from the host, or a slice systemd cannot load, leaves the slice
+// unknown, said why (TestSliceOracle checks these against systemd).
 func TestUnitSlice(t *testing.T) {
 	for _, c := range []struct {
 		unit, file, slice, cgroup string
 		chain                     []string
+		why                       string
 	}{
-		{"mosquitto.service", "[Service]\nExecStart=/bin/true\n", "system.slice", "/system.slice", []string{"system.slice"}},
-		{"foo-bar@x.y.service", "[Service]\n", `system-foo\x2dbar.slice`, `/system.slice/system-foo\x2dbar.slice`, []string{`system-foo\x2dbar.slice`, "system.slice"}},
-		{"emqx.service", "[Service]\nSlice=brokers-mqtt.slice\nSlice=nonsense\n", "brokers-mqtt.slice", "/brokers.slice/brokers-mqtt.slice", []string{"brokers-mqtt.slice", "brokers.slice"}},
-		{"emqx.service", "[Service]\nSlice=-.slice\n", "-.slice", "/", nil},
+		{"mosquitto.service", "[Service]\nExecStart=/bin/true\n", "system.slice", "/system.slice", []string{"system.slice"}, ""},
+		{"foo-bar@x.y.service", "[Service]\n", `system-foo\x2dbar.slice`, `/system.slice/system-foo\x2dbar.slice`, []string{`system-foo\x2dbar.slice`, "system.slice"}, ""},
+		{"emqx.service", "[Service]\nSlice=brokers-mqtt.slice\nSlice=nonsense\n", "brokers-mqtt.slice", "/brokers.slice/brokers-mqtt.slice", []string{"brokers-mqtt.slice", "brokers.slice"}, ""},
+		{"emqx.service", "[Service]\nSlice=-.slice\n", "-.slice", "/", nil, ""},
+		{"brk.service", "[Service]\nSlice=brk.slice\nSlice=\n", "brk.slice", "/brk.slice", []string{"brk.slice"}, ""},
+		{"brk.service", "[Service]\nSlice=brk.slice\nSlice=brk .slice\nSlice=foo@bar.slice\nSlice=foo@.slice\nSlice=brk.service\n", "brk.slice", "/brk.slice", []string{"brk.slice"}, ""},
+		{"brk.service", "[Service]\nSlice=brk.slice\nSlice=%i.slice\nSlice=%I.slice\nSlice=%P.slice\nSlice=%z.slice\n", "brk.slice", "/brk.slice", []string{"brk.slice"}, ""},
+		{"brk-tpl@a.service", "[Service]\nSlice=brk-%i.slice\n", "brk-a.slice", "/brk.slice/brk-a.slice", []string{"brk-a.slice", "brk.slice"}, ""},
+		{"brk-tpl@a.service", "[Service]\nSlice=%p-%j-x%%.slice\nSlice=%p-%j.slice\n", "brk-tpl-tpl.slice", "/brk.slice/brk-tpl.slice/brk-tpl-tpl.slice", []string{"brk-tpl-tpl.slice", "brk-tpl.slice", "brk.slice"}, ""},
+		{"brk-x.service", "[Service]\nSlice=%N.slice\n", "brk-x.slice", "/brk.slice/brk-x.slice", []string{"brk-x.slice", "brk.slice"}, ""},
+		{"brk.service", "[Service]\nSlice=brk.slice\nSlice=%H.slice\n", "", "/", nil, "Slice=%H.slice (/etc/systemd/system/brk.service:3) takes %H from the host"},
+		{"brk.service", "[Service]\nSlice=%H.slice\nSlice=brk.slice\n", "brk.slice", "/brk.slice", []string{"brk.slice"}, ""},
+		{"brk.service", "[Service]\nSlice=a--b.slice\n", "", "/", nil, "Slice=a--b.slice (/etc/systemd/system/brk.service:2) names a slice systemd cannot load"},
 	} {
 		name := c.unit
 		if tmpl, ok := boot.TemplateOf(c.unit); ok {
@@ -173,9 +189,9 @@ func TestUnitSlice(t *testing.T) {
 			t.Fatal(err)
 		}
 		g := &gatherer{root: root, f: &Facts{}}
-		slice, _, err := g.unitSlice(c.unit, files)
-		if err != nil || slice != c.slice || sliceCgroup(slice) != c.cgroup || !slices.Equal(sliceChain(slice), c.chain) {
-			t.Errorf("%s: slice %q (%v), cgroup %s, chain %q; want %s, %s, %q", c.unit, slice, err, sliceCgroup(slice), sliceChain(slice), c.slice, c.cgroup, c.chain)
+		slice, _, why, err := g.unitSlice(c.unit, files)
+		if err != nil || slice != c.slice || sliceCgroup(slice) != c.cgroup || !slices.Equal(sliceChain(slice), c.chain) || !strings.Contains(why, c.why) || (c.why == "") != (why == "") {
+			t.Errorf("%s %q: slice %q (%v; %q), cgroup %s, chain %q; want %s, %s, %q (%q)", c.unit, c.file, slice, err, why, sliceCgroup(slice), sliceChain(slice), c.slice, c.cgroup, c.chain, c.why)
 		}
 	}
 }
