@@ -41,19 +41,19 @@ type sliceLevel struct {
 }
 
 // unitSlices is the chain of slices a unit that is not running goes in,
-// nearest first (unitSlice, sliceChain), each with its files listed once
+// nearest first (boot.UnitSliceIn, boot.SliceChain), each with its files listed once
 // for the memory and task limits read from them; unseen names what of
 // its Slice= could not be read (the chain is then empty: preflight does
 // not guess the slice).
 func (g *gatherer) unitSlices(unit string, files []boot.ConfFile) (levels []sliceLevel, unseen []string) {
-	slice, where, why, err := g.unitSlice(unit, files)
+	slice, where, why, err := boot.UnitSliceIn(g.root, unit, files, nil)
 	switch {
 	case err != nil:
 		return nil, []string{fmt.Sprintf("the Slice= of %s (%v)", unit, err)}
 	case why != "":
 		return nil, []string{fmt.Sprintf("the slice of %s: %s", unit, why)}
 	}
-	for _, s := range sliceChain(slice) {
+	for _, s := range boot.SliceChain(slice) {
 		label := s
 		if s == slice && where != "" {
 			label = fmt.Sprintf("%s (Slice= at %s)", s, where)
@@ -63,152 +63,6 @@ func (g *gatherer) unitSlices(unit string, files []boot.ConfFile) (levels []slic
 		levels = append(levels, sliceLevel{name: s, label: label, files: sfiles, err: err})
 	}
 	return levels, nil
-}
-
-// hostSpecifiers are the specifiers systemd 252's unit_name_printf
-// (which Slice= goes through) takes from the host or the manager rather
-// than the unit's name (COMMON_SYSTEM_SPECIFIERS, COMMON_CREDS_SPECIFIERS:
-// architecture, OS release fields, boot and machine ID, host names,
-// kernel release, the manager's user and group): preflight does not read
-// them. Any specifier neither here nor in unitSpecifier makes systemd
-// ignore the value ("Failed to resolve unit specifiers ...: Invalid
-// slot"), %I, %P and %J among them.
-const hostSpecifiers = "aAbBHlmMoqvwWgGuU"
-
-// unitSpecifier is what specifier c of unit_name_printf gives for unit
-// (a full name, "brk-tpl@a.service"): %i the instance ("" for a unit that
-// is no instance), %p the prefix before "@" (or the type), %j the part of
-// the prefix after its last dash, %n the name, %N the name without its
-// type; ok is false for another specifier.
-func unitSpecifier(unit string, c byte) (string, bool) {
-	dot := strings.LastIndex(unit, ".")
-	if dot < 0 {
-		dot = len(unit)
-	}
-	prefix, instance := unit[:dot], ""
-	if at := strings.Index(unit, "@"); at >= 0 && at < dot {
-		prefix, instance = unit[:at], unit[at+1:dot]
-	}
-	switch c {
-	case 'i':
-		return instance, true
-	case 'p':
-		return prefix, true
-	case 'j':
-		return prefix[strings.LastIndex(prefix, "-")+1:], true
-	case 'n':
-		return unit, true
-	case 'N':
-		return unit[:dot], true
-	}
-	return "", false
-}
-
-// expandSlice expands the specifiers of a Slice= value for unit as
-// systemd 252's specifier_printf does ("%%" is "%", a "%" at the end
-// stays). ok is false when systemd ignores the value for a specifier it
-// does not know; host is the first specifier it takes from the host
-// (hostSpecifiers, "%H"), the name then not known.
-func expandSlice(unit, v string) (name string, ok bool, host string) {
-	var b strings.Builder
-	for i := 0; i < len(v); i++ {
-		if v[i] != '%' {
-			b.WriteByte(v[i])
-			continue
-		}
-		if i++; i == len(v) {
-			b.WriteByte('%')
-			break
-		}
-		c := v[i]
-		s, known := unitSpecifier(unit, c)
-		switch {
-		case c == '%':
-			b.WriteByte('%')
-		case known:
-			b.WriteString(s)
-		case strings.IndexByte(hostSpecifiers, c) >= 0:
-			if host == "" {
-				host = "%" + string(c)
-			}
-		default:
-			return "", false, ""
-		}
-	}
-	return b.String(), true, host
-}
-
-// validSliceUnitName says whether name is a name systemd 252 assigns as
-// a unit's Slice= (unit_name_is_valid with UNIT_NAME_PLAIN, then
-// unit_set_slice's type check): shorter than 256 bytes, ending in
-// ".slice" after at least one byte, each byte before it an ASCII letter
-// or digit or one of ":-_.\" (no "@": an instance or template slice is
-// refused).
-func validSliceUnitName(name string) bool {
-	stem, ok := strings.CutSuffix(name, ".slice")
-	if !ok || stem == "" || len(name) >= 256 {
-		return false
-	}
-	for i := 0; i < len(stem); i++ {
-		c := stem[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte(`:-_.\`, c) >= 0) {
-			return false
-		}
-	}
-	return true
-}
-
-// loadableSlice says whether systemd 252 can load a slice so named
-// (slice_name_is_valid): "-.slice", or a name whose dashes are neither
-// first, last nor two together. A unit whose Slice= names another slice
-// is assigned it but does not start ("Unit a--b.slice failed to load
-// properly").
-func loadableSlice(name string) bool {
-	if name == "-.slice" {
-		return true
-	}
-	stem := strings.TrimSuffix(name, ".slice")
-	return !strings.HasPrefix(stem, "-") && !strings.HasSuffix(stem, "-") && !strings.Contains(stem, "--")
-}
-
-// unitSlice is the slice a unit's cgroup goes in, as systemd 252 places
-// it: its last Slice= that systemd takes (config_parse_unit_slice: the
-// value with its specifiers expanded, expandSlice, must be a slice's
-// unit name, validSliceUnitName; an empty value, one that is not, or one
-// with a specifier systemd does not know is logged and ignored, the one
-// before kept) and where that is set, else for an instance of a template
-// the template's own slice (getty@tty1.service: system-getty.slice),
-// else system.slice (unit_set_default_slice). why says, with slice "",
-// why the slice is not known: a specifier taken from the host, or a
-// slice systemd cannot load. Errors: a file that exists but cannot be
-// read.
-func (g *gatherer) unitSlice(unit string, files []boot.ConfFile) (slice, where, why string, err error) {
-	asg, err := boot.Assignments(g.root, files, "Service", "Slice")
-	if err != nil {
-		return "", "", "", err
-	}
-	for _, a := range asg {
-		name, ok, host := expandSlice(unit, a.Value)
-		switch {
-		case !ok:
-		case host != "":
-			slice, where, why = "", a.Where, fmt.Sprintf("Slice=%s (%s) takes %s from the host, which preflight does not read", a.Value, a.Where, host)
-		case validSliceUnitName(name):
-			slice, where, why = name, a.Where, ""
-		}
-	}
-	switch {
-	case why != "":
-		return "", where, why, nil
-	case slice != "" && !loadableSlice(slice):
-		return "", where, fmt.Sprintf("Slice=%s (%s) names a slice systemd cannot load (a dash first, last or doubled: systemd.slice(5)), so the unit does not start", slice, where), nil
-	case slice != "":
-		return slice, where, "", nil
-	}
-	if _, ok := boot.TemplateOf(unit); ok {
-		return "system-" + unitNameEscape(unit[:strings.Index(unit, "@")]) + ".slice", "", "", nil
-	}
-	return "system.slice", "", "", nil
 }
 
 // sliceTasks is the TasksMax= of the slices a unit that is not running

@@ -8,6 +8,8 @@ import (
 	"path"
 	"strconv"
 	"strings"
+
+	"github.com/hostprep/hostprep/tune/boot"
 )
 
 // unitMemory fills Target.Memory for a unit that is not running with the
@@ -137,46 +139,10 @@ func (g *gatherer) memV1() bool {
 	return err == nil
 }
 
-// unitNameEscape is systemd's unit_name_escape for a template's prefix:
-// "/" becomes "-", and "-", "\" and any byte but ASCII letters, digits,
-// ":", "_" and "." (a leading "." too) become \xNN.
-func unitNameEscape(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '/':
-			b.WriteByte('-')
-		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == ':' || c == '_' || c == '.' && i > 0:
-			b.WriteByte(c)
-		default:
-			fmt.Fprintf(&b, `\x%02x`, c)
-		}
-	}
-	return b.String()
-}
-
-// sliceChain is a slice and the slices above it, nearest first, without
-// the root slice: "system-getty.slice" gives system-getty.slice,
-// system.slice (a dash in a slice's name is a level: systemd.slice(5)).
-func sliceChain(slice string) []string {
-	var out []string
-	for s := slice; s != "" && s != "-.slice" && strings.HasSuffix(s, ".slice"); {
-		out = append(out, s)
-		name := strings.TrimSuffix(s, ".slice")
-		i := strings.LastIndex(name, "-")
-		if i <= 0 {
-			break
-		}
-		s = name[:i] + ".slice"
-	}
-	return out
-}
-
 // sliceCgroup is a slice's cgroup path below the hierarchy's root
 // ("system-getty.slice": /system.slice/system-getty.slice).
 func sliceCgroup(slice string) string {
-	chain := sliceChain(slice)
+	chain := boot.SliceChain(slice)
 	p := "/"
 	for i := len(chain) - 1; i >= 0; i-- {
 		p = path.Join(p, chain[i])

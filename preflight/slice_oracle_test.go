@@ -129,7 +129,7 @@ func TestSliceOracle(t *testing.T) {
 		if err != nil {
 			rt.Fatal(err)
 		}
-		slice, _, why, err := g.unitSlice(unit, files)
+		slice, _, why, err := boot.UnitSliceIn(dir, unit, files, nil)
 		if err != nil {
 			rt.Fatal(err)
 		}

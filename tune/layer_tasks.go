@@ -257,16 +257,29 @@ func tasksItem(env Env, unit string, read []boot.ConfFile, want uint64, got boot
 	return it
 }
 
-// sliceCaps marks it, unit u's TasksMax item, not OK when a slice above
-// u after the next boot (boot.UnitSliceTasks: its Slice=, else
-// system.slice, and each slice above that by dash prefix) has a
+// sliceCaps marks it, unit u's TasksMax item, not OK when the slice u
+// runs in after the next boot cannot be judged (boot.UnitSlice: a
+// specifier taken from the host, a slice that fails to load), or a slice
+// above u (boot.ChainTasks: its Slice=, else system.slice, and each
+// slice above that by dash prefix) has a
 // TasksMax= below want, the one hostprep wrote, or a share of a ceiling
 // not known: pids.max is hierarchical, so the slice caps every task of
 // the unit. tune writes no slice's TasksMax=; the problem names the
 // slice's file and line and the remedy. Errors: exitcode.Environment
 // when a file cannot be read.
 func sliceCaps(it *BootItem, root, u string, want uint64, ceiling taskCeiling, overlay map[string][]byte) error {
-	all, low, ok, err := boot.UnitSliceTasks(root, u, ceiling.tasks, overlay)
+	slice, where, why, err := boot.UnitSlice(root, u, overlay)
+	if err != nil {
+		return exitcode.Environmentf("tune: %v", err)
+	}
+	if why != "" {
+		// the slice is not known, or the unit does not start: no TasksMax
+		// it gets can be judged
+		it.OK, it.Boot = false, BootValue{Value: "unknown (slice)"}
+		it.Problem = fmt.Sprintf("%s: %s; hostprep cannot tell what caps the unit's tasks: name the slice plainly (Slice=NAME.slice)", it.Limit, why)
+		return nil
+	}
+	all, low, ok, err := boot.ChainTasks(root, slice, ceiling.tasks, overlay)
 	if err != nil {
 		return exitcode.Environmentf("tune: %v", err)
 	}
@@ -279,10 +292,6 @@ func sliceCaps(it *BootItem, root, u string, want uint64, ceiling taskCeiling, o
 			return nil
 		}
 		low = all[i]
-	}
-	slice, where, err := boot.UnitSlice(root, u, overlay)
-	if err != nil {
-		return exitcode.Environmentf("tune: %v", err)
 	}
 	in := fmt.Sprintf("it runs in %s (systemd's default slice)", slice)
 	if where != "" {

@@ -9,58 +9,72 @@ import (
 // other slice and takes no TasksMax= (the root cgroup has no pids.max).
 const RootSlice = "-.slice"
 
-// UnitSlice is the slice unit (emqx or emqx.service) runs in after the
-// next boot, as systemd 252 sets it: the last Slice= in a [Service]
-// section of the unit's files (as UnitNofile lists them) that is a unit
-// name ending in ".slice", no template or instance (other values are
-// logged and ignored, and so is one with a % specifier, which this model does not expand; a name
-// ValidSlice refuses, such as "a-.slice", is taken, and then the slice
-// fails to load and systemd does not start the unit), else the
-// default: system-PREFIX.slice for an instance (getty@tty1.service is in
-// system-getty.slice, the prefix escaped as unit_name_escape does), else
-// system.slice. where is "FILE:LINE" of the Slice= line, "" for the
-// default. Errors: a file that exists but cannot be read.
-func UnitSlice(root, unit string, overlay map[string][]byte) (slice, where string, err error) {
-	t := tree{root: root, overlay: overlay}
+// UnitSlice is UnitSliceIn for unit (emqx or emqx.service) with the
+// files UnitNofile lists for it, as if the files in overlay (paths
+// relative to root) had the given bytes.
+func UnitSlice(root, unit string, overlay map[string][]byte) (slice, where, why string, err error) {
 	if !strings.Contains(unit, ".") {
 		unit += ".service"
 	}
-	files, err := unitFiles(t, unit)
+	files, err := unitFiles(tree{root: root, overlay: overlay}, unit)
 	if err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
-	err = eachAssignment(t, files, "Service", "Slice", func(v string, f ConfFile, line int) {
-		if validUnitName(v) && strings.HasSuffix(v, ".slice") && !strings.ContainsAny(v, "%@") {
-			slice, where = v, fmt.Sprintf("%s:%d", f.Name(), line)
-		}
-	})
-	if err != nil || slice != "" {
-		return slice, where, err
-	}
-	if at := strings.Index(unit, "@"); at > 0 {
-		return "system-" + unitNameEscape(unit[:at]) + ".slice", "", nil
-	}
-	return "system.slice", "", nil
+	return UnitSliceIn(root, unit, files, overlay)
 }
 
-// ValidSlice says whether name is a slice name systemd 252 takes: a valid
-// unit name ending in ".slice" whose prefix is "-" (RootSlice) or dash
-// separated parts, none of them empty ("a-b.slice"; not "-a.slice",
-// "a-.slice" or "a--b.slice"), and no template or instance.
+// UnitSliceIn is the slice unit (a full name, "brk-tpl@a.service") runs
+// in after the next boot, as systemd 252 places it, files being the
+// unit's (as UnitNofile lists them): its last Slice= in a [Service]
+// section that systemd takes (config_parse_unit_slice: the value with
+// its specifiers expanded, expandSlice, must be a slice's unit name,
+// sliceUnitName; an empty value, one that is not, or one with a
+// specifier systemd does not know is logged and ignored, the one before
+// kept), and where is the FILE:LINE of that line; else for an instance
+// of a template system-PREFIX.slice (getty@tty1.service:
+// system-getty.slice, the prefix escaped as unit_name_escape does), else
+// system.slice (unit_set_default_slice), where "". why, when not "",
+// says the unit's slice cannot be judged: a specifier systemd takes from
+// the host, which this model does not read (slice ""), or a name
+// ValidSlice refuses, such as "a--b.slice" (slice is that name: systemd
+// puts the unit in it, the slice fails to load and the unit does not
+// start). Errors: a file that exists but cannot be read.
+func UnitSliceIn(root, unit string, files []ConfFile, overlay map[string][]byte) (slice, where, why string, err error) {
+	err = eachAssignment(tree{root: root, overlay: overlay}, files, "Service", "Slice", func(v string, f ConfFile, line int) {
+		name, ok, host := expandSlice(unit, v)
+		at := fmt.Sprintf("%s:%d", f.Name(), line)
+		switch {
+		case !ok:
+		case host != "":
+			slice, where, why = "", at, fmt.Sprintf("Slice=%s (%s) takes %s from the host, which hostprep does not read", v, at, host)
+		case sliceUnitName(name):
+			slice, where, why = name, at, ""
+		}
+	})
+	switch {
+	case err != nil || why != "":
+		return slice, where, why, err
+	case slice != "" && !ValidSlice(slice):
+		return slice, where, fmt.Sprintf("Slice=%s (%s) names a slice systemd cannot load (a dash first, last or doubled: systemd.slice(5)), so the unit does not start", slice, where), nil
+	case slice != "":
+		return slice, where, "", nil
+	}
+	if at := strings.Index(unit, "@"); at > 0 {
+		return "system-" + unitNameEscape(unit[:at]) + ".slice", "", "", nil
+	}
+	return "system.slice", "", "", nil
+}
+
+// ValidSlice says whether name is a slice name systemd 252 can load
+// (slice_name_is_valid): a slice's unit name (sliceUnitName) whose stem
+// is "-" (RootSlice) or dash separated parts, none of them empty
+// ("a-b.slice"; not "-a.slice", "a-.slice" or "a--b.slice").
 func ValidSlice(name string) bool {
-	prefix, ok := strings.CutSuffix(name, ".slice")
-	if !ok || !validUnitName(name) || strings.Contains(name, "@") {
+	if !sliceUnitName(name) {
 		return false
 	}
-	if prefix == "-" {
-		return true
-	}
-	for _, part := range strings.Split(prefix, "-") {
-		if part == "" {
-			return false
-		}
-	}
-	return true
+	stem := strings.TrimSuffix(name, ".slice")
+	return stem == "-" || !strings.HasPrefix(stem, "-") && !strings.HasSuffix(stem, "-") && !strings.Contains(stem, "--")
 }
 
 // SliceParent is the slice above slice, as systemd's
@@ -128,16 +142,12 @@ type SliceTasks struct {
 	TasksSetting
 }
 
-// UnitSliceTasks is the TasksMax= of every slice above unit after the
-// next boot (UnitSlice, SliceChain, SliceTasksMax with shares taken of
-// ceiling, tasks), innermost first, and the lowest of them (pids.max is
+// ChainTasks is the TasksMax= of slice and every slice above it after
+// the next boot (SliceChain, SliceTasksMax with shares taken of ceiling,
+// tasks), innermost first, and the lowest of them (pids.max is
 // hierarchical: a unit's tasks are capped by each; ok false when no slice
 // sets a limit). Errors: a file that exists but cannot be read.
-func UnitSliceTasks(root, unit string, ceiling uint64, overlay map[string][]byte) (all []SliceTasks, lowest SliceTasks, ok bool, err error) {
-	slice, _, err := UnitSlice(root, unit, overlay)
-	if err != nil {
-		return nil, SliceTasks{}, false, err
-	}
+func ChainTasks(root, slice string, ceiling uint64, overlay map[string][]byte) (all []SliceTasks, lowest SliceTasks, ok bool, err error) {
 	for _, s := range SliceChain(slice) {
 		set, _, err := SliceTasksMax(root, s, ceiling, overlay)
 		if err != nil {

@@ -105,7 +105,7 @@ func TestSliceOracle(t *testing.T) {
 			write("system/"+d+".d/"+rapid.SampledFrom([]string{"10-a.conf", "50-b.conf"}).Draw(rt, "dropname"), "["+sect+"]\nTasksMax="+tasks()+"\n")
 		}
 		units, log := dumpUnits(rt, box, query)
-		slice, where, err := boot.UnitSlice(dir, query, nil)
+		slice, where, why, err := boot.UnitSlice(dir, query, nil)
 		if err != nil {
 			rt.Fatal(err)
 		}
@@ -113,10 +113,13 @@ func TestSliceOracle(t *testing.T) {
 		if !ok {
 			// the unit's slice fails to load: systemd puts the unit in it
 			// and cannot start it
-			if !strings.Contains(log, "Unit "+slice+" failed to load properly") || boot.ValidSlice(slice) {
-				rt.Fatalf("systemd --test dumped no %s; simulation: slice %s (%s), valid %v\n%s\n%s", query, slice, where, boot.ValidSlice(slice), log, oracleFiles(dir, etc))
+			if !strings.Contains(log, "Unit "+slice+" failed to load properly") || boot.ValidSlice(slice) || why == "" {
+				rt.Fatalf("systemd --test dumped no %s; simulation: slice %s (%s), valid %v, %q\n%s\n%s", query, slice, where, boot.ValidSlice(slice), why, log, oracleFiles(dir, etc))
 			}
 			return
+		}
+		if why != "" {
+			rt.Fatalf("systemd loads %s in %s; simulation: %s", query, u["Slice"], why)
 		}
 		if u["Slice"] != slice {
 			rt.Fatalf("systemd puts %s in %q, simulation %q (%s)\n%v\n%s\n%s", query, u["Slice"], slice, where, u, log, oracleFiles(dir, etc))
