@@ -62,11 +62,15 @@ type conn struct {
 	// the run base): publish k was scheduled at firstSched + k *
 	// PubInterval, which is how a lost message's latency is censored.
 	firstSched int64
-	lastSent   int64
-	dead       bool
-	failErr    error // why a writer gave up on the connection
-	byUs       bool  // closed on purpose by the probe
-	ackBuf     [4]byte
+	// dialAt is when the scheduler started the connect and readyAt when
+	// its CONNACK arrived (ns since the run base; publishers only): a
+	// publish slot before readyAt passed while the client connected.
+	dialAt, readyAt int64
+	lastSent        int64
+	dead            bool
+	failErr         error // why a writer gave up on the connection
+	byUs            bool  // closed on purpose by the probe
+	ackBuf          [4]byte
 
 	rbuf   []byte
 	pong   chan struct{} // calibration client only

@@ -192,10 +192,14 @@ type faultProxy struct {
 	closeAfter time.Duration
 	// deliverDelay holds every PUBLISH to a subscriber this long.
 	deliverDelay time.Duration
-	wg           sync.WaitGroup
-	mu           sync.Mutex
-	conns        []net.Conn
-	sources      map[string]int // publisher source IP -> connections
+	// holdFrom and holdUntil hold every connection accepted between
+	// them until holdUntil before it reaches the broker (a broker or a
+	// path that does not accept for a while).
+	holdFrom, holdUntil time.Time
+	wg                  sync.WaitGroup
+	mu                  sync.Mutex
+	conns               []net.Conn
+	sources             map[string]int // publisher source IP -> connections
 }
 
 func startProxy(t *testing.T, target string, p *faultProxy) string {
@@ -253,6 +257,9 @@ func readRaw(br *bufio.Reader) (byte, []byte, []byte, error) {
 
 func (p *faultProxy) handle(cl net.Conn) {
 	defer p.wg.Done()
+	if now := time.Now(); !p.holdUntil.IsZero() && !now.Before(p.holdFrom) && now.Before(p.holdUntil) {
+		time.Sleep(p.holdUntil.Sub(now))
+	}
 	br, err := net.Dial("tcp", p.target)
 	if err != nil {
 		cl.Close()

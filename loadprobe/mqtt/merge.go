@@ -206,6 +206,7 @@ func (m *Result) add(s *Result, hists *[5]*latency.Recorder) error {
 	c.Failed += sc.Failed
 	c.NotStarted += sc.NotStarted
 	c.Canceled += sc.Canceled
+	c.StartedLate += sc.StartedLate
 	c.Lost += sc.Lost
 	c.Subscribers += sc.Subscribers
 	c.SubscribersLost += sc.SubscribersLost
@@ -223,7 +224,8 @@ func (m *Result) add(s *Result, hists *[5]*latency.Recorder) error {
 	for _, p := range [][2]*int64{{&mm.Scheduled, &sm.Scheduled}, {&mm.Published, &sm.Published}, {&mm.SendFailed, &sm.SendFailed},
 		{&mm.Acked, &sm.Acked}, {&mm.Unacked, &sm.Unacked}, {&mm.AckInFlight, &sm.AckInFlight}, {&mm.AckErrors, &sm.AckErrors}, {&mm.Resent, &sm.Resent},
 		{&mm.Expected, &sm.Expected}, {&mm.Received, &sm.Received}, {&mm.Lost, &sm.Lost}, {&mm.InFlight, &sm.InFlight}, {&mm.LostAfterAck, &sm.LostAfterAck},
-		{&mm.Duplicated, &sm.Duplicated}, {&mm.OutOfOrder, &sm.OutOfOrder}, {&mm.Overruns, &sm.Overruns}} {
+		{&mm.Duplicated, &sm.Duplicated}, {&mm.OutOfOrder, &sm.OutOfOrder}, {&mm.Overruns, &sm.Overruns},
+		{&mm.LateConnect, &sm.LateConnect}, {&mm.LateDial, &sm.LateDial}} {
 		*p[0] += *p[1]
 	}
 	m.Throughput.WindowPublished += s.Throughput.windowPublished(s.WindowSeconds)

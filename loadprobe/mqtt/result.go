@@ -147,6 +147,11 @@ type Connects struct {
 	// that got an outcome (Failed / Target for a run that went its
 	// course); 0 when none did.
 	FailRate float64 `json:"fail_rate"`
+	// StartedLate are connects the probe itself started more than 10 ms
+	// after their scheduled time (its scheduler was paused or starved):
+	// their connect latency, measured from the scheduled time, holds the
+	// probe's own delay.
+	StartedLate int64 `json:"started_late,omitempty"`
 }
 
 // attempted is the number of connects that got an outcome.
@@ -208,6 +213,13 @@ type Messages struct {
 	// Overruns: publishes issued more than 10 ms after their scheduled
 	// time (the probe or the socket fell behind the schedule).
 	Overruns int64 `json:"overruns"`
+	// LateConnect are publish slots that passed while their client
+	// waited for its CONNACK, LateDial those that passed before the
+	// probe even started their client's connect (its own delay). Both
+	// were published as soon as the client connected, their latencies
+	// measured from the slot; most are in Overruns too.
+	LateConnect int64 `json:"late_connect,omitempty"`
+	LateDial    int64 `json:"late_dial,omitempty"`
 }
 
 // Latencies in ms, all measured from the scheduled time (so a stall
@@ -511,7 +523,7 @@ func (r *run) fillLatency(res *Result, lost missing) {
 // neither counts as failed.
 func (r *run) connects() (Connects, map[string]string) {
 	r.mu.Lock()
-	cn := Connects{Target: r.n, OK: r.connectOK, FailedBy: map[string]int64{}, LostBy: map[string]int64{},
+	cn := Connects{Target: r.n, OK: r.connectOK, StartedLate: r.startedLate.Load(), FailedBy: map[string]int64{}, LostBy: map[string]int64{},
 		Subscribers: r.cfg.Subscribers, SubscribersLostBy: map[string]int64{}}
 	for k, v := range r.connectFailed {
 		cn.FailedBy[k] = v
@@ -552,6 +564,9 @@ func (r *run) messages(lost missing) Messages {
 		AckErrors: r.ackErrors.Load(),
 		Resent:    r.resent.Load(),
 		Overruns:  r.overruns.Load(),
+
+		LateConnect: r.lateConnect.Load(),
+		LateDial:    r.lateDial.Load(),
 	}
 	m.SendFailed = m.Scheduled - m.Published
 	if r.cfg.QoS > 0 {
@@ -685,7 +700,7 @@ func judge(cfg *Config, res *Result) []verdict.Check {
 	}
 	cs = append(cs, connFail)
 	cs = append(cs, durCheck(cfg, "mqtt.connect_p95", "connect p95 (scheduled -> CONNACK)", res.Latency.Connect.P95, res.Latency.Connect, t.ConnectP95, cut,
-		"lower --conn-rate or raise net.core.somaxconn / net.ipv4.tcp_max_syn_backlog and the broker's accept rate"))
+		connectRemedy(cn)))
 	if cfg.QoS > 0 {
 		cs = append(cs, durCheck(cfg, "mqtt.ack_p95", "publish -> ack p95", res.Latency.Ack.P95, res.Latency.Ack, t.AckP95, cutSteady,
 			"the broker acknowledges slowly: check its CPU, persistence and inflight limits"))
@@ -695,6 +710,17 @@ func judge(cfg *Config, res *Result) []verdict.Check {
 	cs = append(cs, durCheck(cfg, "mqtt.e2e_p99", "end-to-end p99", res.Latency.E2E.P99, res.Latency.E2E, t.E2EP99, cutSteady,
 		"deliveries are slow: check the broker's CPU and the subscribers (more --subscribers with a shared subscription)"))
 	return append(cs, deliveryCheck(cfg, m), connectionsLostCheck(cn), scheduleCheck(m, cut))
+}
+
+// connectRemedy is mqtt.connect_p95's remedy: the probe's own lag when
+// it started more than 5% of the attempted connects late (enough to make
+// the p95), else the broker's side.
+func connectRemedy(cn Connects) string {
+	if n := cn.attempted() + cn.Canceled; n > 0 && float64(cn.StartedLate) > 0.05*float64(n) {
+		return fmt.Sprintf("the probe itself started %d of %s more than %v late (its scheduler was paused or starved of CPU; see scheduler lag): the connect latency holds the probe's own delay, not the broker's. Run the probe on an idle host and do not stop it, then judge again",
+			cn.StartedLate, plural.N(n, "connect"), overrunThreshold)
+	}
+	return "lower --conn-rate or raise net.core.somaxconn / net.ipv4.tcp_max_syn_backlog and the broker's accept rate"
 }
 
 // deliveryCheck judges what the subscribers got beyond counts: QoS 2
@@ -868,10 +894,26 @@ func scheduleCheck(m Messages, cut string) verdict.Check {
 	sch.Summary = fmt.Sprintf("probe kept its schedule: %s publishes more than %v late, within the %g%% allowance", sch.Observed, overrunThreshold, scheduleAllowance*100)
 	if lateFrac > scheduleAllowance {
 		sch.Status = verdict.Warn
-		sch.Summary = fmt.Sprintf("the probe fell behind its schedule for %s publishes more than %v late, beyond the %g%% allowance: latencies include the probe's own delay", sch.Observed, overrunThreshold, scheduleAllowance*100)
-		sch.Remedy = "run the probe on another host or lower the rate; see the calibration's scheduler jitter"
+		sch.Summary, sch.Remedy = behindSchedule(m, sch.Observed)
+	}
+	if m.LateConnect+m.LateDial > 0 {
+		sch.Summary += fmt.Sprintf("; %s published late because their client was not yet connected (%d while it waited for its CONNACK, %d before the probe started its connect), latency measured from the slot",
+			plural.N(m.LateConnect+m.LateDial, "publish slot"), m.LateConnect, m.LateDial)
 	}
 	return sch
+}
+
+// behindSchedule is mqtt.schedule's summary and remedy for a run beyond
+// the allowance (observed: its "N of M (x%)"), blaming what made the
+// publishes late: slow connects (LateConnect, the broker or the path to
+// it) when they are most of the overruns, else the probe's own delay.
+func behindSchedule(m Messages, observed string) (summary, remedy string) {
+	if 2*m.LateConnect >= m.Overruns {
+		return fmt.Sprintf("%s publishes more than %v late, beyond the %g%% allowance, mostly because their client's connect took that long: latencies include the slow connects", observed, overrunThreshold, scheduleAllowance*100),
+			"connects were slow (see mqtt.connect_p95): lower --conn-rate or raise net.core.somaxconn / net.ipv4.tcp_max_syn_backlog and the broker's accept rate"
+	}
+	return fmt.Sprintf("the probe fell behind its schedule for %s publishes more than %v late, beyond the %g%% allowance: latencies include the probe's own delay", observed, overrunThreshold, scheduleAllowance*100),
+		"run the probe on another host or lower the rate; see the calibration's scheduler jitter (a probe paused or starved of CPU falls behind too)"
 }
 
 // WriteText prints the result as a human table.

@@ -145,9 +145,16 @@ type connCore struct {
 type accounting struct {
 	scheduled, published, sendFailed, acked, ackErrors, strayAcks, resent atomic.Int64
 	overruns, inflight, connecting, connected                             atomic.Int64
-	winPublished, winReceived                                             atomic.Int64
-	received, dup, ooo, unexpected                                        atomic.Int64
-	stopping                                                              atomic.Bool
+	// lateConnect and lateDial are the publish slots that passed before
+	// their client connected (published late, as soon as it did):
+	// lateDial those that passed before the probe even started the
+	// connect (its own lag), lateConnect the rest (the connect took
+	// that long). startedLate counts connects the probe started more
+	// than overrunThreshold after their scheduled time.
+	lateConnect, lateDial, startedLate atomic.Int64
+	winPublished, winReceived          atomic.Int64
+	received, dup, ooo, unexpected     atomic.Int64
+	stopping                           atomic.Bool
 
 	mu            sync.Mutex
 	connectFailed map[string]int64
@@ -832,13 +839,16 @@ func (r *run) beforeFire() {
 
 // fire is called by the scheduler goroutine for each due event.
 func (r *run) fire(e event, now int64) {
-	r.schedLag.Record(time.Duration(now - e.at))
 	cfg := &r.cfg
 	switch e.kind {
 	case evConnect:
+		r.schedLag.Record(time.Duration(now - e.at))
+		if now-e.at > int64(overrunThreshold) {
+			r.startedLate.Add(1)
+		}
 		r.connecting.Add(1)
 		r.wg.Add(1)
-		go r.connectClient(int(e.client), e.at)
+		go r.connectClient(int(e.client), e.at, now)
 	case evPublish:
 		if e.at >= r.pubEnd {
 			return
@@ -851,17 +861,26 @@ func (r *run) fire(e event, now int64) {
 			return
 		}
 		c.mu.Lock()
-		dead := c.dead
+		dead, dialAt, readyAt := c.dead, c.dialAt, c.readyAt
 		c.mu.Unlock()
 		if dead {
 			return
 		}
 		r.scheduled.Add(1)
+		switch {
+		case e.at < dialAt:
+			r.lateDial.Add(1) // the probe started the connect after this slot
+		case e.at < readyAt:
+			r.lateConnect.Add(1) // the slot passed while waiting for CONNACK
+		default:
+			r.schedLag.Record(time.Duration(now - e.at))
+		}
 		if next := e.at + int64(cfg.PubInterval); next < r.pubEnd {
 			r.sched.addNext(event{at: next, client: e.client, kind: evPublish})
 		}
 		r.dispatch(e, now)
 	case evPing, evRetry:
+		r.schedLag.Record(time.Duration(now - e.at))
 		step := cfg.Keepalive / 2
 		if e.client >= 0 {
 			step = cfg.Keepalive / 4
@@ -948,9 +967,10 @@ func (r *run) do(ev event, e *encoder, now int64) {
 	}
 }
 
-// connectClient dials client i (scheduled at sched) and becomes its
-// reader goroutine.
-func (r *run) connectClient(i int, sched int64) {
+// connectClient dials client i (scheduled at sched, started by the
+// scheduler at dialAt, ns since the run base) and becomes its reader
+// goroutine.
+func (r *run) connectClient(i int, sched, dialAt int64) {
 	defer r.wg.Done()
 	c, err := r.dial(r.ctx, i, expand(r.cfg.ClientID, r.runID, r.cfg.Shard.Global(i)), false)
 	now := r.now()
@@ -988,12 +1008,17 @@ func (r *run) connectClient(i int, sched int64) {
 		c.close()
 		return
 	}
-	// First publish: the first slot of client i's fixed grid (connect
-	// time + spread offset + k*interval) that is not already past.
+	// First publish: the first slot of client i's fixed grid (scheduled
+	// connect time + spread offset + k*interval), even when it is already
+	// past: the slots that passed while the client connected are
+	// published now, late, their latency measured from their slot and
+	// each counted as an overrun (lateConnect or lateDial), never left
+	// out of the schedule (open loop: a slow connect shows as latency,
+	// not as a lower rate).
 	grid := pacer.Grid{Interval: r.cfg.PubInterval}
-	first := int64(grid.NextAtOrAfter(time.Duration(sched)+grid.Phase(r.cfg.Shard.Global(i)), time.Duration(now)))
+	first := int64(grid.NextAtOrAfter(time.Duration(sched)+grid.Phase(r.cfg.Shard.Global(i)), time.Duration(sched)))
 	c.mu.Lock()
-	c.firstSched = first
+	c.firstSched, c.dialAt, c.readyAt = first, dialAt, now
 	c.mu.Unlock()
 	if first < r.pubEnd {
 		r.sched.add(event{at: first, client: int32(i), kind: evPublish})
