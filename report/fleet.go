@@ -73,7 +73,10 @@ type shardFile struct {
 
 // loadShard reads path as a `hostprep probe mqtt --output json` result
 // if it is one (a "run_id" field). ok is false for anything else (a
-// ready result). A probe result that is not a shard is a BadInput error.
+// ready result). A probe result that is not a shard, or one that is not
+// whole or possible as the probe writes it (mqtt.Result.CheckShardFile:
+// histograms missing, an impossible window or shard), is a BadInput
+// error naming the file.
 func loadShard(path string, b []byte) (sf shardFile, ok bool, err error) {
 	var probe struct {
 		RunID *string `json:"run_id"`
@@ -87,6 +90,9 @@ func loadShard(path string, b []byte) (sf shardFile, ok bool, err error) {
 	}
 	if !r.Config.Shard.On() {
 		return sf, true, exitcode.BadInputf("report merge: %s: an MQTT probe result of run %s without --shard; merge the shards of a fleet run (probe mqtt --shard K/N) or the JSON of `hostprep ready`", path, r.RunID)
+	}
+	if err := r.CheckShardFile(); err != nil {
+		return sf, true, exitcode.BadInputf("report merge: %s: %v; merge the files the probe wrote, unedited", path, err)
 	}
 	return shardFile{path: path, res: &r}, true, nil
 }

@@ -236,3 +236,56 @@ func TestFleetPublishedRateOverTheFleetsWindow(t *testing.T) {
 	}
 	t.Log("\n" + text)
 }
+
+// editShard writes src's JSON, changed by edit, to dir/name.
+func editShard(t *testing.T, src, dir, name string, edit func(map[string]any)) string {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	edit(v)
+	return writeResult(t, dir, name, v)
+}
+
+// A shard file that is not as the probe wrote it is refused, naming the
+// file: without its histograms the merge left its latencies out of the
+// fleet's percentiles (a fleet PASS on ack p95 over 300 of 700 values),
+// and impossible windows, window counts and shards were merged as given.
+func TestMergeRefusesEditedShards(t *testing.T) {
+	url := testenv.MQTTBroker(t)
+	dir := t.TempDir()
+	testenv.Binary(t) // built before the start time is set
+	start := time.Now().Add(4 * time.Second).UTC().Truncate(time.Millisecond)
+	var out [2]bytes.Buffer
+	cmds := [2]*exec.Cmd{startShard(t, url, 1, start, &out[0]), startShard(t, url, 2, start, &out[1])}
+	paths, _ := waitShards(t, dir, cmds[:], out[:])
+	if _, stderr, code := testenv.Run(t, nil, append([]string{"report", "merge"}, paths...)...); code != 0 {
+		t.Fatalf("the files as written: exit %d: %s", code, stderr)
+	}
+	sub := func(v map[string]any, key string) map[string]any { return v[key].(map[string]any) }
+	for name, edit := range map[string]func(map[string]any){
+		"no histograms":    func(v map[string]any) { delete(v, "histograms") },
+		"no ack histogram": func(v map[string]any) { delete(sub(v, "histograms"), "ack") },
+		"no e2e histogram": func(v map[string]any) { delete(sub(v, "histograms"), "e2e") },
+		"window 0":         func(v map[string]any) { v["window_s"] = 0 },
+		"window negative":  func(v map[string]any) { v["window_s"] = -2 },
+		"window too long":  func(v map[string]any) { v["window_s"] = 20 },
+		"window published": func(v map[string]any) {
+			sub(v, "throughput")["window_published"] = sub(v, "messages")["scheduled"].(float64) + 1
+		},
+		"shard 3 of 2": func(v map[string]any) { sub(sub(v, "config"), "shard")["k"] = 3 },
+		"shard 0 of 2": func(v map[string]any) { sub(sub(v, "config"), "shard")["k"] = 0 },
+	} {
+		bad := editShard(t, paths[1], dir, strings.ReplaceAll(name, " ", "-")+".json", edit)
+		_, stderr, code := testenv.Run(t, nil, "report", "merge", paths[0], bad)
+		line := strings.TrimSpace(stderr)
+		if code != 2 || strings.Count(line, "\n") != 0 || !strings.Contains(line, bad) || !strings.Contains(line, "merge the files the probe wrote, unedited") {
+			t.Errorf("%s: exit %d, stderr %q: want exit 2 and one line naming %s and the fix", name, code, stderr, bad)
+		}
+	}
+}

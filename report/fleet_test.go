@@ -51,6 +51,7 @@ func shardResult(t *testing.T, k, n int, run string, rng *rand.Rand, all *[2]*la
 	if r.Histograms.E2E, err = e2e.Snapshot(); err != nil {
 		t.Fatal(err)
 	}
+	r.Latency.Connect, r.Latency.Ack, r.Latency.E2E = conn.Summary(), ack.Summary(), e2e.Summary()
 	return r
 }
 

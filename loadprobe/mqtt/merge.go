@@ -322,3 +322,44 @@ func addCounts(dst, src map[string]int64) map[string]int64 {
 	}
 	return dst
 }
+
+// CheckShardFile checks that r, decoded from a shard's result file, is
+// whole and possible, as the probe writes it: K in 1..N; every latency
+// histogram present and holding as many values as its summary counts
+// (without them MergeShards would merge the percentiles of the other
+// shards only); a window of more than 0 s (0 only for a run that ended
+// during its ramp and published no window message) and no longer than
+// Config.Duration; no more window messages published than scheduled. The
+// error describes the first fault (the caller names the file); nil when
+// there is none.
+func (r *Result) CheckShardFile() error {
+	sh := r.Config.Shard
+	if sh.K < 1 || sh.K > sh.N {
+		return fmt.Errorf("config.shard is %d/%d: a shard K/N has 1 <= K <= N", sh.K, sh.N)
+	}
+	h, l := r.Histograms, r.Latency
+	for _, x := range []struct {
+		name string
+		snap latency.Snapshot
+		sum  latency.Summary
+	}{{"connect", h.Connect, l.Connect}, {"ack", h.Ack, l.Ack}, {"e2e", h.E2E, l.E2E}, {"warmup_ack", h.WarmupAck, l.WarmupAck}, {"warmup_e2e", h.WarmupE2E, l.WarmupE2E}} {
+		rec, err := latency.FromSnapshot(x.snap)
+		if err != nil {
+			return fmt.Errorf("histograms.%s: %v", x.name, err)
+		}
+		if got := rec.Summary().Count; got != x.sum.Count {
+			return fmt.Errorf("histograms.%s holds %s but latency.%s counts %d: without them the fleet's percentiles would leave this shard's out", x.name, plural.N(got, "value"), x.name, x.sum.Count)
+		}
+	}
+	win, pub := r.WindowSeconds, r.Throughput.windowPublished(r.WindowSeconds)
+	endedEarly := r.Interrupted || r.StoppedEarlyReason != ""
+	switch {
+	case win < 0 || math.IsNaN(win) || (win == 0 && (!endedEarly || pub > 0)):
+		return fmt.Errorf("window_s is %g: a run that went its course has a window of more than 0 s", win)
+	case win > r.Config.Duration.Seconds()+1e-3:
+		return fmt.Errorf("window_s is %g, longer than the run's --duration %v", win, r.Config.Duration)
+	case pub > r.Messages.Scheduled:
+		return fmt.Errorf("throughput.window_published is %d, more than the %d messages scheduled", pub, r.Messages.Scheduled)
+	}
+	return nil
+}
