@@ -118,13 +118,15 @@ func TestFleetThreeProcessesMosquitto(t *testing.T) {
 }
 
 // startShard starts `hostprep probe mqtt` as shard k/2 of a fleet run
-// against url starting at start, writing its JSON to stdout.
-func startShard(t *testing.T, url string, k int, start time.Time, stdout *bytes.Buffer) *exec.Cmd {
+// against url starting at start, writing its JSON to stdout; extra
+// flags come last (and win).
+func startShard(t *testing.T, url string, k int, start time.Time, stdout *bytes.Buffer, extra ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(testenv.Binary(t), "probe", "mqtt", "--broker", url, "--clients", "20", "--conn-rate", "200",
+	args := append([]string{"probe", "mqtt", "--broker", url, "--clients", "20", "--conn-rate", "200",
 		"--pub-interval", "100ms", "--duration", "2s", "--grace", "3s",
 		"--shard", fmt.Sprintf("%d/2", k), "--start-at", start.Format(time.RFC3339Nano), "--max-clock-error", "0",
-		"--connect-p95", "0", "--ack-p95", "0", "--e2e-p99", "0", "-o", "json")
+		"--connect-p95", "0", "--ack-p95", "0", "--e2e-p99", "0", "-o", "json"}, extra...)
+	cmd := exec.Command(testenv.Binary(t), args...)
 	cmd.Stdout = stdout
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -286,6 +288,55 @@ func TestMergeRefusesEditedShards(t *testing.T) {
 		line := strings.TrimSpace(stderr)
 		if code != 2 || strings.Count(line, "\n") != 0 || !strings.Contains(line, bad) || !strings.Contains(line, "merge the files the probe wrote, unedited") {
 			t.Errorf("%s: exit %d, stderr %q: want exit 2 and one line naming %s and the fix", name, code, stderr, bad)
+		}
+	}
+}
+
+// A shard whose process is stopped (SIGSTOP) from before the start to
+// 1.5 s into its 2 s window connects late: its clients publish the slots
+// they missed, late, so the fleet's window holds every message of the
+// fixed schedule (the late clients' missed slots were never scheduled:
+// a fleet PASS with 153 messages missing), mqtt.schedule blames the
+// probe, and the failed connect p95's remedy says the probe itself
+// started the connects late (it blamed the broker's somaxconn).
+func TestFleetStoppedShardKeepsSchedule(t *testing.T) {
+	url := testenv.MQTTBroker(t)
+	dir := t.TempDir()
+	testenv.Binary(t) // built before the start time is set
+	start := time.Now().Add(4 * time.Second).UTC().Truncate(time.Millisecond)
+	var out [2]bytes.Buffer
+	cmds := [2]*exec.Cmd{startShard(t, url, 1, start, &out[0], "--connect-p95", "500ms"), startShard(t, url, 2, start, &out[1], "--connect-p95", "500ms")}
+	p := cmds[1].Process // our own child, stopped from 0.5 s before its schedule to 1.5 s into it
+	stop := time.AfterFunc(time.Until(start.Add(-500*time.Millisecond)), func() { _ = p.Signal(syscall.SIGSTOP) })
+	cont := time.AfterFunc(time.Until(start.Add(1500*time.Millisecond)), func() { _ = p.Signal(syscall.SIGCONT) })
+	t.Cleanup(func() { stop.Stop(); cont.Stop(); _ = p.Signal(syscall.SIGCONT) })
+	paths, shards := waitShards(t, dir, cmds[:], out[:])
+	if b := shards[1]; b.Connects.StartedLate != 10 || b.Messages.LateDial < 100 {
+		t.Errorf("stopped shard: connects %+v, messages %+v: want all 10 connects started late and their missed slots counted as late_dial", b.Connects, b.Messages)
+	}
+	stdout, stderr, code := testenv.Run(t, nil, append([]string{"report", "merge", "-o", "json"}, paths...)...)
+	var f Fleet
+	if err := json.Unmarshal([]byte(stdout), &f); err != nil || f.Run == nil || f.Run.Merged == nil {
+		t.Fatalf("report merge: %v\n%s\n%s", err, stdout, stderr)
+	}
+	m := f.Run.Merged
+	// 20 clients × 20 slots of 100 ms in the 2 s window.
+	if got := m.Throughput.WindowPublished; got != 400 || m.Messages.Published != m.Messages.Scheduled {
+		t.Errorf("fleet window published %d, messages %+v: the fixed schedule holds 400 window messages, all published", got, m.Messages)
+	}
+	if code != 1 || f.Run.Verdict != "fail" {
+		t.Errorf("report merge exit %d, fleet verdict %s: want a failed fleet (connect p95)", code, f.Run.Verdict)
+	}
+	for _, c := range f.Run.Checks {
+		switch c.ID {
+		case "mqtt.connect_p95":
+			if c.Status != "fail" || !strings.Contains(c.Remedy, "the probe itself started 10 of") {
+				t.Errorf("connect p95 %+v: want a failure whose remedy names the probe's own lag", c)
+			}
+		case "mqtt.schedule":
+			if c.Status != "warn" || !strings.Contains(c.Summary, "the probe fell behind") {
+				t.Errorf("schedule %+v: want a warning that blames the probe", c)
+			}
 		}
 	}
 }
