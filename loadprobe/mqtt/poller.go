@@ -93,6 +93,28 @@ func newPoller(r *run) (*poller, error) {
 	return p, nil
 }
 
+// keepTimestamps turns the kernel's receive timestamps on for as long as
+// the run lasts, from before its subscribers connect: Linux stamps
+// received packets only while some socket asks for it, and turns that on
+// in deferred work after the first one does, so an ack that arrived in
+// the first moments after the first publisher's socket asked (a client's
+// first slot is its connect time) had no timestamp and was timed at the
+// scheduler's next wake-up, up to a publish interval late. One UDP
+// socket with SO_TIMESTAMPNS keeps it on; the returned func closes it.
+// Nothing to do when the socket cannot be made (the poller then times
+// what has no timestamp by its read, as before).
+func keepTimestamps() (closeIt func()) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return func() {}
+	}
+	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) != nil {
+		_ = unix.Close(fd)
+		return func() {}
+	}
+	return func() { _ = unix.Close(fd) }
+}
+
 // watch registers the epoll fd with Go's netpoller, for readiness mode.
 // Not before: the netpoller would wake the probe for every ack that
 // arrives in tick mode, to no use.

@@ -214,10 +214,11 @@ type Messages struct {
 	// time (the probe or the socket fell behind the schedule).
 	Overruns int64 `json:"overruns"`
 	// LateConnect are publish slots that passed while their client
-	// waited for its CONNACK, LateDial those that passed before the
-	// probe even started their client's connect (its own delay). Both
-	// were published as soon as the client connected, their latencies
-	// measured from the slot; most are in Overruns too.
+	// waited for its CONNACK, LateDial those that passed more than 10 ms
+	// before the probe even started their client's connect (its own
+	// delay). Both were published as soon as the client connected, more
+	// than 10 ms late, their latencies measured from the slot; both are
+	// part of Overruns.
 	LateConnect int64 `json:"late_connect,omitempty"`
 	LateDial    int64 `json:"late_dial,omitempty"`
 }

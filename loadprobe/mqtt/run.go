@@ -146,11 +146,12 @@ type accounting struct {
 	scheduled, published, sendFailed, acked, ackErrors, strayAcks, resent atomic.Int64
 	overruns, inflight, connecting, connected                             atomic.Int64
 	// lateConnect and lateDial are the publish slots that passed before
-	// their client connected (published late, as soon as it did):
-	// lateDial those that passed before the probe even started the
-	// connect (its own lag), lateConnect the rest (the connect took
-	// that long). startedLate counts connects the probe started more
-	// than overrunThreshold after their scheduled time.
+	// their client connected, published more than overrunThreshold late
+	// as soon as it did: lateDial those that passed more than
+	// overrunThreshold before the probe even started the connect (its
+	// own lag), lateConnect the rest (the connect took that long).
+	// startedLate counts connects the probe started more than
+	// overrunThreshold after their scheduled time.
 	lateConnect, lateDial, startedLate atomic.Int64
 	winPublished, winReceived          atomic.Int64
 	received, dup, ooo, unexpected     atomic.Int64
@@ -456,6 +457,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	r.ctx, r.cancel = context.WithCancel(ctx)
 	defer r.cancel()
 
+	defer keepTimestamps()()
 	host0 := readHostCounters()
 	runErr := r.execute(res)
 	if r.poll != nil {
@@ -867,10 +869,11 @@ func (r *run) fire(e event, now int64) {
 			return
 		}
 		r.scheduled.Add(1)
+		late := now-e.at > int64(overrunThreshold)
 		switch {
-		case e.at < dialAt:
-			r.lateDial.Add(1) // the probe started the connect after this slot
-		case e.at < readyAt:
+		case late && e.at+int64(overrunThreshold) < dialAt:
+			r.lateDial.Add(1) // the probe started the connect well after this slot
+		case late && e.at < readyAt:
 			r.lateConnect.Add(1) // the slot passed while waiting for CONNACK
 		default:
 			r.schedLag.Record(time.Duration(now - e.at))
