@@ -340,3 +340,53 @@ func TestFleetStoppedShardKeepsSchedule(t *testing.T) {
 		}
 	}
 }
+
+// The per-second series is indexed by the schedule's clock. It was
+// indexed by ticker ticks, each row 1 s long: a process stopped for 2 s
+// lost the ticks in between, so every later row was shifted by a second,
+// the rows' lengths summed to less than the run, the burst that ends the
+// stall landed a second early, and report merge added the shards' rows
+// by index into the wrong seconds. Shard 2's process is stopped (SIGSTOP)
+// from 1.5 s to 3.5 s of the schedule.
+func TestSeriesByScheduleClockAcrossAStop(t *testing.T) {
+	url := testenv.MQTTBroker(t)
+	dir := t.TempDir()
+	testenv.Binary(t) // built before the start time is set
+	start := time.Now().Add(4 * time.Second).UTC().Truncate(time.Millisecond)
+	var out [2]bytes.Buffer
+	cmds := [2]*exec.Cmd{startShard(t, url, 1, start, &out[0], "--duration", "4s"), startShard(t, url, 2, start, &out[1], "--duration", "4s")}
+	p := cmds[1].Process // our own child
+	stop := time.AfterFunc(time.Until(start.Add(1500*time.Millisecond)), func() { _ = p.Signal(syscall.SIGSTOP) })
+	cont := time.AfterFunc(time.Until(start.Add(3500*time.Millisecond)), func() { _ = p.Signal(syscall.SIGCONT) })
+	t.Cleanup(func() { stop.Stop(); cont.Stop(); _ = p.Signal(syscall.SIGCONT) })
+	paths, shards := waitShards(t, dir, cmds[:], out[:])
+	b := shards[1]
+	var sum float64
+	for i, s := range b.Series {
+		if s.T != i+1 {
+			t.Fatalf("shard 2's row %d is second %d: want every second of the schedule in order\n%+v", i, s.T, b.Series)
+		}
+		sum += s.Seconds
+	}
+	if run := b.RampSeconds + b.WindowSeconds + b.DrainSeconds; math.Abs(sum-run) > 0.1 {
+		t.Errorf("shard 2's rows last %.3f s in all, its run %.3f s (ramp, window, drain)\n%+v", sum, run, b.Series)
+	}
+	// Stopped through second 3 ([2, 3) s): nothing published in it; the
+	// 2 s of its 10 clients' slots it missed (200) published in second
+	// 4, when it resumed at 3.5 s.
+	if len(b.Series) < 5 || b.Series[2].Published != 0 || b.Series[3].Published < 200 {
+		t.Fatalf("shard 2's series %+v: want second 3 empty and the burst of 200+ in second 4", b.Series)
+	}
+	stdout, stderr, _ := testenv.Run(t, nil, append([]string{"report", "merge", "-o", "json"}, paths...)...)
+	var f Fleet
+	if err := json.Unmarshal([]byte(stdout), &f); err != nil || f.Run == nil || f.Run.Merged == nil {
+		t.Fatalf("report merge: %v\n%s\n%s", err, stdout, stderr)
+	}
+	a, m := shards[0].Series, f.Run.Merged.Series
+	for i := range 5 {
+		if m[i].T != i+1 || m[i].Published != a[i].Published+b.Series[i].Published {
+			t.Errorf("merged second %d: %+v, want the shards' second %d added: %+v and %+v", i+1, m[i], i+1, a[i], b.Series[i])
+		}
+	}
+}
+

@@ -889,6 +889,7 @@ func (c *conn) handle(pk *packets.Packet, now int64) error {
 			return nil
 		}
 		r.acked.Add(1)
+		r.perSec.Load().count(acks, now)
 		r.recordAck(c.client, f.sched, now)
 	case packets.Pubrec:
 		c.mu.Lock()

@@ -329,7 +329,8 @@ func addCounts(dst, src map[string]int64) map[string]int64 {
 // (without them MergeShards would merge the percentiles of the other
 // shards only); a window of more than 0 s (0 only for a run that ended
 // during its ramp and published no window message) and no longer than
-// Config.Duration; no more window messages published than scheduled. The
+// Config.Duration; no more window messages published than scheduled;
+// series rows that are seconds of the schedule, in order. The
 // error describes the first fault (the caller names the file); nil when
 // there is none.
 func (r *Result) CheckShardFile() error {
@@ -349,6 +350,11 @@ func (r *Result) CheckShardFile() error {
 		}
 		if got := rec.Summary().Count; got != x.sum.Count {
 			return fmt.Errorf("histograms.%s holds %s but latency.%s counts %d: without them the fleet's percentiles would leave this shard's out", x.name, plural.N(got, "value"), x.name, x.sum.Count)
+		}
+	}
+	for i, sec := range r.Series {
+		if sec.T < 1 || (i > 0 && sec.T <= r.Series[i-1].T) {
+			return fmt.Errorf("series row %d is second %d: the rows are seconds 1, 2, ... of the schedule, in order", i, sec.T)
 		}
 	}
 	win, pub := r.WindowSeconds, r.Throughput.windowPublished(r.WindowSeconds)

@@ -3,6 +3,7 @@ package mqtt
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hostprep/hostprep/loadprobe/latency"
@@ -59,52 +60,124 @@ func newProgressBar(cfg *Config) *progressbar.ProgressBar {
 	)
 }
 
-// sampleEverySecond appends one Second to res.Series each second until
-// done is closed, then the last, partial second up to then (its Seconds
-// says how long it was), and shows each on bar or, every
-// cfg.ProgressEvery, as a line on cfg.Progress.
+// secCounts counts the publishes, acks and deliveries by the second of
+// the schedule they happened in (index t-1 for Second t, from their own
+// clock reading), so a row's counts are its second's whatever the
+// sampler's timing: a sampler paused (SIGSTOP, a starved core) does not
+// move a burst into another row. Events past the last second count in
+// it.
+type secCounts struct {
+	start         int64 // the schedule's start, ns since the run base
+	pub, ack, rcv []atomic.Int64
+}
+
+// newSecCounts holds seconds seconds from start (ns since the run base).
+func newSecCounts(start int64, seconds int) *secCounts {
+	seconds = max(seconds, 1)
+	return &secCounts{start: start, pub: make([]atomic.Int64, seconds), ack: make([]atomic.Int64, seconds), rcv: make([]atomic.Int64, seconds)}
+}
+
+// count adds one event at now (ns since the run base) to c; safe on a
+// nil c (before the schedule).
+func (c *secCounts) count(which func(*secCounts) []atomic.Int64, now int64) {
+	if c == nil {
+		return
+	}
+	v := which(c)
+	i := min(max(0, int((now-c.start)/int64(time.Second))), len(v)-1)
+	v[i].Add(1)
+}
+
+func pubs(c *secCounts) []atomic.Int64 { return c.pub }
+func acks(c *secCounts) []atomic.Int64 { return c.ack }
+func rcvs(c *secCounts) []atomic.Int64 { return c.rcv }
+
+// fill sets row's Published, Acked and Received from second row.T of c;
+// the last row also takes every later second's events.
+func (c *secCounts) fill(row *Second, last bool) {
+	i := row.T - 1
+	if i >= len(c.pub) {
+		return
+	}
+	j := i + 1
+	if last {
+		j = len(c.pub)
+	}
+	row.Published, row.Acked, row.Received = 0, 0, 0
+	for ; i < j; i++ {
+		row.Published += c.pub[i].Load()
+		row.Acked += c.ack[i].Load()
+		row.Received += c.rcv[i].Load()
+	}
+}
+
+// sampleEverySecond appends Second t to res.Series once second t of the
+// schedule is over, at each second's end by the schedule's clock (a timer
+// aimed at it, not a ticker that drops ticks), until done is closed; then
+// the last, partial second up to then (its Seconds says how long it
+// was). A sampler that wakes late (the process was stopped, a core
+// starved) appends every second that passed meanwhile, each 1 s long, so
+// row t is always second t and the rows' Seconds add up to the run's
+// length; their counts come from secCounts, by when the events happened,
+// re-read at the end when every event is in. It shows each row on bar or,
+// every cfg.ProgressEvery, as a line on cfg.Progress.
 func (r *run) sampleEverySecond(res *Result, done <-chan struct{}, bar *progressbar.ProgressBar) {
 	cfg := &r.cfg
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	var last [3]int64 // published, acked, received at the last sample
-	start := time.Now()
-	every := int(cfg.ProgressEvery / time.Second)
-	if every < 1 {
-		every = 1
-	}
-	// Running totals at the last second and now, and the second's window.
+	every := max(1, int(cfg.ProgressEvery/time.Second))
+	// Running totals at the last sample and now, and the interval's.
 	var tot [2][2]*latency.Recorder
 	for i := range tot {
 		tot[i] = [2]*latency.Recorder{latency.New(), latency.New()}
 	}
 	ack, e2e := latency.New(), latency.New()
-	lastAt := time.Now()
+	counts := r.perSec.Load()
+	timer := time.NewTimer(time.Second)
+	defer timer.Stop()
 	for {
 		final := false
 		select {
 		case <-done:
 			final = true
-		case <-t.C:
+		case <-timer.C:
 		}
-		now := time.Now()
-		sec := r.sampleSecond(len(res.Series)+1, &tot, ack, e2e, &last)
-		sec.Seconds = 1
+		at := r.now() - r.start // the schedule's clock
+		over := int(at / int64(time.Second))
+		ackP95, e2eP95 := r.sampleP95(&tot, ack, e2e)
+		connected := r.connected.Load()
+		from := len(res.Series)
+		for t := from + 1; t <= over; t++ {
+			res.Series = append(res.Series, Second{T: t, Seconds: 1, Connected: connected})
+		}
 		if final {
 			// The run's last, partial second: up to its end, so the
 			// deliveries of a drain (the burst that ends a stall) are
-			// in the series, counted over the time it really lasted.
-			sec.Seconds = min(1, now.Sub(lastAt).Seconds())
-			if sec.Seconds > 0 && (sec.Seconds >= 0.001 || sec.Published+sec.Acked+sec.Received > 0) {
-				res.Series = append(res.Series, sec)
+			// in it, counted over the time it really lasted.
+			part := Second{T: over + 1, Seconds: float64(at-int64(over)*int64(time.Second)) / 1e9, Connected: connected}
+			counts.fill(&part, true)
+			if part.Seconds >= 0.001 || part.Published+part.Acked+part.Received > 0 {
+				res.Series = append(res.Series, part)
+				from = min(from, len(res.Series)-1)
 			}
+		}
+		for i := range res.Series {
+			counts.fill(&res.Series[i], final && i == len(res.Series)-1)
+		}
+		for i := from; i < len(res.Series); i++ {
+			if s := &res.Series[i]; s.Acked > 0 || s.Received > 0 {
+				s.AckP95, s.E2EP95 = ackP95, e2eP95
+			}
+		}
+		if final {
 			if bar != nil {
 				_ = bar.Finish()
 			}
 			return
 		}
-		lastAt = now
-		res.Series = append(res.Series, sec)
+		timer.Reset(time.Duration(int64(over+1)*int64(time.Second)-at) + time.Millisecond)
+		if len(res.Series) == from {
+			continue
+		}
+		sec := res.Series[len(res.Series)-1]
 		line := fmt.Sprintf("connected %d/%d, %d msg/s out, %d msg/s in, e2e p95 %.1f ms, failed conns %d",
 			sec.Connected, r.n, sec.Published, sec.Received, sec.E2EP95, r.failedSoFar())
 		switch {
@@ -112,45 +185,31 @@ func (r *run) sampleEverySecond(res *Result, done <-chan struct{}, bar *progress
 			bar.Describe(line)
 			_ = bar.Add(1)
 		case cfg.Progress != nil && sec.T%every == 0:
-			fmt.Fprintf(cfg.Progress, "mqtt probe %3.0fs: %s\n", time.Since(start).Seconds(), line)
+			fmt.Fprintf(cfg.Progress, "mqtt probe %3ds: %s\n", sec.T, line)
 		}
 	}
 }
 
-// sampleSecond is second t of the series: the counters' increase since
-// last (updated) and the p95 (ms) of the ack and end-to-end latencies
-// recorded in that second, read as the shards' running totals now minus
-// at the last second (tot[0] is the last second's ack and e2e totals,
+// sampleP95 is the p95 (ms) of the ack and end-to-end latencies recorded
+// since the last sample, read as the shards' running totals now minus
+// at the last sample (tot[0] is the last sample's ack and e2e totals,
 // tot[1] scratch for now's; they swap) into ack and e2e.
-func (r *run) sampleSecond(t int, tot *[2][2]*latency.Recorder, ack, e2e *latency.Recorder, last *[3]int64) Second {
+func (r *run) sampleP95(tot *[2][2]*latency.Recorder, ack, e2e *latency.Recorder) (ackP95, e2eP95 float64) {
 	now := tot[1]
 	now[0].Reset()
 	now[1].Reset()
-	var rc int64 // deliveries, counted with their latencies (shard.received)
 	for _, s := range r.shards {
 		s.mu.Lock()
 		now[0].Merge(s.ack)
 		now[0].Merge(s.warmAck)
 		now[1].Merge(s.e2e)
 		now[1].Merge(s.warmE2E)
-		rc += s.received
 		s.mu.Unlock()
 	}
 	ack.Since(now[0], tot[0][0])
 	e2e.Since(now[1], tot[0][1])
 	tot[0], tot[1] = tot[1], tot[0]
-	pub, ak := r.published.Load(), r.acked.Load()
-	sec := Second{
-		T:         t,
-		Connected: r.connected.Load(),
-		Published: pub - last[0],
-		Acked:     ak - last[1],
-		Received:  rc - last[2],
-		AckP95:    float64(ack.Quantile(95)) / 1e6,
-		E2EP95:    float64(e2e.Quantile(95)) / 1e6,
-	}
-	*last = [3]int64{pub, ak, rc}
-	return sec
+	return float64(ack.Quantile(95)) / 1e6, float64(e2e.Quantile(95)) / 1e6
 }
 
 // failedSoFar is connects failed plus connections lost, for progress.

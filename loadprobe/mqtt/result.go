@@ -276,10 +276,16 @@ type Throughput struct {
 // than 5% of the second's messages, its e2e p95 is at least Grace (they
 // would sit above the 95th percentile of delivered ones), and E2ECensored
 // says so. A p95 over the survivors alone would draw a healthy broker
-// while it drops most messages. Seconds is how long the row lasted: 1,
-// but for the run's last row, which ends with the run (a drain's
-// deliveries are in it) and is shorter; the counts are its events, the
-// rates (rate) are per real second.
+// while it drops most messages. Rows are by the schedule's clock: row i
+// is second i+1, every second of the run has its row (one the probe was
+// stopped through has its row, with what happened in it: nothing), and
+// the counts are the events that happened in that second, whenever the
+// sampler got to it. Seconds is how long the row lasted: 1, but for the
+// run's last row, which ends with the run (a drain's deliveries are in
+// it) and is shorter, so the rows' Seconds add up to the run's length;
+// the rates (rate) are per real second. A second's p95s are those of
+// the acks and deliveries recorded since the sampler's last look (the
+// seconds a stalled sampler catches up on share them).
 type Second struct {
 	T           int     `json:"t_s"`
 	Seconds     float64 `json:"duration_s"`

@@ -41,7 +41,7 @@ const fdHeadroom = 64
 // contention low (the hot path records from the ack poller, a few
 // subscriber readers and at most GOMAXPROCS of them at once) while the
 // once-a-second merge of the running totals for the progress series
-// (sampleSecond), which walks every bucket up to the largest value of
+// (sampleP95), which walks every bucket up to the largest value of
 // each set, costs a quarter of what 16 sets cost: with 16 it was ~8% of
 // the probe's user time at 10,000 msg/s. Each value is recorded once: the
 // second's window is read as the difference of running totals, not from
@@ -126,6 +126,9 @@ type timeline struct {
 	schedLag                  *latency.Recorder // scheduler goroutine only
 	// prog samples the per-second series (nil before the schedule).
 	prog *progress
+	// perSec counts the series' events by second (nil before the
+	// schedule).
+	perSec atomic.Pointer[secCounts]
 }
 
 // connCore is the connections: where they go, from which addresses,
@@ -335,6 +338,7 @@ func (r *run) onMessage(payload []byte, now int64, sub int) {
 	}
 	s.received++
 	s.mu.Unlock()
+	r.perSec.Load().count(rcvs, now)
 }
 
 func (r *run) failConnect(reason string, err error) {
@@ -589,6 +593,11 @@ func (r *run) schedule(res *Result) (int64, error) {
 	r.pubEnd = r.rampEnd + int64(cfg.Duration)
 	r.trackMu.Unlock()
 	res.RampSeconds = float64(r.rampEnd-start) / 1e9
+	// Every second an event can happen in: the ramp, the window, the
+	// drain and a connect's timeout, and a margin (later ones count in
+	// the last).
+	span := time.Duration(r.pubEnd-start) + cfg.Grace + cfg.ConnectTimeout
+	r.perSec.Store(newSecCounts(start, int(span/time.Second)+3))
 	for j := 0; j < r.n; j++ {
 		r.sched.add(event{at: start + int64(connects.At(cfg.Shard.Global(j))), client: int32(j), kind: evConnect})
 	}
@@ -942,6 +951,7 @@ func (r *run) do(ev event, e *encoder, now int64) {
 			return
 		}
 		r.published.Add(1)
+		r.perSec.Load().count(pubs, now)
 		if r.firstPubAt.Load() == 0 && r.firstPubAt.CompareAndSwap(0, r.now()) {
 			r.firstPubSched.Store(ev.at)
 		}
