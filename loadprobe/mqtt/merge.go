@@ -365,7 +365,7 @@ func (r *Result) CheckShardFile() error {
 	case win > r.Config.Duration.Seconds()+1e-3:
 		return fmt.Errorf("window_s is %g, longer than the run's --duration %v", win, r.Config.Duration)
 	case pub > r.Messages.Scheduled:
-		return fmt.Errorf("throughput.window_published is %d, more than the %d messages scheduled", pub, r.Messages.Scheduled)
+		return fmt.Errorf("throughput.window_published is %d, more than the %s scheduled", pub, plural.N(r.Messages.Scheduled, "message"))
 	}
 	return nil
 }
