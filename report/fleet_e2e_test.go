@@ -390,3 +390,40 @@ func TestSeriesByScheduleClockAcrossAStop(t *testing.T) {
 	}
 }
 
+// The fleet HTML of report merge draws the merged run as the whole
+// fleet: it drew it as "Shard 0/2: 11 clients of the fleet's 20" (the
+// merged result carries shard K 0 of N) and the connections chart's
+// target line at one shard's share while the whole fleet connected.
+func TestFleetHTMLDrawsTheWholeFleet(t *testing.T) {
+	url := testenv.MQTTBroker(t)
+	dir := t.TempDir()
+	testenv.Binary(t) // built before the start time is set
+	start := time.Now().Add(4 * time.Second).UTC().Truncate(time.Millisecond)
+	var out [2]bytes.Buffer
+	cmds := [2]*exec.Cmd{startShard(t, url, 1, start, &out[0]), startShard(t, url, 2, start, &out[1])}
+	paths, _ := waitShards(t, dir, cmds[:], out[:])
+	page := filepath.Join(dir, "fleet.html")
+	if _, stderr, code := testenv.Run(t, nil, append([]string{"report", "merge", "--html", page}, paths...)...); code != 0 {
+		t.Fatalf("report merge --html: exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := string(b)
+	i := strings.Index(html, "The fleet as one run")
+	if i < 0 {
+		t.Fatalf("no merged run in the page")
+	}
+	merged := html[i:]
+	for _, bad := range []string{"Shard 0/2", "of the fleet&#39;s", "target (10 clients)"} {
+		if strings.Contains(merged, bad) {
+			t.Errorf("the merged run's section says %q: it is the whole fleet", bad)
+		}
+	}
+	for _, want := range []string{"2 shards merged: 20 clients connecting at 200 connections/s", "target (20 clients)"} {
+		if !strings.Contains(merged, want) {
+			t.Errorf("the merged run's section lacks %q", want)
+		}
+	}
+}

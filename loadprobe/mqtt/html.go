@@ -40,7 +40,7 @@ func (res *Result) HTMLSection() (template.HTML, error) {
 func (res *Result) htmlBody(charts []template.HTML) template.HTML {
 	var b bytes.Buffer
 	own, ownRate := res.ownLoad()
-	if err := htmlBody.Execute(&b, map[string]any{"R": res, "Charts": charts, "Lat": res.latencyRows(), "Own": own, "OwnRate": ownRate,
+	if err := htmlBody.Execute(&b, map[string]any{"R": res, "Charts": charts, "Lat": res.latencyRows(), "Own": own, "OwnRate": ownRate, "OneShard": res.oneShard(),
 		"Incomplete": res.Interrupted || res.StoppedEarlyReason != ""}); err != nil {
 		return template.HTML(template.HTMLEscapeString("report section: " + err.Error()))
 	}
@@ -171,7 +171,7 @@ var htmlFuncs = template.FuncMap{"pct": func(v float64) string { return fmt.Spri
 var htmlBody = template.Must(template.New("mqtt-body").Funcs(htmlFuncs).Parse(`
 {{if .Incomplete}}<p class="banner fail">INCOMPLETE: {{.R.StoppedEarlyReason}}. The numbers below are partial and are not a verdict.</p>
 {{else}}<p class="banner {{.R.Verdict}}">Verdict: {{.R.Verdict}}</p>{{end}}
-{{with .R.Config}}<p>{{if .Shard.On}}Shard {{.Shard}}: {{n $.Own "client"}} of the fleet's {{.Clients}} connecting at {{printf "%g" $.OwnRate}} connections/s (the fleet's {{.ConnRate}}/s){{else}}{{n .Clients "client"}} connecting at {{.ConnRate}} connections/s{{end}}, QoS {{.QoS}}, {{.Size}} B every {{.PubInterval}},
+{{with .R.Config}}<p>{{if $.OneShard}}Shard {{.Shard}}: {{n $.Own "client"}} of the fleet's {{.Clients}} connecting at {{printf "%g" $.OwnRate}} connections/s (the fleet's {{.ConnRate}}/s){{else}}{{if .Shard.On}}The fleet's {{n .Shard.N "shard"}} merged: {{end}}{{n .Clients "client"}} connecting at {{.ConnRate}} connections/s{{end}}, QoS {{.QoS}}, {{.Size}} B every {{.PubInterval}},
 MQTT {{.MQTTVersion}}, {{n .Subscribers "subscriber"}} on <code>{{$.R.Filter}}</code>;
 steady window {{printf "%.1f" $.R.WindowSeconds}} s after a {{printf "%.1f" $.R.RampSeconds}} s connect ramp. Run {{$.R.RunID}}, started {{$.R.StartedAt.Format "2006-01-02 15:04:05 UTC"}}.</p>{{end}}
 {{if .R.BrokerNote}}<p><em>{{.R.BrokerNote}}</em></p>{{end}}
@@ -205,12 +205,17 @@ steady window {{printf "%.1f" $.R.WindowSeconds}} s after a {{printf "%.1f" $.R.
 {{checks .R.Checks}}{{end}}
 `))
 
+// oneShard reports whether res is one shard's result (K of N), not a
+// run without --shard or a fleet's merged result (MergeShards: K 0).
+func (res *Result) oneShard() bool { return res.Config.Shard.On() && res.Config.Shard.K > 0 }
+
 // ownLoad is the clients this run connects and at what rate
-// (connections/s): for a shard its part of the fleet's (Shard.Count; the
-// fleet's schedule spread over N shards), else the run's own.
+// (connections/s): for one shard its part of the fleet's (Shard.Count;
+// the fleet's schedule spread over N shards), else (a run without
+// --shard, a fleet's merged result) the run's own.
 func (res *Result) ownLoad() (clients int, connRate float64) {
 	c := res.Config
-	if !c.Shard.On() || c.Clients == 0 {
+	if !res.oneShard() || c.Clients == 0 {
 		return c.Clients, c.ConnRate
 	}
 	own := c.Shard.Count(c.Clients)
