@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -214,6 +215,11 @@ func TestFleetPublishedRateOverTheFleetsWindow(t *testing.T) {
 	a, b := shards[0], shards[1]
 	if !b.Interrupted || b.WindowSeconds > a.WindowSeconds-0.5 || b.WindowSeconds < 0.5 {
 		t.Fatalf("window %.3f s (shard 1), %.3f s (shard 2, interrupted %v): want shard 2 cut about halfway", a.WindowSeconds, b.WindowSeconds, b.Interrupted)
+	}
+	// By the schedule's clock: it said "after 5.x s", the wait for
+	// --start-at included.
+	if !regexp.MustCompile(`^interrupted after 1\.[1-3] s of the schedule: `).MatchString(b.StoppedEarlyReason) {
+		t.Errorf("shard 2 stopped early: %q, want it interrupted after 1.1 s of the schedule", b.StoppedEarlyReason)
 	}
 	stdout, stderr, _ := testenv.Run(t, nil, append([]string{"report", "merge", "-o", "json"}, paths...)...)
 	var f Fleet

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"math/rand/v2"
 	"os"
@@ -167,5 +168,44 @@ func TestMergeShardsRefused(t *testing.T) {
 	solo := writeResult(t, dir, "solo.json", r)
 	if _, err := Merge([]string{solo}); exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), "without --shard") {
 		t.Errorf("solo probe result: %v", err)
+	}
+}
+
+// A file report merge cannot use says what it is: a shard result cut
+// short or several results in one JSON array were called "not JSON from
+// `hostprep ready --output json`", and an IoTDB probe result without
+// --shard was refused as an IoTDB shard result.
+func TestBadInputSaysWhatTheFileIs(t *testing.T) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(5, 6))
+	all := [2]*latency.Recorder{latency.New(), latency.New()}
+	b, err := json.Marshal(shardResult(t, 1, 2, "fleet-1", rng, &all))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	iotdb, err := os.ReadFile("testdata/iotdb-shard-1of2.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		data      []byte
+		want, not string
+	}{
+		"truncated shard": {b[:len(b)/2], "not a whole probe result", "hostprep ready"},
+		"array":           {append(append([]byte("["), b...), ']'), "a JSON array, not a result file", "not JSON from"},
+		"iotdb solo":      {bytes.Replace(iotdb, []byte(`"shard": "1/2",`), nil, 1), "is a `hostprep probe iotdb` result: report merge takes", "shard results are not merged"},
+	} {
+		p := write(strings.ReplaceAll(name, " ", "-")+".json", tc.data)
+		_, err := Merge([]string{"testdata/lg-01.json", p})
+		if exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), tc.not) {
+			t.Errorf("%s: %v (code %d), want bad input naming the file with %q and without %q", name, err, exitcode.Code(err), tc.want, tc.not)
+		}
 	}
 }

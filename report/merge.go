@@ -83,7 +83,7 @@ func loadReady(path string, b []byte) (*outcome.Result, error) {
 	var r outcome.Result
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&r); err != nil {
-		return nil, exitcode.BadInputf("report merge: %s: not JSON from `hostprep ready --output json`: %v", path, err)
+		return nil, notAResult(path, b, err)
 	}
 	if r.Host == "" || r.Verdict == "" {
 		return nil, exitcode.BadInputf("report merge: %s: no \"host\" or \"verdict\" field; want the output of `hostprep ready --output json`, or of `hostprep probe mqtt --shard K/N --output json` for a fleet run", path)
@@ -94,6 +94,21 @@ func loadReady(path string, b []byte) (*outcome.Result, error) {
 		return nil, exitcode.BadInputf("report merge: %s: verdict %q: want READY, READY WITH WARNINGS, NOT READY or DRY RUN", path, r.Verdict)
 	}
 	return &r, nil
+}
+
+// notAResult is the BadInput error for a file that does not decode as
+// one result object (err): a probe result cut short or edited (it has a
+// "run_id" but no longer parses), a JSON array (several results in one
+// file), or anything else, each said as what it is.
+func notAResult(path string, b []byte, err error) error {
+	trimmed := bytes.TrimSpace(b)
+	switch {
+	case len(trimmed) > 0 && trimmed[0] == '[':
+		return exitcode.BadInputf("report merge: %s: a JSON array, not a result file: pass each result as the file that wrote it (one `hostprep ready --output json` or `hostprep probe mqtt --shard K/N --output json` object per file)", path)
+	case bytes.Contains(b, []byte(`"run_id"`)):
+		return exitcode.BadInputf("report merge: %s: not a whole probe result (%v): it was cut short or edited; merge the files `hostprep probe mqtt --shard K/N --output json` wrote, unedited", path, err)
+	}
+	return exitcode.BadInputf("report merge: %s: not JSON of a result file (%v): want the output of `hostprep ready --output json` or of `hostprep probe mqtt --shard K/N --output json`", path, err)
 }
 
 // Merge loads every file and builds the fleet table. When the same host
@@ -158,8 +173,9 @@ func Merge(paths []string) (*Fleet, error) {
 }
 
 // notIoTDBProbe refuses the JSON of `hostprep probe iotdb` (its
-// "scenario", "knee" and "steps" fields), a fleet shard's or not, with
-// why: IoTDB shard results are not merged (each shard's steps start when
+// "scenario", "knee" and "steps" fields) with why: one without --shard
+// is not a ready result (report merge shows a host's IoTDB probe from its
+// ready result); shard results are not merged (each shard's steps start when
 // that shard reaches them, not on a common schedule, so there is no
 // common window to put the fleet's operations over, and summing the
 // shards' TPS, each over its own step, is no fleet rate). A BadInput
@@ -174,11 +190,10 @@ func notIoTDBProbe(path string, b []byte) error {
 	if json.Unmarshal(b, &probe) != nil || probe.Scenario == nil || probe.Knee == nil || probe.Steps == nil {
 		return nil
 	}
-	what := "a `hostprep probe iotdb` result"
-	if probe.Shard != "" {
-		what += " of shard " + probe.Shard
+	if probe.Shard == "" {
+		return exitcode.BadInputf("report merge: %s is a `hostprep probe iotdb` result: report merge takes `hostprep ready` results (whose IoTDB probe it shows per host) and MQTT fleet shards; read an IoTDB probe's result on its own, or merge the JSON of `hostprep ready`", path)
 	}
-	return exitcode.BadInputf("report merge: %s is %s: IoTDB shard results are not merged (each shard's steps start when that shard gets to them, with no common window, so the shards' TPS cannot be added into a fleet rate); read each shard's ops and TPS, or merge the JSON of `hostprep ready`", path, what)
+	return exitcode.BadInputf("report merge: %s is a `hostprep probe iotdb` result of shard %s: IoTDB shard results are not merged (each shard's steps start when that shard gets to them, with no common window, so the shards' TPS cannot be added into a fleet rate); read each shard's ops and TPS, or merge the JSON of `hostprep ready`", path, probe.Shard)
 }
 
 // laterRun is the row kept for a host found in two files, with a note

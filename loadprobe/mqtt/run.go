@@ -469,7 +469,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if r.wasInterrupted.Load() {
 		res.Interrupted = true
-		res.StoppedEarlyReason = fmt.Sprintf("interrupted after %.1f s: partial results (Ctrl-C, SIGTERM or the caller's deadline ended the run)", time.Since(r.base).Seconds())
+		res.StoppedEarlyReason = r.interruptedWhen() + ": partial results (Ctrl-C, SIGTERM or the caller's deadline ended the run)"
 	}
 	r.shutdown()
 	// Every goroutine of the run (scheduler, workers, poller, readers)
@@ -723,6 +723,18 @@ func (r *run) windowSeconds() float64 {
 		return 0
 	}
 	return float64(end-r.rampEnd) / 1e9
+}
+
+// interruptedWhen says when the interrupt came by the schedule's clock
+// (s since its start, the time the series and the window count in; not
+// the wait for --start-at, the subscribers and the calibration before
+// it), or that it came before the schedule started.
+func (r *run) interruptedWhen() string {
+	at := r.interruptAt.Load()
+	if r.sched == nil || at < r.start {
+		return "interrupted before the schedule started"
+	}
+	return fmt.Sprintf("interrupted after %.1f s of the schedule", float64(at-r.start)/1e9)
 }
 
 func (r *run) interrupted() error {
