@@ -296,3 +296,33 @@ func nullOrEmpty(root, p string) bool {
 	fi, err := os.Stat(hostPath(root, t))
 	return err == nil && fi.Mode().IsRegular() && fi.Size() == 0
 }
+
+// UnitDirLinks are the symbolic links with a unit name in the unit
+// directories (UnitDirs, each read once), the entries systemd 252's unit
+// name map reads: each link's path as the map names it (relative to
+// root) and its target as the map takes it (made absolute, ".." and the
+// links of its directories resolved, the last component not followed;
+// "/dev/null" for a mask). A recording that keeps them replays the same
+// aliases, linked unit files and masks. Unreadable links are left out.
+func UnitDirLinks(root string) map[string]string {
+	out := map[string]string{}
+	dirs, resolved := unitDirsResolved(root)
+	for i, d := range dirs {
+		ents, _ := os.ReadDir(hostPath(root, resolved[i]))
+		for _, e := range ents {
+			if e.Type()&os.ModeSymlink == 0 || !validUnitName(e.Name()) {
+				continue
+			}
+			target, err := os.Readlink(hostPath(root, path.Join(resolved[i], e.Name())))
+			if err != nil {
+				continue
+			}
+			if !path.IsAbs(target) {
+				target = path.Join(resolved[i], target)
+			}
+			target = path.Clean(target)
+			out[path.Join(d, e.Name())] = path.Join(resolve(root, path.Dir(target)), path.Base(target))
+		}
+	}
+	return out
+}
