@@ -15,20 +15,25 @@ import (
 var SystemdDefaultNofile = NofileSetting{Soft: 1024, Hard: 524288}
 
 // ManagerConf is the manager's main configuration file; ManagerDropInDirs
-// its drop-in directories in precedence order.
+// its drop-in directories in precedence order (CONF_PATHS_NULSTR of a
+// split-usr build: /usr/lib before /lib, unlike the unit directories).
 var (
 	ManagerConf       = "/etc/systemd/system.conf"
 	ManagerDropInDirs = []string{"/etc/systemd/system.conf.d", "/run/systemd/system.conf.d", "/usr/local/lib/systemd/system.conf.d", "/usr/lib/systemd/system.conf.d", "/lib/systemd/system.conf.d"}
 )
 
 // UnitDirs are the system unit directories in precedence order (an
-// earlier one's UNIT file or drop-in name hides a later one's): systemd
-// 252's system search path (lookup_paths_init), with the portable
-// services' .attached and the generators' directories, and /lib for a
-// system whose /lib is not /usr/lib.
+// earlier one's UNIT file or drop-in name hides a later one's): Debian's
+// systemd 252's system search path (lookup_paths_init, as `systemd-analyze
+// unit-paths` prints it), with the portable services' .attached and the
+// generators' directories. Debian builds systemd with split-usr paths:
+// its unit directory (SYSTEM_DATA_UNIT_DIR) is /lib/systemd/system,
+// before /usr/lib/systemd/system, so on an image whose /lib is not
+// /usr/lib /lib's unit files and drop-ins come first, and on a merged
+// one a unit file is named /lib/systemd/system/NAME.
 var UnitDirs = []string{"/etc/systemd/system.control", "/run/systemd/system.control", "/run/systemd/transient", "/run/systemd/generator.early",
 	"/etc/systemd/system", "/etc/systemd/system.attached", "/run/systemd/system", "/run/systemd/system.attached", "/run/systemd/generator",
-	"/usr/local/lib/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system", "/run/systemd/generator.late"}
+	"/usr/local/lib/systemd/system", "/lib/systemd/system", "/usr/lib/systemd/system", "/run/systemd/generator.late"}
 
 // NofileSetting is an RLIMIT_NOFILE pair systemd gives services, with the
 // line that sets it.
