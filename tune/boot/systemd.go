@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/hostprep/hostprep/internal/plural"
 )
 
 // SystemdDefaultNofile is systemd's DefaultLimitNOFILE when no file sets
@@ -282,12 +284,12 @@ func lastAssignment(t tree, files []ConfFile, section, key string) (NofileSettin
 // as systemd 252's config_parse (src/shared/conf-parser.c) reads it.
 func eachAssignment(t tree, files []ConfFile, section, key string, fn func(v string, f ConfFile, line int)) error {
 	for _, f := range files {
-		lines, err := readSystemdLines(t, f)
+		lines, long, err := readSystemdLines(t, f)
 		if err != nil {
 			return fmt.Errorf("boot: reading %s: %w", f.Name(), err)
 		}
 		in := ""
-		for _, l := range configLines(lines) {
+		for _, l := range configLines(lines, long) {
 			p := strings.Trim(l.text, systemdSpace)
 			if p == "" {
 				continue
@@ -336,16 +338,19 @@ func parseStops(p string) string {
 // fileFails is where and why config_parse fails f ("LINE: why"), ""
 // when it reads the whole file. Errors: f exists but cannot be read.
 func fileFails(t tree, f ConfFile) (string, error) {
-	lines, err := readSystemdLines(t, f)
+	lines, long, err := readSystemdLines(t, f)
 	if err != nil {
 		return "", fmt.Errorf("boot: reading %s: %w", f.Name(), err)
 	}
-	for _, l := range configLines(lines) {
+	for _, l := range configLines(lines, long) {
 		if p := strings.Trim(l.text, systemdSpace); p != "" {
 			if why := parseStops(p); why != "" {
 				return fmt.Sprintf("%s:%d: %s", f.Name(), l.n, why), nil
 			}
 		}
+	}
+	if long {
+		return fmt.Sprintf("%s:%d: the line is %s or longer (systemd's LONG_LINE_MAX: \"Line too long\")", f.Name(), len(lines)+1, plural.N(longLineMax, "byte")), nil
 	}
 	return "", nil
 }
@@ -363,8 +368,10 @@ type configLine struct {
 // or ; is a comment, skipped even inside a continuation; the first line
 // that starts with a UTF-8 byte order mark loses it; a line ending in an
 // unescaped backslash continues on the next, the backslash becoming a
-// blank; a continuation still open at the end of the file is parsed.
-func configLines(lines []string) []configLine {
+// blank; a continuation still open at the end of the file is parsed,
+// unless cut says lines end before a line too long, where config_parse
+// returns at once.
+func configLines(lines []string, cut bool) []configLine {
 	var out []configLine
 	bom := false
 	cont, start := "", 0
@@ -388,7 +395,7 @@ func configLines(lines []string) []configLine {
 		out = append(out, configLine{text: l, n: start, last: i + 1})
 		cont, open = "", false
 	}
-	if open {
+	if open && !cut {
 		out = append(out, configLine{text: cont, n: start, last: len(lines)})
 	}
 	return out
