@@ -117,11 +117,12 @@ func (pl *Plan) ephemeralRange(p *profiles.Profile, targets map[string]target) (
 func (pl *Plan) reservedNow(current map[string]string) ([]profiles.PortRange, bool, error) {
 	cur, ok := current[keyReservedPorts]
 	if !ok && pl.env.ImageMode() {
-		v, err := pl.reservedAtBoot()
+		v, where, err := pl.reservedAtBoot()
 		if err != nil || v == "" {
 			return nil, true, err
 		}
 		cur = v
+		pl.Notes = append(pl.Notes, fmt.Sprintf("sysctl %s: the image's %s reserves %s at boot; hostprep's file, read after it, keeps those ports", keyReservedPorts, where, v))
 	} else if !ok {
 		v, exists, err := pl.current(keyReservedPorts)
 		if err != nil || !exists {
@@ -138,24 +139,25 @@ func (pl *Plan) reservedNow(current map[string]string) ([]profiles.PortRange, bo
 
 // reservedAtBoot is the set of ports (as the kernel prints it, "" for
 // none) the image's sysctl configuration reserves at boot when
-// hostprep's sysctl.d file is left out: the last value the kernel takes
-// (boot.Sysctl.LookupAccepted, as the loader leaves it). Errors:
-// exitcode.Environment when a configuration file cannot be read.
-func (pl *Plan) reservedAtBoot() (string, error) {
+// hostprep's sysctl.d file is left out, and the FILE:LINE that sets it:
+// the last value the kernel takes (boot.Sysctl.LookupAccepted, as the
+// loader leaves it). Errors: exitcode.Environment when a configuration
+// file cannot be read.
+func (pl *Plan) reservedAtBoot() (ports, where string, err error) {
 	root := pl.env.bootRoot()
 	s, err := boot.ReadSysctlOverlay(root, boot.DetectLoader(root), map[string][]byte{pl.env.sysctlConf(): nil})
 	if err != nil {
-		return "", exitcode.Environmentf("tune: boot configuration: %v", err)
+		return "", "", exitcode.Environmentf("tune: boot configuration: %v", err)
 	}
 	set, ok := s.LookupAccepted(keyReservedPorts, func(v string) bool {
 		_, ok := sysval.KernelPorts(v)
 		return ok
 	})
 	if !ok {
-		return "", nil
+		return "", "", nil
 	}
 	v, _ := sysval.KernelPorts(set.Value)
-	return v, nil
+	return v, set.Where(), nil
 }
 
 // reservation collects the ports to keep out of the ephemeral range lo-hi.

@@ -89,6 +89,9 @@ func TestImageReservedPortsKeptAtBoot(t *testing.T) {
 		must(t, err)
 		pl, err := NewPlan(p, env)
 		must(t, err)
+		if !strings.Contains(strings.Join(pl.Notes, "\n"), "the image's /etc/sysctl.d/10-app.conf:1 reserves 9000 at boot") {
+			t.Errorf("--persist-name %q: plan does not say it keeps the image's 9000: %q", name, pl.Notes)
+		}
 		if pl.Changed {
 			t.Errorf("--persist-name %q: plan after apply changes %+v", name, pl.Changes)
 		}
