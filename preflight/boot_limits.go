@@ -30,6 +30,16 @@ func (g *gatherer) readConf(files []boot.ConfFile) {
 		return
 	}
 	for _, f := range files {
+		if !g.rec.unitLinks && inUnitDirs(f.Path) {
+			// the unit name map read every link in the unit
+			// directories: aliases, linked unit files, masks
+			g.rec.unitLinks = true
+			for p, t := range boot.UnitDirLinks(g.root) {
+				if _, ok := g.rec.links[filepath.Join(g.root, p)]; !ok {
+					g.rec.link(filepath.Join(g.root, p), t)
+				}
+			}
+		}
 		p := filepath.Join(g.root, f.Path)
 		if f.Target == "" || f.Target == f.Path {
 			g.rec.add(p)
@@ -42,6 +52,17 @@ func (g *gatherer) readConf(files []boot.ConfFile) {
 			g.rec.filterAs[t] = p
 		}
 	}
+}
+
+// inUnitDirs says whether p (relative to the root) lies in one of
+// boot.UnitDirs: a unit file or drop-in.
+func inUnitDirs(p string) bool {
+	for _, d := range boot.UnitDirs {
+		if strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // systemdDefault reads the manager's DefaultLimitNOFILE as systemd merges

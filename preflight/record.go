@@ -34,8 +34,11 @@ import (
 // command line, of configuration files only the lines preflight reads
 // (keepReadLines: a unit's Environment= may hold a password; the other
 // lines are left empty so FILE:LINE stays true), no
-// directory listing beyond the *.conf files read, and no binary (the
-// systemd binary's presence is kept as an empty file).
+// directory listing beyond the *.conf files read and the symbolic links
+// in the unit directories (boot.UnitDirLinks: the aliases, linked unit
+// files and masks systemd's unit name map reads; a link holds no
+// secret), and no binary (the systemd binary's presence is kept as an
+// empty file).
 
 // RecordManifest is the name of the answers file in a recording.
 const RecordManifest = "hostprep-record.json"
@@ -101,7 +104,10 @@ type recorder struct {
 	// filterAs maps a symlink's target to the link, whose name says which
 	// lines of it to keep (keepReadLines).
 	filterAs map[string]string
-	m        Recording
+	// unitLinks says the unit directories' links (boot.UnitDirLinks)
+	// are recorded.
+	unitLinks bool
+	m         Recording
 }
 
 func newRecorder() *recorder {

@@ -590,14 +590,20 @@ func brokenLimits(env Env, name string, f boot.ConfFile) string {
 // hidden) and a default or another file in force, hostprep's own drop-in
 // with other bytes, or a file read after it.
 func systemdItem(env Env, name, own string, read []boot.ConfFile, want journal.Limit, got boot.NofileSetting) BootItem {
-	it := BootItem{Limit: name, Want: fmtLimit(want.Soft, want.Hard), OK: true, Boot: BootValue{Value: got.String()}, hard: got.Hard}
+	it := BootItem{Limit: name, Want: files.SystemdNofile(want.Soft, want.Hard), OK: true, Boot: BootValue{Value: got.String()}, hard: got.Hard}
 	if got.Infinity != "" {
 		it.Boot.Value += " (" + got.Infinity + ")"
 	}
 	if got.Set {
 		it.Boot.File, it.Boot.Line = got.File.Name(), got.Line
 	}
-	if got.Hard >= want.Hard && got.Soft >= want.Soft {
+	hardOK := got.Hard >= want.Hard
+	if want.Hard == boot.Unlimited {
+		// hostprep kept a unit's own infinity: only infinity is as much
+		_, h, ok := boot.ParseNofile(got.Written())
+		hardOK = ok && h == boot.Unlimited
+	}
+	if hardOK && got.Soft >= want.Soft {
 		return it
 	}
 	it.OK = false

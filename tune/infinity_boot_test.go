@@ -10,6 +10,7 @@ import (
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/profiles"
+	"github.com/hostprep/hostprep/tune/files"
 )
 
 // infinityProfile asks for hard nofile 2000000 for emqx.service and every
@@ -104,8 +105,9 @@ func TestInfinityNofileInImage(t *testing.T) {
 
 // TestNeverLowerResolvesInfinityAsPid1: a unit that has
 // LimitNOFILE=infinity now gets PID 1's hard limit (1048576 here), not
-// fs.nr_open after the sysctls (4194304): hostprep keeps that, and does
-// not write a higher limit than the unit ever had.
+// fs.nr_open after the sysctls (4194304): hostprep keeps the unit's
+// infinity (not the number the model resolves it to, which the host may
+// exceed), and does not write a higher limit than the unit ever had.
 func TestNeverLowerResolvesInfinityAsPid1(t *testing.T) {
 	h := newHost(t, map[string]string{"fs.nr_open": "4194304"})
 	h.env.SystemdRunDir = h.root
@@ -120,7 +122,42 @@ func TestNeverLowerResolvesInfinityAsPid1(t *testing.T) {
 			kept = s.Reason
 		}
 	}
-	if !strings.Contains(kept, "nofile kept at hard 1048576 (the profile asks for 524288) and soft 1048576") || !strings.Contains(kept, "fs.nr_open before sysctl.d = 1048576") {
+	if !strings.Contains(kept, "nofile kept at hard infinity (the profile asks for 524288) and soft infinity") || !strings.Contains(kept, "fs.nr_open before sysctl.d = 1048576") {
 		t.Errorf("plan does not keep what infinity gives (1048576): %q", kept)
+	}
+}
+
+// TestNeverLowerKeepsInfinityHard: a unit's own LimitNOFILE=1024:infinity
+// and a profile's 65536:65536: hostprep raised the hard to the number the
+// model resolves infinity to (LimitNOFILE=1048576:1048576), which on a
+// host whose kernel command line sets sysctl.fs.nr_open higher is less
+// than the unit had. It keeps infinity, verify --boot passes, and the
+// message no longer reads "(infinity; infinity: PID 1's ...)".
+func TestNeverLowerKeepsInfinityHard(t *testing.T) {
+	h := newHost(t, nil)
+	h.env.SystemdRunDir = h.root
+	must(t, os.WriteFile(filepath.Join(h.proc, "cmdline"), []byte("root=/dev/sda1 ro\n"), 0o644))
+	h.layFiles(map[string]string{"/etc/systemd/system/emqx.service": "[Service]\nExecStart=/bin/true\nLimitNOFILE=1024:infinity\n"})
+	p := &profiles.Profile{Name: "n", Systemd: profiles.Systemd{Services: []string{"emqx"}, LimitNOFILE: &profiles.Limit{Soft: 65536, Hard: 65536}}}
+	pl, err := NewPlan(p, h.env)
+	must(t, err)
+	var kept string
+	for _, s := range pl.Skipped {
+		if strings.Contains(s.File, "emqx.service.d") {
+			kept = s.Reason
+		}
+	}
+	if !strings.Contains(kept, "nofile kept at hard infinity (the profile asks for 65536)") || strings.Contains(kept, "infinity; infinity") ||
+		!strings.Contains(kept, "emqx.service:3, which writes 1024:infinity (infinity is PID 1's hard limit at boot") {
+		t.Errorf("plan: %q", kept)
+	}
+	_, err = h.apply(p)
+	must(t, err)
+	if unit, _ := h.file(files.ServiceDropIn("emqx")); !strings.Contains(unit, "LimitNOFILE=65536:infinity\n") {
+		t.Errorf("drop-in pins the unit's infinity hard to a number:\n%s", unit)
+	}
+	bs, err := VerifyBoot(h.env)
+	if it := bootItem(t, bs, "emqx.service LimitNOFILE"); err != nil || !it.OK || it.Want != "65536:infinity" {
+		t.Errorf("verify --boot: %+v %v", it, err)
 	}
 }

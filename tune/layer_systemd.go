@@ -22,7 +22,7 @@ func (pl *Plan) systemdWants(per journal.Persisted) []fileWant {
 	if d := per.DefaultLimitNOFILE; d != nil {
 		wants = append(wants, fileWant{path: files.SystemConf,
 			data: files.RenderSystemConf(pl.profiles, d.Soft, d.Hard),
-			note: fmt.Sprintf("systemd applies DefaultLimitNOFILE=%d:%d after `systemctl daemon-reexec`, to services started afterwards", d.Soft, d.Hard)})
+			note: fmt.Sprintf("systemd applies DefaultLimitNOFILE=%s after `systemctl daemon-reexec`, to services started afterwards", files.SystemdNofile(d.Soft, d.Hard))})
 	}
 	units := make([]string, 0, len(per.Services))
 	for u := range per.Services {

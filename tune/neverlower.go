@@ -27,6 +27,12 @@ const closeAllLimit = 1048576
 type nofileNow struct {
 	soft, hard uint64
 	from       string
+	// softInfinity and hardInfinity say the soft or hard is systemd's
+	// "infinity", resolved to the number in soft or hard as the model
+	// sees it; on the host it may be more (PID 1's hard limit comes from
+	// fs.nr_open at boot, which the kernel command line may set), so
+	// hostprep keeps "infinity".
+	softInfinity, hardInfinity bool
 }
 
 // neverLower raises each nofile limit per will write to at least what new
@@ -83,16 +89,21 @@ func (pl *Plan) neverLower(per *journal.Persisted, services bool, nrOpen uint64)
 // nofile: an "infinity" in it is PID 1's hard limit (m.Resolved with
 // pid1), not fs.nr_open after the sysctls.
 func systemdNow(m boot.NofileSetting, pid1 boot.Pid1Hard) nofileNow {
+	softInf, hardInf := m.Soft == boot.Unlimited, m.Hard == boot.Unlimited
 	m = m.Resolved(pid1)
 	if m.Infinity == "" {
-		return nofileNow{m.Soft, m.Hard, m.Where()}
+		return nofileNow{soft: m.Soft, hard: m.Hard, from: m.Where()}
 	}
-	return nofileNow{m.Soft, m.Hard, fmt.Sprintf("%s (%s; %s)", m.Where(), m.Written(), m.Infinity)}
+	return nofileNow{soft: m.Soft, hard: m.Hard, softInfinity: softInf, hardInfinity: hardInf,
+		from: fmt.Sprintf("%s, which writes %s (infinity is %s)", m.Where(), m.Written(), strings.TrimPrefix(m.Infinity, "infinity: "))}
 }
 
 // keep raises want to now where now is higher and says so as a skip. An
 // unlimited now is first resolved to what it gives (resolveUnlimited with
-// nrOpen, fs.nr_open): hostprep writes numbers, never lower than that.
+// nrOpen, fs.nr_open): hostprep writes numbers, never lower than that;
+// but systemd's infinity (now.softInfinity, now.hardInfinity) is kept as
+// infinity (boot.Unlimited, written "infinity"), since PID 1's hard
+// limit on the host may be above the number the model resolves it to.
 func (pl *Plan) keep(want *journal.Limit, now nofileNow, nrOpen uint64, file, who string) {
 	soft, hard, how := resolveUnlimited(now.soft, now.hard, nrOpen)
 	if hard > nrOpen {
@@ -103,11 +114,21 @@ func (pl *Plan) keep(want *journal.Limit, now nofileNow, nrOpen uint64, file, wh
 		hard, soft = nrOpen, min(soft, nrOpen)
 	}
 	var kept []string
-	if hard > want.Hard {
+	switch {
+	case now.hardInfinity && hard >= want.Hard && want.Hard != boot.Unlimited:
+		// systemd's infinity stays infinity: the number it resolves to
+		// here may be less than what PID 1 has at boot
+		kept = append(kept, fmt.Sprintf("hard infinity (the profile asks for %d)", want.Hard))
+		want.Hard = boot.Unlimited
+	case hard > want.Hard:
 		kept = append(kept, fmt.Sprintf("hard %d (the profile asks for %d)", hard, want.Hard))
 		want.Hard = hard
 	}
-	if soft > want.Soft && soft <= want.Hard {
+	switch {
+	case now.softInfinity && want.Hard == boot.Unlimited && soft >= want.Soft && want.Soft != boot.Unlimited:
+		kept = append(kept, fmt.Sprintf("soft infinity (the profile asks for %d)", want.Soft))
+		want.Soft = boot.Unlimited
+	case soft > want.Soft && soft <= want.Hard:
 		kept = append(kept, fmt.Sprintf("soft %d (the profile asks for %d)", soft, want.Soft))
 		want.Soft = soft
 	}
@@ -211,7 +232,7 @@ func (pl *Plan) loginBase(root string) (nofileNow, error) {
 		if err != nil {
 			return nofileNow{}, exitcode.Environmentf("tune: %v", err)
 		}
-		return nofileNow{m.Soft, m.Hard, "systemd's DefaultLimitNOFILE (" + m.Where() + "), which login sessions inherit"}, nil
+		return nofileNow{soft: m.Soft, hard: m.Hard, from: "systemd's DefaultLimitNOFILE (" + m.Where() + "), which login sessions inherit"}, nil
 	}
 	if pl.env.ImageMode() {
 		return nofileNow{}, nil
@@ -220,7 +241,7 @@ func (pl *Plan) loginBase(root string) (nofileNow, error) {
 	if !ok {
 		return nofileNow{}, nil
 	}
-	return nofileNow{soft, hard, "PID 1's limit (/proc/1/limits), which login sessions inherit without systemd"}, nil
+	return nofileNow{soft: soft, hard: hard, from: "PID 1's limit (/proc/1/limits), which login sessions inherit without systemd"}, nil
 }
 
 // readNofile reads the "Max open files" soft and hard of a

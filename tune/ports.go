@@ -9,6 +9,8 @@ import (
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/procnet"
 	"github.com/hostprep/hostprep/profiles"
+	"github.com/hostprep/hostprep/tune/boot"
+	"github.com/hostprep/hostprep/tune/sysval"
 )
 
 // planPorts checks net.ipv4.ip_local_port_range against the host's
@@ -106,14 +108,22 @@ func (pl *Plan) ephemeralRange(p *profiles.Profile, targets map[string]target) (
 	return t.value, nil
 }
 
-// reservedNow is what net.ipv4.ip_local_reserved_ports holds now (nothing
-// in image mode); ok is false on a kernel without the key.
+// reservedNow is what net.ipv4.ip_local_reserved_ports holds now: live,
+// or in image mode the value the image's sysctl configuration gives it
+// at boot without hostprep's own file (reservedAtBoot), which hostprep's
+// file, read later, would otherwise drop; ok is false on a kernel
+// without the key. Errors: exitcode.Environment when the value or the
+// image's configuration cannot be read.
 func (pl *Plan) reservedNow(current map[string]string) ([]profiles.PortRange, bool, error) {
 	cur, ok := current[keyReservedPorts]
-	if !ok {
-		if pl.env.ImageMode() {
-			return nil, true, nil
+	if !ok && pl.env.ImageMode() {
+		v, where, err := pl.reservedAtBoot()
+		if err != nil || v == "" {
+			return nil, true, err
 		}
+		cur = v
+		pl.Notes = append(pl.Notes, fmt.Sprintf("sysctl %s: the image's %s reserves %s at boot; hostprep's file, read after it, keeps those ports", keyReservedPorts, where, v))
+	} else if !ok {
 		v, exists, err := pl.current(keyReservedPorts)
 		if err != nil || !exists {
 			return nil, false, err
@@ -125,6 +135,29 @@ func (pl *Plan) reservedNow(current map[string]string) ([]profiles.PortRange, bo
 		return nil, false, exitcode.Environmentf("tune: %s on this host is %q: %v", keyReservedPorts, cur, err)
 	}
 	return have, true, nil
+}
+
+// reservedAtBoot is the set of ports (as the kernel prints it, "" for
+// none) the image's sysctl configuration reserves at boot when
+// hostprep's sysctl.d file is left out, and the FILE:LINE that sets it:
+// the last value the kernel takes (boot.Sysctl.LookupAccepted, as the
+// loader leaves it). Errors: exitcode.Environment when a configuration
+// file cannot be read.
+func (pl *Plan) reservedAtBoot() (ports, where string, err error) {
+	root := pl.env.bootRoot()
+	s, err := boot.ReadSysctlOverlay(root, boot.DetectLoader(root), map[string][]byte{pl.env.sysctlConf(): nil})
+	if err != nil {
+		return "", "", exitcode.Environmentf("tune: boot configuration: %v", err)
+	}
+	set, ok := s.LookupAccepted(keyReservedPorts, func(v string) bool {
+		_, ok := sysval.KernelPorts(v)
+		return ok
+	})
+	if !ok {
+		return "", "", nil
+	}
+	v, _ := sysval.KernelPorts(set.Value)
+	return v, set.Where(), nil
 }
 
 // reservation collects the ports to keep out of the ephemeral range lo-hi.

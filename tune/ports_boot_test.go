@@ -25,6 +25,9 @@ func TestReservedPortsSpellingsAtBoot(t *testing.T) {
 		{"duplicates and overlap", "8083-8084,1883", "8083,8084,8083-8083,1883,1883", true, ""},
 		{"one port", "8083", "8083,8083", true, ""},
 		{"another set", "8083-8084", "8083", false, "boots with 8083, not 8083-8084"},
+		// a later file that reserves every port hostprep reserves and
+		// more: hostprep's ports are reserved (was a false DIFFERS)
+		{"superset", "1883,8083-8084", "1883,8083-8084,9000", true, ""},
 		{"refused", "8083-8084", "8083, 8084", false, "which the kernel refuses (EINVAL"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -54,5 +57,43 @@ func TestReservedPortsSpellingsAtBoot(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestImageReservedPortsKeptAtBoot: in image mode the image's own
+// ip_local_reserved_ports (etc/sysctl.d/10-app.conf reserving 9000) is
+// merged into hostprep's, as host mode merges the live value: hostprep's
+// file, read later at boot, wrote only its own ports and dropped 9000,
+// while plan, apply and verify --boot said ok; --persist-name
+// zzz-hostprep.conf dropped it too.
+func TestImageReservedPortsKeptAtBoot(t *testing.T) {
+	const key = "net.ipv4.ip_local_reserved_ports"
+	for _, name := range []string{"", "zzz-hostprep.conf"} {
+		_, env := newImage(t, map[string]string{
+			"/etc/sysctl.d/10-app.conf":       key + " = 9000\n",
+			"/usr/lib/systemd/systemd-sysctl": "",
+		})
+		env.PersistName = name
+		p := &profiles.Profile{Name: "p", Sysctl: map[string]profiles.Sysctl{key: {Value: "1883,8083-8084"}}}
+		_, err := Apply(t.Context(), p, Options{Env: env})
+		must(t, err)
+		bs, err := VerifyBoot(env)
+		must(t, err)
+		for _, it := range bs.Items {
+			if it.Key == key && it.Boot.Value != "1883,8083-8084,9000" {
+				t.Errorf("--persist-name %q: %s at boot %q (%s:%d), want the image's 9000 kept: 1883,8083-8084,9000", name, key, it.Boot.Value, it.Boot.File, it.Boot.Line)
+			}
+		}
+		// a second apply keeps it (hostprep's own file is not the image's value)
+		_, err = Apply(t.Context(), p, Options{Env: env})
+		must(t, err)
+		pl, err := NewPlan(p, env)
+		must(t, err)
+		if !strings.Contains(strings.Join(pl.Notes, "\n"), "the image's /etc/sysctl.d/10-app.conf:1 reserves 9000 at boot") {
+			t.Errorf("--persist-name %q: plan does not say it keeps the image's 9000: %q", name, pl.Notes)
+		}
+		if pl.Changed {
+			t.Errorf("--persist-name %q: plan after apply changes %+v", name, pl.Changes)
+		}
 	}
 }

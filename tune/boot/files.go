@@ -203,16 +203,17 @@ func readLines(t tree, f ConfFile) ([]string, error) {
 }
 
 // readSystemdLines reads f's lines as systemd's read_line does
-// (systemdLines): nil for a masked or missing file.
-func readSystemdLines(t tree, f ConfFile) ([]string, error) {
+// (systemdLines): nil for a masked or missing file. config_parse fails a
+// file at a line of LONG_LINE_MAX bytes or more (read_line: ENOBUFS,
+// "Line too long"): only the lines before it are returned, and long
+// says so (the lines before it count: configLines, fileFails).
+func readSystemdLines(t tree, f ConfFile) (lines []string, long bool, err error) {
 	b, err := readConf(t, f)
 	if b == nil || err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	// config_parse fails a file at a line too long ("Line too long");
-	// what systemd then does with the unit is not modelled: such a line
-	// is read like any other.
-	return systemdLines(b, 0), nil
+	lines, long = systemdLinesLong(b, longLineMax)
+	return lines, long, nil
 }
 
 // readConf is f's bytes (nil for a masked or missing file, or a
@@ -241,13 +242,19 @@ func readConf(t tree, f ConfFile) ([]byte, error) {
 // \r or NUL one). With limit above 0, a line of limit bytes or more is
 // an error (ENOBUFS): only the lines before it are returned.
 func systemdLines(b []byte, limit int) []string {
-	var out []string
+	out, _ := systemdLinesLong(b, limit)
+	return out
+}
+
+// systemdLinesLong is systemdLines, and whether it stopped at a line of
+// limit bytes or more.
+func systemdLinesLong(b []byte, limit int) (out []string, long bool) {
 	var cur []byte
 	const lf, cr, nul = 1, 2, 4
 	prev := 0
 	for _, c := range b {
 		if limit > 0 && len(cur) >= limit {
-			return out
+			return out, true
 		}
 		kind := 0
 		switch c {
@@ -269,12 +276,12 @@ func systemdLines(b []byte, limit int) []string {
 		cur = append(cur, c)
 	}
 	if limit > 0 && len(cur) >= limit {
-		return out
+		return out, true
 	}
 	if len(cur) > 0 || prev != 0 {
 		out = append(out, string(cur))
 	}
-	return out
+	return out, false
 }
 
 // longLineMax is systemd's LONG_LINE_MAX, the longest line read_line

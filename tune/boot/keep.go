@@ -16,12 +16,18 @@ import (
 // (parseStops) stops it at the same line of the result, for the same
 // reason, without its text when it is an assignment that is not UTF-8
 // (then the reason quotes "\xff"); nothing after it is kept, as nothing
-// after it is read. preflight --record keeps a unit's files this way: a unit's
+// after it is read; a line of LONG_LINE_MAX bytes or more likewise
+// (as a comment of that length). preflight --record keeps a unit's files this way: a unit's
 // Environment= or ExecStart= may hold a secret.
 func KeepSettings(b []byte, keys []string) []byte {
-	lines := systemdLines(b, 0)
+	lines, long := systemdLinesLong(b, longLineMax)
 	out := make([]string, len(lines))
-	for _, l := range configLines(lines) {
+	if long {
+		// a line too long stops config_parse as it did: one of
+		// comment bytes, holding nothing of the line
+		out = append(out, strings.Repeat("#", longLineMax))
+	}
+	for _, l := range configLines(lines, long) {
 		p := strings.Trim(l.text, systemdSpace)
 		if p == "" {
 			continue

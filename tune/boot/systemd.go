@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/hostprep/hostprep/internal/plural"
 )
 
 // SystemdDefaultNofile is systemd's DefaultLimitNOFILE when no file sets
@@ -15,20 +17,25 @@ import (
 var SystemdDefaultNofile = NofileSetting{Soft: 1024, Hard: 524288}
 
 // ManagerConf is the manager's main configuration file; ManagerDropInDirs
-// its drop-in directories in precedence order.
+// its drop-in directories in precedence order (CONF_PATHS_NULSTR of a
+// split-usr build: /usr/lib before /lib, unlike the unit directories).
 var (
 	ManagerConf       = "/etc/systemd/system.conf"
 	ManagerDropInDirs = []string{"/etc/systemd/system.conf.d", "/run/systemd/system.conf.d", "/usr/local/lib/systemd/system.conf.d", "/usr/lib/systemd/system.conf.d", "/lib/systemd/system.conf.d"}
 )
 
 // UnitDirs are the system unit directories in precedence order (an
-// earlier one's UNIT file or drop-in name hides a later one's): systemd
-// 252's system search path (lookup_paths_init), with the portable
-// services' .attached and the generators' directories, and /lib for a
-// system whose /lib is not /usr/lib.
+// earlier one's UNIT file or drop-in name hides a later one's): Debian's
+// systemd 252's system search path (lookup_paths_init, as `systemd-analyze
+// unit-paths` prints it), with the portable services' .attached and the
+// generators' directories. Debian builds systemd with split-usr paths:
+// its unit directory (SYSTEM_DATA_UNIT_DIR) is /lib/systemd/system,
+// before /usr/lib/systemd/system, so on an image whose /lib is not
+// /usr/lib /lib's unit files and drop-ins come first, and on a merged
+// one a unit file is named /lib/systemd/system/NAME.
 var UnitDirs = []string{"/etc/systemd/system.control", "/run/systemd/system.control", "/run/systemd/transient", "/run/systemd/generator.early",
 	"/etc/systemd/system", "/etc/systemd/system.attached", "/run/systemd/system", "/run/systemd/system.attached", "/run/systemd/generator",
-	"/usr/local/lib/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system", "/run/systemd/generator.late"}
+	"/usr/local/lib/systemd/system", "/lib/systemd/system", "/usr/lib/systemd/system", "/run/systemd/generator.late"}
 
 // NofileSetting is an RLIMIT_NOFILE pair systemd gives services, with the
 // line that sets it.
@@ -277,12 +284,12 @@ func lastAssignment(t tree, files []ConfFile, section, key string) (NofileSettin
 // as systemd 252's config_parse (src/shared/conf-parser.c) reads it.
 func eachAssignment(t tree, files []ConfFile, section, key string, fn func(v string, f ConfFile, line int)) error {
 	for _, f := range files {
-		lines, err := readSystemdLines(t, f)
+		lines, long, err := readSystemdLines(t, f)
 		if err != nil {
 			return fmt.Errorf("boot: reading %s: %w", f.Name(), err)
 		}
 		in := ""
-		for _, l := range configLines(lines) {
+		for _, l := range configLines(lines, long) {
 			p := strings.Trim(l.text, systemdSpace)
 			if p == "" {
 				continue
@@ -331,16 +338,19 @@ func parseStops(p string) string {
 // fileFails is where and why config_parse fails f ("LINE: why"), ""
 // when it reads the whole file. Errors: f exists but cannot be read.
 func fileFails(t tree, f ConfFile) (string, error) {
-	lines, err := readSystemdLines(t, f)
+	lines, long, err := readSystemdLines(t, f)
 	if err != nil {
 		return "", fmt.Errorf("boot: reading %s: %w", f.Name(), err)
 	}
-	for _, l := range configLines(lines) {
+	for _, l := range configLines(lines, long) {
 		if p := strings.Trim(l.text, systemdSpace); p != "" {
 			if why := parseStops(p); why != "" {
 				return fmt.Sprintf("%s:%d: %s", f.Name(), l.n, why), nil
 			}
 		}
+	}
+	if long {
+		return fmt.Sprintf("%s:%d: the line is %s or longer (systemd's LONG_LINE_MAX: \"Line too long\")", f.Name(), len(lines)+1, plural.N(longLineMax, "byte")), nil
 	}
 	return "", nil
 }
@@ -358,8 +368,10 @@ type configLine struct {
 // or ; is a comment, skipped even inside a continuation; the first line
 // that starts with a UTF-8 byte order mark loses it; a line ending in an
 // unescaped backslash continues on the next, the backslash becoming a
-// blank; a continuation still open at the end of the file is parsed.
-func configLines(lines []string) []configLine {
+// blank; a continuation still open at the end of the file is parsed,
+// unless cut says lines end before a line too long, where config_parse
+// returns at once.
+func configLines(lines []string, cut bool) []configLine {
 	var out []configLine
 	bom := false
 	cont, start := "", 0
@@ -383,7 +395,7 @@ func configLines(lines []string) []configLine {
 		out = append(out, configLine{text: l, n: start, last: i + 1})
 		cont, open = "", false
 	}
-	if open {
+	if open && !cut {
 		out = append(out, configLine{text: cont, n: start, last: len(lines)})
 	}
 	return out

@@ -19,7 +19,10 @@ type unitMap struct {
 	// at is where each name was found (the entry in its directory).
 	at map[string]string
 	// names maps a fragment's base name to every name whose chain of
-	// aliases ends at that fragment, its own included.
+	// aliases ends at that fragment, its own included; for an instance
+	// whose fragment is a template the key is the template's name with
+	// that instance put in (worker@a.service for job@a.service ->
+	// worker@.service).
 	names map[string][]string
 }
 
@@ -81,6 +84,11 @@ func buildUnitMap(root string) unitMap {
 			continue // null_or_empty_path: a mask has no names
 		}
 		b := path.Base(frag)
+		if _, isInst := TemplateOf(name); isInst && isTemplate(b) {
+			// an instance's link to a template is an alias of that
+			// instance only: foo@id.service <-> template@id.service
+			b = withInstance(b, name[strings.Index(name, "@")+1:strings.LastIndex(name, ".")])
+		}
 		m.names[b] = append(m.names[b], name)
 	}
 	for _, v := range m.names {
@@ -200,11 +208,15 @@ func cmpOr(a, b string) string {
 // unit_file_find_fragment and merge_by_names do: the fragment of unit
 // (or, for an instance with none, of its template); the unit's id, the
 // fragment's base name (with the instance put in for a template), first;
-// then every other name: unit itself and each name that is an alias of
-// the same fragment (for an instance, the aliases of its template with
-// the instance put in, unless that name leads to another fragment), in
-// name order. entry is where unit's (or its template's) name was found,
-// "" when there is no fragment.
+// then every other name in name order: unit itself and the names the
+// name map gives unit, then those it gives the fragment's base name
+// (add_names). An alias of a template (job@.service -> worker@.service)
+// names every instance (job@b.service for worker@b.service, unless
+// job@b.service leads to another fragment); an alias of an instance
+// (job@a.service -> worker@.service, as `systemctl enable worker@a` makes
+// for Alias=job@%i.service) names that instance only. entry is where
+// unit's (or its template's) name was found, "" when there is no
+// fragment.
 func (m unitMap) unitNames(unit string) (frag, entry string, names []string) {
 	tmpl, isInst := TemplateOf(unit)
 	inst := ""
@@ -212,15 +224,28 @@ func (m unitMap) unitNames(unit string) (frag, entry string, names []string) {
 		inst = unit[strings.Index(unit, "@")+1 : strings.LastIndex(unit, ".")]
 	}
 	set := map[string]bool{}
-	add := func(base string) {
-		if !isTemplate(base) || isInst {
-			if isInst && isTemplate(base) {
-				base = withInstance(base, inst)
+	// addNames is add_names: name itself (unless unit is a template) and
+	// the names the map gives it; fragBase is "" for unit's own name.
+	addNames := func(name, fragBase string) {
+		if own := name; !isTemplate(unit) {
+			if isInst && isTemplate(own) {
+				own = withInstance(own, inst) // unit_add_name puts the instance in
 			}
-			set[base] = true
+			set[own] = true
+		}
+		for _, a := range m.names[name] {
+			if !isInst || !isTemplate(a) {
+				set[a] = true
+				continue
+			}
+			a = withInstance(a, inst)
+			if f, ok := m.fragment(a); ok && fragBase != "" && path.Base(f) != fragBase {
+				continue // an instance alias that points elsewhere
+			}
+			set[a] = true
 		}
 	}
-	add(unit)
+	addNames(unit, "")
 	frag, ok := m.fragment(unit)
 	entry = m.at[unit]
 	if !ok && isInst {
@@ -231,15 +256,8 @@ func (m unitMap) unitNames(unit string) (frag, entry string, names []string) {
 		return "", "", []string{unit}
 	}
 	id := path.Base(frag)
-	{
-		for _, a := range m.names[id] {
-			if isInst && isTemplate(a) {
-				if f, ok := m.fragment(withInstance(a, inst)); ok && path.Base(f) != id {
-					continue // an instance alias that points elsewhere
-				}
-			}
-			add(a)
-		}
+	if id != unit {
+		addNames(id, id)
 	}
 	if isInst && isTemplate(id) {
 		id = withInstance(id, inst)
@@ -277,4 +295,34 @@ func nullOrEmpty(root, p string) bool {
 	}
 	fi, err := os.Stat(hostPath(root, t))
 	return err == nil && fi.Mode().IsRegular() && fi.Size() == 0
+}
+
+// UnitDirLinks are the symbolic links with a unit name in the unit
+// directories (UnitDirs, each read once), the entries systemd 252's unit
+// name map reads: each link's path as the map names it (relative to
+// root) and its target as the map takes it (made absolute, ".." and the
+// links of its directories resolved, the last component not followed;
+// "/dev/null" for a mask). A recording that keeps them replays the same
+// aliases, linked unit files and masks. Unreadable links are left out.
+func UnitDirLinks(root string) map[string]string {
+	out := map[string]string{}
+	dirs, resolved := unitDirsResolved(root)
+	for i, d := range dirs {
+		ents, _ := os.ReadDir(hostPath(root, resolved[i]))
+		for _, e := range ents {
+			if e.Type()&os.ModeSymlink == 0 || !validUnitName(e.Name()) {
+				continue
+			}
+			target, err := os.Readlink(hostPath(root, path.Join(resolved[i], e.Name())))
+			if err != nil {
+				continue
+			}
+			if !path.IsAbs(target) {
+				target = path.Join(resolved[i], target)
+			}
+			target = path.Clean(target)
+			out[path.Join(d, e.Name())] = path.Join(resolve(root, path.Dir(target)), path.Base(target))
+		}
+	}
+	return out
 }

@@ -117,16 +117,23 @@ func RenderLimits(profiles []string, users []string, soft, hard uint64) []byte {
 	return []byte(b.String())
 }
 
-// RenderSystemConf renders a system.conf.d drop-in with DefaultLimitNOFILE.
+// RenderSystemConf renders a system.conf.d drop-in with DefaultLimitNOFILE
+// (a value of boot.Unlimited is written "infinity").
 func RenderSystemConf(profiles []string, soft, hard uint64) []byte {
-	return []byte(fmt.Sprintf("%s[Manager]\nDefaultLimitNOFILE=%d:%d\n", header(profiles), soft, hard))
+	return []byte(fmt.Sprintf("%s[Manager]\nDefaultLimitNOFILE=%s\n", header(profiles), SystemdNofile(soft, hard)))
+}
+
+// SystemdNofile is "soft:hard" as a LimitNOFILE= value, boot.Unlimited
+// written "infinity" (which systemd keeps as PID 1's hard limit).
+func SystemdNofile(soft, hard uint64) string {
+	return boot.NofileSetting{Soft: soft, Hard: hard}.String()
 }
 
 // RenderServiceDropIn renders a UNIT.service.d drop-in with LimitNOFILE
-// and, when tasksMax is not "", TasksMax= (a number of tasks or
+// (a value of boot.Unlimited is written "infinity") and, when tasksMax is not "", TasksMax= (a number of tasks or
 // "infinity", as systemd takes it).
 func RenderServiceDropIn(profiles []string, soft, hard uint64, tasksMax string) []byte {
-	b := fmt.Sprintf("%s[Service]\nLimitNOFILE=%d:%d\n", header(profiles), soft, hard)
+	b := fmt.Sprintf("%s[Service]\nLimitNOFILE=%s\n", header(profiles), SystemdNofile(soft, hard))
 	if tasksMax != "" {
 		b += "TasksMax=" + oneWord(tasksMax) + "\n"
 	}

@@ -114,11 +114,47 @@ func EqualKey(key, a, b string) bool {
 }
 
 // SatisfiesKey is Satisfies for the value of key: a PortSetKeys value
-// (exact: a set of ports has no at-least) satisfies want when it is the
-// same set (EqualKey).
+// satisfies want when every port of want is in it (a superset: a set of
+// ports has no at-least or at-most, and ports something else reserves
+// besides hostprep's do no harm), when the kernel takes both; a value
+// the kernel refuses compares as Satisfies does.
 func SatisfiesKey(key, have, want, mode string) bool {
-	if PortSetKeys[key] && EqualKey(key, have, want) {
-		return true
+	if PortSetKeys[key] {
+		if h, ok := portSet(have); ok {
+			if w, ok := portSet(want); ok {
+				for p := range w {
+					if w[p] && !h[p] {
+						return false
+					}
+				}
+				return true
+			}
+		}
 	}
 	return Satisfies(have, want, mode)
+}
+
+// portSet is the bitmap of ports the kernel keeps after v is written
+// to a PortSetKeys key; false when it refuses v.
+func portSet(v string) ([]bool, bool) {
+	k, ok := KernelPorts(v)
+	if !ok {
+		return nil, false
+	}
+	set := make([]bool, portBitmapLen)
+	for _, item := range strings.Split(k, ",") {
+		if item == "" {
+			continue
+		}
+		a, b, _ := strings.Cut(item, "-")
+		lo, _ := strconv.Atoi(a)
+		hi := lo
+		if b != "" {
+			hi, _ = strconv.Atoi(b)
+		}
+		for p := lo; p <= hi; p++ {
+			set[p] = true
+		}
+	}
+	return set, true
 }

@@ -1,0 +1,155 @@
+package boot_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/hostprep/hostprep/internal/testenv"
+	"github.com/hostprep/hostprep/tune/boot"
+)
+
+// The tester's image: an instance alias (job@a.service ->
+// worker@.service, what Alias=job@%i.service makes when worker@a is
+// enabled) names instance a only; worker@b gets the template's drop-in,
+// not job@a.service.d. A template alias (job@.service) names every
+// instance, with its drop-ins job@b.service.d and job@.service.d.
+func TestInstanceAliasNamesOneInstance(t *testing.T) {
+	files := map[string]string{
+		"/usr/lib/systemd/system/worker@.service":           "[Service]\nExecStart=/bin/true\nLimitNOFILE=1024\n",
+		"/etc/systemd/system/job@a.service":                 "symlink to /lib/systemd/system/worker@.service",
+		"/lib":                                              "symlink to usr/lib",
+		"/etc/systemd/system/job@a.service.d/zz.conf":       "[Service]\nLimitNOFILE=100000\n",
+		"/usr/lib/systemd/system/worker@.service.d/yy.conf": "[Service]\nLimitNOFILE=2048\n",
+	}
+	root := testenv.TempTree(t, files)
+	for unit, want := range map[string]string{"worker@b.service": "2048:2048", "worker@a.service": "100000:100000", "job@a.service": "100000:100000"} {
+		got, _, err := boot.UnitNofile(root, unit)
+		must(t, err)
+		if got.String() != want {
+			t.Errorf("%s: LimitNOFILE %s at %s, want %s", unit, got, got.Where(), want)
+		}
+	}
+	files["/etc/systemd/system/job@.service"] = "symlink to /lib/systemd/system/worker@.service"
+	files["/etc/systemd/system/job@.service.d/zzz.conf"] = "[Service]\nLimitNOFILE=3000\n"
+	root = testenv.TempTree(t, files)
+	if got, _, _ := boot.UnitNofile(root, "worker@b.service"); got.String() != "3000:3000" {
+		t.Errorf("worker@b with the template alias job@.service: %s at %s, want job@.service.d/zzz.conf's 3000 (after yy.conf)", got, got.Where())
+	}
+	files["/etc/systemd/system/job@b.service.d/zzzz.conf"] = "[Service]\nLimitNOFILE=4000\n"
+	root = testenv.TempTree(t, files)
+	if got, _, _ := boot.UnitNofile(root, "worker@b.service"); got.String() != "4000:4000" {
+		t.Errorf("worker@b with job@b.service.d: %s at %s, want 4000", got, got.Where())
+	}
+}
+
+// TestTemplateAliasOracle draws a template (worker@.service in
+// /run/systemd/system), instance and template alias links to it (as
+// `systemctl enable` makes them for Alias=job@%i.service and
+// Alias=job@.service), perhaps an unrelated unit file job@b.service
+// (an alias that points elsewhere), and drop-ins under every name
+// (each name's own drop-in file names, so no hash order matters), and
+// requires boot.UnitNofile to equal what Debian's systemd 252 prints
+// with `systemd --test` for each instance name.
+func TestTemplateAliasOracle(t *testing.T) {
+	for _, p := range []string{"/lib/systemd/systemd", "/usr/bin/setpriv"} {
+		if _, err := os.Stat(p); err != nil {
+			t.Skipf("%s is needed: %v", p, err)
+		}
+	}
+	box := testenv.NewSandbox(t)
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		must(t, os.Chmod(d, 0o755)) // systemd runs as nobody
+	}
+	etc, run := filepath.Join(dir, "etc/systemd"), filepath.Join(dir, "run/systemd/system")
+	must(t, os.MkdirAll(etc, 0o755))
+	must(t, os.MkdirAll(run, 0o755))
+	if _, e, c := box.Run("sh", "-c", "mount --bind "+etc+" /etc/systemd && mkdir -p /run/systemd/system && mount --bind "+run+" /run/systemd/system"); c != 0 {
+		t.Fatalf("mounts: %s", e)
+	}
+	const tmpl = "hpworker@.service"
+	dirs := map[string]string{"/etc/systemd/system": filepath.Join(etc, "system"), "/run/systemd/system": run}
+	dropNames := []string{"hpworker@.service", "hpworker@a.service", "hpworker@b.service", "hpjob@.service", "hpjob@a.service", "hpjob@b.service"}
+	rapid.Check(t, func(rt *rapid.T) {
+		for _, d := range []string{etc, run} {
+			ents, _ := os.ReadDir(d) // empty them: the bind mounts hold these directories
+			for _, e := range ents {
+				must(t, os.RemoveAll(filepath.Join(d, e.Name())))
+			}
+		}
+		write := func(d, p, body string) {
+			p = filepath.Join(dirs[d], p)
+			must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+			must(t, os.WriteFile(p, []byte(body), 0o644))
+		}
+		link := func(d, name, target string) {
+			must(t, os.MkdirAll(dirs[d], 0o755))
+			must(t, os.Symlink(target, filepath.Join(dirs[d], name)))
+		}
+		where := rapid.SampledFrom([]string{"/etc/systemd/system", "/run/systemd/system"})
+		write("/run/systemd/system", tmpl, "[Service]\nExecStart=/bin/true\nLimitNOFILE=1111\n")
+		queries := []string{"hpworker@a.service", "hpworker@b.service"}
+		ids := map[string]string{"hpworker@a.service": "hpworker@a.service", "hpworker@b.service": "hpworker@b.service"}
+		if rapid.Bool().Draw(rt, "template alias") {
+			link(where.Draw(rt, "linkdir"), "hpjob@.service", "/run/systemd/system/"+tmpl)
+			ids["hpjob@a.service"], ids["hpjob@b.service"] = "hpworker@a.service", "hpworker@b.service"
+		}
+		for _, i := range []string{"a", "b"} {
+			if rapid.Bool().Draw(rt, "instance alias "+i) {
+				link(where.Draw(rt, "linkdir"), "hpjob@"+i+".service", "/run/systemd/system/"+tmpl)
+				ids["hpjob@"+i+".service"] = "hpworker@" + i + ".service"
+			}
+		}
+		if _, linked := ids["hpjob@b.service"]; !linked && rapid.Bool().Draw(rt, "other unit") {
+			write(where.Draw(rt, "filedir"), "hpjob@b.service", "[Service]\nExecStart=/bin/true\nLimitNOFILE=2222\n")
+			ids["hpjob@b.service"] = "hpjob@b.service"
+		}
+		for _, q := range []string{"hpjob@a.service", "hpjob@b.service"} {
+			if _, ok := ids[q]; ok {
+				queries = append(queries, q)
+			}
+		}
+		n := 1000
+		for i, name := range dropNames {
+			for k, c := 0, rapid.IntRange(0, 1).Draw(rt, "dropins"); k < c; k++ {
+				n++
+				write(where.Draw(rt, "dropindir"), fmt.Sprintf("%s.d/%02d-%d.conf", name, 10+i, k), fmt.Sprintf("[Service]\nLimitNOFILE=%d\n", n))
+			}
+		}
+		query := rapid.SampledFrom(queries).Draw(rt, "query")
+		got, _, err := boot.UnitNofile(dir, query)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		want, _ := systemdTest(rt, box, query, ids[query])
+		if got.String() != want {
+			rt.Fatalf("systemd --test --unit=%s gives LimitNOFILE %s, simulation %s at %s\n%s", query, want, got.String(), got.Where(), treeListing(dir, etc, run))
+		}
+	})
+}
+
+// treeListing lists the files and links under each of ds (in dir), for a
+// failure message.
+func treeListing(dir string, ds ...string) string {
+	var files strings.Builder
+	for _, d := range ds {
+		filepath.Walk(d, func(p string, fi os.FileInfo, err error) error {
+			if err != nil || fi.IsDir() {
+				return nil
+			}
+			if l, err := os.Readlink(p); err == nil {
+				fmt.Fprintf(&files, "%s -> %s\n", strings.TrimPrefix(p, dir), l)
+				return nil
+			}
+			b, _ := os.ReadFile(p)
+			fmt.Fprintf(&files, "%s: %q\n", strings.TrimPrefix(p, dir), b)
+			return nil
+		})
+	}
+	return files.String()
+}
