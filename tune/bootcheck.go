@@ -597,13 +597,16 @@ func systemdItem(env Env, name, own string, read []boot.ConfFile, want journal.L
 	if got.Set {
 		it.Boot.File, it.Boot.Line = got.File.Name(), got.Line
 	}
-	hardOK := got.Hard >= want.Hard
-	if want.Hard == boot.Unlimited {
-		// hostprep kept a unit's own infinity: only infinity is as much
-		_, h, ok := boot.ParseNofile(got.Written())
-		hardOK = ok && h == boot.Unlimited
+	// where hostprep kept a unit's own infinity (soft or hard), only an
+	// infinity written at boot is as much: got holds it resolved
+	ws, wh, wok := boot.ParseNofile(got.Written())
+	covers := func(got, want, written uint64) bool {
+		if want == boot.Unlimited {
+			return wok && written == boot.Unlimited
+		}
+		return got >= want
 	}
-	if hardOK && got.Soft >= want.Soft {
+	if covers(got.Hard, want.Hard, wh) && covers(got.Soft, want.Soft, ws) {
 		return it
 	}
 	it.OK = false
