@@ -95,7 +95,9 @@ databases) the devices go under root.x.hostprep_<run id>, only time series
 are created, and only those are deleted afterwards.
 
 Each step says what bounded it: the pool (use >= 90% with workers waiting),
-the client (the probe's own CPU or scheduling lag), errors, or the server
+the client (the probe's own CPU or scheduling lag), errors, the workers (an
+open loop that missed more than 1% of its schedule: too few for the rate x
+latency; iotdb.schedule warns, and fails above 5%), or the server
 (latency rising while pool and client had headroom); the knee line names it
 with the fix, and suggestions follow. IoTDB status codes met are explained.
 

@@ -118,6 +118,10 @@ const (
 	BoundClient = "client"
 	// BoundErrors: failed operations (error rate above the limit).
 	BoundErrors = "errors"
+	// BoundWorkers: an open loop's workers (--rate) were too few for
+	// the rate x latency: more than ScheduleWarnShare of the operations
+	// due never started.
+	BoundWorkers = "workers"
 	// BoundServer: latency rose while pool and client had headroom.
 	BoundServer = "server"
 )
@@ -231,7 +235,7 @@ type Step struct {
 	// (an open loop owing less than one operation a second).
 	NoAnswer *Silence `json:"no_answer,omitempty"`
 	// Bound is what limited the step: BoundPool, BoundClient,
-	// BoundErrors, BoundServer, or "" when nothing did (throughput still
+	// BoundErrors, BoundWorkers, BoundServer, or "" when nothing did (throughput still
 	// grew with workers); BoundReason is one line with the numbers.
 	Bound       string `json:"bound,omitempty"`
 	BoundReason string `json:"bound_reason,omitempty"`

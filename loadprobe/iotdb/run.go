@@ -68,7 +68,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	teardown(pool, &cfg, w, res)
 	res.UnreachableNodes = pool.unreachable()
-	attributeBounds(res.Steps, kneeErrorLimit(&cfg))
+	attributeBounds(res.Steps, kneeErrorLimit(&cfg), cfg.Rate)
 	res.Knee = FindKnee(res.Steps, kneeErrorLimit(&cfg))
 	bound, note := limitNote(res.Steps, res.Knee, cfg.maxWorkers())
 	res.Knee.Bound, res.Knee.Reading = bound, res.Knee.Reading+note
