@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -74,8 +76,14 @@ func TestSecondInterruptStopsTheCleanupOnRealIoTDB(t *testing.T) {
 	cfg.StopCleanup = stop
 	inner := cfg.OnStep
 	cfg.OnStep = func(s Step) { inner(s); time.AfterFunc(1500*time.Millisecond, stopCleanup) }
+	var logs syncBuffer
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	t0 := time.Now()
 	res, err := Run(ctx, cfg)
+	if out := logs.String(); !strings.Contains(out, "interrupt again to stop waiting") || !strings.Contains(out, "at_most=30s") {
+		t.Errorf("log (info):\n%s\nwant the clean-up's wait, how long at most, and that a second interrupt stops it", out)
+	}
 	if took := time.Since(t0); took > 12*time.Second {
 		t.Errorf("Run took %v: the second interrupt did not stop the clean-up's wait", took)
 	}
@@ -121,4 +129,22 @@ func TestInterruptInWarmupGivesEmptyStepsOnRealIoTDB(t *testing.T) {
 	if !strings.Contains(js.String(), `"steps": []`) {
 		t.Errorf("JSON of a run interrupted in the warm-up:\n%s\nwant \"steps\": []", js.String())
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the log's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -86,6 +86,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	case downAt >= 0:
 		runErr = res.unreachable(&cfg, lv, downAt)
 	}
+	if runErr != nil && res.LeftBehind {
+		runErr = exitcode.Environmentf("%v; %s %s on %s: delete it with: %s", runErr, prefix, res.leftWords(), res.Target, deleteStatement(w, res))
+	}
 	res.Verdict = verdict.Worst(res.Checks)
 	if ctx.Err() != nil && measured {
 		runErr = res.cleanupInterrupted(w)

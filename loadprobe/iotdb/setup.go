@@ -329,9 +329,12 @@ func teardown(ctx context.Context, p *sessionPool, cfg *Config, w *workload, res
 		res.Notes = append(res.Notes, "--keep: "+w.prefix+" left in place; delete it with: "+deleteStatement(w, res))
 		return
 	}
-	if ctx.Err() != nil {
-		slog.Info("iotdb probe: interrupted; the clean-up goes on (interrupt again to stop waiting for the server; "+w.prefix+" may then be left)", "delete", deleteStatement(w, res))
-	}
+	// Said when the interrupt comes, before the clean-up or during it.
+	stmt := deleteStatement(w, res)
+	stopLog := context.AfterFunc(ctx, func() {
+		slog.Info("iotdb probe: interrupted; the clean-up goes on (interrupt again to stop waiting for the server; "+w.prefix+" may then be left)", "delete", stmt)
+	})
+	defer stopLog()
 	dropProbeData(cfg.cleanupStop(), p, w, res, w.seriesPaths())
 }
 
@@ -361,7 +364,6 @@ func deleteStatement(w *workload, res *Result) string {
 // (Result.CleanupStopped, DeleteUnknown).
 func dropProbeData(stop context.Context, p *sessionPool, w *workload, res *Result, paths []string) string {
 	del := func() error {
-		slog.Info("iotdb probe: clean-up: deleting "+w.prefix+", waiting for the server's answer", "at_most", p.adminTimeout)
 		var err error
 		if res.CreatedDatabase {
 			err = admin(stop, p, func(s *session) error { return s.exec("DELETE DATABASE " + w.prefix) })
@@ -376,6 +378,7 @@ func dropProbeData(stop context.Context, p *sessionPool, w *workload, res *Resul
 		}
 		return err
 	}
+	slog.Info("iotdb probe: clean-up: deleting "+w.prefix+", waiting for the server's answer", "at_most", p.adminTimeout)
 	err := del()
 	// A server that hangs for a while (GC, an interrupt mid-stall) may
 	// not open a session within --connect-timeout: the clean-up keeps
