@@ -33,8 +33,12 @@ import (
 // cannot be set up (nothing measured). Errors during the load are counted
 // per step, not returned. A threshold that fails gives Result.Verdict
 // "fail" and a nil error; the caller maps it to exit code 1. When ctx is
-// cancelled mid-run the steps measured so far are returned with ctx's
-// error, after clean-up.
+// cancelled before the last step ended, the steps measured so far are
+// returned with an exitcode.Environment error saying "interrupted", after
+// clean-up. When it is cancelled after the last step, during the
+// clean-up, the result is complete (CleanupInterrupted) and the error is
+// nil, unless cfg.StopCleanup ended the clean-up's wait: then it is an
+// exitcode.Environment error naming what may have been left.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
