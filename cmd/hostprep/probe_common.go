@@ -55,8 +55,9 @@ type probeSpec[S any] struct {
 	// them; its errors are bad input (exit 2).
 	settle func(sec *S, shard fleet.Shard, password string) error
 	// run runs the load until it ends or ctx ends (Ctrl-C, SIGTERM),
-	// writing progress to stderr.
-	run func(ctx context.Context, stderr io.Writer) (probeOutcome, error)
+	// writing progress to stderr; again ends on a second Ctrl-C or
+	// SIGTERM (a probe that cleans up after the load stops waiting).
+	run func(ctx, again context.Context, stderr io.Writer) (probeOutcome, error)
 	// exitErr, when set, turns run's error (the report already states it)
 	// into the command's error.
 	exitErr func(error) error
@@ -93,9 +94,9 @@ func runProbe[S any](cmd *cobra.Command, pf *probeFlags, spec probeSpec[S]) erro
 	if err := pf.outs.checkFiles(); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	ctx, again, stop := interrupts(cmd.Context())
 	defer stop()
-	out, runErr := spec.run(ctx, cmd.ErrOrStderr())
+	out, runErr := spec.run(ctx, again, cmd.ErrOrStderr())
 	if out.res != nil {
 		if err := pf.outs.write(cmd.OutOrStdout(), out.res, out.stopReason, runErr); err != nil {
 			return err
@@ -108,6 +109,37 @@ func runProbe[S any](cmd *cobra.Command, pf *probeFlags, spec probeSpec[S]) erro
 		return runErr
 	}
 	return probeVerdictErr(spec.name, out.verdict, out.checks)
+}
+
+// interrupts returns ctx, ended by the first Ctrl-C or SIGTERM (or
+// parent), and again, ended by the second; stop stops catching them.
+func interrupts(parent context.Context) (ctx, again context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(parent)
+	again, cancelAgain := context.WithCancel(context.Background())
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		for n := 1; ; n++ {
+			select {
+			case <-sig:
+				if n == 1 {
+					cancel()
+					continue
+				}
+				cancelAgain()
+				return
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ctx, again, func() {
+		signal.Stop(sig)
+		close(done)
+		cancel()
+		cancelAgain()
+	}
 }
 
 // probeSection returns the probe's section (section picks it, nil when

@@ -29,7 +29,7 @@ func iotdbFlag(key string) string {
 		return "min-tps"
 	case "thresholds.target_step":
 		return "target-step"
-	case "password", "unreachable_after", "sample_interval", "on_step":
+	case "password", "unreachable_after", "sample_interval", "on_step", "stop_cleanup":
 		return ""
 	}
 	return strings.ReplaceAll(key, "_", "-")
@@ -95,7 +95,9 @@ databases) the devices go under root.x.hostprep_<run id>, only time series
 are created, and only those are deleted afterwards.
 
 Each step says what bounded it: the pool (use >= 90% with workers waiting),
-the client (the probe's own CPU or scheduling lag), errors, or the server
+the client (the probe's own CPU or scheduling lag), errors, the workers (an
+open loop that missed more than 1% of its schedule: too few for the rate x
+latency; iotdb.schedule warns, and fails above 5%), or the server
 (latency rising while pool and client had headroom); the knee line names it
 with the fix, and suggestions follow. IoTDB status codes met are explained.
 
@@ -108,7 +110,11 @@ The password comes from --password-file or $` + iotdbPasswordEnv + ` (default
 root) and is never printed. Exit codes: 0 pass, 1 a threshold failed, 2 bad
 input (a 0 duration, pool size or port, steps not increasing), 3 could not
 run (IoTDB unreachable, or gone for 5 s mid-run; database not creatable;
-interrupted: the partial report says INCOMPLETE and never PASS).`,
+interrupted before the last step ended: the partial report says
+INCOMPLETE and never PASS). An interrupt after the last step, during the
+clean-up, keeps the verdict; the clean-up goes on (--log-level info shows
+its waits) until a second interrupt stops it: exit 3, the database may have
+been left (the report names the statement that deletes it).`,
 		Example: `  hostprep probe iotdb --scenario write --steps 10,20,30,40,50 --step-duration 30s
   hostprep probe iotdb --scenario batch --steps 50,100,150,200 --pool-size 200 --html report.html
   hostprep probe iotdb --scenario mixed --steps 200,300,400,500 --max-p95 200ms --min-tps 1000 -o json
@@ -133,7 +139,7 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 					}
 					return nil
 				},
-				run: func(ctx context.Context, stderr io.Writer) (probeOutcome, error) {
+				run: func(ctx, again context.Context, stderr io.Writer) (probeOutcome, error) {
 					for _, w := range cfg.Warnings() {
 						fmt.Fprintf(stderr, "probe iotdb: warning: %s\n", w)
 					}
@@ -141,12 +147,21 @@ interrupted: the partial report says INCOMPLETE and never PASS).`,
 						fmt.Fprintf(stderr, "probe iotdb: %s: %.1f TPS, p95 %.2f ms, errors %.2f%%, pool %.0f%%\n",
 							plural.N(s.Workers, "worker"), s.TPS, s.Latency.P95, 100*s.ErrorRate, 100*s.Pool.MeanUtil)
 					}
+					cfg.StopCleanup = again // a second Ctrl-C stops the clean-up's wait
 					res, err := iotdb.Run(ctx, cfg)
 					err = iotdbFlagError(err)
 					if res == nil {
 						return probeOutcome{}, err
 					}
-					return probeOutcome{res, &res.StopReason, res.Verdict, res.Checks}, err
+					stopReason := &res.StopReason
+					if res.CleanupInterrupted {
+						// Every step ran to its end: the error is the
+						// clean-up's, and the report is complete (not
+						// INCOMPLETE).
+						stopReason = new(string)
+						*stopReason = "-"
+					}
+					return probeOutcome{res, stopReason, res.Verdict, res.Checks}, err
 				},
 				exitErr: func(err error) error {
 					if exitcode.Code(err) == exitcode.Failed {

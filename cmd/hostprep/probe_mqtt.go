@@ -63,7 +63,7 @@ never printed. Exit codes: 0 pass, 1 a threshold failed, 2 bad input,
 					cfg.Password = pw
 					return nil
 				},
-				run: func(ctx context.Context, stderr io.Writer) (probeOutcome, error) {
+				run: func(ctx, _ context.Context, stderr io.Writer) (probeOutcome, error) {
 					cfg.Progress = stderr
 					cfg.ProgressTTY = term.IsTerminal(int(os.Stderr.Fd()))
 					res, err := mqtt.Run(ctx, cfg)

@@ -34,25 +34,27 @@ const (
 // attributeBounds sets Bound and BoundReason on every complete step:
 // BoundErrors when its error rate is above errLimit; BoundPool when the
 // pool was near full with workers waiting; BoundClient when the probe's
-// own CPU or scheduling lag was at its limit; BoundServer when, against the
+// own CPU or scheduling lag was at its limit; BoundWorkers when an open
+// loop (rate > 0 operations/s per worker) missed more than
+// ScheduleWarnShare of its schedule; BoundServer when, against the
 // step before, throughput grew < KneeTPSGrowth while p95 grew >
 // KneeP95Growth or throughput fell, with pool and client below those
 // limits; "" otherwise (more workers still bought throughput).
-func attributeBounds(steps []Step, errLimit float64) {
+func attributeBounds(steps []Step, errLimit, rate float64) {
 	var prev *Step
 	for i := range steps {
 		s := &steps[i]
 		if s.Partial {
 			continue
 		}
-		s.Bound, s.BoundReason = stepBound(s, prev, errLimit)
+		s.Bound, s.BoundReason = stepBound(s, prev, errLimit, rate)
 		prev = s
 	}
 }
 
 // stepBound is attributeBounds for one step and the complete step before
-// it (nil for the first).
-func stepBound(s, prev *Step, errLimit float64) (string, string) {
+// it (nil for the first); rate is --rate (0: closed loop).
+func stepBound(s, prev *Step, errLimit, rate float64) (string, string) {
 	if s.Ops > 0 && s.ErrorRate > errLimit {
 		return BoundErrors, fmt.Sprintf("error rate %.2f%% (%d of %s failed%s) above %.2f%%",
 			100*s.ErrorRate, s.Errors, plural.N(s.Ops, "operation"), mainClass(s), 100*errLimit)
@@ -67,6 +69,9 @@ func stepBound(s, prev *Step, errLimit float64) (string, string) {
 	if c.Cores > 0 && c.CPUCores >= BoundClientCPU*float64(c.Cores) || c.SchedLagMeanMs >= BoundClientLagMs {
 		return BoundClient, fmt.Sprintf("the probe used %.2f of %s (%.0f µs per operation) and its goroutines waited %.1f ms on average (max %.1f ms) for a CPU",
 			c.CPUCores, plural.N(c.Cores, "CPU"), c.CPUPerOpUs, c.SchedLagMeanMs, c.SchedLagMaxMs)
+	}
+	if why, ok := workersBound(s, rate); ok {
+		return BoundWorkers, why
 	}
 	if prev == nil || prev.TPS <= 0 || prev.Latency.P95 <= 0 {
 		return "", ""
@@ -110,6 +115,8 @@ func boundFix(bound string, maxWorkers int) string {
 		return "the load generator is the limit, not the server: run the probe from more hosts or processes (--shard K/N; a write or batch step drives all its workers from one thread), or fewer workers per process"
 	case BoundErrors:
 		return "fix the errors first (see errors by class and the status codes); the throughput of a failing step says nothing about capacity"
+	case BoundWorkers:
+		return "too few workers for the rate: run more workers (--steps) or a lower --rate; each worker runs one operation at a time"
 	case BoundServer:
 		return "the server is the limit: check its CPU, disk and memory (MEMORY_SIZE in datanode-env.sh, data region count), or add DataNodes"
 	}

@@ -23,7 +23,7 @@ func TestStepBoundRules(t *testing.T) {
 		{"server", BoundServer, "p95 +150%", Step{Workers: 16, Ops: 1000, TPS: 1010, Latency: latency.Summary{P95: 5}, Pool: PoolUse{Size: 64, MeanUtil: 0.3}, Client: ClientUse{CPUCores: 0.4, Cores: 2}}},
 		{"still scaling", "", "", Step{Workers: 16, Ops: 1000, TPS: 1900, Latency: latency.Summary{P95: 2.2}, Pool: PoolUse{Size: 64, MeanUtil: 0.4}, Client: ClientUse{CPUCores: 0.5, Cores: 2}}},
 	} {
-		got, why := stepBound(&c.step, &prev, 0.01)
+		got, why := stepBound(&c.step, &prev, 0.01, 0)
 		if got != c.want || !strings.Contains(why, c.reason) {
 			t.Errorf("%s: bound %q (%s), want %q naming %q", c.name, got, why, c.want, c.reason)
 		}

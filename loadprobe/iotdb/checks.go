@@ -39,7 +39,7 @@ func checks(cfg *Config, steps []Step, warm *Silence) []verdict.Check {
 			at = &steps[i]
 		}
 	}
-	return []verdict.Check{errorRateCheck(&c, steps), p95Check(&c, target, at), minTPSCheck(&c, target, at), stallCheck(&c, steps, warm)}
+	return []verdict.Check{errorRateCheck(&c, steps), p95Check(&c, target, at), minTPSCheck(&c, target, at), stallCheck(&c, steps, warm), scheduleCheck(&c, steps)}
 }
 
 // stallJudged tells whether a step of local workers (this host's: the

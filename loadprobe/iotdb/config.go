@@ -2,6 +2,7 @@ package iotdb
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -152,6 +153,11 @@ type Config struct {
 	Thresholds Thresholds `json:"thresholds"`
 	// OnStep, if set, is called after each step (e.g. to print progress).
 	OnStep func(Step) `json:"-"`
+	// StopCleanup, if set, ends the clean-up's waits on the server when
+	// it is done (the command's second Ctrl-C): the first interrupt (Run's
+	// ctx) stops the load, but the clean-up goes on, for as long as the
+	// admin deadline (AdminCallTimeout) per wait, until StopCleanup ends.
+	StopCleanup context.Context `json:"-"`
 	// onWarmup, if set, is called as the warm-up starts (tests time a
 	// fault from it).
 	onWarmup func()
@@ -533,4 +539,12 @@ func (c *Config) addr() string {
 		return strings.Join(c.NodeURLs, ",")
 	}
 	return net.JoinHostPort(c.Host, strconv.Itoa(c.Port))
+}
+
+// cleanupStop is StopCleanup, or a context that never ends.
+func (c *Config) cleanupStop() context.Context {
+	if c.StopCleanup != nil {
+		return c.StopCleanup
+	}
+	return context.Background()
 }

@@ -34,7 +34,7 @@ func (r *Result) HTMLSection() (template.HTML, error) {
 		return "", err
 	}
 	var b bytes.Buffer
-	err = htmlBody.Execute(&b, map[string]any{"R": r, "Charts": charts, "Incomplete": r.incompleteReason()})
+	err = htmlBody.Execute(&b, map[string]any{"R": r, "Charts": charts, "Incomplete": r.incompleteReason(), "CleanupID": CheckCleanup})
 	return template.HTML(b.String()), err
 }
 
@@ -138,16 +138,13 @@ func (r *Result) markers() []chart.Marker {
 }
 
 // censoredCell is the steps table's censored cell: how many of s's
-// latencies are censored, and of them the operations that never started
-// (open loop) and those cut when the step was ("0" when none is).
+// latencies are censored, and of them the parts the text report lists
+// (censoredParts: no answer, never started, cut); "0" when none is.
 func censoredCell(s Step) string {
 	n := strconv.FormatInt(s.Latency.Censored, 10)
 	var why []string
-	if s.Missed > 0 {
-		why = append(why, strconv.FormatInt(s.Missed, 10)+" never started")
-	}
-	if s.Cut > 0 {
-		why = append(why, strconv.FormatInt(s.Cut, 10)+" cut")
+	for _, p := range censoredParts(&s) {
+		why = append(why, strconv.FormatInt(p.n, 10)+" "+p.short)
 	}
 	if len(why) == 0 {
 		return n
@@ -164,7 +161,7 @@ var htmlBody = template.Must(template.New("iotdb-body").Funcs(template.FuncMap{
 {{else}}<p class="banner {{.R.Verdict}}">Verdict: {{.R.Verdict}}</p>{{end}}
 <p>IoTDB {{if .R.ServerVersion}}{{.R.ServerVersion}}{{else}}(version unknown){{end}} at {{.R.Target}}, scenario {{.R.Scenario}}, {{.R.Mode}} loop{{if .R.RatePerWorker}} at {{.R.RatePerWorker}} operations/s per worker{{end}},
 SessionPool {{.R.PoolSize}} sessions, wait timeout {{.R.WaitTimeoutMS}} ms, call deadline {{.R.CallTimeoutMS}} ms,
-database {{.R.Database}} ({{.R.Series}} series{{if .R.Kept}}, kept{{end}}). Started {{.R.Started.Format "2006-01-02 15:04:05 UTC"}}, {{printf "%.0f" .R.DurationS}} s.</p>
+database {{.R.Database}} ({{.R.Series}} series{{if .R.Kept}}, kept (--keep){{else if .R.DeleteUnknown}}, may have been left: see {{.CleanupID}}{{else if .R.LeftBehind}}, left behind: see {{.CleanupID}}{{end}}). Started {{.R.Started.Format "2006-01-02 15:04:05 UTC"}}, {{printf "%.0f" .R.DurationS}} s.</p>
 <p><strong>Knee:</strong> {{.R.Knee.Reading}}</p>
 {{range .Charts}}{{.}}
 {{end}}

@@ -30,6 +30,10 @@ type Knee struct {
 	// Ignored are the worker counts of steps left out because their error
 	// rate was above the limit FindKnee was given.
 	Ignored []int `json:"ignored_steps,omitempty"`
+	// Behind are the worker counts of open-loop steps left out because
+	// more than ScheduleFailShare of the operations their schedule had
+	// due never started: they carried less than the rate asked.
+	Behind []int `json:"behind_steps,omitempty"`
 	// Bound is what limited the knee step (or the first bounded step
 	// from the peak on): one of the Bound* values, "" when none was found
 	// (see Step.Bound); Run names it, its reason and the fix in Reading.
@@ -40,12 +44,15 @@ type Knee struct {
 
 // FindKnee finds the throughput peak and the knee of steps (in the order
 // run; the rule compares each step with the one before it). It is a pure
-// function of Workers, TPS and Latency.P95.
+// function of Workers, TPS, Latency.P95, the error rate and the missed
+// share.
 //
 // Partial steps (cut short) are left out, and so are steps whose error
 // rate is above maxErrorRate (listed in Knee.Ignored and named in the
 // reading): their TPS and p95 come from the few operations that got
-// through. Run passes the error-rate threshold (default DefaultMaxErrorRate).
+// through; and open-loop steps that missed more than ScheduleFailShare
+// of their schedule (Knee.Behind): they measured less than the load
+// asked of them. Run passes the error-rate threshold (default DefaultMaxErrorRate).
 func FindKnee(steps []Step, maxErrorRate float64) Knee {
 	var k Knee
 	partial := 0
@@ -59,14 +66,24 @@ func FindKnee(steps []Step, maxErrorRate float64) Knee {
 		return k
 	}
 	steps = slices.DeleteFunc(slices.Clone(steps), func(s Step) bool {
-		if !s.Partial && s.ErrorRate > maxErrorRate {
+		switch {
+		case s.Partial:
+			return true
+		case s.ErrorRate > maxErrorRate:
 			k.Ignored = append(k.Ignored, s.Workers)
+			return true
+		case s.behind():
+			k.Behind = append(k.Behind, s.Workers)
+			return true
 		}
-		return s.Partial || s.ErrorRate > maxErrorRate
+		return false
 	})
 	k.Reading = k.read(steps)
 	if len(k.Ignored) > 0 {
 		k.Reading += fmt.Sprintf(" (the %s at %s ignored for the knee: error rate above %.2f%%)", plural.Noun(len(k.Ignored), "step"), plural.List(k.Ignored, "worker"), 100*maxErrorRate)
+	}
+	if len(k.Behind) > 0 {
+		k.Reading += fmt.Sprintf(" (the %s at %s left out of the knee: more than %g%% of the operations the schedule had due never started, so the rate asked was not carried)", plural.Noun(len(k.Behind), "step"), plural.List(k.Behind, "worker"), 100*ScheduleFailShare)
 	}
 	return k
 }
@@ -74,7 +91,10 @@ func FindKnee(steps []Step, maxErrorRate float64) Knee {
 // read finds the peak and the knee of steps into k and returns the reading.
 func (k *Knee) read(steps []Step) string {
 	if len(steps) == 0 {
-		if len(k.Ignored) > 0 {
+		switch {
+		case len(k.Behind) > 0:
+			return "no step carried the rate asked with an acceptable error rate: no knee to read"
+		case len(k.Ignored) > 0:
 			return "no step ran with an acceptable error rate: no knee to read"
 		}
 		return "no steps were measured"

@@ -140,21 +140,39 @@ func (r *Result) writeStepTable(w io.Writer) error {
 }
 
 // censoredSummary says how many of s's latencies are censored (at no
-// less than the time they waited) and why: failed without an answer,
-// never started (open loop), or under way when the step was cut short.
+// less than the time they waited) and why (censoredParts).
 func censoredSummary(s *Step) string {
 	var why []string
-	if n := unanswered(s); n > 0 {
-		why = append(why, plural.N(n, "operation")+" failed without an answer")
-	}
-	if s.Missed > 0 {
-		why = append(why, plural.N(s.Missed, "operation")+" never started")
-	}
-	if s.Cut > 0 {
-		why = append(why, plural.N(s.Cut, "operation")+" in flight when the step was cut")
+	for _, p := range censoredParts(s) {
+		why = append(why, plural.N(p.n, "operation")+" "+p.long)
 	}
 	return fmt.Sprintf("%d of %s in p95/p99/max at no less than the time they waited (%s)",
 		s.Latency.Censored, plural.N(s.Latency.Count, "latency"), strings.Join(why, ", "))
+}
+
+// censorPart is one reason a step's latencies are censored: n
+// operations, said long (text) or short (the HTML table's cell).
+type censorPart struct {
+	n           int64
+	long, short string
+}
+
+// censoredParts are the reasons s's latencies are censored, the same
+// in every format (text, HTML; JSON and CSV count them as unanswered,
+// missed and cut): failed without an answer, never started (open loop),
+// under way when the step was cut short. Parts of 0 are left out.
+func censoredParts(s *Step) []censorPart {
+	var out []censorPart
+	for _, p := range []censorPart{
+		{unanswered(s), "failed without an answer", "no answer"},
+		{s.Missed, "never started", "never started"},
+		{s.Cut, "in flight when the step was cut", "cut"},
+	} {
+		if p.n > 0 {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // unanswered is how many of s's operations failed without an answer
@@ -190,7 +208,7 @@ func (r *Result) WriteJSON(w io.Writer) error {
 var CSVHeader = []string{"scenario", "workers", "duration_s", "ops", "ok", "errors", "error_rate",
 	"tps", "points_per_s", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms",
 	"wait_timeout", "connect", "status", "deadline", "panic", "other",
-	"pool_size", "pool_mean_util", "pool_max_util", "knee", "partial", "missed", "cut", "censored"}
+	"pool_size", "pool_mean_util", "pool_max_util", "knee", "partial", "missed", "cut", "censored", "unanswered"}
 
 // WriteCSV writes one row per step (header CSVHeader); knee is "peak",
 // "knee" or empty; partial is true for a step cut short (an interrupted
@@ -199,8 +217,9 @@ var CSVHeader = []string{"scenario", "workers", "duration_s", "ops", "ok", "erro
 // operations the open-loop schedule had due that never started, those
 // under way when the step was cut short, and how many of the step's
 // latencies are censored (those two plus the failures without an
-// answer: the wait_timeout, connect, deadline, panic and other columns),
-// so that p95/p99/max of a row can be read as lower bounds. Errors are
+// answer: unanswered, the sum of the wait_timeout, connect, deadline,
+// panic and other columns), so that p95/p99/max of a row can be read as
+// lower bounds. Errors are
 // w's.
 func (r *Result) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
@@ -223,7 +242,7 @@ func (r *Result) WriteCSV(w io.Writer) error {
 			row = append(row, d(s.ErrorsByClass[c]))
 		}
 		row = append(row, strconv.Itoa(s.Pool.Size), f(s.Pool.MeanUtil), f(s.Pool.MaxUtil), mark, strconv.FormatBool(s.Partial),
-			d(s.Missed), d(s.Cut), d(s.Latency.Censored))
+			d(s.Missed), d(s.Cut), d(s.Latency.Censored), d(unanswered(&s)))
 		if err := cw.Write(row); err != nil {
 			return err
 		}

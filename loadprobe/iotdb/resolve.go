@@ -53,6 +53,7 @@ var settings = []setting{
 	{"thresholds.target_step", func(d, s *Config) { d.Thresholds.TargetStep = s.Thresholds.TargetStep }},
 	{"thresholds.min_tps", func(d, s *Config) { d.Thresholds.MinTPS = s.Thresholds.MinTPS }},
 	{"on_step", func(d, s *Config) { d.OnStep = s.OnStep }},
+	{"stop_cleanup", func(d, s *Config) { d.StopCleanup = s.StopCleanup }},
 	{"address_setting", func(d, s *Config) { d.AddressSetting = s.AddressSetting }},
 }
 

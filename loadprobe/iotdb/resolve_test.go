@@ -1,6 +1,7 @@
 package iotdb
 
 import (
+	"context"
 	"reflect"
 	"slices"
 	"strings"
@@ -53,6 +54,11 @@ func fill(t *testing.T, v reflect.Value, prefix string) []string {
 			f.Set(p)
 		case reflect.Func:
 			f.Set(reflect.MakeFunc(f.Type(), func([]reflect.Value) []reflect.Value { return nil }))
+		case reflect.Interface:
+			if f.Type() != reflect.TypeFor[context.Context]() {
+				t.Fatalf("field %s of type %s: teach fill about it", name, f.Type())
+			}
+			f.Set(reflect.ValueOf(context.WithValue(context.Background(), fillKey{}, name)))
 		default:
 			t.Fatalf("field %s of kind %s: teach fill about it", name, f.Kind())
 		}
@@ -183,3 +189,6 @@ func TestResolveDefaultErrorRateOnEveryPath(t *testing.T) {
 		t.Errorf("Defaults holds a pointer its copies would share")
 	}
 }
+
+// fillKey is the context key fill marks a context field with.
+type fillKey struct{}

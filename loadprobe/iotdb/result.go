@@ -25,12 +25,17 @@ type Result struct {
 	// deletes all of it); false under --database (only its series are
 	// deleted).
 	CreatedDatabase bool `json:"created_database"`
-	// Kept is true when the probe's data was left in place (--keep) or
-	// could not be deleted (see Notes).
+	// Kept is true when the probe's data was left in place on purpose
+	// (--keep).
 	Kept bool `json:"kept"`
+	// LeftBehind is true when the clean-up could not delete the probe's
+	// data (DeleteError says why; with DeleteUnknown it may have been
+	// deleted after all); false with --keep, which is Kept.
+	LeftBehind bool `json:"left_behind,omitempty"`
 	// UnreachableNodes lists the nodes (of --node-urls, or the one
-	// target) where opening a session failed at least once, as
-	// "host:port: last error".
+	// target) where opening a session failed at least once during the
+	// setup or the load, as "host:port: last error" (a node that fails
+	// only the clean-up is not listed: see DeleteError).
 	UnreachableNodes []string `json:"unreachable_nodes,omitempty"`
 	// Shard is "K/N" for shard K of a fleet run of N ("" when not sharded).
 	Shard string `json:"shard,omitempty"`
@@ -83,12 +88,23 @@ type Result struct {
 	// returns an exitcode.Environment error naming the target.
 	Unreachable bool `json:"unreachable,omitempty"`
 	// DeleteError is why the database could not be deleted after the run
-	// ("" when it was deleted or --keep was given); Kept is then true.
+	// ("" when it was deleted or --keep was given); LeftBehind is then
+	// true.
 	DeleteError string `json:"delete_error,omitempty"`
 	// DeleteUnknown is true when the delete's answer was lost and the
 	// re-check got no answer either: the data may or may not be left
 	// (DeleteError says so).
 	DeleteUnknown bool `json:"delete_unknown,omitempty"`
+	// CleanupInterrupted is true when the run was interrupted (Ctrl-C,
+	// SIGTERM) after every step had run to its end, during the clean-up:
+	// the measurement is complete and the verdict stands on the steps
+	// (Interrupted stays false). The clean-up went on; CleanupStopped is
+	// true when a second interrupt (Config.StopCleanup) stopped it while
+	// it waited for the server: the probe's data may have been left
+	// (LeftBehind, DeleteUnknown) and Run returns an
+	// exitcode.Environment error saying so (exit 3).
+	CleanupInterrupted bool `json:"cleanup_interrupted,omitempty"`
+	CleanupStopped     bool `json:"cleanup_stopped,omitempty"`
 	// StopReason says why the run ended early ("" when it ran to the end).
 	StopReason string `json:"stop_reason,omitempty"`
 	// Suggestions are tuning hints derived from the run (pool size
@@ -118,6 +134,10 @@ const (
 	BoundClient = "client"
 	// BoundErrors: failed operations (error rate above the limit).
 	BoundErrors = "errors"
+	// BoundWorkers: an open loop's workers (--rate) were too few for
+	// the rate x latency: more than ScheduleWarnShare of the operations
+	// due never started.
+	BoundWorkers = "workers"
 	// BoundServer: latency rose while pool and client had headroom.
 	BoundServer = "server"
 )
@@ -200,6 +220,10 @@ type Step struct {
 	// Redirects counts write answers that recommended another DataNode
 	// (REDIRECTION_RECOMMEND, 400); followed with --redirection.
 	Redirects int64 `json:"redirects,omitempty"`
+	// Unanswered counts the step's failures without an answer from the
+	// server (every error but a status: wait_timeout, connect, deadline,
+	// panic, other), each a censored latency (Latency.Censored).
+	Unanswered int64 `json:"unanswered,omitempty"`
 	// Missed counts operations the open-loop schedule (--rate) had due
 	// before the step's end that never started because the workers were
 	// still busy with earlier ones: the offered rate was above what client
@@ -213,7 +237,7 @@ type Step struct {
 	// session) when the step was cut short (run interrupted, server
 	// unreachable): each is a latency censored at what it had waited,
 	// and not in Ops or Errors. Latency.Censored is the step's failures
-	// without an answer, plus Missed, plus Cut.
+	// without an answer (Unanswered), plus Missed, plus Cut.
 	Cut int64 `json:"cut,omitempty"`
 	// Partial is true when the step was cut short (run interrupted or
 	// stopped); it is shown but left out of the knee.
@@ -231,7 +255,7 @@ type Step struct {
 	// (an open loop owing less than one operation a second).
 	NoAnswer *Silence `json:"no_answer,omitempty"`
 	// Bound is what limited the step: BoundPool, BoundClient,
-	// BoundErrors, BoundServer, or "" when nothing did (throughput still
+	// BoundErrors, BoundWorkers, BoundServer, or "" when nothing did (throughput still
 	// grew with workers); BoundReason is one line with the numbers.
 	Bound       string `json:"bound,omitempty"`
 	BoundReason string `json:"bound_reason,omitempty"`

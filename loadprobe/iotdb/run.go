@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,8 +33,12 @@ import (
 // cannot be set up (nothing measured). Errors during the load are counted
 // per step, not returned. A threshold that fails gives Result.Verdict
 // "fail" and a nil error; the caller maps it to exit code 1. When ctx is
-// cancelled mid-run the steps measured so far are returned with ctx's
-// error, after clean-up.
+// cancelled before the last step ended, the steps measured so far are
+// returned with an exitcode.Environment error saying "interrupted", after
+// clean-up. When it is cancelled after the last step, during the
+// clean-up, the result is complete (CleanupInterrupted) and the error is
+// nil, unless cfg.StopCleanup ended the clean-up's wait: then it is an
+// exitcode.Environment error naming what may have been left.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -57,7 +62,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			if res.DeleteError != "" {
 				left = fmt.Sprintf("; %s %s (delete failed: %s): delete it with: %s", prefix, res.leftWords(), res.DeleteError, deleteStatement(w, res))
 			}
-			return nil, exitcode.Environmentf("iotdb probe interrupted (%v) while setting up %s on %s: nothing measured%s", ctx.Err(), prefix, res.Target, left)
+			return nil, exitcode.Environmentf("iotdb probe interrupted while setting up %s on %s: nothing measured%s", prefix, res.Target, left)
 		}
 		return nil, err
 	}
@@ -66,9 +71,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	lv := newLiveness(cfg.UnreachableAfter)
 	cutAt, downAt := runSteps(ctx, &cfg, pool, w, lv, res)
 
-	teardown(pool, &cfg, w, res)
-	res.UnreachableNodes = pool.unreachable()
-	attributeBounds(res.Steps, kneeErrorLimit(&cfg))
+	measured := downAt < 0 && res.fullSteps() == len(cfg.Steps) // every step ran to its end
+	res.UnreachableNodes = pool.unreachable()                   // the load's: a node failing only the clean-up is not listed
+	teardown(ctx, pool, &cfg, w, res)
+	attributeBounds(res.Steps, kneeErrorLimit(&cfg), cfg.Rate)
 	res.Knee = FindKnee(res.Steps, kneeErrorLimit(&cfg))
 	bound, note := limitNote(res.Steps, res.Knee, cfg.maxWorkers())
 	res.Knee.Bound, res.Knee.Reading = bound, res.Knee.Reading+note
@@ -78,13 +84,48 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.Checks = append(res.Checks, c)
 	}
 	var runErr error
-	if err := ctx.Err(); err != nil {
-		runErr = res.interrupted(err, cutAt, len(cfg.Steps))
-	} else if downAt >= 0 {
+	switch {
+	case ctx.Err() != nil && !measured:
+		runErr = res.interrupted(cutAt, len(cfg.Steps))
+	case downAt >= 0:
 		runErr = res.unreachable(&cfg, lv, downAt)
 	}
+	if runErr != nil && res.LeftBehind {
+		runErr = exitcode.Environmentf("%v; %s %s on %s: delete it with: %s", runErr, prefix, res.leftWords(), res.Target, deleteStatement(w, res))
+	}
 	res.Verdict = verdict.Worst(res.Checks)
+	if ctx.Err() != nil && measured {
+		runErr = res.cleanupInterrupted(w)
+	}
 	return res, runErr
+}
+
+// cleanupInterrupted marks res as interrupted during the clean-up, after
+// every step ran to its end (res.Verdict set): the verdict stands, a
+// note says so, and when a second interrupt stopped the clean-up
+// (CleanupStopped) it returns the exit-3 error naming what may have
+// been left and the statement that deletes it (nil when the clean-up
+// finished).
+func (res *Result) cleanupInterrupted(w *workload) error {
+	res.CleanupInterrupted = true
+	if !res.CleanupStopped {
+		res.Notes = append(res.Notes, "interrupted during the clean-up, after every step had run to its end: the measurement is complete, the verdict stands on the steps, and the clean-up finished")
+		return nil
+	}
+	res.Notes = append(res.Notes, fmt.Sprintf("interrupted during the clean-up, after every step had run to its end: the measurement is complete and the verdict stands on the steps; a second interrupt stopped the clean-up, so %s may have been left: delete it with: %s", w.prefix, deleteStatement(w, res)))
+	return exitcode.Environmentf("iotdb probe interrupted during the clean-up (every step ran to its end: verdict %s stands on the steps); a second interrupt stopped it, so %s may have been left on %s: delete it with: %s",
+		strings.ToUpper(string(res.Verdict)), w.prefix, res.Target, deleteStatement(w, res))
+}
+
+// fullSteps is how many of res.Steps ran to their end (not Partial).
+func (res *Result) fullSteps() int {
+	full := 0
+	for _, s := range res.Steps {
+		if !s.Partial {
+			full++
+		}
+	}
+	return full
 }
 
 // newResult is the Result of a run of cfg under prefix before anything is
@@ -102,6 +143,7 @@ func newResult(cfg *Config, prefix string) *Result {
 		Shard:         cfg.Shard.String(),
 		WaitTimeoutMS: ms(cfg.WaitTimeout),
 		CallTimeoutMS: ms(cfg.CallTimeout),
+		Steps:         []Step{}, // "steps": [] when none was measured (interrupted in the warm-up)
 		Started:       time.Now().UTC(),
 	}
 	if cfg.Rate > 0 {
@@ -199,12 +241,7 @@ func (res *Result) unreachable(cfg *Config, lv *liveness, downAt int) error {
 	if downAt > 0 {
 		where = fmt.Sprintf("during the step at %s", plural.N(downAt, "worker"))
 	}
-	full := 0
-	for _, s := range res.Steps {
-		if !s.Partial {
-			full++
-		}
-	}
+	full := res.fullSteps()
 	res.Unreachable = true
 	res.StopReason = fmt.Sprintf("stopped: %s could not be reached for %v %s (every operation failed to connect; last error: %s); %d of %s ran to the end; the results are partial and are no verdict on the load",
 		res.Target, cfg.UnreachableAfter, where, lv.lastErr(), full, plural.N(len(cfg.Steps), "step"))
@@ -269,16 +306,12 @@ const (
 // (interrupted, or stopped because the server could not be reached).
 const CheckComplete = "iotdb.complete"
 
-// interrupted marks res as cut short by err (ctx's error) while the step
+// interrupted marks res as cut short (ctx ended: Ctrl-C, SIGTERM, a
+// caller's deadline) while the step
 // of cutAt workers ran (0: before the first step or between steps), adds
 // the failing iotdb.complete check and returns the exit-3 error.
-func (res *Result) interrupted(err error, cutAt, planned int) error {
-	full := 0
-	for _, s := range res.Steps {
-		if !s.Partial {
-			full++
-		}
-	}
+func (res *Result) interrupted(cutAt, planned int) error {
+	full := res.fullSteps()
 	where := "before the first step"
 	switch {
 	case cutAt != 0:
@@ -287,10 +320,10 @@ func (res *Result) interrupted(err error, cutAt, planned int) error {
 		where = fmt.Sprintf("after the step at %s", plural.N(res.Steps[len(res.Steps)-1].Workers, "worker"))
 	}
 	res.Interrupted = true
-	res.StopReason = fmt.Sprintf("interrupted (%v) %s: %d of %s ran to the end; the results are partial and are no verdict on the load", err, where, full, plural.N(planned, "step"))
+	res.StopReason = fmt.Sprintf("interrupted %s: %d of %s ran to the end; the results are partial and are no verdict on the load", where, full, plural.N(planned, "step"))
 	res.Checks = append(res.Checks, verdict.Check{ID: CheckComplete, Status: verdict.Fail,
 		Summary: res.StopReason, Remedy: "run the probe again and let every step finish"})
-	return exitcode.Environmentf("iotdb probe interrupted (%v) %s; %d of %s complete, results partial", err, where, full, plural.N(planned, "step"))
+	return exitcode.Environmentf("iotdb probe interrupted %s; %d of %s complete, results partial", where, full, plural.N(planned, "step"))
 }
 
 // Ping opens one session to addr (host:port) as user, runs `show version`

@@ -144,7 +144,7 @@ func TestRunScenariosOnRealIoTDB(t *testing.T) {
 			if res.Knee.PeakWorkers == 0 || res.Knee.Reading == "" {
 				t.Errorf("knee not filled: %+v", res.Knee)
 			}
-			if res.Verdict != verdict.Pass || len(res.Checks) != 4 || res.Checks[3].ID != CheckStall || res.Checks[3].Status != verdict.Pass {
+			if res.Verdict != verdict.Pass || len(res.Checks) != 5 || res.Checks[3].ID != CheckStall || res.Checks[3].Status != verdict.Pass {
 				t.Errorf("verdict %s, checks %+v", res.Verdict, res.Checks)
 			}
 			b, err := json.Marshal(res)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -102,14 +103,14 @@ func setup(ctx context.Context, p *sessionPool, cfg *Config, w *workload, res *R
 			if mayHaveRun(err) {
 				made += len(chunk) // the server may have created them: delete what may exist
 			}
-			left := dropProbeData(p, w, res, paths[:made])
+			left := dropProbeData(cfg.cleanupStop(), p, w, res, paths[:made])
 			return exitcode.Environmentf("iotdb probe: creating %d time series under %s failed: %v%s%s", len(paths), w.prefix, err, explain(err, v), left)
 		}
 	}
 	res.Series = len(paths)
 	if w.scenario == ScenarioMixed {
 		if err := seed(ctx, p, w); err != nil {
-			left := dropProbeData(p, w, res, paths)
+			left := dropProbeData(cfg.cleanupStop(), p, w, res, paths)
 			return exitcode.Environmentf("iotdb probe: seeding %s for reads failed: %v%s%s", w.prefix, err, explain(err, v), left)
 		}
 	}
@@ -152,7 +153,7 @@ func createDatabase(ctx context.Context, p *sessionPool, cfg *Config, w *workloa
 	if mayHaveRun(err) {
 		// The server may have created it: delete what may exist.
 		res.CreatedDatabase, w.shared = !cfg.Shard.On(), cfg.Shard.On()
-		left := dropProbeData(p, w, res, nil)
+		left := dropProbeData(cfg.cleanupStop(), p, w, res, nil)
 		if left == "" {
 			left = "; the probe deleted " + w.prefix + " in case the server had created it"
 		}
@@ -316,14 +317,25 @@ func serverVersion(ctx context.Context, p *sessionPool) (string, error) {
 }
 
 // teardown deletes what the probe created (unless cfg.Keep): its database,
-// or, under an existing --database, only its own time series.
-func teardown(p *sessionPool, cfg *Config, w *workload, res *Result) {
+// or, under an existing --database, only its own time series. It runs
+// when ctx (the run's) has ended too: an interrupt after the last step
+// does not stop the clean-up, whose waits on the server are logged (info)
+// with how long they may take; cfg.StopCleanup ending (a second
+// interrupt) stops them, and what was to be deleted is reported as
+// possibly left (Result.CleanupStopped).
+func teardown(ctx context.Context, p *sessionPool, cfg *Config, w *workload, res *Result) {
 	if cfg.Keep {
 		res.Kept = true
 		res.Notes = append(res.Notes, "--keep: "+w.prefix+" left in place; delete it with: "+deleteStatement(w, res))
 		return
 	}
-	dropProbeData(p, w, res, w.seriesPaths())
+	// Said when the interrupt comes, before the clean-up or during it.
+	stmt := deleteStatement(w, res)
+	stopLog := context.AfterFunc(ctx, func() {
+		slog.Info("iotdb probe: interrupted; the clean-up goes on (interrupt again to stop waiting for the server; "+w.prefix+" may then be left)", "delete", stmt)
+	})
+	defer stopLog()
+	dropProbeData(cfg.cleanupStop(), p, w, res, w.seriesPaths())
 }
 
 // deleteStatement is the statement that removes what the probe created.
@@ -343,19 +355,22 @@ func deleteStatement(w *workload, res *Result) string {
 // (mayHaveRun) when a re-check on a new session finds nothing left
 // (recheck; it is deleted again once if it is still there, and a re-check
 // that gets no answer either leaves the warning, saying so). A failure is
-// recorded in res (Kept, DeleteError, a note; Run adds the warning check
+// recorded in res (LeftBehind, DeleteError, a note; Run adds the warning check
 // CheckCleanup) and returned as
 // "; <what> was left on <target> (...): delete it with: <statement>" for
-// an error message ("" when deleted).
-func dropProbeData(p *sessionPool, w *workload, res *Result, paths []string) string {
+// an error message ("" when deleted). Each wait on the server is logged
+// (info) with its bound; stop ending (a second interrupt) ends the wait,
+// and what was to be deleted is then reported as possibly left
+// (Result.CleanupStopped, DeleteUnknown).
+func dropProbeData(stop context.Context, p *sessionPool, w *workload, res *Result, paths []string) string {
 	del := func() error {
 		var err error
 		if res.CreatedDatabase {
-			err = admin(context.Background(), p, func(s *session) error { return s.exec("DELETE DATABASE " + w.prefix) })
+			err = admin(stop, p, func(s *session) error { return s.exec("DELETE DATABASE " + w.prefix) })
 		} else {
 			for i := 0; i < len(paths) && (err == nil || gone(err)); i += seriesChunk {
 				chunk := paths[i:min(i+seriesChunk, len(paths))]
-				err = admin(context.Background(), p, func(s *session) error { return s.deleteSeries(chunk) })
+				err = admin(stop, p, func(s *session) error { return s.deleteSeries(chunk) })
 			}
 		}
 		if gone(err) {
@@ -363,23 +378,35 @@ func dropProbeData(p *sessionPool, w *workload, res *Result, paths []string) str
 		}
 		return err
 	}
+	slog.Info("iotdb probe: clean-up: deleting "+w.prefix+", waiting for the server's answer", "at_most", p.adminTimeout)
 	err := del()
 	// A server that hangs for a while (GC, an interrupt mid-stall) may
 	// not open a session within --connect-timeout: the clean-up keeps
 	// trying for the admin deadline, as its calls have. One that refuses
 	// the connection is gone: no retry.
-	for deadline := time.Now().Add(p.adminTimeout); connectTimedOut(err) && time.Now().Before(deadline); {
-		time.Sleep(cleanupRetry)
+	if connectTimedOut(err) && stop.Err() == nil {
+		slog.Info("iotdb probe: clean-up: no session opened; trying again", "at_most", p.adminTimeout, "error", err)
+	}
+	for deadline := time.Now().Add(p.adminTimeout); connectTimedOut(err) && time.Now().Before(deadline) && sleepCtx(stop, cleanupRetry); {
 		err = del()
 	}
-	if mayHaveRun(err) {
+	switch {
+	case stop.Err() != nil && err != nil:
+		res.CleanupStopped, res.DeleteUnknown = true, true
+		err = fmt.Errorf("the clean-up was stopped (a second interrupt) while it waited for the server: %w", err)
+	case mayHaveRun(err):
 		// The answer was lost (connection dropped, deadline): the delete
 		// may have been carried out. Ask on a fresh session; delete again
 		// once if it was not.
-		switch found, rerr := recheck(p, w, res); {
+		slog.Info("iotdb probe: clean-up: the delete's answer was lost; asking whether "+w.prefix+" is still there", "at_most", p.adminTimeout, "error", err)
+		switch found, rerr := recheck(stop, p, w, res); {
 		case rerr != nil:
 			res.DeleteUnknown = true
 			err = fmt.Errorf("%w; whether the delete ran is not known: the re-check got no answer either (%v)", err, rerr)
+			if stop.Err() != nil {
+				res.CleanupStopped = true
+				err = fmt.Errorf("the clean-up was stopped (a second interrupt) while it waited for the server: %w", err)
+			}
 		case !found:
 			res.Notes = append(res.Notes, fmt.Sprintf("the answer to the delete of %s was lost (%v), but it is gone", w.prefix, err))
 			err = nil
@@ -388,12 +415,12 @@ func dropProbeData(p *sessionPool, w *workload, res *Result, paths []string) str
 		}
 	}
 	if err == nil && w.shared {
-		err = dropIfEmpty(p, w.prefix)
+		err = dropIfEmpty(stop, p, w.prefix)
 	}
 	if err == nil {
 		return ""
 	}
-	res.Kept = true
+	res.LeftBehind = true
 	res.DeleteError = err.Error()
 	what := "could not delete " + w.prefix
 	if res.DeleteUnknown {
@@ -437,33 +464,45 @@ func connectTimedOut(err error) bool {
 // either (a dropped connection, a deadline, a session that does not open
 // in time) is tried again every cleanupRetry within the admin deadline
 // (AdminCallTimeout); its last error is returned when it never got one.
-func recheck(p *sessionPool, w *workload, res *Result) (bool, error) {
+func recheck(stop context.Context, p *sessionPool, w *workload, res *Result) (bool, error) {
 	p.dropIdle()
 	until := time.Now().Add(p.adminTimeout)
 	for {
-		found, err := stillThere(p, w, res)
-		if err == nil || !mayHaveRun(err) && !connectTimedOut(err) || !time.Now().Add(cleanupRetry).Before(until) {
+		found, err := stillThere(stop, p, w, res)
+		if err == nil || !mayHaveRun(err) && !connectTimedOut(err) || !time.Now().Add(cleanupRetry).Before(until) || !sleepCtx(stop, cleanupRetry) {
 			return found, err
 		}
-		time.Sleep(cleanupRetry)
+	}
+}
+
+// sleepCtx sleeps d unless ctx ends first; it reports whether it slept
+// the whole d.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
 // stillThere asks the server whether what the probe deletes is still
 // there: its database (when it created it) or a time series under its
 // prefix.
-func stillThere(p *sessionPool, w *workload, res *Result) (bool, error) {
+func stillThere(ctx context.Context, p *sessionPool, w *workload, res *Result) (bool, error) {
 	if res.CreatedDatabase {
-		return listed(context.Background(), p, w.prefix)
+		return listed(ctx, p, w.prefix)
 	}
-	return hasSeries(p, w.prefix)
+	return hasSeries(ctx, p, w.prefix)
 }
 
 // hasSeries says whether any time series lies under prefix (a prefix or
 // database that does not exist has none).
-func hasSeries(p *sessionPool, prefix string) (bool, error) {
+func hasSeries(ctx context.Context, p *sessionPool, prefix string) (bool, error) {
 	found := false
-	err := queryRows(context.Background(), p, "SHOW TIMESERIES "+prefix+".** LIMIT 1", func(*client.SessionDataSet) error {
+	err := queryRows(ctx, p, "SHOW TIMESERIES "+prefix+".** LIMIT 1", func(*client.SessionDataSet) error {
 		found = true
 		return nil
 	})
@@ -504,12 +543,12 @@ func cleanupCheck(w *workload, res *Result) (verdict.Check, bool) {
 // dropIfEmpty deletes the database a fleet run's shards share once the
 // last shard has deleted its series (a shard still running has series
 // there); a database another shard deleted first is no error.
-func dropIfEmpty(p *sessionPool, db string) error {
-	found, err := hasSeries(p, db)
+func dropIfEmpty(ctx context.Context, p *sessionPool, db string) error {
+	found, err := hasSeries(ctx, p, db)
 	if err != nil || found {
 		return err
 	}
-	err = admin(context.Background(), p, func(s *session) error { return s.exec("DELETE DATABASE " + db) })
+	err = admin(ctx, p, func(s *session) error { return s.exec("DELETE DATABASE " + db) })
 	if gone(err) {
 		return nil
 	}

@@ -507,6 +507,7 @@ func mergeStats(n int, stats []*workerStats, scenario string, elapsed time.Durat
 		out.Reads, out.Writes = 0, 0
 	}
 	out.Ops = out.OK + out.Errors
+	out.Unanswered = unanswered(&out)
 	if out.Ops > 0 {
 		out.ErrorRate = float64(out.Errors) / float64(out.Ops)
 	}

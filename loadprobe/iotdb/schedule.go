@@ -1,0 +1,106 @@
+package iotdb
+
+import (
+	"fmt"
+
+	"github.com/hostprep/hostprep/internal/plural"
+	"github.com/hostprep/hostprep/internal/verdict"
+)
+
+// CheckSchedule judges whether an open loop (--rate) kept its own
+// schedule: the share of the operations a step's schedule had due that
+// never started (Step.Missed) because its workers were still busy with
+// earlier ones.
+const CheckSchedule = "iotdb.schedule"
+
+// Thresholds of CheckSchedule, as fractions (0..1) of a step's due
+// operations (Step.Due) that never started. ScheduleWarnShare is the
+// MQTT probe's allowance for its own schedule (mqtt.schedule: 1% of
+// publishes late for GC pauses and a busy core) applied to operations
+// that never started. ScheduleFailShare is the knee's throughput
+// growth rule (KneeTPSGrowth, 5%): a step that carried less than 95% of
+// the rate asked of it is short by more than the growth the knee reads
+// as "throughput stopped growing", so its TPS and p95 no longer describe
+// the load asked; such a step fails the check and is left out of the
+// knee (Knee.Behind).
+const (
+	ScheduleWarnShare = 0.01
+	ScheduleFailShare = KneeTPSGrowth
+)
+
+// Due is how many operations the step's open-loop schedule had due: the
+// ones that finished, were cut, or never started (Missed). 0 for a
+// closed loop's step without misses.
+func (s *Step) Due() int64 { return s.Ops + s.Cut + s.Missed }
+
+// MissedShare is Missed over Due (0..1; 0 when nothing was due).
+func (s *Step) MissedShare() float64 {
+	if d := s.Due(); d > 0 {
+		return float64(s.Missed) / float64(d)
+	}
+	return 0
+}
+
+// behind tells a complete step whose open-loop schedule missed more
+// than ScheduleFailShare of its due operations: it measured less than the
+// load asked, and the knee leaves it out.
+func (s *Step) behind() bool { return !s.Partial && s.MissedShare() > ScheduleFailShare }
+
+// scheduleCheck judges the complete steps of an open loop against
+// ScheduleWarnShare and ScheduleFailShare on the worst step's missed
+// share; a closed loop, or a run with no complete step, skips.
+func scheduleCheck(c *Config, steps []Step) verdict.Check {
+	ch := verdict.Check{ID: CheckSchedule,
+		Expected: fmt.Sprintf("<= %g%% of the operations due never started in every step (warn above, fail above %g%%)", 100*ScheduleWarnShare, 100*ScheduleFailShare)}
+	if c.Rate <= 0 {
+		ch.Status, ch.Summary, ch.Expected = verdict.Skip, "closed loop: no schedule to keep (--rate sets one)", ""
+		return ch
+	}
+	var worst *Step
+	for i := range steps {
+		s := &steps[i]
+		if !s.Partial && (worst == nil || s.MissedShare() > worst.MissedShare()) {
+			worst = s
+		}
+	}
+	if worst == nil {
+		ch.Status, ch.Summary, ch.Expected = verdict.Skip, "no step ran to the end", ""
+		return ch
+	}
+	ch.Observed = fmt.Sprintf("%d of %s due never started (%.2f%%) at %s", worst.Missed, plural.N(worst.Due(), "operation"), 100*worst.MissedShare(), plural.N(worst.Workers, "worker"))
+	switch share := worst.MissedShare(); {
+	case share <= ScheduleWarnShare:
+		ch.Status = verdict.Pass
+		ch.Summary = fmt.Sprintf("the probe kept its schedule of %g operations/s per worker: at worst %s, within the %g%% allowance", c.Rate, ch.Observed, 100*ScheduleWarnShare)
+		return ch
+	case share <= ScheduleFailShare:
+		ch.Status = verdict.Warn
+		ch.Summary = fmt.Sprintf("the probe fell behind its schedule of %g operations/s per worker: %s, beyond the %g%% allowance; that step carried less than the rate asked", c.Rate, ch.Observed, 100*ScheduleWarnShare)
+	default:
+		ch.Status = verdict.Fail
+		ch.Summary = fmt.Sprintf("the probe could not keep its schedule of %g operations/s per worker: %s, above %g%%: the step measured less than the load asked (left out of the knee)", c.Rate, ch.Observed, 100*ScheduleFailShare)
+	}
+	ch.Remedy = workersFix(c.Rate)
+	return ch
+}
+
+// workersFix is the fix for a step bounded by its workers at rate
+// operations/s per worker.
+func workersFix(rate float64) string {
+	return fmt.Sprintf("each worker runs one operation at a time, so it carries at most 1/latency operations/s: run more workers for the same total rate (--steps) or a lower --rate than %g", rate)
+}
+
+// workersBound is BoundWorkers' reason for s, ok false when s kept its
+// schedule within ScheduleWarnShare: rate operations/s per worker
+// against what one worker carried at its latency.
+func workersBound(s *Step, rate float64) (string, bool) {
+	if s.Partial || s.MissedShare() <= ScheduleWarnShare {
+		return "", false
+	}
+	carried := 0.0
+	if s.DurationS > 0 {
+		carried = float64(s.Ops) / s.DurationS / float64(s.local())
+	}
+	return fmt.Sprintf("%d of %s due never started (%.1f%%): %s were asked %g operations/s each and carried %.0f; a worker runs one operation at a time, so rate x latency above 1 leaves it behind",
+		s.Missed, plural.N(s.Due(), "operation"), 100*s.MissedShare(), plural.N(s.local(), "worker"), rate, carried), true
+}
