@@ -65,25 +65,8 @@ func systemdDump(t interface{ Fatalf(string, ...any) }, box *testenv.Sandbox, un
 // for it (an empty TasksMax= is the manager's default, no line none). It
 // skips without /lib/systemd/systemd and setpriv even in CI.
 func TestSliceOracle(t *testing.T) {
-	for _, p := range []string{"/lib/systemd/systemd", "/usr/bin/setpriv"} {
-		if _, err := os.Stat(p); err != nil {
-			t.Skipf("%s is needed: %v", p, err)
-		}
-	}
-	box := testenv.NewSandbox(t)
-	dir := t.TempDir()
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		if err := os.Chmod(d, 0o755); err != nil { // systemd runs as nobody
-			t.Fatal(err)
-		}
-	}
-	etc := filepath.Join(dir, "etc/systemd")
-	if err := os.MkdirAll(etc, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if _, e, c := box.Run("sh", "-c", "mount --bind "+etc+" /etc/systemd && mkdir -p /run/systemd"); c != 0 {
-		t.Fatalf("mounts: %s", e)
-	}
+	sb := testenv.NewSystemdBox(t, false)
+	box, dir, etc := sb.Sandbox, sb.Dir, sb.EtcDir
 	g := &gatherer{root: dir, f: &Facts{Sysctl: map[string]string{}}}
 	for _, k := range []string{"kernel.threads-max", "kernel.pid_max"} {
 		b, err := os.ReadFile("/proc/sys/" + strings.ReplaceAll(k, ".", "/"))

@@ -70,31 +70,14 @@ func memOracle(t interface{ Fatalf(string, ...any) }, box *testenv.Sandbox) map[
 // ignores). Percentages are of this host's MemTotal, as systemd's. It
 // skips without /lib/systemd/systemd and setpriv even in CI.
 func TestMemoryLimitOracle(t *testing.T) {
-	for _, p := range []string{"/lib/systemd/systemd", "/usr/bin/setpriv"} {
-		if _, err := os.Stat(p); err != nil {
-			t.Skipf("%s is needed: %v", p, err)
-		}
-	}
 	meminfo, err := os.ReadFile("/proc/meminfo")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var totalKiB uint64
 	fmt.Sscanf(string(meminfo), "MemTotal: %d kB", &totalKiB)
-	box := testenv.NewSandbox(t)
-	dir := t.TempDir()
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		if err := os.Chmod(d, 0o755); err != nil { // systemd runs as nobody
-			t.Fatal(err)
-		}
-	}
-	etc := filepath.Join(dir, "etc/systemd")
-	if err := os.MkdirAll(etc, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if _, e, c := box.Run("sh", "-c", "mount --bind "+etc+" /etc/systemd && mkdir -p /run/systemd"); c != 0 {
-		t.Fatalf("mounts: %s", e)
-	}
+	sb := testenv.NewSystemdBox(t, false)
+	box, dir, etc := sb.Sandbox, sb.Dir, sb.EtcDir
 	g := &gatherer{root: dir, f: &Facts{MemTotal: totalKiB << 10, PageSize: int64(os.Getpagesize())}}
 	rapid.Check(t, func(rt *rapid.T) {
 		ents, _ := os.ReadDir(etc) // empty it: the bind mount holds this directory

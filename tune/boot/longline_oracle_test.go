@@ -18,21 +18,8 @@ import (
 // a line like any other. Checked against Debian's systemd 252 with
 // `systemd --test`, run as nobody in the sandbox.
 func TestLongLineOracle(t *testing.T) {
-	for _, p := range []string{"/lib/systemd/systemd", "/usr/bin/setpriv"} {
-		if _, err := os.Stat(p); err != nil {
-			t.Skipf("%s is needed: %v", p, err)
-		}
-	}
-	box := testenv.NewSandbox(t)
-	dir := t.TempDir()
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		must(t, os.Chmod(d, 0o755)) // systemd runs as nobody
-	}
-	etc := filepath.Join(dir, "etc/systemd")
-	must(t, os.MkdirAll(etc, 0o755))
-	if _, e, c := box.Run("sh", "-c", "mount --bind "+etc+" /etc/systemd && mkdir -p /run/systemd"); c != 0 {
-		t.Fatalf("mounts: %s", e)
-	}
+	sb := testenv.NewSystemdBox(t, false)
+	box, dir, etc := sb.Sandbox, sb.Dir, sb.EtcDir
 	const mib = 1 << 20
 	long, short := "#"+strings.Repeat("x", mib-1), "#"+strings.Repeat("x", mib-2)
 	longValue := "Description=" + strings.Repeat("x", mib)

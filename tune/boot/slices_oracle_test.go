@@ -54,21 +54,8 @@ func dumpUnits(t interface{ Fatalf(string, ...any) }, box *testenv.Sandbox, quer
 // --test` prints them (run as nobody in the sandbox over the drawn
 // /etc/systemd). It skips without /lib/systemd/systemd (and setpriv).
 func TestSliceOracle(t *testing.T) {
-	for _, p := range []string{"/lib/systemd/systemd", "/usr/bin/setpriv"} {
-		if _, err := os.Stat(p); err != nil {
-			t.Skipf("%s is needed: %v", p, err)
-		}
-	}
-	box := testenv.NewSandbox(t)
-	dir := t.TempDir()
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		must(t, os.Chmod(d, 0o755)) // systemd runs as nobody
-	}
-	etc := filepath.Join(dir, "etc/systemd")
-	must(t, os.MkdirAll(etc, 0o755))
-	if _, e, c := box.Run("sh", "-c", "mount --bind "+etc+" /etc/systemd && mkdir -p /run/systemd"); c != 0 {
-		t.Fatalf("mounts: %s", e)
-	}
+	sb := testenv.NewSystemdBox(t, false)
+	box, dir, etc := sb.Sandbox, sb.Dir, sb.EtcDir
 	ceiling := boot.TasksCeiling(procSysUint(t, "kernel/threads-max"), procSysUint(t, "kernel/pid_max"))
 	slices := []string{"system.slice", "hostprep.slice", "hostprep-a.slice", "hostprep-a-b.slice", `system-hostprep\x2doracle.slice`}
 	dropDirs := append(append([]string{}, slices...), "hostprep-.slice", "hostprep-a-.slice", "system-.slice")

@@ -260,21 +260,8 @@ func systemdTest(t interface{ Fatalf(string, ...any) }, box *testenv.Sandbox, qu
 // on that; a unit that sets no TasksMax gets systemd's 15%). It skips
 // without /lib/systemd/systemd (and setpriv) even in CI.
 func TestUnitOracle(t *testing.T) {
-	for _, p := range []string{"/lib/systemd/systemd", "/usr/bin/setpriv"} {
-		if _, err := os.Stat(p); err != nil {
-			t.Skipf("%s is needed: %v", p, err)
-		}
-	}
-	box := testenv.NewSandbox(t)
-	dir := t.TempDir()
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		must(t, os.Chmod(d, 0o755)) // systemd runs as nobody
-	}
-	etc := filepath.Join(dir, "etc/systemd")
-	must(t, os.MkdirAll(etc, 0o755))
-	if _, e, c := box.Run("sh", "-c", "mount --bind "+etc+" /etc/systemd && mkdir -p /run/systemd"); c != 0 {
-		t.Fatalf("mounts: %s", e)
-	}
+	sb := testenv.NewSystemdBox(t, false)
+	box, dir, etc := sb.Sandbox, sb.Dir, sb.EtcDir
 	// systemd --test does not apply system.conf's DefaultLimitNOFILE
 	// (measured: it prints the process's own limits for a unit that sets
 	// none), so the manager's files are TestManagerOracle's; here a unit
@@ -359,22 +346,8 @@ func procSysUint(t *testing.T, name string) uint64 {
 // that name. Drop-in names are drawn so that no two aliases share one:
 // systemd walks a unit's aliases in hash order.
 func TestUnitAliasOracle(t *testing.T) {
-	for _, p := range []string{"/lib/systemd/systemd", "/usr/bin/setpriv"} {
-		if _, err := os.Stat(p); err != nil {
-			t.Skipf("%s is needed: %v", p, err)
-		}
-	}
-	box := testenv.NewSandbox(t)
-	dir := t.TempDir()
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		must(t, os.Chmod(d, 0o755)) // systemd runs as nobody
-	}
-	etc, run := filepath.Join(dir, "etc/systemd"), filepath.Join(dir, "run/systemd/system")
-	must(t, os.MkdirAll(etc, 0o755))
-	must(t, os.MkdirAll(run, 0o755))
-	if _, e, c := box.Run("sh", "-c", "mount --bind "+etc+" /etc/systemd && mkdir -p /run/systemd/system && mount --bind "+run+" /run/systemd/system"); c != 0 {
-		t.Fatalf("mounts: %s", e)
-	}
+	sb := testenv.NewSystemdBox(t, true)
+	box, dir, etc, run := sb.Sandbox, sb.Dir, sb.EtcDir, sb.RunDir
 	const unit, a1, a2 = "hostprep-oracle.service", "hostprep-alias.service", "hostprep-oracle-two.service"
 	dirs := map[string]string{"/etc/systemd/system": filepath.Join(etc, "system"), "/run/systemd/system": run}
 	dropNames := map[string][]string{
@@ -488,21 +461,9 @@ func TestTasksShareOracle(t *testing.T) {
 			t.Errorf("TasksMax=%s: %d tasks from %s=%q, want %d from %s", c.v, s.Tasks, s.Key, s.Text, want, wantKey)
 		}
 	}
-	for _, p := range []string{"/lib/systemd/systemd", "/usr/bin/setpriv"} {
-		if _, err := os.Stat(p); err != nil {
-			t.Skipf("%s is needed for the oracle: %v", p, err)
-		}
-	}
-	box := testenv.NewSandbox(t)
-	dir := t.TempDir()
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		must(t, os.Chmod(d, 0o755)) // systemd runs as nobody
-	}
-	etc := filepath.Join(dir, "etc/systemd")
+	sb := testenv.NewSystemdBox(t, false)
+	box, dir, etc := sb.Sandbox, sb.Dir, sb.EtcDir
 	must(t, os.MkdirAll(filepath.Join(etc, "system"), 0o755))
-	if _, e, c := box.Run("sh", "-c", "mount --bind "+etc+" /etc/systemd && mkdir -p /run/systemd"); c != 0 {
-		t.Fatalf("mounts: %s", e)
-	}
 	ceiling := boot.TasksCeiling(procSysUint(t, "kernel/threads-max"), procSysUint(t, "kernel/pid_max"))
 	for _, c := range append(cases, struct {
 		v    string

@@ -56,22 +56,8 @@ func TestInstanceAliasNamesOneInstance(t *testing.T) {
 // requires boot.UnitNofile to equal what Debian's systemd 252 prints
 // with `systemd --test` for each instance name.
 func TestTemplateAliasOracle(t *testing.T) {
-	for _, p := range []string{"/lib/systemd/systemd", "/usr/bin/setpriv"} {
-		if _, err := os.Stat(p); err != nil {
-			t.Skipf("%s is needed: %v", p, err)
-		}
-	}
-	box := testenv.NewSandbox(t)
-	dir := t.TempDir()
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		must(t, os.Chmod(d, 0o755)) // systemd runs as nobody
-	}
-	etc, run := filepath.Join(dir, "etc/systemd"), filepath.Join(dir, "run/systemd/system")
-	must(t, os.MkdirAll(etc, 0o755))
-	must(t, os.MkdirAll(run, 0o755))
-	if _, e, c := box.Run("sh", "-c", "mount --bind "+etc+" /etc/systemd && mkdir -p /run/systemd/system && mount --bind "+run+" /run/systemd/system"); c != 0 {
-		t.Fatalf("mounts: %s", e)
-	}
+	sb := testenv.NewSystemdBox(t, true)
+	box, dir, etc, run := sb.Sandbox, sb.Dir, sb.EtcDir, sb.RunDir
 	const tmpl = "hpworker@.service"
 	dirs := map[string]string{"/etc/systemd/system": filepath.Join(etc, "system"), "/run/systemd/system": run}
 	dropNames := []string{"hpworker@.service", "hpworker@a.service", "hpworker@b.service", "hpjob@.service", "hpjob@a.service", "hpjob@b.service"}
