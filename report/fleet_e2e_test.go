@@ -135,6 +135,34 @@ func startShard(t *testing.T, url string, k int, start time.Time, stdout *bytes.
 	return cmd
 }
 
+// shardRun is shards 1/2 and 2/2 of one fleet run started by twoShards:
+// a directory for their results, their common start time, the processes
+// and their stdout.
+type shardRun struct {
+	dir   string
+	start time.Time
+	cmds  [2]*exec.Cmd
+	out   [2]bytes.Buffer
+}
+
+// twoShards starts shards 1/2 and 2/2 of one fleet run (startShard, each
+// with the extra flags) against the test broker, 4 s from now, the
+// binary built first: a cold build could push the start into the past.
+func twoShards(t *testing.T, extra ...string) *shardRun {
+	url := testenv.MQTTBroker(t)
+	testenv.Binary(t)
+	r := &shardRun{dir: t.TempDir(), start: time.Now().Add(4 * time.Second).UTC().Truncate(time.Millisecond)}
+	for k := range r.cmds {
+		r.cmds[k] = startShard(t, url, k+1, r.start, &r.out[k], extra...)
+	}
+	return r
+}
+
+// wait is waitShards for the run's two shards.
+func (r *shardRun) wait(t *testing.T) (paths []string, shards []*mqtt.Result) {
+	return waitShards(t, r.dir, r.cmds[:], r.out[:])
+}
+
 // waitShards waits for the shard processes cmds, whatever their exit
 // code, and reads each one's JSON result from out; it writes them to
 // dir/lgK.json for `report merge` and returns those paths and results.
@@ -163,18 +191,13 @@ func waitShards(t *testing.T, dir string, cmds []*exec.Cmd, out []bytes.Buffer) 
 // stopped (SIGSTOP) across the end of the window, so its messages take
 // about 1.4 s longer to arrive than shard 1's.
 func TestFleetReceivedRateByArrival(t *testing.T) {
-	url := testenv.MQTTBroker(t)
-	dir := t.TempDir()
-	testenv.Binary(t) // built before the start time is set
-	start := time.Now().Add(4 * time.Second).UTC().Truncate(time.Millisecond)
-	var out [2]bytes.Buffer
-	cmds := [2]*exec.Cmd{startShard(t, url, 1, start, &out[0]), startShard(t, url, 2, start, &out[1])}
-	p := cmds[1].Process // our own child, stopped from 1.5 s into its schedule to 3.5 s
-	stop := time.AfterFunc(time.Until(start.Add(1500*time.Millisecond)), func() { _ = p.Signal(syscall.SIGSTOP) })
-	cont := time.AfterFunc(time.Until(start.Add(3500*time.Millisecond)), func() { _ = p.Signal(syscall.SIGCONT) })
+	r := twoShards(t)
+	p := r.cmds[1].Process // our own child, stopped from 1.5 s into its schedule to 3.5 s
+	stop := time.AfterFunc(time.Until(r.start.Add(1500*time.Millisecond)), func() { _ = p.Signal(syscall.SIGSTOP) })
+	cont := time.AfterFunc(time.Until(r.start.Add(3500*time.Millisecond)), func() { _ = p.Signal(syscall.SIGCONT) })
 	t.Cleanup(func() { stop.Stop(); cont.Stop(); _ = p.Signal(syscall.SIGCONT) })
 	// exit 1 is fine: shard 2 fell behind its schedule while stopped
-	paths, shards := waitShards(t, dir, cmds[:], out[:])
+	paths, shards := r.wait(t)
 	a, b := shards[0].Throughput, shards[1].Throughput
 	if b.ReceiveSeconds < a.ReceiveSeconds+0.5 {
 		t.Fatalf("receive_s %.3f s (shard 1), %.3f s (shard 2): want shard 2's messages to arrive well after shard 1's", a.ReceiveSeconds, b.ReceiveSeconds)
@@ -201,17 +224,12 @@ func TestFleetReceivedRateByArrival(t *testing.T) {
 // (shard 2's full rate over 1 s), and reported the requested 200 msg/s
 // for a fleet that published ~300 messages in 2 s.
 func TestFleetPublishedRateOverTheFleetsWindow(t *testing.T) {
-	url := testenv.MQTTBroker(t)
-	dir := t.TempDir()
-	testenv.Binary(t) // built before the start time is set
-	start := time.Now().Add(4 * time.Second).UTC().Truncate(time.Millisecond)
-	var out [2]bytes.Buffer
-	cmds := [2]*exec.Cmd{startShard(t, url, 1, start, &out[0]), startShard(t, url, 2, start, &out[1])}
-	p := cmds[1].Process // our own child: interrupted 1 s into its window (the ramp is 0.1 s)
-	stop := time.AfterFunc(time.Until(start.Add(1100*time.Millisecond)), func() { _ = p.Signal(syscall.SIGINT) })
+	r := twoShards(t)
+	p := r.cmds[1].Process // our own child: interrupted 1 s into its window (the ramp is 0.1 s)
+	stop := time.AfterFunc(time.Until(r.start.Add(1100*time.Millisecond)), func() { _ = p.Signal(syscall.SIGINT) })
 	t.Cleanup(func() { stop.Stop() })
 	// shard 2 exits 3 (interrupted), with its partial result
-	paths, shards := waitShards(t, dir, cmds[:], out[:])
+	paths, shards := r.wait(t)
 	a, b := shards[0], shards[1]
 	if !b.Interrupted || b.WindowSeconds > a.WindowSeconds-0.5 || b.WindowSeconds < 0.5 {
 		t.Fatalf("window %.3f s (shard 1), %.3f s (shard 2, interrupted %v): want shard 2 cut about halfway", a.WindowSeconds, b.WindowSeconds, b.Interrupted)
@@ -265,13 +283,8 @@ func editShard(t *testing.T, src, dir, name string, edit func(map[string]any)) s
 // fleet's percentiles (a fleet PASS on ack p95 over 300 of 700 values),
 // and impossible windows, window counts and shards were merged as given.
 func TestMergeRefusesEditedShards(t *testing.T) {
-	url := testenv.MQTTBroker(t)
-	dir := t.TempDir()
-	testenv.Binary(t) // built before the start time is set
-	start := time.Now().Add(4 * time.Second).UTC().Truncate(time.Millisecond)
-	var out [2]bytes.Buffer
-	cmds := [2]*exec.Cmd{startShard(t, url, 1, start, &out[0]), startShard(t, url, 2, start, &out[1])}
-	paths, _ := waitShards(t, dir, cmds[:], out[:])
+	r := twoShards(t)
+	paths, _ := r.wait(t)
 	if _, stderr, code := testenv.Run(t, nil, append([]string{"report", "merge"}, paths...)...); code != 0 {
 		t.Fatalf("the files as written: exit %d: %s", code, stderr)
 	}
@@ -289,7 +302,7 @@ func TestMergeRefusesEditedShards(t *testing.T) {
 		"shard 3 of 2": func(v map[string]any) { sub(sub(v, "config"), "shard")["k"] = 3 },
 		"shard 0 of 2": func(v map[string]any) { sub(sub(v, "config"), "shard")["k"] = 0 },
 	} {
-		bad := editShard(t, paths[1], dir, strings.ReplaceAll(name, " ", "-")+".json", edit)
+		bad := editShard(t, paths[1], r.dir, strings.ReplaceAll(name, " ", "-")+".json", edit)
 		_, stderr, code := testenv.Run(t, nil, "report", "merge", paths[0], bad)
 		line := strings.TrimSpace(stderr)
 		if code != 2 || strings.Count(line, "\n") != 0 || !strings.Contains(line, bad) || !strings.Contains(line, "merge the files the probe wrote, unedited") {
@@ -306,17 +319,12 @@ func TestMergeRefusesEditedShards(t *testing.T) {
 // probe, and the failed connect p95's remedy says the probe itself
 // started the connects late (it blamed the broker's somaxconn).
 func TestFleetStoppedShardKeepsSchedule(t *testing.T) {
-	url := testenv.MQTTBroker(t)
-	dir := t.TempDir()
-	testenv.Binary(t) // built before the start time is set
-	start := time.Now().Add(4 * time.Second).UTC().Truncate(time.Millisecond)
-	var out [2]bytes.Buffer
-	cmds := [2]*exec.Cmd{startShard(t, url, 1, start, &out[0], "--connect-p95", "500ms"), startShard(t, url, 2, start, &out[1], "--connect-p95", "500ms")}
-	p := cmds[1].Process // our own child, stopped from 0.5 s before its schedule to 1.5 s into it
-	stop := time.AfterFunc(time.Until(start.Add(-500*time.Millisecond)), func() { _ = p.Signal(syscall.SIGSTOP) })
-	cont := time.AfterFunc(time.Until(start.Add(1500*time.Millisecond)), func() { _ = p.Signal(syscall.SIGCONT) })
+	r := twoShards(t, "--connect-p95", "500ms")
+	p := r.cmds[1].Process // our own child, stopped from 0.5 s before its schedule to 1.5 s into it
+	stop := time.AfterFunc(time.Until(r.start.Add(-500*time.Millisecond)), func() { _ = p.Signal(syscall.SIGSTOP) })
+	cont := time.AfterFunc(time.Until(r.start.Add(1500*time.Millisecond)), func() { _ = p.Signal(syscall.SIGCONT) })
 	t.Cleanup(func() { stop.Stop(); cont.Stop(); _ = p.Signal(syscall.SIGCONT) })
-	paths, shards := waitShards(t, dir, cmds[:], out[:])
+	paths, shards := r.wait(t)
 	if b := shards[1]; b.Connects.StartedLate != 10 || b.Messages.LateDial < 100 {
 		t.Errorf("stopped shard: connects %+v, messages %+v: want all 10 connects started late and their missed slots counted as late_dial", b.Connects, b.Messages)
 	}
@@ -355,17 +363,12 @@ func TestFleetStoppedShardKeepsSchedule(t *testing.T) {
 // by index into the wrong seconds. Shard 2's process is stopped (SIGSTOP)
 // from 1.5 s to 3.5 s of the schedule.
 func TestSeriesByScheduleClockAcrossAStop(t *testing.T) {
-	url := testenv.MQTTBroker(t)
-	dir := t.TempDir()
-	testenv.Binary(t) // built before the start time is set
-	start := time.Now().Add(4 * time.Second).UTC().Truncate(time.Millisecond)
-	var out [2]bytes.Buffer
-	cmds := [2]*exec.Cmd{startShard(t, url, 1, start, &out[0], "--duration", "4s"), startShard(t, url, 2, start, &out[1], "--duration", "4s")}
-	p := cmds[1].Process // our own child
-	stop := time.AfterFunc(time.Until(start.Add(1500*time.Millisecond)), func() { _ = p.Signal(syscall.SIGSTOP) })
-	cont := time.AfterFunc(time.Until(start.Add(3500*time.Millisecond)), func() { _ = p.Signal(syscall.SIGCONT) })
+	r := twoShards(t, "--duration", "4s")
+	p := r.cmds[1].Process // our own child
+	stop := time.AfterFunc(time.Until(r.start.Add(1500*time.Millisecond)), func() { _ = p.Signal(syscall.SIGSTOP) })
+	cont := time.AfterFunc(time.Until(r.start.Add(3500*time.Millisecond)), func() { _ = p.Signal(syscall.SIGCONT) })
 	t.Cleanup(func() { stop.Stop(); cont.Stop(); _ = p.Signal(syscall.SIGCONT) })
-	paths, shards := waitShards(t, dir, cmds[:], out[:])
+	paths, shards := r.wait(t)
 	b := shards[1]
 	var sum float64
 	for i, s := range b.Series {
@@ -401,14 +404,9 @@ func TestSeriesByScheduleClockAcrossAStop(t *testing.T) {
 // merged result carries shard K 0 of N) and the connections chart's
 // target line at one shard's share while the whole fleet connected.
 func TestFleetHTMLDrawsTheWholeFleet(t *testing.T) {
-	url := testenv.MQTTBroker(t)
-	dir := t.TempDir()
-	testenv.Binary(t) // built before the start time is set
-	start := time.Now().Add(4 * time.Second).UTC().Truncate(time.Millisecond)
-	var out [2]bytes.Buffer
-	cmds := [2]*exec.Cmd{startShard(t, url, 1, start, &out[0]), startShard(t, url, 2, start, &out[1])}
-	paths, _ := waitShards(t, dir, cmds[:], out[:])
-	page := filepath.Join(dir, "fleet.html")
+	r := twoShards(t)
+	paths, _ := r.wait(t)
+	page := filepath.Join(r.dir, "fleet.html")
 	if _, stderr, code := testenv.Run(t, nil, append([]string{"report", "merge", "--html", page}, paths...)...); code != 0 {
 		t.Fatalf("report merge --html: exit %d: %s", code, stderr)
 	}
