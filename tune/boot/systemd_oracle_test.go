@@ -313,17 +313,7 @@ func TestUnitOracle(t *testing.T) {
 
 // oracleFiles lists the files under etc (in dir) with their bytes, for a
 // failure message.
-func oracleFiles(dir, etc string) string {
-	var files strings.Builder
-	filepath.Walk(etc, func(p string, fi os.FileInfo, err error) error {
-		if err == nil && !fi.IsDir() {
-			b, _ := os.ReadFile(p)
-			fmt.Fprintf(&files, "%s: %q\n", strings.TrimPrefix(p, dir), b)
-		}
-		return nil
-	})
-	return files.String()
-}
+func oracleFiles(dir, etc string) string { return treeListing(dir, etc) }
 
 // procSysUint reads a whole number from /proc/sys/NAME (0 when it cannot).
 func procSysUint(t *testing.T, name string) uint64 {
@@ -410,22 +400,7 @@ func TestUnitAliasOracle(t *testing.T) {
 		}
 		want, _ := systemdTest(rt, box, query, unit)
 		if got.String() != want {
-			var files strings.Builder
-			for _, d := range []string{etc, run} {
-				filepath.Walk(d, func(p string, fi os.FileInfo, err error) error {
-					if err != nil || fi.IsDir() {
-						return nil
-					}
-					if l, err := os.Readlink(p); err == nil {
-						fmt.Fprintf(&files, "%s -> %s\n", strings.TrimPrefix(p, dir), l)
-						return nil
-					}
-					b, _ := os.ReadFile(p)
-					fmt.Fprintf(&files, "%s: %q\n", strings.TrimPrefix(p, dir), b)
-					return nil
-				})
-			}
-			rt.Fatalf("systemd --test --unit=%s gives LimitNOFILE %s, simulation %s at %s\n%s", query, want, got.String(), got.Where(), files.String())
+			rt.Fatalf("systemd --test --unit=%s gives LimitNOFILE %s, simulation %s at %s\n%s", query, want, got.String(), got.Where(), treeListing(dir, etc, run))
 		}
 	})
 }
