@@ -15,6 +15,22 @@ import (
 // own, so systemd gives it DefaultTasksMax= (15% of the task ceiling).
 const datanodeUnit = "[Unit]\nDescription=IoTDB DataNode\n[Service]\nExecStart=/opt/iotdb/sbin/start-datanode.sh\n"
 
+// wantTasksVerify runs verify --boot on env and wants the DataNode's
+// TasksMax item ok (or not, then exit 1 mentioning each of mention) with
+// boot as its boot value.
+func wantTasksVerify(t *testing.T, env Env, ok bool, boot string, mention ...string) {
+	t.Helper()
+	bs, err := VerifyBoot(env)
+	if ok {
+		must(t, err)
+	} else {
+		wantCode(t, err, exitcode.Failed, mention...)
+	}
+	if it := tasksItemOf(bs.Items, "iotdb-datanode.service"); it == nil || it.OK != ok || it.Boot.Value != boot {
+		t.Errorf("TasksMax item %+v, want ok %v, boot %q", it, ok, boot)
+	}
+}
+
 // tasksItemOf is the boot item of unit's TasksMax in items, or nil.
 func tasksItemOf(items []BootItem, unit string) *BootItem {
 	for i := range items {
@@ -245,15 +261,7 @@ func TestTasksMaxImageCeiling(t *testing.T) {
 			_, err = Apply(t.Context(), tasksProfile(t), Options{Env: env})
 			must(t, err)
 			must(t, os.WriteFile(filepath.Join(img, later), []byte("[Service]\nTasksMax="+c.later+"\n"), 0o644))
-			bs, err := VerifyBoot(env)
-			if c.ok {
-				must(t, err)
-			} else {
-				wantCode(t, err, exitcode.Failed, c.mention...)
-			}
-			if it := tasksItemOf(bs.Items, "iotdb-datanode.service"); it == nil || it.OK != c.ok || it.Boot.Value != c.boot {
-				t.Errorf("TasksMax item %+v, want ok %v, boot %q", it, c.ok, c.boot)
-			}
+			wantTasksVerify(t, env, c.ok, c.boot, c.mention...)
 		})
 	}
 	// The plan: systemd's 15% of a ceiling it cannot know is not kept.
@@ -314,15 +322,7 @@ func TestTasksMaxSliceCaps(t *testing.T) {
 			}
 			_, err = Apply(t.Context(), tasksProfile(t), Options{Env: env})
 			must(t, err)
-			bs, err := VerifyBoot(env)
-			if c.ok {
-				must(t, err)
-			} else {
-				wantCode(t, err, exitcode.Failed, c.mention...)
-			}
-			if it := tasksItemOf(bs.Items, "iotdb-datanode.service"); it == nil || it.OK != c.ok || it.Boot.Value != c.boot {
-				t.Errorf("TasksMax item %+v, want ok %v, boot %q", it, c.ok, c.boot)
-			}
+			wantTasksVerify(t, env, c.ok, c.boot, c.mention...)
 			st, err := StatusOf(env)
 			must(t, err)
 			if it := tasksItemOf(st.Boot, "iotdb-datanode.service"); it == nil || it.OK != c.ok {
