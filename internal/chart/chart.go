@@ -123,7 +123,9 @@ func (l Line) HTML() (template.HTML, error) {
 		} else if len(s.X) <= 60 {
 			st.DotColor, st.DotWidth = c, 3
 		}
-		series = append(series, chart.ContinuousSeries{Name: s.Name, YAxis: chart.YAxisSecondary, XValues: s.X, YValues: s.Y, Style: st})
+		for _, run := range finiteRuns(s) {
+			series = append(series, chart.ContinuousSeries{Name: s.Name, YAxis: chart.YAxisSecondary, XValues: run.X, YValues: run.Y, Style: st})
+		}
 		legend = append(legend, legendItem{Color: c.String(), Label: s.Name, Dashed: s.Dashed})
 	}
 	c := chart.Chart{
@@ -147,6 +149,31 @@ func (l Line) HTML() (template.HTML, error) {
 	}
 	svg := strings.Replace(b.String(), "</svg>", yName(l.YName, 16, height-60)+"</svg>", 1)
 	return figure(l.Title, svg, legendHTML(legend)), nil
+}
+
+// finiteRuns splits s at its points without a value (a NaN or infinite
+// Y: a second with no sample) into the runs of points between them, so
+// each run is drawn as its own line and a gap stays a gap: go-chart
+// v2.1.2 draws a NaN at y = -2^63, a spike off the chart.
+func finiteRuns(s Series) []Series {
+	var runs []Series
+	cur := Series{}
+	for i, y := range s.Y {
+		if i >= len(s.X) {
+			break
+		}
+		if math.IsNaN(y) || math.IsInf(y, 0) {
+			if len(cur.X) > 0 {
+				runs, cur = append(runs, cur), Series{}
+			}
+			continue
+		}
+		cur.X, cur.Y = append(cur.X, s.X[i]), append(cur.Y, y)
+	}
+	if len(cur.X) > 0 {
+		runs = append(runs, cur)
+	}
+	return runs
 }
 
 // covers tells whether b's line lies on a's: same x, and y within 1% of

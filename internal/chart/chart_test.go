@@ -176,3 +176,28 @@ func TestHeatMapLongRun(t *testing.T) {
 		t.Errorf("%v: %d paths", err, strings.Count(string(out), "<path"))
 	}
 }
+
+// A second with no sample (NaN) is a gap in its line, never a point:
+// go-chart drew it at y = -2^63, a vertical spike from the last point off
+// the chart (the MQTT probe's last, partial second has no latency sample).
+// Every point drawn stays on the 1000 x 360 canvas, and the line has one
+// piece per run of values.
+func TestLineGapsStayGaps(t *testing.T) {
+	l := Line{Title: "latency", XName: "s", YName: "ms", Series: []Series{{Name: "e2e p95",
+		X: []float64{1, 2, 3, 4, 5, 6}, Y: []float64{1, 2, math.NaN(), 2, 3, math.NaN()}}}}
+	h, err := l.HTML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(h)
+	for _, m := range regexp.MustCompile(`[ML] (-?\d+) (-?\d+)|c[xy]="(-?\d+)"`).FindAllStringSubmatch(s, -1) {
+		for _, v := range m[1:] {
+			if n, err := strconv.Atoi(v); v != "" && (err != nil || n < 0 || n > 1000) {
+				t.Errorf("a point drawn off the canvas: %q", m[0])
+			}
+		}
+	}
+	if n := strings.Count(s, "stroke-width:2;stroke:rgba(78,121,167"); n != 2 {
+		t.Errorf("%d pieces of the line, want 2 (the values before and after the gap)", n)
+	}
+}
