@@ -3,6 +3,8 @@ package sysval
 import (
 	"strconv"
 	"strings"
+
+	"github.com/hostprep/hostprep/profiles"
 )
 
 // PortSetKeys are the sysctl keys whose value is a set of ports, which
@@ -17,41 +19,48 @@ var PortSetKeys = map[string]bool{"net.ipv4.ip_local_reserved_ports": true}
 const portBitmapLen = 65536
 
 // KernelPorts is what the kernel prints for a port set key after v is
-// written to it, as proc_do_large_bitmap (kernel/sysctl.c) reads a
-// write: an optional leading newline; then items "N" or "A-B" (A <= B,
-// each below 65536, numbers read with base 0: 0x hexadecimal, a leading
-// 0 octal, no sign, no blank), each followed by a comma, a newline or
-// the end; a trailing comma or newline is taken. ok is false when the
-// kernel refuses the write (EINVAL) and keeps the set it had. White
-// space around v (which systemd-sysctl and procps strip from a
-// sysctl.d line, and which /proc/sys ends its value with) is dropped
-// first.
+// written to it (kernelPortRanges, printed sorted and merged as
+// profiles.FormatReservedPorts prints them); ok is false when the kernel
+// refuses the write (EINVAL) and keeps the set it had.
 func KernelPorts(v string) (string, bool) {
+	rs, ok := kernelPortRanges(v)
+	if !ok {
+		return "", false
+	}
+	return profiles.FormatReservedPorts(rs), true
+}
+
+// kernelPortRanges reads v as proc_do_large_bitmap (kernel/sysctl.c)
+// reads a write to a port set key: an optional leading newline; then
+// items "N" or "A-B" (A <= B, each below 65536, numbers read with base
+// 0: 0x hexadecimal, a leading 0 octal, no sign, no blank), each followed
+// by a comma, a newline or the end; a trailing comma or newline is
+// taken. ok is false when the kernel refuses the write. White space
+// around v (which systemd-sysctl and procps strip from a sysctl.d line,
+// and which /proc/sys ends its value with) is dropped first.
+func kernelPortRanges(v string) (rs []profiles.PortRange, ok bool) {
 	s := strings.TrimSpace(v)
-	var set [portBitmapLen]bool
 	for s != "" {
 		a, rest, ok := bitmapNumber(s)
 		if !ok {
-			return "", false
+			return nil, false
 		}
 		b := a
 		if strings.HasPrefix(rest, "-") {
 			if b, rest, ok = bitmapNumber(rest[1:]); !ok || a > b {
-				return "", false
+				return nil, false
 			}
 		}
 		if rest != "" && rest[0] != ',' && rest[0] != '\n' {
-			return "", false
+			return nil, false
 		}
-		for p := a; p <= b; p++ {
-			set[p] = true
-		}
+		rs = append(rs, profiles.PortRange{Lo: a, Hi: b})
 		if rest != "" {
 			rest = rest[1:]
 		}
 		s = strings.TrimPrefix(rest, "\n")
 	}
-	return formatPorts(set[:]), true
+	return rs, true
 }
 
 // bitmapNumber reads one port at the start of s as proc_get_long does
@@ -76,28 +85,6 @@ func bitmapNumber(s string) (int, string, bool) {
 	return p, s[end:], true
 }
 
-// formatPorts prints a bitmap as the kernel does: runs as "A-B", single
-// ports as "N", joined by commas.
-func formatPorts(set []bool) string {
-	var out []string
-	for p := 0; p < len(set); p++ {
-		if !set[p] {
-			continue
-		}
-		q := p
-		for q+1 < len(set) && set[q+1] {
-			q++
-		}
-		if q == p {
-			out = append(out, strconv.Itoa(p))
-		} else {
-			out = append(out, strconv.Itoa(p)+"-"+strconv.Itoa(q))
-		}
-		p = q
-	}
-	return strings.Join(out, ",")
-}
-
 // EqualKey is Equal for the value of key: two spellings of the same set
 // of a PortSetKeys key ("8083,8084" and "8083-8084") are equal when the
 // kernel takes both; any other key, or a value the kernel refuses,
@@ -120,41 +107,18 @@ func EqualKey(key, a, b string) bool {
 // the kernel refuses compares as Satisfies does.
 func SatisfiesKey(key, have, want, mode string) bool {
 	if PortSetKeys[key] {
-		if h, ok := portSet(have); ok {
-			if w, ok := portSet(want); ok {
-				for p := range w {
-					if w[p] && !h[p] {
+		h, ok1 := kernelPortRanges(have)
+		w, ok2 := kernelPortRanges(want)
+		if ok1 && ok2 {
+			for _, r := range w {
+				for p := r.Lo; p <= r.Hi; p++ {
+					if !profiles.ContainsPort(h, p) {
 						return false
 					}
 				}
-				return true
 			}
+			return true
 		}
 	}
 	return Satisfies(have, want, mode)
-}
-
-// portSet is the bitmap of ports the kernel keeps after v is written
-// to a PortSetKeys key; false when it refuses v.
-func portSet(v string) ([]bool, bool) {
-	k, ok := KernelPorts(v)
-	if !ok {
-		return nil, false
-	}
-	set := make([]bool, portBitmapLen)
-	for _, item := range strings.Split(k, ",") {
-		if item == "" {
-			continue
-		}
-		a, b, _ := strings.Cut(item, "-")
-		lo, _ := strconv.Atoi(a)
-		hi := lo
-		if b != "" {
-			hi, _ = strconv.Atoi(b)
-		}
-		for p := lo; p <= hi; p++ {
-			set[p] = true
-		}
-	}
-	return set, true
 }
