@@ -339,28 +339,15 @@ func TestUnitAliasOracle(t *testing.T) {
 	sb := testenv.NewSystemdBox(t, true)
 	box, dir, etc, run := sb.Sandbox, sb.Dir, sb.EtcDir, sb.RunDir
 	const unit, a1, a2 = "hostprep-oracle.service", "hostprep-alias.service", "hostprep-oracle-two.service"
-	dirs := map[string]string{"/etc/systemd/system": filepath.Join(etc, "system"), "/run/systemd/system": run}
+	ud := newUnitDirs(t, sb)
 	dropNames := map[string][]string{
 		unit: {"10-a.conf", "50-f.conf", "90-z.conf"}, "hostprep-.service": {"10-a.conf", "50-f.conf", "90-z.conf"},
 		a1: {"10-a.conf", "21-a1.conf"}, a2: {"90-z.conf", "22-a2.conf"},
 	}
 	rapid.Check(t, func(rt *rapid.T) {
-		for _, d := range []string{etc, run} {
-			ents, _ := os.ReadDir(d) // empty them: the bind mounts hold these directories
-			for _, e := range ents {
-				must(t, os.RemoveAll(filepath.Join(d, e.Name())))
-			}
-		}
+		ud.empty()
 		n := 1000
-		write := func(d, p, body string) {
-			p = filepath.Join(dirs[d], p)
-			must(t, os.MkdirAll(filepath.Dir(p), 0o755))
-			must(t, os.WriteFile(p, []byte(body), 0o644))
-		}
-		link := func(d, name, target string) {
-			must(t, os.MkdirAll(dirs[d], 0o755))
-			must(t, os.Symlink(target, filepath.Join(dirs[d], name)))
-		}
+		write, link := ud.write, ud.link
 		where := rapid.SampledFrom([]string{"/etc/systemd/system", "/run/systemd/system"})
 		fragDir := where.Draw(rt, "unitdir")
 		write(fragDir, unit, "[Service]\nExecStart=/bin/true\nLimitNOFILE=1111\n")

@@ -59,24 +59,11 @@ func TestTemplateAliasOracle(t *testing.T) {
 	sb := testenv.NewSystemdBox(t, true)
 	box, dir, etc, run := sb.Sandbox, sb.Dir, sb.EtcDir, sb.RunDir
 	const tmpl = "hpworker@.service"
-	dirs := map[string]string{"/etc/systemd/system": filepath.Join(etc, "system"), "/run/systemd/system": run}
+	ud := newUnitDirs(t, sb)
 	dropNames := []string{"hpworker@.service", "hpworker@a.service", "hpworker@b.service", "hpjob@.service", "hpjob@a.service", "hpjob@b.service"}
 	rapid.Check(t, func(rt *rapid.T) {
-		for _, d := range []string{etc, run} {
-			ents, _ := os.ReadDir(d) // empty them: the bind mounts hold these directories
-			for _, e := range ents {
-				must(t, os.RemoveAll(filepath.Join(d, e.Name())))
-			}
-		}
-		write := func(d, p, body string) {
-			p = filepath.Join(dirs[d], p)
-			must(t, os.MkdirAll(filepath.Dir(p), 0o755))
-			must(t, os.WriteFile(p, []byte(body), 0o644))
-		}
-		link := func(d, name, target string) {
-			must(t, os.MkdirAll(dirs[d], 0o755))
-			must(t, os.Symlink(target, filepath.Join(dirs[d], name)))
-		}
+		ud.empty()
+		write, link := ud.write, ud.link
 		where := rapid.SampledFrom([]string{"/etc/systemd/system", "/run/systemd/system"})
 		write("/run/systemd/system", tmpl, "[Service]\nExecStart=/bin/true\nLimitNOFILE=1111\n")
 		queries := []string{"hpworker@a.service", "hpworker@b.service"}
@@ -117,6 +104,45 @@ func TestTemplateAliasOracle(t *testing.T) {
 			rt.Fatalf("systemd --test --unit=%s gives LimitNOFILE %s, simulation %s at %s\n%s", query, want, got.String(), got.Where(), treeListing(dir, etc, run))
 		}
 	})
+}
+
+// unitDirs are /etc/systemd/system and /run/systemd/system of a
+// SystemdBox (its EtcDir/system and RunDir), for the alias oracles to
+// draw unit files, drop-ins and links into by the path systemd sees.
+type unitDirs struct {
+	t        *testing.T
+	etc, run string
+	dirs     map[string]string
+}
+
+func newUnitDirs(t *testing.T, sb *testenv.SystemdBox) *unitDirs {
+	return &unitDirs{t: t, etc: sb.EtcDir, run: sb.RunDir,
+		dirs: map[string]string{"/etc/systemd/system": filepath.Join(sb.EtcDir, "system"), "/run/systemd/system": sb.RunDir}}
+}
+
+// empty removes everything below both (the bind mounts hold the
+// directories themselves).
+func (u *unitDirs) empty() {
+	for _, d := range []string{u.etc, u.run} {
+		ents, _ := os.ReadDir(d)
+		for _, e := range ents {
+			must(u.t, os.RemoveAll(filepath.Join(d, e.Name())))
+		}
+	}
+}
+
+// write writes body to p below d, a unit directory as systemd sees it.
+func (u *unitDirs) write(d, p, body string) {
+	p = filepath.Join(u.dirs[d], p)
+	must(u.t, os.MkdirAll(filepath.Dir(p), 0o755))
+	must(u.t, os.WriteFile(p, []byte(body), 0o644))
+}
+
+// link makes name in d, a unit directory as systemd sees it, a
+// symbolic link to target.
+func (u *unitDirs) link(d, name, target string) {
+	must(u.t, os.MkdirAll(u.dirs[d], 0o755))
+	must(u.t, os.Symlink(target, filepath.Join(u.dirs[d], name)))
 }
 
 // treeListing lists the files and links under each of ds (in dir), for a
