@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
 
@@ -20,7 +21,7 @@ func evalOn(t *testing.T, hostYAML string, tg Target, id string) verdict.Check {
 	if err := tg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	return find(t, Evaluate(f, tg), id)
+	return testenv.CheckByID(t, Evaluate(f, tg), id)
 }
 
 func limitOf(c Capacity, check string) (CapacityLimit, bool) {
@@ -69,7 +70,7 @@ func TestLoadgenPortCapacity(t *testing.T) {
 			if !ok || pc.sources != c.sources || pc.dests != c.dests || pc.total != c.total {
 				t.Fatalf("capacity %+v, want %d sources x %d destinations = %d", pc, c.sources, c.dests, c.total)
 			}
-			got := find(t, Evaluate(f, tg), "ports.ephemeral")
+			got := testenv.CheckByID(t, Evaluate(f, tg), "ports.ephemeral")
 			if got.Status != c.status {
 				t.Fatalf("ports.ephemeral %s, want %s: %s", got.Status, c.status, message(got))
 			}
@@ -118,7 +119,7 @@ sockstat: {inuse: 50000}`, 100000, verdict.Pass, -1, 0},
 			if err := tg.Validate(); err != nil {
 				t.Fatal(err)
 			}
-			got := find(t, Evaluate(f, tg), "conntrack")
+			got := testenv.CheckByID(t, Evaluate(f, tg), "conntrack")
 			if got.Status != c.status {
 				t.Fatalf("conntrack %s, want %s: %s", got.Status, c.status, message(got))
 			}
@@ -173,7 +174,7 @@ func TestConntrackUnreadable(t *testing.T) {
 			if err := tg.Validate(); err != nil {
 				t.Fatal(err)
 			}
-			got := find(t, Evaluate(f, tg), "conntrack")
+			got := testenv.CheckByID(t, Evaluate(f, tg), "conntrack")
 			if got.Status != verdict.Warn || !strings.Contains(got.Summary, c.file) || !strings.Contains(got.Remedy, "root") {
 				t.Errorf("conntrack %s: %s", got.Status, message(got))
 			}
@@ -242,7 +243,7 @@ target_process: {managed_by: shell, pid: 77, nofile_soft: 1048576, nofile_hard: 
 	if err := tg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if c := find(t, Evaluate(f, tg), "fd.nr_open"); c.Status != verdict.Fail {
+	if c := testenv.CheckByID(t, Evaluate(f, tg), "fd.nr_open"); c.Status != verdict.Fail {
 		t.Fatalf("fd.nr_open %s", c.Status)
 	}
 	capa := capacityOf(f, tg)
@@ -297,7 +298,7 @@ mem_available_bytes: 17179869184`)
 	}
 	cs := Evaluate(f, tg)
 	for _, id := range []string{"fd.soft", "fd.hard", "fd.raise"} {
-		got := find(t, cs, id)
+		got := testenv.CheckByID(t, cs, id)
 		if got.Status != verdict.Warn || strings.Contains(got.Summary, "none listens") || !strings.Contains(got.Remedy, "root") || !strings.Contains(got.Remedy, "--pid") {
 			t.Errorf("%s %s: %s", id, got.Status, message(got))
 		}
@@ -312,7 +313,7 @@ mem_available_bytes: 17179869184`)
 	}
 	// with nothing on the port it still says none listens
 	f = host(t, ``)
-	if got := find(t, Evaluate(f, tg), "fd.soft"); !strings.Contains(got.Summary, "none listens") {
+	if got := testenv.CheckByID(t, Evaluate(f, tg), "fd.soft"); !strings.Contains(got.Summary, "none listens") {
 		t.Errorf("no listener: %s", message(got))
 	}
 }

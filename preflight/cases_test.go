@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -128,7 +129,7 @@ func TestFieldCases(t *testing.T) {
 			}
 			warns := idsWith(rep.Checks, verdict.Warn)
 			for _, w := range want.warns {
-				if !contains(warns, w) {
+				if !slices.Contains(warns, w) {
 					dump()
 					t.Errorf("check %s is not a warning; warnings: %v", w, warns)
 				}
@@ -159,15 +160,6 @@ func TestFieldCases(t *testing.T) {
 			}
 		})
 	}
-}
-
-func contains(xs []string, x string) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }
 
 // TestFieldCasesInSync makes sure every shared field case has a copy in

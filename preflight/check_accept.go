@@ -2,6 +2,7 @@ package preflight
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -55,7 +56,7 @@ func knownBacklogText(need int64) string {
 func targetListeners(f *Facts, t Target) []Listener {
 	var out []Listener
 	for _, l := range f.Listeners {
-		if containsInt(t.ListenerPorts(), l.Port) {
+		if slices.Contains(t.ListenerPorts(), l.Port) {
 			out = append(out, l)
 		}
 	}

@@ -2,6 +2,7 @@ package preflight
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -92,7 +93,7 @@ const nameTheTarget = "name the process that will hold the sockets: hostprep pre
 func ownerHidden(f *Facts, t Target) []int {
 	var out []int
 	for _, p := range t.ListenerPorts() {
-		if containsInt(f.ListeningPorts, p) {
+		if slices.Contains(f.ListeningPorts, p) {
 			out = append(out, p)
 		}
 	}

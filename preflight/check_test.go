@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/profiles"
 )
@@ -19,17 +20,6 @@ func host(t *testing.T, y string) *Facts {
 		t.Fatal(err)
 	}
 	return f
-}
-
-func find(t *testing.T, cs []verdict.Check, id string) verdict.Check {
-	t.Helper()
-	for _, c := range cs {
-		if c.ID == id {
-			return c
-		}
-	}
-	t.Fatalf("no check %s", id)
-	return verdict.Check{}
 }
 
 func TestChecksOnRecordedHosts(t *testing.T) {
@@ -109,7 +99,7 @@ listening_ports: [1883, 9090]`, Target{Sockets: 1000, Role: Broker}, "ports.coll
 			if err := tg.Validate(); err != nil {
 				t.Fatal(err)
 			}
-			got := find(t, Evaluate(f, tg), c.id)
+			got := testenv.CheckByID(t, Evaluate(f, tg), c.id)
 			if got.Status != c.status {
 				t.Fatalf("%s: %s, want %s: %s", c.id, got.Status, c.status, message(got))
 			}
@@ -130,15 +120,15 @@ func TestActiveResultChecks(t *testing.T) {
 	tg := Target{Sockets: 1000000, Role: Broker}
 	_ = tg.Validate()
 	f.Measured = &ActiveResult{RequestedSockets: 19936, ReachedSockets: 19936, Connections: 9968, SourceAddresses: 1, BytesPerSocket: 4000, NofileSoft: 20000, NofileHard: 20000}
-	got := find(t, Evaluate(f, tg), "active")
+	got := testenv.CheckByID(t, Evaluate(f, tg), "active")
 	if got.Status != verdict.Warn || !strings.Contains(got.Summary, "3815 MiB") {
 		t.Errorf("partial measurement: %+v", got)
 	}
-	if m := find(t, Evaluate(f, tg), "mem.available"); !strings.Contains(m.Expected, "measured by --active") {
+	if m := testenv.CheckByID(t, Evaluate(f, tg), "mem.available"); !strings.Contains(m.Expected, "measured by --active") {
 		t.Errorf("mem.available does not use the measured cost: %+v", m)
 	}
 	f.Measured = &ActiveResult{RequestedSockets: 19936, ReachedSockets: 1020, FirstError: "EMFILE", FirstErrorOp: "accept", FirstErrorMessage: "too many open files"}
-	if got := find(t, Evaluate(f, tg), "active"); got.Status != verdict.Fail || !strings.Contains(got.Summary, "EMFILE") || !strings.Contains(got.Remedy, "nofile") {
+	if got := testenv.CheckByID(t, Evaluate(f, tg), "active"); got.Status != verdict.Fail || !strings.Contains(got.Summary, "EMFILE") || !strings.Contains(got.Remedy, "nofile") {
 		t.Errorf("failed measurement: %+v", got)
 	}
 }
@@ -169,7 +159,7 @@ func TestActiveTooSmallToMeasure(t *testing.T) {
 			if m.CostMeasured || !strings.Contains(m.CostNote, c.why) {
 				t.Fatalf("significance: %v %q, want not measured because %q", m.CostMeasured, m.CostNote, c.why)
 			}
-			got := find(t, Evaluate(f, tg), "active")
+			got := testenv.CheckByID(t, Evaluate(f, tg), "active")
 			if got.Status != c.status || !strings.Contains(got.Summary, c.why) || !strings.Contains(got.Summary, "estimate of 4096 bytes is kept") || strings.Contains(got.Summary, " 0 bytes of kernel memory") {
 				t.Errorf("active: %s", message(got))
 			}
@@ -180,7 +170,7 @@ func TestActiveTooSmallToMeasure(t *testing.T) {
 			if capa.BytesPerSocket != EstimatedBytesPerSocket || capa.BytesPerSocketMeasured || !strings.Contains(capa.BytesPerSocketSource, "could not measure") {
 				t.Errorf("capacity %+v", capa)
 			}
-			if mem := find(t, Evaluate(f, tg), "mem.available"); strings.Contains(mem.Expected, "measured by --active") {
+			if mem := testenv.CheckByID(t, Evaluate(f, tg), "mem.available"); strings.Contains(mem.Expected, "measured by --active") {
 				t.Errorf("mem.available uses an insignificant measurement: %s", message(mem))
 			}
 			var b strings.Builder
@@ -215,10 +205,10 @@ func TestIgnoreAndStrict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := find(t, r.Checks, "fd.soft"); c.Status != verdict.Warn || !c.Ignored || !strings.HasPrefix(c.Summary, "[ignored failure]") {
+	if c := testenv.CheckByID(t, r.Checks, "fd.soft"); c.Status != verdict.Warn || !c.Ignored || !strings.HasPrefix(c.Summary, "[ignored failure]") {
 		t.Errorf("ignored failure not downgraded and marked: %+v", c)
 	}
-	if c := find(t, r.Checks, "clock.sync"); c.Ignored {
+	if c := testenv.CheckByID(t, r.Checks, "clock.sync"); c.Ignored {
 		t.Errorf("a check not ignored is marked ignored: %+v", c)
 	}
 	var buf strings.Builder
@@ -249,7 +239,7 @@ func TestIgnoreAndStrict(t *testing.T) {
 	if err != nil {
 		t.Fatalf("--ignore 'fd.soft,,': %v", err)
 	}
-	if c := find(t, r.Checks, "fd.soft"); c.Status != verdict.Warn || fmt.Sprint(r.Ignored) != "[fd.soft]" {
+	if c := testenv.CheckByID(t, r.Checks, "fd.soft"); c.Status != verdict.Warn || fmt.Sprint(r.Ignored) != "[fd.soft]" {
 		t.Errorf("--ignore 'fd.soft,,': fd.soft %+v, ignored %q", c, r.Ignored)
 	}
 	opts.Ignore = []string{"fd.sotf"}
@@ -457,7 +447,7 @@ func TestUnseenServerFDChecksAgree(t *testing.T) {
 			}
 			checks := Evaluate(f, tg)
 			for id, want := range c.want {
-				got := find(t, checks, id)
+				got := testenv.CheckByID(t, checks, id)
 				mention := "--pid" // a warning says how to name the target
 				if want == verdict.Fail {
 					mention = c.mentions
@@ -482,7 +472,7 @@ func TestIoTDBMemoryRunningConfigNode(t *testing.T) {
 	if err := tg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	c := find(t, Evaluate(f, tg), "iotdb.memory")
+	c := testenv.CheckByID(t, Evaluate(f, tg), "iotdb.memory")
 	if !strings.Contains(c.Observed, "running ConfigNode heap 512 MiB (-Xmx) + direct 256 MiB (/proc/1/cmdline)") || strings.Contains(c.Observed, "confignode-env.sh") ||
 		!strings.Contains(c.Summary, "2304 MiB") {
 		t.Errorf("iotdb.memory: %+v", c)

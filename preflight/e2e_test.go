@@ -221,7 +221,7 @@ func TestE2EActive(t *testing.T) {
 	if m.BytesPerSocket < 1024 || m.BytesPerSocket > 64<<10 {
 		t.Errorf("bytes per socket %.0f is implausible", m.BytesPerSocket)
 	}
-	if c := find(t, r.Checks, "active"); c.Status != verdict.Pass {
+	if c := testenv.CheckByID(t, r.Checks, "active"); c.Status != verdict.Pass {
 		t.Errorf("active check %+v", c)
 	}
 	if !m.CostMeasured || !r.Capacity.BytesPerSocketMeasured || r.Capacity.BytesPerSocket != m.BytesPerSocket {
@@ -278,7 +278,7 @@ func TestE2EActiveTooSmall(t *testing.T) {
 	if r.Capacity.BytesPerSocket != EstimatedBytesPerSocket || r.Capacity.BytesPerSocketMeasured {
 		t.Errorf("capacity must keep the estimate: %+v", r.Capacity)
 	}
-	if c := find(t, r.Checks, "active"); !strings.Contains(c.Summary, "too small to measure") || strings.Contains(c.Summary, " 0 bytes") {
+	if c := testenv.CheckByID(t, r.Checks, "active"); !strings.Contains(c.Summary, "too small to measure") || strings.Contains(c.Summary, " 0 bytes") {
 		t.Errorf("active check %+v", c)
 	}
 	assertNoChildren(t)
@@ -303,7 +303,7 @@ func TestE2EActiveExtraSourceAddresses(t *testing.T) {
 	if m == nil || m.ReachedSockets != 3000 || m.SourceAddresses < 2 {
 		t.Fatalf("measured %+v, want 3000 sockets over >= 2 source addresses", m)
 	}
-	if c := find(t, r.Checks, "container"); c.Status != verdict.Warn {
+	if c := testenv.CheckByID(t, r.Checks, "container"); c.Status != verdict.Warn {
 		t.Errorf("own network namespace not reported: %+v", c)
 	}
 }
@@ -391,7 +391,7 @@ func TestE2EWithoutSystemd(t *testing.T) {
 			t.Errorf("%s assumes systemd: %s", c.ID, message(c))
 		}
 	}
-	if c := find(t, r.Checks, "fd.soft"); c.Status != verdict.Fail {
+	if c := testenv.CheckByID(t, r.Checks, "fd.soft"); c.Status != verdict.Fail {
 		t.Errorf("fd.soft: %s", message(c))
 	}
 }
@@ -436,7 +436,7 @@ exec "$0" preflight --profile mqtt-broker-1m -o json`
 	} else if !tp.UnitMissing || tp.Unit != "emqx.service" {
 		t.Errorf("the profile's emqx.service has only a drop-in: %+v", tp)
 	}
-	if c := find(t, r.Checks, "fd.soft"); c.Status != verdict.Fail || !strings.Contains(c.Summary, why) {
+	if c := testenv.CheckByID(t, r.Checks, "fd.soft"); c.Status != verdict.Fail || !strings.Contains(c.Summary, why) {
 		t.Errorf("fd.soft: %s", message(c))
 	}
 	if bnd, err := hasCapIn("/proc/self/status", "CapBnd", capSysResource); err == nil && !bnd {
@@ -445,7 +445,7 @@ exec "$0" preflight --profile mqtt-broker-1m -o json`
 		if tp.NofileHard != lim.Max || !strings.Contains(tp.Source, "CapBnd") {
 			t.Errorf("without CAP_SYS_RESOURCE in CapBnd a login cannot get 2097152: %+v", tp)
 		}
-		if c := find(t, r.Checks, "fd.hard"); c.Status != verdict.Fail {
+		if c := testenv.CheckByID(t, r.Checks, "fd.hard"); c.Status != verdict.Fail {
 			t.Errorf("fd.hard passes on limits nobody here can get: %s", message(c))
 		}
 	}
@@ -467,10 +467,10 @@ func TestE2EActiveHitsTargetLimit(t *testing.T) {
 	if m == nil || m.NofileSoft != 600 || m.FirstError != "EMFILE" || m.ReachedSockets >= 600 || m.ReachedSockets < 400 {
 		t.Fatalf("measured %+v", m)
 	}
-	if c := find(t, r.Checks, "active"); c.Status != verdict.Fail || !strings.Contains(c.Summary, "EMFILE") {
+	if c := testenv.CheckByID(t, r.Checks, "active"); c.Status != verdict.Fail || !strings.Contains(c.Summary, "EMFILE") {
 		t.Errorf("active check %+v", c)
 	}
-	if c := find(t, r.Checks, "fd.soft"); c.Status != verdict.Fail || !strings.Contains(c.Summary, "soft nofile 600") || !strings.Contains(c.Summary, "1000 sockets") {
+	if c := testenv.CheckByID(t, r.Checks, "fd.soft"); c.Status != verdict.Fail || !strings.Contains(c.Summary, "soft nofile 600") || !strings.Contains(c.Summary, "1000 sockets") {
 		t.Errorf("fd.soft %+v", c)
 	}
 }
@@ -507,7 +507,7 @@ func TestE2EPidRemediesFollowTheBoundingSet(t *testing.T) {
 	if code != 1 || json.Unmarshal([]byte(out), &r) != nil {
 		t.Fatalf("exit %d, want 1 with a JSON report: %s\n%s", code, stderr, out)
 	}
-	raise, hard := find(t, r.Checks, "fd.raise"), find(t, r.Checks, "fd.hard")
+	raise, hard := testenv.CheckByID(t, r.Checks, "fd.raise"), testenv.CheckByID(t, r.Checks, "fd.hard")
 	bnd, err := hasCapIn("/proc/self/status", "CapBnd", capSysResource)
 	if err != nil {
 		t.Fatal(err)

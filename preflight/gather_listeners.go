@@ -126,7 +126,7 @@ func listenerPorts(ls []Listener) []int {
 func findOwners(procRoot string, ls []Listener, ports []int) {
 	want := map[string]int{}
 	for i, l := range ls {
-		if l.Inode != 0 && containsInt(ports, l.Port) {
+		if l.Inode != 0 && slices.Contains(ports, l.Port) {
 			want[fmt.Sprintf("socket:[%d]", l.Inode)] = i
 		}
 	}
@@ -165,13 +165,4 @@ func findOwners(procRoot string, ls []Listener, ports []int) {
 			}
 		}
 	}
-}
-
-func containsInt(xs []int, x int) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }

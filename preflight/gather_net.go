@@ -136,7 +136,7 @@ func (g *gatherer) listeners(ports []int) {
 func (g *gatherer) listenerOwner(ports []int, role Role) int {
 	var pids []int
 	for _, l := range g.f.Listeners {
-		if !containsInt(ports, l.Port) {
+		if !slices.Contains(ports, l.Port) {
 			continue
 		}
 		for _, pid := range append(slices.Clone(l.Holders), l.PID) {

@@ -128,7 +128,7 @@ func TestGatherServiceFromFiles(t *testing.T) {
 	if os.Geteuid() != 0 {
 		login = `soft 1048576 ("*", /etc/security/limits.conf:2)`
 	}
-	if c := find(t, Evaluate(f, tg), "fd.soft"); c.Status != verdict.Fail || !strings.Contains(c.Summary, login) ||
+	if c := testenv.CheckByID(t, Evaluate(f, tg), "fd.soft"); c.Status != verdict.Fail || !strings.Contains(c.Summary, login) ||
 		!strings.Contains(c.Summary, "limits.conf does not apply to systemd services") {
 		t.Errorf("fd.soft for a unit at the manager default: %s", message(c))
 	}
@@ -157,10 +157,10 @@ func TestGatherServiceWithoutSystemd(t *testing.T) {
 	tg := Target{Sockets: 1000000, Role: Broker}
 	_ = tg.Validate()
 	cs := Evaluate(f, tg)
-	if c := find(t, cs, "fd.soft"); c.Status != verdict.Fail || !strings.Contains(c.Summary, "systemd is not running here") || strings.Contains(c.Remedy, "systemctl") {
+	if c := testenv.CheckByID(t, cs, "fd.soft"); c.Status != verdict.Fail || !strings.Contains(c.Summary, "systemd is not running here") || strings.Contains(c.Remedy, "systemctl") {
 		t.Errorf("fd.soft without systemd: %s", message(c))
 	}
-	if c := find(t, cs, "fd.raise"); strings.Contains(c.Summary, "PID 1") {
+	if c := testenv.CheckByID(t, cs, "fd.raise"); strings.Contains(c.Summary, "PID 1") {
 		t.Errorf("fd.raise claims systemd PID 1 sets the limit: %s", message(c))
 	}
 	// enough for a login shell is no promise: whatever starts emqx here
@@ -169,7 +169,7 @@ func TestGatherServiceWithoutSystemd(t *testing.T) {
 	small := Target{Sockets: 5000, Role: Broker}
 	_ = small.Validate()
 	for _, id := range []string{"fd.soft", "fd.hard", "fd.raise"} {
-		if c := find(t, Evaluate(f, small), id); c.Status != verdict.Warn || !strings.Contains(c.Summary, "whatever starts emqx") || !strings.Contains(c.Remedy, "--pid") {
+		if c := testenv.CheckByID(t, Evaluate(f, small), id); c.Status != verdict.Warn || !strings.Contains(c.Summary, "whatever starts emqx") || !strings.Contains(c.Remedy, "--pid") {
 			t.Errorf("%s without systemd, enough for a shell: %s", id, message(c))
 		}
 	}
@@ -201,7 +201,7 @@ func TestGatherServiceWithoutSystemd(t *testing.T) {
 	tg = Target{Sockets: 1000, Role: Broker}
 	_ = tg.Validate()
 	cs = Evaluate(f, tg)
-	if c := find(t, cs, "fd.soft"); c.Status != verdict.Fail || !strings.Contains(c.Summary, "emqx.service is not installed") {
+	if c := testenv.CheckByID(t, cs, "fd.soft"); c.Status != verdict.Fail || !strings.Contains(c.Summary, "emqx.service is not installed") {
 		t.Errorf("fd.soft for a missing profile unit: %s", message(c))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -318,7 +319,7 @@ func (h *HostFile) applyListeners(f *Facts) error {
 				return exitcode.BadInputf("listeners: port %d: want 1..65535", l.Port)
 			}
 			f.Listeners = append(f.Listeners, l)
-			if !containsInt(f.ListeningPorts, l.Port) {
+			if !slices.Contains(f.ListeningPorts, l.Port) {
 				f.ListeningPorts = append(f.ListeningPorts, l.Port)
 			}
 		}

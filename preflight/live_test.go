@@ -149,7 +149,7 @@ func runJSONIf(t *testing.T, exitOK func(int) bool, args ...string) Report {
 func TestE2ELiveBrokerBacklogFails(t *testing.T) {
 	port := servicePort(t, testenv.MQTTBroker(t))
 	r := runJSON(t, 1, "preflight", "--sockets", "5000", "--role", "broker", "--port", strconv.Itoa(port), "--conn-rate", "2000")
-	c := find(t, r.Checks, "accept.backlog")
+	c := testenv.CheckByID(t, r.Checks, "accept.backlog")
 	if c.Status != verdict.Fail || !strings.Contains(c.Summary, "port "+strconv.Itoa(port)+" is 100") {
 		t.Errorf("accept.backlog: %+v", c)
 	}
@@ -220,7 +220,7 @@ func TestE2ELiveIoTDB(t *testing.T) {
 	home := iotdbHome(t)
 	r := runJSON(t, 1, "preflight", "--sockets", "1000", "--role", "iotdb", "--port", strconv.Itoa(port), "--conn-rate", "100",
 		"--iotdb-home", home, "--pool-size", "600", "--loadgens", "2", "--batch-points", "1000")
-	c := find(t, r.Checks, "accept.backlog")
+	c := testenv.CheckByID(t, r.Checks, "accept.backlog")
 	if c.Status != verdict.Fail || !strings.Contains(c.Summary, "port "+strconv.Itoa(port)+" is 50") {
 		t.Errorf("accept.backlog: %+v", c)
 	}
@@ -231,11 +231,11 @@ func TestE2ELiveIoTDB(t *testing.T) {
 		t.Fatalf("iotdb config %+v: want %s=%d read from the release's conf", r.IoTDB, PropRPCPort, port)
 	}
 	// 600 x 2 sessions > the default 1000 clients
-	if c := find(t, r.Checks, "iotdb.clients"); c.Status != verdict.Fail || !strings.Contains(c.Summary, PropMaxClients+"=1000 < 1200") || !strings.Contains(c.Remedy, "iotdb-system.properties") {
+	if c := testenv.CheckByID(t, r.Checks, "iotdb.clients"); c.Status != verdict.Fail || !strings.Contains(c.Summary, PropMaxClients+"=1000 < 1200") || !strings.Contains(c.Remedy, "iotdb-system.properties") {
 		t.Errorf("iotdb.clients: %+v", c)
 	}
 	// dn_thrift_max_frame_size=0: min(64 MiB, heap / 64) = 16 MiB for the running 1 GiB heap
-	if c := find(t, r.Checks, "iotdb.frame_size"); c.Status != verdict.Pass || !strings.Contains(c.Observed, "frames up to 16777216 bytes") {
+	if c := testenv.CheckByID(t, r.Checks, "iotdb.frame_size"); c.Status != verdict.Pass || !strings.Contains(c.Observed, "frames up to 16777216 bytes") {
 		t.Errorf("iotdb.frame_size: %+v", c)
 	}
 	// the running DataNode's own -Xmx and -XX:MaxDirectMemorySize (scripts/iotdb.sh: 1g and 512m)
@@ -243,7 +243,7 @@ func TestE2ELiveIoTDB(t *testing.T) {
 		t.Errorf("target JVM %+v, want heap 1 GiB and direct 512 MiB from the DataNode's command line", j)
 	}
 	// the running ConfigNode too is judged by its own flags (scripts/iotdb.sh: 512m and 256m), not confignode-env.sh
-	if c := find(t, r.Checks, "iotdb.memory"); c.Status == verdict.Skip || !strings.Contains(c.Observed, "running DataNode heap 1024 MiB") ||
+	if c := testenv.CheckByID(t, r.Checks, "iotdb.memory"); c.Status == verdict.Skip || !strings.Contains(c.Observed, "running DataNode heap 1024 MiB") ||
 		!strings.Contains(c.Observed, "running ConfigNode heap 512 MiB (-Xmx) + direct 256 MiB") || strings.Contains(c.Observed, "confignode-env.sh") {
 		t.Errorf("iotdb.memory: %+v", c)
 	}
@@ -326,7 +326,7 @@ func runReport(t *testing.T, args ...string) Report {
 func TestE2ELiveIoTDBProfile(t *testing.T) {
 	port := servicePort(t, testenv.IoTDB(t))
 	r := runReport(t, "preflight", "--profile", "iotdb", "--port", strconv.Itoa(port))
-	if c := find(t, r.Checks, "accept.backlog"); c.Status != verdict.Pass {
+	if c := testenv.CheckByID(t, r.Checks, "accept.backlog"); c.Status != verdict.Pass {
 		t.Errorf("accept.backlog with the built-in iotdb profile: %+v", c)
 	}
 	if len(r.Listeners) == 0 || r.Listeners[0].PID == 0 {
@@ -337,7 +337,7 @@ func TestE2ELiveIoTDBProfile(t *testing.T) {
 		t.Errorf("notes %q: want the absent unit and the listener's owner named", r.Notes)
 	}
 	for _, id := range []string{"fd.soft", "fd.hard", "fd.raise"} {
-		c := find(t, r.Checks, id)
+		c := testenv.CheckByID(t, r.Checks, id)
 		if c.Status == verdict.Fail || strings.Contains(c.Summary, "not installed") {
 			t.Errorf("%s judged the absent unit, not the DataNode (pid %d): %+v", id, r.Listeners[0].PID, c)
 		}
@@ -427,7 +427,7 @@ func TestLiveHeldFilesCountAgainstNofile(t *testing.T) {
 	if err := tg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if c := find(t, Evaluate(f, tg), "fd.soft"); c.Status != verdict.Fail || !strings.Contains(c.Expected, "other files pid") {
+	if c := testenv.CheckByID(t, Evaluate(f, tg), "fd.soft"); c.Status != verdict.Fail || !strings.Contains(c.Expected, "other files pid") {
 		t.Errorf("fd.soft with 1500 files held: %s", message(c))
 	}
 	if cp := capacityOf(f, tg); cp.Sockets > 2000-1500 {
@@ -473,11 +473,11 @@ func TestLiveTargetInOtherNetNS(t *testing.T) {
 	}
 	cs := Evaluate(f, tg)
 	for _, id := range []string{"accept.backlog", "accept.syn_backlog", "ports.collision", "tcp.tw_buckets"} {
-		if c := find(t, cs, id); c.Status != verdict.Warn || !strings.Contains(c.Summary, "another network namespace") || !strings.Contains(c.Remedy, fmt.Sprintf("nsenter --net=/proc/%d/ns/net", child.Process.Pid)) {
+		if c := testenv.CheckByID(t, cs, id); c.Status != verdict.Warn || !strings.Contains(c.Summary, "another network namespace") || !strings.Contains(c.Remedy, fmt.Sprintf("nsenter --net=/proc/%d/ns/net", child.Process.Pid)) {
 			t.Errorf("%s for a target in another netns: %s", id, message(c))
 		}
 	}
-	if c := find(t, cs, "fd.soft"); strings.Contains(c.Summary, "network namespace") {
+	if c := testenv.CheckByID(t, cs, "fd.soft"); strings.Contains(c.Summary, "network namespace") {
 		t.Errorf("fd.soft is the process's own, judged anywhere: %s", message(c))
 	}
 	// without root another user's ns link cannot be read: /proc/PID/net
@@ -500,7 +500,7 @@ func TestLiveTargetInOtherNetNS(t *testing.T) {
 	// one that could not be read (another user's, without root) is not
 	// judged either
 	f.Target.NetNS, f.Target.NetNSUnseen = "", "/proc/1234/ns/net: permission denied"
-	if c := find(t, Evaluate(f, tg), "accept.syn_backlog"); c.Status != verdict.Warn || !strings.Contains(c.Summary, "could not be read") || !strings.Contains(c.Remedy, "as root") {
+	if c := testenv.CheckByID(t, Evaluate(f, tg), "accept.syn_backlog"); c.Status != verdict.Warn || !strings.Contains(c.Summary, "could not be read") || !strings.Contains(c.Remedy, "as root") {
 		t.Errorf("accept.syn_backlog with the netns unread: %s", message(c))
 	}
 }
@@ -538,7 +538,7 @@ func TestLiveSoftRemedyRuns(t *testing.T) {
 	if err := tg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	c := find(t, Evaluate(f, tg), "fd.soft")
+	c := testenv.CheckByID(t, Evaluate(f, tg), "fd.soft")
 	i := strings.Index(c.Remedy, "setpriv --reuid")
 	if i < 0 {
 		i = strings.Index(c.Remedy, "prlimit --pid")
@@ -585,7 +585,7 @@ func TestHeldFilesUnseenDoNotPass(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"fd.soft", "fd.hard"} {
-		if c := find(t, Evaluate(f, tg), id); c.Status != verdict.Warn || !strings.Contains(c.Summary, "could not be counted") || !strings.Contains(c.Remedy, "as root") {
+		if c := testenv.CheckByID(t, Evaluate(f, tg), id); c.Status != verdict.Warn || !strings.Contains(c.Summary, "could not be counted") || !strings.Contains(c.Remedy, "as root") {
 			t.Errorf("%s: %s", id, message(c))
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
 
@@ -42,7 +43,7 @@ func TestMemChecksAddUp(t *testing.T) {
 		if err := tg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		if got := find(t, Evaluate(f, tg), c.id); got.Status != c.want {
+		if got := testenv.CheckByID(t, Evaluate(f, tg), c.id); got.Status != c.want {
 			t.Errorf("%s: %s %s: %s", c.name, c.id, got.Status, got.Summary)
 		}
 	}
@@ -66,7 +67,7 @@ func TestTCPMemRemedyPassesBothChecks(t *testing.T) {
 					if err := tg.Validate(); err != nil {
 						t.Fatal(err)
 					}
-					c := find(t, Evaluate(f, tg), "mem.tcp_mem")
+					c := testenv.CheckByID(t, Evaluate(f, tg), "mem.tcp_mem")
 					m := suggestion.FindStringSubmatch(c.Remedy)
 					if m == nil {
 						if c.Status != verdict.Pass && !strings.Contains(c.Remedy, "add memory") {
@@ -77,7 +78,7 @@ func TestTCPMemRemedyPassesBothChecks(t *testing.T) {
 					tried++
 					g := memHost(t, totalGiB, totalGiB*availShare, m[1])
 					for _, id := range []string{"mem.tcp_mem", "mem.buffers"} {
-						if c := find(t, Evaluate(g, tg), id); c.Status != verdict.Pass {
+						if c := testenv.CheckByID(t, Evaluate(g, tg), id); c.Status != verdict.Pass {
 							t.Errorf("from %q: %g GiB (%.0f%% available), %d sockets, tcp_mem %q as suggested: %s %s: %s", initial, totalGiB, 100*availShare, sockets, m[1], id, c.Status, c.Summary)
 						}
 					}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
 
@@ -84,7 +85,7 @@ func TestMemAvailableJudgesTheCgroup(t *testing.T) {
 		if err := tg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		got := find(t, Evaluate(f, tg), "mem.available")
+		got := testenv.CheckByID(t, Evaluate(f, tg), "mem.available")
 		if got.Status != c.want || !strings.Contains(got.Summary, c.summary) {
 			t.Errorf("%s: mem.available %s: %s (observed %s); want %s naming %q", c.name, got.Status, got.Summary, got.Observed, c.want, c.summary)
 		}

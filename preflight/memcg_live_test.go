@@ -100,7 +100,7 @@ func TestLiveMemCgroup(t *testing.T) {
 	if err := tg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if c := find(t, Evaluate(f, tg), "mem.available"); c.Status != verdict.Fail || !strings.Contains(c.Summary, from) {
+	if c := testenv.CheckByID(t, Evaluate(f, tg), "mem.available"); c.Status != verdict.Fail || !strings.Contains(c.Summary, from) {
 		t.Errorf("mem.available %s: %s; want a failure naming %s", c.Status, c.Summary, from)
 	}
 	dir := filepath.Join(t.TempDir(), "host")

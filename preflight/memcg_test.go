@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
 
@@ -220,7 +221,7 @@ func TestMemCgroupPageCacheIsRoom(t *testing.T) {
 		}
 		tg := Target{Sockets: 4000, Role: Broker, ConnRate: 10}
 		_ = tg.Validate()
-		if got := find(t, Evaluate(f, tg), "mem.available"); got.Status == verdict.Fail {
+		if got := testenv.CheckByID(t, Evaluate(f, tg), "mem.available"); got.Status == verdict.Fail {
 			t.Errorf("%s: mem.available %s: %s", c.name, got.Status, got.Summary)
 		}
 	}

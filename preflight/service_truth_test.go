@@ -74,7 +74,7 @@ pid1_nofile: {soft: 1048576, hard: 1048576}`, Target{Sockets: 70000, Role: Broke
 			if err := tg.Validate(); err != nil {
 				t.Fatal(err)
 			}
-			got := find(t, Evaluate(host(t, c.host), tg), c.id)
+			got := testenv.CheckByID(t, Evaluate(host(t, c.host), tg), c.id)
 			if got.Status != c.status {
 				t.Errorf("%s: %s, want %s: %s", c.id, got.Status, c.status, message(got))
 			}
@@ -162,7 +162,7 @@ capabilities_missing: [CAP_SYS_RESOURCE]`, c.soft))
 			t.Fatal(err)
 		}
 		cs := Evaluate(f, tg)
-		raise, hard, soft := find(t, cs, "fd.raise"), find(t, cs, "fd.hard"), find(t, cs, "fd.soft")
+		raise, hard, soft := testenv.CheckByID(t, cs, "fd.raise"), testenv.CheckByID(t, cs, "fd.hard"), testenv.CheckByID(t, cs, "fd.soft")
 		if raise.Status != verdict.Fail || hard.Status != verdict.Fail || soft.Status != verdict.Fail {
 			t.Errorf("%s: fd.raise %s fd.hard %s fd.soft %s, want all fail", c.name, raise.Status, hard.Status, soft.Status)
 		}
@@ -222,11 +222,11 @@ func TestRunningJVMMemory(t *testing.T) {
 	if err := tg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if c := find(t, Evaluate(f, tg), "iotdb.memory"); c.Status != verdict.Fail {
+	if c := testenv.CheckByID(t, Evaluate(f, tg), "iotdb.memory"); c.Status != verdict.Fail {
 		t.Errorf("18 GiB of JVM on 16 GiB RAM: %s %s", c.Status, message(c))
 	}
 	f.TargetJVM = &JVMFlags{Heap: 4 << 30, Direct: 2 << 30}
-	if c := find(t, Evaluate(f, tg), "iotdb.memory"); c.Status != verdict.Pass {
+	if c := testenv.CheckByID(t, Evaluate(f, tg), "iotdb.memory"); c.Status != verdict.Pass {
 		t.Errorf("6 GiB of JVM on 16 GiB RAM: %s %s", c.Status, message(c))
 	}
 }
@@ -261,7 +261,7 @@ sysctl: {net.ipv4.tcp_mem: "1000000 3000000 4000000"}`)
 	if err := tg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	c := find(t, Evaluate(f, tg), "mem.tcp_mem")
+	c := testenv.CheckByID(t, Evaluate(f, tg), "mem.tcp_mem")
 	if c.Status != verdict.Warn || !strings.Contains(c.Summary, "above physical memory") {
 		t.Errorf("%s: %s", c.Status, c.Summary)
 	}
@@ -392,7 +392,7 @@ func TestServiceWithoutSystemdJudgesTheListenerOwner(t *testing.T) {
 		t.Fatalf("target %d %d:%d (%s), want the listener owner pid %d at 1024:4096", tp.PID, tp.NofileSoft, tp.NofileHard, tp.Source, cmd.Process.Pid)
 	}
 	r := Evaluate(f, Target{Sockets: 3000, Role: Broker, Service: "mosquitto.service", Ports: []int{port}})
-	if c := find(t, r, "fd.soft"); c.Status != verdict.Fail {
+	if c := testenv.CheckByID(t, r, "fd.soft"); c.Status != verdict.Fail {
 		t.Errorf("fd.soft %s %q, want FAIL at soft 1024 for 3000 sockets", c.Status, c.Summary)
 	}
 }
@@ -414,8 +414,8 @@ func TestExecdHostprepJudgesItsOwnHardLimit(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("exit %d, output %q: %v", code, out, err)
 	}
-	if r.Target.NofileHard != 4096 || find(t, r.Checks, "fd.hard").Status != verdict.Fail {
-		t.Errorf("exec'd with hard 4096: target hard %d, fd.hard %s; want 4096 and FAIL", r.Target.NofileHard, find(t, r.Checks, "fd.hard").Status)
+	if r.Target.NofileHard != 4096 || testenv.CheckByID(t, r.Checks, "fd.hard").Status != verdict.Fail {
+		t.Errorf("exec'd with hard 4096: target hard %d, fd.hard %s; want 4096 and FAIL", r.Target.NofileHard, testenv.CheckByID(t, r.Checks, "fd.hard").Status)
 	}
 }
 
@@ -476,7 +476,7 @@ func TestUnitLimitAbovePid1WhenPid1CannotRaise(t *testing.T) {
 		}
 		tg := Target{Sockets: 40000, Role: IoTDB, ConnRate: 10}
 		_ = tg.Validate()
-		if got, want := find(t, Evaluate(f, tg), "fd.soft").Status, map[bool]verdict.Status{true: verdict.Pass, false: verdict.Fail}[c.want == 65536]; got != want {
+		if got, want := testenv.CheckByID(t, Evaluate(f, tg), "fd.soft").Status, map[bool]verdict.Status{true: verdict.Pass, false: verdict.Fail}[c.want == 65536]; got != want {
 			t.Errorf("%s: fd.soft %s, want %s", c.name, got, want)
 		}
 	}

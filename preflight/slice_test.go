@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
 
@@ -66,7 +67,7 @@ func TestSliceLimitsNotRunning(t *testing.T) {
 		if err := tg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		got := find(t, Evaluate(f, tg), c.check)
+		got := testenv.CheckByID(t, Evaluate(f, tg), c.check)
 		all := got.Summary + " | " + got.Observed + " | " + got.Remedy
 		if got.Status != c.want {
 			t.Errorf("%s: %s %s: %s", c.name, c.check, got.Status, all)
@@ -112,7 +113,7 @@ func TestMemoryLimitUnderDefaultMemoryLow(t *testing.T) {
 		if err := tg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		if got := find(t, Evaluate(f, tg), "mem.available"); got.Status != c.want {
+		if got := testenv.CheckByID(t, Evaluate(f, tg), "mem.available"); got.Status != c.want {
 			t.Errorf("%s: mem.available %s, want %s: %s (observed %s)", c.name, got.Status, c.want, got.Summary, got.Observed)
 		}
 	}
@@ -158,7 +159,7 @@ func TestMemRemedyRunningUnderSlice(t *testing.T) {
 	if err := tg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	got := find(t, Evaluate(f, tg), "mem.available")
+	got := testenv.CheckByID(t, Evaluate(f, tg), "mem.available")
 	if got.Status != verdict.Fail || !strings.Contains(got.Remedy, "systemctl set-property brk.slice MemoryMax=392M or more") ||
 		!strings.Contains(got.Remedy, "/sys/fs/cgroup/brk.slice/memory.max") {
 		t.Errorf("mem.available %s: %s; remedy %s", got.Status, got.Summary, got.Remedy)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/profiles"
 )
@@ -41,7 +42,7 @@ func TestIoTDBThreads(t *testing.T) {
 		if err := tg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		got := find(t, Evaluate(f, tg), "iotdb.threads")
+		got := testenv.CheckByID(t, Evaluate(f, tg), "iotdb.threads")
 		if got.Status != c.want {
 			t.Errorf("%s: %s: %s (observed %s)", c.name, got.Status, got.Summary, got.Observed)
 		}
@@ -162,7 +163,7 @@ func TestUnitTasksMax(t *testing.T) {
 		if err := tg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		got := find(t, Evaluate(f, tg), "iotdb.threads")
+		got := testenv.CheckByID(t, Evaluate(f, tg), "iotdb.threads")
 		if got.Status != c.want || c.want == verdict.Fail && !strings.Contains(got.Summary, "TasksMax") ||
 			c.want == verdict.Warn && !strings.Contains(got.Summary, "own threads") {
 			t.Errorf("%s: %s: %s (observed %s)", c.name, got.Status, got.Summary, got.Observed)
@@ -229,7 +230,7 @@ func TestTasksMaxRemedy(t *testing.T) {
 		if c.pidsFrom != "" {
 			c.f.Target.Tasks.PidsFrom = c.pidsFrom
 		}
-		got := find(t, Evaluate(c.f, c.tg), "iotdb.threads")
+		got := testenv.CheckByID(t, Evaluate(c.f, c.tg), "iotdb.threads")
 		if got.Status != verdict.Fail {
 			t.Errorf("%s: iotdb.threads %s: %s", c.name, got.Status, got.Summary)
 		}

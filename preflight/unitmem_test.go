@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/tune/boot"
 )
@@ -88,7 +89,7 @@ func TestUnitMemoryMax(t *testing.T) {
 		if err := tg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		got := find(t, Evaluate(f, tg), "mem.available")
+		got := testenv.CheckByID(t, Evaluate(f, tg), "mem.available")
 		if got.Status != c.want || c.want != verdict.Pass && !strings.Contains(got.Summary, c.from) {
 			t.Errorf("%s: mem.available %s: %s (observed %s); want %s naming %q", c.name, got.Status, got.Summary, got.Observed, c.want, c.from)
 		}
@@ -260,10 +261,10 @@ func TestMemBuffersChargedToCgroup(t *testing.T) {
 			t.Fatal(err)
 		}
 		checks := Evaluate(f, tg)
-		if a := find(t, checks, "mem.available"); a.Status != verdict.Pass {
+		if a := testenv.CheckByID(t, checks, "mem.available"); a.Status != verdict.Pass {
 			t.Errorf("%s: mem.available %s: %s", c.name, a.Status, a.Summary)
 		}
-		got := find(t, checks, "mem.buffers")
+		got := testenv.CheckByID(t, checks, "mem.buffers")
 		if got.Status != c.want || !strings.Contains(got.Summary, c.says) {
 			t.Errorf("%s: mem.buffers %s: %s (observed %s); want %s naming %q", c.name, got.Status, got.Summary, got.Observed, c.want, c.says)
 		}

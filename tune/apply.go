@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -151,7 +152,7 @@ func (pl *Plan) openJournal(layers []layer) (*applyJournal, error) {
 		return nil, exitcode.Environmentf("tune apply: journal %s: %v", j.path, err)
 	}
 	for _, d := range j.dirs {
-		if !contains(j.st.Dirs, d) {
+		if !slices.Contains(j.st.Dirs, d) {
 			j.st.Dirs = append(j.st.Dirs, d)
 		}
 	}
@@ -205,13 +206,4 @@ func kernelErr(err error) error {
 		return fmt.Errorf("the kernel refused it: %v (%s)", errno, errnoName(errno))
 	}
 	return err
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -37,7 +38,7 @@ func (l *fileLayer) record(st *journal.State) {
 		}
 		j.SetSHA256 = journal.SHA256(f.to)
 		for _, d := range f.dirs {
-			if !contains(st.Dirs, d) {
+			if !slices.Contains(st.Dirs, d) {
 				st.Dirs = append(st.Dirs, d)
 			}
 		}

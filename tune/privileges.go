@@ -1,12 +1,11 @@
 package tune
 
 import (
-	"bufio"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 
+	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
@@ -19,20 +18,18 @@ const (
 	capSysResource = 24
 )
 
-// effectiveCaps returns CapEff of this process from /proc/self/status.
+// effectiveCaps returns CapEff of this process (the bit mask of
+// /proc/self/status, read with procfs).
 func effectiveCaps() (uint64, error) {
-	f, err := os.Open("/proc/self/status")
+	p, err := procfs.Self()
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "CapEff:"); ok {
-			return strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-		}
+	st, err := p.NewStatus()
+	if err != nil {
+		return 0, err
 	}
-	return 0, fmt.Errorf("no CapEff in /proc/self/status")
+	return st.CapEff, nil
 }
 
 func hasCap(caps uint64, bit uint) bool { return caps&(1<<bit) != 0 }

@@ -99,6 +99,15 @@ func (f *tuneFlags) locking(c *cobra.Command) {
 	c.Flags().DurationVar(&f.lockWait, "lock-wait", 5*time.Second, "how long to wait for another apply/rollback (0: fail at once if one runs)")
 }
 
+// processes declares the flags plan and apply share: --pid and --service
+// (running processes whose RLIMIT_NOFILE is raised; raise words what the
+// verb does with them, how says with what for a --pid) and --persist-name.
+func (f *tuneFlags) processes(c *cobra.Command, raise, how string) {
+	c.Flags().IntSliceVar(&f.pids, "pid", nil, raise+" RLIMIT_NOFILE of this running process"+how+" (repeatable)")
+	c.Flags().StringArrayVar(&f.services, "service", nil, raise+" RLIMIT_NOFILE of this systemd unit's main process (repeatable)")
+	c.Flags().StringVar(&f.persist, "persist-name", "", "name of hostprep's sysctl.d file (default: the name the last apply used, else 60-hostprep.conf); one that sorts after a file that wins at boot makes hostprep's values win; a new name moves the file")
+}
+
 // checkLockWait refuses a negative --lock-wait (exit 2).
 func (f *tuneFlags) checkLockWait() error {
 	if f.lockWait < 0 {
@@ -230,9 +239,7 @@ func tunePlanCmd() *cobra.Command {
 		}),
 	}
 	f.common(c, true, true)
-	c.Flags().IntSliceVar(&f.pids, "pid", nil, "also plan raising RLIMIT_NOFILE of this running process (repeatable)")
-	c.Flags().StringArrayVar(&f.services, "service", nil, "also plan raising RLIMIT_NOFILE of this systemd unit's main process (repeatable)")
-	c.Flags().StringVar(&f.persist, "persist-name", "", "name of hostprep's sysctl.d file (default: the name the last apply used, else 60-hostprep.conf); one that sorts after a file that wins at boot makes hostprep's values win; a new name moves the file")
+	f.processes(c, "also plan raising", "")
 	return c
 }
 
@@ -262,9 +269,7 @@ func tuneApplyCmd() *cobra.Command {
 	}
 	f.common(c, true, true)
 	f.locking(c)
-	c.Flags().IntSliceVar(&f.pids, "pid", nil, "also raise RLIMIT_NOFILE of this running process with prlimit (repeatable)")
-	c.Flags().StringArrayVar(&f.services, "service", nil, "also raise RLIMIT_NOFILE of this systemd unit's main process (repeatable)")
-	c.Flags().StringVar(&f.persist, "persist-name", "", "name of hostprep's sysctl.d file (default: the name the last apply used, else 60-hostprep.conf); one that sorts after a file that wins at boot makes hostprep's values win; a new name moves the file")
+	f.processes(c, "also raise", " with prlimit")
 	return c
 }
 

@@ -256,6 +256,26 @@ func (sp *stallProxy) stall() {
 // dropped and the rest relayed.
 func (sp *stallProxy) resume(skip int) { sp.resumed <- skip }
 
+// stalledStep runs a 3 s batch step of 2 workers on the event loop
+// against the fault server, one of its sessions stalled (stalledSession)
+// with calls bounded by callTimeout; before the step starts, start gets
+// the stalled proxy and the junk's length. The test fails when the step
+// did not run on the event loop.
+func stalledStep(t *testing.T, callTimeout time.Duration, start func(sp *stallProxy, junk int)) Step {
+	t.Helper()
+	srv := iotdbfault.StartT(t, iotdbfault.None)
+	cfg := Config{NodeURLs: []string{srv.Addr}, Scenario: ScenarioBatch, PoolSize: 2, CallTimeout: callTimeout,
+		StepDuration: 3 * time.Second}.withDefaults()
+	p := newSessionPool(&cfg)
+	defer p.close(time.Second)
+	start(stalledSession(t, &cfg, p, srv.Addr))
+	st := runStep(context.Background(), &cfg, p, newWorkload(&cfg, "root.hostprep_loop"), 2, newLiveness(cfg.UnreachableAfter), timelineStep{})
+	if !st.Client.EventLoop {
+		t.Fatalf("the step did not run on the event loop")
+	}
+	return st
+}
+
 // stalledSession opens a session through a stallProxy to srv, stalls the
 // proxy and fills the session's socket until the kernel takes no more for
 // a while (a small send buffer, junk bytes: the peer's window is closed),
@@ -319,16 +339,7 @@ func succeededBefore(st Step, sec int) int64 {
 // poll(2) on the loop until the call's deadline, so no other worker's
 // answer was read until then.
 func TestLoopFullSendBufferDoesNotStallTheLoop(t *testing.T) {
-	srv := iotdbfault.StartT(t, iotdbfault.None)
-	cfg := Config{NodeURLs: []string{srv.Addr}, Scenario: ScenarioBatch, PoolSize: 2, CallTimeout: 2 * time.Second,
-		StepDuration: 3 * time.Second}.withDefaults()
-	p := newSessionPool(&cfg)
-	defer p.close(time.Second)
-	stalledSession(t, &cfg, p, srv.Addr)
-	st := runStep(context.Background(), &cfg, p, newWorkload(&cfg, "root.hostprep_loop"), 2, newLiveness(cfg.UnreachableAfter), timelineStep{})
-	if !st.Client.EventLoop {
-		t.Fatalf("the step did not run on the event loop")
-	}
+	st := stalledStep(t, 2*time.Second, func(*stallProxy, int) {})
 	// Operations that succeeded before the stalled call's deadline (2 s
 	// after the step's start): the healthy worker's.
 	before := succeededBefore(st, 2)
@@ -347,18 +358,10 @@ func TestLoopFullSendBufferDoesNotStallTheLoop(t *testing.T) {
 // answer, and the session stays usable. The other worker's calls go on
 // meanwhile (in the first second, before the proxy reads again).
 func TestLoopSendsTheRestWhenTheSocketHasRoom(t *testing.T) {
-	srv := iotdbfault.StartT(t, iotdbfault.None)
-	cfg := Config{NodeURLs: []string{srv.Addr}, Scenario: ScenarioBatch, PoolSize: 2, CallTimeout: 5 * time.Second,
-		StepDuration: 3 * time.Second}.withDefaults()
-	p := newSessionPool(&cfg)
-	defer p.close(time.Second)
-	sp, junk := stalledSession(t, &cfg, p, srv.Addr)
 	const pause = 1500 * time.Millisecond
-	time.AfterFunc(pause, func() { sp.resume(junk) }) // the junk dropped, the request relayed
-	st := runStep(context.Background(), &cfg, p, newWorkload(&cfg, "root.hostprep_loop"), 2, newLiveness(cfg.UnreachableAfter), timelineStep{})
-	if !st.Client.EventLoop {
-		t.Fatalf("the step did not run on the event loop")
-	}
+	st := stalledStep(t, 5*time.Second, func(sp *stallProxy, junk int) {
+		time.AfterFunc(pause, func() { sp.resume(junk) }) // the junk dropped, the request relayed
+	})
 	t.Logf("ops %d ok %d errors %v %v; latency max %.0f ms; %d ops succeeded in the first second", st.Ops, st.OK, st.ErrorsByClass, st.ErrorSamples,
 		st.Latency.Max, succeededBefore(st, 1))
 	if st.Errors != 0 {

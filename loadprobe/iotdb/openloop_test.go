@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
 
@@ -96,10 +97,8 @@ func TestOpenLoopStallAtStepEndOnRealIoTDB(t *testing.T) {
 	if st.Missed < 40 || st.Latency.P95 < 500 || st.Latency.Censored != st.Missed {
 		t.Errorf("missed %d, p95 %.1f ms, censored %d: want the ~100 owed operations missed, each a censored latency, and a p95 of their wait", st.Missed, st.Latency.P95, st.Latency.Censored)
 	}
-	for _, c := range res.Checks {
-		if c.ID == CheckStall && c.Status != verdict.Fail {
-			t.Errorf("iotdb.stall %s: %s", c.Status, c.Summary)
-		}
+	if c := testenv.CheckByID(t, res.Checks, CheckStall); c.Status != verdict.Fail {
+		t.Errorf("iotdb.stall %s: %s", c.Status, c.Summary)
 	}
 }
 
@@ -159,9 +158,7 @@ func TestOpenLoopMissedAreCensoredAtTheRealStepEndOnRealIoTDB(t *testing.T) {
 	if st.Latency.P95 < 1400 || st.Latency.Max < 1700 {
 		t.Errorf("p95 %.1f ms, max %.1f ms: want the missed operations at what they had waited by the real end (p95 ~1.7 s)", st.Latency.P95, st.Latency.Max)
 	}
-	for _, c := range res.Checks {
-		if c.ID == CheckP95 && c.Status != verdict.Fail {
-			t.Errorf("iotdb.p95 %s: %s", c.Status, c.Summary)
-		}
+	if c := testenv.CheckByID(t, res.Checks, CheckP95); c.Status != verdict.Fail {
+		t.Errorf("iotdb.p95 %s: %s", c.Status, c.Summary)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -191,8 +193,8 @@ func codeSummary(codes map[string]int64) string {
 		return ""
 	}
 	var parts []string
-	for k, v := range codes {
-		parts = append(parts, fmt.Sprintf("%s x%d", k, v))
+	for _, k := range slices.Sorted(maps.Keys(codes)) {
+		parts = append(parts, fmt.Sprintf("%s x%d", k, codes[k]))
 	}
 	return " (status codes: " + strings.Join(parts, ", ") + ")"
 }

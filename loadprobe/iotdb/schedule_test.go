@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
 
@@ -29,7 +30,7 @@ func TestOpenLoopBehindScheduleFailsOnRealIoTDB(t *testing.T) {
 	if st.MissedShare() <= ScheduleFailShare {
 		t.Skipf("this server carried %.1f%% of 100,000 operations/s: nothing to judge", 100*(1-st.MissedShare()))
 	}
-	ch := checkByID(t, res.Checks, CheckSchedule)
+	ch := testenv.CheckByID(t, res.Checks, CheckSchedule)
 	if ch.Status != verdict.Fail || res.Verdict != verdict.Fail {
 		t.Errorf("%s %s, verdict %s: want fail for %d of %d operations never started", ch.ID, ch.Status, res.Verdict, st.Missed, st.Due())
 	}
@@ -77,16 +78,4 @@ func TestScheduleCheckThresholds(t *testing.T) {
 	if got := scheduleCheck(&cfg, []Step{{Workers: 2, Ops: 10}}); got.Status != verdict.Skip {
 		t.Errorf("closed loop: %s, want skip", got.Status)
 	}
-}
-
-// checkByID is the check id of checks; the test fails without it.
-func checkByID(t *testing.T, checks []verdict.Check, id string) verdict.Check {
-	t.Helper()
-	for _, c := range checks {
-		if c.ID == id {
-			return c
-		}
-	}
-	t.Fatalf("no check %s in %+v", id, checks)
-	return verdict.Check{}
 }

@@ -76,3 +76,16 @@ func TestDatabaseMustExist(t *testing.T) {
 		t.Errorf("--database root.a*: %v, want bad input", err)
 	}
 }
+
+// The text report lists a step's status codes in one order, sorted, so
+// two reports of the same run read (and diff) the same. It followed Go's
+// random map order.
+func TestStatusCodesListedInOrder(t *testing.T) {
+	codes := map[string]int64{"301": 1, "507": 2, "602": 1, "700": 4, "719": 1, "803": 2, "906": 3, "913": 1}
+	want := " (status codes: 301 x1, 507 x2, 602 x1, 700 x4, 719 x1, 803 x2, 906 x3, 913 x1)"
+	for range 20 {
+		if got := codeSummary(codes); got != want {
+			t.Fatalf("codeSummary = %q, want %q", got, want)
+		}
+	}
+}

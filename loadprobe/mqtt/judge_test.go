@@ -5,20 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/loadprobe/latency"
 )
-
-func checkByID(t *testing.T, cs []verdict.Check, id string) verdict.Check {
-	t.Helper()
-	for _, c := range cs {
-		if c.ID == id {
-			return c
-		}
-	}
-	t.Fatalf("no check %s in %+v", id, cs)
-	return verdict.Check{}
-}
 
 // mqtt.schedule states its 1% allowance: expected and observed say how
 // many publishes were late out of how many, and a pass within the
@@ -35,7 +25,7 @@ func TestScheduleCheckStatesAllowance(t *testing.T) {
 		{349, 30000, verdict.Warn, "349 of 30000 (1.16%)"},
 	} {
 		res := &Result{Messages: Messages{Scheduled: tc.scheduled, Published: tc.scheduled, Overruns: tc.overruns}}
-		c := checkByID(t, judge(&cfg, res), "mqtt.schedule")
+		c := testenv.CheckByID(t, judge(&cfg, res), "mqtt.schedule")
 		if c.Status != tc.status || c.Observed != tc.observed || c.Expected != "<= 1% of publishes more than 10ms late" {
 			t.Errorf("%d of %d late: got status %s observed %q expected %q", tc.overruns, tc.scheduled, c.Status, c.Observed, c.Expected)
 		}
@@ -60,7 +50,7 @@ func TestInterruptedNeverPasses(t *testing.T) {
 	if v := verdict.Worst(cs); v != verdict.Fail {
 		t.Errorf("interrupted: verdict %s, want fail", v)
 	}
-	if c := checkByID(t, cs, "mqtt.complete"); c.Status != verdict.Fail || c.Observed != "interrupted" || !strings.Contains(c.Summary, "interrupted after 6.0 s") {
+	if c := testenv.CheckByID(t, cs, "mqtt.complete"); c.Status != verdict.Fail || c.Observed != "interrupted" || !strings.Contains(c.Summary, "interrupted after 6.0 s") {
 		t.Errorf("mqtt.complete %+v", c)
 	}
 }
@@ -77,18 +67,18 @@ func TestInterruptedNothingMeasuredSkips(t *testing.T) {
 	if v := verdict.Worst(cs); v != verdict.Fail {
 		t.Errorf("verdict %s, want fail", v)
 	}
-	if c := checkByID(t, cs, "mqtt.complete"); c.Status != verdict.Fail || c.Observed != "interrupted" {
+	if c := testenv.CheckByID(t, cs, "mqtt.complete"); c.Status != verdict.Fail || c.Observed != "interrupted" {
 		t.Errorf("mqtt.complete %+v", c)
 	}
 	for _, id := range []string{"mqtt.loss", "mqtt.unacked", "mqtt.connect_fail_rate", "mqtt.connect_p95", "mqtt.ack_p95", "mqtt.e2e_p99", "mqtt.schedule"} {
-		if c := checkByID(t, cs, id); c.Status != verdict.Skip || !strings.Contains(c.Summary, "interrupted") {
+		if c := testenv.CheckByID(t, cs, id); c.Status != verdict.Skip || !strings.Contains(c.Summary, "interrupted") {
 			t.Errorf("%s: %s %q, want skip saying the run was interrupted", id, c.Status, c.Summary)
 		}
 	}
 	// A run that went its full window yet measured nothing still fails.
 	full := &Result{Connects: Connects{Target: 100, OK: 100}}
 	for _, id := range []string{"mqtt.loss", "mqtt.ack_p95", "mqtt.e2e_p99"} {
-		if c := checkByID(t, judge(&cfg, full), id); c.Status != verdict.Fail {
+		if c := testenv.CheckByID(t, judge(&cfg, full), id); c.Status != verdict.Fail {
 			t.Errorf("complete run, nothing measured: %s %s, want fail", id, c.Status)
 		}
 	}
@@ -149,7 +139,7 @@ func TestDeliveryCheck(t *testing.T) {
 		cfg := Defaults()
 		cfg.QoS = tc.qos
 		res := &Result{Messages: Messages{Scheduled: 100, Published: 100, Acked: 100, Expected: 100, Received: 100, Duplicated: tc.dup, OutOfOrder: tc.ooo}}
-		c := checkByID(t, judge(&cfg, res), "mqtt.delivery")
+		c := testenv.CheckByID(t, judge(&cfg, res), "mqtt.delivery")
 		if c.Status != tc.status || !strings.Contains(c.Summary, tc.mentioned) {
 			t.Errorf("QoS %d, %d duplicated, %d out of order: %s %q; want %s mentioning %q", tc.qos, tc.dup, tc.ooo, c.Status, c.Summary, tc.status, tc.mentioned)
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
 
@@ -45,7 +46,7 @@ func TestLateConnectKeepsTheSchedule(t *testing.T) {
 	if res.Latency.E2E.Max < 500 {
 		t.Errorf("e2e max %.1f ms: the window's late slots' latency from their slot does not show", res.Latency.E2E.Max)
 	}
-	c := checkByID(t, res.Checks, "mqtt.schedule")
+	c := testenv.CheckByID(t, res.Checks, "mqtt.schedule")
 	if c.Status != verdict.Warn || !strings.Contains(c.Summary, "connect") || !strings.Contains(c.Remedy, "conn-rate") {
 		t.Errorf("mqtt.schedule %+v: want a warning that blames the slow connects", c)
 	}

@@ -392,13 +392,7 @@ func TestMissingAcksCensoredInPercentiles(t *testing.T) {
 	if ack.P50 < 500 {
 		t.Errorf("ack p50 %.3f ms: most publishes were never acked, want >= 500 ms", ack.P50)
 	}
-	var c verdict.Check
-	for _, ch := range res.Checks {
-		if ch.ID == "mqtt.ack_p95" {
-			c = ch
-		}
-	}
-	if c.Status != verdict.Fail || !strings.Contains(c.Observed, "censored") {
+	if c := testenv.CheckByID(t, res.Checks, "mqtt.ack_p95"); c.Status != verdict.Fail || !strings.Contains(c.Observed, "censored") {
 		t.Errorf("mqtt.ack_p95 = %+v, want fail naming the censored values", c)
 	}
 	var b strings.Builder
@@ -596,7 +590,7 @@ func TestInterruptedAckInFlightNotUnacked(t *testing.T) {
 	if l := res.Latency; l.Ack.Censored+l.WarmupAck.Censored != m.AckInFlight || l.Ack.Max >= float64(res.Config.Grace.Milliseconds()) {
 		t.Errorf("ack latencies censored %d, max %.1f ms: want the %d in flight censored at their wait, under the grace", l.Ack.Censored+l.WarmupAck.Censored, l.Ack.Max, m.AckInFlight)
 	}
-	if c := checkByID(t, res.Checks, "mqtt.unacked"); c.Status == verdict.Fail {
+	if c := testenv.CheckByID(t, res.Checks, "mqtt.unacked"); c.Status == verdict.Fail {
 		t.Errorf("mqtt.unacked failed: %s", c.Summary)
 	}
 }
@@ -631,14 +625,14 @@ func TestInterruptedDuringRamp(t *testing.T) {
 	if c.NotStarted == 0 || !strings.Contains(txt.String(), fmt.Sprintf("%d not started (the run ended first)", c.NotStarted)) {
 		t.Errorf("clients never started not reported as such: %+v", c)
 	}
-	if res.Verdict != verdict.Fail || checkByID(t, res.Checks, "mqtt.complete").Status != verdict.Fail {
+	if res.Verdict != verdict.Fail || testenv.CheckByID(t, res.Checks, "mqtt.complete").Status != verdict.Fail {
 		t.Errorf("an interrupted run never passes: verdict %s", res.Verdict)
 	}
-	if ch := checkByID(t, res.Checks, "mqtt.connect_fail_rate"); ch.Status != verdict.Pass {
+	if ch := testenv.CheckByID(t, res.Checks, "mqtt.connect_fail_rate"); ch.Status != verdict.Pass {
 		t.Errorf("mqtt.connect_fail_rate %s %q, want pass (every connect attempted succeeded)", ch.Status, ch.Summary)
 	}
 	for _, id := range []string{"mqtt.ack_p95", "mqtt.e2e_p99"} {
-		if ch := checkByID(t, res.Checks, id); ch.Status != verdict.Skip || !strings.Contains(ch.Summary, "interrupted") {
+		if ch := testenv.CheckByID(t, res.Checks, id); ch.Status != verdict.Skip || !strings.Contains(ch.Summary, "interrupted") {
 			t.Errorf("%s: %s %q, want skip: the steady window never began", id, ch.Status, ch.Summary)
 		}
 	}

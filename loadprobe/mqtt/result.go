@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -640,7 +642,7 @@ func failuresInWords(cfg *Config, res *Result, n int, first map[string]string) [
 
 func byReason(m map[string]int64, first map[string]string, prefix string) string {
 	var parts []string
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		p := fmt.Sprintf("%s %d", k, m[k])
 		if e, ok := first[prefix+k]; ok {
 			p += fmt.Sprintf(" (first: %s)", e)
@@ -1041,7 +1043,7 @@ func reasons(m map[string]int64) string {
 		return ""
 	}
 	var parts []string
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	return " (" + strings.Join(parts, ", ") + ")"

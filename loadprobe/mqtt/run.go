@@ -12,7 +12,6 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -1222,14 +1221,4 @@ func runID(cfg *Config, random string) string {
 		return "fleet-" + strconv.FormatInt(cfg.StartAt.UnixMilli(), 10)
 	}
 	return random
-}
-
-// sortedKeys returns m's keys sorted.
-func sortedKeys(m map[string]int64) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
 
@@ -108,7 +109,7 @@ func TestInterruptedStallInPercentiles(t *testing.T) {
 		t.Errorf("ack max %.1f ms: the stuck publishes are censored at their wait (< 2 s), not at the %v grace", l.Ack.Max, cfg.Grace)
 	}
 	for _, id := range []string{"mqtt.ack_p95", "mqtt.e2e_p99"} {
-		if c := checkByID(t, res.Checks, id); c.Status != verdict.Fail || !strings.Contains(c.Observed, "at the time they had waited") {
+		if c := testenv.CheckByID(t, res.Checks, id); c.Status != verdict.Fail || !strings.Contains(c.Observed, "at the time they had waited") {
 			t.Errorf("%s %s %q (%s): want fail on the stalled publishes", id, c.Status, c.Summary, c.Observed)
 		}
 	}
@@ -141,7 +142,7 @@ func TestFailedConnectsInConnectPercentiles(t *testing.T) {
 	if l.P95 < 1000 {
 		t.Errorf("connect p95 %.1f ms: want the timed-out connects (>= 1000 ms) in it", l.P95)
 	}
-	c := checkByID(t, res.Checks, "mqtt.connect_p95")
+	c := testenv.CheckByID(t, res.Checks, "mqtt.connect_p95")
 	if c.Status != verdict.Fail || !strings.Contains(c.Observed, "censored at the time they waited") {
 		t.Errorf("mqtt.connect_p95 %s %q (%s): want fail, naming the censored failed connects", c.Status, c.Summary, c.Observed)
 	}
