@@ -164,8 +164,10 @@ func run(ctx context.Context, o Options, rn runners) (*Result, error) {
 
 	// 5. The tuning is still in force: nothing (a `tune rollback`, another
 	// tool, a package's sysctl.d) undid it while preflight and the probes
-	// ran. A drift fails the tune step.
-	if !o.NoTune && !o.DryRun && ctx.Err() == nil {
+	// ran. A drift fails the tune step. It runs after an interrupt too (it
+	// only reads): a probe interrupted in its clean-up, after every step,
+	// keeps its verdict, and the READY that may give rests on this check.
+	if !o.NoTune && !o.DryRun {
 		recheck(&res.Steps[0], rn.recheck(p, o))
 	}
 	return finish(res)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/loadprobe/iotdb"
 	"github.com/hostprep/hostprep/loadprobe/mqtt"
@@ -248,11 +249,37 @@ func TestInterruptedRunIsNotReady(t *testing.T) {
 	if exitcode.Code(err) != exitcode.Environment || res.Verdict != outcome.NotReady {
 		t.Fatalf("err %v verdict %v", err, res.Verdict)
 	}
-	if got := strings.Join(f.ran, ","); got != "tune" {
-		t.Errorf("ran %s after the interrupt", got)
+	if got := strings.Join(f.ran, ","); got != "tune,recheck" {
+		t.Errorf("ran %s after the interrupt: want only the read-only recheck", got)
 	}
 	if s := res.Step(outcome.StepPreflight); !strings.Contains(s.Error, "interrupted") {
 		t.Errorf("preflight step %+v", s)
+	}
+}
+
+// An IoTDB probe interrupted in its clean-up, after every step, keeps its
+// verdict (the measurement is complete), so the run can still be READY:
+// then the end-of-run recheck must still run. It was skipped once the
+// context was done, and a tuning undone during the run read as READY.
+func TestInterruptInLastCleanupStillRechecks(t *testing.T) {
+	f := newFakes()
+	f.recheck = []verdict.Check{{ID: "tune.drift.runtime.net.core.somaxconn", Status: verdict.Fail, Summary: "somaxconn is 4096 again"}}
+	ctx, cancel := context.WithCancel(context.Background())
+	rn := f.runners()
+	iotdbRun := rn.iotdb
+	rn.iotdb = func(c context.Context, cfg iotdb.Config) outcome.Step {
+		cancel() // Ctrl-C during the clean-up; the probe keeps its verdict
+		return iotdbRun(c, cfg)
+	}
+	res, err := run(ctx, Options{Profile: "ready-small", IoTDB: "127.0.0.1:6667"}, rn)
+	if got := strings.Join(f.ran, ","); got != "tune,preflight,mqtt,iotdb,recheck" {
+		t.Errorf("ran %s", got)
+	}
+	if exitcode.Code(err) != exitcode.Failed || res.Verdict != outcome.NotReady {
+		t.Fatalf("err %v verdict %v: want NOT READY on the drift the recheck found", err, res.Verdict)
+	}
+	if testenv.CheckByID(t, res.Step(outcome.StepTune).Checks, "tune.drift.runtime.net.core.somaxconn").Status != verdict.Fail {
+		t.Errorf("tune step checks %+v", res.Step(outcome.StepTune).Checks)
 	}
 }
 
