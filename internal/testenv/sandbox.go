@@ -200,32 +200,3 @@ func pipe(a, b net.Conn) {
 	a.Close()
 	b.Close()
 }
-
-// GuardSysctls records the global sysctl keys (fs.nr_open, fs.file-max:
-// keys a network namespace does not isolate) and returns their values by
-// key; should the test end with one changed (a failure before rollback
-// restored it), it puts the value back and reports the test failed.
-func GuardSysctls(t testing.TB, keys ...string) map[string]string {
-	t.Helper()
-	path := func(k string) string { return "/proc/sys/" + strings.ReplaceAll(k, ".", "/") }
-	orig := map[string]string{}
-	for _, k := range keys {
-		b, err := os.ReadFile(path(k))
-		if err != nil {
-			t.Fatal(err)
-		}
-		orig[k] = strings.TrimSpace(string(b))
-	}
-	t.Cleanup(func() {
-		for k, v := range orig {
-			b, _ := os.ReadFile(path(k))
-			if strings.TrimSpace(string(b)) != v {
-				t.Errorf("safety net: %s was %s after the test, restoring %s", k, strings.TrimSpace(string(b)), v)
-				if err := os.WriteFile(path(k), []byte(v), 0o644); err != nil {
-					t.Errorf("safety net: restoring %s: %v", k, err)
-				}
-			}
-		}
-	})
-	return orig
-}
