@@ -29,11 +29,15 @@ func newNetns(t *testing.T) *netns {
 	return &netns{Sandbox: s, t: t, bin: s.Bin}
 }
 
-// guardGlobal records the global fs.* keys and, should a test fail before
-// rollback restored them, puts them back and reports it.
+// guardGlobal records the keys a network namespace does not isolate that
+// the built-in profiles set (fs.nr_open, fs.file-max; the iotdb profile's
+// vm.max_map_count and vm.swappiness, writable from inside the sandbox
+// and global) and, should a test fail before rollback restored them, puts
+// them back and reports it. (The global net.core and net.ipv4 keys are
+// read-only or absent inside the namespace.)
 func guardGlobal(t *testing.T) map[string]string {
 	t.Helper()
-	return testenv.GuardSysctls(t, "fs.nr_open", "fs.file-max")
+	return testenv.GuardSysctls(t, "fs.nr_open", "fs.file-max", "vm.max_map_count", "vm.swappiness")
 }
 
 // holdLock makes a process in the sandbox hold /run/hostprep.lock (as a
