@@ -690,6 +690,7 @@ func (pl *Plan) checkBoot(p *profiles.Profile, st *journal.State) error {
 			pl.Warnings = append(pl.Warnings, it.Problem)
 		}
 	}
+	pl.Warnings = append(pl.Warnings, installNotes(pl.env, items)...)
 	for i, c := range pl.Changes {
 		if c.Key != "" {
 			pl.Changes[i].Boot = byKey[c.Key]
