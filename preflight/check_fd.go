@@ -69,9 +69,12 @@ func systemdRemedy(unit string, need uint64) string {
 
 // unseenServer says whether the target is a broker or iotdb whose process
 // was not named or found (no --pid, --service, profile unit, or owner of
-// its listener): the limits at hand are only what a login shell here would
-// get, which says nothing either way about the service's own.
-func unseenServer(p ProcessFacts, t Target) bool { return p.Assumed && t.Role != Loadgen }
+// its listener), or a profile's unit that is not installed (UnitMissing;
+// fd.soft fails on that): the limits at hand are only what a login shell
+// here would get, which says nothing either way about the service's own.
+func unseenServer(p ProcessFacts, t Target) bool {
+	return p.UnitMissing || p.Assumed && t.Role != Loadgen
+}
 
 // unitWithoutManager says whether the target is a unit on a host where
 // systemd is not running, and no process of it was read: its limits are
@@ -100,9 +103,14 @@ func ownerHidden(f *Facts, t Target) []int {
 	return out
 }
 
-// unseenWhy is why an unseen server's limits are not known: none listens
+// unseenWhy is why an unseen server's limits are not known: the
+// profile's unit is not installed, systemd is not running, none listens
 // on its ports, or one does whose owner this user cannot see; and the fix.
 func unseenWhy(f *Facts, t Target) (why, fix string) {
+	if p := f.Target; p.UnitMissing {
+		return fmt.Sprintf("%s is not installed here (no unit file), so there is no service whose limits could be read", p.Unit),
+			fmt.Sprintf("install the service first, or name the process that will hold the sockets: hostprep preflight --service UNIT (an installed unit) or --pid PID; drop-ins for %s do nothing without its unit file", p.Unit)
+	}
 	if p := f.Target; p.Unit != "" && !p.UnitMissing && !f.Systemd.Running {
 		prog := strings.TrimSuffix(p.Unit, ".service")
 		return fmt.Sprintf("systemd is not running here, so %s's unit sets nothing and whatever starts %s passes on its own limits", p.Unit, prog),
