@@ -63,8 +63,8 @@ type BootItem struct {
 	// (boot.Unlimited when none or unlimited).
 	hard uint64
 	// unit is the unit a LimitNOFILE or TasksMax item is of ("" for
-	// any other item).
-	unit string
+	// any other item), and unitFile its unit file ("" when none).
+	unit, unitFile string
 }
 
 // persistHint suggests a --persist-name that sorts after the file that
@@ -285,9 +285,17 @@ func bootItems(env Env, per journal.Persisted, modes map[string]string, overlay 
 		return nil, err
 	}
 	for i := range items {
-		if i < len(without) && items[i].OK && !without[i].OK {
+		switch {
+		case i >= len(without):
+		case items[i].OK && !without[i].OK:
 			items[i] = without[i]
 			items[i].Problem += " (this is the boot without the files now on /run, a tmpfs emptied at every boot: they count only if something writes them again at boot)"
+		case without[i].NotInstalled && !items[i].NotInstalled:
+			// its only unit file is on /run (a transient unit,
+			// systemd-run): gone after a reboot
+			items[i].NotInstalled = true
+			items[i].Note = fmt.Sprintf("%s is not installed after a reboot: its only unit file, %s, is on /run, a tmpfs emptied at every boot (a transient unit: systemd-run); hostprep's drop-in %s applies once the unit is installed, but until then no service gets it",
+				items[i].unit, items[i].unitFile, files.ServiceDropIn(items[i].unit))
 		}
 	}
 	return items, nil
@@ -473,8 +481,12 @@ func notStarted(env Env, it *BootItem, read []boot.ConfFile, u, key string) {
 	switch {
 	case unitMissing(read, u):
 		it.NotInstalled = true
-		it.Note = fmt.Sprintf("%s: %s is not installed %s (no unit file in any systemd unit directory): hostprep's drop-in %s is in place and its %s applies once the unit is installed, but until then no service gets it",
-			it.Limit, u, installedWhere(env), files.ServiceDropIn(u), key)
+		it.Note = fmt.Sprintf("%s is not installed %s (no unit file in any systemd unit directory): hostprep's drop-in %s is in place and applies once the unit is installed, but until then no service gets it",
+			u, installedWhere(env), files.ServiceDropIn(u))
+		return
+	}
+	it.unitFile = read[0].Path
+	switch {
 	case read[0].Masked:
 		it.OK = false
 		it.Problem = fmt.Sprintf("%s: the unit is masked (%s is empty or a link to /dev/null): systemd will not start it after a reboot, so no %s applies; unmask it (systemctl unmask %s) or name the unit that runs the service", it.Limit, read[0].Path, key, u)
@@ -503,35 +515,27 @@ func installedWhere(env Env) string {
 
 // installNotes are what the unit items among items (LimitNOFILE,
 // TasksMax) of units that are not installed say beyond OK: one line per
-// such unit, naming it and its drop-in; or, when no unit hostprep wrote
-// a drop-in for is installed, one line saying the limits reach no
-// service at all. nil when every unit is installed.
+// such unit (the Note of its first item), naming it and its drop-in;
+// or, when no unit hostprep wrote a drop-in for is installed, one line
+// saying the limits reach no service at all. nil when every unit is
+// installed.
 func installNotes(env Env, items []BootItem) []string {
-	var units, missing []string
-	keys := map[string][]string{}
+	var units, missing, out []string
 	for _, it := range items {
-		if it.unit == "" {
+		if it.unit == "" || slices.Contains(units, it.unit) {
 			continue
 		}
-		if !slices.Contains(units, it.unit) {
-			units = append(units, it.unit)
-			if it.NotInstalled {
-				missing = append(missing, it.unit)
-			}
+		units = append(units, it.unit)
+		if it.NotInstalled {
+			missing, out = append(missing, it.unit), append(out, it.Note)
 		}
-		keys[it.unit] = append(keys[it.unit], strings.TrimPrefix(it.Limit, it.unit+" "))
 	}
 	if len(missing) == 0 {
 		return nil
 	}
 	if len(missing) == len(units) {
-		return []string{fmt.Sprintf("no unit hostprep tuned is installed %s (%s: no unit file in any systemd unit directory), so the limits in hostprep's %s reach no service until one is; install the service, or apply a profile whose systemd.services names the unit that runs it",
+		return []string{fmt.Sprintf("no unit hostprep tuned is installed %s (%s: no unit file at the next boot), so the limits in hostprep's %s reach no service until one is; install the service, or apply a profile whose systemd.services names the unit that runs it",
 			installedWhere(env), strings.Join(missing, ", "), plural.Noun(len(missing), "drop-in"))}
-	}
-	var out []string
-	for _, u := range missing {
-		out = append(out, fmt.Sprintf("%s is not installed %s (no unit file in any systemd unit directory): hostprep's drop-in %s (%s) is in place and applies once the unit is installed; until then no service gets it",
-			u, installedWhere(env), files.ServiceDropIn(u), strings.Join(keys[u], ", ")))
 	}
 	return out
 }

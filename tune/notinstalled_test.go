@@ -167,3 +167,27 @@ func wantUnitItems(t *testing.T, what string, report any, text string, tasks boo
 	}
 	wantInstallWarnings(t, what+" text", lines, missing, ok)
 }
+
+// TestUnitOnlyOnRunIsNotInstalledAfterReboot: a unit whose only unit
+// file is on /run (a transient unit, systemd-run --unit mosquitto) is
+// gone after a reboot, as the sysctl files there are: verify --boot
+// judged it installed from the file it found now. Its items are
+// not_installed, and the note names the file on /run.
+func TestUnitOnlyOnRunIsNotInstalledAfterReboot(t *testing.T) {
+	h := newHost(t, nil)
+	h.env.SystemdRunDir = h.root // systemd runs
+	h.layFiles(map[string]string{"/lib/systemd/system/emqx.service": "[Service]\nExecStart=/bin/true\n",
+		"/run/systemd/transient/mosquitto.service": "[Service]\nExecStart=/usr/sbin/mosquitto\n"})
+	p, err := profiles.Parse("t.yaml", []byte("systemd:\n  services: [emqx, mosquitto]\n  limit_nofile: {soft: 65536, hard: 65536}\n"))
+	must(t, err)
+	_, err = h.apply(p)
+	must(t, err)
+	bs, err := VerifyBoot(h.env)
+	must(t, err)
+	var text bytes.Buffer
+	must(t, bs.WriteText(&text))
+	wantUnitItems(t, "verify --boot", bs, text.String(), false, []string{"mosquitto.service"}, []string{"emqx.service"})
+	if !strings.Contains(text.String(), "its only unit file, /run/systemd/transient/mosquitto.service, is on /run") {
+		t.Errorf("the warning does not name the unit file on /run:\n%s", text.String())
+	}
+}
