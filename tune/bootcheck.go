@@ -481,7 +481,7 @@ func notStarted(env Env, it *BootItem, read []boot.ConfFile, u, key string) {
 	switch {
 	case unitMissing(read, u):
 		it.NotInstalled = true
-		it.Note = fmt.Sprintf("%s is not installed %s (no unit file in any systemd unit directory): hostprep's drop-in %s is in place and applies once the unit is installed, but until then no service gets it",
+		it.Note = fmt.Sprintf("%s is not installed %s (no unit file in any systemd unit directory): hostprep's drop-in %s applies once the unit is installed, but until then no service gets it",
 			u, installedWhere(env), files.ServiceDropIn(u))
 		return
 	}
