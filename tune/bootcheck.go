@@ -513,31 +513,29 @@ func installedWhere(env Env) string {
 	return "on this host"
 }
 
-// installNotes are what the unit items among items (LimitNOFILE,
-// TasksMax) of units that are not installed say beyond OK: one line per
-// such unit (the Note of its first item), naming it and its drop-in;
-// or, when no unit hostprep wrote a drop-in for is installed, one line
-// saying the limits reach no service at all. nil when every unit is
-// installed.
-func installNotes(env Env, items []BootItem) []string {
-	var units, missing, out []string
+// installNotes say what the unit items among items (LimitNOFILE,
+// TasksMax) of units that are not installed do not say with OK. Some of
+// the units not installed (a profile's alternatives: emqx or mosquitto,
+// whichever the host runs): a note per such unit, the Note of its first
+// item, naming it and its drop-in. None of them installed: no note, one
+// warning saying the limits reach no service at all. Both nil when
+// every unit is installed.
+func installNotes(env Env, items []BootItem) (notes, warnings []string) {
+	var units, missing []string
 	for _, it := range items {
 		if it.unit == "" || slices.Contains(units, it.unit) {
 			continue
 		}
 		units = append(units, it.unit)
 		if it.NotInstalled {
-			missing, out = append(missing, it.unit), append(out, it.Note)
+			missing, notes = append(missing, it.unit), append(notes, it.Note)
 		}
 	}
-	if len(missing) == 0 {
-		return nil
+	if len(missing) == 0 || len(missing) < len(units) {
+		return notes, nil
 	}
-	if len(missing) == len(units) {
-		return []string{fmt.Sprintf("no unit hostprep tuned is installed %s (%s: no unit file at the next boot), so the limits in hostprep's %s reach no service until one is; install the service, or apply a profile whose systemd.services names the unit that runs it",
-			installedWhere(env), strings.Join(missing, ", "), plural.Noun(len(missing), "drop-in"))}
-	}
-	return out
+	return nil, []string{fmt.Sprintf("no unit hostprep tuned is installed %s (%s: no unit file at the next boot), so the limits in hostprep's %s reach no service until one is; install the service, or apply a profile whose systemd.services names the unit that runs it",
+		installedWhere(env), strings.Join(missing, ", "), plural.Noun(len(missing), "drop-in"))}
 }
 
 func fmtRlimit(v uint64) string {
@@ -764,8 +762,11 @@ type BootStatus struct {
 	// no unit file (their items are marked not_installed): not failing,
 	// but no service gets their limits until they are installed.
 	NotInstalled []string `json:"not_installed,omitempty"`
-	// Warnings say so, one per such unit, or one when no unit hostprep
-	// tuned is installed.
+	// Notes say so, one per such unit, when another unit hostprep tuned
+	// is installed (a profile's alternatives: emqx or mosquitto).
+	Notes []string `json:"notes,omitempty"`
+	// Warnings say so when no unit hostprep tuned is installed: the
+	// limits reach no service.
 	Warnings []string `json:"warnings,omitempty"`
 }
 
@@ -798,7 +799,7 @@ func VerifyBoot(env Env) (*BootStatus, error) {
 		return nil, err
 	}
 	bs.Items = items
-	bs.Warnings = installNotes(env, items)
+	bs.Notes, bs.Warnings = installNotes(env, items)
 	var bad []string
 	for _, it := range items {
 		if !it.OK {

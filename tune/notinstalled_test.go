@@ -18,8 +18,10 @@ import (
 // printed a plain ok, as if the service would get the limit after a
 // reboot. Now each such item fails nothing (the drop-in applies once the
 // unit is installed; exit 0) but is marked not_installed in JSON, "not
-// installed" in the OK column, and a warning names the unit, or says
-// that no unit hostprep tuned is installed. An installed unit (its own
+// installed" in the OK column, and a note names the unit (a profile's
+// alternative: the host runs the other one), or, when no unit hostprep
+// tuned is installed, a warning says the limits reach no service (plan
+// and apply: a warning, which ready reports). An installed unit (its own
 // file, its template's for an instance, an alias link, named with or
 // without ".service") stays a plain ok.
 func TestUnitNotInstalledIsNoPlainOk(t *testing.T) {
@@ -70,7 +72,7 @@ func TestUnitNotInstalledIsNoPlainOk(t *testing.T) {
 			}
 			pl, err := NewPlan(p, env)
 			must(t, err)
-			wantInstallWarnings(t, "plan", pl.Warnings, c.missing, c.ok)
+			wantInstallWarnings(t, "plan", pl.Notes, pl.Warnings, c.missing, c.ok)
 			_, err = Apply(t.Context(), p, Options{Env: env})
 			must(t, err)
 			bs, err := VerifyBoot(env)
@@ -87,22 +89,27 @@ func TestUnitNotInstalledIsNoPlainOk(t *testing.T) {
 	}
 }
 
-// wantInstallWarnings wants warnings to name each unit of missing as not
-// installed (one line for all when ok is empty) and none of ok.
-func wantInstallWarnings(t *testing.T, what string, warnings, missing, ok []string) {
+// wantInstallWarnings wants notes to name each unit of missing as not
+// installed and none of ok when some unit is installed (a profile's
+// alternatives: a note, no warning); when none is (ok empty), one warning
+// naming every unit of missing and saying the limits reach no service.
+func wantInstallWarnings(t *testing.T, what string, notes, warnings, missing, ok []string) {
 	t.Helper()
-	all := strings.Join(warnings, "\n")
+	n, w := strings.Join(notes, "\n"), strings.Join(warnings, "\n")
 	for _, u := range missing {
-		if !strings.Contains(all, u+" is not installed") && !(len(ok) == 0 && strings.Contains(all, "no unit hostprep tuned is installed") && strings.Contains(all, u)) {
-			t.Errorf("%s: no warning that %s is not installed:\n%s", what, u, all)
+		if len(ok) > 0 && !strings.Contains(n, u+" is not installed") || len(ok) == 0 && !strings.Contains(w, u) {
+			t.Errorf("%s: nothing says %s is not installed:\nnotes:\n%s\nwarnings:\n%s", what, u, n, w)
 		}
 	}
-	if len(ok) == 0 && !strings.Contains(all, "reach no service") {
-		t.Errorf("%s: no warning that, with no unit installed, the limits reach no service:\n%s", what, all)
+	if len(ok) == 0 && !strings.Contains(w, "no unit hostprep tuned is installed") {
+		t.Errorf("%s: no warning that no unit is installed, so the limits reach no service:\n%s", what, w)
+	}
+	if len(ok) > 0 && strings.Contains(w, "not installed") {
+		t.Errorf("%s: warns of a profile's alternative that is not installed while another is:\n%s", what, w)
 	}
 	for _, u := range ok {
-		if strings.Contains(all, u+" is not installed") {
-			t.Errorf("%s: warns that the installed %s is not:\n%s", what, u, all)
+		if strings.Contains(n+w, u+" is not installed") {
+			t.Errorf("%s: says the installed %s is not:\n%s\n%s", what, u, n, w)
 		}
 	}
 }
@@ -110,8 +117,8 @@ func wantInstallWarnings(t *testing.T, what string, warnings, missing, ok []stri
 // wantUnitItems reads report (a BootStatus or Status) as a user does, its
 // JSON and its text: each LimitNOFILE (and, with tasks, TasksMax) item of
 // a unit in missing is ok (not failing) and not_installed, its text row
-// says "not installed" and a warning names the unit; one of ok is a plain
-// ok.
+// says "not installed", and notes or a warning name the unit
+// (wantInstallWarnings); one of ok is a plain ok.
 func wantUnitItems(t *testing.T, what string, report any, text string, tasks bool, missing, ok []string) {
 	t.Helper()
 	b, err := json.Marshal(report)
@@ -119,7 +126,9 @@ func wantUnitItems(t *testing.T, what string, report any, text string, tasks boo
 	var doc struct {
 		Items    []map[string]any `json:"items"`
 		Boot     []map[string]any `json:"boot_check"`
+		Notes    []string         `json:"notes"`
 		Warnings []string         `json:"warnings"`
+		BootN    []string         `json:"boot_notes"`
 		BootW    []string         `json:"boot_warnings"`
 	}
 	must(t, json.Unmarshal(b, &doc))
@@ -158,14 +167,17 @@ func wantUnitItems(t *testing.T, what string, report any, text string, tasks boo
 			}
 		}
 	}
-	wantInstallWarnings(t, what+" JSON", append(doc.Warnings, doc.BootW...), missing, ok)
-	var lines []string
+	wantInstallWarnings(t, what+" JSON", append(doc.Notes, doc.BootN...), append(doc.Warnings, doc.BootW...), missing, ok)
+	var notes, warnings []string
 	for _, l := range strings.Split(text, "\n") {
+		if s, found := strings.CutPrefix(l, "note: "); found {
+			notes = append(notes, s)
+		}
 		if s, found := strings.CutPrefix(l, "warning: "); found {
-			lines = append(lines, s)
+			warnings = append(warnings, s)
 		}
 	}
-	wantInstallWarnings(t, what+" text", lines, missing, ok)
+	wantInstallWarnings(t, what+" text", notes, warnings, missing, ok)
 }
 
 // TestUnitOnlyOnRunIsNotInstalledAfterReboot: a unit whose only unit
