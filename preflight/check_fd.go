@@ -69,12 +69,9 @@ func systemdRemedy(unit string, need uint64) string {
 
 // unseenServer says whether the target is a broker or iotdb whose process
 // was not named or found (no --pid, --service, profile unit, or owner of
-// its listener), or a profile's unit that is not installed (UnitMissing;
-// fd.soft fails on that): the limits at hand are only what a login shell
-// here would get, which says nothing either way about the service's own.
-func unseenServer(p ProcessFacts, t Target) bool {
-	return p.UnitMissing || p.Assumed && t.Role != Loadgen
-}
+// its listener): the limits at hand are only what a login shell here would
+// get, which says nothing either way about the service's own.
+func unseenServer(p ProcessFacts, t Target) bool { return p.Assumed && t.Role != Loadgen }
 
 // unitWithoutManager says whether the target is a unit on a host where
 // systemd is not running, and no process of it was read: its limits are
@@ -84,6 +81,17 @@ func unseenServer(p ProcessFacts, t Target) bool {
 func unitWithoutManager(f *Facts) bool {
 	p := f.Target
 	return p.Unit != "" && !p.UnitMissing && !f.Systemd.Running && p.PID == 0
+}
+
+// shellStandsIn says whether the limits at hand are a login shell's
+// standing in for a unit's: a unit on a host where systemd is not
+// running (unitWithoutManager), or a profile's unit that is not
+// installed (UnitMissing, which fails fd.soft). Too little there fails
+// fairly (nothing started here gets more without raising it), but
+// enough is no promise: fd.hard and fd.raise warn instead of passing
+// and the capacity marks it assumed.
+func shellStandsIn(f *Facts) bool {
+	return unitWithoutManager(f) || f.Target.UnitMissing && f.Target.PID == 0
 }
 
 const nameTheTarget = "name the process that will hold the sockets: hostprep preflight --service UNIT or --pid PID, or the unit in the profile's systemd.services (what ready reads); or start it so its listener is found (hostprep preflight --port PORT names another port)"
@@ -309,7 +317,7 @@ func checkFDHard(f *Facts, t Target) verdict.Check {
 func fdCovered(f *Facts, t Target, which string, n, need uint64, obs, exp string) (c verdict.Check, judged bool) {
 	p := f.Target
 	switch {
-	case unseenServer(p, t) || unitWithoutManager(f) && n >= need:
+	case unseenServer(p, t) || shellStandsIn(f) && n >= need:
 		return unnamedServer(f, t, which, n, need, obs, exp), true
 	case n < need:
 		return verdict.Check{}, false
@@ -323,7 +331,7 @@ func fdCovered(f *Facts, t Target, which string, n, need uint64, obs, exp string
 func checkFDRaise(f *Facts, t Target) verdict.Check {
 	p := f.Target
 	need, _ := fdNeed(p, t)
-	if unseenServer(p, t) || unitWithoutManager(f) && p.NofileHard >= need {
+	if unseenServer(p, t) || shellStandsIn(f) && p.NofileHard >= need {
 		return unseenRaise(f, t, need)
 	}
 	if p.NofileHard >= need {

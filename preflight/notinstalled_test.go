@@ -15,9 +15,10 @@ import (
 // left by tune apply). fd.soft failed, but fd.hard and fd.raise judged
 // what a login shell here gets as the service's own and passed on it,
 // and the capacity line took that shell's soft nofile as the target's.
-// A unit that is not installed has no limits to read: fd.hard and
-// fd.raise warn (they say the unit is not installed and neither pass nor
-// fail on a shell's limits), and the capacity marks the number assumed.
+// A unit that is not installed has no limits to read: where the shell's
+// are enough, fd.hard and fd.raise warn that the unit is not installed
+// instead of passing (too little still fails, as for a unit on a host
+// without systemd), and the capacity marks the number assumed.
 func TestProfileUnitsNotInstalledPassNothing(t *testing.T) {
 	root := fixtureRoot(t, nil)
 	if err := os.Remove(filepath.Join(root, "lib/systemd/system/emqx.service")); err != nil {
@@ -49,6 +50,13 @@ func TestProfileUnitsNotInstalledPassNothing(t *testing.T) {
 		}
 		if cp := capacityOf(f, tg); len(cp.Limits) == 0 || cp.Limits[0].Check != "fd.soft" || !cp.Limits[0].Assumed || !strings.Contains(cp.Limits[0].Resource, "emqx.service is not installed") {
 			t.Errorf("systemd running %v: capacity %+v, want the shell's soft nofile marked assumed, naming the missing unit", running, cp)
+		}
+		// too little for a login shell still fails, as for a unit on a
+		// host without systemd: only a pass was no promise
+		big := Target{Sockets: 100000, Role: Broker}
+		_ = big.Validate()
+		if c := testenv.CheckByID(t, Evaluate(f, big), "fd.hard"); c.Status != verdict.Fail {
+			t.Errorf("systemd running %v: fd.hard short of the need: %s, want a failure", running, message(c))
 		}
 	}
 }
