@@ -28,6 +28,6 @@
 // them. A --service with no unit file is bad input (exit 2); a profile's
 // unit with no unit file (none of its units installed, and no process
 // owning the role's listener) fails fd.soft, and fd.hard and fd.raise
-// warn rather than pass on the login shell's limits shown instead, which
-// the capacity marks assumed.
+// warn rather than pass on the login shell's limits shown instead (too
+// little still fails), which the capacity marks assumed.
 package preflight
