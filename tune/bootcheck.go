@@ -478,8 +478,7 @@ func limitItems(env Env, per journal.Persisted, overlay map[string][]byte) ([]Bo
 // NotInstalled, with a note naming the unit.
 func notStarted(env Env, it *BootItem, read []boot.ConfFile, u, key string) {
 	it.unit = u
-	switch {
-	case unitMissing(read, u):
+	if unitMissing(read, u) {
 		it.NotInstalled = true
 		it.Note = fmt.Sprintf("%s is not installed %s (no unit file in any systemd unit directory): hostprep's drop-in %s applies once the unit is installed, but until then no service gets it",
 			u, installedWhere(env), files.ServiceDropIn(u))
