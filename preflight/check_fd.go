@@ -83,6 +83,17 @@ func unitWithoutManager(f *Facts) bool {
 	return p.Unit != "" && !p.UnitMissing && !f.Systemd.Running && p.PID == 0
 }
 
+// shellStandsIn says whether the limits at hand are a login shell's
+// standing in for a unit's: a unit on a host where systemd is not
+// running (unitWithoutManager), or a profile's unit that is not
+// installed (UnitMissing, which fails fd.soft). Too little there fails
+// fairly (nothing started here gets more without raising it), but
+// enough is no promise: fd.hard and fd.raise warn instead of passing
+// and the capacity marks it assumed.
+func shellStandsIn(f *Facts) bool {
+	return unitWithoutManager(f) || f.Target.UnitMissing && f.Target.PID == 0
+}
+
 const nameTheTarget = "name the process that will hold the sockets: hostprep preflight --service UNIT or --pid PID, or the unit in the profile's systemd.services (what ready reads); or start it so its listener is found (hostprep preflight --port PORT names another port)"
 
 // ownerHidden returns the target's listener ports that something listens
@@ -100,9 +111,14 @@ func ownerHidden(f *Facts, t Target) []int {
 	return out
 }
 
-// unseenWhy is why an unseen server's limits are not known: none listens
+// unseenWhy is why an unseen server's limits are not known: the
+// profile's unit is not installed, systemd is not running, none listens
 // on its ports, or one does whose owner this user cannot see; and the fix.
 func unseenWhy(f *Facts, t Target) (why, fix string) {
+	if p := f.Target; p.UnitMissing {
+		return fmt.Sprintf("%s is not installed here (no unit file), so there is no service whose limits could be read", p.Unit),
+			fmt.Sprintf("install the service first, or name the process that will hold the sockets: hostprep preflight --service UNIT (an installed unit) or --pid PID; drop-ins for %s do nothing without its unit file", p.Unit)
+	}
 	if p := f.Target; p.Unit != "" && !p.UnitMissing && !f.Systemd.Running {
 		prog := strings.TrimSuffix(p.Unit, ".service")
 		return fmt.Sprintf("systemd is not running here, so %s's unit sets nothing and whatever starts %s passes on its own limits", p.Unit, prog),
@@ -301,7 +317,7 @@ func checkFDHard(f *Facts, t Target) verdict.Check {
 func fdCovered(f *Facts, t Target, which string, n, need uint64, obs, exp string) (c verdict.Check, judged bool) {
 	p := f.Target
 	switch {
-	case unseenServer(p, t) || unitWithoutManager(f) && n >= need:
+	case unseenServer(p, t) || shellStandsIn(f) && n >= need:
 		return unnamedServer(f, t, which, n, need, obs, exp), true
 	case n < need:
 		return verdict.Check{}, false
@@ -315,7 +331,7 @@ func fdCovered(f *Facts, t Target, which string, n, need uint64, obs, exp string
 func checkFDRaise(f *Facts, t Target) verdict.Check {
 	p := f.Target
 	need, _ := fdNeed(p, t)
-	if unseenServer(p, t) || unitWithoutManager(f) && p.NofileHard >= need {
+	if unseenServer(p, t) || shellStandsIn(f) && p.NofileHard >= need {
 		return unseenRaise(f, t, need)
 	}
 	if p.NofileHard >= need {

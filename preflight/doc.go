@@ -26,5 +26,8 @@
 // shell's), capped at the inherited hard limit when CAP_SYS_RESOURCE is
 // not in the bounding set, and the unit's own setting is reported beside
 // them. A --service with no unit file is bad input (exit 2); a profile's
-// unit with no unit file fails fd.soft.
+// unit with no unit file (none of its units installed, and no process
+// owning the role's listener) fails fd.soft, and fd.hard and fd.raise
+// warn rather than pass on the login shell's limits shown instead (too
+// little still fails), which the capacity marks assumed.
 package preflight

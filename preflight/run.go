@@ -293,7 +293,7 @@ func softNofileLimit(f *Facts, t Target) (CapacityLimit, bool) {
 	if s == Unlimited {
 		return CapacityLimit{}, false
 	}
-	if unseenServer(f.Target, t) || unitWithoutManager(f) {
+	if unseenServer(f.Target, t) || shellStandsIn(f) {
 		// not the service's own limit: say so, in the limit and the text
 		why, _ := unseenWhy(f, t)
 		return CapacityLimit{Check: "fd.soft", Assumed: true, Sockets: usableFDs(s),

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -47,9 +48,23 @@ type BootItem struct {
 	OK bool `json:"ok"`
 	// Problem says why not, naming the file and line that win, and the fix.
 	Problem string `json:"problem,omitempty"`
+	// NotInstalled says the item is a unit's (LimitNOFILE, TasksMax) and
+	// the unit has no unit file (for an instance, neither has its
+	// template) in any systemd unit directory: it is not installed, so
+	// no service gets the value yet. Boot is what the unit gets once it
+	// is installed (hostprep's drop-in, read as systemd will read it);
+	// OK judges that, so a unit that is not installed fails nothing,
+	// but it is no plain ok either: Note says so.
+	NotInstalled bool `json:"not_installed,omitempty"`
+	// Note says what the item's OK does not (NotInstalled: which unit
+	// is missing and that the drop-in applies once it is installed).
+	Note string `json:"note,omitempty"`
 	// hard is a nofile limit's hard value in force at boot
 	// (boot.Unlimited when none or unlimited).
 	hard uint64
+	// unit is the unit a LimitNOFILE or TasksMax item is of ("" for
+	// any other item), and unitFile its unit file ("" when none).
+	unit, unitFile string
 }
 
 // persistHint suggests a --persist-name that sorts after the file that
@@ -270,9 +285,17 @@ func bootItems(env Env, per journal.Persisted, modes map[string]string, overlay 
 		return nil, err
 	}
 	for i := range items {
-		if i < len(without) && items[i].OK && !without[i].OK {
+		switch {
+		case i >= len(without):
+		case items[i].OK && !without[i].OK:
 			items[i] = without[i]
 			items[i].Problem += " (this is the boot without the files now on /run, a tmpfs emptied at every boot: they count only if something writes them again at boot)"
+		case without[i].NotInstalled && !items[i].NotInstalled:
+			// its only unit file is on /run (a transient unit,
+			// systemd-run): gone after a reboot
+			items[i].NotInstalled = true
+			items[i].Note = fmt.Sprintf("%s is not installed after a reboot: its only unit file, %s, is on /run, a tmpfs emptied at every boot (a transient unit: systemd-run); hostprep's drop-in %s applies once the unit is installed, but until then no service gets it",
+				items[i].unit, items[i].unitFile, files.ServiceDropIn(items[i].unit))
 		}
 	}
 	return items, nil
@@ -440,7 +463,7 @@ func limitItems(env Env, per journal.Persisted, overlay map[string][]byte) ([]Bo
 			return nil, err
 		}
 		it := systemdItem(env, u+" LimitNOFILE", files.ServiceDropIn(u), read, per.Services[u], m.Resolved(pid1))
-		notStarted(&it, read, u, "LimitNOFILE")
+		notStarted(env, &it, read, u, "LimitNOFILE")
 		out = append(out, it)
 	}
 	return out, nil
@@ -449,10 +472,20 @@ func limitItems(env Env, per journal.Persisted, overlay map[string][]byte) ([]Bo
 // notStarted marks it (unit u's item for its setting key, "LimitNOFILE"
 // or "TasksMax") not OK when systemd will not start u after a reboot:
 // its unit file, read[0] of the files boot.UnitNofile lists, is masked
-// (empty or a link to /dev/null) or fails to parse.
-func notStarted(it *BootItem, read []boot.ConfFile, u, key string) {
+// (empty or a link to /dev/null) or fails to parse. A unit with no unit
+// file at all is not installed: that fails nothing (hostprep's drop-in
+// applies once it is installed) but is no plain ok either: it is marked
+// NotInstalled, with a note naming the unit.
+func notStarted(env Env, it *BootItem, read []boot.ConfFile, u, key string) {
+	it.unit = u
+	if unitMissing(read, u) {
+		it.NotInstalled = true
+		it.Note = fmt.Sprintf("%s is not installed %s (no unit file in any systemd unit directory): hostprep's drop-in %s applies once the unit is installed, but until then no service gets it",
+			u, installedWhere(env), files.ServiceDropIn(u))
+		return
+	}
+	it.unitFile = read[0].Path
 	switch {
-	case len(read) == 0 || !boot.IsUnitFile(read[0].Path, u):
 	case read[0].Masked:
 		it.OK = false
 		it.Problem = fmt.Sprintf("%s: the unit is masked (%s is empty or a link to /dev/null): systemd will not start it after a reboot, so no %s applies; unmask it (systemctl unmask %s) or name the unit that runs the service", it.Limit, read[0].Path, key, u)
@@ -461,6 +494,47 @@ func notStarted(it *BootItem, read []boot.ConfFile, u, key string) {
 		it.Boot = BootValue{Value: "not loaded"}
 		it.Problem = fmt.Sprintf("%s: systemd cannot parse the unit file (%s) and fails to load the unit (\"failed to load properly\"), so after a reboot it is not started and no %s applies; hostprep never edits a file it does not own: fix that line", it.Limit, read[0].Broken, key)
 	}
+}
+
+// unitMissing says whether read, the files boot.UnitNofile lists for
+// unit u, hold no unit file of u (nor of its template, for an
+// instance; an alias link counts as u's): u is not installed, and
+// drop-ins alone do not make a unit.
+func unitMissing(read []boot.ConfFile, u string) bool {
+	return len(read) == 0 || !boot.IsUnitFile(read[0].Path, u)
+}
+
+// installedWhere is "on this host", or "in the image" in image mode.
+func installedWhere(env Env) string {
+	if env.ImageMode() {
+		return "in the image"
+	}
+	return "on this host"
+}
+
+// installNotes say what the unit items among items (LimitNOFILE,
+// TasksMax) of units that are not installed do not say with OK. Some of
+// the units not installed (a profile's alternatives: emqx or mosquitto,
+// whichever the host runs): a note per such unit, the Note of its first
+// item, naming it and its drop-in. None of them installed: no note, one
+// warning saying the limits reach no service at all. Both nil when
+// every unit is installed.
+func installNotes(env Env, items []BootItem) (notes, warnings []string) {
+	var units, missing []string
+	for _, it := range items {
+		if it.unit == "" || slices.Contains(units, it.unit) {
+			continue
+		}
+		units = append(units, it.unit)
+		if it.NotInstalled {
+			missing, notes = append(missing, it.unit), append(notes, it.Note)
+		}
+	}
+	if len(missing) == 0 || len(missing) < len(units) {
+		return notes, nil
+	}
+	return nil, []string{fmt.Sprintf("no unit hostprep tuned is installed %s (%s: no unit file at the next boot), so the limits in hostprep's %s reach no service until one is; install the service, or apply a profile whose systemd.services names the unit that runs it",
+		installedWhere(env), strings.Join(missing, ", "), plural.Noun(len(missing), "drop-in"))}
 }
 
 func fmtRlimit(v uint64) string {
@@ -683,6 +757,16 @@ type BootStatus struct {
 	// Failing counts items whose boot value differs from what hostprep
 	// applied.
 	Failing int `json:"failing"`
+	// NotInstalled lists the units hostprep wrote a drop-in for that have
+	// no unit file (their items are marked not_installed): not failing,
+	// but no service gets their limits until they are installed.
+	NotInstalled []string `json:"not_installed,omitempty"`
+	// Notes say so, one per such unit, when another unit hostprep tuned
+	// is installed (a profile's alternatives: emqx or mosquitto).
+	Notes []string `json:"notes,omitempty"`
+	// Warnings say so when no unit hostprep tuned is installed: the
+	// limits reach no service.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // VerifyBoot compares every key and limit hostprep persisted (from the
@@ -714,11 +798,15 @@ func VerifyBoot(env Env) (*BootStatus, error) {
 		return nil, err
 	}
 	bs.Items = items
+	bs.Notes, bs.Warnings = installNotes(env, items)
 	var bad []string
 	for _, it := range items {
 		if !it.OK {
 			bs.Failing++
 			bad = append(bad, it.Problem)
+		}
+		if it.NotInstalled && !slices.Contains(bs.NotInstalled, it.unit) {
+			bs.NotInstalled = append(bs.NotInstalled, it.unit)
 		}
 	}
 	if bs.Failing > 0 {

@@ -208,7 +208,7 @@ func tasksItems(env Env, per journal.Persisted, overlay map[string][]byte) ([]Bo
 			return nil, err
 		}
 		it := tasksItem(env, u, read, per.TasksMax[u], got, ceiling)
-		notStarted(&it, read, u, "TasksMax")
+		notStarted(env, &it, read, u, "TasksMax")
 		if it.OK {
 			if err := sliceCaps(&it, root, u, per.TasksMax[u], ceiling, overlay); err != nil {
 				return nil, err

@@ -149,7 +149,7 @@ func (s *Status) WriteText(w io.Writer) error {
 	}
 	if len(rest) > 0 {
 		fmt.Fprintln(w, "after the next boot:")
-		writeBootItems(w, rest)
+		writeBootItems(w, rest, s.BootNotes, s.BootWarnings)
 	}
 	if s.Drift > 0 {
 		fmt.Fprintf(w, "%s drifted\n", plural.N(s.Drift, "item"))
@@ -171,14 +171,16 @@ func (b *BootStatus) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "nothing applied (no journal at %s)\n", b.Journal)
 		return nil
 	}
-	writeBootItems(w, b.Items)
+	writeBootItems(w, b.Items, b.Notes, b.Warnings)
 	return nil
 }
 
 // writeBootItems prints boot items as a table (what hostprep persisted,
-// the value after the next boot, the file:line that sets it), then one
-// "boot:" line per problem.
-func writeBootItems(w io.Writer, items []BootItem) {
+// the value after the next boot, the file:line that sets it; OK is "not
+// installed" for a unit's item that fails nothing but reaches no
+// service yet), then one "boot:" line per problem, and a "note:" line
+// per note and a "warning:" line per warning (installNotes).
+func writeBootItems(w io.Writer, items []BootItem, notes, warnings []string) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY/LIMIT\tAPPLIED\tAT BOOT\tSET BY\tOK")
 	for _, it := range items {
@@ -191,8 +193,11 @@ func writeBootItems(w io.Writer, items []BootItem) {
 			by = fmt.Sprintf("%s:%d", it.Boot.File, it.Boot.Line)
 		}
 		ok := "ok"
-		if !it.OK {
+		switch {
+		case !it.OK:
 			ok = "DIFFERS"
+		case it.NotInstalled:
+			ok = "not installed"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, cell(it.Want), cell(it.Boot.Value), by, ok)
 	}
@@ -201,5 +206,11 @@ func writeBootItems(w io.Writer, items []BootItem) {
 		if !it.OK {
 			fmt.Fprintf(w, "boot: %s\n", it.Problem)
 		}
+	}
+	for _, s := range notes {
+		fmt.Fprintf(w, "note: %s\n", s)
+	}
+	for _, s := range warnings {
+		fmt.Fprintf(w, "warning: %s\n", s)
 	}
 }

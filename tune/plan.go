@@ -690,6 +690,8 @@ func (pl *Plan) checkBoot(p *profiles.Profile, st *journal.State) error {
 			pl.Warnings = append(pl.Warnings, it.Problem)
 		}
 	}
+	notes, warnings := installNotes(pl.env, items)
+	pl.Notes, pl.Warnings = append(pl.Notes, notes...), append(pl.Warnings, warnings...)
 	for i, c := range pl.Changes {
 		if c.Key != "" {
 			pl.Changes[i].Boot = byKey[c.Key]

@@ -64,6 +64,11 @@ type Status struct {
 	// Boot compares every persisted key and limit with its value after the
 	// next boot (as `tune verify --boot`); it does not count in Drift.
 	Boot []BootItem `json:"boot_check,omitempty"`
+	// BootNotes and BootWarnings say which units of Boot are not
+	// installed (their items are marked not_installed), as verify
+	// --boot's notes and warnings do.
+	BootNotes    []string `json:"boot_notes,omitempty"`
+	BootWarnings []string `json:"boot_warnings,omitempty"`
 	// Interrupted says the last apply was killed part way (its completion
 	// marker was never written) and what to run; items it had not reached
 	// yet show their original value and are not counted in Drift.
@@ -136,6 +141,7 @@ func (s *Status) attachBoot(env Env, st *journal.State) {
 		return
 	}
 	s.Boot = items
+	s.BootNotes, s.BootWarnings = installNotes(env, items)
 	for i, it := range s.Items {
 		for j, b := range items {
 			if it.Key != "" && b.Key == it.Key {

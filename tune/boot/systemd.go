@@ -155,7 +155,7 @@ func unitFiles(t tree, unit string) ([]ConfFile, error) {
 		unit += ".service"
 	}
 	var files []ConfFile
-	frag, entry, names := buildUnitMap(t.root).unitNames(unit)
+	frag, entry, names := buildUnitMap(t).unitNames(unit)
 	if f, ok := unitFile(t.root, frag, entry); ok {
 		why, err := fileFails(t, f)
 		if err != nil {

@@ -49,7 +49,10 @@ func unitDirsResolved(root string) (dirs, resolved []string) {
 // name (dropped when the names' types or instances do not fit, and when
 // it names itself), any other link (outside the unit directories, to
 // /dev/null) is a linked unit file whose fragment is the link itself.
-func buildUnitMap(root string) unitMap {
+// An entry t's overlay marks absent (nil: a file on /run, which the
+// next boot does not find) is not read.
+func buildUnitMap(t tree) unitMap {
+	root := t.root
 	m := unitMap{ids: map[string]string{}, at: map[string]string{}, names: map[string][]string{}}
 	dirs, resolved := unitDirsResolved(root)
 	search := append(append([]string{}, dirs...), resolved...)
@@ -61,6 +64,9 @@ func buildUnitMap(root string) unitMap {
 				continue
 			}
 			p := path.Join(d, name)
+			if b, ok := t.overlay[p]; ok && b == nil {
+				continue
+			}
 			dst := p
 			switch {
 			case e.Type().IsRegular():

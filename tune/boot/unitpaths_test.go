@@ -60,3 +60,34 @@ func TestMergedLibNamesUnitFile(t *testing.T) {
 		t.Errorf("merged image: %s at %s (files %+v), want it named /lib/systemd/system/a.service", got, got.Where(), files)
 	}
 }
+
+// A unit file the overlay marks absent (nil: what tune's next-boot view
+// does to the files now on /run, a tmpfs) is not read: a transient
+// unit's /run/systemd/transient/NAME makes no unit after a reboot, and
+// without it a unit file later in the search path is the one loaded.
+// The unit map read the unit directories from disk, so a unit whose only
+// file was on /run still counted as installed after the reboot.
+func TestOverlayAbsentUnitFileIsNotRead(t *testing.T) {
+	root := testenv.TempTree(t, map[string]string{
+		"/run/systemd/transient/a.service": "[Service]\nLimitNOFILE=1000\n",
+		"/run/systemd/system/b.service":    "[Service]\nLimitNOFILE=2000\n",
+		"/lib/systemd/system/b.service":    "[Service]\nLimitNOFILE=3000\n",
+	})
+	gone := map[string][]byte{"/run/systemd/transient/a.service": nil, "/run/systemd/system/b.service": nil}
+	for unit, want := range map[string][2]string{
+		"a.service": {"/run/systemd/transient/a.service", ""},
+		"b.service": {"/run/systemd/system/b.service", "/lib/systemd/system/b.service"},
+	} {
+		for i, overlay := range []map[string][]byte{nil, gone} {
+			_, files, err := boot.UnitNofileOverlay(root, unit, overlay)
+			must(t, err)
+			got := ""
+			if len(files) > 0 && boot.IsUnitFile(files[0].Path, unit) {
+				got = files[0].Path
+			}
+			if got != want[i] {
+				t.Errorf("%s with overlay %v: unit file %q, want %q", unit, overlay, got, want[i])
+			}
+		}
+	}
+}
