@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -73,6 +74,11 @@ func TestUnitNotInstalledIsNoPlainOk(t *testing.T) {
 			pl, err := NewPlan(p, env)
 			must(t, err)
 			wantInstallWarnings(t, "plan", pl.Notes, pl.Warnings, c.missing, c.ok)
+			// Only an installed unit is to be restarted: `systemctl
+			// restart` fails on one that is not ("Unit not found").
+			if wantRestart := c.ok; c.host && !slices.Equal(pl.Restart, wantRestart) {
+				t.Errorf("restart %q, want %q", pl.Restart, wantRestart)
+			}
 			_, err = Apply(t.Context(), p, Options{Env: env})
 			must(t, err)
 			bs, err := VerifyBoot(env)

@@ -692,6 +692,11 @@ func (pl *Plan) checkBoot(p *profiles.Profile, st *journal.State) error {
 	}
 	notes, warnings := installNotes(pl.env, items)
 	pl.Notes, pl.Warnings = append(pl.Notes, notes...), append(pl.Warnings, warnings...)
+	// A unit that is not installed has nothing to restart (`systemctl
+	// restart` fails on it: "Unit not found"); its note says so.
+	pl.Restart = slices.DeleteFunc(pl.Restart, func(u string) bool {
+		return slices.ContainsFunc(items, func(it BootItem) bool { return it.unit == u && it.NotInstalled })
+	})
 	for i, c := range pl.Changes {
 		if c.Key != "" {
 			pl.Changes[i].Boot = byKey[c.Key]
