@@ -121,8 +121,11 @@ func TestInterruptedOpenLoopCountsTheBacklogOnRealIoTDB(t *testing.T) {
 func TestInterruptedIdleOpenLoopMissesNothingOnRealIoTDB(t *testing.T) {
 	const rate = 5
 	_, st := interruptedOpenLoop(t, rate, 0, 1400*time.Millisecond)
-	if st.Missed != 0 || st.Ops < 4 {
-		t.Errorf("%d ops, missed %d: want the ~6 due by the interrupt run and none missed", st.Ops, st.Missed)
+	// How many were due depends on when the warm-up let the step start
+	// (wantScheduleAccounted checks ops against DurationS × rate); the
+	// point is that none is missed.
+	if st.Missed != 0 || st.Ops < 1 {
+		t.Errorf("%d ops, missed %d: want those due by the interrupt (~%.0f) run and none missed", st.Ops, st.Missed, st.DurationS*rate)
 	}
 	wantScheduleAccounted(t, st, rate)
 }
