@@ -299,7 +299,7 @@ func mqttStep(ctx context.Context, cfg mqtt.Config) outcome.Step {
 				s.Series[name] = pts
 			}
 		}
-		s.Summary = fmt.Sprintf("%s: %d/%s connected, %d of %s received (%d lost), ack p95 %.1f ms, e2e p99 %.1f ms, %.0f msgs/s",
+		s.Summary = fmt.Sprintf("%s: %d/%s connected, %d of %s received (%d lost), ack p95 %.1f ms, e2e p99 %.1f ms, %.0f msg/s",
 			r.Broker, r.Connects.OK, plural.N(r.Connects.Target, "client"), r.Messages.Received, plural.N(r.Messages.Expected, "message"), r.Messages.Lost,
 			r.Latency.Ack.P95, r.Latency.E2E.P99, r.Throughput.ReceivedPerSec)
 		if len(r.Failures) > 0 {
