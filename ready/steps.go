@@ -263,6 +263,13 @@ func iotdbConfig(p *profiles.Profile, o Options) (iotdb.Config, string) {
 	if o.IoTDB != "" {
 		cfg.AddressSetting = "--iotdb"
 	}
+	// ready's own names for the login: a user the profile gave (and no
+	// --iotdb-user) is its key; the password is never a profile key.
+	cfg.UserSetting = "--iotdb-user"
+	if o.IoTDBUser == "" && pp != nil && pp.User != "" {
+		cfg.UserSetting = "probe.iotdb.user (or --iotdb-user)"
+	}
+	cfg.PasswordSetting = "--iotdb-password-file or $" + iotdb.PasswordEnv
 	if o.DryRun {
 		return cfg, fmt.Sprintf("not run: dry run does not load IoTDB at %s:%d (the probe creates and deletes a database there)", cfg.Host, cfg.Port)
 	}
