@@ -47,8 +47,9 @@ const PasswordEnv = "HOSTPREP_MQTT_PASSWORD"
 type Config struct {
 	// Broker is a URL: tcp://HOST:PORT or mqtt:// for plain MQTT (port
 	// 1883 when omitted), mqtts://, ssl:// or tls:// for MQTT over TLS
-	// (port 8883); schemes are the BrokerSchemes. Empty starts the embedded
-	// broker on 127.0.0.1.
+	// (port 8883); schemes are the BrokerSchemes. Nothing else: user
+	// information, a path, a query or a fragment is refused
+	// (brokerurl.Parse). Empty starts the embedded broker on 127.0.0.1.
 	Broker string `json:"broker,omitempty" flag:"broker"`
 	// CAFile, CertFile, KeyFile are PEM files for mqtts://.
 	CAFile   string `json:"ca,omitempty" flag:"ca"`
