@@ -19,6 +19,40 @@ import (
 // returns the fd.soft and ports.ephemeral results, in that order; a
 // fact that cannot be read makes its check "skip".
 func OwnProcessChecks(sockets int, sourceIPs []string, nofile uint64) []verdict.Check {
+	f, t, err := ownFacts(sockets, sourceIPs, nofile)
+	if err != nil {
+		return []verdict.Check{skip("RLIMIT_NOFILE of this process not readable: " + err.Error()), checkByID(f, t, "ports.ephemeral")}
+	}
+	return []verdict.Check{checkByID(f, t, "fd.soft"), checkByID(f, t, "ports.ephemeral")}
+}
+
+// OwnProcessFD judges sockets file descriptors held by the calling
+// process with preflight's fd.soft, fd.hard and fd.raise, on the facts
+// OwnProcessChecks reads plus those fd.raise needs: whether this host's
+// capability bounding set has CAP_SYS_RESOURCE, and the hard limits of
+// this process and PID 1 (hostCeiling). The process is judged as one
+// started from the shell that started it, which is what running it again
+// does, so the remedies are the ones preflight gives such a process. It
+// returns fd.soft, fd.hard and fd.raise, in that order (all "skip" when
+// this process's limits cannot be read); nofile is as OwnProcessChecks'.
+func OwnProcessFD(sockets int, nofile uint64) []verdict.Check {
+	f, t, err := ownFacts(sockets, nil, nofile)
+	if err != nil {
+		s := skip("RLIMIT_NOFILE of this process not readable: " + err.Error())
+		return []verdict.Check{s, s, s}
+	}
+	var out []verdict.Check
+	for _, id := range []string{"fd.soft", "fd.hard", "fd.raise"} {
+		out = append(out, checkByID(f, t, id))
+	}
+	return out
+}
+
+// ownFacts gathers the facts OwnProcessChecks and OwnProcessFD judge: the
+// calling process as a loadgen target holding sockets from sourceIPs
+// (default 127.0.0.1) to one destination. err says its RLIMIT_NOFILE
+// could not be read (the ports facts are there all the same).
+func ownFacts(sockets int, sourceIPs []string, nofile uint64) (*Facts, Target, error) {
 	g := &gatherer{root: "/", f: &Facts{Sysctl: map[string]string{}}}
 	for _, k := range []string{"net.ipv4.ip_local_port_range", "net.ipv4.ip_local_reserved_ports", "fs.nr_open"} {
 		g.sysctl(k)
@@ -34,11 +68,17 @@ func OwnProcessChecks(sockets int, sourceIPs []string, nofile uint64) []verdict.
 		soft, hard, err, tp.Source = nofile, nofile, nil, "the limit given to the probe"
 	}
 	if err != nil {
-		return []verdict.Check{skip("RLIMIT_NOFILE of this process not readable: " + err.Error()), checkByID(g.f, t, "ports.ephemeral")}
+		return g.f, t, err
 	}
 	tp.NofileSoft, tp.NofileHard = soft, hard
 	tp.CapSysResource, _ = g.hasCap(g.selfPID(), "CapEff", capSysResource)
-	return []verdict.Check{checkByID(g.f, t, "fd.soft"), checkByID(g.f, t, "ports.ephemeral")}
+	bnd, berr := g.hasCap(g.selfPID(), "CapBnd", capSysResource)
+	tp.NoRaiseBound = berr == nil && !bnd
+	g.pid1()
+	if nofile > 0 {
+		g.f.HereNofileHard = nofile
+	}
+	return g.f, t, nil
 }
 
 // UsableFDs is how many sockets a process with an RLIMIT_NOFILE of n can

@@ -208,6 +208,23 @@ func TestOwnProcessChecks(t *testing.T) {
 	}
 }
 
+// OwnProcessFD is fd.soft, fd.hard and fd.raise on this process's facts,
+// those of a process started from the same shell: with the limit given
+// (1024) and a load above it, fd.raise judges whether the hard limit can
+// be raised here, as preflight --role loadgen does for that shell.
+func TestOwnProcessFD(t *testing.T) {
+	cs := OwnProcessFD(2000, 1024)
+	if len(cs) != 3 || cs[0].ID != "fd.soft" || cs[1].ID != "fd.hard" || cs[2].ID != "fd.raise" {
+		t.Fatalf("want fd.soft, fd.hard, fd.raise: %+v", cs)
+	}
+	if cs[0].Status != verdict.Fail || cs[1].Status != verdict.Fail || cs[2].Status == verdict.Skip || cs[2].Remedy == "" && cs[2].Status == verdict.Fail {
+		t.Errorf("2000 fds under nofile 1024: %+v", cs)
+	}
+	if cs := OwnProcessFD(10, 1024); cs[0].Status != verdict.Pass || cs[2].Status != verdict.Pass {
+		t.Errorf("10 fds: %+v", cs)
+	}
+}
+
 func TestRunningJVMMemory(t *testing.T) {
 	if j := parseJVMFlags([]byte("/usr/bin/python3\x00-Xmx1g\x00"), "x"); j != nil {
 		t.Errorf("not a JVM: %+v", j)

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"net"
-	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -12,9 +11,9 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/hostprep/hostprep/internal/brokerurl"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/plural"
-	"github.com/hostprep/hostprep/internal/redact"
 )
 
 // Kernel numbers the static checks use.
@@ -648,12 +647,12 @@ func (c *checker) mqtt() {
 	if m.Keepalive > 65535*time.Second {
 		c.add(at("keepalive"), "probe.mqtt.keepalive %s: MQTT keepalive is at most 65535s (18h12m15s)", m.Keepalive)
 	}
-	if shown := redact.URL(m.Broker); shown != m.Broker {
-		c.add(at("broker"), "probe.mqtt.broker %q: a user or password in the URL is refused (reports print the broker URL); give the user with --username (probe mqtt) or --mqtt-user (ready) and the password with $%s or a password file", shown, "HOSTPREP_MQTT_PASSWORD")
-	} else if m.Broker != "" {
-		u, err := url.Parse(m.Broker)
-		if err != nil || u.Host == "" || !slices.Contains(mqttSchemes, u.Scheme) {
-			c.add(at("broker"), "probe.mqtt.broker %q: want a URL such as tcp://127.0.0.1:1883 (schemes tcp, mqtt, mqtts, ssl, tls), or leave it empty for the embedded broker", m.Broker)
+	if m.Broker != "" {
+		// The probe's own rule (brokerurl.Parse), so a profile that
+		// validates never fails later in `hostprep ready`.
+		if _, err := brokerurl.Parse(m.Broker, "probe.mqtt.broker", brokerurl.Login{User: "--username (probe mqtt) or --mqtt-user (ready)",
+			Password: "$HOSTPREP_MQTT_PASSWORD or a password file"}); err != nil {
+			c.add(at("broker"), "%s; or leave it empty for the embedded broker", err)
 		}
 	}
 	th := m.Thresholds
@@ -753,8 +752,3 @@ func (p *Profile) Warnings() []string {
 	}
 	return w
 }
-
-// mqttSchemes are the broker URL schemes the MQTT probe accepts
-// (loadprobe/mqtt.BrokerSchemes, which imports this package and so cannot be
-// imported here; a test there keeps the two equal).
-var mqttSchemes = []string{"tcp", "mqtt", "mqtts", "ssl", "tls"}

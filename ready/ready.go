@@ -15,13 +15,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/url"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/hostprep/hostprep/internal/brokerurl"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
@@ -293,12 +292,9 @@ func validate(o Options) error {
 		return exitcode.BadInputf("--sockets %d: want a positive number of sockets, e.g. --sockets 100000", o.Sockets)
 	}
 	if o.MQTT != "" {
-		u, err := url.Parse(o.MQTT)
-		if err != nil || u.Host == "" {
-			return exitcode.BadInputf("--mqtt %q: want a broker URL like tcp://broker.example:1883 or mqtts://broker.example:8883", o.MQTT)
-		}
-		if !slices.Contains(mqtt.BrokerSchemes, u.Scheme) {
-			return exitcode.BadInputf("--mqtt %q: scheme %q: want %s", o.MQTT, u.Scheme, mqtt.BrokerSchemesHelp)
+		// The probe's own rule, naming ready's flags.
+		if _, err := brokerurl.Parse(o.MQTT, "--mqtt", brokerurl.Login{User: "--mqtt-user", Password: "--mqtt-password-file or $" + mqtt.PasswordEnv}); err != nil {
+			return exitcode.New(exitcode.BadInput, err)
 		}
 	}
 	if o.IoTDB != "" {

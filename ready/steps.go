@@ -263,6 +263,13 @@ func iotdbConfig(p *profiles.Profile, o Options) (iotdb.Config, string) {
 	if o.IoTDB != "" {
 		cfg.AddressSetting = "--iotdb"
 	}
+	// ready's own names for the login: a user the profile gave (and no
+	// --iotdb-user) is its key; the password is never a profile key.
+	cfg.UserSetting = "--iotdb-user"
+	if o.IoTDBUser == "" && pp != nil && pp.User != "" {
+		cfg.UserSetting = "probe.iotdb.user (or --iotdb-user)"
+	}
+	cfg.PasswordSetting = "--iotdb-password-file or $" + iotdb.PasswordEnv
 	if o.DryRun {
 		return cfg, fmt.Sprintf("not run: dry run does not load IoTDB at %s:%d (the probe creates and deletes a database there)", cfg.Host, cfg.Port)
 	}
@@ -299,7 +306,7 @@ func mqttStep(ctx context.Context, cfg mqtt.Config) outcome.Step {
 				s.Series[name] = pts
 			}
 		}
-		s.Summary = fmt.Sprintf("%s: %d/%s connected, %d of %s received (%d lost), ack p95 %.1f ms, e2e p99 %.1f ms, %.0f msgs/s",
+		s.Summary = fmt.Sprintf("%s: %d/%s connected, %d of %s received (%d lost), ack p95 %.1f ms, e2e p99 %.1f ms, %.0f msg/s",
 			r.Broker, r.Connects.OK, plural.N(r.Connects.Target, "client"), r.Messages.Received, plural.N(r.Messages.Expected, "message"), r.Messages.Lost,
 			r.Latency.Ack.P95, r.Latency.E2E.P99, r.Throughput.ReceivedPerSec)
 		if len(r.Failures) > 0 {

@@ -301,11 +301,16 @@ func TestMergeRefusesEditedShards(t *testing.T) {
 		},
 		"shard 3 of 2": func(v map[string]any) { sub(sub(v, "config"), "shard")["k"] = 3 },
 		"shard 0 of 2": func(v map[string]any) { sub(sub(v, "config"), "shard")["k"] = 0 },
+		// written by a probe from before it refused a password in the
+		// URL's query: never merged, never echoed
+		"broker with a password": func(v map[string]any) {
+			sub(v, "config")["broker"] = sub(v, "config")["broker"].(string) + "?password=Zq9ShardPW"
+		},
 	} {
 		bad := editShard(t, paths[1], r.dir, strings.ReplaceAll(name, " ", "-")+".json", edit)
 		_, stderr, code := testenv.Run(t, nil, "report", "merge", paths[0], bad)
 		line := strings.TrimSpace(stderr)
-		if code != 2 || strings.Count(line, "\n") != 0 || !strings.Contains(line, bad) || !strings.Contains(line, "merge the files the probe wrote, unedited") {
+		if code != 2 || strings.Count(line, "\n") != 0 || !strings.Contains(line, bad) || !strings.Contains(line, "merge the files the probe wrote, unedited") || strings.Contains(stderr, "Zq9ShardPW") {
 			t.Errorf("%s: exit %d, stderr %q: want exit 2 and one line naming %s and the fix", name, code, stderr, bad)
 		}
 	}

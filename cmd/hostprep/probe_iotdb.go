@@ -55,7 +55,7 @@ func iotdbFlagError(err error) error {
 }
 
 // iotdbPasswordEnv holds the IoTDB password when --password-file is not given.
-const iotdbPasswordEnv = "HOSTPREP_IOTDB_PASSWORD"
+const iotdbPasswordEnv = iotdb.PasswordEnv
 
 func init() {
 	probeSubcommands = append(probeSubcommands, newProbeIoTDBCmd)

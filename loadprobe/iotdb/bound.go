@@ -215,18 +215,19 @@ func Suggest(cfg *Config, steps []Step, serverVersion string) []Suggestion {
 		if !ok {
 			continue
 		}
-		out = append(out, Suggestion{Setting: statusSetting(c),
+		out = append(out, Suggestion{Setting: statusSetting(cfg, c),
 			Observed: fmt.Sprintf("status %d %s x%d at %s: %s", c, e.Name, codes[c], plural.List(codeSteps[c], "worker"), e.Cause),
-			Fix:      e.Fix + versionCaveat(serverVersion)})
+			Fix:      e.fix(loginFix(cfg)) + versionCaveat(serverVersion)})
 	}
 	return out
 }
 
-// statusSetting is what a status code points at.
-func statusSetting(code int32) string {
+// statusSetting is what a status code points at, a refused login by the
+// caller's name for the user setting.
+func statusSetting(cfg *Config, code int32) string {
 	switch code {
-	case 801:
-		return "--user / password"
+	case statusWrongLogin:
+		return userSetting(cfg) + " / password"
 	case 803, 811:
 		return "privileges"
 	case 500:

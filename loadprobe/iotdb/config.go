@@ -59,6 +59,10 @@ type Thresholds struct {
 	MinTPS float64 `json:"min_tps,omitempty"`
 }
 
+// PasswordEnv is the environment variable the commands read the IoTDB
+// password from when no password file is given.
+const PasswordEnv = "HOSTPREP_IOTDB_PASSWORD"
+
 // Config is one probe run.
 //
 // A Config written from scratch (Config{Steps: ...}) takes the value of
@@ -103,6 +107,15 @@ type Config struct {
 	// ready`); "" names it as `hostprep probe iotdb` does: --node-urls
 	// when NodeURLs is set, else --host/--port.
 	AddressSetting string `json:"-"`
+	// UserSetting and PasswordSetting are how the caller names, in the
+	// errors and suggestions of a run, the settings that give User and
+	// Password ("--iotdb-user" and "--iotdb-password-file or
+	// $HOSTPREP_IOTDB_PASSWORD" for `hostprep ready`; "probe.iotdb.user"
+	// where the user came from the profile); "" names them as `hostprep
+	// probe iotdb` does: --user, and --password-file or
+	// $HOSTPREP_IOTDB_PASSWORD (PasswordEnv).
+	UserSetting     string `json:"-"`
+	PasswordSetting string `json:"-"`
 	// Redirection follows the server's redirection of writes
 	// (REDIRECTION_RECOMMEND, 400, naming the DataNode that leads the
 	// device's region), as the Java SessionPool's enableRedirection: the

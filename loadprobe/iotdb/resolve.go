@@ -55,6 +55,8 @@ var settings = []setting{
 	{"on_step", func(d, s *Config) { d.OnStep = s.OnStep }},
 	{"stop_cleanup", func(d, s *Config) { d.StopCleanup = s.StopCleanup }},
 	{"address_setting", func(d, s *Config) { d.AddressSetting = s.AddressSetting }},
+	{"user_setting", func(d, s *Config) { d.UserSetting = s.UserSetting }},
+	{"password_setting", func(d, s *Config) { d.PasswordSetting = s.PasswordSetting }},
 }
 
 // SettingKeys lists the keys Resolve's given function is asked about.

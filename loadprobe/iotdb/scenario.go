@@ -49,6 +49,9 @@ type workload struct {
 	types    []int32 // the measurements' data types (FLOAT)
 	// redirection: follow the server's REDIRECTION_RECOMMEND (Config.Redirection).
 	redirection bool
+	// login names the run's user and password settings (loginFix) for a
+	// refused login explained after the setup.
+	login string
 }
 
 func newWorkload(cfg *Config, prefix string) *workload {
@@ -58,7 +61,7 @@ func newWorkload(cfg *Config, prefix string) *workload {
 	if cfg.Scenario == ScenarioBatch {
 		per = batchDevices
 	}
-	w := &workload{scenario: cfg.Scenario, prefix: prefix, devices: max * per, redirection: cfg.Redirection}
+	w := &workload{scenario: cfg.Scenario, prefix: prefix, devices: max * per, redirection: cfg.Redirection, login: loginFix(cfg)}
 	for j := 0; j < cfg.Shard.Count(max); j++ {
 		for k := 0; k < per; k++ {
 			w.own = append(w.own, cfg.Shard.Global(j)*per+k)

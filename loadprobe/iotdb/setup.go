@@ -76,7 +76,7 @@ func setup(ctx context.Context, p *sessionPool, cfg *Config, w *workload, res *R
 	if err != nil {
 		class, code := classify(err)
 		if class == ClassStatus && (code == statusWrongLogin || code == statusNotLogin) {
-			return exitcode.Environmentf("iotdb probe: %s refused the login of user %q (status %d): check --user and --password-file or $HOSTPREP_IOTDB_PASSWORD", res.Target, cfg.User, code)
+			return exitcode.Environmentf("iotdb probe: %s refused the login of user %q (status %d): check %s", res.Target, cfg.User, code, loginFix(cfg))
 		}
 		if class == ClassConnect || class == ClassWaitTimeout || class == ClassDeadline || class == ClassPanic {
 			return exitcode.Environmentf("iotdb probe: cannot open a session to %s: %v (%s)", res.Target, err, openHint(err, cfg))
@@ -92,7 +92,7 @@ func setup(ctx context.Context, p *sessionPool, cfg *Config, w *workload, res *R
 			return err
 		}
 	} else if err := databaseExists(ctx, p, cfg.Database, cfg.User); err != nil {
-		return exitcode.Environmentf("iotdb probe: --database %s on %s: %v%s", cfg.Database, res.Target, err, explain(err, v))
+		return exitcode.Environmentf("iotdb probe: --database %s on %s: %v%s", cfg.Database, res.Target, err, explain(err, loginFix(cfg), v))
 	}
 	paths := w.seriesPaths()
 	for i := 0; i < len(paths); i += seriesChunk {
@@ -104,14 +104,14 @@ func setup(ctx context.Context, p *sessionPool, cfg *Config, w *workload, res *R
 				made += len(chunk) // the server may have created them: delete what may exist
 			}
 			left := dropProbeData(cfg.cleanupStop(), p, w, res, paths[:made])
-			return exitcode.Environmentf("iotdb probe: creating %d time series under %s failed: %v%s%s", len(paths), w.prefix, err, explain(err, v), left)
+			return exitcode.Environmentf("iotdb probe: creating %d time series under %s failed: %v%s%s", len(paths), w.prefix, err, explain(err, loginFix(cfg), v), left)
 		}
 	}
 	res.Series = len(paths)
 	if w.scenario == ScenarioMixed {
 		if err := seed(ctx, p, w); err != nil {
 			left := dropProbeData(cfg.cleanupStop(), p, w, res, paths)
-			return exitcode.Environmentf("iotdb probe: seeding %s for reads failed: %v%s%s", w.prefix, err, explain(err, v), left)
+			return exitcode.Environmentf("iotdb probe: seeding %s for reads failed: %v%s%s", w.prefix, err, explain(err, loginFix(cfg), v), left)
 		}
 	}
 	return nil
@@ -160,7 +160,7 @@ func createDatabase(ctx context.Context, p *sessionPool, cfg *Config, w *workloa
 		return exitcode.Environmentf("iotdb probe: CREATE DATABASE %s on %s got no answer: %v%s", w.prefix, res.Target, err, left)
 	}
 	if err != nil {
-		return exitcode.Environmentf("iotdb probe: CREATE DATABASE %s on %s failed: %v%s", w.prefix, res.Target, err, explainOr(err, v,
+		return exitcode.Environmentf("iotdb probe: CREATE DATABASE %s on %s failed: %v%s", w.prefix, res.Target, err, explainOr(err, loginFix(cfg), v,
 			" (check the user may create databases, or use --database with an existing one)"))
 	}
 	res.CreatedDatabase = !cfg.Shard.On()
@@ -181,8 +181,8 @@ func openHint(err error, cfg *Config) string {
 }
 
 // explainOr is explain's line, or otherwise when the status is unknown.
-func explainOr(err error, serverVersion, otherwise string) string {
-	if e := explain(err, serverVersion); e != "" {
+func explainOr(err error, login, serverVersion, otherwise string) string {
+	if e := explain(err, login, serverVersion); e != "" {
 		return e
 	}
 	return otherwise
@@ -199,6 +199,32 @@ func addressSetting(cfg *Config) string {
 		return "--node-urls"
 	}
 	return "--host/--port"
+}
+
+// userSetting names the setting that gave the probe its user:
+// cfg.UserSetting when the caller set it, else --user.
+func userSetting(cfg *Config) string {
+	if cfg.UserSetting != "" {
+		return cfg.UserSetting
+	}
+	return "--user"
+}
+
+// passwordSetting names the settings that give the probe its password:
+// cfg.PasswordSetting when the caller set it, else --password-file or
+// $HOSTPREP_IOTDB_PASSWORD.
+func passwordSetting(cfg *Config) string {
+	if cfg.PasswordSetting != "" {
+		return cfg.PasswordSetting
+	}
+	return "--password-file or $" + PasswordEnv
+}
+
+// loginFix is what to check when the server refuses the login, naming
+// the caller's settings: "--user and the password (--password-file or
+// $HOSTPREP_IOTDB_PASSWORD)" for `hostprep probe iotdb`.
+func loginFix(cfg *Config) string {
+	return fmt.Sprintf("%s and the password (%s)", userSetting(cfg), passwordSetting(cfg))
 }
 
 // listed tells whether SHOW DATABASES db lists db (for this user: IoTDB
@@ -427,7 +453,7 @@ func dropProbeData(stop context.Context, p *sessionPool, w *workload, res *Resul
 		what = w.prefix + " " + res.leftWords()
 	}
 	res.Notes = append(res.Notes, fmt.Sprintf("%s: %v%s; delete it with: %s", what, err,
-		explain(err, res.ServerVersion), deleteStatement(w, res)))
+		explain(err, w.login, res.ServerVersion), deleteStatement(w, res)))
 	return fmt.Sprintf("; %s %s on %s (delete failed: %v): delete it with: %s", w.prefix, res.leftWords(), res.Target, err, deleteStatement(w, res))
 }
 

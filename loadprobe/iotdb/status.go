@@ -74,17 +74,28 @@ func statusCode(err error) int32 {
 }
 
 // explain is " — NAME: cause; fix: fix" for an error carrying a known
-// status code, "" otherwise; serverVersion names a release other than
-// StatusCodesRelease in the line.
-func explain(err error, serverVersion string) string {
+// status code, "" otherwise; login names the caller's user and password
+// settings in the fix of a refused login (loginFix); serverVersion names
+// a release other than StatusCodesRelease in the line.
+func explain(err error, login, serverVersion string) string {
 	e, ok := ExplainStatus(statusCode(err))
 	if !ok {
 		return ""
 	}
-	return " — " + e.line(serverVersion)
+	return " — " + e.line(login, serverVersion)
 }
 
 // line is the one-line explanation.
-func (e StatusExplanation) line(serverVersion string) string {
-	return fmt.Sprintf("status %d %s: %s; fix: %s%s", e.Code, e.Name, e.Cause, e.Fix, versionCaveat(serverVersion))
+func (e StatusExplanation) line(login, serverVersion string) string {
+	return fmt.Sprintf("status %d %s: %s; fix: %s%s", e.Code, e.Name, e.Cause, e.fix(login), versionCaveat(serverVersion))
+}
+
+// fix is e.Fix, with the caller's user and password settings (loginFix)
+// named in the fix of a refused login (login "": `hostprep probe
+// iotdb`'s, as the table has them).
+func (e StatusExplanation) fix(login string) string {
+	if e.Code == statusWrongLogin && login != "" {
+		return "check " + login
+	}
+	return e.Fix
 }

@@ -19,17 +19,16 @@ import (
 	"fmt"
 	"math"
 	"net"
-	"net/url"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/hostprep/hostprep/internal/brokerurl"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/rate"
-	"github.com/hostprep/hostprep/internal/redact"
 	"github.com/hostprep/hostprep/loadprobe/fleet"
 	"github.com/hostprep/hostprep/profiles"
 )
@@ -48,8 +47,9 @@ const PasswordEnv = "HOSTPREP_MQTT_PASSWORD"
 type Config struct {
 	// Broker is a URL: tcp://HOST:PORT or mqtt:// for plain MQTT (port
 	// 1883 when omitted), mqtts://, ssl:// or tls:// for MQTT over TLS
-	// (port 8883); schemes are the BrokerSchemes. Empty starts the embedded
-	// broker on 127.0.0.1.
+	// (port 8883); schemes are the BrokerSchemes. Nothing else: user
+	// information, a path, a query or a fragment is refused
+	// (brokerurl.Parse). Empty starts the embedded broker on 127.0.0.1.
 	Broker string `json:"broker,omitempty" flag:"broker"`
 	// CAFile, CertFile, KeyFile are PEM files for mqtts://.
 	CAFile   string `json:"ca,omitempty" flag:"ca"`
@@ -285,44 +285,14 @@ func (c *Config) fill() {
 	}
 }
 
-// brokerSchemes is the one list of --broker URL schemes: whether the
-// scheme means TLS and its default port. BrokerSchemes and the help text
-// are made from it.
-var brokerSchemes = []struct {
-	name, port string
-	tls        bool
-}{
-	{"tcp", "1883", false}, {"mqtt", "1883", false},
-	{"mqtts", "8883", true}, {"ssl", "8883", true}, {"tls", "8883", true},
-}
-
 // BrokerSchemes lists the --broker URL schemes the probe accepts: the
-// plain ones first, then TLS.
-var BrokerSchemes = func() []string {
-	var out []string
-	for _, s := range brokerSchemes {
-		out = append(out, s.name)
-	}
-	return out
-}()
+// plain ones first, then TLS (brokerurl, the one list of them).
+var BrokerSchemes = brokerurl.Schemes()
 
 // BrokerSchemesHelp says which schemes mean what and their default
 // ports, for errors and flag help: "tcp:// or mqtt:// (plain, port 1883
 // by default), mqtts://, ssl:// or tls:// (TLS, port 8883)".
-var BrokerSchemesHelp = func() string {
-	var plain, tls []string
-	for _, s := range brokerSchemes {
-		if s.tls {
-			tls = append(tls, s.name+"://")
-		} else {
-			plain = append(plain, s.name+"://")
-		}
-	}
-	or := func(l []string) string {
-		return strings.Join(l[:len(l)-1], ", ") + " or " + l[len(l)-1]
-	}
-	return fmt.Sprintf("%s (plain, port %s by default), %s (TLS, port %s)", or(plain), brokerSchemes[0].port, or(tls), brokerSchemes[len(brokerSchemes)-1].port)
-}()
+var BrokerSchemesHelp = brokerurl.Help
 
 // brokerAddr is a parsed Broker URL.
 type brokerAddr struct {
@@ -452,41 +422,25 @@ func (c *Config) checkThresholds() error {
 }
 
 // checkBroker parses --broker into the address to dial and whether it is
-// TLS, and checks the TLS flags go with it. A URL with user information
-// (tcp://user:password@host) is refused: its password would be printed
-// in every report and log that names the broker. Errors echo the URL
-// with the user information hidden (redact.URL).
+// TLS (brokerurl.Parse: SCHEME://HOST[:PORT] and nothing else; user
+// information, a path, a query or a fragment, which every report and log
+// naming the broker would print, is refused), and checks the TLS flags
+// go with it. Errors never echo those parts (brokerurl.Shown).
 func (c *Config) checkBroker() (brokerAddr, error) {
 	var b brokerAddr
 	bad := exitcode.BadInputf
-	shown := redact.URL(c.Broker)
-	if shown != c.Broker {
-		return b, bad("%s %q: a user or password in the URL is refused (reports and logs print the broker URL); give the user with %s and the password with %s or $%s",
-			c.name("broker"), shown, c.name("username"), c.name("password-file"), PasswordEnv)
+	e, err := brokerurl.Parse(c.Broker, c.name("broker"), brokerurl.Login{User: c.name("username"), Password: c.name("password-file") + " or $" + PasswordEnv})
+	if err != nil {
+		return b, exitcode.New(exitcode.BadInput, err)
 	}
-	u, err := url.Parse(c.Broker)
-	if err != nil || u.Host == "" {
-		return b, bad("%s %q: want a URL such as tcp://HOST:1883 or mqtts://HOST:8883; schemes: %s", c.name("broker"), c.Broker, BrokerSchemesHelp)
-	}
-	port, known := u.Port(), false
-	for _, s := range brokerSchemes {
-		if s.name == u.Scheme {
-			known, b.tls = true, s.tls
-			if port == "" {
-				port = s.port
-			}
-		}
-	}
-	if !known {
-		return b, bad("%s %q: scheme %q not supported; want %s", c.name("broker"), c.Broker, u.Scheme, BrokerSchemesHelp)
-	}
+	b.tls = e.TLS
 	if (c.CAFile != "" || c.CertFile != "") && !b.tls {
-		return b, bad("--ca/--cert given but %s %q is not TLS: use mqtts://, ssl:// or tls://, or drop --ca/--cert", c.name("broker"), c.Broker)
+		return b, bad("--ca/--cert given but %s %q is not TLS: use %s, or drop --ca/--cert", c.name("broker"), c.Broker, brokerurl.TLSHelp)
 	}
 	if (c.CertFile == "") != (c.KeyFile == "") {
 		return b, bad("--cert and --key go together (a client certificate needs its key)")
 	}
-	b.hostport = net.JoinHostPort(u.Hostname(), port)
+	b.hostport = e.HostPort()
 	return b, nil
 }
 

@@ -80,7 +80,7 @@ func (res *Result) HTMLCharts() ([]template.HTML, error) {
 			{Name: "connected", X: ts, Y: col(func(s Second) float64 { return float64(s.Connected) })},
 			{Name: fmt.Sprintf("target (%s)", plural.N(own, "client")), X: ts, Y: flat(float64(own)), Dashed: true, Color: "7f7f7f"},
 		}},
-		{Title: "Messages per second", XName: xName, YName: "messages/s", Markers: marks, Series: []chart.Series{
+		{Title: "Messages per second", XName: xName, YName: "msg/s", Markers: marks, Series: []chart.Series{
 			{Name: "published", X: ts, Y: col(func(s Second) float64 { return s.rate(s.Published) })},
 			{Name: "received by the subscribers", X: ts, Y: col(func(s Second) float64 { return s.rate(s.Received) }), Color: chart.Palette[4]},
 			{Name: fmt.Sprintf("requested (%s msg/s)", chart.FormatNumber(res.Throughput.RequestedPerSec, res.Throughput.RequestedPerSec)),

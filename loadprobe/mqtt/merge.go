@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hostprep/hostprep/internal/brokerurl"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
@@ -330,6 +331,9 @@ func addCounts(dst, src map[string]int64) map[string]int64 {
 // shards only); a window of more than 0 s (0 only for a run that ended
 // during its ramp and published no window message) and no longer than
 // Config.Duration; no more window messages published than scheduled;
+// a broker URL the probe accepts (brokerurl.Parse: one with a password,
+// a path or a query, written by a probe before it refused them, is not
+// merged and never echoed);
 // series rows that are seconds of the schedule, in order. The
 // error describes the first fault (the caller names the file); nil when
 // there is none.
@@ -337,6 +341,11 @@ func (r *Result) CheckShardFile() error {
 	sh := r.Config.Shard
 	if sh.K < 1 || sh.K > sh.N {
 		return fmt.Errorf("config.shard is %d/%d: a shard K/N has 1 <= K <= N", sh.K, sh.N)
+	}
+	if b := r.Config.Broker; b != "" { // "" (embedded): SameRun refuses it, saying why
+		if _, err := brokerurl.Parse(b, "config.broker", brokerurl.Login{User: "--username", Password: "--password-file or $" + PasswordEnv}); err != nil {
+			return err
+		}
 	}
 	h, l := r.Histograms, r.Latency
 	for _, x := range []struct {

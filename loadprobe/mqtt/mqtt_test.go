@@ -26,6 +26,7 @@ import (
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/preflight"
 	"github.com/hostprep/hostprep/profiles"
 )
 
@@ -483,14 +484,28 @@ func TestFDLimitTooLow(t *testing.T) {
 		t.Fatalf("external broker: one fd per client, got %v", err)
 	}
 	// The broker is external already: suggesting one is wrong advice.
-	// NoFileLimit is the hard limit too, so the ceiling is named.
-	for _, want := range []string{"RLIMIT_NOFILE 1024", "ulimit", "LimitNOFILE", "CAP_SYS_RESOURCE", "lower --clients", "several probe hosts"} {
+	for _, want := range []string{"RLIMIT_NOFILE 1024", "lower --clients to 958", "several probe hosts"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("external broker: want %q in %v", want, err)
 		}
 	}
 	if strings.Contains(err.Error(), "external --broker") {
 		t.Errorf("external broker given, yet the error suggests one: %v", err)
+	}
+	// The way to more is preflight's own remedy for these facts (fd.raise's
+	// where the hard limit cannot be raised here, else fd.soft's), never a
+	// raise of the hard limit that fd.raise says is impossible.
+	fds := cfg.Clients + cfg.Subscribers + 1
+	cs := preflight.OwnProcessFD(fds, cfg.NoFileLimit)
+	want := cs[0].Remedy
+	if cs[2].Status == verdict.Fail {
+		want = cs[2].Remedy
+		if strings.Contains(err.Error(), "ulimit -Hn") || strings.Contains(err.Error(), "limits.conf") {
+			t.Errorf("fd.raise says the hard limit cannot be raised here (%s), yet the error suggests it: %v", cs[2].Summary, err)
+		}
+	}
+	if !strings.Contains(err.Error(), want) {
+		t.Errorf("the error does not give preflight's remedy %q:\n%v", want, err)
 	}
 }
 

@@ -1125,14 +1125,16 @@ func (c *Config) procs(embedded bool) int {
 
 // checkFDs refuses a run RLIMIT_NOFILE cannot hold, before anything
 // starts: each client needs one fd, plus the broker's side when the broker
-// is embedded. The rule is preflight's fd.soft, evaluated on this
-// process's limits (preflight.OwnProcessChecks). The error names the
-// limit, the number of clients that fit and the fixes that apply: an
-// external --broker only when the embedded one is in use; CAP_SYS_RESOURCE
-// when the soft limit already is the hard one (Config.NoFileLimit stands
-// for both).
+// is embedded. The judgement and the remedy are preflight's own, on this
+// process's facts (preflight.OwnProcessFD): fd.soft fails the run, and
+// the way to more file descriptors is fd.raise's remedy where the hard
+// limit cannot be raised (so the error never suggests a `ulimit -Hn` or
+// a limits.conf that preflight says cannot work here), else fd.soft's
+// (`hostprep tune` for the persistent limit). The immediate fix comes
+// first: the number of clients that fit, and an external --broker only
+// when the embedded one is in use.
 func checkFDs(cfg *Config, clients int, embedded bool) error {
-	limit, hard := cfg.NoFileLimit, cfg.NoFileLimit
+	limit := cfg.NoFileLimit
 	if limit == 0 {
 		var rl unix.Rlimit
 		if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
@@ -1144,14 +1146,15 @@ func checkFDs(cfg *Config, clients int, embedded bool) error {
 				rl.Cur = rl.Max
 			}
 		}
-		limit, hard = rl.Cur, rl.Max
+		limit = rl.Cur
 	}
 	per := uint64(1)
 	if embedded {
 		per = 2
 	}
 	fds := uint64(clients+cfg.Subscribers+1) * per
-	if c := preflight.OwnProcessChecks(int(fds), nil, cfg.NoFileLimit)[0]; c.Status != verdict.Fail {
+	cs := preflight.OwnProcessFD(int(fds), cfg.NoFileLimit)
+	if cs[0].Status != verdict.Fail {
 		return nil
 	}
 	fits := max(0, (preflight.UsableFDs(limit)-int64(cfg.Subscribers+1)*int64(per))/int64(per))
@@ -1159,16 +1162,16 @@ func checkFDs(cfg *Config, clients int, embedded bool) error {
 	if embedded {
 		where = " (2 per client: the embedded broker's side is in this process too)"
 	}
-	raise := "raise the soft limit (ulimit -n, LimitNOFILE= in the unit, or `hostprep tune`)"
-	if limit >= hard {
-		raise = fmt.Sprintf("raise the hard limit %d (it is the ceiling: ulimit -Hn as root, LimitNOFILE= in the unit, nofile in limits.conf, or `hostprep tune`; raising it needs CAP_SYS_RESOURCE)", hard)
-	}
 	other := "or spread the clients over several probe hosts (--source-ips does not help: every connection needs an fd whatever its source address)"
 	if embedded {
 		other = "or use an external --broker (then 1 fd per client)"
 	}
-	return exitcode.Environmentf("RLIMIT_NOFILE %d is too low for --clients %d: the run needs about %d file descriptors%s and %d for its own files; at most %s fit. Fix: %s, lower --clients to %d or fewer, %s",
-		limit, clients, fds, where, uint64(int64(limit)-preflight.UsableFDs(limit)), plural.N(fits, "client"), raise, fits, other)
+	more := fmt.Sprintf("preflight's fd.soft: %s", cs[0].Remedy)
+	if raise := cs[2]; raise.Status == verdict.Fail {
+		more = fmt.Sprintf("preflight's fd.raise: %s; so %s", raise.Summary, raise.Remedy)
+	}
+	return exitcode.Environmentf("RLIMIT_NOFILE %d is too low for --clients %d: the run needs about %d file descriptors%s and %d for its own files; at most %s fit. Fix now: lower --clients to %d or fewer, %s. For more clients (%s)",
+		limit, clients, fds, where, uint64(int64(limit)-preflight.UsableFDs(limit)), plural.N(fits, "client"), fits, other, more)
 }
 
 // checkPorts refuses a run that needs more source ports towards one
