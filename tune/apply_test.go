@@ -509,6 +509,10 @@ func TestPlanReservesFixedListenersNotKernelAssignedOnes(t *testing.T) {
 	for _, w := range pl.Warnings {
 		if strings.Contains(w, "44087") && strings.Contains(w, "reserve_ports") {
 			warned = true
+			// One port: the words around it agree with the count.
+			if !strings.Contains(w, "port 44087 lies") || !strings.Contains(w, "assigned it;") {
+				t.Errorf("warning about one port speaks of several: %q", w)
+			}
 		}
 	}
 	if !warned {

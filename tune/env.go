@@ -33,6 +33,7 @@ import (
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/procnet"
+	"github.com/hostprep/hostprep/profiles"
 	"github.com/hostprep/hostprep/tune/boot"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
@@ -436,6 +437,18 @@ func (e Env) suggest(verb string, args ...string) string {
 		}
 	}
 	return "`" + strings.Join(cmd, " ") + "`"
+}
+
+// Suggest is the command `hostprep tune VERB ARGS...` as a message
+// suggests it, runnable as printed: in backquotes, every argument
+// shell-quoted, with the --root, --state, --proc-sys and --proc e has.
+func (e Env) Suggest(verb string, args ...string) string { return e.suggest(verb, args...) }
+
+// ProfileArgs are the flags that load p again as it was loaded:
+// --profile with its Source (a file's path, a built-in's name; its Name
+// for a profile built in code) and each --set.
+func ProfileArgs(p *profiles.Profile) []string {
+	return profileArgs(cmp.Or(p.Source, p.Name), p.Sets)
 }
 
 // reapply is the suggested command that applies the profile again

@@ -196,7 +196,7 @@ func (r *rollbackRun) finish() (*RollbackResult, error) {
 		if err := journal.Save(statePath, r.remaining); err != nil {
 			r.failures = append(r.failures, "journal: "+err.Error())
 		}
-		return res, exitcode.Environmentf("tune rollback: %s could not be restored: %v; the journal keeps them, fix the cause and run %s again", plural.N(len(r.failures), "item"), r.failures, r.env.suggest("rollback"))
+		return res, exitcode.Environmentf("tune rollback: %s could not be restored: %v; the journal keeps %s, fix the cause and run %s again", plural.N(len(r.failures), "item"), r.failures, plural.Them(len(r.failures)), r.env.suggest("rollback"))
 	}
 	if len(res.Kept) > 0 {
 		r.keepNeededFiles()
