@@ -217,6 +217,8 @@ func TestOwnedDirNotADirectoryIsRefusedBeforeWriting(t *testing.T) {
 
 func TestApplyAThenBThenRollbackGivesPreAState(t *testing.T) {
 	h := newHost(t, nil)
+	h.env.SystemdRunDir = h.root // systemd runs and emqx is installed: it is to be restarted
+	h.layFiles(map[string]string{"/lib/systemd/system/emqx.service": "[Service]\nExecStart=/bin/true\n"})
 	before := h.snapshot()
 	a := sysTune()
 	b := &profiles.Profile{Name: "b", Sysctl: map[string]profiles.Sysctl{

@@ -306,13 +306,10 @@ func (e Env) SystemdDecision() (bool, string) {
 	return false, "systemd is not here (no " + run + ", no " + e.path("/etc/systemd") + ")"
 }
 
-func (e Env) systemdRunning() bool {
-	run := e.SystemdRunDir
-	if run == "" {
-		run = "/run/systemd/system"
-	}
-	return isDir(run)
-}
+func (e Env) systemdRunning() bool { return isDir(e.systemdRunDir()) }
+
+// systemdRunDir is the directory that exists when systemd runs as PID 1.
+func (e Env) systemdRunDir() string { return cmp.Or(e.SystemdRunDir, "/run/systemd/system") }
 
 // foreignNetNS reports whether this process runs in a network namespace
 // other than the host's initial one (unshare --net, a container): either
@@ -396,6 +393,9 @@ func (e Env) lockFor(verb string) (*lock.Lock, error) {
 		return nil, err
 	}
 	lk, err := lock.Acquire(e.lockFile(), e.lockWait())
+	if errors.Is(err, lock.ErrHeld) {
+		return nil, exitcode.Environmentf("tune %s: %v; wait for the other apply or rollback to finish and run this again, or wait longer for it: --lock-wait 30s", verb, err)
+	}
 	if err != nil {
 		return nil, exitcode.Environmentf("tune %s: %v", verb, err)
 	}
