@@ -54,6 +54,11 @@ func TestFlagsOverrideTheProfileAfterSet(t *testing.T) {
 	if !ok {
 		t.Errorf("ready: exit %d, stderr %q, stdout %.300s; want a preflight of 15000 sockets as loadgen", code, stderr, out)
 	}
+	// Without a preflight section and without --sockets: the error names
+	// the profile's file as --profile loads it, and the flag to pass.
+	if _, stderr, code := testenv.Run(t, nil, "preflight", "--profile", zero); code != 2 || !strings.Contains(stderr, `profile "`+zero+`" has no preflight section`) || !strings.Contains(stderr, "--sockets N") {
+		t.Errorf("preflight without a target: exit %d, stderr %q; want exit 2 naming %s and --sockets N", code, stderr, zero)
+	}
 	_, stderr, code = testenv.Run(t, nil, "tune", "plan", "--profile", zero, "--set", "preflight.role=loadgen")
 	if code != 2 || !strings.HasPrefix(stderr, `hostprep: --set "preflight.role=loadgen": preflight.sockets 0`) || !strings.Contains(stderr, "--set preflight.sockets=") {
 		t.Errorf("tune plan: exit %d, stderr %q; want exit 2 naming the --set and --set preflight.sockets=N", code, stderr)
