@@ -153,7 +153,7 @@ func TestE2EBadInput(t *testing.T) {
 		{"--active --active-sockets 1", "--active-sockets 1: want at least 2 sockets"},
 		{"--sockets 0", "--sockets 0: want a positive number"},
 		{"--sockets -5", "--sockets -5: want a positive number"},
-		{"--conn-rate -1", `--conn-rate: "-1" is not a rate >= 0`},
+		{"--conn-rate -1", `--conn-rate: "-1" is not a rate > 0`},
 		{"--port 0", "--port 0: want the TCP port"},
 		{"--role loadgen --port 1883", "--port [1883] with --role loadgen"},
 		{"--role iotdb --iotdb-home /nonexistent", "--iotdb-home /nonexistent: no conf/iotdb-system.properties"},

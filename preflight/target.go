@@ -175,9 +175,9 @@ func TargetFromProfile(p *profiles.Profile) (Target, error) {
 	if p == nil || p.Preflight == nil {
 		name := ""
 		if p != nil {
-			name = p.Name
+			name = cmp.Or(p.Source, p.Name) // a file's path, as --profile loads it
 		}
-		return Target{}, exitcode.BadInputf("profile %q has no preflight section: add `preflight: {sockets: N, role: broker}` or pass --sockets and --role", name)
+		return Target{}, exitcode.BadInputf("profile %q has no preflight section: add `preflight: {sockets: N, role: broker}` or pass --sockets N (and --role, default broker)", name)
 	}
 	t := Target{
 		Profile:      cmp.Or(p.Source, p.Name),

@@ -70,6 +70,14 @@ const maxIncludeDepth = 16
 // Every error is an exitcode.BadInput error of one line naming the file,
 // line and column (or the --set argument), the value, the rule and the fix.
 func Load(ref string, sets []string) (*Profile, error) {
+	return LoadWith(ref, sets, nil)
+}
+
+// LoadWith is Load with command-line flags that set profile fields
+// (--sockets, --role, --conn-rate of preflight and ready), applied after
+// the sets: a flag given explicitly overrides the profile and its --set.
+// A value that breaks a rule is reported naming the flag.
+func LoadWith(ref string, sets []string, flags []Override) (*Profile, error) {
 	p, err := load(ref, true)
 	if err != nil {
 		return nil, err
@@ -78,10 +86,31 @@ func Load(ref string, sets []string) (*Profile, error) {
 		return nil, err
 	}
 	p.Sets = slices.Clone(sets)
+	for _, o := range flags {
+		if err := p.applyOverride(o); err != nil {
+			return nil, err
+		}
+	}
+	p.defaults()
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// defaults fills what a profile may leave out and has a default: a
+// preflight section without role is a broker's, as `hostprep preflight`
+// without --role is. A role written empty (`role: ""`) is still refused.
+func (p *Profile) defaults() {
+	if p.Preflight == nil || p.Preflight.Role != "" {
+		return
+	}
+	if p.src != nil {
+		if _, given := p.src.pos[pathKey("preflight", "role")]; given {
+			return
+		}
+	}
+	p.Preflight.Role = DefaultRole
 }
 
 // Parse reads one profile from data; name labels it in errors (use the
@@ -105,6 +134,7 @@ func Parse(name string, data []byte) (*Profile, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.defaults()
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}

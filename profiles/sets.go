@@ -133,26 +133,76 @@ func (p *Profile) setPreflight(s string, pos srcPos, key, val string) error {
 		if err != nil {
 			return err
 		}
-		p.preflightTarget().Sockets = n
+		p.preflightTarget(pos).Sockets = n
 	case "preflight.conn_rate":
 		r, err := rate.Parse(val)
 		if err != nil {
 			return exitcode.BadInputf("--set %q: %s: %v", s, key, err)
 		}
-		p.preflightTarget().ConnRate = r
+		p.preflightTarget(pos).ConnRate = r
 	default:
-		p.preflightTarget().Role = val
+		p.preflightTarget(pos).Role = val
 	}
 	p.src.set(pos, "preflight", strings.TrimPrefix(key, "preflight."))
 	return nil
 }
 
-// preflightTarget returns p.Preflight, made when the profile has none.
-func (p *Profile) preflightTarget() *PreflightTarget {
+// preflightTarget returns p.Preflight, made when the profile has none;
+// a section made here is placed at pos, so that a problem with a field
+// nothing set (sockets 0 after --set preflight.role=loadgen) names the
+// --set or flag that made it.
+func (p *Profile) preflightTarget(pos srcPos) *PreflightTarget {
 	if p.Preflight == nil {
 		p.Preflight = &PreflightTarget{}
+		p.src.set(pos, "preflight")
 	}
 	return p.Preflight
+}
+
+// DefaultRole is the preflight role of a profile's preflight section that
+// names none, as of `hostprep preflight` without --role.
+const DefaultRole = "broker"
+
+// Override is a command-line flag that sets a profile field: --sockets,
+// --role or --conn-rate set preflight.sockets, .role or .conn_rate (see
+// LoadWith).
+type Override struct {
+	// Flag is the flag as the user gave it, for errors: "--sockets 100".
+	Flag string
+	// Key is preflight.sockets, preflight.role or preflight.conn_rate.
+	Key string
+	// Value is the flag's value: a whole number, a role, a rate
+	// (connections/s).
+	Value string
+}
+
+// applyOverride applies flag o (its value already parsed by the flag
+// package); a value that breaks a rule is found by Validate, naming it.
+func (p *Profile) applyOverride(o Override) error {
+	if p.src == nil {
+		p.src = &sources{}
+	}
+	pos := srcPos{Flag: o.Flag}
+	switch o.Key {
+	case "preflight.sockets":
+		n, err := strconv.Atoi(o.Value)
+		if err != nil {
+			return exitcode.BadInputf("%s: want a whole number of sockets, e.g. 100000", o.Flag)
+		}
+		p.preflightTarget(pos).Sockets = n
+	case "preflight.conn_rate":
+		r, err := rate.Parse(o.Value)
+		if err != nil {
+			return exitcode.BadInputf("%s: %v", o.Flag, err)
+		}
+		p.preflightTarget(pos).ConnRate = r
+	case "preflight.role":
+		p.preflightTarget(pos).Role = o.Value
+	default:
+		return exitcode.BadInputf("%s: sets %s, which no flag may override", o.Flag, o.Key)
+	}
+	p.src.set(pos, "preflight", strings.TrimPrefix(o.Key, "preflight."))
+	return nil
 }
 
 // setReservePorts sets reserve_ports from a comma list of ports.

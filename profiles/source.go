@@ -11,14 +11,19 @@ type srcPos struct {
 	File      string
 	Line, Col int
 	Set       string // the --set argument, when the value came from one
+	// Flag is the command-line flag that set the value, as given
+	// ("--sockets 100"; see Override).
+	Flag string
 }
 
-func (s srcPos) valid() bool { return s.File != "" || s.Set != "" }
+func (s srcPos) valid() bool { return s.File != "" || s.Set != "" || s.Flag != "" }
 
 func (s srcPos) String() string {
 	switch {
 	case s.Set != "":
 		return fmt.Sprintf("--set %q", s.Set)
+	case s.Flag != "":
+		return s.Flag
 	case s.Line > 0:
 		return fmt.Sprintf("%s:%d:%d", s.File, s.Line, s.Col)
 	default:

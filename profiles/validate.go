@@ -146,7 +146,7 @@ func rank(s srcPos) int {
 	switch {
 	case s.File != "":
 		return 0
-	case s.Set != "":
+	case s.Set != "" || s.Flag != "":
 		return 1
 	}
 	return 2
@@ -594,10 +594,14 @@ func (c *checker) preflight() {
 	}
 	at := func(f string) []string { return []string{"preflight", f} }
 	if !slices.Contains(ValidRoles, t.Role) {
-		c.add(at("role"), "preflight.role %q: want one of %s", t.Role, strings.Join(ValidRoles, ", "))
+		c.add(at("role"), "preflight.role %q: want one of %s (left out: %s)", t.Role, strings.Join(ValidRoles, ", "), DefaultRole)
 	}
 	if t.Sockets <= 0 {
-		c.add(at("sockets"), "preflight.sockets %d: want the number of concurrent connections the host must carry, > 0", t.Sockets)
+		fix := "write it in the preflight section, e.g. sockets: 100000"
+		if c.p.at(at("sockets")...).File == "" { // a --set or flag made the section, or code did
+			fix = "give it: --set preflight.sockets=100000 (preflight and ready: --sockets 100000), or sockets: in the profile's preflight section"
+		}
+		c.add(at("sockets"), "preflight.sockets %d: want the number of concurrent connections the host must carry, > 0; %s", t.Sockets, fix)
 	}
 	if t.ConnRate < 0 {
 		c.add(at("conn_rate"), "preflight.conn_rate %v: want new connections/s >= 0", float64(t.ConnRate))

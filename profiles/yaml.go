@@ -48,7 +48,7 @@ func parseDocument(data []byte) (*yaml.Node, error) {
 			if tl, tc, ok := indentTab(data, line); ok && (strings.Contains(m[2], "tab") || strings.Contains(m[2], "cannot start any token")) {
 				return nil, &posError{Line: tl, Col: tc, Msg: fmt.Sprintf("line %d: tab character: YAML indents with spaces only; replace the tab with spaces", tl)}
 			}
-			return nil, &posError{Line: line, Col: 1, Msg: "YAML syntax: " + m[2]}
+			return nil, syntaxError(data, msg, line, m[2])
 		}
 		return nil, &posError{Line: 1, Col: 1, Msg: "YAML syntax: " + strings.TrimPrefix(msg, "yaml: ")}
 	}
@@ -71,6 +71,56 @@ func parseDocument(data []byte) (*yaml.Node, error) {
 		return nil, errAt(root, "want a mapping of profile fields (%s), got %s", strings.Join(fieldNames(profileType), ", "), kindName(root))
 	}
 	return root, nil
+}
+
+// syntaxScanLines is how many lines syntaxError parses, at most, to find
+// the line a YAML syntax error is at (profiles are a few dozen lines).
+const syntaxScanLines = 500
+
+// syntaxScanBytes bounds the text syntaxError parses in all, so that a
+// large file given by mistake is not parsed hundreds of times.
+const syntaxScanBytes = 8 << 20
+
+// syntaxError places a YAML syntax error and says how to fix it. yaml.v3
+// reports the line where the enclosing block began (one before it, for a
+// block mapping), not the line that broke it: a key indented one space
+// too far on line 4 of a mapping that starts on line 2 is "line 1: did
+// not find expected key". The line that broke it is the first line whose
+// end makes the text before it fail with the same error; when it is not
+// found within syntaxScanLines lines (and syntaxScanBytes), the error says "near" yaml.v3's line.
+func syntaxError(data []byte, full string, line int, problem string) *posError {
+	fix := syntaxFix(problem)
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	budget := syntaxScanBytes
+	for k := max(line, 1); k <= len(lines) && k < line+syntaxScanLines && budget > 0; k++ {
+		prefix := bytes.Join(lines[:k], nil)
+		budget -= len(prefix)
+		var n yaml.Node
+		err := yaml.NewDecoder(bytes.NewReader(prefix)).Decode(&n)
+		if err != nil && err.Error() == full {
+			col := len(lines[k-1]) - len(bytes.TrimLeft(lines[k-1], " ")) + 1
+			return &posError{Line: k, Col: col, Msg: fmt.Sprintf("YAML syntax: %s; %s", problem, fix)}
+		}
+	}
+	return &posError{Line: max(line, 1), Col: 1, Msg: fmt.Sprintf("YAML syntax near line %d: %s; %s", max(line, 1), problem, fix)}
+}
+
+// syntaxFix says how to fix a YAML syntax error yaml.v3 describes as
+// problem.
+func syntaxFix(problem string) string {
+	switch {
+	case strings.Contains(problem, "did not find expected key"):
+		return "check the indentation: the keys of one mapping start in the same column, with spaces only"
+	case strings.Contains(problem, "expected '-' indicator"):
+		return "check the indentation: the items of a list start with \"- \" in the same column, and a key after them goes one level out"
+	case strings.Contains(problem, "expected ',' or"):
+		return "close the [ or { opened on this line, and separate its items with commas"
+	case strings.Contains(problem, "end of stream"):
+		return "close the quote or bracket opened on this line"
+	case strings.Contains(problem, "mapping values are not allowed"):
+		return "quote a value that holds \": \", or put the key on a line of its own"
+	}
+	return "check the indentation (spaces only, the keys of one mapping in the same column), quotes and brackets"
 }
 
 // indentTab finds the tab behind a YAML syntax error reported at line

@@ -199,7 +199,12 @@ func loadProfile(o Options) (*profiles.Profile, error) {
 	if err := validate(o); err != nil {
 		return nil, err
 	}
-	p, err := profiles.Load(o.Profile, o.Sets)
+	// --sockets overrides the profile's preflight.sockets, after --set.
+	var flags []profiles.Override
+	if o.Sockets > 0 {
+		flags = append(flags, profiles.Override{Flag: fmt.Sprintf("--sockets %d", o.Sockets), Key: "preflight.sockets", Value: strconv.Itoa(o.Sockets)})
+	}
+	p, err := profiles.LoadWith(o.Profile, o.Sets, flags)
 	if err != nil {
 		return nil, err
 	}

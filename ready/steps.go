@@ -102,7 +102,7 @@ func tuneStep(ctx context.Context, p *profiles.Profile, o Options) outcome.Step 
 		r := pl.Report()
 		s := outcome.Step{Checks: plannedChecks(tuneChecks(&r.Result), len(r.Changes)), Result: r,
 			Metrics: map[string]float64{outcome.MetricChanges: float64(len(r.Changes))}}
-		s.Summary = fmt.Sprintf("dry run: would make %s (tune plan --profile %s shows them); nothing applied", plural.N(len(r.Changes), "change"), p.Name)
+		s.Summary = fmt.Sprintf("dry run: would make %s (%s shows %s); nothing applied", plural.N(len(r.Changes), "change"), o.Tune.Suggest("plan", tune.ProfileArgs(p)...), plural.Them(len(r.Changes)))
 		if r.WouldChange == 0 {
 			s.Summary = "dry run: no change needed, the host already matches " + p.Name
 		} else if w := verdict.Worst(s.Checks); w == verdict.Pass || w == verdict.Skip {
@@ -123,7 +123,7 @@ func tuneStep(ctx context.Context, p *profiles.Profile, o Options) outcome.Step 
 	s := outcome.Step{Changed: r.Changed, Checks: tuneChecks(r), Result: *r,
 		Metrics: map[string]float64{outcome.MetricChanges: float64(len(r.Changes))}}
 	if r.Changed {
-		s.Summary = plural.N(len(r.Changes), "change") + " applied (hostprep tune rollback undoes them)"
+		s.Summary = fmt.Sprintf("%s applied (%s undoes %s)", plural.N(len(r.Changes), "change"), o.Tune.Suggest("rollback"), plural.Them(len(r.Changes)))
 	} else {
 		s.Summary = "no change: the host already matches " + p.Name
 	}

@@ -217,7 +217,7 @@ func TestOwnedDirNotADirectoryIsRefusedBeforeWriting(t *testing.T) {
 
 func TestApplyAThenBThenRollbackGivesPreAState(t *testing.T) {
 	h := newHost(t, nil)
-	// emqx is installed: only an installed unit is on the restart line
+	h.env.SystemdRunDir = h.root // systemd runs and emqx is installed: it is to be restarted
 	h.layFiles(map[string]string{"/lib/systemd/system/emqx.service": "[Service]\nExecStart=/bin/true\n"})
 	before := h.snapshot()
 	a := sysTune()
@@ -511,6 +511,10 @@ func TestPlanReservesFixedListenersNotKernelAssignedOnes(t *testing.T) {
 	for _, w := range pl.Warnings {
 		if strings.Contains(w, "44087") && strings.Contains(w, "reserve_ports") {
 			warned = true
+			// One port: the words around it agree with the count.
+			if !strings.Contains(w, "port 44087 lies") || !strings.Contains(w, "assigned it;") {
+				t.Errorf("warning about one port speaks of several: %q", w)
+			}
 		}
 	}
 	if !warned {

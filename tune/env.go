@@ -33,6 +33,7 @@ import (
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/procnet"
+	"github.com/hostprep/hostprep/profiles"
 	"github.com/hostprep/hostprep/tune/boot"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
@@ -305,13 +306,10 @@ func (e Env) SystemdDecision() (bool, string) {
 	return false, "systemd is not here (no " + run + ", no " + e.path("/etc/systemd") + ")"
 }
 
-func (e Env) systemdRunning() bool {
-	run := e.SystemdRunDir
-	if run == "" {
-		run = "/run/systemd/system"
-	}
-	return isDir(run)
-}
+func (e Env) systemdRunning() bool { return isDir(e.systemdRunDir()) }
+
+// systemdRunDir is the directory that exists when systemd runs as PID 1.
+func (e Env) systemdRunDir() string { return cmp.Or(e.SystemdRunDir, "/run/systemd/system") }
 
 // foreignNetNS reports whether this process runs in a network namespace
 // other than the host's initial one (unshare --net, a container): either
@@ -395,6 +393,9 @@ func (e Env) lockFor(verb string) (*lock.Lock, error) {
 		return nil, err
 	}
 	lk, err := lock.Acquire(e.lockFile(), e.lockWait())
+	if errors.Is(err, lock.ErrHeld) {
+		return nil, exitcode.Environmentf("tune %s: %v; wait for the other apply or rollback to finish and run this again, or wait longer for it: --lock-wait 30s", verb, err)
+	}
 	if err != nil {
 		return nil, exitcode.Environmentf("tune %s: %v", verb, err)
 	}
@@ -436,6 +437,18 @@ func (e Env) suggest(verb string, args ...string) string {
 		}
 	}
 	return "`" + strings.Join(cmd, " ") + "`"
+}
+
+// Suggest is the command `hostprep tune VERB ARGS...` as a message
+// suggests it, runnable as printed: in backquotes, every argument
+// shell-quoted, with the --root, --state, --proc-sys and --proc e has.
+func (e Env) Suggest(verb string, args ...string) string { return e.suggest(verb, args...) }
+
+// ProfileArgs are the flags that load p again as it was loaded:
+// --profile with its Source (a file's path, a built-in's name; its Name
+// for a profile built in code) and each --set.
+func ProfileArgs(p *profiles.Profile) []string {
+	return profileArgs(cmp.Or(p.Source, p.Name), p.Sets)
 }
 
 // reapply is the suggested command that applies the profile again

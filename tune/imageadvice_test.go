@@ -122,7 +122,7 @@ func TestImageModeAdviceKeepsRoot(t *testing.T) {
 			t.Errorf("no `hostprep tune %s` suggestion found in:\n%s", verb, all)
 		}
 	}
-	for _, want := range []string{"--persist-name zz", "interrupted", "sets them again", "lists them", "restores them"} {
+	for _, want := range []string{"--persist-name zz", "interrupted", "sets it again", "lists them", "restores them"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("no %q in the output (a state was not reached):\n%s", want, all)
 		}

@@ -70,26 +70,26 @@ func (pl *Plan) sysctlTargets(p *profiles.Profile) (map[string]target, map[strin
 		}
 		if !ok {
 			if msg := pl.missingKey(k, s); msg != "" {
-				errs = append(errs, msg)
+				errs = append(errs, p.Where("sysctl", k)+msg)
 			}
 			continue
 		}
 		current[k] = cur
 		to, err := sysval.Target(cur, s.Value, modeOf(s))
 		if err != nil {
-			errs = append(errs, fmt.Sprintf("sysctl %s = %q: %v", k, s.Value, err))
+			errs = append(errs, fmt.Sprintf("%ssysctl %s = %q: %v", p.Where("sysctl", k, "value"), k, s.Value, err))
 			continue
 		}
 		if msgs := profiles.CheckBounds(k, to, kernel); len(msgs) > 0 {
 			for _, m := range msgs {
-				errs = append(errs, "sysctl "+m+"; nothing was changed")
+				errs = append(errs, p.Where("sysctl", k, "value")+"sysctl "+m+"; nothing was changed")
 			}
 			continue
 		}
 		targets[k] = target{value: to, optional: s.Optional, comment: s.Comment, present: true}
 	}
 	if len(errs) > 0 {
-		return nil, nil, exitcode.BadInputf("%s", strings.Join(errs, "\n"))
+		return nil, nil, exitcode.BadInputf("%s", strings.Join(errs, "; ")) // one line
 	}
 	return targets, current, nil
 }

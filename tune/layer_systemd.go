@@ -21,7 +21,7 @@ func (pl *Plan) systemdWants(per journal.Persisted) []fileWant {
 	var wants []fileWant
 	if d := per.DefaultLimitNOFILE; d != nil {
 		wants = append(wants, fileWant{path: files.SystemConf,
-			data: files.RenderSystemConf(pl.profiles, d.Soft, d.Hard),
+			data: files.RenderSystemConf(pl.profiles, d.Soft, d.Hard), systemd: true,
 			note: fmt.Sprintf("systemd applies DefaultLimitNOFILE=%s after `systemctl daemon-reexec`, to services started afterwards", files.SystemdNofile(d.Soft, d.Hard))})
 	}
 	units := make([]string, 0, len(per.Services))
@@ -32,7 +32,7 @@ func (pl *Plan) systemdWants(per journal.Persisted) []fileWant {
 	for _, u := range units {
 		l := per.Services[u]
 		wants = append(wants, fileWant{path: files.ServiceDropIn(u),
-			data: files.RenderServiceDropIn(pl.profiles, l.Soft, l.Hard, tasksMaxText(per.TasksMax, u)), unit: u})
+			data: files.RenderServiceDropIn(pl.profiles, l.Soft, l.Hard, tasksMaxText(per.TasksMax, u)), unit: u, systemd: true})
 	}
 	return wants
 }

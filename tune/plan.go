@@ -394,9 +394,12 @@ func (pl *Plan) checkLimits(p *profiles.Profile, targets map[string]target) erro
 	if len(ls) == 0 {
 		return nil
 	}
+	// where is the profile position of field (soft, hard) of the limit
+	// named name (limits.nofile): "file:line:col: ".
+	where := func(name, field string) string { return p.Where(append(strings.Split(name, "."), field)...) }
 	for _, l := range ls {
 		if l.l.Soft > l.l.Hard {
-			return exitcode.BadInputf("%s: soft %d is above hard %d; the soft limit can only be raised up to the hard one: set soft <= hard", l.name, l.l.Soft, l.l.Hard)
+			return exitcode.BadInputf("%s%s: soft %d is above hard %d; the soft limit can only be raised up to the hard one: set soft <= hard", where(l.name, "soft"), l.name, l.l.Soft, l.l.Hard)
 		}
 	}
 	nrOpen, nrFrom, err := pl.effective(keyNrOpen, targets, defaultNrOpen)
@@ -405,7 +408,7 @@ func (pl *Plan) checkLimits(p *profiles.Profile, targets map[string]target) erro
 	}
 	for _, l := range ls {
 		if l.l.Hard > nrOpen {
-			return exitcode.BadInputf("%s: hard %d is above fs.nr_open %d (%s); a nofile limit above fs.nr_open cannot be set (logins fail with \"Could not set limit\"): add `fs.nr_open: {value: \"%d\", mode: at-least}` to the profile (hostprep raises it before writing any limit) or lower the limit", l.name, l.l.Hard, nrOpen, nrFrom, l.l.Hard)
+			return exitcode.BadInputf("%s%s: hard %d is above fs.nr_open %d (%s); a nofile limit above fs.nr_open cannot be set (logins fail with \"Could not set limit\"): add `fs.nr_open: {value: \"%d\", mode: at-least}` to the profile (hostprep raises it before writing any limit) or lower the limit", where(l.name, "hard"), l.name, l.l.Hard, nrOpen, nrFrom, l.l.Hard)
 		}
 	}
 	fileMax, fmFrom, err := pl.effective(keyFileMax, targets, 0)
@@ -415,7 +418,7 @@ func (pl *Plan) checkLimits(p *profiles.Profile, targets map[string]target) erro
 	if fileMax > 0 {
 		for _, l := range ls {
 			if l.l.Hard > fileMax {
-				return exitcode.BadInputf("%s: hard %d is above fs.file-max %d (%s), the system-wide limit of open files; add `fs.file-max: {value: \"%d\", mode: at-least}` to the profile or lower the limit", l.name, l.l.Hard, fileMax, fmFrom, l.l.Hard)
+				return exitcode.BadInputf("%s%s: hard %d is above fs.file-max %d (%s), the system-wide limit of open files; add `fs.file-max: {value: \"%d\", mode: at-least}` to the profile or lower the limit", where(l.name, "hard"), l.name, l.l.Hard, fileMax, fmFrom, l.l.Hard)
 			}
 		}
 	}
@@ -526,7 +529,10 @@ type fileWant struct {
 	data []byte
 	note string // what else must happen for it to take effect
 	unit string // a unit to restart
-	why  string // the reason shown for the change
+	// systemd marks a file systemd reads (the manager's or a unit's
+	// drop-in): it takes effect through systemd (takeEffect).
+	systemd bool
+	why     string // the reason shown for the change
 }
 
 // mergePersisted merges the profile's persistent settings into what
@@ -620,13 +626,29 @@ func (pl *Plan) planFile(w fileWant, st *journal.State) error {
 	if pl.env.ImageMode() {
 		return nil // nothing runs in an image yet: no restarts, no sessions
 	}
+	pl.takeEffect(w)
+	return nil
+}
+
+// takeEffect says what must happen for the changed file w to take effect:
+// its note, and its unit to restart. With systemd not running (no
+// /run/systemd/system: a container, a chroot) no systemctl command works,
+// and a drop-in takes effect when systemd starts the units, at the next
+// boot under systemd: one note says so, and nothing is to be restarted.
+func (pl *Plan) takeEffect(w fileWant) {
+	if w.systemd && !pl.env.systemdRunning() {
+		note := fmt.Sprintf("systemd is not running (no %s): its drop-ins take effect when systemd starts the units, at the next boot under systemd; nothing to restart now", pl.env.systemdRunDir())
+		if !slices.Contains(pl.Notes, note) {
+			pl.Notes = append(pl.Notes, note)
+		}
+		return
+	}
 	if w.note != "" {
 		pl.Notes = append(pl.Notes, w.note)
 	}
 	if w.unit != "" {
 		pl.Restart = append(pl.Restart, w.unit)
 	}
-	return nil
 }
 
 // readLinked reads rel (a path relative to the root that is a symbolic

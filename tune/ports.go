@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/procnet"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/hostprep/hostprep/tune/boot"
@@ -214,7 +215,13 @@ func (pl *Plan) reserveListeners(r *reservation) error {
 		r.add(port, "listening now")
 	}
 	if len(transient) > 0 {
-		pl.Warnings = append(pl.Warnings, fmt.Sprintf("listening ports %s lie inside the current ephemeral range %d-%d, so the kernel probably assigned them; not reserved (add them to reserve_ports if they are fixed service ports)", strings.Join(transient, ","), curLo, curHi))
+		what := fmt.Sprintf("listening ports %s lie", strings.Join(transient, ","))
+		fixed := "they are fixed service ports"
+		if len(transient) == 1 {
+			what, fixed = "listening port "+transient[0]+" lies", "it is a fixed service port"
+		}
+		them := plural.Them(len(transient))
+		pl.Warnings = append(pl.Warnings, fmt.Sprintf("%s inside the current ephemeral range %d-%d, so the kernel probably assigned %s; not reserved (add %s to reserve_ports if %s)", what, curLo, curHi, them, them, fixed))
 	}
 	return nil
 }

@@ -82,7 +82,10 @@ func (pl *Plan) planProcs(p *profiles.Profile, opts Options) error {
 		var cur unix.Rlimit
 		if err := unix.Prlimit(t.pid, unix.RLIMIT_NOFILE, nil, &cur); err != nil {
 			if errors.Is(err, unix.ESRCH) {
-				return exitcode.BadInputf("--pid %d: no such process", t.pid)
+				if t.service != "" {
+					return exitcode.BadInputf("--service %s: its main process %d has exited; start the unit (systemctl start %s), or leave --service out", t.service, t.pid, t.service)
+				}
+				return exitcode.BadInputf("--pid %d: no such process; pass the PID of a running process, e.g. --pid $(pidof mosquitto)", t.pid)
 			}
 			return exitcode.Environmentf("--pid %d: reading RLIMIT_NOFILE: %v", t.pid, err)
 		}

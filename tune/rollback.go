@@ -196,7 +196,7 @@ func (r *rollbackRun) finish() (*RollbackResult, error) {
 		if err := journal.Save(statePath, r.remaining); err != nil {
 			r.failures = append(r.failures, "journal: "+err.Error())
 		}
-		return res, exitcode.Environmentf("tune rollback: %s could not be restored: %v; the journal keeps them, fix the cause and run %s again", plural.N(len(r.failures), "item"), r.failures, r.env.suggest("rollback"))
+		return res, exitcode.Environmentf("tune rollback: %s could not be restored: %v; the journal keeps %s, fix the cause and run %s again", plural.N(len(r.failures), "item"), r.failures, plural.Them(len(r.failures)), r.env.suggest("rollback"))
 	}
 	if len(res.Kept) > 0 {
 		r.keepNeededFiles()
@@ -250,9 +250,22 @@ func (r *rollbackRun) removeDirs(created []string) {
 		if err := os.Remove(d); err == nil {
 			r.res.Changes = append(r.res.Changes, Change{File: d + "/", Layer: Persistent, From: "directory", To: "absent", Reason: "created by hostprep"})
 		} else if !os.IsNotExist(err) {
-			r.res.Left = append(r.res.Left, Skip{File: d + "/", Layer: Persistent, Reason: "created by hostprep but not empty now; left in place"})
+			r.res.Left = append(r.res.Left, leftDir(d, err))
 		}
 	}
+}
+
+// leftDir is the row for directory d, created by hostprep, that
+// os.Remove could not remove (err): what it holds now, and why it stays.
+func leftDir(d string, err error) Skip {
+	now, why := "directory", fmt.Sprintf("created by hostprep; could not remove it (%v); left in place", err)
+	if entries, rerr := os.ReadDir(d); rerr == nil {
+		now = "directory of " + plural.N(len(entries), "entry")
+		if len(entries) > 0 {
+			why = "created by hostprep but not empty now; left in place"
+		}
+	}
+	return Skip{File: d + "/", Layer: Persistent, Current: now, Reason: why}
 }
 
 func keptKeys(ks []Skip) string {

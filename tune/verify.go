@@ -173,9 +173,9 @@ func Verify(p *profiles.Profile, env Env) (*Status, *Plan, error) {
 	case s.Interrupted != "":
 		return s, pl, exitcode.Failedf("tune verify: %s", s.Interrupted)
 	case s.Drift > 0:
-		return s, pl, exitcode.Failedf("tune verify: %s drifted from what hostprep applied (see above); %s sets them again", plural.N(s.Drift, "item"), env.suggest("apply", driftProfile(s)...))
+		return s, pl, exitcode.Failedf("tune verify: %s drifted from what hostprep applied (see above); %s sets %s again", plural.N(s.Drift, "item"), env.suggest("apply", driftProfile(s)...), plural.Them(s.Drift))
 	case pl != nil && pl.Changed:
-		return s, pl, exitcode.Failedf("tune verify: the host does not match profile %s: %s pending; %s lists them", p.Name, plural.N(len(pl.Changes), "change"), env.suggest("plan", "--profile", cmp.Or(p.Source, p.Name)))
+		return s, pl, exitcode.Failedf("tune verify: the host does not match profile %s: %s pending; %s lists %s", p.Name, plural.N(len(pl.Changes), "change"), env.suggest("plan", ProfileArgs(p)...), plural.Them(len(pl.Changes)))
 	}
 	return s, pl, nil
 }

@@ -26,7 +26,7 @@ func init() {
 func newPreflightCmd() *cobra.Command {
 	var (
 		t          preflight.Target
-		connRate   rate.PerSecond
+		connRate   rate.Positive
 		role       string
 		profile    string
 		sets       []string
@@ -75,23 +75,16 @@ Checks (IDs for --ignore):
 			if err != nil {
 				return exitcode.BadInputf("--conn-rate: %v", err)
 			}
-			t.ConnRate = n
-			if cmd.Flags().Changed("conn-rate") && t.ConnRate <= 0 {
-				return exitcode.BadInputf("--conn-rate %s: want new connections/s > 0, e.g. 2000, 2000/s or 120000/m; leave it out for the default %d (or the profile's conn_rate)", cmd.Flag("conn-rate").Value, preflight.DefaultConnRate)
-			}
+			t.ConnRate = n // rate.Positive refuses 0 as it refuses text
 			if profile != "" {
-				p, err := profiles.Load(profile, sets)
+				// --sockets, --role and --conn-rate override the
+				// profile's preflight section, after --set; the profile
+				// still gives its service and ports.
+				p, err := profiles.LoadWith(profile, sets, preflightOverrides(cmd))
 				if err != nil {
 					return err
 				}
 				fl := cmd.Flags()
-				if p.Preflight == nil && fl.Changed("sockets") {
-					// The target comes from the flags; the profile still
-					// gives its service and ports (role: --role, else broker).
-					cp := *p
-					cp.Preflight = &profiles.PreflightTarget{Role: string(preflight.Broker)}
-					p = &cp
-				}
 				pt, err := preflight.TargetFromProfile(p)
 				if err != nil {
 					return err
@@ -188,6 +181,18 @@ Checks (IDs for --ignore):
 	f.StringVar(&opts.Record, "record", "", "copy exactly the files and command outputs preflight reads into this new directory, to replay with --root (e.g. for a bug report)")
 	c.AddCommand(newActiveChildCmd())
 	return c
+}
+
+// preflightOverrides are the flags given that set a field of the
+// profile's preflight section.
+func preflightOverrides(cmd *cobra.Command) []profiles.Override {
+	var out []profiles.Override
+	for _, f := range [][2]string{{"sockets", "preflight.sockets"}, {"role", "preflight.role"}, {"conn-rate", "preflight.conn_rate"}} {
+		if fl := cmd.Flag(f[0]); fl != nil && fl.Changed {
+			out = append(out, profiles.Override{Flag: "--" + f[0] + " " + fl.Value.String(), Key: f[1], Value: fl.Value.String()})
+		}
+	}
+	return out
 }
 
 // checkList renders the registered checks, one "ID  what it compares" line each.

@@ -17,7 +17,7 @@ func TestPreflightRefusesIgnoredFlags(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"--sockets", "100", "--conn-rate", "0"}, []string{"--conn-rate 0", "> 0"}},
+		{[]string{"--sockets", "100", "--conn-rate", "0"}, []string{`--conn-rate: "0"`, "> 0"}},
 		{[]string{"--sockets", "100", "--conn-rate", "0/m"}, []string{"--conn-rate", "> 0"}},
 		{[]string{"--sockets", "100", "--pool-size", "16"}, []string{"--pool-size", "--role iotdb", "broker"}},
 		{[]string{"--sockets", "100", "--role", "loadgen", "--batch-points", "1000"}, []string{"--batch-points", "--role iotdb", "loadgen"}},

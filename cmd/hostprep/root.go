@@ -56,6 +56,7 @@ lock held, kernel EINVAL, target unreachable).`,
 	for _, f := range subcommands {
 		root.AddCommand(f())
 	}
+	root.SetHelpCommand(newHelpCmd())
 	usageErrorsAreBadInput(root)
 	return root
 }
@@ -68,6 +69,13 @@ func usageErrorsAreBadInput(c *cobra.Command) {
 		c.Args = cobra.ArbitraryArgs
 		c.RunE = func(c *cobra.Command, args []string) error {
 			if len(args) == 0 {
+				// Text: the group's help, exit 0, as cobra does for a
+				// command that is not runnable. A machine format (-o
+				// json) asked for a result, and help is none: an error
+				// (exit 2), which run prints as JSON.
+				if o := c.Flag("output"); o != nil && o.Value.String() != "text" {
+					return exitcode.BadInputf("%s needs a subcommand: %s (see '%s --help')", strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" "), strings.Join(subcommandNames(c), ", "), c.CommandPath())
+				}
 				return c.Help()
 			}
 			hint := ""
@@ -91,6 +99,44 @@ func usageErrorsAreBadInput(c *cobra.Command) {
 	}
 	for _, sub := range c.Commands() {
 		usageErrorsAreBadInput(sub)
+	}
+}
+
+// subcommandNames are the names of c's available subcommands.
+func subcommandNames(c *cobra.Command) []string {
+	var out []string
+	for _, sub := range c.Commands() {
+		if sub.IsAvailableCommand() {
+			out = append(out, sub.Name())
+		}
+	}
+	return out
+}
+
+// newHelpCmd is `hostprep help [command]`: cobra's, except that a topic
+// that names no command is a usage error (exit 2; under -o json a JSON
+// error object) instead of the root's help and exit 0.
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "help prints the help of any command, as `hostprep COMMAND --help` does (text, whatever --output says).",
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil || cmd == nil || len(rest) > 0 {
+				topic := strings.Join(args, " ")
+				fix := "run `hostprep help` for the commands"
+				if cmd != nil && len(rest) > 0 {
+					if s := cmd.SuggestionsFor(rest[0]); len(s) > 0 {
+						fix = fmt.Sprintf("did you mean `%s help %s`?", c.Root().Name(), strings.TrimSpace(strings.TrimPrefix(cmd.CommandPath(), c.Root().Name())+" "+s[0]))
+					}
+				}
+				return exitcode.BadInputf("help %s: unknown help topic %q; %s", topic, topic, fix)
+			}
+			cmd.InitDefaultHelpFlag()
+			cmd.InitDefaultVersionFlag()
+			return cmd.Help()
+		},
 	}
 }
 

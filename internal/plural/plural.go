@@ -68,6 +68,15 @@ func pluralOf(w string) string {
 	return w + "s"
 }
 
+// Them is the pronoun that stands for n things after their count: "it"
+// for 1, else "them" ("1 change pending; tune plan lists it").
+func Them[T Integer](n T) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
+}
+
 // List returns the numbers of v, comma-separated, and noun after them:
 // singular only when v is the one number 1 (List([]int{1}, "worker") ==
 // "1 worker", List([]int{8, 16}, "worker") == "8, 16 workers"). For

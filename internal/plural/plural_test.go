@@ -47,3 +47,11 @@ func TestList(t *testing.T) {
 		}
 	}
 }
+
+func TestThemAgreesWithTheCount(t *testing.T) {
+	for n, want := range map[int]string{0: "them", 1: "it", 2: "them"} {
+		if got := Them(n); got != want {
+			t.Errorf("Them(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

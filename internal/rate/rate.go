@@ -32,7 +32,33 @@ const Max = 10_000_000
 // returns the rate per second, unrounded (1/m is 0.0166.../s, 0.5/s
 // stays 0.5). Anything else — a negative, NaN or infinite N, a rate above
 // Max, another unit — is an error naming the value and the rule.
-func Parse(s string) (PerSecond, error) {
+func Parse(s string) (PerSecond, error) { return parse(s, Want) }
+
+// WantPositive is what a rate that must be above 0 looks like (see
+// Positive).
+const WantPositive = "a rate > 0 such as 1000, 1000/s or 60000/m (per minute)"
+
+// Positive is a PerSecond flag that takes only rates above 0 (a number
+// of new connections a host must accept, whose default the flag left out
+// gives): a text that is not a rate and 0 are refused with the same rule,
+// WantPositive.
+type Positive struct{ PerSecond }
+
+// Set implements pflag.Value.
+func (r *Positive) Set(s string) error {
+	v, err := parse(s, WantPositive)
+	if err == nil && v <= 0 {
+		err = fmt.Errorf("%q is not %s", s, WantPositive)
+	}
+	if err != nil {
+		return err
+	}
+	r.PerSecond = v
+	return nil
+}
+
+// parse is Parse, naming want as what a rate looks like.
+func parse(s, want string) (PerSecond, error) {
 	num, unit, per := strings.Cut(strings.TrimSpace(s), "/")
 	div := 1.0
 	if per {
@@ -41,15 +67,15 @@ func Parse(s string) (PerSecond, error) {
 		case "m":
 			div = 60
 		default:
-			return 0, fmt.Errorf("%q: unit %q is not s or m; want %s", s, strings.TrimSpace(unit), Want)
+			return 0, fmt.Errorf("%q: unit %q is not s or m; want %s", s, strings.TrimSpace(unit), want)
 		}
 	}
 	f, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
 	if err != nil || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, fmt.Errorf("%q is not %s", s, Want)
+		return 0, fmt.Errorf("%q is not %s", s, want)
 	}
 	if f/div > Max {
-		return 0, fmt.Errorf("%q is above the limit of %d/s (10 million events per second; no host opens or sends that many); want %s", s, Max, Want)
+		return 0, fmt.Errorf("%q is above the limit of %d/s (10 million events per second; no host opens or sends that many); want %s", s, Max, want)
 	}
 	return PerSecond(f / div), nil
 }
