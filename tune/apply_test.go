@@ -237,6 +237,12 @@ func TestApplyAThenBThenRollbackGivesPreAState(t *testing.T) {
 	if strings.Join(res.Restart, ",") != "emqx.service" {
 		t.Errorf("restart %v, want emqx.service", res.Restart)
 	}
+	// try-restart: a stopped alternative (a second broker) is not started
+	var text strings.Builder
+	must(t, res.WriteText(&text, "apply"))
+	if !strings.Contains(text.String(), "systemctl daemon-reload && systemctl try-restart emqx.service") {
+		t.Errorf("apply text has no try-restart line:\n%s", text.String())
+	}
 	conf, _ := h.file("etc/sysctl.d/60-hostprep.conf")
 	if !strings.Contains(conf, "sys-tune, b") || !strings.Contains(conf, "net.ipv4.tcp_rmem = 1024 4096 16777216") || !strings.Contains(conf, "net.core.somaxconn = 65535") {
 		t.Fatalf("sysctl.d after A and B keeps both:\n%s", conf)

@@ -48,7 +48,10 @@ func (r *Result) WriteText(w io.Writer, verb string) error {
 		fmt.Fprintf(w, "warning: %s\n", s)
 	}
 	if len(r.Restart) > 0 {
-		fmt.Fprintf(w, "restart to pick up new limits: systemctl daemon-reload && systemctl restart %s\n", strings.Join(r.Restart, " "))
+		// try-restart, not restart: a profile lists alternatives (emqx,
+		// mosquitto), and restart would start one that is stopped, a
+		// second broker on the same port.
+		fmt.Fprintf(w, "restart to pick up new limits (try-restart restarts only the units running now): systemctl daemon-reload && systemctl try-restart %s\n", strings.Join(r.Restart, " "))
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
