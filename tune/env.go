@@ -33,6 +33,7 @@ import (
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/procnet"
+	"github.com/hostprep/hostprep/internal/shellquote"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/hostprep/hostprep/tune/boot"
 	"github.com/hostprep/hostprep/tune/files"
@@ -426,14 +427,14 @@ type Options struct {
 func (e Env) suggest(verb string, args ...string) string {
 	cmd := []string{"hostprep", "tune", verb}
 	for _, a := range args {
-		cmd = append(cmd, shellQuote(a))
+		cmd = append(cmd, shellquote.Quote(a))
 	}
 	if e.Image && e.Root != "" {
-		cmd = append(cmd, "--root", shellQuote(e.Root))
+		cmd = append(cmd, "--root", shellquote.Quote(e.Root))
 	}
 	for _, f := range [][2]string{{"--state", e.StateFile}, {"--proc-sys", e.ProcSys}, {"--proc", e.Proc}} {
 		if f[1] != "" {
-			cmd = append(cmd, f[0], shellQuote(f[1]))
+			cmd = append(cmd, f[0], shellquote.Quote(f[1]))
 		}
 	}
 	return "`" + strings.Join(cmd, " ") + "`"
@@ -475,13 +476,4 @@ func (e Env) withLastApply(st *journal.State) Env {
 		e.profileRef, e.profileSets = last.Source, last.Sets
 	}
 	return e
-}
-
-// shellQuote returns s as one POSIX shell word: unchanged when it holds
-// only characters no shell treats specially, else in single quotes.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._+-=:,@%") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

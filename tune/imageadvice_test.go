@@ -129,16 +129,6 @@ func TestImageModeAdviceKeepsRoot(t *testing.T) {
 	}
 }
 
-func TestShellQuote(t *testing.T) {
-	for in, want := range map[string]string{
-		"/srv/image": "/srv/image", "a b": "'a b'", "it's": `'it'\''s'`, "": "''", "$x": "'$x'",
-	} {
-		if got := shellQuote(in); got != want {
-			t.Errorf("shellQuote(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // Advice to apply again names the profile the way --profile took it (the
 // file's absolute path, with its --set overrides), not the profile's name,
 // which --profile does not resolve for a file; the journal keeps both for
