@@ -1,10 +1,12 @@
 package preflight
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 	"strings"
 
+	"github.com/hostprep/hostprep/internal/shellquote"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
 
@@ -137,6 +139,21 @@ func joinRoles(rs []Role) string {
 }
 
 // result constructors keep the check files short.
+// tuneApply is the `hostprep tune apply` command, in backquotes and
+// runnable as printed (every argument shell-quoted), that applies the
+// profile the target came from (Target.Profile: a file's path or a
+// built-in's name, as --profile took it) with the overrides sets
+// ("key=value" for --set: a sysctl, limits.nofile.soft/hard or
+// reserve_ports; see profiles.ApplySets). Without a profile, PROFILE
+// stands for the user's own, as in tune's suggestions.
+func tuneApply(t Target, sets ...string) string {
+	args := []string{"hostprep", "tune", "apply", "--profile", cmp.Or(t.Profile, "PROFILE")}
+	for _, s := range sets {
+		args = append(args, "--set", s)
+	}
+	return "`" + shellquote.Join(args...) + "`"
+}
+
 func pass(summary, observed, expected string) verdict.Check {
 	return verdict.Check{Status: verdict.Pass, Summary: summary, Observed: observed, Expected: expected}
 }

@@ -62,9 +62,11 @@ func limitsDSummary(f *Facts) string {
 
 // systemdRemedy points at hostprep tune, which owns the unit's drop-in
 // (/etc/systemd/system/UNIT.d/60-hostprep.conf), with a number: never
-// infinity, which systemd clamps to its own hard limit.
-func systemdRemedy(unit string, need uint64) string {
-	return fmt.Sprintf("hostprep tune apply --profile P --service %s with systemd.limit_nofile {soft: %d, hard: %d} (a number <= fs.nr_open, not infinity: systemd clamps infinity to its own hard limit), then systemctl daemon-reload && systemctl restart %s", unit, need, need, unit)
+// infinity, which systemd clamps to its own hard limit. The profile's
+// systemd section has no --set key, so the command applies the profile
+// once it has them.
+func systemdRemedy(t Target, unit string, need uint64) string {
+	return fmt.Sprintf("give the profile systemd.limit_nofile {soft: %d, hard: %d} (a number <= fs.nr_open, not infinity: systemd clamps infinity to its own hard limit) and %s in systemd.services, then %s and systemctl daemon-reload && systemctl restart %s", need, need, unit, tuneApply(t), unit)
 }
 
 // unseenServer says whether the target is a broker or iotdb whose process
@@ -235,16 +237,16 @@ func checkFDSoft(f *Facts, t Target) verdict.Check {
 		} else {
 			summary += "; limits.conf does not apply to systemd services"
 		}
-		return fail(summary, obs, exp, systemdRemedy(unit, need))
+		return fail(summary, obs, exp, systemdRemedy(t, unit, need))
 	}
-	return fail(summary, obs, exp, softRemedy(f, need))
+	return fail(summary, obs, exp, softRemedy(f, t, need))
 }
 
 // softRemedy is fd.soft's remedy for a target started from a shell or
 // named by --pid. Above the hard limit it never suggests more than fd.hard
 // and fd.raise allow: where the hard limit cannot be raised (canRaise),
 // the soft limit goes at most up to it, and more is fd.raise's remedy.
-func softRemedy(f *Facts, need uint64) string {
+func softRemedy(f *Facts, t Target, need uint64) string {
 	p := f.Target
 	live := func(soft, hard uint64) string {
 		if p.PID > 0 && hard > p.NofileHard && p.NoRaiseBound {
@@ -270,7 +272,9 @@ func softRemedy(f *Facts, need uint64) string {
 		return live(need, need)
 	}
 	if need <= p.NofileHard || canRaise(f) {
-		return fmt.Sprintf("hostprep tune apply with limits.nofile {soft: %d, hard: %d} (it writes its own /etc/security/limits.d/60-hostprep.conf, for * and root) and start the process from a new login, or %s", need, max(need, p.NofileHard), live(need, max(need, p.NofileHard)))
+		hard := max(need, p.NofileHard)
+		return fmt.Sprintf("%s (it writes its own /etc/security/limits.d/60-hostprep.conf, for * and root) and start the process from a new login, or %s",
+			tuneApply(t, fmt.Sprintf("limits.nofile.soft=%d", need), fmt.Sprintf("limits.nofile.hard=%d", hard)), live(need, hard))
 	}
 	if p.NofileSoft < p.NofileHard {
 		return fmt.Sprintf("up to the hard limit %d (the most this process can get; more is fd.hard and fd.raise): %s gives about %s", p.NofileHard, live(p.NofileHard, p.NofileHard), plural.N(usableFDs(p.NofileHard), "socket"))
@@ -289,10 +293,10 @@ func checkFDHard(f *Facts, t Target) verdict.Check {
 	if p.Requested != "" {
 		summary += fmt.Sprintf(" (the unit asks for LimitNOFILE=%s, which systemd clamps: see observed)", p.Requested)
 	}
-	remedy := fmt.Sprintf("set the hard limit to %d where the process is started: hostprep tune apply with limits.nofile {hard: %d} for login sessions, prlimit, or docker --ulimit nofile=%d:%d", need, need, need, need)
+	remedy := fmt.Sprintf("set the hard limit to %d where the process is started: %s for login sessions, prlimit, or docker --ulimit nofile=%d:%d", need, tuneApply(t, fmt.Sprintf("limits.nofile.hard=%d", need)), need, need)
 	switch ceiling, _, blocked := hostCeiling(f); {
 	case underSystemd(f):
-		remedy = systemdRemedy(p.Unit, need)
+		remedy = systemdRemedy(t, p.Unit, need)
 	case p.CapSysResource && p.PID > 0 && blocked:
 		// fd.raise passes: the process itself can raise it, though no
 		// other process here can (prlimit from here fails with EPERM).
@@ -363,8 +367,8 @@ func checkFDRaise(f *Facts, t Target) verdict.Check {
 			"CapBnd lacks CAP_SYS_RESOURCE (bit 24); "+from, exp,
 			fmt.Sprintf("a process PID 1 starts itself can get up to hard nofile %d, if PID 1 passes it on (no process can raise its own hard limit here)", ceiling))
 	}
-	restart := "start it again from a context that sets a hard limit >= %d: hostprep tune apply with limits.nofile {soft: %d, hard: %d} (its own limits.d file) and a new login session, a systemd unit (hostprep tune apply --service UNIT), or docker run --ulimit nofile=%d:%d"
-	remedy := fmt.Sprintf(restart, need, need, need, need, need)
+	remedy := fmt.Sprintf("start it again from a context that sets a hard limit >= %d: %s (its own limits.d file) and a new login session, a systemd unit (systemd.limit_nofile in the profile), or docker run --ulimit nofile=%d:%d",
+		need, tuneApply(t, fmt.Sprintf("limits.nofile.soft=%d", need), fmt.Sprintf("limits.nofile.hard=%d", need)), need, need)
 	if p.PID > 0 && !p.NoRaiseBound {
 		remedy += fmt.Sprintf("; or, as root, raise it live: prlimit --pid %d --nofile=%d:%d", p.PID, need, need)
 	}
@@ -383,7 +387,7 @@ func checkFDNrOpen(f *Facts, t Target) verdict.Check {
 		return pass(fmt.Sprintf("fs.nr_open %d lets a process's hard nofile go up to %s, enough for %s + %d headroom (%d)", nr, plural.N(nr, "file descriptor"), plural.N(t.Sockets, "socket"), fdHeadroom(t.Sockets), need), obs, exp)
 	}
 	return fail(fmt.Sprintf("fs.nr_open %d < %d: no process can hold %s, and setting LimitNOFILE/limits.d higher fails (systemd logs \"Operation not permitted\")", nr, need, plural.N(t.Sockets, "socket")),
-		obs, exp, fmt.Sprintf("hostprep tune apply with fs.nr_open %d (it sets it now and in its own /etc/sysctl.d/60-hostprep.conf, before any nofile limit)", max(need, 1048576)))
+		obs, exp, tuneApply(t, fmt.Sprintf("fs.nr_open=%d", max(need, 1048576)))+" (it sets it now and in its own /etc/sysctl.d/60-hostprep.conf, before any nofile limit)")
 }
 
 func checkFDFileMax(f *Facts, t Target) verdict.Check {
@@ -402,7 +406,7 @@ func checkFDFileMax(f *Facts, t Target) verdict.Check {
 		return pass(fmt.Sprintf("%s free for %s", plural.N(free, "file handle"), plural.N(t.Sockets, "socket")), obs, exp)
 	}
 	return fail(fmt.Sprintf("fs.file-max leaves %s < %s: the kernel refuses new files with ENFILE (\"VFS: file-max limit reached\")", plural.N(free, "free file handle"), plural.N(t.Sockets, "socket")),
-		obs, exp, fmt.Sprintf("hostprep tune apply with fs.file-max %d (now and at boot, in its own /etc/sysctl.d/60-hostprep.conf)", alloc+int64(t.Sockets)*2))
+		obs, exp, tuneApply(t, fmt.Sprintf("fs.file-max=%d", alloc+int64(t.Sockets)*2))+" (now and at boot, in its own /etc/sysctl.d/60-hostprep.conf)")
 }
 
 // unseenRaise is fd.raise for an unseen server (unseenServer). A login

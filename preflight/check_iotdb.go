@@ -45,7 +45,16 @@ func checkIoTDBMapCount(f *Facts, t Target) verdict.Check {
 		return pass(fmt.Sprintf("vm.max_map_count %d leaves the DataNode room for its memory maps", n), obs, exp)
 	}
 	return warn(fmt.Sprintf("vm.max_map_count %d is below %d: a DataNode mapping many TsFiles and direct buffers fails with \"Map failed\" / OutOfMemoryError once it is used up (65530 is the kernel default)", n, MinMaxMapCount),
-		obs, exp, fmt.Sprintf("hostprep tune apply --profile iotdb (sets vm.max_map_count %d now and at boot)", MinMaxMapCount))
+		obs, exp, mapCountRemedy(t))
+}
+
+// mapCountRemedy applies vm.max_map_count MinMaxMapCount with the target's
+// profile, or the built-in iotdb profile, which sets it, without one.
+func mapCountRemedy(t Target) string {
+	if t.Profile == "" {
+		t.Profile = "iotdb"
+	}
+	return tuneApply(t, fmt.Sprintf("vm.max_map_count=%d", MinMaxMapCount)) + " (it sets it now and at boot)"
 }
 
 // propInt returns a numeric property of the release read with

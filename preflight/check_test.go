@@ -34,7 +34,7 @@ func TestChecksOnRecordedHosts(t *testing.T) {
 		{"stock host only warns for an unseen small broker", ``, Target{Sockets: 500, Role: Broker}, "fd.soft", verdict.Warn, []string{"service's own limits are not known", "--pid"}},
 		{"nr_open below target", `sysctl: {fs.nr_open: "1048576"}
 target_process: {managed_by: systemd, unit: emqx.service, nofile_soft: 1048576, nofile_hard: 1048576}`,
-			Target{Sockets: 2000000, Role: Broker}, "fd.nr_open", verdict.Fail, []string{"fs.nr_open 1048576", "hostprep tune apply with fs.nr_open"}},
+			Target{Sockets: 2000000, Role: Broker}, "fd.nr_open", verdict.Fail, []string{"fs.nr_open 1048576", "`hostprep tune apply --profile PROFILE --set fs.nr_open=2020000`"}},
 		{"nr_open pass names the ceiling, not the need", ``, Target{Sockets: 10, Role: Broker}, "fd.nr_open", verdict.Pass,
 			[]string{"hard nofile go up to 1048576 file descriptors", "enough for 10 sockets + 64 headroom (74)"}},
 		{"file-max nearly used", `sysctl: {fs.file-max: "200000", fs.file-nr: "150000 0 200000"}`,
@@ -511,10 +511,10 @@ func TestActiveCappedByHostprepIsNotTheTargets(t *testing.T) {
 // (it fails with EPERM); within the hard limit it still does.
 func TestNoPrlimitAboveTheHardLimitWithoutTheCapability(t *testing.T) {
 	f := &Facts{Target: ProcessFacts{ManagedBy: "shell", PID: 1234, NofileSoft: 1024, NofileHard: 32768, CapSysResource: true, NoRaiseBound: true}}
-	if r := softRemedy(f, 101000); strings.Contains(r, "prlimit --pid") {
+	if r := softRemedy(f, Target{}, 101000); strings.Contains(r, "prlimit --pid") {
 		t.Errorf("remedy above the hard limit offers prlimit: %s", r)
 	}
-	if r := softRemedy(f, 20000); !strings.Contains(r, "prlimit --pid 1234 --nofile=20000:32768") {
+	if r := softRemedy(f, Target{}, 20000); !strings.Contains(r, "prlimit --pid 1234 --nofile=20000:32768") {
 		t.Errorf("remedy within the hard limit lacks the prlimit that works: %s", r)
 	}
 }

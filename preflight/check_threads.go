@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/plural"
+	"github.com/hostprep/hostprep/internal/shellquote"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/profiles"
 )
@@ -51,13 +52,13 @@ func tasksMaxRemedy(t Target, p ProcessFacts, from string, slice *SliceRef, need
 	case slice != nil:
 		return sliceRemedy(*slice, fmt.Sprint(need), cmp.Or(unit, "the DataNode"), "hostprep tune writes only the service's own TasksMax=")
 	case unit != "" && (from == "TasksMax of "+unit || cg == unit):
-		own := fmt.Sprintf("tune writes TasksMax= into its own drop-in /etc/systemd/system/%s.d/60-hostprep.conf and never lowers a higher one), then systemctl daemon-reload && systemctl restart %s", unit, unit)
+		own := fmt.Sprintf("(tune writes TasksMax= into its own drop-in /etc/systemd/system/%s.d/60-hostprep.conf and never lowers a higher one), then systemctl daemon-reload && systemctl restart %s", unit, unit)
 		if t.Profile != "" && t.ProfileTasksMax >= need && profileUnit(t, unit) {
-			return fmt.Sprintf("raise the unit's TasksMax= to at least %d: hostprep tune apply --profile %s (the profile's systemd.tasks_max is %s; if it is applied already, hostprep tune verify --boot names the file that overrides it; %s",
-				need, t.Profile, profiles.TasksMax(t.ProfileTasksMax), own)
+			return fmt.Sprintf("raise the unit's TasksMax= to at least %d: %s, whose systemd.tasks_max is %s %s; if it is applied already, %s names the file that overrides it",
+				need, tuneApply(t), profiles.TasksMax(t.ProfileTasksMax), own, "`"+shellquote.Join("hostprep", "tune", "verify", "--boot", "--profile", t.Profile)+"`")
 		}
-		return fmt.Sprintf("raise the unit's TasksMax= to at least %d: hostprep tune apply --profile %s with systemd.tasks_max: %d (or infinity) and %s in systemd.services (the iotdb profile sets 16384; %s",
-			need, cmp.Or(t.Profile, "P"), need, unit, own)
+		return fmt.Sprintf("raise the unit's TasksMax= to at least %d: give the profile systemd.tasks_max: %d (or infinity) and %s in systemd.services (the iotdb profile sets 16384), then %s %s",
+			need, need, unit, tuneApply(t), own)
 	case strings.HasSuffix(cg, ".slice"):
 		return fmt.Sprintf("raise the TasksMax= of %s, the slice above the DataNode (hostprep tune writes only the service's own TasksMax=): systemctl set-property %s TasksMax=%d or more, or DefaultTasksMax= in /etc/systemd/system.conf", cg, cg, need)
 	}
@@ -87,13 +88,13 @@ func threadRooms(f *Facts, t Target) (rooms []threadRoom, unseen []string) {
 	tasks := int64(f.HostTasks)
 	if v, ok := f.SysInt("kernel.pid_max"); ok {
 		rooms = append(rooms, threadRoom{"kernel.pid_max", v - reservedPIDs - tasks, fmt.Sprintf("kernel.pid_max %d with %s on the host", v, plural.N(tasks, "task")),
-			"raise kernel.pid_max (at most 4194304 on 64-bit): hostprep tune apply --profile P --set kernel.pid_max=4194304"})
+			"raise kernel.pid_max (at most 4194304 on 64-bit): " + tuneApply(t, "kernel.pid_max=4194304")})
 	} else {
 		unseen = append(unseen, "kernel.pid_max")
 	}
 	if v, ok := f.SysInt("kernel.threads-max"); ok {
 		rooms = append(rooms, threadRoom{"kernel.threads-max", v - tasks, fmt.Sprintf("kernel.threads-max %d", v),
-			"raise kernel.threads-max (its default is RAM / 128 KiB; each thread also needs its stack): hostprep tune apply --profile P --set kernel.threads-max=N"})
+			"raise kernel.threads-max (its default is RAM / 128 KiB; each thread also needs its stack): " + tuneApply(t, fmt.Sprintf("kernel.threads-max=%d", tasks+int64(t.Sockets)))})
 	} else {
 		unseen = append(unseen, "kernel.threads-max")
 	}

@@ -53,7 +53,7 @@ func TestTextFailuresFirstAndColourOnlyWhenAsked(t *testing.T) {
 	if rows != len(CheckIDs()) {
 		t.Errorf("%d status rows, want one per check (%d)", rows, len(CheckIDs()))
 	}
-	for _, want := range []string{"remedy: hostprep tune apply --profile P --service mosquitto.service", "observed: soft nofile 1024", "capacity: about"} {
+	for _, want := range []string{"remedy: give the profile systemd.limit_nofile {soft: ", "and mosquitto.service in systemd.services, then `hostprep tune apply --profile PROFILE` and systemctl daemon-reload && systemctl restart mosquitto.service", "observed: soft nofile 1024", "capacity: about"} {
 		if !strings.Contains(plain.String(), want) {
 			t.Errorf("text lacks %q", want)
 		}

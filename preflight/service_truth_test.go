@@ -148,7 +148,7 @@ func TestRemediesAgree(t *testing.T) {
 		noSoftAbove    uint64 // no number in fd.soft's ulimit/prlimit above it
 		softSaysAlread bool   // fd.soft says the soft limit is already at the hard one
 	}{
-		{name: "shell, this process lacks the capability", soft: 1024, hardRemedy: "hostprep tune apply", raiseRemedy: "hostprep tune apply with limits.nofile", noSoftAbove: 20000},
+		{name: "shell, this process lacks the capability", soft: 1024, hardRemedy: "hostprep tune apply", raiseRemedy: "`hostprep tune apply --profile PROFILE --set limits.nofile.soft=101000 --set limits.nofile.hard=101000`", noSoftAbove: 20000},
 		{name: "pid, this process lacks the capability", soft: 1024, pid: 4242, hardRemedy: "prlimit", raiseRemedy: "prlimit --pid 4242 --nofile=101000:101000", noSoftAbove: 20000},
 		{name: "container without the capability", soft: 1024, blocked: true, hardRemedy: "split the load over 6 processes/hosts of at most 20000", raiseRemedy: "split the load over 6 processes/hosts of at most 20000", noSoftAbove: 20000},
 		{name: "container, soft at hard", soft: 20000, blocked: true, hardRemedy: "split the load", raiseRemedy: "split the load", noSoftAbove: 20000, softSaysAlread: true},
