@@ -66,7 +66,9 @@ func (p *Profile) applySet(s string) error {
 	case key == "reserve_ports":
 		return p.setReservePorts(s, pos, val)
 	}
-	return exitcode.BadInputf("--set %q: unknown key %q; %s", s, key, setUsage)
+	// The value is not echoed: a key --set does not know may be one that
+	// holds a secret (probe.mqtt.password=...), which is never printed.
+	return exitcode.BadInputf("--set %q: unknown key %q (its value is not shown); %s", key+"=…", key, setUsage)
 }
 
 // setWhole parses val as a whole number for --set s of key.
