@@ -323,7 +323,7 @@ func serverVersion(ctx context.Context, p *sessionPool) (string, error) {
 func teardown(ctx context.Context, p *sessionPool, cfg *Config, w *workload, res *Result) {
 	if cfg.Keep {
 		res.Kept = true
-		res.Notes = append(res.Notes, "--keep: "+w.prefix+" left in place; delete it with: "+deleteStatement(w, res))
+		res.Notes = append(res.Notes, cfg.name("keep")+": "+w.prefix+" left in place; delete it with: "+deleteStatement(w, res))
 		return
 	}
 	// Said when the interrupt comes, before the clean-up or during it.
