@@ -88,8 +88,8 @@ func TestAllPassIsReady(t *testing.T) {
 	if f.iotdbCfg.Host != "127.0.0.1" || f.iotdbCfg.Port != 6667 || len(f.iotdbCfg.Steps) != 3 || f.iotdbCfg.StepDuration.Seconds() != 5 {
 		t.Errorf("iotdb config %+v", f.iotdbCfg)
 	}
-	if f.iotdbCfg.AddressSetting != "--iotdb" {
-		t.Errorf("the IoTDB probe's errors would name %q, want --iotdb", f.iotdbCfg.AddressSetting)
+	if n := f.iotdbCfg.SettingNames["address"]; n != "--iotdb" {
+		t.Errorf("the IoTDB probe's errors would name %q, want --iotdb", n)
 	}
 	// no --mqtt and no broker in the profile: the embedded broker.
 	if f.mqttCfg.Broker != "" || f.mqttCfg.Clients != 200 {

@@ -259,21 +259,53 @@ func iotdbConfig(p *profiles.Profile, o Options) (iotdb.Config, string) {
 		}
 		return false
 	})
-	cfg.AddressSetting = "probe.iotdb.host and probe.iotdb.port"
-	if o.IoTDB != "" {
-		cfg.AddressSetting = "--iotdb"
-	}
-	// ready's own names for the login: a user the profile gave (and no
-	// --iotdb-user) is its key; the password is never a profile key.
-	cfg.UserSetting = "--iotdb-user"
-	if o.IoTDBUser == "" && pp != nil && pp.User != "" {
-		cfg.UserSetting = "probe.iotdb.user (or --iotdb-user)"
-	}
-	cfg.PasswordSetting = "--iotdb-password-file or $" + iotdb.PasswordEnv
+	cfg.SettingNames = iotdbNames(pp, o)
 	if o.DryRun {
 		return cfg, fmt.Sprintf("not run: dry run does not load IoTDB at %s:%d (the probe creates and deletes a database there)", cfg.Host, cfg.Port)
 	}
 	return cfg, ""
+}
+
+// iotdbProbeOnly are the IoTDB probe's settings that ready can set
+// neither by flag nor by profile key, only `hostprep probe iotdb` can (by
+// the flag "--" + the key with - for _); ready runs them at the probe's
+// defaults.
+var iotdbProbeOnly = []string{"node_urls", "redirection", "warmup", "connect_timeout", "call_timeout", "rate", "database", "keep", "shard", "run_id"}
+
+// iotdbNames names the IoTDB probe's settings (iotdb.Config.SettingNames)
+// as ready offers them, so its errors, remedies and suggestions never
+// name a flag of `hostprep probe iotdb` as if ready had it: the address
+// (and host, port) is --iotdb when given, else the profile's
+// probe.iotdb.host and probe.iotdb.port; the user --iotdb-user, or
+// "probe.iotdb.user (or --iotdb-user)" when the profile pp gave it and
+// --iotdb-user did not; the password --iotdb-password-file or
+// $HOSTPREP_IOTDB_PASSWORD; the JSON result --output json; every other
+// profile key probe.iotdb.<key> (iotdb.SettingName); a setting only
+// `hostprep probe iotdb` has (iotdbProbeOnly) is
+// "`hostprep probe iotdb --<flag>` (ready uses the default)". Settings
+// no command sets (unreachable_after, sample_interval) keep the
+// library's default name.
+func iotdbNames(pp *profiles.IoTDBProbe, o Options) map[string]string {
+	names := map[string]string{}
+	for _, k := range iotdb.SettingKeys() {
+		if n := iotdb.SettingName(k); strings.HasPrefix(n, "probe.iotdb.") {
+			names[k] = n
+		}
+	}
+	for _, k := range iotdbProbeOnly {
+		names[k] = "`hostprep probe iotdb --" + strings.ReplaceAll(k, "_", "-") + "` (ready uses the default)"
+	}
+	names["address"] = "probe.iotdb.host and probe.iotdb.port"
+	if o.IoTDB != "" {
+		names["address"], names["host"], names["port"] = "--iotdb", "--iotdb", "--iotdb"
+	}
+	names["user"] = "--iotdb-user"
+	if o.IoTDBUser == "" && pp != nil && pp.User != "" {
+		names["user"] = "probe.iotdb.user (or --iotdb-user)"
+	}
+	names["password"] = "--iotdb-password-file or $" + iotdb.PasswordEnv
+	names["output"] = "--output json"
+	return names
 }
 
 // percentiles is a latency summary as chart points (X = percentile).

@@ -29,10 +29,32 @@ func iotdbFlag(key string) string {
 		return "min-tps"
 	case "thresholds.target_step":
 		return "target-step"
-	case "password", "unreachable_after", "sample_interval", "on_step", "stop_cleanup":
+	case "password", "unreachable_after", "sample_interval", "on_step", "stop_cleanup", "setting_names":
 		return ""
 	}
 	return strings.ReplaceAll(key, "_", "-")
+}
+
+// iotdbNames names cfg's settings in the probe's errors, remedies and
+// suggestions (iotdb.Config.SettingNames) by this command's flags: every
+// key with a flag (iotdbFlag) as "--flag"; the address as --node-urls
+// when cfg has node URLs, else --host/--port; the password as
+// --password-file or $HOSTPREP_IOTDB_PASSWORD; the JSON result as
+// --output json. Keys without a flag keep the library's names.
+func iotdbNames(cfg *iotdb.Config) map[string]string {
+	names := map[string]string{}
+	for _, k := range iotdb.SettingKeys() {
+		if f := iotdbFlag(k); f != "" {
+			names[k] = "--" + f
+		}
+	}
+	names["address"] = "--host/--port"
+	if len(cfg.NodeURLs) > 0 {
+		names["address"] = "--node-urls"
+	}
+	names["password"] = "--password-file or $" + iotdbPasswordEnv
+	names["output"] = "--output json"
+	return names
 }
 
 // iotdbFlagError names an invalid setting of err by its flag as well as
@@ -48,7 +70,7 @@ func iotdbFlagError(err error) error {
 		return err
 	}
 	name := "--" + flag
-	if sn := iotdb.SettingName(se.Key); sn != se.Key {
+	if sn := iotdb.SettingName(se.Key); strings.HasPrefix(sn, "probe.iotdb.") {
 		name += " (" + sn + ")"
 	}
 	return exitcode.New(exitcode.Code(err), se.Named(name))
@@ -134,6 +156,7 @@ been left (the report names the statement that deletes it).`,
 					f := cmd.Flags()
 					cfg = iotdb.Resolve(&iotdb.Defaults, sec, &cfg, func(key string) bool { return f.Changed(iotdbFlag(key)) })
 					cfg.Password = pw
+					cfg.SettingNames = iotdbNames(&cfg)
 					if err := cfg.Validate(); err != nil {
 						return iotdbFlagError(err)
 					}

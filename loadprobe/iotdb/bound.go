@@ -53,7 +53,7 @@ func attributeBounds(steps []Step, errLimit, rate float64) {
 }
 
 // stepBound is attributeBounds for one step and the complete step before
-// it (nil for the first); rate is --rate (0: closed loop).
+// it (nil for the first); rate is the rate per worker (0: closed loop).
 func stepBound(s, prev *Step, errLimit, rate float64) (string, string) {
 	if s.Ops > 0 && s.ErrorRate > errLimit {
 		return BoundErrors, fmt.Sprintf("error rate %.2f%% (%d of %s failed%s) above %.2f%%",
@@ -106,17 +106,18 @@ func mainClass(s *Step) string {
 	return ", mostly " + best
 }
 
-// boundFix is the fix for a bound, given the run's largest step.
-func boundFix(bound string, maxWorkers int) string {
+// boundFix is the fix for a bound, given the run's largest step, naming
+// c's settings (Config.name).
+func (c *Config) boundFix(bound string, maxWorkers int) string {
 	switch bound {
 	case BoundPool:
-		return fmt.Sprintf("a pool of at least the largest step: --pool-size %d or more (a common sizing is 1.5 x the writers: %d)", maxWorkers, (3*maxWorkers+1)/2)
+		return fmt.Sprintf("a pool of at least the largest step: %s %d or more (a common sizing is 1.5 x the writers: %d)", c.name("pool_size"), maxWorkers, (3*maxWorkers+1)/2)
 	case BoundClient:
-		return "the load generator is the limit, not the server: run the probe from more hosts or processes (--shard K/N; a write or batch step drives all its workers from one thread), or fewer workers per process"
+		return "the load generator is the limit, not the server: run the probe from more hosts or processes (" + c.name("shard") + " K/N; a write or batch step drives all its workers from one thread), or fewer workers per process"
 	case BoundErrors:
 		return "fix the errors first (see errors by class and the status codes); the throughput of a failing step says nothing about capacity"
 	case BoundWorkers:
-		return "too few workers for the rate: run more workers (--steps) or a lower --rate; each worker runs one operation at a time"
+		return "too few workers for the rate: run more workers (" + c.name("steps") + ") or a lower " + c.name("rate") + "; each worker runs one operation at a time"
 	case BoundServer:
 		return "the server is the limit: check its CPU, disk and memory (MEMORY_SIZE in datanode-env.sh, data region count), or add DataNodes"
 	}
@@ -126,8 +127,9 @@ func boundFix(bound string, maxWorkers int) string {
 // limitNote is the bound of the step where throughput stopped growing
 // (the knee step when it has one, else the first bounded step from the
 // peak or the knee on) for the knee reading: " — limited by the pool at 16
-// workers: <reason>; fix: <fix>"; "" when no such step has a bound.
-func limitNote(steps []Step, k Knee, maxWorkers int) (bound, note string) {
+// workers: <reason>; fix: <fix>"; "" when no such step has a bound. The
+// fix names c's settings.
+func (c *Config) limitNote(steps []Step, k Knee, maxWorkers int) (bound, note string) {
 	from := k.PeakWorkers
 	if k.Workers != 0 {
 		from = min(from, k.Workers)
@@ -145,13 +147,14 @@ func limitNote(steps []Step, k Knee, maxWorkers int) (bound, note string) {
 	if pick == nil {
 		return "", ""
 	}
-	return pick.Bound, fmt.Sprintf(" — limited by the %s at %s: %s; fix: %s", pick.Bound, plural.N(pick.Workers, "worker"), pick.BoundReason, boundFix(pick.Bound, maxWorkers))
+	return pick.Bound, fmt.Sprintf(" — limited by the %s at %s: %s; fix: %s", pick.Bound, plural.N(pick.Workers, "worker"), pick.BoundReason, c.boundFix(pick.Bound, maxWorkers))
 }
 
 // Suggest derives tuning suggestions from a finished run: the pool size
 // against the workers, wait-timeout hits, deadline errors, a client-bound
 // step, and every IoTDB status code the probe can explain (pointing at
-// server settings or privileges). cfg is the run's configuration.
+// server settings or privileges). cfg is the run's configuration; its
+// settings are named by its SettingNames (see Config.name).
 func Suggest(cfg *Config, steps []Step, serverVersion string) []Suggestion {
 	var out []Suggestion
 	maxW := 0
@@ -185,25 +188,25 @@ func Suggest(cfg *Config, steps []Step, serverVersion string) []Suggestion {
 		if len(poolBound) > 0 {
 			obs += "; the pool bounded the " + plural.Noun(len(poolBound), "step") + " at " + plural.List(poolBound, "worker") + " (near full, workers waiting for a session)"
 		}
-		out = append(out, Suggestion{Setting: "--pool-size", Observed: obs, Fix: boundFix(BoundPool, maxW)})
+		out = append(out, Suggestion{Setting: cfg.name("pool_size"), Observed: obs, Fix: cfg.boundFix(BoundPool, maxW)})
 	}
 	if waitHits > 0 {
 		// As errorRemedy: the pool when it is smaller than the workers,
 		// else sessions slow to open or stuck in calls.
-		fix := fmt.Sprintf("raise --pool-size to %d or more so that every worker has a session; a longer --wait-timeout only hides the queue", maxW)
+		fix := fmt.Sprintf("raise %s to %d or more so that every worker has a session; a longer %s only hides the queue", cfg.name("pool_size"), maxW, cfg.name("wait_timeout"))
 		if cfg.PoolSize >= maxW {
-			fix = fmt.Sprintf("the pool covers every worker, so sessions were slow to open or stuck in calls: check the server's load and dn_rpc_max_concurrent_client_num; --wait-timeout %v gives them longer", suggestWait(cfg.WaitTimeout))
+			fix = fmt.Sprintf("the pool covers every worker, so sessions were slow to open or stuck in calls: check the server's load and dn_rpc_max_concurrent_client_num; %s %v gives them longer", cfg.name("wait_timeout"), suggestWait(cfg.WaitTimeout))
 		}
-		out = append(out, Suggestion{Setting: "--wait-timeout", Observed: fmt.Sprintf("%s found no free session within %v", plural.N(waitHits, "operation"), cfg.WaitTimeout),
+		out = append(out, Suggestion{Setting: cfg.name("wait_timeout"), Observed: fmt.Sprintf("%s found no free session within %v", plural.N(waitHits, "operation"), cfg.WaitTimeout),
 			Fix: fix})
 	}
 	if deadlines > 0 {
-		out = append(out, Suggestion{Setting: "--call-timeout", Observed: fmt.Sprintf("%s did not return within %v", plural.N(deadlines, "call"), cfg.CallTimeout),
-			Fix: "the server answers slower than the deadline: check its load (CPU, disk, GC in the DataNode log); raise --call-timeout only if such latency is acceptable"})
+		out = append(out, Suggestion{Setting: cfg.name("call_timeout"), Observed: fmt.Sprintf("%s did not return within %v", plural.N(deadlines, "call"), cfg.CallTimeout),
+			Fix: "the server answers slower than the deadline: check its load (CPU, disk, GC in the DataNode log); raise " + cfg.name("call_timeout") + " only if such latency is acceptable"})
 	}
 	if len(clientBound) > 0 {
 		out = append(out, Suggestion{Setting: "load generators", Observed: "the probe's own CPU or scheduling lag bounded the " + plural.Noun(len(clientBound), "step") + " at " + plural.List(clientBound, "worker"),
-			Fix: boundFix(BoundClient, maxW)})
+			Fix: cfg.boundFix(BoundClient, maxW)})
 	}
 	keys := make([]int32, 0, len(codes))
 	for c := range codes {
@@ -211,27 +214,27 @@ func Suggest(cfg *Config, steps []Step, serverVersion string) []Suggestion {
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
 	for _, c := range keys {
-		e, ok := ExplainStatus(c)
+		e, ok := cfg.explainStatus(c)
 		if !ok {
 			continue
 		}
 		out = append(out, Suggestion{Setting: statusSetting(cfg, c),
 			Observed: fmt.Sprintf("status %d %s x%d at %s: %s", c, e.Name, codes[c], plural.List(codeSteps[c], "worker"), e.Cause),
-			Fix:      e.fix(loginFix(cfg)) + versionCaveat(serverVersion)})
+			Fix:      e.Fix + versionCaveat(serverVersion)})
 	}
 	return out
 }
 
-// statusSetting is what a status code points at, a refused login by the
-// caller's name for the user setting.
+// statusSetting is what a status code points at, the user and database
+// settings by cfg's names (Config.name).
 func statusSetting(cfg *Config, code int32) string {
 	switch code {
 	case statusWrongLogin:
-		return userSetting(cfg) + " / password"
+		return cfg.name("user") + " / password"
 	case 803, 811:
 		return "privileges"
 	case 500:
-		return "--database"
+		return cfg.name("database")
 	case 717:
 		return "max_allowed_concurrent_queries"
 	case 600:

@@ -44,7 +44,7 @@ func checks(cfg *Config, steps []Step, warm *Silence) []verdict.Check {
 
 // stallJudged tells whether a step of local workers (this host's: the
 // shard's when sharded) is judged for stalls: a closed loop always, an
-// open loop (--rate) only when its schedule owes at least one operation
+// open loop (Config.Rate) only when its schedule owes at least one operation
 // a second (a slower schedule is silent by design).
 func stallJudged(c *Config, local int) bool { return c.Rate <= 0 || c.Rate*float64(local) >= 1 }
 
@@ -92,7 +92,7 @@ func stallCheck(c *Config, steps []Step, warm *Silence) verdict.Check {
 	if c.Rate <= 0 {
 		ch.Summary += "; a closed loop's p95 hides it (its workers wait instead of sending)"
 	}
-	ch.Remedy = "see the DataNode's log (GC pauses, flushes, compaction) and its host; --rate measures from the schedule and shows a stall as latency"
+	ch.Remedy = "see the DataNode's log (GC pauses, flushes, compaction) and its host; " + c.name("rate") + " measures from the schedule and shows a stall as latency"
 	return ch
 }
 
@@ -108,8 +108,8 @@ func stepName(steps []Step, i int) string {
 	return fmt.Sprintf("step %d at %s", i+1, plural.N(steps[i].Workers, "worker"))
 }
 
-// errorRateCheck judges the worst step's error rate against
-// --max-error-rate; without one, errors warn.
+// errorRateCheck judges the worst step's error rate against the
+// thresholds.max_error_rate setting; without one, errors warn.
 func errorRateCheck(c *Config, steps []Step) verdict.Check {
 	th := c.Thresholds
 	// Error rate: the worst step.
@@ -137,10 +137,10 @@ func errorRateCheck(c *Config, steps []Step) verdict.Check {
 }
 
 // p95Check judges the p95 (ms) at the target step at (nil: not measured)
-// against --max-p95.
+// against the thresholds.p95 setting.
 func p95Check(c *Config, target int, at *Step) verdict.Check {
 	limit := c.Thresholds.P95
-	return targetCheck(CheckP95, limit > 0, "--max-p95", target, at, func(p *verdict.Check) {
+	return targetCheck(CheckP95, limit > 0, c.name("thresholds.p95"), target, at, func(p *verdict.Check) {
 		p.Observed = fmt.Sprintf("p95 %.1f ms at %s", at.Latency.P95, plural.N(target, "worker"))
 		if n := at.Latency.Censored; n > 0 {
 			p.Observed += fmt.Sprintf(" (%d of %s censored: no answer, at the time they waited)", n, plural.N(at.Latency.Count, "latency"))
@@ -159,17 +159,17 @@ func p95Check(c *Config, target int, at *Step) verdict.Check {
 }
 
 // minTPSCheck judges the TPS at the target step at (nil: not measured)
-// against --min-tps.
+// against the thresholds.min_tps setting.
 func minTPSCheck(c *Config, target int, at *Step) verdict.Check {
 	limit := c.Thresholds.MinTPS
-	return targetCheck(CheckMinTPS, limit > 0, "--min-tps", target, at, func(t *verdict.Check) {
+	return targetCheck(CheckMinTPS, limit > 0, c.name("thresholds.min_tps"), target, at, func(t *verdict.Check) {
 		t.Observed = fmt.Sprintf("%.1f TPS at %s", at.TPS, plural.N(target, "worker"))
 		t.Expected = fmt.Sprintf(">= %.1f TPS", limit)
 		if at.TPS >= limit {
 			t.Status, t.Summary = verdict.Pass, t.Observed+" "+t.Expected
 		} else {
 			t.Status, t.Summary = verdict.Fail, t.Observed+", below "+t.Expected
-			t.Remedy = "throughput is bounded by the server or the pool: check pool utilisation (a pool near 100% needs --pool-size), errors by class, and the server's CPU"
+			t.Remedy = "throughput is bounded by the server or the pool: check pool utilisation (a pool near 100% needs " + c.name("pool_size") + "), errors by class, and the server's CPU"
 		}
 	})
 }
@@ -204,10 +204,11 @@ func classSummary(s *Step) string {
 }
 
 // errorRemedy points at the fix for the dominant error class. For wait
-// timeouts it agrees with Suggest's --wait-timeout line: a pool smaller
-// than the workers is fixed by --pool-size alone (a longer wait only hides
-// the queue); a pool that covers the workers points at sessions slow to
-// open or stuck in calls, and proposes a longer wait.
+// timeouts it agrees with Suggest's wait-timeout line: a pool smaller
+// than the workers is fixed by the pool size alone (a longer wait only
+// hides the queue); a pool that covers the workers points at sessions
+// slow to open or stuck in calls, and proposes a longer wait. Settings
+// are named by c.name.
 func errorRemedy(s *Step, c *Config) string {
 	top, n := "", int64(0)
 	for _, cl := range Classes {
@@ -219,24 +220,24 @@ func errorRemedy(s *Step, c *Config) string {
 	case ClassWaitTimeout:
 		wait := suggestWait(c.WaitTimeout)
 		if c.PoolSize < s.Workers {
-			return fmt.Sprintf("the pool is exhausted: %s share %s; use --pool-size %d or more (one session per worker; the server's dn_rpc_max_concurrent_client_num must allow it); a longer --wait-timeout only hides the queue",
-				plural.N(s.Workers, "worker"), plural.N(c.PoolSize, "session"), s.Workers)
+			return fmt.Sprintf("the pool is exhausted: %s share %s; use %s %d or more (one session per worker; the server's dn_rpc_max_concurrent_client_num must allow it); a longer %s only hides the queue",
+				plural.N(s.Workers, "worker"), plural.N(c.PoolSize, "session"), c.name("pool_size"), s.Workers, c.name("wait_timeout"))
 		}
-		return fmt.Sprintf("no session became free within the %v wait although the pool (%s) covers the %s: sessions are slow to open or stuck in calls; use --wait-timeout %v and check the server's dn_rpc_max_concurrent_client_num and load",
-			c.WaitTimeout, plural.N(c.PoolSize, "session"), plural.N(s.Workers, "worker"), wait)
+		return fmt.Sprintf("no session became free within the %v wait although the pool (%s) covers the %s: sessions are slow to open or stuck in calls; use %s %v and check the server's dn_rpc_max_concurrent_client_num and load",
+			c.WaitTimeout, plural.N(c.PoolSize, "session"), plural.N(s.Workers, "worker"), c.name("wait_timeout"), wait)
 	case ClassConnect:
 		return "sessions could not be opened or were dropped: check the server log, its connection limit (dn_rpc_max_concurrent_client_num) and the host's nofile limit (hostprep preflight)"
 	case ClassStatus:
-		return "the server rejected operations: see status_codes in --output json and the DataNode log"
+		return "the server rejected operations: see status_codes in " + c.name("output") + " and the DataNode log"
 	case ClassDeadline:
-		return fmt.Sprintf("calls exceeded --call-timeout %v: the server is overloaded or stalled (GC, flush); lower the workers or raise --call-timeout", c.CallTimeout)
+		return fmt.Sprintf("calls exceeded %s %v: the server is overloaded or stalled (GC, flush); lower the workers or raise %s", c.name("call_timeout"), c.CallTimeout, c.name("call_timeout"))
 	case ClassPanic:
-		return "the IoTDB Go client panicked (e.g. on a MULTIPLE_ERROR status without a message); see error_samples in --output json"
+		return "the IoTDB Go client panicked (e.g. on a MULTIPLE_ERROR status without a message); see error_samples in " + c.name("output")
 	}
-	return "see error_samples in --output json"
+	return "see error_samples in " + c.name("output")
 }
 
-// suggestWait is the --wait-timeout the wait-timeout advice proposes when
+// suggestWait is the wait timeout the wait-timeout advice proposes when
 // the pool covers the workers:
 // ten times the current one, at least 1 s, rounded to whole ms (whole
 // seconds from 1 s up) so it can be typed back as a flag.

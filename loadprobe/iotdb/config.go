@@ -69,8 +69,8 @@ const PasswordEnv = "HOSTPREP_IOTDB_PASSWORD"
 // Defaults for every zero field. A Config copied from Defaults (as the CLI
 // does before parsing its flags) or made by ConfigFromProfile is complete:
 // its zero fields are values someone set, and Validate rejects a zero
-// --port, --pool-size, --step-duration, --wait-timeout, --call-timeout and
-// the like instead of silently replacing it (only Password still defaults
+// port, pool size, step duration, wait timeout, call timeout and the like
+// instead of silently replacing it (only Password still defaults
 // to root, and a zero Warmup means no warm-up).
 type Config struct {
 	// Host and Port of the IoTDB DataNode client RPC (default 127.0.0.1:6667).
@@ -102,20 +102,16 @@ type Config struct {
 	// in Result.UnreachableNodes.
 	NodeURLs []string `json:"node_urls,omitempty"`
 
-	// AddressSetting is how the caller names the setting that gave the
-	// server's address in the errors of a run ("--iotdb" for `hostprep
-	// ready`); "" names it as `hostprep probe iotdb` does: --node-urls
-	// when NodeURLs is set, else --host/--port.
-	AddressSetting string `json:"-"`
-	// UserSetting and PasswordSetting are how the caller names, in the
-	// errors and suggestions of a run, the settings that give User and
-	// Password ("--iotdb-user" and "--iotdb-password-file or
-	// $HOSTPREP_IOTDB_PASSWORD" for `hostprep ready`; "probe.iotdb.user"
-	// where the user came from the profile); "" names them as `hostprep
-	// probe iotdb` does: --user, and --password-file or
-	// $HOSTPREP_IOTDB_PASSWORD (PasswordEnv).
-	UserSetting     string `json:"-"`
-	PasswordSetting string `json:"-"`
+	// SettingNames is how the caller names settings in the errors,
+	// check remedies, suggestions, knee readings and status explanations
+	// of a run, keyed by the Resolve key (SettingKeys: "pool_size",
+	// "thresholds.p95", "database", ...), plus "address" (the setting that
+	// gave Host and Port, or NodeURLs) and "output" (where the JSON result
+	// is, which lists status_codes and error_samples). A key not in it is
+	// named by the library's default (see SettingName): `hostprep probe
+	// iotdb` maps every key to its flag ("--pool-size"), `hostprep ready`
+	// to its own flags, the profile's keys, and names what it cannot set.
+	SettingNames map[string]string `json:"-"`
 	// Redirection follows the server's redirection of writes
 	// (REDIRECTION_RECOMMEND, 400, naming the DataNode that leads the
 	// device's region), as the Java SessionPool's enableRedirection: the
@@ -238,9 +234,9 @@ func (c *Config) maxWorkers() int { return slices.Max(c.Steps) }
 
 // Validate checks c as Run would use it (zero fields of a Config written
 // from scratch take their defaults first; see Config) without contacting
-// anything. Errors are exitcode.BadInput (exit 2), one line naming the
-// flag and its profile key (probe.iotdb.*) where it has one, the value,
-// the rule and the fix. Steps must be strictly increasing: the knee rule
+// anything. Errors are exitcode.BadInput (exit 2) wrapping a
+// *SettingError: one line naming the setting (SettingName: its profile
+// key probe.iotdb.* where it has one), the value, the rule and the fix. Steps must be strictly increasing: the knee rule
 // compares each step with the one before it, so a descending or repeated
 // step would read a fall in concurrency as a knee.
 func (c Config) Validate() error {
@@ -250,13 +246,14 @@ func (c Config) Validate() error {
 
 // SettingError is an invalid setting: Key is its iotdb.Resolve key
 // ("pool_size", "thresholds.p95"), Value the value given, Rule what is
-// wanted and Example a valid value. Its message names the setting by its
-// profile key (probe.iotdb.<key>; see SettingName), never by a CLI flag: the CLI, which
-// knows its flags, renames it (see Named).
+// wanted and Example a valid value. Its message names the setting by
+// SettingName(Key) (probe.iotdb.<key> for a profile key), the default
+// name every message of the library uses, never by a CLI flag: the CLI,
+// which knows its flags, renames it (see Named).
 type SettingError struct {
 	Key, Value, Rule, Example string
 	// Name is how the setting is named in the message; default
-	// probe.iotdb.<Key>.
+	// SettingName(Key).
 	Name string
 }
 
@@ -272,13 +269,37 @@ func (e *SettingError) Error() string {
 	return msg
 }
 
-// SettingName is how a setting is named in errors: probe.iotdb.<key> when
-// the profile has the key, else the key itself (connect_timeout).
+// SettingName is the library's own name of the setting key (a Resolve
+// key, "address" or "output"), used where Config.SettingNames has none:
+// probe.iotdb.<key> when the profile has the key ("probe.iotdb.pool_size");
+// "probe.iotdb.host and probe.iotdb.port" for "address"; "the JSON result"
+// for "output"; else a plain description naming the key ("the
+// call_timeout setting"). It never names a CLI flag.
 func SettingName(key string) string {
 	if _, ok := profileField(reflect.ValueOf(profiles.IoTDBProbe{}), key); ok {
 		return "probe.iotdb." + key
 	}
-	return key
+	switch key {
+	case "address":
+		return "probe.iotdb.host and probe.iotdb.port"
+	case "output":
+		return "the JSON result"
+	}
+	return "the " + key + " setting"
+}
+
+// name is how the run's messages name the setting key (a Resolve key,
+// "address" or "output"): the caller's SettingNames entry, else
+// SettingName's default (for "address", the node_urls setting's name
+// when NodeURLs is set). It is the only place a setting's name is decided.
+func (c *Config) name(key string) string {
+	if n := c.SettingNames[key]; n != "" {
+		return n
+	}
+	if key == "address" && len(c.NodeURLs) > 0 {
+		return SettingName("node_urls")
+	}
+	return SettingName(key)
 }
 
 // Named returns a copy of e named name (e.g. "--pool-size (probe.iotdb.pool_size)").

@@ -59,6 +59,7 @@ func TestDatabaseErrorsPointTheRightWay(t *testing.T) {
 
 	c = cfg
 	c.NodeURLs, c.UnreachableAfter = []string{"127.0.0.1:1"}, 2*time.Second
+	c.SettingNames = probeFlags(&c)
 	_, err = Run(context.Background(), c)
 	if exitcode.Code(err) != exitcode.Environment || !strings.Contains(err.Error(), "--node-urls") || strings.Contains(err.Error(), "--host") || strings.Contains(err.Error(), "scripts/") {
 		t.Errorf("unreachable node urls: want exit 3 naming --node-urls and no scripts/ hint, got %v", err)
@@ -66,7 +67,7 @@ func TestDatabaseErrorsPointTheRightWay(t *testing.T) {
 
 	// hostprep ready gave the address as --iotdb: the error names that.
 	c = cfg
-	c.Host, c.Port, c.AddressSetting, c.UnreachableAfter = "127.0.0.1", 1, "--iotdb", 2*time.Second
+	c.Host, c.Port, c.SettingNames, c.UnreachableAfter = "127.0.0.1", 1, map[string]string{"address": "--iotdb"}, 2*time.Second
 	_, err = Run(context.Background(), c)
 	if exitcode.Code(err) != exitcode.Environment || !strings.Contains(err.Error(), "is --iotdb a DataNode") || strings.Contains(err.Error(), "--host") {
 		t.Errorf("unreachable --iotdb: want exit 3 naming --iotdb, not --host, got %v", err)

@@ -25,7 +25,8 @@ func faultRun(t *testing.T, f iotdbfault.Fault, scenario string, tune func(*iotd
 	host, port := srv.HostPort()
 	zero := 0.0
 	cfg := Config{Host: host, Port: port, Scenario: scenario, Steps: []int{2}, StepDuration: 700 * time.Millisecond,
-		Warmup: -1, PoolSize: 16, CallTimeout: 2 * time.Second, Thresholds: Thresholds{MaxErrorRate: &zero}}
+		Warmup: -1, PoolSize: 16, CallTimeout: 2 * time.Second, Thresholds: Thresholds{MaxErrorRate: &zero},
+		SettingNames: probeFlags(&Config{})} // messages as `hostprep probe iotdb` prints them
 	if tune != nil {
 		tune(srv, &cfg)
 	}

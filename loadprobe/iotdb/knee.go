@@ -53,7 +53,13 @@ type Knee struct {
 // through; and open-loop steps that missed more than ScheduleFailShare
 // of their schedule (Knee.Behind): they measured less than the load
 // asked of them. Run passes the error-rate threshold (default DefaultMaxErrorRate).
+// The reading names settings by the library's defaults (SettingName).
 func FindKnee(steps []Step, maxErrorRate float64) Knee {
+	return (&Config{}).findKnee(steps, maxErrorRate)
+}
+
+// findKnee is FindKnee with the reading naming c's settings (Config.name).
+func (c *Config) findKnee(steps []Step, maxErrorRate float64) Knee {
 	var k Knee
 	partial := 0
 	for _, s := range steps {
@@ -78,7 +84,7 @@ func FindKnee(steps []Step, maxErrorRate float64) Knee {
 		}
 		return false
 	})
-	k.Reading = k.read(steps)
+	k.Reading = k.read(steps, c.name("step_duration"))
 	if len(k.Ignored) > 0 {
 		k.Reading += fmt.Sprintf(" (the %s at %s ignored for the knee: error rate above %.2f%%)", plural.Noun(len(k.Ignored), "step"), plural.List(k.Ignored, "worker"), 100*maxErrorRate)
 	}
@@ -88,8 +94,9 @@ func FindKnee(steps []Step, maxErrorRate float64) Knee {
 	return k
 }
 
-// read finds the peak and the knee of steps into k and returns the reading.
-func (k *Knee) read(steps []Step) string {
+// read finds the peak and the knee of steps into k and returns the
+// reading; stepDuration names the step-duration setting.
+func (k *Knee) read(steps []Step, stepDuration string) string {
 	if len(steps) == 0 {
 		switch {
 		case len(k.Behind) > 0:
@@ -123,8 +130,8 @@ func (k *Knee) read(steps []Step) string {
 	case len(steps) == 1:
 		return fmt.Sprintf("one step (%s, %.0f TPS): add steps to find a knee", plural.N(last.Workers, "worker"), k.PeakTPS)
 	case k.Workers != 0 && k.Workers < k.PeakWorkers:
-		return fmt.Sprintf("at %s latency rises without more throughput (TPS %+.1f%%, p95 %+.0f%%), yet throughput peaks later at %s (%.0f TPS): the steps are noisy; repeat with longer --step-duration",
-			plural.N(k.Workers, "worker"), 100*k.TPSGrowth, 100*k.P95Growth, plural.N(k.PeakWorkers, "worker"), k.PeakTPS)
+		return fmt.Sprintf("at %s latency rises without more throughput (TPS %+.1f%%, p95 %+.0f%%), yet throughput peaks later at %s (%.0f TPS): the steps are noisy; repeat with longer %s",
+			plural.N(k.Workers, "worker"), 100*k.TPSGrowth, 100*k.P95Growth, plural.N(k.PeakWorkers, "worker"), k.PeakTPS, stepDuration)
 	case k.Workers != 0 && k.Workers == k.PeakWorkers:
 		return fmt.Sprintf("throughput tops out at %s (%.0f TPS, only %+.1f%% over the step before) while p95 rises %+.0f%%: the knee is at %s; more workers only add latency",
 			plural.N(k.Workers, "worker"), k.PeakTPS, 100*k.TPSGrowth, 100*k.P95Growth, plural.N(k.Workers, "worker"))

@@ -108,7 +108,8 @@ func TestChecks(t *testing.T) {
 		return m
 	}
 	// Within every threshold at the last step.
-	cfg := &Config{Steps: []int{10, 20}, PoolSize: 16, Thresholds: Thresholds{MaxErrorRate: &low, P95: 50 * time.Millisecond, MinTPS: 1400}}
+	cfg := &Config{Steps: []int{10, 20}, PoolSize: 16, Thresholds: Thresholds{MaxErrorRate: &low, P95: 50 * time.Millisecond, MinTPS: 1400},
+		SettingNames: probeFlags(&Config{})}
 	got := byID(Checks(cfg, st))
 	for _, id := range []string{CheckErrorRate, CheckP95, CheckMinTPS} {
 		if got[id].Status != verdict.Pass {
@@ -180,7 +181,7 @@ func TestWaitTimeoutRemedySuggestsLargerValues(t *testing.T) {
 		{4, 5 * time.Second, []string{"--pool-size 16", "only hides the queue"}, []string{"--wait-timeout 5s", "--wait-timeout 50s", "wait longer"}},
 		{32, 200 * time.Millisecond, []string{"--wait-timeout 2s", "covers the 16 workers"}, []string{"--pool-size", "--wait-timeout 200ms"}},
 	} {
-		cfg := Config{Steps: []int{16}, PoolSize: tc.pool, WaitTimeout: tc.wait, Thresholds: Thresholds{MaxErrorRate: &zero}}
+		cfg := Config{Steps: []int{16}, PoolSize: tc.pool, WaitTimeout: tc.wait, Thresholds: Thresholds{MaxErrorRate: &zero}, SettingNames: probeFlags(&Config{})}
 		r := Checks(&cfg, []Step{st})[0].Remedy
 		for _, w := range tc.want {
 			if !strings.Contains(r, w) {
@@ -203,7 +204,7 @@ func TestWaitTimeoutAdviceAgrees(t *testing.T) {
 	zero := 0.0
 	for _, tc := range []struct{ pool, workers int }{{1, 2}, {1, 16}, {4, 16}, {32, 16}} {
 		st := Step{Workers: tc.workers, Ops: 100, OK: 10, Errors: 90, ErrorRate: 0.9, ErrorsByClass: map[string]int64{ClassWaitTimeout: 90}}
-		cfg := Config{Steps: []int{tc.workers}, PoolSize: tc.pool, WaitTimeout: time.Millisecond, Thresholds: Thresholds{MaxErrorRate: &zero}}
+		cfg := Config{Steps: []int{tc.workers}, PoolSize: tc.pool, WaitTimeout: time.Millisecond, Thresholds: Thresholds{MaxErrorRate: &zero}, SettingNames: probeFlags(&Config{})}
 		remedy := Checks(&cfg, []Step{st})[0].Remedy
 		var fix string
 		for _, s := range Suggest(&cfg, []Step{st}, "2.0.10") {

@@ -59,6 +59,7 @@ func TestSessionOpenErrorsTellConnectFromHandshake(t *testing.T) {
 		host, port, _ := net.SplitHostPort(tc.addr)
 		pn, _ := net.LookupPort("tcp", port)
 		_, err := Run(context.Background(), Config{Host: host, Port: pn, Steps: []int{1}, StepDuration: time.Second,
+			SettingNames:   probeFlags(&Config{}), // as `hostprep probe iotdb` names them
 			ConnectTimeout: 300 * time.Millisecond, CallTimeout: 50 * time.Millisecond})
 		if exitcode.Code(err) != exitcode.Environment {
 			t.Fatalf("%s: %v (code %d), want exit 3", tc.addr, err, exitcode.Code(err))

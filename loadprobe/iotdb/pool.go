@@ -36,6 +36,9 @@ type sessionPool struct {
 	size        int
 	waitTimeout time.Duration
 	openTimeout time.Duration // TCP connect of a new session, and again its OpenSession handshake
+	// openSetting names openTimeout's setting in open errors
+	// (Config.name("connect_timeout")).
+	openSetting string
 	callTimeout time.Duration // every call of the load (not the opening of a session)
 	// adminTimeout bounds each setup and clean-up call and its wait for a
 	// session (see admin): max(callTimeout, AdminCallTimeout).
@@ -70,6 +73,7 @@ func newSessionPool(cfg *Config) *sessionPool {
 		size:         cfg.PoolSize,
 		waitTimeout:  cfg.WaitTimeout,
 		openTimeout:  cfg.ConnectTimeout,
+		openSetting:  cfg.name("connect_timeout"),
 		callTimeout:  cfg.CallTimeout,
 		adminTimeout: max(cfg.CallTimeout, AdminCallTimeout),
 		raw:          cfg.Rate == 0 && oneCall(cfg.Scenario),
@@ -252,7 +256,7 @@ func (p *sessionPool) openAt(ctx context.Context, node string) *session {
 			s.close(false, p.callTimeout)
 		}
 	}
-	s, err := openSession(ctx, node, p.user, p.password, p.openTimeout, p.fetch, p.raw)
+	s, err := p.openNode(ctx, node)
 	if err != nil && ctx.Err() != nil {
 		return nil // cut by ctx: no verdict on the node
 	}
@@ -289,6 +293,17 @@ func (p *sessionPool) forget(s *session) {
 	p.mu.Unlock()
 }
 
+// openNode opens a session to node (openSession), an openError naming
+// the connect timeout's setting (openSetting).
+func (p *sessionPool) openNode(ctx context.Context, node string) (*session, error) {
+	s, err := openSession(ctx, node, p.user, p.password, p.openTimeout, p.fetch, p.raw)
+	var oe *openError
+	if errors.As(err, &oe) {
+		oe.setting = p.openSetting
+	}
+	return s, err
+}
+
 // open opens a session to the first node that answers, starting with the
 // one that answered last; a node that fails is remembered (UnreachableNodes).
 func (p *sessionPool) open(ctx context.Context) (*session, error) {
@@ -297,7 +312,7 @@ func (p *sessionPool) open(ctx context.Context) (*session, error) {
 	for i := range p.nodes {
 		k := (first + i) % len(p.nodes)
 		node := p.nodes[k]
-		s, err := openSession(ctx, node, p.user, p.password, p.openTimeout, p.fetch, p.raw)
+		s, err := p.openNode(ctx, node)
 		if err == nil {
 			p.prefer.Store(int32(k))
 			if !p.remember(s) {

@@ -1,6 +1,7 @@
 package iotdb
 
 import (
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -54,9 +55,7 @@ var settings = []setting{
 	{"thresholds.min_tps", func(d, s *Config) { d.Thresholds.MinTPS = s.Thresholds.MinTPS }},
 	{"on_step", func(d, s *Config) { d.OnStep = s.OnStep }},
 	{"stop_cleanup", func(d, s *Config) { d.StopCleanup = s.StopCleanup }},
-	{"address_setting", func(d, s *Config) { d.AddressSetting = s.AddressSetting }},
-	{"user_setting", func(d, s *Config) { d.UserSetting = s.UserSetting }},
-	{"password_setting", func(d, s *Config) { d.PasswordSetting = s.PasswordSetting }},
+	{"setting_names", func(d, s *Config) { d.SettingNames = maps.Clone(s.SettingNames) }},
 }
 
 // SettingKeys lists the keys Resolve's given function is asked about.

@@ -48,6 +48,10 @@ func fill(t *testing.T, v reflect.Value, prefix string) []string {
 				s.Index(0).SetInt(7777)
 			}
 			f.Set(s)
+		case reflect.Map:
+			m := reflect.MakeMap(f.Type())
+			m.SetMapIndex(reflect.ValueOf("sentinel"), reflect.ValueOf("sentinel"))
+			f.Set(m)
 		case reflect.Pointer:
 			p := reflect.New(f.Type().Elem())
 			p.Elem().SetFloat(0.7777)

@@ -116,8 +116,10 @@ type Result struct {
 // Suggestion is one tuning hint: the setting concerned, what the run
 // observed (with the numbers) and the fix.
 type Suggestion struct {
-	// Setting is the flag or server setting concerned ("--pool-size",
-	// "DataNode memory", "privileges").
+	// Setting is the probe or server setting concerned: a probe setting
+	// by the run's name for it (Config.SettingNames: "--pool-size" for
+	// `hostprep probe iotdb`, "probe.iotdb.pool_size" for `hostprep
+	// ready`), or "DataNode memory", "privileges".
 	Setting string `json:"setting"`
 	// Observed is what the run saw, one line with the numbers.
 	Observed string `json:"observed"`

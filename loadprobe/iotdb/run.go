@@ -75,8 +75,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.UnreachableNodes = pool.unreachable()                   // the load's: a node failing only the clean-up is not listed
 	teardown(ctx, pool, &cfg, w, res)
 	attributeBounds(res.Steps, kneeErrorLimit(&cfg), cfg.Rate)
-	res.Knee = FindKnee(res.Steps, kneeErrorLimit(&cfg))
-	bound, note := limitNote(res.Steps, res.Knee, cfg.maxWorkers())
+	res.Knee = cfg.findKnee(res.Steps, kneeErrorLimit(&cfg))
+	bound, note := cfg.limitNote(res.Steps, res.Knee, cfg.maxWorkers())
 	res.Knee.Bound, res.Knee.Reading = bound, res.Knee.Reading+note
 	res.Suggestions = Suggest(&cfg, res.Steps, res.ServerVersion)
 	res.Checks = checks(&cfg, res.Steps, res.WarmupNoAnswer)

@@ -34,6 +34,7 @@ func realConfig(t *testing.T, scenario string) Config {
 		StepDuration: 2 * time.Second,
 		PoolSize:     8,
 		Thresholds:   Thresholds{MaxErrorRate: &zero},
+		SettingNames: probeFlags(&Config{}), // messages as `hostprep probe iotdb` prints them
 	}
 }
 

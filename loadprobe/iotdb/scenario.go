@@ -49,9 +49,9 @@ type workload struct {
 	types    []int32 // the measurements' data types (FLOAT)
 	// redirection: follow the server's REDIRECTION_RECOMMEND (Config.Redirection).
 	redirection bool
-	// login names the run's user and password settings (loginFix) for a
-	// refused login explained after the setup.
-	login string
+	// cfg is the run's configuration, whose setting names (Config.name)
+	// a status explained after the setup (the clean-up's) uses.
+	cfg *Config
 }
 
 func newWorkload(cfg *Config, prefix string) *workload {
@@ -61,7 +61,7 @@ func newWorkload(cfg *Config, prefix string) *workload {
 	if cfg.Scenario == ScenarioBatch {
 		per = batchDevices
 	}
-	w := &workload{scenario: cfg.Scenario, prefix: prefix, devices: max * per, redirection: cfg.Redirection, login: loginFix(cfg)}
+	w := &workload{scenario: cfg.Scenario, prefix: prefix, devices: max * per, redirection: cfg.Redirection, cfg: cfg}
 	for j := 0; j < cfg.Shard.Count(max); j++ {
 		for k := 0; k < per; k++ {
 			w.own = append(w.own, cfg.Shard.Global(j)*per+k)

@@ -7,7 +7,7 @@ import (
 	"github.com/hostprep/hostprep/internal/verdict"
 )
 
-// CheckSchedule judges whether an open loop (--rate) kept its own
+// CheckSchedule judges whether an open loop (Config.Rate) kept its own
 // schedule: the share of the operations a step's schedule had due that
 // never started (Step.Missed) because its workers were still busy with
 // earlier ones.
@@ -53,7 +53,7 @@ func scheduleCheck(c *Config, steps []Step) verdict.Check {
 	ch := verdict.Check{ID: CheckSchedule,
 		Expected: fmt.Sprintf("<= %g%% of the operations due never started in every step (warn above, fail above %g%%)", 100*ScheduleWarnShare, 100*ScheduleFailShare)}
 	if c.Rate <= 0 {
-		ch.Status, ch.Summary, ch.Expected = verdict.Skip, "closed loop: no schedule to keep (--rate sets one)", ""
+		ch.Status, ch.Summary, ch.Expected = verdict.Skip, "closed loop: no schedule to keep ("+c.name("rate")+" sets one)", ""
 		return ch
 	}
 	var worst *Step
@@ -80,14 +80,14 @@ func scheduleCheck(c *Config, steps []Step) verdict.Check {
 		ch.Status = verdict.Fail
 		ch.Summary = fmt.Sprintf("the probe could not keep its schedule of %g operations/s per worker: %s, above %g%%: the step measured less than the load asked (left out of the knee)", c.Rate, ch.Observed, 100*ScheduleFailShare)
 	}
-	ch.Remedy = workersFix(c.Rate)
+	ch.Remedy = c.workersFix()
 	return ch
 }
 
-// workersFix is the fix for a step bounded by its workers at rate
-// operations/s per worker.
-func workersFix(rate float64) string {
-	return fmt.Sprintf("each worker runs one operation at a time, so it carries at most 1/latency operations/s: run more workers for the same total rate (--steps) or a lower --rate than %g", rate)
+// workersFix is the fix for a step bounded by its workers at c.Rate
+// operations/s per worker, naming c's settings (Config.name).
+func (c *Config) workersFix() string {
+	return fmt.Sprintf("each worker runs one operation at a time, so it carries at most 1/latency operations/s: run more workers for the same total rate (%s) or a lower %s than %g", c.name("steps"), c.name("rate"), c.Rate)
 }
 
 // workersBound is BoundWorkers' reason for s, ok false when s kept its

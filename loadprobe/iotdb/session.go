@@ -132,10 +132,13 @@ func openSession(ctx context.Context, node, user, password string, connectTimeou
 
 // openError is a session that could not be opened: the TCP connect failed
 // (connected false), or the connection was made but the OpenSession
-// handshake failed or did not answer within within (--connect-timeout).
+// handshake failed or did not answer within within (the connect
+// timeout, named setting: the pool's Config.name("connect_timeout"), ""
+// leaves the name out).
 type openError struct {
 	connected bool
 	within    time.Duration
+	setting   string
 	err       error
 }
 
@@ -144,7 +147,10 @@ func (e *openError) Error() string {
 	case !e.connected:
 		return "TCP connect failed: " + e.err.Error()
 	case isTimeout(e.err):
-		return fmt.Sprintf("TCP connect succeeded, but OpenSession did not answer within %v (--connect-timeout): %v", e.within, e.err)
+		if e.setting == "" {
+			return fmt.Sprintf("TCP connect succeeded, but OpenSession did not answer within %v: %v", e.within, e.err)
+		}
+		return fmt.Sprintf("TCP connect succeeded, but OpenSession did not answer within %v (%s): %v", e.within, e.setting, e.err)
 	}
 	return "TCP connect succeeded, but OpenSession failed: " + e.err.Error()
 }

@@ -92,7 +92,7 @@ func setup(ctx context.Context, p *sessionPool, cfg *Config, w *workload, res *R
 			return err
 		}
 	} else if err := databaseExists(ctx, p, cfg.Database, cfg.User); err != nil {
-		return exitcode.Environmentf("iotdb probe: --database %s on %s: %v%s", cfg.Database, res.Target, err, explain(err, loginFix(cfg), v))
+		return exitcode.Environmentf("iotdb probe: %s %s on %s: %v%s", cfg.name("database"), cfg.Database, res.Target, err, cfg.explain(err, v))
 	}
 	paths := w.seriesPaths()
 	for i := 0; i < len(paths); i += seriesChunk {
@@ -104,14 +104,14 @@ func setup(ctx context.Context, p *sessionPool, cfg *Config, w *workload, res *R
 				made += len(chunk) // the server may have created them: delete what may exist
 			}
 			left := dropProbeData(cfg.cleanupStop(), p, w, res, paths[:made])
-			return exitcode.Environmentf("iotdb probe: creating %d time series under %s failed: %v%s%s", len(paths), w.prefix, err, explain(err, loginFix(cfg), v), left)
+			return exitcode.Environmentf("iotdb probe: creating %d time series under %s failed: %v%s%s", len(paths), w.prefix, err, cfg.explain(err, v), left)
 		}
 	}
 	res.Series = len(paths)
 	if w.scenario == ScenarioMixed {
 		if err := seed(ctx, p, w); err != nil {
 			left := dropProbeData(cfg.cleanupStop(), p, w, res, paths)
-			return exitcode.Environmentf("iotdb probe: seeding %s for reads failed: %v%s%s", w.prefix, err, explain(err, loginFix(cfg), v), left)
+			return exitcode.Environmentf("iotdb probe: seeding %s for reads failed: %v%s%s", w.prefix, err, cfg.explain(err, v), left)
 		}
 	}
 	return nil
@@ -160,8 +160,8 @@ func createDatabase(ctx context.Context, p *sessionPool, cfg *Config, w *workloa
 		return exitcode.Environmentf("iotdb probe: CREATE DATABASE %s on %s got no answer: %v%s", w.prefix, res.Target, err, left)
 	}
 	if err != nil {
-		return exitcode.Environmentf("iotdb probe: CREATE DATABASE %s on %s failed: %v%s", w.prefix, res.Target, err, explainOr(err, loginFix(cfg), v,
-			" (check the user may create databases, or use --database with an existing one)"))
+		return exitcode.Environmentf("iotdb probe: CREATE DATABASE %s on %s failed: %v%s", w.prefix, res.Target, err, cfg.explainOr(err, v,
+			" (check the user may create databases, or use "+cfg.name("database")+" with an existing one)"))
 	}
 	res.CreatedDatabase = !cfg.Shard.On()
 	w.shared = cfg.Shard.On()
@@ -170,61 +170,32 @@ func createDatabase(ctx context.Context, p *sessionPool, cfg *Config, w *workloa
 
 // openHint is what to check when no session could be opened with err: a
 // connection that was made but whose OpenSession handshake did not answer
-// points at the port's service, the DataNode's load and --connect-timeout
-// (which bounds the handshake); anything else at whether IoTDB runs there.
+// points at the port's service, the DataNode's load and the connect
+// timeout (which bounds the handshake); anything else at whether IoTDB
+// runs there. Settings are named by cfg.name.
 func openHint(err error, cfg *Config) string {
 	var oe *openError
 	if errors.As(err, &oe) && oe.connected && isTimeout(oe.err) {
-		return fmt.Sprintf("something accepted the connection but did not answer the handshake within --connect-timeout %v: is %s a DataNode's client RPC address, port 6667 by default, and is the DataNode overloaded? a longer --connect-timeout gives it more time", cfg.ConnectTimeout, addressSetting(cfg))
+		ct := cfg.name("connect_timeout")
+		return fmt.Sprintf("something accepted the connection but did not answer the handshake within %s %v: is %s a DataNode's client RPC address, port 6667 by default, and is the DataNode overloaded? a longer %s gives it more time", ct, cfg.ConnectTimeout, cfg.name("address"), ct)
 	}
-	return fmt.Sprintf("is IoTDB running there, and is %s a DataNode's client RPC address, port 6667 by default?", addressSetting(cfg))
+	return fmt.Sprintf("is IoTDB running there, and is %s a DataNode's client RPC address, port 6667 by default?", cfg.name("address"))
 }
 
 // explainOr is explain's line, or otherwise when the status is unknown.
-func explainOr(err error, login, serverVersion, otherwise string) string {
-	if e := explain(err, login, serverVersion); e != "" {
+func (c *Config) explainOr(err error, serverVersion, otherwise string) string {
+	if e := c.explain(err, serverVersion); e != "" {
 		return e
 	}
 	return otherwise
 }
 
-// addressSetting names the setting that gave the probe its address:
-// cfg.AddressSetting when the caller set it, else --node-urls when it has
-// node URLs, else --host/--port.
-func addressSetting(cfg *Config) string {
-	if cfg.AddressSetting != "" {
-		return cfg.AddressSetting
-	}
-	if len(cfg.NodeURLs) > 0 {
-		return "--node-urls"
-	}
-	return "--host/--port"
-}
-
-// userSetting names the setting that gave the probe its user:
-// cfg.UserSetting when the caller set it, else --user.
-func userSetting(cfg *Config) string {
-	if cfg.UserSetting != "" {
-		return cfg.UserSetting
-	}
-	return "--user"
-}
-
-// passwordSetting names the settings that give the probe its password:
-// cfg.PasswordSetting when the caller set it, else --password-file or
-// $HOSTPREP_IOTDB_PASSWORD.
-func passwordSetting(cfg *Config) string {
-	if cfg.PasswordSetting != "" {
-		return cfg.PasswordSetting
-	}
-	return "--password-file or $" + PasswordEnv
-}
-
 // loginFix is what to check when the server refuses the login, naming
-// the caller's settings: "--user and the password (--password-file or
-// $HOSTPREP_IOTDB_PASSWORD)" for `hostprep probe iotdb`.
+// the caller's user and password settings (Config.name): "--user and the
+// password (--password-file or $HOSTPREP_IOTDB_PASSWORD)" for `hostprep
+// probe iotdb`.
 func loginFix(cfg *Config) string {
-	return fmt.Sprintf("%s and the password (%s)", userSetting(cfg), passwordSetting(cfg))
+	return fmt.Sprintf("%s and the password (%s)", cfg.name("user"), cfg.name("password"))
 }
 
 // listed tells whether SHOW DATABASES db lists db (for this user: IoTDB
@@ -352,7 +323,7 @@ func serverVersion(ctx context.Context, p *sessionPool) (string, error) {
 func teardown(ctx context.Context, p *sessionPool, cfg *Config, w *workload, res *Result) {
 	if cfg.Keep {
 		res.Kept = true
-		res.Notes = append(res.Notes, "--keep: "+w.prefix+" left in place; delete it with: "+deleteStatement(w, res))
+		res.Notes = append(res.Notes, cfg.name("keep")+": "+w.prefix+" left in place; delete it with: "+deleteStatement(w, res))
 		return
 	}
 	// Said when the interrupt comes, before the clean-up or during it.
@@ -453,7 +424,7 @@ func dropProbeData(stop context.Context, p *sessionPool, w *workload, res *Resul
 		what = w.prefix + " " + res.leftWords()
 	}
 	res.Notes = append(res.Notes, fmt.Sprintf("%s: %v%s; delete it with: %s", what, err,
-		explain(err, w.login, res.ServerVersion), deleteStatement(w, res)))
+		w.cfg.explain(err, res.ServerVersion), deleteStatement(w, res)))
 	return fmt.Sprintf("; %s %s on %s (delete failed: %v): delete it with: %s", w.prefix, res.leftWords(), res.Target, err, deleteStatement(w, res))
 }
 

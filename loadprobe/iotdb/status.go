@@ -3,6 +3,7 @@ package iotdb
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/apache/iotdb-client-go/client"
 )
@@ -15,6 +16,9 @@ const StatusCodesRelease = "2.0.10"
 
 // StatusExplanation is what one IoTDB status code means for the probe: its
 // name in TSStatusCode, the likely cause and the fix, one line each.
+// The table's fixes name settings by placeholder ({database}, {login});
+// a run fills them with its own names (Config.name, loginFix) and
+// ExplainStatus with the library's defaults (SettingName).
 type StatusExplanation struct {
 	Code  int32  `json:"code"`
 	Name  string `json:"name"`
@@ -23,10 +27,12 @@ type StatusExplanation struct {
 }
 
 // statusExplanations are the codes the probe explains (IoTDB 2.0.10),
-// by code.
+// by code. A setting in a fix is a placeholder (statusFix fills it):
+// {database} the existing-database setting, {login} the user and
+// password settings (loginFix).
 var statusExplanations = byCode([]StatusExplanation{
 	{500, "DATABASE_NOT_EXIST", "the database named does not exist on this server",
-		"create it (CREATE DATABASE root.x) or name an existing one with --database (SHOW DATABASES lists them)"},
+		"create it (CREATE DATABASE root.x) or name an existing one with {database} (SHOW DATABASES lists them)"},
 	{606, "WRITE_PROCESS_REJECT", "the DataNode rejects writes: its write memory is used up (flushes are behind)",
 		"raise the DataNode's memory (MEMORY_SIZE in datanode-env.sh) or lower the load"},
 	{600, "SYSTEM_READ_ONLY", "the DataNode is read-only (disk full or an internal error switched it)",
@@ -38,13 +44,13 @@ var statusExplanations = byCode([]StatusExplanation{
 	{717, "TOO_MANY_CONCURRENT_QUERIES_ERROR", "more concurrent queries than the DataNode allows",
 		"raise max_allowed_concurrent_queries in iotdb-system.properties or run fewer readers"},
 	{801, "WRONG_LOGIN_PASSWORD", "the user or password was refused",
-		"check --user and the password (--password-file or $HOSTPREP_IOTDB_PASSWORD)"},
+		"check {login}"},
 	{803, "NO_PERMISSION", "the user lacks a privilege this statement needs: MANAGE_DATABASE to create a database, WRITE_SCHEMA to create series, WRITE_DATA to write, READ_DATA to read",
-		"grant the privilege on the probe's path (GRANT WRITE_SCHEMA, WRITE_DATA, READ_DATA ON root.x.** TO USER u, and MANAGE_DATABASE for a database of its own without --database), or run as a user that has them"},
+		"grant the privilege on the probe's path (GRANT WRITE_SCHEMA, WRITE_DATA, READ_DATA ON root.x.** TO USER u, and MANAGE_DATABASE for a database of its own without {database}), or run as a user that has them"},
 	{811, "NOT_HAS_PRIVILEGE", "the user lacks a privilege this statement needs",
-		"grant the privilege (GRANT WRITE_SCHEMA, WRITE_DATA ON root.x.** TO USER u), or use --database with a database the user may write to"},
+		"grant the privilege (GRANT WRITE_SCHEMA, WRITE_DATA ON root.x.** TO USER u), or use {database} with a database the user may write to"},
 	{906, "NO_AVAILABLE_REGION_GROUP", "no schema or data region could be created: the DataNode's memory for a new region is used up (in its log: direct buffer memory for a new schema region exceeds its limit)",
-		"use --database to write under an existing database (no new region needed), or raise the DataNode's memory / delete unused databases"},
+		"use {database} to write under an existing database (no new region needed), or raise the DataNode's memory / delete unused databases"},
 })
 
 // byCode indexes explanations by their Code.
@@ -56,10 +62,20 @@ func byCode(explanations []StatusExplanation) map[int32]StatusExplanation {
 	return m
 }
 
-// ExplainStatus returns the explanation of an IoTDB status code, and
-// whether the probe knows it.
+// ExplainStatus returns the explanation of an IoTDB status code, its fix
+// naming settings by the library's defaults (SettingName), and whether
+// the probe knows it.
 func ExplainStatus(code int32) (StatusExplanation, bool) {
+	return (&Config{}).explainStatus(code)
+}
+
+// explainStatus is ExplainStatus with the fix naming c's settings
+// (Config.name).
+func (c *Config) explainStatus(code int32) (StatusExplanation, bool) {
 	e, ok := statusExplanations[code]
+	if ok {
+		e.Fix = strings.NewReplacer("{database}", c.name("database"), "{login}", loginFix(c)).Replace(e.Fix)
+	}
 	return e, ok
 }
 
@@ -74,28 +90,18 @@ func statusCode(err error) int32 {
 }
 
 // explain is " — NAME: cause; fix: fix" for an error carrying a known
-// status code, "" otherwise; login names the caller's user and password
-// settings in the fix of a refused login (loginFix); serverVersion names
-// a release other than StatusCodesRelease in the line.
-func explain(err error, login, serverVersion string) string {
-	e, ok := ExplainStatus(statusCode(err))
+// status code, "" otherwise; the fix names c's settings (explainStatus),
+// and serverVersion names a release other than StatusCodesRelease in the
+// line.
+func (c *Config) explain(err error, serverVersion string) string {
+	e, ok := c.explainStatus(statusCode(err))
 	if !ok {
 		return ""
 	}
-	return " — " + e.line(login, serverVersion)
+	return " — " + e.line(serverVersion)
 }
 
 // line is the one-line explanation.
-func (e StatusExplanation) line(login, serverVersion string) string {
-	return fmt.Sprintf("status %d %s: %s; fix: %s%s", e.Code, e.Name, e.Cause, e.fix(login), versionCaveat(serverVersion))
-}
-
-// fix is e.Fix, with the caller's user and password settings (loginFix)
-// named in the fix of a refused login (login "": `hostprep probe
-// iotdb`'s, as the table has them).
-func (e StatusExplanation) fix(login string) string {
-	if e.Code == statusWrongLogin && login != "" {
-		return "check " + login
-	}
-	return e.Fix
+func (e StatusExplanation) line(serverVersion string) string {
+	return fmt.Sprintf("status %d %s: %s; fix: %s%s", e.Code, e.Name, e.Cause, e.Fix, versionCaveat(serverVersion))
 }

@@ -18,7 +18,8 @@ func TestStatus906AtSetupIsExplained(t *testing.T) {
 	srv := iotdbfault.StartT(t, iotdbfault.None)
 	srv.SetSchemaCode(906)
 	host, port := srv.HostPort()
-	res, err := Run(context.Background(), Config{Host: host, Port: port, Steps: []int{1}, StepDuration: 200 * time.Millisecond, Warmup: -1})
+	res, err := Run(context.Background(), Config{Host: host, Port: port, Steps: []int{1}, StepDuration: 200 * time.Millisecond, Warmup: -1,
+		SettingNames: probeFlags(&Config{})}) // as `hostprep probe iotdb` names them
 	if res != nil {
 		t.Errorf("a probe that failed before measuring returned a result to render: %+v", res)
 	}
