@@ -65,6 +65,12 @@ type BootItem struct {
 	// unit is the unit a LimitNOFILE or TasksMax item is of ("" for
 	// any other item), and unitFile its unit file ("" when none).
 	unit, unitFile string
+	// mask is the mask (an empty file or a link to /dev/null) a unit's
+	// item failed on, "" when it did not.
+	mask string
+	// runtimeMask says Note tells of a mask on /run that a reboot
+	// removes (installNotes prints it).
+	runtimeMask bool
 }
 
 // persistHint suggests a --persist-name that sorts after the file that
@@ -106,6 +112,10 @@ func nameAfter(base string) (string, bool) {
 // emptied at every boot (file-hierarchy(7)): a file there now is not there
 // after the next reboot, so it cannot make a value hold then.
 var volatileDirs = []string{"/run/sysctl.d", "/run/modules-load.d", "/run/systemd/system.control", "/run/systemd/transient", "/run/systemd/system", "/run/systemd/system.conf.d"}
+
+// onRun says whether p (relative to the root) is on /run, a tmpfs
+// emptied at every boot.
+func onRun(p string) bool { return strings.HasPrefix(path.Clean(p)+"/", "/run/") }
 
 // nextBoot is overlay (paths relative to root, nil: absent) with every
 // file in volatileDirs (and their drop-in directories) marked absent, as
@@ -287,6 +297,15 @@ func bootItems(env Env, per journal.Persisted, modes map[string]string, overlay 
 	for i := range items {
 		switch {
 		case i >= len(without):
+		case items[i].mask != "" && onRun(items[i].mask):
+			// a runtime mask (systemctl mask --runtime): gone after a
+			// reboot, when the unit gets what its other files say
+			mask, unit := items[i].mask, items[i].unit
+			items[i] = without[i]
+			if items[i].OK && !items[i].NotInstalled {
+				items[i].runtimeMask = true
+				items[i].Note = fmt.Sprintf("%s is masked now by %s, a runtime mask (systemctl mask --runtime) on /run, a tmpfs emptied at every boot: after a reboot it is not masked and gets hostprep's drop-in %s; until then systemd refuses to start it (systemctl unmask --runtime %s lifts the mask now)", unit, mask, files.ServiceDropIn(unit), unit)
+			}
 		case items[i].OK && !without[i].OK:
 			items[i] = without[i]
 			items[i].Problem += " (this is the boot without the files now on /run, a tmpfs emptied at every boot: they count only if something writes them again at boot)"
@@ -488,6 +507,7 @@ func notStarted(env Env, it *BootItem, read []boot.ConfFile, u, key string) {
 	switch {
 	case read[0].Masked:
 		it.OK = false
+		it.mask = read[0].Path
 		it.Problem = fmt.Sprintf("%s: the unit is masked (%s is empty or a link to /dev/null): systemd will not start it after a reboot, so no %s applies; unmask it (systemctl unmask %s) or name the unit that runs the service", it.Limit, read[0].Path, key, u)
 	case read[0].Broken != "":
 		it.OK = false
@@ -517,11 +537,16 @@ func installedWhere(env Env) string {
 // the units not installed (a profile's alternatives: emqx or mosquitto,
 // whichever the host runs): a note per such unit, the Note of its first
 // item, naming it and its drop-in. None of them installed: no note, one
-// warning saying the limits reach no service at all. Both nil when
-// every unit is installed.
+// warning saying the limits reach no service at all. A unit masked now
+// only by a runtime mask on /run, which a reboot removes (its items OK):
+// a note saying so, in either case. Both nil when every unit is
+// installed and none is masked that way.
 func installNotes(env Env, items []BootItem) (notes, warnings []string) {
-	var units, missing []string
+	var units, missing, masks []string
 	for _, it := range items {
+		if it.runtimeMask && !slices.Contains(masks, it.Note) {
+			masks = append(masks, it.Note)
+		}
 		if it.unit == "" || slices.Contains(units, it.unit) {
 			continue
 		}
@@ -531,9 +556,9 @@ func installNotes(env Env, items []BootItem) (notes, warnings []string) {
 		}
 	}
 	if len(missing) == 0 || len(missing) < len(units) {
-		return notes, nil
+		return append(notes, masks...), nil
 	}
-	return nil, []string{fmt.Sprintf("no unit hostprep tuned is installed %s (%s: no unit file at the next boot), so the limits in hostprep's %s reach no service until one is; install the service, or apply a profile whose systemd.services names the unit that runs it",
+	return masks, []string{fmt.Sprintf("no unit hostprep tuned is installed %s (%s: no unit file at the next boot), so the limits in hostprep's %s reach no service until one is; install the service, or apply a profile whose systemd.services names the unit that runs it",
 		installedWhere(env), strings.Join(missing, ", "), plural.Noun(len(missing), "drop-in"))}
 }
 
