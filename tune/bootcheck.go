@@ -111,7 +111,21 @@ func nameAfter(base string) (string, bool) {
 // volatileDirs are directories boot reads that live on /run, a tmpfs
 // emptied at every boot (file-hierarchy(7)): a file there now is not there
 // after the next reboot, so it cannot make a value hold then.
-var volatileDirs = []string{"/run/sysctl.d", "/run/modules-load.d", "/run/systemd/system.control", "/run/systemd/transient", "/run/systemd/system", "/run/systemd/system.conf.d"}
+// The generators' directories (/run/systemd/generator*) are left out:
+// systemd runs its generators again at every boot, before it reads them.
+var volatileDirs = []string{"/run/sysctl.d", "/run/modules-load.d", "/run/systemd/system.control", "/run/systemd/transient", "/run/systemd/system",
+	"/run/systemd/system.attached", "/run/systemd/system.conf.d"}
+
+// generated says whether p (relative to the root) is in a generator's
+// output directory, written again at every boot.
+func generated(p string) bool {
+	for _, d := range []string{"/run/systemd/generator", "/run/systemd/generator.early", "/run/systemd/generator.late"} {
+		if strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
+}
 
 // onRun says whether p (relative to the root) is on /run, a tmpfs
 // emptied at every boot.
@@ -119,7 +133,10 @@ func onRun(p string) bool { return strings.HasPrefix(path.Clean(p)+"/", "/run/")
 
 // nextBoot is overlay (paths relative to root, nil: absent) with every
 // file in volatileDirs (and their drop-in directories) marked absent, as
-// the next boot finds them; overlay's own entries stay.
+// the next boot finds them, and so is every file on /run (outside the
+// generators' directories) that an entry of the other directories boot
+// reads links to (`systemctl link /run/x.service`, a drop-in or sysctl
+// file linked there); overlay's own entries stay.
 func nextBoot(root string, overlay map[string][]byte) map[string][]byte {
 	out := maps.Clone(overlay)
 	if out == nil {
@@ -143,6 +160,31 @@ func nextBoot(root string, overlay map[string][]byte) map[string][]byte {
 	}
 	for _, d := range volatileDirs {
 		mark(d, 0)
+	}
+	var links func(rel string, depth int)
+	links = func(rel string, depth int) {
+		ents, _ := os.ReadDir(filepath.Join(root, rel))
+		for _, e := range ents {
+			p := path.Join(rel, e.Name())
+			if e.IsDir() && depth == 0 {
+				links(p, 1) // UNIT.d drop-in directories
+			}
+			if e.Type()&os.ModeSymlink == 0 {
+				continue
+			}
+			if t := boot.Resolve(root, p); onRun(t) && !generated(t) {
+				if _, ok := out[t]; !ok {
+					out[t] = nil
+				}
+			}
+		}
+	}
+	for _, dirs := range [][]string{boot.UnitDirs, boot.ManagerDropInDirs, boot.SysctlDirs, boot.ModulesLoadDirs} {
+		for _, d := range dirs {
+			if !onRun(d) {
+				links(d, 0)
+			}
+		}
 	}
 	return out
 }
@@ -313,7 +355,7 @@ func bootItems(env Env, per journal.Persisted, modes map[string]string, overlay 
 			// its only unit file is on /run (a transient unit,
 			// systemd-run): gone after a reboot
 			items[i].NotInstalled = true
-			items[i].Note = fmt.Sprintf("%s is not installed after a reboot: its only unit file, %s, is on /run, a tmpfs emptied at every boot (a transient unit: systemd-run); hostprep's drop-in %s applies once the unit is installed, but until then no service gets it",
+			items[i].Note = fmt.Sprintf("%s is not installed after a reboot: its only unit file, %s, is on /run, a tmpfs emptied at every boot (a transient unit of systemd-run, a portable service attached with --runtime, a unit linked there); hostprep's drop-in %s applies once the unit is installed, but until then no service gets it",
 				items[i].unit, items[i].unitFile, files.ServiceDropIn(items[i].unit))
 		}
 	}
@@ -503,7 +545,7 @@ func notStarted(env Env, it *BootItem, read []boot.ConfFile, u, key string) {
 			u, installedWhere(env), files.ServiceDropIn(u))
 		return
 	}
-	it.unitFile = read[0].Path
+	it.unitFile = read[0].Name()
 	switch {
 	case read[0].Masked:
 		it.OK = false

@@ -156,7 +156,7 @@ func unitFiles(t tree, unit string) ([]ConfFile, error) {
 	}
 	var files []ConfFile
 	frag, entry, names := buildUnitMap(t).unitNames(unit)
-	if f, ok := unitFile(t.root, frag, entry); ok {
+	if f, ok := unitFile(t, frag, entry); ok {
 		why, err := fileFails(t, f)
 		if err != nil {
 			return []ConfFile{f}, err
@@ -190,13 +190,18 @@ func unitFiles(t tree, unit string) ([]ConfFile, error) {
 // (an alias link: /etc/systemd/system/sshd.service for
 // /lib/systemd/system/ssh.service). false when there is none or it is a
 // link to nothing. A link to /dev/null or an empty file masks the unit
-// (systemd's unit_file_load: size 0 is "masked").
-func unitFile(root, frag, entry string) (ConfFile, bool) {
+// (systemd's unit_file_load: size 0 is "masked"). A target tr's overlay
+// marks absent (a file on /run the next boot does not find, linked from
+// /etc) is none.
+func unitFile(tr tree, frag, entry string) (ConfFile, bool) {
 	if frag == "" {
 		return ConfFile{}, false
 	}
-	t := resolve(root, frag)
-	fi, err := statHost(root, t)
+	t := resolve(tr.root, frag)
+	if b, ok := tr.overlay[t]; ok && b == nil {
+		return ConfFile{}, false
+	}
+	fi, err := statHost(tr.root, t)
 	if err != nil || (t != "/dev/null" && !fi.Mode().IsRegular()) {
 		return ConfFile{}, false
 	}
