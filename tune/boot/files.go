@@ -28,11 +28,18 @@ type ConfFile struct {
 	// fails to parse it ("FILE:LINE: invalid section header ..."): the
 	// unit then fails to load and is never started. "" otherwise.
 	Broken string
+	// SysV, for a unit file systemd-sysv-generator makes at boot, is the
+	// SysV init script it makes it of ("/etc/init.d/mosquitto"); the
+	// file itself (Path, in its output directory) may not exist yet.
+	SysV string
 }
 
 // Name is how a report names the file: Target, with Path when they differ
 // ("/etc/sysctl.conf (as /etc/sysctl.d/99-sysctl.conf)").
 func (f ConfFile) Name() string {
+	if f.SysV != "" {
+		return f.Path + " (made by systemd-sysv-generator of " + f.SysV + ")"
+	}
 	if f.Target == f.Path || f.Target == "" {
 		return f.Path
 	}

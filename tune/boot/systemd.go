@@ -163,6 +163,11 @@ func unitFiles(t tree, unit string) ([]ConfFile, error) {
 		}
 		f.Broken = why
 		files = append(files, f)
+	} else if script := sysvScript(t, unit, frag); script != "" {
+		// no unit file: systemd-sysv-generator makes one of the SysV
+		// script at boot (no LimitNOFILE= in it), read like any other
+		p := path.Join(SysvGeneratedDir, unit)
+		files = append(files, ConfFile{Path: p, Target: p, SysV: script})
 	}
 	// One name space and order for every drop-in directory, as systemd's
 	// unit_file_find_dropin_paths builds it: per unit directory the
