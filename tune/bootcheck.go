@@ -339,14 +339,15 @@ func bootItems(env Env, per journal.Persisted, modes map[string]string, overlay 
 	for i := range items {
 		switch {
 		case i >= len(without):
-		case items[i].mask != "" && onRun(items[i].mask):
-			// a runtime mask (systemctl mask --runtime): gone after a
-			// reboot, when the unit gets what its other files say
+		case items[i].mask != "" && without[i].mask == "":
+			// a runtime mask (systemctl mask --runtime), of the unit
+			// or of the name an alias leads to: gone after a reboot,
+			// when the unit gets what its other files say
 			mask, unit := items[i].mask, items[i].unit
 			items[i] = without[i]
 			if items[i].OK && !items[i].NotInstalled {
 				items[i].runtimeMask = true
-				items[i].Note = fmt.Sprintf("%s is masked now by %s, a runtime mask (systemctl mask --runtime) on /run, a tmpfs emptied at every boot: after a reboot it is not masked and gets hostprep's drop-in %s; until then systemd refuses to start it (systemctl unmask --runtime %s lifts the mask now)", unit, mask, files.ServiceDropIn(unit), unit)
+				items[i].Note = fmt.Sprintf("%s is masked now (%s), by a runtime mask (systemctl mask --runtime) on /run, a tmpfs emptied at every boot: after a reboot it is not masked and gets hostprep's drop-in %s; until then systemd refuses to start it (systemctl unmask --runtime %s lifts the mask now)", unit, mask, files.ServiceDropIn(unit), unit)
 			}
 		case items[i].OK && !without[i].OK:
 			items[i] = without[i]

@@ -28,6 +28,8 @@ func TestRuntimeMaskIsGoneAfterReboot(t *testing.T) {
 		{name: "systemctl mask --runtime", tree: map[string]string{"/run/systemd/system/mosquitto.service": "symlink to /dev/null"}},
 		{name: "an empty file in /run/systemd/system", tree: map[string]string{"/run/systemd/system/mosquitto.service": ""}},
 		{name: "a mask in /run/systemd/system.control", tree: map[string]string{"/run/systemd/system.control/mosquitto.service": "symlink to /dev/null"}},
+		{name: "an alias in /etc whose unit is masked on /run", tree: map[string]string{"/run/systemd/system/mqtt.service": "symlink to /dev/null",
+			"/lib/systemd/system/mqtt.service": unit, "/etc/systemd/system/mosquitto.service": "symlink to /lib/systemd/system/mqtt.service"}},
 		{name: "a mask in /etc stays", masked: true, tree: map[string]string{"/etc/systemd/system/mosquitto.service": "symlink to /dev/null"}},
 		{name: "a mask in /etc beside a runtime one", masked: true, tree: map[string]string{"/etc/systemd/system/mosquitto.service": "symlink to /dev/null",
 			"/run/systemd/system/mosquitto.service": "symlink to /dev/null"}},
@@ -35,7 +37,9 @@ func TestRuntimeMaskIsGoneAfterReboot(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHost(t, nil)
 			h.env.SystemdRunDir = h.root // systemd runs
-			c.tree["/lib/systemd/system/mosquitto.service"] = unit
+			if _, ok := c.tree["/etc/systemd/system/mosquitto.service"]; !ok || c.masked {
+				c.tree["/lib/systemd/system/mosquitto.service"] = unit
+			}
 			c.tree["/lib/systemd/system/emqx.service"] = unit
 			h.layFiles(c.tree)
 			p, err := profiles.Parse("t.yaml", []byte("systemd:\n  services: [emqx, mosquitto]\n  limit_nofile: {soft: 65536, hard: 65536}\n  tasks_max: 16384\n"))
@@ -61,7 +65,7 @@ func TestRuntimeMaskIsGoneAfterReboot(t *testing.T) {
 				}
 			}
 			notes := strings.Join(bs.Notes, "\n")
-			if !strings.Contains(notes, "mosquitto.service is masked now by /run/systemd/") || !strings.Contains(text.String(), "note: mosquitto.service is masked now") || strings.Count(notes, "masked now") != 1 {
+			if !strings.Contains(notes, "mosquitto.service is masked now (") || !strings.Contains(text.String(), "note: mosquitto.service is masked now") || strings.Count(notes, "masked now") != 1 {
 				t.Errorf("verify --boot: want one note that mosquitto is masked now, until the reboot:\n%s", text.String())
 			}
 			st, err := StatusOf(h.env)
