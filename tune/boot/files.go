@@ -32,6 +32,11 @@ type ConfFile struct {
 	// SysV init script it makes it of ("/etc/init.d/mosquitto"); the
 	// file itself (Path, in its output directory) may not exist yet.
 	SysV string
+	// Mask, for a masked unit file (UnitNofile), is the mask itself
+	// (relative to the root): the empty file or the link to /dev/null
+	// where the unit's name, or the name an alias of it leads to, was
+	// found ("/lib/systemd/system/ssh.service" for sshd.service).
+	Mask string
 }
 
 // Name is how a report names the file: Target, with Path when they differ

@@ -210,7 +210,11 @@ func unitFile(tr tree, frag, entry string) (ConfFile, bool) {
 	if err != nil || (t != "/dev/null" && !fi.Mode().IsRegular()) {
 		return ConfFile{}, false
 	}
-	return ConfFile{Path: entry, Target: t, Masked: t == "/dev/null" || fi.Size() == 0}, true
+	f := ConfFile{Path: entry, Target: t, Masked: t == "/dev/null" || fi.Size() == 0}
+	if f.Masked {
+		f.Mask = frag
+	}
+	return f, true
 }
 
 // TemplateOf is the template of an instance name (foo@x.service ->
