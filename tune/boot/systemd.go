@@ -2,6 +2,7 @@ package boot
 
 import (
 	"fmt"
+	"github.com/hostprep/hostprep/internal/unitname"
 	"math"
 	"path"
 	"strconv"
@@ -151,9 +152,7 @@ func UnitNofileOverlay(root, unit string, overlay map[string][]byte) (NofileSett
 // (UnitNofile says how they are found). Errors: a unit file that exists
 // but cannot be read (returned alone).
 func unitFiles(t tree, unit string) ([]ConfFile, error) {
-	if !strings.Contains(unit, ".") {
-		unit += ".service"
-	}
+	unit = unitname.Service(unit)
 	var files []ConfFile
 	frag, entry, names := buildUnitMap(t).unitNames(unit)
 	if f, ok := unitFile(t, frag, entry); ok {
@@ -539,9 +538,7 @@ func strtoBase0(s string) (n uint64, neg, ok bool) {
 // IsUnitFile says whether p, a path UnitNofile read, is unit's own unit
 // file (or its template's) rather than a drop-in.
 func IsUnitFile(p, unit string) bool {
-	if !strings.Contains(unit, ".") {
-		unit += ".service"
-	}
+	unit = unitname.Service(unit)
 	base := path.Base(p)
 	if base == unit {
 		return true
