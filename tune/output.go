@@ -157,6 +157,9 @@ func (s *Status) WriteText(w io.Writer) error {
 		fmt.Fprintln(w, "after the next boot:")
 		writeBootItems(w, rest, s.BootNotes, s.BootWarnings)
 	}
+	if s.BootError != "" {
+		fmt.Fprintf(w, "after the next boot: %s\n", s.BootError)
+	}
 	if s.Drift > 0 {
 		fmt.Fprintf(w, "%s drifted\n", plural.N(s.Drift, "item"))
 	}
