@@ -543,7 +543,7 @@ func notStarted(env Env, it *BootItem, read []boot.ConfFile, u, key string) {
 	it.unit = u
 	if unitMissing(read, u) {
 		it.NotInstalled = true
-		it.Note = fmt.Sprintf("%s is not installed %s (no unit file in any systemd unit directory): hostprep's drop-in %s applies once the unit is installed, but until then no service gets it",
+		it.Note = fmt.Sprintf("%s is not installed %s (no unit file in any systemd unit directory, no SysV init script in /etc/init.d that systemd-sysv-generator makes one of): hostprep's drop-in %s applies once the unit is installed, but until then no service gets it",
 			u, installedWhere(env), files.ServiceDropIn(u))
 		return
 	}

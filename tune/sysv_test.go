@@ -41,6 +41,9 @@ func TestSysvScriptIsInstalled(t *testing.T) {
 			must(t, err)
 			missing, ok := []string{"emqx.service"}, []string{"mosquitto.service"}
 			wantInstallWarnings(t, "plan", pl.Notes, pl.Warnings, missing, ok)
+			if n := strings.Join(pl.Notes, "\n"); !strings.Contains(n, "emqx.service is not installed") || !strings.Contains(n, "no SysV init script in /etc/init.d") {
+				t.Errorf("the note on emqx does not say no SysV script makes it either:\n%s", n)
+			}
 			if host && !slices.Equal(pl.Restart, ok) {
 				t.Errorf("restart %q, want %q", pl.Restart, ok)
 			}
