@@ -31,15 +31,15 @@ func sysvGeneratorRuns(t tree) bool {
 		if b, ok := t.overlay[p]; ok && b == nil {
 			continue
 		}
-		if _, err := os.Lstat(hostPath(t.root, p)); err != nil {
-			continue
-		}
-		r := resolve(t.root, p)
+		r := resolve(t.root, p) // links followed inside the root (an image's /lib -> /usr/lib)
 		if r == "/dev/null" {
 			return false
 		}
 		fi, err := os.Stat(hostPath(t.root, r))
-		return err == nil && fi.Mode().IsRegular() && fi.Size() > 0
+		if err != nil {
+			continue
+		}
+		return fi.Mode().IsRegular() && fi.Size() > 0
 	}
 	return false
 }

@@ -87,7 +87,14 @@ func TestSysvUnitOracle(t *testing.T) {
 	if !generated["plain.service"] || !generated["suffixed.service"] {
 		t.Fatalf("the generator made no unit of /etc/init.d/plain or suffixed.sh: %v", generated)
 	}
-	// a masked generator, and none, make no unit at all
+	// a masked generator, and none, make no unit at all; an image whose
+	// /lib is an absolute link (/lib -> /usr/lib) is read inside the
+	// image, not on the host that has the generator
+	img := testenv.TempTree(t, map[string]string{"/lib": "symlink to /usr/lib", "/etc/init.d/plain": script})
+	must(t, os.Chmod(filepath.Join(img, "etc/init.d/plain"), 0o755))
+	if _, files, err := boot.UnitNofile(img, "plain.service"); err != nil || len(files) > 0 {
+		t.Errorf("an image without the generator (its /lib an absolute link): %v %v", files, err)
+	}
 	for _, g := range []map[string]string{
 		{"/etc/systemd/system-generators/systemd-sysv-generator": "symlink to /dev/null"},
 		{"/lib/systemd/system-generators/systemd-sysv-generator": "symlink to nowhere"},
