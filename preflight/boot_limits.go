@@ -154,7 +154,7 @@ func (g *gatherer) unitFromFiles(unit string) (unitNofile, error) {
 		return u, exitcode.Environmentf("--service %s: %v (run as root)", unit, err)
 	}
 	if len(files) == 0 || !boot.IsUnitFile(files[0].Path, unit) {
-		u.missing = "no such unit: no unit file in " + strings.Join(boot.UnitDirs, ", ") + " (drop-ins alone do not make a unit)"
+		u.missing = "no such unit: no unit file in " + strings.Join(boot.UnitDirs, ", ") + ", no SysV init script in /etc/init.d that systemd-sysv-generator makes one of (drop-ins alone do not make a unit)"
 		return u, nil
 	}
 	if files[0].Masked {

@@ -3,6 +3,7 @@ package preflight
 import (
 	"cmp"
 	"fmt"
+	"github.com/hostprep/hostprep/internal/unitname"
 	"path"
 	"strings"
 
@@ -44,8 +45,8 @@ type threadRoom struct {
 // pids limit for a process no unit runs.
 func tasksMaxRemedy(t Target, p ProcessFacts, from string, slice *SliceRef, need uint64) string {
 	unit := p.Unit
-	if unit != "" && !strings.Contains(unit, ".") {
-		unit += ".service"
+	if unit != "" {
+		unit = unitname.Service(unit)
 	}
 	cg := path.Base(path.Dir(from)) // ".../system.slice/iotdb.service/pids.max": iotdb.service
 	switch {
@@ -69,7 +70,7 @@ func tasksMaxRemedy(t Target, p ProcessFacts, from string, slice *SliceRef, need
 // systemd.services of the target's profile (Service, AltServices).
 func profileUnit(t Target, unit string) bool {
 	for _, s := range append([]string{t.Service}, t.AltServices...) {
-		if s == unit || s+".service" == unit {
+		if unitname.Service(s) == unit {
 			return true
 		}
 	}

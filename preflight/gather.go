@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hostprep/hostprep/internal/unitname"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -223,9 +224,7 @@ func (g *gatherer) targetAndConfig(ctx context.Context, o GatherOptions) error {
 // [emqx, mosquitto] is judged on the broker the host has.
 func (g *gatherer) firstInstalled(units []string) string {
 	for _, u := range units {
-		if !strings.Contains(u, ".") {
-			u += ".service"
-		}
+		u = unitname.Service(u)
 		if nf, err := g.unitFromFiles(u); err == nil && nf.missing == "" {
 			return u
 		}

@@ -3,6 +3,7 @@ package preflight
 import (
 	"context"
 	"fmt"
+	"github.com/hostprep/hostprep/internal/unitname"
 	"os"
 	"os/exec"
 	"os/user"
@@ -102,9 +103,7 @@ func (g *gatherer) targetPID(pid int, source string) error {
 // when named by --service, and a UnitMissing finding when named by a
 // profile (fromProfile).
 func (g *gatherer) targetService(ctx context.Context, unit string, fromProfile bool) error {
-	if !strings.Contains(unit, ".") {
-		unit += ".service"
-	}
+	unit = unitname.Service(unit)
 	if at := strings.Index(unit, "@"); at >= 0 && strings.HasPrefix(unit[at+1:], ".") {
 		which := "--service"
 		if fromProfile {

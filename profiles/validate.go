@@ -3,6 +3,7 @@ package profiles
 import (
 	"cmp"
 	"fmt"
+	"github.com/hostprep/hostprep/internal/unitname"
 	"net"
 	"regexp"
 	"slices"
@@ -489,13 +490,10 @@ const unitNameMax = 255
 // drop-in holds a [Service] section and other unit types would ignore it.
 func checkServiceName(s string) string {
 	const fix = "use a service unit name such as emqx, mosquitto.service or getty@tty1.service"
-	full := s
-	if !strings.Contains(s, ".") {
-		full = s + ".service"
-	}
+	full := unitname.Service(s) // php8.2-fpm is php8.2-fpm.service, as systemctl names it
 	stem, ok := strings.CutSuffix(full, ".service")
 	if !ok {
-		return "not a service unit (a name with a dot must end in .service: LimitNOFILE is a [Service] setting); " + fix
+		return "not a service unit (LimitNOFILE is a [Service] setting, not one of ." + full[strings.LastIndex(full, ".")+1:] + " units); " + fix
 	}
 	if len(full) > unitNameMax {
 		return fmt.Sprintf("longer than systemd's %d-character unit name limit; %s", unitNameMax, fix)

@@ -1,6 +1,7 @@
 package tune
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -65,6 +66,12 @@ type BootItem struct {
 	// unit is the unit a LimitNOFILE or TasksMax item is of ("" for
 	// any other item), and unitFile its unit file ("" when none).
 	unit, unitFile string
+	// mask is the mask (an empty file or a link to /dev/null) a unit's
+	// item failed on, "" when it did not.
+	mask string
+	// runtimeMask says Note tells of a mask on /run that a reboot
+	// removes (installNotes prints it).
+	runtimeMask bool
 }
 
 // persistHint suggests a --persist-name that sorts after the file that
@@ -105,11 +112,32 @@ func nameAfter(base string) (string, bool) {
 // volatileDirs are directories boot reads that live on /run, a tmpfs
 // emptied at every boot (file-hierarchy(7)): a file there now is not there
 // after the next reboot, so it cannot make a value hold then.
-var volatileDirs = []string{"/run/sysctl.d", "/run/modules-load.d", "/run/systemd/system.control", "/run/systemd/transient", "/run/systemd/system", "/run/systemd/system.conf.d"}
+// The generators' directories (/run/systemd/generator*) are left out:
+// systemd runs its generators again at every boot, before it reads them.
+var volatileDirs = []string{"/run/sysctl.d", "/run/modules-load.d", "/run/systemd/system.control", "/run/systemd/transient", "/run/systemd/system",
+	"/run/systemd/system.attached", "/run/systemd/system.conf.d"}
+
+// generated says whether p (relative to the root) is in a generator's
+// output directory, written again at every boot.
+func generated(p string) bool {
+	for _, d := range []string{"/run/systemd/generator", "/run/systemd/generator.early", "/run/systemd/generator.late"} {
+		if strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// onRun says whether p (relative to the root) is on /run, a tmpfs
+// emptied at every boot.
+func onRun(p string) bool { return strings.HasPrefix(path.Clean(p)+"/", "/run/") }
 
 // nextBoot is overlay (paths relative to root, nil: absent) with every
 // file in volatileDirs (and their drop-in directories) marked absent, as
-// the next boot finds them; overlay's own entries stay.
+// the next boot finds them, and so is every file on /run (outside the
+// generators' directories) that an entry of the other directories boot
+// reads links to (`systemctl link /run/x.service`, a drop-in or sysctl
+// file linked there); overlay's own entries stay.
 func nextBoot(root string, overlay map[string][]byte) map[string][]byte {
 	out := maps.Clone(overlay)
 	if out == nil {
@@ -133,6 +161,31 @@ func nextBoot(root string, overlay map[string][]byte) map[string][]byte {
 	}
 	for _, d := range volatileDirs {
 		mark(d, 0)
+	}
+	var links func(rel string, depth int)
+	links = func(rel string, depth int) {
+		ents, _ := os.ReadDir(filepath.Join(root, rel))
+		for _, e := range ents {
+			p := path.Join(rel, e.Name())
+			if e.IsDir() && depth == 0 {
+				links(p, 1) // UNIT.d drop-in directories
+			}
+			if e.Type()&os.ModeSymlink == 0 {
+				continue
+			}
+			if t := boot.Resolve(root, p); onRun(t) && !generated(t) {
+				if _, ok := out[t]; !ok {
+					out[t] = nil
+				}
+			}
+		}
+	}
+	for _, dirs := range [][]string{boot.UnitDirs, boot.ManagerDropInDirs, boot.SysctlDirs, boot.ModulesLoadDirs} {
+		for _, d := range dirs {
+			if !onRun(d) {
+				links(d, 0)
+			}
+		}
 	}
 	return out
 }
@@ -287,6 +340,16 @@ func bootItems(env Env, per journal.Persisted, modes map[string]string, overlay 
 	for i := range items {
 		switch {
 		case i >= len(without):
+		case items[i].mask != "" && without[i].mask == "":
+			// a runtime mask (systemctl mask --runtime), of the unit
+			// or of the name an alias leads to: gone after a reboot,
+			// when the unit gets what its other files say
+			mask, unit := items[i].mask, items[i].unit
+			items[i] = without[i]
+			if items[i].OK && !items[i].NotInstalled {
+				items[i].runtimeMask = true
+				items[i].Note = fmt.Sprintf("%s is masked now (%s), by a runtime mask (systemctl mask --runtime) on /run, a tmpfs emptied at every boot: after a reboot it is not masked and gets hostprep's drop-in %s; until then systemd refuses to start it (systemctl unmask --runtime %s lifts the mask now)", unit, mask, files.ServiceDropIn(unit), unit)
+			}
 		case items[i].OK && !without[i].OK:
 			items[i] = without[i]
 			items[i].Problem += " (this is the boot without the files now on /run, a tmpfs emptied at every boot: they count only if something writes them again at boot)"
@@ -294,7 +357,7 @@ func bootItems(env Env, per journal.Persisted, modes map[string]string, overlay 
 			// its only unit file is on /run (a transient unit,
 			// systemd-run): gone after a reboot
 			items[i].NotInstalled = true
-			items[i].Note = fmt.Sprintf("%s is not installed after a reboot: its only unit file, %s, is on /run, a tmpfs emptied at every boot (a transient unit: systemd-run); hostprep's drop-in %s applies once the unit is installed, but until then no service gets it",
+			items[i].Note = fmt.Sprintf("%s is not installed after a reboot: its only unit file, %s, is on /run, a tmpfs emptied at every boot (a transient unit of systemd-run, a portable service attached with --runtime, a unit linked there); hostprep's drop-in %s applies once the unit is installed, but until then no service gets it",
 				items[i].unit, items[i].unitFile, files.ServiceDropIn(items[i].unit))
 		}
 	}
@@ -480,20 +543,38 @@ func notStarted(env Env, it *BootItem, read []boot.ConfFile, u, key string) {
 	it.unit = u
 	if unitMissing(read, u) {
 		it.NotInstalled = true
-		it.Note = fmt.Sprintf("%s is not installed %s (no unit file in any systemd unit directory): hostprep's drop-in %s applies once the unit is installed, but until then no service gets it",
+		it.Note = fmt.Sprintf("%s is not installed %s (no unit file in any systemd unit directory, no SysV init script in /etc/init.d that systemd-sysv-generator makes one of): hostprep's drop-in %s applies once the unit is installed, but until then no service gets it",
 			u, installedWhere(env), files.ServiceDropIn(u))
 		return
 	}
-	it.unitFile = read[0].Path
+	it.unitFile = read[0].Name()
 	switch {
 	case read[0].Masked:
 		it.OK = false
-		it.Problem = fmt.Sprintf("%s: the unit is masked (%s is empty or a link to /dev/null): systemd will not start it after a reboot, so no %s applies; unmask it (systemctl unmask %s) or name the unit that runs the service", it.Limit, read[0].Path, key, u)
+		it.mask = cmp.Or(read[0].Mask, read[0].Path)
+		it.Problem = fmt.Sprintf("%s: the unit is masked (%s is empty or a link to /dev/null): systemd will not start it after a reboot, so no %s applies; %s", it.Limit, it.mask, key, unmaskFix(it.mask, u))
 	case read[0].Broken != "":
 		it.OK = false
 		it.Boot = BootValue{Value: "not loaded"}
 		it.Problem = fmt.Sprintf("%s: systemd cannot parse the unit file (%s) and fails to load the unit (\"failed to load properly\"), so after a reboot it is not started and no %s applies; hostprep never edits a file it does not own: fix that line", it.Limit, read[0].Broken, key)
 	}
+}
+
+// unmaskFix is how to lift mask, unit u's mask (a path relative to the
+// root), as systemd 252's systemctl does: `systemctl unmask` removes a
+// mask in /etc/systemd/system only, --runtime one in /run/systemd/system;
+// a mask elsewhere (a package's in /lib/systemd/system) neither removes
+// (measured with systemctl --root: it exits 0 and the unit stays
+// masked), but a unit file of that name in /etc/systemd/system comes
+// first.
+func unmaskFix(mask, u string) string {
+	switch path.Dir(mask) {
+	case "/etc/systemd/system":
+		return fmt.Sprintf("unmask it (systemctl unmask %s) or name the unit that runs the service", u)
+	case "/run/systemd/system":
+		return fmt.Sprintf("unmask it (systemctl unmask --runtime %s) or name the unit that runs the service", u)
+	}
+	return fmt.Sprintf("systemctl unmask does not remove a mask there (only one in /etc/systemd/system), a mask a package ships on purpose (often a SysV name another unit replaces): name the unit that runs the service, or override the mask with a unit file /etc/systemd/system/%s", path.Base(mask))
 }
 
 // unitMissing says whether read, the files boot.UnitNofile lists for
@@ -517,11 +598,16 @@ func installedWhere(env Env) string {
 // the units not installed (a profile's alternatives: emqx or mosquitto,
 // whichever the host runs): a note per such unit, the Note of its first
 // item, naming it and its drop-in. None of them installed: no note, one
-// warning saying the limits reach no service at all. Both nil when
-// every unit is installed.
+// warning saying the limits reach no service at all. A unit masked now
+// only by a runtime mask on /run, which a reboot removes (its items OK):
+// a note saying so, in either case. Both nil when every unit is
+// installed and none is masked that way.
 func installNotes(env Env, items []BootItem) (notes, warnings []string) {
-	var units, missing []string
+	var units, missing, masks []string
 	for _, it := range items {
+		if it.runtimeMask && !slices.Contains(masks, it.Note) {
+			masks = append(masks, it.Note)
+		}
 		if it.unit == "" || slices.Contains(units, it.unit) {
 			continue
 		}
@@ -531,9 +617,9 @@ func installNotes(env Env, items []BootItem) (notes, warnings []string) {
 		}
 	}
 	if len(missing) == 0 || len(missing) < len(units) {
-		return notes, nil
+		return append(notes, masks...), nil
 	}
-	return nil, []string{fmt.Sprintf("no unit hostprep tuned is installed %s (%s: no unit file at the next boot), so the limits in hostprep's %s reach no service until one is; install the service, or apply a profile whose systemd.services names the unit that runs it",
+	return masks, []string{fmt.Sprintf("no unit hostprep tuned is installed %s (%s: no unit file at the next boot), so the limits in hostprep's %s reach no service until one is; install the service, or apply a profile whose systemd.services names the unit that runs it",
 		installedWhere(env), strings.Join(missing, ", "), plural.Noun(len(missing), "drop-in"))}
 }
 

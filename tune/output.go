@@ -2,6 +2,7 @@ package tune
 
 import (
 	"fmt"
+	"github.com/hostprep/hostprep/internal/shellquote"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -50,8 +51,10 @@ func (r *Result) WriteText(w io.Writer, verb string) error {
 	if len(r.Restart) > 0 {
 		// try-restart, not restart: a profile lists alternatives (emqx,
 		// mosquitto), and restart would start one that is stopped, a
-		// second broker on the same port.
-		fmt.Fprintf(w, "restart to pick up new limits (try-restart restarts only the units running now): systemctl daemon-reload && systemctl try-restart %s\n", strings.Join(r.Restart, " "))
+		// second broker on the same port. Quoted: a template's pattern
+		// (worker@*.service) and an escaped name (a\x2db.service) reach
+		// systemctl as written.
+		fmt.Fprintf(w, "restart to pick up new limits (try-restart restarts only the units running now): systemctl daemon-reload && systemctl try-restart %s\n", shellquote.Join(r.Restart...))
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
@@ -153,6 +156,9 @@ func (s *Status) WriteText(w io.Writer) error {
 	if len(rest) > 0 {
 		fmt.Fprintln(w, "after the next boot:")
 		writeBootItems(w, rest, s.BootNotes, s.BootWarnings)
+	}
+	if s.BootError != "" {
+		fmt.Fprintf(w, "after the next boot: %s\n", s.BootError)
 	}
 	if s.Drift > 0 {
 		fmt.Fprintf(w, "%s drifted\n", plural.N(s.Drift, "item"))

@@ -647,8 +647,21 @@ func (pl *Plan) takeEffect(w fileWant) {
 		pl.Notes = append(pl.Notes, w.note)
 	}
 	if w.unit != "" {
-		pl.Restart = append(pl.Restart, w.unit)
+		pl.Restart = append(pl.Restart, restartName(w.unit))
 	}
+}
+
+// restartName is how `systemctl try-restart` names unit u: u itself, or
+// for a template (worker@.service, whose drop-in every instance reads)
+// the pattern of its instances, worker@*.service, which systemctl
+// matches against the units loaded now: systemd refuses the template's
+// own name ("Unit name worker@.service is missing the instance name":
+// manager_load_unit_prepare), so no running instance was restarted.
+func restartName(u string) string {
+	if at := strings.LastIndex(u, "@"); at >= 0 && strings.HasPrefix(u[at+1:], ".") {
+		return u[:at+1] + "*" + u[at+1:]
+	}
+	return u
 }
 
 // readLinked reads rel (a path relative to the root that is a symbolic
@@ -717,7 +730,7 @@ func (pl *Plan) checkBoot(p *profiles.Profile, st *journal.State) error {
 	// A unit that is not installed has nothing to restart (`systemctl
 	// restart` fails on it: "Unit not found"); its note says so.
 	pl.Restart = slices.DeleteFunc(pl.Restart, func(u string) bool {
-		return slices.ContainsFunc(items, func(it BootItem) bool { return it.unit == u && it.NotInstalled })
+		return slices.ContainsFunc(items, func(it BootItem) bool { return restartName(it.unit) == u && it.NotInstalled })
 	})
 	for i, c := range pl.Changes {
 		if c.Key != "" {

@@ -69,6 +69,10 @@ type Status struct {
 	// --boot's notes and warnings do.
 	BootNotes    []string `json:"boot_notes,omitempty"`
 	BootWarnings []string `json:"boot_warnings,omitempty"`
+	// BootError says why Boot is missing: a configuration file the boot
+	// check reads cannot be read (an unreadable unit file, when not run
+	// as root). verify --boot fails with it (exit 3).
+	BootError string `json:"boot_error,omitempty"`
 	// Interrupted says the last apply was killed part way (its completion
 	// marker was never written) and what to run; items it had not reached
 	// yet show their original value and are not counted in Drift.
@@ -129,8 +133,8 @@ func StatusOf(env Env) (*Status, error) {
 }
 
 // attachBoot adds the boot value of every persisted key and limit; a
-// configuration file that cannot be read leaves them out (verify --boot
-// reports that error).
+// configuration file that cannot be read leaves them out, and BootError
+// says so (verify --boot fails with that error).
 func (s *Status) attachBoot(env Env, st *journal.State) {
 	modes := map[string]string{}
 	for k, j := range st.Keys {
@@ -138,6 +142,7 @@ func (s *Status) attachBoot(env Env, st *journal.State) {
 	}
 	items, err := bootItems(env, st.Persisted, modes, nil, ownedFiles(env, st))
 	if err != nil {
+		s.BootError = fmt.Sprintf("not known: %v; run as root (tune verify --boot fails with this)", err)
 		return
 	}
 	s.Boot = items

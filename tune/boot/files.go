@@ -28,11 +28,23 @@ type ConfFile struct {
 	// fails to parse it ("FILE:LINE: invalid section header ..."): the
 	// unit then fails to load and is never started. "" otherwise.
 	Broken string
+	// SysV, for a unit file systemd-sysv-generator makes at boot, is the
+	// SysV init script it makes it of ("/etc/init.d/mosquitto"); the
+	// file itself (Path, in its output directory) may not exist yet.
+	SysV string
+	// Mask, for a masked unit file (UnitNofile), is the mask itself
+	// (relative to the root): the empty file or the link to /dev/null
+	// where the unit's name, or the name an alias of it leads to, was
+	// found ("/lib/systemd/system/ssh.service" for sshd.service).
+	Mask string
 }
 
 // Name is how a report names the file: Target, with Path when they differ
 // ("/etc/sysctl.conf (as /etc/sysctl.d/99-sysctl.conf)").
 func (f ConfFile) Name() string {
+	if f.SysV != "" {
+		return f.Path + " (made by systemd-sysv-generator of " + f.SysV + ")"
+	}
 	if f.Target == f.Path || f.Target == "" {
 		return f.Path
 	}

@@ -2,6 +2,7 @@ package boot
 
 import (
 	"fmt"
+	"github.com/hostprep/hostprep/internal/unitname"
 	"strings"
 )
 
@@ -13,9 +14,7 @@ const RootSlice = "-.slice"
 // files UnitNofile lists for it, as if the files in overlay (paths
 // relative to root) had the given bytes.
 func UnitSlice(root, unit string, overlay map[string][]byte) (slice, where, why string, err error) {
-	if !strings.Contains(unit, ".") {
-		unit += ".service"
-	}
+	unit = unitname.Service(unit)
 	files, err := unitFiles(tree{root: root, overlay: overlay}, unit)
 	if err != nil {
 		return "", "", "", err

@@ -2,6 +2,7 @@ package boot
 
 import (
 	"fmt"
+	"github.com/hostprep/hostprep/internal/unitname"
 	"math"
 	"path"
 	"strconv"
@@ -151,18 +152,21 @@ func UnitNofileOverlay(root, unit string, overlay map[string][]byte) (NofileSett
 // (UnitNofile says how they are found). Errors: a unit file that exists
 // but cannot be read (returned alone).
 func unitFiles(t tree, unit string) ([]ConfFile, error) {
-	if !strings.Contains(unit, ".") {
-		unit += ".service"
-	}
+	unit = unitname.Service(unit)
 	var files []ConfFile
 	frag, entry, names := buildUnitMap(t).unitNames(unit)
-	if f, ok := unitFile(t.root, frag, entry); ok {
+	if f, ok := unitFile(t, frag, entry); ok {
 		why, err := fileFails(t, f)
 		if err != nil {
 			return []ConfFile{f}, err
 		}
 		f.Broken = why
 		files = append(files, f)
+	} else if script := sysvScript(t, unit, frag); script != "" {
+		// no unit file: systemd-sysv-generator makes one of the SysV
+		// script at boot (no LimitNOFILE= in it), read like any other
+		p := path.Join(SysvGeneratedDir, unit)
+		files = append(files, ConfFile{Path: p, Target: p, SysV: script})
 	}
 	// One name space and order for every drop-in directory, as systemd's
 	// unit_file_find_dropin_paths builds it: per unit directory the
@@ -190,17 +194,26 @@ func unitFiles(t tree, unit string) ([]ConfFile, error) {
 // (an alias link: /etc/systemd/system/sshd.service for
 // /lib/systemd/system/ssh.service). false when there is none or it is a
 // link to nothing. A link to /dev/null or an empty file masks the unit
-// (systemd's unit_file_load: size 0 is "masked").
-func unitFile(root, frag, entry string) (ConfFile, bool) {
+// (systemd's unit_file_load: size 0 is "masked"). A target tr's overlay
+// marks absent (a file on /run the next boot does not find, linked from
+// /etc) is none.
+func unitFile(tr tree, frag, entry string) (ConfFile, bool) {
 	if frag == "" {
 		return ConfFile{}, false
 	}
-	t := resolve(root, frag)
-	fi, err := statHost(root, t)
+	t := resolve(tr.root, frag)
+	if b, ok := tr.overlay[t]; ok && b == nil {
+		return ConfFile{}, false
+	}
+	fi, err := statHost(tr.root, t)
 	if err != nil || (t != "/dev/null" && !fi.Mode().IsRegular()) {
 		return ConfFile{}, false
 	}
-	return ConfFile{Path: entry, Target: t, Masked: t == "/dev/null" || fi.Size() == 0}, true
+	f := ConfFile{Path: entry, Target: t, Masked: t == "/dev/null" || fi.Size() == 0}
+	if f.Masked {
+		f.Mask = frag
+	}
+	return f, true
 }
 
 // TemplateOf is the template of an instance name (foo@x.service ->
@@ -525,9 +538,7 @@ func strtoBase0(s string) (n uint64, neg, ok bool) {
 // IsUnitFile says whether p, a path UnitNofile read, is unit's own unit
 // file (or its template's) rather than a drop-in.
 func IsUnitFile(p, unit string) bool {
-	if !strings.Contains(unit, ".") {
-		unit += ".service"
-	}
+	unit = unitname.Service(unit)
 	base := path.Base(p)
 	if base == unit {
 		return true

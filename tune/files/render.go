@@ -2,6 +2,7 @@ package files
 
 import (
 	"fmt"
+	"github.com/hostprep/hostprep/internal/unitname"
 	"strings"
 	"unicode"
 
@@ -34,10 +35,7 @@ func UnitName(unit string) string {
 	if unit == "" || unit == "." || unit == ".." {
 		unit = "invalid"
 	}
-	if strings.Contains(unit, ".") {
-		return unit
-	}
-	return unit + ".service"
+	return unitname.Service(unit)
 }
 
 // header names the profiles the file comes from and how to undo it.

@@ -1,0 +1,62 @@
+package tune
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hostprep/hostprep/internal/testenv"
+	"github.com/hostprep/hostprep/profiles"
+)
+
+// TestStatusSaysWhyBootIsNotKnown: `tune status` run by a user who cannot
+// read a unit file of the profile's (a 0600 unit file, status as nobody)
+// left out the whole "after the next boot" table and said nothing, exit
+// 0, as if there were nothing to judge; verify --boot failed with the
+// read error. Now status says the boot values are not known and why, in
+// text and as boot_error in JSON.
+func TestStatusSaysWhyBootIsNotKnown(t *testing.T) {
+	if _, err := exec.LookPath("setpriv"); err != nil || os.Geteuid() != 0 {
+		t.Skip("needs root and setpriv to run hostprep as nobody")
+	}
+	bin := testenv.Binary(t)
+	img, env := newImage(t, map[string]string{"/lib/systemd/system/mosquitto.service": "[Service]\nExecStart=/bin/true\n"})
+	p, err := profiles.Parse("t.yaml", []byte("systemd:\n  services: [mosquitto]\n  limit_nofile: {soft: 65536, hard: 65536}\n"))
+	must(t, err)
+	_, err = Apply(t.Context(), p, Options{Env: env})
+	must(t, err)
+	// nobody may read the image and its journal, not the unit file;
+	// the test's own temporary directories only (img is TMP/TestX/001/img),
+	// never the system's TMP itself
+	for d, i := img, 0; i < 3 && strings.HasPrefix(d, os.TempDir()+"/"); d, i = filepath.Dir(d), i+1 {
+		must(t, os.Chmod(d, 0o755))
+	}
+	must(t, filepath.Walk(img, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.IsDir() {
+			return os.Chmod(p, 0o755)
+		}
+		if err == nil && fi.Mode().IsRegular() {
+			return os.Chmod(p, 0o644)
+		}
+		return err
+	}))
+	must(t, os.Chmod(filepath.Join(img, "lib/systemd/system/mosquitto.service"), 0o600))
+	nobody := func(args ...string) (string, int) {
+		out, _, code := testenv.Exec(t, exec.Command("setpriv", append([]string{"--reuid", "65534", "--regid", "65534", "--clear-groups", bin}, args...)...))
+		return out, code
+	}
+	text, code := nobody("tune", "status", "--root", img)
+	if code != 0 || !strings.Contains(text, "after the next boot: not known: ") || !strings.Contains(text, "mosquitto.service: permission denied") {
+		t.Errorf("status as nobody (exit %d) does not say the boot values are not known and why:\n%s", code, text)
+	}
+	js, _ := nobody("tune", "status", "--root", img, "-o", "json")
+	var doc struct {
+		BootError string `json:"boot_error"`
+	}
+	if err := json.Unmarshal([]byte(js), &doc); err != nil || !strings.Contains(doc.BootError, "permission denied") {
+		t.Errorf("status -o json as nobody: boot_error %q (%v):\n%s", doc.BootError, err, js)
+	}
+}
