@@ -60,7 +60,6 @@ func sysvScript(t tree, unit, frag string) string {
 	dir := resolve(t.root, SysvInitDir)
 	for _, name := range []string{stem, stem + ".sh"} {
 		if hiddenOrBackup(name) || strings.HasSuffix(stem, ".sh") && name == stem { // x.sh is x.service's
-
 			continue
 		}
 		p := path.Join(SysvInitDir, name)
