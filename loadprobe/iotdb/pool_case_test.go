@@ -88,15 +88,15 @@ func TestPoolSmallerThanWorkersIsAttributedToThePool(t *testing.T) {
 	case res.Knee.Bound == BoundClient && strings.Contains(res.Knee.Reading, "limited by the client"):
 		t.Logf("knee attributed to the starved client: %s", res.Knee.Reading)
 	case res.Knee.Bound != BoundPool || !strings.Contains(res.Knee.Reading, "limited by the pool") ||
-		!strings.Contains(res.Knee.Reading, "--pool-size 40 or more") || !strings.Contains(res.Knee.Reading, "1.5 x the writers: 60"):
+		!strings.Contains(res.Knee.Reading, "probe.iotdb.pool_size 40 or more") || !strings.Contains(res.Knee.Reading, "1.5 x the writers: 60"):
 		t.Errorf("knee %+v: want it attributed to the pool with the fix (%s)", res.Knee, c.Expect["report"])
 	}
 	found := false
 	for _, g := range res.Suggestions {
-		found = found || g.Setting == "--pool-size" && strings.Contains(g.Fix, "--pool-size 40")
+		found = found || g.Setting == "probe.iotdb.pool_size" && strings.Contains(g.Fix, "probe.iotdb.pool_size 40")
 	}
 	if !found {
-		t.Errorf("suggestions %+v: want one for --pool-size", res.Suggestions)
+		t.Errorf("suggestions %+v: want one for probe.iotdb.pool_size (the case is a profile: its settings are named by their keys)", res.Suggestions)
 	}
 	if !strings.Contains(strings.Join(res.Notes, " "), "smaller than the steps") {
 		t.Errorf("notes %v: want the pool-size warning in the result", res.Notes)
