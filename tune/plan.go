@@ -728,9 +728,13 @@ func (pl *Plan) checkBoot(p *profiles.Profile, st *journal.State) error {
 	notes, warnings := installNotes(pl.env, items)
 	pl.Notes, pl.Warnings = append(pl.Notes, notes...), append(pl.Warnings, warnings...)
 	// A unit that is not installed has nothing to restart (`systemctl
-	// restart` fails on it: "Unit not found"); its note says so.
+	// try-restart` fails on it: "Unit not found"), and systemd refuses
+	// every job but stop on a masked one ("Unit is masked"), also one
+	// masked only until the reboot; their notes and problems say so.
 	pl.Restart = slices.DeleteFunc(pl.Restart, func(u string) bool {
-		return slices.ContainsFunc(items, func(it BootItem) bool { return restartName(it.unit) == u && it.NotInstalled })
+		return slices.ContainsFunc(items, func(it BootItem) bool {
+			return restartName(it.unit) == u && (it.NotInstalled || it.mask != "" || it.runtimeMask)
+		})
 	})
 	for i, c := range pl.Changes {
 		if c.Key != "" {

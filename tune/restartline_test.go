@@ -23,14 +23,16 @@ func TestRestartLineReachesEveryUnit(t *testing.T) {
 	const unit = "[Service]\nExecStart=/bin/true\n"
 	h := newHost(t, nil)
 	h.env.SystemdRunDir = h.root // systemd runs
-	h.layFiles(map[string]string{"/lib/systemd/system/worker@.service": unit, `/lib/systemd/system/a\x2db.service`: unit, "/lib/systemd/system/mosquitto.service": unit})
-	p, err := profiles.Parse("t.yaml", []byte("systemd:\n  services: [\"worker@.service\", \"worker@a\", \"a\\\\x2db\", mosquitto, \"gone@.service\"]\n  limit_nofile: {soft: 65536, hard: 65536}\n"))
+	h.layFiles(map[string]string{"/lib/systemd/system/worker@.service": unit, `/lib/systemd/system/a\x2db.service`: unit, "/lib/systemd/system/mosquitto.service": unit,
+		"/lib/systemd/system/masked.service": unit, "/etc/systemd/system/masked.service": "symlink to /dev/null",
+		"/lib/systemd/system/rtmask.service": unit, "/run/systemd/system/rtmask.service": "symlink to /dev/null"})
+	p, err := profiles.Parse("t.yaml", []byte("systemd:\n  services: [\"worker@.service\", \"worker@a\", \"a\\\\x2db\", mosquitto, \"gone@.service\", masked, rtmask]\n  limit_nofile: {soft: 65536, hard: 65536}\n"))
 	must(t, err)
 	res, err := h.apply(p)
 	must(t, err)
 	want := []string{`a\x2db.service`, "mosquitto.service", "worker@*.service", "worker@a.service"}
 	if !slices.Equal(res.Restart, want) {
-		t.Errorf("restart %q, want %q (gone@.service is not installed)", res.Restart, want)
+		t.Errorf("restart %q, want %q (gone@.service is not installed; systemd refuses to restart masked.service and rtmask.service: \"Unit is masked\")", res.Restart, want)
 	}
 	var text bytes.Buffer
 	must(t, res.WriteText(&text, "apply"))
