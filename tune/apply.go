@@ -48,7 +48,7 @@ func Apply(ctx context.Context, p *profiles.Profile, opts Options) (*Result, err
 	}
 	removed, err := pl.removeStaleTemps()
 	if err != nil {
-		return nil, exitcode.Environmentf("tune apply: removing hostprep's temporary files: %v; nothing was changed", err)
+		return nil, exitcode.Environmentf("tune apply: removing hostprep's temporary files: %w; nothing was changed", err)
 	}
 	res, err := pl.execute(ctx)
 	for _, t := range removed {
@@ -139,7 +139,7 @@ func (pl *Plan) openJournal(layers []layer) (*applyJournal, error) {
 	j := &applyJournal{path: pl.env.stateFile()}
 	prev, err := pl.env.loadJournal()
 	if err != nil {
-		return nil, exitcode.Environmentf("tune apply: %v", err)
+		return nil, exitcode.Environmentf("tune apply: %w", err)
 	}
 	j.prev, j.st = prev, journal.New()
 	if prev != nil {
@@ -149,7 +149,7 @@ func (pl *Plan) openJournal(layers []layer) (*applyJournal, error) {
 		l.record(j.st)
 	}
 	if j.dirs, err = missingDirs(filepath.Dir(j.path)); err != nil {
-		return nil, exitcode.Environmentf("tune apply: journal %s: %v", j.path, err)
+		return nil, exitcode.Environmentf("tune apply: journal %s: %w", j.path, err)
 	}
 	for _, d := range j.dirs {
 		if !slices.Contains(j.st.Dirs, d) {
@@ -165,7 +165,7 @@ func (pl *Plan) openJournal(layers []layer) (*applyJournal, error) {
 	}
 	j.st.Applies = append(j.st.Applies, journal.Apply{Profile: pl.Profile, Source: pl.env.profileRef, Sets: pl.env.profileSets, At: time.Now().UTC(), Root: root, InProgress: true})
 	if err := journal.Save(j.path, j.st); err != nil {
-		return nil, exitcode.Environmentf("tune apply: writing the journal %s: %v; nothing was changed", j.path, err)
+		return nil, exitcode.Environmentf("tune apply: writing the journal %s: %w; nothing was changed", j.path, err)
 	}
 	return j, nil
 }

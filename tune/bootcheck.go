@@ -203,7 +203,7 @@ func nextBoot(root string, overlay map[string][]byte) map[string][]byte {
 func numberAtBoot(root string, overlay map[string][]byte, key string, def uint64) (uint64, string, error) {
 	s, err := boot.ReadSysctlOverlay(root, boot.DetectLoader(root), overlay)
 	if err != nil {
-		return 0, "", exitcode.Environmentf("tune: boot configuration: %v", err)
+		return 0, "", exitcode.Environmentf("tune: boot configuration: %w", err)
 	}
 	why := "no sysctl file sets it"
 	accepted := func(v string) bool {
@@ -367,15 +367,15 @@ func bootItems(env Env, per journal.Persisted, modes map[string]string, overlay 
 func bootItemsOnce(env Env, per journal.Persisted, modes map[string]string, overlay map[string][]byte, owned map[string]bool) ([]BootItem, error) {
 	items, err := bootSysctlItems(env, per, modes, overlay, owned)
 	if err != nil {
-		return nil, exitcode.Environmentf("tune: boot configuration: %v", err)
+		return nil, exitcode.Environmentf("tune: boot configuration: %w", err)
 	}
 	lim, err := bootLimitItems(env, per, overlay)
 	if err != nil {
-		return nil, exitcode.Environmentf("tune: boot configuration: %v", err)
+		return nil, exitcode.Environmentf("tune: boot configuration: %w", err)
 	}
 	tasks, err := tasksItems(env, per, overlay)
 	if err != nil {
-		return nil, exitcode.Environmentf("tune: boot configuration: %v", err)
+		return nil, exitcode.Environmentf("tune: boot configuration: %w", err)
 	}
 	return append(append(items, lim...), tasks...), nil
 }
@@ -867,7 +867,7 @@ func VerifyBoot(env Env) (*BootStatus, error) {
 	}
 	st, err := env.loadJournal()
 	if err != nil {
-		return nil, exitcode.Environmentf("tune verify --boot: %v", err)
+		return nil, exitcode.Environmentf("tune verify --boot: %w", err)
 	}
 	bs := &BootStatus{Items: []BootItem{}, Journal: env.stateFile()}
 	if st == nil {

@@ -395,10 +395,10 @@ func (e Env) lockFor(verb string) (*lock.Lock, error) {
 	}
 	lk, err := lock.Acquire(e.lockFile(), e.lockWait())
 	if errors.Is(err, lock.ErrHeld) {
-		return nil, exitcode.Environmentf("tune %s: %v; wait for the other apply or rollback to finish and run this again, or wait longer for it: --lock-wait 30s", verb, err)
+		return nil, exitcode.Environmentf("tune %s: %w; wait for the other apply or rollback to finish and run this again, or wait longer for it: --lock-wait 30s", verb, err)
 	}
 	if err != nil {
-		return nil, exitcode.Environmentf("tune %s: %v", verb, err)
+		return nil, exitcode.Environmentf("tune %s: %w", verb, err)
 	}
 	return lk, nil
 }

@@ -55,7 +55,7 @@ func (pl *Plan) sysctlTargets(p *profiles.Profile) (map[string]target, map[strin
 	if pl.env.ImageMode() && len(keys) > 0 {
 		var err error
 		if image, err = boot.ReadSysctl(pl.env.bootRoot()); err != nil {
-			return nil, nil, exitcode.Environmentf("tune: boot configuration: %v", err)
+			return nil, nil, exitcode.Environmentf("tune: boot configuration: %w", err)
 		}
 	}
 	for _, k := range keys {
@@ -308,7 +308,7 @@ func keyStatuses(env Env, st *journal.State, pending string) ([]ItemStatus, erro
 	if len(keys) > 0 {
 		be, err := env.backend()
 		if err != nil {
-			return nil, exitcode.Environmentf("tune status: %v", err)
+			return nil, exitcode.Environmentf("tune status: %w", err)
 		}
 		b = be
 	}

@@ -126,7 +126,7 @@ func (pl *Plan) keepTasksMax(per *journal.Persisted, targets map[string]target) 
 	for _, u := range slices.Sorted(maps.Keys(per.TasksMax)) {
 		now, _, err := boot.UnitTasksMax(pl.env.bootRoot(), u, ceiling.tasks)
 		if err != nil {
-			return exitcode.Environmentf("tune: %v", err)
+			return exitcode.Environmentf("tune: %w", err)
 		}
 		want := per.TasksMax[u]
 		if isShare(now.Text) && !ceiling.known {
@@ -270,7 +270,7 @@ func tasksItem(env Env, unit string, read []boot.ConfFile, want uint64, got boot
 func sliceCaps(it *BootItem, root, u string, want uint64, ceiling taskCeiling, overlay map[string][]byte) error {
 	slice, where, why, err := boot.UnitSlice(root, u, overlay)
 	if err != nil {
-		return exitcode.Environmentf("tune: %v", err)
+		return exitcode.Environmentf("tune: %w", err)
 	}
 	if why != "" {
 		// the slice is not known, or the unit does not start: no TasksMax
@@ -281,7 +281,7 @@ func sliceCaps(it *BootItem, root, u string, want uint64, ceiling taskCeiling, o
 	}
 	all, low, ok, err := boot.ChainTasks(root, slice, ceiling.tasks, overlay)
 	if err != nil {
-		return exitcode.Environmentf("tune: %v", err)
+		return exitcode.Environmentf("tune: %w", err)
 	}
 	below := ok && low.Tasks < want
 	if !below {

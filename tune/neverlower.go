@@ -63,7 +63,7 @@ func (pl *Plan) neverLower(per *journal.Persisted, services bool, nrOpen uint64)
 	if d := per.DefaultLimitNOFILE; d != nil {
 		m, _, err := boot.ManagerNofile(root)
 		if err != nil {
-			return exitcode.Environmentf("tune: %v", err)
+			return exitcode.Environmentf("tune: %w", err)
 		}
 		pl.noteHostWideSoft("systemd.default_limit_nofile (every service)", d.Soft)
 		pl.keep(d, systemdNow(m, pid1), nrOpen, pl.env.path(files.SystemConf), "every systemd service (DefaultLimitNOFILE)")
@@ -76,7 +76,7 @@ func (pl *Plan) neverLower(per *journal.Persisted, services bool, nrOpen uint64)
 	for _, u := range units {
 		m, _, err := boot.UnitNofile(root, u)
 		if err != nil {
-			return exitcode.Environmentf("tune: %v", err)
+			return exitcode.Environmentf("tune: %w", err)
 		}
 		l := per.Services[u]
 		pl.keep(&l, systemdNow(m, pid1), nrOpen, pl.env.path(files.ServiceDropIn(u)), u)
@@ -196,7 +196,7 @@ func (pl *Plan) sessionNofileNow(root string, users []string) (nofileNow, error)
 		}
 		b, err := boot.NofileAtBoot(root, sim)
 		if err != nil {
-			return out, exitcode.Environmentf("tune: %v", err)
+			return out, exitcode.Environmentf("tune: %w", err)
 		}
 		now := base
 		if now.from != "" {
@@ -230,7 +230,7 @@ func (pl *Plan) loginBase(root string) (nofileNow, error) {
 	if pl.env.systemdRunning() || (pl.env.ImageMode() && isDir(pl.env.path("/etc/systemd"))) {
 		m, _, err := boot.ManagerNofile(root)
 		if err != nil {
-			return nofileNow{}, exitcode.Environmentf("tune: %v", err)
+			return nofileNow{}, exitcode.Environmentf("tune: %w", err)
 		}
 		return nofileNow{soft: m.Soft, hard: m.Hard, from: "systemd's DefaultLimitNOFILE (" + m.Where() + "), which login sessions inherit"}, nil
 	}

@@ -251,7 +251,7 @@ func PlanFor(p *profiles.Profile, opts Options) (*Plan, error) {
 			pl.Warnings = append(pl.Warnings, fmt.Sprintf("cannot read the journal %s (%v): the plan assumes no earlier apply; run as root for an exact plan", env.stateFile(), err))
 			st = nil
 		} else {
-			return nil, exitcode.Environmentf("tune: %v", err)
+			return nil, exitcode.Environmentf("tune: %w", err)
 		}
 	}
 	if st == nil {
@@ -263,7 +263,7 @@ func PlanFor(p *profiles.Profile, opts Options) (*Plan, error) {
 	if !env.ImageMode() {
 		b, err := env.backend()
 		if err != nil {
-			return nil, exitcode.Environmentf("tune: %v", err)
+			return nil, exitcode.Environmentf("tune: %w", err)
 		}
 		pl.backend = b
 	}
@@ -342,7 +342,7 @@ func (pl *Plan) current(key string) (string, bool, error) {
 	}
 	v, err := pl.backend.Get(key)
 	if err != nil {
-		return "", false, exitcode.Environmentf("tune: reading %s: %v", key, err)
+		return "", false, exitcode.Environmentf("tune: reading %s: %w", key, err)
 	}
 	return v, true, nil
 }
@@ -608,7 +608,7 @@ func (pl *Plan) planFile(w fileWant, st *journal.State) error {
 	foreign := existed && !journaled
 	dirs, err := missingDirs(filepath.Dir(path))
 	if err != nil {
-		return exitcode.Environmentf("tune: %v", err)
+		return exitcode.Environmentf("tune: %w", err)
 	}
 	pl.files = append(pl.files, fileStep{path: path, existed: existed, from: cur, perm: perm, owner: owner, foreign: foreign, to: w.data, dirs: dirs, link: link})
 	reason := "owned by hostprep"
@@ -806,7 +806,7 @@ func ownedReadError(path string, err error) error {
 	case errors.Is(err, syscall.EISDIR):
 		return exitcode.Environmentf("tune: %s is a directory, where hostprep keeps a file of its own: move it away (hostprep never removes what it did not write), then run the command again", path)
 	case errors.Is(err, syscall.ENOTDIR):
-		return exitcode.Environmentf("tune: %s: a file stands where hostprep needs a directory on that path (%v): move it away (hostprep never removes what it did not write), then run the command again", path, err)
+		return exitcode.Environmentf("tune: %s: a file stands where hostprep needs a directory on that path (%w): move it away (hostprep never removes what it did not write), then run the command again", path, err)
 	}
-	return exitcode.Environmentf("tune: reading %s: %v", path, err)
+	return exitcode.Environmentf("tune: reading %s: %w", path, err)
 }

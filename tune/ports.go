@@ -24,7 +24,7 @@ func (pl *Plan) planPorts(p *profiles.Profile, targets map[string]target, curren
 	}
 	lo, hi, err := profiles.ParsePortRange(rangeVal)
 	if err != nil {
-		return exitcode.Environmentf("tune: %s on this host is %q: %v", keyPortRange, rangeVal, err)
+		return exitcode.Environmentf("tune: %s on this host is %q: %w", keyPortRange, rangeVal, err)
 	}
 	have, ok, err := pl.reservedNow(current)
 	if err != nil || !ok {
@@ -133,7 +133,7 @@ func (pl *Plan) reservedNow(current map[string]string) ([]profiles.PortRange, bo
 	}
 	have, err := profiles.ParseReservedPorts(cur)
 	if err != nil {
-		return nil, false, exitcode.Environmentf("tune: %s on this host is %q: %v", keyReservedPorts, cur, err)
+		return nil, false, exitcode.Environmentf("tune: %s on this host is %q: %w", keyReservedPorts, cur, err)
 	}
 	return have, true, nil
 }
@@ -148,7 +148,7 @@ func (pl *Plan) reservedAtBoot() (ports, where string, err error) {
 	root := pl.env.bootRoot()
 	s, err := boot.ReadSysctlOverlay(root, boot.DetectLoader(root), map[string][]byte{pl.env.sysctlConf(): nil})
 	if err != nil {
-		return "", "", exitcode.Environmentf("tune: boot configuration: %v", err)
+		return "", "", exitcode.Environmentf("tune: boot configuration: %w", err)
 	}
 	set, ok := s.LookupAccepted(keyReservedPorts, func(v string) bool {
 		_, ok := sysval.KernelPorts(v)
@@ -198,7 +198,7 @@ func (r *reservation) comment() string {
 func (pl *Plan) reserveListeners(r *reservation) error {
 	listening, err := procnet.ListeningTCPPorts(pl.env.proc())
 	if err != nil {
-		return exitcode.Environmentf("tune: listening ports: %v", err)
+		return exitcode.Environmentf("tune: listening ports: %w", err)
 	}
 	curLo, curHi := -1, -1
 	if v, ok, err := pl.current(keyPortRange); err == nil && ok {

@@ -33,7 +33,7 @@ func servicePID(env Env, unit string) (int, error) {
 	}
 	out, err := exec.Command("systemctl", "show", "--property", "MainPID", "--value", files.UnitName(unit)).Output()
 	if err != nil {
-		return 0, exitcode.Environmentf("--service %s: systemctl show: %v", unit, err)
+		return 0, exitcode.Environmentf("--service %s: systemctl show: %w", unit, err)
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
 	if err != nil || pid <= 0 {
@@ -87,7 +87,7 @@ func (pl *Plan) planProcs(p *profiles.Profile, opts Options) error {
 				}
 				return exitcode.BadInputf("--pid %d: no such process; pass the PID of a running process, e.g. --pid $(pidof mosquitto)", t.pid)
 			}
-			return exitcode.Environmentf("--pid %d: reading RLIMIT_NOFILE: %v", t.pid, err)
+			return exitcode.Environmentf("--pid %d: reading RLIMIT_NOFILE: %w", t.pid, err)
 		}
 		step := procStep{pid: t.pid, service: t.service, curSoft: cur.Cur, curHard: cur.Max,
 			wantSoft: max(cur.Cur, t.l.Soft), wantHard: max(cur.Max, t.l.Hard)}
@@ -99,7 +99,7 @@ func (pl *Plan) planProcs(p *profiles.Profile, opts Options) error {
 		if st, err := procStartTime(t.pid); err == nil {
 			step.startTime = st
 		} else {
-			return exitcode.Environmentf("--pid %d: reading its start time: %v", t.pid, err)
+			return exitcode.Environmentf("--pid %d: reading its start time: %w", t.pid, err)
 		}
 		if step.wantHard > cur.Max && !hasCap(caps, capSysResource) {
 			pl.Warnings = append(pl.Warnings, fmt.Sprintf("pid %d: raising its hard nofile above %d needs CAP_SYS_RESOURCE, which this process lacks; apply will refuse (exit 3, nothing changed): the ceiling for this process is its hard limit %d", t.pid, cur.Max, cur.Max))

@@ -94,7 +94,7 @@ func Rollback(ctx context.Context, env Env) (*RollbackResult, error) {
 	res := &RollbackResult{Changes: []Change{}, Left: []Skip{}, Kept: []Skip{}, Profiles: []string{}}
 	st, err := env.loadJournal()
 	if err != nil {
-		return nil, exitcode.Environmentf("tune rollback: %v", err)
+		return nil, exitcode.Environmentf("tune rollback: %w", err)
 	}
 	if st == nil {
 		res.Notes = append(res.Notes, "nothing applied: no journal at "+env.stateFile())
@@ -201,7 +201,7 @@ func (r *rollbackRun) finish() (*RollbackResult, error) {
 	if len(res.Kept) > 0 {
 		r.keepNeededFiles()
 	} else if err := journal.Remove(statePath); err != nil {
-		return res, exitcode.Environmentf("tune rollback: removing the journal %s: %v", statePath, err)
+		return res, exitcode.Environmentf("tune rollback: removing the journal %s: %w", statePath, err)
 	}
 	if !res.JournalKept { // else the next rollback removes them, with the journal's own
 		r.removeDirs(st.Dirs)
@@ -210,7 +210,7 @@ func (r *rollbackRun) finish() (*RollbackResult, error) {
 	if res.JournalKept {
 		r.remaining.Dirs = st.Dirs
 		if err := journal.Save(statePath, r.remaining); err != nil {
-			return res, exitcode.Environmentf("tune rollback: keeping the journal %s for %s: %v", statePath, keptKeys(res.Kept), err)
+			return res, exitcode.Environmentf("tune rollback: keeping the journal %s for %s: %w", statePath, keptKeys(res.Kept), err)
 		}
 		res.Notes = append(res.Notes, fmt.Sprintf("the journal %s keeps %s and %s: fix or remove that file, then run %s again to finish", statePath, keptKeys(res.Kept), r.needFile, r.env.suggest("rollback")))
 	}

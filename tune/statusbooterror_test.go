@@ -17,7 +17,8 @@ import (
 // left out the whole "after the next boot" table and said nothing, exit
 // 0, as if there were nothing to judge; verify --boot failed with the
 // read error. Now status says the boot values are not known and why, in
-// text and as boot_error in JSON.
+// text and as boot_error in JSON, and verify --boot and plan (every tune
+// command) add to such an error that it needs root.
 func TestStatusSaysWhyBootIsNotKnown(t *testing.T) {
 	if _, err := exec.LookPath("setpriv"); err != nil || os.Geteuid() != 0 {
 		t.Skip("needs root and setpriv to run hostprep as nobody")
@@ -58,5 +59,14 @@ func TestStatusSaysWhyBootIsNotKnown(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(js), &doc); err != nil || !strings.Contains(doc.BootError, "permission denied") {
 		t.Errorf("status -o json as nobody: boot_error %q (%v):\n%s", doc.BootError, err, js)
+	}
+	// verify --boot and plan fail on the same file; their errors said
+	// "permission denied" and not the fix (status's says it).
+	for _, args := range [][]string{{"tune", "verify", "--boot", "--root", img}, {"tune", "plan", "--profile", "mqtt-broker-1m", "--root", img}} {
+		cmd := exec.Command("setpriv", append([]string{"--reuid", "65534", "--regid", "65534", "--clear-groups", bin}, args...)...)
+		_, stderr, code := testenv.Exec(t, cmd)
+		if code == 0 || !strings.Contains(stderr, "permission denied; run as root") {
+			t.Errorf("%v as nobody: exit %d, want a failure that says to run as root:\n%s", args, code, stderr)
+		}
 	}
 }

@@ -100,10 +100,10 @@ func StatusOf(env Env) (*Status, error) {
 	s := &Status{Profiles: []string{}, Applies: []journal.Apply{}, Items: []ItemStatus{}, Journal: env.stateFile()}
 	st, err := env.loadJournal()
 	if errors.Is(err, fs.ErrPermission) {
-		return nil, exitcode.Environmentf("tune status: cannot read the journal %s: %v; run as root (the journal is 0600, it holds the original bytes of the files hostprep replaced)", env.stateFile(), err)
+		return nil, exitcode.Environmentf("tune status: cannot read the journal %s: %w; run as root (the journal is 0600, it holds the original bytes of the files hostprep replaced)", env.stateFile(), err)
 	}
 	if err != nil {
-		return nil, exitcode.Environmentf("tune status: %v", err)
+		return nil, exitcode.Environmentf("tune status: %w", err)
 	}
 	if st == nil {
 		return s, nil

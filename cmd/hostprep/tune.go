@@ -2,8 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
@@ -172,6 +177,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // printed nothing on stdout prints {"changed": false, "error": "...",
 // "exit_code": N} there (the one-line error still goes to stderr), so a
 // caller parsing stdout (Ansible from_json) always gets one JSON object.
+// An error that a file could not be read says to run as root (rootHint).
 func jsonErrors(f *tuneFlags, run func(*cobra.Command, []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := checkOutput(f.output, "text", "json"); err != nil {
@@ -181,7 +187,7 @@ func jsonErrors(f *tuneFlags, run func(*cobra.Command, []string) error) func(*co
 		cw := &countingWriter{w: out}
 		cmd.SetOut(cw)
 		defer cmd.SetOut(out)
-		err := run(cmd, args)
+		err := rootHint(run(cmd, args))
 		if err != nil && f.output == "json" && cw.n == 0 {
 			_ = writeJSON(out, struct {
 				Changed  bool   `json:"changed"`
@@ -191,6 +197,18 @@ func jsonErrors(f *tuneFlags, run func(*cobra.Command, []string) error) func(*co
 		}
 		return err
 	}
+}
+
+// rootHint adds the fix to err, with its exit code, when err is that a
+// file was not readable (fs.ErrPermission) and hostprep does not run as
+// root: tune reads what systemd, pam_limits and the kernel read as root
+// (unit files, limits.d, sysctl.d, its 0600 journal). Other errors, and
+// those that say so already, are returned as they are.
+func rootHint(err error) error {
+	if err == nil || os.Geteuid() == 0 || !errors.Is(err, fs.ErrPermission) || strings.Contains(err.Error(), "run as root") {
+		return err
+	}
+	return exitcode.New(exitcode.Code(err), fmt.Errorf("%w; run as root: hostprep tune reads what systemd, pam_limits and the kernel read as root", err))
 }
 
 func init() {
