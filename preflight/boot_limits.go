@@ -128,8 +128,10 @@ func (l *LoginNofile) describe() string {
 type unitNofile struct {
 	// file is the unit's own file ("" when missing).
 	file string
-	// missing says why there is no unit to start ("" when there is one).
+	// missing says why there is no unit to start ("" when there is one);
+	// absent that the host has no such unit at all (not masked or broken).
 	missing string
+	absent  bool
 	// lim is the unit's LimitNOFILE (found) or the manager default; from
 	// is the FILE:LINE that sets it.
 	lim   profiles.Limit
@@ -154,6 +156,7 @@ func (g *gatherer) unitFromFiles(unit string) (unitNofile, error) {
 		return u, exitcode.Environmentf("--service %s: %v (run as root)", unit, err)
 	}
 	if len(files) == 0 || !boot.IsUnitFile(files[0].Path, unit) {
+		u.absent = true
 		u.missing = "no such unit: no unit file in " + strings.Join(boot.UnitDirs, ", ") + ", no SysV init script in /etc/init.d that systemd-sysv-generator makes one of (drop-ins alone do not make a unit)"
 		return u, nil
 	}

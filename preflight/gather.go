@@ -1,6 +1,7 @@
 package preflight
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -220,16 +221,24 @@ func (g *gatherer) targetAndConfig(ctx context.Context, o GatherOptions) error {
 }
 
 // firstInstalled is the first of the profile's units that has a unit file
-// (boot.UnitNofile under the root), else the first: a profile naming
-// [emqx, mosquitto] is judged on the broker the host has.
+// (boot.UnitNofile under the root), else the first the host has but
+// cannot start (masked, or a unit file systemd cannot parse: that is
+// what to report, not that another alternative is missing), else the
+// first: a profile naming [emqx, mosquitto] is judged on the broker the
+// host has.
 func (g *gatherer) firstInstalled(units []string) string {
+	unstartable := ""
 	for _, u := range units {
 		u = unitname.Service(u)
-		if nf, err := g.unitFromFiles(u); err == nil && nf.missing == "" {
+		nf, err := g.unitFromFiles(u)
+		switch {
+		case err == nil && nf.missing == "":
 			return u
+		case err == nil && !nf.absent && unstartable == "":
+			unstartable = u
 		}
 	}
-	return units[0]
+	return cmp.Or(unstartable, units[0])
 }
 
 // ownerOfMissingUnit judges, when a process owns the role's listener (a

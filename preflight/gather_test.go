@@ -421,6 +421,25 @@ func TestProfileServicesFirstInstalled(t *testing.T) {
 	}
 }
 
+// When no alternative is installed but one is masked (mqtt-broker-1m's
+// [emqx, mosquitto] on a host with mosquitto masked), that one is judged,
+// so the report says it is masked; it said emqx is no such unit, which
+// hid the cause.
+func TestProfileServicesMaskedBeatsAbsent(t *testing.T) {
+	root := fixtureRoot(t, map[string]string{"lib/systemd/system/mosquitto.service": "[Service]\nExecStart=/bin/true\n"})
+	if err := os.Symlink("/dev/null", filepath.Join(root, "etc/systemd/system/mosquitto.service")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Gather(t.Context(), GatherOptions{Root: root, Service: "nosuch", ServiceFromProfile: true, AltServices: []string{"mosquitto"}, Role: Broker})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := f.Target
+	if tp.Unit != "mosquitto.service" || !strings.Contains(tp.Source+" "+strings.Join(f.Notes, " "), "masked") {
+		t.Errorf("target unit %q (%s; notes %q), want mosquitto.service, said to be masked", tp.Unit, tp.Source, f.Notes)
+	}
+}
+
 // A unit file systemd cannot parse (a line that is not UTF-8, a bad
 // section header) makes systemd fail to load the unit: it is never
 // started, so preflight reports no unit rather than its LimitNOFILE; and
