@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/shellquote"
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/profiles"
 )
 
 // CheckFunc is a check: a pure function of gathered facts and the target.
@@ -152,6 +154,60 @@ func tuneApply(t Target, sets ...string) string {
 		args = append(args, "--set", s)
 	}
 	return "`" + shellquote.Join(args...) + "`"
+}
+
+// verifyBoot is the command that names, after an apply, the file that
+// wins at boot over what hostprep wrote (it judges the journal's last
+// apply: it takes no --profile).
+const verifyBoot = "`hostprep tune verify --boot`"
+
+// atLeast is the --set "key=N" that asks for the sysctl key to be at
+// least v with the target's profile: v, or the profile's own value where
+// that is higher, so that the remedy never lowers what the profile sets.
+func atLeast(t Target, key string, v int64) string {
+	if n, err := strconv.ParseInt(strings.TrimSpace(t.ProfileSysctl[key]), 10, 64); err == nil {
+		v = max(v, n)
+	}
+	return fmt.Sprintf("%s=%d", key, v)
+}
+
+// nofileSets are the --set overrides that give login sessions
+// (limits.nofile) at least soft:hard file descriptors with the target's
+// profile, never less than the profile has (tune would write the lower
+// value into an image), and the ceilings a hard limit that high needs
+// (hardSets).
+func nofileSets(f *Facts, t Target, soft, hard uint64) []string {
+	soft = max(soft, t.ProfileNofile.Soft)
+	hard = max(hard, soft, t.ProfileNofile.Hard)
+	return append([]string{fmt.Sprintf("limits.nofile.soft=%d", soft), fmt.Sprintf("limits.nofile.hard=%d", hard)}, hardSets(f, t, hard)...)
+}
+
+// hardSets are the --set overrides a hard nofile limit of hard file
+// descriptors needs with the target's profile, which is refused with a
+// hard limit above its fs.nr_open or fs.file-max: fs.nr_open when the
+// profile's (without one, the host's now) is lower, fs.file-max when the
+// profile sets a lower one.
+func hardSets(f *Facts, t Target, hard uint64) []string {
+	hard = max(hard, t.ProfileNofile.Hard, t.ProfileUnitNofile.Hard)
+	profile := func(key string) (int64, bool) {
+		n, err := strconv.ParseInt(strings.TrimSpace(t.ProfileSysctl[key]), 10, 64)
+		return n, err == nil
+	}
+	var sets []string
+	nrOpen, ok := profile("fs.nr_open")
+	if !ok {
+		nrOpen = int64(profiles.DefaultNrOpen)
+		if v, live := f.SysInt("fs.nr_open"); live {
+			nrOpen = v
+		}
+	}
+	if int64(hard) > nrOpen {
+		sets = append(sets, atLeast(t, "fs.nr_open", int64(hard)))
+	}
+	if fileMax, ok := profile("fs.file-max"); ok && int64(hard) > fileMax {
+		sets = append(sets, atLeast(t, "fs.file-max", int64(hard)))
+	}
+	return sets
 }
 
 func pass(summary, observed, expected string) verdict.Check {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/plural"
+	"github.com/hostprep/hostprep/internal/shellquote"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/profiles"
 )
@@ -62,11 +63,20 @@ func limitsDSummary(f *Facts) string {
 
 // systemdRemedy points at hostprep tune, which owns the unit's drop-in
 // (/etc/systemd/system/UNIT.d/60-hostprep.conf), with a number: never
-// infinity, which systemd clamps to its own hard limit. The profile's
-// systemd section has no --set key, so the command applies the profile
-// once it has them.
-func systemdRemedy(t Target, unit string, need uint64) string {
-	return fmt.Sprintf("give the profile systemd.limit_nofile {soft: %d, hard: %d} (a number <= fs.nr_open, not infinity: systemd clamps infinity to its own hard limit) and %s in systemd.services, then %s and systemctl daemon-reload && systemctl restart %s", need, need, unit, tuneApply(t), unit)
+// infinity, which systemd clamps to its own hard limit. A profile whose
+// systemd.services has the unit with a LimitNOFILE of need or more is
+// applied as it is; else the profile's systemd section (which has no
+// --set key) gets the limit first, never below what it has.
+func systemdRemedy(f *Facts, t Target, unit string, need uint64) string {
+	restart := "systemctl daemon-reload && systemctl restart " + shellquote.Quote(unit)
+	pl := t.ProfileUnitNofile
+	if t.Profile != "" && profileUnit(t, unit) && pl.Soft >= need && pl.Hard >= need {
+		return fmt.Sprintf("%s, whose LimitNOFILE for %s is %d:%d (hostprep writes it into its own drop-in /etc/systemd/system/%s.d/60-hostprep.conf), then %s; if it is applied already, %s names the file that overrides it",
+			tuneApply(t, hardSets(f, t, pl.Hard)...), unit, pl.Soft, pl.Hard, unit, restart, verifyBoot)
+	}
+	soft, hard := max(need, pl.Soft), max(need, pl.Hard)
+	return fmt.Sprintf("give the profile systemd.limit_nofile {soft: %d, hard: %d} (a number <= fs.nr_open, not infinity: systemd clamps infinity to its own hard limit) and %s in systemd.services, then %s and %s",
+		soft, hard, unit, tuneApply(t, hardSets(f, t, hard)...), restart)
 }
 
 // unseenServer says whether the target is a broker or iotdb whose process
@@ -237,7 +247,7 @@ func checkFDSoft(f *Facts, t Target) verdict.Check {
 		} else {
 			summary += "; limits.conf does not apply to systemd services"
 		}
-		return fail(summary, obs, exp, systemdRemedy(t, unit, need))
+		return fail(summary, obs, exp, systemdRemedy(f, t, unit, need))
 	}
 	return fail(summary, obs, exp, softRemedy(f, t, need))
 }
@@ -274,7 +284,7 @@ func softRemedy(f *Facts, t Target, need uint64) string {
 	if need <= p.NofileHard || canRaise(f) {
 		hard := max(need, p.NofileHard)
 		return fmt.Sprintf("%s (it writes its own /etc/security/limits.d/60-hostprep.conf, for * and root) and start the process from a new login, or %s",
-			tuneApply(t, fmt.Sprintf("limits.nofile.soft=%d", need), fmt.Sprintf("limits.nofile.hard=%d", hard)), live(need, hard))
+			tuneApply(t, nofileSets(f, t, need, hard)...), live(need, hard))
 	}
 	if p.NofileSoft < p.NofileHard {
 		return fmt.Sprintf("up to the hard limit %d (the most this process can get; more is fd.hard and fd.raise): %s gives about %s", p.NofileHard, live(p.NofileHard, p.NofileHard), plural.N(usableFDs(p.NofileHard), "socket"))
@@ -293,10 +303,10 @@ func checkFDHard(f *Facts, t Target) verdict.Check {
 	if p.Requested != "" {
 		summary += fmt.Sprintf(" (the unit asks for LimitNOFILE=%s, which systemd clamps: see observed)", p.Requested)
 	}
-	remedy := fmt.Sprintf("set the hard limit to %d where the process is started: %s for login sessions, prlimit, or docker --ulimit nofile=%d:%d", need, tuneApply(t, fmt.Sprintf("limits.nofile.hard=%d", need)), need, need)
+	remedy := fmt.Sprintf("set the hard limit to %d where the process is started: %s for login sessions, prlimit, or docker --ulimit nofile=%d:%d", need, tuneApply(t, nofileSets(f, t, need, need)...), need, need)
 	switch ceiling, _, blocked := hostCeiling(f); {
 	case underSystemd(f):
-		remedy = systemdRemedy(t, p.Unit, need)
+		remedy = systemdRemedy(f, t, p.Unit, need)
 	case p.CapSysResource && p.PID > 0 && blocked:
 		// fd.raise passes: the process itself can raise it, though no
 		// other process here can (prlimit from here fails with EPERM).
@@ -368,7 +378,7 @@ func checkFDRaise(f *Facts, t Target) verdict.Check {
 			fmt.Sprintf("a process PID 1 starts itself can get up to hard nofile %d, if PID 1 passes it on (no process can raise its own hard limit here)", ceiling))
 	}
 	remedy := fmt.Sprintf("start it again from a context that sets a hard limit >= %d: %s (its own limits.d file) and a new login session, a systemd unit (systemd.limit_nofile in the profile), or docker run --ulimit nofile=%d:%d",
-		need, tuneApply(t, fmt.Sprintf("limits.nofile.soft=%d", need), fmt.Sprintf("limits.nofile.hard=%d", need)), need, need)
+		need, tuneApply(t, nofileSets(f, t, need, need)...), need, need)
 	if p.PID > 0 && !p.NoRaiseBound {
 		remedy += fmt.Sprintf("; or, as root, raise it live: prlimit --pid %d --nofile=%d:%d", p.PID, need, need)
 	}
@@ -380,14 +390,17 @@ func checkFDNrOpen(f *Facts, t Target) verdict.Check {
 	if !ok {
 		return skip("fs.nr_open not readable")
 	}
-	need := int64(t.Sockets) + int64(fdHeadroom(t.Sockets))
+	// The target's need as fd.hard counts it (the files it holds too),
+	// so that the two remedies agree.
+	n, _ := fdNeed(f.Target, t)
+	need := int64(n)
 	obs := fmt.Sprintf("fs.nr_open %d", nr)
 	exp := fmt.Sprintf(">= %d (no process can have a hard nofile above fs.nr_open)", need)
 	if nr >= need {
 		return pass(fmt.Sprintf("fs.nr_open %d lets a process's hard nofile go up to %s, enough for %s + %d headroom (%d)", nr, plural.N(nr, "file descriptor"), plural.N(t.Sockets, "socket"), fdHeadroom(t.Sockets), need), obs, exp)
 	}
 	return fail(fmt.Sprintf("fs.nr_open %d < %d: no process can hold %s, and setting LimitNOFILE/limits.d higher fails (systemd logs \"Operation not permitted\")", nr, need, plural.N(t.Sockets, "socket")),
-		obs, exp, tuneApply(t, fmt.Sprintf("fs.nr_open=%d", max(need, 1048576)))+" (it sets it now and in its own /etc/sysctl.d/60-hostprep.conf, before any nofile limit)")
+		obs, exp, tuneApply(t, atLeast(t, "fs.nr_open", int64(max(uint64(need), profiles.DefaultNrOpen, t.ProfileNofile.Hard, t.ProfileUnitNofile.Hard))))+" (it sets it now and in its own /etc/sysctl.d/60-hostprep.conf, before any nofile limit)")
 }
 
 func checkFDFileMax(f *Facts, t Target) verdict.Check {
@@ -406,7 +419,7 @@ func checkFDFileMax(f *Facts, t Target) verdict.Check {
 		return pass(fmt.Sprintf("%s free for %s", plural.N(free, "file handle"), plural.N(t.Sockets, "socket")), obs, exp)
 	}
 	return fail(fmt.Sprintf("fs.file-max leaves %s < %s: the kernel refuses new files with ENFILE (\"VFS: file-max limit reached\")", plural.N(free, "free file handle"), plural.N(t.Sockets, "socket")),
-		obs, exp, tuneApply(t, fmt.Sprintf("fs.file-max=%d", alloc+int64(t.Sockets)*2))+" (now and at boot, in its own /etc/sysctl.d/60-hostprep.conf)")
+		obs, exp, tuneApply(t, atLeast(t, "fs.file-max", alloc+int64(t.Sockets)*2))+" (now and at boot, in its own /etc/sysctl.d/60-hostprep.conf)")
 }
 
 // unseenRaise is fd.raise for an unseen server (unseenServer). A login

@@ -54,7 +54,7 @@ func mapCountRemedy(t Target) string {
 	if t.Profile == "" {
 		t.Profile = "iotdb"
 	}
-	return tuneApply(t, fmt.Sprintf("vm.max_map_count=%d", MinMaxMapCount)) + " (it sets it now and at boot)"
+	return tuneApply(t, atLeast(t, "vm.max_map_count", MinMaxMapCount)) + " (it sets it now and at boot)"
 }
 
 // propInt returns a numeric property of the release read with

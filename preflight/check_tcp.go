@@ -26,7 +26,7 @@ func checkTCPOrphans(f *Facts, t Target) verdict.Check {
 	if now := int64(f.Sockstat.Orphan); now >= m {
 		return fail(fmt.Sprintf("%d orphaned sockets now >= tcp_max_orphans %d: the kernel is resetting connections at this moment (\"too many orphaned sockets\" in dmesg)", now, m),
 			obs, fmt.Sprintf("orphaned now < tcp_max_orphans %d, and it >= %d", m, t.Sockets),
-			"find what closes so many connections at once (ss -tan state fin-wait-1 / last-ack), and "+tuneApply(t, fmt.Sprintf("net.ipv4.tcp_max_orphans=%d", max(int64(t.Sockets), 2*now))))
+			"find what closes so many connections at once (ss -tan state fin-wait-1 / last-ack), and "+tuneApply(t, atLeast(t, "net.ipv4.tcp_max_orphans", max(int64(t.Sockets), 2*now))))
 	}
 	if m >= int64(t.Sockets) {
 		return pass(fmt.Sprintf("tcp_max_orphans %d covers closing all %s at once", m, plural.N(t.Sockets, "socket")), obs, exp)

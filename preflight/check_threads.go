@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"github.com/hostprep/hostprep/internal/unitname"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/plural"
-	"github.com/hostprep/hostprep/internal/shellquote"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/profiles"
 )
@@ -56,7 +56,7 @@ func tasksMaxRemedy(t Target, p ProcessFacts, from string, slice *SliceRef, need
 		own := fmt.Sprintf("(tune writes TasksMax= into its own drop-in /etc/systemd/system/%s.d/60-hostprep.conf and never lowers a higher one), then systemctl daemon-reload && systemctl restart %s", unit, unit)
 		if t.Profile != "" && t.ProfileTasksMax >= need && profileUnit(t, unit) {
 			return fmt.Sprintf("raise the unit's TasksMax= to at least %d: %s, whose systemd.tasks_max is %s %s; if it is applied already, %s names the file that overrides it",
-				need, tuneApply(t), profiles.TasksMax(t.ProfileTasksMax), own, "`"+shellquote.Join("hostprep", "tune", "verify", "--boot", "--profile", t.Profile)+"`")
+				need, tuneApply(t), profiles.TasksMax(t.ProfileTasksMax), own, verifyBoot)
 		}
 		return fmt.Sprintf("raise the unit's TasksMax= to at least %d: give the profile systemd.tasks_max: %d (or infinity) and %s in systemd.services (the iotdb profile sets 16384), then %s %s",
 			need, need, unit, tuneApply(t), own)
@@ -77,6 +77,10 @@ func profileUnit(t Target, unit string) bool {
 	return false
 }
 
+// pidMaxLimit is the largest kernel.pid_max a 64-bit kernel accepts
+// (PID_MAX_LIMIT, 4 * 1024 * 1024 in include/linux/threads.h).
+const pidMaxLimit = 4194304
+
 // threadRooms lists every bound on the threads the target can still start
 // that preflight can see: host-wide kernel.pid_max (every thread takes a
 // PID) and kernel.threads-max against the tasks on the host now, and for
@@ -88,14 +92,17 @@ func profileUnit(t Target, unit string) bool {
 func threadRooms(f *Facts, t Target) (rooms []threadRoom, unseen []string) {
 	tasks := int64(f.HostTasks)
 	if v, ok := f.SysInt("kernel.pid_max"); ok {
-		rooms = append(rooms, threadRoom{"kernel.pid_max", v - reservedPIDs - tasks, fmt.Sprintf("kernel.pid_max %d with %s on the host", v, plural.N(tasks, "task")),
-			"raise kernel.pid_max (at most 4194304 on 64-bit): " + tuneApply(t, "kernel.pid_max=4194304")})
+		fix := "raise kernel.pid_max (at most 4194304 on 64-bit): " + tuneApply(t, atLeast(t, "kernel.pid_max", pidMaxLimit))
+		if most := pidMaxLimit - reservedPIDs - tasks; most < int64(t.Sockets) {
+			fix += fmt.Sprintf(" (even then it leaves room for only %s on this host)", plural.N(max(most, 0), "thread"))
+		}
+		rooms = append(rooms, threadRoom{"kernel.pid_max", v - reservedPIDs - tasks, fmt.Sprintf("kernel.pid_max %d with %s on the host", v, plural.N(tasks, "task")), fix})
 	} else {
 		unseen = append(unseen, "kernel.pid_max")
 	}
 	if v, ok := f.SysInt("kernel.threads-max"); ok {
 		rooms = append(rooms, threadRoom{"kernel.threads-max", v - tasks, fmt.Sprintf("kernel.threads-max %d", v),
-			"raise kernel.threads-max (its default is RAM / 128 KiB; each thread also needs its stack): " + tuneApply(t, fmt.Sprintf("kernel.threads-max=%d", tasks+int64(t.Sockets)))})
+			"raise kernel.threads-max (its default is RAM / 128 KiB; each thread also needs its stack): " + tuneApply(t, atLeast(t, "kernel.threads-max", tasks+int64(t.Sockets)))})
 	} else {
 		unseen = append(unseen, "kernel.threads-max")
 	}
@@ -152,8 +159,16 @@ func checkIoTDBThreads(f *Facts, t Target) verdict.Check {
 	}
 	if least >= 0 && rooms[least].room < need {
 		r := rooms[least]
+		// Every bound short of the need, the tightest first: raising
+		// only the tightest leaves the next one to fail.
+		fixes := []string{r.remedy}
+		for _, o := range rooms {
+			if o.room < need && !slices.Contains(fixes, o.remedy) {
+				fixes = append(fixes, o.remedy)
+			}
+		}
 		return fail(fmt.Sprintf("%s leaves room for %s, fewer than the %s one per session needs: the DataNode cannot start their threads", r.name, plural.N(max(r.room, 0), "thread"), plural.N(need, "thread")),
-			strings.Join(obs, "; "), exp, r.remedy+"; or spread the sessions over more DataNodes")
+			strings.Join(obs, "; "), exp, strings.Join(fixes, "; and ")+"; or spread the sessions over more DataNodes")
 	}
 	if len(unseen) > 0 {
 		return warn(fmt.Sprintf("room for %s one per session as far as seen, but not seen: %s", plural.N(need, "thread"), strings.Join(unseen, ", ")),

@@ -6,18 +6,28 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/profiles"
 )
 
-// Every hostprep tune command a remedy names runs as printed: in
-// backquotes, shell-quoted, naming the profile as --profile took it (a
-// file's path with a space in it, or PROFILE without one), and with --set
-// overrides that the profile loader accepts. A field case: remedies said
-// "hostprep tune apply --profile P --set kernel.threads-max=N" and
-// "hostprep tune apply with fs.nr_open 1048576", which no shell runs.
+// Every hostprep tune command a remedy names runs as printed and does
+// what it says: in backquotes, shell-quoted, naming the profile as
+// --profile took it (a file's path with a space and a quote in it, a
+// built-in's name, or PROFILE without one); its --set overrides load with
+// that profile into one the profile rules accept (a nofile hard limit
+// comes with the fs.nr_open it needs), and none of them lowers a value
+// the profile has. Field cases: remedies said "hostprep tune apply
+// --profile P --set kernel.threads-max=N" and "hostprep tune apply with
+// fs.nr_open 1048576", which no shell runs; then 22 of 56 printed
+// commands were refused by tune plan (limits.nofile.hard=2020140 above
+// the iotdb profile's fs.nr_open), fs.nr_open=2020000 lowered
+// mqtt-broker-1m's 2097152, limits.nofile.hard=4096 (a process's own hard
+// limit) lowered its 2097152, and fd.nr_open asked for less than fd.hard
+// (it left out the files the DataNode holds).
 func TestTuneRemediesRunAsPrinted(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "my profiles")
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -27,8 +37,11 @@ func TestTuneRemediesRunAsPrinted(t *testing.T) {
 	if err := os.WriteFile(file, []byte("name: mine\ninclude: [iotdb]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := profiles.Load(file, nil); err != nil {
-		t.Fatalf("the test's own profile does not load: %v", err)
+	// PROFILE stands for the user's own: its sets are checked with a
+	// profile that has no value of its own
+	bare := filepath.Join(dir, "bare.yaml")
+	if err := os.WriteFile(bare, []byte("name: bare\npreflight: {sockets: 1, role: broker}\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	hosts := []struct {
 		yaml string
@@ -38,54 +51,98 @@ func TestTuneRemediesRunAsPrinted(t *testing.T) {
 sockstat: {orphan: 150}
 target_process: {managed_by: shell, nofile_soft: 1024, nofile_hard: 524288}`, Target{Sockets: 2000000, Role: Loadgen}},
 		{`target_process: {managed_by: shell, nofile_soft: 1024, nofile_hard: 2048}`, Target{Sockets: 50000, Role: Loadgen}},
+		{`target_process: {pid: 4242, managed_by: shell, nofile_soft: 1024, nofile_hard: 4096}`, Target{Sockets: 3000, Role: Broker}},
+		{`sysctl: {fs.nr_open: "1048576"}
+target_process: {pid: 3022, managed_by: shell, nofile_soft: 1048576, nofile_hard: 1048576, held_fds: 140}`, Target{Sockets: 2000000, Role: IoTDB}},
 		{`sysctl: {kernel.pid_max: "4000", kernel.threads-max: "192730"}
 host_tasks: 250
 target_process: {pid: 3022, managed_by: shell, nofile_soft: 1048576, nofile_hard: 1048576, threads: 70}`, Target{Sockets: 5000, Role: IoTDB}},
 		{`sysctl: {kernel.pid_max: "4194304", kernel.threads-max: "3000"}
 host_tasks: 250
-target_process: {pid: 3022, managed_by: shell, nofile_soft: 1048576, nofile_hard: 1048576, threads: 70}`, Target{Sockets: 5000, Role: IoTDB}},
+target_process: {pid: 3022, managed_by: shell, nofile_soft: 1048576, nofile_hard: 1048576, threads: 70}`, Target{Sockets: 5000000, Role: IoTDB}},
 	}
 	cmdRE := regexp.MustCompile("`(hostprep tune [^`]*)`")
 	seen := map[string]bool{} // the --set keys the remedies used
-	for _, profile := range []string{file, ""} {
+	for _, ref := range []string{file, "mqtt-broker-1m", "ready-small", ""} {
+		base := ref
+		if ref == "" {
+			base = bare
+		}
+		p0, err := profiles.Load(base, nil)
+		if err != nil {
+			t.Fatalf("profile %s: %v", base, err)
+		}
+		pt, err := TargetFromProfile(p0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ref == "" {
+			pt = Target{}
+		}
 		for _, h := range hosts {
 			f := host(t, h.yaml)
-			tg := h.tg
-			tg.Profile = profile
+			tg := pt
+			tg.Sockets, tg.Role = h.tg.Sockets, h.tg.Role
 			if err := tg.Validate(); err != nil {
 				t.Fatal(err)
 			}
+			hardSet, nrOpenSet := int64(0), int64(0)
 			for _, c := range Evaluate(f, tg) {
-				bare := cmdRE.ReplaceAllString(c.Remedy, "")
-				if strings.Contains(bare, "hostprep tune") {
+				if strings.Contains(cmdRE.ReplaceAllString(c.Remedy, ""), "hostprep tune") {
 					t.Errorf("%s names a tune command outside backquotes: %s", c.ID, c.Remedy)
 				}
 				for _, m := range cmdRE.FindAllStringSubmatch(c.Remedy, -1) {
 					args := shellWords(t, m[1])
-					i := slices.Index(args, "--profile")
-					if len(args) < 3 || args[0] != "hostprep" || args[1] != "tune" || i < 0 || i+1 >= len(args) {
-						t.Errorf("%s: %q is not `hostprep tune VERB --profile REF ...`", c.ID, m[1])
+					if len(args) < 3 || args[0] != "hostprep" || args[1] != "tune" {
+						t.Errorf("%s: %q is not `hostprep tune VERB ...`", c.ID, m[1])
 						continue
 					}
-					want := file
-					if profile == "" {
-						want = "PROFILE"
+					if args[2] == "verify" {
+						if !slices.Equal(args, []string{"hostprep", "tune", "verify", "--boot"}) {
+							t.Errorf("%s: %q: tune verify --boot takes no profile (it judges the last apply)", c.ID, m[1])
+						}
+						continue
 					}
-					if args[i+1] != want {
-						t.Errorf("%s: %q names profile %q, want %q", c.ID, m[1], args[i+1], want)
+					i := slices.Index(args, "--profile")
+					if i < 0 || i+1 >= len(args) || args[i+1] != cmpOr(ref, "PROFILE") {
+						t.Errorf("%s: %q does not name the profile %q", c.ID, m[1], cmpOr(ref, "PROFILE"))
+						continue
 					}
 					var sets []string
 					for j := range args {
 						if args[j] == "--set" && j+1 < len(args) {
 							sets = append(sets, args[j+1])
-							key, _, _ := strings.Cut(args[j+1], "=")
-							seen[key] = true
 						}
 					}
-					if _, err := profiles.Load(file, sets); err != nil {
-						t.Errorf("%s: the sets of %q are refused: %v", c.ID, m[1], err)
+					p, err := profiles.Load(base, sets)
+					if err != nil {
+						t.Errorf("%s with profile %s: tune refuses %q: %v", c.ID, base, m[1], err)
+						continue
+					}
+					for _, s := range sets {
+						key, val, _ := strings.Cut(s, "=")
+						seen[key] = true
+						n, _ := strconv.ParseInt(val, 10, 64)
+						if c.ID == "fd.nr_open" && key == "fs.nr_open" {
+							nrOpenSet = n
+						}
+						if c.ID == "fd.hard" && key == "limits.nofile.hard" {
+							hardSet = n
+						}
+						if was := profileValue(p0, key); was > n {
+							t.Errorf("%s: %q lowers %s of profile %s from %d to %d", c.ID, m[1], key, base, was, n)
+						}
+						if now := profileValue(p, key); now != n {
+							t.Errorf("%s: %q: %s is %d after loading, not %d", c.ID, m[1], key, now, n)
+						}
 					}
 				}
+				if c.ID == "iotdb.threads" && tg.Sockets == 5000000 && !(strings.Contains(c.Remedy, "kernel.threads-max=") && strings.Contains(c.Remedy, "kernel.pid_max=4194304") && strings.Contains(c.Remedy, "even then it leaves room for only")) {
+					t.Errorf("iotdb.threads for 5M sessions names not every bound short of them: %s", c.Remedy)
+				}
+			}
+			if hardSet > 0 && nrOpenSet > 0 && nrOpenSet < hardSet {
+				t.Errorf("profile %s, %d sockets: fd.nr_open asks for fs.nr_open %d, below the hard limit %d fd.hard asks for", base, tg.Sockets, nrOpenSet, hardSet)
 			}
 		}
 	}
@@ -94,6 +151,58 @@ target_process: {pid: 3022, managed_by: shell, nofile_soft: 1048576, nofile_hard
 			t.Errorf("no remedy set %s: the hosts above no longer reach that remedy (saw %v)", key, seen)
 		}
 	}
+}
+
+// A unit under systemd whose LimitNOFILE falls short, with a profile
+// whose systemd.services has the unit and a LimitNOFILE that covers the
+// target: the remedy applies that profile as it is. It said to give the
+// profile systemd.limit_nofile {soft: 101000, hard: 101000}, less than
+// mqtt-broker-1m's 2097152.
+func TestSystemdRemedyKeepsTheProfilesLimit(t *testing.T) {
+	p, err := profiles.Load("mqtt-broker-1m", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := TargetFromProfile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg.Sockets = 100000
+	if err := tg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	f := host(t, `target_process: {managed_by: systemd, unit: mosquitto.service, nofile_soft: 4096, nofile_hard: 4096}`)
+	f.Systemd.Running = true
+	for _, id := range []string{"fd.soft", "fd.hard"} {
+		c := testenv.CheckByID(t, Evaluate(f, tg), id)
+		if !strings.Contains(c.Remedy, "`hostprep tune apply --profile mqtt-broker-1m`, whose LimitNOFILE for mosquitto.service is 2097152:2097152") ||
+			strings.Contains(c.Remedy, "give the profile") || !strings.Contains(c.Remedy, "`hostprep tune verify --boot`") {
+			t.Errorf("%s remedy: %s", id, c.Remedy)
+		}
+	}
+}
+
+// profileValue is the number p has for a --set key (0: none).
+func profileValue(p *profiles.Profile, key string) int64 {
+	switch key {
+	case "limits.nofile.soft", "limits.nofile.hard":
+		if p.Limits.Nofile == nil {
+			return 0
+		}
+		if key == "limits.nofile.soft" {
+			return int64(p.Limits.Nofile.Soft)
+		}
+		return int64(p.Limits.Nofile.Hard)
+	}
+	n, _ := strconv.ParseInt(p.Sysctl[key].Value, 10, 64)
+	return n
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // shellWords splits line as sh does.

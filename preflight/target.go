@@ -75,6 +75,14 @@ type Target struct {
 	// `hostprep tune apply` writes for its services (tasks; Unlimited for
 	// infinity; 0: none).
 	ProfileTasksMax uint64 `json:"profile_tasks_max,omitempty"`
+	// ProfileSysctl, ProfileNofile and ProfileUnitNofile are that
+	// profile's sysctl values (as written), its limits.nofile and the
+	// LimitNOFILE its systemd.services get (systemd.limit_nofile, else
+	// limits.nofile; zero without services), in file descriptors, so that
+	// a remedy that applies the profile never asks for less than it has.
+	ProfileSysctl     map[string]string `json:"-"`
+	ProfileNofile     profiles.Limit    `json:"-"`
+	ProfileUnitNofile profiles.Limit    `json:"-"`
 }
 
 // IoTDBLoad is the client load an IoTDB DataNode must take.
@@ -212,6 +220,16 @@ func TargetFromProfile(p *profiles.Profile) (Target, error) {
 	}
 	if m := p.Systemd.TasksMax; m != nil && len(p.Systemd.Services) > 0 {
 		t.ProfileTasksMax = uint64(*m)
+	}
+	t.ProfileSysctl = map[string]string{}
+	for k, s := range p.Sysctl {
+		t.ProfileSysctl[k] = s.Value
+	}
+	if l := p.Limits.Nofile; l != nil {
+		t.ProfileNofile = *l
+	}
+	if len(p.Systemd.Services) > 0 {
+		t.ProfileUnitNofile = *cmp.Or(p.Systemd.LimitNOFILE, p.Limits.Nofile, &profiles.Limit{})
 	}
 	return t, nil
 }

@@ -222,7 +222,7 @@ func TestTasksMaxRemedy(t *testing.T) {
 		want     []string
 		not      string
 	}{
-		{"not running: the unit's files (systemd's 15%)", f, tg, "", []string{"`hostprep tune apply --profile iotdb`, whose systemd.tasks_max is 16384", "`hostprep tune verify --boot --profile iotdb` names the file", "/etc/systemd/system/iotdb-datanode.service.d/60-hostprep.conf", "systemctl daemon-reload && systemctl restart iotdb-datanode.service"}, "set-property"},
+		{"not running: the unit's files (systemd's 15%)", f, tg, "", []string{"`hostprep tune apply --profile iotdb`, whose systemd.tasks_max is 16384", "`hostprep tune verify --boot` names the file", "/etc/systemd/system/iotdb-datanode.service.d/60-hostprep.conf", "systemctl daemon-reload && systemctl restart iotdb-datanode.service"}, "set-property"},
 		{"not running, a profile without tasks_max", f, own, "", []string{"give the profile systemd.tasks_max: 10000 (or infinity) and iotdb-datanode.service in systemd.services (the iotdb profile sets 16384), then `hostprep tune apply --profile /srv/iotdb.yaml`", "/etc/systemd/system/iotdb-datanode.service.d/60-hostprep.conf"}, "set-property"},
 		{"running: its own cgroup", running, tg, "/sys/fs/cgroup/system.slice/iotdb-datanode.service/pids.max", []string{"at least 10070: `hostprep tune apply --profile iotdb`"}, "set-property"},
 		{"running: the slice above it", running, tg, "/sys/fs/cgroup/system.slice/pids.max", []string{"systemctl set-property system.slice TasksMax=10070"}, "hostprep tune apply"},
