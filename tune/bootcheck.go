@@ -552,7 +552,7 @@ func notStarted(env Env, it *BootItem, read []boot.ConfFile, u, key string) {
 	case read[0].Masked:
 		it.OK = false
 		it.mask = cmp.Or(read[0].Mask, read[0].Path)
-		it.Problem = fmt.Sprintf("%s: the unit is masked (%s is empty or a link to /dev/null): systemd will not start it after a reboot, so no %s applies; %s", it.Limit, it.mask, key, unmaskFix(it.mask, u))
+		it.Problem = fmt.Sprintf("%s: the unit is masked (%s is empty or a link to /dev/null): systemd will not start it after a reboot, so no %s applies; %s", it.Limit, it.mask, key, unmaskFix(it.mask))
 	case read[0].Broken != "":
 		it.OK = false
 		it.Boot = BootValue{Value: "not loaded"}
@@ -560,19 +560,21 @@ func notStarted(env Env, it *BootItem, read []boot.ConfFile, u, key string) {
 	}
 }
 
-// unmaskFix is how to lift mask, unit u's mask (a path relative to the
+// unmaskFix is how to lift mask, a unit's mask (a path relative to the
 // root), as systemd 252's systemctl does: `systemctl unmask` removes a
 // mask in /etc/systemd/system only, --runtime one in /run/systemd/system;
 // a mask elsewhere (a package's in /lib/systemd/system) neither removes
 // (measured with systemctl --root: it exits 0 and the unit stays
 // masked), but a unit file of that name in /etc/systemd/system comes
-// first.
-func unmaskFix(mask, u string) string {
+// first. systemctl unmask removes the mask of the name it is given, not
+// of an alias's target: the command names the mask's own name.
+func unmaskFix(mask string) string {
+	name := path.Base(mask)
 	switch path.Dir(mask) {
 	case "/etc/systemd/system":
-		return fmt.Sprintf("unmask it (systemctl unmask %s) or name the unit that runs the service", u)
+		return fmt.Sprintf("unmask it (systemctl unmask %s) or name the unit that runs the service", name)
 	case "/run/systemd/system":
-		return fmt.Sprintf("unmask it (systemctl unmask --runtime %s) or name the unit that runs the service", u)
+		return fmt.Sprintf("unmask it (systemctl unmask --runtime %s) or name the unit that runs the service", name)
 	}
 	return fmt.Sprintf("systemctl unmask does not remove a mask there (only one in /etc/systemd/system), a mask a package ships on purpose (often a SysV name another unit replaces): name the unit that runs the service, or override the mask with a unit file /etc/systemd/system/%s", path.Base(mask))
 }

@@ -32,6 +32,11 @@ func TestUnmaskAdviceLiftsTheMask(t *testing.T) {
 		{name: "/lib mask", mask: "/lib/systemd/system/mosquitto.service", tree: map[string]string{"/lib/systemd/system/mosquitto.service": "symlink to /dev/null"}},
 		{name: "an alias of a unit masked in /lib", mask: "/lib/systemd/system/mqtt.service", tree: map[string]string{"/lib/systemd/system/mqtt.service": "symlink to /dev/null",
 			"/etc/systemd/system/mosquitto.service": "symlink to /lib/systemd/system/mqtt.service"}},
+		// systemctl unmask removes the mask of the name it is given; here
+		// that is mosquitto-real.service, not the alias mosquitto.service
+		{name: "an alias of a unit masked in /etc", mask: "/etc/systemd/system/mosquitto-real.service", tree: map[string]string{
+			"/lib/systemd/system/mosquitto-real.service": unit, "/lib/systemd/system/mosquitto.service": "symlink to mosquitto-real.service",
+			"/etc/systemd/system/mosquitto-real.service": "symlink to /dev/null"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			root, env := newImage(t, c.tree)
