@@ -43,7 +43,7 @@ func perSocketCost(f *Facts) (float64, string) {
 	case f.Measured != nil:
 		return EstimatedBytesPerSocket, fmt.Sprintf("estimate, kept: --active over %s could not measure it (see the active check)", plural.N(f.Measured.ReachedSockets, "socket"))
 	}
-	return EstimatedBytesPerSocket, "estimate; --active measures it"
+	return EstimatedBytesPerSocket, "estimate; `hostprep preflight --active` measures it"
 }
 
 // measuredCost says whether f carries a significant --active measurement

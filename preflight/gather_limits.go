@@ -122,7 +122,7 @@ func (g *gatherer) targetService(ctx context.Context, unit string, fromProfile b
 			if fromProfile {
 				return g.unitMissing(unit, "systemctl show: LoadState=not-found")
 			}
-			return exitcode.BadInputf("--service %s: no such unit (systemctl show: LoadState=not-found); pass the unit that runs the broker, e.g. --service mosquitto", unit)
+			return exitcode.BadInputf("--service %s: no such unit (systemctl show: LoadState=not-found); pass the unit that runs the server (systemctl list-units --type=service lists them) or the PID of the running process (--pid)", unit)
 		}
 		if pid, _ := strconv.Atoi(props["MainPID"]); pid > 0 {
 			return g.targetPID(pid, fmt.Sprintf("running %s, /proc/%d/limits", unit, pid))
@@ -157,7 +157,7 @@ func (g *gatherer) targetService(ctx context.Context, unit string, fromProfile b
 		if fromProfile {
 			return g.unitMissing(unit, fmt.Sprintf("%s, and %s", u.missing, strings.TrimSuffix(running, " either (no /run/systemd/system)")))
 		}
-		return exitcode.BadInputf("--service %s: %s, and %s; pass the unit that runs the broker (--service mosquitto) or the PID of the running process (--pid)", unit, u.missing, running)
+		return exitcode.BadInputf("--service %s: %s, and %s; pass the unit that runs the server instead (systemctl list-units --type=service lists them) or the PID of the running process (--pid)", unit, u.missing, running)
 	}
 	if !g.f.Systemd.Running {
 		return g.unitWithoutSystemd(unit, u)
