@@ -148,8 +148,23 @@ func joinRoles(rs []Role) string {
 // ("key=value" for --set: a sysctl, limits.nofile.soft/hard or
 // reserve_ports; see profiles.ApplySets). Without a profile, PROFILE
 // stands for the user's own, as in tune's suggestions.
+//
+// The profile's own --set overrides (Target.ProfileSets, those preflight
+// was given) come first, so that the command applies the profile the
+// remedy was worked out from; one of them whose key sets repeats is left
+// out.
 func tuneApply(t Target, sets ...string) string {
 	args := []string{"hostprep", "tune", "apply", "--profile", cmp.Or(t.Profile, "PROFILE")}
+	keys := map[string]bool{}
+	for _, s := range sets {
+		k, _, _ := strings.Cut(s, "=")
+		keys[strings.TrimSpace(k)] = true
+	}
+	for _, s := range t.ProfileSets {
+		if k, _, _ := strings.Cut(s, "="); !keys[strings.TrimSpace(k)] {
+			args = append(args, "--set", s)
+		}
+	}
 	for _, s := range sets {
 		args = append(args, "--set", s)
 	}
@@ -165,7 +180,7 @@ const verifyBoot = "`hostprep tune verify --boot`"
 // least v with the target's profile: v, or the profile's own value where
 // that is higher, so that the remedy never lowers what the profile sets.
 func atLeast(t Target, key string, v int64) string {
-	if n, err := strconv.ParseInt(strings.TrimSpace(t.ProfileSysctl[key]), 10, 64); err == nil {
+	if n, ok := profileNumber(t, key); ok {
 		v = max(v, n)
 	}
 	return fmt.Sprintf("%s=%d", key, v)
@@ -183,31 +198,56 @@ func nofileSets(f *Facts, t Target, soft, hard uint64) []string {
 }
 
 // hardSets are the --set overrides a hard nofile limit of hard file
-// descriptors needs with the target's profile, which is refused with a
-// hard limit above its fs.nr_open or fs.file-max: fs.nr_open when the
-// profile's (without one, the host's now) is lower, fs.file-max when the
-// profile sets a lower one.
+// descriptors needs with the target's profile: tune refuses a hard limit
+// above fs.nr_open or fs.file-max, each the profile's own, else the one
+// the host gets at boot. Preflight sees the host's live values only, and
+// a live fs.nr_open above the kernel default may not survive the reboot,
+// so without the profile's it counts the lower of the live value and the
+// default (1048576). A value the remedy sets is never below the live one
+// either (a key the profile lacks is set exactly), and fs.file-max is the
+// same number fd.file_max asks for (wantFileMax).
 func hardSets(f *Facts, t Target, hard uint64) []string {
 	hard = max(hard, t.ProfileNofile.Hard, t.ProfileUnitNofile.Hard)
-	profile := func(key string) (int64, bool) {
-		n, err := strconv.ParseInt(strings.TrimSpace(t.ProfileSysctl[key]), 10, 64)
-		return n, err == nil
-	}
 	var sets []string
-	nrOpen, ok := profile("fs.nr_open")
-	if !ok {
-		nrOpen = int64(profiles.DefaultNrOpen)
-		if v, live := f.SysInt("fs.nr_open"); live {
-			nrOpen = v
+	for _, c := range []struct {
+		key  string
+		dflt int64 // the boot value assumed without the profile's: 0, the live one
+		want int64
+	}{
+		{"fs.nr_open", int64(profiles.DefaultNrOpen), int64(hard)},
+		{"fs.file-max", 0, max(int64(hard), wantFileMax(f, t))},
+	} {
+		live, seen := f.SysInt(c.key)
+		limit, ok := profileNumber(t, c.key)
+		if !ok {
+			limit = live
+			if c.dflt > 0 && (!seen || c.dflt < live) {
+				limit = c.dflt
+			}
+		}
+		if int64(hard) > limit {
+			sets = append(sets, atLeast(t, c.key, max(c.want, live)))
 		}
 	}
-	if int64(hard) > nrOpen {
-		sets = append(sets, atLeast(t, "fs.nr_open", int64(hard)))
-	}
-	if fileMax, ok := profile("fs.file-max"); ok && int64(hard) > fileMax {
-		sets = append(sets, atLeast(t, "fs.file-max", int64(hard)))
-	}
 	return sets
+}
+
+// profileNumber is the target's profile's value of sysctl key, if it
+// sets one that is a number.
+func profileNumber(t Target, key string) (int64, bool) {
+	n, err := strconv.ParseInt(strings.TrimSpace(t.ProfileSysctl[key]), 10, 64)
+	return n, err == nil
+}
+
+// wantFileMax is the fs.file-max the target needs (count of file
+// handles): the handles allocated now (fs.file-nr) and two per socket,
+// room for the rest of the host to grow with it.
+func wantFileMax(f *Facts, t Target) int64 {
+	var alloc int64
+	if nr, ok := f.SysFields("fs.file-nr"); ok && len(nr) >= 1 {
+		alloc = nr[0]
+	}
+	return alloc + int64(t.Sockets)*2
 }
 
 func pass(summary, observed, expected string) verdict.Check {

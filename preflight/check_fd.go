@@ -419,7 +419,7 @@ func checkFDFileMax(f *Facts, t Target) verdict.Check {
 		return pass(fmt.Sprintf("%s free for %s", plural.N(free, "file handle"), plural.N(t.Sockets, "socket")), obs, exp)
 	}
 	return fail(fmt.Sprintf("fs.file-max leaves %s < %s: the kernel refuses new files with ENFILE (\"VFS: file-max limit reached\")", plural.N(free, "free file handle"), plural.N(t.Sockets, "socket")),
-		obs, exp, tuneApply(t, atLeast(t, "fs.file-max", alloc+int64(t.Sockets)*2))+" (now and at boot, in its own /etc/sysctl.d/60-hostprep.conf)")
+		obs, exp, tuneApply(t, atLeast(t, "fs.file-max", wantFileMax(f, t)))+" (now and at boot, in its own /etc/sysctl.d/60-hostprep.conf)")
 }
 
 // unseenRaise is fd.raise for an unseen server (unseenServer). A login

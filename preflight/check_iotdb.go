@@ -49,12 +49,9 @@ func checkIoTDBMapCount(f *Facts, t Target) verdict.Check {
 }
 
 // mapCountRemedy applies vm.max_map_count MinMaxMapCount with the target's
-// profile, or the built-in iotdb profile, which sets it, without one.
+// profile (the built-in iotdb profile sets it).
 func mapCountRemedy(t Target) string {
-	if t.Profile == "" {
-		t.Profile = "iotdb"
-	}
-	return tuneApply(t, atLeast(t, "vm.max_map_count", MinMaxMapCount)) + " (it sets it now and at boot)"
+	return tuneApply(t, atLeast(t, "vm.max_map_count", MinMaxMapCount)) + " (it sets it now and at boot; the built-in iotdb profile sets it too)"
 }
 
 // propInt returns a numeric property of the release read with

@@ -60,15 +60,26 @@ target_process: {pid: 3022, managed_by: shell, nofile_soft: 1048576, nofile_hard
 		{`sysctl: {kernel.pid_max: "4194304", kernel.threads-max: "3000"}
 host_tasks: 250
 target_process: {pid: 3022, managed_by: shell, nofile_soft: 1048576, nofile_hard: 1048576, threads: 70}`, Target{Sockets: 5000000, Role: IoTDB}},
+		// tune refuses a hard limit above the host's fs.file-max too, and
+		// judges fs.nr_open at boot: a live 5000000 may be gone then
+		{`sysctl: {fs.file-max: "2466170", fs.nr_open: "5000000"}
+target_process: {managed_by: shell, nofile_soft: 1024, nofile_hard: 4096}`, Target{Sockets: 5000000, Role: Loadgen}},
+		{`sysctl: {fs.nr_open: "5000000"}
+target_process: {managed_by: shell, nofile_soft: 1024, nofile_hard: 4096}`, Target{Sockets: 2000000, Role: Loadgen}},
 	}
 	cmdRE := regexp.MustCompile("`(hostprep tune [^`]*)`")
 	seen := map[string]bool{} // the --set keys the remedies used
-	for _, ref := range []string{file, "mqtt-broker-1m", "ready-small", ""} {
-		base := ref
+	for _, pr := range []struct {
+		ref  string
+		sets []string // preflight's own --set, which the remedies repeat
+	}{{file, nil}, {"mqtt-broker-1m", nil}, {"ready-small", nil}, {"", nil},
+		{"loadgen", []string{"fs.nr_open=3000000", "limits.nofile.hard=3000000", "fs.file-max=3000000"}},
+		{"ready-small", []string{"limits.nofile.soft=1000"}}} {
+		ref, base := pr.ref, pr.ref
 		if ref == "" {
 			base = bare
 		}
-		p0, err := profiles.Load(base, nil)
+		p0, err := profiles.Load(base, pr.sets)
 		if err != nil {
 			t.Fatalf("profile %s: %v", base, err)
 		}
@@ -114,6 +125,11 @@ target_process: {pid: 3022, managed_by: shell, nofile_soft: 1048576, nofile_hard
 							sets = append(sets, args[j+1])
 						}
 					}
+					for _, s := range pr.sets {
+						if !overridden(s, sets) {
+							t.Errorf("%s: %q does not repeat preflight's --set %q", c.ID, m[1], s)
+						}
+					}
 					p, err := profiles.Load(base, sets)
 					if err != nil {
 						t.Errorf("%s with profile %s: tune refuses %q: %v", c.ID, base, m[1], err)
@@ -136,8 +152,19 @@ target_process: {pid: 3022, managed_by: shell, nofile_soft: 1048576, nofile_hard
 							t.Errorf("%s: %q: %s is %d after loading, not %d", c.ID, m[1], key, now, n)
 						}
 					}
+					// tune's own rules with the host: a hard limit above
+					// the host's fs.file-max, or above fs.nr_open at boot
+					// (the default where the profile sets none), is refused
+					if hard := profileValue(p, "limits.nofile.hard"); hard > 0 {
+						if fm, ok := f.SysInt("fs.file-max"); ok && hard > fm && profileValue(p, "fs.file-max") < hard {
+							t.Errorf("%s: %q: hard %d above the host's fs.file-max %d, and no fs.file-max to match", c.ID, m[1], hard, fm)
+						}
+						if nr := profileValue(p, "fs.nr_open"); hard > max(nr, int64(profiles.DefaultNrOpen)) {
+							t.Errorf("%s: %q: hard %d above fs.nr_open at boot (%d)", c.ID, m[1], hard, max(nr, int64(profiles.DefaultNrOpen)))
+						}
+					}
 				}
-				if c.ID == "iotdb.threads" && tg.Sockets == 5000000 && !(strings.Contains(c.Remedy, "kernel.threads-max=") && strings.Contains(c.Remedy, "kernel.pid_max=4194304") && strings.Contains(c.Remedy, "even then it leaves room for only")) {
+				if c.ID == "iotdb.threads" && tg.Role == IoTDB && tg.Sockets == 5000000 && !(strings.Contains(c.Remedy, "kernel.threads-max=") && strings.Contains(c.Remedy, "kernel.pid_max=4194304") && strings.Contains(c.Remedy, "even then it leaves room for only")) {
 					t.Errorf("iotdb.threads for 5M sessions names not every bound short of them: %s", c.Remedy)
 				}
 			}
@@ -180,6 +207,13 @@ func TestSystemdRemedyKeepsTheProfilesLimit(t *testing.T) {
 			t.Errorf("%s remedy: %s", id, c.Remedy)
 		}
 	}
+}
+
+// overridden says whether sets has the key of s (s itself, or a value
+// for the same key that the remedy asks for instead).
+func overridden(s string, sets []string) bool {
+	k, _, _ := strings.Cut(s, "=")
+	return slices.ContainsFunc(sets, func(x string) bool { return strings.HasPrefix(x, k+"=") })
 }
 
 // profileValue is the number p has for a --set key (0: none).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
@@ -80,9 +81,12 @@ type Target struct {
 	// LimitNOFILE its systemd.services get (systemd.limit_nofile, else
 	// limits.nofile; zero without services), in file descriptors, so that
 	// a remedy that applies the profile never asks for less than it has.
-	ProfileSysctl     map[string]string `json:"-"`
-	ProfileNofile     profiles.Limit    `json:"-"`
-	ProfileUnitNofile profiles.Limit    `json:"-"`
+	ProfileSysctl map[string]string `json:"-"`
+	// ProfileSets are the --set overrides the profile was loaded with
+	// (profiles.Profile.Sets), which a remedy's command repeats.
+	ProfileSets       []string       `json:"-"`
+	ProfileNofile     profiles.Limit `json:"-"`
+	ProfileUnitNofile profiles.Limit `json:"-"`
 }
 
 // IoTDBLoad is the client load an IoTDB DataNode must take.
@@ -221,6 +225,7 @@ func TargetFromProfile(p *profiles.Profile) (Target, error) {
 	if m := p.Systemd.TasksMax; m != nil && len(p.Systemd.Services) > 0 {
 		t.ProfileTasksMax = uint64(*m)
 	}
+	t.ProfileSets = slices.Clone(p.Sets)
 	t.ProfileSysctl = map[string]string{}
 	for k, s := range p.Sysctl {
 		t.ProfileSysctl[k] = s.Value
