@@ -1,6 +1,7 @@
 package preflight
 
 import (
+	"cmp"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,8 +116,8 @@ target_process: {managed_by: shell, nofile_soft: 1024, nofile_hard: 4096}`, Targ
 						continue
 					}
 					i := slices.Index(args, "--profile")
-					if i < 0 || i+1 >= len(args) || args[i+1] != cmpOr(ref, "PROFILE") {
-						t.Errorf("%s: %q does not name the profile %q", c.ID, m[1], cmpOr(ref, "PROFILE"))
+					if i < 0 || i+1 >= len(args) || args[i+1] != cmp.Or(ref, "PROFILE") {
+						t.Errorf("%s: %q does not name the profile %q", c.ID, m[1], cmp.Or(ref, "PROFILE"))
 						continue
 					}
 					var sets []string
@@ -230,13 +231,6 @@ func profileValue(p *profiles.Profile, key string) int64 {
 	}
 	n, _ := strconv.ParseInt(p.Sysctl[key].Value, 10, 64)
 	return n
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // shellWords splits line as sh does.
