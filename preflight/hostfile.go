@@ -87,7 +87,8 @@ func LoadHostYAML(name string, r io.Reader) (*Facts, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&h); err != nil && err != io.EOF {
-		return nil, exitcode.BadInputf("%s: %v", name, err)
+		// yaml.v3 lists type errors one per line; an error is one line.
+		return nil, exitcode.BadInputf("%s: %s", name, strings.Join(strings.Fields(err.Error()), " "))
 	}
 	return h.Facts()
 }

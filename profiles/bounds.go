@@ -101,20 +101,33 @@ func fieldName(key string, i int) string {
 	if i == 2 && (key == "net.ipv4.tcp_mem" || key == "net.ipv4.udp_mem") {
 		return "pressure"
 	}
+	if key == "net.ipv4.ip_local_port_range" && i <= 2 {
+		return [...]string{"", "low", "high"}[i]
+	}
 	return tripleNames[i]
 }
 
-// CheckBounds checks value of key against KernelBounds for the kernel
+// BoundFault is one field of a value outside a bound of KernelBounds.
+type BoundFault struct {
+	Bound
+	// Value is the field's number; Nearest the number in the bound
+	// nearest to it (the bound's Min or Max).
+	Value, Nearest int64
+	// Msg names the key, the field, the value, the bound and its source.
+	Msg string
+}
+
+// BoundFaults checks value of key against KernelBounds for the kernel
 // release given ("6.1.0-18-amd64"; "" checks only the bounds that hold on
-// every kernel). It returns one line per bound broken, naming the key,
-// the field, the value, the bound and its source; nil when all hold or
-// the value is not numbers (other checks report that).
-func CheckBounds(key, value, kernel string) []string {
+// every kernel): one BoundFault per bound broken, nil when all hold or
+// the value is not numbers (other checks report that). The table is what
+// is left where the running kernel cannot be asked.
+func BoundFaults(key, value, kernel string) []BoundFault {
 	f, err := Fields(value)
 	if err != nil {
 		return nil
 	}
-	var out []string
+	var out []BoundFault
 	for _, b := range KernelBounds {
 		if b.Key != key {
 			continue
@@ -137,18 +150,31 @@ func CheckBounds(key, value, kernel string) []string {
 		if b.Before != "" {
 			on = fmt.Sprintf(" on this kernel (%s; before %s)", kernel, b.Before)
 		}
-		side := fmt.Sprintf("above the maximum %d", b.Max)
+		side, near := fmt.Sprintf("above the maximum %d", b.Max), b.Max
 		if x < b.Min {
-			side = fmt.Sprintf("below the minimum %d", b.Min)
+			side, near = fmt.Sprintf("below the minimum %d", b.Min), b.Min
 		}
+		msg := fmt.Sprintf("%s %q: field %s %d is %s, out of the range the kernel accepts%s, %d..%d (%s)", key, value, fieldName(key, b.Field), x, side, on, b.Min, b.Max, b.Source)
 		if b.Field == 0 {
-			out = append(out, fmt.Sprintf("%s %d: %s, out of the range the kernel accepts%s, %d..%d (%s)", key, x, side, on, b.Min, b.Max, b.Source))
-			continue
+			msg = fmt.Sprintf("%s %d: %s, out of the range the kernel accepts%s, %d..%d (%s)", key, x, side, on, b.Min, b.Max, b.Source)
 		}
-		out = append(out, fmt.Sprintf("%s %q: field %s %d is %s, out of the range the kernel accepts%s, %d..%d (%s)", key, value, fieldName(key, b.Field), x, side, on, b.Min, b.Max, b.Source))
+		out = append(out, BoundFault{Bound: b, Value: x, Nearest: near, Msg: msg})
 	}
 	return out
 }
+
+// CheckBounds is BoundFaults' messages.
+func CheckBounds(key, value, kernel string) []string {
+	var out []string
+	for _, f := range BoundFaults(key, value, kernel) {
+		out = append(out, f.Msg)
+	}
+	return out
+}
+
+// FieldName names field i (1-based; 0 for a one-number key) of key:
+// "max" for tcp_rmem field 3, "pressure" for tcp_mem field 2.
+func FieldName(key string, i int) string { return fieldName(key, i) }
 
 // KernelBefore reports whether kernel release rel ("4.15.0-213-generic")
 // is older than version v ("5.4"); an unparsable release is not.

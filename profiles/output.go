@@ -98,10 +98,11 @@ func addMissing(m *yaml.Node, path []string, val *yaml.Node) {
 // nanoseconds); sysctl entries are always objects {value, mode, ...}.
 func (p *Profile) JSONBytes() ([]byte, error) {
 	type jsonSysctl struct {
-		Value    string `json:"value"`
-		Mode     Mode   `json:"mode"`
-		Optional bool   `json:"optional,omitempty"`
-		Comment  string `json:"comment,omitempty"`
+		Value     string  `json:"value"`
+		Mode      Mode    `json:"mode"`
+		Optional  bool    `json:"optional,omitempty"`
+		IfRefused Refusal `json:"if_refused,omitempty"`
+		Comment   string  `json:"comment,omitempty"`
 	}
 	y, err := yaml.Marshal(p)
 	if err != nil {
@@ -118,7 +119,7 @@ func (p *Profile) JSONBytes() ([]byte, error) {
 			if mode == "" {
 				mode = Exact
 			}
-			m[k] = jsonSysctl{s.Value, mode, s.Optional, s.Comment}
+			m[k] = jsonSysctl{s.Value, mode, s.Optional, s.IfRefused, s.Comment}
 		}
 		generic["sysctl"] = m
 	}

@@ -104,7 +104,7 @@ func TestSysTuneIsTheScript(t *testing.T) {
 	script := map[string]string{
 		"fs.file-max": "2097152", "fs.nr_open": "2097152",
 		"net.core.somaxconn": "32768", "net.ipv4.tcp_max_syn_backlog": "16384", "net.core.netdev_max_backlog": "16384",
-		"net.ipv4.ip_local_port_range": "1024 65535", // script: 1000, rejected by the kernel
+		"net.ipv4.ip_local_port_range": "1000 65535", // if_refused: nearest (1024 on a stock host)
 		"net.core.rmem_default":        "262144", "net.core.wmem_default": "262144",
 		"net.core.rmem_max": "16777216", "net.core.wmem_max": "16777216", "net.core.optmem_max": "16777216",
 		"net.ipv4.tcp_rmem": "1024 4096 16777216", "net.ipv4.tcp_wmem": "1024 4096 16777216",
@@ -116,6 +116,13 @@ func TestSysTuneIsTheScript(t *testing.T) {
 	for k, v := range script {
 		if got := p.Sysctl[k].Value; got != v {
 			t.Errorf("%s = %q, want %q", k, got, v)
+		}
+	}
+	// Where a kernel refuses one of the script's numbers, the nearest it
+	// takes is written (tune plans it, with a note).
+	for _, k := range []string{"net.ipv4.ip_local_port_range", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"} {
+		if p.Sysctl[k].IfRefused != RefusedNearest {
+			t.Errorf("%s if_refused %q, want nearest", k, p.Sysctl[k].IfRefused)
 		}
 	}
 	for _, k := range []string{"fs.file-max", "fs.nr_open", "net.core.somaxconn", "net.ipv4.tcp_max_syn_backlog", "net.core.rmem_max"} {

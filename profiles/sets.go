@@ -25,8 +25,9 @@ const setUsage = "want key=value, where key is a sysctl (net.core.somaxconn=6553
 // tune and ready) to p, in order, after includes:
 //
 //   - a sysctl key (net./fs./vm./kernel.) sets Sysctl[key].Value, keeping
-//     its mode, optional flag and comment; a key the profile lacks is added
-//     with mode exact;
+//     its mode, optional flag and comment (if_refused goes back to error:
+//     the value is the caller's); a key the profile lacks is added with
+//     mode exact;
 //   - limits.nofile.soft=N / limits.nofile.hard=N (file descriptors);
 //   - preflight.sockets=N, preflight.role=R, preflight.conn_rate=N (or N/s, N/m)
 //     (connections/s);
@@ -98,7 +99,9 @@ func (p *Profile) setSysctl(s string, pos srcPos, key, val string) error {
 	if KeyFields(key) > 0 {
 		val = strings.Join(strings.FieldsFunc(val, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }), " ")
 	}
-	e.Value = val
+	// The value is the caller's own now: a refusal is an error, not
+	// silently the nearest value the kernel takes.
+	e.Value, e.IfRefused = val, ""
 	p.Sysctl[key] = e
 	p.src.set(pos, "sysctl", key)
 	p.src.set(pos, "sysctl", key, "value")

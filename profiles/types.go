@@ -38,9 +38,28 @@ type Sysctl struct {
 	// Optional keys may be absent on this kernel or need a module
 	// (net.netfilter.*); they are skipped with a reason instead of failing.
 	Optional bool `yaml:"optional,omitempty" json:"optional,omitempty"`
+	// IfRefused says what tune does where the running kernel refuses the
+	// value (found by writing it in a scratch network namespace, or from
+	// the table of bounds where no trial is possible): RefusedError (the
+	// default, also when empty) stops the plan with exit 2 and names the
+	// value the kernel takes; RefusedNearest uses that value instead and
+	// notes it in the plan. The built-in sys-tune uses nearest where the
+	// vendor script's number is refused by some kernels.
+	IfRefused Refusal `yaml:"if_refused,omitempty" json:"if_refused,omitempty"`
 	// Comment says where the number comes from or why it deviates.
 	Comment string `yaml:"comment,omitempty" json:"comment,omitempty"`
 }
+
+// Refusal is a sysctl entry's if_refused: what tune does with a value the
+// running kernel refuses.
+type Refusal string
+
+const (
+	// RefusedError stops the plan (exit 2) before anything is written.
+	RefusedError Refusal = "error"
+	// RefusedNearest writes the nearest value the kernel accepts.
+	RefusedNearest Refusal = "nearest"
+)
 
 // Limit is a soft/hard pair of a resource limit, in the resource's unit
 // (nofile: file descriptors).

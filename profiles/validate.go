@@ -277,6 +277,9 @@ func (c *checker) tripleSysctl(key string, s Sysctl, vat []string) {
 		c.add(vat, "%s %q: fields must be ordered min <= %s <= max (%s); did you mean %q?", key, s.Value, map[bool]string{true: "pressure", false: "default"}[lo == 0], what, strings.Trim(fmt.Sprint(sorted), "[]"))
 		return
 	}
+	if s.IfRefused == RefusedNearest {
+		return // tune uses the nearest value the kernel takes
+	}
 	for _, msg := range CheckBounds(key, s.Value, "") {
 		c.add(vat, "%s", msg)
 	}
@@ -289,7 +292,7 @@ func (c *checker) numericSysctl(key string, s Sysctl, vat []string, b [2]int64) 
 		c.add(vat, "%s %q: want one whole number, e.g. %q", key, s.Value, example(key))
 		return
 	}
-	if f[0] < b[0] || f[0] > b[1] {
+	if (f[0] < b[0] || f[0] > b[1]) && s.IfRefused != RefusedNearest {
 		for _, msg := range CheckBounds(key, s.Value, "") {
 			c.add(vat, "%s", msg)
 		}
@@ -317,7 +320,7 @@ func (c *checker) portRange(key string, s Sysctl, vat []string) {
 		}
 		start, where, own = v, "set by this profile at "+c.p.at("sysctl", upsKey, "value").String(), true
 	}
-	if int64(lo) < start {
+	if int64(lo) < start && s.IfRefused != RefusedNearest {
 		// Suggest the lowest valid low end with the profile's high end, or
 		// 65535 when that high end is not above the start; a range needs
 		// low < high <= 65535.

@@ -171,7 +171,7 @@ func TestYAMLStrictness(t *testing.T) {
 	}{
 		{"unknown top-level field", "descripton: typo\n", []string{"profile.yaml:1:1:", `unknown field "descripton" in profile`, "known fields: name, description, include"}},
 		{"unknown nested field", "limits:\n  nofile: {soft: 1, hard: 1, max: 2}\n", []string{"profile.yaml:2:30:", `unknown field "max" in limits.nofile; known fields: soft, hard`}},
-		{"unknown sysctl entry field", "sysctl:\n  net.core.somaxconn: {value: \"1\", mdoe: exact}\n", []string{"profile.yaml:2:36:", `unknown field "mdoe"`, "value, mode, optional, comment"}},
+		{"unknown sysctl entry field", "sysctl:\n  net.core.somaxconn: {value: \"1\", mdoe: exact}\n", []string{"profile.yaml:2:36:", `unknown field "mdoe"`, "value, mode, optional, if_refused, comment"}},
 		{"sysctl entry without value", "sysctl:\n  net.core.somaxconn: {mode: exact}\n", []string{"profile.yaml:2:23:", "no value"}},
 		{"sysctl value is a list", "sysctl:\n  net.core.somaxconn: [1, 2]\n", []string{"profile.yaml:2:23:", "got a list"}},
 		{"sysctl value with a leading zero", "sysctl:\n  net.core.somaxconn: \"0100\"\n", []string{"profile.yaml:2:23:", "leading 0", "octal", "write 100"}},
@@ -214,13 +214,15 @@ func TestFieldCases(t *testing.T) {
 		p := fieldCaseProfile(t, "port-range-below-unprivileged-start.yaml")
 		_, err := Parse("port-range-below-unprivileged-start.yaml", p)
 		checkErr(t, err, []string{"ip_unprivileged_port_start", `"1024 65535"`, "1000", "EINVAL"})
-		// And the built-in made from the same script uses 1024.
+		// The built-in made from the same script keeps the script's
+		// number and asks tune for the nearest value the kernel takes
+		// (1024 on a stock host; tune's TestSysTuneTakesTheNearestPortRange).
 		st, err := Load("sys-tune", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := st.Sysctl["net.ipv4.ip_local_port_range"].Value; got != "1024 65535" {
-			t.Errorf("sys-tune port range %q, want \"1024 65535\"", got)
+		if e := st.Sysctl["net.ipv4.ip_local_port_range"]; e.Value != "1000 65535" || e.IfRefused != RefusedNearest {
+			t.Errorf("sys-tune port range %+v, want the script's \"1000 65535\" with if_refused nearest", e)
 		}
 	})
 	t.Run("nofile-above-nr-open", func(t *testing.T) {
@@ -325,8 +327,10 @@ func TestTabIndentation(t *testing.T) {
 // is reported first (and alone: nothing is judged against it), and a
 // suggested port range is always one the kernel accepts.
 func TestRootCauseFirst(t *testing.T) {
+	// sys-tune's own port range says if_refused: nearest; a --set of it
+	// is the caller's value, which a refusal does not change.
 	sysTune := func(sets ...string) error {
-		_, err := Load("sys-tune", sets)
+		_, err := Load("sys-tune", append([]string{"net.ipv4.ip_local_port_range=1024 65535"}, sets...))
 		return err
 	}
 	err := sysTune("net.ipv4.ip_unprivileged_port_start=70000")

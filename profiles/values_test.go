@@ -163,6 +163,15 @@ func FuzzParse(f *testing.F) {
 		"reserve_ports: [1, 65535]\npreflight: {sockets: 1, role: broker, destinations: [\"[::1]:1883\"]}\n",
 		"description: \"\\x00\"\n",
 		"---\n...\n",
+		// Empty sections of every kind mean the same as absent ones.
+		"probe:\n iotdb:\n  thresholds:\n",
+		"probe:\n mqtt:\n  thresholds:\n",
+		"probe:\n mqtt:\n",
+		"probe:\n",
+		"limits:\n nofile:\n",
+		"systemd:\n tasks_max:\n",
+		"preflight:\n",
+		"preflight:\n destinations:\n",
 	} {
 		f.Add([]byte(s))
 	}

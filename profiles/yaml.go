@@ -473,10 +473,10 @@ func scalarWant(t reflect.Type) string {
 }
 
 // sysctlFields are the fields of the mapping form of a sysctl entry.
-var sysctlFields = []string{"value", "mode", "optional", "comment"}
+var sysctlFields = []string{"value", "mode", "optional", "if_refused", "comment"}
 
 // parseSysctlNode reads a sysctl entry: a bare scalar (mode exact) or a
-// mapping {value, mode, optional, comment}.
+// mapping {value, mode, optional, if_refused, comment}.
 func parseSysctlNode(n *yaml.Node) (Sysctl, *posError) {
 	switch n.Kind {
 	case yaml.ScalarNode:
@@ -523,6 +523,15 @@ func parseSysctlNode(n *yaml.Node) (Sysctl, *posError) {
 				}
 				s.Optional = v.Value == "true"
 				_ = v.Decode(&s.Optional)
+			case "if_refused":
+				if v.Kind != yaml.ScalarNode || isNull(v) {
+					return Sysctl{}, errAt(v, "if_refused: want error or nearest, got %s", kindName(v))
+				}
+				r := Refusal(v.Value)
+				if r != RefusedError && r != RefusedNearest {
+					return Sysctl{}, errAt(v, "if_refused %s: want error (stop with exit 2) or nearest (use the nearest value the kernel accepts)", valueText(v.Value))
+				}
+				s.IfRefused = r
 			case "comment":
 				if v.Kind != yaml.ScalarNode {
 					return Sysctl{}, errAt(v, "comment: want a string, got %s", kindName(v))
@@ -539,7 +548,7 @@ func parseSysctlNode(n *yaml.Node) (Sysctl, *posError) {
 	case yaml.AliasNode:
 		return Sysctl{}, errAt(n, "YAML alias *%s is not supported in profiles; repeat the value", bareName(n.Value))
 	}
-	return Sysctl{}, errAt(n, `want the value as the kernel prints it ("32768", "1024 65535") or a mapping {value, mode, optional, comment}, got %s`, kindName(n))
+	return Sysctl{}, errAt(n, `want the value as the kernel prints it ("32768", "1024 65535") or a mapping {value, mode, optional, if_refused, comment}, got %s`, kindName(n))
 }
 
 func sysctlValue(n *yaml.Node) (string, *posError) {
@@ -562,7 +571,7 @@ func sysctlValue(n *yaml.Node) (string, *posError) {
 func (m Mode) valid() bool { return m == "" || m == Exact || m == AtLeast || m == AtMost }
 
 // UnmarshalYAML reads a sysctl entry from either form: a bare scalar
-// ("32768", mode exact) or a mapping {value, mode, optional, comment}.
+// ("32768", mode exact) or a mapping {value, mode, optional, if_refused, comment}.
 // Unknown fields, a missing value and an unknown mode are errors.
 func (s *Sysctl) UnmarshalYAML(n *yaml.Node) error {
 	v, err := parseSysctlNode(n)
@@ -576,7 +585,7 @@ func (s *Sysctl) UnmarshalYAML(n *yaml.Node) error {
 // MarshalYAML writes the short form (a bare string) when the entry is
 // just a value with mode exact, the mapping form otherwise.
 func (s Sysctl) MarshalYAML() (any, error) {
-	if (s.Mode == "" || s.Mode == Exact) && !s.Optional && s.Comment == "" {
+	if (s.Mode == "" || s.Mode == Exact) && !s.Optional && (s.IfRefused == "" || s.IfRefused == RefusedError) && s.Comment == "" {
 		return s.Value, nil
 	}
 	type plain Sysctl // no MarshalYAML: avoids recursion
@@ -656,9 +665,14 @@ func recordFiles(n *yaml.Node, file string, nodeFile map[*yaml.Node]string) {
 }
 
 // recordPositions fills src with the position of every value in the
-// merged tree n.
+// merged tree n. An empty value (a section with nothing under it,
+// "thresholds:") is not recorded: it means the same as an absent key, as
+// in the merge, so a profile and its rendering agree on what was given.
 func recordPositions(n *yaml.Node, path []string, nodeFile map[*yaml.Node]string, src *sources) {
 	pos := func(x *yaml.Node) srcPos { return srcPos{File: nodeFile[x], Line: x.Line, Col: x.Column} }
+	if isNull(n) && !isSysctlEntry(path) {
+		return
+	}
 	if len(path) > 0 {
 		src.set(pos(n), path...)
 	}

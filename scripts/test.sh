@@ -79,6 +79,21 @@ fi
 echo "== go test -race -p 1 ./..."
 go test -race -p 1 -count=1 -timeout 40m ./... "$@"
 
+# Every fuzz target runs a few seconds past its seed corpus, so that a
+# parser regression found by a short fuzz cannot hide (FUZZTIME=5m for a
+# long run).
+fuzztime=${FUZZTIME:-5s}
+echo "== fuzz targets, $fuzztime each"
+while IFS=: read -r file name; do
+  pkg=$(dirname "$file")
+  go test -run='^$' -fuzz="^${name}\$" -fuzztime="$fuzztime" "$pkg" >/tmp/hostprep-fuzz.log 2>&1 || {
+    cat /tmp/hostprep-fuzz.log
+    echo "test.sh: $name in $pkg failed; the failing input is under $pkg/testdata/fuzz/$name (commit it as a seed once fixed)" >&2
+    exit 1
+  }
+  echo "ok   $name ($pkg)"
+done < <(grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' . | sed 's/:func /:/' | sort)
+
 if $in_git; then
   echo "== git status --porcelain (the run leaves the checkout clean)"
   status_after=$(git status --porcelain)

@@ -1,6 +1,7 @@
 package tune
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -58,10 +59,13 @@ func (pl *Plan) sysctlTargets(p *profiles.Profile) (map[string]target, map[strin
 			return nil, nil, exitcode.Environmentf("tune: boot configuration: %w", err)
 		}
 	}
+	var plan []planned
 	for _, k := range keys {
 		s := p.Sysctl[k]
 		if image != nil {
-			targets[k] = pl.imageTarget(image, k, s)
+			t := pl.imageTarget(image, k, s)
+			targets[k] = t
+			plan = append(plan, planned{key: k, s: s, to: t.value})
 			continue
 		}
 		cur, ok, err := pl.current(k)
@@ -80,18 +84,57 @@ func (pl *Plan) sysctlTargets(p *profiles.Profile) (map[string]target, map[strin
 			errs = append(errs, fmt.Sprintf("%ssysctl %s = %q: %v", p.Where("sysctl", k, "value"), k, s.Value, err))
 			continue
 		}
-		if msgs := profiles.CheckBounds(k, to, kernel); len(msgs) > 0 {
-			for _, m := range msgs {
-				errs = append(errs, p.Where("sysctl", k, "value")+"sysctl "+m+"; nothing was changed")
-			}
+		targets[k] = target{value: to, optional: s.Optional, comment: s.Comment, present: true}
+		plan = append(plan, planned{key: k, s: s, to: to})
+	}
+	if len(errs) > 0 {
+		return nil, nil, exitcode.BadInputf("%s", strings.Join(errs, "; ")) // one line
+	}
+	start, startFrom, err := pl.unprivStart(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	verdicts := pl.judgeKernel(plan, kernel, start, startFrom)
+	for _, q := range plan {
+		to, adjusted, msg := pl.settle(q, verdicts[q.key], kernel)
+		if msg != "" {
+			errs = append(errs, p.Where("sysctl", q.key, "value")+msg)
 			continue
 		}
-		targets[k] = target{value: to, optional: s.Optional, comment: s.Comment, present: true}
+		t := targets[q.key]
+		t.value, t.adjusted = to, adjusted
+		if !sysval.Equal(to, q.to) {
+			// The kernel's value stands for the profile's: verify and a
+			// second apply compare with it.
+			t.want = to
+		}
+		targets[q.key] = t
 	}
 	if len(errs) > 0 {
 		return nil, nil, exitcode.BadInputf("%s", strings.Join(errs, "; ")) // one line
 	}
 	return targets, current, nil
+}
+
+// unprivStart is net.ipv4.ip_unprivileged_port_start after the apply and
+// where it comes from: the profile's, else this host's, else (image mode,
+// or a kernel without it) the kernel default.
+func (pl *Plan) unprivStart(p *profiles.Profile) (int64, string, error) {
+	if s, ok := p.Sysctl[keyUnprivStart]; ok {
+		if n, err := strconv.ParseInt(strings.TrimSpace(s.Value), 10, 64); err == nil {
+			return n, "the profile", nil
+		}
+	}
+	if !pl.env.ImageMode() {
+		v, ok, err := pl.current(keyUnprivStart)
+		if err != nil {
+			return 0, "", err
+		}
+		if n, err := strconv.ParseInt(v, 10, 64); ok && err == nil {
+			return n, "this host", nil
+		}
+	}
+	return defaultUnprivStart, "the kernel default", nil
 }
 
 // imageTarget is key k's target in image mode, where nothing is live: the
@@ -165,8 +208,8 @@ func (pl *Plan) planRuntime(p *profiles.Profile, targets map[string]target, curr
 		case mode != sysval.Exact:
 			reason = mode + " " + sysval.Normalize(s.Value)
 		}
-		pl.runtime = append(pl.runtime, keyStep{key: k, from: cur, to: t.value, mode: mode, want: sysval.Normalize(s.Value)})
-		pl.Changes = append(pl.Changes, Change{Key: k, Layer: Runtime, From: sysval.Normalize(cur), To: t.value, Reason: reason})
+		pl.runtime = append(pl.runtime, keyStep{key: k, from: cur, to: t.value, mode: mode, want: cmp.Or(t.want, sysval.Normalize(s.Value))})
+		pl.Changes = append(pl.Changes, Change{Key: k, Layer: Runtime, From: sysval.Normalize(cur), To: t.value, Reason: reason + t.adjusted})
 	}
 	return nil
 }

@@ -134,6 +134,10 @@ type Result struct {
 	// host will have after its next boot, once this plan is applied; an
 	// item that is not OK is also a warning.
 	Boot []BootItem `json:"boot_check,omitempty"`
+	// Kernel says how each planned sysctl value was checked against the
+	// running kernel: by a trial in a scratch network namespace or by
+	// hostprep's table of bounds.
+	Kernel *KernelCheck `json:"kernel_check,omitempty"`
 }
 
 // ProcessResult is the outcome of raising one process's RLIMIT_NOFILE.
@@ -306,6 +310,12 @@ type target struct {
 	optional bool
 	comment  string
 	present  bool // the key exists on this kernel (always true in image mode)
+	// adjusted says why value is not the profile's (the kernel refuses
+	// it and the entry says if_refused: nearest), "" when it is.
+	adjusted string
+	// want replaces the profile's value as what the key must satisfy
+	// when the kernel's verdict changed it ("" when it did not).
+	want string
 }
 
 // rank orders runtime changes: fs.nr_open before fs.file-max before

@@ -66,9 +66,9 @@ func (pl *Plan) planPorts(p *profiles.Profile, targets map[string]target, curren
 	return nil
 }
 
-// ephemeralRange is the port range after the apply: the profile's, checked
-// against ip_unprivileged_port_start (exit 2 below it) with a parity
-// warning; else the host's ("" when the kernel has none); the kernel
+// ephemeralRange is the port range after the apply: the profile's (the
+// kernel's verdict on it, ip_unprivileged_port_start included, is
+// judgeKernel's), with a parity warning; else the host's ("" when the kernel has none); the kernel
 // default in image mode.
 func (pl *Plan) ephemeralRange(p *profiles.Profile, targets map[string]target) (string, error) {
 	t, ok := targets[keyPortRange]
@@ -85,23 +85,6 @@ func (pl *Plan) ephemeralRange(p *profiles.Profile, targets map[string]target) (
 	}
 	if lo >= hi {
 		return "", exitcode.BadInputf("sysctl %s = %q: the low end must be below the high end, e.g. \"%d 65535\"", keyPortRange, t.value, lo)
-	}
-	start, from := defaultUnprivStart, "the kernel default"
-	if u, ok := targets[keyUnprivStart]; ok {
-		if n, err := strconv.Atoi(u.value); err == nil {
-			start, from = n, "the profile"
-		}
-	} else if !pl.env.ImageMode() {
-		v, ok, err := pl.current(keyUnprivStart)
-		if err != nil {
-			return "", err
-		}
-		if n, err := strconv.Atoi(v); ok && err == nil {
-			start, from = n, "this host"
-		}
-	}
-	if lo < start {
-		return "", exitcode.BadInputf("sysctl %s = %q: the low end %d is below net.ipv4.ip_unprivileged_port_start %d (%s); the kernel refuses it with EINVAL (ports below it are privileged); use %q", keyPortRange, p.Sysctl[keyPortRange].Value, lo, start, from, fmt.Sprintf("%d %d", start, hi))
 	}
 	if lo%2 == hi%2 {
 		pl.Warnings = append(pl.Warnings, fmt.Sprintf("sysctl %s = %q: both ends are %s; the kernel picks ports of one parity for connect() and the other for bind(), so an odd/even pair such as \"%d %d\" uses the range fully", keyPortRange, t.value, parity(lo), lo, hi-1))

@@ -10,6 +10,7 @@ import (
 	"github.com/hostprep/hostprep/loadprobe/iotdb"
 	"github.com/hostprep/hostprep/loadprobe/mqtt"
 	"github.com/hostprep/hostprep/profiles"
+	"github.com/hostprep/hostprep/tune"
 	"github.com/spf13/cobra"
 )
 
@@ -122,6 +123,10 @@ type validateResult struct {
 	// first, with how many more).
 	Problems []string `json:"problems,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
+	// Kernel says how the running kernel judged each sysctl value: by a
+	// trial in a scratch network namespace, or by hostprep's table.
+	Kernel *tune.KernelCheck `json:"kernel_check,omitempty"`
+	Notes  []string          `json:"notes,omitempty"`
 }
 
 func profilesValidateCmd() *cobra.Command {
@@ -135,8 +140,12 @@ func profilesValidateCmd() *cobra.Command {
 		Long: `Load each profile (a file or a built-in name), resolve its includes, apply
 --set and run the static checks: YAML strictness, modes, multi-value fields,
 port range, nofile against fs.nr_open and fs.file-max, preflight target,
-probes. Host-dependent checks (keys unknown to this kernel, the host's
-fs.nr_open, listening ports) are done by 'hostprep tune plan'.`,
+probes. Then each sysctl value is written, as tune plan does, in a scratch
+network namespace, so the running kernel itself accepts or refuses it
+(root; elsewhere, and for global keys, hostprep's table of bounds is used,
+and a note says so). Other host-dependent checks (keys unknown to this
+kernel, the host's fs.nr_open, listening ports) are done by
+'hostprep tune plan'. Reference: docs/profiles.md.`,
 		Example: "  hostprep profiles validate ./broker.yaml\n  hostprep profiles validate --output json a.yaml b.yaml",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -157,6 +166,9 @@ fs.nr_open, listening ports) are done by 'hostprep tune plan'.`,
 					fmt.Fprintf(w, "%s: ok (profile %s)\n", r.File, r.Name)
 					for _, warn := range r.Warnings {
 						fmt.Fprintf(w, "%s: warning: %s\n", r.File, warn)
+					}
+					for _, n := range r.Notes {
+						fmt.Fprintf(w, "%s: note: %s\n", r.File, n)
 					}
 				}
 			}
@@ -200,6 +212,9 @@ func validateProfiles(refs, sets []string) ([]validateResult, []string) {
 		}
 		if err == nil {
 			err = iotdb.CheckProfile(p)
+		}
+		if err == nil {
+			r.Kernel, r.Notes, err = tune.JudgeProfile(p)
 		}
 		if err != nil {
 			r.Error, r.Problems = err.Error(), []string{err.Error()}

@@ -21,7 +21,7 @@ import (
 // Sandbox is a throwaway mount and network namespace (unshare --mount
 // --net) for end-to-end tests of the built binary, with a tmpfs over every
 // directory hostprep writes on a host: /etc/sysctl.d, /etc/modules-load.d,
-// /etc/security/limits.d, /etc/systemd, /var/lib/hostprep (the journal)
+// /etc/security/limits.d, /etc/systemd, /var/lib (the journal's parent)
 // and /run (the lock) — each, when it does not exist here, through its
 // nearest existing parent, so nothing is created on the host. Its loopback
 // is up. net.* sysctl writes land in the namespace and files in the
@@ -36,8 +36,12 @@ type Sandbox struct {
 	Bin string // the built hostprep (Binary)
 }
 
-// sandboxDirs are the directories hostprep writes under on a host.
-var sandboxDirs = []string{"/etc/sysctl.d", "/etc/modules-load.d", "/etc/security/limits.d", "/etc/systemd", "/var/lib/hostprep", "/run"}
+// sandboxDirs are the directories hostprep writes under on a host. The
+// journal's directory is covered through its parent, /var/lib: tests
+// judge whether hostprep creates and removes /var/lib/hostprep, and an
+// empty one on the host (or one an earlier run left) must not change
+// that.
+var sandboxDirs = []string{"/etc/sysctl.d", "/etc/modules-load.d", "/etc/security/limits.d", "/etc/systemd", "/var/lib", "/run"}
 
 // NewSandbox makes a Sandbox, with a tmpfs also over each of extraMounts
 // (existing directories). It skips (fails in CI) without root and unshare.

@@ -1,0 +1,254 @@
+package tune
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/kerneltrial"
+	"github.com/hostprep/hostprep/profiles"
+	"github.com/hostprep/hostprep/tune/sysctl"
+	"github.com/hostprep/hostprep/tune/sysval"
+)
+
+// How a planned value was judged (KernelCheck.Keys).
+const (
+	// ByTrial: written in a scratch network namespace and read back.
+	ByTrial = "trial"
+	// ByTable: checked against profiles.KernelBounds (a global key, or
+	// no trial possible).
+	ByTable = "table"
+)
+
+// KernelCheck says how the running kernel's verdict on each planned
+// sysctl value was found: asked (ByTrial) where the key lives per
+// network namespace and a namespace can be made, else from the table of
+// bounds (ByTable). JSON: "kernel_check".
+type KernelCheck struct {
+	// Release is the kernel the trial ran on (uname -r); "" in image mode.
+	Release string `json:"release,omitempty"`
+	// Keys maps each profile key to ByTrial or ByTable.
+	Keys map[string]string `json:"keys"`
+	// NoTrial says why no trial ran ("" when one did).
+	NoTrial string `json:"no_trial,omitempty"`
+}
+
+// planned is one key's value after its mode, before the kernel's verdict.
+type planned struct {
+	key string
+	s   profiles.Sysctl
+	to  string
+}
+
+// fault is one field of a planned value the kernel refuses.
+type fault struct {
+	field          int // 1-based; 0 for a one-number key
+	value, nearest int64
+	found          bool   // nearest is known
+	why            string // the refusal, as found
+}
+
+// verdict is the kernel's answer on one planned value.
+type verdict struct {
+	way     string
+	stored  string  // what the kernel stores for to (trial), "" when unknown
+	faults  []fault // empty: accepted
+	nearest string  // the whole nearest value, "" when none known
+}
+
+// trialWhyNot is why no kernel trial can run for env, "" when one can:
+// the planned values must reach the live kernel of this host.
+func trialWhyNot(env Env, b sysctl.Backend) string {
+	switch {
+	case env.ImageMode():
+		return "image mode (--root): the image's kernel is not the one running here"
+	case b == nil || b.Root() != sysctl.DefaultRoot:
+		return "the sysctl tree is not the live " + sysctl.DefaultRoot
+	}
+	return ""
+}
+
+// judgeKernel asks the running kernel about every planned value of a
+// per-namespace key (kerneltrial.Try, in plan order) and falls back to
+// the table for the rest, or for all where no trial can run; pl.Kernel
+// records which way each was judged, and a Note says once why no trial
+// ran. unprivStart is net.ipv4.ip_unprivileged_port_start after the apply
+// (the table's rule for the port range).
+func (pl *Plan) judgeKernel(keys []planned, kernel string, unprivStart int64, startFrom string) map[string]verdict {
+	pl.Kernel = &KernelCheck{Release: kernel, Keys: map[string]string{}}
+	out := map[string]verdict{}
+	tried := map[string]kerneltrial.Result{}
+	why := trialWhyNot(pl.env, pl.backend)
+	if why == "" && len(keys) > 0 {
+		writes := make([]kerneltrial.Write, len(keys))
+		for i, p := range keys {
+			writes[i] = kerneltrial.Write{Key: p.key, Value: p.to}
+		}
+		res, err := kerneltrial.Try(writes)
+		switch {
+		case errors.Is(err, kerneltrial.ErrUnavailable):
+			why = err.Error() + " (run as root)"
+		case err != nil:
+			why = err.Error()
+		}
+		for _, r := range res {
+			switch {
+			case err == nil && r.PerNamespace:
+				tried[r.Key] = r
+			case r.NotTried != "" && why == "":
+				why = r.NotTried
+			}
+		}
+	}
+	if why != "" {
+		pl.Kernel.NoTrial = why
+		what := "values were"
+		if len(tried) > 0 {
+			what = "some values were"
+		}
+		pl.Notes = append(pl.Notes, fmt.Sprintf("no kernel trial (%s): %s checked against hostprep's table of kernel bounds, which may not match this kernel", why, what))
+	}
+	for _, p := range keys {
+		if r, ok := tried[p.key]; ok {
+			pl.Kernel.Keys[p.key] = ByTrial
+			out[p.key] = trialVerdict(r, kernel)
+			continue
+		}
+		pl.Kernel.Keys[p.key] = ByTable
+		out[p.key] = tableVerdict(p, kernel, unprivStart, startFrom)
+	}
+	return out
+}
+
+func trialVerdict(r kerneltrial.Result, kernel string) verdict {
+	v := verdict{way: ByTrial, stored: r.Stored, nearest: r.Nearest}
+	if r.Accepted {
+		return v
+	}
+	why := fmt.Sprintf("refused (%s) when written in a scratch network namespace", errnoName(r.Err))
+	for _, f := range r.Faults {
+		v.faults = append(v.faults, fault{field: f.Field, value: f.Value, nearest: f.Nearest, found: f.Found, why: why})
+	}
+	if len(v.faults) == 0 {
+		v.faults = []fault{{why: why + " (no one field is at fault: the fields together are refused)"}}
+	}
+	return v
+}
+
+// tableVerdict checks p against profiles.KernelBounds and, for the port
+// range, against ip_unprivileged_port_start: the rules hostprep knows,
+// where the kernel cannot be asked.
+func tableVerdict(p planned, kernel string, unprivStart int64, startFrom string) verdict {
+	v := verdict{way: ByTable}
+	for _, b := range profiles.BoundFaults(p.key, p.to, kernel) {
+		v.faults = append(v.faults, fault{field: b.Field, value: b.Value, nearest: b.Nearest, found: true, why: fmt.Sprintf("outside %d..%d in hostprep's table of bounds (%s)", b.Min, b.Max, b.Source)})
+	}
+	if p.key == keyPortRange {
+		if lo, _, err := profiles.ParsePortRange(p.to); err == nil && int64(lo) < unprivStart {
+			v.faults = append(v.faults, fault{field: 1, value: int64(lo), nearest: unprivStart, found: true,
+				why: fmt.Sprintf("below %s %d (%s): the kernel refuses it with EINVAL, ports below it are privileged", keyUnprivStart, unprivStart, startFrom)})
+		}
+	}
+	if len(v.faults) > 0 {
+		f, _ := profiles.Fields(p.to)
+		for _, x := range v.faults {
+			i := max(x.field, 1) - 1
+			if i < len(f) {
+				f[i] = x.nearest
+			}
+		}
+		v.nearest = joinInts(f)
+	}
+	return v
+}
+
+// settle is the value a planned key gets from the kernel's verdict: what
+// the kernel stores; the nearest accepted value where the entry says
+// if_refused: nearest (with a note); else the exit-2 message naming the
+// key, field, value, kernel release and what it accepts.
+func (pl *Plan) settle(p planned, v verdict, kernel string) (target string, adjusted string, errMsg string) {
+	if len(v.faults) == 0 {
+		if v.stored != "" && !sysval.Equal(v.stored, p.to) {
+			pl.Notes = append(pl.Notes, fmt.Sprintf("sysctl %s: this kernel stores %q for %q (found by writing it in a scratch network namespace); hostprep compares with what the kernel stores", p.key, v.stored, sysval.Normalize(p.to)))
+			return v.stored, "", ""
+		}
+		return p.to, "", ""
+	}
+	on := "this kernel"
+	if kernel != "" {
+		on = "this kernel (" + kernel + ")"
+	}
+	var parts []string
+	for _, f := range v.faults {
+		if f.field == 0 && f.value == 0 && !f.found {
+			parts = append(parts, f.why)
+			continue
+		}
+		name := profiles.FieldName(p.key, f.field)
+		near := "no nearer value it accepts was found"
+		if f.found {
+			near = fmt.Sprintf("it accepts %d at the nearest", f.nearest)
+		}
+		parts = append(parts, fmt.Sprintf("field %s %d is %s; %s", name, f.value, f.why, near))
+	}
+	what := strings.Join(parts, "; ")
+	if p.s.IfRefused == profiles.RefusedNearest && v.nearest != "" {
+		adj := fmt.Sprintf("%s refuses %q (%s): if_refused nearest writes %q", on, sysval.Normalize(p.to), what, v.nearest)
+		pl.Notes = append(pl.Notes, "sysctl "+p.key+": "+adj)
+		return v.nearest, fmt.Sprintf("; %s refuses %s, nearest %s", on, sysval.Normalize(p.to), v.nearest), ""
+	}
+	fix := "remove the key or give a value this kernel accepts"
+	if v.nearest != "" {
+		fix = fmt.Sprintf("use %q, or add `if_refused: nearest` to the entry to have hostprep use the nearest value the kernel accepts", v.nearest)
+	}
+	return "", "", fmt.Sprintf("sysctl %s = %q: %s refuses it: %s; %s; nothing was changed", p.key, sysval.Normalize(p.to), on, what, fix)
+}
+
+func joinInts(f []int64) string {
+	s := make([]string, len(f))
+	for i, n := range f {
+		s[i] = strconv.FormatInt(n, 10)
+	}
+	return strings.Join(s, " ")
+}
+
+// JudgeProfile asks the running kernel about every sysctl value of p as
+// the profile writes it (no mode applied, the host's values not read), the
+// way plan does: by trial where it can, else by the table, and says which
+// way in the KernelCheck. notes are the plan's notes on it (no trial
+// possible, a nearest value used, a value the kernel stores otherwise).
+// Errors: exitcode.BadInput naming every value the kernel refuses, with
+// what it accepts.
+func JudgeProfile(p *profiles.Profile) (*KernelCheck, []string, error) {
+	pl := &Plan{}
+	if b, err := sysctl.New(""); err == nil {
+		pl.backend = b
+	}
+	var keys []planned
+	for k, s := range p.Sysctl {
+		keys = append(keys, planned{key: k, s: s, to: sysval.Normalize(s.Value)})
+	}
+	slices.SortFunc(keys, func(a, b planned) int {
+		return cmp.Or(cmp.Compare(rank(a.key), rank(b.key)), cmp.Compare(a.key, b.key))
+	})
+	start, from, err := pl.unprivStart(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	kernel := kerneltrial.Release()
+	verdicts := pl.judgeKernel(keys, kernel, start, from)
+	var errs []string
+	for _, q := range keys {
+		if _, _, msg := pl.settle(q, verdicts[q.key], kernel); msg != "" {
+			errs = append(errs, p.Where("sysctl", q.key, "value")+msg)
+		}
+	}
+	if len(errs) > 0 {
+		return pl.Kernel, pl.Notes, exitcode.BadInputf("%s", strings.Join(errs, "; "))
+	}
+	return pl.Kernel, pl.Notes, nil
+}
