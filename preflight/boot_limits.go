@@ -8,24 +8,24 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/profiles"
-	"github.com/hostprep/hostprep/tune/boot"
 )
 
-// The configuration-file part of a target's limits comes from tune/boot,
+// The configuration-file part of a target's limits comes from hostconf,
 // the one reading of systemd's and pam_limits' files that tune's boot
 // verification also uses: the manager's DefaultLimitNOFILE
-// (boot.ManagerNofile), a unit's file and drop-ins (boot.UnitNofile) and
-// limits.conf/limits.d for a login session (boot.NofileForGroups).
+// (hostconf.ManagerNofile), a unit's file and drop-ins (hostconf.UnitNofile) and
+// limits.conf/limits.d for a login session (hostconf.NofileForGroups).
 // preflight adds what the files alone cannot say: how systemd resolves a
 // value above fs.nr_open or infinity (resolveNofile), what a running unit
 // or process has (systemctl show, /proc/PID/limits).
 
-// readConf names the files tune/boot read for --record: each file where
+// readConf names the files hostconf read for --record: each file where
 // the program finds it and, behind a symlink, the file it points to, so a
 // replay resolves, shadows and names them as the live host did.
-func (g *gatherer) readConf(files []boot.ConfFile) {
+func (g *gatherer) readConf(files []hostconf.ConfFile) {
 	if g.rec == nil {
 		return
 	}
@@ -34,7 +34,7 @@ func (g *gatherer) readConf(files []boot.ConfFile) {
 			// the unit name map read every link in the unit
 			// directories: aliases, linked unit files, masks
 			g.rec.unitLinks = true
-			for p, t := range boot.UnitDirLinks(g.root) {
+			for p, t := range hostconf.UnitDirLinks(g.root) {
 				if _, ok := g.rec.links[filepath.Join(g.root, p)]; !ok {
 					g.rec.link(filepath.Join(g.root, p), t)
 				}
@@ -55,9 +55,9 @@ func (g *gatherer) readConf(files []boot.ConfFile) {
 }
 
 // inUnitDirs says whether p (relative to the root) lies in one of
-// boot.UnitDirs: a unit file or drop-in.
+// hostconf.UnitDirs: a unit file or drop-in.
 func inUnitDirs(p string) bool {
-	for _, d := range boot.UnitDirs {
+	for _, d := range hostconf.UnitDirs {
 		if strings.HasPrefix(p, d+"/") {
 			return true
 		}
@@ -66,10 +66,10 @@ func inUnitDirs(p string) bool {
 }
 
 // systemdDefault reads the manager's DefaultLimitNOFILE as systemd merges
-// system.conf and its drop-ins (tune/boot.ManagerNofile); systemd's
+// system.conf and its drop-ins (tune/hostconf.ManagerNofile); systemd's
 // built-in 1024:524288 when none sets it.
 func (g *gatherer) systemdDefault() {
-	set, files, err := boot.ManagerNofile(g.root)
+	set, files, err := hostconf.ManagerNofile(g.root)
 	g.readConf(files)
 	if err != nil {
 		g.note("systemd DefaultLimitNOFILE: %v", err)
@@ -81,17 +81,17 @@ func (g *gatherer) systemdDefault() {
 
 // loginNofile reads what pam_limits gives a new login session of the user
 // running hostprep (or the recorded one) from limits.conf and limits.d
-// (tune/boot.NofileForGroups), into Facts.Login.
+// (tune/hostconf.NofileForGroups), into Facts.Login.
 func (g *gatherer) loginNofile() {
 	name, groups := g.user()
 	var overlay map[string][]byte
-	if _, err := os.Lstat(filepath.Join(g.root, boot.LimitsConf)); !g.live() && errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Lstat(filepath.Join(g.root, hostconf.LimitsConf)); !g.live() && errors.Is(err, fs.ErrNotExist) {
 		// A recording or fixture without limits.conf did not record
 		// it: read it as empty, not as the missing file that fails
 		// every session on a host.
-		overlay = map[string][]byte{boot.LimitsConf: {}}
+		overlay = map[string][]byte{hostconf.LimitsConf: {}}
 	}
-	n, err := boot.NofileForGroupsOverlay(g.root, name, groups, overlay)
+	n, err := hostconf.NofileForGroupsOverlay(g.root, name, groups, overlay)
 	g.readConf(n.Files)
 	if err != nil {
 		g.note("limits.conf/limits.d: %v", err)
@@ -102,7 +102,7 @@ func (g *gatherer) loginNofile() {
 		return
 	}
 	l := &LoginNofile{User: name, Groups: groups}
-	line := func(v boot.LimitValue) *LimitLine {
+	line := func(v hostconf.LimitValue) *LimitLine {
 		if !v.Set {
 			return nil
 		}
@@ -124,7 +124,7 @@ func (l *LoginNofile) describe() string {
 	return fmt.Sprintf("user %s: %s, %s", l.User, one("soft", l.Soft), one("hard", l.Hard))
 }
 
-// unitNofile is what a unit's files say (tune/boot.UnitNofile).
+// unitNofile is what a unit's files say (tune/hostconf.UnitNofile).
 type unitNofile struct {
 	// file is the unit's own file ("" when missing).
 	file string
@@ -141,23 +141,23 @@ type unitNofile struct {
 	user string
 	// files are the unit file and its drop-ins, in the order systemd
 	// reads them.
-	files []boot.ConfFile
+	files []hostconf.ConfFile
 }
 
 // unitFromFiles reads a unit's LimitNOFILE and User= from its file and
-// drop-ins under the root as systemd merges them (tune/boot.UnitNofile,
-// boot.LastSetting). Errors (exitcode.Environment): a file that exists
+// drop-ins under the root as systemd merges them (tune/hostconf.UnitNofile,
+// hostconf.LastSetting). Errors (exitcode.Environment): a file that exists
 // but cannot be read.
 func (g *gatherer) unitFromFiles(unit string) (unitNofile, error) {
-	set, files, err := boot.UnitNofile(g.root, unit)
+	set, files, err := hostconf.UnitNofile(g.root, unit)
 	g.readConf(files)
 	var u unitNofile
 	if err != nil {
 		return u, exitcode.Environmentf("--service %s: %v (run as root)", unit, err)
 	}
-	if len(files) == 0 || !boot.IsUnitFile(files[0].Path, unit) {
+	if len(files) == 0 || !hostconf.IsUnitFile(files[0].Path, unit) {
 		u.absent = true
-		u.missing = "no such unit: no unit file in " + strings.Join(boot.UnitDirs, ", ") + ", no SysV init script in /etc/init.d that systemd-sysv-generator makes one of (drop-ins alone do not make a unit)"
+		u.missing = "no such unit: no unit file in " + strings.Join(hostconf.UnitDirs, ", ") + ", no SysV init script in /etc/init.d that systemd-sysv-generator makes one of (drop-ins alone do not make a unit)"
 		return u, nil
 	}
 	if files[0].Masked {
@@ -175,10 +175,10 @@ func (g *gatherer) unitFromFiles(unit string) (unitNofile, error) {
 	}
 	if !u.found {
 		// The manager default applies: record the files it came from.
-		_, mfiles, _ := boot.ManagerNofile(g.root)
+		_, mfiles, _ := hostconf.ManagerNofile(g.root)
 		g.readConf(mfiles)
 	}
-	u.user, _, err = boot.LastSetting(g.root, files, "Service", "User")
+	u.user, _, err = hostconf.LastSetting(g.root, files, "Service", "User")
 	if err != nil {
 		return u, exitcode.Environmentf("--service %s: %v (run as root)", unit, err)
 	}

@@ -40,7 +40,7 @@ type Facts struct {
 	Target ProcessFacts `json:"target_process"`
 	// Login is the nofile pam_limits gives a new login session of the
 	// user running hostprep, from /etc/security/limits.conf and limits.d
-	// as tune/boot reads them (each value with its file:line); nil when
+	// as hostconf reads them (each value with its file:line); nil when
 	// not read (a host file that gives limits_d instead).
 	Login *LoginNofile `json:"login_nofile,omitempty"`
 	// LimitsD maps pam_limits domains ("*", "root", "@group", a user name)
@@ -190,7 +190,7 @@ type ProcessFacts struct {
 	UnitLimitNOFILE string `json:"unit_limit_nofile,omitempty" yaml:"unit_limit_nofile"`
 	// UnitMissing is true when Unit (named by a profile) is not installed:
 	// no unit file in any of systemd's unit directories
-	// (tune/boot.UnitDirs; drop-ins alone do not make a unit), or the
+	// (hostconf.UnitDirs; drop-ins alone do not make a unit), or the
 	// unit is masked (its file is a symlink to /dev/null or empty).
 	// fd.soft then fails: there is no such service whose limits could be
 	// checked.
@@ -323,12 +323,12 @@ type SystemdFacts struct {
 	// not installed.
 	DefaultLimitNOFILE *profiles.Limit `json:"default_limit_nofile,omitempty"`
 	// DefaultLimitNOFILEFrom is the FILE:LINE that sets it, or "systemd's
-	// built-in default" (tune/boot.ManagerNofile).
+	// built-in default" (hostconf.ManagerNofile).
 	DefaultLimitNOFILEFrom string `json:"default_limit_nofile_from,omitempty"`
 }
 
 // LoginNofile is RLIMIT_NOFILE as pam_limits sets it at login
-// (tune/boot.NofileForGroups): Soft and Hard each nil when no line
+// (hostconf.NofileForGroups): Soft and Hard each nil when no line
 // applies, the session then keeps what it inherits.
 type LoginNofile struct {
 	// User is the login user; Groups their groups (pam_limits @group

@@ -79,7 +79,7 @@ type gatherer struct {
 }
 
 // path is p under the root; every file preflight reads is named through
-// it (or readConf, for tune/boot's), which is what --record copies.
+// it (or readConf, for hostconf's), which is what --record copies.
 func (g *gatherer) path(p string) string {
 	full := filepath.Join(g.root, p)
 	g.rec.add(full)

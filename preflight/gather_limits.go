@@ -13,10 +13,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/proclimits"
 	"github.com/hostprep/hostprep/profiles"
-	"github.com/hostprep/hostprep/tune/boot"
 	"github.com/prometheus/procfs"
 )
 
@@ -40,9 +40,9 @@ func (g *gatherer) systemd() {
 }
 
 // parseSystemdLimit parses LimitNOFILE syntax ("N", "soft:hard",
-// "infinity") by systemd's rules (tune/boot.ParseNofile).
+// "infinity") by systemd's rules (tune/hostconf.ParseNofile).
 func parseSystemdLimit(v string) (profiles.Limit, error) {
-	soft, hard, ok := boot.ParseNofile(strings.TrimSpace(v))
+	soft, hard, ok := hostconf.ParseNofile(strings.TrimSpace(v))
 	if !ok {
 		return profiles.Limit{}, fmt.Errorf("want N, SOFT:HARD (soft <= hard) or infinity")
 	}
@@ -180,7 +180,7 @@ func (g *gatherer) targetService(ctx context.Context, unit string, fromProfile b
 // loadedOrFiles picks, for a unit systemd has loaded but is not running,
 // the LimitNOFILE to judge it on, and says where it comes from: what
 // systemd has loaded (systemctl show) applies at the next start until
-// `systemctl daemon-reload`, what its files say (tune/boot) after it and
+// `systemctl daemon-reload`, what its files say (hostconf) after it and
 // at the next boot. When they differ the lower, as systemd resolves it,
 // is returned, and the source names both.
 func (g *gatherer) loadedOrFiles(unit string, loaded profiles.Limit) (profiles.Limit, string) {
@@ -275,7 +275,7 @@ func (g *gatherer) targetLogin() error {
 	}
 	parentRead, parentHard := err == nil, hard
 	if err != nil {
-		soft, hard = boot.SystemdDefaultNofile.Soft, boot.SystemdDefaultNofile.Hard
+		soft, hard = hostconf.SystemdDefaultNofile.Soft, hostconf.SystemdDefaultNofile.Hard
 		t.Source = "assumed 1024:524288, the usual login-session default (no parent shell to read)"
 	}
 	if g.f.Systemd.Running && g.f.Systemd.DefaultLimitNOFILE != nil {

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hostprep/hostprep/tune/boot"
+	"github.com/hostprep/hostprep/hostconf"
 )
 
 // The memory limit a unit that is not running gets at its next start:
@@ -86,7 +86,7 @@ func parseMemoryLimit(key, v string, phys memPhys) (uint64, bool) {
 	if strings.ContainsAny(v, "%‰‱") {
 		// parse_permyriad, then physical_memory_scale: the same share of
 		// a ceiling, rounded down, as TasksMax=, here of pages.
-		pages, ok := boot.ParseTasksMax(v, phys.pages)
+		pages, ok := hostconf.ParseTasksMax(v, phys.pages)
 		if !ok || phys.pages == 0 {
 			return 0, false
 		}
@@ -197,12 +197,12 @@ func strtoull10(s string) (n uint64, end string, ok bool) {
 
 // readUnitMem reads memKeys (sliceMemKeys for section "Slice") from the
 // [section] of files (a unit's or a
-// slice's, as boot.UnitNofile lists them): the last assignment systemd
-// accepts wins (boot.LastAccepted), an empty one resets the default. A
+// slice's, as hostconf.UnitNofile lists them): the last assignment systemd
+// accepts wins (hostconf.LastAccepted), an empty one resets the default. A
 // percentage that cannot be resolved because MemTotal is not known is
 // named in unseen (it is left out, not taken for no limit by the
 // caller). Errors: a file that exists but cannot be read.
-func (g *gatherer) readUnitMem(files []boot.ConfFile, section string) (m unitMem, unseen []string, err error) {
+func (g *gatherer) readUnitMem(files []hostconf.ConfFile, section string) (m unitMem, unseen []string, err error) {
 	phys := physOf(g.f)
 	m = unitMem{}
 	keys := memKeys
@@ -217,7 +217,7 @@ func (g *gatherer) readUnitMem(files []boot.ConfFile, section string) (m unitMem
 			}
 			return ok
 		}
-		v, where, err := boot.LastAccepted(g.root, files, section, key, accept)
+		v, where, err := hostconf.LastAccepted(g.root, files, section, key, accept)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/plural"
-	"github.com/hostprep/hostprep/tune/boot"
 )
 
 // A unit that is not running is judged on the limits of the slices its
@@ -32,33 +32,33 @@ type SliceRef struct {
 
 // sliceLevel is one slice of the chain a unit that is not running goes
 // in: its name, how messages name it (the slice the unit's Slice= names
-// says where that is) and its files (boot.UnitNofile), err when they
+// says where that is) and its files (hostconf.UnitNofile), err when they
 // cannot be listed.
 type sliceLevel struct {
 	name, label string
-	files       []boot.ConfFile
+	files       []hostconf.ConfFile
 	err         error
 }
 
 // unitSlices is the chain of slices a unit that is not running goes in,
-// nearest first (boot.UnitSliceIn, boot.SliceChain), each with its files listed once
+// nearest first (hostconf.UnitSliceIn, hostconf.SliceChain), each with its files listed once
 // for the memory and task limits read from them; unseen names what of
 // its Slice= could not be read (the chain is then empty: preflight does
 // not guess the slice).
-func (g *gatherer) unitSlices(unit string, files []boot.ConfFile) (levels []sliceLevel, unseen []string) {
-	slice, where, why, err := boot.UnitSliceIn(g.root, unit, files, nil)
+func (g *gatherer) unitSlices(unit string, files []hostconf.ConfFile) (levels []sliceLevel, unseen []string) {
+	slice, where, why, err := hostconf.UnitSliceIn(g.root, unit, files, nil)
 	switch {
 	case err != nil:
 		return nil, []string{fmt.Sprintf("the Slice= of %s (%v)", unit, err)}
 	case why != "":
 		return nil, []string{fmt.Sprintf("the slice of %s: %s", unit, why)}
 	}
-	for _, s := range boot.SliceChain(slice) {
+	for _, s := range hostconf.SliceChain(slice) {
 		label := s
 		if s == slice && where != "" {
 			label = fmt.Sprintf("%s (Slice= at %s)", s, where)
 		}
-		_, sfiles, err := boot.UnitNofile(g.root, s)
+		_, sfiles, err := hostconf.UnitNofile(g.root, s)
 		g.readConf(sfiles)
 		levels = append(levels, sliceLevel{name: s, label: label, files: sfiles, err: err})
 	}
@@ -72,22 +72,22 @@ func (g *gatherer) unitSlices(unit string, files []boot.ConfFile) (levels []slic
 // systemd 252's config_parse_tasks_max has it), resolved against ceiling:
 // from "" when none limits. What cannot be read is unseen.
 func (g *gatherer) sliceTasks(levels []sliceLevel, ceiling uint64) (least cgroupLimit, unseen []string) {
-	accept := func(v string) bool { _, ok := boot.ParseTasksMax(v, ceiling); return ok }
+	accept := func(v string) bool { _, ok := hostconf.ParseTasksMax(v, ceiling); return ok }
 	for _, l := range levels {
 		v, at := "", ""
 		err := l.err
 		if err == nil {
-			v, at, err = boot.LastAccepted(g.root, l.files, "Slice", "TasksMax", accept)
+			v, at, err = hostconf.LastAccepted(g.root, l.files, "Slice", "TasksMax", accept)
 		}
 		if err != nil {
 			unseen = append(unseen, fmt.Sprintf("the TasksMax= of %s (%v)", l.label, err))
 			continue
 		}
-		n, _ := boot.ParseTasksMax(v, ceiling)
+		n, _ := hostconf.ParseTasksMax(v, ceiling)
 		if v == "" && at != "" {
 			// An empty TasksMax= in a slice is the manager's
 			// DefaultTasksMax=, as for a service (systemd 252 --test).
-			d, mfiles, err := boot.TasksMaxIn(g.root, nil, ceiling, nil)
+			d, mfiles, err := hostconf.TasksMaxIn(g.root, nil, ceiling, nil)
 			g.readConf(mfiles)
 			if err != nil {
 				unseen = append(unseen, fmt.Sprintf("the DefaultTasksMax= an empty TasksMax= of %s takes (%v)", l.label, err))

@@ -8,10 +8,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/proclimits"
-	"github.com/hostprep/hostprep/tune/boot"
 )
 
 // hostTasks reads the number of tasks (threads) on the host now from
@@ -138,7 +138,7 @@ func (g *gatherer) pidsRoom(pid int) {
 }
 
 // tasksCeiling is the host's task ceiling a TasksMax= percentage is taken
-// of (boot.TasksCeiling: kernel.threads-max and kernel.pid_max as read
+// of (hostconf.TasksCeiling: kernel.threads-max and kernel.pid_max as read
 // into f; tasks).
 func tasksCeiling(f *Facts) uint64 {
 	var threads, pids uint64
@@ -148,24 +148,24 @@ func tasksCeiling(f *Facts) uint64 {
 	if v, ok := f.SysInt("kernel.pid_max"); ok && v > 0 {
 		pids = uint64(v)
 	}
-	return boot.TasksCeiling(threads, pids)
+	return hostconf.TasksCeiling(threads, pids)
 }
 
 // unitTasksMax reads the TasksMax= a unit that is not running gets at its
-// next start from its files (boot.TasksMaxIn: the unit's, else the
+// next start from its files (hostconf.TasksMaxIn: the unit's, else the
 // manager's DefaultTasksMax=, else systemd's 15%; an empty
 // DefaultTasksMax= is no limit), resolved against tasksCeiling: the limit
 // in tasks (Unlimited for infinity) and where it comes from. Errors: a
 // file that exists but cannot be read.
-func (g *gatherer) unitTasksMax(files []boot.ConfFile) (uint64, string, error) {
+func (g *gatherer) unitTasksMax(files []hostconf.ConfFile) (uint64, string, error) {
 	ceiling := tasksCeiling(g.f)
-	s, mfiles, err := boot.TasksMaxIn(g.root, files, ceiling, nil)
+	s, mfiles, err := hostconf.TasksMaxIn(g.root, files, ceiling, nil)
 	g.readConf(mfiles)
 	if err != nil {
 		return 0, "", err
 	}
 	if s.Key == "DefaultTasksMax" && s.Set && s.Text == "" {
-		return boot.Unlimited, "DefaultTasksMax= empty (" + s.Where() + "): no limit", nil
+		return hostconf.Unlimited, "DefaultTasksMax= empty (" + s.Where() + "): no limit", nil
 	}
 	where := s.Where()
 	if strings.ContainsAny(s.Text, "%‰‱") {
@@ -188,7 +188,7 @@ func (g *gatherer) unitTasks(unit string, u unitNofile, loaded string, levels []
 	if err != nil {
 		return exitcode.Environmentf("--service %s: %v (run as root)", unit, err)
 	}
-	if l, ok := boot.ParseTasksMax(loaded, 0); ok && l != n && !strings.ContainsAny(loaded, "%‰‱") {
+	if l, ok := hostconf.ParseTasksMax(loaded, 0); ok && l != n && !strings.ContainsAny(loaded, "%‰‱") {
 		differ := fmt.Sprintf("systemd has TasksMax=%s loaded but the files say %s: the next start uses the loaded one until `systemctl daemon-reload`, the next boot the files; judged on the lower", loaded, from)
 		if l < n {
 			n, from = l, "systemctl show "+unit+"; "+differ

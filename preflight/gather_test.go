@@ -252,7 +252,7 @@ func TestGatherErrors(t *testing.T) {
 	}
 }
 
-// pam_limits' precedence as preflight sees it through tune/boot, for a
+// pam_limits' precedence as preflight sees it through hostconf, for a
 // recorded user: the user's own line beats @group beats "*", and "*" never
 // applies to root.
 func TestLoginLimitPrecedence(t *testing.T) {
@@ -319,7 +319,7 @@ func TestParseSystemctlShow(t *testing.T) {
 // The kind behind the infinity and keeps-1024 cases: a unit's limits come
 // from wherever systemd finds its files — /usr/local/lib units, service.d
 // drop-ins for every service, a /run drop-in shadowing an /etc one of the
-// same name — and a masked unit is no unit (tune/boot's reading).
+// same name — and a masked unit is no unit (hostconf's reading).
 func TestGatherUnitEveryLocation(t *testing.T) {
 	root := fixtureRoot(t, map[string]string{
 		"usr/local/lib/systemd/system/broker.service":      "[Service]\nExecStart=/opt/broker\nLimitNOFILE=4096\n",
@@ -444,7 +444,7 @@ func TestProfileServicesMaskedBeatsAbsent(t *testing.T) {
 // section header) makes systemd fail to load the unit: it is never
 // started, so preflight reports no unit rather than its LimitNOFILE; and
 // an alias link (Alias=, sshd.service -> ssh.service) reads the drop-ins
-// of every name (tune/boot's reading).
+// of every name (hostconf's reading).
 func TestGatherUnitThatDoesNotParseAndAliases(t *testing.T) {
 	root := fixtureRoot(t, map[string]string{
 		"lib/systemd/system/broken.service":            "[Service\nExecStart=/bin/true\nLimitNOFILE=65536\n",

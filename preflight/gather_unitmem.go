@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hostprep/hostprep/tune/boot"
+	"github.com/hostprep/hostprep/hostconf"
 )
 
 // unitMemory fills Target.Memory for a unit that is not running with the
@@ -142,7 +142,7 @@ func (g *gatherer) memV1() bool {
 // sliceCgroup is a slice's cgroup path below the hierarchy's root
 // ("system-getty.slice": /system.slice/system-getty.slice).
 func sliceCgroup(slice string) string {
-	chain := boot.SliceChain(slice)
+	chain := hostconf.SliceChain(slice)
 	p := "/"
 	for i := len(chain) - 1; i >= 0; i-- {
 		p = path.Join(p, chain[i])

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/exitcode"
-	"github.com/hostprep/hostprep/tune/boot"
 )
 
 // Record and replay a host. `preflight --record DIR` gathers the live host
@@ -25,7 +25,7 @@ import (
 // them back, so the same checks give the same verdict: a host attached to
 // a bug report becomes a test. The configuration files (system.conf and
 // its drop-ins, a unit's file and drop-ins, limits.conf and limits.d) are
-// those tune/boot reports it read (gatherer.readConf); one that is a
+// those hostconf reports it read (gatherer.readConf); one that is a
 // symlink is recorded as a symlink straight to the file it resolves to
 // (or /dev/null), so a replay shadows, masks and names it as the host did.
 //
@@ -35,7 +35,7 @@ import (
 // (keepReadLines: a unit's Environment= may hold a password; the other
 // lines are left empty so FILE:LINE stays true), no
 // directory listing beyond the *.conf files read and the symbolic links
-// in the unit directories (boot.UnitDirLinks: the aliases, linked unit
+// in the unit directories (hostconf.UnitDirLinks: the aliases, linked unit
 // files and masks systemd's unit name map reads; a link holds no
 // secret), and no binary (the systemd binary's presence is kept as an
 // empty file).
@@ -98,13 +98,13 @@ type Recording struct {
 type recorder struct {
 	paths map[string]bool
 	// links maps a configuration file that is a symlink to the file it
-	// resolves to (relative to the root, as tune/boot resolves it): the
+	// resolves to (relative to the root, as hostconf resolves it): the
 	// recording holds the same link, pointing straight there.
 	links map[string]string
 	// filterAs maps a symlink's target to the link, whose name says which
 	// lines of it to keep (keepReadLines).
 	filterAs map[string]string
-	// unitLinks says the unit directories' links (boot.UnitDirLinks)
+	// unitLinks says the unit directories' links (hostconf.UnitDirLinks)
 	// are recorded.
 	unitLinks bool
 	m         Recording
@@ -237,7 +237,7 @@ func (r *recorder) write(dir string) error {
 
 // writeLinks makes the recorded symlinks under dir, each pointing
 // straight to the file it resolves to (an absolute target is taken
-// relative to the root by tune/boot, as chroot would), and returns them
+// relative to the root by hostconf, as chroot would), and returns them
 // relative to dir.
 func (r *recorder) writeLinks(dir string) ([]string, error) {
 	var out []string
@@ -304,7 +304,7 @@ var recordedSystemdKeys = append([]string{"LimitNOFILE", "User", "DefaultLimitNO
 // keepReadLines keeps of a configuration file only the lines preflight
 // reads — a unit's Environment= or a drop-in's ExecStart= may hold
 // secrets: section headers and the recordedSystemdKeys of systemd files
-// (boot.KeepSettings: continuations whole, and a line that stops
+// (hostconf.KeepSettings: continuations whole, and a line that stops
 // systemd's parser still stopping it), and the nofile lines of
 // limits.conf and limits.d. Other lines are left empty, so every kept
 // line keeps its number (a replay names the same FILE:LINE). Other files
@@ -315,19 +315,19 @@ func keepReadLines(path string, b []byte) []byte {
 	case strings.HasPrefix(path, "/etc/security/"):
 		lines := strings.Split(string(b), "\n")
 		for i, l := range lines {
-			l, _, _ = strings.Cut(l, "#") // as tune/boot reads it
+			l, _, _ = strings.Cut(l, "#") // as hostconf reads it
 			if f := strings.Fields(l); len(f) != 4 || !strings.EqualFold(f[2], "nofile") {
 				lines[i] = ""
 			}
 		}
 		out = strings.Join(lines, "\n")
 	case strings.Contains(path, "/systemd/"):
-		out = string(boot.KeepSettings(b, recordedSystemdKeys))
+		out = string(hostconf.KeepSettings(b, recordedSystemdKeys))
 	default:
 		return b
 	}
 	if out == "" && len(b) > 0 {
-		out = "\n" // an empty file would read as masked (tune/boot)
+		out = "\n" // an empty file would read as masked (hostconf)
 	}
 	return []byte(out)
 }

@@ -19,13 +19,13 @@ import (
 // MemoryMax=, TasksMax= and Slice= (and its slice's limits) were blanked
 // and the replay passed mem.available and iotdb.threads where the live
 // run failed. The kind: any key read from a systemd file. Every
-// (section, key) pair of string literals that preflight and tune/boot
+// (section, key) pair of string literals that preflight and hostconf
 // pass to a reader must be in recordedSystemdKeys; and a unit whose
 // files set every one of them, with secrets, continuations, bare CR line
 // ends and a drop-in that stops systemd's parser, gathers the same
 // target facts from its recording as from itself.
 func TestRecordKeepsEveryKeyRead(t *testing.T) {
-	for _, key := range systemdKeysInSource(t, ".", "../tune/boot") {
+	for _, key := range systemdKeysInSource(t, ".", "../hostconf") {
 		if !slices.Contains(recordedSystemdKeys, key) {
 			t.Errorf("%s is read from systemd files but a recording blanks it: add it to recordedSystemdKeys", key)
 		}
@@ -75,7 +75,7 @@ func TestRecordKeepsEveryKeyRead(t *testing.T) {
 	}
 }
 
-// systemdKeysInSource lists the keys preflight and tune/boot read from
+// systemdKeysInSource lists the keys preflight and hostconf read from
 // systemd files: the string literal after a section name ("Service",
 // "Slice", "Manager") among a call's arguments, in the non-test Go files
 // of dirs, and the keys of memKeys.

@@ -301,7 +301,7 @@ func TestRecordKeepsOnlyReadLines(t *testing.T) {
 	}
 }
 
-// A recording replays tune/boot's reading of a unit exactly: a unit file
+// A recording replays hostconf's reading of a unit exactly: a unit file
 // reached through a symlink is named as on the host, a drop-in masked by
 // a symlink to /dev/null stays masked, line numbers survive the dropped
 // secret lines, and the secret does not reach the recording.

@@ -10,8 +10,8 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/testenv"
-	"github.com/hostprep/hostprep/tune/boot"
 )
 
 // sliceOracleValues are Slice= values: slice names, the unit specifiers
@@ -99,7 +99,7 @@ func TestSliceOracle(t *testing.T) {
 		}
 		unit := rapid.SampledFrom(sliceOracleUnits).Draw(rt, "unit")
 		file := unit
-		if tmpl, ok := boot.TemplateOf(unit); ok {
+		if tmpl, ok := hostconf.TemplateOf(unit); ok {
 			file = tmpl
 		}
 		write("system/"+file, "[Unit]\nDescription=hostprep oracle\n[Service]\n"+lines("Slice", sliceOracleValues, 3)+"ExecStart=/bin/true\n")
@@ -108,11 +108,11 @@ func TestSliceOracle(t *testing.T) {
 		}
 		write("system/brk.slice", "[Slice]\n"+lines("TasksMax", []string{"100", "", "infinity", "5%", "0", "lots", "0x40"}, 3))
 		dump, logged := systemdDump(rt, box, unit)
-		_, files, err := boot.UnitNofile(dir, unit)
+		_, files, err := hostconf.UnitNofile(dir, unit)
 		if err != nil {
 			rt.Fatal(err)
 		}
-		slice, _, why, err := boot.UnitSliceIn(dir, unit, files, nil)
+		slice, _, why, err := hostconf.UnitSliceIn(dir, unit, files, nil)
 		if err != nil {
 			rt.Fatal(err)
 		}
@@ -130,7 +130,7 @@ func TestSliceOracle(t *testing.T) {
 		if !ok {
 			return // not loaded: no Slice= named it
 		}
-		_, sfiles, err := boot.UnitNofile(dir, "brk.slice")
+		_, sfiles, err := hostconf.UnitNofile(dir, "brk.slice")
 		if err != nil {
 			rt.Fatal(err)
 		}

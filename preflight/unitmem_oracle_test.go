@@ -11,8 +11,8 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/testenv"
-	"github.com/hostprep/hostprep/tune/boot"
 )
 
 // memOracleUnit is the unit TestMemoryLimitOracle writes; no directory of
@@ -108,7 +108,7 @@ func TestMemoryLimitOracle(t *testing.T) {
 			write("system/"+memOracleUnit+".d/"+rapid.SampledFrom([]string{"10-a.conf", "60-hostprep.conf"}).Draw(rt, "dropin"), file("Service"))
 		}
 		want := memOracle(rt, box)
-		_, files, err := boot.UnitNofile(dir, memOracleUnit)
+		_, files, err := hostconf.UnitNofile(dir, memOracleUnit)
 		if err != nil {
 			rt.Fatal(err)
 		}

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
-	"github.com/hostprep/hostprep/tune/boot"
 )
 
 // TestUnitMemoryMax: a broker unit that is not running is judged on the
@@ -181,15 +181,15 @@ func TestUnitSlice(t *testing.T) {
 		{"brk.service", "[Service]\nSlice=a--b.slice\n", "a--b.slice", "", nil, "Slice=a--b.slice (/etc/systemd/system/brk.service:2) names a slice systemd cannot load"},
 	} {
 		name := c.unit
-		if tmpl, ok := boot.TemplateOf(c.unit); ok {
+		if tmpl, ok := hostconf.TemplateOf(c.unit); ok {
 			name = tmpl
 		}
 		root := fixtureRoot(t, map[string]string{"etc/systemd/system/" + name: c.file})
-		_, files, err := boot.UnitNofile(root, c.unit)
+		_, files, err := hostconf.UnitNofile(root, c.unit)
 		if err != nil {
 			t.Fatal(err)
 		}
-		slice, _, why, err := boot.UnitSliceIn(root, c.unit, files, nil)
+		slice, _, why, err := hostconf.UnitSliceIn(root, c.unit, files, nil)
 		if c.why != "" {
 			// a slice that cannot be judged: only why counts
 			if err != nil || slice != c.slice || !strings.Contains(why, c.why) {
@@ -197,8 +197,8 @@ func TestUnitSlice(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || slice != c.slice || sliceCgroup(slice) != c.cgroup || !slices.Equal(boot.SliceChain(slice), c.chain) || why != "" {
-			t.Errorf("%s %q: slice %q (%v; %q), cgroup %s, chain %q; want %s, %s, %q (%q)", c.unit, c.file, slice, err, why, sliceCgroup(slice), boot.SliceChain(slice), c.slice, c.cgroup, c.chain, c.why)
+		if err != nil || slice != c.slice || sliceCgroup(slice) != c.cgroup || !slices.Equal(hostconf.SliceChain(slice), c.chain) || why != "" {
+			t.Errorf("%s %q: slice %q (%v; %q), cgroup %s, chain %q; want %s, %s, %q (%q)", c.unit, c.file, slice, err, why, sliceCgroup(slice), hostconf.SliceChain(slice), c.slice, c.cgroup, c.chain, c.why)
 		}
 	}
 }

@@ -14,10 +14,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/profiles"
-	"github.com/hostprep/hostprep/tune/boot"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
 	"github.com/hostprep/hostprep/tune/sysval"
@@ -33,7 +33,7 @@ type BootValue struct {
 }
 
 // BootItem compares one thing hostprep persists with what the host will
-// have after its next boot (package tune/boot reads the configuration the
+// have after its next boot (package hostconf reads the configuration the
 // way systemd-sysctl, sysctl --system, pam_limits and systemd do).
 type BootItem struct {
 	// Key is a sysctl key; Limit names a nofile limit instead
@@ -61,7 +61,7 @@ type BootItem struct {
 	// is missing and that the drop-in applies once it is installed).
 	Note string `json:"note,omitempty"`
 	// hard is a nofile limit's hard value in force at boot
-	// (boot.Unlimited when none or unlimited).
+	// (hostconf.Unlimited when none or unlimited).
 	hard uint64
 	// unit is the unit a LimitNOFILE or TasksMax item is of ("" for
 	// any other item), and unitFile its unit file ("" when none).
@@ -77,8 +77,8 @@ type BootItem struct {
 // persistHint suggests a --persist-name that sorts after the file that
 // wins, where a name can (procps reads /etc/sysctl.conf after every
 // sysctl.d file, so nothing sorts after it there).
-func persistHint(env Env, loader boot.Loader, win boot.ConfFile) string {
-	if loader == boot.ProcpsSystem && win.Path == boot.SysctlConf {
+func persistHint(env Env, loader hostconf.Loader, win hostconf.ConfFile) string {
+	if loader == hostconf.ProcpsSystem && win.Path == hostconf.SysctlConf {
 		return " (sysctl --system reads /etc/sysctl.conf last, so only editing it helps)"
 	}
 	base := path.Base(win.Path)
@@ -173,14 +173,14 @@ func nextBoot(root string, overlay map[string][]byte) map[string][]byte {
 			if e.Type()&os.ModeSymlink == 0 {
 				continue
 			}
-			if t := boot.Resolve(root, p); onRun(t) && !generated(t) {
+			if t := hostconf.Resolve(root, p); onRun(t) && !generated(t) {
 				if _, ok := out[t]; !ok {
 					out[t] = nil
 				}
 			}
 		}
 	}
-	for _, dirs := range [][]string{boot.UnitDirs, boot.ManagerDropInDirs, boot.SysctlDirs, boot.ModulesLoadDirs} {
+	for _, dirs := range [][]string{hostconf.UnitDirs, hostconf.ManagerDropInDirs, hostconf.SysctlDirs, hostconf.ModulesLoadDirs} {
 		for _, d := range dirs {
 			if !onRun(d) {
 				links(d, 0)
@@ -201,7 +201,7 @@ func nextBoot(root string, overlay map[string][]byte) map[string][]byte {
 // 0: unknown, 0 and "").
 // Errors: exitcode.Environment when a configuration file cannot be read.
 func numberAtBoot(root string, overlay map[string][]byte, key string, def uint64) (uint64, string, error) {
-	s, err := boot.ReadSysctlOverlay(root, boot.DetectLoader(root), overlay)
+	s, err := hostconf.ReadSysctlOverlay(root, hostconf.DetectLoader(root), overlay)
 	if err != nil {
 		return 0, "", exitcode.Environmentf("tune: boot configuration: %w", err)
 	}
@@ -309,7 +309,7 @@ func lowestAtBoot(root string, overlay map[string][]byte, key string, def uint64
 
 // anyUser is a user name in no group, so that only "*" lines apply to it:
 // what every ordinary login session gets.
-const anyUser = boot.AnyUser
+const anyUser = hostconf.AnyUser
 
 // bootRoot is the root the boot simulation reads ("" = /).
 func (e Env) bootRoot() string { return e.Root }
@@ -385,13 +385,13 @@ func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, ov
 		return nil, nil
 	}
 	root := env.bootRoot()
-	loader := boot.DetectLoader(root)
-	s, err := boot.ReadSysctlOverlay(root, loader, overlay)
+	loader := hostconf.DetectLoader(root)
+	s, err := hostconf.ReadSysctlOverlay(root, loader, overlay)
 	if err != nil {
 		return nil, err
 	}
 	s.Dir = env.sysctlDir()
-	mods, err := boot.ModulesAtBoot(root, overlay)
+	mods, err := hostconf.ModulesAtBoot(root, overlay)
 	if err != nil {
 		return nil, err
 	}
@@ -443,7 +443,7 @@ func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, ov
 			it.OK = false
 			it.Problem = fmt.Sprintf("sysctl %s: %s sets %s, not the %s hostprep wrote (the file was edited); %s writes it again", k, set.Where(), sysval.Normalize(set.Value), want, env.reapply())
 		}
-		if m := boot.ModuleFor(k); m != "" && it.OK {
+		if m := hostconf.ModuleFor(k); m != "" && it.OK {
 			if _, loaded := mods[m]; !loaded {
 				it.OK = false
 				it.Boot = BootValue{Value: "absent"} // no file's line can set a key that does not exist
@@ -469,7 +469,7 @@ func bootLimitItems(env Env, per journal.Persisted, overlay map[string][]byte) (
 		return nil, err
 	}
 	for i := range out {
-		if it := &out[i]; it.hard != boot.Unlimited && it.hard > nrOpen {
+		if it := &out[i]; it.hard != hostconf.Unlimited && it.hard > nrOpen {
 			it.OK = false
 			it.Problem = fmt.Sprintf("%s: hard nofile %d at boot is above fs.nr_open %d after the next boot (%s): setrlimit refuses it, so logins fail (\"Could not set limit\") and services do not get it; raise fs.nr_open (a profile's `fs.nr_open: {value: \"%d\", mode: at-least}`) or lower the limit", it.Limit, it.hard, nrOpen, nrFrom, it.hard)
 		}
@@ -485,18 +485,18 @@ func limitItems(env Env, per journal.Persisted, overlay map[string][]byte) ([]Bo
 	var out []BootItem
 	if n := per.Nofile; n != nil {
 		for _, u := range per.NofileUsers {
-			var b boot.Nofile
+			var b hostconf.Nofile
 			var err error
 			switch {
 			case u == "*":
-				b, err = boot.NofileOverlay(root, anyUser, overlay)
+				b, err = hostconf.NofileOverlay(root, anyUser, overlay)
 			case strings.HasPrefix(u, "@") && !strings.Contains(u, ":"):
 				// A member of the group with no line of its own.
-				b, err = boot.NofileForGroupsOverlay(root, anyUser, []string{u[1:]}, overlay)
+				b, err = hostconf.NofileForGroupsOverlay(root, anyUser, []string{u[1:]}, overlay)
 			case strings.HasPrefix(u, "%") || strings.Contains(u, ":"):
 				continue // maxlogins domains and uid/gid ranges: no single user stands for them
 			default:
-				b, err = boot.NofileOverlay(root, u, overlay)
+				b, err = hostconf.NofileOverlay(root, u, overlay)
 			}
 			if err != nil {
 				return nil, err
@@ -509,7 +509,7 @@ func limitItems(env Env, per journal.Persisted, overlay map[string][]byte) ([]Bo
 	}
 	pid1 := env.pid1Nofile()
 	if d := per.DefaultLimitNOFILE; d != nil {
-		m, read, err := boot.ManagerNofileOverlay(root, overlay)
+		m, read, err := hostconf.ManagerNofileOverlay(root, overlay)
 		if err != nil {
 			return nil, err
 		}
@@ -521,7 +521,7 @@ func limitItems(env Env, per journal.Persisted, overlay map[string][]byte) ([]Bo
 	}
 	sort.Strings(units)
 	for _, u := range units {
-		m, read, err := boot.UnitNofileOverlay(root, u, overlay)
+		m, read, err := hostconf.UnitNofileOverlay(root, u, overlay)
 		if err != nil {
 			return nil, err
 		}
@@ -534,12 +534,12 @@ func limitItems(env Env, per journal.Persisted, overlay map[string][]byte) ([]Bo
 
 // notStarted marks it (unit u's item for its setting key, "LimitNOFILE"
 // or "TasksMax") not OK when systemd will not start u after a reboot:
-// its unit file, read[0] of the files boot.UnitNofile lists, is masked
+// its unit file, read[0] of the files hostconf.UnitNofile lists, is masked
 // (empty or a link to /dev/null) or fails to parse. A unit with no unit
 // file at all is not installed: that fails nothing (hostprep's drop-in
 // applies once it is installed) but is no plain ok either: it is marked
 // NotInstalled, with a note naming the unit.
-func notStarted(env Env, it *BootItem, read []boot.ConfFile, u, key string) {
+func notStarted(env Env, it *BootItem, read []hostconf.ConfFile, u, key string) {
 	it.unit = u
 	if unitMissing(read, u) {
 		it.NotInstalled = true
@@ -579,12 +579,12 @@ func unmaskFix(mask string) string {
 	return fmt.Sprintf("systemctl unmask does not remove a mask there (only one in /etc/systemd/system), a mask a package ships on purpose (often a SysV name another unit replaces): name the unit that runs the service, or override the mask with a unit file /etc/systemd/system/%s", path.Base(mask))
 }
 
-// unitMissing says whether read, the files boot.UnitNofile lists for
+// unitMissing says whether read, the files hostconf.UnitNofile lists for
 // unit u, hold no unit file of u (nor of its template, for an
 // instance; an alias link counts as u's): u is not installed, and
 // drop-ins alone do not make a unit.
-func unitMissing(read []boot.ConfFile, u string) bool {
-	return len(read) == 0 || !boot.IsUnitFile(read[0].Path, u)
+func unitMissing(read []hostconf.ConfFile, u string) bool {
+	return len(read) == 0 || !hostconf.IsUnitFile(read[0].Path, u)
 }
 
 // installedWhere is "on this host", or "in the image" in image mode.
@@ -626,7 +626,7 @@ func installNotes(env Env, items []BootItem) (notes, warnings []string) {
 }
 
 func fmtRlimit(v uint64) string {
-	if v == boot.Unlimited {
+	if v == hostconf.Unlimited {
 		return "unlimited"
 	}
 	return strconv.FormatUint(v, 10)
@@ -635,9 +635,9 @@ func fmtRlimit(v uint64) string {
 // limitItem compares pam_limits' boot soft and hard with want, which
 // hostprep wrote in files.LimitsConf; the problem says whether hostprep's
 // file is missing, was edited, or another line wins.
-func limitItem(env Env, name string, want journal.Limit, b boot.Nofile) BootItem {
+func limitItem(env Env, name string, want journal.Limit, b hostconf.Nofile) BootItem {
 	soft, hard := b.Soft, b.Hard
-	it := BootItem{Limit: name, Want: fmtLimit(want.Soft, want.Hard), OK: true, hard: boot.Unlimited}
+	it := BootItem{Limit: name, Want: fmtLimit(want.Soft, want.Hard), OK: true, hard: hostconf.Unlimited}
 	if hard.Set {
 		it.hard = hard.Value
 	}
@@ -693,17 +693,17 @@ func imageLimitsConf(env Env, overlay map[string][]byte) map[string][]byte {
 	if !env.ImageMode() || imagePamLimits(env.bootRoot()) != "" {
 		return overlay
 	}
-	if _, ok := overlay[boot.LimitsConf]; ok {
+	if _, ok := overlay[hostconf.LimitsConf]; ok {
 		return overlay
 	}
-	if _, err := os.Lstat(filepath.Join(env.bootRoot(), boot.LimitsConf)); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Lstat(filepath.Join(env.bootRoot(), hostconf.LimitsConf)); !errors.Is(err, fs.ErrNotExist) {
 		return overlay
 	}
 	out := maps.Clone(overlay)
 	if out == nil {
 		out = map[string][]byte{}
 	}
-	out[boot.LimitsConf] = []byte{}
+	out[hostconf.LimitsConf] = []byte{}
 	return out
 }
 
@@ -730,9 +730,9 @@ func imagePamLimits(root string) string {
 // brokenLimits is the problem of a limits file pam_limits cannot open:
 // it then fails every session it opens ("cannot open session: Error in
 // service module", measured with runuser and Debian 12's pam_limits).
-func brokenLimits(env Env, name string, f boot.ConfFile) string {
+func brokenLimits(env Env, name string, f hostconf.ConfFile) string {
 	const fails = "pam_limits then fails every login session (\"cannot open session: Error in service module\": login, su, sshd, runuser), so no session gets any limit"
-	if f.Path != boot.LimitsConf {
+	if f.Path != hostconf.LimitsConf {
 		return fmt.Sprintf("%s: pam_limits cannot open %s (a link to a missing file); %s; remove that entry or fix its link", name, f.Name(), fails)
 	}
 	missing := fmt.Sprintf("%s: %s does not exist", name, f.Name())
@@ -740,7 +740,7 @@ func brokenLimits(env Env, name string, f boot.ConfFile) string {
 		missing = fmt.Sprintf("%s: %s is a link to a missing file", name, f.Path)
 	}
 	if env.ImageMode() {
-		return fmt.Sprintf("%s in the image, whose %s loads pam_limits: a host booted from it fails every login session there (\"cannot open session: Error in service module\"), so no session gets hostprep's limits.d value; the file comes with the PAM modules package (Debian: libpam-modules): install it into the image, or create %s (it may be empty)", missing, imagePamLimits(env.bootRoot()), boot.LimitsConf)
+		return fmt.Sprintf("%s in the image, whose %s loads pam_limits: a host booted from it fails every login session there (\"cannot open session: Error in service module\"), so no session gets hostprep's limits.d value; the file comes with the PAM modules package (Debian: libpam-modules): install it into the image, or create %s (it may be empty)", missing, imagePamLimits(env.bootRoot()), hostconf.LimitsConf)
 	}
 	return fmt.Sprintf("%s; %s; restore it (Debian: libpam-modules ships it; it may be empty)", missing, fails)
 }
@@ -751,7 +751,7 @@ func brokenLimits(env Env, name string, f boot.ConfFile) string {
 // what wins instead: hostprep's drop-in not read (removed, masked or
 // hidden) and a default or another file in force, hostprep's own drop-in
 // with other bytes, or a file read after it.
-func systemdItem(env Env, name, own string, read []boot.ConfFile, want journal.Limit, got boot.NofileSetting) BootItem {
+func systemdItem(env Env, name, own string, read []hostconf.ConfFile, want journal.Limit, got hostconf.NofileSetting) BootItem {
 	it := BootItem{Limit: name, Want: files.SystemdNofile(want.Soft, want.Hard), OK: true, Boot: BootValue{Value: got.String()}, hard: got.Hard}
 	if got.Infinity != "" {
 		it.Boot.Value += " (" + got.Infinity + ")"
@@ -761,10 +761,10 @@ func systemdItem(env Env, name, own string, read []boot.ConfFile, want journal.L
 	}
 	// where hostprep kept a unit's own infinity (soft or hard), only an
 	// infinity written at boot is as much: got holds it resolved
-	ws, wh, wok := boot.ParseNofile(got.Written())
+	ws, wh, wok := hostconf.ParseNofile(got.Written())
 	covers := func(got, want, written uint64) bool {
-		if want == boot.Unlimited {
-			return wok && written == boot.Unlimited
+		if want == hostconf.Unlimited {
+			return wok && written == hostconf.Unlimited
 		}
 		return got >= want
 	}
@@ -786,7 +786,7 @@ func systemdItem(env Env, name, own string, read []boot.ConfFile, want journal.L
 // what hostprep wrote): hostprep's drop-in not read (removed, masked or
 // hidden), hostprep's own drop-in with other bytes, or a file read after
 // it.
-func dropInProblem(env Env, head, own string, read []boot.ConfFile, winner string) string {
+func dropInProblem(env Env, head, own string, read []hostconf.ConfFile, winner string) string {
 	again := env.reapply()
 	hider := hiderOf(read, own)
 	switch {

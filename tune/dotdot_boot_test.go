@@ -4,10 +4,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/profiles"
-	"github.com/hostprep/hostprep/tune/boot"
 )
 
 // TestDotDotKeyUnderProcps: procps `sysctl --system` opens a key's path
@@ -44,4 +44,4 @@ func TestDotDotKeyUnderProcps(t *testing.T) {
 	}
 }
 
-func bootLoaderOf(h *fakeHost) string { return string(boot.DetectLoader(h.root)) }
+func bootLoaderOf(h *fakeHost) string { return string(hostconf.DetectLoader(h.root)) }

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/profiles"
-	"github.com/hostprep/hostprep/tune/boot"
 )
 
 // TestServiceNameWithDot: a unit named with a dot but no type after it
@@ -33,10 +33,10 @@ func TestServiceNameWithDot(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "etc/systemd/system/php8.2-fpm.service.d/60-hostprep.conf")); err != nil {
 		t.Errorf("no drop-in php8.2-fpm.service.d/60-hostprep.conf: %v", err)
 	}
-	got, _, err := boot.UnitNofile(root, "php8.2-fpm")
+	got, _, err := hostconf.UnitNofile(root, "php8.2-fpm")
 	must(t, err)
 	if got.Soft != 65536 || !got.Set {
-		t.Errorf("boot.UnitNofile(php8.2-fpm) = %s at %s", got, got.Where())
+		t.Errorf("hostconf.UnitNofile(php8.2-fpm) = %s at %s", got, got.Where())
 	}
 	bs, err := VerifyBoot(env)
 	must(t, err)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hostprep/hostprep/tune/boot"
+	"github.com/hostprep/hostprep/hostconf"
 )
 
 // TestE2EFreshUserNofileAndBootModes replays a fresh user's findings in
@@ -23,7 +23,7 @@ func TestE2EFreshUserNofileAndBootModes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nrOpen := strconv.FormatUint(boot.Pid1NofileHard(string(cmdline)).Value, 10)
+	nrOpen := strconv.FormatUint(hostconf.Pid1NofileHard(string(cmdline)).Value, 10)
 
 	// LimitNOFILE=infinity resolves to PID 1's hard limit at boot
 	// (fs.nr_open before sysctl.d): never written lower, and kept as

@@ -11,7 +11,7 @@
 // (prlimit of running processes). plan.go, apply.go, rollback.go and
 // verify.go are short loops over the layers; bootcheck.go compares every
 // persisted key and limit with the host after its next boot (package
-// tune/boot), neverlower.go keeps nofile limits the host already has,
+// hostconf), neverlower.go keeps nofile limits the host already has,
 // ports.go plans the port range and reserved ports, bounds.go the
 // version- and RAM-dependent kernel bounds, output.go prints.
 // Sub-packages: boot (boot simulation of sysctl.d, limits.d, systemd),
@@ -31,11 +31,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/procnet"
 	"github.com/hostprep/hostprep/internal/shellquote"
 	"github.com/hostprep/hostprep/profiles"
-	"github.com/hostprep/hostprep/tune/boot"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
 	"github.com/hostprep/hostprep/tune/lock"
@@ -149,23 +149,23 @@ func (e Env) proc() string {
 }
 
 // pid1Nofile is the hard nofile PID 1 holds after the next boot, what a
-// systemd "infinity" nofile gives (boot.Pid1NofileHard): from the
+// systemd "infinity" nofile gives (hostconf.Pid1NofileHard): from the
 // kernel command line in /proc/cmdline on a host, the kernel default in
 // image mode (the image's command line is not known).
-func (e Env) pid1Nofile() boot.Pid1Hard {
+func (e Env) pid1Nofile() hostconf.Pid1Hard {
 	if e.ImageMode() {
-		return boot.Pid1NofileDefault("the kernel command line an image boots with is not known here")
+		return hostconf.Pid1NofileDefault("the kernel command line an image boots with is not known here")
 	}
 	p := filepath.Join(e.proc(), "cmdline")
 	b, err := os.ReadFile(p)
 	if err != nil {
-		return boot.Pid1NofileDefault(fmt.Sprintf("%s could not be read: %v", p, err))
+		return hostconf.Pid1NofileDefault(fmt.Sprintf("%s could not be read: %v", p, err))
 	}
-	return boot.Pid1NofileHard(string(b))
+	return hostconf.Pid1NofileHard(string(b))
 }
 
 // sysctlDir says whether DIR ("net/ipv4") is a directory of this
-// kernel's sysctl tree (under ProcSys), for boot.Sysctl.Dir: procps
+// kernel's sysctl tree (under ProcSys), for hostconf.Sysctl.Dir: procps
 // follows a ".." in a key through it. nil in image mode, where the
 // kernel that boots is not this one (every directory a key names is
 // taken to exist).

@@ -11,7 +11,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/hostprep/hostprep/tune/boot"
+	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
 )
@@ -157,7 +157,7 @@ func (r *rollbackRun) scanLeft() {
 // fail to set its hard nofile once rollback lowered fs.nr_open below it
 // (pam_limits' setrlimit gets EPERM and the session fails).
 func (r *rollbackRun) scanForeign() {
-	for _, f := range boot.LimitsFiles(r.env.bootRoot()) {
+	for _, f := range hostconf.LimitsFiles(r.env.bootRoot()) {
 		p := r.env.path(f.Path)
 		if _, owned := r.st.Files[p]; owned || f.Masked {
 			continue

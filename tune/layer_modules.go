@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/hostprep/hostprep/tune/boot"
+	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
 )
@@ -32,7 +32,7 @@ func (pl *Plan) modulesWants(per journal.Persisted) []fileWant {
 func modulesFor(keys map[string]journal.PersistedKey, conf string) ([]files.ModuleLine, string) {
 	need := map[string][]string{}
 	for k := range keys {
-		if m := boot.ModuleFor(k); m != "" {
+		if m := hostconf.ModuleFor(k); m != "" {
 			need[m] = append(need[m], k)
 		}
 	}

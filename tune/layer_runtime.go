@@ -10,9 +10,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/profiles"
-	"github.com/hostprep/hostprep/tune/boot"
 	"github.com/hostprep/hostprep/tune/journal"
 	"github.com/hostprep/hostprep/tune/sysval"
 )
@@ -52,10 +52,10 @@ func (pl *Plan) sysctlTargets(p *profiles.Profile) (map[string]target, map[strin
 	if !pl.env.ImageMode() {
 		kernel = pl.kernelRelease()
 	}
-	var image *boot.Sysctl // the image's sysctl configuration, in image mode
+	var image *hostconf.Sysctl // the image's sysctl configuration, in image mode
 	if pl.env.ImageMode() && len(keys) > 0 {
 		var err error
-		if image, err = boot.ReadSysctl(pl.env.bootRoot()); err != nil {
+		if image, err = hostconf.ReadSysctl(pl.env.bootRoot()); err != nil {
 			return nil, nil, exitcode.Environmentf("tune: boot configuration: %w", err)
 		}
 	}
@@ -142,7 +142,7 @@ func (pl *Plan) unprivStart(p *profiles.Profile) (int64, string, error) {
 // the live value, so at-least and at-most keep an image value that
 // already satisfies the profile (hostprep's file, read later, would
 // otherwise lower it); with no file setting k, the profile's value.
-func (pl *Plan) imageTarget(image *boot.Sysctl, k string, s profiles.Sysctl) target {
+func (pl *Plan) imageTarget(image *hostconf.Sysctl, k string, s profiles.Sysctl) target {
 	t := target{value: sysval.Normalize(s.Value), optional: s.Optional, comment: s.Comment, present: true}
 	set, ok := image.Lookup(k)
 	if !ok || modeOf(s) == sysval.Exact {

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/hostprep/hostprep/tune/boot"
+	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
 )
@@ -51,13 +51,13 @@ func (pl *Plan) warnHidden(rel string) {
 	var dirs []string
 	switch {
 	case dir == "/etc/sysctl.d":
-		dirs = boot.SysctlDirs
+		dirs = hostconf.SysctlDirs
 	case dir == "/etc/modules-load.d":
-		dirs = boot.ModulesLoadDirs
+		dirs = hostconf.ModulesLoadDirs
 	case dir == "/etc/systemd/system.conf.d":
-		dirs = boot.ManagerDropInDirs
+		dirs = hostconf.ManagerDropInDirs
 	case filepath.Dir(dir) == "/etc/systemd/system" && strings.HasSuffix(dir, ".d"):
-		for _, u := range boot.UnitDirs {
+		for _, u := range hostconf.UnitDirs {
 			dirs = append(dirs, filepath.Join(u, filepath.Base(dir)))
 		}
 	}

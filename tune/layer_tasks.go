@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/profiles"
-	"github.com/hostprep/hostprep/tune/boot"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
 )
@@ -19,7 +19,7 @@ import (
 // unit's drop-in next to LimitNOFILE (layer_systemd.go), never below what
 // the unit gets now (keepTasksMax), checked at boot by tasksItems. A
 // TasksMax= written as a share ("15%", systemd's default) is resolved
-// against the host's task ceiling as systemd does (boot.TasksCeiling; in
+// against the host's task ceiling as systemd does (hostconf.TasksCeiling; in
 // an image, of the image's own sysctl.d values, and not at all when it
 // does not set kernel.threads-max: taskCeiling). A slice above the unit
 // with a lower TasksMax= caps it (sliceCaps).
@@ -42,12 +42,12 @@ func tasksMaxText(tasks map[string]uint64, unit string) string {
 	return fmtTasks(n)
 }
 
-// fmtTasks is a number of tasks, or "infinity" for boot.Unlimited (the
+// fmtTasks is a number of tasks, or "infinity" for hostconf.Unlimited (the
 // profile's spelling, profiles.TasksInfinity).
 func fmtTasks(n uint64) string { return profiles.TasksMax(n).String() }
 
 // taskCeiling is the task ceiling TasksMax= shares are taken of after
-// the next boot (boot.TasksCeiling of kernel.threads-max and
+// the next boot (hostconf.TasksCeiling of kernel.threads-max and
 // kernel.pid_max), in tasks. known is false when kernel.threads-max is
 // not known: in an image whose sysctl configuration (and profile) does
 // not set it the kernel sizes it from the RAM of the host the image
@@ -66,7 +66,7 @@ type taskCeiling struct {
 // known) and pid (kernel.pid_max), in tasks; in names where threads-max
 // was looked for ("the image's sysctl.d").
 func ceilingOf(threads, pid uint64, in string) taskCeiling {
-	c := taskCeiling{tasks: boot.TasksCeiling(threads, pid), known: threads > 0}
+	c := taskCeiling{tasks: hostconf.TasksCeiling(threads, pid), known: threads > 0}
 	if !c.known {
 		c.why = fmt.Sprintf("kernel.threads-max, which systemd takes the share of as well as kernel.pid_max - 1 (%d), is set by no file of %s and the kernel sizes it from the RAM of the host it boots on", c.tasks, in)
 	}
@@ -106,7 +106,7 @@ func ceilingWhere(env Env) string {
 }
 
 // keepTasksMax raises each unit's TasksMax= per will write to what the
-// unit gets now (boot.UnitTasksMax: its files, else DefaultTasksMax=,
+// unit gets now (hostconf.UnitTasksMax: its files, else DefaultTasksMax=,
 // else systemd's 15%, a share taken of the task ceiling after the
 // sysctls), as keep does for nofile: hostprep never writes a lower one,
 // and infinity stays infinity. A kept value is listed as skipped. A share
@@ -124,7 +124,7 @@ func (pl *Plan) keepTasksMax(per *journal.Persisted, targets map[string]target) 
 		return err
 	}
 	for _, u := range slices.Sorted(maps.Keys(per.TasksMax)) {
-		now, _, err := boot.UnitTasksMax(pl.env.bootRoot(), u, ceiling.tasks)
+		now, _, err := hostconf.UnitTasksMax(pl.env.bootRoot(), u, ceiling.tasks)
 		if err != nil {
 			return exitcode.Environmentf("tune: %w", err)
 		}
@@ -189,7 +189,7 @@ func bootTasksCeiling(env Env, overlay map[string][]byte) (taskCeiling, error) {
 }
 
 // tasksItems compares each unit's TasksMax= hostprep persisted with what
-// systemd gives it after the next boot (boot.UnitTasksMaxOverlay, shares
+// systemd gives it after the next boot (hostconf.UnitTasksMaxOverlay, shares
 // taken of bootTasksCeiling); at least the persisted value is OK, and a
 // share of a ceiling that is not known is not.
 func tasksItems(env Env, per journal.Persisted, overlay map[string][]byte) ([]BootItem, error) {
@@ -203,7 +203,7 @@ func tasksItems(env Env, per journal.Persisted, overlay map[string][]byte) ([]Bo
 	}
 	var out []BootItem
 	for _, u := range slices.Sorted(maps.Keys(per.TasksMax)) {
-		got, read, err := boot.UnitTasksMaxOverlay(root, u, ceiling.tasks, overlay)
+		got, read, err := hostconf.UnitTasksMaxOverlay(root, u, ceiling.tasks, overlay)
 		if err != nil {
 			return nil, err
 		}
@@ -226,9 +226,9 @@ func tasksItems(env Env, per journal.Persisted, overlay map[string][]byte) ([]Bo
 // TasksMax= that resets it to the manager's default; a share of a
 // ceiling that is not known is not OK either ("unknown": hostprep cannot
 // tell), unless even the most it can be is below want.
-func tasksItem(env Env, unit string, read []boot.ConfFile, want uint64, got boot.TasksSetting, ceiling taskCeiling) BootItem {
+func tasksItem(env Env, unit string, read []hostconf.ConfFile, want uint64, got hostconf.TasksSetting, ceiling taskCeiling) BootItem {
 	own := files.ServiceDropIn(unit)
-	it := BootItem{Limit: unit + " TasksMax", Want: fmtTasks(want), OK: true, Boot: BootValue{Value: got.String()}, hard: boot.Unlimited}
+	it := BootItem{Limit: unit + " TasksMax", Want: fmtTasks(want), OK: true, Boot: BootValue{Value: got.String()}, hard: hostconf.Unlimited}
 	switch {
 	case got.Set:
 		it.Boot.File, it.Boot.Line = got.File.Name(), got.Line
@@ -258,9 +258,9 @@ func tasksItem(env Env, unit string, read []boot.ConfFile, want uint64, got boot
 }
 
 // sliceCaps marks it, unit u's TasksMax item, not OK when the slice u
-// runs in after the next boot cannot be judged (boot.UnitSlice: a
+// runs in after the next boot cannot be judged (hostconf.UnitSlice: a
 // specifier taken from the host, a slice that fails to load), or a slice
-// above u (boot.ChainTasks: its Slice=, else system.slice, and each
+// above u (hostconf.ChainTasks: its Slice=, else system.slice, and each
 // slice above that by dash prefix) has a
 // TasksMax= below want, the one hostprep wrote, or a share of a ceiling
 // not known: pids.max is hierarchical, so the slice caps every task of
@@ -268,7 +268,7 @@ func tasksItem(env Env, unit string, read []boot.ConfFile, want uint64, got boot
 // slice's file and line and the remedy. Errors: exitcode.Environment
 // when a file cannot be read.
 func sliceCaps(it *BootItem, root, u string, want uint64, ceiling taskCeiling, overlay map[string][]byte) error {
-	slice, where, why, err := boot.UnitSlice(root, u, overlay)
+	slice, where, why, err := hostconf.UnitSlice(root, u, overlay)
 	if err != nil {
 		return exitcode.Environmentf("tune: %w", err)
 	}
@@ -279,14 +279,14 @@ func sliceCaps(it *BootItem, root, u string, want uint64, ceiling taskCeiling, o
 		it.Problem = fmt.Sprintf("%s: %s; hostprep cannot tell what caps the unit's tasks: name the slice plainly (Slice=NAME.slice)", it.Limit, why)
 		return nil
 	}
-	all, low, ok, err := boot.ChainTasks(root, slice, ceiling.tasks, overlay)
+	all, low, ok, err := hostconf.ChainTasks(root, slice, ceiling.tasks, overlay)
 	if err != nil {
 		return exitcode.Environmentf("tune: %w", err)
 	}
 	below := ok && low.Tasks < want
 	if !below {
-		i := slices.IndexFunc(all, func(s boot.SliceTasks) bool {
-			return s.Tasks != boot.Unlimited && isShare(s.Text) && !ceiling.known
+		i := slices.IndexFunc(all, func(s hostconf.SliceTasks) bool {
+			return s.Tasks != hostconf.Unlimited && isShare(s.Text) && !ceiling.known
 		})
 		if i < 0 {
 			return nil
@@ -322,7 +322,7 @@ func sliceCaps(it *BootItem, root, u string, want uint64, ceiling taskCeiling, o
 // tasksProblem is tasksItem's problem after head (what systemd gives the
 // unit, from where): the empty TasksMax= that resets it, hostprep's
 // drop-in edited, or dropInProblem's.
-func tasksProblem(env Env, head, own string, read []boot.ConfFile, got boot.TasksSetting) string {
+func tasksProblem(env Env, head, own string, read []hostconf.ConfFile, got hostconf.TasksSetting) string {
 	ours := readsOwn(read, own) && hiderOf(read, own) < 0
 	switch {
 	case got.ResetLine > 0 && got.ResetFile.Path == own:
@@ -336,15 +336,15 @@ func tasksProblem(env Env, head, own string, read []boot.ConfFile, got boot.Task
 }
 
 // readsOwn says whether systemd reads hostprep's drop-in own (not masked).
-func readsOwn(read []boot.ConfFile, own string) bool {
-	return slices.ContainsFunc(read, func(f boot.ConfFile) bool { return f.Path == own && !f.Masked })
+func readsOwn(read []hostconf.ConfFile, own string) bool {
+	return slices.ContainsFunc(read, func(f hostconf.ConfFile) bool { return f.Path == own && !f.Masked })
 }
 
 // hiderOf is the index in read of a file of own's name in a directory
 // read first (system.control, /run), which hides hostprep's drop-in own
 // and is not hostprep's to remove; -1 when none does.
-func hiderOf(read []boot.ConfFile, own string) int {
-	return slices.IndexFunc(read, func(f boot.ConfFile) bool {
+func hiderOf(read []hostconf.ConfFile, own string) int {
+	return slices.IndexFunc(read, func(f hostconf.ConfFile) bool {
 		return f.Path != own && path.Base(f.Path) == path.Base(own) && path.Base(path.Dir(f.Path)) == path.Base(path.Dir(own))
 	})
 }

@@ -6,9 +6,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/proclimits"
-	"github.com/hostprep/hostprep/tune/boot"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
 )
@@ -61,7 +61,7 @@ func (pl *Plan) neverLower(per *journal.Persisted, services bool, nrOpen uint64)
 	}
 	pid1 := pl.env.pid1Nofile()
 	if d := per.DefaultLimitNOFILE; d != nil {
-		m, _, err := boot.ManagerNofile(root)
+		m, _, err := hostconf.ManagerNofile(root)
 		if err != nil {
 			return exitcode.Environmentf("tune: %w", err)
 		}
@@ -74,7 +74,7 @@ func (pl *Plan) neverLower(per *journal.Persisted, services bool, nrOpen uint64)
 	}
 	sort.Strings(units)
 	for _, u := range units {
-		m, _, err := boot.UnitNofile(root, u)
+		m, _, err := hostconf.UnitNofile(root, u)
 		if err != nil {
 			return exitcode.Environmentf("tune: %w", err)
 		}
@@ -88,8 +88,8 @@ func (pl *Plan) neverLower(per *journal.Persisted, services bool, nrOpen uint64)
 // systemdNow is what a service gets from m, a unit's or the manager's
 // nofile: an "infinity" in it is PID 1's hard limit (m.Resolved with
 // pid1), not fs.nr_open after the sysctls.
-func systemdNow(m boot.NofileSetting, pid1 boot.Pid1Hard) nofileNow {
-	softInf, hardInf := m.Soft == boot.Unlimited, m.Hard == boot.Unlimited
+func systemdNow(m hostconf.NofileSetting, pid1 hostconf.Pid1Hard) nofileNow {
+	softInf, hardInf := m.Soft == hostconf.Unlimited, m.Hard == hostconf.Unlimited
 	m = m.Resolved(pid1)
 	if m.Infinity == "" {
 		return nofileNow{soft: m.Soft, hard: m.Hard, from: m.Where()}
@@ -102,7 +102,7 @@ func systemdNow(m boot.NofileSetting, pid1 boot.Pid1Hard) nofileNow {
 // unlimited now is first resolved to what it gives (resolveUnlimited with
 // nrOpen, fs.nr_open): hostprep writes numbers, never lower than that;
 // but systemd's infinity (now.softInfinity, now.hardInfinity) is kept as
-// infinity (boot.Unlimited, written "infinity"), since PID 1's hard
+// infinity (hostconf.Unlimited, written "infinity"), since PID 1's hard
 // limit on the host may be above the number the model resolves it to.
 func (pl *Plan) keep(want *journal.Limit, now nofileNow, nrOpen uint64, file, who string) {
 	soft, hard, how := resolveUnlimited(now.soft, now.hard, nrOpen)
@@ -115,19 +115,19 @@ func (pl *Plan) keep(want *journal.Limit, now nofileNow, nrOpen uint64, file, wh
 	}
 	var kept []string
 	switch {
-	case now.hardInfinity && hard >= want.Hard && want.Hard != boot.Unlimited:
+	case now.hardInfinity && hard >= want.Hard && want.Hard != hostconf.Unlimited:
 		// systemd's infinity stays infinity: the number it resolves to
 		// here may be less than what PID 1 has at boot
 		kept = append(kept, fmt.Sprintf("hard infinity (the profile asks for %d)", want.Hard))
-		want.Hard = boot.Unlimited
+		want.Hard = hostconf.Unlimited
 	case hard > want.Hard:
 		kept = append(kept, fmt.Sprintf("hard %d (the profile asks for %d)", hard, want.Hard))
 		want.Hard = hard
 	}
 	switch {
-	case now.softInfinity && want.Hard == boot.Unlimited && soft >= want.Soft && want.Soft != boot.Unlimited:
+	case now.softInfinity && want.Hard == hostconf.Unlimited && soft >= want.Soft && want.Soft != hostconf.Unlimited:
 		kept = append(kept, fmt.Sprintf("soft infinity (the profile asks for %d)", want.Soft))
-		want.Soft = boot.Unlimited
+		want.Soft = hostconf.Unlimited
 	case soft > want.Soft && soft <= want.Hard:
 		kept = append(kept, fmt.Sprintf("soft %d (the profile asks for %d)", soft, want.Soft))
 		want.Soft = soft
@@ -150,7 +150,7 @@ func (n nofileNow) String() string {
 }
 
 // resolveUnlimited returns the nofile soft and hard an unlimited value
-// (boot.Unlimited: systemd's infinity, limits.d's unlimited or -1) really
+// (hostconf.Unlimited: systemd's infinity, limits.d's unlimited or -1) really
 // gives, and how, for messages ("" when neither is unlimited). There is no
 // infinite fd limit: setrlimit() refuses anything above fs.nr_open (EPERM);
 // pam_limits turns unlimited nofile into fs.nr_open, so it becomes nrOpen
@@ -158,7 +158,7 @@ func (n nofileNow) String() string {
 // infinity is resolved before (systemdNow: PID 1's hard limit, which it
 // took from fs.nr_open before sysctl.d ran).
 func resolveUnlimited(soft, hard, nrOpen uint64) (uint64, uint64, string) {
-	if soft != boot.Unlimited && hard != boot.Unlimited {
+	if soft != hostconf.Unlimited && hard != hostconf.Unlimited {
 		return soft, hard, ""
 	}
 	soft, hard = min(soft, nrOpen), min(hard, nrOpen)
@@ -194,7 +194,7 @@ func (pl *Plan) sessionNofileNow(root string, users []string) (nofileNow, error)
 		case strings.HasPrefix(u, "@") || strings.HasPrefix(u, "%"):
 			continue
 		}
-		b, err := boot.NofileAtBoot(root, sim)
+		b, err := hostconf.NofileAtBoot(root, sim)
 		if err != nil {
 			return out, exitcode.Environmentf("tune: %w", err)
 		}
@@ -223,12 +223,12 @@ func (pl *Plan) sessionNofileNow(root string, users []string) (nofileNow, error)
 // loginBase is the nofile a new login session gets when no limits line
 // applies: what the login process tree has. With systemd (running, or
 // installed in the image in image mode) that is the manager's
-// DefaultLimitNOFILE (boot.ManagerNofile: sshd and logind's sessions are
+// DefaultLimitNOFILE (hostconf.ManagerNofile: sshd and logind's sessions are
 // services that get it); without systemd PID 1's limit (/proc/1/limits),
 // which every process below it inherits. Zero (from "") when unknown.
 func (pl *Plan) loginBase(root string) (nofileNow, error) {
 	if pl.env.systemdRunning() || (pl.env.ImageMode() && isDir(pl.env.path("/etc/systemd"))) {
-		m, _, err := boot.ManagerNofile(root)
+		m, _, err := hostconf.ManagerNofile(root)
 		if err != nil {
 			return nofileNow{}, exitcode.Environmentf("tune: %w", err)
 		}

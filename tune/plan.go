@@ -13,10 +13,10 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/profiles"
-	"github.com/hostprep/hostprep/tune/boot"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
 	"github.com/hostprep/hostprep/tune/sysctl"
@@ -441,7 +441,7 @@ func (pl *Plan) checkLimits(p *profiles.Profile, targets map[string]target) erro
 // the profile sets the key (the boot check of the key itself catches a
 // later file that overrides it); else the lower of the live value (host
 // mode) and the value at boot, which is the one the sysctl configuration
-// sets (boot.ReadSysctl, under the image in image mode) or, with no file
+// sets (hostconf.ReadSysctl, under the image in image mode) or, with no file
 // setting it, the kernel default def (0: none known, fs.file-max is sized
 // from RAM at boot). A hand-raised fs.nr_open that no file persists goes
 // back to 1048576 at reboot, and logins then fail to set a hard nofile
@@ -678,7 +678,7 @@ func restartName(u string) string {
 // link) the way boot does, resolving the link within the root: its bytes,
 // and existed true even when the link leads nowhere (the link exists).
 func (pl *Plan) readLinked(rel string) ([]byte, bool, error) {
-	target := pl.env.path(boot.Resolve(pl.env.bootRoot(), rel))
+	target := pl.env.path(hostconf.Resolve(pl.env.bootRoot(), rel))
 	b, _, err := files.Read(target)
 	if errors.Is(err, syscall.EISDIR) {
 		err = nil

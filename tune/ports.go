@@ -6,11 +6,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/procnet"
 	"github.com/hostprep/hostprep/profiles"
-	"github.com/hostprep/hostprep/tune/boot"
 	"github.com/hostprep/hostprep/tune/sysval"
 )
 
@@ -124,12 +124,12 @@ func (pl *Plan) reservedNow(current map[string]string) ([]profiles.PortRange, bo
 // reservedAtBoot is the set of ports (as the kernel prints it, "" for
 // none) the image's sysctl configuration reserves at boot when
 // hostprep's sysctl.d file is left out, and the FILE:LINE that sets it:
-// the last value the kernel takes (boot.Sysctl.LookupAccepted, as the
+// the last value the kernel takes (hostconf.Sysctl.LookupAccepted, as the
 // loader leaves it). Errors: exitcode.Environment when a configuration
 // file cannot be read.
 func (pl *Plan) reservedAtBoot() (ports, where string, err error) {
 	root := pl.env.bootRoot()
-	s, err := boot.ReadSysctlOverlay(root, boot.DetectLoader(root), map[string][]byte{pl.env.sysctlConf(): nil})
+	s, err := hostconf.ReadSysctlOverlay(root, hostconf.DetectLoader(root), map[string][]byte{pl.env.sysctlConf(): nil})
 	if err != nil {
 		return "", "", exitcode.Environmentf("tune: boot configuration: %w", err)
 	}

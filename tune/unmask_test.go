@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/profiles"
-	"github.com/hostprep/hostprep/tune/boot"
 )
 
 // TestUnmaskAdviceLiftsTheMask: verify --boot's problem for a masked
@@ -61,7 +61,7 @@ func TestUnmaskAdviceLiftsTheMask(t *testing.T) {
 			if out, err := exec.Command("systemctl", args...).CombinedOutput(); err != nil {
 				t.Fatalf("systemctl %q: %v\n%s", args, err, out)
 			}
-			_, read, err := boot.UnitNofile(root, "mosquitto")
+			_, read, err := hostconf.UnitNofile(root, "mosquitto")
 			must(t, err)
 			if masked := len(read) > 0 && read[0].Masked; masked != lib {
 				t.Errorf("after systemctl %q the unit is masked: %v, want %v (%v)", args, masked, lib, read)

@@ -41,7 +41,7 @@ type ItemStatus struct {
 	// Drift explains a mismatch.
 	Drift string `json:"drift,omitempty"`
 	// Boot is a key's value after the next boot and the file:line that
-	// sets it (tune/boot's simulation of systemd-sysctl or sysctl --system).
+	// sets it (hostconf's simulation of systemd-sysctl or sysctl --system).
 	Boot *BootValue `json:"boot,omitempty"`
 }
 

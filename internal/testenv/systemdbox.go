@@ -12,7 +12,7 @@ import (
 // /etc/systemd from Dir/etc/systemd (EtcDir), and, when asked, as
 // /run/systemd/system from Dir/run/systemd/system (RunDir, "" otherwise).
 // Tests write unit files, drop-ins and system.conf under EtcDir (and RunDir)
-// and compare what systemd prints with tune/boot's reading of Dir.
+// and compare what systemd prints with hostconf's reading of Dir.
 type SystemdBox struct {
 	*Sandbox
 	Dir, EtcDir, RunDir string

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/hostprep/hostprep/tune/boot"
+	"github.com/hostprep/hostprep/hostconf"
 )
 
 // Owned file paths, relative to the root ("/" or --root DIR).
@@ -116,19 +116,19 @@ func RenderLimits(profiles []string, users []string, soft, hard uint64) []byte {
 }
 
 // RenderSystemConf renders a system.conf.d drop-in with DefaultLimitNOFILE
-// (a value of boot.Unlimited is written "infinity").
+// (a value of hostconf.Unlimited is written "infinity").
 func RenderSystemConf(profiles []string, soft, hard uint64) []byte {
 	return []byte(fmt.Sprintf("%s[Manager]\nDefaultLimitNOFILE=%s\n", header(profiles), SystemdNofile(soft, hard)))
 }
 
-// SystemdNofile is "soft:hard" as a LimitNOFILE= value, boot.Unlimited
+// SystemdNofile is "soft:hard" as a LimitNOFILE= value, hostconf.Unlimited
 // written "infinity" (which systemd keeps as PID 1's hard limit).
 func SystemdNofile(soft, hard uint64) string {
-	return boot.NofileSetting{Soft: soft, Hard: hard}.String()
+	return hostconf.NofileSetting{Soft: soft, Hard: hard}.String()
 }
 
 // RenderServiceDropIn renders a UNIT.service.d drop-in with LimitNOFILE
-// (a value of boot.Unlimited is written "infinity") and, when tasksMax is not "", TasksMax= (a number of tasks or
+// (a value of hostconf.Unlimited is written "infinity") and, when tasksMax is not "", TasksMax= (a number of tasks or
 // "infinity", as systemd takes it).
 func RenderServiceDropIn(profiles []string, soft, hard uint64, tasksMax string) []byte {
 	b := fmt.Sprintf("%s[Service]\nLimitNOFILE=%s\n", header(profiles), SystemdNofile(soft, hard))
@@ -154,9 +154,9 @@ func HardNofile(data []byte) (uint64, bool) {
 		var n uint64
 		var ok bool
 		if k, val, isKey := strings.Cut(line, "="); isKey && (strings.TrimSpace(k) == "LimitNOFILE" || strings.TrimSpace(k) == "DefaultLimitNOFILE") {
-			_, n, ok = boot.ParseNofile(strings.TrimSpace(val)) // as systemd reads it
+			_, n, ok = hostconf.ParseNofile(strings.TrimSpace(val)) // as systemd reads it
 		} else if f := strings.Fields(line); len(f) >= 4 && (strings.EqualFold(f[1], "hard") || f[1] == "-") && strings.EqualFold(f[2], "nofile") {
-			n, ok = boot.ParseLimitsValue(f[3]) // as pam_limits reads it: type and item in any case
+			n, ok = hostconf.ParseLimitsValue(f[3]) // as pam_limits reads it: type and item in any case
 		}
 		if ok {
 			found = true

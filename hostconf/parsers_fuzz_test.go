@@ -1,10 +1,10 @@
-package boot_test
+package hostconf_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/hostprep/hostprep/tune/boot"
+	"github.com/hostprep/hostprep/hostconf"
 )
 
 // FuzzBootFiles feeds one file's bytes to each of the boot model's
@@ -24,8 +24,8 @@ func FuzzBootFiles(f *testing.F) {
 	}
 	root := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, loader := range []boot.Loader{boot.SystemdSysctl, boot.ProcpsSystem} {
-			s, err := boot.ReadSysctlOverlay(root, loader, map[string][]byte{"/etc/sysctl.d/50-fuzz.conf": data})
+		for _, loader := range []hostconf.Loader{hostconf.SystemdSysctl, hostconf.ProcpsSystem} {
+			s, err := hostconf.ReadSysctlOverlay(root, loader, map[string][]byte{"/etc/sysctl.d/50-fuzz.conf": data})
 			if err != nil {
 				continue
 			}
@@ -35,13 +35,13 @@ func FuzzBootFiles(f *testing.F) {
 				}
 			}
 		}
-		_, _ = boot.NofileOverlay(root, "root", map[string][]byte{"/etc/security/limits.d/50-fuzz.conf": data})
-		_, _ = boot.NofileOverlay(root, boot.AnyUser, map[string][]byte{"/etc/security/limits.conf": data})
-		_, _, _ = boot.UnitNofileOverlay(root, "fuzz.service", map[string][]byte{
+		_, _ = hostconf.NofileOverlay(root, "root", map[string][]byte{"/etc/security/limits.d/50-fuzz.conf": data})
+		_, _ = hostconf.NofileOverlay(root, hostconf.AnyUser, map[string][]byte{"/etc/security/limits.conf": data})
+		_, _, _ = hostconf.UnitNofileOverlay(root, "fuzz.service", map[string][]byte{
 			"/etc/systemd/system/fuzz.service":                []byte("[Service]\nExecStart=/bin/true\n"),
 			"/etc/systemd/system/fuzz.service.d/50-fuzz.conf": data,
 			"/etc/systemd/system.conf.d/50-fuzz.conf":         data,
 		})
-		_, _, _ = boot.ManagerNofileOverlay(root, map[string][]byte{"/etc/systemd/system.conf": data})
+		_, _, _ = hostconf.ManagerNofileOverlay(root, map[string][]byte{"/etc/systemd/system.conf": data})
 	})
 }

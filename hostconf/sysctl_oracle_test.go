@@ -1,4 +1,4 @@
-package boot_test
+package hostconf_test
 
 import (
 	"flag"
@@ -11,8 +11,8 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/testenv"
-	"github.com/hostprep/hostprep/tune/boot"
 	"github.com/hostprep/hostprep/tune/sysval"
 )
 
@@ -52,7 +52,7 @@ func newOracleRoot(t *testing.T) *oracleRoot {
 	r := &oracleRoot{dir: t.TempDir(), box: box}
 	var script strings.Builder
 	script.WriteString("set -e\nmount -t tmpfs hostprep-test /usr/local/lib\n")
-	for _, d := range boot.SysctlDirs {
+	for _, d := range hostconf.SysctlDirs {
 		if d == "/lib/sysctl.d" {
 			continue // /lib -> usr/lib here, as in the tree below
 		}
@@ -116,7 +116,7 @@ type fataler interface {
 
 // clear empties every directory of the tree and /etc/sysctl.conf.
 func (r *oracleRoot) clear(t fataler) {
-	for _, d := range boot.SysctlDirs {
+	for _, d := range hostconf.SysctlDirs {
 		if d == "/lib/sysctl.d" {
 			continue
 		}
@@ -266,9 +266,9 @@ func (r *oracleRoot) genFiles(t *rapid.T) {
 	}
 }
 
-// simulated is what boot.ReadSysctlWith predicts for every oracle key.
-func (r *oracleRoot) simulated(t fataler, loader boot.Loader) map[string]string {
-	s, err := boot.ReadSysctlWith(r.dir, loader)
+// simulated is what hostconf.ReadSysctlWith predicts for every oracle key.
+func (r *oracleRoot) simulated(t fataler, loader hostconf.Loader) map[string]string {
+	s, err := hostconf.ReadSysctlWith(r.dir, loader)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +318,7 @@ func (r *oracleRoot) dump() string {
 // TestSysctlOracle draws random sysctl.d file sets, applies each with
 // Debian's real /lib/systemd/systemd-sysctl and procps `sysctl --system`
 // inside the sandbox, and requires the live values to equal what
-// boot.ReadSysctlWith predicts for that loader, over at least 500 cases.
+// hostconf.ReadSysctlWith predicts for that loader, over at least 500 cases.
 func TestSysctlOracle(t *testing.T) {
 	r := newOracleRoot(t)
 	if f := flag.Lookup("rapid.checks"); f != nil {
@@ -334,9 +334,9 @@ func TestSysctlOracle(t *testing.T) {
 		r.clear(rt)
 		r.genFiles(rt)
 		for _, l := range []struct {
-			loader boot.Loader
+			loader hostconf.Loader
 			cmd    string
-		}{{boot.SystemdSysctl, "/lib/systemd/systemd-sysctl"}, {boot.ProcpsSystem, "sysctl -q --system"}} {
+		}{{hostconf.SystemdSysctl, "/lib/systemd/systemd-sysctl"}, {hostconf.ProcpsSystem, "sysctl -q --system"}} {
 			got := r.run(rt, l.cmd)
 			want := r.simulated(rt, l.loader)
 			for _, k := range oracleKeys {
@@ -367,9 +367,9 @@ func TestSysctlLongLineOracle(t *testing.T) {
 	body := "net.ipv4.tcp_fin_timeout = 20\n# " + strings.Repeat("x", 1<<20) + "\nnet.core.somaxconn = 1000\n"
 	must(t, os.WriteFile(filepath.Join(r.dir, "etc/sysctl.d/70-x.conf"), []byte(body), 0o644))
 	for _, l := range []struct {
-		loader boot.Loader
+		loader hostconf.Loader
 		cmd    string
-	}{{boot.SystemdSysctl, "/lib/systemd/systemd-sysctl"}, {boot.ProcpsSystem, "sysctl -q --system"}} {
+	}{{hostconf.SystemdSysctl, "/lib/systemd/systemd-sysctl"}, {hostconf.ProcpsSystem, "sysctl -q --system"}} {
 		got, want := r.run(t, l.cmd), r.simulated(t, l.loader)
 		for _, k := range []string{"net.ipv4.tcp_fin_timeout", "net.core.somaxconn"} {
 			if got[k] != want[k] {
@@ -391,10 +391,10 @@ func TestSysctlDotDotOracle(t *testing.T) {
 	body := "net/../net/core/somaxconn = 1000\nnet..ipv4.tcp_fin_timeout = 20\nnet/nosuch/../ipv4/tcp_keepalive_probes = 3\n"
 	must(t, os.WriteFile(filepath.Join(r.dir, "etc/sysctl.d/70-x.conf"), []byte(body), 0o644))
 	for _, l := range []struct {
-		loader                     boot.Loader
+		loader                     hostconf.Loader
 		cmd                        string
 		somaxconn, timeout, probes string
-	}{{boot.SystemdSysctl, "/lib/systemd/systemd-sysctl", "4321", "20", "7"}, {boot.ProcpsSystem, "sysctl -q --system", "1000", "20", "7"}} {
+	}{{hostconf.SystemdSysctl, "/lib/systemd/systemd-sysctl", "4321", "20", "7"}, {hostconf.ProcpsSystem, "sysctl -q --system", "1000", "20", "7"}} {
 		got, want := r.run(t, l.cmd), r.simulated(t, l.loader)
 		for k, v := range map[string]string{"net.core.somaxconn": l.somaxconn, "net.ipv4.tcp_fin_timeout": l.timeout, "net.ipv4.tcp_keepalive_probes": l.probes} {
 			if got[k] != v {

@@ -1,4 +1,4 @@
-// Package boot computes what a Linux host will have after its next boot,
+// Package hostconf computes what a Linux host will have after its next boot,
 // by reading its configuration files exactly as the programs that run at
 // boot or login read them. It reads files only (under a root directory,
 // "" or "/" for the live host) and never runs those programs or touches
@@ -59,4 +59,4 @@
 // The simulations are tested against the real programs (systemd-sysctl,
 // sysctl --system, runuser -l with pam_limits, systemd-analyze
 // cat-config) in tune's sandbox tests.
-package boot
+package hostconf

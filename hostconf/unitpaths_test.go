@@ -1,4 +1,4 @@
-package boot_test
+package hostconf_test
 
 import (
 	"os/exec"
@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/testenv"
-	"github.com/hostprep/hostprep/tune/boot"
 )
 
-// TestUnitDirsAreSystemdsOrder: boot.UnitDirs is the order
+// TestUnitDirsAreSystemdsOrder: hostconf.UnitDirs is the order
 // `systemd-analyze unit-paths` prints (Debian's systemd 252: /lib before
 // /usr/lib). It was /usr/lib first, so on an unmerged image hostprep
 // took /usr/lib's unit file and drop-ins where systemd takes /lib's.
@@ -23,8 +23,8 @@ func TestUnitDirsAreSystemdsOrder(t *testing.T) {
 		t.Skipf("systemd-analyze unit-paths: %v", err)
 	}
 	got := strings.Fields(string(out))
-	if !slices.Equal(got, boot.UnitDirs) {
-		t.Errorf("systemd-analyze unit-paths:\n%s\nboot.UnitDirs:\n%s", strings.Join(got, "\n"), strings.Join(boot.UnitDirs, "\n"))
+	if !slices.Equal(got, hostconf.UnitDirs) {
+		t.Errorf("systemd-analyze unit-paths:\n%s\nboot.UnitDirs:\n%s", strings.Join(got, "\n"), strings.Join(hostconf.UnitDirs, "\n"))
 	}
 }
 
@@ -39,7 +39,7 @@ func TestUnmergedLibUnitFirst(t *testing.T) {
 		"/usr/lib/systemd/system/b.service.d/50-x.conf": "[Service]\nLimitNOFILE=4000\n",
 	})
 	for unit, want := range map[string]string{"a.service": "1000:1000 /lib/systemd/system/a.service:2", "b.service": "3000:3000 /lib/systemd/system/b.service.d/50-x.conf:2"} {
-		got, _, err := boot.UnitNofile(root, unit)
+		got, _, err := hostconf.UnitNofile(root, unit)
 		must(t, err)
 		if s := got.String() + " " + got.Where(); s != want {
 			t.Errorf("%s: %s, want %s", unit, s, want)
@@ -54,7 +54,7 @@ func TestMergedLibNamesUnitFile(t *testing.T) {
 		"/lib":                              "symlink to usr/lib",
 		"/usr/lib/systemd/system/a.service": "[Service]\nLimitNOFILE=1000\n",
 	})
-	got, files, err := boot.UnitNofile(root, "a.service")
+	got, files, err := hostconf.UnitNofile(root, "a.service")
 	must(t, err)
 	if !strings.Contains(got.Where(), "(as /lib/systemd/system/a.service)") || len(files) == 0 || files[0].Path != "/lib/systemd/system/a.service" {
 		t.Errorf("merged image: %s at %s (files %+v), want it named /lib/systemd/system/a.service", got, got.Where(), files)
@@ -79,10 +79,10 @@ func TestOverlayAbsentUnitFileIsNotRead(t *testing.T) {
 		"b.service": {"/run/systemd/system/b.service", "/lib/systemd/system/b.service"},
 	} {
 		for i, overlay := range []map[string][]byte{nil, gone} {
-			_, files, err := boot.UnitNofileOverlay(root, unit, overlay)
+			_, files, err := hostconf.UnitNofileOverlay(root, unit, overlay)
 			must(t, err)
 			got := ""
-			if len(files) > 0 && boot.IsUnitFile(files[0].Path, unit) {
+			if len(files) > 0 && hostconf.IsUnitFile(files[0].Path, unit) {
 				got = files[0].Path
 			}
 			if got != want[i] {

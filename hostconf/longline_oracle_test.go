@@ -1,4 +1,4 @@
-package boot_test
+package hostconf_test
 
 import (
 	"os"
@@ -6,15 +6,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/testenv"
-	"github.com/hostprep/hostprep/tune/boot"
 )
 
 // TestLongLineOracle: a line of 1 MiB or more (systemd's LONG_LINE_MAX)
 // makes config_parse fail the file there (read_line: ENOBUFS, "Line too
 // long"): a unit file with one does not load; a drop-in's lines before it
 // count, those after it (and a continuation open before it) do not; a
-// line one byte shorter is read like any other. boot.UnitNofile read such
+// line one byte shorter is read like any other. hostconf.UnitNofile read such
 // a line like any other. Checked against Debian's systemd 252 with
 // `systemd --test`, run as nobody in the sandbox.
 func TestLongLineOracle(t *testing.T) {
@@ -43,7 +43,7 @@ func TestLongLineOracle(t *testing.T) {
 			if c.dropin != "" {
 				must(t, os.WriteFile(filepath.Join(etc, "system", unitOracleName+".d", "50-x.conf"), []byte(c.dropin), 0o644))
 			}
-			got, read, err := boot.UnitNofile(dir, unitOracleName)
+			got, read, err := hostconf.UnitNofile(dir, unitOracleName)
 			must(t, err)
 			want, _ := unitOracle(t, box)
 			if want != c.want {
@@ -59,7 +59,7 @@ func TestLongLineOracle(t *testing.T) {
 	}
 }
 
-// A recording (boot.KeepSettings) keeps a line too long as a comment of
+// A recording (hostconf.KeepSettings) keeps a line too long as a comment of
 // that length: the recorded unit fails to load at the same line, and a
 // drop-in's lines after it stay unread.
 func TestKeepSettingsKeepsLongLine(t *testing.T) {
@@ -74,14 +74,14 @@ func TestKeepSettingsKeepsLongLine(t *testing.T) {
 		}
 		kept := map[string]string{}
 		for p, b := range files {
-			kept[p] = string(boot.KeepSettings([]byte(b), []string{"LimitNOFILE"}))
+			kept[p] = string(hostconf.KeepSettings([]byte(b), []string{"LimitNOFILE"}))
 			if strings.Contains(kept[p], "token") {
 				t.Errorf("%s kept the long line's text", p)
 			}
 		}
 		var got [2]string
 		for i, tree := range []map[string]string{files, kept} {
-			n, read, err := boot.UnitNofile(testenv.TempTree(t, tree), "a.service")
+			n, read, err := hostconf.UnitNofile(testenv.TempTree(t, tree), "a.service")
 			must(t, err)
 			got[i] = n.String() + " " + read[0].Broken
 		}

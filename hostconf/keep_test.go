@@ -1,4 +1,4 @@
-package boot_test
+package hostconf_test
 
 import (
 	"os"
@@ -8,7 +8,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/hostprep/hostprep/tune/boot"
+	"github.com/hostprep/hostprep/hostconf"
 )
 
 // TestKeepSettingsReadsTheSame: a unit's files kept with KeepSettings
@@ -36,20 +36,20 @@ func TestKeepSettingsReadsTheSame(t *testing.T) {
 			defer os.RemoveAll(root)
 			for p, b := range files {
 				if keep {
-					b = string(boot.KeepSettings([]byte(b), keys))
+					b = string(hostconf.KeepSettings([]byte(b), keys))
 				}
 				must(t, os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755))
 				must(t, os.WriteFile(filepath.Join(root, p), []byte(b), 0o644))
 			}
-			n, read, err := boot.UnitNofile(root, unit)
+			n, read, err := hostconf.UnitNofile(root, unit)
 			if err != nil {
 				rt.Fatal(err)
 			}
-			tasks, _, err := boot.UnitTasksMax(root, unit, 30000)
+			tasks, _, err := hostconf.UnitTasksMax(root, unit, 30000)
 			if err != nil {
 				rt.Fatal(err)
 			}
-			if env, where, err := boot.LastSetting(root, read, "Service", "Environment"); keep && (env != "" || err != nil) {
+			if env, where, err := hostconf.LastSetting(root, read, "Service", "Environment"); keep && (env != "" || err != nil) {
 				rt.Fatalf("the kept files still set Environment=%s at %s (%v)", env, where, err)
 			}
 			var broken []string

@@ -1,4 +1,4 @@
-package boot_test
+package hostconf_test
 
 import (
 	"os"
@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/testenv"
-	"github.com/hostprep/hostprep/tune/boot"
 )
 
 // The field case later-sysctl-file-wins-at-boot: the old script's lines in
@@ -22,7 +22,7 @@ func TestSysctlLaterFileWins(t *testing.T) {
 		"/usr/lib/sysctl.d/99-vendor.conf": "net.core.somaxconn = 512\n",
 		"/usr/lib/systemd/systemd-sysctl":  "",
 	})
-	s, err := boot.ReadSysctlWith(root, boot.SystemdSysctl)
+	s, err := hostconf.ReadSysctlWith(root, hostconf.SystemdSysctl)
 	must(t, err)
 	for key, want := range map[string]string{"net.core.somaxconn": "512 /usr/lib/sysctl.d/99-vendor.conf:1", "fs.file-max": "1000000 /etc/sysctl.conf (as /etc/sysctl.d/99-sysctl.conf):2", "net.ipv4.tcp_fin_timeout": "15 /etc/sysctl.d/60-hostprep.conf:3"} {
 		set, ok := s.Lookup(key)
@@ -31,12 +31,12 @@ func TestSysctlLaterFileWins(t *testing.T) {
 		}
 	}
 	// procps reads /etc/sysctl.conf once more at the end.
-	p, err := boot.ReadSysctlWith(root, boot.ProcpsSystem)
+	p, err := hostconf.ReadSysctlWith(root, hostconf.ProcpsSystem)
 	must(t, err)
 	if set, _ := p.Lookup("net.core.somaxconn"); set.Value != "1024" || set.File.Path != "/etc/sysctl.conf" {
 		t.Errorf("procps somaxconn: %+v", set)
 	}
-	if v, f, l, ok := boot.SysctlAtBoot(root, "net/core/somaxconn"); !ok || v != "512" || l != 1 || !strings.HasSuffix(f, "99-vendor.conf") {
+	if v, f, l, ok := hostconf.SysctlAtBoot(root, "net/core/somaxconn"); !ok || v != "512" || l != 1 || !strings.HasSuffix(f, "99-vendor.conf") {
 		t.Errorf("SysctlAtBoot: %q %q %d %v", v, f, l, ok)
 	}
 }
@@ -49,17 +49,17 @@ func TestNofileAtBootDomains(t *testing.T) {
 		"/etc/security/limits.d/60-hostprep.conf": "* soft nofile 1024\n* hard nofile 1048576\nroot hard nofile 1048576\n",
 		"/etc/security/limits.d/90-local.conf":    "@brokers hard nofile 20000\n* hard nofile 4096\n",
 	})
-	n, err := boot.NofileAtBoot(root, "mqtt")
+	n, err := hostconf.NofileAtBoot(root, "mqtt")
 	must(t, err)
 	if n.Soft.Value != 30000 || n.Soft.Domain != "mqtt" || n.Hard.Value != 20000 || n.Hard.Domain != "@brokers" || n.Hard.Line != 1 {
 		t.Errorf("mqtt: soft %+v hard %+v", n.Soft, n.Hard)
 	}
-	r, err := boot.NofileAtBoot(root, "root")
+	r, err := hostconf.NofileAtBoot(root, "root")
 	must(t, err)
 	if r.Soft.Set || r.Hard.Value != 1048576 || !strings.HasSuffix(r.Hard.Where(), "60-hostprep.conf:3") {
 		t.Errorf("root: soft %+v hard %+v", r.Soft, r.Hard)
 	}
-	o, err := boot.NofileAtBoot(root, "nobody")
+	o, err := hostconf.NofileAtBoot(root, "nobody")
 	must(t, err)
 	if o.Hard.Value != 4096 || !strings.HasSuffix(o.Hard.Where(), "90-local.conf:2") {
 		t.Errorf("nobody: hard %+v (the later * line wins)", o.Hard)
@@ -76,17 +76,17 @@ func TestManagerAndUnitNofile(t *testing.T) {
 		"/etc/systemd/system/emqx.service.d/60-hostprep.conf": "[Service]\nLimitNOFILE=2097152:2097152\n",
 		"/usr/lib/systemd/system/plain.service":               "[Service]\nExecStart=/bin/true\n",
 	})
-	m, files, err := boot.ManagerNofile(root)
+	m, files, err := hostconf.ManagerNofile(root)
 	must(t, err)
 	if m.String() != "65536:65536" || !strings.HasSuffix(m.Where(), "70-vendor.conf:2") || len(files) != 3 {
 		t.Errorf("manager: %v at %s, files %v", m, m.Where(), files)
 	}
-	u, _, err := boot.UnitNofile(root, "emqx")
+	u, _, err := hostconf.UnitNofile(root, "emqx")
 	must(t, err)
 	if u.String() != "2097152:2097152" || !strings.HasSuffix(u.Where(), "emqx.service.d/60-hostprep.conf:2") {
 		t.Errorf("emqx: %v at %s", u, u.Where())
 	}
-	p, _, err := boot.UnitNofile(root, "plain.service")
+	p, _, err := hostconf.UnitNofile(root, "plain.service")
 	must(t, err)
 	if p != m {
 		t.Errorf("plain.service: %v, want the manager default %v", p, m)
@@ -123,7 +123,7 @@ func TestDropInNames(t *testing.T) {
 		"trail-.service":        "trail-.service",
 		"a-b-.service":          "a-b-.service a-.service",
 	} {
-		if got := strings.Join(boot.DropInNames(unit), " "); got != want {
+		if got := strings.Join(hostconf.DropInNames(unit), " "); got != want {
 			t.Errorf("%s: %s, want %s", unit, got, want)
 		}
 	}
@@ -141,7 +141,7 @@ func TestUnitNofileTemplatesPrefixesTopLevel(t *testing.T) {
 		"/etc/systemd/system/service.d/90-all.conf":                 "[Service]\nLimitNOFILE=4096\n",
 		"/usr/lib/systemd/system/iotdb-datanode@.service.d/95.conf": "[Service]\nLimitNOFILE=262144\n",
 	})
-	u, files, err := boot.UnitNofile(root, "iotdb-datanode@a")
+	u, files, err := hostconf.UnitNofile(root, "iotdb-datanode@a")
 	must(t, err)
 	if u.String() != "262144:262144" || !strings.HasSuffix(u.Where(), "iotdb-datanode@.service.d/95.conf:2") {
 		t.Errorf("instance: %v at %s (files %v)", u, u.Where(), files)
@@ -160,7 +160,7 @@ func TestUnitNofileTemplatesPrefixesTopLevel(t *testing.T) {
 	if err := os.Remove(root + "/usr/lib/systemd/system/iotdb-datanode@.service.d/95.conf"); err != nil {
 		t.Fatal(err)
 	}
-	u, _, err = boot.UnitNofile(root, "iotdb-datanode@a.service")
+	u, _, err = hostconf.UnitNofile(root, "iotdb-datanode@a.service")
 	must(t, err)
 	if u.String() != "4096:4096" || !strings.HasSuffix(u.Where(), "service.d/90-all.conf:2") {
 		t.Errorf("instance without 95.conf: %v at %s", u, u.Where())
@@ -178,7 +178,7 @@ func TestUnitNofileAttachedDirs(t *testing.T) {
 		"/etc/systemd/system/hpx.service.d/60-hostprep.conf":   "[Service]\nLimitNOFILE=2097152\n",
 		"/etc/systemd/system.attached/hpx.service.d/99-z.conf": "[Service]\nLimitNOFILE=4096\n",
 	})
-	u, _, err := boot.UnitNofile(root, "hpx")
+	u, _, err := hostconf.UnitNofile(root, "hpx")
 	must(t, err)
 	if u.String() != "4096:4096" || !strings.Contains(u.Where(), "system.attached") {
 		t.Errorf("unit nofile %v at %s, want 4096 from system.attached", u, u.Where())
@@ -203,7 +203,7 @@ func TestUnitDropInHiddenByBrokenEntry(t *testing.T) {
 		} else {
 			must(t, os.Symlink("/nonexistent", p))
 		}
-		u, _, err := boot.UnitNofile(root, "hpx")
+		u, _, err := hostconf.UnitNofile(root, "hpx")
 		must(t, err)
 		if u.String() != "2097152:2097152" {
 			t.Errorf("%s named 99-z.conf: unit nofile %v at %s, want 2097152 (the vendor 4096 hidden)", broken, u, u.Where())

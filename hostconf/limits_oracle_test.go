@@ -1,4 +1,4 @@
-package boot_test
+package hostconf_test
 
 import (
 	"fmt"
@@ -11,8 +11,8 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/testenv"
-	"github.com/hostprep/hostprep/tune/boot"
 )
 
 // limitsUsers are the sandbox users the oracle logs in as: root (which "*"
@@ -27,7 +27,7 @@ var limitsDomains = []string{"*", "root", "nobody", "daemon", "@nogroup", "@daem
 
 // TestLimitsOracle draws random limits.conf and limits.d sets, opens a
 // session per user with the real pam_limits (runuser) inside the sandbox,
-// and requires `ulimit -Sn; ulimit -Hn` to equal boot.NofileAtBoot.
+// and requires `ulimit -Sn; ulimit -Hn` to equal hostconf.NofileAtBoot.
 //
 // The sandbox's processes have hard nofile 20000 and no CAP_SYS_RESOURCE,
 // so values stay below 20000; a line that sets only soft does not take
@@ -116,7 +116,7 @@ func TestLimitsOracle(t *testing.T) {
 		}
 		for _, u := range limitsUsers {
 			out, e, c := box.Run("runuser", "-u", u, "--", "/bin/sh", "-c", "ulimit -Sn; ulimit -Hn")
-			n, err := boot.NofileAtBoot(dir, u)
+			n, err := hostconf.NofileAtBoot(dir, u)
 			if err != nil {
 				rt.Fatal(err)
 			}

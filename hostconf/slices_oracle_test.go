@@ -1,4 +1,4 @@
-package boot_test
+package hostconf_test
 
 import (
 	"os"
@@ -9,8 +9,8 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/testenv"
-	"github.com/hostprep/hostprep/tune/boot"
 )
 
 // dumpUnits runs `systemd --test --unit=query` as nobody in box and
@@ -35,7 +35,7 @@ func dumpUnits(t interface{ Fatalf(string, ...any) }, box *testenv.Sandbox, quer
 			continue
 		}
 		if _, seen := cur[k]; !seen {
-			if k == "TasksMax" && v == strconv.FormatUint(boot.Unlimited, 10) {
+			if k == "TasksMax" && v == strconv.FormatUint(hostconf.Unlimited, 10) {
 				v = "infinity"
 			}
 			cur[k] = v
@@ -48,15 +48,15 @@ func dumpUnits(t interface{ Fatalf(string, ...any) }, box *testenv.Sandbox, quer
 // names systemd refuses), template instances (whose default slice is
 // system-PREFIX.slice), slice unit files and drop-ins (the slice's own,
 // dash-prefix ones such as hostprep-.slice.d, the top-level slice.d)
-// with TasksMax= values, and requires boot.UnitSlice to name the slice
-// Debian's real systemd 252 puts the unit in, boot.SliceChain the slices
-// above it, and boot.SliceTasksMax each slice's TasksMax, as `systemd
+// with TasksMax= values, and requires hostconf.UnitSlice to name the slice
+// Debian's real systemd 252 puts the unit in, hostconf.SliceChain the slices
+// above it, and hostconf.SliceTasksMax each slice's TasksMax, as `systemd
 // --test` prints them (run as nobody in the sandbox over the drawn
 // /etc/systemd). It skips without /lib/systemd/systemd (and setpriv).
 func TestSliceOracle(t *testing.T) {
 	sb := testenv.NewSystemdBox(t, false)
 	box, dir, etc := sb.Sandbox, sb.Dir, sb.EtcDir
-	ceiling := boot.TasksCeiling(procSysUint(t, "kernel/threads-max"), procSysUint(t, "kernel/pid_max"))
+	ceiling := hostconf.TasksCeiling(procSysUint(t, "kernel/threads-max"), procSysUint(t, "kernel/pid_max"))
 	slices := []string{"system.slice", "hostprep.slice", "hostprep-a.slice", "hostprep-a-b.slice", `system-hostprep\x2doracle.slice`}
 	dropDirs := append(append([]string{}, slices...), "hostprep-.slice", "hostprep-a-.slice", "system-.slice")
 	rapid.Check(t, func(rt *rapid.T) {
@@ -92,7 +92,7 @@ func TestSliceOracle(t *testing.T) {
 			write("system/"+d+".d/"+rapid.SampledFrom([]string{"10-a.conf", "50-b.conf"}).Draw(rt, "dropname"), "["+sect+"]\nTasksMax="+tasks()+"\n")
 		}
 		units, log := dumpUnits(rt, box, query)
-		slice, where, why, err := boot.UnitSlice(dir, query, nil)
+		slice, where, why, err := hostconf.UnitSlice(dir, query, nil)
 		if err != nil {
 			rt.Fatal(err)
 		}
@@ -100,8 +100,8 @@ func TestSliceOracle(t *testing.T) {
 		if !ok {
 			// the unit's slice fails to load: systemd puts the unit in it
 			// and cannot start it
-			if !strings.Contains(log, "Unit "+slice+" failed to load properly") || boot.ValidSlice(slice) || why == "" {
-				rt.Fatalf("systemd --test dumped no %s; simulation: slice %s (%s), valid %v, %q\n%s\n%s", query, slice, where, boot.ValidSlice(slice), why, log, oracleFiles(dir, etc))
+			if !strings.Contains(log, "Unit "+slice+" failed to load properly") || hostconf.ValidSlice(slice) || why == "" {
+				rt.Fatalf("systemd --test dumped no %s; simulation: slice %s (%s), valid %v, %q\n%s\n%s", query, slice, where, hostconf.ValidSlice(slice), why, log, oracleFiles(dir, etc))
 			}
 			return
 		}
@@ -111,12 +111,12 @@ func TestSliceOracle(t *testing.T) {
 		if u["Slice"] != slice {
 			rt.Fatalf("systemd puts %s in %q, simulation %q (%s)\n%v\n%s\n%s", query, u["Slice"], slice, where, u, log, oracleFiles(dir, etc))
 		}
-		for _, s := range boot.SliceChain(slice) {
+		for _, s := range hostconf.SliceChain(slice) {
 			d, ok := units[s]
 			if !ok {
 				rt.Fatalf("systemd --test dumped no %s, a slice above %s\n%s", s, query, oracleFiles(dir, etc))
 			}
-			got, _, err := boot.SliceTasksMax(dir, s, ceiling, nil)
+			got, _, err := hostconf.SliceTasksMax(dir, s, ceiling, nil)
 			if err != nil {
 				rt.Fatal(err)
 			}
@@ -124,7 +124,7 @@ func TestSliceOracle(t *testing.T) {
 				rt.Fatalf("systemd gives %s TasksMax %s, simulation %s (%s=%q at %s)\n%s", s, d["TasksMax"], got.String(), got.Key, got.Text, got.Where(), oracleFiles(dir, etc))
 			}
 		}
-		if want := boot.SliceParent(slice); want != "" && units[slice]["Slice"] != want {
+		if want := hostconf.SliceParent(slice); want != "" && units[slice]["Slice"] != want {
 			rt.Fatalf("systemd puts %s in %q, simulation %q", slice, units[slice]["Slice"], want)
 		}
 	})

@@ -1,4 +1,4 @@
-package boot_test
+package hostconf_test
 
 import (
 	"fmt"
@@ -9,8 +9,8 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/testenv"
-	"github.com/hostprep/hostprep/tune/boot"
 )
 
 // The tester's image: an instance alias (job@a.service ->
@@ -28,7 +28,7 @@ func TestInstanceAliasNamesOneInstance(t *testing.T) {
 	}
 	root := testenv.TempTree(t, files)
 	for unit, want := range map[string]string{"worker@b.service": "2048:2048", "worker@a.service": "100000:100000", "job@a.service": "100000:100000"} {
-		got, _, err := boot.UnitNofile(root, unit)
+		got, _, err := hostconf.UnitNofile(root, unit)
 		must(t, err)
 		if got.String() != want {
 			t.Errorf("%s: LimitNOFILE %s at %s, want %s", unit, got, got.Where(), want)
@@ -37,12 +37,12 @@ func TestInstanceAliasNamesOneInstance(t *testing.T) {
 	files["/etc/systemd/system/job@.service"] = "symlink to /lib/systemd/system/worker@.service"
 	files["/etc/systemd/system/job@.service.d/zzz.conf"] = "[Service]\nLimitNOFILE=3000\n"
 	root = testenv.TempTree(t, files)
-	if got, _, _ := boot.UnitNofile(root, "worker@b.service"); got.String() != "3000:3000" {
+	if got, _, _ := hostconf.UnitNofile(root, "worker@b.service"); got.String() != "3000:3000" {
 		t.Errorf("worker@b with the template alias job@.service: %s at %s, want job@.service.d/zzz.conf's 3000 (after yy.conf)", got, got.Where())
 	}
 	files["/etc/systemd/system/job@b.service.d/zzzz.conf"] = "[Service]\nLimitNOFILE=4000\n"
 	root = testenv.TempTree(t, files)
-	if got, _, _ := boot.UnitNofile(root, "worker@b.service"); got.String() != "4000:4000" {
+	if got, _, _ := hostconf.UnitNofile(root, "worker@b.service"); got.String() != "4000:4000" {
 		t.Errorf("worker@b with job@b.service.d: %s at %s, want 4000", got, got.Where())
 	}
 }
@@ -53,7 +53,7 @@ func TestInstanceAliasNamesOneInstance(t *testing.T) {
 // Alias=job@.service), perhaps an unrelated unit file job@b.service
 // (an alias that points elsewhere), and drop-ins under every name
 // (each name's own drop-in file names, so no hash order matters), and
-// requires boot.UnitNofile to equal what Debian's systemd 252 prints
+// requires hostconf.UnitNofile to equal what Debian's systemd 252 prints
 // with `systemd --test` for each instance name.
 func TestTemplateAliasOracle(t *testing.T) {
 	sb := testenv.NewSystemdBox(t, true)
@@ -95,7 +95,7 @@ func TestTemplateAliasOracle(t *testing.T) {
 			}
 		}
 		query := rapid.SampledFrom(queries).Draw(rt, "query")
-		got, _, err := boot.UnitNofile(dir, query)
+		got, _, err := hostconf.UnitNofile(dir, query)
 		if err != nil {
 			rt.Fatal(err)
 		}

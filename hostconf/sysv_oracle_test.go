@@ -1,4 +1,4 @@
-package boot_test
+package hostconf_test
 
 import (
 	"os"
@@ -7,14 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/testenv"
-	"github.com/hostprep/hostprep/tune/boot"
 )
 
 // TestSysvUnitOracle: a service provided only by a SysV init script in
 // /etc/init.d is a unit at boot (Debian's systemd-sysv-generator writes
 // NAME.service for it into /run/systemd/generator.late), so hostprep's
-// drop-in reaches it. boot.UnitNofile found no unit file and tune judged
+// drop-in reaches it. hostconf.UnitNofile found no unit file and tune judged
 // such a unit "not installed" (an image, a script added since the last
 // boot), warned that no unit hostprep tuned is installed, and left it
 // out of apply's restart line. Now the unit file the generator makes
@@ -74,11 +74,11 @@ func TestSysvUnitOracle(t *testing.T) {
 	}()
 	for _, u := range units {
 		unit := u + ".service"
-		_, files, err := boot.UnitNofile(root, unit)
+		_, files, err := hostconf.UnitNofile(root, unit)
 		must(t, err)
-		sysv := len(files) > 0 && files[0].SysV != "" && boot.IsUnitFile(files[0].Path, unit)
+		sysv := len(files) > 0 && files[0].SysV != "" && hostconf.IsUnitFile(files[0].Path, unit)
 		if sysv != generated[unit] {
-			t.Errorf("%s: systemd-sysv-generator makes it: %v; boot.UnitNofile: %v (%v)", unit, generated[unit], sysv, files)
+			t.Errorf("%s: systemd-sysv-generator makes it: %v; hostconf.UnitNofile: %v (%v)", unit, generated[unit], sysv, files)
 		}
 		if sysv && !strings.HasPrefix(files[0].Name(), "/run/systemd/generator.late/"+unit+" (made by systemd-sysv-generator of /etc/init.d/") {
 			t.Errorf("%s: unit file named %q", unit, files[0].Name())
@@ -92,7 +92,7 @@ func TestSysvUnitOracle(t *testing.T) {
 	// image, not on the host that has the generator
 	img := testenv.TempTree(t, map[string]string{"/lib": "symlink to /usr/lib", "/etc/init.d/plain": script})
 	must(t, os.Chmod(filepath.Join(img, "etc/init.d/plain"), 0o755))
-	if _, files, err := boot.UnitNofile(img, "plain.service"); err != nil || len(files) > 0 {
+	if _, files, err := hostconf.UnitNofile(img, "plain.service"); err != nil || len(files) > 0 {
 		t.Errorf("an image without the generator (its /lib an absolute link): %v %v", files, err)
 	}
 	for _, g := range []map[string]string{
@@ -100,10 +100,10 @@ func TestSysvUnitOracle(t *testing.T) {
 		{"/lib/systemd/system-generators/systemd-sysv-generator": "symlink to nowhere"},
 	} {
 		testenv.WriteTree(t, root, g)
-		_, files, err := boot.UnitNofile(root, "plain.service")
+		_, files, err := hostconf.UnitNofile(root, "plain.service")
 		must(t, err)
 		if len(files) > 0 && files[0].SysV != "" {
-			t.Errorf("with %v boot.UnitNofile still has the generator make plain.service: %v", g, files)
+			t.Errorf("with %v hostconf.UnitNofile still has the generator make plain.service: %v", g, files)
 		}
 	}
 }

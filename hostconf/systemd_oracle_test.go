@@ -1,4 +1,4 @@
-package boot_test
+package hostconf_test
 
 import (
 	"fmt"
@@ -15,12 +15,12 @@ import (
 
 	"github.com/hostprep/hostprep/internal/testenv"
 
-	"github.com/hostprep/hostprep/tune/boot"
+	"github.com/hostprep/hostprep/hostconf"
 )
 
 // TestManagerOracle draws random system.conf and system.conf.d drop-in
 // sets (names across /etc, /run, /usr/local/lib, /usr/lib, shadowing,
-// empty files, lines outside [Manager]) and requires boot.ManagerNofile to read
+// empty files, lines outside [Manager]) and requires hostconf.ManagerNofile to read
 // the files systemd-analyze cat-config lists, in its order, and to take
 // the last DefaultLimitNOFILE= of its merged output.
 func TestManagerOracle(t *testing.T) {
@@ -73,7 +73,7 @@ func TestManagerOracle(t *testing.T) {
 				last = strings.TrimPrefix(l, "DefaultLimitNOFILE=")
 			}
 		}
-		m, files, err := boot.ManagerNofile(root)
+		m, files, err := hostconf.ManagerNofile(root)
 		if err != nil {
 			rt.Fatal(err)
 		}
@@ -121,12 +121,12 @@ func TestEmptyLimitIsIgnored(t *testing.T) {
 			t.Errorf("systemd-analyze verify no longer ignores an empty LimitNOFILE=:\n%s", out)
 		}
 	}
-	u, _, err := boot.UnitNofile(root, "x")
+	u, _, err := hostconf.UnitNofile(root, "x")
 	must(t, err)
 	if u.String() != "4096:8192" {
 		t.Errorf("unit LimitNOFILE after an empty assignment: %s at %s, want 4096:8192 from the unit file", u.String(), u.Where())
 	}
-	m, _, err := boot.ManagerNofile(root)
+	m, _, err := hostconf.ManagerNofile(root)
 	must(t, err)
 	if m.String() != "2048:65536" {
 		t.Errorf("DefaultLimitNOFILE after an empty assignment: %s at %s, want 2048:65536 from system.conf", m.String(), m.Where())
@@ -235,7 +235,7 @@ func systemdTest(t interface{ Fatalf(string, ...any) }, box *testenv.Sandbox, qu
 			nofile = f[1] + ":" + hard
 		case in && len(f) == 2 && f[0] == "TasksMax:":
 			tasks = f[1]
-			if tasks == strconv.FormatUint(boot.Unlimited, 10) {
+			if tasks == strconv.FormatUint(hostconf.Unlimited, 10) {
 				tasks = "infinity"
 			}
 		}
@@ -252,8 +252,8 @@ func systemdTest(t interface{ Fatalf(string, ...any) }, box *testenv.Sandbox, qu
 // line ends, \v before a key, base-0 and "+" numbers, values it refuses,
 // lines that fail the rest of the file: invalid UTF-8, a bad section
 // header, and the unit with them when the unit file has one) and
-// requires boot.UnitNofile to equal the LimitNOFILE and
-// boot.UnitTasksMax the TasksMax (numbers, infinity and shares of the
+// requires hostconf.UnitNofile to equal the LimitNOFILE and
+// hostconf.UnitTasksMax the TasksMax (numbers, infinity and shares of the
 // host's task ceiling) that Debian's real systemd 252 prints for the unit
 // with `systemd --test`, run as nobody in the sandbox over the drawn
 // /etc/systemd (when no file of the unit sets LimitNOFILE, both must agree
@@ -269,7 +269,7 @@ func TestUnitOracle(t *testing.T) {
 	must(t, os.MkdirAll(filepath.Join(etc, "system"), 0o755))
 	must(t, os.WriteFile(filepath.Join(etc, "system", unitOracleName), []byte("[Service]\nExecStart=/bin/true\n"), 0o644))
 	unset, _ := unitOracle(t, box)
-	ceiling := boot.TasksCeiling(procSysUint(t, "kernel/threads-max"), procSysUint(t, "kernel/pid_max"))
+	ceiling := hostconf.TasksCeiling(procSysUint(t, "kernel/threads-max"), procSysUint(t, "kernel/pid_max"))
 	rapid.Check(t, func(rt *rapid.T) {
 		ents, _ := os.ReadDir(etc) // empty it: the bind mount holds this directory
 		for _, e := range ents {
@@ -285,7 +285,7 @@ func TestUnitOracle(t *testing.T) {
 			write("system/"+unitOracleName+".d/"+name, genUnitFile(rt, "Service", "LimitNOFILE", "TasksMax"))
 		}
 		want, wantTasks := unitOracle(rt, box)
-		got, read, err := boot.UnitNofile(dir, unitOracleName)
+		got, read, err := hostconf.UnitNofile(dir, unitOracleName)
 		if err != nil {
 			rt.Fatal(err)
 		}
@@ -295,7 +295,7 @@ func TestUnitOracle(t *testing.T) {
 			}
 			return // neither loads the unit
 		}
-		tasks, _, err := boot.UnitTasksMax(dir, unitOracleName, ceiling)
+		tasks, _, err := hostconf.UnitTasksMax(dir, unitOracleName, ceiling)
 		if err != nil {
 			rt.Fatal(err)
 		}
@@ -331,7 +331,7 @@ func procSysUint(t *testing.T, name string) uint64 {
 // /run), alias links to it (relative or absolute, one perhaps an alias
 // of the other, as `systemctl enable` makes them for Alias=) and
 // drop-ins under every name and the shared prefix name, and requires
-// boot.UnitNofile for the unit, or for either alias, to equal the
+// hostconf.UnitNofile for the unit, or for either alias, to equal the
 // LimitNOFILE Debian's systemd 252 prints with `systemd --test` for
 // that name. Drop-in names are drawn so that no two aliases share one:
 // systemd walks a unit's aliases in hash order.
@@ -381,7 +381,7 @@ func TestUnitAliasOracle(t *testing.T) {
 			}
 		}
 		query := rapid.SampledFrom(names).Draw(rt, "query")
-		got, _, err := boot.UnitNofile(dir, query)
+		got, _, err := hostconf.UnitNofile(dir, query)
 		if err != nil {
 			rt.Fatal(err)
 		}
@@ -394,7 +394,7 @@ func TestUnitAliasOracle(t *testing.T) {
 
 // TestTasksShareOracle: each TasksMax= share whose whole part systemd
 // 252's parse_permyriad reads with safe_atoi in base 0 ("060%" is 48%,
-// "0x3c%" 60%, "0b11%" 3%) gives, by boot.UnitTasksMax, the TasksMax
+// "0x3c%" 60%, "0b11%" 3%) gives, by hostconf.UnitTasksMax, the TasksMax
 // Debian's real systemd prints for the unit with `systemd --test`, and
 // the expected number of a 10000-task ceiling. Field case: a drop-in's
 // TasksMax=060% was judged 60% (ok) and a unit's 0x3c% as invalid, so
@@ -413,7 +413,7 @@ func TestTasksShareOracle(t *testing.T) {
 		p := filepath.Join(root, "etc/systemd/system", unitOracleName)
 		must(t, os.MkdirAll(filepath.Dir(p), 0o755))
 		must(t, os.WriteFile(p, []byte("[Service]\nExecStart=/bin/true\nTasksMax="+c.v+"\n"), 0o644))
-		s, _, err := boot.UnitTasksMax(root, unitOracleName, 10000)
+		s, _, err := hostconf.UnitTasksMax(root, unitOracleName, 10000)
 		must(t, err)
 		want, wantKey := c.want, "TasksMax"
 		if want == 0 {
@@ -426,14 +426,14 @@ func TestTasksShareOracle(t *testing.T) {
 	sb := testenv.NewSystemdBox(t, false)
 	box, dir, etc := sb.Sandbox, sb.Dir, sb.EtcDir
 	must(t, os.MkdirAll(filepath.Join(etc, "system"), 0o755))
-	ceiling := boot.TasksCeiling(procSysUint(t, "kernel/threads-max"), procSysUint(t, "kernel/pid_max"))
+	ceiling := hostconf.TasksCeiling(procSysUint(t, "kernel/threads-max"), procSysUint(t, "kernel/pid_max"))
 	for _, c := range append(cases, struct {
 		v    string
 		want uint64
 	}{" 60%", 6000}) {
 		must(t, os.WriteFile(filepath.Join(etc, "system", unitOracleName), []byte("[Service]\nExecStart=/bin/true\nTasksMax="+c.v+"\n"), 0o644))
 		_, want := unitOracle(t, box)
-		s, _, err := boot.UnitTasksMax(dir, unitOracleName, ceiling)
+		s, _, err := hostconf.UnitTasksMax(dir, unitOracleName, ceiling)
 		must(t, err)
 		if s.String() != want {
 			t.Errorf("TasksMax=%q: systemd --test gives %s, simulation %s (%s=%q, of a ceiling of %d tasks)", c.v, want, s.String(), s.Key, s.Text, ceiling)
