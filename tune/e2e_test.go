@@ -61,6 +61,38 @@ func (n *netns) holdLock() (release func()) {
 	}
 }
 
+// sysctlAll is `sysctl -a` in the sandbox as key -> value, without the
+// keys whose value changed between two reads a moment apart (counters
+// such as fs.file-nr or fs.dentry-state change on their own).
+func (n *netns) sysctlAll() map[string]string {
+	n.t.Helper()
+	read := func() map[string]string {
+		out, e, c := n.Run("sysctl", "-a")
+		if c != 0 && out == "" {
+			n.t.Fatalf("sysctl -a: %s", e)
+		}
+		m := map[string]string{}
+		for _, l := range strings.Split(out, "\n") {
+			if k, v, ok := strings.Cut(l, " = "); ok {
+				m[k] = v
+			}
+		}
+		return m
+	}
+	a := read()
+	time.Sleep(200 * time.Millisecond)
+	b := read()
+	for k, v := range a {
+		if b[k] != v {
+			delete(a, k)
+		}
+	}
+	if len(a) < 100 {
+		n.t.Fatalf("sysctl -a gave %d stable keys", len(a))
+	}
+	return a
+}
+
 // writeProfile writes a profile file where the namespace can read it.
 func writeProfile(t *testing.T, name, body string) string {
 	t.Helper()
@@ -123,6 +155,7 @@ func TestE2EApplySysTuneTwiceThenRollback(t *testing.T) {
 	for _, k := range sysTuneKeys {
 		before[k] = n.Sysctl(k)
 	}
+	all := n.sysctlAll()
 
 	out, errOut, code := n.Hostprep("tune", "apply", "--profile", "sys-tune", "--output", "json")
 	if code != 0 {
@@ -212,6 +245,14 @@ func TestE2EApplySysTuneTwiceThenRollback(t *testing.T) {
 	for _, k := range sysTuneKeys {
 		if got := n.Sysctl(k); got != before[k] {
 			t.Errorf("after rollback %s = %q, want the original %q", k, got, before[k])
+		}
+	}
+	// And the whole of `sysctl -a`, as the sandbox sees it, is as before
+	// (keys that change on their own, counters, are left out by sysctlAll).
+	after := n.sysctlAll()
+	for k, v := range all {
+		if w, ok := after[k]; ok && w != v {
+			t.Errorf("sysctl -a after rollback: %s = %q, want %q", k, w, v)
 		}
 	}
 	for k, v := range orig { // the global keys, read from the host side
