@@ -152,6 +152,23 @@ func isNull(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
 }
 
+// isEmpty reports a value that sets nothing: null, an empty list, or a
+// mapping whose every value is empty.
+func isEmpty(n *yaml.Node) bool {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 1; i < len(n.Content); i += 2 {
+			if !isEmpty(n.Content[i]) {
+				return false
+			}
+		}
+		return true
+	case yaml.SequenceNode:
+		return len(n.Content) == 0
+	}
+	return isNull(n)
+}
+
 func kindName(n *yaml.Node) string {
 	switch n.Kind {
 	case yaml.MappingNode:
@@ -666,11 +683,12 @@ func recordFiles(n *yaml.Node, file string, nodeFile map[*yaml.Node]string) {
 
 // recordPositions fills src with the position of every value in the
 // merged tree n. An empty value (a section with nothing under it,
-// "thresholds:") is not recorded: it means the same as an absent key, as
-// in the merge, so a profile and its rendering agree on what was given.
+// "thresholds:", or with only empty keys under it) is not recorded: it
+// means the same as an absent key, as in the merge, so a profile and its
+// rendering agree on what was given.
 func recordPositions(n *yaml.Node, path []string, nodeFile map[*yaml.Node]string, src *sources) {
 	pos := func(x *yaml.Node) srcPos { return srcPos{File: nodeFile[x], Line: x.Line, Col: x.Column} }
-	if isNull(n) && !isSysctlEntry(path) {
+	if isEmpty(n) && !isSysctlEntry(path) && (len(path) == 0 || path[0] != "sysctl") {
 		return
 	}
 	if len(path) > 0 {
