@@ -30,6 +30,10 @@ type BootValue struct {
 	Value string `json:"value"`
 	File  string `json:"file,omitempty"`
 	Line  int    `json:"line,omitempty"`
+	// Writer is the program that writes it (hostconf.Writers:
+	// "systemd-sysctl", "sysctl --system", "ufw", "tuned", ...); empty
+	// for a limit.
+	Writer string `json:"writer,omitempty"`
 }
 
 // BootItem compares one thing hostprep persists with what the host will
@@ -60,6 +64,11 @@ type BootItem struct {
 	// Note says what the item's OK does not (NotInstalled: which unit
 	// is missing and that the drop-in applies once it is installed).
 	Note string `json:"note,omitempty"`
+	// Writers are the programs after the sysctl.d loader that set the
+	// key (ufw, tuned, rc.local, a service running sysctl), each with
+	// its verdict: OK only where none overrides hostprep's value or
+	// may do so unseen.
+	Writers []BootWriter `json:"writers,omitempty"`
 	// hard is a nofile limit's hard value in force at boot
 	// (hostconf.Unlimited when none or unlimited).
 	hard uint64
@@ -395,6 +404,10 @@ func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, ov
 	if err != nil {
 		return nil, err
 	}
+	boot, err := hostconf.ReadBootWith(s, overlay)
+	if err != nil {
+		return nil, err
+	}
 	keys := make([]string, 0, len(per.Sysctl))
 	for k := range per.Sysctl {
 		keys = append(keys, k)
@@ -406,7 +419,7 @@ func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, ov
 		it := BootItem{Key: k, Want: want, OK: true}
 		set, ok := s.Lookup(k)
 		if ok {
-			it.Boot = BootValue{Value: shownValue(set.Value), File: set.File.Name(), Line: set.Line}
+			it.Boot = BootValue{Value: shownValue(set.Value), File: set.File.Name(), Line: set.Line, Writer: string(loader)}
 		}
 		mode := per.Sysctl[k].Mode
 		if m, ok := modes[k]; ok && mode == "" {
@@ -424,7 +437,7 @@ func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, ov
 		if ok && refused == "" {
 			// the value the kernel keeps: "32768 # keep" is 32768
 			set.Value, _ = kernelKeeps(k, set.Value, want)
-			it.Boot = BootValue{Value: set.Value, File: set.File.Name(), Line: set.Line}
+			it.Boot = BootValue{Value: set.Value, File: set.File.Name(), Line: set.Line, Writer: string(loader)}
 		}
 		switch {
 		case !ok:
@@ -450,6 +463,7 @@ func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, ov
 				it.Problem = fmt.Sprintf("sysctl %s: needs kernel module %s, which no modules-load.d file loads before %s runs, so at boot the key does not exist yet and stays at its default; hostprep writes %s for it", k, m, loader, files.ModulesLoad)
 			}
 		}
+		checkWriters(&it, k, want, mode, boot.Key(k))
 		out = append(out, it)
 	}
 	return out, nil
