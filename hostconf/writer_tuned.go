@@ -80,13 +80,12 @@ func tunedWrites(h *Host) ([]Write, error) {
 	p := tunedProfile{h: h, dirs: dirs, sections: map[string]*tunedSection{}}
 	var missing []string
 	p.load(names, &missing)
-	var out []Write
 	if len(missing) > 0 {
-		out = append(out, Write{Key: "*", File: tunedActiveProfile, Sure: true,
-			Why: fmt.Sprintf("tuned cannot find profile %s in %s: tuned then fails to load the active profile", strings.Join(missing, ", "), strings.Join(dirs, ", ")),
-			Fix: "install that profile or choose another (tuned-adm profile NAME)"})
-		return out, nil
+		// tuned's loader raises InvalidProfileException ("Cannot find
+		// profile") and applies nothing of the profile
+		return nil, nil
 	}
+	var out []Write
 	fixReapply := fmt.Sprintf("keep a file of yours in /etc/sysctl.d setting the key: tuned re-applies /etc/sysctl.d after its profile (%s)", reapplyWhere)
 	if !reapply {
 		fixReapply = fmt.Sprintf("set reapply_sysctl = 1 in %s (now %s) so tuned re-applies /etc/sysctl.d, where hostprep's file is, after its profile", tunedMainConf, reapplyWhere)

@@ -41,8 +41,8 @@ func TestWriterUfw(t *testing.T) {
 	if len(k.Later) != 1 || !strings.Contains(k.Later[0].Fix, "IPT_SYSCTL=") || !strings.Contains(k.Later[0].Fix, "/etc/ufw/sysctl.conf line 1") {
 		t.Errorf("ufw write: %+v", k.Later)
 	}
-	if v, who, _, known, _ := keyAtBoot(t, root, "net.core.somaxconn"); v != "4096" || who != "systemd-sysctl" || !known {
-		t.Errorf("somaxconn, which ufw does not set: %q by %s known %v", v, who, known)
+	if v, who, where, known, set, err := hostconf.SysctlWho(root, "net.core.somaxconn"); err != nil || v != "4096" || who != "systemd-sysctl" || where != "/etc/sysctl.d/60-hostprep.conf:2" || !known || !set {
+		t.Errorf("somaxconn, which ufw does not set: %q by %s at %s known %v set %v %v", v, who, where, known, set, err)
 	}
 	// Not enabled in ufw.conf, or IPT_SYSCTL emptied, or the unit not
 	// enabled: ufw writes nothing.
@@ -107,6 +107,11 @@ func TestWriterTuned(t *testing.T) {
 	}
 	if _, _, _, known, k := keyAtBoot(t, root, "net.core.somaxconn"); known || len(k.Later) != 1 || k.Later[0].Value != "8192" || k.Later[0].Sure {
 		t.Errorf(">8192: somaxconn known %v %+v, want a write of 8192 that is not sure (written only when higher)", known, k.Later)
+	}
+	// a profile tuned cannot find: it loads none and writes nothing
+	testenv.WriteTree(t, root, map[string]string{"/etc/tuned/active_profile": "throughput-performance nosuch\n"})
+	if _, who, _, _, _ := keyAtBoot(t, root, "vm.swappiness"); who == "tuned" {
+		t.Error("a missing profile: tuned still writes")
 	}
 	// tuned not enabled: nothing
 	must(t, os.Remove(filepath.Join(root, "etc/systemd/system/multi-user.target.wants/tuned.service")))
