@@ -214,7 +214,14 @@ type KeyAtBoot struct {
 }
 
 // Key is key (either spelling) after the next boot.
-func (b *Boot) Key(key string) KeyAtBoot {
+func (b *Boot) Key(key string) KeyAtBoot { return b.KeyAccepted(key, nil) }
+
+// KeyAccepted is Key for a key whose values the kernel may refuse
+// (accept says which it takes; nil: all): each program after the loader
+// writes its lines in turn, so a refused write leaves that program's
+// write before it in force, and a program none of whose writes is taken
+// changes nothing. A write whose value is not known offline stays.
+func (b *Boot) KeyAccepted(key string, accept func(value string) bool) KeyAtBoot {
 	k := KeyAtBoot{Key: key, Loader: b.Host.Sysctl.Loader}
 	k.Setting, k.Set = b.Host.Sysctl.Lookup(key)
 	type source struct {
@@ -223,7 +230,7 @@ func (b *Boot) Key(key string) KeyAtBoot {
 	}
 	last := map[source]int{}
 	for _, w := range b.Writes {
-		if !w.Matches(key) {
+		if !w.Matches(key) || (accept != nil && w.Value != "" && !accept(w.Value)) {
 			continue
 		}
 		src := source{w.Writer, w.Source}

@@ -24,8 +24,8 @@ type BootWriter struct {
 	// Verdict is "overrides" (a value that does not satisfy hostprep's),
 	// "may override" (such a value from a line that may not run: a
 	// script, a conditional write), "not known" (the value cannot be
-	// known offline), "refused" (the kernel refuses it, so it changes
-	// nothing) or "agrees".
+	// known offline) or "agrees". A value the kernel refuses changes
+	// nothing: the writer's write before it counts, or none.
 	Verdict string `json:"verdict"`
 	// Why says what else decides whether it writes the value.
 	Why string `json:"why,omitempty"`
@@ -61,8 +61,6 @@ func checkWriters(it *BootItem, k, want, mode string, key hostconf.KeyAtBoot) {
 		switch {
 		case w.Value == "":
 			bw.Verdict = "not known"
-		case kernelRefuses(k, w.Value, want) != "":
-			bw.Verdict = "refused"
 		case sysval.SatisfiesKey(k, kept, want, mode):
 			bw.Verdict = "agrees"
 		case w.Sure:

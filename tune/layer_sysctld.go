@@ -347,7 +347,7 @@ func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, ov
 				it.Problem = fmt.Sprintf("sysctl %s: needs kernel module %s, which no modules-load.d file loads before %s runs, so at boot the key does not exist yet and stays at its default; hostprep writes %s for it", k, m, loader, files.ModulesLoad)
 			}
 		}
-		checkWriters(&it, k, want, mode, boot.Key(k))
+		checkWriters(&it, k, want, mode, boot.KeyAccepted(k, func(v string) bool { return kernelRefuses(k, v, want) == "" }))
 		out = append(out, it)
 	}
 	return out, nil
