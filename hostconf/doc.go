@@ -53,6 +53,16 @@
 //     NofileSetting.Resolved: PID 1's hard limit at boot,
 //     Pid1NofileHard(kernel command line): fs.nr_open before sysctl.d.
 //
+// After the sysctl.d loader, other programs write sysctl values: ufw's
+// IPT_SYSCTL file, tuned's active profile and reapply_sysctl, /etc/rc.local,
+// services whose ExecStart*= lines run sysctl or write /proc/sys. Each is
+// one declarative entry of Writers (where its configuration lives and how
+// it is parsed, when it runs, whether its effect is known offline, how to
+// make it agree). ReadBoot(root, overlay) reads the loader and every
+// writer; Boot.Key(key) is a key after boot, its Value() the value in
+// force and who sets it. docs/boot.md describes the model and how to add
+// a writer.
+//
 // Every value comes with the file and line that set it, so a caller can
 // name the file that wins at boot and tell how to fix it.
 //

@@ -2,8 +2,9 @@ package hostconf
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
+
+	"github.com/hostprep/hostprep/internal/kernelnum"
 )
 
 // DefaultNrOpen is the kernel's fs.nr_open when nothing sets it
@@ -78,7 +79,7 @@ func cmdlineNrOpen(cmdline string) (uint64, string, bool) {
 		if strings.ReplaceAll(rest[1:], ".", "/") != "fs/nr_open" {
 			continue
 		}
-		if x, ok := kernelUint(strings.Trim(v, "\"")); ok && x >= nrOpenMin && x <= nrOpenMax {
+		if x, ok := kernelnum.Uint(strings.Trim(v, "\"")); ok && x >= nrOpenMin && x <= nrOpenMax {
 			n, param, found = x, arg, true
 		}
 	}
@@ -110,23 +111,6 @@ func kernelArgs(cmdline string) []string {
 		out = append(out, cur.String())
 	}
 	return out
-}
-
-// kernelUint reads a number as the kernel's proc_get_long does for a
-// sysctl write: strtoul with base 0 (0x hexadecimal, a leading 0 octal).
-func kernelUint(s string) (uint64, bool) {
-	base := 10
-	switch {
-	case len(s) > 2 && (s[:2] == "0x" || s[:2] == "0X"):
-		base, s = 16, s[2:]
-	case len(s) > 1 && s[0] == '0':
-		base, s = 8, s[1:]
-	}
-	if s == "" || strings.ContainsAny(s, "+-_") {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(s, base, 64)
-	return n, err == nil
 }
 
 // Resolved is n as a service gets it: an "infinity" soft or hard

@@ -564,3 +564,22 @@ func TestE2ECapacityNeverLowered(t *testing.T) {
 		})
 	}
 }
+
+// unprivileged copies the binary where nobody can run it and returns the
+// argv prefix that runs it as nobody without capabilities.
+func (n *netns) unprivileged() []string {
+	n.t.Helper()
+	dir := n.t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		n.t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "hostprep")
+	b, err := os.ReadFile(n.bin)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		n.t.Fatal(err)
+	}
+	return []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", bin}
+}

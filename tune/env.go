@@ -7,15 +7,16 @@
 // rolling back its own items — layer_runtime.go (/proc/sys),
 // layer_files.go (writing, undoing and checking every owned file),
 // layer_sysctld.go, layer_modules.go, layer_limitsd.go and
-// layer_systemd.go (what each owned file holds), layer_process.go
-// (prlimit of running processes). plan.go, apply.go, rollback.go and
-// verify.go are short loops over the layers; bootcheck.go compares every
-// persisted key and limit with the host after its next boot (package
-// hostconf), neverlower.go keeps nofile limits the host already has,
+// layer_systemd.go (what each owned file holds, and each one's items
+// after the next boot), layer_process.go (prlimit of running
+// processes). plan.go, apply.go, rollback.go and verify.go are short
+// loops over the layers; boot.go runs every layer's boot items against
+// the host after its next boot (package hostconf), boot_writers.go
+// judges the programs that write a key after the sysctl.d loader
+// (hostconf.Writers), neverlower.go keeps nofile limits the host already has,
 // ports.go plans the port range and reserved ports, bounds.go the
 // version- and RAM-dependent kernel bounds, output.go prints.
-// Sub-packages: boot (boot simulation of sysctl.d, limits.d, systemd),
-// sysctl (the /proc/sys backend), files (owned files, atomic writes),
+// Sub-packages: sysctl (the /proc/sys backend), files (owned files, atomic writes),
 // journal (state.json), lock (flock), sysval (field-by-field value
 // comparison); listening ports come from internal/procnet.
 package tune

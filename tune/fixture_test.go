@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -315,4 +316,23 @@ func sysTune() *profiles.Profile {
 		Limits:       profiles.Limits{Nofile: &profiles.Limit{Soft: 1048576, Hard: 1048576}, Users: []string{"*", "root"}},
 		ReservePorts: []int{1883, 8883, 8083, 8084, 18083},
 	}
+}
+
+// loadFile writes y to a profile file and loads it as --profile does, so
+// that errors can name the file's positions.
+func loadFile(t *testing.T, name, y string) (*profiles.Profile, string) {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), name)
+	must(t, os.WriteFile(f, []byte(y), 0o644))
+	p, err := profiles.Load(f, nil)
+	must(t, err)
+	return p, f
+}
+
+// writeProcLimits writes PROC/pid/limits with the given nofile.
+func writeProcLimits(t testing.TB, h *fakeHost, pid int, soft, hard uint64) {
+	t.Helper()
+	lim := fmt.Sprintf("Limit                     Soft Limit           Hard Limit           Units\nMax open files            %d                %d                files\n", soft, hard)
+	must(t, os.MkdirAll(filepath.Join(h.proc, strconv.Itoa(pid)), 0o755))
+	must(t, os.WriteFile(filepath.Join(h.proc, strconv.Itoa(pid), "limits"), []byte(lim), 0o644))
 }

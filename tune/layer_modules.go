@@ -14,7 +14,7 @@ import (
 // kernel modules that register persisted keys (net.netfilter.* needs
 // nf_conntrack), so systemd-modules-load loads them before systemd-sysctl
 // applies the sysctl.d file. Written and rolled back as an owned file
-// (layer_files.go); verified at boot by bootSysctlItems (bootcheck.go).
+// (layer_files.go); verified at boot by bootSysctlItems (layer_sysctld.go).
 
 // modulesWants plans the modules-load.d file, when a persisted key needs a
 // module.

@@ -137,3 +137,41 @@ func TestRollbackOfEditedFileSavesTheOriginal(t *testing.T) {
 		})
 	}
 }
+
+// A modules-load.d file masked with a /dev/null link after apply: verify
+// --boot shows the key it loads the module for as absent at boot (not a
+// file's value), and rollback says the file was replaced by a link.
+func TestMaskedModulesLoadFile(t *testing.T) {
+	_, p, err := loadCase(t, "conntrack-limit-lost-at-boot")
+	must(t, err)
+	h := newHost(t, map[string]string{"net.netfilter.nf_conntrack_max": "262144"})
+	h.layFiles(map[string]string{})
+	_, err = h.apply(p)
+	must(t, err)
+	host := filepath.Join(h.root, files.ModulesLoad)
+	must(t, os.Remove(host))
+	must(t, os.Symlink("/dev/null", host))
+	bs, _ := VerifyBoot(h.env)
+	found := false
+	for _, it := range bs.Items {
+		if it.Key == "net.netfilter.nf_conntrack_max" {
+			found = true
+			if it.OK || it.Boot.Value != "absent" || it.Boot.File != "" {
+				t.Errorf("at boot: %+v, want absent", it)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no boot item for nf_conntrack_max: %+v", bs.Items)
+	}
+	res := h.rollback()
+	var reason string
+	for _, l := range res.Left {
+		if l.File == host {
+			reason = l.Reason
+		}
+	}
+	if !strings.Contains(reason, "replaced by a symlink to /dev/null (masked)") || strings.Contains(reason, "header still names") {
+		t.Errorf("rollback says %q for the masked %s", reason, files.ModulesLoad)
+	}
+}

@@ -2,12 +2,13 @@ package tune
 
 import (
 	"fmt"
-	"github.com/hostprep/hostprep/internal/shellquote"
 	"io"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/plural"
+	"github.com/hostprep/hostprep/internal/shellquote"
 )
 
 // WriteText prints a plan or apply result as an aligned table: one row per
@@ -201,8 +202,13 @@ func writeBootItems(w io.Writer, items []BootItem, notes, warnings []string) {
 		if it.Boot.File != "" {
 			by = fmt.Sprintf("%s:%d", it.Boot.File, it.Boot.Line)
 		}
+		if w := it.Boot.Writer; w != "" && w != string(hostconf.SystemdSysctl) && w != string(hostconf.ProcpsSystem) {
+			by += " (" + w + ")"
+		}
 		ok := "ok"
 		switch {
+		case !it.OK && it.Boot.Value == "not known":
+			ok = "NOT KNOWN"
 		case !it.OK:
 			ok = "DIFFERS"
 		case it.NotInstalled:

@@ -47,3 +47,37 @@ func TestRestartLineReachesEveryUnit(t *testing.T) {
 		t.Errorf("sh reads the restart line %q as %q, want %q", line, got, want)
 	}
 }
+
+// TestSystemdNotRunningNoRestartLine: on a host where systemd is not
+// running (no /run/systemd/system) no systemctl command can work: the
+// plan lists no unit to restart and no daemon-reexec, and one note says
+// the drop-ins take effect when systemd starts the units. With systemd
+// running, the installed unit is to be restarted as before.
+func TestSystemdNotRunningNoRestartLine(t *testing.T) {
+	unit := "[Service]\nExecStart=/bin/true\n"
+	y := "systemd:\n  services: [mosquitto]\n  limit_nofile: {soft: 65536, hard: 65536}\n  default_limit_nofile: {soft: 1024, hard: 65536}\n"
+	p, err := profiles.Parse("t.yaml", []byte(y))
+	must(t, err)
+	for _, running := range []bool{false, true} {
+		h := newHost(t, nil)
+		h.layFiles(map[string]string{"/lib/systemd/system/mosquitto.service": unit})
+		if running {
+			h.env.SystemdRunDir = h.root
+		}
+		pl, err := NewPlan(p, h.env)
+		must(t, err)
+		notes := strings.Join(pl.Notes, "\n")
+		if running {
+			if !slices.Equal(pl.Restart, []string{"mosquitto.service"}) || !strings.Contains(notes, "daemon-reexec") {
+				t.Errorf("systemd running: restart %q, notes %q; want mosquitto.service and the daemon-reexec note", pl.Restart, notes)
+			}
+			continue
+		}
+		if len(pl.Restart) != 0 || strings.Contains(notes, "systemctl") {
+			t.Errorf("systemd not running: restart %q, notes %q; want no unit to restart and no systemctl", pl.Restart, notes)
+		}
+		if !strings.Contains(notes, "systemd is not running") || !strings.Contains(notes, "next boot") {
+			t.Errorf("systemd not running: notes %q do not say the drop-ins take effect when systemd starts the units", notes)
+		}
+	}
+}

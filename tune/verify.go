@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
@@ -200,4 +201,75 @@ func driftProfile(s *Status) []string {
 // and --set overrides.
 func applyArgs(a journal.Apply) []string {
 	return profileArgs(cmp.Or(a.Source, a.Profile), a.Sets)
+}
+
+// BootStatus is the JSON of `hostprep tune verify --boot`.
+type BootStatus struct {
+	// Changed is always false: verify only reads.
+	Changed bool `json:"changed"`
+	// Applied is false when there is no journal (nothing applied: no
+	// items, and verify --boot passes as plain verify does).
+	Applied bool `json:"applied"`
+	// Journal is the state file read.
+	Journal string     `json:"journal"`
+	Items   []BootItem `json:"items"`
+	// Failing counts items whose boot value differs from what hostprep
+	// applied.
+	Failing int `json:"failing"`
+	// NotInstalled lists the units hostprep wrote a drop-in for that have
+	// no unit file (their items are marked not_installed): not failing,
+	// but no service gets their limits until they are installed.
+	NotInstalled []string `json:"not_installed,omitempty"`
+	// Notes say so, one per such unit, when another unit hostprep tuned
+	// is installed (a profile's alternatives: emqx or mosquitto).
+	Notes []string `json:"notes,omitempty"`
+	// Warnings say so when no unit hostprep tuned is installed: the
+	// limits reach no service.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// VerifyBoot compares every key and limit hostprep persisted (from the
+// journal) with what the host will have after its next boot. It fails
+// (exitcode.Failed, exit 1) naming every key whose boot value differs and
+// the file:line that wins. With nothing applied (no journal) it returns a
+// BootStatus with Applied false and no error, as Verify does. Errors: exitcode.Environment when
+// the journal or a configuration file cannot be read.
+func VerifyBoot(env Env) (*BootStatus, error) {
+	if err := env.checkRoot("verify --boot"); err != nil {
+		return nil, err
+	}
+	st, err := env.loadJournal()
+	if err != nil {
+		return nil, exitcode.Environmentf("tune verify --boot: %w", err)
+	}
+	bs := &BootStatus{Items: []BootItem{}, Journal: env.stateFile()}
+	if st == nil {
+		return bs, nil
+	}
+	bs.Applied = true
+	env = env.keepPersistName(st).withLastApply(st)
+	modes := map[string]string{}
+	for k, j := range st.Keys {
+		modes[k] = j.Mode
+	}
+	items, err := bootItems(env, st.Persisted, modes, nil, ownedFiles(env, st))
+	if err != nil {
+		return nil, err
+	}
+	bs.Items = items
+	bs.Notes, bs.Warnings = installNotes(env, items)
+	var bad []string
+	for _, it := range items {
+		if !it.OK {
+			bs.Failing++
+			bad = append(bad, it.Problem)
+		}
+		if it.NotInstalled && !slices.Contains(bs.NotInstalled, it.unit) {
+			bs.NotInstalled = append(bs.NotInstalled, it.unit)
+		}
+	}
+	if bs.Failing > 0 {
+		return bs, exitcode.Failedf("tune verify --boot: %s will not have hostprep's value after a reboot: %s", plural.N(bs.Failing, "item"), joinSemi(bad))
+	}
+	return bs, nil
 }

@@ -9,6 +9,7 @@ import (
 	"math/big"
 	"strings"
 
+	"github.com/hostprep/hostprep/internal/kernelnum"
 	"github.com/hostprep/hostprep/internal/plural"
 )
 
@@ -27,28 +28,8 @@ func Fields(v string) []string { return strings.Fields(v) }
 func Normalize(v string) string { return strings.Join(Fields(v), " ") }
 
 // num parses one field as the kernel reads a number written to /proc/sys
-// (proc_get_long: an optional minus sign, then strtoul with base 0: 0x or
-// 0X hexadecimal, a leading 0 octal, else decimal), so that a sysctl.d
-// line's "0x10000" is 65536 and "0100000" is 32768. Anything else (Go's
-// 0o, 0b and 1_000 forms included) is not a number.
-func num(s string) (*big.Int, bool) {
-	d, neg := strings.CutPrefix(s, "-")
-	base := 10
-	switch {
-	case len(d) > 2 && (d[:2] == "0x" || d[:2] == "0X"):
-		base, d = 16, d[2:]
-	case len(d) > 1 && d[0] == '0':
-		base, d = 8, d[1:]
-	}
-	if d == "" || strings.ContainsAny(d, "_+-") {
-		return nil, false
-	}
-	n, ok := new(big.Int).SetString(d, base)
-	if ok && neg {
-		n.Neg(n)
-	}
-	return n, ok
-}
+// (kernelnum.Parse: 0x hexadecimal, a leading 0 octal, else decimal).
+func num(s string) (*big.Int, bool) { return kernelnum.Parse(s) }
 
 // Uint is a one-field value read as the kernel reads it (see num), as a
 // uint64; ok is false for anything else.

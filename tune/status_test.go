@@ -8,9 +8,63 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/profiles"
+	"github.com/hostprep/hostprep/tune/journal"
 )
+
+// TestStatusAfterAKilledApplySaysInterrupted: an apply killed after its
+// journal write but before every change (simulated by putting the journal
+// and host where a kill -9 leaves them) is reported as interrupted, with
+// what to run, not as drift of files never written; verify exits 1 with
+// the same advice; rollback and a new apply both work from there.
+func TestStatusAfterAKilledApplySaysInterrupted(t *testing.T) {
+	h := newHost(t, nil)
+	before := h.snapshot()
+	if _, err := h.apply(sysTune()); err != nil {
+		t.Fatal(err)
+	}
+	st, err := journal.Load(h.env.stateFile())
+	must(t, err)
+	if st.Interrupted() != nil {
+		t.Fatal("a completed apply is marked in progress")
+	}
+	// Killed after the runtime keys but before the files: the last key and
+	// every file are not written yet.
+	st.Applies[len(st.Applies)-1].InProgress = true
+	must(t, journal.Save(h.env.stateFile(), st))
+	h.writeKey("net.ipv4.tcp_max_tw_buckets", stockSysctl["net.ipv4.tcp_max_tw_buckets"])
+	for _, f := range []string{"etc/sysctl.d/60-hostprep.conf", "etc/security/limits.d/60-hostprep.conf"} {
+		must(t, os.Remove(filepath.Join(h.root, f)))
+	}
+
+	s, err := StatusOf(h.env)
+	must(t, err)
+	if !strings.Contains(s.Interrupted, "apply of profile sys-tune interrupted") || !strings.Contains(s.Interrupted, "hostprep tune apply --profile sys-tune") || !strings.Contains(s.Interrupted, "hostprep tune rollback") {
+		t.Errorf("interrupted = %q", s.Interrupted)
+	}
+	if s.Drift != 0 {
+		t.Errorf("drift %d, want 0 (nothing drifted, the apply stopped)", s.Drift)
+	}
+	var buf strings.Builder
+	must(t, s.WriteText(&buf))
+	if strings.Contains(buf.String(), "removed since hostprep wrote it") || !strings.Contains(buf.String(), "INTERRUPTED:") || strings.Count(buf.String(), "PENDING") != 3 {
+		t.Errorf("status text:\n%s", buf.String())
+	}
+	_, _, err = Verify(nil, h.env)
+	wantCode(t, err, exitcode.Failed, "interrupted", "tune rollback")
+
+	// Applying again finishes it.
+	if _, err := h.apply(sysTune()); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := StatusOf(h.env); err != nil || s.Interrupted != "" || s.Drift != 0 {
+		t.Fatalf("after a new apply: %+v %v", s, err)
+	}
+	h.rollback()
+	h.assertUnchanged(before)
+}
 
 // TestStatusSaysWhyBootIsNotKnown: `tune status` run by a user who cannot
 // read a unit file of the profile's (a 0600 unit file, status as nobody)

@@ -1,100 +1,16 @@
 package tune
 
 import (
-	"context"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 
-	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/hostprep/hostprep/tune/files"
-	"github.com/hostprep/hostprep/tune/journal"
-	"github.com/hostprep/hostprep/tune/lock"
 )
-
-// TestImageModeLocksTheImageTree: with --root DIR and no --lock, apply and
-// rollback flock DIR itself (not the host's /run/hostprep.lock), and
-// leave no lock file in the image.
-func TestImageModeLocksTheImageTree(t *testing.T) {
-	h := newHost(t, nil)
-	h.env.Image = true
-	h.env.LockFile = ""
-	l, err := lock.Acquire(h.root, 0)
-	must(t, err)
-	before := h.snapshot()
-	_, err = h.apply(sysTune())
-	wantCode(t, err, exitcode.Environment, "holds "+h.root)
-	h.assertUnchanged(before)
-	l.Release()
-
-	if _, err := h.apply(sysTune()); err != nil {
-		t.Fatal(err)
-	}
-	h.rollback()
-	h.assertUnchanged(before)
-	for _, p := range []string{"run", "run/hostprep.lock", "var/lib/hostprep"} {
-		if _, err := os.Stat(filepath.Join(h.root, p)); err == nil {
-			t.Errorf("image tree has %s after apply+rollback", p)
-		}
-	}
-}
-
-// TestStatusAfterAKilledApplySaysInterrupted: an apply killed after its
-// journal write but before every change (simulated by putting the journal
-// and host where a kill -9 leaves them) is reported as interrupted, with
-// what to run, not as drift of files never written; verify exits 1 with
-// the same advice; rollback and a new apply both work from there.
-func TestStatusAfterAKilledApplySaysInterrupted(t *testing.T) {
-	h := newHost(t, nil)
-	before := h.snapshot()
-	if _, err := h.apply(sysTune()); err != nil {
-		t.Fatal(err)
-	}
-	st, err := journal.Load(h.env.stateFile())
-	must(t, err)
-	if st.Interrupted() != nil {
-		t.Fatal("a completed apply is marked in progress")
-	}
-	// Killed after the runtime keys but before the files: the last key and
-	// every file are not written yet.
-	st.Applies[len(st.Applies)-1].InProgress = true
-	must(t, journal.Save(h.env.stateFile(), st))
-	h.writeKey("net.ipv4.tcp_max_tw_buckets", stockSysctl["net.ipv4.tcp_max_tw_buckets"])
-	for _, f := range []string{"etc/sysctl.d/60-hostprep.conf", "etc/security/limits.d/60-hostprep.conf"} {
-		must(t, os.Remove(filepath.Join(h.root, f)))
-	}
-
-	s, err := StatusOf(h.env)
-	must(t, err)
-	if !strings.Contains(s.Interrupted, "apply of profile sys-tune interrupted") || !strings.Contains(s.Interrupted, "hostprep tune apply --profile sys-tune") || !strings.Contains(s.Interrupted, "hostprep tune rollback") {
-		t.Errorf("interrupted = %q", s.Interrupted)
-	}
-	if s.Drift != 0 {
-		t.Errorf("drift %d, want 0 (nothing drifted, the apply stopped)", s.Drift)
-	}
-	var buf strings.Builder
-	must(t, s.WriteText(&buf))
-	if strings.Contains(buf.String(), "removed since hostprep wrote it") || !strings.Contains(buf.String(), "INTERRUPTED:") || strings.Count(buf.String(), "PENDING") != 3 {
-		t.Errorf("status text:\n%s", buf.String())
-	}
-	_, _, err = Verify(nil, h.env)
-	wantCode(t, err, exitcode.Failed, "interrupted", "tune rollback")
-
-	// Applying again finishes it.
-	if _, err := h.apply(sysTune()); err != nil {
-		t.Fatal(err)
-	}
-	if s, err := StatusOf(h.env); err != nil || s.Interrupted != "" || s.Drift != 0 {
-		t.Fatalf("after a new apply: %+v %v", s, err)
-	}
-	h.rollback()
-	h.assertUnchanged(before)
-}
 
 // TestForeignFileIsAnnouncedAndRollbackRestoresOwnerAndMode: a
 // 60-hostprep.conf hostprep never wrote (owned by nobody, mode 0600) is
@@ -218,37 +134,6 @@ func TestRollbackKeepsNrOpenForALimitsFileLeftBehind(t *testing.T) {
 	h.assertUnchanged(before)
 }
 
-// TestImageModeRootMustExist: --root naming a directory that does not
-// exist (or a file) is bad input for every command taking it (exit 2,
-// naming --root), and nothing is created: not the tree, not a lock.
-func TestImageModeRootMustExist(t *testing.T) {
-	h := newHost(t, nil)
-	h.env.Image = true
-	h.env.LockFile = ""
-	parent := t.TempDir()
-	file := filepath.Join(parent, "a-file")
-	must(t, os.WriteFile(file, nil, 0o644))
-	for _, root := range []string{filepath.Join(parent, "image", "rootfs"), file} {
-		h.env.Root = root
-		_, err := h.apply(sysTune())
-		wantCode(t, err, exitcode.BadInput, "--root", root)
-		_, err = NewPlan(sysTune(), h.env)
-		wantCode(t, err, exitcode.BadInput, "--root")
-		_, err = Rollback(context.Background(), h.env)
-		wantCode(t, err, exitcode.BadInput, "--root")
-		_, err = StatusOf(h.env)
-		wantCode(t, err, exitcode.BadInput, "--root")
-		_, _, err = Verify(sysTune(), h.env)
-		wantCode(t, err, exitcode.BadInput, "--root")
-		_, err = VerifyBoot(h.env)
-		wantCode(t, err, exitcode.BadInput, "--root")
-	}
-	ents, _ := os.ReadDir(parent)
-	if len(ents) != 1 {
-		t.Errorf("a refused --root left %d entries in %s, want only a-file", len(ents), parent)
-	}
-}
-
 // A limits file left behind whose hard nofile is above even the
 // fs.nr_open hostprep set (an edit to 3000000 over 2097152) is not
 // protected by keeping hostprep's fs.nr_open or its sysctl.d file: both
@@ -344,34 +229,33 @@ func TestRollbackKeepsNrOpenForAForeignLimitsFile(t *testing.T) {
 	}
 }
 
-// A directory where hostprep keeps a file of its own, or a file where it
-// needs a directory, stops apply before anything changes, with the fix:
-// move it away (hostprep never removes what it did not write). Field
-// case: "tune: reading …/60-hostprep.conf: read …: is a directory".
-func TestOwnedPathBlockedNamesTheFix(t *testing.T) {
-	for _, c := range []struct {
-		name, profile, dir, file string
-	}{
-		{"a directory at hostprep's sysctl.d file", "sys-tune", "etc/sysctl.d/60-hostprep.conf", ""},
-		{"a file at a drop-in directory", "mqtt-broker-1m", "", "etc/systemd/system/emqx.service.d"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			h := newHost(t, nil)
-			if c.dir != "" {
-				must(t, os.MkdirAll(filepath.Join(h.root, c.dir), 0o755))
-			}
-			if c.file != "" {
-				must(t, os.MkdirAll(filepath.Dir(filepath.Join(h.root, c.file)), 0o755))
-				must(t, os.WriteFile(filepath.Join(h.root, c.file), []byte("x"), 0o644))
-			}
-			p, err := profiles.Load(c.profile, nil)
-			must(t, err)
-			before := h.snapshot()
-			_, err = h.apply(p)
-			wantCode(t, err, exitcode.Environment, "move it away", "hostprep never removes what it did not write")
-			if after := h.snapshot(); !reflect.DeepEqual(before, after) {
-				t.Errorf("apply changed the host before it stopped")
-			}
-		})
+// TestRollbackLeftDirectoryShowsWhatItHolds: a directory hostprep created
+// that rollback leaves because someone put a file in it is listed with
+// what it holds, not `now ""`.
+func TestRollbackLeftDirectoryShowsWhatItHolds(t *testing.T) {
+	img, env := newImage(t, nil)
+	p, err := profiles.Parse("t.yaml", []byte("sysctl: {net.core.somaxconn: \"4096\"}\n"))
+	must(t, err)
+	_, err = Apply(t.Context(), p, Options{Env: env})
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(img, "etc/sysctl.d/70-mine.conf"), []byte("vm.swappiness = 1\n"), 0o644))
+	r, err := Rollback(t.Context(), env)
+	must(t, err)
+	var row *Skip
+	for i, l := range r.Left {
+		if l.File == filepath.Join(img, "etc/sysctl.d")+"/" {
+			row = &r.Left[i]
+		}
+	}
+	if row == nil {
+		t.Fatalf("left: %+v; want the sysctl.d directory", r.Left)
+	}
+	if row.Current != "directory of 1 entry" || !strings.Contains(row.Reason, "not empty") {
+		t.Errorf("left directory: current %q, reason %q; want \"directory of 1 entry\", not empty", row.Current, row.Reason)
+	}
+	var text strings.Builder
+	must(t, r.WriteText(&text))
+	if strings.Contains(text.String(), `now ""`) {
+		t.Errorf("rollback text says now \"\":\n%s", text.String())
 	}
 }

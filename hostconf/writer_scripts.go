@@ -1,0 +1,334 @@
+package hostconf
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"strings"
+)
+
+// rcLocal is the script rc-local.service runs at boot when it is
+// executable (systemd-rc-local-generator; on SysV hosts the rc.local
+// init script does the same).
+const rcLocal = "/etc/rc.local"
+
+// rcLocalWriter is /etc/rc.local: a shell script, so hostprep reads its
+// lines that run sysctl or write /proc/sys, but cannot know whether they
+// run (its flow is not followed): each write it finds is not Sure.
+var rcLocalWriter = Writer{
+	Name:    "rc.local",
+	Config:  "/etc/rc.local, when executable: its lines that run `sysctl` or write /proc/sys (a shell script: lines are read one by one, its flow is not followed)",
+	When:    "rc-local.service runs it late at boot, after network.target, once per boot",
+	Order:   AfterLoader,
+	Offline: false,
+	Writes: func(h *Host) ([]Write, error) {
+		st, err := os.Stat(hostPath(h.Root, resolve(h.Root, rcLocal)))
+		if err != nil || st.Mode()&0o111 == 0 {
+			return nil, nil // not executable: systemd-rc-local-generator does not run it
+		}
+		return scriptWrites(h, rcLocal, rcLocal)
+	},
+}
+
+// unitExecWriter is every other service started at boot (a link in a
+// *.wants or *.requires directory, or a SysV init script with an S link
+// in /etc/rc[2-5].d) whose ExecStart=, ExecStartPre= or ExecStartPost=
+// runs `sysctl` or a shell command that writes /proc/sys, or runs a
+// script that does; init scripts are read as scripts.
+var unitExecWriter = Writer{
+	Name:    "service",
+	Config:  "ExecStartPre=, ExecStart= and ExecStartPost= of every service enabled at boot that run `sysctl` (its -w, -p and --system forms) or a shell command or script writing /proc/sys; SysV init scripts started from /etc/rc[2-5].d, read as scripts",
+	When:    "the service runs it when it starts: after systemd-sysctl for a service with default dependencies, which starts after sysinit.target; unordered for one with DefaultDependencies=no",
+	Order:   AfterLoader,
+	Offline: false,
+	Writes:  unitExecWrites,
+}
+
+// ownWriterUnits are the services other entries (or the loader) stand
+// for, and the SysV scripts that run them.
+var ownWriterUnits = map[string]bool{"systemd-sysctl.service": true, "ufw.service": true, "tuned.service": true, "rc-local.service": true,
+	"procps.service": true, "/etc/init.d/procps": true, "/etc/init.d/ufw": true, "/etc/init.d/tuned": true, "/etc/init.d/rc.local": true}
+
+func unitExecWrites(h *Host) ([]Write, error) {
+	var out []Write
+	for _, e := range h.enabledUnits() {
+		unit := path.Base(e)
+		if ownWriterUnits[unit] || strings.HasPrefix(unit, "hostprep") {
+			continue
+		}
+		files, err := unitFiles(h.tree(), unit)
+		if err != nil || len(files) == 0 || files[0].Masked || files[0].Broken != "" {
+			continue
+		}
+		if files[0].SysV != "" {
+			continue // read below, as an init script
+		}
+		for _, key := range []string{"ExecStartPre", "ExecStart", "ExecStartPost"} {
+			var cmds []struct {
+				v    string
+				f    ConfFile
+				line int
+			}
+			err := eachAssignment(h.tree(), files, "Service", key, func(v string, f ConfFile, line int) {
+				if v == "" {
+					cmds = cmds[:0] // an empty assignment resets the list
+					return
+				}
+				cmds = append(cmds, struct {
+					v    string
+					f    ConfFile
+					line int
+				}{v, f, line})
+			})
+			if err != nil {
+				return nil, err
+			}
+			for _, c := range cmds {
+				ws, err := execWrites(h, unit, key, c.v, c.f.Target, c.line)
+				if err != nil {
+					return nil, err
+				}
+				for i := range ws {
+					ws[i].Source = unit
+				}
+				out = append(out, ws...)
+			}
+		}
+	}
+	for _, s := range h.sysvStarted() {
+		if ownWriterUnits[s] {
+			continue
+		}
+		if files, err := unitFiles(h.tree(), path.Base(s)+".service"); err == nil && len(files) > 0 && files[0].SysV == "" {
+			continue // a native unit replaces the script
+		}
+		ws, err := scriptWrites(h, s, s)
+		if err != nil {
+			return nil, err
+		}
+		for i := range ws {
+			ws[i].Source = s
+		}
+		out = append(out, ws...)
+	}
+	return out, nil
+}
+
+// execWrites are the writes of one Exec line of unit (from file:line).
+func execWrites(h *Host, unit, key, v, file string, line int) ([]Write, error) {
+	v = strings.TrimLeft(v, "-@:+!|")
+	words := shellWords(v)
+	if len(words) == 0 {
+		return nil, nil
+	}
+	at := Write{File: file, Line: line, Sure: true,
+		Fix: fmt.Sprintf("hostprep never edits a file it does not own: change that %s= line of %s (a drop-in of your own in /etc/systemd/system/%s.d can reset it with an empty %s= and set the rest again), or disable the unit", key, unit, unit, key)}
+	switch base := path.Base(words[0]); {
+	case base == "sysctl":
+		return sysctlCommand(h, words[1:], at)
+	case (base == "sh" || base == "bash" || base == "dash") && len(words) > 2 && words[1] == "-c":
+		at.Sure = false
+		return commandWrites(h, words[2], at)
+	case strings.HasPrefix(words[0], "/"):
+		if isScript(h, words[0]) {
+			at.Sure = false
+			ws, err := scriptWrites(h, words[0], words[0])
+			for i := range ws {
+				ws[i].Why = fmt.Sprintf("%s runs the script %s at its %s= (%s:%d); a script's flow is not followed", unit, words[0], key, file, line)
+			}
+			return ws, err
+		}
+	}
+	return nil, nil
+}
+
+// isScript says whether p (relative to the root) is a file of less
+// than 1 MiB that begins with "#!" (only its first bytes are read).
+func isScript(h *Host, p string) bool {
+	if b, ok := h.Overlay[p]; ok {
+		return len(b) > 2 && string(b[:2]) == "#!"
+	}
+	f, err := os.Open(hostPath(h.Root, resolve(h.Root, p)))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() || st.Size() >= 1<<20 {
+		return false
+	}
+	head := make([]byte, 2)
+	n, _ := f.Read(head)
+	return n == 2 && string(head) == "#!"
+}
+
+// scriptWrites are the writes of the lines of the shell script file
+// (relative to the root) that run sysctl or write /proc/sys. None is
+// Sure: a script's flow (conditions, functions, an early exit) is not
+// followed.
+func scriptWrites(h *Host, file, name string) ([]Write, error) {
+	b, err := h.read(file)
+	if err != nil || b == nil {
+		return nil, err
+	}
+	var out []Write
+	for i, l := range strings.Split(string(b), "\n") {
+		at := Write{File: file, Line: i + 1,
+			Fix: fmt.Sprintf("hostprep never edits a file it does not own: change or remove %s line %d", name, i+1)}
+		ws, err := commandWrites(h, l, at)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ws...)
+	}
+	return out, nil
+}
+
+// commandWrites are the writes of one shell command line: `sysctl ...`
+// and `echo V > /proc/sys/KEY` (or printf). A line that mentions
+// /proc/sys or sysctl in any other way writes keys not known offline.
+func commandWrites(h *Host, line string, at Write) ([]Write, error) {
+	var out []Write
+	var cmds [][]string
+	cur := []string{}
+	for _, w := range shellWords(line) {
+		if w == ";" || w == "&" || w == "|" {
+			cmds, cur = append(cmds, cur), []string{}
+			continue
+		}
+		cur = append(cur, w)
+	}
+	for _, cmd := range append(cmds, cur) {
+		for len(cmd) > 0 && (cmd[0] == "sudo" || cmd[0] == "exec" || cmd[0] == "command") {
+			cmd = cmd[1:]
+		}
+		if len(cmd) == 0 {
+			continue
+		}
+		ws, err := oneCommand(h, cmd, at)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ws...)
+	}
+	return out, nil
+}
+
+func oneCommand(h *Host, cmd []string, at Write) ([]Write, error) {
+	if path.Base(cmd[0]) == "sysctl" {
+		return sysctlCommand(h, cmd[1:], at)
+	}
+	// a redirection into /proc/sys: "> /proc/sys/K" or ">/proc/sys/K"
+	for i, w := range cmd {
+		target := ""
+		switch {
+		case (w == ">" || w == ">>") && i+1 < len(cmd):
+			target = cmd[i+1]
+		case strings.HasPrefix(w, ">"):
+			target = strings.TrimLeft(w, ">")
+		}
+		if !strings.HasPrefix(target, "/proc/sys/") {
+			continue
+		}
+		key := DottedKey(strings.TrimPrefix(path.Clean(target), "/proc/sys/"))
+		w := at
+		w.Key = key
+		if (cmd[0] == "echo" || cmd[0] == "printf") && i > 1 && !strings.Contains(strings.Join(cmd[1:i], " "), "$") {
+			args := cmd[1:i]
+			for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+				args = args[1:]
+			}
+			w.Value = strings.TrimSpace(strings.Join(args, " "))
+		}
+		if strings.Contains(target, "$") {
+			w.Key = "*"
+		}
+		if w.Value == "" {
+			w.Why = fmt.Sprintf("%s writes %s with a value that is not known offline", w.Where(), target)
+		}
+		return []Write{w}, nil
+	}
+	if strings.Contains(strings.Join(cmd, " "), "/proc/sys") {
+		w := at
+		w.Key, w.Why = "*", fmt.Sprintf("%s writes under /proc/sys in a way not known offline", w.Where())
+		return []Write{w}, nil
+	}
+	return nil, nil
+}
+
+// sysctlCommand are the writes of `sysctl ARGS` (procps-ng): KEY=VALUE
+// arguments (with or without -w), -p/--load FILE (default
+// /etc/sysctl.conf) and --system (the sysctl.d files, as procps applies
+// them at boot).
+func sysctlCommand(h *Host, args []string, at Write) ([]Write, error) {
+	var out []Write
+	load, system := false, false
+	var files []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--system":
+			system = true
+		case a == "-p" || a == "--load":
+			load = true
+		case strings.HasPrefix(a, "-p"):
+			load = true
+			files = append(files, a[2:])
+		case strings.HasPrefix(a, "--load="):
+			load = true
+			files = append(files, strings.TrimPrefix(a, "--load="))
+		case strings.HasPrefix(a, "-"):
+		case load:
+			files = append(files, a)
+		case strings.Contains(a, "="):
+			k, v, _ := strings.Cut(a, "=")
+			w := at
+			w.Key, w.Value = DottedKey(NormalizeSysctlKey(k)), strings.TrimSpace(v)
+			if strings.Contains(a, "$") {
+				w.Value, w.Why = "", fmt.Sprintf("%s runs sysctl %s, a shell expansion not known offline", at.Where(), a)
+				if strings.Contains(k, "$") {
+					w.Key = "*"
+				}
+			}
+			out = append(out, w)
+		}
+	}
+	if load && len(files) == 0 {
+		files = []string{SysctlConf}
+	}
+	for _, f := range files {
+		if strings.Contains(f, "$") {
+			w := at
+			w.Key, w.Why = "*", fmt.Sprintf("%s runs sysctl -p %s, a file not known offline", at.Where(), f)
+			out = append(out, w)
+			continue
+		}
+		ws, err := sysctlFileWrites(h, f, at.Sure, func(line int, text string) string {
+			return fmt.Sprintf("hostprep never edits a file it does not own: change or remove %s line %d (%q), which %s applies with sysctl -p", f, line, text, at.Where())
+		})
+		if err != nil {
+			return nil, err
+		}
+		for i := range ws {
+			ws[i].Why = fmt.Sprintf("applied by `sysctl -p %s` at %s", f, at.Where())
+		}
+		out = append(out, ws...)
+	}
+	if system {
+		s, err := ReadSysctlOverlay(h.Root, ProcpsSystem, h.Overlay)
+		if err != nil {
+			return nil, err
+		}
+		for _, pw := range s.writes {
+			if pw.exclude {
+				continue
+			}
+			w := at
+			w.Key, w.Value, w.File, w.Line = pw.set.Key, pw.set.Value, pw.set.File.Target, pw.set.Line
+			w.Why = fmt.Sprintf("re-applied by `sysctl --system` at %s", at.Where())
+			w.Fix = fmt.Sprintf("change or remove %s line %d (`sysctl --system` at %s applies it again after boot)", pw.set.File.Target, pw.set.Line, at.Where())
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}
