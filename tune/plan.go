@@ -282,6 +282,9 @@ func PlanFor(p *profiles.Profile, opts Options) (*Plan, error) {
 	if err := pl.planFiles(p, st, targets); err != nil {
 		return nil, err
 	}
+	if err := pl.checkNrOpenInvariant(p, targets); err != nil {
+		return nil, err
+	}
 	for _, f := range pl.files {
 		if err := env.insideRoot(f.path); err != nil {
 			return nil, err
