@@ -157,6 +157,7 @@ func (pl *Plan) openJournal(layers []layer) (*applyJournal, error) {
 		}
 	}
 	j.st.Root = pl.env.Root
+	j.st.RollbackStarted = nil // this apply makes the host match the journal again
 	j.st.Persisted = pl.persisted
 	j.st.PersistName = filepath.Base(pl.env.sysctlConf())
 	root := ""

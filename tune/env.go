@@ -338,6 +338,9 @@ func (e Env) checkRoot(verb string) error {
 		return nil
 	}
 	st, err := os.Stat(e.Root)
+	if real, rerr := filepath.EvalSymlinks(e.Root); rerr == nil && real == "/" {
+		return exitcode.BadInputf("tune %s: --root %s is the live host's own root: drop --root to tune this host (--root names an image tree, an unpacked rootfs, of which only the files are written)", verb, e.Root)
+	}
 	switch {
 	case err != nil && errors.Is(err, fs.ErrNotExist):
 		return exitcode.BadInputf("tune %s: --root %s: no such directory; --root names an existing image tree (an unpacked rootfs): create or unpack it first, or leave --root out to tune this host", verb, e.Root)

@@ -225,6 +225,11 @@ func NewPlan(p *profiles.Profile, env Env) (*Plan, error) {
 // PlanFor is NewPlan with Apply's options: it also plans the RLIMIT_NOFILE of
 // opts.PIDs and opts.Services.
 func PlanFor(p *profiles.Profile, opts Options) (*Plan, error) {
+	pl, err := planFor(p, opts)
+	return pl, opts.Env.loopIsBadInput(err)
+}
+
+func planFor(p *profiles.Profile, opts Options) (*Plan, error) {
 	if p == nil {
 		return nil, exitcode.BadInputf("tune: no profile given")
 	}

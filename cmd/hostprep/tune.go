@@ -337,9 +337,12 @@ func tuneStatusCmd() *cobra.Command {
 				return err
 			}
 			if f.output == "json" {
-				return writeJSON(cmd.OutOrStdout(), st)
+				return writeJSONResult(cmd.OutOrStdout(), st, st.Err())
 			}
-			return st.WriteText(cmd.OutOrStdout())
+			if err := st.WriteText(cmd.OutOrStdout()); err != nil {
+				return err
+			}
+			return st.Err()
 		}),
 	}
 	f.common(c, false, true)

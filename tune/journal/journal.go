@@ -182,6 +182,11 @@ type State struct {
 	// that moves the file is finished under the new name); "" in a
 	// journal from before names were remembered.
 	PersistName string `json:"persist_name,omitempty"`
+	// RollbackStarted is the completion marker of a rollback: set (UTC)
+	// in the journal written before its first undo; a rollback that
+	// finishes removes the journal or clears it. A journal that still
+	// has it records a rollback killed part way (status says so).
+	RollbackStarted *time.Time `json:"rollback_started,omitempty"`
 }
 
 // New returns an empty state.
