@@ -94,7 +94,7 @@ func (pl *Plan) execute(ctx context.Context) (*Result, error) {
 		return &res, nil
 	}
 	if len(pl.runtime) > 0 && readOnly(pl.env.procSys()) {
-		return nil, containerError(pl.env.procSys(), pl.runtime)
+		return nil, containerError(pl)
 	}
 	// A prlimit the kernel would refuse is refused now, before any change.
 	if err := checkProcs(pl.procs); err != nil {
