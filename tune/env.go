@@ -78,6 +78,8 @@ type Env struct {
 	// profile being planned, or the journal's last apply (see reapply).
 	profileRef  string
 	profileSets []string
+	// verifyAtBoot is Options.VerifyAtBoot, for planFiles.
+	verifyAtBoot *journal.VerifyUnit
 	// PersistName is the basename of hostprep's sysctl.d file ("" =
 	// 60-hostprep.conf); a name that sorts after another file's lets
 	// hostprep's values win at boot (--persist-name).
@@ -419,6 +421,9 @@ type Options struct {
 	PIDs []int
 	// Services are systemd units whose main process is raised like PIDs.
 	Services []string
+	// VerifyAtBoot, when set, also installs hostprep-verify.service and
+	// its timer (layer_verifyunit.go).
+	VerifyAtBoot *journal.VerifyUnit
 }
 
 // suggest is a hostprep command to tell the user to run, in backquotes:

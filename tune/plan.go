@@ -1,6 +1,7 @@
 package tune
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -234,6 +235,7 @@ func planFor(p *profiles.Profile, opts Options) (*Plan, error) {
 		return nil, exitcode.BadInputf("tune: no profile given")
 	}
 	env := opts.Env
+	env.verifyAtBoot = opts.VerifyAtBoot
 	pl := &Plan{env: env}
 	if err := env.checkRoot("plan"); err != nil {
 		return nil, err
@@ -498,6 +500,7 @@ func (pl *Plan) atBoot(key string, def uint64) (uint64, string, error) {
 // applies persisted, renders the owned files and compares them with disk.
 func (pl *Plan) planFiles(p *profiles.Profile, st *journal.State, targets map[string]target) error {
 	per := mergePersisted(p, st, targets)
+	per.VerifyAtBoot = cmp.Or(pl.env.verifyAtBoot, per.VerifyAtBoot)
 	systemdOK, why := pl.env.SystemdDecision()
 	nrOpen, _, err := pl.effective(keyNrOpen, targets, defaultNrOpen)
 	if err != nil {
@@ -520,6 +523,7 @@ func (pl *Plan) planFiles(p *profiles.Profile, st *journal.State, targets map[st
 	wants := pl.sysctlDWants(per)
 	wants = append(wants, pl.modulesWants(per)...)
 	wants = append(wants, pl.limitsDWants(per)...)
+	wants = append(wants, pl.verifyUnitWants(per, systemdOK, why)...)
 	if per.DefaultLimitNOFILE != nil || len(per.Services) > 0 {
 		if systemdOK {
 			wants = append(wants, pl.systemdWants(per)...)

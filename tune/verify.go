@@ -80,6 +80,9 @@ type Status struct {
 	// RollbackInterrupted says Interrupted is about a rollback killed part
 	// way: status fails too (Err).
 	RollbackInterrupted bool `json:"rollback_interrupted,omitempty"`
+	// LastVerify is the last `tune verify --textfile` run's result
+	// (hostprep-verify.service), nil when none ran.
+	LastVerify *VerifyRecord `json:"last_verify,omitempty"`
 }
 
 // bySeq returns the names of m, a journal's keys, files or processes, in
@@ -113,6 +116,7 @@ func StatusOf(env Env) (*Status, error) {
 	}
 	env = env.keepPersistName(st).withLastApply(st)
 	s.Applied, s.Profiles, s.Applies = true, st.Profiles(), st.Applies
+	s.LastVerify = lastVerify(env)
 	intr := st.Interrupted()
 	pending := ""
 	if intr != nil {

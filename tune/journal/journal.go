@@ -109,6 +109,20 @@ type Persisted struct {
 	// TasksMax maps a unit of Services to the TasksMax= its drop-in sets,
 	// in tasks (math.MaxUint64: infinity); a unit without one gets none.
 	TasksMax map[string]uint64 `json:"tasks_max,omitempty"`
+	// VerifyAtBoot is hostprep-verify.service and its timer (tune apply
+	// --verify-at-boot); nil when not installed.
+	VerifyAtBoot *VerifyUnit `json:"verify_at_boot,omitempty"`
+}
+
+// VerifyUnit is how hostprep-verify.service runs `hostprep tune verify`.
+type VerifyUnit struct {
+	// Bin is the hostprep binary the unit runs (absolute).
+	Bin string `json:"bin"`
+	// TextfileDir is node_exporter's textfile directory the run writes
+	// hostprep_tune.prom into.
+	TextfileDir string `json:"textfile_dir"`
+	// Every is the timer's period as systemd.time(7) writes it ("1h").
+	Every string `json:"every"`
 }
 
 // PersistedKey is one line of the sysctl.d file.
