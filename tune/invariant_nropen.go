@@ -1,8 +1,11 @@
 package tune
 
 import (
+	"bytes"
 	"fmt"
+	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -69,7 +72,7 @@ func configuredHardNofiles(env Env, overlay map[string][]byte) ([]hardNofile, er
 	if m.Infinity == "" {
 		add(m.Hard, "every systemd service (DefaultLimitNOFILE)", m.Where(), "systemd fails to start every service that inherits it")
 	}
-	for _, unit := range serviceUnits(env) {
+	for _, unit := range serviceUnits(env, overlay) {
 		s, _, err := hostconf.UnitNofileOverlay(root, unit, overlay)
 		if err != nil {
 			return nil, exitcode.Environmentf("tune: %w", err)
@@ -98,25 +101,68 @@ func configuredHardNofiles(env Env, overlay map[string][]byte) ([]hardNofile, er
 	return out, nil
 }
 
-// serviceUnits are the names of the service units (and templates) in the
-// unit directories under the root, each once, sorted: the units whose
-// LimitNOFILE= the invariant reads. Names only; hostconf reads the units.
-func serviceUnits(env Env) []string {
-	seen := map[string]bool{}
+// serviceUnits are the service units (and templates) in the unit
+// directories under the root whose unit file or drop-ins mention
+// LimitNOFILE (with overlay's files, paths relative to the root), each
+// once, sorted: the units whose LimitNOFILE= the invariant reads with
+// hostconf. A file that never names the setting cannot set it, so the
+// others are not read (a host has hundreds of units). A drop-in for every
+// service (service.d) makes every unit a candidate.
+func serviceUnits(env Env, overlay map[string][]byte) []string {
+	const setting = "LimitNOFILE"
+	all, cand := map[string]bool{}, map[string]bool{}
+	every := false
+	// note records rel (relative to the root), whose bytes mention the
+	// setting when mentions: a unit file or a drop-in of a unit.
+	note := func(rel string, mentions bool) {
+		dir, name := path.Base(path.Dir(rel)), path.Base(rel)
+		unit := name
+		if strings.HasSuffix(dir, ".d") { // a drop-in: the unit is its directory's name
+			unit = strings.TrimSuffix(dir, ".d")
+			if unit == "service" && mentions {
+				every = true
+			}
+		}
+		if !strings.HasSuffix(unit, ".service") {
+			return
+		}
+		all[unit] = true
+		if mentions {
+			cand[unit] = true
+		}
+	}
+	read := func(rel string) bool {
+		if b, ok := overlay[rel]; ok {
+			return bytes.Contains(b, []byte(setting))
+		}
+		b, err := os.ReadFile(env.path(rel))
+		return err == nil && bytes.Contains(b, []byte(setting))
+	}
 	for _, d := range hostconf.UnitDirs {
 		ents, _ := os.ReadDir(env.path(d))
 		for _, e := range ents {
-			if n := e.Name(); strings.HasSuffix(n, ".service") && !e.IsDir() {
-				seen[n] = true
+			rel := path.Join(d, e.Name())
+			if strings.HasSuffix(e.Name(), ".d") {
+				sub, _ := os.ReadDir(env.path(rel))
+				for _, f := range sub {
+					if strings.HasSuffix(f.Name(), ".conf") {
+						note(path.Join(rel, f.Name()), read(path.Join(rel, f.Name())))
+					}
+				}
+				continue
 			}
+			note(rel, read(rel))
 		}
 	}
-	names := make([]string, 0, len(seen))
-	for n := range seen {
-		names = append(names, n)
+	for rel, b := range overlay {
+		if slices.ContainsFunc(hostconf.UnitDirs, func(d string) bool { return strings.HasPrefix(rel, d+"/") }) {
+			note(rel, bytes.Contains(b, []byte(setting)))
+		}
 	}
-	sort.Strings(names)
-	return names
+	if every {
+		cand = all
+	}
+	return slices.Sorted(maps.Keys(cand))
 }
 
 // checkNrOpenInvariant refuses (exitcode.BadInput, exit 2) a profile that

@@ -51,16 +51,21 @@ func TestCaseNrOpenBelowConfiguredHardNofile(t *testing.T) {
 }
 
 // TestNrOpenInvariantReadsSystemd guards that the invariant covers
-// systemd's DefaultLimitNOFILE and a unit's LimitNOFILE, naming the line.
+// systemd's DefaultLimitNOFILE and a unit's LimitNOFILE, from its unit
+// file or a drop-in, naming the line.
 func TestNrOpenInvariantReadsSystemd(t *testing.T) {
 	p := &profiles.Profile{Name: "low", Sysctl: map[string]profiles.Sysctl{"fs.nr_open": {Value: "2000000", Mode: profiles.Exact}}}
 	_, env := newImage(t, map[string]string{
 		"/etc/sysctl.d/10-nr.conf":               "fs.nr_open = 4194304\n",
 		"/lib/systemd/system/broker.service":     "[Service]\nExecStart=/bin/true\nLimitNOFILE=3000000\n",
 		"/etc/systemd/system.conf.d/limits.conf": "[Manager]\nDefaultLimitNOFILE=1024:2500000\n",
+		// set only by a drop-in, not by the unit file
+		"/lib/systemd/system/worker.service":                  "[Service]\nExecStart=/bin/true\n",
+		"/etc/systemd/system/worker.service.d/10-nofile.conf": "[Service]\nLimitNOFILE=2600000\n",
 	})
 	_, err := NewPlan(p, env)
-	wantCode(t, err, exitcode.BadInput, "/lib/systemd/system/broker.service:3", "broker.service", "3000000", "2500000", "/etc/systemd/system.conf.d/limits.conf:2")
+	wantCode(t, err, exitcode.BadInput, "/lib/systemd/system/broker.service:3", "broker.service", "3000000", "2500000", "/etc/systemd/system.conf.d/limits.conf:2",
+		"2600000 for worker.service (LimitNOFILE) (/etc/systemd/system/worker.service.d/10-nofile.conf:2)")
 }
 
 // TestBuiltinProfilesKeepNrOpenInvariant guards that no built-in profile
