@@ -37,6 +37,9 @@ type DriftRecord struct {
 	Wanted string `json:"wanted"`
 	Live   string `json:"live"`
 	Drift  bool   `json:"drift"`
+	// File says Key is an owned file's path (its values are SHA-256
+	// prefixes).
+	File bool `json:"file,omitempty"`
 	// Writer names who set Live instead, where hostprep knows it: the
 	// file:line that sets the key after hostprep's own at boot (a later
 	// sysctl.d file, /etc/sysctl.conf, ufw's IPT_SYSCTL file when the boot
@@ -63,7 +66,7 @@ func verifyRecord(env Env, s *Status, at time.Time) VerifyRecord {
 		if it.Mode != "" && it.Mode != "exact" {
 			want += " (" + it.Mode + ")"
 		}
-		d := DriftRecord{Key: Change{Key: it.Key, File: it.File, PID: it.PID}.Target(), Wanted: want, Live: it.Live, Drift: !it.OK && it.Drift != notReached}
+		d := DriftRecord{Key: Change{Key: it.Key, File: it.File, PID: it.PID}.Target(), Wanted: want, Live: it.Live, Drift: !it.OK && it.Drift != notReached, File: it.File != ""}
 		if d.Drift {
 			r.Drift++
 			d.Writer = writerOf(env, it)
@@ -131,9 +134,12 @@ func WriteVerifyResults(env Env, s *Status, dir string, w io.Writer) error {
 		if !d.Drift {
 			continue
 		}
-		writer := "writer not known (no configuration file hostprep reads sets it; a program changed it at run time)"
-		if d.Writer != "" {
+		writer := "writer not known (no file hostprep reads sets it after hostprep's own: a program changed it at run time)"
+		switch {
+		case d.Writer != "":
 			writer = "written by " + d.Writer
+		case d.File:
+			writer = "the file was edited or replaced since hostprep wrote it"
 		}
 		fmt.Fprintf(w, "DRIFT %s: wanted %s, live %s; %s; %s sets it again\n", d.Key, d.Wanted, d.Live, writer, env.suggest("apply", driftProfile(s)...))
 	}
