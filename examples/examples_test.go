@@ -201,6 +201,9 @@ func TestSystemdUnitContent(t *testing.T) {
 		"After=network-online.target",
 		"Wants=network-online.target",
 		"ExecStart=/usr/local/bin/hostprep ready ",
+		// only checks: drift and its writer are hostprep-verify.service's to report
+		" --no-tune ",
+		"After=network-online.target systemd-sysctl.service hostprep-verify.service",
 		"WantedBy=multi-user.target",
 	} {
 		if !strings.Contains(u, want) {
@@ -263,13 +266,13 @@ func TestCloudInit(t *testing.T) {
 		}
 	}
 	all := strings.Join(cmds, "\n")
-	for _, want := range []string{"hostprep-install", "hostprep ready --profile", "systemctl enable hostprep-ready.service"} {
+	for _, want := range []string{"hostprep-install", "hostprep tune apply --profile", "--verify-at-boot", "systemctl start hostprep-verify.timer", "hostprep ready --profile", "systemctl enable hostprep-ready.service"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("runcmd does not run %q:\n%s", want, all)
 		}
 	}
-	if strings.Index(all, "hostprep-install") > strings.Index(all, "hostprep ready") {
-		t.Error("runcmd runs hostprep ready before installing it")
+	if strings.Index(all, "hostprep-install") > strings.Index(all, "hostprep tune apply") {
+		t.Error("runcmd runs hostprep before installing it")
 	}
 	if sh, err := exec.LookPath("sh"); err == nil {
 		if out, err := exec.Command(sh, "-n", "-c", files["/usr/local/sbin/hostprep-install"]).CombinedOutput(); err != nil {

@@ -94,7 +94,7 @@ func (pl *Plan) execute(ctx context.Context) (*Result, error) {
 		return &res, nil
 	}
 	if len(pl.runtime) > 0 && readOnly(pl.env.procSys()) {
-		return nil, containerError(pl.env.procSys(), pl.runtime)
+		return nil, containerError(pl)
 	}
 	// A prlimit the kernel would refuse is refused now, before any change.
 	if err := checkProcs(pl.procs); err != nil {
@@ -157,6 +157,7 @@ func (pl *Plan) openJournal(layers []layer) (*applyJournal, error) {
 		}
 	}
 	j.st.Root = pl.env.Root
+	j.st.RollbackStarted = nil // this apply makes the host match the journal again
 	j.st.Persisted = pl.persisted
 	j.st.PersistName = filepath.Base(pl.env.sysctlConf())
 	root := ""

@@ -79,6 +79,8 @@ type Env struct {
 	// profile being planned, or the journal's last apply (see reapply).
 	profileRef  string
 	profileSets []string
+	// verifyAtBoot is Options.VerifyAtBoot, for planFiles.
+	verifyAtBoot *journal.VerifyUnit
 	// PersistName is the basename of hostprep's sysctl.d file ("" =
 	// 60-hostprep.conf); a name that sorts after another file's lets
 	// hostprep's values win at boot (--persist-name).
@@ -339,6 +341,9 @@ func (e Env) checkRoot(verb string) error {
 		return nil
 	}
 	st, err := os.Stat(e.Root)
+	if real, rerr := filepath.EvalSymlinks(e.Root); rerr == nil && real == "/" {
+		return exitcode.BadInputf("tune %s: --root %s is the live host's own root: drop --root to tune this host (--root names an image tree, an unpacked rootfs, of which only the files are written)", verb, e.Root)
+	}
 	switch {
 	case err != nil && errors.Is(err, fs.ErrNotExist):
 		return exitcode.BadInputf("tune %s: --root %s: no such directory; --root names an existing image tree (an unpacked rootfs): create or unpack it first, or leave --root out to tune this host", verb, e.Root)
@@ -417,6 +422,9 @@ type Options struct {
 	PIDs []int
 	// Services are systemd units whose main process is raised like PIDs.
 	Services []string
+	// VerifyAtBoot, when set, also installs hostprep-verify.service and
+	// its timer (layer_verifyunit.go).
+	VerifyAtBoot *journal.VerifyUnit
 }
 
 // suggest is a hostprep command to tell the user to run, in backquotes:

@@ -354,7 +354,7 @@ func fileStatuses(st *journal.State, pending string) []ItemStatus {
 // files.RemoveStaleTemps) that a killed apply left next to any file the
 // journal owns or this plan writes; apply calls it under the lock.
 func (pl *Plan) removeStaleTemps() ([]string, error) {
-	paths := map[string]bool{}
+	paths := map[string]bool{pl.env.stateFile(): true} // the journal's own (journal.Save)
 	for _, f := range pl.files {
 		paths[f.path] = true
 	}

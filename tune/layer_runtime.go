@@ -256,7 +256,7 @@ func (l *runtimeLayer) apply(ctx context.Context) error {
 		}
 		if werr != nil {
 			if errors.Is(werr, syscall.EROFS) {
-				return &stepError{final: containerError(pl.env.procSys(), pl.runtime)}
+				return &stepError{final: containerError(pl)}
 			}
 			return &stepError{what: fmt.Sprintf("tune apply: writing %s = %q", s.key, s.to), cause: kernelErr(werr)}
 		}

@@ -113,6 +113,7 @@ func (s *Status) WriteText(w io.Writer) error {
 	if s.Interrupted != "" {
 		fmt.Fprintf(w, "INTERRUPTED: %s\n", s.Interrupted)
 	}
+	s.writeLastVerify(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LAYER\tKEY/FILE\tORIGINAL\tSET\tLIVE\tAT BOOT\tOK")
 	for _, it := range s.Items {

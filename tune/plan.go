@@ -1,6 +1,7 @@
 package tune
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -225,10 +226,16 @@ func NewPlan(p *profiles.Profile, env Env) (*Plan, error) {
 // PlanFor is NewPlan with Apply's options: it also plans the RLIMIT_NOFILE of
 // opts.PIDs and opts.Services.
 func PlanFor(p *profiles.Profile, opts Options) (*Plan, error) {
+	pl, err := planFor(p, opts)
+	return pl, opts.Env.loopIsBadInput(err)
+}
+
+func planFor(p *profiles.Profile, opts Options) (*Plan, error) {
 	if p == nil {
 		return nil, exitcode.BadInputf("tune: no profile given")
 	}
 	env := opts.Env
+	env.verifyAtBoot = opts.VerifyAtBoot
 	pl := &Plan{env: env}
 	if err := env.checkRoot("plan"); err != nil {
 		return nil, err
@@ -280,6 +287,9 @@ func PlanFor(p *profiles.Profile, opts Options) (*Plan, error) {
 		return nil, err
 	}
 	if err := pl.planFiles(p, st, targets); err != nil {
+		return nil, err
+	}
+	if err := pl.checkNrOpenInvariant(p, targets); err != nil {
 		return nil, err
 	}
 	for _, f := range pl.files {
@@ -490,6 +500,7 @@ func (pl *Plan) atBoot(key string, def uint64) (uint64, string, error) {
 // applies persisted, renders the owned files and compares them with disk.
 func (pl *Plan) planFiles(p *profiles.Profile, st *journal.State, targets map[string]target) error {
 	per := mergePersisted(p, st, targets)
+	per.VerifyAtBoot = cmp.Or(pl.env.verifyAtBoot, per.VerifyAtBoot)
 	systemdOK, why := pl.env.SystemdDecision()
 	nrOpen, _, err := pl.effective(keyNrOpen, targets, defaultNrOpen)
 	if err != nil {
@@ -512,6 +523,7 @@ func (pl *Plan) planFiles(p *profiles.Profile, st *journal.State, targets map[st
 	wants := pl.sysctlDWants(per)
 	wants = append(wants, pl.modulesWants(per)...)
 	wants = append(wants, pl.limitsDWants(per)...)
+	wants = append(wants, pl.verifyUnitWants(per, systemdOK, why)...)
 	if per.DefaultLimitNOFILE != nil || len(per.Services) > 0 {
 		if systemdOK {
 			wants = append(wants, pl.systemdWants(per)...)

@@ -60,28 +60,17 @@ func readOnly(dir string) bool {
 	return st.Flags&unix.ST_RDONLY != 0
 }
 
-// containerError explains a read-only /proc/sys: set namespaced net.* keys
-// through the container runtime, fs.* keys on the host.
-func containerError(procSys string, steps []keyStep) error {
-	var netFlags, hostKeys []string
-	for _, s := range steps {
-		if strings.HasPrefix(s.key, "net.") {
-			kv := s.key + "=" + s.to
-			if strings.ContainsAny(kv, " \t,") {
-				kv = "'" + kv + "'"
-			}
-			netFlags = append(netFlags, "--sysctl "+kv)
-		} else {
-			hostKeys = append(hostKeys, s.key)
+// containerError explains a read-only /proc/sys: each key's route
+// (containerAdvice: docker, Kubernetes safe or unsafe, the node).
+func containerError(pl *Plan) error {
+	env, steps := pl.env, pl.runtime
+	for _, s := range pl.Skipped { // global keys a namespace hides or shows read-only: never dropped
+		if s.Key != "" && s.Layer == Runtime && strings.Contains(s.Reason, "network namespace") {
+			steps = append(steps, keyStep{key: s.Key})
 		}
 	}
-	msg := fmt.Sprintf("tune apply: %s is read-only, so this looks like a container; nothing was changed.", procSys)
-	if len(netFlags) > 0 {
-		msg += " Set the network keys (namespaced per container) when starting it: docker run " + strings.Join(netFlags, " ") + " ... (Kubernetes: securityContext.sysctls)."
-	}
-	if len(hostKeys) > 0 {
-		msg += " Global keys (" + strings.Join(hostKeys, ", ") + ") cannot be set from a container: set them on the host (hostprep tune apply there)."
-	}
+	msg := fmt.Sprintf("tune apply: %s is read-only, so this looks like a container; nothing was changed.", env.procSys())
+	msg += containerAdvice(env, steps)
 	msg += " Use --root DIR to write only the persistent files."
 	return exitcode.Environmentf("%s", msg)
 }

@@ -104,6 +104,9 @@ func Rollback(ctx context.Context, env Env) (*RollbackResult, error) {
 	if len(st.Keys) > 0 && readOnly(env.procSys()) {
 		return nil, exitcode.Environmentf("tune rollback: %s is read-only (a container?); run rollback where hostprep applied the profile; nothing was changed", env.procSys())
 	}
+	if err := startRollback(env, st); err != nil {
+		return nil, err
+	}
 	r := &rollbackRun{env: env, st: st, remaining: st.Clone(), res: res, keepFiles: map[string]uint64{}}
 	r.b, r.backendErr = env.backend()
 	r.scanLeft()
@@ -209,6 +212,7 @@ func (r *rollbackRun) finish() (*RollbackResult, error) {
 	res.Changed = len(res.Changes) > 0
 	if res.JournalKept {
 		r.remaining.Dirs = st.Dirs
+		r.remaining.RollbackStarted = nil // finished: what is kept is kept on purpose
 		if err := journal.Save(statePath, r.remaining); err != nil {
 			return res, exitcode.Environmentf("tune rollback: keeping the journal %s for %s: %w", statePath, keptKeys(res.Kept), err)
 		}

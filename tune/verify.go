@@ -78,6 +78,12 @@ type Status struct {
 	// marker was never written) and what to run; items it had not reached
 	// yet show their original value and are not counted in Drift.
 	Interrupted string `json:"interrupted,omitempty"`
+	// RollbackInterrupted says Interrupted is about a rollback killed part
+	// way: status fails too (Err).
+	RollbackInterrupted bool `json:"rollback_interrupted,omitempty"`
+	// LastVerify is the last `tune verify --textfile` run's result
+	// (hostprep-verify.service), nil when none ran.
+	LastVerify *VerifyRecord `json:"last_verify,omitempty"`
 }
 
 // bySeq returns the names of m, a journal's keys, files or processes, in
@@ -111,11 +117,15 @@ func StatusOf(env Env) (*Status, error) {
 	}
 	env = env.keepPersistName(st).withLastApply(st)
 	s.Applied, s.Profiles, s.Applies = true, st.Profiles(), st.Applies
+	s.LastVerify = lastVerify(env)
 	intr := st.Interrupted()
 	pending := ""
 	if intr != nil {
 		s.Interrupted = fmt.Sprintf("apply of profile %s interrupted at %s (killed part way); run %s again to finish it or %s to undo it", intr.Profile, intr.At.Format("2006-01-02 15:04:05Z"), env.suggest("apply", applyArgs(*intr)...), env.suggest("rollback"))
 		pending = notReached
+	}
+	if msg := rollbackInterrupted(env, st); msg != "" {
+		s.Interrupted, s.RollbackInterrupted, pending = msg, true, ""
 	}
 	keys, err := keyStatuses(env, st, pending)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 var (
 	// exampleInvocation is a hostprep command line in examples/ (up to the
 	// end of the line, a backquote or a shell operator).
-	exampleInvocation = regexp.MustCompile("hostprep (ready|report merge)\\b([^\n`|;&)]*)")
+	exampleInvocation = regexp.MustCompile("hostprep (ready|report merge|tune apply|tune verify)\\b([^\n`|;&)]*)")
 	exampleFlag       = regexp.MustCompile(`(?:^|\s)(--[a-z][a-z0-9-]*)`)
 )
 
@@ -32,7 +32,8 @@ func yamlScalars(n *yaml.Node) []string {
 }
 
 // TestExampleFlagsExist checks every flag the files under examples/ pass
-// to `hostprep ready` and `hostprep report merge` against the commands'
+// to `hostprep ready`, `hostprep report merge`, `hostprep tune apply` and
+// `hostprep tune verify` against the commands'
 // flags, so the examples cannot drift from the CLI.
 func TestExampleFlagsExist(t *testing.T) {
 	dir := filepath.Join(testenv.RepoRoot(), "examples")

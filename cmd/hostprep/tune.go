@@ -8,12 +8,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/hostprep/hostprep/tune"
+	"github.com/hostprep/hostprep/tune/journal"
 	"github.com/spf13/cobra"
 )
 
@@ -32,6 +34,11 @@ type tuneFlags struct {
 	services []string
 	boot     bool
 	persist  string
+	// verify-at-boot (apply) and --textfile (verify)
+	verifyAtBoot bool
+	textfileDir  string
+	verifyEvery  string
+	textfile     string
 }
 
 func (f *tuneFlags) env() tune.Env {
@@ -71,7 +78,15 @@ func (f *tuneFlags) planInput() (*profiles.Profile, tune.Options, error) {
 		return nil, tune.Options{}, err
 	}
 	p, err := f.load(true)
-	return p, tune.Options{Env: f.env(), PIDs: f.pids, Services: f.services}, err
+	opts := tune.Options{Env: f.env(), PIDs: f.pids, Services: f.services}
+	if f.verifyAtBoot {
+		v, verr := f.verifyUnit()
+		if verr != nil {
+			return nil, opts, verr
+		}
+		opts.VerifyAtBoot = v
+	}
+	return p, opts, err
 }
 
 // rootUsage says what --root does for each tune command: only apply and
@@ -258,6 +273,7 @@ func tunePlanCmd() *cobra.Command {
 	}
 	f.common(c, true, true)
 	f.processes(c, "also plan raising", "")
+	f.verifyFlags(c)
 	return c
 }
 
@@ -288,6 +304,7 @@ func tuneApplyCmd() *cobra.Command {
 	f.common(c, true, true)
 	f.locking(c)
 	f.processes(c, "also raise", " with prlimit")
+	f.verifyFlags(c)
 	return c
 }
 
@@ -337,9 +354,12 @@ func tuneStatusCmd() *cobra.Command {
 				return err
 			}
 			if f.output == "json" {
-				return writeJSON(cmd.OutOrStdout(), st)
+				return writeJSONResult(cmd.OutOrStdout(), st, st.Err())
 			}
-			return st.WriteText(cmd.OutOrStdout())
+			if err := st.WriteText(cmd.OutOrStdout()); err != nil {
+				return err
+			}
+			return st.Err()
 		}),
 	}
 	f.common(c, false, true)
@@ -366,6 +386,9 @@ that file and line.`,
 				if f.profile != "" {
 					return exitcode.BadInputf("--boot checks what hostprep applied (the journal); drop --profile")
 				}
+				if f.textfile != "" {
+					return exitcode.BadInputf("--textfile reports the live values; drop --boot")
+				}
 				bs, verr := tune.VerifyBoot(f.env())
 				if bs == nil {
 					return verr
@@ -390,6 +413,12 @@ that file and line.`,
 				return verr
 			}
 			w := cmd.OutOrStdout()
+			if f.textfile != "" {
+				if err := tune.WriteVerifyResults(f.env(), st, f.textfile, w); err != nil {
+					return err
+				}
+				return verr
+			}
 			if f.output == "json" {
 				out := struct {
 					*tune.Status
@@ -416,5 +445,44 @@ that file and line.`,
 	}
 	f.common(c, true, true)
 	c.Flags().BoolVar(&f.boot, "boot", false, "check the values the host will have after its next boot instead of the live ones")
+	c.Flags().StringVar(&f.textfile, "textfile", "", "write "+tune.TextfileName+" (hostprep_tune_drift{key,wanted,live,writer}) into this node_exporter textfile directory, print one line per drifted item and keep the result for tune status (what hostprep-verify.service runs)")
 	return c
 }
+
+// verifyFlags declares the flags of hostprep-verify.service that plan and
+// apply share.
+func (f *tuneFlags) verifyFlags(c *cobra.Command) {
+	c.Flags().BoolVar(&f.verifyAtBoot, "verify-at-boot", false, "also install hostprep-verify.service and its timer: `tune verify` after every boot and periodically, drift to node_exporter's textfile directory and the journal (docs/verify-at-boot.md); rollback removes them")
+	c.Flags().StringVar(&f.textfileDir, "verify-textfile-dir", tune.DefaultTextfileDir, "with --verify-at-boot: node_exporter's textfile directory the unit writes "+tune.TextfileName+" into")
+	c.Flags().StringVar(&f.verifyEvery, "verify-every", tune.DefaultVerifyEvery, "with --verify-at-boot: the timer's period (systemd time span: 30min, 1h, 1d)")
+}
+
+// verifyUnit is the hostprep-verify.service --verify-at-boot installs:
+// the binary that runs (this one on a host, /usr/local/bin/hostprep in an
+// image), the textfile directory and the timer's period. Errors: bad input
+// for a relative directory or a period systemd would not read.
+func (f *tuneFlags) verifyUnit() (*journal.VerifyUnit, error) {
+	if !filepath.IsAbs(f.textfileDir) {
+		return nil, exitcode.BadInputf("--verify-textfile-dir %q: want an absolute path (the unit runs from /), e.g. %s", f.textfileDir, tune.DefaultTextfileDir)
+	}
+	if !validTimespan(f.verifyEvery) {
+		return nil, exitcode.BadInputf("--verify-every %q: want a systemd time span such as 30min, 1h or 1d (systemd.time(7))", f.verifyEvery)
+	}
+	bin := tune.DefaultBin
+	if f.root == "" {
+		if exe, err := os.Executable(); err == nil {
+			if real, err := filepath.EvalSymlinks(exe); err == nil {
+				bin = real
+			}
+		}
+	}
+	return &journal.VerifyUnit{Bin: bin, TextfileDir: filepath.Clean(f.textfileDir), Every: f.verifyEvery}, nil
+}
+
+// validTimespan says whether s is a plain systemd time span: one or more
+// number+unit pairs ("1h", "30min", "1h30min").
+func validTimespan(s string) bool {
+	return timespanRE.MatchString(s)
+}
+
+var timespanRE = regexp.MustCompile(`^([0-9]+(us|ms|s|sec|m|min|h|hr|d|w))+$`)

@@ -109,6 +109,20 @@ type Persisted struct {
 	// TasksMax maps a unit of Services to the TasksMax= its drop-in sets,
 	// in tasks (math.MaxUint64: infinity); a unit without one gets none.
 	TasksMax map[string]uint64 `json:"tasks_max,omitempty"`
+	// VerifyAtBoot is hostprep-verify.service and its timer (tune apply
+	// --verify-at-boot); nil when not installed.
+	VerifyAtBoot *VerifyUnit `json:"verify_at_boot,omitempty"`
+}
+
+// VerifyUnit is how hostprep-verify.service runs `hostprep tune verify`.
+type VerifyUnit struct {
+	// Bin is the hostprep binary the unit runs (absolute).
+	Bin string `json:"bin"`
+	// TextfileDir is node_exporter's textfile directory the run writes
+	// hostprep_tune.prom into.
+	TextfileDir string `json:"textfile_dir"`
+	// Every is the timer's period as systemd.time(7) writes it ("1h").
+	Every string `json:"every"`
 }
 
 // PersistedKey is one line of the sysctl.d file.
@@ -182,6 +196,11 @@ type State struct {
 	// that moves the file is finished under the new name); "" in a
 	// journal from before names were remembered.
 	PersistName string `json:"persist_name,omitempty"`
+	// RollbackStarted is the completion marker of a rollback: set (UTC)
+	// in the journal written before its first undo; a rollback that
+	// finishes removes the journal or clears it. A journal that still
+	// has it records a rollback killed part way (status says so).
+	RollbackStarted *time.Time `json:"rollback_started,omitempty"`
 }
 
 // New returns an empty state.

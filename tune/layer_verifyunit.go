@@ -1,0 +1,136 @@
+package tune
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/hostprep/hostprep/internal/shellquote"
+	"github.com/hostprep/hostprep/tune/journal"
+)
+
+// The verify-at-boot layer (tune apply --verify-at-boot): hostprep's own
+// hostprep-verify.service, a oneshot that runs `hostprep tune verify
+// --textfile DIR` once the host is up (after multi-user.target and the
+// writers of kernel values hostprep knows of: systemd-sysctl, procps,
+// ufw, tuned, rc.local), its timer (a minute after boot, then every
+// period, for writers that act late), and the drop-in of timers.target
+// that starts the timer at every boot (a regular file: the file layer
+// writes and rolls back regular files, never links). All three are owned
+// files (layer_files.go): journaled, and removed by rollback. The choice
+// is persisted (journal.Persisted.VerifyAtBoot), so later applies keep
+// the units. Each run's results: verify_textfile.go.
+
+// Paths of the verify-at-boot units, relative to the root.
+const (
+	VerifyService = "/etc/systemd/system/hostprep-verify.service"
+	VerifyTimer   = "/etc/systemd/system/hostprep-verify.timer"
+	verifyWants   = "/etc/systemd/system/timers.target.d/60-hostprep-verify.conf"
+)
+
+// Defaults of tune apply --verify-at-boot.
+const (
+	// DefaultTextfileDir is node_exporter's textfile directory on Debian
+	// (prometheus-node-exporter's --collector.textfile.directory).
+	DefaultTextfileDir = "/var/lib/prometheus/node-exporter"
+	// DefaultVerifyEvery is the timer's period.
+	DefaultVerifyEvery = "1h"
+	// DefaultBin is where install.sh puts hostprep, for an image.
+	DefaultBin = "/usr/local/bin/hostprep"
+)
+
+// verifyAfter are the units hostprep-verify.service runs after: the
+// boot's own writers of kernel values and limits that hostprep knows
+// (systemd-sysctl.service; procps.service, `sysctl --system` on Debian
+// without systemd-sysctl; ufw.service, which runs `sysctl -p
+// $IPT_SYSCTL`; tuned.service, which applies its profile's [sysctl];
+// rc-local.service), then multi-user.target. After= on a unit that is
+// not installed is ignored by systemd.
+var verifyAfter = []string{"multi-user.target", "systemd-sysctl.service", "procps.service", "ufw.service", "tuned.service", "rc-local.service"}
+
+// VerifyCommand is the command line the unit runs (and the cron line
+// repeats): `BIN tune verify --textfile DIR`.
+func VerifyCommand(v journal.VerifyUnit) string {
+	return shellquote.Quote(v.Bin) + " tune verify --textfile " + shellquote.Quote(v.TextfileDir)
+}
+
+// verifyUnitWants plans the unit, its timer and the timers.target
+// drop-in when per asks for them. Where systemd drop-ins are not written
+// (systemdOK false: why says so), nothing is written and a note gives the
+// cron lines that do the same; where systemd is not PID 1 now (a
+// container, a chroot) the units are written, for a boot under systemd,
+// and the note gives the cron lines as well.
+func (pl *Plan) verifyUnitWants(per journal.Persisted, systemdOK bool, why string) []fileWant {
+	v := per.VerifyAtBoot
+	if v == nil {
+		return nil
+	}
+	cron := fmt.Sprintf("@reboot sleep 60 && %s\n    %s %s", VerifyCommand(*v), cronEvery(v.Every), VerifyCommand(*v))
+	if !systemdOK {
+		pl.Skipped = append(pl.Skipped, Skip{File: pl.env.path(VerifyService), Layer: Persistent, Reason: "hostprep-verify.service not written: " + why})
+		pl.Notes = append(pl.Notes, "PID 1 is not systemd, so hostprep-verify.service cannot run here; the same check from root's crontab (crontab -e):\n    "+cron)
+		return nil
+	}
+	if !pl.env.ImageMode() && !pl.env.systemdRunning() {
+		pl.Notes = append(pl.Notes, fmt.Sprintf("PID 1 is not systemd now (no %s): hostprep-verify.service runs when this host boots under systemd; until then, the same check from root's crontab:\n    %s", pl.env.systemdRunDir(), cron))
+	}
+	after := strings.Join(verifyAfter, " ")
+	const rollbackCmd = "`hostprep tune rollback`" // as the booted host runs it
+	service := fmt.Sprintf(`# Written by hostprep (tune apply --verify-at-boot); %s removes it.
+# After every boot (and every %s, through hostprep-verify.timer) it compares
+# what hostprep applied with the live host, writes %s
+# for node_exporter and logs one line per drifted key, naming the writer
+# where hostprep knows it. It re-applies nothing. Drift fails the unit.
+[Unit]
+Description=hostprep: report drift of the applied tuning
+After=%s
+ConditionPathExists=%s
+
+[Service]
+Type=oneshot
+SyslogIdentifier=hostprep-verify
+ExecStart=%s
+`, rollbackCmd, v.Every, path.Join(v.TextfileDir, TextfileName), after, pl.env.journalOnHost(), VerifyCommand(*v))
+	timer := fmt.Sprintf(`# Written by hostprep (tune apply --verify-at-boot); %s removes it.
+[Unit]
+Description=hostprep: report drift of the applied tuning, after boot and every %s
+
+[Timer]
+OnBootSec=1min
+OnUnitActiveSec=%s
+RandomizedDelaySec=1min
+`, rollbackCmd, v.Every, v.Every)
+	wants := `# Written by hostprep (tune apply --verify-at-boot): starts hostprep-verify.timer at every boot.
+[Unit]
+Wants=hostprep-verify.timer
+`
+	note := "systemctl daemon-reload && systemctl start hostprep-verify.timer: starts the drift check now; it starts at every boot by itself"
+	return []fileWant{
+		{path: VerifyService, data: []byte(service), systemd: true, why: "hostprep-verify.service (--verify-at-boot)"},
+		{path: VerifyTimer, data: []byte(timer), systemd: true, why: "its timer, every " + v.Every},
+		{path: verifyWants, data: []byte(wants), systemd: true, note: note, why: "starts the timer at every boot"},
+	}
+}
+
+// journalOnHost is the journal's path as the booted host names it (the
+// unit's condition: nothing applied, nothing to verify).
+func (e Env) journalOnHost() string {
+	if e.StateFile != "" && !e.ImageMode() {
+		return e.StateFile
+	}
+	return "/var/lib/hostprep/state.json"
+}
+
+// cronEvery is the crontab schedule closest to a systemd period: hourly
+// for "1h" and anything it cannot read, daily for "1d" or "24h".
+func cronEvery(every string) string {
+	switch every {
+	case "1d", "24h", "daily":
+		return "@daily"
+	case "30min", "30m":
+		return "*/30 * * * *"
+	case "15min", "15m":
+		return "*/15 * * * *"
+	}
+	return "@hourly"
+}
