@@ -79,13 +79,19 @@ func verifyRecord(env Env, s *Status, at time.Time) VerifyRecord {
 // writerOf names who set it's live value instead of hostprep, where
 // hostprep can tell: the file:line the boot model says sets the key after
 // hostprep's own file (it also runs at every `sysctl --system` and may
-// have run late); "" when no file but hostprep's sets it (a program wrote
-// it at run time: not known).
+// have run late), behind the program that applies it when that is not
+// systemd-sysctl (hostconf.Writers: "ufw /etc/ufw/sysctl.conf:1"); ""
+// when no file but hostprep's sets it (a program wrote it at run time:
+// not known).
 func writerOf(env Env, it ItemStatus) string {
 	if it.Key == "" || it.Boot == nil || it.Boot.File == "" || it.Boot.File == env.sysctlConf() {
 		return ""
 	}
-	return fmt.Sprintf("%s:%d", it.Boot.File, it.Boot.Line)
+	at := fmt.Sprintf("%s:%d", it.Boot.File, it.Boot.Line)
+	if it.Boot.Writer != "" && it.Boot.Writer != "systemd-sysctl" {
+		return it.Boot.Writer + " " + at // the program (hostconf.Writers): "ufw /etc/ufw/sysctl.conf:1"
+	}
+	return at
 }
 
 // WriteVerifyResults records s, the status a verify run found: it writes
