@@ -142,6 +142,10 @@ func TestMQTTPageReadable(t *testing.T) {
 		if !strings.Contains(lat, "end-to-end p95 above the scale, drawn at its top: 80 at 1") {
 			t.Error("the first second's value is not given")
 		}
+		heat := figs["Latency heat map: p95 of each second"]
+		if strings.Contains(heat, "80 ms (log scale)") || !strings.Contains(heat, "above the scale, drawn darkest: end-to-end p95 80 ms at 1") {
+			t.Error("the heat map's colour scale is set by the first second")
+		}
 	})
 	t.Run("printed text wraps", func(t *testing.T) {
 		rule := regexp.MustCompile(`(?m)^pre\{[^}]*\}`).FindString(page)

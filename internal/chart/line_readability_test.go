@@ -169,3 +169,28 @@ func TestBannerSaysVerdictAsPrinted(t *testing.T) {
 		}
 	}
 }
+
+// Columns before ScaleFrom (the ramp) do not set the heat map's colour
+// scale either: the scale ends at the steady columns' highest value, the
+// ramp's cell above it is drawn darkest and named under the map.
+func TestHeatMapScaleFrom(t *testing.T) {
+	h := HeatMap{Title: "p95", Unit: "ms", Rows: []string{"e2e p95"}, ScaleFrom: 1}
+	for c, v := range []float64{80, 1, 2, 1.5} {
+		h.Columns = append(h.Columns, strconv.Itoa(c+1))
+		h.Cells = append(h.Cells, []float64{v})
+	}
+	out, err := h.HTML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(out)
+	if !strings.Contains(s, "2.0 ms (log scale)") || strings.Contains(s, "80 ms (log scale)") {
+		t.Errorf("colour scale not set by the steady columns: %s", s[strings.Index(s, `<ul class="legend">`):])
+	}
+	if !strings.Contains(s, "above the scale, drawn darkest: e2e p95 80 ms at 1") {
+		t.Error("the ramp's cell above the scale is not named")
+	}
+	if n := strings.Count(s, "fill:rgba(128,0,38,1.0)"); n != 2 {
+		t.Errorf("%d darkest cells, want 2 (the ramp's and the steady maximum)", n)
+	}
+}

@@ -158,7 +158,8 @@ func (res *Result) windowMarkers() []chart.Marker {
 // heatMap colours each second's ack and end-to-end p95; a second in
 // which no message completed is "no sample".
 func (res *Result) heatMap() chart.HeatMap {
-	h := chart.HeatMap{Title: "Latency heat map: p95 of each second", XName: "time since the load started (s)", YName: "latency", Unit: "ms"}
+	h := chart.HeatMap{Title: "Latency heat map: p95 of each second", XName: "time since the load started (s)", YName: "latency", Unit: "ms",
+		ScaleFrom: int(latencyScaleFrom(res.RampSeconds)) - 1} // column i is second i+1
 	h.Rows = []string{"end-to-end p95"}
 	if res.Config.QoS > 0 {
 		h.Rows = append(h.Rows, "ack p95")
