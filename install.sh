@@ -1,6 +1,8 @@
 #!/bin/sh
 # install.sh: build hostprep from this checkout with the Go toolchain and
-# install it as PREFIX/bin/hostprep (default PREFIX /usr/local).
+# install it as PREFIX/bin/hostprep (default PREFIX /usr/local), or, with
+# --package deb|rpm, build a .deb or .rpm (scripts/mkpkg, with nfpm) to
+# install with the host's package manager.
 #
 # Safe to run again: when the freshly built binary is byte-for-byte the one
 # already installed, nothing is written and it says "unchanged". A changed
@@ -12,12 +14,18 @@ set -eu
 usage() {
 	cat <<'EOF'
 Usage: ./install.sh [--prefix DIR]
+       ./install.sh --package deb|rpm [--out DIR]
 
 Build hostprep from this checkout (go build -trimpath ./cmd/hostprep) and
 install it as DIR/bin/hostprep (default DIR: /usr/local).
 
-  --prefix DIR   install into DIR/bin instead of /usr/local/bin
-  -h, --help     show this help
+  --prefix DIR       install into DIR/bin instead of /usr/local/bin
+  --package deb|rpm  build a package instead of installing (deb,rpm: both):
+                     the binary as /usr/bin/hostprep, the man pages, the
+                     systemd units of examples/systemd (not enabled) and the
+                     docs; install it with dpkg -i / rpm -i (docs/packages.md)
+  --out DIR          where --package writes (default: dist in this checkout)
+  -h, --help         show this help
 
 Running it twice is harmless: an identical binary is left alone ("unchanged").
 Needs the Go toolchain (go 1.26 or newer) on PATH, and write access to DIR/bin.
@@ -25,8 +33,21 @@ EOF
 }
 
 prefix=/usr/local
+package=
+out=
 while [ $# -gt 0 ]; do
 	case "$1" in
+	--package | --out)
+		[ $# -ge 2 ] && [ -n "$2" ] || { echo "install.sh: $1 needs a value, e.g. --package deb or --out dist" >&2; exit 2; }
+		if [ "$1" = --package ]; then package=$2; else out=$2; fi
+		shift 2
+		;;
+	--package=* | --out=*)
+		v=${1#*=}
+		[ -n "$v" ] || { echo "install.sh: ${1%%=*} needs a value, e.g. --package deb or --out dist" >&2; exit 2; }
+		case "$1" in --package=*) package=$v ;; *) out=$v ;; esac
+		shift
+		;;
 	--prefix)
 		[ $# -ge 2 ] && [ -n "$2" ] || { echo "install.sh: --prefix needs a directory, e.g. --prefix \$HOME/.local" >&2; exit 2; }
 		prefix=$2
@@ -47,6 +68,14 @@ while [ $# -gt 0 ]; do
 		;;
 	esac
 done
+
+case "$package" in
+"" | deb | rpm | deb,rpm | rpm,deb) ;;
+*)
+	echo "install.sh: --package $package: want deb, rpm or deb,rpm" >&2
+	exit 2
+	;;
+esac
 
 # Build from the checkout this script lives in, wherever it is run from.
 src=$(cd "$(dirname "$0")" && pwd)
@@ -89,8 +118,27 @@ echo "install.sh: (a first build compiles every dependency: about a minute on 2 
 # when there is one.
 version=$(git -C "$src" describe --always --dirty 2>/dev/null || echo dev)
 t0=$(date +%s)
-(cd "$src" && "$go" build -trimpath -ldflags "-X main.version=$version" -o "$tmpdir/hostprep" ./cmd/hostprep)
+if [ -n "$package" ]; then
+	# A package runs on other hosts: a static binary (no cgo), stripped.
+	(cd "$src" && CGO_ENABLED=0 "$go" build -trimpath -ldflags "-s -w -X main.version=$version" -o "$tmpdir/hostprep" ./cmd/hostprep)
+else
+	(cd "$src" && "$go" build -trimpath -ldflags "-X main.version=$version" -o "$tmpdir/hostprep" ./cmd/hostprep)
+fi
 echo "install.sh: built hostprep $version in $(($(date +%s) - t0)) s"
+
+if [ -n "$package" ]; then
+	out=${out:-$src/dist}
+	case "$out" in /*) ;; *) out=$PWD/$out ;; esac
+	echo "install.sh: packaging ($package) with scripts/mkpkg (nfpm) into $out"
+	(cd "$src" && "$go" run ./scripts/mkpkg --format "$package" --binary "$tmpdir/hostprep" --version "$version" --src "$src" --out "$out") >"$tmpdir/pkgs" || exit 1
+	while read -r p; do
+		case "$p" in
+		*.deb) echo "install.sh: built $p (install: dpkg -i $p; remove: dpkg -r hostprep)" ;;
+		*.rpm) echo "install.sh: built $p (install: rpm -i $p; remove: rpm -e hostprep)" ;;
+		esac
+	done <"$tmpdir/pkgs"
+	exit 0
+fi
 
 if [ -f "$dest" ] && cmp -s "$tmpdir/hostprep" "$dest"; then
 	echo "install.sh: $dest unchanged (identical binary already installed)"

@@ -83,7 +83,7 @@ func TestAnsiblePlaybookStructure(t *testing.T) {
 		for _, tk := range p.Tasks {
 			c := commandOf(tk)
 			switch {
-			case strings.Contains(c, "hostprep ready"):
+			case strings.Contains(c, " ready ") && !strings.Contains(c, "--dry-run"):
 				ready = tk
 			case strings.Contains(c, " report merge "):
 				merge = tk

@@ -8,7 +8,8 @@
 # see scripts/iotdb.sh); the merged page joins report/testdata and a
 # three-shard fleet run against the broker at $HOSTPREP_TEST_MQTT (default
 # tcp://127.0.0.1:18831, see scripts/mosquitto.sh).
-# Look at every PNG before committing it.
+# Look at every PNG before committing it. The MQTT report is also shot
+# at 800 px (docs/reports/mqtt-800.png).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=docs/reports
@@ -29,8 +30,18 @@ done
 wait
 "$hp" report merge --html "$work/merge.html" "$work"/shard?.json report/testdata/lg-05-full.json report/testdata/lg-0[123].json >/dev/null || [ $? -eq 1 ]
 mkdir -p "$out"
+# 1400 px wide, a laptop; the MQTT report also at 800 px, a narrow window.
+# Look at each: no sideways scroll, every legend readable.
+shot() { # shot NAME WIDTH PNG
+	chromium --headless --no-sandbox --hide-scrollbars --window-size="$2,2300" \
+		--screenshot="$3" "file://$work/$1.html" 2>/dev/null
+	echo "$3"
+}
 for r in mqtt iotdb ready merge; do
-	chromium --headless --no-sandbox --hide-scrollbars --window-size=1366,2300 \
-		--screenshot="$out/$r.png" "file://$work/$r.html" 2>/dev/null
-	echo "$out/$r.png"
+	shot "$r" 1400 "$out/$r.png"
 done
+shot mqtt 800 "$out/mqtt-800.png"
+# KEEP=DIR keeps the HTML pages there, to open in a browser.
+if [ -n "${KEEP:-}" ]; then
+	mkdir -p "$KEEP" && cp "$work"/*.html "$KEEP"/
+fi

@@ -88,8 +88,16 @@ func TestProbeMQTTHTML(t *testing.T) {
 			t.Errorf("no chart %q; have %v", caption, keys(figs))
 			continue
 		}
-		if n := strings.Count(fig, "<circle"); n != series*secs {
-			t.Errorf("%s: %d points, want %d series x %d seconds", caption, n, series, secs)
+		want := secs
+		// The run's last row, shorter than a second (duration_s, the
+		// last column), is the drain: the messages chart leaves it out.
+		if last := rows[len(rows)-1]; caption == "Messages per second" {
+			if d, err := strconv.ParseFloat(last[len(last)-1], 64); err == nil && d < 1 {
+				want--
+			}
+		}
+		if n := strings.Count(fig, "<circle"); n != series*want {
+			t.Errorf("%s: %d points, want %d series x %d seconds", caption, n, series, want)
 		}
 		if !strings.Contains(fig, "<svg") || !strings.Contains(fig, `viewBox=`) {
 			t.Errorf("%s: no scalable SVG", caption)
@@ -202,7 +210,7 @@ func TestProbeMQTTInterruptedReportSaysIncomplete(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := string(b)
-	if !strings.Contains(page, "INCOMPLETE: interrupted after") || strings.Contains(page, "Verdict: pass") {
+	if !strings.Contains(page, "INCOMPLETE: interrupted after") || strings.Contains(page, "Verdict:") {
 		t.Errorf("report does not say INCOMPLETE and why:\n%.2000s", page)
 	}
 	if len(figures(t, page)) < 4 {

@@ -16,6 +16,7 @@ import (
 	"html"
 	"html/template"
 	"math"
+	"strconv"
 	"strings"
 
 	chart "github.com/wcharczuk/go-chart/v2"
@@ -72,7 +73,24 @@ type Line struct {
 	Series              []Series
 	Markers             []Marker
 	XTicks              []Tick
+	// XSpan, when its Max is above its Min, is the x range to draw (before
+	// padding) whatever the series hold: charts of one run over time share
+	// it, so their axes end at the same second even where one of them has
+	// no value in the last ones. Zero: the series' own x extent (every x,
+	// with or without a value).
+	XSpan Span
+	// YScaleFrom, when above 0, leaves the points at x below it out of
+	// the y scale (a connect ramp's first seconds, whose latency would
+	// flatten every later one): they are drawn at the top of the plot and
+	// named in a note under the chart with their value. When no point is
+	// at YScaleFrom or later, every point sets the scale.
+	YScaleFrom float64
+	// Notes are lines printed under the legend (what was left out, and why).
+	Notes []string
 }
+
+// Span is a closed range of x values.
+type Span struct{ Min, Max float64 }
 
 // LinesHTML renders each of lines (Line.HTML), in order; the first error
 // stops it.
@@ -94,11 +112,12 @@ func LinesHTML(lines []Line) ([]template.HTML, error) {
 // go-chart (an invalid range).
 func (l Line) HTML() (template.HTML, error) {
 	xs, ys := l.extent()
-	if len(xs) == 0 {
+	if len(ys) == 0 {
 		return note(l.Title, "no data was measured"), nil
 	}
 	xr := padded(xs)
-	yr := &chart.ContinuousRange{Min: 0, Max: niceMax(ys)}
+	yr := &chart.ContinuousRange{Min: 0, Max: niceMax(l.scaleYs(ys))}
+	notes := append([]string(nil), l.Notes...)
 	var series []chart.Series
 	var legend []legendItem
 	for _, m := range l.Markers { // first: drawn behind the data
@@ -108,14 +127,21 @@ func (l Line) HTML() (template.HTML, error) {
 			Style: chart.Style{StrokeColor: c.WithAlpha(200), StrokeWidth: 1.5, StrokeDashArray: []float64{6, 4}}})
 		legend = append(legend, legendItem{Color: c.String(), Label: m.Label, Dashed: true})
 	}
+	groups := l.coinciding(yr.Max)
 	for i, s := range l.Series {
 		c := colorOr(s.Color, Palette[i%len(Palette)])
-		// A solid line that later ones cover (received = published) is
-		// drawn wider, so it stays visible around them.
 		st := chart.Style{StrokeColor: c, StrokeWidth: 2}
-		for _, later := range l.Series[i+1:] {
-			if !s.Dashed && !later.Dashed && covers(later, s) {
-				st.StrokeWidth += 2.5
+		label := s.Name
+		if g := groups[i]; g.size > 1 {
+			// Lines that lie on one another (received = published, e2e
+			// p95 = ack p95) are drawn as one striped line: each later
+			// one dashed so that every colour shows for an equal share
+			// of each stripeLen, and the legend says which it lies on.
+			st.StrokeWidth = 4
+			if g.rank > 0 {
+				on := stripeLen * float64(g.size-g.rank) / float64(g.size)
+				st.StrokeDashArray = []float64{on, stripeLen - on}
+				label += " (lies on " + l.Series[g.first].Name + ")"
 			}
 		}
 		if s.Dashed {
@@ -123,10 +149,14 @@ func (l Line) HTML() (template.HTML, error) {
 		} else if len(s.X) <= 60 {
 			st.DotColor, st.DotWidth = c, 3
 		}
+		s, clipped := s.clipped(yr.Max)
+		if len(clipped) > 0 {
+			notes = append(notes, clippedNote(s.Name, clipped))
+		}
 		for _, run := range finiteRuns(s) {
 			series = append(series, chart.ContinuousSeries{Name: s.Name, YAxis: chart.YAxisSecondary, XValues: run.X, YValues: run.Y, Style: st})
 		}
-		legend = append(legend, legendItem{Color: c.String(), Label: s.Name, Dashed: s.Dashed})
+		legend = append(legend, legendItem{Color: c.String(), Label: label, Dashed: s.Dashed, Striped: groups[i].rank > 0})
 	}
 	c := chart.Chart{
 		Width: width, Height: height,
@@ -148,8 +178,99 @@ func (l Line) HTML() (template.HTML, error) {
 		return "", fmt.Errorf("chart %q: %w", l.Title, err)
 	}
 	svg := strings.Replace(b.String(), "</svg>", yName(l.YName, 16, height-60)+"</svg>", 1)
-	return figure(l.Title, svg, legendHTML(legend)), nil
+	return figure(l.Title, svg, legendHTML(legend)+notesHTML(notes)), nil
 }
+
+// stripeLen is the length (SVG units) of one stripe of lines drawn on one
+// another: each of n lines shows stripeLen/n of it.
+const stripeLen = 18.0
+
+// lineGroup places a series among the lines it lies on: first is the index
+// of the group's first series, rank its place in the group (0 for the
+// first), size the group's length (1: a line on its own).
+type lineGroup struct{ first, rank, size int }
+
+// coinciding groups the solid series that lie on one another (covers, to
+// within 2% of the y axis's top yMax: closer than the lines' width on the
+// drawn plot); a series joins the group of the first earlier one it lies
+// on. Dashed series (reference lines) are never grouped.
+func (l Line) coinciding(yMax float64) []lineGroup {
+	gs := make([]lineGroup, len(l.Series))
+	for i := range gs {
+		gs[i] = lineGroup{first: i, size: 1}
+	}
+	for i, s := range l.Series {
+		if s.Dashed {
+			continue
+		}
+		for j := range i {
+			if gs[j].first == j && !l.Series[j].Dashed && covers(l.Series[j], s, 0.02*yMax) {
+				gs[i] = lineGroup{first: j, rank: gs[j].size}
+				gs[j].size++
+				break
+			}
+		}
+	}
+	for i := range gs {
+		gs[i].size = gs[gs[i].first].size
+	}
+	return gs
+}
+
+// scaleYs are the y values that set the y scale: those at YScaleFrom or
+// later (every one of ys when none is, or YScaleFrom is 0).
+func (l Line) scaleYs(ys []float64) []float64 {
+	if l.YScaleFrom <= 0 {
+		return ys
+	}
+	var out []float64
+	for _, s := range l.Series {
+		for i, x := range s.X {
+			if i < len(s.Y) && x >= l.YScaleFrom && finite(s.Y[i]) {
+				out = append(out, s.Y[i])
+			}
+		}
+	}
+	if len(out) == 0 {
+		return ys
+	}
+	return out
+}
+
+// clipped is s with every y above top drawn at top, and the points that
+// were (x, y).
+func (s Series) clipped(top float64) (Series, [][2]float64) {
+	var out [][2]float64
+	ys := s.Y
+	for i, y := range s.Y {
+		if finite(y) && y > top && i < len(s.X) {
+			if len(out) == 0 {
+				ys = append([]float64(nil), s.Y...)
+			}
+			ys[i] = top
+			out = append(out, [2]float64{s.X[i], y})
+		}
+	}
+	s.Y = ys
+	return s, out
+}
+
+// clippedNote names the points of series name drawn at the top of the
+// plot, with their values: "publish -> ack p95 above the scale, drawn at
+// its top: 25.0 at 1, 12.1 at 2".
+func clippedNote(name string, pts [][2]float64) string {
+	var parts []string
+	for i, p := range pts {
+		if i == 5 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(pts)-5))
+			break
+		}
+		parts = append(parts, FormatNumber(p[1], p[1])+" at "+strconv.FormatFloat(p[0], 'g', 4, 64))
+	}
+	return name + " above the scale, drawn at its top: " + strings.Join(parts, ", ")
+}
+
+func finite(y float64) bool { return !math.IsNaN(y) && !math.IsInf(y, 0) }
 
 // finiteRuns splits s at its points without a value (a NaN or infinite
 // Y: a second with no sample) into the runs of points between them, so
@@ -176,33 +297,39 @@ func finiteRuns(s Series) []Series {
 	return runs
 }
 
-// covers tells whether b's line lies on a's: same x, and y within 1% of
-// the larger value at 80% of the points or more.
-func covers(a, b Series) bool {
+// covers tells whether b's line lies on a's: same x, and y within tol of
+// each other at 80% of the points or more.
+func covers(a, b Series, tol float64) bool {
 	if len(a.X) != len(b.X) || len(a.Y) != len(b.Y) || len(a.Y) == 0 {
 		return false
 	}
-	top := 0.0
+	same, both := 0, 0
 	for i := range a.Y {
-		top = math.Max(top, math.Max(math.Abs(a.Y[i]), math.Abs(b.Y[i])))
-	}
-	same := 0
-	for i := range a.Y {
-		if a.X[i] == b.X[i] && math.Abs(a.Y[i]-b.Y[i]) <= 0.01*top {
+		if !finite(a.Y[i]) || !finite(b.Y[i]) {
+			continue
+		}
+		both++
+		if a.X[i] == b.X[i] && math.Abs(a.Y[i]-b.Y[i]) <= tol {
 			same++
 		}
 	}
-	return float64(same) >= 0.8*float64(len(a.Y))
+	return both > 0 && float64(same) >= 0.8*float64(both)
 }
 
-// extent lists every x and y of the series (markers excluded).
+// extent lists every x of the series (with a value or not: a second
+// without a sample is still on the time axis), XSpan's ends when set, the
+// markers' x, and every finite y.
 func (l Line) extent() (xs, ys []float64) {
 	for _, s := range l.Series {
 		for i := range s.X {
-			if i < len(s.Y) && !math.IsNaN(s.Y[i]) && !math.IsInf(s.Y[i], 0) {
-				xs, ys = append(xs, s.X[i]), append(ys, s.Y[i])
+			xs = append(xs, s.X[i])
+			if i < len(s.Y) && finite(s.Y[i]) {
+				ys = append(ys, s.Y[i])
 			}
 		}
+	}
+	if l.XSpan.Max > l.XSpan.Min {
+		xs = append(xs, l.XSpan.Min, l.XSpan.Max)
 	}
 	for _, m := range l.Markers {
 		if len(xs) > 0 {
@@ -362,8 +489,8 @@ func colorOr(hex, def string) drawing.Color {
 }
 
 type legendItem struct {
-	Color, Label string
-	Dashed       bool
+	Color, Label    string
+	Dashed, Striped bool
 }
 
 func legendHTML(items []legendItem) string {
@@ -374,12 +501,21 @@ func legendHTML(items []legendItem) string {
 	b.WriteString(`<ul class="legend">`)
 	for _, it := range items {
 		cls := "sw"
-		if it.Dashed {
+		if it.Dashed || it.Striped {
 			cls = "sw dash"
 		}
 		fmt.Fprintf(&b, `<li><span class="%s" style="border-color:%s"></span>%s</li>`, cls, it.Color, html.EscapeString(it.Label))
 	}
 	b.WriteString(`</ul>`)
+	return b.String()
+}
+
+// notesHTML is the notes under a chart, one line each.
+func notesHTML(notes []string) string {
+	var b strings.Builder
+	for _, n := range notes {
+		b.WriteString(`<p class="chartnote">` + html.EscapeString(n) + `</p>`)
+	}
 	return b.String()
 }
 
@@ -419,6 +555,7 @@ ul.legend .sw{display:inline-block;width:1.8em;border-top:3px solid;vertical-ali
 ul.legend .sw.dash{border-top-style:dashed}
 .nochart{color:#777;font-style:italic}
 .scale{display:inline-block;width:12em;height:.8em;vertical-align:middle;margin:0 .4em}
-pre{background:#f7f7f7;padding:1em;overflow:auto;font-size:.85em}
-@media print{body{max-width:none;margin:0;padding:0;font-size:10pt}h2{break-after:avoid}pre{white-space:pre-wrap}}
+pre{background:#f7f7f7;padding:1em;font-size:.85em;white-space:pre-wrap;overflow-wrap:anywhere}
+.chartnote{margin:.2em 0 0;padding:0 0 0 4.5em;font-size:.85em;color:#555}
+@media print{body{max-width:none;margin:0;padding:0;font-size:10pt}h2{break-after:avoid}}
 `

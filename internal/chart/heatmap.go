@@ -34,6 +34,11 @@ type HeatMap struct {
 	// Bands group columns under a label above the grid (IoTDB: the
 	// columns of one step, "50 workers"), separated by a line.
 	Bands []Band
+	// ScaleFrom, when above 0, leaves columns 0..ScaleFrom-1 (a connect
+	// ramp's first seconds) out of the colour scale: a cell of theirs
+	// above it is drawn in the darkest colour and named in a note. When
+	// no column from ScaleFrom on has a value, every column sets it.
+	ScaleFrom int
 }
 
 // Band labels columns From..To-1.
@@ -56,6 +61,19 @@ func (h HeatMap) HTML() (template.HTML, error) {
 	lo, hi, ok := h.span()
 	if !ok {
 		return note(h.Title, "no data was measured"), nil
+	}
+	var above []string // cells before ScaleFrom above the scale
+	if h.ScaleFrom > 0 {
+		if slo, shi, ok := (HeatMap{Cells: h.Cells[min(h.ScaleFrom, len(h.Cells)):]}).span(); ok {
+			for c, col := range h.Cells[:min(h.ScaleFrom, len(h.Cells))] {
+				for r, v := range col {
+					if v > shi && r < len(h.Rows) && c < len(h.Columns) {
+						above = append(above, fmt.Sprintf("%s %s at %s", h.Rows[r], FormatNumber(v, v)+" "+h.Unit, h.Columns[c]))
+					}
+				}
+			}
+			lo, hi = math.Min(lo, slo), shi
+		}
 	}
 	const right, top = 24, 34
 	rowH := math.Max(18, math.Min(40, 220/float64(max(len(h.Rows), 1))))
@@ -120,7 +138,11 @@ func (h HeatMap) HTML() (template.HTML, error) {
 		return "", err
 	}
 	svg := strings.Replace(b.String(), "</svg>", yName(h.YName, top, int(top+gridH))+"</svg>", 1)
-	return figure(h.Title, svg, h.scaleHTML(lo, hi)), nil
+	var notes []string
+	if len(above) > 0 {
+		notes = append(notes, "above the scale, drawn darkest: "+strings.Join(above, ", "))
+	}
+	return figure(h.Title, svg, h.scaleHTML(lo, hi)+notesHTML(notes)), nil
 }
 
 // bandStart is the first column of the band holding column c (0 without
@@ -154,6 +176,7 @@ func (h HeatMap) binned(limit int) HeatMap {
 	out := h
 	out.Cells, out.Columns, out.Bands = nil, nil, nil
 	out.Title = fmt.Sprintf("%s (one column = the highest of %d)", h.Title, k)
+	out.ScaleFrom = (h.ScaleFrom + k - 1) / k
 	for _, b := range bands {
 		from := len(out.Cells)
 		for c := b.From; c < b.To; c += k {

@@ -87,3 +87,11 @@ func ChecksTable(checks []verdict.Check) (template.HTML, error) {
 var checksTmpl = template.Must(template.New("checks").Parse(`<table><tr><th class="l">status</th><th class="l">check</th><th class="l">summary</th><th class="l">fix</th></tr>
 {{range .}}<tr><td class="{{.Status}}">{{.Status}}</td><td class="l">{{.ID}}</td><td class="l">{{.Summary}}</td><td class="l">{{if ne (print .Status) "pass"}}{{.Remedy}}{{end}}</td></tr>
 {{end}}</table>`))
+
+// Banner is a report's verdict banner, worded as the text report prints
+// it ("Verdict: WARN" where the text says "verdict: WARN"), coloured by
+// the verdict's class (.pass .warn .fail .skip).
+func Banner(v verdict.Status) template.HTML {
+	cls := template.HTMLEscapeString(string(v))
+	return template.HTML(`<p class="banner ` + cls + `">Verdict: ` + strings.ToUpper(cls) + `</p>`)
+}

@@ -154,11 +154,12 @@ func censoredCell(s Step) string {
 
 var htmlBody = template.Must(template.New("iotdb-body").Funcs(template.FuncMap{
 	"checks":   chart.ChecksTable,
+	"banner":   chart.Banner,
 	"mul100":   func(v float64) float64 { return 100 * v },
 	"censored": censoredCell,
 }).Parse(`
 {{if .Incomplete}}<p class="banner fail">INCOMPLETE: {{.Incomplete}}. The steps below are partial and are not a verdict.</p>
-{{else}}<p class="banner {{.R.Verdict}}">Verdict: {{.R.Verdict}}</p>{{end}}
+{{else}}{{banner .R.Verdict}}{{end}}
 <p>IoTDB {{if .R.ServerVersion}}{{.R.ServerVersion}}{{else}}(version unknown){{end}} at {{.R.Target}}, scenario {{.R.Scenario}}, {{.R.Mode}} loop{{if .R.RatePerWorker}} at {{.R.RatePerWorker}} operations/s per worker{{end}},
 SessionPool {{.R.PoolSize}} sessions, wait timeout {{.R.WaitTimeoutMS}} ms, call deadline {{.R.CallTimeoutMS}} ms,
 database {{.R.Database}} ({{.R.Series}} series{{if .R.Kept}}, kept (--keep){{else if .R.DeleteUnknown}}, may have been left: see {{.CleanupID}}{{else if .R.LeftBehind}}, left behind: see {{.CleanupID}}{{end}}). Started {{.R.Started.Format "2006-01-02 15:04:05 UTC"}}, {{printf "%.0f" .R.DurationS}} s.</p>

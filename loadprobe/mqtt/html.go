@@ -74,23 +74,48 @@ func (res *Result) HTMLCharts() ([]template.HTML, error) {
 	}
 	marks := res.windowMarkers()
 	own, _ := res.ownLoad()
+	// Every chart over time spans every second of the series, so their
+	// axes end together.
+	var span chart.Span
+	if n > 0 {
+		span = chart.Span{Min: ts[0], Max: ts[n-1]}
+	}
+	// The run's last row is shorter than a second and holds the drain
+	// after the load (Second): its rates are not the load's, so the
+	// messages chart leaves it out and says so.
+	rates, rateTs := res.Series, ts
+	var rateNotes []string
+	if last := res.Series[max(n-1, 0):]; len(last) == 1 && last[0].Seconds > 0 && last[0].Seconds < 1 {
+		rates, rateTs = res.Series[:n-1], ts[:n-1]
+		rateNotes = []string{fmt.Sprintf("second %d (%.2f s, the drain after the load) is not drawn: a rate over part of a second in which nothing was scheduled is not the load's", last[0].T, last[0].Seconds)}
+	}
+	rate := func(f func(Second) int64) []float64 {
+		out := make([]float64, len(rates))
+		for i, s := range rates {
+			out[i] = s.rate(f(s))
+		}
+		return out
+	}
 	const xName = "time since the load started (s)"
 	charts := []chart.Line{
-		{Title: "Connections over time", XName: xName, YName: "connected publishers", Markers: marks, Series: []chart.Series{
+		{Title: "Connections over time", XName: xName, YName: "connected publishers", Markers: marks, XSpan: span, Series: []chart.Series{
 			{Name: "connected", X: ts, Y: col(func(s Second) float64 { return float64(s.Connected) })},
 			{Name: fmt.Sprintf("target (%s)", plural.N(own, "client")), X: ts, Y: flat(float64(own)), Dashed: true, Color: "7f7f7f"},
 		}},
-		{Title: "Messages per second", XName: xName, YName: "msg/s", Markers: marks, Series: []chart.Series{
-			{Name: "published", X: ts, Y: col(func(s Second) float64 { return s.rate(s.Published) })},
-			{Name: "received by the subscribers", X: ts, Y: col(func(s Second) float64 { return s.rate(s.Received) }), Color: chart.Palette[4]},
+		{Title: "Messages per second", XName: xName, YName: "msg/s", Markers: marks, XSpan: span, Notes: rateNotes, Series: []chart.Series{
+			{Name: "published", X: rateTs, Y: rate(func(s Second) int64 { return s.Published })},
+			{Name: "received by the subscribers", X: rateTs, Y: rate(func(s Second) int64 { return s.Received }), Color: chart.Palette[4]},
 			{Name: fmt.Sprintf("requested (%s msg/s)", chart.FormatNumber(res.Throughput.RequestedPerSec, res.Throughput.RequestedPerSec)),
-				X: ts, Y: flat(res.Throughput.RequestedPerSec), Dashed: true, Color: "7f7f7f"},
+				X: rateTs, Y: flat(res.Throughput.RequestedPerSec)[:len(rateTs)], Dashed: true, Color: "7f7f7f"},
 		}},
 	}
-	lat := chart.Line{Title: "Latency over time (p95 of each second)", XName: xName, YName: "latency (ms)", Markers: marks}
+	// The connect ramp's first second (connects queue behind one another)
+	// does not set the latency scale: the steady seconds do.
+	lat := chart.Line{Title: "Latency over time (p95 of each second)", XName: xName, YName: "latency (ms)", Markers: marks, XSpan: span,
+		YScaleFrom: latencyScaleFrom(res.RampSeconds)}
 	if res.Config.QoS > 0 {
-		charts[1].Series = append(charts[1].Series, chart.Series{Name: "acknowledged (PUBACK/PUBCOMP)", X: ts,
-			Y: col(func(s Second) float64 { return s.rate(s.Acked) }), Color: chart.Palette[1]})
+		charts[1].Series = append(charts[1].Series, chart.Series{Name: "acknowledged (PUBACK/PUBCOMP)", X: rateTs,
+			Y: rate(func(s Second) int64 { return s.Acked }), Color: chart.Palette[1]})
 		lat.Series = append(lat.Series, chart.Series{Name: "publish -> ack p95", X: ts, Y: col(func(s Second) float64 { return noSample(s.AckP95, s.Acked) }), Color: chart.Palette[1]})
 	}
 	lat.Series = append(lat.Series, chart.Series{Name: "end-to-end p95", X: ts, Y: col(func(s Second) float64 { return noSample(s.E2EP95, s.e2eSamples()) }), Color: chart.Palette[2]})
@@ -104,6 +129,13 @@ func (res *Result) HTMLCharts() ([]template.HTML, error) {
 		return nil, err
 	}
 	return append(out, h), nil
+}
+
+// latencyScaleFrom is the first second whose latency sets the latency
+// chart's scale: the first after the connect ramp, and never the run's
+// first second.
+func latencyScaleFrom(rampSeconds float64) float64 {
+	return max(2, math.Floor(rampSeconds)+1)
 }
 
 // windowMarkers mark the end of the connect ramp (the steady window's
@@ -126,7 +158,8 @@ func (res *Result) windowMarkers() []chart.Marker {
 // heatMap colours each second's ack and end-to-end p95; a second in
 // which no message completed is "no sample".
 func (res *Result) heatMap() chart.HeatMap {
-	h := chart.HeatMap{Title: "Latency heat map: p95 of each second", XName: "time since the load started (s)", YName: "latency", Unit: "ms"}
+	h := chart.HeatMap{Title: "Latency heat map: p95 of each second", XName: "time since the load started (s)", YName: "latency", Unit: "ms",
+		ScaleFrom: int(latencyScaleFrom(res.RampSeconds)) - 1} // column i is second i+1
 	h.Rows = []string{"end-to-end p95"}
 	if res.Config.QoS > 0 {
 		h.Rows = append(h.Rows, "ack p95")
@@ -165,12 +198,12 @@ func (res *Result) latencyRows() []latRow {
 	return append(rows, latRow{"warm-up end-to-end", res.Latency.WarmupE2E}, latRow{"scheduler lag (the probe's own)", res.Latency.SchedulerLag})
 }
 
-var htmlFuncs = template.FuncMap{"pct": func(v float64) string { return fmt.Sprintf("%.4f%%", 100*v) }, "checks": chart.ChecksTable,
+var htmlFuncs = template.FuncMap{"pct": func(v float64) string { return fmt.Sprintf("%.4f%%", 100*v) }, "checks": chart.ChecksTable, "banner": chart.Banner,
 	"n": plural.N[int]}
 
 var htmlBody = template.Must(template.New("mqtt-body").Funcs(htmlFuncs).Parse(`
 {{if .Incomplete}}<p class="banner fail">INCOMPLETE: {{.R.StoppedEarlyReason}}. The numbers below are partial and are not a verdict.</p>
-{{else}}<p class="banner {{.R.Verdict}}">Verdict: {{.R.Verdict}}</p>{{end}}
+{{else}}{{banner .R.Verdict}}{{end}}
 {{with .R.Config}}<p>{{if $.OneShard}}Shard {{.Shard}}: {{n $.Own "client"}} of the fleet's {{.Clients}} connecting at {{printf "%g" $.OwnRate}} connections/s (the fleet's {{.ConnRate}}/s){{else}}{{if .Shard.On}}The fleet's {{n .Shard.N "shard"}} merged: {{end}}{{n .Clients "client"}} connecting at {{.ConnRate}} connections/s{{end}}, QoS {{.QoS}}, {{.Size}} B every {{.PubInterval}},
 MQTT {{.MQTTVersion}}, {{n .Subscribers "subscriber"}} on <code>{{$.R.Filter}}</code>;
 steady window {{printf "%.1f" $.R.WindowSeconds}} s after a {{printf "%.1f" $.R.RampSeconds}} s connect ramp. Run {{$.R.RunID}}, started {{$.R.StartedAt.Format "2006-01-02 15:04:05 UTC"}}.</p>{{end}}

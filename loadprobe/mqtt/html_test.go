@@ -45,7 +45,7 @@ func TestWriteHTML(t *testing.T) {
 		if n := strings.Count(page, "<circle"); n != want {
 			t.Errorf("qos %d: %d points, want %d", qos, n, want)
 		}
-		for _, s := range []string{"steady window starts (1.0 s", "window ends (4.0 s)", "Verdict: pass", "no sample", "Delivery accounting"} {
+		for _, s := range []string{"steady window starts (1.0 s", "window ends (4.0 s)", "Verdict: PASS", "no sample", "Delivery accounting"} {
 			if !strings.Contains(page, s) {
 				t.Errorf("qos %d: page lacks %q", qos, s)
 			}
