@@ -883,6 +883,15 @@ func (c *conn) handle(pk *packets.Packet, now int64) error {
 			return nil
 		}
 		r.inflight.Add(-1)
+		// The answer must end the flow the PUBLISH began: PUBACK ends
+		// QoS 1 (MQTT 3.1.1 §4.3.2), PUBCOMP ends QoS 2 after PUBREC
+		// (§4.3.3). A PUBACK to a QoS 2 PUBLISH is a broker that
+		// downgraded it to QoS 1: not acknowledged at the QoS asked, and
+		// its one round trip is not a QoS 2 latency.
+		if wrong := r.wrongAck(pk.FixedHeader.Type, f.gotRec); wrong != 0 {
+			r.protocolFault(wrong, pk.FixedHeader.Type, pk.PacketID)
+			return nil
+		}
 		if pk.ReasonCode >= 0x80 {
 			r.ackErrors.Add(1)
 			r.censorAck(c.client, f.sched, now)
@@ -892,6 +901,18 @@ func (c *conn) handle(pk *packets.Packet, now int64) error {
 		r.perSec.Load().count(acks, now)
 		r.recordAck(c.client, f.sched, now)
 	case packets.Pubrec:
+		if r.cfg.QoS != 2 { // a QoS 1 PUBLISH is answered with PUBACK only
+			c.mu.Lock()
+			_, ok := c.take(pk.PacketID)
+			c.mu.Unlock()
+			if ok {
+				r.inflight.Add(-1)
+				r.protocolFault(faultWrongType, pk.FixedHeader.Type, pk.PacketID)
+			} else {
+				r.strayAcks.Add(1)
+			}
+			return nil
+		}
 		c.mu.Lock()
 		var werr error
 		for i := range c.inflight {

@@ -1,6 +1,7 @@
 package mqtt
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"reflect"
@@ -229,6 +230,10 @@ func (m *Result) add(s *Result, hists *[5]*latency.Recorder) error {
 		{&mm.LateConnect, &sm.LateConnect}, {&mm.LateDial, &sm.LateDial}} {
 		*p[0] += *p[1]
 	}
+	m.Protocol.Downgraded += s.Protocol.Downgraded
+	m.Protocol.WrongAck += s.Protocol.WrongAck
+	m.Protocol.GrantedQoS = append(m.Protocol.GrantedQoS, s.Protocol.GrantedQoS...)
+	m.Protocol.First = cmp.Or(m.Protocol.First, s.Protocol.First)
 	m.Throughput.WindowPublished += s.Throughput.windowPublished(s.WindowSeconds)
 	m.Throughput.WindowReceived += s.Throughput.windowReceived()
 	m.Throughput.ReceiveSeconds = max(m.Throughput.ReceiveSeconds, s.Throughput.ReceiveSeconds)

@@ -71,9 +71,11 @@ type Result struct {
 	// missing, ...), for people.
 	Failures []string `json:"failures,omitempty"`
 
-	Baseline   Baseline   `json:"baseline"`
-	Connects   Connects   `json:"connects"`
-	Messages   Messages   `json:"messages"`
+	Baseline Baseline `json:"baseline"`
+	Connects Connects `json:"connects"`
+	Messages Messages `json:"messages"`
+	// Protocol is how the broker's answers fit the flows the probe began.
+	Protocol   Protocol   `json:"protocol"`
 	Latency    Latencies  `json:"latency"`
 	Throughput Throughput `json:"throughput"`
 	// Host is what the kernel counted meanwhile (this netns, all sockets).
@@ -476,6 +478,9 @@ func (r *run) fill(res *Result) {
 	res.Connects = cn
 	m := r.messages(lost)
 	res.Messages = m
+	r.mu.Lock()
+	res.Protocol = Protocol{GrantedQoS: r.grantedQoS, Downgraded: r.downgraded.Load(), WrongAck: r.wrongAcks.Load(), First: r.firstFaultText}
+	r.mu.Unlock()
 	res.WindowSeconds = r.windowSeconds()
 	if res.WindowSeconds > 0 {
 		r.trackMu.Lock()
@@ -580,7 +585,9 @@ func (r *run) messages(lost missing) Messages {
 	m.SendFailed = m.Scheduled - m.Published
 	if r.cfg.QoS > 0 {
 		m.AckInFlight = lost.ackInFlight
-		m.Unacked = m.Published - m.Acked - m.AckInFlight
+		// Answered with another flow (Protocol): not acknowledged at
+		// the QoS asked, but answered, so not unacked either.
+		m.Unacked = m.Published - m.Acked - m.AckInFlight - r.downgraded.Load() - r.wrongAcks.Load()
 	}
 	m.Expected = m.Published
 	m.Received = r.received.Load() - lost.unexpected
@@ -626,7 +633,10 @@ func failuresInWords(cfg *Config, res *Result, n int, first map[string]string) [
 		out = append(out, fmt.Sprintf("%d of %d subscriber connections were lost mid-run: %s", cn.SubscribersLost, cn.Subscribers, byReason(cn.SubscribersLostBy, first, "sub:")))
 	}
 	if m.Unacked > 0 {
-		out = append(out, fmt.Sprintf("%d of %d QoS %d publishes got no PUBACK/PUBCOMP within the %v grace", m.Unacked, m.Published, cfg.QoS, cfg.Grace))
+		out = append(out, fmt.Sprintf("%d of %d QoS %d publishes got no %s within the %v grace", m.Unacked, m.Published, cfg.QoS, flowEnd(cfg.QoS), cfg.Grace))
+	}
+	if p := res.Protocol; p.Downgraded > 0 {
+		out = append(out, fmt.Sprintf("%d of %d QoS 2 publishes were answered with PUBACK (QoS 1's flow), not PUBREC/PUBCOMP: downgraded, not counted as acknowledged, their latency not reported as QoS 2", p.Downgraded, m.Published))
 	}
 	if m.Lost > 0 {
 		out = append(out, fmt.Sprintf("%d of %d published messages never reached a subscriber (%d of them acknowledged by the broker)", m.Lost, m.Expected, m.LostAfterAck))
@@ -676,7 +686,7 @@ func judge(cfg *Config, res *Result) []verdict.Check {
 	}
 	cs = append(cs, loss)
 	if cfg.QoS > 0 {
-		what := fmt.Sprintf("QoS %d publishes without PUBACK/PUBCOMP", cfg.QoS)
+		what := fmt.Sprintf("QoS %d publishes without %s", cfg.QoS, flowEnd(cfg.QoS))
 		var c verdict.Check
 		if m.Published > 0 || t.Loss == nil {
 			var rate float64
@@ -710,7 +720,10 @@ func judge(cfg *Config, res *Result) []verdict.Check {
 	cs = append(cs, connFail)
 	cs = append(cs, durCheck(cfg, "mqtt.connect_p95", "connect p95 (scheduled -> CONNACK)", res.Latency.Connect.P95, res.Latency.Connect, t.ConnectP95, cut,
 		connectRemedy(cn)))
-	if cfg.QoS > 0 {
+	if p := res.Protocol; cfg.QoS > 0 && res.Latency.Ack.Count == 0 && p.Downgraded+p.WrongAck > 0 {
+		cs = append(cs, verdict.Check{ID: "mqtt.ack_p95", Status: verdict.Skip,
+			Summary: fmt.Sprintf("publish -> ack p95: no QoS %d flow was completed (the broker answered with another flow: see mqtt.protocol)", cfg.QoS)})
+	} else if cfg.QoS > 0 {
 		cs = append(cs, durCheck(cfg, "mqtt.ack_p95", "publish -> ack p95", res.Latency.Ack.P95, res.Latency.Ack, t.AckP95, cutSteady,
 			"the broker acknowledges slowly: check its CPU, persistence and inflight limits"))
 	} else {
@@ -718,7 +731,7 @@ func judge(cfg *Config, res *Result) []verdict.Check {
 	}
 	cs = append(cs, durCheck(cfg, "mqtt.e2e_p99", "end-to-end p99", res.Latency.E2E.P99, res.Latency.E2E, t.E2EP99, cutSteady,
 		"deliveries are slow: check the broker's CPU and the subscribers (more --subscribers with a shared subscription)"))
-	return append(cs, deliveryCheck(cfg, m), connectionsLostCheck(cn), scheduleCheck(m, cut))
+	return append(cs, deliveryCheck(cfg, m), connectionsLostCheck(cn), scheduleCheck(m, cut), protocolCheck(cfg, res.Protocol))
 }
 
 // connectRemedy is mqtt.connect_p95's remedy: the probe's own lag when

@@ -158,6 +158,14 @@ type accounting struct {
 	winPublished, winReceived          atomic.Int64
 	received, dup, ooo, unexpected     atomic.Int64
 	stopping                           atomic.Bool
+	// downgraded and wrongAcks count answers that do not fit the flow
+	// the PUBLISH began (see Protocol); firstFault is set once
+	// firstFaultText (under mu) describes the first.
+	downgraded, wrongAcks atomic.Int64
+	firstFault            atomic.Bool
+	firstFaultText        string
+	// grantedQoS is each subscriber's SUBACK grant (set before the load).
+	grantedQoS []int
 
 	mu            sync.Mutex
 	connectFailed map[string]int64
@@ -553,9 +561,7 @@ func (r *run) subscribe(res *Result) error {
 			if len(codes) != 1 || codes[0] >= 0x80 {
 				return exitcode.Environmentf("broker %s refused the subscription %q (SUBACK %x): check the ACL for the probe's user, or --topic", r.addr.hostport, filter, codes)
 			}
-			if codes[0] < qos {
-				res.Failures = append(res.Failures, fmt.Sprintf("broker granted QoS %d for the subscription, lower than --qos %d", codes[0], qos))
-			}
+			r.grantedQoS = append(r.grantedQoS, int(codes[0])) // mqtt.protocol judges it
 		case <-time.After(cfg.ConnectTimeout):
 			return exitcode.Environmentf("broker %s sent no SUBACK within %v", r.addr.hostport, cfg.ConnectTimeout)
 		case <-r.ctx.Done():
