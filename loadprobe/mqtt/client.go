@@ -96,6 +96,7 @@ type conn struct {
 	fdMu    sync.Mutex
 	pending []byte // a partial packet, poller goroutine only
 	ended   bool   // connEnded ran
+	lost    bool   // connEnded counted it as lost (not closed by the probe)
 }
 
 const calibClient = -1 << 20
@@ -106,6 +107,21 @@ type connackError struct{ code byte }
 func (e connackError) Error() string {
 	return fmt.Sprintf("CONNACK return code 0x%02x (%s)", e.code, connackReason(e.code))
 }
+
+// noConnackError is a connect whose TCP (and TLS) handshake succeeded
+// but whose CONNECT got no CONNACK within wait: the broker, or whatever
+// accepted the connection in front of it, takes connections without
+// answering MQTT. Not "unreachable".
+type noConnackError struct {
+	wait time.Duration
+	err  error
+}
+
+func (e noConnackError) Error() string {
+	return fmt.Sprintf("accepted TCP, no CONNACK within %g s (%v)", e.wait.Seconds(), e.err)
+}
+
+func (e noConnackError) Unwrap() error { return e.err }
 
 // connackReason names a CONNACK code of MQTT 3.1.1 (1-5) or 5 (>=0x80).
 func connackReason(code byte) string {
@@ -135,9 +151,12 @@ func connackReason(code byte) string {
 func classify(err error) string {
 	var ce connackError
 	var ne net.Error
+	var nc noConnackError
 	switch {
 	case err == nil:
 		return ""
+	case errors.As(err, &nc):
+		return "no_connack"
 	case errors.As(err, &ce):
 		switch ce.code {
 		case 4, 5, 0x86, 0x87:
@@ -219,6 +238,9 @@ func (r *run) dial(ctx context.Context, i int, clientID string, sub bool) (*conn
 		nc.Close()
 		if err == nil {
 			err = ctx.Err()
+		}
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) && classify(err) == "timeout" {
+			err = noConnackError{wait: r.cfg.ConnectTimeout, err: err}
 		}
 		return nil, err
 	}

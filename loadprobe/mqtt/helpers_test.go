@@ -193,6 +193,13 @@ type faultProxy struct {
 	// of a connection.
 	keepEvery  int
 	closeAfter time.Duration
+	// resetEvery > 0 limits closeAfter to every resetEvery-th publisher
+	// connection, which it resets (RST, SO_LINGER 0) instead of closing.
+	resetEvery int
+	// refuseEvery > 0 closes every refuseEvery-th publisher connection
+	// before its CONNECT reaches the broker (a failed connect).
+	refuseEvery int
+	npub        int // publisher connections seen (under mu)
 	// rewriteAck, when not 0, is the packet type every PUBACK/PUBCOMP
 	// to a publisher is rewritten to (an ack of another flow).
 	rewriteAck byte
@@ -288,13 +295,19 @@ func (p *faultProxy) handle(cl net.Conn) {
 	id := pk.Connect.ClientIdentifier
 	subscriber := strings.Contains(id, "-sub")
 	publisher := !subscriber && !strings.Contains(id, "-calib")
+	nth := 0
 	if publisher {
 		p.mu.Lock()
 		if p.sources == nil {
 			p.sources = map[string]int{}
 		}
 		p.sources[cl.RemoteAddr().(*net.TCPAddr).IP.String()]++
+		p.npub++
+		nth = p.npub
 		p.mu.Unlock()
+		if p.refuseEvery > 0 && nth%p.refuseEvery == 0 {
+			return
+		}
 	}
 	if _, err := br.Write(raw); err != nil {
 		return
@@ -307,8 +320,14 @@ func (p *faultProxy) handle(cl net.Conn) {
 		br.Close()
 		cl.Close()
 	}()
-	if publisher && p.closeAfter > 0 {
-		t := time.AfterFunc(p.closeAfter, func() { cl.Close(); br.Close() })
+	if publisher && p.closeAfter > 0 && (p.resetEvery == 0 || nth%p.resetEvery == 0) {
+		t := time.AfterFunc(p.closeAfter, func() {
+			if tc, ok := cl.(*net.TCPConn); ok && p.resetEvery > 0 {
+				_ = tc.SetLinger(0) // close sends RST
+			}
+			cl.Close()
+			br.Close()
+		})
 		defer t.Stop()
 	}
 	bb := bufio.NewReader(br)

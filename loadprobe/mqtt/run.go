@@ -774,6 +774,10 @@ func (r *run) unreachable(who string, err error) error {
 			r.addr.hostport, who, what, r.cfg.name("mqtt-version"), r.cfg.name("client-id"))
 	}
 	reason := classify(err)
+	if reason == "no_connack" {
+		return exitcode.Environmentf("broker %s accepted TCP, no CONNACK within %g s to the %s client's CONNECT: something takes connections there but does not answer MQTT; check that the port is the broker's MQTT listener (a TLS listener needs mqtts://), and the broker's log and load",
+			r.addr.hostport, r.cfg.ConnectTimeout.Seconds(), who)
+	}
 	hint := ""
 	switch reason {
 	case "refused":
@@ -1045,8 +1049,7 @@ func (r *run) connectClient(i int, sched, dialAt int64) {
 	// each counted as an overrun (lateConnect or lateDial), never left
 	// out of the schedule (open loop: a slow connect shows as latency,
 	// not as a lower rate).
-	grid := pacer.Grid{Interval: r.cfg.PubInterval}
-	first := int64(grid.NextAtOrAfter(time.Duration(sched)+grid.Phase(r.cfg.Shard.Global(i)), time.Duration(sched)))
+	first := r.firstSlot(i)
 	c.mu.Lock()
 	c.firstSched, c.dialAt, c.readyAt = first, dialAt, now
 	c.mu.Unlock()
@@ -1074,6 +1077,9 @@ func (r *run) connEnded(c *conn, err error) {
 		err = c.failErr
 	}
 	byUs := c.byUs && c.failErr == nil
+	// Lost: ended by the broker or the path, not by the probe's own
+	// close; its slots from now on are not sent because of it.
+	c.lost = !byUs && !r.stoppingNow() && (c.client >= 0 || c.sub)
 	// Its unacknowledged publishes can no longer be acked: stop waiting,
 	// and count them in the ack percentiles as censored.
 	r.censorInflight(c, r.now())
@@ -1082,7 +1088,7 @@ func (r *run) connEnded(c *conn, err error) {
 	if c.client >= 0 {
 		r.connected.Add(-1)
 	}
-	if !byUs && !r.stoppingNow() && (c.client >= 0 || c.sub) {
+	if c.lost {
 		r.lostConn(c.sub, classify(err), err)
 		slog.Debug("mqtt connection lost", "client", c.client, "err", err)
 	}
