@@ -136,6 +136,13 @@ type ownMosquitto struct {
 
 func startMosquitto(t *testing.T, extra ...string) *ownMosquitto {
 	t.Helper()
+	return startMosquittoUnder(t, nil, extra...)
+}
+
+// startMosquittoUnder is startMosquitto run by the command prefix (e.g.
+// prlimit --nofile=200:200, which execs mosquitto in its own process).
+func startMosquittoUnder(t *testing.T, prefix []string, extra ...string) *ownMosquitto {
+	t.Helper()
 	bin, err := exec.LookPath("mosquitto")
 	if err != nil {
 		bin = "/usr/sbin/mosquitto"
@@ -152,7 +159,8 @@ func startMosquitto(t *testing.T, extra ...string) *ownMosquitto {
 		t.Fatal(err)
 	}
 	var logb bytes.Buffer
-	cmd := exec.Command(bin, "-c", path)
+	argv := append(append(append([]string(nil), prefix...), bin), "-c", path)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stderr = &logb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

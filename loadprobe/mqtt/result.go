@@ -78,6 +78,9 @@ type Result struct {
 	// not sent and why; mqtt.schedule fails when the window's offered
 	// rate falls more than 2% short of the asked rate.
 	Offered Offered `json:"offered"`
+	// Evidence is what this host shows of a broker running on it, when
+	// connects failed or connections were lost (nil otherwise).
+	Evidence *BrokerEvidence `json:"broker_evidence,omitempty"`
 	// Protocol is how the broker's answers fit the flows the probe began.
 	Protocol   Protocol   `json:"protocol"`
 	Latency    Latencies  `json:"latency"`
@@ -510,6 +513,10 @@ func (r *run) fill(res *Result) {
 		res.FirstPublish = &FirstPublish{At: r.base.Add(time.Duration(at)).UTC(), Scheduled: r.base.Add(time.Duration(r.firstPubSched.Load())).UTC()}
 		res.FirstPublish.LateMs = ms(at - r.firstPubSched.Load())
 	}
+	res.Evidence = r.brokerEvidence(res)
+	if e := res.Evidence; e != nil && e.Cause != "" {
+		res.Failures = append(res.Failures, "cause on this host: "+e.Cause)
+	}
 	res.Failures = append(res.Failures, failuresInWords(cfg, res, r.n, first)...)
 	res.Checks = judge(cfg, res)
 	res.Verdict = verdict.Worst(res.Checks)
@@ -741,6 +748,10 @@ func judge(cfg *Config, res *Result) []verdict.Check {
 				connFail.Summary += " (" + cut + ")"
 			}
 		}
+	}
+	if e := res.Evidence; e != nil && e.Cause != "" && connFail.Status == verdict.Fail {
+		connFail.Summary = e.Cause + ": " + connFail.Summary
+		connFail.Remedy = e.Fix
 	}
 	cs = append(cs, connFail)
 	cs = append(cs, durCheck(cfg, "mqtt.connect_p95", "connect p95 (scheduled -> CONNACK)", res.Latency.Connect.P95, res.Latency.Connect, t.ConnectP95, cut,
