@@ -1194,11 +1194,12 @@ func checkPorts(cfg *Config, clients int, ips []net.IP) error {
 	for _, ip := range ips {
 		src = append(src, ip.String())
 	}
-	c := preflight.OwnProcessChecks(clients+cfg.Subscribers+1, src, 0)[1]
+	sockets := clients + cfg.Subscribers + 1
+	c := preflight.OwnProcessChecks(sockets, src, 0)[1]
 	if c.Status != verdict.Fail {
 		return nil
 	}
-	return exitcode.Environmentf("--clients %d: %s; widen the range (hostprep tune) or spread over more addresses with --source-ips (e.g. 127.0.0.2-127.0.0.9)", clients, c.Summary)
+	return exitcode.Environmentf("%s", portsRemedy(c, clients, sockets, ips))
 }
 
 // checkStart refuses a StartAt already past or too near, and a clock
