@@ -7,6 +7,7 @@ import (
 
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/mochi-mqtt/server/v2/packets"
 )
 
 // TestQoS2AnsweredWithPubackIsDowngraded guards the field case
@@ -110,5 +111,31 @@ func TestAckOfAnotherFlowIsNotAcknowledged(t *testing.T) {
 	c := testenv.CheckByID(t, res.Checks, "mqtt.protocol")
 	if c.Status != verdict.Fail || !strings.Contains(c.Summary, "answered with PUBCOMP") {
 		t.Errorf("mqtt.protocol = %s %q, want a failure naming the PUBCOMP", c.Status, c.Summary)
+	}
+}
+
+// TestAckJudgingAllocatesNothing guards the hot path: judging an ack
+// against its flow (a PUBACK at QoS 1, a downgrading PUBACK at QoS 2)
+// allocates nothing per message.
+func TestAckJudgingAllocatesNothing(t *testing.T) {
+	for _, qos := range []int{1, 2} {
+		cfg := small("tcp://127.0.0.1:1", 1)
+		cfg.QoS = qos
+		r := newRun(&cfg, 1, brokerAddr{hostport: "127.0.0.1:1"}, nil)
+		r.perSec.Store(newSecCounts(0, 4))
+		c := &conn{r: r, client: 0, fd: -1, inflight: make([]inflight, 0, 4)}
+		pk := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback}, PacketID: 7}
+		allocs := testing.AllocsPerRun(1000, func() {
+			c.inflight = append(c.inflight, inflight{id: 7})
+			if err := c.handle(&pk, 1); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("QoS %d: %.1f allocations per PUBACK judged, want 0", qos, allocs)
+		}
+		if qos == 2 && r.downgraded.Load() == 0 {
+			t.Error("QoS 2: the PUBACK was not counted as downgraded")
+		}
 	}
 }
