@@ -203,8 +203,8 @@ func (r *run) protoVersion() byte {
 
 // dial opens the TCP (and TLS) connection for client number i and runs
 // CONNECT -> CONNACK, all within ConnectTimeout.
-func (r *run) dial(ctx context.Context, i int, clientID string, sub bool) (*conn, error) {
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.ConnectTimeout)
+func (r *run) dial(parent context.Context, i int, clientID string, sub bool) (*conn, error) {
+	ctx, cancel := context.WithTimeout(parent, r.cfg.ConnectTimeout)
 	defer cancel()
 	d := net.Dialer{}
 	if len(r.srcIPs) > 0 && i >= 0 {
@@ -239,7 +239,9 @@ func (r *run) dial(ctx context.Context, i int, clientID string, sub bool) (*conn
 		if err == nil {
 			err = ctx.Err()
 		}
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) && classify(err) == "timeout" {
+		// Timed out with the caller still waiting: the connection's own
+		// deadline (ConnectTimeout; its context may not have seen it yet).
+		if parent.Err() == nil && classify(err) == "timeout" {
 			err = noConnackError{wait: r.cfg.ConnectTimeout, err: err}
 		}
 		return nil, err

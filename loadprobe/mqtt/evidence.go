@@ -6,6 +6,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/preflight"
@@ -39,6 +40,9 @@ type BrokerEvidence struct {
 	Fix    string `json:"fix,omitempty"`
 }
 
+// evidenceTimeout bounds the reading of the local broker's facts.
+const evidenceTimeout = 5 * time.Second
+
 // nofileSlack is how far below its nofile the broker's clients plus its
 // own files may stay and still name nofile as the cause: a few fds for
 // what it opened and closed meanwhile (a log rotation, a DNS lookup).
@@ -58,7 +62,10 @@ func (r *run) brokerEvidence(res *Result) *BrokerEvidence {
 	if err != nil || port == 0 || !localAddress(host) {
 		return nil
 	}
-	f, err := preflight.Gather(context.Background(), preflight.GatherOptions{Role: preflight.Broker, Ports: []int{port}})
+	// Bounded: the run is over, and the reading is an addition to it.
+	ctx, cancel := context.WithTimeout(context.Background(), evidenceTimeout)
+	defer cancel()
+	f, err := preflight.Gather(ctx, preflight.GatherOptions{Role: preflight.Broker, Ports: []int{port}})
 	if err != nil || f.Target.PID == 0 || f.Target.Assumed {
 		return nil
 	}

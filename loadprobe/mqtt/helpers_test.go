@@ -89,6 +89,8 @@ func checkCounts(t *testing.T, res *Result) {
 		t.Errorf("more connections lost than established: publishers %d lost of %d ok, subscribers %d lost of %d",
 			c.Lost, c.OK, c.SubscribersLost, res.Config.Subscribers)
 	}
+	// Every message of the asked load is sent or not sent for a reason.
+	checkOffered(t, res)
 	for name, s := range map[string]latency.Summary{"connect": res.Latency.Connect, "ack": res.Latency.Ack, "e2e": res.Latency.E2E,
 		"warmup_ack": res.Latency.WarmupAck, "warmup_e2e": res.Latency.WarmupE2E, "rtt": res.Baseline.RoundTrip} {
 		seq := []float64{s.Min, s.P50, s.P90, s.P95, s.P99, s.P999, s.Max}

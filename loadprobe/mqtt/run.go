@@ -413,8 +413,9 @@ func newRun(cfg *Config, n int, addr brokerAddr, ips []net.IP) *run {
 // interrupted mid-run). A run that happened returns a Result with
 // Verdict/Checks and a nil error, even when the broker failed mid-run
 // (the failure is in Result.Failures and the checks). Run returns within
-// ramp + Duration + Grace + ConnectTimeout (+ 1 s), and no goroutine it
-// started outlives it.
+// ramp + Duration + Grace + ConnectTimeout (+ 1 s, and up to 5 s more
+// reading a local broker's facts when connects failed: BrokerEvidence),
+// and no goroutine it started outlives it.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	addr, err := cfg.check() // Validate, keeping the parsed address
 	if err != nil {
