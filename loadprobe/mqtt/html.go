@@ -186,7 +186,7 @@ steady window {{printf "%.1f" $.R.WindowSeconds}} s after a {{printf "%.1f" $.R.
 <h3>Delivery accounting</h3>
 {{with .R.Messages}}<table>
 {{if $.R.Offered.Asked}}<tr><th class="l">asked</th><td>{{$.R.Offered.Asked}}</td><td class="l">every client's slots from its first to the window's end</td></tr>
-<tr><th class="l">not sent</th><td>{{$.R.Offered.NotSent}}</td><td class="l">client failed to connect: {{$.R.Offered.NotSentConnect}}; connection lost: {{$.R.Offered.NotSentLost}}{{if $.R.Offered.NotSentCut}}; the run ended first: {{$.R.Offered.NotSentCut}}{{end}} (not in the loss rate)</td></tr>{{end}}
+<tr><th class="l">not sent</th><td>{{$.R.Offered.NotSent}}</td><td class="l">client failed to connect: {{$.R.Offered.NotSentConnect}}; connection lost: {{$.R.Offered.NotSentLost}}{{if $.R.Offered.NotSentCut}}; the run ended before they were sent: {{$.R.Offered.NotSentCut}}{{end}} (not in the loss rate)</td></tr>{{end}}
 <tr><th class="l">scheduled</th><td>{{.Scheduled}}</td><td class="l">publish slots that fell due on a connected client</td></tr>
 <tr><th class="l">published</th><td>{{.Published}}</td><td class="l">written to the socket (send failed: {{.SendFailed}}; DUP re-sends: {{.Resent}})</td></tr>
 {{if gt $.R.Config.QoS 0}}<tr><th class="l">acknowledged</th><td>{{.Acked}}</td><td class="l">PUBACK/PUBCOMP with a success code (unacked: {{.Unacked}}, of which ack errors: {{.AckErrors}})</td></tr>{{end}}

@@ -17,7 +17,8 @@ const offerAllowance = 0.02
 // scheduled connect to the end of the window as it ran), as exactly one
 // of: sent (Messages.Published), not sent because its client never
 // connected, not sent because its client had lost its connection, or not
-// sent because the run ended first (interrupted, stopped early).
+// sent because the run ended before they were (interrupted, stopped
+// early, or the probe behind its schedule by more than the grace).
 // Asked = Sent + NotSentConnect + NotSentLost + NotSentCut.
 type Offered struct {
 	Asked          int64 `json:"asked"`
@@ -122,7 +123,8 @@ func (r *run) offered(windowSeconds float64) Offered {
 }
 
 // notSentText is "N not sent: a because their client failed to connect,
-// b because it lost its connection, c because the run ended first" for
+// b because it lost its connection, c because the run ended before they
+// were sent" for
 // the window's slots (the parts that are not 0), "" when all were sent.
 func (o Offered) notSentText() string {
 	n := o.WindowNotSentConnect + o.WindowNotSentLost + o.WindowNotSentCut
@@ -137,7 +139,7 @@ func (o Offered) notSentText() string {
 		parts = append(parts, fmt.Sprintf("%d because their client had lost its connection", o.WindowNotSentLost))
 	}
 	if o.WindowNotSentCut > 0 {
-		parts = append(parts, fmt.Sprintf("%d because the run ended first", o.WindowNotSentCut))
+		parts = append(parts, fmt.Sprintf("%d because the run ended before they were sent", o.WindowNotSentCut))
 	}
 	s := fmt.Sprintf("%s of the window's %d not sent: ", plural.N(n, "message"), o.WindowAsked)
 	for i, p := range parts {
@@ -155,7 +157,7 @@ func (o Offered) text() string {
 	s := fmt.Sprintf("%.1f of %.1f msg/s asked over the window (%.1f%%); %d of %d asked messages sent, not sent: %d (client failed to connect), %d (connection lost)",
 		o.OfferedPerSec, o.AskedPerSec, o.share()*100, o.Sent, o.Asked, o.NotSentConnect, o.NotSentLost)
 	if o.NotSentCut > 0 {
-		s += fmt.Sprintf(", %d (the run ended first)", o.NotSentCut)
+		s += fmt.Sprintf(", %d (the run ended before they were sent)", o.NotSentCut)
 	}
 	return s
 }

@@ -985,7 +985,7 @@ func offeredShort(o Offered) verdict.Check {
 		fix = append(fix, "the broker closed or reset connections mid-run: see mqtt.connections_lost and the broker's log")
 	}
 	if o.WindowNotSentCut > 0 {
-		fix = append(fix, "the run ended before its window did: run it again to its end")
+		fix = append(fix, "the run ended before they were sent (interrupted, stopped early, or the probe behind its schedule by more than the grace): run it to its end, on a host with CPU to spare")
 	}
 	c.Remedy = strings.Join(fix, "; ") + "; the latencies and loss above are of the load that was offered, not of the load asked"
 	return c

@@ -147,6 +147,10 @@ type connCore struct {
 type accounting struct {
 	scheduled, published, sendFailed, acked, ackErrors, strayAcks, resent atomic.Int64
 	overruns, inflight, connecting, connected                             atomic.Int64
+	// pendingPub counts publish events in the scheduler (each due before
+	// pubEnd): the drain waits for them, so a probe behind its schedule
+	// still sends every slot, late, instead of ending before it.
+	pendingPub atomic.Int64
 	// lateConnect and lateDial are the publish slots that passed before
 	// their client connected, published more than overrunThreshold late
 	// as soon as it did: lateDial those that passed more than
@@ -681,7 +685,7 @@ func (r *run) drain(res *Result, tick *time.Ticker) error {
 	// series' rows after the window are the drain's).
 	defer func() { res.DrainSeconds = min(time.Since(began), cfg.Grace).Seconds() }()
 	for time.Now().Before(deadline) {
-		if r.inflight.Load() == 0 && r.received.Load() >= r.published.Load() && r.connecting.Load() == 0 {
+		if r.inflight.Load() == 0 && r.received.Load() >= r.published.Load() && r.connecting.Load() == 0 && r.pendingPub.Load() == 0 {
 			break
 		}
 		if r.subsDead() && r.inflight.Load() == 0 {
@@ -883,6 +887,7 @@ func (r *run) fire(e event, now int64) {
 		r.wg.Add(1)
 		go r.connectClient(int(e.client), e.at, now)
 	case evPublish:
+		r.pendingPub.Add(-1)
 		if e.at >= r.pubEnd {
 			return
 		}
@@ -910,6 +915,7 @@ func (r *run) fire(e event, now int64) {
 			r.schedLag.Record(time.Duration(now - e.at))
 		}
 		if next := e.at + int64(cfg.PubInterval); next < r.pubEnd {
+			r.pendingPub.Add(1)
 			r.sched.addNext(event{at: next, client: e.client, kind: evPublish})
 		}
 		r.dispatch(e, now)
@@ -1055,6 +1061,7 @@ func (r *run) connectClient(i int, sched, dialAt int64) {
 	c.firstSched, c.dialAt, c.readyAt = first, dialAt, now
 	c.mu.Unlock()
 	if first < r.pubEnd {
+		r.pendingPub.Add(1)
 		r.sched.add(event{at: first, client: int32(i), kind: evPublish})
 	}
 	if polled {
