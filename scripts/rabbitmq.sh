@@ -85,8 +85,10 @@ CONF
     head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$STATE/.erlang.cookie"
     chmod 0400 "$STATE/.erlang.cookie"
   fi
-  if ! pgrep -x epmd >/dev/null 2>&1; then
-    touch "$EPMD_OURS" # the node starts epmd; stop takes it down again
+  # Ask epmd itself (a zombie epmd still matches pgrep): when none
+  # answers, the node starts one, and stop takes it down again.
+  if ! epmd -names >/dev/null 2>&1; then
+    touch "$EPMD_OURS"
   fi
   rm -f "$PIDFILE"
   setsid "$BIN/rabbitmq-server" >"$LOG" 2>&1 </dev/null &
