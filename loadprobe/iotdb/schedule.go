@@ -27,8 +27,8 @@ const CheckSchedule = "iotdb.schedule"
 //
 // OfferFailShare is the most of a step's due operations that may go
 // unoffered to the server, whatever the cause (never started: Missed;
-// or failed before reaching it: a session that could not connect or had
-// lost its connection, ClassConnect), before CheckSchedule fails: the
+// or failed on a session that could not connect or lost its connection,
+// ClassConnect: not carried by the server), before CheckSchedule fails: the
 // offered rate is then more than 2% below the rate asked, as
 // mqtt.schedule judges the MQTT probe's.
 const (
@@ -50,9 +50,9 @@ func (s *Step) MissedShare() float64 {
 	return 0
 }
 
-// NotConnected is how many of the step's operations failed before
-// reaching the server because their session could not connect or had
-// lost its connection (ClassConnect): due, but not offered.
+// NotConnected is how many of the step's operations failed because
+// their session could not connect or lost its connection (ClassConnect):
+// due, but not carried by the server.
 func (s *Step) NotConnected() int64 { return s.ErrorsByClass[ClassConnect] }
 
 // NotOfferedShare is the share of the step's due operations the server
@@ -101,7 +101,7 @@ func scheduleCheck(c *Config, steps []Step) verdict.Check {
 		ch.Expected = fmt.Sprintf(">= %g%% of the operations due offered to the server in every step", 100*(1-OfferFailShare))
 		ch.Observed = fmt.Sprintf("%d of %s due offered (%.2f%%) at %s", due-short.Missed-short.NotConnected(), plural.N(due, "operation"), 100*(1-share), plural.N(short.Workers, "worker"))
 		asked := c.Rate * float64(short.local())
-		ch.Summary = fmt.Sprintf("offered %.1f of the %.1f operations/s asked at %s (%.1f%% short, beyond the %g%% allowance): %d never started (the workers were behind), %d failed before reaching the server (its session could not connect or had lost its connection)",
+		ch.Summary = fmt.Sprintf("offered %.1f of the %.1f operations/s asked at %s (%.1f%% short, beyond the %g%% allowance): %d never started (the workers were behind), %d failed on a session that could not connect or lost its connection (not carried by the server)",
 			asked*(1-share), asked, plural.N(short.Workers, "worker"), 100*share, 100*OfferFailShare, short.Missed, short.NotConnected())
 		var fix []string
 		if short.Missed > 0 {
