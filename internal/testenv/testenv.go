@@ -37,6 +37,15 @@ func MQTTBroker(t testing.TB) string {
 	return service(t, "mosquitto", "mosquitto", "HOSTPREP_TEST_MQTT")
 }
 
+// RabbitMQ returns the URL (tcp://127.0.0.1:PORT) of the MQTT listener of
+// the real RabbitMQ (Debian's rabbitmq-server with rabbitmq_mqtt) that
+// scripts/rabbitmq.sh starts, from HOSTPREP_TEST_RABBITMQ: a second broker,
+// one that bends the protocol (it answers a QoS 2 PUBLISH with PUBACK).
+func RabbitMQ(t testing.TB) string {
+	t.Helper()
+	return service(t, "RabbitMQ's MQTT plugin", "rabbitmq", "HOSTPREP_TEST_RABBITMQ")
+}
+
 // IoTDB returns host:port of the real IoTDB DataNode started by
 // scripts/test.sh, from HOSTPREP_TEST_IOTDB.
 func IoTDB(t testing.TB) string {

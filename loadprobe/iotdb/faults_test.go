@@ -10,6 +10,7 @@ import (
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/iotdbfault"
+	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
 
@@ -166,5 +167,25 @@ func TestBadConfigIsBadInput(t *testing.T) {
 		if exitcode.Code(err) != exitcode.BadInput {
 			t.Errorf("%s: %v (code %d), want exit 2", name, err, exitcode.Code(err))
 		}
+	}
+}
+
+// An open loop whose sessions lose their connection on every call
+// offered the server none of its due operations: iotdb.schedule fails,
+// naming them as not carried, whatever the workers kept of their
+// schedule (the offered rate counts what the server carried, not what
+// the probe started).
+func TestFaultDroppedConnectionsFailOpenLoopSchedule(t *testing.T) {
+	res := faultRun(t, iotdbfault.Drop, ScenarioWrite, func(_ *iotdbfault.Server, c *Config) { c.Rate = 50 })
+	s := res.Steps[0]
+	if s.Partial {
+		t.Skipf("the step was cut short (%s): nothing to judge", res.StopReason)
+	}
+	if s.NotConnected() == 0 || s.NotOfferedShare() <= OfferFailShare {
+		t.Fatalf("not connected %d of %d due (%.1f%%): want the dropped calls counted as not offered", s.NotConnected(), s.Due(), 100*s.NotOfferedShare())
+	}
+	ch := testenv.CheckByID(t, res.Checks, CheckSchedule)
+	if ch.Status != verdict.Fail || !strings.Contains(ch.Summary, "lost its connection") || !strings.Contains(ch.Summary, "operations/s asked") {
+		t.Errorf("%s = %s %q, want a failure naming the offered against the asked rate and the lost connections", ch.ID, ch.Status, ch.Summary)
 	}
 }

@@ -2,6 +2,7 @@ package iotdb
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
@@ -23,9 +24,17 @@ const CheckSchedule = "iotdb.schedule"
 // as "throughput stopped growing", so its TPS and p95 no longer describe
 // the load asked; such a step fails the check and is left out of the
 // knee (Knee.Behind).
+//
+// OfferFailShare is the most of a step's due operations that may go
+// unoffered to the server, whatever the cause (never started: Missed;
+// or failed on a session that could not connect or lost its connection,
+// ClassConnect: not carried by the server), before CheckSchedule fails: the
+// offered rate is then more than 2% below the rate asked, as
+// mqtt.schedule judges the MQTT probe's.
 const (
 	ScheduleWarnShare = 0.01
 	ScheduleFailShare = KneeTPSGrowth
+	OfferFailShare    = 0.02
 )
 
 // Due is how many operations the step's open-loop schedule had due: the
@@ -37,6 +46,20 @@ func (s *Step) Due() int64 { return s.Ops + s.Cut + s.Missed }
 func (s *Step) MissedShare() float64 {
 	if d := s.Due(); d > 0 {
 		return float64(s.Missed) / float64(d)
+	}
+	return 0
+}
+
+// NotConnected is how many of the step's operations failed because
+// their session could not connect or lost its connection (ClassConnect):
+// due, but not carried by the server.
+func (s *Step) NotConnected() int64 { return s.ErrorsByClass[ClassConnect] }
+
+// NotOfferedShare is the share of the step's due operations the server
+// was never offered: Missed plus NotConnected, over Due (0..1).
+func (s *Step) NotOfferedShare() float64 {
+	if d := s.Due(); d > 0 {
+		return float64(s.Missed+s.NotConnected()) / float64(d)
 	}
 	return 0
 }
@@ -56,15 +79,38 @@ func scheduleCheck(c *Config, steps []Step) verdict.Check {
 		ch.Status, ch.Summary, ch.Expected = verdict.Skip, "closed loop: no schedule to keep ("+c.name("rate")+" sets one)", ""
 		return ch
 	}
-	var worst *Step
+	var worst, short *Step
 	for i := range steps {
 		s := &steps[i]
 		if !s.Partial && (worst == nil || s.MissedShare() > worst.MissedShare()) {
 			worst = s
 		}
+		if !s.Partial && (short == nil || s.NotOfferedShare() > short.NotOfferedShare()) {
+			short = s
+		}
 	}
 	if worst == nil {
 		ch.Status, ch.Summary, ch.Expected = verdict.Skip, "no step ran to the end", ""
+		return ch
+	}
+	if share := short.NotOfferedShare(); share > OfferFailShare {
+		// The offered rate fell short of the asked one, whatever the
+		// cause: every due operation is offered, missed or not connected.
+		due := short.Due()
+		ch.Status = verdict.Fail
+		ch.Expected = fmt.Sprintf(">= %g%% of the operations due offered to the server in every step", 100*(1-OfferFailShare))
+		ch.Observed = fmt.Sprintf("%d of %s due offered (%.2f%%) at %s", due-short.Missed-short.NotConnected(), plural.N(due, "operation"), 100*(1-share), plural.N(short.Workers, "worker"))
+		asked := c.Rate * float64(short.local())
+		ch.Summary = fmt.Sprintf("offered %.1f of the %.1f operations/s asked at %s (%.1f%% short, beyond the %g%% allowance): %d never started (the workers were behind), %d failed on a session that could not connect or lost its connection (not carried by the server)",
+			asked*(1-share), asked, plural.N(short.Workers, "worker"), 100*share, 100*OfferFailShare, short.Missed, short.NotConnected())
+		var fix []string
+		if short.Missed > 0 {
+			fix = append(fix, c.workersFix())
+		}
+		if short.NotConnected() > 0 {
+			fix = append(fix, "sessions failed to connect or lost their connection: see errors by class (connect) and the server's log")
+		}
+		ch.Remedy = strings.Join(fix, "; ")
 		return ch
 	}
 	ch.Observed = fmt.Sprintf("%d of %s due never started (%.2f%%) at %s", worst.Missed, plural.N(worst.Due(), "operation"), 100*worst.MissedShare(), plural.N(worst.Workers, "worker"))

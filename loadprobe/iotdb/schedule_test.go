@@ -52,24 +52,33 @@ func TestOpenLoopBehindScheduleFailsOnRealIoTDB(t *testing.T) {
 	}
 }
 
-// iotdb.schedule: within 1% passes, above it warns, above 5% fails; a
-// closed loop skips; a step cut short is not judged.
+// iotdb.schedule: within 1% never started passes, above it warns; more
+// than 2% of the due operations not offered to the server (never
+// started, or failed to connect) fails, whatever the cause; a closed
+// loop skips; a step cut short is not judged.
 func TestScheduleCheckThresholds(t *testing.T) {
 	cfg := Defaults.withDefaults()
 	cfg.Rate = 100
 	for _, tc := range []struct {
-		ops, missed int64
-		partial     bool
-		want        verdict.Status
+		ops, missed, connect int64
+		partial              bool
+		want                 verdict.Status
 	}{
-		{1000, 0, false, verdict.Pass},
-		{990, 10, false, verdict.Pass},
-		{980, 20, false, verdict.Warn},
-		{950, 50, false, verdict.Warn},
-		{940, 60, false, verdict.Fail},
-		{500, 500, true, verdict.Skip},
+		{1000, 0, 0, false, verdict.Pass},
+		{990, 10, 0, false, verdict.Pass},
+		{985, 15, 0, false, verdict.Warn},
+		{980, 20, 0, false, verdict.Warn},
+		{975, 25, 0, false, verdict.Fail},
+		{940, 60, 0, false, verdict.Fail},
+		{1000, 0, 30, false, verdict.Fail}, // 3% failed to connect: not offered
+		{990, 10, 15, false, verdict.Fail},
+		{1000, 0, 20, false, verdict.Pass},
+		{500, 500, 0, true, verdict.Skip},
 	} {
 		st := []Step{{Workers: 2, Ops: tc.ops, Missed: tc.missed, Partial: tc.partial}}
+		if tc.connect > 0 {
+			st[0].ErrorsByClass = map[string]int64{ClassConnect: tc.connect}
+		}
 		if got := scheduleCheck(&cfg, st); got.Status != tc.want {
 			t.Errorf("%d missed of %d: %s (%s), want %s", tc.missed, tc.ops+tc.missed, got.Status, got.Summary, tc.want)
 		}

@@ -96,6 +96,7 @@ type conn struct {
 	fdMu    sync.Mutex
 	pending []byte // a partial packet, poller goroutine only
 	ended   bool   // connEnded ran
+	lost    bool   // connEnded counted it as lost (not closed by the probe)
 }
 
 const calibClient = -1 << 20
@@ -106,6 +107,21 @@ type connackError struct{ code byte }
 func (e connackError) Error() string {
 	return fmt.Sprintf("CONNACK return code 0x%02x (%s)", e.code, connackReason(e.code))
 }
+
+// noConnackError is a connect whose TCP (and TLS) handshake succeeded
+// but whose CONNECT got no CONNACK within wait: the broker, or whatever
+// accepted the connection in front of it, takes connections without
+// answering MQTT. Not "unreachable".
+type noConnackError struct {
+	wait time.Duration
+	err  error
+}
+
+func (e noConnackError) Error() string {
+	return fmt.Sprintf("accepted TCP, no CONNACK within %g s (%v)", e.wait.Seconds(), e.err)
+}
+
+func (e noConnackError) Unwrap() error { return e.err }
 
 // connackReason names a CONNACK code of MQTT 3.1.1 (1-5) or 5 (>=0x80).
 func connackReason(code byte) string {
@@ -135,9 +151,12 @@ func connackReason(code byte) string {
 func classify(err error) string {
 	var ce connackError
 	var ne net.Error
+	var nc noConnackError
 	switch {
 	case err == nil:
 		return ""
+	case errors.As(err, &nc):
+		return "no_connack"
 	case errors.As(err, &ce):
 		switch ce.code {
 		case 4, 5, 0x86, 0x87:
@@ -184,8 +203,8 @@ func (r *run) protoVersion() byte {
 
 // dial opens the TCP (and TLS) connection for client number i and runs
 // CONNECT -> CONNACK, all within ConnectTimeout.
-func (r *run) dial(ctx context.Context, i int, clientID string, sub bool) (*conn, error) {
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.ConnectTimeout)
+func (r *run) dial(parent context.Context, i int, clientID string, sub bool) (*conn, error) {
+	ctx, cancel := context.WithTimeout(parent, r.cfg.ConnectTimeout)
 	defer cancel()
 	d := net.Dialer{}
 	if len(r.srcIPs) > 0 && i >= 0 {
@@ -219,6 +238,11 @@ func (r *run) dial(ctx context.Context, i int, clientID string, sub bool) (*conn
 		nc.Close()
 		if err == nil {
 			err = ctx.Err()
+		}
+		// Timed out with the caller still waiting: the connection's own
+		// deadline (ConnectTimeout; its context may not have seen it yet).
+		if parent.Err() == nil && classify(err) == "timeout" {
+			err = noConnackError{wait: r.cfg.ConnectTimeout, err: err}
 		}
 		return nil, err
 	}
@@ -883,6 +907,15 @@ func (c *conn) handle(pk *packets.Packet, now int64) error {
 			return nil
 		}
 		r.inflight.Add(-1)
+		// The answer must end the flow the PUBLISH began: PUBACK ends
+		// QoS 1 (MQTT 3.1.1 §4.3.2), PUBCOMP ends QoS 2 after PUBREC
+		// (§4.3.3). A PUBACK to a QoS 2 PUBLISH is a broker that
+		// downgraded it to QoS 1: not acknowledged at the QoS asked, and
+		// its one round trip is not a QoS 2 latency.
+		if wrong := r.wrongAck(pk.FixedHeader.Type, f.gotRec); wrong != 0 {
+			r.protocolFault(wrong, pk.FixedHeader.Type, pk.PacketID)
+			return nil
+		}
 		if pk.ReasonCode >= 0x80 {
 			r.ackErrors.Add(1)
 			r.censorAck(c.client, f.sched, now)
@@ -892,6 +925,18 @@ func (c *conn) handle(pk *packets.Packet, now int64) error {
 		r.perSec.Load().count(acks, now)
 		r.recordAck(c.client, f.sched, now)
 	case packets.Pubrec:
+		if r.cfg.QoS != 2 { // a QoS 1 PUBLISH is answered with PUBACK only
+			c.mu.Lock()
+			_, ok := c.take(pk.PacketID)
+			c.mu.Unlock()
+			if ok {
+				r.inflight.Add(-1)
+				r.protocolFault(faultWrongType, pk.FixedHeader.Type, pk.PacketID)
+			} else {
+				r.strayAcks.Add(1)
+			}
+			return nil
+		}
 		c.mu.Lock()
 		var werr error
 		for i := range c.inflight {

@@ -41,8 +41,11 @@ func noLeak(t *testing.T) {
 func checkCounts(t *testing.T, res *Result) {
 	t.Helper()
 	m, c := res.Messages, res.Connects
-	if res.Config.QoS > 0 && m.Published != m.Acked+m.Unacked+m.AckInFlight {
-		t.Errorf("published %d != acked %d + unacked %d + ack in flight %d", m.Published, m.Acked, m.Unacked, m.AckInFlight)
+	// Answers of another flow (Protocol) are neither acked nor unacked,
+	// and not in the ack histograms.
+	other := res.Protocol.Downgraded + res.Protocol.WrongAck
+	if res.Config.QoS > 0 && m.Published != m.Acked+m.Unacked+m.AckInFlight+other {
+		t.Errorf("published %d != acked %d + unacked %d + ack in flight %d + answered with another flow %d", m.Published, m.Acked, m.Unacked, m.AckInFlight, other)
 	}
 	if m.AckInFlight < 0 || (m.AckInFlight > 0 && !res.Interrupted) {
 		t.Errorf("ack in flight %d in a run that was not interrupted (interrupted %v)", m.AckInFlight, res.Interrupted)
@@ -62,8 +65,8 @@ func checkCounts(t *testing.T, res *Result) {
 	// Every publish is in the ack and end-to-end histograms: acked or
 	// delivered ones at their latency, the rest censored (issue 12),
 	// those still in flight at an interrupt too (at their wait).
-	if l := res.Latency; res.Config.QoS > 0 && l.Ack.Count+l.WarmupAck.Count != m.Published {
-		t.Errorf("ack histograms hold %d + %d values, want one per publish (%d)", l.Ack.Count, l.WarmupAck.Count, m.Published)
+	if l := res.Latency; res.Config.QoS > 0 && l.Ack.Count+l.WarmupAck.Count != m.Published-other {
+		t.Errorf("ack histograms hold %d + %d values, want one per publish (%d) but those answered with another flow (%d)", l.Ack.Count, l.WarmupAck.Count, m.Published, other)
 	} else if res.Config.QoS > 0 && l.Ack.Censored+l.WarmupAck.Censored != m.Unacked+m.AckInFlight {
 		t.Errorf("ack censored %d + %d, want unacked %d + ack in flight %d", l.Ack.Censored, l.WarmupAck.Censored, m.Unacked, m.AckInFlight)
 	}
@@ -86,6 +89,8 @@ func checkCounts(t *testing.T, res *Result) {
 		t.Errorf("more connections lost than established: publishers %d lost of %d ok, subscribers %d lost of %d",
 			c.Lost, c.OK, c.SubscribersLost, res.Config.Subscribers)
 	}
+	// Every message of the asked load is sent or not sent for a reason.
+	checkOffered(t, res)
 	for name, s := range map[string]latency.Summary{"connect": res.Latency.Connect, "ack": res.Latency.Ack, "e2e": res.Latency.E2E,
 		"warmup_ack": res.Latency.WarmupAck, "warmup_e2e": res.Latency.WarmupE2E, "rtt": res.Baseline.RoundTrip} {
 		seq := []float64{s.Min, s.P50, s.P90, s.P95, s.P99, s.P999, s.Max}
@@ -133,6 +138,13 @@ type ownMosquitto struct {
 
 func startMosquitto(t *testing.T, extra ...string) *ownMosquitto {
 	t.Helper()
+	return startMosquittoUnder(t, nil, extra...)
+}
+
+// startMosquittoUnder is startMosquitto run by the command prefix (e.g.
+// prlimit --nofile=200:200, which execs mosquitto in its own process).
+func startMosquittoUnder(t *testing.T, prefix []string, extra ...string) *ownMosquitto {
+	t.Helper()
 	bin, err := exec.LookPath("mosquitto")
 	if err != nil {
 		bin = "/usr/sbin/mosquitto"
@@ -149,7 +161,8 @@ func startMosquitto(t *testing.T, extra ...string) *ownMosquitto {
 		t.Fatal(err)
 	}
 	var logb bytes.Buffer
-	cmd := exec.Command(bin, "-c", path)
+	argv := append(append(append([]string(nil), prefix...), bin), "-c", path)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stderr = &logb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -190,6 +203,16 @@ type faultProxy struct {
 	// of a connection.
 	keepEvery  int
 	closeAfter time.Duration
+	// resetEvery > 0 limits closeAfter to every resetEvery-th publisher
+	// connection, which it resets (RST, SO_LINGER 0) instead of closing.
+	resetEvery int
+	// refuseEvery > 0 closes every refuseEvery-th publisher connection
+	// before its CONNECT reaches the broker (a failed connect).
+	refuseEvery int
+	npub        int // publisher connections seen (under mu)
+	// rewriteAck, when not 0, is the packet type every PUBACK/PUBCOMP
+	// to a publisher is rewritten to (an ack of another flow).
+	rewriteAck byte
 	// deliverDelay holds every PUBLISH to a subscriber this long.
 	deliverDelay time.Duration
 	// holdFrom and holdUntil hold every connection accepted between
@@ -282,13 +305,19 @@ func (p *faultProxy) handle(cl net.Conn) {
 	id := pk.Connect.ClientIdentifier
 	subscriber := strings.Contains(id, "-sub")
 	publisher := !subscriber && !strings.Contains(id, "-calib")
+	nth := 0
 	if publisher {
 		p.mu.Lock()
 		if p.sources == nil {
 			p.sources = map[string]int{}
 		}
 		p.sources[cl.RemoteAddr().(*net.TCPAddr).IP.String()]++
+		p.npub++
+		nth = p.npub
 		p.mu.Unlock()
+		if p.refuseEvery > 0 && nth%p.refuseEvery == 0 {
+			return
+		}
 	}
 	if _, err := br.Write(raw); err != nil {
 		return
@@ -301,8 +330,14 @@ func (p *faultProxy) handle(cl net.Conn) {
 		br.Close()
 		cl.Close()
 	}()
-	if publisher && p.closeAfter > 0 {
-		t := time.AfterFunc(p.closeAfter, func() { cl.Close(); br.Close() })
+	if publisher && p.closeAfter > 0 && (p.resetEvery == 0 || nth%p.resetEvery == 0) {
+		t := time.AfterFunc(p.closeAfter, func() {
+			if tc, ok := cl.(*net.TCPConn); ok && p.resetEvery > 0 {
+				_ = tc.SetLinger(0) // close sends RST
+			}
+			cl.Close()
+			br.Close()
+		})
 		defer t.Stop()
 	}
 	bb := bufio.NewReader(br)
@@ -332,6 +367,9 @@ func (p *faultProxy) handle(cl net.Conn) {
 		if publisher && (typ == packets.Puback || typ == packets.Pubcomp) {
 			if p.dropAcks {
 				continue
+			}
+			if p.rewriteAck != 0 {
+				raw[0] = p.rewriteAck << 4
 			}
 			if acks++; p.keepEvery > 0 && acks%p.keepEvery != 0 {
 				continue

@@ -103,7 +103,7 @@ func (res *Result) HTMLCharts() ([]template.HTML, error) {
 			{Name: fmt.Sprintf("target (%s)", plural.N(own, "client")), X: ts, Y: flat(float64(own)), Dashed: true, Color: "7f7f7f"},
 		}},
 		{Title: "Messages per second", XName: xName, YName: "msg/s", Markers: marks, XSpan: span, Notes: rateNotes, Series: []chart.Series{
-			{Name: "published", X: rateTs, Y: rate(func(s Second) int64 { return s.Published })},
+			{Name: offeredName(res.Offered), X: rateTs, Y: rate(func(s Second) int64 { return s.Published })},
 			{Name: "received by the subscribers", X: rateTs, Y: rate(func(s Second) int64 { return s.Received }), Color: chart.Palette[4]},
 			{Name: fmt.Sprintf("requested (%s msg/s)", chart.FormatNumber(res.Throughput.RequestedPerSec, res.Throughput.RequestedPerSec)),
 				X: rateTs, Y: flat(res.Throughput.RequestedPerSec)[:len(rateTs)], Dashed: true, Color: "7f7f7f"},
@@ -199,7 +199,7 @@ func (res *Result) latencyRows() []latRow {
 }
 
 var htmlFuncs = template.FuncMap{"pct": func(v float64) string { return fmt.Sprintf("%.4f%%", 100*v) }, "checks": chart.ChecksTable, "banner": chart.Banner,
-	"n": plural.N[int]}
+	"n": plural.N[int], "offered": func(o Offered) string { return o.text() }}
 
 var htmlBody = template.Must(template.New("mqtt-body").Funcs(htmlFuncs).Parse(`
 {{if .Incomplete}}<p class="banner fail">INCOMPLETE: {{.R.StoppedEarlyReason}}. The numbers below are partial and are not a verdict.</p>
@@ -209,6 +209,7 @@ MQTT {{.MQTTVersion}}, {{n .Subscribers "subscriber"}} on <code>{{$.R.Filter}}</
 steady window {{printf "%.1f" $.R.WindowSeconds}} s after a {{printf "%.1f" $.R.RampSeconds}} s connect ramp. Run {{$.R.RunID}}, started {{$.R.StartedAt.Format "2006-01-02 15:04:05 UTC"}}.</p>{{end}}
 {{if .R.BrokerNote}}<p><em>{{.R.BrokerNote}}</em></p>{{end}}
 <p>Throughput over the window: {{printf "%.1f" .R.Throughput.PublishedPerSec}} msg/s published, {{printf "%.1f" .R.Throughput.ReceivedPerSec}} msg/s received{{.R.ArrivalNote}} (requested {{printf "%.1f" .R.Throughput.RequestedPerSec}} msg/s).</p>
+{{with .R.Offered}}{{if .Asked}}<p>Offered load: {{offered .}}.</p>{{end}}{{end}}
 {{range .Charts}}{{.}}
 {{end}}
 <h3>Latency (ms, from the scheduled time)</h3>
@@ -217,11 +218,13 @@ steady window {{printf "%.1f" $.R.WindowSeconds}} s after a {{printf "%.1f" $.R.
 {{end}}</table>
 <h3>Delivery accounting</h3>
 {{with .R.Messages}}<table>
+{{if $.R.Offered.Asked}}<tr><th class="l">asked</th><td>{{$.R.Offered.Asked}}</td><td class="l">every client's slots from its first to the window's end</td></tr>
+<tr><th class="l">not sent</th><td>{{$.R.Offered.NotSent}}</td><td class="l">client failed to connect: {{$.R.Offered.NotSentConnect}}; connection lost: {{$.R.Offered.NotSentLost}}{{if $.R.Offered.NotSentCut}}; the run ended before they were sent: {{$.R.Offered.NotSentCut}}{{end}} (not in the loss rate)</td></tr>{{end}}
 <tr><th class="l">scheduled</th><td>{{.Scheduled}}</td><td class="l">publish slots that fell due on a connected client</td></tr>
 <tr><th class="l">published</th><td>{{.Published}}</td><td class="l">written to the socket (send failed: {{.SendFailed}}; DUP re-sends: {{.Resent}})</td></tr>
 {{if gt $.R.Config.QoS 0}}<tr><th class="l">acknowledged</th><td>{{.Acked}}</td><td class="l">PUBACK/PUBCOMP with a success code (unacked: {{.Unacked}}, of which ack errors: {{.AckErrors}})</td></tr>{{end}}
 <tr><th class="l">received</th><td>{{.Received}}</td><td class="l">distinct messages seen by the subscribers (expected {{.Expected}})</td></tr>
-<tr><th class="l">lost</th><td>{{.Lost}}</td><td class="l">loss rate {{pct .LossRate}}{{if gt $.R.Config.QoS 0}}; lost after the broker acknowledged: {{.LostAfterAck}}{{end}}{{if gt .InFlight 0}}; in flight at the interrupt (not counted as lost): {{.InFlight}}{{end}}</td></tr>
+<tr><th class="l">lost</th><td>{{.Lost}}</td><td class="l">loss rate {{pct .LossRate}}{{if $.R.Offered.Asked}} of the asked{{end}}{{if gt $.R.Config.QoS 0}}; lost after the broker acknowledged: {{.LostAfterAck}}{{end}}{{if gt .InFlight 0}}; in flight at the interrupt (not counted as lost): {{.InFlight}}{{end}}</td></tr>
 <tr><th class="l">duplicated</th><td>{{.Duplicated}}</td><td class="l">seen again (counted once in received)</td></tr>
 <tr><th class="l">out of order</th><td>{{.OutOfOrder}}</td><td class="l">lower sequence number than one already received from the same publisher</td></tr>
 <tr><th class="l">overruns</th><td>{{.Overruns}}</td><td class="l">publishes issued more than 10 ms after their scheduled time</td></tr>
@@ -253,4 +256,14 @@ func (res *Result) ownLoad() (clients int, connRate float64) {
 	}
 	own := c.Shard.Count(c.Clients)
 	return own, c.ConnRate * float64(own) / float64(c.Clients)
+}
+
+// offeredName names the chart's published series with the offered
+// rate against the asked one ("published (offered 31 of 60 msg/s,
+// 51.7%)"), or "published" for a result that does not account for it.
+func offeredName(o Offered) string {
+	if o.WindowAsked == 0 {
+		return "published"
+	}
+	return fmt.Sprintf("published (offered %s of %s msg/s, %.1f%%)", chart.FormatNumber(o.OfferedPerSec, o.AskedPerSec), chart.FormatNumber(o.AskedPerSec, o.AskedPerSec), o.share()*100)
 }

@@ -1,6 +1,7 @@
 package mqtt
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"reflect"
@@ -81,9 +82,10 @@ func MergeShards(shards []*Result) (*Result, error) {
 		// took (the shards share the schedule, so the longest).
 		th.ReceivedPerSec = float64(th.WindowReceived) / th.ReceiveSeconds
 	}
-	if m.Messages.Expected > 0 {
-		m.Messages.LossRate = float64(m.Messages.Lost) / float64(m.Messages.Expected)
+	if m.WindowSeconds > 0 {
+		m.Offered.OfferedPerSec = float64(m.Offered.WindowSent) / m.WindowSeconds
 	}
+	m.Messages.LossRate = lossRate(m.Messages, m.Offered)
 	m.Latency = Latencies{Connect: hists[0].Summary(), Ack: hists[1].Summary(), E2E: hists[2].Summary(),
 		WarmupAck: hists[3].Summary(), WarmupE2E: hists[4].Summary()}
 	m.Histograms = snapshots(hists)
@@ -229,6 +231,18 @@ func (m *Result) add(s *Result, hists *[5]*latency.Recorder) error {
 		{&mm.LateConnect, &sm.LateConnect}, {&mm.LateDial, &sm.LateDial}} {
 		*p[0] += *p[1]
 	}
+	mo, so := &m.Offered, s.Offered
+	for _, p := range [][2]*int64{{&mo.Asked, &so.Asked}, {&mo.Sent, &so.Sent}, {&mo.NotSentConnect, &so.NotSentConnect},
+		{&mo.NotSentLost, &so.NotSentLost}, {&mo.NotSentCut, &so.NotSentCut}, {&mo.WindowAsked, &so.WindowAsked},
+		{&mo.WindowSent, &so.WindowSent}, {&mo.WindowNotSentConnect, &so.WindowNotSentConnect},
+		{&mo.WindowNotSentLost, &so.WindowNotSentLost}, {&mo.WindowNotSentCut, &so.WindowNotSentCut}} {
+		*p[0] += *p[1]
+	}
+	mo.AskedPerSec += so.AskedPerSec
+	m.Protocol.Downgraded += s.Protocol.Downgraded
+	m.Protocol.WrongAck += s.Protocol.WrongAck
+	m.Protocol.GrantedQoS = append(m.Protocol.GrantedQoS, s.Protocol.GrantedQoS...)
+	m.Protocol.First = cmp.Or(m.Protocol.First, s.Protocol.First)
 	m.Throughput.WindowPublished += s.Throughput.windowPublished(s.WindowSeconds)
 	m.Throughput.WindowReceived += s.Throughput.windowReceived()
 	m.Throughput.ReceiveSeconds = max(m.Throughput.ReceiveSeconds, s.Throughput.ReceiveSeconds)

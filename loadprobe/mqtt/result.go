@@ -71,9 +71,18 @@ type Result struct {
 	// missing, ...), for people.
 	Failures []string `json:"failures,omitempty"`
 
-	Baseline   Baseline   `json:"baseline"`
-	Connects   Connects   `json:"connects"`
-	Messages   Messages   `json:"messages"`
+	Baseline Baseline `json:"baseline"`
+	Connects Connects `json:"connects"`
+	Messages Messages `json:"messages"`
+	// Offered accounts for every message of the asked load: sent, or
+	// not sent and why; mqtt.schedule fails when the window's offered
+	// rate falls more than 2% short of the asked rate.
+	Offered Offered `json:"offered"`
+	// Evidence is what this host shows of a broker running on it, when
+	// connects failed or connections were lost (nil otherwise).
+	Evidence *BrokerEvidence `json:"broker_evidence,omitempty"`
+	// Protocol is how the broker's answers fit the flows the probe began.
+	Protocol   Protocol   `json:"protocol"`
 	Latency    Latencies  `json:"latency"`
 	Throughput Throughput `json:"throughput"`
 	// Host is what the kernel counted meanwhile (this netns, all sockets).
@@ -122,7 +131,8 @@ type Connects struct {
 	Target int   `json:"target"`
 	OK     int64 `json:"ok"`
 	Failed int64 `json:"failed"`
-	// FailedBy: refused, timeout, not_authorised, server_unavailable,
+	// FailedBy: refused, timeout, no_connack (TCP accepted, no CONNACK
+	// within ConnectTimeout), not_authorised, server_unavailable,
 	// fd_limit, no_source_port, closed_by_broker, reset, tls, canceled
 	// (cut short by the probe's own stop in a run that was not
 	// interrupted), other.
@@ -204,8 +214,11 @@ type Messages struct {
 	// (its drain gave every message the grace period).
 	InFlight int64 `json:"in_flight"`
 	// LostAfterAck: acknowledged by the broker yet never delivered.
-	LostAfterAck int64   `json:"lost_after_ack"`
-	LossRate     float64 `json:"loss_rate"`
+	LostAfterAck int64 `json:"lost_after_ack"`
+	// LossRate is Lost over the asked load (Offered.Asked; over Expected
+	// in a result without it): the messages never sent are not in it,
+	// but shown apart (Offered, mqtt.schedule).
+	LossRate float64 `json:"loss_rate"`
 	// Duplicated: a message seen again (e.g. a DUP re-send delivered
 	// twice); counted once in Received.
 	Duplicated int64 `json:"duplicated"`
@@ -476,6 +489,9 @@ func (r *run) fill(res *Result) {
 	res.Connects = cn
 	m := r.messages(lost)
 	res.Messages = m
+	r.mu.Lock()
+	res.Protocol = Protocol{GrantedQoS: r.grantedQoS, Downgraded: r.downgraded.Load(), WrongAck: r.wrongAcks.Load(), First: r.firstFaultText}
+	r.mu.Unlock()
 	res.WindowSeconds = r.windowSeconds()
 	if res.WindowSeconds > 0 {
 		r.trackMu.Lock()
@@ -491,9 +507,15 @@ func (r *run) fill(res *Result) {
 		}
 	}
 	res.Throughput.RequestedPerSec = float64(r.n) / cfg.PubInterval.Seconds()
+	res.Offered = r.offered(res.WindowSeconds)
+	res.Messages.LossRate = lossRate(res.Messages, res.Offered)
 	if at := r.firstPubAt.Load(); at != 0 {
 		res.FirstPublish = &FirstPublish{At: r.base.Add(time.Duration(at)).UTC(), Scheduled: r.base.Add(time.Duration(r.firstPubSched.Load())).UTC()}
 		res.FirstPublish.LateMs = ms(at - r.firstPubSched.Load())
+	}
+	res.Evidence = r.brokerEvidence(res)
+	if e := res.Evidence; e != nil && e.Cause != "" {
+		res.Failures = append(res.Failures, "cause on this host: "+e.Cause)
 	}
 	res.Failures = append(res.Failures, failuresInWords(cfg, res, r.n, first)...)
 	res.Checks = judge(cfg, res)
@@ -580,21 +602,32 @@ func (r *run) messages(lost missing) Messages {
 	m.SendFailed = m.Scheduled - m.Published
 	if r.cfg.QoS > 0 {
 		m.AckInFlight = lost.ackInFlight
-		m.Unacked = m.Published - m.Acked - m.AckInFlight
+		// Answered with another flow (Protocol): not acknowledged at
+		// the QoS asked, but answered, so not unacked either.
+		m.Unacked = m.Published - m.Acked - m.AckInFlight - r.downgraded.Load() - r.wrongAcks.Load()
 	}
 	m.Expected = m.Published
 	m.Received = r.received.Load() - lost.unexpected
 	m.InFlight = lost.inFlight
 	m.Lost = m.Expected - m.Received - m.InFlight
-	if m.Expected > 0 {
-		m.LossRate = float64(m.Lost) / float64(m.Expected)
-	}
 	if r.cfg.QoS > 0 && m.Lost > m.Unacked {
 		m.LostAfterAck = m.Lost - m.Unacked
 	}
 	m.Duplicated = r.dup.Load()
 	m.OutOfOrder = r.ooo.Load()
 	return m
+}
+
+// lossRate is m.Lost over the asked load (o.Asked), or over m.Expected
+// for a result that does not account for the asked load.
+func lossRate(m Messages, o Offered) float64 {
+	switch {
+	case o.Asked > 0:
+		return float64(m.Lost) / float64(o.Asked)
+	case m.Expected > 0:
+		return float64(m.Lost) / float64(m.Expected)
+	}
+	return 0
 }
 
 // inFlightText is ", in flight at the interrupt N, awaiting their ack at
@@ -626,7 +659,10 @@ func failuresInWords(cfg *Config, res *Result, n int, first map[string]string) [
 		out = append(out, fmt.Sprintf("%d of %d subscriber connections were lost mid-run: %s", cn.SubscribersLost, cn.Subscribers, byReason(cn.SubscribersLostBy, first, "sub:")))
 	}
 	if m.Unacked > 0 {
-		out = append(out, fmt.Sprintf("%d of %d QoS %d publishes got no PUBACK/PUBCOMP within the %v grace", m.Unacked, m.Published, cfg.QoS, cfg.Grace))
+		out = append(out, fmt.Sprintf("%d of %d QoS %d publishes got no %s within the %v grace", m.Unacked, m.Published, cfg.QoS, flowEnd(cfg.QoS), cfg.Grace))
+	}
+	if p := res.Protocol; p.Downgraded > 0 {
+		out = append(out, fmt.Sprintf("%d of %d QoS 2 publishes were answered with PUBACK (QoS 1's flow), not PUBREC/PUBCOMP: downgraded, not counted as acknowledged, their latency not reported as QoS 2", p.Downgraded, m.Published))
 	}
 	if m.Lost > 0 {
 		out = append(out, fmt.Sprintf("%d of %d published messages never reached a subscriber (%d of them acknowledged by the broker)", m.Lost, m.Expected, m.LostAfterAck))
@@ -671,12 +707,18 @@ func judge(cfg *Config, res *Result) []verdict.Check {
 	cut, cutSteady := endedEarly(res, false), endedEarly(res, true)
 	loss := fracCheck("mqtt.loss", "messages lost", m.LossRate, t.Loss,
 		"check the broker's queue limits (mosquitto max_queued_messages), subscriber speed and the failures above")
+	if o := res.Offered; o.Asked > 0 && loss.Status != verdict.Skip {
+		loss.Summary += fmt.Sprintf(": %d of the %d asked sent and never received", m.Lost, o.Asked)
+		if n := o.NotSent(); n > 0 {
+			loss.Summary += fmt.Sprintf("; %d not sent, apart (see mqtt.schedule)", n)
+		}
+	}
 	if m.Expected == 0 && t.Loss != nil {
 		loss = nothingToJudge("mqtt.loss", "messages lost", "no message was published", cut)
 	}
 	cs = append(cs, loss)
 	if cfg.QoS > 0 {
-		what := fmt.Sprintf("QoS %d publishes without PUBACK/PUBCOMP", cfg.QoS)
+		what := fmt.Sprintf("QoS %d publishes without %s", cfg.QoS, flowEnd(cfg.QoS))
 		var c verdict.Check
 		if m.Published > 0 || t.Loss == nil {
 			var rate float64
@@ -707,10 +749,17 @@ func judge(cfg *Config, res *Result) []verdict.Check {
 			}
 		}
 	}
+	if e := res.Evidence; e != nil && e.Cause != "" && connFail.Status == verdict.Fail {
+		connFail.Summary = e.Cause + ": " + connFail.Summary
+		connFail.Remedy = e.Fix
+	}
 	cs = append(cs, connFail)
 	cs = append(cs, durCheck(cfg, "mqtt.connect_p95", "connect p95 (scheduled -> CONNACK)", res.Latency.Connect.P95, res.Latency.Connect, t.ConnectP95, cut,
 		connectRemedy(cn)))
-	if cfg.QoS > 0 {
+	if p := res.Protocol; cfg.QoS > 0 && res.Latency.Ack.Count == 0 && p.Downgraded+p.WrongAck > 0 {
+		cs = append(cs, verdict.Check{ID: "mqtt.ack_p95", Status: verdict.Skip,
+			Summary: fmt.Sprintf("publish -> ack p95: no QoS %d flow was completed (the broker answered with another flow: see mqtt.protocol)", cfg.QoS)})
+	} else if cfg.QoS > 0 {
 		cs = append(cs, durCheck(cfg, "mqtt.ack_p95", "publish -> ack p95", res.Latency.Ack.P95, res.Latency.Ack, t.AckP95, cutSteady,
 			"the broker acknowledges slowly: check its CPU, persistence and inflight limits"))
 	} else {
@@ -718,7 +767,7 @@ func judge(cfg *Config, res *Result) []verdict.Check {
 	}
 	cs = append(cs, durCheck(cfg, "mqtt.e2e_p99", "end-to-end p99", res.Latency.E2E.P99, res.Latency.E2E, t.E2EP99, cutSteady,
 		"deliveries are slow: check the broker's CPU and the subscribers (more --subscribers with a shared subscription)"))
-	return append(cs, deliveryCheck(cfg, m), connectionsLostCheck(cn), scheduleCheck(m, cut))
+	return append(cs, deliveryCheck(cfg, m), connectionsLostCheck(cn), scheduleCheck(m, res.Offered, cut), protocolCheck(cfg, res.Protocol))
 }
 
 // connectRemedy is mqtt.connect_p95's remedy: the probe's own lag when
@@ -885,7 +934,10 @@ func connectionsLostCheck(cn Connects) verdict.Check {
 // publishes (GC pauses, a busy core) before its latencies stop being the
 // broker's: within that allowance the check passes, above it warns. With
 // no publish scheduled it skips (cut: why the run ended early, if it did).
-func scheduleCheck(m Messages, cut string) verdict.Check {
+func scheduleCheck(m Messages, o Offered, cut string) verdict.Check {
+	if short := offeredShort(o); short.ID != "" {
+		return short
+	}
 	if m.Scheduled == 0 {
 		sum := "probe schedule: nothing was measured (no publish was scheduled)"
 		if cut != "" {
@@ -910,6 +962,33 @@ func scheduleCheck(m Messages, cut string) verdict.Check {
 			plural.N(m.LateConnect+m.LateDial, "publish slot"), m.LateConnect, m.LateDial)
 	}
 	return sch
+}
+
+// offeredShort is mqtt.schedule failing because the window's offered
+// rate fell more than offerAllowance below the asked rate, whatever the
+// cause (clients that failed to connect, connections lost, the run
+// cut); the zero Check when it did not.
+func offeredShort(o Offered) verdict.Check {
+	if o.WindowAsked == 0 || o.share() >= 1-offerAllowance {
+		return verdict.Check{}
+	}
+	c := verdict.Check{ID: "mqtt.schedule", Status: verdict.Fail,
+		Observed: fmt.Sprintf("%d of %d window messages sent (%.1f%%)", o.WindowSent, o.WindowAsked, o.share()*100),
+		Expected: fmt.Sprintf(">= %g%% of the asked load offered", (1-offerAllowance)*100)}
+	c.Summary = fmt.Sprintf("offered %.1f msg/s of the %.1f msg/s asked (%.1f%% short, beyond the %g%% allowance): %s",
+		o.OfferedPerSec, o.AskedPerSec, (1-o.share())*100, offerAllowance*100, o.notSentText())
+	var fix []string
+	if o.WindowNotSentConnect > 0 {
+		fix = append(fix, "clients failed to connect: see mqtt.connect_fail_rate and connects failed by reason")
+	}
+	if o.WindowNotSentLost > 0 {
+		fix = append(fix, "the broker closed or reset connections mid-run: see mqtt.connections_lost and the broker's log")
+	}
+	if o.WindowNotSentCut > 0 {
+		fix = append(fix, "the run ended before they were sent (interrupted, stopped early, or the probe behind its schedule by more than the grace): run it to its end, on a host with CPU to spare")
+	}
+	c.Remedy = strings.Join(fix, "; ") + "; the latencies and loss above are of the load that was offered, not of the load asked"
+	return c
 }
 
 // behindSchedule is mqtt.schedule's summary and remedy for a run beyond
@@ -962,6 +1041,9 @@ func (res *Result) WriteText(w io.Writer) error {
 	th := res.Throughput
 	p("throughput\t%.1f msg/s published, %.1f msg/s received%s (requested %.1f msg/s)\n",
 		th.PublishedPerSec, th.ReceivedPerSec, res.ArrivalNote(), th.RequestedPerSec)
+	if o := res.Offered; o.Asked > 0 {
+		p("offered\t%s\n", o.text())
+	}
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)

@@ -147,6 +147,10 @@ type connCore struct {
 type accounting struct {
 	scheduled, published, sendFailed, acked, ackErrors, strayAcks, resent atomic.Int64
 	overruns, inflight, connecting, connected                             atomic.Int64
+	// pendingPub counts publish events in the scheduler (each due before
+	// pubEnd): the drain waits for them, so a probe behind its schedule
+	// still sends every slot, late, instead of ending before it.
+	pendingPub atomic.Int64
 	// lateConnect and lateDial are the publish slots that passed before
 	// their client connected, published more than overrunThreshold late
 	// as soon as it did: lateDial those that passed more than
@@ -158,6 +162,14 @@ type accounting struct {
 	winPublished, winReceived          atomic.Int64
 	received, dup, ooo, unexpected     atomic.Int64
 	stopping                           atomic.Bool
+	// downgraded and wrongAcks count answers that do not fit the flow
+	// the PUBLISH began (see Protocol); firstFault is set once
+	// firstFaultText (under mu) describes the first.
+	downgraded, wrongAcks atomic.Int64
+	firstFault            atomic.Bool
+	firstFaultText        string
+	// grantedQoS is each subscriber's SUBACK grant (set before the load).
+	grantedQoS []int
 
 	mu            sync.Mutex
 	connectFailed map[string]int64
@@ -405,8 +417,9 @@ func newRun(cfg *Config, n int, addr brokerAddr, ips []net.IP) *run {
 // interrupted mid-run). A run that happened returns a Result with
 // Verdict/Checks and a nil error, even when the broker failed mid-run
 // (the failure is in Result.Failures and the checks). Run returns within
-// ramp + Duration + Grace + ConnectTimeout (+ 1 s), and no goroutine it
-// started outlives it.
+// ramp + Duration + Grace + ConnectTimeout (+ 1 s, and up to 5 s more
+// reading a local broker's facts when connects failed: BrokerEvidence),
+// and no goroutine it started outlives it.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	addr, err := cfg.check() // Validate, keeping the parsed address
 	if err != nil {
@@ -553,9 +566,7 @@ func (r *run) subscribe(res *Result) error {
 			if len(codes) != 1 || codes[0] >= 0x80 {
 				return exitcode.Environmentf("broker %s refused the subscription %q (SUBACK %x): check the ACL for the probe's user, or --topic", r.addr.hostport, filter, codes)
 			}
-			if codes[0] < qos {
-				res.Failures = append(res.Failures, fmt.Sprintf("broker granted QoS %d for the subscription, lower than --qos %d", codes[0], qos))
-			}
+			r.grantedQoS = append(r.grantedQoS, int(codes[0])) // mqtt.protocol judges it
 		case <-time.After(cfg.ConnectTimeout):
 			return exitcode.Environmentf("broker %s sent no SUBACK within %v", r.addr.hostport, cfg.ConnectTimeout)
 		case <-r.ctx.Done():
@@ -674,7 +685,7 @@ func (r *run) drain(res *Result, tick *time.Ticker) error {
 	// series' rows after the window are the drain's).
 	defer func() { res.DrainSeconds = min(time.Since(began), cfg.Grace).Seconds() }()
 	for time.Now().Before(deadline) {
-		if r.inflight.Load() == 0 && r.received.Load() >= r.published.Load() && r.connecting.Load() == 0 {
+		if r.inflight.Load() == 0 && r.received.Load() >= r.published.Load() && r.connecting.Load() == 0 && r.pendingPub.Load() == 0 {
 			break
 		}
 		if r.subsDead() && r.inflight.Load() == 0 {
@@ -768,6 +779,10 @@ func (r *run) unreachable(who string, err error) error {
 			r.addr.hostport, who, what, r.cfg.name("mqtt-version"), r.cfg.name("client-id"))
 	}
 	reason := classify(err)
+	if reason == "no_connack" {
+		return exitcode.Environmentf("broker %s accepted TCP, no CONNACK within %g s to the %s client's CONNECT: something takes connections there but does not answer MQTT; check that the port is the broker's MQTT listener (a TLS listener needs mqtts://), and the broker's log and load",
+			r.addr.hostport, r.cfg.ConnectTimeout.Seconds(), who)
+	}
 	hint := ""
 	switch reason {
 	case "refused":
@@ -872,6 +887,7 @@ func (r *run) fire(e event, now int64) {
 		r.wg.Add(1)
 		go r.connectClient(int(e.client), e.at, now)
 	case evPublish:
+		r.pendingPub.Add(-1)
 		if e.at >= r.pubEnd {
 			return
 		}
@@ -899,6 +915,7 @@ func (r *run) fire(e event, now int64) {
 			r.schedLag.Record(time.Duration(now - e.at))
 		}
 		if next := e.at + int64(cfg.PubInterval); next < r.pubEnd {
+			r.pendingPub.Add(1)
 			r.sched.addNext(event{at: next, client: e.client, kind: evPublish})
 		}
 		r.dispatch(e, now)
@@ -1039,12 +1056,12 @@ func (r *run) connectClient(i int, sched, dialAt int64) {
 	// each counted as an overrun (lateConnect or lateDial), never left
 	// out of the schedule (open loop: a slow connect shows as latency,
 	// not as a lower rate).
-	grid := pacer.Grid{Interval: r.cfg.PubInterval}
-	first := int64(grid.NextAtOrAfter(time.Duration(sched)+grid.Phase(r.cfg.Shard.Global(i)), time.Duration(sched)))
+	first := r.firstSlot(i)
 	c.mu.Lock()
 	c.firstSched, c.dialAt, c.readyAt = first, dialAt, now
 	c.mu.Unlock()
 	if first < r.pubEnd {
+		r.pendingPub.Add(1)
 		r.sched.add(event{at: first, client: int32(i), kind: evPublish})
 	}
 	if polled {
@@ -1068,6 +1085,9 @@ func (r *run) connEnded(c *conn, err error) {
 		err = c.failErr
 	}
 	byUs := c.byUs && c.failErr == nil
+	// Lost: ended by the broker or the path, not by the probe's own
+	// close; its slots from now on are not sent because of it.
+	c.lost = !byUs && !r.stoppingNow() && (c.client >= 0 || c.sub)
 	// Its unacknowledged publishes can no longer be acked: stop waiting,
 	// and count them in the ack percentiles as censored.
 	r.censorInflight(c, r.now())
@@ -1076,7 +1096,7 @@ func (r *run) connEnded(c *conn, err error) {
 	if c.client >= 0 {
 		r.connected.Add(-1)
 	}
-	if !byUs && !r.stoppingNow() && (c.client >= 0 || c.sub) {
+	if c.lost {
 		r.lostConn(c.sub, classify(err), err)
 		slog.Debug("mqtt connection lost", "client", c.client, "err", err)
 	}
@@ -1182,11 +1202,12 @@ func checkPorts(cfg *Config, clients int, ips []net.IP) error {
 	for _, ip := range ips {
 		src = append(src, ip.String())
 	}
-	c := preflight.OwnProcessChecks(clients+cfg.Subscribers+1, src, 0)[1]
+	sockets := clients + cfg.Subscribers + 1
+	c := preflight.OwnProcessChecks(sockets, src, 0)[1]
 	if c.Status != verdict.Fail {
 		return nil
 	}
-	return exitcode.Environmentf("--clients %d: %s; widen the range (hostprep tune) or spread over more addresses with --source-ips (e.g. 127.0.0.2-127.0.0.9)", clients, c.Summary)
+	return exitcode.Environmentf("%s", portsRemedy(c, clients, sockets, ips))
 }
 
 // checkStart refuses a StartAt already past or too near, and a clock
