@@ -23,10 +23,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hostprep/hostprep/internal/capacity"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
-	"github.com/hostprep/hostprep/preflight"
 	"github.com/hostprep/hostprep/profiles"
 )
 
@@ -492,20 +492,19 @@ func TestFDLimitTooLow(t *testing.T) {
 	if strings.Contains(err.Error(), "external --broker") {
 		t.Errorf("external broker given, yet the error suggests one: %v", err)
 	}
-	// The way to more is preflight's own remedy for these facts (fd.raise's
-	// where the hard limit cannot be raised here, else fd.soft's), never a
-	// raise of the hard limit that fd.raise says is impossible.
+	// The way to more is the preflight run that judges this host's limits
+	// for this load, never a raise of the hard limit guessed without the
+	// facts that say whether one works here (CAP_SYS_RESOURCE, systemd,
+	// PID 1's limit).
 	fds := cfg.Clients + cfg.Subscribers + 1
-	cs := preflight.OwnProcessFD(fds, cfg.NoFileLimit)
-	want := cs[0].Remedy
-	if cs[2].Status == verdict.Fail {
-		want = cs[2].Remedy
-		if strings.Contains(err.Error(), "ulimit -Hn") || strings.Contains(err.Error(), "limits.conf") {
-			t.Errorf("fd.raise says the hard limit cannot be raised here (%s), yet the error suggests it: %v", cs[2].Summary, err)
-		}
-	}
+	want := fmt.Sprintf("nofile >= %d: `hostprep preflight --role loadgen --sockets %d`", capacity.FDNeed(fds), fds)
 	if !strings.Contains(err.Error(), want) {
-		t.Errorf("the error does not give preflight's remedy %q:\n%v", want, err)
+		t.Errorf("the error does not name the preflight run %q:\n%v", want, err)
+	}
+	for _, guess := range []string{"ulimit -Hn", "limits.conf"} {
+		if strings.Contains(err.Error(), guess) {
+			t.Errorf("the error guesses %q without the facts that say whether it works: %v", guess, err)
+		}
 	}
 }
 
