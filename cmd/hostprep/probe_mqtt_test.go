@@ -19,7 +19,7 @@ import (
 // take it from the command line: a new Config setting without a flag
 // fails here.
 func TestProbeMQTTOffersEverySetting(t *testing.T) {
-	cmd := newProbeMQTTCmd()
+	cmd := newProbeCmd(mqtt.Probe)
 	for _, name := range mqtt.Settings() {
 		if cmd.Flags().Lookup(name) == nil {
 			t.Errorf("mqtt.Config setting %q has no --%s flag on `hostprep probe mqtt`", name, name)
