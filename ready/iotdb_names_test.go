@@ -32,14 +32,14 @@ func notReadyFlags(msg string) []string {
 	return out
 }
 
-// The IoTDB probe ready builds (iotdbConfig) names its settings as ready
+// The IoTDB probe ready builds (iotdb.Probe.Ready) names its settings as ready
 // offers them: the address --iotdb (given) or the profile's
 // probe.iotdb.host and probe.iotdb.port, the pool size
 // probe.iotdb.pool_size, the user --iotdb-user or the profile's key;
 // every setting of the probe (iotdb.SettingKeys, the address, the JSON
 // output) is named without a flag ready lacks, and so are the
-// suggestions and remedies of a run. ready used to be told "raise
-// --pool-size", a flag of `hostprep probe iotdb` only.
+// suggestions and remedies of a run (never "raise --pool-size", a flag
+// of `hostprep probe iotdb` only).
 func TestIoTDBConfigNamesReadySettings(t *testing.T) {
 	for _, c := range []struct {
 		name                    string

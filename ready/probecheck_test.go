@@ -63,17 +63,17 @@ func TestMQTTFlagNamesThePreflightListener(t *testing.T) {
 	}
 }
 
-// knee_workers (JSON metrics, --prom) is the knee step's workers, not the
-// peak's (it reported the peak, 4, where the knee was at 8), and is absent
-// when no step was a knee; peak_workers is the peak's.
+// knee_workers (JSON metrics, --prom) is the knee step's workers (8),
+// never the peak's (4), and is absent when no step was a knee;
+// peak_workers is the peak's.
 func TestIoTDBMetricsKneeIsTheKnee(t *testing.T) {
 	r := &iotdb.Result{Steps: []iotdb.Step{{Workers: 4, TPS: 1000}, {Workers: 8, TPS: 990}}, Knee: iotdb.Knee{PeakWorkers: 4, PeakTPS: 1000, Workers: 8}}
-	s := iotdbOutcome(r, 0)
+	s := resultStep(r)
 	if s.Metrics[outcome.MetricKneeWorkers] != 8 || s.Metrics[outcome.MetricPeakWorkers] != 4 {
 		t.Errorf("metrics %v: want knee_workers 8, peak_workers 4", s.Metrics)
 	}
 	r.Knee.Workers = 0
-	if _, ok := iotdbOutcome(r, 0).Metrics[outcome.MetricKneeWorkers]; ok {
+	if _, ok := resultStep(r).Metrics[outcome.MetricKneeWorkers]; ok {
 		t.Error("knee_workers reported with no knee")
 	}
 }

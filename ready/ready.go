@@ -14,18 +14,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/hostprep/hostprep/internal/brokerurl"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
-	"github.com/hostprep/hostprep/loadprobe/iotdb"
-	"github.com/hostprep/hostprep/loadprobe/mqtt"
+	"github.com/hostprep/hostprep/loadprobe"
+	"github.com/hostprep/hostprep/loadprobe/probes"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/hostprep/hostprep/ready/outcome"
 	"github.com/hostprep/hostprep/tune"
@@ -79,14 +77,14 @@ type Options struct {
 type runners struct {
 	tune      func(ctx context.Context, p *profiles.Profile, o Options) outcome.Step
 	preflight func(ctx context.Context, p *profiles.Profile, o Options) outcome.Step
-	mqtt      func(ctx context.Context, cfg mqtt.Config) outcome.Step
-	iotdb     func(ctx context.Context, cfg iotdb.Config) outcome.Step
+	// probe runs one probe's resolved run (probeStep).
+	probe func(ctx context.Context, r loadprobe.Run, o Options) outcome.Step
 	// recheck re-reads, after the probes, what tune applied (see
 	// recheckTune).
 	recheck func(p *profiles.Profile, o Options) []verdict.Check
 }
 
-var real = runners{tune: tuneStep, preflight: preflightStep, mqtt: mqttStep, iotdb: iotdbStep, recheck: recheckTune}
+var real = runners{tune: tuneStep, preflight: preflightStep, probe: probeStep, recheck: recheckTune}
 
 // Run loads the profile, applies it (unless NoTune; only plans in
 // DryRun), runs the preflight and the probes, and returns the result.
@@ -133,7 +131,10 @@ func run(ctx context.Context, o Options, rn runners) (*Result, error) {
 	res.Steps = append(res.Steps, ts)
 	res.Changed = ts.Changed
 
-	later := []string{outcome.StepPreflight, outcome.StepProbeMQTT, outcome.StepProbeIoTDB}
+	later := []string{outcome.StepPreflight}
+	for _, pr := range probes.All {
+		later = append(later, loadprobe.StepName(pr.Name()))
+	}
 	if ts.Verdict == verdict.Fail {
 		for _, name := range later {
 			res.Steps = append(res.Steps, outcome.Step{Name: name, Verdict: verdict.Skip,
@@ -145,23 +146,21 @@ func run(ctx context.Context, o Options, rn runners) (*Result, error) {
 	// 2. preflight
 	res.Steps = append(res.Steps, timed(outcome.StepPreflight, func() outcome.Step { return rn.preflight(ctx, p, o) }))
 
-	// 3. MQTT probe
-	mcfg, mskip := mqttConfig(p, o)
-	if mskip != "" {
-		res.Steps = append(res.Steps, outcome.Step{Name: outcome.StepProbeMQTT, Verdict: verdict.Skip, Summary: mskip})
-	} else {
-		res.Steps = append(res.Steps, timed(outcome.StepProbeMQTT, func() outcome.Step { return rn.mqtt(ctx, mcfg) }))
+	// 3. The probes, in the order registered (loadprobe/probes).
+	for _, pr := range probes.All {
+		name := loadprobe.StepName(pr.Name())
+		r, skip, err := probeRun(pr, p, o)
+		switch {
+		case err != nil: // checkProbes refused it before anything ran
+			res.Steps = append(res.Steps, timed(name, func() outcome.Step { return errStep(err) }))
+		case skip != "":
+			res.Steps = append(res.Steps, outcome.Step{Name: name, Verdict: verdict.Skip, Summary: skip})
+		default:
+			res.Steps = append(res.Steps, timed(name, func() outcome.Step { return rn.probe(ctx, r, o) }))
+		}
 	}
 
-	// 4. IoTDB probe
-	icfg, iskip := iotdbConfig(p, o)
-	if iskip != "" {
-		res.Steps = append(res.Steps, outcome.Step{Name: outcome.StepProbeIoTDB, Verdict: verdict.Skip, Summary: iskip})
-	} else {
-		res.Steps = append(res.Steps, timed(outcome.StepProbeIoTDB, func() outcome.Step { return rn.iotdb(ctx, icfg) }))
-	}
-
-	// 5. The tuning is still in force: nothing (a `tune rollback`, another
+	// 4. The tuning is still in force: nothing (a `tune rollback`, another
 	// tool, a package's sysctl.d) undid it while preflight and the probes
 	// ran. A drift fails the tune step. It runs after an interrupt too (it
 	// only reads): a probe interrupted in its clean-up, after every step,
@@ -183,11 +182,10 @@ func somethingToCheck(p *profiles.Profile, o Options) error {
 	if _, skip := preflightTarget(p, o); skip == "" {
 		return nil
 	}
-	if _, skip := mqttConfig(p, o); skip == "" {
-		return nil
-	}
-	if _, skip := iotdbConfig(p, o); skip == "" {
-		return nil
+	for _, pr := range probes.All {
+		if _, skip, err := probeRun(pr, p, o); err == nil && skip == "" {
+			return nil
+		}
 	}
 	return exitcode.BadInputf("ready --no-tune --profile %s: nothing to check: the profile has no preflight target and no probe, and --no-tune skips the tuning; drop --no-tune, pass --sockets N, --mqtt URL or --iotdb host:port, or add a preflight or probe section to the profile", p.Source)
 }
@@ -296,31 +294,24 @@ func validate(o Options) error {
 	if o.Sockets < 0 {
 		return exitcode.BadInputf("--sockets %d: want a positive number of sockets, e.g. --sockets 100000", o.Sockets)
 	}
-	if o.MQTT != "" {
-		// The probe's own rule, naming ready's flags.
-		if _, err := brokerurl.Parse(o.MQTT, "--mqtt", brokerurl.Login{User: "--mqtt-user", Password: "--mqtt-password-file or $" + mqtt.PasswordEnv}); err != nil {
-			return exitcode.New(exitcode.BadInput, err)
-		}
-	}
-	if o.IoTDB != "" {
-		if _, _, err := splitHostPort(o.IoTDB); err != nil {
-			return exitcode.BadInputf("--iotdb %q: %v; want host:port of the DataNode RPC, e.g. 127.0.0.1:6667", o.IoTDB, err)
+	for _, pr := range probes.All {
+		if err := pr.CheckTarget(o.target(pr.Name())); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-func splitHostPort(s string) (string, int, error) {
-	h, ps, err := net.SplitHostPort(s)
-	if err != nil {
-		return "", 0, err
+// target is what ready's flags give the probe named name: --mqtt,
+// --mqtt-user and the MQTT password; --iotdb, --iotdb-user and the IoTDB
+// password; and --dry-run for every probe.
+func (o Options) target(name string) loadprobe.Target {
+	t := loadprobe.Target{DryRun: o.DryRun}
+	switch name {
+	case "mqtt":
+		t.Addr, t.User, t.Password = o.MQTT, o.MQTTUser, o.MQTTPassword
+	case "iotdb":
+		t.Addr, t.User, t.Password = o.IoTDB, o.IoTDBUser, o.IoTDBPassword
 	}
-	p, err := strconv.Atoi(ps)
-	if err != nil || p < 1 || p > 65535 {
-		return "", 0, fmt.Errorf("port %q is not 1..65535", ps)
-	}
-	if h == "" {
-		return "", 0, fmt.Errorf("no host")
-	}
-	return h, p, nil
+	return t
 }

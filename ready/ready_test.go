@@ -3,6 +3,7 @@ package ready
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/loadprobe"
 	"github.com/hostprep/hostprep/loadprobe/iotdb"
 	"github.com/hostprep/hostprep/loadprobe/mqtt"
 	"github.com/hostprep/hostprep/profiles"
@@ -46,21 +48,42 @@ func (f *fakes) runners() runners {
 			f.ran = append(f.ran, "preflight")
 			return f.preflight
 		},
-		mqtt: func(_ context.Context, c mqtt.Config) outcome.Step {
-			f.ran = append(f.ran, "mqtt")
-			f.mqttCfg = c
-			return f.mqtt
-		},
-		iotdb: func(_ context.Context, c iotdb.Config) outcome.Step {
-			f.ran = append(f.ran, "iotdb")
-			f.iotdbCfg = c
-			return f.iotdb
+		probe: func(_ context.Context, r loadprobe.Run, _ Options) outcome.Step {
+			switch j := r.(type) {
+			case *mqtt.Job:
+				f.ran = append(f.ran, "mqtt")
+				f.mqttCfg = j.Config
+				return f.mqtt
+			case *iotdb.Job:
+				f.ran = append(f.ran, "iotdb")
+				f.iotdbCfg = j.Config
+				return f.iotdb
+			}
+			panic(fmt.Sprintf("a probe run of type %T", r))
 		},
 		recheck: func(*profiles.Profile, Options) []verdict.Check {
 			f.ran = append(f.ran, "recheck")
 			return f.recheck
 		},
 	}
+}
+
+// mqttConfig is the MQTT probe run ready resolves, or why it skips.
+func mqttConfig(p *profiles.Profile, o Options) (mqtt.Config, string) {
+	r, skip, _ := probeRun(mqtt.Probe, p, o)
+	if r == nil {
+		return mqtt.Config{}, skip
+	}
+	return r.(*mqtt.Job).Config, skip
+}
+
+// iotdbConfig is the IoTDB probe run ready resolves, or why it skips.
+func iotdbConfig(p *profiles.Profile, o Options) (iotdb.Config, string) {
+	r, skip, _ := probeRun(iotdb.Probe, p, o)
+	if r == nil {
+		return iotdb.Config{}, skip
+	}
+	return r.(*iotdb.Job).Config, skip
 }
 
 func stepVerdicts(r *Result) string {
@@ -259,17 +282,19 @@ func TestInterruptedRunIsNotReady(t *testing.T) {
 
 // An IoTDB probe interrupted in its clean-up, after every step, keeps its
 // verdict (the measurement is complete), so the run can still be READY:
-// then the end-of-run recheck must still run. It was skipped once the
-// context was done, and a tuning undone during the run read as READY.
+// then the end-of-run recheck must still run after the interrupt, or a
+// tuning undone during the run would read as READY.
 func TestInterruptInLastCleanupStillRechecks(t *testing.T) {
 	f := newFakes()
 	f.recheck = []verdict.Check{{ID: "tune.drift.runtime.net.core.somaxconn", Status: verdict.Fail, Summary: "somaxconn is 4096 again"}}
 	ctx, cancel := context.WithCancel(context.Background())
 	rn := f.runners()
-	iotdbRun := rn.iotdb
-	rn.iotdb = func(c context.Context, cfg iotdb.Config) outcome.Step {
-		cancel() // Ctrl-C during the clean-up; the probe keeps its verdict
-		return iotdbRun(c, cfg)
+	probeRun := rn.probe
+	rn.probe = func(c context.Context, r loadprobe.Run, o Options) outcome.Step {
+		if _, ok := r.(*iotdb.Job); ok {
+			cancel() // Ctrl-C during the clean-up; the probe keeps its verdict
+		}
+		return probeRun(c, r, o)
 	}
 	res, err := run(ctx, Options{Profile: "ready-small", IoTDB: "127.0.0.1:6667"}, rn)
 	if got := strings.Join(f.ran, ","); got != "tune,preflight,mqtt,iotdb,recheck" {

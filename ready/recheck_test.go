@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/hostprep/hostprep/internal/verdict"
-	"github.com/hostprep/hostprep/loadprobe/mqtt"
+	"github.com/hostprep/hostprep/loadprobe"
 	"github.com/hostprep/hostprep/ready/outcome"
 	"github.com/hostprep/hostprep/tune"
 )
@@ -72,7 +72,7 @@ func TestRecheckSeesRollbackDuringRun(t *testing.T) {
 		env := fixtureEnv(t, map[string]string{"net.core.somaxconn": "4096", "net.ipv4.tcp_fin_timeout": "60"})
 		rn := real
 		rn.preflight = newFakes().runners().preflight
-		rn.mqtt = func(ctx context.Context, _ mqtt.Config) outcome.Step {
+		rn.probe = func(ctx context.Context, _ loadprobe.Run, _ Options) outcome.Step {
 			if rollback {
 				if _, err := tune.Rollback(ctx, env); err != nil {
 					t.Fatalf("rollback during the run: %v", err)

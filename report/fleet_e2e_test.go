@@ -234,7 +234,7 @@ func TestFleetPublishedRateOverTheFleetsWindow(t *testing.T) {
 	if !b.Interrupted || b.WindowSeconds > a.WindowSeconds-0.5 || b.WindowSeconds < 0.5 {
 		t.Fatalf("window %.3f s (shard 1), %.3f s (shard 2, interrupted %v): want shard 2 cut about halfway", a.WindowSeconds, b.WindowSeconds, b.Interrupted)
 	}
-	// By the schedule's clock: it said "after 5.x s", the wait for
+	// By the schedule's clock: not "after 5.x s", the wait for
 	// --start-at included.
 	if !regexp.MustCompile(`^interrupted after 1\.[1-3] s of the schedule: `).MatchString(b.StoppedEarlyReason) {
 		t.Errorf("shard 2 stopped early: %q, want it interrupted after 1.1 s of the schedule", b.StoppedEarlyReason)
@@ -279,9 +279,10 @@ func editShard(t *testing.T, src, dir, name string, edit func(map[string]any)) s
 }
 
 // A shard file that is not as the probe wrote it is refused, naming the
-// file: without its histograms the merge left its latencies out of the
-// fleet's percentiles (a fleet PASS on ack p95 over 300 of 700 values),
-// and impossible windows, window counts and shards were merged as given.
+// file: without its histograms the merge would leave its latencies out of
+// the fleet's percentiles (a fleet PASS on ack p95 over 300 of 700
+// values), and impossible windows, window counts and shards must not be
+// merged as given.
 func TestMergeRefusesEditedShards(t *testing.T) {
 	r := twoShards(t)
 	paths, _ := r.wait(t)
@@ -360,13 +361,12 @@ func TestFleetStoppedShardKeepsSchedule(t *testing.T) {
 	}
 }
 
-// The per-second series is indexed by the schedule's clock. It was
-// indexed by ticker ticks, each row 1 s long: a process stopped for 2 s
-// lost the ticks in between, so every later row was shifted by a second,
-// the rows' lengths summed to less than the run, the burst that ends the
-// stall landed a second early, and report merge added the shards' rows
-// by index into the wrong seconds. Shard 2's process is stopped (SIGSTOP)
-// from 1.5 s to 3.5 s of the schedule.
+// The per-second series is indexed by the schedule's clock, not by
+// ticker ticks: a process stopped for 2 s must not shift every later row
+// by a second (rows whose lengths sum to less than the run, the burst
+// that ends the stall a second early, and report merge adding the
+// shards' rows into the wrong seconds). Shard 2's process is stopped
+// (SIGSTOP) from 1.5 s to 3.5 s of the schedule.
 func TestSeriesByScheduleClockAcrossAStop(t *testing.T) {
 	r := twoShards(t, "--duration", "4s")
 	p := r.cmds[1].Process // our own child

@@ -172,9 +172,9 @@ func TestMergeShardsRefused(t *testing.T) {
 }
 
 // A file report merge cannot use says what it is: a shard result cut
-// short or several results in one JSON array were called "not JSON from
-// `hostprep ready --output json`", and an IoTDB probe result without
-// --shard was refused as an IoTDB shard result.
+// short, or several results in one JSON array (never "not JSON from
+// `hostprep ready --output json`"), and an IoTDB probe result without
+// --shard (not an IoTDB shard result).
 func TestBadInputSaysWhatTheFileIs(t *testing.T) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(5, 6))

@@ -11,8 +11,8 @@ import (
 	"github.com/hostprep/hostprep/internal/chart"
 	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
-	"github.com/hostprep/hostprep/loadprobe/iotdb"
-	"github.com/hostprep/hostprep/loadprobe/mqtt"
+	"github.com/hostprep/hostprep/loadprobe"
+	"github.com/hostprep/hostprep/loadprobe/probes"
 	"github.com/hostprep/hostprep/ready/outcome"
 )
 
@@ -168,11 +168,8 @@ func hostSection(r *outcome.Result, source string) (htmlHost, error) {
 		hs := htmlStep{Step: s, Open: s.Verdict == verdict.Fail || s.Verdict == verdict.Warn}
 		var err error
 		full := false
-		switch s.Name {
-		case outcome.StepProbeMQTT:
-			hs.Section, full, err = mqttSection(r.Host, &s)
-		case outcome.StepProbeIoTDB:
-			hs.Section, full, err = iotdbSection(r.Host, &s)
+		if p := probeOf(s.Name); p != nil {
+			hs.Section, full, err = probeSection(p, r.Host, &s)
 		}
 		if err != nil {
 			return h, fmt.Errorf("%s: %s: %w", r.Host, s.Name, err)
@@ -185,38 +182,63 @@ func hostSection(r *outcome.Result, source string) (htmlHost, error) {
 	return h, nil
 }
 
-// decode reads a step's full result: the value itself in the process
-// that ran it (`ready --html`), or its JSON form read back from a file
-// (`report merge`). ok is false when the step has none (a step that
-// could not run, or a file written before results were included).
-func decode[T any](v any) (res *T, ok bool) {
+// probeOf is the probe whose ready step is named step, or nil.
+func probeOf(step string) loadprobe.Probe {
+	for _, p := range probes.All {
+		if loadprobe.StepName(p.Name()) == step {
+			return p
+		}
+	}
+	return nil
+}
+
+// decodeResult reads a probe step's full result: the value itself in the
+// process that ran it (`ready --html`), or its JSON form read back from a
+// file (`report merge`), through the probe's Decode. ok is false when the
+// step has none (a step that could not run, or a file written before
+// results were included) or its result measured nothing.
+func decodeResult(p loadprobe.Probe, v any) (res loadprobe.Result, ok bool) {
 	switch x := v.(type) {
 	case nil:
 		return nil, false
-	case *T:
-		return x, x != nil
-	case T:
-		return &x, true
+	case loadprobe.Result:
+		res = x
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, false
+		}
+		if res, ok = p.Decode(b); !ok {
+			return nil, false
+		}
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, false
-	}
-	var t T
-	if err := json.Unmarshal(b, &t); err != nil {
-		return nil, false
-	}
-	return &t, true
+	return res, res.Measured()
 }
 
-// mqttSection is the MQTT probe's report from the step's full result
-// (full true), else a chart of the latency percentiles the step carries.
-func mqttSection(host string, s *outcome.Step) (_ template.HTML, full bool, _ error) {
-	if res, ok := decode[mqtt.Result](s.Result); ok && (len(res.Series) > 0 || res.Messages.Scheduled > 0) {
+// probeSection is a probe's report from the step's full result (full
+// true), else charts of the series the step carries: latency
+// percentiles (a series named *_latency_ms, X the percentile) and
+// figures per step (tps, p95_ms; X the workers).
+func probeSection(p loadprobe.Probe, host string, s *outcome.Step) (_ template.HTML, full bool, _ error) {
+	if res, ok := decodeResult(p, s.Result); ok {
 		h, err := res.HTMLSection()
 		return h, true, err
 	}
-	// No full result: the latency percentiles the step carries.
+	kind := strings.TrimSuffix(p.Title(), " probe")
+	var b strings.Builder
+	for _, charts := range []func(host, kind string, s *outcome.Step) (template.HTML, error){percentileChart, perStepCharts} {
+		h, err := charts(host, kind, s)
+		if err != nil {
+			return "", false, err
+		}
+		b.WriteString(string(h))
+	}
+	return template.HTML(b.String()), false, nil
+}
+
+// percentileChart charts the step's latency percentiles (series
+// ack_latency_ms, e2e_latency_ms, connect_latency_ms); "" without any.
+func percentileChart(host, kind string, s *outcome.Step) (template.HTML, error) {
 	var series []chart.Series
 	var ticks []chart.Tick
 	for i, name := range []string{"ack_latency_ms", "e2e_latency_ms", "connect_latency_ms"} {
@@ -234,45 +256,35 @@ func mqttSection(host string, s *outcome.Step) (_ template.HTML, full bool, _ er
 		series = append(series, sr)
 	}
 	if len(series) == 0 {
-		return "", false, nil
+		return "", nil
 	}
-	h, err := chart.Line{Title: host + ": MQTT latency percentiles", XName: "percentile", YName: "latency (ms)", XTicks: ticks, Series: series}.HTML()
-	return h, false, err
+	return chart.Line{Title: host + ": " + kind + " latency percentiles", XName: "percentile", YName: "latency (ms)", XTicks: ticks, Series: series}.HTML()
 }
 
-// iotdbSection is the IoTDB probe's report from the step's full result
-// (full true), else charts of the TPS and p95 per step the step carries.
-func iotdbSection(host string, s *outcome.Step) (_ template.HTML, full bool, _ error) {
-	if res, ok := decode[iotdb.Result](s.Result); ok && len(res.Steps) > 0 {
-		h, err := res.HTMLSection()
-		return h, true, err
-	}
-	// No full result: TPS and p95 per step as the step carries them.
-	var out []template.HTML
+// perStepCharts charts the step's TPS and p95 per concurrency step
+// (series tps, p95_ms); "" without them.
+func perStepCharts(host, kind string, s *outcome.Step) (template.HTML, error) {
+	var b strings.Builder
 	for _, c := range []struct{ name, title, unit string }{
-		{"tps", "IoTDB throughput per step", "throughput (operations/s)"},
-		{"p95_ms", "IoTDB p95 per step", "p95 response time (ms)"},
+		{"tps", "throughput per step", "throughput (operations/s)"},
+		{"p95_ms", "p95 per step", "p95 response time (ms)"},
 	} {
 		pts := sortedPoints(s.Series[c.name])
 		if len(pts) == 0 {
 			continue
 		}
-		l := chart.Line{Title: host + ": " + c.title, XName: "concurrency (workers)", YName: c.unit, Series: []chart.Series{{Name: c.name}}}
+		l := chart.Line{Title: host + ": " + kind + " " + c.title, XName: "concurrency (workers)", YName: c.unit, Series: []chart.Series{{Name: c.name}}}
 		for _, p := range pts {
 			l.Series[0].X, l.Series[0].Y = append(l.Series[0].X, p.X), append(l.Series[0].Y, p.Y)
 			l.XTicks = append(l.XTicks, chart.Tick{X: p.X, Label: fmt.Sprintf("%.0f", p.X)})
 		}
 		h, err := l.HTML()
 		if err != nil {
-			return "", false, err
+			return "", err
 		}
-		out = append(out, h)
-	}
-	var b strings.Builder
-	for _, h := range out {
 		b.WriteString(string(h))
 	}
-	return template.HTML(b.String()), false, nil
+	return template.HTML(b.String()), nil
 }
 
 func sortedPoints(pts []outcome.Point) []outcome.Point {
@@ -288,8 +300,12 @@ func percentileLabel(x float64) string {
 	return "p" + strings.TrimSuffix(strings.TrimSuffix(fmt.Sprintf("%.1f", x), "0"), ".")
 }
 
-var stepTitle = map[string]string{
-	outcome.StepTune: "Tune", outcome.StepPreflight: "Preflight", outcome.StepProbeMQTT: "MQTT probe", outcome.StepProbeIoTDB: "IoTDB probe",
+var stepTitle = map[string]string{outcome.StepTune: "Tune", outcome.StepPreflight: "Preflight"}
+
+func init() {
+	for _, p := range probes.All {
+		stepTitle[loadprobe.StepName(p.Name())] = p.Title()
+	}
 }
 
 var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{

@@ -50,8 +50,9 @@ func TestHTMLFullResults(t *testing.T) {
 	if run.Host != "lg-05" {
 		t.Fatalf("first row %s", run.Host)
 	}
-	res, ok := decode[mqtt.Result](run.Step(outcome.StepProbeMQTT).Result)
-	if !ok || len(res.Series) < 5 {
+	decoded, ok := decodeResult(mqtt.Probe, run.Step(outcome.StepProbeMQTT).Result)
+	res, _ := decoded.(*mqtt.Result)
+	if !ok || res == nil || len(res.Series) < 5 {
 		t.Fatalf("MQTT result not decoded: %v", ok)
 	}
 	section := page[strings.Index(page, `<section id="host-lg-05">`):]

@@ -141,7 +141,7 @@ func TestBadInput(t *testing.T) {
 		"testdata/no-host.json":     `no "host"`,
 		"testdata/bad-verdict.json": `verdict "OK"`,
 		"testdata/missing.json":     "missing.json",
-		// A real `probe iotdb --shard 1/2 -o json`: said "no host".
+		// A real `probe iotdb --shard 1/2 -o json`: named as one, not "no host".
 		"testdata/iotdb-shard-1of2.json": "a `hostprep probe iotdb` result of shard 1/2: IoTDB shard results are not merged",
 	} {
 		_, err := Merge([]string{"testdata/lg-01.json", file})

@@ -9,17 +9,17 @@ import (
 )
 
 // `hostprep probe iotdb` names every setting that has a flag by that
-// flag in the probe's messages (iotdbNames fills iotdb.Config.SettingNames),
+// flag in the probe's messages (iotdb.CommandNames fills iotdb.Config.SettingNames),
 // so its output keeps naming --pool-size, --call-timeout, ... now that
 // the library's own names are no flags; every flag it names is one the
 // command has, and the address is --node-urls when node URLs were given.
 func TestProbeIoTDBSettingNamesAreItsFlags(t *testing.T) {
-	flags := newProbeIoTDBCmd().Flags()
+	flags := newProbeCmd(iotdb.Probe).Flags()
 	token := regexp.MustCompile(`--[a-z][a-z0-9-]*`)
 	for _, nodes := range [][]string{nil, {"db1:6667"}} {
-		names := iotdbNames(&iotdb.Config{NodeURLs: nodes})
+		names := iotdb.CommandNames(&iotdb.Config{NodeURLs: nodes})
 		for _, k := range iotdb.SettingKeys() {
-			if f := iotdbFlag(k); f != "" && names[k] != "--"+f {
+			if f := iotdb.FlagOf(k); f != "" && names[k] != "--"+f {
 				t.Errorf("%s named %q, want --%s", k, names[k], f)
 			}
 		}

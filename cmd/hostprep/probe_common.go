@@ -12,12 +12,13 @@ import (
 	"github.com/hostprep/hostprep/internal/atomicfile"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/loadprobe"
 	"github.com/hostprep/hostprep/loadprobe/fleet"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/spf13/cobra"
 )
 
-// What the probe commands (probe mqtt, probe iotdb) share: the order of a
+// What every probe command (`hostprep probe NAME`) shares: the order of a
 // run (runProbe), where the password comes from, output files checked
 // before the load and written after it, and the exit code of a failed
 // verdict.
@@ -30,46 +31,14 @@ type probeFlags struct {
 	outs                         probeOutputs
 }
 
-// probeOutcome is a probe run as runProbe reports it.
-type probeOutcome struct {
-	// res is the run's result; nil when the run failed before measuring.
-	res probeResult
-	// stopReason points at the result's own stop-reason field.
-	stopReason *string
-	verdict    verdict.Status
-	checks     []verdict.Check
-}
-
-// probeSpec is what one probe command adds to runProbe. S is the type of
-// its profile section (profiles.MQTTProbe, profiles.IoTDBProbe).
-type probeSpec[S any] struct {
-	// name is the probe ("mqtt"): its profile section is probe.NAME, and
-	// a failed verdict reads "probe NAME: ... failed".
-	name        string
-	section     func(*profiles.Profile) *S
-	check       func(*profiles.Profile) error
-	passwordEnv string
-	// settle resolves the run's settings (built-in defaults, then sec,
-	// the profile's section or nil without --profile, then the flags given
-	// explicitly) with the parsed --shard and the password, and validates
-	// them; its errors are bad input (exit 2).
-	settle func(sec *S, shard fleet.Shard, password string) error
-	// run runs the load until it ends or ctx ends (Ctrl-C, SIGTERM),
-	// writing progress to stderr; again ends on a second Ctrl-C or
-	// SIGTERM (a probe that cleans up after the load stops waiting).
-	run func(ctx, again context.Context, stderr io.Writer) (probeOutcome, error)
-	// exitErr, when set, turns run's error (the report already states it)
-	// into the command's error.
-	exitErr func(error) error
-}
-
-// runProbe is the RunE of a probe command: it checks --output and
-// --shard, reads the profile's section and the password, lets spec settle
-// and validate the settings, fails on an unwritable --csv/--html before
-// loading the server, runs the load with Ctrl-C/SIGTERM ending it, writes
-// the result (also when the run was cut short: the report says
-// INCOMPLETE and why) and turns a failed verdict into exit 1.
-func runProbe[S any](cmd *cobra.Command, pf *probeFlags, spec probeSpec[S]) error {
+// runProbe is the RunE of `hostprep probe NAME`: it checks --output and
+// --shard, reads the profile's probe.NAME section and the password, lets
+// the probe's command resolve and validate the settings, fails on an
+// unwritable --csv/--html before loading the server, runs the load with
+// Ctrl-C/SIGTERM ending it, writes the result (also when the run was cut
+// short: the report says INCOMPLETE and why) and turns a failed verdict
+// into exit 1.
+func runProbe(cmd *cobra.Command, pf *probeFlags, p loadprobe.Probe, pc loadprobe.Command) error {
 	if err := checkOutput(pf.outs.Format, "text", "json"); err != nil {
 		return err
 	}
@@ -77,18 +46,20 @@ func runProbe[S any](cmd *cobra.Command, pf *probeFlags, spec probeSpec[S]) erro
 	if err != nil {
 		return err
 	}
-	sec, err := probeSection(pf.profile, "probe."+spec.name, spec.section, spec.check)
+	prof, err := probeProfile(pf.profile, p)
 	if err != nil {
 		return err
 	}
-	pw, err := probePassword(pf.passwordFile, spec.passwordEnv)
+	help := pc.Help()
+	pw, err := probePassword(pf.passwordFile, help.PasswordEnv)
 	if err != nil {
 		return err
 	}
 	if pf.passwordFile != "" && pw == "" {
 		return exitcode.BadInputf("--password-file %s is empty: put the password in it, or leave the flag out", pf.passwordFile)
 	}
-	if err := spec.settle(sec, shard, pw); err != nil {
+	run, err := pc.Resolve(prof, cmd.Flags().Changed, shard, pw)
+	if err != nil {
 		return err
 	}
 	if err := pf.outs.checkFiles(); err != nil {
@@ -96,19 +67,17 @@ func runProbe[S any](cmd *cobra.Command, pf *probeFlags, spec probeSpec[S]) erro
 	}
 	ctx, again, stop := interrupts(cmd.Context())
 	defer stop()
-	out, runErr := spec.run(ctx, again, cmd.ErrOrStderr())
-	if out.res != nil {
-		if err := pf.outs.write(cmd.OutOrStdout(), out.res, out.stopReason, runErr); err != nil {
+	res, runErr := run.Run(ctx, loadprobe.Env{Progress: cmd.ErrOrStderr(), TTY: stderrIsTTY(), Again: again})
+	if res != nil {
+		if err := pf.outs.write(cmd.OutOrStdout(), res, runErr); err != nil {
 			return err
 		}
 	}
 	if runErr != nil {
-		if spec.exitErr != nil {
-			return spec.exitErr(runErr)
-		}
 		return runErr
 	}
-	return probeVerdictErr(spec.name, out.verdict, out.checks)
+	v, checks := res.Judged()
+	return probeVerdictErr(p.Name(), v, checks)
 }
 
 // interrupts returns ctx, ended by the first Ctrl-C or SIGTERM (or
@@ -142,28 +111,26 @@ func interrupts(parent context.Context) (ctx, again context.Context, stop func()
 	}
 }
 
-// probeSection returns the probe's section (section picks it, nil when
-// absent) of the profile --profile names (ref: built-in name or file),
-// once check (the probe's CheckProfile) accepts the profile; nil without
-// ref. A profile without the section is bad input (exit 2) naming name
-// (probe.mqtt), a bad value in it is check's error at the value's
+// probeProfile is the profile --profile names (ref: built-in name or
+// file), once the probe accepts it (CheckProfile); nil without ref. A
+// profile without the probe's section is bad input (exit 2) naming
+// probe.NAME; a bad value in it is CheckProfile's error at the value's
 // file:line:col.
-func probeSection[S any](ref, name string, section func(*profiles.Profile) *S, check func(*profiles.Profile) error) (*S, error) {
+func probeProfile(ref string, p loadprobe.Probe) (*profiles.Profile, error) {
 	if ref == "" {
 		return nil, nil
 	}
-	p, err := profiles.Load(ref, nil)
+	prof, err := profiles.Load(ref, nil)
 	if err != nil {
 		return nil, err
 	}
-	sec := section(p)
-	if sec == nil {
-		return nil, exitcode.BadInputf("--profile %s has no %s section: add one, or leave --profile out and pass the load as flags", ref, name)
+	if !p.InProfile(prof) {
+		return nil, exitcode.BadInputf("--profile %s has no probe.%s section: add one, or leave --profile out and pass the load as flags", ref, p.Name())
 	}
-	if err := check(p); err != nil {
+	if err := p.CheckProfile(prof); err != nil {
 		return nil, err
 	}
-	return sec, nil
+	return prof, nil
 }
 
 // probePassword returns the password from file (its content without the
@@ -200,19 +167,12 @@ func (o probeOutputs) checkFiles() error {
 	return atomicfile.CheckAll(atomicfile.Out{Flag: "--csv", Path: o.CSV}, atomicfile.Out{Flag: "--html", Path: o.HTML})
 }
 
-// probeResult is a probe run's result as the probe commands print it.
-type probeResult interface {
-	WriteText(io.Writer) error
-	WriteCSV(io.Writer) error
-	WriteHTML(io.Writer) error
-}
-
 // write prints res on out (text, or indented JSON), then writes the --csv
-// and --html files (writeReportFile). When the run ended with runErr and
-// *stopReason (the result's own field) is empty, runErr becomes the stop
-// reason before the HTML is written, so that report says INCOMPLETE and
-// why. Errors are out's, or the files' (exit 3).
-func (o probeOutputs) write(out io.Writer, res probeResult, stopReason *string, runErr error) error {
+// and --html files (writeReportFile). When the run ended with runErr, it
+// becomes the result's reason for stopping early (unless the result has
+// one: Result.MarkIncomplete) before the HTML is written, so that report
+// says INCOMPLETE and why. Errors are out's, or the files' (exit 3).
+func (o probeOutputs) write(out io.Writer, res loadprobe.Result, runErr error) error {
 	var err error
 	if o.Format == "json" {
 		err = writeJSON(out, res)
@@ -225,8 +185,8 @@ func (o probeOutputs) write(out io.Writer, res probeResult, stopReason *string, 
 	if err := writeReportFile(o.CSV, "--csv", res.WriteCSV); err != nil {
 		return err
 	}
-	if runErr != nil && *stopReason == "" {
-		*stopReason = runErr.Error() // the report says INCOMPLETE and why
+	if runErr != nil {
+		res.MarkIncomplete(runErr.Error()) // the report says INCOMPLETE and why
 	}
 	return writeReportFile(o.HTML, "--html", res.WriteHTML)
 }

@@ -19,7 +19,7 @@ import (
 // take it from the command line: a new Config setting without a flag
 // fails here.
 func TestProbeMQTTOffersEverySetting(t *testing.T) {
-	cmd := newProbeMQTTCmd()
+	cmd := newProbeCmd(mqtt.Probe)
 	for _, name := range mqtt.Settings() {
 		if cmd.Flags().Lookup(name) == nil {
 			t.Errorf("mqtt.Config setting %q has no --%s flag on `hostprep probe mqtt`", name, name)
@@ -73,5 +73,30 @@ func TestEmptyPasswordFileRefusedByBothProbes(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, "--password-file "+empty+" is empty") {
 			t.Errorf("probe %s with an empty password file: exit %d, %q; want exit 2 saying it is empty", probe, code, stderr)
 		}
+	}
+}
+
+// Field case probe/bound-source-remedy: more clients than one bound
+// --source-ips address has ports for are refused before any connect
+// (exit 3), counting ports per source address (bind(src, 0) holds the port
+// whatever the destination) and offering only fixes that work for the
+// probe: more --source-ips, or a wider range; never more destinations
+// (the probe has one broker).
+func TestProbeMQTTPortsPerBoundSource(t *testing.T) {
+	sb := testenv.NewSandbox(t)
+	if _, errOut, code := sb.Run("sh", "-c", "echo '40000 40999' > /proc/sys/net/ipv4/ip_local_port_range"); code != 0 {
+		t.Fatalf("narrow the sandbox's port range: %s", errOut)
+	}
+	_, errOut, code := sb.Hostprep("probe", "mqtt", "--clients", "1500", "--conn-rate", "1000", "--source-ips", "127.0.0.2", "--duration", "3s")
+	if code != 3 {
+		t.Fatalf("exit %d, want 3 (refused before connecting):\n%s", code, errOut)
+	}
+	for _, want := range []string{"1000 ports per source address", "40000-40999", "x 1 source address", "--source-ips", "2 or more source addresses"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("want %q in:\n%s", want, errOut)
+		}
+	}
+	if strings.Contains(errOut, "destination endpoint") {
+		t.Errorf("suggests more destinations, which a bound client and one broker cannot use:\n%s", errOut)
 	}
 }

@@ -7,8 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
-	"github.com/hostprep/hostprep/loadprobe/iotdb"
-	"github.com/hostprep/hostprep/loadprobe/mqtt"
+	"github.com/hostprep/hostprep/loadprobe/probes"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/hostprep/hostprep/tune"
 	"github.com/spf13/cobra"
@@ -199,7 +198,7 @@ kernel, the host's fs.nr_open, listening ports) are done by
 
 // validateProfiles loads and checks each profile ref (a file or a
 // built-in name) with sets applied: the profile's own rules, then the
-// probes' (mqtt.CheckProfile, iotdb.CheckProfile). It returns a result per
+// probes' (each registered probe's CheckProfile). It returns a result per
 // ref and every problem found, one line each, in order.
 func validateProfiles(refs, sets []string) ([]validateResult, []string) {
 	var results []validateResult
@@ -207,11 +206,10 @@ func validateProfiles(refs, sets []string) ([]validateResult, []string) {
 	for _, ref := range refs {
 		r := validateResult{File: ref}
 		p, err := profiles.Load(ref, sets)
-		if err == nil {
-			err = mqtt.CheckProfile(p)
-		}
-		if err == nil {
-			err = iotdb.CheckProfile(p)
+		for _, pr := range probes.All {
+			if err == nil {
+				err = pr.CheckProfile(p)
+			}
 		}
 		if err == nil {
 			r.Kernel, r.Notes, err = tune.JudgeProfile(p)

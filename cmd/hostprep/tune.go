@@ -17,6 +17,7 @@ import (
 	"github.com/hostprep/hostprep/tune"
 	"github.com/hostprep/hostprep/tune/journal"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // tuneFlags are the flags the tune subcommands share.
@@ -158,10 +159,10 @@ func writeJSONResult(w io.Writer, v any, err error) error {
 	return writeJSON(w, m)
 }
 
-// writeResult prints res, the result of an apply or rollback that ended
-// with err, on w: with writeText, or with --output json as one object
-// that carries err too (writeJSONResult). It returns err, or the write's
-// error when err is nil.
+// writeResult prints res, the result of a tune subcommand that ended
+// with err (nil: none), on w: with writeText, or with --output json as
+// one object that carries err too (writeJSONResult). It returns err, or
+// the write's error when err is nil.
 func (f *tuneFlags) writeResult(w io.Writer, res any, err error, writeText func(io.Writer) error) error {
 	var werr error
 	if f.output == "json" {
@@ -249,14 +250,57 @@ Systemd drop-ins are written when systemd runs (/run/systemd/system), when
 	})
 }
 
-func tunePlanCmd() *cobra.Command {
+// tuneCommand is one tune subcommand: its help, the shared flags it takes
+// and what it runs. build makes the cobra command: no arguments, the
+// shared flags (tuneFlags.common; locking; processes), then its own
+// (flags), and run wrapped by jsonErrors.
+type tuneCommand struct {
+	use, short, long, example string
+	// profile: --profile and --set; lock: --lock and --lock-wait (the
+	// verbs that write), checked before run; raise and how, when raise is
+	// set: --pid, --service and --persist-name (tuneFlags.processes).
+	profile, lock bool
+	raise, how    string
+	// flags declares the subcommand's own flags (nil: none).
+	flags func(fl *pflag.FlagSet, f *tuneFlags)
+	run   func(cmd *cobra.Command, f *tuneFlags) error
+}
+
+func (t tuneCommand) build() *cobra.Command {
 	f := &tuneFlags{}
 	c := &cobra.Command{
-		Use:     "plan --profile P",
-		Short:   "Show what apply would change, key by key and file by file (no root needed)",
-		Example: "  hostprep tune plan --profile sys-tune\n  hostprep tune plan --profile ./broker.yaml --set net.core.somaxconn=65535 --output json",
-		Args:    cobra.NoArgs,
+		Use: t.use, Short: t.short, Long: t.long, Example: t.example,
+		Args: cobra.NoArgs,
 		RunE: jsonErrors(f, func(cmd *cobra.Command, args []string) error {
+			if t.lock {
+				if err := f.checkLockWait(); err != nil {
+					return err
+				}
+			}
+			return t.run(cmd, f)
+		}),
+	}
+	f.common(c, t.profile, true)
+	if t.lock {
+		f.locking(c)
+	}
+	if t.raise != "" {
+		f.processes(c, t.raise, t.how)
+	}
+	if t.flags != nil {
+		t.flags(c.Flags(), f)
+	}
+	return c
+}
+
+func tunePlanCmd() *cobra.Command {
+	return tuneCommand{
+		use:     "plan --profile P",
+		short:   "Show what apply would change, key by key and file by file (no root needed)",
+		example: "  hostprep tune plan --profile sys-tune\n  hostprep tune plan --profile ./broker.yaml --set net.core.somaxconn=65535 --output json",
+		profile: true, raise: "also plan raising",
+		flags: func(fl *pflag.FlagSet, f *tuneFlags) { f.verifyFlags(fl) },
+		run: func(cmd *cobra.Command, f *tuneFlags) error {
 			p, opts, err := f.planInput()
 			if err != nil {
 				return err
@@ -265,31 +309,21 @@ func tunePlanCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if f.output == "json" {
-				return writeJSON(cmd.OutOrStdout(), pl.Report())
-			}
-			return pl.WriteText(cmd.OutOrStdout(), "plan")
-		}),
-	}
-	f.common(c, true, true)
-	f.processes(c, "also plan raising", "")
-	f.verifyFlags(c)
-	return c
+			return f.writeResult(cmd.OutOrStdout(), pl.Report(), nil, func(w io.Writer) error { return pl.WriteText(w, "plan") })
+		},
+	}.build()
 }
 
 func tuneApplyCmd() *cobra.Command {
-	f := &tuneFlags{}
-	c := &cobra.Command{
-		Use:   "apply --profile P",
-		Short: "Apply a profile (root): runtime sysctls, owned files, optional prlimit of running processes",
-		Example: "  sudo hostprep tune apply --profile sys-tune\n" +
+	return tuneCommand{
+		use:   "apply --profile P",
+		short: "Apply a profile (root): runtime sysctls, owned files, optional prlimit of running processes",
+		example: "  sudo hostprep tune apply --profile sys-tune\n" +
 			"  sudo hostprep tune apply --profile mqtt-broker-1m --service emqx --output json\n" +
 			"  hostprep tune apply --profile sys-tune --root /srv/image   # image build: files only",
-		Args: cobra.NoArgs,
-		RunE: jsonErrors(f, func(cmd *cobra.Command, args []string) error {
-			if err := f.checkLockWait(); err != nil {
-				return err
-			}
+		profile: true, lock: true, raise: "also raise", how: " with prlimit",
+		flags: func(fl *pflag.FlagSet, f *tuneFlags) { f.verifyFlags(fl) },
+		run: func(cmd *cobra.Command, f *tuneFlags) error {
 			p, opts, err := f.planInput()
 			if err != nil {
 				return err
@@ -299,21 +333,15 @@ func tuneApplyCmd() *cobra.Command {
 				return err
 			}
 			return f.writeResult(cmd.OutOrStdout(), res, err, func(w io.Writer) error { return res.WriteText(w, "apply") })
-		}),
-	}
-	f.common(c, true, true)
-	f.locking(c)
-	f.processes(c, "also raise", " with prlimit")
-	f.verifyFlags(c)
-	return c
+		},
+	}.build()
 }
 
 func tuneRollbackCmd() *cobra.Command {
-	f := &tuneFlags{}
-	c := &cobra.Command{
-		Use:   "rollback",
-		Short: "Restore the host to what it was before the first apply (root)",
-		Long: `rollback restores every runtime value and owned file recorded in the journal
+	return tuneCommand{
+		use:   "rollback",
+		short: "Restore the host to what it was before the first apply (root)",
+		long: `rollback restores every runtime value and owned file recorded in the journal
 to its state before the first hostprep apply, however many applies came since,
 and removes the journal. A key or file someone else changed after hostprep set
 it is left alone and listed (exit 0). With nothing applied it does nothing.
@@ -323,55 +351,38 @@ left behind (edited after hostprep wrote it) sets a hard nofile above the
 original fs.nr_open or fs.file-max, that key keeps its value ("kept" in the
 output, with the file that needs it) and both stay in the journal; fix or
 remove the file and run rollback again to finish.`,
-		Example: "  sudo hostprep tune rollback\n  hostprep tune rollback --root /srv/image --output json",
-		Args:    cobra.NoArgs,
-		RunE: jsonErrors(f, func(cmd *cobra.Command, args []string) error {
-			if err := f.checkLockWait(); err != nil {
-				return err
-			}
+		example: "  sudo hostprep tune rollback\n  hostprep tune rollback --root /srv/image --output json",
+		lock:    true,
+		run: func(cmd *cobra.Command, f *tuneFlags) error {
 			res, err := tune.Rollback(cmd.Context(), f.env())
 			if res == nil {
 				return err
 			}
 			return f.writeResult(cmd.OutOrStdout(), res, err, res.WriteText)
-		}),
-	}
-	f.common(c, false, true)
-	f.locking(c)
-	return c
+		},
+	}.build()
 }
 
 func tuneStatusCmd() *cobra.Command {
-	f := &tuneFlags{}
-	c := &cobra.Command{
-		Use:     "status",
-		Short:   "Show what hostprep applied (from the journal) and the live values",
-		Example: "  sudo hostprep tune status\n  sudo hostprep tune status --output json",
-		Args:    cobra.NoArgs,
-		RunE: jsonErrors(f, func(cmd *cobra.Command, args []string) error {
+	return tuneCommand{
+		use:     "status",
+		short:   "Show what hostprep applied (from the journal) and the live values",
+		example: "  sudo hostprep tune status\n  sudo hostprep tune status --output json",
+		run: func(cmd *cobra.Command, f *tuneFlags) error {
 			st, err := tune.StatusOf(f.env())
 			if err != nil {
 				return err
 			}
-			if f.output == "json" {
-				return writeJSONResult(cmd.OutOrStdout(), st, st.Err())
-			}
-			if err := st.WriteText(cmd.OutOrStdout()); err != nil {
-				return err
-			}
-			return st.Err()
-		}),
-	}
-	f.common(c, false, true)
-	return c
+			return f.writeResult(cmd.OutOrStdout(), st, st.Err(), st.WriteText)
+		},
+	}.build()
 }
 
 func tuneVerifyCmd() *cobra.Command {
-	f := &tuneFlags{}
-	c := &cobra.Command{
-		Use:   "verify [--profile P]",
-		Short: "Check the live host still matches what hostprep applied (drift: exit 1)",
-		Long: `verify compares every key and file in the journal with the live host; with
+	return tuneCommand{
+		use:   "verify [--profile P]",
+		short: "Check the live host still matches what hostprep applied (drift: exit 1)",
+		long: `verify compares every key and file in the journal with the live host; with
 --profile it also requires that the profile plans no change. Drift exits 1.
 
 With --boot it instead compares every key and limit hostprep persisted with
@@ -379,9 +390,13 @@ what the host will have after its next boot, reading sysctl.d, limits.d and
 systemd configuration the way systemd-sysctl (or sysctl --system),
 pam_limits and systemd do; a key another file wins at boot exits 1, naming
 that file and line.`,
-		Example: "  sudo hostprep tune verify\n  sudo hostprep tune verify --profile sys-tune --output json\n  sudo hostprep tune verify --boot",
-		Args:    cobra.NoArgs,
-		RunE: jsonErrors(f, func(cmd *cobra.Command, args []string) error {
+		example: "  sudo hostprep tune verify\n  sudo hostprep tune verify --profile sys-tune --output json\n  sudo hostprep tune verify --boot",
+		profile: true,
+		flags: func(fl *pflag.FlagSet, f *tuneFlags) {
+			fl.BoolVar(&f.boot, "boot", false, "check the values the host will have after its next boot instead of the live ones")
+			fl.StringVar(&f.textfile, "textfile", "", "write "+tune.TextfileName+" (hostprep_tune_drift{key,wanted,live,writer}) into this node_exporter textfile directory, print one line per drifted item and keep the result for tune status (what hostprep-verify.service runs)")
+		},
+		run: func(cmd *cobra.Command, f *tuneFlags) error {
 			if f.boot {
 				if f.profile != "" {
 					return exitcode.BadInputf("--boot checks what hostprep applied (the journal); drop --profile")
@@ -393,16 +408,7 @@ that file and line.`,
 				if bs == nil {
 					return verr
 				}
-				if f.output == "json" {
-					if err := writeJSONResult(cmd.OutOrStdout(), bs, verr); err != nil {
-						return err
-					}
-					return verr
-				}
-				if err := bs.WriteText(cmd.OutOrStdout()); err != nil {
-					return err
-				}
-				return verr
+				return f.writeResult(cmd.OutOrStdout(), bs, verr, bs.WriteText)
 			}
 			p, err := f.load(false)
 			if err != nil {
@@ -412,49 +418,35 @@ that file and line.`,
 			if st == nil {
 				return verr
 			}
-			w := cmd.OutOrStdout()
 			if f.textfile != "" {
-				if err := tune.WriteVerifyResults(f.env(), st, f.textfile, w); err != nil {
+				if err := tune.WriteVerifyResults(f.env(), st, f.textfile, cmd.OutOrStdout()); err != nil {
 					return err
 				}
 				return verr
 			}
-			if f.output == "json" {
-				out := struct {
-					*tune.Status
-					Pending []tune.Change `json:"pending,omitempty"`
-				}{Status: st}
-				if pl != nil {
-					out.Pending = pl.Changes
-				}
-				if err := writeJSONResult(w, out, verr); err != nil {
+			out := struct {
+				*tune.Status
+				Pending []tune.Change `json:"pending,omitempty"`
+			}{Status: st}
+			if pl != nil {
+				out.Pending = pl.Changes
+			}
+			return f.writeResult(cmd.OutOrStdout(), out, verr, func(w io.Writer) error {
+				if err := st.WriteText(w); err != nil || pl == nil || !pl.Changed {
 					return err
 				}
-				return verr
-			}
-			if err := st.WriteText(w); err != nil {
-				return err
-			}
-			if pl != nil && pl.Changed {
-				if err := pl.WriteText(w, "plan"); err != nil {
-					return err
-				}
-			}
-			return verr
-		}),
-	}
-	f.common(c, true, true)
-	c.Flags().BoolVar(&f.boot, "boot", false, "check the values the host will have after its next boot instead of the live ones")
-	c.Flags().StringVar(&f.textfile, "textfile", "", "write "+tune.TextfileName+" (hostprep_tune_drift{key,wanted,live,writer}) into this node_exporter textfile directory, print one line per drifted item and keep the result for tune status (what hostprep-verify.service runs)")
-	return c
+				return pl.WriteText(w, "plan")
+			})
+		},
+	}.build()
 }
 
 // verifyFlags declares the flags of hostprep-verify.service that plan and
 // apply share.
-func (f *tuneFlags) verifyFlags(c *cobra.Command) {
-	c.Flags().BoolVar(&f.verifyAtBoot, "verify-at-boot", false, "also install hostprep-verify.service and its timer: `tune verify` after every boot and periodically, drift to node_exporter's textfile directory and the journal (docs/verify-at-boot.md); rollback removes them")
-	c.Flags().StringVar(&f.textfileDir, "verify-textfile-dir", tune.DefaultTextfileDir, "with --verify-at-boot: node_exporter's textfile directory the unit writes "+tune.TextfileName+" into")
-	c.Flags().StringVar(&f.verifyEvery, "verify-every", tune.DefaultVerifyEvery, "with --verify-at-boot: the timer's period (systemd time span: 30min, 1h, 1d)")
+func (f *tuneFlags) verifyFlags(fl *pflag.FlagSet) {
+	fl.BoolVar(&f.verifyAtBoot, "verify-at-boot", false, "also install hostprep-verify.service and its timer: `tune verify` after every boot and periodically, drift to node_exporter's textfile directory and the journal (docs/verify-at-boot.md); rollback removes them")
+	fl.StringVar(&f.textfileDir, "verify-textfile-dir", tune.DefaultTextfileDir, "with --verify-at-boot: node_exporter's textfile directory the unit writes "+tune.TextfileName+" into")
+	fl.StringVar(&f.verifyEvery, "verify-every", tune.DefaultVerifyEvery, "with --verify-at-boot: the timer's period (systemd time span: 30min, 1h, 1d)")
 }
 
 // verifyUnit is the hostprep-verify.service --verify-at-boot installs:

@@ -8,10 +8,9 @@ import (
 	"github.com/hostprep/hostprep/loadprobe/latency"
 )
 
-// Every format lists the same parts of a step's censored latencies: the
-// HTML cell used to show "401 (393 never started, 4 cut)" where the
-// text said "4 operations failed without an answer, 393 ..., 4 ...",
-// leaving the failures without an answer out.
+// Every format lists the same parts of a step's censored latencies:
+// failures without an answer, operations never started, operations cut;
+// the HTML cell leaves none of them out where the text names it.
 func TestCensoredPartsAlikeInEveryFormat(t *testing.T) {
 	st := Step{Workers: 2, Ops: 1000, OK: 996, Errors: 4, ErrorsByClass: map[string]int64{ClassDeadline: 4},
 		Missed: 393, Cut: 4, Partial: true, Latency: latency.Summary{Count: 1401, Censored: 401}}

@@ -42,10 +42,9 @@ func cleanupHangConfig(t *testing.T, runID string, hang time.Duration) (Config, 
 }
 
 // An interrupt during the clean-up, after every step ran to its end,
-// used to turn the run into "FAIL, exit 3: 1 of 1 step ran to the end;
-// the results are partial": the measurement is complete, so the verdict
-// stands on the steps, the clean-up (which goes on) finishes, and the
-// run says it was interrupted during the clean-up.
+// leaves a complete measurement: the verdict stands on the steps (never
+// "the results are partial"), the clean-up (which goes on) finishes, and
+// the run says it was interrupted during the clean-up.
 func TestInterruptDuringCleanupKeepsTheVerdictOnRealIoTDB(t *testing.T) {
 	cfg, ctx, _ := cleanupHangConfig(t, "cleanupint", 2*time.Second)
 	res, err := Run(ctx, cfg)
@@ -64,8 +63,8 @@ func TestInterruptDuringCleanupKeepsTheVerdictOnRealIoTDB(t *testing.T) {
 	}
 }
 
-// A second interrupt stops the clean-up's wait on a hung server (it was
-// silently ignored, for up to a minute): Run returns at once, with exit 3
+// A second interrupt stops the clean-up's wait on a hung server (never
+// ignored for the wait's minute): Run returns at once, with exit 3
 // saying the clean-up was interrupted, the verdict standing, and the
 // database reported as possibly left — not as kept (that is --keep) —
 // and the node that served the whole run not listed as unreachable.
@@ -109,7 +108,7 @@ func TestSecondInterruptStopsTheCleanupOnRealIoTDB(t *testing.T) {
 }
 
 // A run interrupted in its warm-up has measured no step: its JSON says
-// "steps": [] (it said null), and its error says "interrupted", not
+// "steps": [] (never null), and its error says "interrupted", not
 // "context canceled".
 func TestInterruptInWarmupGivesEmptyStepsOnRealIoTDB(t *testing.T) {
 	cfg := realConfig(t, ScenarioWrite)

@@ -11,9 +11,9 @@ import (
 )
 
 // Errors about the database say what is wrong: a user without privileges
-// is told so (SHOW DATABASES hides the database from it; it used to read
-// "no such database" for one that exists), a kept run id's database is
-// named as already existing (it used to blame the user's right to create
+// is told so (SHOW DATABASES hides the database from it, so it must not
+// read "no such database" for one that exists), a kept run id's database
+// is named as already existing (not as the user's right to create
 // databases), and an unreachable --node-urls names that setting, with no
 // developer script in the text.
 func TestDatabaseErrorsPointTheRightWay(t *testing.T) {

@@ -1,7 +1,7 @@
 package iotdb
 
 // probeFlags is the SettingNames `hostprep probe iotdb` gives a run of c
-// (cmd/hostprep iotdbNames, whose own test checks that every name is one
+// (CommandNames, whose test in cmd/hostprep checks that every name is one
 // of its flags), for the settings these tests' messages name, so that
 // they read as that command prints them. The library's own names
 // (SettingName) are no flags.

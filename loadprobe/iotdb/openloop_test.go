@@ -60,8 +60,8 @@ func openLoopConfig(t *testing.T, addr string, rate float64, dur time.Duration) 
 }
 
 // An open-loop step lasts its duration: TPS is operations over
-// --step-duration (3 operations at 1/s in 3 s is 1 TPS; the step ended at
-// the last start, 2 s, and said 1.5 TPS, passing a --min-tps 1.4).
+// --step-duration (3 operations at 1/s in 3 s is 1 TPS, not 1.5 TPS over
+// the 2 s to the last start, which would pass a --min-tps 1.4).
 func TestOpenLoopStepLastsItsDurationOnRealIoTDB(t *testing.T) {
 	base := realConfig(t, ScenarioWrite)
 	cfg := openLoopConfig(t, base.addr(), 1, 3*time.Second)

@@ -10,7 +10,7 @@ import (
 
 // A probe.iotdb key left out means the probe's default; a key written as
 // 0 is kept and refused by the probe's own Validate, named at the
-// profile's file:line:col (it used to become the default silently).
+// profile's file:line:col (never silently replaced by the default).
 func TestProfileKeysOmittedDefaultExplicitRefused(t *testing.T) {
 	p, err := profiles.Parse("p.yaml", []byte("probe:\n  iotdb:\n    steps: [2]\n"))
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 )
 
 // readyLikeNames is a SettingNames map shaped like the one `hostprep
-// ready` gives (ready.iotdbNames with --iotdb given): its own flags for
+// ready` gives (readyNames, which Probe.Ready uses, with --iotdb given): its own flags for
 // the address, user and password, --output json, the library's default
 // (probe.iotdb.<key>) for profile keys, and a probe-only setting named as
 // such.

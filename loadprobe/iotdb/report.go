@@ -5,13 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/hostprep/hostprep/internal/plural"
+	"github.com/hostprep/hostprep/loadprobe/counts"
 )
 
 // WriteText prints the result as the reference test's table, one row per
@@ -192,11 +191,7 @@ func codeSummary(codes map[string]int64) string {
 	if len(codes) == 0 {
 		return ""
 	}
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(codes)) {
-		parts = append(parts, fmt.Sprintf("%s x%d", k, codes[k]))
-	}
-	return " (status codes: " + strings.Join(parts, ", ") + ")"
+	return " (status codes: " + counts.List(codes, "%s x%d") + ")"
 }
 
 // WriteJSON writes the result as indented JSON.

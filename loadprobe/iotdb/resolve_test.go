@@ -177,8 +177,8 @@ func TestResolveOrder(t *testing.T) {
 
 // The error-rate threshold left out is DefaultMaxErrorRate on every path:
 // probe iotdb with and without a profile (base Defaults) and ready with
-// the profile's section (base empty) or its own probe. A profile used to
-// be judged at 1% by probe iotdb and not at all by ready.
+// the profile's section (base empty) or its own probe: one profile is
+// judged alike by probe iotdb and by ready.
 func TestResolveDefaultErrorRateOnEveryPath(t *testing.T) {
 	sec := &profiles.IoTDBProbe{Steps: []int{2}}
 	for name, base := range map[string]*Config{"probe iotdb": &Defaults, "ready": {}, "ready's own probe": {Steps: []int{2, 4, 8}}} {

@@ -111,6 +111,10 @@ type Result struct {
 	// against workers, wait-timeout hits, error classes and status codes
 	// pointing at server settings); empty when nothing stood out.
 	Suggestions []Suggestion `json:"suggestions,omitempty"`
+
+	// targetStep is the worker count the run was judged at (0: the
+	// last step), as Job.Run ran it; Headline reads it.
+	targetStep int
 }
 
 // Suggestion is one tuning hint: the setting concerned, what the run

@@ -13,10 +13,9 @@ import (
 
 // An open loop whose workers cannot keep its schedule (2 workers at
 // 50,000 operations/s each against a real IoTDB: a worker runs one
-// operation at a time, and no write answers in 20 µs) used to PASS with
-// bound "-" (the tester's 5,000/s on a busy host: 21% never started): it
-// measured less than the load asked. iotdb.schedule fails, the step is bound by
-// its workers with the fix, and the knee leaves it out.
+// operation at a time, and no write answers in 20 µs) measures less than
+// the load asked, so it must not pass: iotdb.schedule fails, the step is
+// bound by its workers with the fix, and the knee leaves it out.
 func TestOpenLoopBehindScheduleFailsOnRealIoTDB(t *testing.T) {
 	base := realConfig(t, ScenarioWrite)
 	cfg := openLoopConfig(t, base.addr(), 50000, 2*time.Second)

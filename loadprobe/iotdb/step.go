@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hostprep/hostprep/loadprobe/counts"
 	"github.com/hostprep/hostprep/loadprobe/latency"
 	"github.com/hostprep/hostprep/loadprobe/pacer"
 )
@@ -483,20 +484,11 @@ func mergeStats(n int, stats []*workerStats, scenario string, elapsed time.Durat
 	lat := latency.New()
 	for _, st := range stats {
 		lat.Merge(st.lat)
-		out.OK += st.ok
-		out.Errors += st.errs
-		out.Reads += st.reads
-		out.Writes += st.writes
-		out.Points += st.points
-		out.Redirects += st.redirects
-		out.Missed += st.missed
-		out.Cut += st.cuts
-		for k, v := range st.byClass {
-			out.ErrorsByClass[k] += v
-		}
-		for k, v := range st.codes {
-			out.StatusCodes[k] += v
-		}
+		counts.Sum([2]*int64{&out.OK, &st.ok}, [2]*int64{&out.Errors, &st.errs}, [2]*int64{&out.Reads, &st.reads},
+			[2]*int64{&out.Writes, &st.writes}, [2]*int64{&out.Points, &st.points}, [2]*int64{&out.Redirects, &st.redirects},
+			[2]*int64{&out.Missed, &st.missed}, [2]*int64{&out.Cut, &st.cuts})
+		out.ErrorsByClass = counts.Add(out.ErrorsByClass, st.byClass)
+		out.StatusCodes = counts.Add(out.StatusCodes, st.codes)
 		for k, v := range st.samples {
 			if _, ok := out.ErrorSamples[k]; !ok {
 				out.ErrorSamples[k] = v

@@ -8,8 +8,8 @@ import (
 )
 
 // docs/profiles.md states the thresholds a probe.mqtt section without
-// them is judged against, as DefaultThresholds has them (it used to say
-// "Thresholds left out are not checked").
+// them is judged against, as DefaultThresholds has them (never that
+// thresholds left out are not checked).
 func TestDocStatesDefaultThresholds(t *testing.T) {
 	b, err := os.ReadFile("../../docs/profiles.md")
 	if err != nil {

@@ -63,7 +63,7 @@ func checkCounts(t *testing.T, res *Result) {
 		t.Errorf("negative count: %+v", m)
 	}
 	// Every publish is in the ack and end-to-end histograms: acked or
-	// delivered ones at their latency, the rest censored (issue 12),
+	// delivered ones at their latency, the rest censored,
 	// those still in flight at an interrupt too (at their wait).
 	if l := res.Latency; res.Config.QoS > 0 && l.Ack.Count+l.WarmupAck.Count != m.Published-other {
 		t.Errorf("ack histograms hold %d + %d values, want one per publish (%d) but those answered with another flow (%d)", l.Ack.Count, l.WarmupAck.Count, m.Published, other)

@@ -148,7 +148,7 @@ func TestDeliveryCheck(t *testing.T) {
 
 // A second in which the broker acked or delivered nothing (stopped with
 // SIGSTOP) has no latency: the CSV leaves its p95 empty and the JSON has
-// null, where both said 0.000 ms, an instant answer; a decoded null is 0.
+// null, never 0.000 ms (an instant answer); a decoded null is 0.
 func TestSecondWithoutSampleHasNoLatency(t *testing.T) {
 	res := &Result{Series: []Second{{T: 4, Published: 50, Acked: 50, Received: 50, AckP95: 1.5, E2EP95: 2.5}, {T: 5, Published: 50}}}
 	var csvOut strings.Builder

@@ -14,6 +14,7 @@ import (
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/loadprobe/counts"
 	"github.com/hostprep/hostprep/loadprobe/latency"
 )
 
@@ -204,18 +205,13 @@ func (m *Result) add(s *Result, hists *[5]*latency.Recorder) error {
 		hists[i].Merge(r)
 	}
 	c, sc := &m.Connects, s.Connects
-	c.Target += sc.Target
-	c.OK += sc.OK
-	c.Failed += sc.Failed
-	c.NotStarted += sc.NotStarted
-	c.Canceled += sc.Canceled
-	c.StartedLate += sc.StartedLate
-	c.Lost += sc.Lost
-	c.Subscribers += sc.Subscribers
-	c.SubscribersLost += sc.SubscribersLost
-	c.FailedBy = addCounts(c.FailedBy, sc.FailedBy)
-	c.LostBy = addCounts(c.LostBy, sc.LostBy)
-	c.SubscribersLostBy = addCounts(c.SubscribersLostBy, sc.SubscribersLostBy)
+	counts.Sum([2]*int{&c.Target, &sc.Target}, [2]*int{&c.Subscribers, &sc.Subscribers})
+	counts.Sum([2]*int64{&c.OK, &sc.OK}, [2]*int64{&c.Failed, &sc.Failed}, [2]*int64{&c.NotStarted, &sc.NotStarted},
+		[2]*int64{&c.Canceled, &sc.Canceled}, [2]*int64{&c.StartedLate, &sc.StartedLate}, [2]*int64{&c.Lost, &sc.Lost},
+		[2]*int64{&c.SubscribersLost, &sc.SubscribersLost})
+	c.FailedBy = counts.Add(c.FailedBy, sc.FailedBy)
+	c.LostBy = counts.Add(c.LostBy, sc.LostBy)
+	c.SubscribersLostBy = counts.Add(c.SubscribersLostBy, sc.SubscribersLostBy)
 	// A shard result of an older hostprep counted the clients it never
 	// started as failed ("not_attempted"): they are NotStarted.
 	if v := c.FailedBy["not_attempted"]; v > 0 {
@@ -224,20 +220,16 @@ func (m *Result) add(s *Result, hists *[5]*latency.Recorder) error {
 		delete(c.FailedBy, "not_attempted")
 	}
 	mm, sm := &m.Messages, s.Messages
-	for _, p := range [][2]*int64{{&mm.Scheduled, &sm.Scheduled}, {&mm.Published, &sm.Published}, {&mm.SendFailed, &sm.SendFailed},
-		{&mm.Acked, &sm.Acked}, {&mm.Unacked, &sm.Unacked}, {&mm.AckInFlight, &sm.AckInFlight}, {&mm.AckErrors, &sm.AckErrors}, {&mm.Resent, &sm.Resent},
-		{&mm.Expected, &sm.Expected}, {&mm.Received, &sm.Received}, {&mm.Lost, &sm.Lost}, {&mm.InFlight, &sm.InFlight}, {&mm.LostAfterAck, &sm.LostAfterAck},
-		{&mm.Duplicated, &sm.Duplicated}, {&mm.OutOfOrder, &sm.OutOfOrder}, {&mm.Overruns, &sm.Overruns},
-		{&mm.LateConnect, &sm.LateConnect}, {&mm.LateDial, &sm.LateDial}} {
-		*p[0] += *p[1]
-	}
+	counts.Sum([2]*int64{&mm.Scheduled, &sm.Scheduled}, [2]*int64{&mm.Published, &sm.Published}, [2]*int64{&mm.SendFailed, &sm.SendFailed},
+		[2]*int64{&mm.Acked, &sm.Acked}, [2]*int64{&mm.Unacked, &sm.Unacked}, [2]*int64{&mm.AckInFlight, &sm.AckInFlight}, [2]*int64{&mm.AckErrors, &sm.AckErrors}, [2]*int64{&mm.Resent, &sm.Resent},
+		[2]*int64{&mm.Expected, &sm.Expected}, [2]*int64{&mm.Received, &sm.Received}, [2]*int64{&mm.Lost, &sm.Lost}, [2]*int64{&mm.InFlight, &sm.InFlight}, [2]*int64{&mm.LostAfterAck, &sm.LostAfterAck},
+		[2]*int64{&mm.Duplicated, &sm.Duplicated}, [2]*int64{&mm.OutOfOrder, &sm.OutOfOrder}, [2]*int64{&mm.Overruns, &sm.Overruns},
+		[2]*int64{&mm.LateConnect, &sm.LateConnect}, [2]*int64{&mm.LateDial, &sm.LateDial})
 	mo, so := &m.Offered, s.Offered
-	for _, p := range [][2]*int64{{&mo.Asked, &so.Asked}, {&mo.Sent, &so.Sent}, {&mo.NotSentConnect, &so.NotSentConnect},
-		{&mo.NotSentLost, &so.NotSentLost}, {&mo.NotSentCut, &so.NotSentCut}, {&mo.WindowAsked, &so.WindowAsked},
-		{&mo.WindowSent, &so.WindowSent}, {&mo.WindowNotSentConnect, &so.WindowNotSentConnect},
-		{&mo.WindowNotSentLost, &so.WindowNotSentLost}, {&mo.WindowNotSentCut, &so.WindowNotSentCut}} {
-		*p[0] += *p[1]
-	}
+	counts.Sum([2]*int64{&mo.Asked, &so.Asked}, [2]*int64{&mo.Sent, &so.Sent}, [2]*int64{&mo.NotSentConnect, &so.NotSentConnect},
+		[2]*int64{&mo.NotSentLost, &so.NotSentLost}, [2]*int64{&mo.NotSentCut, &so.NotSentCut}, [2]*int64{&mo.WindowAsked, &so.WindowAsked},
+		[2]*int64{&mo.WindowSent, &so.WindowSent}, [2]*int64{&mo.WindowNotSentConnect, &so.WindowNotSentConnect},
+		[2]*int64{&mo.WindowNotSentLost, &so.WindowNotSentLost}, [2]*int64{&mo.WindowNotSentCut, &so.WindowNotSentCut})
 	mo.AskedPerSec += so.AskedPerSec
 	m.Protocol.Downgraded += s.Protocol.Downgraded
 	m.Protocol.WrongAck += s.Protocol.WrongAck
@@ -323,19 +315,6 @@ func (th Throughput) windowReceived() int64 {
 		return th.WindowReceived
 	}
 	return int64(math.Round(th.ReceivedPerSec * th.ReceiveSeconds))
-}
-
-func addCounts(dst, src map[string]int64) map[string]int64 {
-	if len(src) == 0 {
-		return dst
-	}
-	if dst == nil {
-		dst = map[string]int64{}
-	}
-	for k, v := range src {
-		dst[k] += v
-	}
-	return dst
 }
 
 // CheckShardFile checks that r, decoded from a shard's result file, is

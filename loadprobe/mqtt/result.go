@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"math"
 	"math/bits"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/loadprobe/counts"
 	"github.com/hostprep/hostprep/loadprobe/fleet"
 	"github.com/hostprep/hostprep/loadprobe/latency"
 )
@@ -677,15 +676,13 @@ func failuresInWords(cfg *Config, res *Result, n int, first map[string]string) [
 }
 
 func byReason(m map[string]int64, first map[string]string, prefix string) string {
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		p := fmt.Sprintf("%s %d", k, m[k])
+	return counts.Each(m, func(k string, n int64) string {
+		p := fmt.Sprintf("%s %d", k, n)
 		if e, ok := first[prefix+k]; ok {
 			p += fmt.Sprintf(" (first: %s)", e)
 		}
-		parts = append(parts, p)
-	}
-	return strings.Join(parts, ", ")
+		return p
+	})
 }
 
 // judge turns the thresholds into checks: mqtt.complete (fails when
@@ -1124,11 +1121,7 @@ func reasons(m map[string]int64) string {
 	if len(m) == 0 {
 		return ""
 	}
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
-	}
-	return " (" + strings.Join(parts, ", ") + ")"
+	return " (" + counts.List(m, "%s %d") + ")"
 }
 
 // csvMS is a ms value with 3 decimals, empty for NaN (no sample).

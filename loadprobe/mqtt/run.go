@@ -18,13 +18,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hostprep/hostprep/internal/capacity"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/plural"
-	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/loadprobe/fleet"
 	"github.com/hostprep/hostprep/loadprobe/latency"
 	"github.com/hostprep/hostprep/loadprobe/pacer"
-	"github.com/hostprep/hostprep/preflight"
 	"golang.org/x/sys/unix"
 )
 
@@ -1145,14 +1144,14 @@ func (c *Config) procs(embedded bool) int {
 
 // checkFDs refuses a run RLIMIT_NOFILE cannot hold, before anything
 // starts: each client needs one fd, plus the broker's side when the broker
-// is embedded. The judgement and the remedy are preflight's own, on this
-// process's facts (preflight.OwnProcessFD): fd.soft fails the run, and
-// the way to more file descriptors is fd.raise's remedy where the hard
-// limit cannot be raised (so the error never suggests a `ulimit -Hn` or
-// a limits.conf that preflight says cannot work here), else fd.soft's
-// (`hostprep tune` for the persistent limit). The immediate fix comes
-// first: the number of clients that fit, and an external --broker only
-// when the embedded one is in use.
+// is embedded, plus the headroom every process needs for its other files
+// (capacity.FDNeed: the rule of preflight's fd.soft). The immediate fix
+// comes first: the number of clients that fit, and an external --broker
+// only when the embedded one is in use. The way to more file descriptors
+// depends on facts the probe does not judge (whether this host can raise
+// the hard limit: CAP_SYS_RESOURCE, systemd, PID 1's limit), so the error
+// names the preflight run that judges them for this load instead of
+// guessing a `ulimit -Hn` that may not work here.
 func checkFDs(cfg *Config, clients int, embedded bool) error {
 	limit := cfg.NoFileLimit
 	if limit == 0 {
@@ -1173,11 +1172,11 @@ func checkFDs(cfg *Config, clients int, embedded bool) error {
 		per = 2
 	}
 	fds := uint64(clients+cfg.Subscribers+1) * per
-	cs := preflight.OwnProcessFD(int(fds), cfg.NoFileLimit)
-	if cs[0].Status != verdict.Fail {
+	need := capacity.FDNeed(int(fds))
+	if limit == capacity.Unlimited || limit >= need {
 		return nil
 	}
-	fits := max(0, (preflight.UsableFDs(limit)-int64(cfg.Subscribers+1)*int64(per))/int64(per))
+	fits := max(0, (capacity.UsableFDs(limit)-int64(cfg.Subscribers+1)*int64(per))/int64(per))
 	where := ""
 	if embedded {
 		where = " (2 per client: the embedded broker's side is in this process too)"
@@ -1186,28 +1185,37 @@ func checkFDs(cfg *Config, clients int, embedded bool) error {
 	if embedded {
 		other = "or use an external --broker (then 1 fd per client)"
 	}
-	more := fmt.Sprintf("preflight's fd.soft: %s", cs[0].Remedy)
-	if raise := cs[2]; raise.Status == verdict.Fail {
-		more = fmt.Sprintf("preflight's fd.raise: %s; so %s", raise.Summary, raise.Remedy)
-	}
-	return exitcode.Environmentf("RLIMIT_NOFILE %d is too low for --clients %d: the run needs about %d file descriptors%s and %d for its own files; at most %s fit. Fix now: lower --clients to %d or fewer, %s. For more clients (%s)",
-		limit, clients, fds, where, uint64(int64(limit)-preflight.UsableFDs(limit)), plural.N(fits, "client"), fits, other, more)
+	return exitcode.Environmentf("RLIMIT_NOFILE %d is too low for --clients %d: the run needs about %d file descriptors%s and %d for its own files; at most %s fit. Fix now: lower --clients to %d or fewer, %s. For more clients this process needs nofile >= %d: `hostprep preflight --role loadgen --sockets %d` says whether this host can give it and how (fd.soft, fd.raise)",
+		limit, clients, fds, where, uint64(int64(limit)-capacity.UsableFDs(limit)), plural.N(fits, "client"), fits, other, need, fds)
 }
 
-// checkPorts refuses a run that needs more source ports towards one
-// broker address than the ephemeral port range (less its reserved ports)
-// gives its source addresses: preflight's ports.ephemeral on this host.
+// checkPorts refuses a run that needs more source ports towards the one
+// broker address than this network namespace's ephemeral ports give
+// (capacity.ReadPorts: ip_local_port_range less ip_local_reserved_ports).
+// With --source-ips every connection is bound to its source before
+// connect() (bind(src, 0)), which holds the port on that source whatever
+// the destination: ports x sources. Without, the kernel picks one source
+// per destination: ports x 1. An unreadable range is not judged.
 func checkPorts(cfg *Config, clients int, ips []net.IP) error {
-	var src []string
-	for _, ip := range ips {
-		src = append(src, ip.String())
-	}
-	sockets := clients + cfg.Subscribers + 1
-	c := preflight.OwnProcessChecks(sockets, src, 0)[1]
-	if c.Status != verdict.Fail {
+	p, err := capacity.ReadPorts("/")
+	if err != nil {
 		return nil
 	}
-	return exitcode.Environmentf("%s", portsRemedy(c, clients, sockets, ips))
+	sources := int64(max(len(ips), 1))
+	conns := int64(clients + cfg.Subscribers + 1)
+	if p.PerPair*sources >= conns {
+		return nil
+	}
+	reserved := ""
+	if p.Reserved > 0 {
+		reserved = fmt.Sprintf(" less %d in ip_local_reserved_ports", p.Reserved)
+	}
+	fix := "widen net.ipv4.ip_local_port_range (hostprep tune)"
+	if p.PerPair > 0 {
+		fix = fmt.Sprintf("spread over %d or more source addresses with --source-ips (e.g. 127.0.0.2-127.0.0.%d on loopback), or %s", (conns+p.PerPair-1)/p.PerPair, 1+(conns+p.PerPair-1)/p.PerPair, fix)
+	}
+	return exitcode.Environmentf("--clients %d: ephemeral ports: %s per source address (net.ipv4.ip_local_port_range %s%s) x %s hold %d < %d connections to the broker: %s",
+		clients, plural.N(p.PerPair, "port"), p.Range, reserved, plural.N(sources, "source address"), p.PerPair*sources, conns, fix)
 }
 
 // checkStart refuses a StartAt already past or too near, and a clock

@@ -13,8 +13,8 @@ import (
 // one source address and need more ports than it has is refused before
 // any connect (exit 3) naming 1000 ports per source address and the
 // fixes that work for a bound client: the number of source addresses
-// ports.ephemeral passes with (2, then 4 for 3,500 clients over 2), or a
-// wider range. Never more destination endpoints: they cannot help a
+// that hold the load (2, then 4 for 3,500 clients over 2), or a wider
+// range. Never more destination endpoints: they cannot help a
 // bound client, and the probe connects to one --broker.
 func TestPortsRemedyForBoundClients(t *testing.T) {
 	testenv.RequireRoot(t)
@@ -26,15 +26,15 @@ func TestPortsRemedyForBoundClients(t *testing.T) {
 		clients, sources string
 		need             string
 	}{
-		{"1500", "127.0.0.2", "spread the clients over 2 source addresses with --source-ips"},
-		{"3500", "127.0.0.2-127.0.0.3", "spread the clients over 4 source addresses with --source-ips"},
+		{"1500", "127.0.0.2", "spread over 2 or more source addresses with --source-ips"},
+		{"3500", "127.0.0.2-127.0.0.3", "spread over 4 or more source addresses with --source-ips"},
 	} {
 		_, errOut, code := s.Hostprep("probe", "mqtt", "--clients", tc.clients, "--conn-rate", "1000", "--source-ips", tc.sources, "--duration", "3s")
 		if code != 3 {
 			t.Errorf("--clients %s --source-ips %s: exit %d, want 3 (refused before any connect): %s", tc.clients, tc.sources, code, errOut)
 			continue
 		}
-		for _, want := range []string{"1000 per source address", tc.need, "widen net.ipv4.ip_local_port_range"} {
+		for _, want := range []string{"1000 ports per source address", tc.need, "widen net.ipv4.ip_local_port_range"} {
 			if !strings.Contains(errOut, want) {
 				t.Errorf("--clients %s: %q does not say %q", tc.clients, errOut, want)
 			}
