@@ -273,6 +273,11 @@ type hostTarget struct {
 	HeldFDs       uint64 `yaml:"held_fds"`
 	HeldFDsUnseen string `yaml:"held_fds_unseen"`
 	NetNS         string `yaml:"net_ns"`
+	// Active is the unit's ActiveState as a yes/no (false: "inactive"),
+	// MainPID its main process (systemctl show MainPID; 0 when it is not
+	// running; same as pid).
+	Active  *bool `yaml:"active"`
+	MainPID int   `yaml:"main_pid"`
 }
 
 // apply sets f.Target from the recording (after sysctls and pid1_nofile,
@@ -283,6 +288,15 @@ func (h *hostTarget) apply(f *Facts) error {
 		NofileSoft: uint64(h.NofileSoft), NofileHard: uint64(h.NofileHard),
 		HeldFDs: h.HeldFDs, HeldFDsUnseen: h.HeldFDsUnseen, NetNS: h.NetNS,
 		Tasks: TaskFacts{Threads: h.Threads, RootUser: h.RootUser, UserTasks: h.UserTasks, NprocSoft: uint64(h.NprocSoft), PidsMax: uint64(h.PidsMax), PidsCurrent: h.PidsCurrent}}
+	if h.MainPID != 0 {
+		if h.PID != 0 && h.PID != h.MainPID {
+			return exitcode.BadInputf("target_process: pid %d and main_pid %d differ: give one", h.PID, h.MainPID)
+		}
+		tp.PID = h.MainPID
+	}
+	if h.Active != nil {
+		tp.UnitActive = map[bool]string{true: "active", false: "inactive"}[*h.Active]
+	}
 	if h.PidsMax != 0 {
 		tp.Tasks.PidsFrom = "recorded pids.max"
 	}

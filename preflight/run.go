@@ -143,6 +143,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 	f := opts.Facts
+	if f != nil && t.Role != Loadgen {
+		// a recorded host's listeners carry their owners' limits
+		f.judgePortOwner(t.ListenerPorts())
+	}
 	if f == nil {
 		svc, fromProfile, alt := opts.Service, false, []string(nil)
 		if svc == "" && opts.PID == 0 {
