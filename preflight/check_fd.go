@@ -431,7 +431,7 @@ func checkFDNrOpen(f *Facts, t Target) verdict.Check {
 		return pass(fmt.Sprintf("fs.nr_open %d lets a process's hard nofile go up to %s, enough for %s + %d headroom (%d)", nr, plural.N(nr, "file descriptor"), plural.N(t.Sockets, "socket"), fdHeadroom(t.Sockets), need), obs, exp)
 	}
 	return fail(fmt.Sprintf("fs.nr_open %d < %d: no process can hold %s, and setting LimitNOFILE/limits.d higher fails (systemd logs \"Operation not permitted\")", nr, need, plural.N(t.Sockets, "socket")),
-		obs, exp, tuneApply(t, atLeast(t, "fs.nr_open", int64(max(uint64(need), profiles.DefaultNrOpen, t.ProfileNofile.Hard, t.ProfileUnitNofile.Hard))))+" (it sets it now and in its own /etc/sysctl.d/60-hostprep.conf, before any nofile limit)")
+		obs, exp, tuneApply(t, fdNrOpenSet(t, uint64(need)))+" (it sets it now and in its own /etc/sysctl.d/60-hostprep.conf, before any nofile limit)")
 }
 
 func checkFDFileMax(f *Facts, t Target) verdict.Check {

@@ -48,6 +48,16 @@ type Facts struct {
 	// to nofile soft/hard, as a host file (LoadHostYAML limits_d) states
 	// them; Gather fills Login instead.
 	LimitsD map[string]profiles.Limit `json:"limits_d,omitempty"`
+	// HardNofile is every hard nofile configured on the host (file
+	// descriptors, with FILE:LINE): limits.conf and limits.d lines of any
+	// domain, root's included, and each unit's LimitNOFILE (Domain the
+	// unit). "unlimited"/infinity lines are left out (pam_limits and
+	// systemd turn them into fs.nr_open or PID 1's limit themselves).
+	HardNofile []LimitLine `json:"hard_nofile,omitempty"`
+	// BootNrOpen is fs.nr_open as the sysctl.d files set it at boot,
+	// with the FILE:LINE (hostconf.SysctlAtBoot); nil when no file sets
+	// it (the kernel default, profiles.DefaultNrOpen, then applies).
+	BootNrOpen *LimitLine `json:"boot_nr_open,omitempty"`
 	// Systemd says whether systemd runs as PID 1 and its DefaultLimitNOFILE.
 	Systemd SystemdFacts `json:"systemd"`
 	// SourceAddresses are the host's global unicast addresses, the source

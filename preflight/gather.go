@@ -164,6 +164,7 @@ func Gather(ctx context.Context, o GatherOptions) (*Facts, error) {
 	}
 	g.systemd()
 	g.loginNofile()
+	g.hardNofile()
 	if err := g.targetAndConfig(ctx, o); err != nil {
 		return nil, err
 	}

@@ -346,7 +346,8 @@ func (h *HostFile) applyListeners(f *Facts) error {
 
 // fileDirs are where recorded files may live: the configuration preflight
 // reads, nothing else.
-var fileDirs = []string{"/etc/security/", "/etc/systemd/", "/usr/lib/systemd/", "/lib/systemd/", "/run/systemd/"}
+var fileDirs = []string{"/etc/security/", "/etc/systemd/", "/usr/lib/systemd/", "/lib/systemd/", "/run/systemd/",
+	"/etc/sysctl.conf", "/etc/sysctl.d/", "/run/sysctl.d/", "/usr/lib/sysctl.d/", "/lib/sysctl.d/"}
 
 // applyFiles writes Files into a throwaway root and reads them with the
 // same code that reads a live host's.
@@ -379,6 +380,10 @@ func (h *HostFile) applyFiles(f *Facts) error {
 	}
 	if h.Systemd == nil || h.Systemd.DefaultLimitNOFILE == "" {
 		g.systemdDefault()
+	}
+	g.hardNofile()
+	for i := range f.HardNofile {
+		f.HardNofile[i].From = strings.TrimPrefix(f.HardNofile[i].From, dir)
 	}
 	if tp := h.TargetProcess; tp != nil && tp.ManagedBy == "systemd" && tp.Unit != "" && tp.PID == 0 && tp.NofileSoft == 0 && tp.NofileHard == 0 {
 		if err := g.targetService(context.Background(), tp.Unit, false); err != nil {

@@ -121,6 +121,9 @@ type Report struct {
 	Ignored []string `json:"ignored,omitempty"`
 	// Notes are facts that could not be gathered.
 	Notes []string `json:"notes,omitempty"`
+	// Remedies are the proofs of the remedies: the changes each stands
+	// for and the checks that pass after them (see remedy.go).
+	Remedies []Proof `json:"remedies,omitempty"`
 }
 
 // Run checks whether the host can carry opts.Target: it gathers the facts
@@ -186,6 +189,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		f.Measured = m
 	}
 	checks := Evaluate(f, t)
+	proofs := proveRemedies(f, t, checks)
 	applyIgnore(checks, opts.Ignore)
 	for _, c := range checks {
 		slog.Debug("preflight: check", "id", c.ID, "status", c.Status, "ignored", c.Ignored, "summary", c.Summary)
@@ -203,6 +207,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		Capacity:       capacityOf(f, t),
 		Ignored:        opts.Ignore,
 		Notes:          f.Notes,
+		Remedies:       proofs,
 	}
 	return r, nil
 }
