@@ -15,7 +15,29 @@ import (
 // limits.d for any domain (root's included), and each unit file's and
 // drop-in's LimitNOFILE; and fs.nr_open at boot (Facts.BootNrOpen).
 // systemd's DefaultLimitNOFILE and PID 1's limit are facts already.
+//
+// The files are read past the recorder: a recording keeps the lines
+// found (Recording.HardNofile), not every unit file of the host.
 func (g *gatherer) hardNofile() {
+	if g.rep != nil && g.rep.HardNofileRead {
+		g.f.HardNofile, g.f.BootNrOpen = g.rep.HardNofile, g.rep.BootNrOpen
+	} else {
+		g.scanHardNofile()
+		if v, file, line, ok := hostconf.SysctlAtBoot(g.root, "fs.nr_open"); ok {
+			var n uint64
+			if _, err := fmt.Sscan(v, &n); err == nil {
+				g.f.BootNrOpen = &LimitLine{Value: n, From: fmt.Sprintf("%s:%d", file, line)}
+			}
+		}
+	}
+	if g.rec != nil {
+		g.rec.m.HardNofile, g.rec.m.HardNofileRead, g.rec.m.BootNrOpen = g.f.HardNofile, true, g.f.BootNrOpen
+	}
+}
+
+// scanHardNofile reads the hard nofile lines of limits.conf, limits.d
+// and every unit file and drop-in under the root.
+func (g *gatherer) scanHardNofile() {
 	for _, cf := range hostconf.LimitsFiles(g.root) {
 		if cf.Masked {
 			continue
@@ -31,7 +53,7 @@ func (g *gatherer) hardNofile() {
 	}
 	for _, dir := range hostconf.UnitDirs {
 		for _, pat := range []string{"*.service", "*.service.d/*.conf"} {
-			files, _ := filepath.Glob(filepath.Join(g.path(dir), pat))
+			files, _ := filepath.Glob(filepath.Join(g.root, dir, pat))
 			for _, file := range files {
 				rel := strings.TrimPrefix(file, strings.TrimSuffix(g.root, "/"))
 				unit := filepath.Base(file)
@@ -49,18 +71,12 @@ func (g *gatherer) hardNofile() {
 			}
 		}
 	}
-	if v, file, line, ok := hostconf.SysctlAtBoot(g.root, "fs.nr_open"); ok {
-		var n uint64
-		if _, err := fmt.Sscan(v, &n); err == nil {
-			g.f.BootNrOpen = &LimitLine{Value: n, From: fmt.Sprintf("%s:%d", file, line)}
-		}
-	}
 }
 
 // scanLines reads the file at rel (under the root) and records, for each
 // line match accepts, a configured hard nofile with its FILE:LINE.
 func (g *gatherer) scanLines(rel string, match func(line string) (domain string, v uint64, ok bool)) {
-	fh, err := os.Open(g.path(rel))
+	fh, err := os.Open(filepath.Join(g.root, rel))
 	if err != nil {
 		return
 	}

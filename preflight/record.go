@@ -53,6 +53,13 @@ type Recording struct {
 	ListenersKnown bool       `json:"listeners_known"`
 	// Kernel is uname -r.
 	Kernel string `json:"kernel"`
+	// HardNofile is Facts.HardNofile, each line with its FILE:LINE: the
+	// unit files it is read from are not copied (they may hold
+	// Environment= secrets). HardNofileRead says it was gathered.
+	HardNofile     []LimitLine `json:"hard_nofile,omitempty"`
+	HardNofileRead bool        `json:"hard_nofile_read,omitempty"`
+	// BootNrOpen is Facts.BootNrOpen (the sysctl.d files are not copied).
+	BootNrOpen *LimitLine `json:"boot_nr_open,omitempty"`
 	// PageSize in bytes.
 	PageSize int64 `json:"page_size_bytes"`
 	// Clock is the adjtimex answer.
