@@ -252,6 +252,7 @@ func TestIgnoreAndStrict(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	for _, tg := range []Target{
 		{Sockets: 0, Role: Broker},
+		{Sockets: MaxSockets + 1, Role: Broker},
 		{Sockets: 10, Role: "server"},
 		{Sockets: 10, Role: Loadgen, Destinations: []string{"broker:1883"}},
 		{Sockets: 10, Role: Loadgen, SourceIPs: []string{"not-an-ip"}},
@@ -263,6 +264,19 @@ func TestBadInput(t *testing.T) {
 	}
 	if _, err := LoadHostYAML("x.yaml", strings.NewReader("sysctls: {}\n")); exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), "x.yaml") {
 		t.Errorf("unknown host field must be rejected naming the file: %v", err)
+	}
+}
+
+// TestSocketsBound guards the documented bound on --sockets: MaxSockets
+// is taken, one more is bad input naming the bound.
+func TestSocketsBound(t *testing.T) {
+	ok := Target{Sockets: MaxSockets, Role: Broker}
+	if err := ok.Validate(); err != nil {
+		t.Errorf("--sockets %d: %v, want accepted", MaxSockets, err)
+	}
+	over := Target{Sockets: MaxSockets + 1, Role: Broker}
+	if err := over.Validate(); exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), "at most 1073741824") {
+		t.Errorf("--sockets %d: %v, want bad input naming the bound", MaxSockets+1, err)
 	}
 }
 
