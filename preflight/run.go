@@ -235,6 +235,9 @@ func (r *Report) Err(strict bool) error {
 // PID, time bound or socket count) instead of silently using a default.
 // Errors are exitcode.BadInput naming the flag, the value and the fix.
 func (o Options) validate() error {
+	if err := checkRecordedRoot(o.Root); err != nil {
+		return err
+	}
 	if o.Record != "" {
 		if err := checkRecordDir(o.Record); err != nil {
 			return err
