@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/hostprep/hostprep/internal/cstrconv"
 	"io/fs"
 	"math"
 	"os"
@@ -373,25 +374,8 @@ func parseRlimit(s string) (uint64, bool) {
 	case "-1", "-", "unlimited", "infinity":
 		return Unlimited, true
 	}
-	neg := false
-	if s != "" && (s[0] == '+' || s[0] == '-') {
-		neg, s = s[0] == '-', s[1:]
-	}
-	end := 0
-	for end < len(s) && s[end] >= '0' && s[end] <= '9' {
-		end++
-	}
-	if end == 0 {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(s[:end], 10, 64)
-	if err != nil {
-		v = Unlimited // ERANGE: strtoul gives ULONG_MAX
-	}
-	if neg {
-		v = -v
-	}
-	return v, true
+	v, _, ok, _ := cstrconv.Strtoull(s) // ERANGE: strtoul gives ULONG_MAX
+	return v, ok
 }
 
 // lookupAccount is user's uid and primary gid from ROOT/etc/passwd; root

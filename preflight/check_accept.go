@@ -23,7 +23,7 @@ func init() {
 	register(CheckDef{ID: "accept.backlog", Doc: "min(net.core.somaxconn, the target listener's listen() backlog) >= 2 x conn_rate x 1 s", Roles: serverRoles, Func: checkAcceptBacklog})
 	register(CheckDef{ID: "accept.queue", Doc: "the target listener's accept queue is not full now", Roles: serverRoles, Func: checkAcceptQueue})
 	register(CheckDef{ID: "accept.syn_backlog", Doc: "tcp_max_syn_backlog >= 2 x conn_rate x 1 s unless tcp_syncookies is on", Roles: serverRoles, Func: checkAcceptSynBacklog})
-	register(CheckDef{ID: "accept.overflows", Doc: "ListenOverflows and ListenDrops counters are 0 (no accept queue overflow since boot)", Roles: serverRoles, Func: checkAcceptOverflows})
+	register(CheckDef{ID: "accept.overflows", Doc: "ListenOverflows and ListenDrops since boot, as information (not judged: preflight runs no load)", Roles: serverRoles, Func: checkAcceptOverflows})
 }
 
 func backlogNeed(t Target) int64 { return 2 * int64(t.ConnRate) }
@@ -187,11 +187,11 @@ func checkAcceptOverflows(f *Facts, t Target) verdict.Check {
 		return skip("/proc/net/netstat not readable")
 	}
 	ov, dr := f.Netstat["ListenOverflows"], f.Netstat["ListenDrops"]
-	obs := fmt.Sprintf("ListenOverflows %d, ListenDrops %d since boot (/proc/net/netstat TcpExt)", ov, dr)
-	exp := "0: no accept queue overflow"
 	if ov == 0 && dr == 0 {
-		return pass("no accept queue overflow since boot", obs, exp)
+		return pass("no accept queue overflow since boot", fmt.Sprintf("ListenOverflows %d, ListenDrops %d since boot (/proc/net/netstat TcpExt)", ov, dr), "0: no accept queue overflow")
 	}
-	return warn(fmt.Sprintf("the accept queue already overflowed: ListenOverflows %d, ListenDrops %d since boot", ov, dr), obs, exp,
-		"raise net.core.somaxconn and the server's listen backlog; check the server accepts fast enough (nstat -az TcpExtListenOverflows shows it grow)")
+	// A since-boot counter cannot clear without a reboot: any earlier
+	// load (a test suite's) would warn forever. Preflight runs no load,
+	// so it has no change over a run to judge; the figure is information.
+	return skip(fmt.Sprintf("not judged: ListenOverflows %d, ListenDrops %d since boot (information: an earlier load overflowed some accept queue; preflight runs no load of its own, and the probe judges the change over its run; nstat -az TcpExtListenOverflows shows whether it grows now)", ov, dr))
 }

@@ -1,6 +1,7 @@
 package preflight
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -27,6 +28,8 @@ func init() {
 
 func describeTarget(p ProcessFacts) string {
 	switch {
+	case p.Apart != nil:
+		return fmt.Sprintf("pid %d, not %s's", p.PID, p.Apart.Unit)
 	case p.Unit != "" && p.UnitMissing:
 		return p.Unit + " (not installed)"
 	case p.Unit != "" && p.ManagedBy != "systemd":
@@ -77,6 +80,21 @@ func systemdRemedy(f *Facts, t Target, unit string, need uint64) string {
 	soft, hard := max(need, pl.Soft), max(need, pl.Hard)
 	return fmt.Sprintf("give the profile systemd.limit_nofile {soft: %d, hard: %d} (a number <= fs.nr_open, not infinity: systemd clamps infinity to its own hard limit) and %s in systemd.services, then %s and %s",
 		soft, hard, unit, tuneApply(t, hardSets(f, t, hard)...), restart)
+}
+
+// apartRemedy is fd.soft's and fd.hard's remedy for a process that holds
+// the target's port outside the unit that was named (ProcessFacts.Apart):
+// stop it and start the service through its unit, which gives the unit's
+// LimitNOFILE; where that is short too, raise it first.
+func apartRemedy(f *Facts, t Target, need uint64) string {
+	p := f.Target
+	a := p.Apart
+	r := fmt.Sprintf("stop pid %d (%s), which holds port %d outside %s, then start the service through its unit: `systemctl restart %s`",
+		p.PID, cmp.Or(a.Process, "its comm not read"), a.Port, a.Unit, shellquote.Quote(strings.TrimSuffix(a.Unit, ".service")))
+	if a.Nofile.Soft >= need && a.Nofile.Hard >= need {
+		return r + fmt.Sprintf(", which gives it nofile %s (%s)", fmtLimit(a.Nofile), a.From)
+	}
+	return r + fmt.Sprintf("; the unit's own nofile %s (%s) is short too: %s", fmtLimit(a.Nofile), a.From, systemdRemedy(f, t, a.Unit, need))
 }
 
 // unseenServer says whether the target is a broker or iotdb whose process
@@ -221,6 +239,11 @@ func checkFDSoft(f *Facts, t Target) verdict.Check {
 	if c, judged := fdCovered(f, t, "soft", p.NofileSoft, need, obs, exp); judged {
 		return c
 	}
+	if a := p.Apart; a != nil {
+		return fail(fmt.Sprintf("the process on port %d (pid %d, not %s's: the unit %s) has soft nofile %s < %s: it stops accepting with EMFILE (\"too many open files\") near %s",
+			a.Port, p.PID, a.Unit, a.state(), fmtNofile(p.NofileSoft), plural.N(need, "file descriptor"), plural.N(max(int64(p.NofileSoft)-int64(p.HeldFDs), 0), "socket")),
+			obs, exp, apartRemedy(f, t, need))
+	}
 	left := int64(p.NofileSoft) - int64(p.HeldFDs)
 	summary := fmt.Sprintf("target process soft nofile %d < %s: it stops accepting/connecting with EMFILE (\"too many open files\") near %d", p.NofileSoft, plural.N(t.Sockets, "socket"), p.NofileSoft)
 	if p.HeldFDs > 0 {
@@ -303,6 +326,10 @@ func checkFDHard(f *Facts, t Target) verdict.Check {
 	if p.Requested != "" {
 		summary += fmt.Sprintf(" (the unit asks for LimitNOFILE=%s, which systemd clamps: see observed)", p.Requested)
 	}
+	if a := p.Apart; a != nil {
+		return fail(fmt.Sprintf("the process on port %d (pid %d, not %s's: the unit %s) has hard nofile %s < %s: its soft limit cannot go above it",
+			a.Port, p.PID, a.Unit, a.state(), fmtNofile(p.NofileHard), plural.N(need, "file descriptor")), obs, exp, apartRemedy(f, t, need))
+	}
 	remedy := fmt.Sprintf("set the hard limit to %d where the process is started: %s for login sessions, prlimit, or docker --ulimit nofile=%d:%d", need, tuneApply(t, nofileSets(f, t, need, need)...), need, need)
 	switch ceiling, _, blocked := hostCeiling(f); {
 	case underSystemd(f):
@@ -350,6 +377,10 @@ func checkFDRaise(f *Facts, t Target) verdict.Check {
 	}
 	if p.NofileHard >= need {
 		return pass("not needed: the hard limit already covers the target", fmt.Sprintf("hard nofile %s", fmtNofile(p.NofileHard)), fmt.Sprintf(">= %d", need))
+	}
+	if a := p.Apart; a != nil && f.Systemd.Running {
+		return pass(fmt.Sprintf("started through %s, the service gets its hard limit from systemd (PID 1, with every capability), from LimitNOFILE", a.Unit),
+			fmt.Sprintf("pid %d outside %s, hard nofile %s", p.PID, a.Unit, fmtNofile(p.NofileHard)), "LimitNOFILE in the unit")
 	}
 	if underSystemd(f) {
 		return pass("systemd (PID 1, with every capability) sets the unit's hard limit from LimitNOFILE; the service itself needs no CAP_SYS_RESOURCE",
@@ -400,7 +431,7 @@ func checkFDNrOpen(f *Facts, t Target) verdict.Check {
 		return pass(fmt.Sprintf("fs.nr_open %d lets a process's hard nofile go up to %s, enough for %s + %d headroom (%d)", nr, plural.N(nr, "file descriptor"), plural.N(t.Sockets, "socket"), fdHeadroom(t.Sockets), need), obs, exp)
 	}
 	return fail(fmt.Sprintf("fs.nr_open %d < %d: no process can hold %s, and setting LimitNOFILE/limits.d higher fails (systemd logs \"Operation not permitted\")", nr, need, plural.N(t.Sockets, "socket")),
-		obs, exp, tuneApply(t, atLeast(t, "fs.nr_open", int64(max(uint64(need), profiles.DefaultNrOpen, t.ProfileNofile.Hard, t.ProfileUnitNofile.Hard))))+" (it sets it now and in its own /etc/sysctl.d/60-hostprep.conf, before any nofile limit)")
+		obs, exp, tuneApply(t, fdNrOpenSet(t, uint64(need)))+" (it sets it now and in its own /etc/sysctl.d/60-hostprep.conf, before any nofile limit)")
 }
 
 func checkFDFileMax(f *Facts, t Target) verdict.Check {

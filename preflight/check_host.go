@@ -2,6 +2,7 @@ package preflight
 
 import (
 	"fmt"
+	"net"
 
 	"github.com/hostprep/hostprep/internal/verdict"
 )
@@ -23,22 +24,43 @@ func init() {
 	register(CheckDef{ID: "container", Doc: "container detection: which net.* keys are this namespace's own and which are the host's", Func: checkContainer})
 }
 
-// checkClock reports the clock state as information: on one host every
-// latency hostprep measures is taken on one clock (publisher, subscriber
-// and scheduler share it), so an unsynchronised clock changes no number
-// here. Cross-host latency is where it matters, and the fleet probe
-// checks the clock offset itself at --start-at.
+// checkClock judges the clock where it matters, and says where it does
+// not: on one host every latency hostprep measures is taken on one clock
+// (publisher, subscriber and scheduler share it), so an unsynchronised
+// clock changes no number and the check is skipped, saying so. A load
+// generator aimed at another host is where it matters: latency across
+// hosts (hostprep probe mqtt --start-at, which checks the offset itself)
+// needs synchronised clocks, so there it warns.
 func checkClock(f *Facts, t Target) verdict.Check {
 	if !f.Clock.Known {
 		return skip("clock state unknown (adjtimex not available)")
 	}
 	obs := fmt.Sprintf("adjtimex: synchronised %v, max error %d µs", f.Clock.Synced, f.Clock.MaxErrorUS)
-	exp := "informational on one host; cross-host runs (hostprep probe mqtt --start-at) check the clock offset"
 	if f.Clock.Synced {
-		return pass("clock synchronised", obs, exp)
+		return pass("clock synchronised", obs, "synchronised (STA_UNSYNC clear)")
 	}
-	c := pass("clock not synchronised (adjtimex reports STA_UNSYNC): no effect on one host, where every latency is measured on one clock; for latency across hosts the fleet probe (hostprep probe mqtt --start-at) checks the clock offset (enable time sync: timedatectl set-ntp true, or chrony)", obs, exp)
-	return c
+	remote := remoteDestinations(t)
+	if len(remote) == 0 {
+		return skip("the clock does not matter here: one host, where every latency is measured on one clock (no destination on another host; --start-at runs across hosts check the clock offset themselves); adjtimex reports it not synchronised (STA_UNSYNC)")
+	}
+	return warn(fmt.Sprintf("clock not synchronised (adjtimex reports STA_UNSYNC) while the load goes to another host (%v): latency across hosts (hostprep probe mqtt --start-at) is only as good as the clocks' offset", remote),
+		obs, "synchronised (STA_UNSYNC clear) for latency across hosts",
+		"enable time sync: timedatectl set-ntp true, or chrony")
+}
+
+// remoteDestinations are the target's destinations on another host.
+func remoteDestinations(t Target) []string {
+	var out []string
+	for _, d := range t.Destinations {
+		h, _, err := net.SplitHostPort(d)
+		if err != nil {
+			h = d
+		}
+		if !isLocalHost(h) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 func checkContainer(f *Facts, t Target) verdict.Check {

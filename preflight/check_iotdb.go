@@ -3,6 +3,7 @@ package preflight
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
@@ -97,6 +98,9 @@ func propFile(c *IoTDBConfig, s IoTDBSetting) string {
 	if !s.Default {
 		return s.File
 	}
+	if c.File != "" {
+		return c.File
+	}
 	if p, ok := c.Properties[PropRPCPort]; ok && !p.Default {
 		return p.File
 	}
@@ -129,8 +133,13 @@ func checkIoTDBFrame(f *Facts, t Target) verdict.Check {
 	if frame >= need {
 		return pass(fmt.Sprintf("Thrift frames up to %s carry batches of %s", plural.N(frame, "byte"), plural.N(t.IoTDB.BatchPoints, "point")), obs, exp)
 	}
-	return fail(fmt.Sprintf("Thrift max frame %s < a batch of %s (%s): the DataNode closes the connection on such a request", plural.N(frame, "byte"), plural.N(t.IoTDB.BatchPoints, "point"), plural.N(need, "byte")),
-		obs, exp, fmt.Sprintf("set %s=%d in %s and restart the DataNode, or send smaller batches", PropFrameSize, need*2, propFile(f.IoTDB, s)))
+	summary := fmt.Sprintf("Thrift max frame %s < a batch of %s (%s): the DataNode closes the connection on such a request", plural.N(frame, "byte"), plural.N(t.IoTDB.BatchPoints, "point"), plural.N(need, "byte"))
+	remedy := fmt.Sprintf("set %s=%d in %s and restart the DataNode, or send smaller batches", PropFrameSize, need*2, propFile(f.IoTDB, s))
+	if said, names := ignoredFor(f.IoTDB, PropFrameSize); len(said) > 0 {
+		summary += "; " + strings.Join(said, "; ") + ", so editing it has no effect"
+		remedy = fmt.Sprintf("set %s=%d in %s (not read: %s; remove it) and restart the DataNode, or send smaller batches", PropFrameSize, need*2, propFile(f.IoTDB, s), strings.Join(names, ", "))
+	}
+	return fail(summary, obs, exp, remedy)
 }
 
 func checkIoTDBMemory(f *Facts, t Target) verdict.Check {

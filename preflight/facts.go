@@ -1,6 +1,7 @@
 package preflight
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -47,6 +48,16 @@ type Facts struct {
 	// to nofile soft/hard, as a host file (LoadHostYAML limits_d) states
 	// them; Gather fills Login instead.
 	LimitsD map[string]profiles.Limit `json:"limits_d,omitempty"`
+	// HardNofile is every hard nofile configured on the host (file
+	// descriptors, with FILE:LINE): limits.conf and limits.d lines of any
+	// domain, root's included, and each unit's LimitNOFILE (Domain the
+	// unit). "unlimited"/infinity lines are left out (pam_limits and
+	// systemd turn them into fs.nr_open or PID 1's limit themselves).
+	HardNofile []LimitLine `json:"hard_nofile,omitempty"`
+	// BootNrOpen is fs.nr_open as the sysctl.d files set it at boot,
+	// with the FILE:LINE (hostconf.SysctlAtBoot); nil when no file sets
+	// it (the kernel default, profiles.DefaultNrOpen, then applies).
+	BootNrOpen *LimitLine `json:"boot_nr_open,omitempty"`
 	// Systemd says whether systemd runs as PID 1 and its DefaultLimitNOFILE.
 	Systemd SystemdFacts `json:"systemd"`
 	// SourceAddresses are the host's global unicast addresses, the source
@@ -195,6 +206,14 @@ type ProcessFacts struct {
 	// fd.soft then fails: there is no such service whose limits could be
 	// checked.
 	UnitMissing bool `json:"unit_missing,omitempty" yaml:"unit_missing"`
+	// UnitActive is the unit's ActiveState as systemctl show reports it
+	// ("active", "inactive", "failed"); "" when not asked.
+	UnitActive string `json:"unit_active,omitempty" yaml:"-"`
+	// Apart is set when a unit was named (--service, the profile's) but
+	// another process, outside the unit's cgroup, holds the target's
+	// listener: the facts above are then that process's (its
+	// /proc/PID/limits), and Apart keeps the unit's. nil otherwise.
+	Apart *UnitApart `json:"apart_from_unit,omitempty" yaml:"-"`
 	// Tasks are the process's thread and task limits (iotdb.threads); the
 	// zero value when no process was read.
 	Tasks TaskFacts `json:"tasks,omitzero" yaml:"-"`
@@ -202,6 +221,37 @@ type ProcessFacts struct {
 	// a unit that is not running gets at its next start (mem.available);
 	// the zero value when neither was read.
 	Memory MemCgroup `json:"memory_cgroup,omitzero" yaml:"-"`
+}
+
+// UnitApart is the unit a process holding the target's port runs
+// outside of (issue: a broker restarted by hand from a shell keeps the
+// shell's nofile 1024 while its unit says 1048576).
+type UnitApart struct {
+	// Unit is the named unit ("emqx.service"); Active its ActiveState
+	// ("inactive"; "" when not known) and MainPID its main process (0 when
+	// it is not running).
+	Unit    string `json:"unit"`
+	Active  string `json:"active,omitempty"`
+	MainPID int    `json:"main_pid,omitempty"`
+	// Port is the target port the other process holds, Process its comm.
+	Port    int    `json:"port"`
+	Process string `json:"process,omitempty"`
+	// Nofile is RLIMIT_NOFILE a start through the unit gives (file
+	// descriptors, resolved as systemd resolves LimitNOFILE), From where
+	// that comes from.
+	Nofile profiles.Limit `json:"nofile"`
+	From   string         `json:"from,omitempty"`
+}
+
+// state says how the unit stands: "is inactive", "runs as pid 17".
+func (a UnitApart) state() string {
+	switch {
+	case a.MainPID > 0:
+		return fmt.Sprintf("runs as pid %d", a.MainPID)
+	case a.Active != "":
+		return "is " + a.Active
+	}
+	return "has no main process"
 }
 
 // MemCgroup is what the memory controller lets a running process still

@@ -164,6 +164,7 @@ func Gather(ctx context.Context, o GatherOptions) (*Facts, error) {
 	}
 	g.systemd()
 	g.loginNofile()
+	g.hardNofile()
 	if err := g.targetAndConfig(ctx, o); err != nil {
 		return nil, err
 	}
@@ -206,6 +207,7 @@ func (g *gatherer) targetAndConfig(ctx context.Context, o GatherOptions) error {
 	if err := g.ownerOfMissingUnit(o); err != nil {
 		return err
 	}
+	g.ownerApartFromUnit(o)
 	g.targetJVM()
 	if o.Role == IoTDB {
 		g.configNodeJVM()
@@ -270,6 +272,28 @@ func (g *gatherer) ownerOfMissingUnit(o GatherOptions) error {
 	g.f.Target.Source = why + ", " + g.f.Target.Source
 	g.note("%s", why)
 	return nil
+}
+
+// ownerApartFromUnit judges the process that holds the target's port
+// when it runs outside the unit that was named (judgePortOwner), and reads
+// its facts as --pid would (tasks, memory cgroup, the files it holds),
+// keeping the unit's limits and the words naming both.
+func (g *gatherer) ownerApartFromUnit(o GatherOptions) {
+	if o.PID != 0 || o.Role == Loadgen {
+		return
+	}
+	owner := g.f.judgePortOwner(o.Ports)
+	if owner == 0 {
+		return
+	}
+	named := g.f.Target
+	g.f.Target = ProcessFacts{}
+	if err := g.targetPID(owner, named.Source); err != nil {
+		g.f.Target = named
+		g.note("pid %d: %v", owner, err)
+		return
+	}
+	g.f.Target.Apart = named.Apart
 }
 
 // targetJVM reads the memory flags of a running Java target from its

@@ -49,6 +49,19 @@ func (g *gatherer) cgroupDir(pid int, ctrl string) (dir, base string, v2 bool, e
 	return path.Join(base, unified), base, true, nil
 }
 
+// cgroupOf is cgroupDir for the lookups of one controller's limits: a
+// cgroup that cannot be found is named in unseen ("memory cgroup of pid
+// 42 (...)"), and ok is false then and when the controller is not
+// mounted.
+func (g *gatherer) cgroupOf(pid int, ctrl string, unseen *[]string, what string) (dir, base string, v2, ok bool) {
+	dir, base, v2, err := g.cgroupDir(pid, ctrl)
+	if err != nil {
+		*unseen = append(*unseen, fmt.Sprintf("%s of pid %d (%v)", what, pid, err))
+		return "", "", false, false
+	}
+	return dir, base, v2, dir != ""
+}
+
 // cgroupControllers says whether the v2 cgroup d has controller ctrl
 // (its cgroup.controllers names it: the parent enabled it for d, or d is
 // the root and the controller is bound to v2); err when that file cannot
@@ -163,12 +176,8 @@ func v1NoLimit(pageSize int64) uint64 {
 // named in Unseen, never taken for no limit.
 func (g *gatherer) memCgroup(pid int) {
 	m := &g.f.Target.Memory
-	dir, base, v2, err := g.cgroupDir(pid, "memory")
-	if err != nil {
-		m.Unseen = append(m.Unseen, fmt.Sprintf("memory cgroup of pid %d (%v)", pid, err))
-		return
-	}
-	if dir == "" {
+	dir, base, v2, ok := g.cgroupOf(pid, "memory", &m.Unseen, "memory cgroup")
+	if !ok {
 		return
 	}
 	var files cgroupFiles

@@ -124,6 +124,7 @@ func (g *gatherer) targetService(ctx context.Context, unit string, fromProfile b
 			}
 			return exitcode.BadInputf("--service %s: no such unit (systemctl show: LoadState=not-found); pass the unit that runs the server (systemctl list-units --type=service lists them) or the PID of the running process (--pid)", unit)
 		}
+		t.UnitActive = props["ActiveState"]
 		if pid, _ := strconv.Atoi(props["MainPID"]); pid > 0 {
 			return g.targetPID(pid, fmt.Sprintf("running %s, /proc/%d/limits", unit, pid))
 		}
@@ -415,7 +416,7 @@ func (g *gatherer) systemctlShow(ctx context.Context, unit string) (string, bool
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	b, err := exec.CommandContext(ctx, "systemctl", "show", "-p", "MainPID,LimitNOFILE,LimitNOFILESoft,User,LoadState,TasksMax,MemoryMax,MemoryHigh,MemoryLimit,MemorySwapMax,MemoryMin,MemoryLow", unit).Output()
+	b, err := exec.CommandContext(ctx, "systemctl", "show", "-p", "MainPID,ActiveState,LimitNOFILE,LimitNOFILESoft,User,LoadState,TasksMax,MemoryMax,MemoryHigh,MemoryLimit,MemorySwapMax,MemoryMin,MemoryLow", unit).Output()
 	if err != nil {
 		return "", false, exitcode.Environmentf("--service %s: systemctl show failed: %v", unit, err)
 	}

@@ -1,6 +1,7 @@
 package preflight
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -39,6 +40,15 @@ type Listener struct {
 	// PID order: a pre-forking server's workers, or systemd (PID 1) and
 	// the service of a socket-activated unit. Any of them may accept.
 	Holders []int `json:"holders,omitempty" yaml:"holders,omitempty"`
+	// NofileSoft and NofileHard are the owner's RLIMIT_NOFILE
+	// (/proc/PID/limits, file descriptors), read for the target's ports
+	// only; 0 when not read.
+	NofileSoft uint64 `json:"nofile_soft,omitempty" yaml:"nofile_soft"`
+	NofileHard uint64 `json:"nofile_hard,omitempty" yaml:"nofile_hard"`
+	// StartedBy is the systemd unit whose cgroup holds the owner
+	// ("emqx.service", /proc/PID/cgroup), or how it was started when no
+	// service's cgroup holds it ("login shell"); "" when not read.
+	StartedBy string `json:"started_by,omitempty" yaml:"started_by"`
 	// Inode is the socket's inode (socket:[N] in /proc/PID/fd).
 	Inode uint32 `json:"inode,omitempty" yaml:"inode"`
 }
@@ -162,7 +172,23 @@ func findOwners(procRoot string, ls []Listener, ports []int) {
 				if b, err := os.ReadFile(filepath.Join(procRoot, e.Name(), "comm")); err == nil {
 					ls[i].Process = strings.TrimSpace(string(b))
 				}
+				if soft, hard, err := readNofile(filepath.Join(procRoot, e.Name(), "limits")); err == nil {
+					ls[i].NofileSoft, ls[i].NofileHard = soft, hard
+				}
+				if cg := filepath.Join(procRoot, e.Name(), "cgroup"); fileReadable(cg) {
+					ls[i].StartedBy = cmp.Or(serviceOfPID(cg), "outside any service")
+				}
 			}
 		}
 	}
+}
+
+// fileReadable says whether path can be opened for reading.
+func fileReadable(path string) bool {
+	fh, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	fh.Close()
+	return true
 }

@@ -2,6 +2,7 @@ package preflight
 
 import (
 	"fmt"
+	"github.com/hostprep/hostprep/internal/cstrconv"
 	"strconv"
 	"strings"
 
@@ -169,30 +170,14 @@ func parseSystemdSize(t string) (uint64, bool) {
 	}
 }
 
-// strtoull10 is C's strtoull(s, &end, 10): white space (isspace), an
-// optional sign (a minus negates modulo 2^64), digits; ok is false when
-// no digit is read or the number overflows.
+// strtoull10 is C's strtoull(s, &end, 10) (cstrconv.Strtoull); ok is
+// false when no digit is read or the number overflows.
 func strtoull10(s string) (n uint64, end string, ok bool) {
-	p := strings.TrimLeft(s, " \t\n\v\f\r")
-	neg := false
-	if p != "" && (p[0] == '+' || p[0] == '-') {
-		neg, p = p[0] == '-', p[1:]
-	}
-	i := 0
-	for i < len(p) && p[i] >= '0' && p[i] <= '9' {
-		i++
-	}
-	if i == 0 {
+	n, end, ok, over := cstrconv.Strtoull(s)
+	if !ok || over {
 		return 0, s, false
 	}
-	n, err := strconv.ParseUint(p[:i], 10, 64)
-	if err != nil {
-		return 0, s, false
-	}
-	if neg {
-		n = -n
-	}
-	return n, p[i:], true
+	return n, end, true
 }
 
 // readUnitMem reads memKeys (sliceMemKeys for section "Slice") from the

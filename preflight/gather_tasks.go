@@ -122,12 +122,8 @@ func (g *gatherer) userTasks(uid string) uint64 {
 // leaves the least room (pids.max - pids.current), from its own up.
 func (g *gatherer) pidsRoom(pid int) {
 	t := &g.f.Target.Tasks
-	dir, base, _, err := g.cgroupDir(pid, "pids")
-	if err != nil {
-		t.Unseen = append(t.Unseen, fmt.Sprintf("cgroup of pid %d (%v)", pid, err))
-		return
-	}
-	if dir == "" {
+	dir, base, _, ok := g.cgroupOf(pid, "pids", &t.Unseen, "cgroup")
+	if !ok {
 		return
 	}
 	least, unseen := g.leastRoom(dir, base, cgroupFiles{limit: "pids.max", usage: "pids.current", none: isMax})

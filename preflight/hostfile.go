@@ -273,6 +273,11 @@ type hostTarget struct {
 	HeldFDs       uint64 `yaml:"held_fds"`
 	HeldFDsUnseen string `yaml:"held_fds_unseen"`
 	NetNS         string `yaml:"net_ns"`
+	// Active is the unit's ActiveState as a yes/no (false: "inactive"),
+	// MainPID its main process (systemctl show MainPID; 0 when it is not
+	// running; same as pid).
+	Active  *bool `yaml:"active"`
+	MainPID int   `yaml:"main_pid"`
 }
 
 // apply sets f.Target from the recording (after sysctls and pid1_nofile,
@@ -283,6 +288,15 @@ func (h *hostTarget) apply(f *Facts) error {
 		NofileSoft: uint64(h.NofileSoft), NofileHard: uint64(h.NofileHard),
 		HeldFDs: h.HeldFDs, HeldFDsUnseen: h.HeldFDsUnseen, NetNS: h.NetNS,
 		Tasks: TaskFacts{Threads: h.Threads, RootUser: h.RootUser, UserTasks: h.UserTasks, NprocSoft: uint64(h.NprocSoft), PidsMax: uint64(h.PidsMax), PidsCurrent: h.PidsCurrent}}
+	if h.MainPID != 0 {
+		if h.PID != 0 && h.PID != h.MainPID {
+			return exitcode.BadInputf("target_process: pid %d and main_pid %d differ: give one", h.PID, h.MainPID)
+		}
+		tp.PID = h.MainPID
+	}
+	if h.Active != nil {
+		tp.UnitActive = map[bool]string{true: "active", false: "inactive"}[*h.Active]
+	}
 	if h.PidsMax != 0 {
 		tp.Tasks.PidsFrom = "recorded pids.max"
 	}
@@ -332,7 +346,8 @@ func (h *HostFile) applyListeners(f *Facts) error {
 
 // fileDirs are where recorded files may live: the configuration preflight
 // reads, nothing else.
-var fileDirs = []string{"/etc/security/", "/etc/systemd/", "/usr/lib/systemd/", "/lib/systemd/", "/run/systemd/"}
+var fileDirs = []string{"/etc/security/", "/etc/systemd/", "/usr/lib/systemd/", "/lib/systemd/", "/run/systemd/",
+	"/etc/sysctl.conf", "/etc/sysctl.d/", "/run/sysctl.d/", "/usr/lib/sysctl.d/", "/lib/sysctl.d/"}
 
 // applyFiles writes Files into a throwaway root and reads them with the
 // same code that reads a live host's.
@@ -365,6 +380,10 @@ func (h *HostFile) applyFiles(f *Facts) error {
 	}
 	if h.Systemd == nil || h.Systemd.DefaultLimitNOFILE == "" {
 		g.systemdDefault()
+	}
+	g.hardNofile()
+	for i := range f.HardNofile {
+		f.HardNofile[i].From = strings.TrimPrefix(f.HardNofile[i].From, dir)
 	}
 	if tp := h.TargetProcess; tp != nil && tp.ManagedBy == "systemd" && tp.Unit != "" && tp.PID == 0 && tp.NofileSoft == 0 && tp.NofileHard == 0 {
 		if err := g.targetService(context.Background(), tp.Unit, false); err != nil {

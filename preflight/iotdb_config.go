@@ -75,12 +75,34 @@ type JVMMemory struct {
 type IoTDBConfig struct {
 	// Home is the --iotdb-home directory.
 	Home string `json:"home"`
+	// File is the DataNode's iotdb-system.properties that was read.
+	File string `json:"file,omitempty"`
 	// Properties are the DataNode properties above, keyed by name.
 	Properties map[string]IoTDBSetting `json:"properties"`
 	// DataNode and ConfigNode are the env scripts' memory settings; nil
 	// when the script is absent.
 	DataNode   *JVMMemory `json:"datanode,omitempty"`
 	ConfigNode *JVMMemory `json:"confignode,omitempty"`
+	// Version is the release's version, from its lib/node-commons-V.jar
+	// ("2.0.10"); "" when no jar was found.
+	Version string `json:"version,omitempty"`
+	// Ignored are the lines of iotdb-system.properties that this release
+	// does not read: a property its own template
+	// (iotdb-system.properties.template) does not list. Nil when no
+	// template was found (then nothing can be told).
+	Ignored []IgnoredProperty `json:"ignored,omitempty"`
+}
+
+// IgnoredProperty is a configuration line the release does not read.
+type IgnoredProperty struct {
+	// Name and Value as written; At is FILE:LINE.
+	Name  string `json:"name"`
+	Value string `json:"value"`
+	At    string `json:"at"`
+	// Use is the property the release reads instead, where its template
+	// has the name with a node prefix (thrift_max_frame_size, an IoTDB 1.x
+	// name: dn_thrift_max_frame_size); "" when none is known.
+	Use string `json:"use,omitempty"`
 }
 
 // ReadIoTDBConfig reads an IoTDB release at home: the one-folder layout
@@ -95,11 +117,17 @@ func ReadIoTDBConfig(home string) (*IoTDBConfig, error) {
 	if _, err := os.Stat(props); err != nil {
 		return nil, exitcode.BadInputf("--iotdb-home %s: no conf/iotdb-system.properties or datanode/conf/iotdb-system.properties there; pass the directory of the unpacked IoTDB release (the one holding conf/ and lib/)", home)
 	}
-	c := &IoTDBConfig{Home: home, Properties: map[string]IoTDBSetting{}}
+	c := &IoTDBConfig{Home: home, File: props, Properties: map[string]IoTDBSetting{}}
 	defaults, defSrc := templateDefaults(filepath.Join(filepath.Dir(dn), "lib"))
 	set, err := readProperties(props)
 	if err != nil {
 		return nil, exitcode.BadInputf("--iotdb-home %s: %v", home, err)
+	}
+	if defSrc != "" {
+		c.Version = strings.TrimSuffix(strings.TrimPrefix(filepath.Base(strings.SplitN(defSrc, "!/", 2)[0]), "node-commons-"), ".jar")
+		if c.Ignored, err = ignoredProperties(props, defaults); err != nil {
+			return nil, exitcode.BadInputf("--iotdb-home %s: %v", home, err)
+		}
 	}
 	for _, name := range []string{PropMaxClients, PropFrameSize, PropRPCPort} {
 		if v, ok := set[name]; ok {
@@ -156,6 +184,39 @@ func parseProperties(r io.Reader) (map[string]string, error) {
 		}
 	}
 	return out, sc.Err()
+}
+
+// ignoredProperties lists the lines of the properties file at path
+// whose property the release's template (known: every property it
+// reads) does not have, with the node-prefixed name it reads instead
+// where the template has one (dn_, cn_).
+func ignoredProperties(path string, known map[string]string) ([]IgnoredProperty, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []IgnoredProperty
+	for i, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' || line[0] == '!' {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if k = strings.TrimSpace(k); !ok || k == "" {
+			continue
+		}
+		if _, read := known[k]; read {
+			continue
+		}
+		ig := IgnoredProperty{Name: k, Value: strings.TrimSpace(v), At: fmt.Sprintf("%s:%d", path, i+1)}
+		for _, prefix := range []string{"dn_", "cn_"} {
+			if _, ok := known[prefix+k]; ok && ig.Use == "" {
+				ig.Use = prefix + k
+			}
+		}
+		out = append(out, ig)
+	}
+	return out, nil
 }
 
 // templateDefaults reads iotdb-system.properties.template from the

@@ -140,7 +140,7 @@ func WriteText(w io.Writer, r *Report, color bool) error {
 		st := fmt.Sprintf("%-6s", strings.ToUpper(string(ch.Status)))
 		fmt.Fprintf(&b, "%s %-19s %s\n", paint(color, statusColor(ch.Status), st), ch.ID, ch.Summary)
 		if ch.Status == verdict.Fail || ch.Status == verdict.Warn {
-			for _, kv := range [][2]string{{"observed", ch.Observed}, {"expected", ch.Expected}, {"remedy", ch.Remedy}} {
+			for _, kv := range [][2]string{{"observed", ch.Observed}, {"expected", ch.Expected}, {"remedy", ch.Remedy}, {"proof", r.proofLine(ch.ID)}} {
 				if kv[1] != "" {
 					fmt.Fprintf(&b, "%27s %s: %s\n", "", kv[0], kv[1])
 				}
@@ -152,6 +152,22 @@ func WriteText(w io.Writer, r *Report, color bool) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// proofLine says what a printed remedy was proven to do ("after sysctl
+// fs.nr_open=2020000: fd.nr_open passes"), "" when it has no proof or
+// was withheld (the remedy line says so).
+func (r *Report) proofLine(id string) string {
+	for _, p := range r.Remedies {
+		if p.Check != id || p.Withheld != "" {
+			continue
+		}
+		if len(p.Passes) == 0 {
+			return fmt.Sprintf("after %s, %s does not pass yet", strings.Join(p.Changes, ", "), id)
+		}
+		return fmt.Sprintf("after %s, with the other checks as they are: %s pass%s", strings.Join(p.Changes, ", "), strings.Join(p.Passes, ", "), map[bool]string{true: "es", false: ""}[len(p.Passes) == 1])
+	}
+	return ""
 }
 
 // capacityLine is the text report's capacity: the smallest known ceiling,

@@ -53,6 +53,13 @@ type Recording struct {
 	ListenersKnown bool       `json:"listeners_known"`
 	// Kernel is uname -r.
 	Kernel string `json:"kernel"`
+	// HardNofile is Facts.HardNofile, each line with its FILE:LINE: the
+	// unit files it is read from are not copied (they may hold
+	// Environment= secrets). HardNofileRead says it was gathered.
+	HardNofile     []LimitLine `json:"hard_nofile,omitempty"`
+	HardNofileRead bool        `json:"hard_nofile_read,omitempty"`
+	// BootNrOpen is Facts.BootNrOpen (the sysctl.d files are not copied).
+	BootNrOpen *LimitLine `json:"boot_nr_open,omitempty"`
 	// PageSize in bytes.
 	PageSize int64 `json:"page_size_bytes"`
 	// Clock is the adjtimex answer.
@@ -149,7 +156,7 @@ func loadRecording(root string) (*Recording, error) {
 		return nil, nil
 	}
 	if errors.Is(err, syscall.ENOTDIR) {
-		return nil, exitcode.BadInputf("--root %s is not a directory: give the directory `hostprep preflight --record DIR` wrote (or a host's root tree)", root)
+		return nil, exitcode.BadInputf("--root %s is not a directory: give the directory `hostprep preflight --record DIR` wrote", root)
 	}
 	if err != nil {
 		return nil, exitcode.BadInputf("--root %s: %v", root, err)
@@ -159,6 +166,25 @@ func loadRecording(root string) (*Recording, error) {
 		return nil, exitcode.BadInputf("--root %s: %s is not a hostprep recording (format 1): %v; record one with hostprep preflight --record DIR", root, RecordManifest, err)
 	}
 	return &m, nil
+}
+
+// checkRecordedRoot refuses a --root that is not a recorded host
+// (exitcode.BadInput): the live host's own root ("/"), or a directory
+// without the manifest --record writes. "" (no --root) is fine.
+func checkRecordedRoot(root string) error {
+	if root == "" {
+		return nil
+	}
+	if filepath.Clean(root) == "/" {
+		return exitcode.BadInputf("--root %s is the live host: drop --root (it replays a host recorded with hostprep preflight --record DIR)", root)
+	}
+	if st, err := os.Stat(root); err == nil && !st.IsDir() {
+		return exitcode.BadInputf("--root %s is not a directory: give the directory `hostprep preflight --record DIR` wrote", root)
+	}
+	if _, err := os.Stat(filepath.Join(root, RecordManifest)); err != nil {
+		return exitcode.BadInputf("--root %s: not a recorded host (no %s in it); record one on the host with hostprep preflight --record DIR and pass that DIR", root, RecordManifest)
+	}
+	return nil
 }
 
 // checkRecordDir refuses a --record path that cannot become a recording

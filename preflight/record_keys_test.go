@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/hostprep/hostprep/internal/exitcode"
 )
 
 // TestRecordKeepsEveryKeyRead: a recording keeps every systemd setting
@@ -125,4 +127,23 @@ func stringLit(e ast.Expr) string {
 	}
 	s, _ := strconv.Unquote(l.Value)
 	return s
+}
+
+// TestRootMustBeARecording guards that --root names a recorded host:
+// the live root and a directory without the manifest are bad input
+// naming the fix.
+func TestRootMustBeARecording(t *testing.T) {
+	bare := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(bare, "proc", "sys"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, root := range []string{"/", bare} {
+		_, err := Run(t.Context(), Options{Target: Target{Sockets: 10, Role: Broker}, Root: root})
+		if exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), "--root "+root) {
+			t.Errorf("--root %s: %v, want bad input naming it", root, err)
+		}
+	}
+	if err := checkRecordedRoot(""); err != nil {
+		t.Errorf("no --root: %v", err)
+	}
 }

@@ -121,6 +121,9 @@ type Report struct {
 	Ignored []string `json:"ignored,omitempty"`
 	// Notes are facts that could not be gathered.
 	Notes []string `json:"notes,omitempty"`
+	// Remedies are the proofs of the remedies: the changes each stands
+	// for and the checks that pass after them (see remedy.go).
+	Remedies []Proof `json:"remedies,omitempty"`
 }
 
 // Run checks whether the host can carry opts.Target: it gathers the facts
@@ -143,6 +146,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 	f := opts.Facts
+	if f != nil && t.Role != Loadgen {
+		// a recorded host's listeners carry their owners' limits
+		f.judgePortOwner(t.ListenerPorts())
+	}
 	if f == nil {
 		svc, fromProfile, alt := opts.Service, false, []string(nil)
 		if svc == "" && opts.PID == 0 {
@@ -182,6 +189,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		f.Measured = m
 	}
 	checks := Evaluate(f, t)
+	proofs := proveRemedies(f, t, checks)
 	applyIgnore(checks, opts.Ignore)
 	for _, c := range checks {
 		slog.Debug("preflight: check", "id", c.ID, "status", c.Status, "ignored", c.Ignored, "summary", c.Summary)
@@ -199,6 +207,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		Capacity:       capacityOf(f, t),
 		Ignored:        opts.Ignore,
 		Notes:          f.Notes,
+		Remedies:       proofs,
 	}
 	return r, nil
 }
@@ -226,6 +235,9 @@ func (r *Report) Err(strict bool) error {
 // PID, time bound or socket count) instead of silently using a default.
 // Errors are exitcode.BadInput naming the flag, the value and the fix.
 func (o Options) validate() error {
+	if err := checkRecordedRoot(o.Root); err != nil {
+		return err
+	}
 	if o.Record != "" {
 		if err := checkRecordDir(o.Record); err != nil {
 			return err

@@ -117,11 +117,22 @@ func (t Target) ListenerPorts() []int {
 	return DefaultPorts[t.Role]
 }
 
+// MaxSockets is the most sockets a target may ask for: 2^30 (1073741824),
+// a thousand times the million hostprep tunes for and near the kernel's
+// own ceiling on one process's file descriptors (sysctl_nr_open_max,
+// INT_MAX rounded down to a multiple of BITS_PER_LONG: 2147483584). A
+// number past it is a typo, not a plan, and every count derived from it
+// (fds, ports, kernel memory) would no longer mean anything.
+const MaxSockets = 1 << 30
+
 // Validate checks the target and fills defaults. Errors are
 // exitcode.BadInput and name the flag.
 func (t *Target) Validate() error {
 	if t.Sockets <= 0 {
 		return exitcode.BadInputf("--sockets %d: want a positive number of sockets (e.g. --sockets 1000000), or --profile with a preflight section", t.Sockets)
+	}
+	if t.Sockets > MaxSockets {
+		return exitcode.BadInputf("--sockets %d: want at most %d (preflight.MaxSockets, near the kernel's ceiling on one process's file descriptors); split the load over more processes or hosts", t.Sockets, MaxSockets)
 	}
 	ok := false
 	for _, r := range Roles {

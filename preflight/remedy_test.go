@@ -1,0 +1,197 @@
+package preflight
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hostprep/hostprep/internal/verdict"
+	"gopkg.in/yaml.v3"
+)
+
+// caseFacts loads a field case of testdata/cases: its facts and target,
+// as TestFieldCases runs it.
+func caseFacts(t *testing.T, name string) (*Facts, Target) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "cases", name+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cf caseFile
+	if err := yaml.Unmarshal(b, &cf); err != nil {
+		t.Fatal(err)
+	}
+	hy, err := yaml.Marshal(&cf.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := LoadHostYAML(name, bytes.NewReader(hy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := caseIDs[name].memTotal; m != 0 {
+		f.MemTotal = m
+	}
+	if cf.IoTDBHome != nil {
+		if f.IoTDB, err = ReadIoTDBConfig(iotdbRelease(t, cf.IoTDBHome)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tg := Target{Sockets: cf.Sockets, Role: Role(cf.Role), ConnRate: cf.ConnRate, Destinations: cf.Destinations}
+	tg.IoTDB.BatchPoints = cf.BatchPoints
+	return f, tg
+}
+
+// noRemedyOfItsOwn are failing checks of field cases whose fix is no
+// change to the host's facts, with why.
+var noRemedyOfItsOwn = map[string]string{
+	// mosquitto 2.0 hard-codes listen(sock, 100): the broker's code, not the host
+	"listener-backlog-below-somaxconn/accept.backlog": "the broker's own listen() backlog",
+}
+
+// TestRemedyProofsOnFieldCases guards that every remedy printed for a
+// field case is proven: applied to the case's facts its changes make its
+// check pass (or the printed remedy says what is still needed), no check
+// that passed fails after it, and every failing check of the case is
+// flipped by some printed remedy (its own, or the one it points to).
+func TestRemedyProofsOnFieldCases(t *testing.T) {
+	files, _ := filepath.Glob("testdata/cases/*.yaml")
+	for _, path := range files {
+		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			f, tg := caseFacts(t, name)
+			a, b := checkKeys(Evaluate(cloneFacts(f), tg)), checkKeys(Evaluate(f, tg))
+			for i := range a {
+				if a[i] != b[i] {
+					t.Fatalf("the checks judge a copy of the facts differently:\n%s\n%s", a[i], b[i])
+				}
+			}
+			rep, err := Run(t.Context(), Options{Target: tg, Facts: f})
+			if err != nil {
+				t.Fatal(err)
+			}
+			flipped := map[string]bool{}
+			for _, p := range rep.Remedies {
+				c := resultByID(t, rep.Checks, p.Check)
+				if p.Withheld != "" {
+					if !strings.HasPrefix(c.Remedy, "not printed: ") {
+						t.Errorf("%s: withheld remedy printed: %s", p.Check, c.Remedy)
+					}
+					continue
+				}
+				// apply the changes again, independently of the proof
+				g, t2 := cloneFacts(f), tg
+				for _, ch := range ordered(remedies[p.Check](f, tg)) {
+					ch.Apply(g, &t2)
+				}
+				after := Evaluate(g, t2)
+				for i, a := range after {
+					if b := rep.Checks[i]; b.Status == verdict.Pass && a.Status != verdict.Pass && a.Status != verdict.Skip {
+						t.Errorf("%s's remedy (%v) makes %s go from pass to %s: %s", p.Check, p.Changes, a.ID, a.Status, a.Summary)
+					}
+					if a.Status == verdict.Pass && rep.Checks[i].Status != verdict.Pass {
+						flipped[a.ID] = true
+					}
+				}
+				own := resultByID(t, after, p.Check)
+				switch {
+				case own.Status == verdict.Pass && !slices.Contains(p.Passes, p.Check):
+					t.Errorf("%s passes after %v, but the proof does not say so: %+v", p.Check, p.Changes, p)
+				case own.Status != verdict.Pass && (p.StillNeeded == "" || !strings.Contains(c.Remedy, "still needed")):
+					t.Errorf("%s's remedy (%v) leaves it %s and does not say what is still needed: %s", p.Check, p.Changes, own.Status, c.Remedy)
+				}
+			}
+			for _, c := range rep.Checks {
+				if c.Status == verdict.Fail && !flipped[c.ID] && noRemedyOfItsOwn[name+"/"+c.ID] == "" {
+					t.Errorf("failing check %s is flipped by no printed remedy: %s", c.ID, c.Remedy)
+				}
+			}
+		})
+	}
+}
+
+func checkKeys(cs []verdict.Check) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.ID+" "+string(c.Status)+" "+c.Summary)
+	}
+	return out
+}
+
+// TestRemedyChangingNothingIsWithheld guards that a remedy whose changes
+// leave the facts as they are is not printed.
+func TestRemedyChangingNothingIsWithheld(t *testing.T) {
+	f := host(t, `sysctl: {net.ipv4.tcp_max_tw_buckets: "4096"}`)
+	tg := Target{Sockets: 1000, Role: Broker, ConnRate: 1000}
+	before := Evaluate(f, tg)
+	p := prove(f, tg, before, "tcp.tw_buckets", []Change{SetSysctl{Key: "net.ipv4.tcp_max_tw_buckets", Value: "4096"}})
+	if !strings.Contains(p.Withheld, "changes nothing") {
+		t.Fatalf("proof %+v, want withheld: changes nothing", p)
+	}
+}
+
+// TestRemedyBreakingNrOpenIsWithheld guards that a remedy lowering
+// fs.nr_open below a hard nofile limits.conf gives root (the tune case
+// nr-open-below-configured-hard-nofile, seen from preflight) is not
+// printed, and names the line it would break.
+func TestRemedyBreakingNrOpenIsWithheld(t *testing.T) {
+	f := host(t, `
+sysctl: {fs.nr_open: "1048576"}
+files:
+  /etc/security/limits.conf: "root        hard nofile 1048576\nroot       soft nofile 1048576\n"
+`)
+	tg := Target{Sockets: 1000, Role: Broker}
+	before := Evaluate(f, tg)
+	if c := resultByID(t, before, "fd.nr_open_hard"); c.Status != verdict.Pass {
+		t.Fatalf("fd.nr_open_hard %s before, want pass: %s", c.Status, message(c))
+	}
+	p := prove(f, tg, before, "fd.nr_open", []Change{SetSysctl{Key: "fs.nr_open", Value: "1000000"}})
+	if !strings.Contains(p.Withheld, "fd.nr_open_hard") || !strings.Contains(p.Withheld, "/etc/security/limits.conf:1") {
+		t.Fatalf("proof %+v, want withheld naming fd.nr_open_hard and /etc/security/limits.conf:1", p)
+	}
+}
+
+// TestNrOpenCoversConfiguredHardNofile guards the fd.nr_open_hard
+// invariant: fs.nr_open, live and at boot, against limits.conf (root's
+// lines included), a unit's LimitNOFILE and PID 1's limit.
+func TestNrOpenCoversConfiguredHardNofile(t *testing.T) {
+	cases := []struct {
+		name, host string
+		status     verdict.Status
+		mentions   []string
+	}{
+		{"stock host", ``, verdict.Pass, nil},
+		{"root line above nr_open", `
+sysctl: {fs.nr_open: "1000000"}
+files: {/etc/security/limits.conf: "root        hard nofile 1048576\n"}`, verdict.Fail,
+			[]string{"root hard nofile 1048576 (/etc/security/limits.conf:1)", "fs.nr_open=1048576"}},
+		{"unit LimitNOFILE above nr_open at boot", `
+sysctl: {fs.nr_open: "2097152"}
+files: {/etc/systemd/system/emqx.service.d/60-hostprep.conf: "[Service]\nLimitNOFILE=2000000\n"}`, verdict.Fail,
+			[]string{"at boot", "emqx.service hard nofile 2000000 (/etc/systemd/system/emqx.service.d/60-hostprep.conf:2)"}},
+		{"boot file keeps it", `
+sysctl: {fs.nr_open: "2097152"}
+files:
+  /etc/systemd/system/emqx.service.d/60-hostprep.conf: "[Service]\nLimitNOFILE=2000000\n"
+  /etc/sysctl.d/60-hostprep.conf: "fs.nr_open = 2097152\n"`, verdict.Pass, nil},
+		{"PID 1 above nr_open", `
+sysctl: {fs.nr_open: "524288"}
+pid1_nofile: {soft: 1024, hard: 1048576}`, verdict.Fail, []string{"PID 1 hard nofile 1048576 (/proc/1/limits)"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := checkNrOpenHard(host(t, c.host), Target{Sockets: 10, Role: Broker})
+			if r.Status != c.status {
+				t.Fatalf("status %s, want %s: %s", r.Status, c.status, message(r))
+			}
+			for _, m := range c.mentions {
+				if !strings.Contains(message(r), m) {
+					t.Errorf("lacks %q: %s", m, message(r))
+				}
+			}
+		})
+	}
+}
