@@ -10,8 +10,8 @@ import (
 
 // `hostprep probe iotdb` names every setting that has a flag by that
 // flag in the probe's messages (iotdbNames fills iotdb.Config.SettingNames),
-// so its output keeps naming --pool-size, --call-timeout, ... now that
-// the library's own names are no flags; every flag it names is one the
+// so its output names --pool-size, --call-timeout, ... rather than the
+// library's own names, which are no flags; every flag it names is one the
 // command has, and the address is --node-urls when node URLs were given.
 func TestProbeIoTDBSettingNamesAreItsFlags(t *testing.T) {
 	flags := newProbeIoTDBCmd().Flags()
