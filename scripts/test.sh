@@ -92,16 +92,21 @@ done
 parallel=${TEST_PARALLEL:-3}
 echo "== go test -race -p $parallel (${#pkgs[@]} packages with tests)"
 test_log=$(mktemp "${TMPDIR:-/tmp}/hostprep-test.XXXXXX")
-trap 'rm -f "$test_log"; cleanup' EXIT
+fuzz_log=$(mktemp "${TMPDIR:-/tmp}/hostprep-fuzz.XXXXXX")
+trap 'rm -f "$test_log" "$fuzz_log"; cleanup' EXIT
+# slowest prints the ten slowest packages of the go test run, so that the
+# command stays fast: a package that climbs this list is the place to
+# look. It ends the output, pass or fail.
+slowest() {
+  echo "== ten slowest packages (seconds; the whole run took $SECONDS s)"
+  awk '($1 == "ok" || $1 == "FAIL") && $3 ~ /^[0-9.]+s$/ { t = $3; sub(/s$/, "", t); printf "%8.1f  %-4s %s\n", t, $1, $2 }' "$test_log" | sort -rn | head -10
+}
 set +e
 go test -race -p "$parallel" -count=1 -timeout 40m "${pkgs[@]}" "$@" 2>&1 | tee "$test_log"
 test_rc=${PIPESTATUS[0]}
 set -e
-# The ten slowest packages, so that the command stays fast: a package
-# that climbs this list is the place to look.
-echo "== ten slowest packages (seconds)"
-awk '($1 == "ok" || $1 == "FAIL") && $3 ~ /^[0-9.]+s$/ { t = $3; sub(/s$/, "", t); printf "%8.1f  %-4s %s\n", t, $1, $2 }' "$test_log" | sort -rn | head -10
 if [ "$test_rc" -ne 0 ]; then
+  slowest
   echo "test.sh: go test failed (exit $test_rc; the failures are above)" >&2
   exit "$test_rc"
 fi
@@ -113,9 +118,10 @@ fuzztime=${FUZZTIME:-5s}
 echo "== fuzz targets, $fuzztime each"
 while IFS=: read -r file name; do
   pkg=$(dirname "$file")
-  go test -run='^$' -fuzz="^${name}\$" -fuzztime="$fuzztime" "$pkg" >"$test_log" 2>&1 || {
-    cat "$test_log"
+  go test -run='^$' -fuzz="^${name}\$" -fuzztime="$fuzztime" "$pkg" >"$fuzz_log" 2>&1 || {
+    cat "$fuzz_log"
     echo "test.sh: $name in $pkg failed; the failing input is under $pkg/testdata/fuzz/$name (commit it as a seed once fixed)" >&2
+    slowest
     exit 1
   }
   echo "ok   $name ($pkg)"
@@ -127,6 +133,9 @@ if $in_git; then
   if [ "$status_after" != "$status_before" ]; then
     echo "$status_after"
     echo "test.sh: the test run left the checkout dirty (git status above; before the run it was ${status_before:-clean}); a test or script writes into the checkout: make it write under a temp dir or .cache/" >&2
+    slowest
     exit 1
   fi
 fi
+
+slowest
