@@ -3,6 +3,7 @@ package profiles
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -59,4 +60,78 @@ func TestYAMLSyntaxErrorAtTheBreakingLine(t *testing.T) {
 			t.Errorf("%q: %v; want %s ... %s", c.y, err, c.at, c.fix)
 		}
 	}
+}
+
+func TestSets(t *testing.T) {
+	p, err := Load("sys-tune", []string{
+		"net.core.somaxconn=65535",
+		"net.ipv4.tcp_rmem=4096,131072,16777216",
+		"vm.max_map_count=262144",
+		"limits.nofile.soft=524288",
+		"preflight.sockets=1000",
+		"preflight.role=broker",
+		"preflight.conn_rate=100",
+		"reserve_ports=1883, 8883",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := p.Sysctl["net.core.somaxconn"]; s.Value != "65535" || s.Mode != AtLeast || s.Comment == "" {
+		t.Errorf("somaxconn %+v: value set, mode and comment kept", s)
+	}
+	if s := p.Sysctl["net.ipv4.tcp_rmem"]; s.Value != "4096 131072 16777216" {
+		t.Errorf("tcp_rmem %q (commas become spaces)", s.Value)
+	}
+	if s := p.Sysctl["vm.max_map_count"]; s.Value != "262144" || s.Mode != Exact {
+		t.Errorf("new key %+v", s)
+	}
+	if p.Limits.Nofile.Soft != 524288 || p.Limits.Nofile.Hard != 1048576 {
+		t.Errorf("nofile %+v", p.Limits.Nofile)
+	}
+	if pf := p.Preflight; pf == nil || pf.Sockets != 1000 || pf.Role != "broker" || pf.ConnRate != 100 {
+		t.Errorf("preflight %+v", pf)
+	}
+	if !reflect.DeepEqual(p.ReservePorts, []int{1883, 8883}) {
+		t.Errorf("reserve_ports %v", p.ReservePorts)
+	}
+	p, err = Load("sys-tune", []string{"reserve_ports="})
+	if err != nil || len(p.ReservePorts) != 0 {
+		t.Errorf("reserve_ports= : %v %v", p, err)
+	}
+
+	bad := []struct {
+		set  string
+		want []string
+	}{
+		{"x", []string{`--set "x": want key=value`}},
+		{"=5", []string{`--set "=5": want key=value`}},
+		{"somaxconn=5", []string{`unknown key "somaxconn"`, "net.core.somaxconn=65535"}},
+		// A key --set does not take may hold a secret: its value is not echoed.
+		{"probe.mqtt.password=hunter2", []string{`--set "probe.mqtt.password=…": unknown key "probe.mqtt.password" (its value is not shown)`}},
+		{"limits.nofile.soft=lots", []string{`--set "limits.nofile.soft=lots"`, "whole number"}},
+		{"limits.nofile.hard=-1", []string{"file descriptors"}},
+		{"preflight.sockets=1e6", []string{"whole number"}},
+		{"reserve_ports=1883,mqtt", []string{`"mqtt" is not a port`}},
+		{"net.core.somaxconn=", []string{"empty value"}},
+		// Sets are validated like the file.
+		{"net.ipv4.ip_local_port_range=1000 65535", []string{`--set "net.ipv4.ip_local_port_range=1000 65535"`, "ip_unprivileged_port_start"}},
+		{"limits.nofile.soft=2000000", []string{`--set "limits.nofile.soft=2000000"`, "above hard 1048576"}},
+		{"preflight.role=db", []string{`--set "preflight.role=db"`, "broker, loadgen, iotdb"}},
+		{"reserve_ports=0", []string{`--set "reserve_ports=0"`, "1..65535"}},
+	}
+	for _, b := range bad {
+		_, err := Load("sys-tune", []string{b.set})
+		t.Run(b.set, func(t *testing.T) {
+			checkErr(t, err, b.want)
+			if err != nil && strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("the error echoes the value: %v", err)
+			}
+		})
+	}
+	// ApplySets works on a profile built in code (no positions).
+	q := &Profile{Name: "code"}
+	if err := ApplySets(q, []string{"limits.nofile.soft=10", "limits.nofile.hard=5"}); err != nil {
+		t.Fatal(err)
+	}
+	checkErr(t, q.Validate(), []string{`--set "limits.nofile.soft=10"`, "soft 10 is above hard 5"})
 }

@@ -18,12 +18,12 @@ const (
 	timeWaitSeconds          = 60
 )
 
-// TestBuiltinsMeetTheirTCPTargets: after applying mqtt-broker-1m or
-// loadgen, preflight's tcp.orphans and tcp.tw_buckets still warned,
-// because no built-in but sys-tune set those keys. Every built-in with a
-// preflight target now raises them (at-least) to what its own target
-// needs, except that ready-small leaves out the global tcp_max_orphans
-// (it must apply inside `unshare --net`) and relies on the default.
+// TestBuiltinsMeetTheirTCPTargets: every built-in with a preflight
+// target raises tcp_max_orphans and tcp_max_tw_buckets (at-least) to what
+// its own target needs, so preflight's tcp.orphans and tcp.tw_buckets
+// pass after applying it; ready-small leaves out the global
+// tcp_max_orphans (it must apply inside `unshare --net`) and relies on
+// the default.
 func TestBuiltinsMeetTheirTCPTargets(t *testing.T) {
 	for _, name := range BuiltinNames() {
 		p, err := Load(name, nil)

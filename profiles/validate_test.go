@@ -321,11 +321,11 @@ func TestTabIndentation(t *testing.T) {
 	}
 }
 
-// TestRootCauseFirst: the tester's --set ip_unprivileged_port_start=70000
-// was hidden behind a port-range message suggesting the invalid range
-// "70000 65535" and "(and 1 more problem)". A value out of its own range
-// is reported first (and alone: nothing is judged against it), and a
-// suggested port range is always one the kernel accepts.
+// TestRootCauseFirst: a value out of its own range (the tester's --set
+// ip_unprivileged_port_start=70000) is reported first and alone, not
+// behind a port-range message suggesting the invalid range "70000 65535"
+// (nothing is judged against it), and a suggested port range is always
+// one the kernel accepts.
 func TestRootCauseFirst(t *testing.T) {
 	// sys-tune's own port range says if_refused: nearest; a --set of it
 	// is the caller's value, which a refusal does not change.

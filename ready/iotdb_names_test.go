@@ -38,8 +38,8 @@ func notReadyFlags(msg string) []string {
 // probe.iotdb.pool_size, the user --iotdb-user or the profile's key;
 // every setting of the probe (iotdb.SettingKeys, the address, the JSON
 // output) is named without a flag ready lacks, and so are the
-// suggestions and remedies of a run (never "raise --pool-size", a flag
-// of `hostprep probe iotdb` only).
+// suggestions and remedies of a run: never "raise --pool-size", a flag
+// of `hostprep probe iotdb` only.
 func TestIoTDBConfigNamesReadySettings(t *testing.T) {
 	for _, c := range []struct {
 		name                    string

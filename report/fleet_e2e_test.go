@@ -184,10 +184,10 @@ func waitShards(t *testing.T, dir string, cmds []*exec.Cmd, out []bytes.Buffer) 
 }
 
 // The fleet's received rate is the fleet's window messages that arrived
-// over the time the last of them took, as one host would count it. The
-// merge added up the shards' rates, each over its own receive_s, and
-// kept the longest receive_s: field case 194.10 msg/s received with
-// receive_s 5.313 s for 1000 messages (188.2). Here shard 2's process is
+// over the time the last of them took, as one host would count it, not
+// the sum of the shards' rates, each over its own receive_s, next to the
+// longest receive_s (the field case: 194.10 msg/s received with
+// receive_s 5.313 s for 1000 messages, 188.2). Here shard 2's process is
 // stopped (SIGSTOP) across the end of the window, so its messages take
 // about 1.4 s longer to arrive than shard 1's.
 func TestFleetReceivedRateByArrival(t *testing.T) {
@@ -234,8 +234,8 @@ func TestFleetPublishedRateOverTheFleetsWindow(t *testing.T) {
 	if !b.Interrupted || b.WindowSeconds > a.WindowSeconds-0.5 || b.WindowSeconds < 0.5 {
 		t.Fatalf("window %.3f s (shard 1), %.3f s (shard 2, interrupted %v): want shard 2 cut about halfway", a.WindowSeconds, b.WindowSeconds, b.Interrupted)
 	}
-	// By the schedule's clock: not "after 5.x s", the wait for
-	// --start-at included.
+	// By the schedule's clock, the wait for --start-at not counted (that
+	// would say "after 5.x s").
 	if !regexp.MustCompile(`^interrupted after 1\.[1-3] s of the schedule: `).MatchString(b.StoppedEarlyReason) {
 		t.Errorf("shard 2 stopped early: %q, want it interrupted after 1.1 s of the schedule", b.StoppedEarlyReason)
 	}
@@ -320,10 +320,10 @@ func TestMergeRefusesEditedShards(t *testing.T) {
 // A shard whose process is stopped (SIGSTOP) from before the start to
 // 1.5 s into its 2 s window connects late: its clients publish the slots
 // they missed, late, so the fleet's window holds every message of the
-// fixed schedule (the late clients' missed slots were never scheduled:
-// a fleet PASS with 153 messages missing), mqtt.schedule blames the
-// probe, and the failed connect p95's remedy says the probe itself
-// started the connects late (it blamed the broker's somaxconn).
+// fixed schedule (a fleet that dropped the late clients' missed slots
+// would PASS with messages missing), mqtt.schedule blames the probe, and
+// the failed connect p95's remedy says the probe itself started the
+// connects late rather than blame the broker's somaxconn.
 func TestFleetStoppedShardKeepsSchedule(t *testing.T) {
 	r := twoShards(t, "--connect-p95", "500ms")
 	p := r.cmds[1].Process // our own child, stopped from 0.5 s before its schedule to 1.5 s into it

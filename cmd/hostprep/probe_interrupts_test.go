@@ -9,8 +9,8 @@ import (
 )
 
 // The first Ctrl-C ends the run's context, the second the clean-up's
-// (again): a probe waiting in its clean-up on a hung server used to
-// ignore the second one.
+// (again), so a probe waiting in its clean-up on a hung server stops at
+// the second one.
 func TestSecondInterruptEndsAgain(t *testing.T) {
 	ctx, again, stop := interrupts(context.Background())
 	defer stop()

@@ -59,7 +59,7 @@ func TestFDLimitBinary(t *testing.T) {
 }
 
 // An empty --password-file is refused the same way by both probes (exit
-// 2, before any load): probe mqtt used to run with an empty password.
+// 2, before any load): neither runs with an empty password.
 func TestEmptyPasswordFileRefusedByBothProbes(t *testing.T) {
 	empty := filepath.Join(t.TempDir(), "empty.pw")
 	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {

@@ -144,7 +144,9 @@ network namespace, so the running kernel itself accepts or refuses it
 (root; elsewhere, and for global keys, hostprep's table of bounds is used,
 and a note says so). Other host-dependent checks (keys unknown to this
 kernel, the host's fs.nr_open, listening ports) are done by
-'hostprep tune plan'. Reference: docs/profiles.md.`,
+'hostprep tune plan'.
+
+Reference: docs/profiles.md.`,
 		Example: "  hostprep profiles validate ./broker.yaml\n  hostprep profiles validate --output json a.yaml b.yaml",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

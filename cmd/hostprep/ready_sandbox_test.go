@@ -46,6 +46,10 @@ func runSandbox(t *testing.T, targets []string, steps [][]string) []sandboxOut {
 // tmpfs mounts (existing directories).
 func runSandboxSteps(t *testing.T, targets, extraMounts []string, steps []sandboxStep) []sandboxOut {
 	t.Helper()
+	// ready applies profiles and preflight judges fs.nr_open and
+	// fs.file-max, which the sandbox does not isolate: take turns with
+	// the tune end-to-end tests of other packages.
+	testenv.LockGlobalSysctls(t)
 	sb := testenv.NewSandbox(t, extraMounts...)
 	for _, tg := range targets {
 		sb.Relay(tg)

@@ -36,8 +36,8 @@ func TestReadyRefusesMissingResultFolder(t *testing.T) {
 	}
 }
 
-// --sockets 0 typed out is bad input: ready.Run reads 0 as "not given"
-// and used to take the profile's target silently (exit 0).
+// --sockets 0 typed out is bad input (exit 2), not read as "not given":
+// ready.Run would take the profile's target silently in its place.
 func TestReadySocketsZeroIsBadInput(t *testing.T) {
 	for _, n := range []string{"0", "-5"} {
 		_, stderr, code := testenv.Run(t, nil, "ready", "--profile", "ready-small", "--dry-run", "--sockets", n)

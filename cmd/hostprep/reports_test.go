@@ -218,30 +218,6 @@ func TestProbeMQTTInterruptedReportSaysIncomplete(t *testing.T) {
 	}
 }
 
-// TestRateFlags: --conn-rate and --rate take 1000, 1000/s and 60000/m;
-// anything else is exit 2 with one line naming the flag and the form.
-func TestRateFlags(t *testing.T) {
-	for _, v := range []string{"1200", "1200/s", "72000/m"} {
-		stdout, stderr, code := testenv.Run(t, nil, "preflight", "--sockets", "100", "--conn-rate", v, "-o", "json")
-		if code != 0 && code != 1 {
-			t.Fatalf("preflight --conn-rate %s: exit %d\n%s", v, code, stderr)
-		}
-		if !strings.Contains(stdout, `"conn_rate": 1200`) {
-			t.Errorf("preflight --conn-rate %s: target is not 1200 connections/s:\n%.600s", v, stdout)
-		}
-	}
-	for _, args := range [][]string{
-		{"probe", "mqtt", "--conn-rate", "10/h"},
-		{"probe", "iotdb", "--rate", "fast"},
-		{"preflight", "--sockets", "100", "--conn-rate", "-1/s"},
-	} {
-		_, stderr, code := testenv.Run(t, nil, args...)
-		if code != 2 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, args[len(args)-2]) || !strings.Contains(stderr, "1000/s") {
-			t.Errorf("%v: exit %d, stderr %q; want exit 2 with one line naming the flag and the form", args, code, stderr)
-		}
-	}
-}
-
 // TestReadyHTML: `ready --dry-run --html` (touches nothing: plans the
 // tuning, passive preflight, MQTT probe against the embedded broker)
 // writes a page with every step and the MQTT probe's charts; a folder

@@ -58,6 +58,7 @@ lock held, kernel EINVAL, target unreachable).`,
 	}
 	root.SetHelpCommand(newHelpCmd())
 	usageErrorsAreBadInput(root)
+	addReferences(root)
 	return root
 }
 
@@ -120,7 +121,7 @@ func newHelpCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "help [command]",
 		Short: "Help about any command",
-		Long:  "help prints the help of any command, as `hostprep COMMAND --help` does (text, whatever --output says).",
+		Long:  "help prints the help of any command, as `hostprep COMMAND --help` does (text, whatever --output says).\n\nReference: docs/cli.md.",
 		RunE: func(c *cobra.Command, args []string) error {
 			cmd, rest, err := c.Root().Find(args)
 			if err != nil || cmd == nil || len(rest) > 0 {

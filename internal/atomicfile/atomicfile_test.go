@@ -124,9 +124,9 @@ func TestCheck(t *testing.T) {
 
 // A report path that holds a device, a FIFO or a link to nothing (or to a
 // device) is
-// refused by Check (exit 2) and by Write, and left as it was: the rename
-// used to put a regular file where /dev/full was. A link to a regular
-// file is followed: the file is replaced, the link stays.
+// refused by Check (exit 2) and by Write, and left as it was: no rename
+// puts a regular file where /dev/full was. A link to a regular file is
+// followed: the file is replaced, the link stays.
 func TestNonRegularTargetsAreRefusedAndLinksFollowed(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
@@ -188,7 +188,7 @@ func TestNonRegularTargetsAreRefusedAndLinksFollowed(t *testing.T) {
 }
 
 // Two report flags naming one file (the same path, or a link to it) are
-// refused: the second write used to replace the first silently.
+// refused, so the second write cannot replace the first silently.
 func TestCheckAllRefusesOneFileTwice(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "r.out")

@@ -65,7 +65,7 @@ func TestYAML(t *testing.T) {
 	}
 }
 
-// A rate is kept unrounded, bounded (1e308 used to overflow an int to
+// A rate is kept unrounded, bounded (1e308 would overflow an int to
 // -9223372036854775808 in Ceil) and shown with its unit.
 func TestBoundAndText(t *testing.T) {
 	for _, in := range []string{"1e308", "1e308/s", "10000001", "600000060/m"} {

@@ -41,9 +41,11 @@ func readSysctl(t testing.TB, k string) string {
 // restored it), it puts the value back and reports the test failed.
 // Before it records them it restores what a killed earlier run left in
 // LeftSysctlsFile, and it keeps its own record there until the test
-// ends.
+// ends. It holds LockGlobalSysctls for the whole test, so no other test
+// binary changes those keys meanwhile.
 func GuardSysctls(t testing.TB, keys ...string) map[string]string {
 	t.Helper()
+	LockGlobalSysctls(t) // registered first: released after the restore below
 	guards.Lock()
 	defer guards.Unlock()
 	if guards.n == 0 {

@@ -17,6 +17,7 @@ func TestGuardSysctlsRestoresWhatAKilledRunLeft(t *testing.T) {
 	if os.Geteuid() != 0 {
 		need(t, "root", "run the tests as root (sudo ./scripts/test.sh)")
 	}
+	LockGlobalSysctls(t) // it changes fs.file-max before its guard does
 	const key = "fs.file-max"
 	orig := readSysctl(t, key)
 	n, err := strconv.ParseUint(orig, 10, 64)

@@ -16,11 +16,25 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // InCI reports whether the tests run under CI (CI=true), where missing
 // services are failures, not skips.
 func InCI() bool { return os.Getenv("CI") == "true" }
+
+// SoakEnv turns on the long soak: HOSTPREP_TEST_SOAK=1 runs the probes'
+// real-server scenario test with long steps. The test command and CI
+// leave it unset, so the suite stays within its ten minutes.
+const SoakEnv = "HOSTPREP_TEST_SOAK"
+
+// SoakOr returns short, or long when SoakEnv is 1.
+func SoakOr(short, long time.Duration) time.Duration {
+	if os.Getenv(SoakEnv) == "1" {
+		return long
+	}
+	return short
+}
 
 func need(t testing.TB, what, how string) {
 	t.Helper()
