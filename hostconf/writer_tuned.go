@@ -44,6 +44,11 @@ var tunedWriter = Writer{
 	Writes:  tunedWrites,
 }
 
+// tunedWrites is what tuned writes at boot on host h: the active
+// profile's [sysctl] lines, its include= chain loaded first, then (with
+// reapply_sysctl) the sysctl.d files it re-applies. It is long on purpose: it
+// follows tuned's own loader (tuned/profiles/loader.py, merger.py,
+// plugins/plugin_sysctl.py) step by step, in its order.
 func tunedWrites(h *Host) ([]Write, error) {
 	if h.enabled("tuned.service") == "" {
 		return nil, nil

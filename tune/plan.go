@@ -256,17 +256,9 @@ func planFor(p *profiles.Profile, opts Options) (*Plan, error) {
 		cp.Sysctl[k] = v
 	}
 	p = &cp
-	st, err := env.loadJournal()
+	st, err := pl.journalForPlan()
 	if err != nil {
-		if errors.Is(err, fs.ErrPermission) {
-			pl.Warnings = append(pl.Warnings, fmt.Sprintf("cannot read the journal %s (%v): the plan assumes no earlier apply; run as root for an exact plan", env.stateFile(), err))
-			st = nil
-		} else {
-			return nil, exitcode.Environmentf("tune: %w", err)
-		}
-	}
-	if st == nil {
-		st = journal.New()
+		return nil, err
 	}
 	env = env.keepPersistName(st)
 	env.profileRef, env.profileSets = p.Source, p.Sets
@@ -311,6 +303,24 @@ func planFor(p *profiles.Profile, opts Options) (*Plan, error) {
 		pl.Restart = []string{}
 	}
 	return pl, nil
+}
+
+// journalForPlan is what earlier applies journaled, for planning on top of
+// it: an empty journal when there is none, or (with a warning) when it
+// cannot be read for want of root. Errors: exitcode.Environment.
+func (pl *Plan) journalForPlan() (*journal.State, error) {
+	st, err := pl.env.loadJournal()
+	switch {
+	case errors.Is(err, fs.ErrPermission):
+		pl.Warnings = append(pl.Warnings, fmt.Sprintf("cannot read the journal %s (%v): the plan assumes no earlier apply; run as root for an exact plan", pl.env.stateFile(), err))
+		st = nil
+	case err != nil:
+		return nil, exitcode.Environmentf("tune: %w", err)
+	}
+	if st == nil {
+		st = journal.New()
+	}
+	return st, nil
 }
 
 // target is the value a key will have after apply, for persistence and

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/plural"
 	prom "github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/tune/files"
 )
@@ -152,7 +153,7 @@ func WriteVerifyResults(env Env, s *Status, dir string, w io.Writer) error {
 	if rec.Interrupted != "" {
 		fmt.Fprintf(w, "INTERRUPTED: %s\n", rec.Interrupted)
 	}
-	fmt.Fprintf(w, "hostprep tune verify: %d of %d items drifted; wrote %s\n", rec.Drift, len(rec.Items), rec.Textfile)
+	fmt.Fprintf(w, "hostprep tune verify: %d of %s drifted; wrote %s\n", rec.Drift, plural.N(len(rec.Items), "item"), rec.Textfile)
 	if !s.Applied {
 		return nil // nothing applied: no journal directory to keep a record in
 	}
@@ -186,7 +187,7 @@ func (s *Status) writeLastVerify(w io.Writer) {
 	if r == nil {
 		return
 	}
-	fmt.Fprintf(w, "last verify (hostprep-verify.service) at %s: %d of %d items drifted", r.At.Format("2006-01-02 15:04:05Z"), r.Drift, len(r.Items))
+	fmt.Fprintf(w, "last verify (hostprep-verify.service) at %s: %d of %s drifted", r.At.Format("2006-01-02 15:04:05Z"), r.Drift, plural.N(len(r.Items), "item"))
 	for _, d := range r.Items {
 		if d.Drift {
 			fmt.Fprintf(w, "; %s wanted %s, live %s", d.Key, d.Wanted, d.Live)

@@ -56,6 +56,8 @@ var noSample = drawing.ColorFromHex("e8e8e8")
 // HTML renders the heat map as a <figure> with an inline SVG and the
 // colour scale under it (lowest and highest value). With no cell it
 // renders a note instead. Errors come from the renderer.
+// It is long on purpose: the SVG is drawn top to bottom in one pass,
+// cells, axes, scale and notes, each a few lines.
 func (h HeatMap) HTML() (template.HTML, error) {
 	h = h.binned(maxColumns)
 	lo, hi, ok := h.span()

@@ -91,8 +91,8 @@ func (r *run) brokerEvidence(res *Result) *BrokerEvidence {
 		// that got in (those it held after the run, plus what it had
 		// open meanwhile).
 		e.Cause = fmt.Sprintf("%s has nofile %d: %s + %d of its own files", who, e.NofileSoft, plural.N(e.Clients, "client"), e.NofileSoft-uint64(e.Clients))
-		e.Fix = fmt.Sprintf("raise the broker's open-files limit (LimitNOFILE= in its systemd unit, or ulimit -n before it starts) to at least %d clients + %d; check it with hostprep preflight --role broker --port %d --pid %d",
-			int64(cn.Target)+int64(cn.Subscribers), e.NofileSoft-uint64(e.Clients), port, e.PID)
+		e.Fix = fmt.Sprintf("raise the broker's open-files limit (LimitNOFILE= in its systemd unit, or ulimit -n before it starts) to at least %s + %d; check it with hostprep preflight --role broker --port %d --pid %d",
+			plural.N(int64(cn.Target)+int64(cn.Subscribers), "client"), e.NofileSoft-uint64(e.Clients), port, e.PID)
 	case res.Host.ListenOverflows > 0 && e.Backlog > 0:
 		e.Cause = fmt.Sprintf("the listener %s of %s has backlog %d and the kernel counted %d listen-queue overflows during the run", e.Listener, who, e.Backlog, res.Host.ListenOverflows)
 		e.Fix = fmt.Sprintf("lower --conn-rate, or raise net.core.somaxconn and the broker's listen backlog and restart it; check with hostprep preflight --role broker --port %d --pid %d", port, e.PID)

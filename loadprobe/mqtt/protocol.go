@@ -105,7 +105,7 @@ func protocolCheck(cfg *Config, p Protocol) verdict.Check {
 	}
 	for i, g := range p.GrantedQoS {
 		if g < cfg.QoS {
-			bad = append(bad, fmt.Sprintf("subscriber %d was granted QoS %d for a QoS %d subscription: deliveries are at QoS %d", i, g, cfg.QoS, g))
+			bad = append(bad, fmt.Sprintf("subscriber #%d got QoS %d granted for a QoS %d subscription: deliveries are at QoS %d", i, g, cfg.QoS, g))
 			if c.Remedy == "" {
 				c.Remedy = fmt.Sprintf("use a broker that grants QoS %d, or run with --qos %d", cfg.QoS, g)
 			}

@@ -1214,8 +1214,8 @@ func checkPorts(cfg *Config, clients int, ips []net.IP) error {
 	if p.PerPair > 0 {
 		fix = fmt.Sprintf("spread over %d or more source addresses with --source-ips (e.g. 127.0.0.2-127.0.0.%d on loopback), or %s", (conns+p.PerPair-1)/p.PerPair, 1+(conns+p.PerPair-1)/p.PerPair, fix)
 	}
-	return exitcode.Environmentf("--clients %d: ephemeral ports: %s per source address (net.ipv4.ip_local_port_range %s%s) x %s hold %d < %d connections to the broker: %s",
-		clients, plural.N(p.PerPair, "port"), p.Range, reserved, plural.N(sources, "source address"), p.PerPair*sources, conns, fix)
+	return exitcode.Environmentf("--clients %d: ephemeral ports: %s per source address (net.ipv4.ip_local_port_range %s%s) x %s hold %d < %s to the broker: %s",
+		clients, plural.N(p.PerPair, "port"), p.Range, reserved, plural.N(sources, "source address"), p.PerPair*sources, plural.N(conns, "connection"), fix)
 }
 
 // checkStart refuses a StartAt already past or too near, and a clock
