@@ -52,6 +52,8 @@ command -v systemd-analyze >/dev/null || need_pkgs+=(systemd)
 command -v gcc >/dev/null || need_pkgs+=(gcc libc6-dev)   # go test -race needs cgo
 command -v mvn >/dev/null || need_pkgs+=(maven)           # fetches IoTDB
 command -v java >/dev/null || need_pkgs+=(openjdk-17-jre-headless)   # runs IoTDB
+command -v rpm >/dev/null || need_pkgs+=(rpm)             # lists the .rpm install.sh --package builds
+command -v strace >/dev/null || need_pkgs+=(strace)       # kills tune at a chosen syscall (kill -9 tests)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "== apt-get install ${need_pkgs[*]}"
   apt-get update -qq
@@ -61,6 +63,11 @@ start_service mosquitto
 export HOSTPREP_TEST_MQTT="tcp://127.0.0.1:${HOSTPREP_TEST_MQTT_PORT}"
 start_service iotdb
 export HOSTPREP_TEST_IOTDB="127.0.0.1:${HOSTPREP_TEST_IOTDB_PORT}"
+# RabbitMQ's MQTT plugin: a second real broker, one that answers a QoS 2
+# PUBLISH with PUBACK (scripts/rabbitmq.sh installs Debian's package).
+export HOSTPREP_TEST_RABBITMQ_PORT=${HOSTPREP_TEST_RABBITMQ_PORT:-18832}
+start_service rabbitmq
+export HOSTPREP_TEST_RABBITMQ="tcp://127.0.0.1:${HOSTPREP_TEST_RABBITMQ_PORT}"
 
 echo "== gofmt and go vet"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
