@@ -3,6 +3,9 @@ package preflight
 import (
 	"testing"
 	"time"
+
+	"github.com/hostprep/hostprep/preflight/checks"
+	"github.com/hostprep/hostprep/preflight/facts"
 )
 
 // BenchmarkGatherAndCheck measures a passive preflight on this host:
@@ -11,7 +14,7 @@ import (
 //
 //	go test -run '^$' -bench GatherAndCheck ./preflight
 func BenchmarkGatherAndCheck(b *testing.B) {
-	t := Target{Sockets: 1000000, Role: Loadgen}
+	t := facts.Target{Sockets: 1000000, Role: facts.Loadgen}
 	if err := t.Validate(); err != nil {
 		b.Fatal(err)
 	}
@@ -21,7 +24,7 @@ func BenchmarkGatherAndCheck(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		_ = Evaluate(f, t)
+		_ = checks.Evaluate(f, t)
 	}
 	per := time.Since(start) / time.Duration(b.N)
 	b.ReportMetric(float64(per.Microseconds())/1000, "ms/run")

@@ -9,28 +9,31 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/preflight/checks"
+	"github.com/hostprep/hostprep/preflight/facts"
+
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
 
 // evalOn loads a recorded host, validates the target and returns the
 // check id's result.
-func evalOn(t *testing.T, hostYAML string, tg Target, id string) verdict.Check {
+func evalOn(t *testing.T, hostYAML string, tg facts.Target, id string) verdict.Check {
 	t.Helper()
 	f := host(t, hostYAML)
 	if err := tg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	return testenv.CheckByID(t, Evaluate(f, tg), id)
+	return testenv.CheckByID(t, checks.Evaluate(f, tg), id)
 }
 
-func limitOf(c Capacity, check string) (CapacityLimit, bool) {
+func limitOf(c checks.Capacity, check string) (checks.CapacityLimit, bool) {
 	for _, l := range c.Limits {
 		if l.Check == check {
 			return l, true
 		}
 	}
-	return CapacityLimit{}, false
+	return checks.CapacityLimit{}, false
 }
 
 // A plain connect() gets one source address per destination (the route's
@@ -43,22 +46,22 @@ func TestLoadgenPortCapacity(t *testing.T) {
 	for _, c := range []struct {
 		name           string
 		host           string
-		tg             Target
+		tg             facts.Target
 		sources, dests int64
 		total          int64
 		status         verdict.Status
 	}{
 		{"four host addresses, no --source-ips: one source", four,
-			Target{Sockets: 100000, Role: Loadgen, Destinations: []string{"192.0.2.10:1883"}}, 1, 1, 28232, verdict.Fail},
+			facts.Target{Sockets: 100000, Role: facts.Loadgen, Destinations: []string{"192.0.2.10:1883"}}, 1, 1, 28232, verdict.Fail},
 		{"two destinations, plain connect", four,
-			Target{Sockets: 50000, Role: Loadgen, Destinations: []string{"192.0.2.10:1883", "192.0.2.11:1883"}}, 1, 2, 56464, verdict.Pass},
+			facts.Target{Sockets: 50000, Role: facts.Loadgen, Destinations: []string{"192.0.2.10:1883", "192.0.2.11:1883"}}, 1, 2, 56464, verdict.Pass},
 		{"bound sources: ports x sources, not x destinations", ``,
-			Target{Sockets: 100000, Role: Loadgen, Destinations: []string{"192.0.2.10:1883", "192.0.2.11:1883", "192.0.2.12:1883"},
+			facts.Target{Sockets: 100000, Role: facts.Loadgen, Destinations: []string{"192.0.2.10:1883", "192.0.2.11:1883", "192.0.2.12:1883"},
 				SourceIPs: []string{"192.0.2.20", "192.0.2.21"}}, 2, 3, 56464, verdict.Fail},
 		{"IPv4-mapped destination is the same endpoint", ``,
-			Target{Sockets: 50000, Role: Loadgen, Destinations: []string{"127.0.0.1:18831", "[::ffff:127.0.0.1]:18831"}}, 1, 1, 28232, verdict.Fail},
+			facts.Target{Sockets: 50000, Role: facts.Loadgen, Destinations: []string{"127.0.0.1:18831", "[::ffff:127.0.0.1]:18831"}}, 1, 1, 28232, verdict.Fail},
 		{"whole range reserved", `sysctl: {net.ipv4.ip_local_port_range: "40000 40099", net.ipv4.ip_local_reserved_ports: "40000-40099"}`,
-			Target{Sockets: 10, Role: Loadgen}, 1, 1, 0, verdict.Fail},
+			facts.Target{Sockets: 10, Role: facts.Loadgen}, 1, 1, 0, verdict.Fail},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := host(t, c.host)
@@ -66,15 +69,15 @@ func TestLoadgenPortCapacity(t *testing.T) {
 			if err := tg.Validate(); err != nil {
 				t.Fatal(err)
 			}
-			pc, ok := loadgenCapacity(f, tg)
-			if !ok || pc.sources != c.sources || pc.dests != c.dests || pc.total != c.total {
+			pc, ok := checks.LoadgenCapacity(f, tg)
+			if !ok || pc.Sources != c.sources || pc.Dests != c.dests || pc.Total != c.total {
 				t.Fatalf("capacity %+v, want %d sources x %d destinations = %d", pc, c.sources, c.dests, c.total)
 			}
-			got := testenv.CheckByID(t, Evaluate(f, tg), "ports.ephemeral")
+			got := testenv.CheckByID(t, checks.Evaluate(f, tg), "ports.ephemeral")
 			if got.Status != c.status {
 				t.Fatalf("ports.ephemeral %s, want %s: %s", got.Status, c.status, message(got))
 			}
-			if l, ok := limitOf(capacityOf(f, tg), "ports.ephemeral"); !ok || l.Sockets != c.total {
+			if l, ok := limitOf(checks.CapacityOf(f, tg), "ports.ephemeral"); !ok || l.Sockets != c.total {
 				t.Errorf("capacity limit ports.ephemeral %+v, want %d", l, c.total)
 			}
 			if len(tg.SourceIPs) > 0 && !strings.Contains(got.Observed, "IP_BIND_ADDRESS_NO_PORT") {
@@ -115,15 +118,15 @@ sockstat: {inuse: 50000}`, 100000, verdict.Pass, -1, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := host(t, c.host)
-			tg := Target{Sockets: c.sockets, Role: Broker}
+			tg := facts.Target{Sockets: c.sockets, Role: facts.Broker}
 			if err := tg.Validate(); err != nil {
 				t.Fatal(err)
 			}
-			got := testenv.CheckByID(t, Evaluate(f, tg), "conntrack")
+			got := testenv.CheckByID(t, checks.Evaluate(f, tg), "conntrack")
 			if got.Status != c.status {
 				t.Fatalf("conntrack %s, want %s: %s", got.Status, c.status, message(got))
 			}
-			l, ok := limitOf(capacityOf(f, tg), "conntrack")
+			l, ok := limitOf(checks.CapacityOf(f, tg), "conntrack")
 			if c.limit < 0 && ok {
 				t.Errorf("not tracking, but a capacity limit %+v", l)
 			}
@@ -167,24 +170,24 @@ func TestConntrackUnreadable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !f.Conntrack.Loaded || !f.Conntrack.unknown(c.file) {
+			if !f.Conntrack.Loaded || !f.Conntrack.Unknown(c.file) {
 				t.Fatalf("conntrack %+v: want loaded with %s unknown", f.Conntrack, c.file)
 			}
-			tg := Target{Sockets: 1000, Role: Broker}
+			tg := facts.Target{Sockets: 1000, Role: facts.Broker}
 			if err := tg.Validate(); err != nil {
 				t.Fatal(err)
 			}
-			got := testenv.CheckByID(t, Evaluate(f, tg), "conntrack")
+			got := testenv.CheckByID(t, checks.Evaluate(f, tg), "conntrack")
 			if got.Status != verdict.Warn || !strings.Contains(got.Summary, c.file) || !strings.Contains(got.Remedy, "root") {
 				t.Errorf("conntrack %s: %s", got.Status, message(got))
 			}
-			if _, ok := limitOf(capacityOf(f, tg), "conntrack"); ok {
+			if _, ok := limitOf(checks.CapacityOf(f, tg), "conntrack"); ok {
 				t.Errorf("an unknown conntrack table gave a capacity limit")
 			}
 		})
 	}
 	// the same, recorded
-	got := evalOn(t, `conntrack: {loaded: true, max: 65536, unreadable: ["nf_conntrack_count: permission denied"]}`, Target{Sockets: 10, Role: Broker}, "conntrack")
+	got := evalOn(t, `conntrack: {loaded: true, max: 65536, unreadable: ["nf_conntrack_count: permission denied"]}`, facts.Target{Sockets: 10, Role: facts.Broker}, "conntrack")
 	if got.Status != verdict.Warn {
 		t.Errorf("recorded unreadable count: %s: %s", got.Status, message(got))
 	}
@@ -195,17 +198,17 @@ func TestConntrackUnreadable(t *testing.T) {
 // (tcp_twsk_unique), does nothing for sockets bound before connect(), and
 // reuses a port only after tcp_tw_reuse_delay.
 func TestTimeWaitReuse(t *testing.T) {
-	churn := func(dest string) Target {
-		return Target{Sockets: 20000, Role: Loadgen, ConnRate: 5000, Destinations: []string{dest}}
+	churn := func(dest string) facts.Target {
+		return facts.Target{Sockets: 20000, Role: facts.Loadgen, ConnRate: 5000, Destinations: []string{dest}}
 	}
-	bound := func(t Target) Target {
+	bound := func(t facts.Target) facts.Target {
 		t.SourceIPs = []string{"192.0.2.20", "192.0.2.21"}
 		return t
 	}
 	for _, c := range []struct {
 		name   string
 		host   string
-		tg     Target
+		tg     facts.Target
 		status verdict.Status
 	}{
 		{"2, loopback destination", ``, churn("127.0.0.1:18831"), verdict.Pass},
@@ -219,7 +222,7 @@ func TestTimeWaitReuse(t *testing.T) {
 		{"1, bound to --source-ips", `sysctl: {net.ipv4.tcp_tw_reuse: "1"}`, bound(churn("192.0.2.10:1883")), verdict.Warn},
 		// reuse waits tcp_tw_reuse_delay (1 s): 28232 - 28200 held leaves
 		// 32 ports for the 2000 closed in the last second.
-		{"1, too few ports for the reuse delay", `sysctl: {net.ipv4.tcp_tw_reuse: "1"}`, Target{Sockets: 28200, Role: Loadgen, ConnRate: 2000, Destinations: []string{"192.0.2.10:1883"}}, verdict.Warn},
+		{"1, too few ports for the reuse delay", `sysctl: {net.ipv4.tcp_tw_reuse: "1"}`, facts.Target{Sockets: 28200, Role: facts.Loadgen, ConnRate: 2000, Destinations: []string{"192.0.2.10:1883"}}, verdict.Warn},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := evalOn(t, c.host, c.tg, "ports.time_wait")
@@ -239,16 +242,16 @@ func TestCapacityEveryCeiling(t *testing.T) {
 	f := host(t, `sysctl: {fs.nr_open: "100000"}
 mem_available_bytes: 17179869184
 target_process: {managed_by: shell, pid: 77, nofile_soft: 1048576, nofile_hard: 1048576}`)
-	tg := Target{Sockets: 500000, Role: Broker}
+	tg := facts.Target{Sockets: 500000, Role: facts.Broker}
 	if err := tg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if c := testenv.CheckByID(t, Evaluate(f, tg), "fd.nr_open"); c.Status != verdict.Fail {
+	if c := testenv.CheckByID(t, checks.Evaluate(f, tg), "fd.nr_open"); c.Status != verdict.Fail {
 		t.Fatalf("fd.nr_open %s", c.Status)
 	}
-	capa := capacityOf(f, tg)
-	if capa.LimitedBy != "fd.nr_open" || capa.Sockets != usableFDs(100000) {
-		t.Errorf("capacity %d limited by %s, want %d by fd.nr_open", capa.Sockets, capa.LimitedBy, usableFDs(100000))
+	capa := checks.CapacityOf(f, tg)
+	if capa.LimitedBy != "fd.nr_open" || capa.Sockets != checks.UsableFDs(100000) {
+		t.Errorf("capacity %d limited by %s, want %d by fd.nr_open", capa.Sockets, capa.LimitedBy, checks.UsableFDs(100000))
 	}
 
 	// meminfo, fs.file-max and the port range unreadable (absent from a
@@ -263,7 +266,7 @@ target_process: {managed_by: shell, pid: 77, nofile_soft: 1048576, nofile_hard: 
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg = Target{Sockets: 1000, Role: Loadgen}
+	tg = facts.Target{Sockets: 1000, Role: facts.Loadgen}
 	rep, err := Run(t.Context(), Options{Target: tg, Facts: g})
 	if err != nil {
 		t.Fatal(err)
@@ -292,18 +295,18 @@ target_process: {managed_by: shell, pid: 77, nofile_soft: 1048576, nofile_hard: 
 func TestListenerOwnerNotVisible(t *testing.T) {
 	f := host(t, `listeners: [{port: 1883, backlog: 4096}]
 mem_available_bytes: 17179869184`)
-	tg := Target{Sockets: 500, Role: Broker}
+	tg := facts.Target{Sockets: 500, Role: facts.Broker}
 	if err := tg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	cs := Evaluate(f, tg)
+	cs := checks.Evaluate(f, tg)
 	for _, id := range []string{"fd.soft", "fd.hard", "fd.raise"} {
 		got := testenv.CheckByID(t, cs, id)
 		if got.Status != verdict.Warn || strings.Contains(got.Summary, "none listens") || !strings.Contains(got.Remedy, "root") || !strings.Contains(got.Remedy, "--pid") {
 			t.Errorf("%s %s: %s", id, got.Status, message(got))
 		}
 	}
-	capa := capacityOf(f, tg)
+	capa := checks.CapacityOf(f, tg)
 	l, ok := limitOf(capa, "fd.soft")
 	if !ok || !l.Assumed {
 		t.Errorf("fd.soft ceiling %+v: want assumed", l)
@@ -313,7 +316,7 @@ mem_available_bytes: 17179869184`)
 	}
 	// with nothing on the port it still says none listens
 	f = host(t, ``)
-	if got := testenv.CheckByID(t, Evaluate(f, tg), "fd.soft"); !strings.Contains(got.Summary, "none listens") {
+	if got := testenv.CheckByID(t, checks.Evaluate(f, tg), "fd.soft"); !strings.Contains(got.Summary, "none listens") {
 		t.Errorf("no listener: %s", message(got))
 	}
 }
@@ -323,7 +326,7 @@ mem_available_bytes: 17179869184`)
 // blindly, the suggested value can shrink a larger hash.
 func TestConntrackUnknownHashSize(t *testing.T) {
 	got := evalOn(t, `conntrack: {loaded: true, max: 1000, count: 900, unreadable: ["nf_conntrack_buckets: permission denied"]}`,
-		Target{Sockets: 1000, Role: Broker}, "conntrack")
+		facts.Target{Sockets: 1000, Role: facts.Broker}, "conntrack")
 	if got.Status != verdict.Fail || !strings.Contains(got.Observed, "nf_conntrack_buckets) not known") || !strings.Contains(got.Remedy, "only if cat /sys/module/nf_conntrack/parameters/hashsize shows fewer than") {
 		t.Errorf("%s: %s", got.Status, message(got))
 	}

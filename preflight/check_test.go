@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/preflight/checks"
+	"github.com/hostprep/hostprep/preflight/facts"
+
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
@@ -13,9 +16,9 @@ import (
 )
 
 // host loads a recorded host from YAML (stock Debian 12 defaults for the rest).
-func host(t *testing.T, y string) *Facts {
+func host(t *testing.T, y string) *facts.Facts {
 	t.Helper()
-	f, err := LoadHostYAML("test", strings.NewReader(y))
+	f, err := facts.LoadHostYAML("test", strings.NewReader(y))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,72 +29,72 @@ func TestChecksOnRecordedHosts(t *testing.T) {
 	cases := []struct {
 		name     string
 		host     string
-		target   Target
+		target   facts.Target
 		id       string
 		status   verdict.Status
 		mentions []string
 	}{
-		{"stock host only warns for an unseen small broker", ``, Target{Sockets: 500, Role: Broker}, "fd.soft", verdict.Warn, []string{"service's own limits are not known", "--pid"}},
+		{"stock host only warns for an unseen small broker", ``, facts.Target{Sockets: 500, Role: facts.Broker}, "fd.soft", verdict.Warn, []string{"service's own limits are not known", "--pid"}},
 		{"nr_open below target", `sysctl: {fs.nr_open: "1048576"}
 target_process: {managed_by: systemd, unit: emqx.service, nofile_soft: 1048576, nofile_hard: 1048576}`,
-			Target{Sockets: 2000000, Role: Broker}, "fd.nr_open", verdict.Fail, []string{"fs.nr_open 1048576", "`hostprep tune apply --profile PROFILE --set fs.nr_open=2020000`"}},
-		{"nr_open pass names the ceiling, not the need", ``, Target{Sockets: 10, Role: Broker}, "fd.nr_open", verdict.Pass,
+			facts.Target{Sockets: 2000000, Role: facts.Broker}, "fd.nr_open", verdict.Fail, []string{"fs.nr_open 1048576", "`hostprep tune apply --profile PROFILE --set fs.nr_open=2020000`"}},
+		{"nr_open pass names the ceiling, not the need", ``, facts.Target{Sockets: 10, Role: facts.Broker}, "fd.nr_open", verdict.Pass,
 			[]string{"hard nofile go up to 1048576 file descriptors", "enough for 10 sockets + 64 headroom (74)"}},
 		{"file-max nearly used", `sysctl: {fs.file-max: "200000", fs.file-nr: "150000 0 200000"}`,
-			Target{Sockets: 100000, Role: Broker}, "fd.file_max", verdict.Fail, []string{"50000 free", "ENFILE"}},
+			facts.Target{Sockets: 100000, Role: facts.Broker}, "fd.file_max", verdict.Fail, []string{"50000 free", "ENFILE"}},
 		{"somaxconn too small for the rate", `sysctl: {net.core.somaxconn: "128"}`,
-			Target{Sockets: 1000, Role: Broker, ConnRate: 1000}, "accept.backlog", verdict.Fail, []string{"somaxconn 128 < 2000"}},
+			facts.Target{Sockets: 1000, Role: facts.Broker, ConnRate: 1000}, "accept.backlog", verdict.Fail, []string{"somaxconn 128 < 2000"}},
 		{"somaxconn ignored for loadgen", `sysctl: {net.core.somaxconn: "128"}`,
-			Target{Sockets: 1000, Role: Loadgen}, "accept.backlog", verdict.Skip, nil},
+			facts.Target{Sockets: 1000, Role: facts.Loadgen}, "accept.backlog", verdict.Skip, nil},
 		{"syn backlog without syncookies", `sysctl: {net.ipv4.tcp_syncookies: "0", net.ipv4.tcp_max_syn_backlog: "256"}`,
-			Target{Sockets: 1000, Role: IoTDB, ConnRate: 500}, "accept.syn_backlog", verdict.Fail, []string{"tcp_max_syn_backlog 256 < 1000"}},
+			facts.Target{Sockets: 1000, Role: facts.IoTDB, ConnRate: 500}, "accept.syn_backlog", verdict.Fail, []string{"tcp_max_syn_backlog 256 < 1000"}},
 		{"syn backlog with syncookies", `sysctl: {net.ipv4.tcp_max_syn_backlog: "256"}`,
-			Target{Sockets: 1000, Role: Broker, ConnRate: 500}, "accept.syn_backlog", verdict.Pass, nil},
+			facts.Target{Sockets: 1000, Role: facts.Broker, ConnRate: 500}, "accept.syn_backlog", verdict.Pass, nil},
 		{"accept queue overflowed before", `netstat: {ListenOverflows: 12, ListenDrops: 15}`,
-			Target{Sockets: 1000, Role: Broker}, "accept.overflows", verdict.Skip, []string{"ListenOverflows 12", "since boot (information"}},
+			facts.Target{Sockets: 1000, Role: facts.Broker}, "accept.overflows", verdict.Skip, []string{"ListenOverflows 12", "since boot (information"}},
 		{"conntrack hash too small", `conntrack: {loaded: true, max: 2000000, count: 0, buckets: 16384}`,
-			Target{Sockets: 1000000, Role: Broker}, "conntrack", verdict.Warn, []string{"hashsize"}},
-		{"conntrack not loaded", ``, Target{Sockets: 1000000, Role: Broker}, "conntrack", verdict.Skip, nil},
+			facts.Target{Sockets: 1000000, Role: facts.Broker}, "conntrack", verdict.Warn, []string{"hashsize"}},
+		{"conntrack not loaded", ``, facts.Target{Sockets: 1000000, Role: facts.Broker}, "conntrack", verdict.Skip, nil},
 		{"tcp_mem written in bytes", `mem_total_bytes: 8589934592
 sysctl: {net.ipv4.tcp_mem: "16777216 16777216 16777216"}`,
-			Target{Sockets: 1000000, Role: Broker}, "mem.buffers", verdict.Warn, []string{"exceeds MemAvailable", "pages"}},
+			facts.Target{Sockets: 1000000, Role: facts.Broker}, "mem.buffers", verdict.Warn, []string{"exceeds MemAvailable", "pages"}},
 		{"memory too small", `mem_total_bytes: 2147483648
-mem_available_bytes: 1073741824`, Target{Sockets: 1000000, Role: Broker}, "mem.available", verdict.Fail, []string{"MemAvailable 1024 MiB"}},
-		{"under memory pressure now", `sockstat: {mem: 200000}`, Target{Sockets: 1000, Role: Broker}, "mem.pressure", verdict.Fail, []string{"pressure"}},
-		{"pressure since boot", `netstat: {TCPMemoryPressures: 3}`, Target{Sockets: 1000, Role: Broker}, "mem.pressure", verdict.Warn, []string{"TCPMemoryPressures 3"}},
+mem_available_bytes: 1073741824`, facts.Target{Sockets: 1000000, Role: facts.Broker}, "mem.available", verdict.Fail, []string{"MemAvailable 1024 MiB"}},
+		{"under memory pressure now", `sockstat: {mem: 200000}`, facts.Target{Sockets: 1000, Role: facts.Broker}, "mem.pressure", verdict.Fail, []string{"pressure"}},
+		{"pressure since boot", `netstat: {TCPMemoryPressures: 3}`, facts.Target{Sockets: 1000, Role: facts.Broker}, "mem.pressure", verdict.Warn, []string{"TCPMemoryPressures 3"}},
 		{"four bound source addresses suffice", `source_addresses: [192.0.2.20, 192.0.2.21, 192.0.2.22, 192.0.2.23]`,
-			Target{Sockets: 100000, Role: Loadgen, Destinations: []string{"192.0.2.10:1883"}, SourceIPs: []string{"192.0.2.20", "192.0.2.21", "192.0.2.22", "192.0.2.23"}}, "ports.ephemeral", verdict.Pass, nil},
+			facts.Target{Sockets: 100000, Role: facts.Loadgen, Destinations: []string{"192.0.2.10:1883"}, SourceIPs: []string{"192.0.2.20", "192.0.2.21", "192.0.2.22", "192.0.2.23"}}, "ports.ephemeral", verdict.Pass, nil},
 		{"two destinations double the ports", ``,
-			Target{Sockets: 50000, Role: Loadgen, Destinations: []string{"192.0.2.10:1883", "192.0.2.11:1883"}}, "ports.ephemeral", verdict.Pass, nil},
+			facts.Target{Sockets: 50000, Role: facts.Loadgen, Destinations: []string{"192.0.2.10:1883", "192.0.2.11:1883"}}, "ports.ephemeral", verdict.Pass, nil},
 		{"IPv6 destination needs IPv6 sources", `source_addresses: [192.0.2.20, "2001:db8::20"]`,
-			Target{Sockets: 60000, Role: Loadgen, Destinations: []string{"[2001:db8::10]:1883"}, SourceIPs: []string{"192.0.2.20", "2001:db8::20"}}, "ports.ephemeral", verdict.Fail, []string{"1 IPv6 source", "need 3 source addresses"}},
+			facts.Target{Sockets: 60000, Role: facts.Loadgen, Destinations: []string{"[2001:db8::10]:1883"}, SourceIPs: []string{"192.0.2.20", "2001:db8::20"}}, "ports.ephemeral", verdict.Fail, []string{"1 IPv6 source", "need 3 source addresses"}},
 		{"reserved ports shrink the range", `sysctl: {net.ipv4.ip_local_reserved_ports: "40000-40999"}`,
-			Target{Sockets: 28000, Role: Loadgen}, "ports.ephemeral", verdict.Fail, []string{"27232 per source address", "need 2 source addresses"}},
+			facts.Target{Sockets: 28000, Role: facts.Loadgen}, "ports.ephemeral", verdict.Fail, []string{"27232 per source address", "need 2 source addresses"}},
 		{"tw_reuse=1 makes churn harmless", `sysctl: {net.ipv4.tcp_tw_reuse: "1"}`,
-			Target{Sockets: 20000, Role: Loadgen, ConnRate: 5000}, "ports.time_wait", verdict.Pass, nil},
+			facts.Target{Sockets: 20000, Role: facts.Loadgen, ConnRate: 5000}, "ports.time_wait", verdict.Pass, nil},
 		{"TIME_WAIT churn eats the ports", ``,
-			Target{Sockets: 20000, Role: Loadgen, ConnRate: 5000}, "ports.time_wait", verdict.Warn, []string{"300000 ports in TIME_WAIT", "tcp_tw_reuse"}},
+			facts.Target{Sockets: 20000, Role: facts.Loadgen, ConnRate: 5000}, "ports.time_wait", verdict.Warn, []string{"300000 ports in TIME_WAIT", "tcp_tw_reuse"}},
 		{"profile service port in range", ``,
-			Target{Sockets: 1000, Role: Broker, ServicePorts: []int{40000}}, "ports.collision", verdict.Warn, []string{"service port 40000", "reserve_ports: [40000]"}},
+			facts.Target{Sockets: 1000, Role: facts.Broker, ServicePorts: []int{40000}}, "ports.collision", verdict.Warn, []string{"service port 40000", "reserve_ports: [40000]"}},
 		{"--port inside the range, nothing listening yet", ``,
-			Target{Sockets: 500, Role: Broker, Ports: []int{40001}}, "ports.collision", verdict.Warn, []string{"service port 40001", "reserve_ports: [40001]"}},
+			facts.Target{Sockets: 500, Role: facts.Broker, Ports: []int{40001}}, "ports.collision", verdict.Warn, []string{"service port 40001", "reserve_ports: [40001]"}},
 		{"reserved listening port is fine", `sysctl: {net.ipv4.ip_local_port_range: "1025 65000", net.ipv4.ip_local_reserved_ports: "1883,9090"}
-listening_ports: [1883, 9090]`, Target{Sockets: 1000, Role: Broker}, "ports.collision", verdict.Pass, nil},
-		{"orphans", ``, Target{Sockets: 100000, Role: Broker}, "tcp.orphans", verdict.Warn, []string{"tcp_max_orphans 32768"}},
-		{"tw buckets", ``, Target{Sockets: 1000, Role: Broker, ConnRate: 1000}, "tcp.tw_buckets", verdict.Warn, []string{"60000"}},
-		{"clock not synchronised on one host", `clock: {known: true, synced: false}`, Target{Sockets: 10, Role: Broker}, "clock.sync", verdict.Skip, []string{"STA_UNSYNC", "does not matter here: one host", "--start-at"}},
-		{"clock not synchronised, load to another host", `clock: {known: true, synced: false}`, Target{Sockets: 10, Role: Loadgen, Destinations: []string{"192.0.2.10:1883"}}, "clock.sync", verdict.Warn, []string{"STA_UNSYNC", "192.0.2.10:1883", "timedatectl set-ntp true"}},
-		{"container with its own netns", `container: {kind: docker, own_netns: true}`, Target{Sockets: 10, Role: Broker}, "container", verdict.Warn, []string{"net.core.somaxconn", "fs.nr_open"}},
-		{"container sharing host netns", `container: {kind: docker, own_netns: false}`, Target{Sockets: 10, Role: Broker}, "container", verdict.Pass, nil},
+listening_ports: [1883, 9090]`, facts.Target{Sockets: 1000, Role: facts.Broker}, "ports.collision", verdict.Pass, nil},
+		{"orphans", ``, facts.Target{Sockets: 100000, Role: facts.Broker}, "tcp.orphans", verdict.Warn, []string{"tcp_max_orphans 32768"}},
+		{"tw buckets", ``, facts.Target{Sockets: 1000, Role: facts.Broker, ConnRate: 1000}, "tcp.tw_buckets", verdict.Warn, []string{"60000"}},
+		{"clock not synchronised on one host", `clock: {known: true, synced: false}`, facts.Target{Sockets: 10, Role: facts.Broker}, "clock.sync", verdict.Skip, []string{"STA_UNSYNC", "does not matter here: one host", "--start-at"}},
+		{"clock not synchronised, load to another host", `clock: {known: true, synced: false}`, facts.Target{Sockets: 10, Role: facts.Loadgen, Destinations: []string{"192.0.2.10:1883"}}, "clock.sync", verdict.Warn, []string{"STA_UNSYNC", "192.0.2.10:1883", "timedatectl set-ntp true"}},
+		{"container with its own netns", `container: {kind: docker, own_netns: true}`, facts.Target{Sockets: 10, Role: facts.Broker}, "container", verdict.Warn, []string{"net.core.somaxconn", "fs.nr_open"}},
+		{"container sharing host netns", `container: {kind: docker, own_netns: false}`, facts.Target{Sockets: 10, Role: facts.Broker}, "container", verdict.Pass, nil},
 		{"unlimited nofile", `target_process: {managed_by: shell, nofile_soft: 18446744073709551615, nofile_hard: 18446744073709551615}`,
-			Target{Sockets: 100000, Role: Broker}, "fd.soft", verdict.Pass, []string{"soft nofile 1048576", "fs.nr_open 1048576", "no infinite fd limit"}},
+			facts.Target{Sockets: 100000, Role: facts.Broker}, "fd.soft", verdict.Pass, []string{"soft nofile 1048576", "fs.nr_open 1048576", "no infinite fd limit"}},
 		{"unlimited nofile is fs.nr_open at most", `target_process: {managed_by: shell, nofile_soft: unlimited, nofile_hard: unlimited}`,
-			Target{Sockets: 2000000, Role: Loadgen}, "fd.soft", verdict.Fail, []string{"soft nofile 1048576"}},
+			facts.Target{Sockets: 2000000, Role: facts.Loadgen}, "fd.soft", verdict.Fail, []string{"soft nofile 1048576"}},
 		{"shell trap remedy names limits.d", `target_process: {managed_by: shell, nofile_soft: 1024, nofile_hard: 524288}`,
-			Target{Sockets: 50000, Role: Loadgen}, "fd.soft", verdict.Fail, []string{"limits.d", "ulimit -n"}},
+			facts.Target{Sockets: 50000, Role: facts.Loadgen}, "fd.soft", verdict.Fail, []string{"limits.d", "ulimit -n"}},
 		{"with CAP_SYS_RESOURCE the hard limit can be raised", `target_process: {managed_by: shell, nofile_soft: 20000, nofile_hard: 20000}`,
-			Target{Sockets: 100000, Role: Broker}, "fd.raise", verdict.Pass, []string{"CAP_SYS_RESOURCE"}},
-		{"active not run", ``, Target{Sockets: 10, Role: Broker}, "active", verdict.Skip, nil},
+			facts.Target{Sockets: 100000, Role: facts.Broker}, "fd.raise", verdict.Pass, []string{"CAP_SYS_RESOURCE"}},
+		{"active not run", ``, facts.Target{Sockets: 10, Role: facts.Broker}, "active", verdict.Skip, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -100,7 +103,7 @@ listening_ports: [1883, 9090]`, Target{Sockets: 1000, Role: Broker}, "ports.coll
 			if err := tg.Validate(); err != nil {
 				t.Fatal(err)
 			}
-			got := testenv.CheckByID(t, Evaluate(f, tg), c.id)
+			got := testenv.CheckByID(t, checks.Evaluate(f, tg), c.id)
 			if got.Status != c.status {
 				t.Fatalf("%s: %s, want %s: %s", c.id, got.Status, c.status, message(got))
 			}
@@ -118,18 +121,18 @@ listening_ports: [1883, 9090]`, Target{Sockets: 1000, Role: Broker}, "ports.coll
 
 func TestActiveResultChecks(t *testing.T) {
 	f := host(t, ``)
-	tg := Target{Sockets: 1000000, Role: Broker}
+	tg := facts.Target{Sockets: 1000000, Role: facts.Broker}
 	_ = tg.Validate()
-	f.Measured = &ActiveResult{RequestedSockets: 19936, ReachedSockets: 19936, Connections: 9968, SourceAddresses: 1, BytesPerSocket: 4000, NofileSoft: 20000, NofileHard: 20000}
-	got := testenv.CheckByID(t, Evaluate(f, tg), "active")
+	f.Measured = &facts.ActiveResult{RequestedSockets: 19936, ReachedSockets: 19936, Connections: 9968, SourceAddresses: 1, BytesPerSocket: 4000, NofileSoft: 20000, NofileHard: 20000}
+	got := testenv.CheckByID(t, checks.Evaluate(f, tg), "active")
 	if got.Status != verdict.Warn || !strings.Contains(got.Summary, "3815 MiB") {
 		t.Errorf("partial measurement: %+v", got)
 	}
-	if m := testenv.CheckByID(t, Evaluate(f, tg), "mem.available"); !strings.Contains(m.Expected, "measured by --active") {
+	if m := testenv.CheckByID(t, checks.Evaluate(f, tg), "mem.available"); !strings.Contains(m.Expected, "measured by --active") {
 		t.Errorf("mem.available does not use the measured cost: %+v", m)
 	}
-	f.Measured = &ActiveResult{RequestedSockets: 19936, ReachedSockets: 1020, FirstError: "EMFILE", FirstErrorOp: "accept", FirstErrorMessage: "too many open files"}
-	if got := testenv.CheckByID(t, Evaluate(f, tg), "active"); got.Status != verdict.Fail || !strings.Contains(got.Summary, "EMFILE") || !strings.Contains(got.Remedy, "nofile") {
+	f.Measured = &facts.ActiveResult{RequestedSockets: 19936, ReachedSockets: 1020, FirstError: "EMFILE", FirstErrorOp: "accept", FirstErrorMessage: "too many open files"}
+	if got := testenv.CheckByID(t, checks.Evaluate(f, tg), "active"); got.Status != verdict.Fail || !strings.Contains(got.Summary, "EMFILE") || !strings.Contains(got.Remedy, "nofile") {
 		t.Errorf("failed measurement: %+v", got)
 	}
 }
@@ -140,19 +143,19 @@ func TestActiveTooSmallToMeasure(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		target int
-		m      ActiveResult
+		m      facts.ActiveResult
 		status verdict.Status
 		why    string
 	}{
-		{"10 sockets, slope 0", 10, ActiveResult{RequestedSockets: 10, ReachedSockets: 10, Connections: 5, Samples: 6}, verdict.Pass, "too small to measure"},
-		{"10 sockets, one slab page", 10, ActiveResult{RequestedSockets: 10, ReachedSockets: 10, Connections: 5, Samples: 6, BytesPerSocket: 18139, SlabFitR2: 0.4, SlabDeltaBytes: 253952}, verdict.Pass, "too small to measure"},
-		{"960 of 15000 at nofile 1024", 15000, ActiveResult{RequestedSockets: 960, ReachedSockets: 960, Connections: 480, Samples: 21, NofileSoft: 1024, NofileHard: 4096}, verdict.Warn, "too small to measure"},
-		{"enough sockets, slope <= 0", 5000, ActiveResult{RequestedSockets: 5000, ReachedSockets: 5000, Connections: 2500, Samples: 21, SlabDeltaBytes: -4096}, verdict.Pass, "did not grow"},
-		{"enough sockets, noise", 5000, ActiveResult{RequestedSockets: 5000, ReachedSockets: 5000, Connections: 2500, Samples: 21, BytesPerSocket: 900, SlabFitR2: 0.3}, verdict.Pass, "too loosely"},
+		{"10 sockets, slope 0", 10, facts.ActiveResult{RequestedSockets: 10, ReachedSockets: 10, Connections: 5, Samples: 6}, verdict.Pass, "too small to measure"},
+		{"10 sockets, one slab page", 10, facts.ActiveResult{RequestedSockets: 10, ReachedSockets: 10, Connections: 5, Samples: 6, BytesPerSocket: 18139, SlabFitR2: 0.4, SlabDeltaBytes: 253952}, verdict.Pass, "too small to measure"},
+		{"960 of 15000 at nofile 1024", 15000, facts.ActiveResult{RequestedSockets: 960, ReachedSockets: 960, Connections: 480, Samples: 21, NofileSoft: 1024, NofileHard: 4096}, verdict.Warn, "too small to measure"},
+		{"enough sockets, slope <= 0", 5000, facts.ActiveResult{RequestedSockets: 5000, ReachedSockets: 5000, Connections: 2500, Samples: 21, SlabDeltaBytes: -4096}, verdict.Pass, "did not grow"},
+		{"enough sockets, noise", 5000, facts.ActiveResult{RequestedSockets: 5000, ReachedSockets: 5000, Connections: 2500, Samples: 21, BytesPerSocket: 900, SlabFitR2: 0.3}, verdict.Pass, "too loosely"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := host(t, ``)
-			tg := Target{Sockets: c.target, Role: Broker}
+			tg := facts.Target{Sockets: c.target, Role: facts.Broker}
 			_ = tg.Validate()
 			m := c.m
 			m.CostMeasured, m.CostNote = m.CostSignificance()
@@ -160,22 +163,22 @@ func TestActiveTooSmallToMeasure(t *testing.T) {
 			if m.CostMeasured || !strings.Contains(m.CostNote, c.why) {
 				t.Fatalf("significance: %v %q, want not measured because %q", m.CostMeasured, m.CostNote, c.why)
 			}
-			got := testenv.CheckByID(t, Evaluate(f, tg), "active")
+			got := testenv.CheckByID(t, checks.Evaluate(f, tg), "active")
 			if got.Status != c.status || !strings.Contains(got.Summary, c.why) || !strings.Contains(got.Summary, "estimate of 4096 bytes is kept") || strings.Contains(got.Summary, " 0 bytes of kernel memory") {
 				t.Errorf("active: %s", message(got))
 			}
 			if !strings.Contains(got.Summary, fmt.Sprintf("%d loopback connections", m.Connections)) {
 				t.Errorf("active does not say how many connections the sockets are: %s", got.Summary)
 			}
-			capa := capacityOf(f, tg)
-			if capa.BytesPerSocket != EstimatedBytesPerSocket || capa.BytesPerSocketMeasured || !strings.Contains(capa.BytesPerSocketSource, "could not measure") {
+			capa := checks.CapacityOf(f, tg)
+			if capa.BytesPerSocket != checks.EstimatedBytesPerSocket || capa.BytesPerSocketMeasured || !strings.Contains(capa.BytesPerSocketSource, "could not measure") {
 				t.Errorf("capacity %+v", capa)
 			}
-			if mem := testenv.CheckByID(t, Evaluate(f, tg), "mem.available"); strings.Contains(mem.Expected, "measured by --active") {
+			if mem := testenv.CheckByID(t, checks.Evaluate(f, tg), "mem.available"); strings.Contains(mem.Expected, "measured by --active") {
 				t.Errorf("mem.available uses an insignificant measurement: %s", message(mem))
 			}
 			var b strings.Builder
-			if err := WriteText(&b, &Report{Target: tg, Capacity: capa, Checks: Evaluate(f, tg)}, false); err != nil {
+			if err := WriteText(&b, &Report{Target: tg, Capacity: capa, Checks: checks.Evaluate(f, tg)}, false); err != nil {
 				t.Fatal(err)
 			}
 			if !strings.Contains(b.String(), "kernel memory: not measured: ") || !strings.Contains(b.String(), "4096 bytes of kernel memory per socket, estimate") {
@@ -184,7 +187,7 @@ func TestActiveTooSmallToMeasure(t *testing.T) {
 		})
 	}
 	// a real measurement still counts
-	m := ActiveResult{RequestedSockets: 15000, ReachedSockets: 15000, Connections: 7500, Samples: 21, BytesPerSocket: 3990, SlabFitR2: 0.999}
+	m := facts.ActiveResult{RequestedSockets: 15000, ReachedSockets: 15000, Connections: 7500, Samples: 21, BytesPerSocket: 3990, SlabFitR2: 0.999}
 	if ok, why := m.CostSignificance(); !ok {
 		t.Errorf("15000 sockets with R² 0.999 not significant: %s", why)
 	}
@@ -192,7 +195,7 @@ func TestActiveTooSmallToMeasure(t *testing.T) {
 
 func TestIgnoreAndStrict(t *testing.T) {
 	f := host(t, `target_process: {managed_by: shell, nofile_soft: 1024, nofile_hard: 1048576}`)
-	opts := Options{Target: Target{Sockets: 50000, Role: Broker}, Facts: f}
+	opts := Options{Target: facts.Target{Sockets: 50000, Role: facts.Broker}, Facts: f}
 	r, err := Run(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -251,19 +254,19 @@ func TestIgnoreAndStrict(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
-	for _, tg := range []Target{
-		{Sockets: 0, Role: Broker},
-		{Sockets: MaxSockets + 1, Role: Broker},
+	for _, tg := range []facts.Target{
+		{Sockets: 0, Role: facts.Broker},
+		{Sockets: facts.MaxSockets + 1, Role: facts.Broker},
 		{Sockets: 10, Role: "server"},
-		{Sockets: 10, Role: Loadgen, Destinations: []string{"broker:1883"}},
-		{Sockets: 10, Role: Loadgen, SourceIPs: []string{"not-an-ip"}},
+		{Sockets: 10, Role: facts.Loadgen, Destinations: []string{"broker:1883"}},
+		{Sockets: 10, Role: facts.Loadgen, SourceIPs: []string{"not-an-ip"}},
 	} {
-		_, err := Run(t.Context(), Options{Target: tg, Facts: StockDebian12(0)})
+		_, err := Run(t.Context(), Options{Target: tg, Facts: facts.StockDebian12(0)})
 		if exitcode.Code(err) != exitcode.BadInput {
 			t.Errorf("%+v: %v, want bad input", tg, err)
 		}
 	}
-	if _, err := LoadHostYAML("x.yaml", strings.NewReader("sysctls: {}\n")); exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), "x.yaml") {
+	if _, err := facts.LoadHostYAML("x.yaml", strings.NewReader("sysctls: {}\n")); exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), "x.yaml") {
 		t.Errorf("unknown host field must be rejected naming the file: %v", err)
 	}
 }
@@ -271,18 +274,18 @@ func TestBadInput(t *testing.T) {
 // TestSocketsBound guards the documented bound on --sockets: MaxSockets
 // is taken, one more is bad input naming the bound.
 func TestSocketsBound(t *testing.T) {
-	ok := Target{Sockets: MaxSockets, Role: Broker}
+	ok := facts.Target{Sockets: facts.MaxSockets, Role: facts.Broker}
 	if err := ok.Validate(); err != nil {
-		t.Errorf("--sockets %d: %v, want accepted", MaxSockets, err)
+		t.Errorf("--sockets %d: %v, want accepted", facts.MaxSockets, err)
 	}
-	over := Target{Sockets: MaxSockets + 1, Role: Broker}
+	over := facts.Target{Sockets: facts.MaxSockets + 1, Role: facts.Broker}
 	if err := over.Validate(); exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), "at most 1073741824") {
-		t.Errorf("--sockets %d: %v, want bad input naming the bound", MaxSockets+1, err)
+		t.Errorf("--sockets %d: %v, want bad input naming the bound", facts.MaxSockets+1, err)
 	}
 }
 
 func TestStockDefaults(t *testing.T) {
-	f := StockDebian12(0)
+	f := facts.StockDebian12(0)
 	for k, want := range map[string]string{
 		"net.ipv4.tcp_max_syn_backlog": "512",
 		"net.ipv4.tcp_max_tw_buckets":  "32768",
@@ -294,14 +297,14 @@ func TestStockDefaults(t *testing.T) {
 		}
 	}
 	// the build host: 24 GiB gives what its kernel shows (2048, 131072)
-	f = StockDebian12(24 << 30)
+	f = facts.StockDebian12(24 << 30)
 	if f.Sysctl["net.ipv4.tcp_max_syn_backlog"] != "2048" || f.Sysctl["net.ipv4.tcp_max_tw_buckets"] != "131072" {
 		t.Errorf("24 GiB: %s %s", f.Sysctl["net.ipv4.tcp_max_syn_backlog"], f.Sysctl["net.ipv4.tcp_max_tw_buckets"])
 	}
 }
 
 func TestTargetFromProfile(t *testing.T) {
-	if _, err := TargetFromProfile(nil); exitcode.Code(err) != exitcode.BadInput {
+	if _, err := facts.TargetFromProfile(nil); exitcode.Code(err) != exitcode.BadInput {
 		t.Errorf("nil profile: %v", err)
 	}
 }
@@ -314,14 +317,14 @@ func TestTargetFromProfileFields(t *testing.T) {
 		Preflight:    &profiles.PreflightTarget{Sockets: 200000, Role: "broker", ConnRate: 1000},
 		Probe:        profiles.Probes{MQTT: &profiles.MQTTProbe{Broker: "tcp://127.0.0.1:18831"}},
 	}
-	tg, err := TargetFromProfile(p)
+	tg, err := facts.TargetFromProfile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tg.Sockets != 200000 || tg.Role != Broker || tg.ConnRate != 1000 || tg.Service != "mosquitto" || fmt.Sprint(tg.ServicePorts) != "[1883 8883 18831]" {
+	if tg.Sockets != 200000 || tg.Role != facts.Broker || tg.ConnRate != 1000 || tg.Service != "mosquitto" || fmt.Sprint(tg.ServicePorts) != "[1883 8883 18831]" {
 		t.Errorf("target %+v", tg)
 	}
-	if _, err := TargetFromProfile(&profiles.Profile{Name: "bare"}); exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), `"bare"`) {
+	if _, err := facts.TargetFromProfile(&profiles.Profile{Name: "bare"}); exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), `"bare"`) {
 		t.Errorf("profile without preflight: %v", err)
 	}
 }
@@ -341,7 +344,7 @@ func TestBuiltinProfilesHaveValidTargets(t *testing.T) {
 		if p.Preflight == nil {
 			continue
 		}
-		tg, err := TargetFromProfile(p)
+		tg, err := facts.TargetFromProfile(p)
 		if err == nil {
 			err = tg.Validate()
 		}
@@ -359,7 +362,7 @@ func TestBuiltinProfilesHaveValidTargets(t *testing.T) {
 // sysctls (exact, or field-wise at-least/at-most), its nofile limits for
 // the service (systemd) or login sessions, and conntrack as the profile
 // sizes it when it sets nf_conntrack_max.
-func applyProfile(t *testing.T, f *Facts, p *profiles.Profile) {
+func applyProfile(t *testing.T, f *facts.Facts, p *profiles.Profile) {
 	t.Helper()
 	for k, s := range p.Sysctl {
 		cur, ok := f.SysFields(k)
@@ -380,13 +383,13 @@ func applyProfile(t *testing.T, f *Facts, p *profiles.Profile) {
 		if k == "net.netfilter.nf_conntrack_max" {
 			var m uint64
 			fmt.Sscan(s.Value, &m)
-			f.Conntrack = Conntrack{Loaded: true, Max: m, Buckets: m / 4}
+			f.Conntrack = facts.Conntrack{Loaded: true, Max: m, Buckets: m / 4}
 		}
 	}
 	if l := p.Systemd.LimitNOFILE; l != nil && len(p.Systemd.Services) > 0 {
-		f.Target = ProcessFacts{ManagedBy: "systemd", Unit: p.Systemd.Services[0], NofileSoft: l.Soft, NofileHard: l.Hard, CapSysResource: true, Source: "profile drop-in"}
+		f.Target = facts.ProcessFacts{ManagedBy: "systemd", Unit: p.Systemd.Services[0], NofileSoft: l.Soft, NofileHard: l.Hard, CapSysResource: true, Source: "profile drop-in"}
 	} else if l := p.Limits.Nofile; l != nil {
-		f.Target = ProcessFacts{ManagedBy: "shell", NofileSoft: l.Soft, NofileHard: l.Hard, CapSysResource: true, Source: "profile limits.d"}
+		f.Target = facts.ProcessFacts{ManagedBy: "shell", NofileSoft: l.Soft, NofileHard: l.Hard, CapSysResource: true, Source: "profile limits.d"}
 	}
 }
 
@@ -405,21 +408,21 @@ func TestBuiltinProfilesSatisfyTheirOwnTarget(t *testing.T) {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
-			f := StockDebian12(16 << 30)
+			f := facts.StockDebian12(16 << 30)
 			f.SourceAddresses = []string{"192.0.2.20", "192.0.2.21", "192.0.2.22", "192.0.2.23"}
 			applyProfile(t, f, p)
-			tg, err := TargetFromProfile(p)
+			tg, err := facts.TargetFromProfile(p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tg.Role == Loadgen && len(tg.SourceIPs) == 0 {
+			if tg.Role == facts.Loadgen && len(tg.SourceIPs) == 0 {
 				// the load generator binds to them (--source-ips)
 				tg.SourceIPs = f.SourceAddresses
 			}
 			if err := tg.Validate(); err != nil {
 				t.Fatal(err)
 			}
-			for _, c := range Evaluate(f, tg) {
+			for _, c := range checks.Evaluate(f, tg) {
 				fam := strings.SplitN(c.ID, ".", 2)[0]
 				if (fam == "fd" || fam == "accept" || fam == "ports" || fam == "conntrack") && (c.Status == verdict.Fail || c.Status == verdict.Warn) {
 					t.Errorf("%s after applying %s: %s", c.ID, name, message(c))
@@ -450,17 +453,17 @@ func TestUnseenServerFDChecksAgree(t *testing.T) {
 		{1000000, false, map[string]verdict.Status{"fd.soft": verdict.Warn, "fd.hard": verdict.Warn, "fd.raise": verdict.Warn}, "--pid"},
 		{1000000, true, map[string]verdict.Status{"fd.soft": verdict.Warn, "fd.hard": verdict.Warn, "fd.raise": verdict.Fail}, "CAP_SYS_RESOURCE"},
 	}
-	for _, role := range []Role{Broker, IoTDB} {
+	for _, role := range []facts.Role{facts.Broker, facts.IoTDB} {
 		for _, c := range cases {
 			f := host(t, ``)
-			f.Target = ProcessFacts{ManagedBy: "shell", NofileSoft: 20000, NofileHard: 20000, Assumed: true, NoRaiseBound: c.noRaise,
+			f.Target = facts.ProcessFacts{ManagedBy: "shell", NofileSoft: 20000, NofileHard: 20000, Assumed: true, NoRaiseBound: c.noRaise,
 				Source: "inherited from the parent shell"}
 			f.Pid1Nofile = &profiles.Limit{Soft: 32768, Hard: 32768}
-			tg := Target{Sockets: c.sockets, Role: role}
+			tg := facts.Target{Sockets: c.sockets, Role: role}
 			if err := tg.Validate(); err != nil {
 				t.Fatal(err)
 			}
-			checks := Evaluate(f, tg)
+			checks := checks.Evaluate(f, tg)
 			for id, want := range c.want {
 				got := testenv.CheckByID(t, checks, id)
 				mention := "--pid" // a warning says how to name the target
@@ -480,14 +483,14 @@ func TestUnseenServerFDChecksAgree(t *testing.T) {
 func TestIoTDBMemoryRunningConfigNode(t *testing.T) {
 	f := host(t, ``)
 	f.MemTotal = 24 << 30
-	f.TargetJVM = &JVMFlags{Heap: 1 << 30, Direct: 512 << 20, Source: "/proc/2/cmdline"}
-	f.IoTDB = &IoTDBConfig{ConfigNode: &JVMMemory{Script: "conf/confignode-env.sh"}}
-	f.ConfigNodeJVM = &JVMFlags{Heap: 512 << 20, Direct: 256 << 20, Source: "/proc/1/cmdline"}
-	tg := Target{Sockets: 10, Role: IoTDB}
+	f.TargetJVM = &facts.JVMFlags{Heap: 1 << 30, Direct: 512 << 20, Source: "/proc/2/cmdline"}
+	f.IoTDB = &facts.IoTDBConfig{ConfigNode: &facts.JVMMemory{Script: "conf/confignode-env.sh"}}
+	f.ConfigNodeJVM = &facts.JVMFlags{Heap: 512 << 20, Direct: 256 << 20, Source: "/proc/1/cmdline"}
+	tg := facts.Target{Sockets: 10, Role: facts.IoTDB}
 	if err := tg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	c := testenv.CheckByID(t, Evaluate(f, tg), "iotdb.memory")
+	c := testenv.CheckByID(t, checks.Evaluate(f, tg), "iotdb.memory")
 	if !strings.Contains(c.Observed, "running ConfigNode heap 512 MiB (-Xmx) + direct 256 MiB (/proc/1/cmdline)") || strings.Contains(c.Observed, "confignode-env.sh") ||
 		!strings.Contains(c.Summary, "2304 MiB") {
 		t.Errorf("iotdb.memory: %+v", c)
@@ -499,22 +502,22 @@ func TestIoTDBMemoryRunningConfigNode(t *testing.T) {
 // CAP_SYS_RESOURCE), running out of fds there is hostprep's ceiling, not
 // the target's: a WARN that says so, not a FAIL blaming the target.
 func TestActiveCappedByHostprepIsNotTheTargets(t *testing.T) {
-	m := &ActiveResult{RequestedSockets: 32768, ReachedSockets: 19980, Connections: 9990, NofileSoft: 20000, NofileHard: 20000,
+	m := &facts.ActiveResult{RequestedSockets: 32768, ReachedSockets: 19980, Connections: 9990, NofileSoft: 20000, NofileHard: 20000,
 		FirstError: "EMFILE", FirstErrorOp: "accept", FirstErrorMessage: "too many open files"}
-	target := Target{Sockets: 25000, Role: Broker}
-	if c := checkActive(&Facts{Measured: m}, target); c.Status != verdict.Fail {
+	target := facts.Target{Sockets: 25000, Role: facts.Broker}
+	if c := checks.CheckActive(&facts.Facts{Measured: m}, target); c.Status != verdict.Fail {
 		t.Errorf("at the target's own limits, EMFILE: %s %q, want FAIL", c.Status, c.Summary)
 	}
 	// 19980 sockets = 9990 connections: no half-open ends to explain.
-	if c := checkActive(&Facts{Measured: m}, target); strings.Contains(c.Observed, "not accepted yet") {
+	if c := checks.CheckActive(&facts.Facts{Measured: m}, target); strings.Contains(c.Observed, "not accepted yet") {
 		t.Errorf("observed %q", c.Observed)
 	}
 	m.ReachedSockets = 20003 // 23 client ends whose accept the EMFILE stopped
-	if c := checkActive(&Facts{Measured: m}, target); !strings.Contains(c.Observed, "9990 loopback connections (client and accepted side both in the measuring process, 2 fds per connection) and 23 sockets whose other end was not accepted yet") {
+	if c := checks.CheckActive(&facts.Facts{Measured: m}, target); !strings.Contains(c.Observed, "9990 loopback connections (client and accepted side both in the measuring process, 2 fds per connection) and 23 sockets whose other end was not accepted yet") {
 		t.Errorf("observed %q does not account for every socket", c.Observed)
 	}
 	m.LimitNote = "could not take the target's nofile 32768:32768 (operation not permitted: raising the hard limit needs CAP_SYS_RESOURCE); measured at 20000:20000"
-	c := checkActive(&Facts{Measured: m}, target)
+	c := checks.CheckActive(&facts.Facts{Measured: m}, target)
 	if c.Status != verdict.Warn || !strings.Contains(c.Summary, "hostprep's ceiling, not the target's") {
 		t.Errorf("capped by hostprep's own limit: %s %q, want WARN saying so", c.Status, c.Summary)
 	}
@@ -525,11 +528,11 @@ func TestActiveCappedByHostprepIsNotTheTargets(t *testing.T) {
 // lacks it, the remedy never offers `prlimit --pid` above the hard limit
 // (it fails with EPERM); within the hard limit it still does.
 func TestNoPrlimitAboveTheHardLimitWithoutTheCapability(t *testing.T) {
-	f := &Facts{Target: ProcessFacts{ManagedBy: "shell", PID: 1234, NofileSoft: 1024, NofileHard: 32768, CapSysResource: true, NoRaiseBound: true}}
-	if r := softRemedy(f, Target{}, 101000); strings.Contains(r, "prlimit --pid") {
+	f := &facts.Facts{Target: facts.ProcessFacts{ManagedBy: "shell", PID: 1234, NofileSoft: 1024, NofileHard: 32768, CapSysResource: true, NoRaiseBound: true}}
+	if r := checks.SoftRemedy(f, facts.Target{}, 101000); strings.Contains(r, "prlimit --pid") {
 		t.Errorf("remedy above the hard limit offers prlimit: %s", r)
 	}
-	if r := softRemedy(f, Target{}, 20000); !strings.Contains(r, "prlimit --pid 1234 --nofile=20000:32768") {
+	if r := checks.SoftRemedy(f, facts.Target{}, 20000); !strings.Contains(r, "prlimit --pid 1234 --nofile=20000:32768") {
 		t.Errorf("remedy within the hard limit lacks the prlimit that works: %s", r)
 	}
 }
@@ -540,16 +543,16 @@ func TestNoPrlimitAboveTheHardLimitWithoutTheCapability(t *testing.T) {
 // fd.raise say so (prlimit --nofile=N:N CMD from there works) instead of
 // sending the user to PID 1.
 func TestHardRemediesUseTheShellsLimit(t *testing.T) {
-	f := &Facts{Target: ProcessFacts{ManagedBy: "shell", PID: 4242, NofileSoft: 1024, NofileHard: 4096, NoRaiseBound: true, Source: "/proc/4242/limits"},
+	f := &facts.Facts{Target: facts.ProcessFacts{ManagedBy: "shell", PID: 4242, NofileSoft: 1024, NofileHard: 4096, NoRaiseBound: true, Source: "/proc/4242/limits"},
 		HereNofileHard: 20000, Pid1Nofile: &profiles.Limit{Soft: 32768, Hard: 32768}}
-	target := Target{Sockets: 10000, Role: Loadgen}
-	for _, c := range []verdict.Check{checkFDHard(f, target), checkFDRaise(f, target)} {
+	target := facts.Target{Sockets: 10000, Role: facts.Loadgen}
+	for _, c := range []verdict.Check{checks.CheckFDHard(f, target), checks.CheckFDRaise(f, target)} {
 		if c.Status != verdict.Fail || !strings.Contains(c.Remedy, "prlimit --nofile=10100:10100 CMD") || strings.Contains(c.Remedy, "PID 1") {
 			t.Errorf("%s: %s, remedy %q; want a restart from this shell", c.ID, c.Status, c.Remedy)
 		}
 	}
 	f.HereNofileHard = 4096
-	for _, c := range []verdict.Check{checkFDHard(f, target), checkFDRaise(f, target)} {
+	for _, c := range []verdict.Check{checks.CheckFDHard(f, target), checks.CheckFDRaise(f, target)} {
 		if strings.Contains(c.Remedy, "service of PID 1") || !strings.Contains(c.Remedy, "32768") {
 			t.Errorf("%s remedy %q: want PID 1's 32768 without calling it a service manager", c.ID, c.Remedy)
 		}
@@ -562,17 +565,17 @@ func TestHardRemediesUseTheShellsLimit(t *testing.T) {
 // fd.soft does not send the user to tune and a new login, which the
 // bounding set keeps below the target.
 func TestRemediesForATargetThatHoldsTheCapability(t *testing.T) {
-	f := &Facts{Target: ProcessFacts{ManagedBy: "shell", PID: 1, NofileSoft: 32768, NofileHard: 32768, CapSysResource: true, NoRaiseBound: true, Source: "/proc/1/limits"},
+	f := &facts.Facts{Target: facts.ProcessFacts{ManagedBy: "shell", PID: 1, NofileSoft: 32768, NofileHard: 32768, CapSysResource: true, NoRaiseBound: true, Source: "/proc/1/limits"},
 		HereNofileHard: 20000, Pid1Nofile: &profiles.Limit{Soft: 32768, Hard: 32768}}
-	target := Target{Sockets: 50000, Role: Broker}
-	if c := checkFDRaise(f, target); c.Status != verdict.Pass {
+	target := facts.Target{Sockets: 50000, Role: facts.Broker}
+	if c := checks.CheckFDRaise(f, target); c.Status != verdict.Pass {
 		t.Fatalf("fd.raise %s: %s", c.Status, c.Summary)
 	}
-	hard := checkFDHard(f, target)
+	hard := checks.CheckFDHard(f, target)
 	if strings.Contains(hard.Remedy, "no process on this host can get it") || !strings.Contains(hard.Remedy, "have pid 1 set 50500:50500 itself") {
 		t.Errorf("fd.hard remedy contradicts fd.raise: %s", hard.Remedy)
 	}
-	soft := checkFDSoft(f, target)
+	soft := checks.CheckFDSoft(f, target)
 	if strings.Contains(soft.Remedy, "new login") || strings.Contains(soft.Remedy, "prlimit --pid") || !strings.Contains(soft.Remedy, "have pid 1 raise its own limit to 50500:50500") {
 		t.Errorf("fd.soft remedy: %s", soft.Remedy)
 	}

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/preflight/checks"
+	"github.com/hostprep/hostprep/preflight/facts"
+
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
@@ -76,7 +79,7 @@ func TestGatherFromRecordedTree(t *testing.T) {
 	if f.Netstat["ListenOverflows"] != 7 || f.Netstat["ListenDrops"] != 9 {
 		t.Errorf("netstat %v", f.Netstat)
 	}
-	if f.Sockstat != (Sockstat{InUse: 12, Orphan: 1, TW: 30, Alloc: 14, MemPages: 5}) {
+	if f.Sockstat != (facts.Sockstat{InUse: 12, Orphan: 1, TW: 30, Alloc: 14, MemPages: 5}) {
 		t.Errorf("sockstat %+v", f.Sockstat)
 	}
 	if fmt.Sprint(f.ListeningPorts) != "[1883 9090]" {
@@ -122,13 +125,13 @@ func TestGatherServiceFromFiles(t *testing.T) {
 		t.Errorf("default limit: %+v", f.Target)
 	}
 	// the classic trap, with the lines that set the login's limits
-	tg := Target{Sockets: 100000, Role: Broker}
+	tg := facts.Target{Sockets: 100000, Role: facts.Broker}
 	_ = tg.Validate()
 	login := `soft 65536 ("root", /etc/security/limits.conf:4)`
 	if os.Geteuid() != 0 {
 		login = `soft 1048576 ("*", /etc/security/limits.conf:2)`
 	}
-	if c := testenv.CheckByID(t, Evaluate(f, tg), "fd.soft"); c.Status != verdict.Fail || !strings.Contains(c.Summary, login) ||
+	if c := testenv.CheckByID(t, checks.Evaluate(f, tg), "fd.soft"); c.Status != verdict.Fail || !strings.Contains(c.Summary, login) ||
 		!strings.Contains(c.Summary, "limits.conf does not apply to systemd services") {
 		t.Errorf("fd.soft for a unit at the manager default: %s", message(c))
 	}
@@ -154,9 +157,9 @@ func TestGatherServiceWithoutSystemd(t *testing.T) {
 	if !strings.Contains(tp.UnitLimitNOFILE, "1048576:2097152") || !strings.Contains(tp.Source, "systemd is not running here") || !strings.HasSuffix(tp.UnitFile, "lib/systemd/system/emqx.service") {
 		t.Errorf("the unit's setting and why it does not apply: %+v", tp)
 	}
-	tg := Target{Sockets: 1000000, Role: Broker}
+	tg := facts.Target{Sockets: 1000000, Role: facts.Broker}
 	_ = tg.Validate()
-	cs := Evaluate(f, tg)
+	cs := checks.Evaluate(f, tg)
 	if c := testenv.CheckByID(t, cs, "fd.soft"); c.Status != verdict.Fail || !strings.Contains(c.Summary, "systemd is not running here") || strings.Contains(c.Remedy, "systemctl") {
 		t.Errorf("fd.soft without systemd: %s", message(c))
 	}
@@ -166,14 +169,14 @@ func TestGatherServiceWithoutSystemd(t *testing.T) {
 	// enough for a login shell is no promise: whatever starts emqx here
 	// may pass on less (field case: a mosquitto at nofile 1024 passed on
 	// the shell's 20000)
-	small := Target{Sockets: 5000, Role: Broker}
+	small := facts.Target{Sockets: 5000, Role: facts.Broker}
 	_ = small.Validate()
 	for _, id := range []string{"fd.soft", "fd.hard", "fd.raise"} {
-		if c := testenv.CheckByID(t, Evaluate(f, small), id); c.Status != verdict.Warn || !strings.Contains(c.Summary, "whatever starts emqx") || !strings.Contains(c.Remedy, "--pid") {
+		if c := testenv.CheckByID(t, checks.Evaluate(f, small), id); c.Status != verdict.Warn || !strings.Contains(c.Summary, "whatever starts emqx") || !strings.Contains(c.Remedy, "--pid") {
 			t.Errorf("%s without systemd, enough for a shell: %s", id, message(c))
 		}
 	}
-	if cp := capacityOf(f, small); cp.Limits[0].Check != "fd.soft" || !cp.Limits[0].Assumed {
+	if cp := checks.CapacityOf(f, small); cp.Limits[0].Check != "fd.soft" || !cp.Limits[0].Assumed {
 		t.Errorf("capacity without systemd: %+v, want the shell's soft nofile marked assumed", cp)
 	}
 
@@ -198,9 +201,9 @@ func TestGatherServiceWithoutSystemd(t *testing.T) {
 	if !f.Target.UnitMissing || f.Target.NofileHard == 2097152 {
 		t.Errorf("profile unit with only a drop-in: %+v", f.Target)
 	}
-	tg = Target{Sockets: 1000, Role: Broker}
+	tg = facts.Target{Sockets: 1000, Role: facts.Broker}
 	_ = tg.Validate()
-	cs = Evaluate(f, tg)
+	cs = checks.Evaluate(f, tg)
 	if c := testenv.CheckByID(t, cs, "fd.soft"); c.Status != verdict.Fail || !strings.Contains(c.Summary, "emqx.service is not installed") {
 		t.Errorf("fd.soft for a missing profile unit: %s", message(c))
 	}
@@ -266,15 +269,15 @@ func TestLoginLimitPrecedence(t *testing.T) {
 		{"bob", nil, `user bob: soft 1048576 ("*", /etc/security/limits.conf:2), hard 1048576 ("*", /etc/security/limits.conf:3)`},
 		{"root", []string{"adm"}, `user root: soft 65536 ("root", /etc/security/limits.conf:4), hard 65536 ("root", /etc/security/limits.conf:4)`},
 	} {
-		g := &gatherer{root: root, f: &Facts{}, rep: &Recording{User: c.user, Groups: c.groups}}
-		g.loginNofile()
-		if g.f.Login == nil || g.f.Login.describe() != c.want {
-			t.Errorf("%s: %+v, want %s", c.user, g.f.Login, c.want)
+		g := &facts.Gatherer{Root: root, F: &facts.Facts{}, Rep: &facts.Recording{User: c.user, Groups: c.groups}}
+		g.LoginNofile()
+		if g.F.Login == nil || g.F.Login.Describe() != c.want {
+			t.Errorf("%s: %+v, want %s", c.user, g.F.Login, c.want)
 			continue
 		}
-		g.targetLogin()
-		if !strings.Contains(g.f.Target.Source, c.want) {
-			t.Errorf("%s: target source %q does not name the lines", c.user, g.f.Target.Source)
+		g.TargetLogin()
+		if !strings.Contains(g.F.Target.Source, c.want) {
+			t.Errorf("%s: target source %q does not name the lines", c.user, g.F.Target.Source)
 		}
 	}
 }
@@ -301,17 +304,17 @@ func TestGatherLiveHost(t *testing.T) {
 }
 
 func TestParseSystemctlShow(t *testing.T) {
-	p := parseSystemctlShow("MainPID=0\nLimitNOFILE=524288\nLimitNOFILESoft=1024\nUser=\nLoadState=loaded\n")
+	p := facts.ParseSystemctlShow("MainPID=0\nLimitNOFILE=524288\nLimitNOFILESoft=1024\nUser=\nLoadState=loaded\n")
 	if p["MainPID"] != "0" || p["LimitNOFILE"] != "524288" || p["LimitNOFILESoft"] != "1024" || p["LoadState"] != "loaded" {
 		t.Errorf("%v", p)
 	}
 	for in, want := range map[string]string{"1024:524288": "1024:524288", "65536": "65536:65536", "infinity": "infinity:infinity", "1024:infinity": "1024:infinity"} {
-		l, err := parseSystemdLimit(in)
-		if err != nil || fmtLimit(l) != want {
-			t.Errorf("parseSystemdLimit(%q) = %s, %v; want %s", in, fmtLimit(l), err, want)
+		l, err := facts.ParseSystemdLimit(in)
+		if err != nil || facts.FmtLimit(l) != want {
+			t.Errorf("parseSystemdLimit(%q) = %s, %v; want %s", in, facts.FmtLimit(l), err, want)
 		}
 	}
-	if _, err := parseSystemdLimit("lots"); err == nil {
+	if _, err := facts.ParseSystemdLimit("lots"); err == nil {
 		t.Error("bad LimitNOFILE accepted")
 	}
 }
@@ -369,7 +372,7 @@ func TestGatherLoadedUnitDiffersFromFiles(t *testing.T) {
 	} {
 		manifest := fmt.Sprintf(`{"format": 1, "page_size_bytes": 4096, "systemctl_show": {"emqx.service": %q}}`,
 			"MainPID=0\n"+c.show+"User=\nLoadState=loaded\n")
-		root := fixtureRoot(t, map[string]string{"etc/systemd/system/emqx.service.d/60-hostprep.conf": c.dropin, RecordManifest: manifest})
+		root := fixtureRoot(t, map[string]string{"etc/systemd/system/emqx.service.d/60-hostprep.conf": c.dropin, facts.RecordManifest: manifest})
 		f, err := Gather(t.Context(), GatherOptions{Root: root, Service: "emqx"})
 		if err != nil {
 			t.Fatal(err)
@@ -412,7 +415,7 @@ func TestLoginSoftAboveHardIsClamped(t *testing.T) {
 // it names.
 func TestProfileServicesFirstInstalled(t *testing.T) {
 	root := fixtureRoot(t, nil) // has emqx.service, no nosuch.service
-	f, err := Gather(t.Context(), GatherOptions{Root: root, Service: "nosuch", ServiceFromProfile: true, AltServices: []string{"emqx"}, Role: Broker})
+	f, err := Gather(t.Context(), GatherOptions{Root: root, Service: "nosuch", ServiceFromProfile: true, AltServices: []string{"emqx"}, Role: facts.Broker})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,7 +433,7 @@ func TestProfileServicesMaskedBeatsAbsent(t *testing.T) {
 	if err := os.Symlink("/dev/null", filepath.Join(root, "etc/systemd/system/mosquitto.service")); err != nil {
 		t.Fatal(err)
 	}
-	f, err := Gather(t.Context(), GatherOptions{Root: root, Service: "nosuch", ServiceFromProfile: true, AltServices: []string{"mosquitto"}, Role: Broker})
+	f, err := Gather(t.Context(), GatherOptions{Root: root, Service: "nosuch", ServiceFromProfile: true, AltServices: []string{"mosquitto"}, Role: facts.Broker})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,13 +6,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/preflight/checks"
+	"github.com/hostprep/hostprep/preflight/facts"
+
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
 
 // memHost is a recorded host with the given RAM, MemAvailable (GiB) and
 // tcp_mem (pages).
-func memHost(t *testing.T, totalGiB, availGiB float64, tcpMem string) *Facts {
+func memHost(t *testing.T, totalGiB, availGiB float64, tcpMem string) *facts.Facts {
 	return host(t, fmt.Sprintf("mem_total_bytes: %d\nmem_available_bytes: %d\nsysctl: {net.ipv4.tcp_mem: %q}\n",
 		int64(totalGiB*(1<<30)), int64(availGiB*(1<<30)), tcpMem))
 }
@@ -39,11 +42,11 @@ func TestMemChecksAddUp(t *testing.T) {
 		{"pressure above max", 8, 7, "40000 50000 45590", 1000, "mem.tcp_mem", verdict.Warn},
 	} {
 		f := memHost(t, c.totalGiB, c.avail, c.tcpMem)
-		tg := Target{Sockets: c.sockets, Role: Broker}
+		tg := facts.Target{Sockets: c.sockets, Role: facts.Broker}
 		if err := tg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		if got := testenv.CheckByID(t, Evaluate(f, tg), c.id); got.Status != c.want {
+		if got := testenv.CheckByID(t, checks.Evaluate(f, tg), c.id); got.Status != c.want {
 			t.Errorf("%s: %s %s: %s", c.name, c.id, got.Status, got.Summary)
 		}
 	}
@@ -63,11 +66,11 @@ func TestTCPMemRemedyPassesBothChecks(t *testing.T) {
 			for _, availShare := range []float64{0.3, 0.6, 0.95} {
 				for _, sockets := range []int{1000, 100000, 500000, 1000000} {
 					f := memHost(t, totalGiB, totalGiB*availShare, initial)
-					tg := Target{Sockets: sockets, Role: Broker}
+					tg := facts.Target{Sockets: sockets, Role: facts.Broker}
 					if err := tg.Validate(); err != nil {
 						t.Fatal(err)
 					}
-					c := testenv.CheckByID(t, Evaluate(f, tg), "mem.tcp_mem")
+					c := testenv.CheckByID(t, checks.Evaluate(f, tg), "mem.tcp_mem")
 					m := suggestion.FindStringSubmatch(c.Remedy)
 					if m == nil {
 						if c.Status != verdict.Pass && !strings.Contains(c.Remedy, "add memory") {
@@ -78,7 +81,7 @@ func TestTCPMemRemedyPassesBothChecks(t *testing.T) {
 					tried++
 					g := memHost(t, totalGiB, totalGiB*availShare, m[1])
 					for _, id := range []string{"mem.tcp_mem", "mem.buffers"} {
-						if c := testenv.CheckByID(t, Evaluate(g, tg), id); c.Status != verdict.Pass {
+						if c := testenv.CheckByID(t, checks.Evaluate(g, tg), id); c.Status != verdict.Pass {
 							t.Errorf("from %q: %g GiB (%.0f%% available), %d sockets, tcp_mem %q as suggested: %s %s: %s", initial, totalGiB, 100*availShare, sockets, m[1], id, c.Status, c.Summary)
 						}
 					}

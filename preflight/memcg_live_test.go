@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hostprep/hostprep/preflight/checks"
+	"github.com/hostprep/hostprep/preflight/facts"
+
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
@@ -96,11 +99,11 @@ func TestLiveMemCgroup(t *testing.T) {
 	if m.Limit != limit || m.From != from || m.Usage >= limit || len(m.Unseen) > 0 {
 		t.Fatalf("memory cgroup of pid %d: %+v; want limit %d from %s", pid, m, limit, from)
 	}
-	tg := Target{Sockets: 8000, Role: Broker, ConnRate: 10}
+	tg := facts.Target{Sockets: 8000, Role: facts.Broker, ConnRate: 10}
 	if err := tg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if c := testenv.CheckByID(t, Evaluate(f, tg), "mem.available"); c.Status != verdict.Fail || !strings.Contains(c.Summary, from) {
+	if c := testenv.CheckByID(t, checks.Evaluate(f, tg), "mem.available"); c.Status != verdict.Fail || !strings.Contains(c.Summary, from) {
 		t.Errorf("mem.available %s: %s; want a failure naming %s", c.Status, c.Summary, from)
 	}
 	dir := filepath.Join(t.TempDir(), "host")

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/preflight/checks"
+	"github.com/hostprep/hostprep/preflight/facts"
+
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
@@ -177,13 +180,13 @@ func TestListenerOwnerLeastCapacity(t *testing.T) {
 		"sys/fs/cgroup/memory/capped/memory.limit_in_bytes": "8388608\n",
 		"sys/fs/cgroup/memory/capped/memory.usage_in_bytes": "1048576\n",
 	})
-	g := &gatherer{root: root, f: &Facts{MemAvailable: 20 << 30,
-		Listeners: []Listener{{Address: "127.0.0.1", Port: 19101, PID: 4242, Holders: []int{4242}}, {Address: "127.0.0.2", Port: 19101, PID: 4243, Holders: []int{4243}}}}}
-	if got := g.listenerOwner([]int{19101}, Broker); got != 4243 {
-		t.Errorf("judged pid %d, want 4243 (8 MiB memory cgroup); notes %q", got, g.f.Notes)
+	g := &facts.Gatherer{Root: root, Capacity: checks.OwnerCapacity, F: &facts.Facts{MemAvailable: 20 << 30,
+		Listeners: []facts.Listener{{Address: "127.0.0.1", Port: 19101, PID: 4242, Holders: []int{4242}}, {Address: "127.0.0.2", Port: 19101, PID: 4243, Holders: []int{4243}}}}}
+	if got := g.ListenerOwner([]int{19101}, facts.Broker); got != 4243 {
+		t.Errorf("judged pid %d, want 4243 (8 MiB memory cgroup); notes %q", got, g.F.Notes)
 	}
-	if len(g.f.Notes) != 1 || !strings.Contains(g.f.Notes[0], "limited by mem.available") || g.f.Target.PID != 0 {
-		t.Errorf("notes %q, target %+v: want one note naming both and the target left for the caller", g.f.Notes, g.f.Target)
+	if len(g.F.Notes) != 1 || !strings.Contains(g.F.Notes[0], "limited by mem.available") || g.F.Target.PID != 0 {
+		t.Errorf("notes %q, target %+v: want one note naming both and the target left for the caller", g.F.Notes, g.F.Target)
 	}
 }
 
@@ -219,9 +222,9 @@ func TestMemCgroupPageCacheIsRoom(t *testing.T) {
 		if m := f.Target.Memory; m.Limit != 67108864 || m.Usage != 3145728 {
 			t.Errorf("%s: memory cgroup %+v, want limit 64 MiB and the 3 MiB working set", c.name, m)
 		}
-		tg := Target{Sockets: 4000, Role: Broker, ConnRate: 10}
+		tg := facts.Target{Sockets: 4000, Role: facts.Broker, ConnRate: 10}
 		_ = tg.Validate()
-		if got := testenv.CheckByID(t, Evaluate(f, tg), "mem.available"); got.Status == verdict.Fail {
+		if got := testenv.CheckByID(t, checks.Evaluate(f, tg), "mem.available"); got.Status == verdict.Fail {
 			t.Errorf("%s: mem.available %s: %s", c.name, got.Status, got.Summary)
 		}
 	}

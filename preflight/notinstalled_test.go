@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/preflight/checks"
+	"github.com/hostprep/hostprep/preflight/facts"
+
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
@@ -30,16 +33,16 @@ func TestProfileUnitsNotInstalledPassNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		f, err := Gather(t.Context(), GatherOptions{Root: root, Service: "emqx", ServiceFromProfile: true, AltServices: []string{"mosquitto"}, Role: Broker})
+		f, err := Gather(t.Context(), GatherOptions{Root: root, Service: "emqx", ServiceFromProfile: true, AltServices: []string{"mosquitto"}, Role: facts.Broker})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if tp := f.Target; !tp.UnitMissing || tp.Unit != "emqx.service" {
 			t.Fatalf("systemd running %v: target %+v, want emqx.service missing", running, tp)
 		}
-		tg := Target{Sockets: 1000, Role: Broker}
+		tg := facts.Target{Sockets: 1000, Role: facts.Broker}
 		_ = tg.Validate()
-		cs := Evaluate(f, tg)
+		cs := checks.Evaluate(f, tg)
 		if c := testenv.CheckByID(t, cs, "fd.soft"); c.Status != verdict.Fail || !strings.Contains(c.Summary, "emqx.service is not installed") {
 			t.Errorf("systemd running %v: fd.soft %s", running, message(c))
 		}
@@ -48,14 +51,14 @@ func TestProfileUnitsNotInstalledPassNothing(t *testing.T) {
 				t.Errorf("systemd running %v: %s for a unit that is not installed: %s, want a warning saying so", running, id, message(c))
 			}
 		}
-		if cp := capacityOf(f, tg); len(cp.Limits) == 0 || cp.Limits[0].Check != "fd.soft" || !cp.Limits[0].Assumed || !strings.Contains(cp.Limits[0].Resource, "emqx.service is not installed") {
+		if cp := checks.CapacityOf(f, tg); len(cp.Limits) == 0 || cp.Limits[0].Check != "fd.soft" || !cp.Limits[0].Assumed || !strings.Contains(cp.Limits[0].Resource, "emqx.service is not installed") {
 			t.Errorf("systemd running %v: capacity %+v, want the shell's soft nofile marked assumed, naming the missing unit", running, cp)
 		}
 		// too little for a login shell still fails, as for a unit on a
 		// host without systemd: only a pass was no promise
-		big := Target{Sockets: 100000, Role: Broker}
+		big := facts.Target{Sockets: 100000, Role: facts.Broker}
 		_ = big.Validate()
-		if c := testenv.CheckByID(t, Evaluate(f, big), "fd.hard"); c.Status != verdict.Fail {
+		if c := testenv.CheckByID(t, checks.Evaluate(f, big), "fd.hard"); c.Status != verdict.Fail {
 			t.Errorf("systemd running %v: fd.hard short of the need: %s, want a failure", running, message(c))
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/hostprep/hostprep/preflight/facts"
+
 	"github.com/hostprep/hostprep/internal/testenv"
 )
 
@@ -29,21 +31,21 @@ func TestRecordKeepsUnitDirLinks(t *testing.T) {
 		"etc/systemd/system/gone.service":                   "symlink to /dev/null",
 	})
 	for _, unit := range []string{"ssh.service", "worker@a.service", "gone.service"} {
-		g := &gatherer{root: host, f: &Facts{}, rec: newRecorder()}
-		live, err := g.unitFromFiles(unit)
+		g := &facts.Gatherer{Root: host, F: &facts.Facts{}, Rec: facts.NewRecorder()}
+		live, err := g.UnitFromFiles(unit)
 		if err != nil {
 			t.Fatal(err)
 		}
 		dir := filepath.Join(t.TempDir(), "rec")
-		if err := g.rec.write(dir); err != nil {
+		if err := g.Rec.Write(dir); err != nil {
 			t.Fatal(err)
 		}
-		replay := &gatherer{root: filepath.Join(dir, host), f: &Facts{}}
-		got, err := replay.unitFromFiles(unit)
+		replay := &facts.Gatherer{Root: filepath.Join(dir, host), F: &facts.Facts{}}
+		got, err := replay.UnitFromFiles(unit)
 		if err != nil {
 			t.Fatal(err)
 		}
-		live.files, got.files = nil, nil
+		live.Files, got.Files = nil, nil
 		if !reflect.DeepEqual(got, live) {
 			t.Errorf("%s: replay %+v, live host %+v", unit, got, live)
 		}

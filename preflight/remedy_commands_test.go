@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/preflight/checks"
+	"github.com/hostprep/hostprep/preflight/facts"
+
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/profiles"
 )
@@ -46,27 +49,27 @@ func TestTuneRemediesRunAsPrinted(t *testing.T) {
 	}
 	hosts := []struct {
 		yaml string
-		tg   Target
+		tg   facts.Target
 	}{
 		{`sysctl: {fs.nr_open: "1048576", fs.file-max: "200000", fs.file-nr: "150000 0 200000", net.ipv4.tcp_max_orphans: "100"}
 sockstat: {orphan: 150}
-target_process: {managed_by: shell, nofile_soft: 1024, nofile_hard: 524288}`, Target{Sockets: 2000000, Role: Loadgen}},
-		{`target_process: {managed_by: shell, nofile_soft: 1024, nofile_hard: 2048}`, Target{Sockets: 50000, Role: Loadgen}},
-		{`target_process: {pid: 4242, managed_by: shell, nofile_soft: 1024, nofile_hard: 4096}`, Target{Sockets: 3000, Role: Broker}},
+target_process: {managed_by: shell, nofile_soft: 1024, nofile_hard: 524288}`, facts.Target{Sockets: 2000000, Role: facts.Loadgen}},
+		{`target_process: {managed_by: shell, nofile_soft: 1024, nofile_hard: 2048}`, facts.Target{Sockets: 50000, Role: facts.Loadgen}},
+		{`target_process: {pid: 4242, managed_by: shell, nofile_soft: 1024, nofile_hard: 4096}`, facts.Target{Sockets: 3000, Role: facts.Broker}},
 		{`sysctl: {fs.nr_open: "1048576"}
-target_process: {pid: 3022, managed_by: shell, nofile_soft: 1048576, nofile_hard: 1048576, held_fds: 140}`, Target{Sockets: 2000000, Role: IoTDB}},
+target_process: {pid: 3022, managed_by: shell, nofile_soft: 1048576, nofile_hard: 1048576, held_fds: 140}`, facts.Target{Sockets: 2000000, Role: facts.IoTDB}},
 		{`sysctl: {kernel.pid_max: "4000", kernel.threads-max: "192730"}
 host_tasks: 250
-target_process: {pid: 3022, managed_by: shell, nofile_soft: 1048576, nofile_hard: 1048576, threads: 70}`, Target{Sockets: 5000, Role: IoTDB}},
+target_process: {pid: 3022, managed_by: shell, nofile_soft: 1048576, nofile_hard: 1048576, threads: 70}`, facts.Target{Sockets: 5000, Role: facts.IoTDB}},
 		{`sysctl: {kernel.pid_max: "4194304", kernel.threads-max: "3000"}
 host_tasks: 250
-target_process: {pid: 3022, managed_by: shell, nofile_soft: 1048576, nofile_hard: 1048576, threads: 70}`, Target{Sockets: 5000000, Role: IoTDB}},
+target_process: {pid: 3022, managed_by: shell, nofile_soft: 1048576, nofile_hard: 1048576, threads: 70}`, facts.Target{Sockets: 5000000, Role: facts.IoTDB}},
 		// tune refuses a hard limit above the host's fs.file-max too, and
 		// judges fs.nr_open at boot: a live 5000000 may be gone then
 		{`sysctl: {fs.file-max: "2466170", fs.nr_open: "5000000"}
-target_process: {managed_by: shell, nofile_soft: 1024, nofile_hard: 4096}`, Target{Sockets: 5000000, Role: Loadgen}},
+target_process: {managed_by: shell, nofile_soft: 1024, nofile_hard: 4096}`, facts.Target{Sockets: 5000000, Role: facts.Loadgen}},
 		{`sysctl: {fs.nr_open: "5000000"}
-target_process: {managed_by: shell, nofile_soft: 1024, nofile_hard: 4096}`, Target{Sockets: 2000000, Role: Loadgen}},
+target_process: {managed_by: shell, nofile_soft: 1024, nofile_hard: 4096}`, facts.Target{Sockets: 2000000, Role: facts.Loadgen}},
 	}
 	cmdRE := regexp.MustCompile("`(hostprep tune [^`]*)`")
 	seen := map[string]bool{} // the --set keys the remedies used
@@ -84,12 +87,12 @@ target_process: {managed_by: shell, nofile_soft: 1024, nofile_hard: 4096}`, Targ
 		if err != nil {
 			t.Fatalf("profile %s: %v", base, err)
 		}
-		pt, err := TargetFromProfile(p0)
+		pt, err := facts.TargetFromProfile(p0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if ref == "" {
-			pt = Target{}
+			pt = facts.Target{}
 		}
 		for _, h := range hosts {
 			f := host(t, h.yaml)
@@ -99,7 +102,7 @@ target_process: {managed_by: shell, nofile_soft: 1024, nofile_hard: 4096}`, Targ
 				t.Fatal(err)
 			}
 			hardSet, nrOpenSet := int64(0), int64(0)
-			for _, c := range Evaluate(f, tg) {
+			for _, c := range checks.Evaluate(f, tg) {
 				if strings.Contains(cmdRE.ReplaceAllString(c.Remedy, ""), "hostprep tune") {
 					t.Errorf("%s names a tune command outside backquotes: %s", c.ID, c.Remedy)
 				}
@@ -165,7 +168,7 @@ target_process: {managed_by: shell, nofile_soft: 1024, nofile_hard: 4096}`, Targ
 						}
 					}
 				}
-				if c.ID == "iotdb.threads" && tg.Role == IoTDB && tg.Sockets == 5000000 && !(strings.Contains(c.Remedy, "kernel.threads-max=") && strings.Contains(c.Remedy, "kernel.pid_max=4194304") && strings.Contains(c.Remedy, "even then it leaves room for only")) {
+				if c.ID == "iotdb.threads" && tg.Role == facts.IoTDB && tg.Sockets == 5000000 && !(strings.Contains(c.Remedy, "kernel.threads-max=") && strings.Contains(c.Remedy, "kernel.pid_max=4194304") && strings.Contains(c.Remedy, "even then it leaves room for only")) {
 					t.Errorf("iotdb.threads for 5M sessions names not every bound short of them: %s", c.Remedy)
 				}
 			}
@@ -191,7 +194,7 @@ func TestSystemdRemedyKeepsTheProfilesLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg, err := TargetFromProfile(p)
+	tg, err := facts.TargetFromProfile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +205,7 @@ func TestSystemdRemedyKeepsTheProfilesLimit(t *testing.T) {
 	f := host(t, `target_process: {managed_by: systemd, unit: mosquitto.service, nofile_soft: 4096, nofile_hard: 4096}`)
 	f.Systemd.Running = true
 	for _, id := range []string{"fd.soft", "fd.hard"} {
-		c := testenv.CheckByID(t, Evaluate(f, tg), id)
+		c := testenv.CheckByID(t, checks.Evaluate(f, tg), id)
 		if !strings.Contains(c.Remedy, "`hostprep tune apply --profile mqtt-broker-1m`, whose LimitNOFILE for mosquitto.service is 2097152:2097152") ||
 			strings.Contains(c.Remedy, "give the profile") || !strings.Contains(c.Remedy, "`hostprep tune verify --boot`") {
 			t.Errorf("%s remedy: %s", id, c.Remedy)

@@ -8,13 +8,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/preflight/checks"
+	"github.com/hostprep/hostprep/preflight/facts"
+	"github.com/hostprep/hostprep/preflight/remedies"
+
 	"github.com/hostprep/hostprep/internal/verdict"
 	"gopkg.in/yaml.v3"
 )
 
 // caseFacts loads a field case of testdata/cases: its facts and target,
 // as TestFieldCases runs it.
-func caseFacts(t *testing.T, name string) (*Facts, Target) {
+func caseFacts(t *testing.T, name string) (*facts.Facts, facts.Target) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", "cases", name+".yaml"))
 	if err != nil {
@@ -28,7 +32,7 @@ func caseFacts(t *testing.T, name string) (*Facts, Target) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := LoadHostYAML(name, bytes.NewReader(hy))
+	f, err := facts.LoadHostYAML(name, bytes.NewReader(hy))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,11 +40,11 @@ func caseFacts(t *testing.T, name string) (*Facts, Target) {
 		f.MemTotal = m
 	}
 	if cf.IoTDBHome != nil {
-		if f.IoTDB, err = ReadIoTDBConfig(iotdbRelease(t, cf.IoTDBHome)); err != nil {
+		if f.IoTDB, err = facts.ReadIoTDBConfig(iotdbRelease(t, cf.IoTDBHome)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	tg := Target{Sockets: cf.Sockets, Role: Role(cf.Role), ConnRate: cf.ConnRate, Destinations: cf.Destinations}
+	tg := facts.Target{Sockets: cf.Sockets, Role: facts.Role(cf.Role), ConnRate: cf.ConnRate, Destinations: cf.Destinations}
 	tg.IoTDB.BatchPoints = cf.BatchPoints
 	return f, tg
 }
@@ -63,7 +67,7 @@ func TestRemedyProofsOnFieldCases(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
 		t.Run(name, func(t *testing.T) {
 			f, tg := caseFacts(t, name)
-			a, b := checkKeys(Evaluate(cloneFacts(f), tg)), checkKeys(Evaluate(f, tg))
+			a, b := checkKeys(checks.Evaluate(remedies.CloneFacts(f), tg)), checkKeys(checks.Evaluate(f, tg))
 			for i := range a {
 				if a[i] != b[i] {
 					t.Fatalf("the checks judge a copy of the facts differently:\n%s\n%s", a[i], b[i])
@@ -83,11 +87,11 @@ func TestRemedyProofsOnFieldCases(t *testing.T) {
 					continue
 				}
 				// apply the changes again, independently of the proof
-				g, t2 := cloneFacts(f), tg
-				for _, ch := range ordered(remedies[p.Check](f, tg)) {
+				g, t2 := remedies.CloneFacts(f), tg
+				for _, ch := range remedies.Ordered(remedies.Remedies[p.Check](f, tg)) {
 					ch.Apply(g, &t2)
 				}
-				after := Evaluate(g, t2)
+				after := checks.Evaluate(g, t2)
 				for i, a := range after {
 					if b := rep.Checks[i]; b.Status == verdict.Pass && a.Status != verdict.Pass && a.Status != verdict.Skip {
 						t.Errorf("%s's remedy (%v) makes %s go from pass to %s: %s", p.Check, p.Changes, a.ID, a.Status, a.Summary)
@@ -125,9 +129,9 @@ func checkKeys(cs []verdict.Check) []string {
 // leave the facts as they are is not printed.
 func TestRemedyChangingNothingIsWithheld(t *testing.T) {
 	f := host(t, `sysctl: {net.ipv4.tcp_max_tw_buckets: "4096"}`)
-	tg := Target{Sockets: 1000, Role: Broker, ConnRate: 1000}
-	before := Evaluate(f, tg)
-	p := prove(f, tg, before, "tcp.tw_buckets", []Change{SetSysctl{Key: "net.ipv4.tcp_max_tw_buckets", Value: "4096"}})
+	tg := facts.Target{Sockets: 1000, Role: facts.Broker, ConnRate: 1000}
+	before := checks.Evaluate(f, tg)
+	p := remedies.Prove(f, tg, before, "tcp.tw_buckets", []remedies.Change{remedies.SetSysctl{Key: "net.ipv4.tcp_max_tw_buckets", Value: "4096"}})
 	if !strings.Contains(p.Withheld, "changes nothing") {
 		t.Fatalf("proof %+v, want withheld: changes nothing", p)
 	}
@@ -143,12 +147,12 @@ sysctl: {fs.nr_open: "1048576"}
 files:
   /etc/security/limits.conf: "root        hard nofile 1048576\nroot       soft nofile 1048576\n"
 `)
-	tg := Target{Sockets: 1000, Role: Broker}
-	before := Evaluate(f, tg)
+	tg := facts.Target{Sockets: 1000, Role: facts.Broker}
+	before := checks.Evaluate(f, tg)
 	if c := resultByID(t, before, "fd.nr_open_hard"); c.Status != verdict.Pass {
 		t.Fatalf("fd.nr_open_hard %s before, want pass: %s", c.Status, message(c))
 	}
-	p := prove(f, tg, before, "fd.nr_open", []Change{SetSysctl{Key: "fs.nr_open", Value: "1000000"}})
+	p := remedies.Prove(f, tg, before, "fd.nr_open", []remedies.Change{remedies.SetSysctl{Key: "fs.nr_open", Value: "1000000"}})
 	if !strings.Contains(p.Withheld, "fd.nr_open_hard") || !strings.Contains(p.Withheld, "/etc/security/limits.conf:1") {
 		t.Fatalf("proof %+v, want withheld naming fd.nr_open_hard and /etc/security/limits.conf:1", p)
 	}
@@ -183,7 +187,7 @@ pid1_nofile: {soft: 1024, hard: 1048576}`, verdict.Fail, []string{"PID 1 hard no
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := checkNrOpenHard(host(t, c.host), Target{Sockets: 10, Role: Broker})
+			r := checks.CheckNrOpenHard(host(t, c.host), facts.Target{Sockets: 10, Role: facts.Broker})
 			if r.Status != c.status {
 				t.Fatalf("status %s, want %s: %s", r.Status, c.status, message(r))
 			}

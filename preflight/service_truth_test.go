@@ -12,6 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/preflight/checks"
+	"github.com/hostprep/hostprep/preflight/facts"
+
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
@@ -24,49 +27,49 @@ func TestServiceTruthStatuses(t *testing.T) {
 	cases := []struct {
 		name   string
 		host   string
-		target Target
+		target facts.Target
 		id     string
 		status verdict.Status
 	}{
 		{"orphans over the limit now fail whatever the target", `sockstat: {orphan: 65738}
-sysctl: {net.ipv4.tcp_max_orphans: "65536"}`, Target{Sockets: 10, Role: Broker}, "tcp.orphans", verdict.Fail},
+sysctl: {net.ipv4.tcp_max_orphans: "65536"}`, facts.Target{Sockets: 10, Role: facts.Broker}, "tcp.orphans", verdict.Fail},
 		{"orphans below the limit", `sockstat: {orphan: 100}
-sysctl: {net.ipv4.tcp_max_orphans: "65536"}`, Target{Sockets: 10, Role: Broker}, "tcp.orphans", verdict.Pass},
+sysctl: {net.ipv4.tcp_max_orphans: "65536"}`, facts.Target{Sockets: 10, Role: facts.Broker}, "tcp.orphans", verdict.Pass},
 		{"tcp_mem max above RAM warns at 10 sockets", `mem_total_bytes: 8589934592
-sysctl: {net.ipv4.tcp_mem: "1000000 1500000 4000000"}`, Target{Sockets: 10, Role: Broker}, "mem.tcp_mem", verdict.Warn},
+sysctl: {net.ipv4.tcp_mem: "1000000 1500000 4000000"}`, facts.Target{Sockets: 10, Role: facts.Broker}, "mem.tcp_mem", verdict.Warn},
 		{"tcp_mem pressure above RAM warns", `mem_total_bytes: 8589934592
-sysctl: {net.ipv4.tcp_mem: "1000000 3000000 3000001"}`, Target{Sockets: 10, Role: Loadgen}, "mem.tcp_mem", verdict.Warn},
-		{"tcp_mem of the kernel's own sizing passes", `mem_total_bytes: 8589934592`, Target{Sockets: 10, Role: Broker}, "mem.tcp_mem", verdict.Pass},
+sysctl: {net.ipv4.tcp_mem: "1000000 3000000 3000001"}`, facts.Target{Sockets: 10, Role: facts.Loadgen}, "mem.tcp_mem", verdict.Warn},
+		{"tcp_mem of the kernel's own sizing passes", `mem_total_bytes: 8589934592`, facts.Target{Sockets: 10, Role: facts.Broker}, "mem.tcp_mem", verdict.Pass},
 		// The kernel's sk_acceptq_is_full: full when more wait than the
 		// backlog (listen(3) holds 4, listen(0) holds 1).
 		{"accept queue full now", `listeners: [{port: 1883, backlog: 4096, accept_queue: 4097, process: mosquitto}]`,
-			Target{Sockets: 10, Role: Broker, ConnRate: 100}, "accept.queue", verdict.Fail},
+			facts.Target{Sockets: 10, Role: facts.Broker, ConnRate: 100}, "accept.queue", verdict.Fail},
 		{"accept queue at its backlog still takes one", `listeners: [{port: 1883, backlog: 4096, accept_queue: 4096, process: mosquitto}]`,
-			Target{Sockets: 10, Role: Broker, ConnRate: 100}, "accept.queue", verdict.Pass},
+			facts.Target{Sockets: 10, Role: facts.Broker, ConnRate: 100}, "accept.queue", verdict.Pass},
 		{"listen(0) with one waiting is full", `listeners: [{port: 1883, backlog: 0, accept_queue: 1, process: mosquitto}]`,
-			Target{Sockets: 10, Role: Broker, ConnRate: 100}, "accept.queue", verdict.Fail},
+			facts.Target{Sockets: 10, Role: facts.Broker, ConnRate: 100}, "accept.queue", verdict.Fail},
 		{"listener backlog covers the rate", `listeners: [{port: 1883, backlog: 4096, process: emqx}]`,
-			Target{Sockets: 10, Role: Broker, ConnRate: 100}, "accept.backlog", verdict.Pass},
+			facts.Target{Sockets: 10, Role: facts.Broker, ConnRate: 100}, "accept.backlog", verdict.Pass},
 		// sock_diag's backlog is already capped at somaxconn as it was at
 		// listen(): one above today's somaxconn was listened before it was
 		// lowered, and holds until the server listens again (measured in a
 		// namespace: backlog 100 after somaxconn went to 64 queued 101)
 		{"somaxconn lowered after listen(): holds now, a restart caps it", `listeners: [{port: 1883, backlog: 65535}]
-sysctl: {net.core.somaxconn: "4096"}`, Target{Sockets: 10, Role: Broker, ConnRate: 2500}, "accept.backlog", verdict.Warn},
-		{"somaxconn too small with nothing listening yet", `sysctl: {net.core.somaxconn: "4096"}`, Target{Sockets: 10, Role: Broker, ConnRate: 2500}, "accept.backlog", verdict.Fail},
+sysctl: {net.core.somaxconn: "4096"}`, facts.Target{Sockets: 10, Role: facts.Broker, ConnRate: 2500}, "accept.backlog", verdict.Warn},
+		{"somaxconn too small with nothing listening yet", `sysctl: {net.core.somaxconn: "4096"}`, facts.Target{Sockets: 10, Role: facts.Broker, ConnRate: 2500}, "accept.backlog", verdict.Fail},
 		{"--port picks the listener", `listeners: [{port: 1883, backlog: 100}, {port: 11883, backlog: 4096}]`,
-			Target{Sockets: 10, Role: Broker, ConnRate: 500, Ports: []int{11883}}, "accept.backlog", verdict.Pass},
-		{"nothing listens yet: not judged", ``, Target{Sockets: 10, Role: Broker, ConnRate: 500}, "accept.backlog", verdict.Skip},
-		{"listeners unreadable: cannot pass", `listening_ports: [1883]`, Target{Sockets: 10, Role: Broker, ConnRate: 500}, "accept.backlog", verdict.Warn},
-		{"max_map_count default warns for iotdb", `sysctl: {vm.max_map_count: "65530"}`, Target{Sockets: 10, Role: IoTDB}, "iotdb.max_map_count", verdict.Warn},
-		{"max_map_count tuned", `sysctl: {vm.max_map_count: "262144"}`, Target{Sockets: 10, Role: IoTDB}, "iotdb.max_map_count", verdict.Pass},
-		{"iotdb config not read without --iotdb-home", ``, Target{Sockets: 10, Role: IoTDB}, "iotdb.clients", verdict.Skip},
-		{"unnamed server process: fd.soft warns", ``, Target{Sockets: 5000, Role: Broker}, "fd.soft", verdict.Warn},
-		{"unnamed loadgen: the login shell is the truth", ``, Target{Sockets: 5000, Role: Loadgen}, "fd.soft", verdict.Fail},
+			facts.Target{Sockets: 10, Role: facts.Broker, ConnRate: 500, Ports: []int{11883}}, "accept.backlog", verdict.Pass},
+		{"nothing listens yet: not judged", ``, facts.Target{Sockets: 10, Role: facts.Broker, ConnRate: 500}, "accept.backlog", verdict.Skip},
+		{"listeners unreadable: cannot pass", `listening_ports: [1883]`, facts.Target{Sockets: 10, Role: facts.Broker, ConnRate: 500}, "accept.backlog", verdict.Warn},
+		{"max_map_count default warns for iotdb", `sysctl: {vm.max_map_count: "65530"}`, facts.Target{Sockets: 10, Role: facts.IoTDB}, "iotdb.max_map_count", verdict.Warn},
+		{"max_map_count tuned", `sysctl: {vm.max_map_count: "262144"}`, facts.Target{Sockets: 10, Role: facts.IoTDB}, "iotdb.max_map_count", verdict.Pass},
+		{"iotdb config not read without --iotdb-home", ``, facts.Target{Sockets: 10, Role: facts.IoTDB}, "iotdb.clients", verdict.Skip},
+		{"unnamed server process: fd.soft warns", ``, facts.Target{Sockets: 5000, Role: facts.Broker}, "fd.soft", verdict.Warn},
+		{"unnamed loadgen: the login shell is the truth", ``, facts.Target{Sockets: 5000, Role: facts.Loadgen}, "fd.soft", verdict.Fail},
 		{"unit asks infinity: resolved to PID 1's hard limit", `target_process: {managed_by: systemd, unit: emqx.service, nofile_soft: infinity, nofile_hard: infinity}
-pid1_nofile: {soft: 65536, hard: 65536}`, Target{Sockets: 70000, Role: Broker}, "fd.hard", verdict.Fail},
+pid1_nofile: {soft: 65536, hard: 65536}`, facts.Target{Sockets: 70000, Role: facts.Broker}, "fd.hard", verdict.Fail},
 		{"unit asks infinity, PID 1 allows it", `target_process: {managed_by: systemd, unit: emqx.service, nofile_soft: infinity, nofile_hard: infinity}
-pid1_nofile: {soft: 1048576, hard: 1048576}`, Target{Sockets: 70000, Role: Broker}, "fd.hard", verdict.Pass},
+pid1_nofile: {soft: 1048576, hard: 1048576}`, facts.Target{Sockets: 70000, Role: facts.Broker}, "fd.hard", verdict.Pass},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -74,7 +77,7 @@ pid1_nofile: {soft: 1048576, hard: 1048576}`, Target{Sockets: 70000, Role: Broke
 			if err := tg.Validate(); err != nil {
 				t.Fatal(err)
 			}
-			got := testenv.CheckByID(t, Evaluate(host(t, c.host), tg), c.id)
+			got := testenv.CheckByID(t, checks.Evaluate(host(t, c.host), tg), c.id)
 			if got.Status != c.status {
 				t.Errorf("%s: %s, want %s: %s", c.id, got.Status, c.status, message(got))
 			}
@@ -83,7 +86,7 @@ pid1_nofile: {soft: 1048576, hard: 1048576}`, Target{Sockets: 70000, Role: Broke
 }
 
 func TestResolveNofile(t *testing.T) {
-	inf := uint64(Unlimited)
+	inf := uint64(facts.Unlimited)
 	cases := []struct {
 		name     string
 		req      profiles.Limit
@@ -99,7 +102,7 @@ func TestResolveNofile(t *testing.T) {
 		{"PID 1 unknown: at most nr_open", profiles.Limit{Soft: inf, Hard: inf}, 1048576, nil, profiles.Limit{Soft: 1048576, Hard: 1048576}, true},
 	}
 	for _, c := range cases {
-		got, how := resolveNofile(c.req, c.nrOpen, c.pid1, "")
+		got, how := facts.ResolveNofile(c.req, c.nrOpen, c.pid1, "")
 		if got != c.want || (how != "") != c.resolved {
 			t.Errorf("%s: %+v (%q), want %+v resolved=%v", c.name, got, how, c.want, c.resolved)
 		}
@@ -109,16 +112,16 @@ func TestResolveNofile(t *testing.T) {
 func TestJVMMemoryFollowsEnvScript(t *testing.T) {
 	const gib = 1 << 30
 	cases := []struct {
-		m             JVMMemory
+		m             facts.JVMMemory
 		ram           uint64
 		confignode    bool
 		heapMB, dirMB int64
 	}{
-		{JVMMemory{}, 24 * gib, false, 12288 / 5 * 4, 12288 - 12288/5*4}, // half of RAM, 4..16 GiB: 4/5 heap
-		{JVMMemory{}, 4 * gib, false, 2048 / 4 * 3, 2048 - 2048/4*3},     // below 4 GiB: 3/4 heap
-		{JVMMemory{}, 64 * gib, true, 8192 / 5 * 4, 8192 - 8192/5*4},     // ConfigNode: 3/10 of RAM, at most 8 GiB
-		{JVMMemory{MemorySize: "2G"}, 64 * gib, false, 1536, 512},
-		{JVMMemory{HeapOverride: "1G", DirectOverride: "512M"}, 64 * gib, false, 1024, 512},
+		{facts.JVMMemory{}, 24 * gib, false, 12288 / 5 * 4, 12288 - 12288/5*4}, // half of RAM, 4..16 GiB: 4/5 heap
+		{facts.JVMMemory{}, 4 * gib, false, 2048 / 4 * 3, 2048 - 2048/4*3},     // below 4 GiB: 3/4 heap
+		{facts.JVMMemory{}, 64 * gib, true, 8192 / 5 * 4, 8192 - 8192/5*4},     // ConfigNode: 3/10 of RAM, at most 8 GiB
+		{facts.JVMMemory{MemorySize: "2G"}, 64 * gib, false, 1536, 512},
+		{facts.JVMMemory{HeapOverride: "1G", DirectOverride: "512M"}, 64 * gib, false, 1024, 512},
 	}
 	for i, c := range cases {
 		h, d, how := c.m.HeapAndDirect(c.ram, c.confignode)
@@ -157,11 +160,11 @@ func TestRemediesAgree(t *testing.T) {
 		f := host(t, fmt.Sprintf(`target_process: {managed_by: shell, nofile_soft: %d, nofile_hard: 20000}
 capabilities_missing: [CAP_SYS_RESOURCE]`, c.soft))
 		f.Target.PID, f.Target.NoRaiseBound, f.Pid1Nofile = c.pid, c.blocked, c.pid1
-		tg := Target{Sockets: 100000, Role: Loadgen}
+		tg := facts.Target{Sockets: 100000, Role: facts.Loadgen}
 		if err := tg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		cs := Evaluate(f, tg)
+		cs := checks.Evaluate(f, tg)
 		raise, hard, soft := testenv.CheckByID(t, cs, "fd.raise"), testenv.CheckByID(t, cs, "fd.hard"), testenv.CheckByID(t, cs, "fd.soft")
 		if raise.Status != verdict.Fail || hard.Status != verdict.Fail || soft.Status != verdict.Fail {
 			t.Errorf("%s: fd.raise %s fd.hard %s fd.soft %s, want all fail", c.name, raise.Status, hard.Status, soft.Status)
@@ -191,19 +194,19 @@ capabilities_missing: [CAP_SYS_RESOURCE]`, c.soft))
 // The MQTT probe's pre-checks are preflight's fd.soft and ports.ephemeral
 // on this process's facts.
 func TestOwnProcessChecks(t *testing.T) {
-	cs := OwnProcessChecks(2000, nil, 1024)
+	cs := checks.OwnProcessChecks(2000, nil, 1024)
 	if cs[0].ID != "fd.soft" || cs[0].Status != verdict.Fail || cs[1].ID != "ports.ephemeral" {
 		t.Fatalf("2000 fds under nofile 1024: %+v", cs)
 	}
-	if cs := OwnProcessChecks(10, nil, 1024); cs[0].Status != verdict.Pass || cs[1].Status != verdict.Pass {
+	if cs := checks.OwnProcessChecks(10, nil, 1024); cs[0].Status != verdict.Pass || cs[1].Status != verdict.Pass {
 		t.Errorf("10 fds: %+v", cs)
 	}
 	// one source address can never hold more connections to one
 	// destination than there are ports
-	if cs := OwnProcessChecks(70000, []string{"127.0.0.1"}, 100000); cs[1].Status != verdict.Fail {
+	if cs := checks.OwnProcessChecks(70000, []string{"127.0.0.1"}, 100000); cs[1].Status != verdict.Fail {
 		t.Errorf("70000 connections from one address: %+v", cs[1])
 	}
-	if cs := OwnProcessChecks(70000, []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"}, 100000); cs[1].Status != verdict.Pass {
+	if cs := checks.OwnProcessChecks(70000, []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"}, 100000); cs[1].Status != verdict.Pass {
 		t.Errorf("70000 connections from three addresses: %+v", cs[1])
 	}
 }
@@ -213,37 +216,37 @@ func TestOwnProcessChecks(t *testing.T) {
 // (1024) and a load above it, fd.raise judges whether the hard limit can
 // be raised here, as preflight --role loadgen does for that shell.
 func TestOwnProcessFD(t *testing.T) {
-	cs := OwnProcessFD(2000, 1024)
+	cs := checks.OwnProcessFD(2000, 1024)
 	if len(cs) != 3 || cs[0].ID != "fd.soft" || cs[1].ID != "fd.hard" || cs[2].ID != "fd.raise" {
 		t.Fatalf("want fd.soft, fd.hard, fd.raise: %+v", cs)
 	}
 	if cs[0].Status != verdict.Fail || cs[1].Status != verdict.Fail || cs[2].Status == verdict.Skip || cs[2].Remedy == "" && cs[2].Status == verdict.Fail {
 		t.Errorf("2000 fds under nofile 1024: %+v", cs)
 	}
-	if cs := OwnProcessFD(10, 1024); cs[0].Status != verdict.Pass || cs[2].Status != verdict.Pass {
+	if cs := checks.OwnProcessFD(10, 1024); cs[0].Status != verdict.Pass || cs[2].Status != verdict.Pass {
 		t.Errorf("10 fds: %+v", cs)
 	}
 }
 
 func TestRunningJVMMemory(t *testing.T) {
-	if j := parseJVMFlags([]byte("/usr/bin/python3\x00-Xmx1g\x00"), "x"); j != nil {
+	if j := facts.ParseJVMFlags([]byte("/usr/bin/python3\x00-Xmx1g\x00"), "x"); j != nil {
 		t.Errorf("not a JVM: %+v", j)
 	}
-	j := parseJVMFlags([]byte("/usr/lib/jvm/bin/java\x00-Xms1g\x00-Xmx12g\x00-Dpassword=secret\x00-XX:MaxDirectMemorySize=6g\x00org.apache.iotdb.db.service.DataNode\x00"), "/proc/9/cmdline")
+	j := facts.ParseJVMFlags([]byte("/usr/lib/jvm/bin/java\x00-Xms1g\x00-Xmx12g\x00-Dpassword=secret\x00-XX:MaxDirectMemorySize=6g\x00org.apache.iotdb.db.service.DataNode\x00"), "/proc/9/cmdline")
 	if j == nil || j.Heap != 12<<30 || j.Direct != 6<<30 {
 		t.Fatalf("flags %+v", j)
 	}
 	f := host(t, `mem_total_bytes: 17179869184`)
 	f.TargetJVM = j
-	tg := Target{Sockets: 10, Role: IoTDB}
+	tg := facts.Target{Sockets: 10, Role: facts.IoTDB}
 	if err := tg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if c := testenv.CheckByID(t, Evaluate(f, tg), "iotdb.memory"); c.Status != verdict.Fail {
+	if c := testenv.CheckByID(t, checks.Evaluate(f, tg), "iotdb.memory"); c.Status != verdict.Fail {
 		t.Errorf("18 GiB of JVM on 16 GiB RAM: %s %s", c.Status, message(c))
 	}
-	f.TargetJVM = &JVMFlags{Heap: 4 << 30, Direct: 2 << 30}
-	if c := testenv.CheckByID(t, Evaluate(f, tg), "iotdb.memory"); c.Status != verdict.Pass {
+	f.TargetJVM = &facts.JVMFlags{Heap: 4 << 30, Direct: 2 << 30}
+	if c := testenv.CheckByID(t, checks.Evaluate(f, tg), "iotdb.memory"); c.Status != verdict.Pass {
 		t.Errorf("6 GiB of JVM on 16 GiB RAM: %s %s", c.Status, message(c))
 	}
 }
@@ -265,7 +268,7 @@ files:
 	if l := f.Login; l == nil || l.Soft != nil || l.Hard == nil || l.Hard.Value != 524288 || l.Hard.From != "/etc/security/limits.d/90-nofile.conf:3" {
 		t.Errorf("limits.d from files: %+v", l)
 	}
-	if _, err := LoadHostYAML("t", strings.NewReader(`files: {/root/.ssh/id_rsa: "x"}`)); exitcode.Code(err) != exitcode.BadInput {
+	if _, err := facts.LoadHostYAML("t", strings.NewReader(`files: {/root/.ssh/id_rsa: "x"}`)); exitcode.Code(err) != exitcode.BadInput {
 		t.Errorf("a file outside the configuration preflight reads: %v", err)
 	}
 }
@@ -274,11 +277,11 @@ files:
 func TestTCPMemAboveRAMFirst(t *testing.T) {
 	f := host(t, `mem_total_bytes: 8589934592
 sysctl: {net.ipv4.tcp_mem: "1000000 3000000 4000000"}`)
-	tg := Target{Sockets: 10000000, Role: Broker}
+	tg := facts.Target{Sockets: 10000000, Role: facts.Broker}
 	if err := tg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	c := testenv.CheckByID(t, Evaluate(f, tg), "mem.tcp_mem")
+	c := testenv.CheckByID(t, checks.Evaluate(f, tg), "mem.tcp_mem")
 	if c.Status != verdict.Warn || !strings.Contains(c.Summary, "above physical memory") {
 		t.Errorf("%s: %s", c.Status, c.Summary)
 	}
@@ -287,16 +290,16 @@ sysctl: {net.ipv4.tcp_mem: "1000000 3000000 4000000"}`)
 // A recording keeps only the configuration lines preflight reads.
 func TestRecordKeepsOnlyReadLines(t *testing.T) {
 	unit := "[Unit]\nDescription=x\n[Service]\nEnvironment=DB_PASSWORD=hunter2\nExecStart=/usr/bin/emqx --token s3cret\nUser=emqx\nLimitNOFILE=infinity\n"
-	got := string(keepReadLines("/etc/systemd/system/emqx.service", []byte(unit)))
+	got := string(facts.KeepReadLines("/etc/systemd/system/emqx.service", []byte(unit)))
 	if strings.Contains(got, "hunter2") || strings.Contains(got, "s3cret") || !strings.Contains(got, "LimitNOFILE=infinity") || !strings.Contains(got, "User=emqx") || !strings.Contains(got, "[Service]") {
 		t.Errorf("unit kept as %q", got)
 	}
 	lim := "# comment\n* soft nofile 1048576\n@adm hard nproc 10\nroot - nofile 65536\n"
-	if got := string(keepReadLines("/etc/security/limits.conf", []byte(lim))); got != "\n* soft nofile 1048576\n\nroot - nofile 65536\n" {
+	if got := string(facts.KeepReadLines("/etc/security/limits.conf", []byte(lim))); got != "\n* soft nofile 1048576\n\nroot - nofile 65536\n" {
 		t.Errorf("limits.conf kept as %q", got)
 	}
 	// a file with no line read stays non-empty: an empty one is masked
-	if got := string(keepReadLines("/etc/systemd/system/x.service.d/a.conf", []byte("Environment=A=b"))); got != "\n" {
+	if got := string(facts.KeepReadLines("/etc/systemd/system/x.service.d/a.conf", []byte("Environment=A=b"))); got != "\n" {
 		t.Errorf("a drop-in with nothing read kept as %q, want one empty line", got)
 	}
 }
@@ -321,27 +324,27 @@ func TestRecordReplaysBootFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	g := &gatherer{root: host, f: &Facts{}, rec: newRecorder()}
-	live, err := g.unitFromFiles("emqx.service")
+	g := &facts.Gatherer{Root: host, F: &facts.Facts{}, Rec: facts.NewRecorder()}
+	live, err := g.UnitFromFiles("emqx.service")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := unitNofile{file: "/opt/emqx/emqx.service (as /etc/systemd/system/emqx.service)", lim: profiles.Limit{Soft: 65536, Hard: 65536},
-		from: "/opt/emqx/emqx.service (as /etc/systemd/system/emqx.service):3", found: true, user: "emqx"}
-	if len(live.files) == 0 || live.files[0].Path != "/etc/systemd/system/emqx.service" {
-		t.Errorf("live host: files %+v, want the unit file first", live.files)
+	want := facts.UnitNofile{File: "/opt/emqx/emqx.service (as /etc/systemd/system/emqx.service)", Lim: profiles.Limit{Soft: 65536, Hard: 65536},
+		From: "/opt/emqx/emqx.service (as /etc/systemd/system/emqx.service):3", Found: true, User: "emqx"}
+	if len(live.Files) == 0 || live.Files[0].Path != "/etc/systemd/system/emqx.service" {
+		t.Errorf("live host: files %+v, want the unit file first", live.Files)
 	}
-	live.files = nil
+	live.Files = nil
 	if !reflect.DeepEqual(live, want) {
 		t.Fatalf("live host: %+v, want %+v", live, want)
 	}
 	dir := filepath.Join(t.TempDir(), "rec")
-	if err := g.rec.write(dir); err != nil {
+	if err := g.Rec.Write(dir); err != nil {
 		t.Fatal(err)
 	}
-	replay := &gatherer{root: filepath.Join(dir, host), f: &Facts{}}
-	got, err := replay.unitFromFiles("emqx.service")
-	got.files = nil
+	replay := &facts.Gatherer{Root: filepath.Join(dir, host), F: &facts.Facts{}}
+	got, err := replay.UnitFromFiles("emqx.service")
+	got.Files = nil
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("replay: %+v %v, want %+v", got, err, want)
 	}
@@ -360,18 +363,18 @@ func TestTemplateInstanceUnit(t *testing.T) {
 		"/etc/systemd/system/iotdb-.service.d/60-hostprep.conf":  "[Service]\nLimitNOFILE=1048576:1048576\n",
 		"/etc/systemd/system/iotdb-datanode@b.service.d/zz.conf": "[Service]\nLimitNOFILE=1024\n",
 	})
-	g := &gatherer{root: host, f: &Facts{}}
-	u, err := g.unitFromFiles("iotdb-datanode@a.service")
+	g := &facts.Gatherer{Root: host, F: &facts.Facts{}}
+	u, err := g.UnitFromFiles("iotdb-datanode@a.service")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u.missing != "" || u.lim != (profiles.Limit{Soft: 1048576, Hard: 1048576}) || !strings.HasSuffix(u.from, "iotdb-.service.d/60-hostprep.conf:2") || u.user != "iotdb" {
+	if u.Missing != "" || u.Lim != (profiles.Limit{Soft: 1048576, Hard: 1048576}) || !strings.HasSuffix(u.From, "iotdb-.service.d/60-hostprep.conf:2") || u.User != "iotdb" {
 		t.Errorf("instance a: %+v", u)
 	}
-	if u, err := g.unitFromFiles("iotdb-datanode@b.service"); err != nil || u.lim.Hard != 1024 {
+	if u, err := g.UnitFromFiles("iotdb-datanode@b.service"); err != nil || u.Lim.Hard != 1024 {
 		t.Errorf("instance b (its own drop-in sorts last): %+v %v", u, err)
 	}
-	if u, err := g.unitFromFiles("iotdb-confignode@a.service"); err != nil || u.missing == "" {
+	if u, err := g.UnitFromFiles("iotdb-confignode@a.service"); err != nil || u.Missing == "" {
 		t.Errorf("an instance of a template that is not installed: %+v %v, want missing", u, err)
 	}
 }
@@ -401,14 +404,14 @@ func TestServiceWithoutSystemdJudgesTheListenerOwner(t *testing.T) {
 	if _, err := fmt.Fscan(out, &port); err != nil {
 		t.Fatalf("listener port: %v", err)
 	}
-	f, err := Gather(t.Context(), GatherOptions{Service: "mosquitto", Role: Broker, Ports: []int{port}})
+	f, err := Gather(t.Context(), GatherOptions{Service: "mosquitto", Role: facts.Broker, Ports: []int{port}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if tp := f.Target; tp.PID != cmd.Process.Pid || tp.NofileSoft != 1024 || tp.NofileHard != 4096 || !strings.Contains(tp.Source, "systemd is not running") {
 		t.Fatalf("target %d %d:%d (%s), want the listener owner pid %d at 1024:4096", tp.PID, tp.NofileSoft, tp.NofileHard, tp.Source, cmd.Process.Pid)
 	}
-	r := Evaluate(f, Target{Sockets: 3000, Role: Broker, Service: "mosquitto.service", Ports: []int{port}})
+	r := checks.Evaluate(f, facts.Target{Sockets: 3000, Role: facts.Broker, Service: "mosquitto.service", Ports: []int{port}})
 	if c := testenv.CheckByID(t, r, "fd.soft"); c.Status != verdict.Fail {
 		t.Errorf("fd.soft %s %q, want FAIL at soft 1024 for 3000 sockets", c.Status, c.Summary)
 	}
@@ -449,7 +452,7 @@ func TestProfileProbePortIsTheListener(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tg, err := TargetFromProfile(p)
+		tg, err := facts.TargetFromProfile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -491,9 +494,9 @@ func TestUnitLimitAbovePid1WhenPid1CannotRaise(t *testing.T) {
 		if tp := f.Target; tp.NofileHard != c.want || tp.NofileSoft != c.want {
 			t.Errorf("%s: unit nofile %d:%d (%s), want %d", c.name, tp.NofileSoft, tp.NofileHard, tp.Source, c.want)
 		}
-		tg := Target{Sockets: 40000, Role: IoTDB, ConnRate: 10}
+		tg := facts.Target{Sockets: 40000, Role: facts.IoTDB, ConnRate: 10}
 		_ = tg.Validate()
-		if got, want := testenv.CheckByID(t, Evaluate(f, tg), "fd.soft").Status, map[bool]verdict.Status{true: verdict.Pass, false: verdict.Fail}[c.want == 65536]; got != want {
+		if got, want := testenv.CheckByID(t, checks.Evaluate(f, tg), "fd.soft").Status, map[bool]verdict.Status{true: verdict.Pass, false: verdict.Fail}[c.want == 65536]; got != want {
 			t.Errorf("%s: fd.soft %s, want %s", c.name, got, want)
 		}
 	}

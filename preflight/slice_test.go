@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/preflight/checks"
+	"github.com/hostprep/hostprep/preflight/facts"
+
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
@@ -27,30 +30,30 @@ func TestSliceLimitsNotRunning(t *testing.T) {
 	for _, c := range []struct {
 		name, service string
 		files         map[string]string
-		role          Role
+		role          facts.Role
 		check         string
 		want          verdict.Status
 		says          []string // in the summary, observed and remedy
 	}{
 		{"an empty Slice= in a drop-in keeps brk.slice", "brk", map[string]string{unit: "[Service]\nSlice=brk.slice\n", dropin: "[Service]\nSlice=\n", brkSlice: "[Slice]\nMemoryMax=64M\n"},
-			Broker, "mem.available", verdict.Fail, []string{"of brk.slice (Slice= at /lib/systemd/system/brk.service:2)", "systemctl set-property brk.slice MemoryMax=", "MemoryMax=64M at /etc/systemd/system/brk.slice:2"}},
+			facts.Broker, "mem.available", verdict.Fail, []string{"of brk.slice (Slice= at /lib/systemd/system/brk.service:2)", "systemctl set-property brk.slice MemoryMax=", "MemoryMax=64M at /etc/systemd/system/brk.slice:2"}},
 		{"Slice=brk .slice is no slice's name", "brk", map[string]string{unit: "[Service]\nSlice=brk.slice\n", dropin: "[Service]\nSlice=brk .slice\n", brkSlice: "[Slice]\nMemoryMax=64M\n"},
-			Broker, "mem.available", verdict.Fail, []string{"of brk.slice", "systemctl set-property brk.slice MemoryMax="}},
+			facts.Broker, "mem.available", verdict.Fail, []string{"of brk.slice", "systemctl set-property brk.slice MemoryMax="}},
 		{"Slice=%i.slice in a unit that is no instance is .slice", "brk", map[string]string{unit: "[Service]\nSlice=brk.slice\n", dropin: "[Service]\nSlice=%i.slice\n", brkSlice: "[Slice]\nMemoryMax=64M\n"},
-			Broker, "mem.available", verdict.Fail, []string{"of brk.slice"}},
+			facts.Broker, "mem.available", verdict.Fail, []string{"of brk.slice"}},
 		{"Slice=brk-%i.slice of a template's instance", "brk-tpl@a", map[string]string{"lib/systemd/system/brk-tpl@.service": "[Service]\nSlice=brk-%i.slice\n", "etc/systemd/system/brk-a.slice": "[Slice]\nMemoryMax=64M\n"},
-			Broker, "mem.available", verdict.Fail, []string{"of brk-a.slice (Slice= at /lib/systemd/system/brk-tpl@.service:2)", "systemctl set-property brk-a.slice MemoryMax=", "/etc/systemd/system/brk-a.slice:2"}},
+			facts.Broker, "mem.available", verdict.Fail, []string{"of brk-a.slice (Slice= at /lib/systemd/system/brk-tpl@.service:2)", "systemctl set-property brk-a.slice MemoryMax=", "/etc/systemd/system/brk-a.slice:2"}},
 		{"a slice above the slice", "brk", map[string]string{unit: "[Service]\nSlice=brk-x.slice\nMemoryMax=1G\n", brkSlice: "[Slice]\nMemoryMax=64M\n"},
-			Broker, "mem.available", verdict.Fail, []string{"of brk.slice (usage", "systemctl set-property brk.slice MemoryMax="}},
+			facts.Broker, "mem.available", verdict.Fail, []string{"of brk.slice (usage", "systemctl set-property brk.slice MemoryMax="}},
 		{"Slice=%H.slice is not read", "brk", map[string]string{unit: "[Service]\nSlice=brk.slice\n", dropin: "[Service]\nSlice=%H.slice\n", brkSlice: "[Slice]\nMemoryMax=64M\n"},
-			Broker, "mem.available", verdict.Warn, []string{"Slice=%H.slice (/etc/systemd/system/brk.service.d/50-slice.conf:2) takes %H from the host", "hostprep preflight --pid PID), whose cgroup names its slice"}},
+			facts.Broker, "mem.available", verdict.Warn, []string{"Slice=%H.slice (/etc/systemd/system/brk.service.d/50-slice.conf:2) takes %H from the host", "hostprep preflight --pid PID), whose cgroup names its slice"}},
 		{"the slice's TasksMax=100 below the unit's 20000", "brk", map[string]string{unit: "[Service]\nSlice=brk.slice\nTasksMax=20000\n", brkSlice: "[Slice]\nTasksMax=100\n"},
-			IoTDB, "iotdb.threads", verdict.Fail, []string{"TasksMax=100 (/etc/systemd/system/brk.slice:2) of brk.slice", "systemctl set-property brk.slice TasksMax=1000 or more", "TasksMax=100 at /etc/systemd/system/brk.slice:2"}},
+			facts.IoTDB, "iotdb.threads", verdict.Fail, []string{"TasksMax=100 (/etc/systemd/system/brk.slice:2) of brk.slice", "systemctl set-property brk.slice TasksMax=1000 or more", "TasksMax=100 at /etc/systemd/system/brk.slice:2"}},
 		{"the tasks the slice's cgroup holds count", "brk", map[string]string{unit: "[Service]\nSlice=brk.slice\nTasksMax=20000\n", brkSlice: "[Slice]\nTasksMax=1500\n",
 			"sys/fs/cgroup/cgroup.controllers": "memory pids\n", "sys/fs/cgroup/brk.slice/pids.current": "600\n"},
-			IoTDB, "iotdb.threads", verdict.Fail, []string{"with 600 tasks there now", "/sys/fs/cgroup/brk.slice/pids.current", "systemctl set-property brk.slice TasksMax=1600 or more"}},
+			facts.IoTDB, "iotdb.threads", verdict.Fail, []string{"with 600 tasks there now", "/sys/fs/cgroup/brk.slice/pids.current", "systemctl set-property brk.slice TasksMax=1600 or more"}},
 		{"a slice's TasksMax= above the unit's does not bind", "brk", map[string]string{unit: "[Service]\nSlice=brk.slice\nTasksMax=100\n", brkSlice: "[Slice]\nTasksMax=20000\n"},
-			IoTDB, "iotdb.threads", verdict.Fail, []string{"TasksMax=100 (/lib/systemd/system/brk.service:3)", "hostprep tune apply"}},
+			facts.IoTDB, "iotdb.threads", verdict.Fail, []string{"TasksMax=100 (/lib/systemd/system/brk.service:3)", "hostprep tune apply"}},
 	} {
 		files := map[string]string{"proc/sys/kernel/pid_max": "4194304\n", "proc/sys/kernel/threads-max": "192730\n"}
 		for k, v := range c.files {
@@ -60,14 +63,14 @@ func TestSliceLimitsNotRunning(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tg := Target{Sockets: 100000, Role: c.role, ConnRate: 10}
-		if c.role == IoTDB {
+		tg := facts.Target{Sockets: 100000, Role: c.role, ConnRate: 10}
+		if c.role == facts.IoTDB {
 			tg.Sockets = 1000
 		}
 		if err := tg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		got := testenv.CheckByID(t, Evaluate(f, tg), c.check)
+		got := testenv.CheckByID(t, checks.Evaluate(f, tg), c.check)
 		all := got.Summary + " | " + got.Observed + " | " + got.Remedy
 		if got.Status != c.want {
 			t.Errorf("%s: %s %s: %s", c.name, c.check, got.Status, all)
@@ -109,11 +112,11 @@ func TestMemoryLimitUnderDefaultMemoryLow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tg := Target{Sockets: 100000, Role: Broker, ConnRate: 10}
+		tg := facts.Target{Sockets: 100000, Role: facts.Broker, ConnRate: 10}
 		if err := tg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		if got := testenv.CheckByID(t, Evaluate(f, tg), "mem.available"); got.Status != c.want {
+		if got := testenv.CheckByID(t, checks.Evaluate(f, tg), "mem.available"); got.Status != c.want {
 			t.Errorf("%s: mem.available %s, want %s: %s (observed %s)", c.name, got.Status, c.want, got.Summary, got.Observed)
 		}
 	}
@@ -155,11 +158,11 @@ func TestMemRemedyRunningUnderSlice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg := Target{Sockets: 100000, Role: Broker, ConnRate: 10}
+	tg := facts.Target{Sockets: 100000, Role: facts.Broker, ConnRate: 10}
 	if err := tg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	got := testenv.CheckByID(t, Evaluate(f, tg), "mem.available")
+	got := testenv.CheckByID(t, checks.Evaluate(f, tg), "mem.available")
 	if got.Status != verdict.Fail || !strings.Contains(got.Remedy, "systemctl set-property brk.slice MemoryMax=392M or more") ||
 		!strings.Contains(got.Remedy, "/sys/fs/cgroup/brk.slice/memory.max") {
 		t.Errorf("mem.available %s: %s; remedy %s", got.Status, got.Summary, got.Remedy)

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/preflight/checks"
+	"github.com/hostprep/hostprep/preflight/facts"
+
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/profiles"
@@ -38,22 +41,22 @@ func TestIoTDBThreads(t *testing.T) {
 		{"no DataNode found: its own bounds unseen", "", 100, verdict.Warn, ""},
 	} {
 		f := host(t, c.host)
-		tg := Target{Sockets: c.sessions, Role: IoTDB, ConnRate: 10}
+		tg := facts.Target{Sockets: c.sessions, Role: facts.IoTDB, ConnRate: 10}
 		if err := tg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		got := testenv.CheckByID(t, Evaluate(f, tg), "iotdb.threads")
+		got := testenv.CheckByID(t, checks.Evaluate(f, tg), "iotdb.threads")
 		if got.Status != c.want {
 			t.Errorf("%s: %s: %s (observed %s)", c.name, got.Status, got.Summary, got.Observed)
 		}
 		if c.limiting == "" {
-			if cp := capacityOf(f, tg); !slices.ContainsFunc(cp.Unknown, func(u UnknownLimit) bool { return u.Check == "iotdb.threads" }) {
+			if cp := checks.CapacityOf(f, tg); !slices.ContainsFunc(cp.Unknown, func(u checks.UnknownLimit) bool { return u.Check == "iotdb.threads" }) {
 				t.Errorf("%s: capacity does not name the unseen thread bounds: %+v", c.name, cp.Unknown)
 			}
 			continue
 		}
 		var found bool
-		for _, l := range capacityOf(f, tg).Limits {
+		for _, l := range checks.CapacityOf(f, tg).Limits {
 			if l.Check == "iotdb.threads" {
 				found = true
 				if !strings.Contains(l.Resource, c.limiting) || (c.want == verdict.Fail) != (l.Sockets < int64(c.sessions)) {
@@ -159,11 +162,11 @@ func TestUnitTasksMax(t *testing.T) {
 		if ts.PidsMax != c.max || (c.max == 0) != (ts.PidsFrom == "") || !strings.Contains(ts.UnitTasksMax, c.from) || !strings.Contains(ts.UnitTasksMax, "not running") {
 			t.Errorf("%s: tasks %+v, want TasksMax %d from %q", c.name, ts, c.max, c.from)
 		}
-		tg := Target{Sockets: 10000, Role: IoTDB, ConnRate: 10}
+		tg := facts.Target{Sockets: 10000, Role: facts.IoTDB, ConnRate: 10}
 		if err := tg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		got := testenv.CheckByID(t, Evaluate(f, tg), "iotdb.threads")
+		got := testenv.CheckByID(t, checks.Evaluate(f, tg), "iotdb.threads")
 		if got.Status != c.want || c.want == verdict.Fail && !strings.Contains(got.Summary, "TasksMax") ||
 			c.want == verdict.Warn && !strings.Contains(got.Summary, "own threads") {
 			t.Errorf("%s: %s: %s (observed %s)", c.name, got.Status, got.Summary, got.Observed)
@@ -173,7 +176,7 @@ func TestUnitTasksMax(t *testing.T) {
 
 // gatherPID4242 gathers the facts of pid 4242 in the recorded tree root,
 // without its /proc/4242/cgroup when noCgroup.
-func gatherPID4242(t *testing.T, root string, noCgroup bool) *Facts {
+func gatherPID4242(t *testing.T, root string, noCgroup bool) *facts.Facts {
 	t.Helper()
 	if noCgroup {
 		if err := os.Remove(filepath.Join(root, "proc/4242/cgroup")); err != nil {
@@ -201,7 +204,7 @@ func TestTasksMaxRemedy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg, err := TargetFromProfile(p)
+	tg, err := facts.TargetFromProfile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,8 +219,8 @@ func TestTasksMaxRemedy(t *testing.T) {
 	own.Profile, own.ProfileTasksMax = "/srv/iotdb.yaml", 0
 	for _, c := range []struct {
 		name     string
-		f        *Facts
-		tg       Target
+		f        *facts.Facts
+		tg       facts.Target
 		pidsFrom string // the cgroup file gathered for a running DataNode
 		want     []string
 		not      string
@@ -230,7 +233,7 @@ func TestTasksMaxRemedy(t *testing.T) {
 		if c.pidsFrom != "" {
 			c.f.Target.Tasks.PidsFrom = c.pidsFrom
 		}
-		got := testenv.CheckByID(t, Evaluate(c.f, c.tg), "iotdb.threads")
+		got := testenv.CheckByID(t, checks.Evaluate(c.f, c.tg), "iotdb.threads")
 		if got.Status != verdict.Fail {
 			t.Errorf("%s: iotdb.threads %s: %s", c.name, got.Status, got.Summary)
 		}

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/preflight/checks"
+	"github.com/hostprep/hostprep/preflight/facts"
+
 	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
@@ -85,16 +88,16 @@ func TestUnitMemoryMax(t *testing.T) {
 		if c.want != verdict.Warn && !strings.Contains(m.From, c.from) {
 			t.Errorf("%s: memory %+v, want the limit from %q", c.name, m, c.from)
 		}
-		tg := Target{Sockets: 100000, Role: Broker, ConnRate: 10}
+		tg := facts.Target{Sockets: 100000, Role: facts.Broker, ConnRate: 10}
 		if err := tg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		got := testenv.CheckByID(t, Evaluate(f, tg), "mem.available")
+		got := testenv.CheckByID(t, checks.Evaluate(f, tg), "mem.available")
 		if got.Status != c.want || c.want != verdict.Pass && !strings.Contains(got.Summary, c.from) {
 			t.Errorf("%s: mem.available %s: %s (observed %s); want %s naming %q", c.name, got.Status, got.Summary, got.Observed, c.want, c.from)
 		}
-		cp := capacityOf(f, tg)
-		i := slices.IndexFunc(cp.Limits, func(l CapacityLimit) bool { return l.Check == "mem.available" })
+		cp := checks.CapacityOf(f, tg)
+		i := slices.IndexFunc(cp.Limits, func(l checks.CapacityLimit) bool { return l.Check == "mem.available" })
 		want := c.capSocks
 		if want == 0 {
 			want = 12000000 * 1024 / 4096
@@ -129,7 +132,7 @@ func TestUnitMemoryLoadedOrFiles(t *testing.T) {
 	} {
 		manifest := fmt.Sprintf(`{"format": 1, "page_size_bytes": 4096, "systemctl_show": {"emqx.service": %q}}`,
 			"MainPID=0\nLimitNOFILE=65536\nLimitNOFILESoft=65536\nUser=\nLoadState=loaded\n"+c.show)
-		root := fixtureRoot(t, map[string]string{"etc/systemd/system/emqx.service.d/60-hostprep.conf": c.dropin, RecordManifest: manifest})
+		root := fixtureRoot(t, map[string]string{"etc/systemd/system/emqx.service.d/60-hostprep.conf": c.dropin, facts.RecordManifest: manifest})
 		f, err := Gather(t.Context(), GatherOptions{Root: root, Service: "emqx"})
 		if err != nil {
 			t.Fatal(err)
@@ -197,8 +200,8 @@ func TestUnitSlice(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || slice != c.slice || sliceCgroup(slice) != c.cgroup || !slices.Equal(hostconf.SliceChain(slice), c.chain) || why != "" {
-			t.Errorf("%s %q: slice %q (%v; %q), cgroup %s, chain %q; want %s, %s, %q (%q)", c.unit, c.file, slice, err, why, sliceCgroup(slice), hostconf.SliceChain(slice), c.slice, c.cgroup, c.chain, c.why)
+		if err != nil || slice != c.slice || facts.SliceCgroup(slice) != c.cgroup || !slices.Equal(hostconf.SliceChain(slice), c.chain) || why != "" {
+			t.Errorf("%s %q: slice %q (%v; %q), cgroup %s, chain %q; want %s, %s, %q (%q)", c.unit, c.file, slice, err, why, facts.SliceCgroup(slice), hostconf.SliceChain(slice), c.slice, c.cgroup, c.chain, c.why)
 		}
 	}
 }
@@ -256,11 +259,11 @@ func TestMemBuffersChargedToCgroup(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tg := Target{Sockets: 100000, Role: Broker, ConnRate: 10}
+		tg := facts.Target{Sockets: 100000, Role: facts.Broker, ConnRate: 10}
 		if err := tg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		checks := Evaluate(f, tg)
+		checks := checks.Evaluate(f, tg)
 		if a := testenv.CheckByID(t, checks, "mem.available"); a.Status != verdict.Pass {
 			t.Errorf("%s: mem.available %s: %s", c.name, a.Status, a.Summary)
 		}
