@@ -186,3 +186,13 @@ func OwnerCapacity(f *facts.Facts, t facts.Target) (int64, string) {
 	c := CapacityOf(f, t)
 	return c.Sockets, c.LimitedBy
 }
+
+// Limit is the ceiling check reports in c, if it reports one.
+func (c Capacity) Limit(check string) (CapacityLimit, bool) {
+	for _, l := range c.Limits {
+		if l.Check == check {
+			return l, true
+		}
+	}
+	return CapacityLimit{}, false
+}

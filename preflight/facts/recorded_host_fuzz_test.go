@@ -51,3 +51,14 @@ func FuzzRecordedHost(f *testing.F) {
 		}
 	})
 }
+
+// host is the Facts of a recorded host given as YAML (the `host:` block
+// of a field case); the test fails on YAML LoadHostYAML refuses.
+func host(t *testing.T, y string) *Facts {
+	t.Helper()
+	f, err := LoadHostYAML("test", strings.NewReader(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}

@@ -1,4 +1,4 @@
-package preflight
+package checks
 
 import (
 	"cmp"
@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hostprep/hostprep/preflight/checks"
 	"github.com/hostprep/hostprep/preflight/facts"
 
 	"github.com/hostprep/hostprep/internal/testenv"
@@ -102,7 +101,7 @@ target_process: {managed_by: shell, nofile_soft: 1024, nofile_hard: 4096}`, fact
 				t.Fatal(err)
 			}
 			hardSet, nrOpenSet := int64(0), int64(0)
-			for _, c := range checks.Evaluate(f, tg) {
+			for _, c := range Evaluate(f, tg) {
 				if strings.Contains(cmdRE.ReplaceAllString(c.Remedy, ""), "hostprep tune") {
 					t.Errorf("%s names a tune command outside backquotes: %s", c.ID, c.Remedy)
 				}
@@ -205,7 +204,7 @@ func TestSystemdRemedyKeepsTheProfilesLimit(t *testing.T) {
 	f := host(t, `target_process: {managed_by: systemd, unit: mosquitto.service, nofile_soft: 4096, nofile_hard: 4096}`)
 	f.Systemd.Running = true
 	for _, id := range []string{"fd.soft", "fd.hard"} {
-		c := testenv.CheckByID(t, checks.Evaluate(f, tg), id)
+		c := testenv.CheckByID(t, Evaluate(f, tg), id)
 		if !strings.Contains(c.Remedy, "`hostprep tune apply --profile mqtt-broker-1m`, whose LimitNOFILE for mosquitto.service is 2097152:2097152") ||
 			strings.Contains(c.Remedy, "give the profile") || !strings.Contains(c.Remedy, "`hostprep tune verify --boot`") {
 			t.Errorf("%s remedy: %s", id, c.Remedy)

@@ -1,4 +1,4 @@
-package preflight
+package checks
 
 import (
 	"fmt"
@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hostprep/hostprep/preflight/checks"
 	"github.com/hostprep/hostprep/preflight/facts"
 
 	"github.com/hostprep/hostprep/internal/testenv"
@@ -46,7 +45,7 @@ func TestMemChecksAddUp(t *testing.T) {
 		if err := tg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		if got := testenv.CheckByID(t, checks.Evaluate(f, tg), c.id); got.Status != c.want {
+		if got := testenv.CheckByID(t, Evaluate(f, tg), c.id); got.Status != c.want {
 			t.Errorf("%s: %s %s: %s", c.name, c.id, got.Status, got.Summary)
 		}
 	}
@@ -70,7 +69,7 @@ func TestTCPMemRemedyPassesBothChecks(t *testing.T) {
 					if err := tg.Validate(); err != nil {
 						t.Fatal(err)
 					}
-					c := testenv.CheckByID(t, checks.Evaluate(f, tg), "mem.tcp_mem")
+					c := testenv.CheckByID(t, Evaluate(f, tg), "mem.tcp_mem")
 					m := suggestion.FindStringSubmatch(c.Remedy)
 					if m == nil {
 						if c.Status != verdict.Pass && !strings.Contains(c.Remedy, "add memory") {
@@ -81,7 +80,7 @@ func TestTCPMemRemedyPassesBothChecks(t *testing.T) {
 					tried++
 					g := memHost(t, totalGiB, totalGiB*availShare, m[1])
 					for _, id := range []string{"mem.tcp_mem", "mem.buffers"} {
-						if c := testenv.CheckByID(t, checks.Evaluate(g, tg), id); c.Status != verdict.Pass {
+						if c := testenv.CheckByID(t, Evaluate(g, tg), id); c.Status != verdict.Pass {
 							t.Errorf("from %q: %g GiB (%.0f%% available), %d sockets, tcp_mem %q as suggested: %s %s: %s", initial, totalGiB, 100*availShare, sockets, m[1], id, c.Status, c.Summary)
 						}
 					}

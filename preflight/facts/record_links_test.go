@@ -1,12 +1,10 @@
-package preflight
+package facts
 
 import (
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
-
-	"github.com/hostprep/hostprep/preflight/facts"
 
 	"github.com/hostprep/hostprep/internal/testenv"
 )
@@ -31,7 +29,7 @@ func TestRecordKeepsUnitDirLinks(t *testing.T) {
 		"etc/systemd/system/gone.service":                   "symlink to /dev/null",
 	})
 	for _, unit := range []string{"ssh.service", "worker@a.service", "gone.service"} {
-		g := &facts.Gatherer{Root: host, F: &facts.Facts{}, Rec: facts.NewRecorder()}
+		g := &Gatherer{Root: host, F: &Facts{}, Rec: NewRecorder()}
 		live, err := g.UnitFromFiles(unit)
 		if err != nil {
 			t.Fatal(err)
@@ -40,7 +38,7 @@ func TestRecordKeepsUnitDirLinks(t *testing.T) {
 		if err := g.Rec.Write(dir); err != nil {
 			t.Fatal(err)
 		}
-		replay := &facts.Gatherer{Root: filepath.Join(dir, host), F: &facts.Facts{}}
+		replay := &Gatherer{Root: filepath.Join(dir, host), F: &Facts{}}
 		got, err := replay.UnitFromFiles(unit)
 		if err != nil {
 			t.Fatal(err)

@@ -1,12 +1,10 @@
-package preflight
+package checks
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/hostprep/hostprep/preflight/checks"
 	"github.com/hostprep/hostprep/preflight/facts"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
@@ -14,16 +12,6 @@ import (
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/profiles"
 )
-
-// host loads a recorded host from YAML (stock Debian 12 defaults for the rest).
-func host(t *testing.T, y string) *facts.Facts {
-	t.Helper()
-	f, err := facts.LoadHostYAML("test", strings.NewReader(y))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
 
 func TestChecksOnRecordedHosts(t *testing.T) {
 	cases := []struct {
@@ -103,7 +91,7 @@ listening_ports: [1883, 9090]`, facts.Target{Sockets: 1000, Role: facts.Broker},
 			if err := tg.Validate(); err != nil {
 				t.Fatal(err)
 			}
-			got := testenv.CheckByID(t, checks.Evaluate(f, tg), c.id)
+			got := testenv.CheckByID(t, Evaluate(f, tg), c.id)
 			if got.Status != c.status {
 				t.Fatalf("%s: %s, want %s: %s", c.id, got.Status, c.status, message(got))
 			}
@@ -124,150 +112,16 @@ func TestActiveResultChecks(t *testing.T) {
 	tg := facts.Target{Sockets: 1000000, Role: facts.Broker}
 	_ = tg.Validate()
 	f.Measured = &facts.ActiveResult{RequestedSockets: 19936, ReachedSockets: 19936, Connections: 9968, SourceAddresses: 1, BytesPerSocket: 4000, NofileSoft: 20000, NofileHard: 20000}
-	got := testenv.CheckByID(t, checks.Evaluate(f, tg), "active")
+	got := testenv.CheckByID(t, Evaluate(f, tg), "active")
 	if got.Status != verdict.Warn || !strings.Contains(got.Summary, "3815 MiB") {
 		t.Errorf("partial measurement: %+v", got)
 	}
-	if m := testenv.CheckByID(t, checks.Evaluate(f, tg), "mem.available"); !strings.Contains(m.Expected, "measured by --active") {
+	if m := testenv.CheckByID(t, Evaluate(f, tg), "mem.available"); !strings.Contains(m.Expected, "measured by --active") {
 		t.Errorf("mem.available does not use the measured cost: %+v", m)
 	}
 	f.Measured = &facts.ActiveResult{RequestedSockets: 19936, ReachedSockets: 1020, FirstError: "EMFILE", FirstErrorOp: "accept", FirstErrorMessage: "too many open files"}
-	if got := testenv.CheckByID(t, checks.Evaluate(f, tg), "active"); got.Status != verdict.Fail || !strings.Contains(got.Summary, "EMFILE") || !strings.Contains(got.Remedy, "nofile") {
+	if got := testenv.CheckByID(t, Evaluate(f, tg), "active"); got.Status != verdict.Fail || !strings.Contains(got.Summary, "EMFILE") || !strings.Contains(got.Remedy, "nofile") {
 		t.Errorf("failed measurement: %+v", got)
-	}
-}
-
-// A run too small (or too noisy) to measure keeps the estimate and says so
-// instead of reporting 0 (or 18139) bytes per socket as a measurement.
-func TestActiveTooSmallToMeasure(t *testing.T) {
-	for _, c := range []struct {
-		name   string
-		target int
-		m      facts.ActiveResult
-		status verdict.Status
-		why    string
-	}{
-		{"10 sockets, slope 0", 10, facts.ActiveResult{RequestedSockets: 10, ReachedSockets: 10, Connections: 5, Samples: 6}, verdict.Pass, "too small to measure"},
-		{"10 sockets, one slab page", 10, facts.ActiveResult{RequestedSockets: 10, ReachedSockets: 10, Connections: 5, Samples: 6, BytesPerSocket: 18139, SlabFitR2: 0.4, SlabDeltaBytes: 253952}, verdict.Pass, "too small to measure"},
-		{"960 of 15000 at nofile 1024", 15000, facts.ActiveResult{RequestedSockets: 960, ReachedSockets: 960, Connections: 480, Samples: 21, NofileSoft: 1024, NofileHard: 4096}, verdict.Warn, "too small to measure"},
-		{"enough sockets, slope <= 0", 5000, facts.ActiveResult{RequestedSockets: 5000, ReachedSockets: 5000, Connections: 2500, Samples: 21, SlabDeltaBytes: -4096}, verdict.Pass, "did not grow"},
-		{"enough sockets, noise", 5000, facts.ActiveResult{RequestedSockets: 5000, ReachedSockets: 5000, Connections: 2500, Samples: 21, BytesPerSocket: 900, SlabFitR2: 0.3}, verdict.Pass, "too loosely"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			f := host(t, ``)
-			tg := facts.Target{Sockets: c.target, Role: facts.Broker}
-			_ = tg.Validate()
-			m := c.m
-			m.CostMeasured, m.CostNote = m.CostSignificance()
-			f.Measured = &m
-			if m.CostMeasured || !strings.Contains(m.CostNote, c.why) {
-				t.Fatalf("significance: %v %q, want not measured because %q", m.CostMeasured, m.CostNote, c.why)
-			}
-			got := testenv.CheckByID(t, checks.Evaluate(f, tg), "active")
-			if got.Status != c.status || !strings.Contains(got.Summary, c.why) || !strings.Contains(got.Summary, "estimate of 4096 bytes is kept") || strings.Contains(got.Summary, " 0 bytes of kernel memory") {
-				t.Errorf("active: %s", message(got))
-			}
-			if !strings.Contains(got.Summary, fmt.Sprintf("%d loopback connections", m.Connections)) {
-				t.Errorf("active does not say how many connections the sockets are: %s", got.Summary)
-			}
-			capa := checks.CapacityOf(f, tg)
-			if capa.BytesPerSocket != checks.EstimatedBytesPerSocket || capa.BytesPerSocketMeasured || !strings.Contains(capa.BytesPerSocketSource, "could not measure") {
-				t.Errorf("capacity %+v", capa)
-			}
-			if mem := testenv.CheckByID(t, checks.Evaluate(f, tg), "mem.available"); strings.Contains(mem.Expected, "measured by --active") {
-				t.Errorf("mem.available uses an insignificant measurement: %s", message(mem))
-			}
-			var b strings.Builder
-			if err := WriteText(&b, &Report{Target: tg, Capacity: capa, Checks: checks.Evaluate(f, tg)}, false); err != nil {
-				t.Fatal(err)
-			}
-			if !strings.Contains(b.String(), "kernel memory: not measured: ") || !strings.Contains(b.String(), "4096 bytes of kernel memory per socket, estimate") {
-				t.Errorf("text output:\n%s", b.String())
-			}
-		})
-	}
-	// a real measurement still counts
-	m := facts.ActiveResult{RequestedSockets: 15000, ReachedSockets: 15000, Connections: 7500, Samples: 21, BytesPerSocket: 3990, SlabFitR2: 0.999}
-	if ok, why := m.CostSignificance(); !ok {
-		t.Errorf("15000 sockets with R² 0.999 not significant: %s", why)
-	}
-}
-
-func TestIgnoreAndStrict(t *testing.T) {
-	f := host(t, `target_process: {managed_by: shell, nofile_soft: 1024, nofile_hard: 1048576}`)
-	opts := Options{Target: facts.Target{Sockets: 50000, Role: facts.Broker}, Facts: f}
-	r, err := Run(t.Context(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Verdict != verdict.Fail || exitcode.Code(r.Err(false)) != exitcode.Failed || !strings.Contains(r.Err(false).Error(), "fd.soft") {
-		t.Fatalf("verdict %s err %v", r.Verdict, r.Err(false))
-	}
-	opts.Ignore = []string{"fd.soft"}
-	opts.Facts = host(t, `target_process: {managed_by: shell, nofile_soft: 1024, nofile_hard: 1048576}`)
-	r, err = Run(t.Context(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c := testenv.CheckByID(t, r.Checks, "fd.soft"); c.Status != verdict.Warn || !c.Ignored || !strings.HasPrefix(c.Summary, "[ignored failure]") {
-		t.Errorf("ignored failure not downgraded and marked: %+v", c)
-	}
-	if c := testenv.CheckByID(t, r.Checks, "clock.sync"); c.Ignored {
-		t.Errorf("a check not ignored is marked ignored: %+v", c)
-	}
-	var buf strings.Builder
-	if err := Write(&buf, "json", r, false); err != nil {
-		t.Fatal(err)
-	}
-	var js struct {
-		Checks []map[string]any `json:"checks"`
-	}
-	if err := json.Unmarshal([]byte(buf.String()), &js); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range js.Checks {
-		if ign, has := c["ignored"]; (c["id"] == "fd.soft") != (has && ign == true) {
-			t.Errorf("JSON check %v: \"ignored\" must be true exactly for the ignored failure", c)
-		}
-	}
-	if r.Verdict != verdict.Warn || r.Err(false) != nil {
-		t.Errorf("with fd.soft ignored: verdict %s err %v", r.Verdict, r.Err(false))
-	}
-	if exitcode.Code(r.Err(true)) != exitcode.Failed {
-		t.Errorf("--strict must fail on warnings")
-	}
-	// empty items of "--ignore fd.soft,," are dropped, not "no such check"
-	opts.Ignore = []string{"fd.soft", "", " "}
-	opts.Facts = host(t, `target_process: {managed_by: shell, nofile_soft: 1024, nofile_hard: 1048576}`)
-	r, err = Run(t.Context(), opts)
-	if err != nil {
-		t.Fatalf("--ignore 'fd.soft,,': %v", err)
-	}
-	if c := testenv.CheckByID(t, r.Checks, "fd.soft"); c.Status != verdict.Warn || fmt.Sprint(r.Ignored) != "[fd.soft]" {
-		t.Errorf("--ignore 'fd.soft,,': fd.soft %+v, ignored %q", c, r.Ignored)
-	}
-	opts.Ignore = []string{"fd.sotf"}
-	_, err = Run(t.Context(), opts)
-	if exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), `"fd.sotf"`) || !strings.Contains(err.Error(), "fd.soft") {
-		t.Errorf("unknown --ignore ID: %v", err)
-	}
-}
-
-func TestBadInput(t *testing.T) {
-	for _, tg := range []facts.Target{
-		{Sockets: 0, Role: facts.Broker},
-		{Sockets: facts.MaxSockets + 1, Role: facts.Broker},
-		{Sockets: 10, Role: "server"},
-		{Sockets: 10, Role: facts.Loadgen, Destinations: []string{"broker:1883"}},
-		{Sockets: 10, Role: facts.Loadgen, SourceIPs: []string{"not-an-ip"}},
-	} {
-		_, err := Run(t.Context(), Options{Target: tg, Facts: facts.StockDebian12(0)})
-		if exitcode.Code(err) != exitcode.BadInput {
-			t.Errorf("%+v: %v, want bad input", tg, err)
-		}
-	}
-	if _, err := facts.LoadHostYAML("x.yaml", strings.NewReader("sysctls: {}\n")); exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), "x.yaml") {
-		t.Errorf("unknown host field must be rejected naming the file: %v", err)
 	}
 }
 
@@ -422,7 +276,7 @@ func TestBuiltinProfilesSatisfyTheirOwnTarget(t *testing.T) {
 			if err := tg.Validate(); err != nil {
 				t.Fatal(err)
 			}
-			for _, c := range checks.Evaluate(f, tg) {
+			for _, c := range Evaluate(f, tg) {
 				fam := strings.SplitN(c.ID, ".", 2)[0]
 				if (fam == "fd" || fam == "accept" || fam == "ports" || fam == "conntrack") && (c.Status == verdict.Fail || c.Status == verdict.Warn) {
 					t.Errorf("%s after applying %s: %s", c.ID, name, message(c))
@@ -463,7 +317,7 @@ func TestUnseenServerFDChecksAgree(t *testing.T) {
 			if err := tg.Validate(); err != nil {
 				t.Fatal(err)
 			}
-			checks := checks.Evaluate(f, tg)
+			checks := Evaluate(f, tg)
 			for id, want := range c.want {
 				got := testenv.CheckByID(t, checks, id)
 				mention := "--pid" // a warning says how to name the target
@@ -490,7 +344,7 @@ func TestIoTDBMemoryRunningConfigNode(t *testing.T) {
 	if err := tg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	c := testenv.CheckByID(t, checks.Evaluate(f, tg), "iotdb.memory")
+	c := testenv.CheckByID(t, Evaluate(f, tg), "iotdb.memory")
 	if !strings.Contains(c.Observed, "running ConfigNode heap 512 MiB (-Xmx) + direct 256 MiB (/proc/1/cmdline)") || strings.Contains(c.Observed, "confignode-env.sh") ||
 		!strings.Contains(c.Summary, "2304 MiB") {
 		t.Errorf("iotdb.memory: %+v", c)
@@ -505,19 +359,19 @@ func TestActiveCappedByHostprepIsNotTheTargets(t *testing.T) {
 	m := &facts.ActiveResult{RequestedSockets: 32768, ReachedSockets: 19980, Connections: 9990, NofileSoft: 20000, NofileHard: 20000,
 		FirstError: "EMFILE", FirstErrorOp: "accept", FirstErrorMessage: "too many open files"}
 	target := facts.Target{Sockets: 25000, Role: facts.Broker}
-	if c := checks.CheckActive(&facts.Facts{Measured: m}, target); c.Status != verdict.Fail {
+	if c := CheckActive(&facts.Facts{Measured: m}, target); c.Status != verdict.Fail {
 		t.Errorf("at the target's own limits, EMFILE: %s %q, want FAIL", c.Status, c.Summary)
 	}
 	// 19980 sockets = 9990 connections: no half-open ends to explain.
-	if c := checks.CheckActive(&facts.Facts{Measured: m}, target); strings.Contains(c.Observed, "not accepted yet") {
+	if c := CheckActive(&facts.Facts{Measured: m}, target); strings.Contains(c.Observed, "not accepted yet") {
 		t.Errorf("observed %q", c.Observed)
 	}
 	m.ReachedSockets = 20003 // 23 client ends whose accept the EMFILE stopped
-	if c := checks.CheckActive(&facts.Facts{Measured: m}, target); !strings.Contains(c.Observed, "9990 loopback connections (client and accepted side both in the measuring process, 2 fds per connection) and 23 sockets whose other end was not accepted yet") {
+	if c := CheckActive(&facts.Facts{Measured: m}, target); !strings.Contains(c.Observed, "9990 loopback connections (client and accepted side both in the measuring process, 2 fds per connection) and 23 sockets whose other end was not accepted yet") {
 		t.Errorf("observed %q does not account for every socket", c.Observed)
 	}
 	m.LimitNote = "could not take the target's nofile 32768:32768 (operation not permitted: raising the hard limit needs CAP_SYS_RESOURCE); measured at 20000:20000"
-	c := checks.CheckActive(&facts.Facts{Measured: m}, target)
+	c := CheckActive(&facts.Facts{Measured: m}, target)
 	if c.Status != verdict.Warn || !strings.Contains(c.Summary, "hostprep's ceiling, not the target's") {
 		t.Errorf("capped by hostprep's own limit: %s %q, want WARN saying so", c.Status, c.Summary)
 	}
@@ -529,10 +383,10 @@ func TestActiveCappedByHostprepIsNotTheTargets(t *testing.T) {
 // (it fails with EPERM); within the hard limit it still does.
 func TestNoPrlimitAboveTheHardLimitWithoutTheCapability(t *testing.T) {
 	f := &facts.Facts{Target: facts.ProcessFacts{ManagedBy: "shell", PID: 1234, NofileSoft: 1024, NofileHard: 32768, CapSysResource: true, NoRaiseBound: true}}
-	if r := checks.SoftRemedy(f, facts.Target{}, 101000); strings.Contains(r, "prlimit --pid") {
+	if r := SoftRemedy(f, facts.Target{}, 101000); strings.Contains(r, "prlimit --pid") {
 		t.Errorf("remedy above the hard limit offers prlimit: %s", r)
 	}
-	if r := checks.SoftRemedy(f, facts.Target{}, 20000); !strings.Contains(r, "prlimit --pid 1234 --nofile=20000:32768") {
+	if r := SoftRemedy(f, facts.Target{}, 20000); !strings.Contains(r, "prlimit --pid 1234 --nofile=20000:32768") {
 		t.Errorf("remedy within the hard limit lacks the prlimit that works: %s", r)
 	}
 }
@@ -546,13 +400,13 @@ func TestHardRemediesUseTheShellsLimit(t *testing.T) {
 	f := &facts.Facts{Target: facts.ProcessFacts{ManagedBy: "shell", PID: 4242, NofileSoft: 1024, NofileHard: 4096, NoRaiseBound: true, Source: "/proc/4242/limits"},
 		HereNofileHard: 20000, Pid1Nofile: &profiles.Limit{Soft: 32768, Hard: 32768}}
 	target := facts.Target{Sockets: 10000, Role: facts.Loadgen}
-	for _, c := range []verdict.Check{checks.CheckFDHard(f, target), checks.CheckFDRaise(f, target)} {
+	for _, c := range []verdict.Check{CheckFDHard(f, target), CheckFDRaise(f, target)} {
 		if c.Status != verdict.Fail || !strings.Contains(c.Remedy, "prlimit --nofile=10100:10100 CMD") || strings.Contains(c.Remedy, "PID 1") {
 			t.Errorf("%s: %s, remedy %q; want a restart from this shell", c.ID, c.Status, c.Remedy)
 		}
 	}
 	f.HereNofileHard = 4096
-	for _, c := range []verdict.Check{checks.CheckFDHard(f, target), checks.CheckFDRaise(f, target)} {
+	for _, c := range []verdict.Check{CheckFDHard(f, target), CheckFDRaise(f, target)} {
 		if strings.Contains(c.Remedy, "service of PID 1") || !strings.Contains(c.Remedy, "32768") {
 			t.Errorf("%s remedy %q: want PID 1's 32768 without calling it a service manager", c.ID, c.Remedy)
 		}
@@ -568,14 +422,14 @@ func TestRemediesForATargetThatHoldsTheCapability(t *testing.T) {
 	f := &facts.Facts{Target: facts.ProcessFacts{ManagedBy: "shell", PID: 1, NofileSoft: 32768, NofileHard: 32768, CapSysResource: true, NoRaiseBound: true, Source: "/proc/1/limits"},
 		HereNofileHard: 20000, Pid1Nofile: &profiles.Limit{Soft: 32768, Hard: 32768}}
 	target := facts.Target{Sockets: 50000, Role: facts.Broker}
-	if c := checks.CheckFDRaise(f, target); c.Status != verdict.Pass {
+	if c := CheckFDRaise(f, target); c.Status != verdict.Pass {
 		t.Fatalf("fd.raise %s: %s", c.Status, c.Summary)
 	}
-	hard := checks.CheckFDHard(f, target)
+	hard := CheckFDHard(f, target)
 	if strings.Contains(hard.Remedy, "no process on this host can get it") || !strings.Contains(hard.Remedy, "have pid 1 set 50500:50500 itself") {
 		t.Errorf("fd.hard remedy contradicts fd.raise: %s", hard.Remedy)
 	}
-	soft := checks.CheckFDSoft(f, target)
+	soft := CheckFDSoft(f, target)
 	if strings.Contains(soft.Remedy, "new login") || strings.Contains(soft.Remedy, "prlimit --pid") || !strings.Contains(soft.Remedy, "have pid 1 raise its own limit to 50500:50500") {
 		t.Errorf("fd.soft remedy: %s", soft.Remedy)
 	}
