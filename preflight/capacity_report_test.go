@@ -11,6 +11,7 @@ import (
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/preflight/checks"
 	"github.com/hostprep/hostprep/preflight/facts"
+	"github.com/hostprep/hostprep/preflight/facts/factstest"
 )
 
 // A conntrack file that exists but cannot be read is "not known", never
@@ -25,7 +26,7 @@ func TestConntrackUnreadable(t *testing.T) {
 		{"max unreadable", "nf_conntrack_max"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			root := fixtureRoot(t, nil)
+			root := factstest.FixtureRoot(t, nil)
 			p := filepath.Join(root, "proc/sys/net/netfilter", c.file)
 			if err := os.Remove(p); err != nil {
 				t.Fatal(err)
@@ -80,7 +81,7 @@ target_process: {managed_by: shell, pid: 77, nofile_soft: 1048576, nofile_hard: 
 
 	// meminfo, fs.file-max and the port range unreadable (absent from a
 	// recorded root): named as unknown, and the header says RAM is not known
-	root := fixtureRoot(t, nil)
+	root := factstest.FixtureRoot(t, nil)
 	for _, p := range []string{"proc/meminfo", "proc/sys/fs/file-max", "proc/sys/fs/file-nr", "proc/sys/net/ipv4/ip_local_port_range"} {
 		if err := os.Remove(filepath.Join(root, p)); err != nil {
 			t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hostprep/hostprep/preflight/checks"
 	"github.com/hostprep/hostprep/preflight/facts"
+	"github.com/hostprep/hostprep/preflight/facts/factstest"
 
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
@@ -73,8 +74,8 @@ func TestMemAvailableJudgesTheCgroup(t *testing.T) {
 			v1 + "broker/memory.usage_in_bytes": "1572864\n",
 		}, nil, verdict.Pass, "MemAvailable 11719 MiB", "", 12000000 * 1024 / 4096, ""},
 	} {
-		c.files["proc/4242/limits"] = strings.Replace(limitsFile, "1024                 524288", "1048576              1048576", 1)
-		root := fixtureRoot(t, c.files)
+		c.files["proc/4242/limits"] = strings.Replace(factstest.LimitsFile, "1024                 524288", "1048576              1048576", 1)
+		root := factstest.FixtureRoot(t, c.files)
 		for _, d := range c.dirs {
 			if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 				t.Fatal(err)

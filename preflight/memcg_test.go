@@ -9,6 +9,7 @@ import (
 
 	"github.com/hostprep/hostprep/preflight/checks"
 	"github.com/hostprep/hostprep/preflight/facts"
+	"github.com/hostprep/hostprep/preflight/facts/factstest"
 
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
@@ -145,7 +146,7 @@ func TestGatherMemCgroup(t *testing.T) {
 		}, nil, 0, 0, "", 0, "", 0},
 		{"/proc/PID/cgroup missing", map[string]string{"proc/4242/cgroup": ""}, nil, 0, 0, "", 0, "", 1},
 	} {
-		root := fixtureRoot(t, c.files)
+		root := factstest.FixtureRoot(t, c.files)
 		for _, d := range c.dirs {
 			// root reads a file of mode 000; a directory in its place
 			// cannot be read by anyone
@@ -171,7 +172,7 @@ func TestListenerOwnerLeastCapacity(t *testing.T) {
 	lim := func(n int) string {
 		return fmt.Sprintf("Limit                     Soft Limit           Hard Limit           Units     \nMax open files            %d                 %d                files     \n", n, n)
 	}
-	root := fixtureRoot(t, map[string]string{
+	root := factstest.FixtureRoot(t, map[string]string{
 		"proc/4242/limits": lim(7000), "proc/4242/cgroup": "4:memory:/\n",
 		"proc/4243/limits": lim(19000), "proc/4243/cgroup": "4:memory:/capped\n",
 		"proc/4243/status":                                  "Name:\tmosquitto\nCapEff:\t0000000000000000\n",
@@ -218,7 +219,7 @@ func TestMemCgroupPageCacheIsRoom(t *testing.T) {
 			v2 + "broker/memory.stat":        "anon 3145728\nfile 62914560\ninactive_file 62914560\n",
 		}},
 	} {
-		f := gatherPID4242(t, fixtureRoot(t, c.files), false)
+		f := gatherPID4242(t, factstest.FixtureRoot(t, c.files), false)
 		if m := f.Target.Memory; m.Limit != 67108864 || m.Usage != 3145728 {
 			t.Errorf("%s: memory cgroup %+v, want limit 64 MiB and the 3 MiB working set", c.name, m)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hostprep/hostprep/preflight/checks"
 	"github.com/hostprep/hostprep/preflight/facts"
+	"github.com/hostprep/hostprep/preflight/facts/factstest"
 
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
@@ -23,7 +24,7 @@ import (
 // instead of passing (too little still fails, as for a unit on a host
 // without systemd), and the capacity marks the number assumed.
 func TestProfileUnitsNotInstalledPassNothing(t *testing.T) {
-	root := fixtureRoot(t, nil)
+	root := factstest.FixtureRoot(t, nil)
 	if err := os.Remove(filepath.Join(root, "lib/systemd/system/emqx.service")); err != nil {
 		t.Fatal(err)
 	}

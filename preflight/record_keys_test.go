@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/hostprep/hostprep/preflight/facts"
+	"github.com/hostprep/hostprep/preflight/facts/factstest"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 )
@@ -43,7 +44,7 @@ func TestRecordKeepsEveryKeyRead(t *testing.T) {
 		"etc/systemd/system/brokers.slice":                 "[Slice]\nMemoryMax=48M\nTasksMax=300\nDefaultMemoryLow=1M\nDefaultMemoryMin=1M\n",
 		"etc/systemd/system.conf.d/20-tasks.conf":          "[Manager]\nDefaultTasksMax=900\nDefaultEnvironment=TOKEN=s3cret\n",
 	}
-	orig := fixtureRoot(t, files)
+	orig := factstest.FixtureRoot(t, files)
 	kept := map[string]string{}
 	for p, b := range files {
 		kept[p] = string(facts.KeepReadLines("/"+p, []byte(b)))
@@ -51,7 +52,7 @@ func TestRecordKeepsEveryKeyRead(t *testing.T) {
 			t.Errorf("%s kept a secret: %q", p, kept[p])
 		}
 	}
-	rec := fixtureRoot(t, kept)
+	rec := factstest.FixtureRoot(t, kept)
 	targets := make([]string, 2)
 	for i, root := range []string{orig, rec} {
 		f, err := Gather(t.Context(), GatherOptions{Root: root, Service: "mosquitto"})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hostprep/hostprep/preflight/checks"
 	"github.com/hostprep/hostprep/preflight/facts"
+	"github.com/hostprep/hostprep/preflight/facts/factstest"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/testenv"
@@ -483,7 +484,7 @@ func TestUnitLimitAbovePid1WhenPid1CannotRaise(t *testing.T) {
 		{"PID 1 without CAP_SYS_RESOURCE", noRes, "         0          0 4294967295\n", 32768},
 		{"PID 1 in a user namespace of its own", full, "         0     100000      65536\n", 32768},
 	} {
-		root := fixtureRoot(t, map[string]string{
+		root := factstest.FixtureRoot(t, map[string]string{
 			"proc/1/limits": pid1Limits, "proc/1/status": c.status, "proc/1/uid_map": c.uidMap,
 			"etc/systemd/system/iotdb-datanode.service": "[Service]\nExecStart=/bin/true\nLimitNOFILE=65536\n",
 		})

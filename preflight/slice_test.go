@@ -6,6 +6,7 @@ import (
 
 	"github.com/hostprep/hostprep/preflight/checks"
 	"github.com/hostprep/hostprep/preflight/facts"
+	"github.com/hostprep/hostprep/preflight/facts/factstest"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/testenv"
@@ -59,7 +60,7 @@ func TestSliceLimitsNotRunning(t *testing.T) {
 		for k, v := range c.files {
 			files[k] = v
 		}
-		f, err := Gather(t.Context(), GatherOptions{Root: fixtureRoot(t, files), Service: c.service})
+		f, err := Gather(t.Context(), GatherOptions{Root: factstest.FixtureRoot(t, files), Service: c.service})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +109,7 @@ func TestMemoryLimitUnderDefaultMemoryLow(t *testing.T) {
 			"etc/systemd/system/brk-x.slice": "[Slice]\nMemoryLimit=64M\n", brkSlice: "[Slice]\nDefaultMemoryLow=1M\n"}, verdict.Pass},
 		{"a slice's MemoryLimit= alone", map[string]string{unit: "[Service]\nSlice=brk-x.slice\n", "etc/systemd/system/brk-x.slice": "[Slice]\nMemoryLimit=64M\n"}, verdict.Fail},
 	} {
-		f, err := Gather(t.Context(), GatherOptions{Root: fixtureRoot(t, c.files), Service: "brk"})
+		f, err := Gather(t.Context(), GatherOptions{Root: factstest.FixtureRoot(t, c.files), Service: "brk"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +128,7 @@ func TestMemoryLimitUnderDefaultMemoryLow(t *testing.T) {
 // input (exit 2) in one line naming --service and the fix, an instance
 // (brk-tpl@NAME.service); preflight judged it as a unit.
 func TestServiceTemplateRefused(t *testing.T) {
-	root := fixtureRoot(t, map[string]string{"lib/systemd/system/brk-tpl@.service": "[Service]\nExecStart=/bin/true\n"})
+	root := factstest.FixtureRoot(t, map[string]string{"lib/systemd/system/brk-tpl@.service": "[Service]\nExecStart=/bin/true\n"})
 	for _, service := range []string{"brk-tpl@.service", "brk-tpl@"} {
 		_, err := Gather(t.Context(), GatherOptions{Root: root, Service: service})
 		if exitcode.Code(err) != exitcode.BadInput || err == nil || strings.Contains(err.Error(), "\n") ||
@@ -145,7 +146,7 @@ func TestMemRemedyRunningUnderSlice(t *testing.T) {
 	const v2 = "sys/fs/cgroup/"
 	files := map[string]string{
 		"proc/4242/cgroup":                                    "0::/brk.slice/mosquitto.service\n",
-		"proc/4242/limits":                                    strings.Replace(limitsFile, "1024                 524288", "1048576              1048576", 1),
+		"proc/4242/limits":                                    strings.Replace(factstest.LimitsFile, "1024                 524288", "1048576              1048576", 1),
 		v2 + "cgroup.controllers":                             "memory pids\n",
 		v2 + "brk.slice/cgroup.controllers":                   "memory pids\n",
 		v2 + "brk.slice/memory.max":                           "67108864\n",
@@ -154,7 +155,7 @@ func TestMemRemedyRunningUnderSlice(t *testing.T) {
 		v2 + "brk.slice/mosquitto.service/memory.max":         "max\n",
 		v2 + "brk.slice/mosquitto.service/memory.current":     "1048576\n",
 	}
-	f, err := Gather(t.Context(), GatherOptions{Root: fixtureRoot(t, files), PID: 4242})
+	f, err := Gather(t.Context(), GatherOptions{Root: factstest.FixtureRoot(t, files), PID: 4242})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hostprep/hostprep/preflight/checks"
 	"github.com/hostprep/hostprep/preflight/facts"
+	"github.com/hostprep/hostprep/preflight/facts/factstest"
 
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
@@ -79,7 +80,7 @@ func TestIoTDBThreads(t *testing.T) {
 // cgroup v2 and under v1's pids controller. What cannot be read is named.
 func TestGatherTasks(t *testing.T) {
 	status := "Name:\tjava\nUid:\t107\t107\t107\t107\nThreads:\t70\nCapEff:\t0000000000000000\n"
-	limits := limitsFile + "Max processes             4096                 96365                processes \n"
+	limits := factstest.LimitsFile + "Max processes             4096                 96365                processes \n"
 	for _, c := range []struct {
 		name      string
 		files     map[string]string
@@ -109,7 +110,7 @@ func TestGatherTasks(t *testing.T) {
 		for k, v := range c.files {
 			files[k] = v
 		}
-		f := gatherPID4242(t, fixtureRoot(t, files), c.files["proc/4242/cgroup"] == "")
+		f := gatherPID4242(t, factstest.FixtureRoot(t, files), c.files["proc/4242/cgroup"] == "")
 		got := f.Target.Tasks
 		if got.Threads != 70 || got.NprocSoft != 4096 || got.UserTasks != 100 || got.PidsMax != c.pidsMax || got.PidsFrom != c.pidsFrom || got.PidsCurrent != c.pidsCurNo || len(got.Unseen) != c.unseen || f.HostTasks != 237 {
 			t.Errorf("%s: tasks %+v, host tasks %d; want pids %d/%d from %q, 100 tasks of the user, %d unseen", c.name, got, f.HostTasks, c.pidsCurNo, c.pidsMax, c.pidsFrom, c.unseen)
@@ -154,7 +155,7 @@ func TestUnitTasksMax(t *testing.T) {
 		for k, v := range c.files {
 			files[k] = v
 		}
-		f, err := Gather(t.Context(), GatherOptions{Root: fixtureRoot(t, files), Service: "iotdb"})
+		f, err := Gather(t.Context(), GatherOptions{Root: factstest.FixtureRoot(t, files), Service: "iotdb"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -209,7 +210,7 @@ func TestTasksMaxRemedy(t *testing.T) {
 		t.Fatal(err)
 	}
 	const unit = "lib/systemd/system/iotdb-datanode.service"
-	f, err := Gather(t.Context(), GatherOptions{Root: fixtureRoot(t, map[string]string{unit: "[Service]\nExecStart=/bin/true\n",
+	f, err := Gather(t.Context(), GatherOptions{Root: factstest.FixtureRoot(t, map[string]string{unit: "[Service]\nExecStart=/bin/true\n",
 		"proc/sys/kernel/pid_max": "32768\n", "proc/sys/kernel/threads-max": "192730\n"}), Service: "iotdb-datanode"})
 	if err != nil {
 		t.Fatal(err)

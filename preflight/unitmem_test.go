@@ -10,6 +10,7 @@ import (
 
 	"github.com/hostprep/hostprep/preflight/checks"
 	"github.com/hostprep/hostprep/preflight/facts"
+	"github.com/hostprep/hostprep/preflight/facts/factstest"
 
 	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/testenv"
@@ -71,7 +72,7 @@ func TestUnitMemoryMax(t *testing.T) {
 		for k, v := range c.files {
 			files[k] = v
 		}
-		root := fixtureRoot(t, files)
+		root := factstest.FixtureRoot(t, files)
 		for _, d := range c.dirs {
 			if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 				t.Fatal(err)
@@ -132,7 +133,7 @@ func TestUnitMemoryLoadedOrFiles(t *testing.T) {
 	} {
 		manifest := fmt.Sprintf(`{"format": 1, "page_size_bytes": 4096, "systemctl_show": {"emqx.service": %q}}`,
 			"MainPID=0\nLimitNOFILE=65536\nLimitNOFILESoft=65536\nUser=\nLoadState=loaded\n"+c.show)
-		root := fixtureRoot(t, map[string]string{"etc/systemd/system/emqx.service.d/60-hostprep.conf": c.dropin, facts.RecordManifest: manifest})
+		root := factstest.FixtureRoot(t, map[string]string{"etc/systemd/system/emqx.service.d/60-hostprep.conf": c.dropin, facts.RecordManifest: manifest})
 		f, err := Gather(t.Context(), GatherOptions{Root: root, Service: "emqx"})
 		if err != nil {
 			t.Fatal(err)
@@ -187,7 +188,7 @@ func TestUnitSlice(t *testing.T) {
 		if tmpl, ok := hostconf.TemplateOf(c.unit); ok {
 			name = tmpl
 		}
-		root := fixtureRoot(t, map[string]string{"etc/systemd/system/" + name: c.file})
+		root := factstest.FixtureRoot(t, map[string]string{"etc/systemd/system/" + name: c.file})
 		_, files, err := hostconf.UnitNofile(root, c.unit)
 		if err != nil {
 			t.Fatal(err)
@@ -250,8 +251,8 @@ func TestMemBuffersChargedToCgroup(t *testing.T) {
 		{"a unit with MemoryMax=600M", map[string]string{unit: "[Service]\nMemoryMax=600M\n"}, 0, verdict.Warn, "MemoryMax=600M (/lib/systemd/system/mosquitto.service:2)"},
 		{"a unit without", map[string]string{unit: "[Service]\nExecStart=/usr/sbin/mosquitto\n"}, 0, verdict.Pass, "MemAvailable"},
 	} {
-		c.files["proc/4242/limits"] = strings.Replace(limitsFile, "1024                 524288", "1048576              1048576", 1)
-		o := GatherOptions{Root: fixtureRoot(t, c.files), PID: c.pid}
+		c.files["proc/4242/limits"] = strings.Replace(factstest.LimitsFile, "1024                 524288", "1048576              1048576", 1)
+		o := GatherOptions{Root: factstest.FixtureRoot(t, c.files), PID: c.pid}
 		if c.pid == 0 {
 			o.Service = "mosquitto"
 		}

@@ -1,4 +1,4 @@
-package preflight
+package facts
 
 import (
 	"fmt"
@@ -8,61 +8,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hostprep/hostprep/preflight/checks"
-	"github.com/hostprep/hostprep/preflight/facts"
+	"github.com/hostprep/hostprep/preflight/facts/factstest"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
-	"github.com/hostprep/hostprep/internal/testenv"
-	"github.com/hostprep/hostprep/internal/verdict"
 )
 
-const limitsFile = `Limit                     Soft Limit           Hard Limit           Units     
-Max cpu time              unlimited            unlimited            seconds   
-Max open files            1024                 524288               files     
-Max locked memory         8388608              8388608              bytes     
-`
-
-// A recorded /proc, /sys and /etc tree, node_exporter style.
-func fixtureRoot(t *testing.T, extra map[string]string) string {
-	files := map[string]string{
-		"proc/sys/fs/file-max":                        "9223372036854775807\n",
-		"proc/sys/fs/file-nr":                         "2016\t0\t9223372036854775807\n",
-		"proc/sys/fs/nr_open":                         "1048576\n",
-		"proc/sys/net/core/somaxconn":                 "4096\n",
-		"proc/sys/net/ipv4/ip_local_port_range":       "32768\t60999\n",
-		"proc/sys/net/ipv4/ip_local_reserved_ports":   "\n",
-		"proc/sys/net/ipv4/tcp_mem":                   "94500\t126000\t189000\n",
-		"proc/sys/net/netfilter/nf_conntrack_max":     "65536\n",
-		"proc/sys/net/netfilter/nf_conntrack_count":   "60000\n",
-		"proc/sys/net/netfilter/nf_conntrack_buckets": "16384\n",
-		"proc/sys/kernel/osrelease":                   "6.1.0-13-amd64\n",
-		"proc/net/netstat": "TcpExt: SyncookiesSent ListenOverflows ListenDrops TCPMemoryPressures\n" +
-			"TcpExt: 0 7 9 0\nIpExt: InNoRoutes\nIpExt: 0\n",
-		"proc/net/sockstat": "sockets: used 200\nTCP: inuse 12 orphan 1 tw 30 alloc 14 mem 5\nUDP: inuse 1 mem 0\n",
-		"proc/net/tcp": "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n" +
-			"   0: 00000000:075B 00000000:0000 0A 00000000:00000000 00:00000000 00000000   107        0 1 1 0000000000000000 100 0 0 10 0\n" +
-			"   1: 0100007F:9C40 0100007F:C350 01 00000000:00000000 00:00000000 00000000     0        0 2 1 0000000000000000 20 4 30 10 -1\n",
-		"proc/net/tcp6": "  sl  local_address rem_address   st\n" +
-			"   0: 00000000000000000000000000000000:2382 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000   0 0 3 1\n",
-		"proc/4242/limits":                                   limitsFile,
-		"proc/4242/status":                                   "Name:\tmosquitto\nCapEff:\t0000000000000000\n",
-		"proc/4242/cgroup":                                   "0::/system.slice/mosquitto.service\n",
-		"proc/meminfo":                                       "MemTotal:       16384000 kB\nMemFree:         8000000 kB\nMemAvailable:   12000000 kB\nBuffers: 0 kB\nCached: 0 kB\n",
-		"run/systemd/system/.keep":                           "",
-		"etc/systemd/system.conf":                            "[Manager]\n#DefaultLimitNOFILE=1024:524288\n",
-		"etc/systemd/system.conf.d/10-nofile.conf":           "[Manager]\nDefaultLimitNOFILE=4096:65536\n",
-		"lib/systemd/system/emqx.service":                    "[Service]\nExecStart=/usr/bin/emqx\nLimitNOFILE=65536\nUser=emqx\n",
-		"etc/systemd/system/emqx.service.d/60-hostprep.conf": "[Service]\nLimitNOFILE=1048576:2097152\n",
-		"etc/security/limits.conf":                           "# comment\n*  soft  nofile  1048576\n*  hard  nofile  1048576\nroot - nofile 65536\n@adm hard nofile 4096\n",
-	}
-	for k, v := range extra {
-		files[k] = v
-	}
-	return testenv.TempTree(t, files)
-}
-
 func TestGatherFromRecordedTree(t *testing.T) {
-	root := fixtureRoot(t, nil)
+	root := factstest.FixtureRoot(t, nil)
 	f, err := Gather(t.Context(), GatherOptions{Root: root, PID: 4242, SourceIPs: []string{"192.0.2.20"}})
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +31,7 @@ func TestGatherFromRecordedTree(t *testing.T) {
 	if f.Netstat["ListenOverflows"] != 7 || f.Netstat["ListenDrops"] != 9 {
 		t.Errorf("netstat %v", f.Netstat)
 	}
-	if f.Sockstat != (facts.Sockstat{InUse: 12, Orphan: 1, TW: 30, Alloc: 14, MemPages: 5}) {
+	if f.Sockstat != (Sockstat{InUse: 12, Orphan: 1, TW: 30, Alloc: 14, MemPages: 5}) {
 		t.Errorf("sockstat %+v", f.Sockstat)
 	}
 	if fmt.Sprint(f.ListeningPorts) != "[1883 9090]" {
@@ -100,115 +52,6 @@ func TestGatherFromRecordedTree(t *testing.T) {
 	}
 }
 
-func TestGatherServiceFromFiles(t *testing.T) {
-	// systemd running in the recorded tree (run/systemd/system exists):
-	// the unit file and its drop-ins decide
-	root := fixtureRoot(t, nil)
-	f, err := Gather(t.Context(), GatherOptions{Root: root, Service: "emqx"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp := f.Target
-	// the drop-in asks for hard 2097152 above fs.nr_open 1048576: systemd's
-	// setrlimit() gets EPERM and it sets the closest it can (PID 1's hard
-	// limit; not in this tree, so at most fs.nr_open)
-	if tp.Unit != "emqx.service" || tp.ManagedBy != "systemd" || tp.NofileSoft != 1048576 || tp.NofileHard != 1048576 || tp.Requested != "1048576:2097152" || !strings.Contains(tp.Source, "60-hostprep.conf") || tp.CapSysResource {
-		t.Errorf("service from files: %+v", tp)
-	}
-	// a unit with no LimitNOFILE gets systemd's DefaultLimitNOFILE
-	root = fixtureRoot(t, map[string]string{"lib/systemd/system/mosquitto.service": "[Service]\nExecStart=/usr/sbin/mosquitto\n"})
-	f, err = Gather(t.Context(), GatherOptions{Root: root, Service: "mosquitto.service"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f.Target.NofileSoft != 4096 || f.Target.NofileHard != 65536 || !strings.Contains(f.Target.Source, "DefaultLimitNOFILE 4096:65536 (/etc/systemd/system.conf.d/10-nofile.conf:2)") {
-		t.Errorf("default limit: %+v", f.Target)
-	}
-	// the classic trap, with the lines that set the login's limits
-	tg := facts.Target{Sockets: 100000, Role: facts.Broker}
-	_ = tg.Validate()
-	login := `soft 65536 ("root", /etc/security/limits.conf:4)`
-	if os.Geteuid() != 0 {
-		login = `soft 1048576 ("*", /etc/security/limits.conf:2)`
-	}
-	if c := testenv.CheckByID(t, checks.Evaluate(f, tg), "fd.soft"); c.Status != verdict.Fail || !strings.Contains(c.Summary, login) ||
-		!strings.Contains(c.Summary, "limits.conf does not apply to systemd services") {
-		t.Errorf("fd.soft for a unit at the manager default: %s", message(c))
-	}
-}
-
-// systemd not running (no /run/systemd/system, as on the build machine):
-// no unit's LimitNOFILE applies; the limits are a login shell's, and the
-// facts say so.
-func TestGatherServiceWithoutSystemd(t *testing.T) {
-	root := fixtureRoot(t, nil)
-	if err := os.RemoveAll(filepath.Join(root, "run/systemd")); err != nil {
-		t.Fatal(err)
-	}
-	f, err := Gather(t.Context(), GatherOptions{Root: root, Service: "emqx"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp := f.Target
-	// root's limits.d line (65536) is what a login shell gets, not the drop-in's 1048576:2097152
-	if f.Systemd.Running || tp.ManagedBy != "shell" || tp.Unit != "emqx.service" || tp.NofileSoft != 65536 || tp.NofileHard != 65536 {
-		t.Errorf("without systemd: running %v, target %+v", f.Systemd.Running, tp)
-	}
-	if !strings.Contains(tp.UnitLimitNOFILE, "1048576:2097152") || !strings.Contains(tp.Source, "systemd is not running here") || !strings.HasSuffix(tp.UnitFile, "lib/systemd/system/emqx.service") {
-		t.Errorf("the unit's setting and why it does not apply: %+v", tp)
-	}
-	tg := facts.Target{Sockets: 1000000, Role: facts.Broker}
-	_ = tg.Validate()
-	cs := checks.Evaluate(f, tg)
-	if c := testenv.CheckByID(t, cs, "fd.soft"); c.Status != verdict.Fail || !strings.Contains(c.Summary, "systemd is not running here") || strings.Contains(c.Remedy, "systemctl") {
-		t.Errorf("fd.soft without systemd: %s", message(c))
-	}
-	if c := testenv.CheckByID(t, cs, "fd.raise"); strings.Contains(c.Summary, "PID 1") {
-		t.Errorf("fd.raise claims systemd PID 1 sets the limit: %s", message(c))
-	}
-	// enough for a login shell is no promise: whatever starts emqx here
-	// may pass on less (field case: a mosquitto at nofile 1024 passed on
-	// the shell's 20000)
-	small := facts.Target{Sockets: 5000, Role: facts.Broker}
-	_ = small.Validate()
-	for _, id := range []string{"fd.soft", "fd.hard", "fd.raise"} {
-		if c := testenv.CheckByID(t, checks.Evaluate(f, small), id); c.Status != verdict.Warn || !strings.Contains(c.Summary, "whatever starts emqx") || !strings.Contains(c.Remedy, "--pid") {
-			t.Errorf("%s without systemd, enough for a shell: %s", id, message(c))
-		}
-	}
-	if cp := checks.CapacityOf(f, small); cp.Limits[0].Check != "fd.soft" || !cp.Limits[0].Assumed {
-		t.Errorf("capacity without systemd: %+v, want the shell's soft nofile marked assumed", cp)
-	}
-
-	// --service of a unit with no unit file: exit 2 naming it
-	_, err = Gather(t.Context(), GatherOptions{Root: root, Service: "nosuch.service"})
-	if exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), "--service nosuch.service: no such unit") || !strings.Contains(err.Error(), "systemd is not running") {
-		t.Errorf("--service of a missing unit: %v", err)
-	}
-
-	// after `tune apply` in a sandbox: a drop-in for a unit that is not
-	// installed. From a profile that is a failing finding, not a pass.
-	if err := os.Remove(filepath.Join(root, "lib/systemd/system/emqx.service")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Gather(t.Context(), GatherOptions{Root: root, Service: "emqx"}); exitcode.Code(err) != exitcode.BadInput {
-		t.Errorf("--service of a unit with only a drop-in: %v, want bad input", err)
-	}
-	f, err = Gather(t.Context(), GatherOptions{Root: root, Service: "emqx", ServiceFromProfile: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !f.Target.UnitMissing || f.Target.NofileHard == 2097152 {
-		t.Errorf("profile unit with only a drop-in: %+v", f.Target)
-	}
-	tg = facts.Target{Sockets: 1000, Role: facts.Broker}
-	_ = tg.Validate()
-	cs = checks.Evaluate(f, tg)
-	if c := testenv.CheckByID(t, cs, "fd.soft"); c.Status != verdict.Fail || !strings.Contains(c.Summary, "emqx.service is not installed") {
-		t.Errorf("fd.soft for a missing profile unit: %s", message(c))
-	}
-}
-
 // Without CAP_SYS_RESOURCE in the bounding set (this sandbox), a limits.d
 // entry above the inherited hard limit cannot be granted at login: the
 // login limit is capped at the parent's hard limit, and the source says so.
@@ -217,7 +60,7 @@ func TestGatherLoginCappedWithoutCapSysResource(t *testing.T) {
 		t.Skip("the fixture's limits.conf line for root applies to root only")
 	}
 	parent := fmt.Sprintf("proc/%d/limits", os.Getppid())
-	parentLimits := strings.Replace(limitsFile, "1024                 524288", "20000                20000 ", 1)
+	parentLimits := strings.Replace(factstest.LimitsFile, "1024                 524288", "20000                20000 ", 1)
 	for _, c := range []struct {
 		capBnd     string
 		soft, hard uint64
@@ -226,7 +69,7 @@ func TestGatherLoginCappedWithoutCapSysResource(t *testing.T) {
 		{"000001fffeffffff", 20000, 20000, true}, // bit 24 clear, as on the build machine
 		{"000001ffffffffff", 65536, 65536, false},
 	} {
-		root := fixtureRoot(t, map[string]string{parent: parentLimits, fmt.Sprintf("proc/%d/status", os.Getpid()): "Name:\thostprep\nCapEff:\t0000000000000000\nCapBnd:\t" + c.capBnd + "\n"})
+		root := factstest.FixtureRoot(t, map[string]string{parent: parentLimits, fmt.Sprintf("proc/%d/status", os.Getpid()): "Name:\thostprep\nCapEff:\t0000000000000000\nCapBnd:\t" + c.capBnd + "\n"})
 		if err := os.RemoveAll(filepath.Join(root, "run/systemd")); err != nil {
 			t.Fatal(err)
 		}
@@ -246,7 +89,7 @@ func TestGatherLoginCappedWithoutCapSysResource(t *testing.T) {
 }
 
 func TestGatherErrors(t *testing.T) {
-	root := fixtureRoot(t, nil)
+	root := factstest.FixtureRoot(t, nil)
 	if _, err := Gather(t.Context(), GatherOptions{Root: root, PID: 999999}); exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), "--pid 999999") {
 		t.Errorf("missing pid: %v", err)
 	}
@@ -259,7 +102,7 @@ func TestGatherErrors(t *testing.T) {
 // recorded user: the user's own line beats @group beats "*", and "*" never
 // applies to root.
 func TestLoginLimitPrecedence(t *testing.T) {
-	root := fixtureRoot(t, nil)
+	root := factstest.FixtureRoot(t, nil)
 	for _, c := range []struct {
 		user   string
 		groups []string
@@ -269,7 +112,7 @@ func TestLoginLimitPrecedence(t *testing.T) {
 		{"bob", nil, `user bob: soft 1048576 ("*", /etc/security/limits.conf:2), hard 1048576 ("*", /etc/security/limits.conf:3)`},
 		{"root", []string{"adm"}, `user root: soft 65536 ("root", /etc/security/limits.conf:4), hard 65536 ("root", /etc/security/limits.conf:4)`},
 	} {
-		g := &facts.Gatherer{Root: root, F: &facts.Facts{}, Rep: &facts.Recording{User: c.user, Groups: c.groups}}
+		g := &Gatherer{Root: root, F: &Facts{}, Rep: &Recording{User: c.user, Groups: c.groups}}
 		g.LoginNofile()
 		if g.F.Login == nil || g.F.Login.Describe() != c.want {
 			t.Errorf("%s: %+v, want %s", c.user, g.F.Login, c.want)
@@ -304,17 +147,17 @@ func TestGatherLiveHost(t *testing.T) {
 }
 
 func TestParseSystemctlShow(t *testing.T) {
-	p := facts.ParseSystemctlShow("MainPID=0\nLimitNOFILE=524288\nLimitNOFILESoft=1024\nUser=\nLoadState=loaded\n")
+	p := ParseSystemctlShow("MainPID=0\nLimitNOFILE=524288\nLimitNOFILESoft=1024\nUser=\nLoadState=loaded\n")
 	if p["MainPID"] != "0" || p["LimitNOFILE"] != "524288" || p["LimitNOFILESoft"] != "1024" || p["LoadState"] != "loaded" {
 		t.Errorf("%v", p)
 	}
 	for in, want := range map[string]string{"1024:524288": "1024:524288", "65536": "65536:65536", "infinity": "infinity:infinity", "1024:infinity": "1024:infinity"} {
-		l, err := facts.ParseSystemdLimit(in)
-		if err != nil || facts.FmtLimit(l) != want {
-			t.Errorf("parseSystemdLimit(%q) = %s, %v; want %s", in, facts.FmtLimit(l), err, want)
+		l, err := ParseSystemdLimit(in)
+		if err != nil || FmtLimit(l) != want {
+			t.Errorf("parseSystemdLimit(%q) = %s, %v; want %s", in, FmtLimit(l), err, want)
 		}
 	}
-	if _, err := facts.ParseSystemdLimit("lots"); err == nil {
+	if _, err := ParseSystemdLimit("lots"); err == nil {
 		t.Error("bad LimitNOFILE accepted")
 	}
 }
@@ -324,7 +167,7 @@ func TestParseSystemctlShow(t *testing.T) {
 // drop-ins for every service, a /run drop-in shadowing an /etc one of the
 // same name — and a masked unit is no unit (hostconf's reading).
 func TestGatherUnitEveryLocation(t *testing.T) {
-	root := fixtureRoot(t, map[string]string{
+	root := factstest.FixtureRoot(t, map[string]string{
 		"usr/local/lib/systemd/system/broker.service":      "[Service]\nExecStart=/opt/broker\nLimitNOFILE=4096\n",
 		"usr/lib/systemd/system/service.d/50-all.conf":     "[Service]\nLimitNOFILE=8192\n",
 		"etc/systemd/system/broker.service.d/70-site.conf": "[Service]\nLimitNOFILE=100000\n",
@@ -372,7 +215,7 @@ func TestGatherLoadedUnitDiffersFromFiles(t *testing.T) {
 	} {
 		manifest := fmt.Sprintf(`{"format": 1, "page_size_bytes": 4096, "systemctl_show": {"emqx.service": %q}}`,
 			"MainPID=0\n"+c.show+"User=\nLoadState=loaded\n")
-		root := fixtureRoot(t, map[string]string{"etc/systemd/system/emqx.service.d/60-hostprep.conf": c.dropin, facts.RecordManifest: manifest})
+		root := factstest.FixtureRoot(t, map[string]string{"etc/systemd/system/emqx.service.d/60-hostprep.conf": c.dropin, RecordManifest: manifest})
 		f, err := Gather(t.Context(), GatherOptions{Root: root, Service: "emqx"})
 		if err != nil {
 			t.Fatal(err)
@@ -400,7 +243,7 @@ func TestLoginSoftAboveHardIsClamped(t *testing.T) {
 	if err != nil {
 		t.Skip("no current user name")
 	}
-	root := fixtureRoot(t, map[string]string{"etc/security/limits.conf": who.Username + " soft nofile 900000\n" + who.Username + " hard nofile 65536\n"})
+	root := factstest.FixtureRoot(t, map[string]string{"etc/security/limits.conf": who.Username + " soft nofile 900000\n" + who.Username + " hard nofile 65536\n"})
 	f, err := Gather(t.Context(), GatherOptions{Root: root})
 	if err != nil {
 		t.Fatal(err)
@@ -414,8 +257,8 @@ func TestLoginSoftAboveHardIsClamped(t *testing.T) {
 // judged on the first one the host has installed, not failed on the first
 // it names.
 func TestProfileServicesFirstInstalled(t *testing.T) {
-	root := fixtureRoot(t, nil) // has emqx.service, no nosuch.service
-	f, err := Gather(t.Context(), GatherOptions{Root: root, Service: "nosuch", ServiceFromProfile: true, AltServices: []string{"emqx"}, Role: facts.Broker})
+	root := factstest.FixtureRoot(t, nil) // has emqx.service, no nosuch.service
+	f, err := Gather(t.Context(), GatherOptions{Root: root, Service: "nosuch", ServiceFromProfile: true, AltServices: []string{"emqx"}, Role: Broker})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,11 +272,11 @@ func TestProfileServicesFirstInstalled(t *testing.T) {
 // so the report says it is masked; it said emqx is no such unit, which
 // hid the cause.
 func TestProfileServicesMaskedBeatsAbsent(t *testing.T) {
-	root := fixtureRoot(t, map[string]string{"lib/systemd/system/mosquitto.service": "[Service]\nExecStart=/bin/true\n"})
+	root := factstest.FixtureRoot(t, map[string]string{"lib/systemd/system/mosquitto.service": "[Service]\nExecStart=/bin/true\n"})
 	if err := os.Symlink("/dev/null", filepath.Join(root, "etc/systemd/system/mosquitto.service")); err != nil {
 		t.Fatal(err)
 	}
-	f, err := Gather(t.Context(), GatherOptions{Root: root, Service: "nosuch", ServiceFromProfile: true, AltServices: []string{"mosquitto"}, Role: facts.Broker})
+	f, err := Gather(t.Context(), GatherOptions{Root: root, Service: "nosuch", ServiceFromProfile: true, AltServices: []string{"mosquitto"}, Role: Broker})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,7 +292,7 @@ func TestProfileServicesMaskedBeatsAbsent(t *testing.T) {
 // an alias link (Alias=, sshd.service -> ssh.service) reads the drop-ins
 // of every name (hostconf's reading).
 func TestGatherUnitThatDoesNotParseAndAliases(t *testing.T) {
-	root := fixtureRoot(t, map[string]string{
+	root := factstest.FixtureRoot(t, map[string]string{
 		"lib/systemd/system/broken.service":            "[Service\nExecStart=/bin/true\nLimitNOFILE=65536\n",
 		"lib/systemd/system/ssh.service":               "[Service]\nExecStart=/usr/sbin/sshd -D\n",
 		"etc/systemd/system/sshd.service.d/limit.conf": "[Service]\nLimitNOFILE=30000\n",
