@@ -17,7 +17,7 @@ func TestGatherServiceFromFiles(t *testing.T) {
 	// systemd running in the recorded tree (run/systemd/system exists):
 	// the unit file and its drop-ins decide
 	root := factstest.FixtureRoot(t, nil)
-	f, err := facts.Gather(t.Context(), facts.GatherOptions{Root: root, Service: "emqx"})
+	f, err := facts.Gather(t.Context(), facts.GatherOptions{Capacity: OwnerCapacity, Root: root, Service: "emqx"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestGatherServiceFromFiles(t *testing.T) {
 	}
 	// a unit with no LimitNOFILE gets systemd's DefaultLimitNOFILE
 	root = factstest.FixtureRoot(t, map[string]string{"lib/systemd/system/mosquitto.service": "[Service]\nExecStart=/usr/sbin/mosquitto\n"})
-	f, err = facts.Gather(t.Context(), facts.GatherOptions{Root: root, Service: "mosquitto.service"})
+	f, err = facts.Gather(t.Context(), facts.GatherOptions{Capacity: OwnerCapacity, Root: root, Service: "mosquitto.service"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestGatherServiceWithoutSystemd(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(root, "run/systemd")); err != nil {
 		t.Fatal(err)
 	}
-	f, err := facts.Gather(t.Context(), facts.GatherOptions{Root: root, Service: "emqx"})
+	f, err := facts.Gather(t.Context(), facts.GatherOptions{Capacity: OwnerCapacity, Root: root, Service: "emqx"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestGatherServiceWithoutSystemd(t *testing.T) {
 	}
 
 	// --service of a unit with no unit file: exit 2 naming it
-	_, err = facts.Gather(t.Context(), facts.GatherOptions{Root: root, Service: "nosuch.service"})
+	_, err = facts.Gather(t.Context(), facts.GatherOptions{Capacity: OwnerCapacity, Root: root, Service: "nosuch.service"})
 	if exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), "--service nosuch.service: no such unit") || !strings.Contains(err.Error(), "systemd is not running") {
 		t.Errorf("--service of a missing unit: %v", err)
 	}
@@ -104,10 +104,10 @@ func TestGatherServiceWithoutSystemd(t *testing.T) {
 	if err := os.Remove(filepath.Join(root, "lib/systemd/system/emqx.service")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := facts.Gather(t.Context(), facts.GatherOptions{Root: root, Service: "emqx"}); exitcode.Code(err) != exitcode.BadInput {
+	if _, err := facts.Gather(t.Context(), facts.GatherOptions{Capacity: OwnerCapacity, Root: root, Service: "emqx"}); exitcode.Code(err) != exitcode.BadInput {
 		t.Errorf("--service of a unit with only a drop-in: %v, want bad input", err)
 	}
-	f, err = facts.Gather(t.Context(), facts.GatherOptions{Root: root, Service: "emqx", ServiceFromProfile: true})
+	f, err = facts.Gather(t.Context(), facts.GatherOptions{Capacity: OwnerCapacity, Root: root, Service: "emqx", ServiceFromProfile: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package preflight
+package checks
 
 import (
 	"os"
@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hostprep/hostprep/preflight/checks"
 	"github.com/hostprep/hostprep/preflight/facts"
 	"github.com/hostprep/hostprep/preflight/facts/factstest"
 
@@ -34,7 +33,7 @@ func TestProfileUnitsNotInstalledPassNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		f, err := Gather(t.Context(), GatherOptions{Root: root, Service: "emqx", ServiceFromProfile: true, AltServices: []string{"mosquitto"}, Role: facts.Broker})
+		f, err := facts.Gather(t.Context(), facts.GatherOptions{Capacity: OwnerCapacity, Root: root, Service: "emqx", ServiceFromProfile: true, AltServices: []string{"mosquitto"}, Role: facts.Broker})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,7 +42,7 @@ func TestProfileUnitsNotInstalledPassNothing(t *testing.T) {
 		}
 		tg := facts.Target{Sockets: 1000, Role: facts.Broker}
 		_ = tg.Validate()
-		cs := checks.Evaluate(f, tg)
+		cs := Evaluate(f, tg)
 		if c := testenv.CheckByID(t, cs, "fd.soft"); c.Status != verdict.Fail || !strings.Contains(c.Summary, "emqx.service is not installed") {
 			t.Errorf("systemd running %v: fd.soft %s", running, message(c))
 		}
@@ -52,14 +51,14 @@ func TestProfileUnitsNotInstalledPassNothing(t *testing.T) {
 				t.Errorf("systemd running %v: %s for a unit that is not installed: %s, want a warning saying so", running, id, message(c))
 			}
 		}
-		if cp := checks.CapacityOf(f, tg); len(cp.Limits) == 0 || cp.Limits[0].Check != "fd.soft" || !cp.Limits[0].Assumed || !strings.Contains(cp.Limits[0].Resource, "emqx.service is not installed") {
+		if cp := CapacityOf(f, tg); len(cp.Limits) == 0 || cp.Limits[0].Check != "fd.soft" || !cp.Limits[0].Assumed || !strings.Contains(cp.Limits[0].Resource, "emqx.service is not installed") {
 			t.Errorf("systemd running %v: capacity %+v, want the shell's soft nofile marked assumed, naming the missing unit", running, cp)
 		}
 		// too little for a login shell still fails, as for a unit on a
 		// host without systemd: only a pass was no promise
 		big := facts.Target{Sockets: 100000, Role: facts.Broker}
 		_ = big.Validate()
-		if c := testenv.CheckByID(t, checks.Evaluate(f, big), "fd.hard"); c.Status != verdict.Fail {
+		if c := testenv.CheckByID(t, Evaluate(f, big), "fd.hard"); c.Status != verdict.Fail {
 			t.Errorf("systemd running %v: fd.hard short of the need: %s, want a failure", running, message(c))
 		}
 	}

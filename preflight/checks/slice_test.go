@@ -1,10 +1,9 @@
-package preflight
+package checks
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/hostprep/hostprep/preflight/checks"
 	"github.com/hostprep/hostprep/preflight/facts"
 	"github.com/hostprep/hostprep/preflight/facts/factstest"
 
@@ -60,7 +59,7 @@ func TestSliceLimitsNotRunning(t *testing.T) {
 		for k, v := range c.files {
 			files[k] = v
 		}
-		f, err := Gather(t.Context(), GatherOptions{Root: factstest.FixtureRoot(t, files), Service: c.service})
+		f, err := facts.Gather(t.Context(), facts.GatherOptions{Capacity: OwnerCapacity, Root: factstest.FixtureRoot(t, files), Service: c.service})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +70,7 @@ func TestSliceLimitsNotRunning(t *testing.T) {
 		if err := tg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		got := testenv.CheckByID(t, checks.Evaluate(f, tg), c.check)
+		got := testenv.CheckByID(t, Evaluate(f, tg), c.check)
 		all := got.Summary + " | " + got.Observed + " | " + got.Remedy
 		if got.Status != c.want {
 			t.Errorf("%s: %s %s: %s", c.name, c.check, got.Status, all)
@@ -109,7 +108,7 @@ func TestMemoryLimitUnderDefaultMemoryLow(t *testing.T) {
 			"etc/systemd/system/brk-x.slice": "[Slice]\nMemoryLimit=64M\n", brkSlice: "[Slice]\nDefaultMemoryLow=1M\n"}, verdict.Pass},
 		{"a slice's MemoryLimit= alone", map[string]string{unit: "[Service]\nSlice=brk-x.slice\n", "etc/systemd/system/brk-x.slice": "[Slice]\nMemoryLimit=64M\n"}, verdict.Fail},
 	} {
-		f, err := Gather(t.Context(), GatherOptions{Root: factstest.FixtureRoot(t, c.files), Service: "brk"})
+		f, err := facts.Gather(t.Context(), facts.GatherOptions{Capacity: OwnerCapacity, Root: factstest.FixtureRoot(t, c.files), Service: "brk"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +116,7 @@ func TestMemoryLimitUnderDefaultMemoryLow(t *testing.T) {
 		if err := tg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		if got := testenv.CheckByID(t, checks.Evaluate(f, tg), "mem.available"); got.Status != c.want {
+		if got := testenv.CheckByID(t, Evaluate(f, tg), "mem.available"); got.Status != c.want {
 			t.Errorf("%s: mem.available %s, want %s: %s (observed %s)", c.name, got.Status, c.want, got.Summary, got.Observed)
 		}
 	}
@@ -130,7 +129,7 @@ func TestMemoryLimitUnderDefaultMemoryLow(t *testing.T) {
 func TestServiceTemplateRefused(t *testing.T) {
 	root := factstest.FixtureRoot(t, map[string]string{"lib/systemd/system/brk-tpl@.service": "[Service]\nExecStart=/bin/true\n"})
 	for _, service := range []string{"brk-tpl@.service", "brk-tpl@"} {
-		_, err := Gather(t.Context(), GatherOptions{Root: root, Service: service})
+		_, err := facts.Gather(t.Context(), facts.GatherOptions{Capacity: OwnerCapacity, Root: root, Service: service})
 		if exitcode.Code(err) != exitcode.BadInput || err == nil || strings.Contains(err.Error(), "\n") ||
 			!strings.Contains(err.Error(), "--service brk-tpl@.service") || !strings.Contains(err.Error(), "--service brk-tpl@NAME.service") {
 			t.Errorf("--service %s: %v (exit %d), want exit 2 naming --service and brk-tpl@NAME.service", service, err, exitcode.Code(err))
@@ -155,7 +154,7 @@ func TestMemRemedyRunningUnderSlice(t *testing.T) {
 		v2 + "brk.slice/mosquitto.service/memory.max":         "max\n",
 		v2 + "brk.slice/mosquitto.service/memory.current":     "1048576\n",
 	}
-	f, err := Gather(t.Context(), GatherOptions{Root: factstest.FixtureRoot(t, files), PID: 4242})
+	f, err := facts.Gather(t.Context(), facts.GatherOptions{Capacity: OwnerCapacity, Root: factstest.FixtureRoot(t, files), PID: 4242})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +162,7 @@ func TestMemRemedyRunningUnderSlice(t *testing.T) {
 	if err := tg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	got := testenv.CheckByID(t, checks.Evaluate(f, tg), "mem.available")
+	got := testenv.CheckByID(t, Evaluate(f, tg), "mem.available")
 	if got.Status != verdict.Fail || !strings.Contains(got.Remedy, "systemctl set-property brk.slice MemoryMax=392M or more") ||
 		!strings.Contains(got.Remedy, "/sys/fs/cgroup/brk.slice/memory.max") {
 		t.Errorf("mem.available %s: %s; remedy %s", got.Status, got.Summary, got.Remedy)

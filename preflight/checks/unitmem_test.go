@@ -1,4 +1,4 @@
-package preflight
+package checks
 
 import (
 	"fmt"
@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hostprep/hostprep/preflight/checks"
 	"github.com/hostprep/hostprep/preflight/facts"
 	"github.com/hostprep/hostprep/preflight/facts/factstest"
 
@@ -78,7 +77,7 @@ func TestUnitMemoryMax(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		f, err := Gather(t.Context(), GatherOptions{Root: root, Service: "mosquitto"})
+		f, err := facts.Gather(t.Context(), facts.GatherOptions{Capacity: OwnerCapacity, Root: root, Service: "mosquitto"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,12 +92,12 @@ func TestUnitMemoryMax(t *testing.T) {
 		if err := tg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		got := testenv.CheckByID(t, checks.Evaluate(f, tg), "mem.available")
+		got := testenv.CheckByID(t, Evaluate(f, tg), "mem.available")
 		if got.Status != c.want || c.want != verdict.Pass && !strings.Contains(got.Summary, c.from) {
 			t.Errorf("%s: mem.available %s: %s (observed %s); want %s naming %q", c.name, got.Status, got.Summary, got.Observed, c.want, c.from)
 		}
-		cp := checks.CapacityOf(f, tg)
-		i := slices.IndexFunc(cp.Limits, func(l checks.CapacityLimit) bool { return l.Check == "mem.available" })
+		cp := CapacityOf(f, tg)
+		i := slices.IndexFunc(cp.Limits, func(l CapacityLimit) bool { return l.Check == "mem.available" })
 		want := c.capSocks
 		if want == 0 {
 			want = 12000000 * 1024 / 4096
@@ -134,7 +133,7 @@ func TestUnitMemoryLoadedOrFiles(t *testing.T) {
 		manifest := fmt.Sprintf(`{"format": 1, "page_size_bytes": 4096, "systemctl_show": {"emqx.service": %q}}`,
 			"MainPID=0\nLimitNOFILE=65536\nLimitNOFILESoft=65536\nUser=\nLoadState=loaded\n"+c.show)
 		root := factstest.FixtureRoot(t, map[string]string{"etc/systemd/system/emqx.service.d/60-hostprep.conf": c.dropin, facts.RecordManifest: manifest})
-		f, err := Gather(t.Context(), GatherOptions{Root: root, Service: "emqx"})
+		f, err := facts.Gather(t.Context(), facts.GatherOptions{Capacity: OwnerCapacity, Root: root, Service: "emqx"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -252,11 +251,11 @@ func TestMemBuffersChargedToCgroup(t *testing.T) {
 		{"a unit without", map[string]string{unit: "[Service]\nExecStart=/usr/sbin/mosquitto\n"}, 0, verdict.Pass, "MemAvailable"},
 	} {
 		c.files["proc/4242/limits"] = strings.Replace(factstest.LimitsFile, "1024                 524288", "1048576              1048576", 1)
-		o := GatherOptions{Root: factstest.FixtureRoot(t, c.files), PID: c.pid}
+		o := facts.GatherOptions{Capacity: OwnerCapacity, Root: factstest.FixtureRoot(t, c.files), PID: c.pid}
 		if c.pid == 0 {
 			o.Service = "mosquitto"
 		}
-		f, err := Gather(t.Context(), o)
+		f, err := facts.Gather(t.Context(), o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -264,7 +263,7 @@ func TestMemBuffersChargedToCgroup(t *testing.T) {
 		if err := tg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		checks := checks.Evaluate(f, tg)
+		checks := Evaluate(f, tg)
 		if a := testenv.CheckByID(t, checks, "mem.available"); a.Status != verdict.Pass {
 			t.Errorf("%s: mem.available %s: %s", c.name, a.Status, a.Summary)
 		}

@@ -1,4 +1,4 @@
-package preflight
+package checks
 
 import (
 	"fmt"
@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hostprep/hostprep/preflight/checks"
 	"github.com/hostprep/hostprep/preflight/facts"
 
 	"github.com/hostprep/hostprep/internal/testenv"
@@ -91,7 +90,7 @@ func liveMemCgroup(t *testing.T, limit int64) (int, string) {
 func TestLiveMemCgroup(t *testing.T) {
 	const limit = 10 << 20
 	pid, from := liveMemCgroup(t, limit)
-	f, err := Gather(t.Context(), GatherOptions{PID: pid})
+	f, err := facts.Gather(t.Context(), facts.GatherOptions{Capacity: OwnerCapacity, PID: pid})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,11 +102,11 @@ func TestLiveMemCgroup(t *testing.T) {
 	if err := tg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if c := testenv.CheckByID(t, checks.Evaluate(f, tg), "mem.available"); c.Status != verdict.Fail || !strings.Contains(c.Summary, from) {
+	if c := testenv.CheckByID(t, Evaluate(f, tg), "mem.available"); c.Status != verdict.Fail || !strings.Contains(c.Summary, from) {
 		t.Errorf("mem.available %s: %s; want a failure naming %s", c.Status, c.Summary, from)
 	}
 	dir := filepath.Join(t.TempDir(), "host")
-	r, err := Gather(t.Context(), GatherOptions{PID: pid, Record: dir})
+	r, err := facts.Gather(t.Context(), facts.GatherOptions{Capacity: OwnerCapacity, PID: pid, Record: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package preflight
+package checks
 
 import (
 	"fmt"
@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hostprep/hostprep/preflight/checks"
 	"github.com/hostprep/hostprep/preflight/facts"
 	"github.com/hostprep/hostprep/preflight/facts/factstest"
 
@@ -181,7 +180,7 @@ func TestListenerOwnerLeastCapacity(t *testing.T) {
 		"sys/fs/cgroup/memory/capped/memory.limit_in_bytes": "8388608\n",
 		"sys/fs/cgroup/memory/capped/memory.usage_in_bytes": "1048576\n",
 	})
-	g := &facts.Gatherer{Root: root, Capacity: checks.OwnerCapacity, F: &facts.Facts{MemAvailable: 20 << 30,
+	g := &facts.Gatherer{Root: root, Capacity: OwnerCapacity, F: &facts.Facts{MemAvailable: 20 << 30,
 		Listeners: []facts.Listener{{Address: "127.0.0.1", Port: 19101, PID: 4242, Holders: []int{4242}}, {Address: "127.0.0.2", Port: 19101, PID: 4243, Holders: []int{4243}}}}}
 	if got := g.ListenerOwner([]int{19101}, facts.Broker); got != 4243 {
 		t.Errorf("judged pid %d, want 4243 (8 MiB memory cgroup); notes %q", got, g.F.Notes)
@@ -225,7 +224,7 @@ func TestMemCgroupPageCacheIsRoom(t *testing.T) {
 		}
 		tg := facts.Target{Sockets: 4000, Role: facts.Broker, ConnRate: 10}
 		_ = tg.Validate()
-		if got := testenv.CheckByID(t, checks.Evaluate(f, tg), "mem.available"); got.Status == verdict.Fail {
+		if got := testenv.CheckByID(t, Evaluate(f, tg), "mem.available"); got.Status == verdict.Fail {
 			t.Errorf("%s: mem.available %s: %s", c.name, got.Status, got.Summary)
 		}
 	}

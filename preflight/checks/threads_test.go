@@ -1,4 +1,4 @@
-package preflight
+package checks
 
 import (
 	"os"
@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hostprep/hostprep/preflight/checks"
 	"github.com/hostprep/hostprep/preflight/facts"
 	"github.com/hostprep/hostprep/preflight/facts/factstest"
 
@@ -46,18 +45,18 @@ func TestIoTDBThreads(t *testing.T) {
 		if err := tg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		got := testenv.CheckByID(t, checks.Evaluate(f, tg), "iotdb.threads")
+		got := testenv.CheckByID(t, Evaluate(f, tg), "iotdb.threads")
 		if got.Status != c.want {
 			t.Errorf("%s: %s: %s (observed %s)", c.name, got.Status, got.Summary, got.Observed)
 		}
 		if c.limiting == "" {
-			if cp := checks.CapacityOf(f, tg); !slices.ContainsFunc(cp.Unknown, func(u checks.UnknownLimit) bool { return u.Check == "iotdb.threads" }) {
+			if cp := CapacityOf(f, tg); !slices.ContainsFunc(cp.Unknown, func(u UnknownLimit) bool { return u.Check == "iotdb.threads" }) {
 				t.Errorf("%s: capacity does not name the unseen thread bounds: %+v", c.name, cp.Unknown)
 			}
 			continue
 		}
 		var found bool
-		for _, l := range checks.CapacityOf(f, tg).Limits {
+		for _, l := range CapacityOf(f, tg).Limits {
 			if l.Check == "iotdb.threads" {
 				found = true
 				if !strings.Contains(l.Resource, c.limiting) || (c.want == verdict.Fail) != (l.Sockets < int64(c.sessions)) {
@@ -155,7 +154,7 @@ func TestUnitTasksMax(t *testing.T) {
 		for k, v := range c.files {
 			files[k] = v
 		}
-		f, err := Gather(t.Context(), GatherOptions{Root: factstest.FixtureRoot(t, files), Service: "iotdb"})
+		f, err := facts.Gather(t.Context(), facts.GatherOptions{Capacity: OwnerCapacity, Root: factstest.FixtureRoot(t, files), Service: "iotdb"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,7 +166,7 @@ func TestUnitTasksMax(t *testing.T) {
 		if err := tg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		got := testenv.CheckByID(t, checks.Evaluate(f, tg), "iotdb.threads")
+		got := testenv.CheckByID(t, Evaluate(f, tg), "iotdb.threads")
 		if got.Status != c.want || c.want == verdict.Fail && !strings.Contains(got.Summary, "TasksMax") ||
 			c.want == verdict.Warn && !strings.Contains(got.Summary, "own threads") {
 			t.Errorf("%s: %s: %s (observed %s)", c.name, got.Status, got.Summary, got.Observed)
@@ -184,7 +183,7 @@ func gatherPID4242(t *testing.T, root string, noCgroup bool) *facts.Facts {
 			t.Fatal(err)
 		}
 	}
-	f, err := Gather(t.Context(), GatherOptions{Root: root, PID: 4242})
+	f, err := facts.Gather(t.Context(), facts.GatherOptions{Capacity: OwnerCapacity, Root: root, PID: 4242})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +209,7 @@ func TestTasksMaxRemedy(t *testing.T) {
 		t.Fatal(err)
 	}
 	const unit = "lib/systemd/system/iotdb-datanode.service"
-	f, err := Gather(t.Context(), GatherOptions{Root: factstest.FixtureRoot(t, map[string]string{unit: "[Service]\nExecStart=/bin/true\n",
+	f, err := facts.Gather(t.Context(), facts.GatherOptions{Capacity: OwnerCapacity, Root: factstest.FixtureRoot(t, map[string]string{unit: "[Service]\nExecStart=/bin/true\n",
 		"proc/sys/kernel/pid_max": "32768\n", "proc/sys/kernel/threads-max": "192730\n"}), Service: "iotdb-datanode"})
 	if err != nil {
 		t.Fatal(err)
@@ -234,7 +233,7 @@ func TestTasksMaxRemedy(t *testing.T) {
 		if c.pidsFrom != "" {
 			c.f.Target.Tasks.PidsFrom = c.pidsFrom
 		}
-		got := testenv.CheckByID(t, checks.Evaluate(c.f, c.tg), "iotdb.threads")
+		got := testenv.CheckByID(t, Evaluate(c.f, c.tg), "iotdb.threads")
 		if got.Status != verdict.Fail {
 			t.Errorf("%s: iotdb.threads %s: %s", c.name, got.Status, got.Summary)
 		}
