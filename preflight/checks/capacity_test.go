@@ -57,7 +57,7 @@ func TestLoadgenPortCapacity(t *testing.T) {
 				t.Fatal(err)
 			}
 			pc, ok := LoadgenCapacity(f, tg)
-			if !ok || pc.Sources != c.sources || pc.Dests != c.dests || pc.Total != c.total {
+			if !ok || pc.sources != c.sources || pc.dests != c.dests || pc.Total != c.total {
 				t.Fatalf("capacity %+v, want %d sources x %d destinations = %d", pc, c.sources, c.dests, c.total)
 			}
 			got := testenv.CheckByID(t, Evaluate(f, tg), "ports.ephemeral")

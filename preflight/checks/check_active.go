@@ -13,10 +13,10 @@ import (
 // it tried, and what does the measured cost say about N?
 
 func init() {
-	register(CheckDef{ID: "active", Doc: "--active: the child opened the K sockets it tried (loopback, target's fd limits)", Func: CheckActive})
+	register(CheckDef{ID: "active", Doc: "--active: the child opened the K sockets it tried (loopback, target's fd limits)", Func: checkActive})
 }
 
-func CheckActive(f *facts.Facts, t facts.Target) verdict.Check {
+func checkActive(f *facts.Facts, t facts.Target) verdict.Check {
 	m := f.Measured
 	if m == nil {
 		return skip("not measured (hostprep preflight --active opens real sockets under the target's limits)")

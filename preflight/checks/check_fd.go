@@ -20,9 +20,9 @@ import (
 // files of the host).
 
 func init() {
-	register(CheckDef{ID: "fd.soft", Doc: "soft RLIMIT_NOFILE of the target process >= sockets + headroom", Func: CheckFDSoft})
-	register(CheckDef{ID: "fd.hard", Doc: "hard RLIMIT_NOFILE of the target process >= sockets + headroom", Func: CheckFDHard})
-	register(CheckDef{ID: "fd.raise", Doc: "the hard limit can be raised where it is too low (CAP_SYS_RESOURCE or systemd)", Func: CheckFDRaise})
+	register(CheckDef{ID: "fd.soft", Doc: "soft RLIMIT_NOFILE of the target process >= sockets + headroom", Func: checkFDSoft})
+	register(CheckDef{ID: "fd.hard", Doc: "hard RLIMIT_NOFILE of the target process >= sockets + headroom", Func: checkFDHard})
+	register(CheckDef{ID: "fd.raise", Doc: "the hard limit can be raised where it is too low (CAP_SYS_RESOURCE or systemd)", Func: checkFDRaise})
 	register(CheckDef{ID: "fd.nr_open", Doc: "fs.nr_open >= sockets + headroom (ceiling of any hard nofile)", Func: checkFDNrOpen})
 	register(CheckDef{ID: "fd.file_max", Doc: "fs.file-max minus allocated files (fs.file-nr) >= sockets", Func: checkFDFileMax})
 }
@@ -231,7 +231,7 @@ func FdNeed(p facts.ProcessFacts, t facts.Target) (uint64, string) {
 	return need, exp + ")"
 }
 
-func CheckFDSoft(f *facts.Facts, t facts.Target) verdict.Check {
+func checkFDSoft(f *facts.Facts, t facts.Target) verdict.Check {
 	p := f.Target
 	need, exp := FdNeed(p, t)
 	obs := fmt.Sprintf("soft nofile %s for %s (%s)", facts.FmtNofile(p.NofileSoft), DescribeTarget(p), p.Source)
@@ -275,14 +275,14 @@ func CheckFDSoft(f *facts.Facts, t facts.Target) verdict.Check {
 		}
 		return fail(summary, obs, exp, systemdRemedy(f, t, unit, need))
 	}
-	return fail(summary, obs, exp, SoftRemedy(f, t, need))
+	return fail(summary, obs, exp, softRemedy(f, t, need))
 }
 
 // softRemedy is fd.soft's remedy for a target started from a shell or
 // named by --pid. Above the hard limit it never suggests more than fd.hard
 // and fd.raise allow: where the hard limit cannot be raised (canRaise),
 // the soft limit goes at most up to it, and more is fd.raise's remedy.
-func SoftRemedy(f *facts.Facts, t facts.Target, need uint64) string {
+func softRemedy(f *facts.Facts, t facts.Target, need uint64) string {
 	p := f.Target
 	live := func(soft, hard uint64) string {
 		if p.PID > 0 && hard > p.NofileHard && p.NoRaiseBound {
@@ -318,7 +318,7 @@ func SoftRemedy(f *facts.Facts, t facts.Target, need uint64) string {
 	return fmt.Sprintf("the soft limit is already at the hard limit %d, the most this process can get: more needs a higher hard limit (fd.hard and fd.raise say how)", p.NofileHard)
 }
 
-func CheckFDHard(f *facts.Facts, t facts.Target) verdict.Check {
+func checkFDHard(f *facts.Facts, t facts.Target) verdict.Check {
 	p := f.Target
 	need, exp := FdNeed(p, t)
 	obs := fmt.Sprintf("hard nofile %s for %s (%s)", facts.FmtNofile(p.NofileHard), DescribeTarget(p), p.Source)
@@ -372,7 +372,7 @@ func fdCovered(f *facts.Facts, t facts.Target, which string, n, need uint64, obs
 	return pass(fmt.Sprintf("%s nofile %s covers %s", which, facts.FmtNofile(n), plural.N(t.Sockets, "socket")), obs, exp), true
 }
 
-func CheckFDRaise(f *facts.Facts, t facts.Target) verdict.Check {
+func checkFDRaise(f *facts.Facts, t facts.Target) verdict.Check {
 	p := f.Target
 	need, _ := FdNeed(p, t)
 	if UnseenServer(p, t) || ShellStandsIn(f) && p.NofileHard >= need {

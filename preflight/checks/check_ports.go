@@ -39,14 +39,14 @@ func init() {
 type portCapacity struct {
 	lo, hi  int64
 	PerPair int64 // ports in range minus reserved
-	Sources int64
-	Dests   int64
+	sources int64
+	dests   int64
 	Total   int64
 	// bound is true when the load generator binds each connection to a
-	// source address (--source-ips): total is then perPair x sources.
+	// source address (--source-ips): Total is then PerPair x sources.
 	bound bool
 	// noPortTotal is what bound sources would give with
-	// IP_BIND_ADDRESS_NO_PORT (perPair x sources x dests).
+	// IP_BIND_ADDRESS_NO_PORT (PerPair x sources x dests).
 	noPortTotal int64
 	sourceNote  string
 	// formula says how total was reached ("28232 ports x 1 source x 2
@@ -104,17 +104,17 @@ func LoadgenCapacity(f *facts.Facts, t facts.Target) (portCapacity, bool) {
 			v6 = true
 		}
 	}
-	c.Dests = int64(max(1, len(dests)))
+	c.dests = int64(max(1, len(dests)))
 	fam := "IPv4"
 	if v6 {
 		fam = "IPv6"
 	}
 	if len(t.SourceIPs) == 0 {
-		c.Sources = 1
+		c.sources = 1
 		c.sourceNote = fmt.Sprintf("1 source address per destination (no --source-ips: a plain connect() uses the route's preferred source; the host's %s count only if the load generator binds to them)",
 			plural.N(len(f.SourceAddresses), "global address"))
-		c.Total = c.PerPair * c.Dests
-		c.formula = fmt.Sprintf("%s x 1 source x %s", plural.N(c.PerPair, "port"), plural.N(c.Dests, "destination"))
+		c.Total = c.PerPair * c.dests
+		c.formula = fmt.Sprintf("%s x 1 source x %s", plural.N(c.PerPair, "port"), plural.N(c.dests, "destination"))
 		return c, true
 	}
 	c.bound = true
@@ -129,17 +129,17 @@ func LoadgenCapacity(f *facts.Facts, t facts.Target) (portCapacity, bool) {
 		}
 		if (ip.To4() == nil) == v6 && !seen[ip.String()] {
 			seen[ip.String()] = true
-			c.Sources++
+			c.sources++
 		}
 	}
-	c.sourceNote = plural.N(c.Sources, fam+" source address") + " from --source-ips"
-	if c.Sources == 0 {
-		c.Sources = 1
+	c.sourceNote = plural.N(c.sources, fam+" source address") + " from --source-ips"
+	if c.sources == 0 {
+		c.sources = 1
 		c.sourceNote = fmt.Sprintf("no %s address in --source-ips: assuming 1 source address", fam)
 	}
-	c.Total = c.PerPair * c.Sources
-	c.noPortTotal = c.PerPair * c.Sources * c.Dests
-	c.formula = fmt.Sprintf("%s x %s (bind(src, 0) before connect(): a port is exclusive on its source across destinations)", plural.N(c.PerPair, "port"), plural.N(c.Sources, "source"))
+	c.Total = c.PerPair * c.sources
+	c.noPortTotal = c.PerPair * c.sources * c.dests
+	c.formula = fmt.Sprintf("%s x %s (bind(src, 0) before connect(): a port is exclusive on its source across destinations)", plural.N(c.PerPair, "port"), plural.N(c.sources, "source"))
 	return c, true
 }
 
@@ -154,7 +154,7 @@ func checkPortsEphemeral(f *facts.Facts, t facts.Target) verdict.Check {
 	}
 	n := int64(t.Sockets)
 	obs := fmt.Sprintf("ip_local_port_range %d-%d minus reserved = %s per source address; %s; %s",
-		c.lo, c.hi, plural.N(c.PerPair, "port"), c.sourceNote, plural.N(c.Dests, "distinct destination"))
+		c.lo, c.hi, plural.N(c.PerPair, "port"), c.sourceNote, plural.N(c.dests, "distinct destination"))
 	exp := fmt.Sprintf("ports x source addresses x destinations >= %s", plural.N(n, "connection"))
 	if c.bound {
 		obs += fmt.Sprintf("; %s (with IP_BIND_ADDRESS_NO_PORT: %s)", bindAssumption, plural.N(c.noPortTotal, "connection"))

@@ -359,19 +359,19 @@ func TestActiveCappedByHostprepIsNotTheTargets(t *testing.T) {
 	m := &facts.ActiveResult{RequestedSockets: 32768, ReachedSockets: 19980, Connections: 9990, NofileSoft: 20000, NofileHard: 20000,
 		FirstError: "EMFILE", FirstErrorOp: "accept", FirstErrorMessage: "too many open files"}
 	target := facts.Target{Sockets: 25000, Role: facts.Broker}
-	if c := CheckActive(&facts.Facts{Measured: m}, target); c.Status != verdict.Fail {
+	if c := checkActive(&facts.Facts{Measured: m}, target); c.Status != verdict.Fail {
 		t.Errorf("at the target's own limits, EMFILE: %s %q, want FAIL", c.Status, c.Summary)
 	}
 	// 19980 sockets = 9990 connections: no half-open ends to explain.
-	if c := CheckActive(&facts.Facts{Measured: m}, target); strings.Contains(c.Observed, "not accepted yet") {
+	if c := checkActive(&facts.Facts{Measured: m}, target); strings.Contains(c.Observed, "not accepted yet") {
 		t.Errorf("observed %q", c.Observed)
 	}
 	m.ReachedSockets = 20003 // 23 client ends whose accept the EMFILE stopped
-	if c := CheckActive(&facts.Facts{Measured: m}, target); !strings.Contains(c.Observed, "9990 loopback connections (client and accepted side both in the measuring process, 2 fds per connection) and 23 sockets whose other end was not accepted yet") {
+	if c := checkActive(&facts.Facts{Measured: m}, target); !strings.Contains(c.Observed, "9990 loopback connections (client and accepted side both in the measuring process, 2 fds per connection) and 23 sockets whose other end was not accepted yet") {
 		t.Errorf("observed %q does not account for every socket", c.Observed)
 	}
 	m.LimitNote = "could not take the target's nofile 32768:32768 (operation not permitted: raising the hard limit needs CAP_SYS_RESOURCE); measured at 20000:20000"
-	c := CheckActive(&facts.Facts{Measured: m}, target)
+	c := checkActive(&facts.Facts{Measured: m}, target)
 	if c.Status != verdict.Warn || !strings.Contains(c.Summary, "hostprep's ceiling, not the target's") {
 		t.Errorf("capped by hostprep's own limit: %s %q, want WARN saying so", c.Status, c.Summary)
 	}
@@ -383,10 +383,10 @@ func TestActiveCappedByHostprepIsNotTheTargets(t *testing.T) {
 // (it fails with EPERM); within the hard limit it still does.
 func TestNoPrlimitAboveTheHardLimitWithoutTheCapability(t *testing.T) {
 	f := &facts.Facts{Target: facts.ProcessFacts{ManagedBy: "shell", PID: 1234, NofileSoft: 1024, NofileHard: 32768, CapSysResource: true, NoRaiseBound: true}}
-	if r := SoftRemedy(f, facts.Target{}, 101000); strings.Contains(r, "prlimit --pid") {
+	if r := softRemedy(f, facts.Target{}, 101000); strings.Contains(r, "prlimit --pid") {
 		t.Errorf("remedy above the hard limit offers prlimit: %s", r)
 	}
-	if r := SoftRemedy(f, facts.Target{}, 20000); !strings.Contains(r, "prlimit --pid 1234 --nofile=20000:32768") {
+	if r := softRemedy(f, facts.Target{}, 20000); !strings.Contains(r, "prlimit --pid 1234 --nofile=20000:32768") {
 		t.Errorf("remedy within the hard limit lacks the prlimit that works: %s", r)
 	}
 }
@@ -400,13 +400,13 @@ func TestHardRemediesUseTheShellsLimit(t *testing.T) {
 	f := &facts.Facts{Target: facts.ProcessFacts{ManagedBy: "shell", PID: 4242, NofileSoft: 1024, NofileHard: 4096, NoRaiseBound: true, Source: "/proc/4242/limits"},
 		HereNofileHard: 20000, Pid1Nofile: &profiles.Limit{Soft: 32768, Hard: 32768}}
 	target := facts.Target{Sockets: 10000, Role: facts.Loadgen}
-	for _, c := range []verdict.Check{CheckFDHard(f, target), CheckFDRaise(f, target)} {
+	for _, c := range []verdict.Check{checkFDHard(f, target), checkFDRaise(f, target)} {
 		if c.Status != verdict.Fail || !strings.Contains(c.Remedy, "prlimit --nofile=10100:10100 CMD") || strings.Contains(c.Remedy, "PID 1") {
 			t.Errorf("%s: %s, remedy %q; want a restart from this shell", c.ID, c.Status, c.Remedy)
 		}
 	}
 	f.HereNofileHard = 4096
-	for _, c := range []verdict.Check{CheckFDHard(f, target), CheckFDRaise(f, target)} {
+	for _, c := range []verdict.Check{checkFDHard(f, target), checkFDRaise(f, target)} {
 		if strings.Contains(c.Remedy, "service of PID 1") || !strings.Contains(c.Remedy, "32768") {
 			t.Errorf("%s remedy %q: want PID 1's 32768 without calling it a service manager", c.ID, c.Remedy)
 		}
@@ -422,14 +422,14 @@ func TestRemediesForATargetThatHoldsTheCapability(t *testing.T) {
 	f := &facts.Facts{Target: facts.ProcessFacts{ManagedBy: "shell", PID: 1, NofileSoft: 32768, NofileHard: 32768, CapSysResource: true, NoRaiseBound: true, Source: "/proc/1/limits"},
 		HereNofileHard: 20000, Pid1Nofile: &profiles.Limit{Soft: 32768, Hard: 32768}}
 	target := facts.Target{Sockets: 50000, Role: facts.Broker}
-	if c := CheckFDRaise(f, target); c.Status != verdict.Pass {
+	if c := checkFDRaise(f, target); c.Status != verdict.Pass {
 		t.Fatalf("fd.raise %s: %s", c.Status, c.Summary)
 	}
-	hard := CheckFDHard(f, target)
+	hard := checkFDHard(f, target)
 	if strings.Contains(hard.Remedy, "no process on this host can get it") || !strings.Contains(hard.Remedy, "have pid 1 set 50500:50500 itself") {
 		t.Errorf("fd.hard remedy contradicts fd.raise: %s", hard.Remedy)
 	}
-	soft := CheckFDSoft(f, target)
+	soft := checkFDSoft(f, target)
 	if strings.Contains(soft.Remedy, "new login") || strings.Contains(soft.Remedy, "prlimit --pid") || !strings.Contains(soft.Remedy, "have pid 1 raise its own limit to 50500:50500") {
 		t.Errorf("fd.soft remedy: %s", soft.Remedy)
 	}

@@ -221,7 +221,7 @@ func MeasureActive(ctx context.Context, o ActiveOptions, k int, target ProcessFa
 // ParseNofile parses "SOFT:HARD" (each a number or "infinity") as the
 // child's --nofile flag takes it.
 func ParseNofile(s string) (soft, hard uint64, err error) {
-	l, err := ParseSystemdLimit(s)
+	l, err := parseSystemdLimit(s)
 	if err != nil {
 		return 0, 0, fmt.Errorf("--nofile %q: %v", s, err)
 	}

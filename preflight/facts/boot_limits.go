@@ -26,30 +26,30 @@ import (
 // the program finds it and, behind a symlink, the file it points to, so a
 // replay resolves, shadows and names them as the live host did.
 func (g *Gatherer) readConf(files []hostconf.ConfFile) {
-	if g.Rec == nil {
+	if g.rec == nil {
 		return
 	}
 	for _, f := range files {
-		if !g.Rec.unitLinks && inUnitDirs(f.Path) {
+		if !g.rec.unitLinks && inUnitDirs(f.Path) {
 			// the unit name map read every link in the unit
 			// directories: aliases, linked unit files, masks
-			g.Rec.unitLinks = true
+			g.rec.unitLinks = true
 			for p, t := range hostconf.UnitDirLinks(g.Root) {
-				if _, ok := g.Rec.links[filepath.Join(g.Root, p)]; !ok {
-					g.Rec.link(filepath.Join(g.Root, p), t)
+				if _, ok := g.rec.links[filepath.Join(g.Root, p)]; !ok {
+					g.rec.link(filepath.Join(g.Root, p), t)
 				}
 			}
 		}
 		p := filepath.Join(g.Root, f.Path)
 		if f.Target == "" || f.Target == f.Path {
-			g.Rec.add(p)
+			g.rec.add(p)
 			continue
 		}
-		g.Rec.link(p, f.Target)
+		g.rec.link(p, f.Target)
 		if f.Target != "/dev/null" {
 			t := filepath.Join(g.Root, f.Target)
-			g.Rec.add(t)
-			g.Rec.filterAs[t] = p
+			g.rec.add(t)
+			g.rec.filterAs[t] = p
 		}
 	}
 }
@@ -82,7 +82,7 @@ func (g *Gatherer) systemdDefault() {
 // loginNofile reads what pam_limits gives a new login session of the user
 // running hostprep (or the recorded one) from limits.conf and limits.d
 // (tune/hostconf.NofileForGroups), into Facts.Login.
-func (g *Gatherer) LoginNofile() {
+func (g *Gatherer) loginNofile() {
 	name, groups := g.user()
 	var overlay map[string][]byte
 	if _, err := os.Lstat(filepath.Join(g.Root, hostconf.LimitsConf)); !g.live() && errors.Is(err, fs.ErrNotExist) {
@@ -125,60 +125,60 @@ func (l *LoginNofile) Describe() string {
 }
 
 // unitNofile is what a unit's files say (tune/hostconf.UnitNofile).
-type UnitNofile struct {
+type unitNofile struct {
 	// file is the unit's own file ("" when missing).
-	File string
+	file string
 	// missing says why there is no unit to start ("" when there is one);
 	// absent that the host has no such unit at all (not masked or broken).
-	Missing string
+	missing string
 	absent  bool
 	// lim is the unit's LimitNOFILE (found) or the manager default; from
 	// is the FILE:LINE that sets it.
-	Lim   profiles.Limit
-	From  string
-	Found bool
+	lim   profiles.Limit
+	from  string
+	found bool
 	// user is the unit's User= ("" for root).
-	User string
+	user string
 	// files are the unit file and its drop-ins, in the order systemd
 	// reads them.
-	Files []hostconf.ConfFile
+	files []hostconf.ConfFile
 }
 
 // unitFromFiles reads a unit's LimitNOFILE and User= from its file and
 // drop-ins under the root as systemd merges them (tune/hostconf.UnitNofile,
 // hostconf.LastSetting). Errors (exitcode.Environment): a file that exists
 // but cannot be read.
-func (g *Gatherer) UnitFromFiles(unit string) (UnitNofile, error) {
+func (g *Gatherer) unitFromFiles(unit string) (unitNofile, error) {
 	set, files, err := hostconf.UnitNofile(g.Root, unit)
 	g.readConf(files)
-	var u UnitNofile
+	var u unitNofile
 	if err != nil {
 		return u, exitcode.Environmentf("--service %s: %v (run as root)", unit, err)
 	}
 	if len(files) == 0 || !hostconf.IsUnitFile(files[0].Path, unit) {
 		u.absent = true
-		u.Missing = "no such unit: no unit file in " + strings.Join(hostconf.UnitDirs, ", ") + ", no SysV init script in /etc/init.d that systemd-sysv-generator makes one of (drop-ins alone do not make a unit)"
+		u.missing = "no such unit: no unit file in " + strings.Join(hostconf.UnitDirs, ", ") + ", no SysV init script in /etc/init.d that systemd-sysv-generator makes one of (drop-ins alone do not make a unit)"
 		return u, nil
 	}
 	if files[0].Masked {
-		u.Missing = fmt.Sprintf("it is masked (%s is empty or a symlink to /dev/null), so systemd refuses to start it", files[0].Name())
+		u.missing = fmt.Sprintf("it is masked (%s is empty or a symlink to /dev/null), so systemd refuses to start it", files[0].Name())
 		return u, nil
 	}
 	if files[0].Broken != "" {
-		u.Missing = fmt.Sprintf("systemd cannot parse its unit file (%s), so it fails to load the unit and refuses to start it", files[0].Broken)
+		u.missing = fmt.Sprintf("systemd cannot parse its unit file (%s), so it fails to load the unit and refuses to start it", files[0].Broken)
 		return u, nil
 	}
-	u.File, u.Files = files[0].Name(), files
-	u.Lim, u.From = profiles.Limit{Soft: set.Soft, Hard: set.Hard}, set.Where()
+	u.file, u.files = files[0].Name(), files
+	u.lim, u.from = profiles.Limit{Soft: set.Soft, Hard: set.Hard}, set.Where()
 	for _, f := range files {
-		u.Found = u.Found || (set.Set && f.Path == set.File.Path)
+		u.found = u.found || (set.Set && f.Path == set.File.Path)
 	}
-	if !u.Found {
+	if !u.found {
 		// The manager default applies: record the files it came from.
 		_, mfiles, _ := hostconf.ManagerNofile(g.Root)
 		g.readConf(mfiles)
 	}
-	u.User, _, err = hostconf.LastSetting(g.Root, files, "Service", "User")
+	u.user, _, err = hostconf.LastSetting(g.Root, files, "Service", "User")
 	if err != nil {
 		return u, exitcode.Environmentf("--service %s: %v (run as root)", unit, err)
 	}

@@ -82,10 +82,10 @@ type Gatherer struct {
 	Root string
 	F    *Facts
 	// rec collects the paths read when recording (--record), nil otherwise.
-	Rec *recorder
+	rec *recorder
 	// rep holds a recording's answers when replaying (--root DIR with a
 	// hostprep-record.json), nil otherwise.
-	Rep *Recording
+	rep *Recording
 	// Capacity is GatherOptions.Capacity.
 	Capacity CapacityFunc
 }
@@ -94,7 +94,7 @@ type Gatherer struct {
 // it (or readConf, for hostconf's), which is what --record copies.
 func (g *Gatherer) path(p string) string {
 	full := filepath.Join(g.Root, p)
-	g.Rec.add(full)
+	g.rec.add(full)
 	return full
 }
 
@@ -139,14 +139,14 @@ func Gather(ctx context.Context, o GatherOptions) (*Facts, error) {
 		if !g.live() {
 			return nil, exitcode.BadInputf("--record %s with --root %s: a recording is made of the live host; drop --root", o.Record, o.Root)
 		}
-		g.Rec = NewRecorder()
+		g.rec = newRecorder()
 	}
 	if !g.live() {
 		rep, err := LoadRecording(root)
 		if err != nil {
 			return nil, err
 		}
-		g.Rep = rep
+		g.rep = rep
 		if rep != nil {
 			f.PageSize = rep.PageSize
 		}
@@ -176,7 +176,7 @@ func Gather(ctx context.Context, o GatherOptions) (*Facts, error) {
 		g.note("source addresses: %v", err)
 	}
 	g.systemd()
-	g.LoginNofile()
+	g.loginNofile()
 	g.hardNofile()
 	if err := g.targetAndConfig(ctx, o); err != nil {
 		return nil, err
@@ -184,9 +184,9 @@ func Gather(ctx context.Context, o GatherOptions) (*Facts, error) {
 	f.capUnlimited()
 	g.clock()
 	g.container()
-	if g.Rec != nil {
-		g.Rec.fill(f)
-		if err := g.Rec.Write(o.Record); err != nil {
+	if g.rec != nil {
+		g.rec.fill(f)
+		if err := g.rec.write(o.Record); err != nil {
 			return nil, err
 		}
 		// Judge what was recorded, read back from it: the live files were
@@ -245,9 +245,9 @@ func (g *Gatherer) firstInstalled(units []string) string {
 	unstartable := ""
 	for _, u := range units {
 		u = unitname.Service(u)
-		nf, err := g.UnitFromFiles(u)
+		nf, err := g.unitFromFiles(u)
 		switch {
-		case err == nil && nf.Missing == "":
+		case err == nil && nf.missing == "":
 			return u
 		case err == nil && !nf.absent && unstartable == "":
 			unstartable = u
@@ -314,16 +314,16 @@ func (g *Gatherer) ownerApartFromUnit(o GatherOptions) {
 // the two values go into the recording's answers instead.
 func (g *Gatherer) targetJVM() {
 	switch pid := g.F.Target.PID; {
-	case g.Rep != nil:
-		g.F.TargetJVM = g.Rep.TargetJVM
+	case g.rep != nil:
+		g.F.TargetJVM = g.rep.TargetJVM
 	case pid > 0:
 		src := fmt.Sprintf("/proc/%d/cmdline", pid)
 		if b, err := os.ReadFile(filepath.Join(g.Root, src)); err == nil {
 			g.F.TargetJVM = ParseJVMFlags(b, src)
 		}
 	}
-	if g.Rec != nil {
-		g.Rec.m.TargetJVM = g.F.TargetJVM
+	if g.rec != nil {
+		g.rec.m.TargetJVM = g.F.TargetJVM
 	}
 }
 
@@ -336,8 +336,8 @@ const configNodeMain = "org.apache.iotdb.confignode.service.ConfigNode"
 // command line, like targetJVM: a recording keeps the two values only.
 func (g *Gatherer) configNodeJVM() {
 	switch {
-	case g.Rep != nil:
-		g.F.ConfigNodeJVM = g.Rep.ConfigNodeJVM
+	case g.rep != nil:
+		g.F.ConfigNodeJVM = g.rep.ConfigNodeJVM
 	case g.live():
 		dirs, err := os.ReadDir("/proc")
 		if err != nil {
@@ -360,8 +360,8 @@ func (g *Gatherer) configNodeJVM() {
 			}
 		}
 	}
-	if g.Rec != nil {
-		g.Rec.m.ConfigNodeJVM = g.F.ConfigNodeJVM
+	if g.rec != nil {
+		g.rec.m.ConfigNodeJVM = g.F.ConfigNodeJVM
 	}
 }
 

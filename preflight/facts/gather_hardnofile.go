@@ -19,8 +19,8 @@ import (
 // The files are read past the recorder: a recording keeps the lines
 // found (Recording.HardNofile), not every unit file of the host.
 func (g *Gatherer) hardNofile() {
-	if g.Rep != nil && g.Rep.HardNofileRead {
-		g.F.HardNofile, g.F.BootNrOpen = g.Rep.HardNofile, g.Rep.BootNrOpen
+	if g.rep != nil && g.rep.HardNofileRead {
+		g.F.HardNofile, g.F.BootNrOpen = g.rep.HardNofile, g.rep.BootNrOpen
 	} else {
 		g.scanHardNofile()
 		if v, file, line, ok := hostconf.SysctlAtBoot(g.Root, "fs.nr_open"); ok {
@@ -30,8 +30,8 @@ func (g *Gatherer) hardNofile() {
 			}
 		}
 	}
-	if g.Rec != nil {
-		g.Rec.m.HardNofile, g.Rec.m.HardNofileRead, g.Rec.m.BootNrOpen = g.F.HardNofile, true, g.F.BootNrOpen
+	if g.rec != nil {
+		g.rec.m.HardNofile, g.rec.m.HardNofileRead, g.rec.m.BootNrOpen = g.F.HardNofile, true, g.F.BootNrOpen
 	}
 }
 
@@ -65,7 +65,7 @@ func (g *Gatherer) scanHardNofile() {
 					if !ok {
 						return "", 0, false
 					}
-					l, err := ParseSystemdLimit(strings.TrimSpace(v))
+					l, err := parseSystemdLimit(strings.TrimSpace(v))
 					return unit, l.Hard, err == nil && l.Hard != Unlimited // systemd clamps infinity itself
 				})
 			}

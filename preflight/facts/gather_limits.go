@@ -42,7 +42,7 @@ func (g *Gatherer) systemd() {
 
 // parseSystemdLimit parses LimitNOFILE syntax ("N", "soft:hard",
 // "infinity") by systemd's rules (tune/hostconf.ParseNofile).
-func ParseSystemdLimit(v string) (profiles.Limit, error) {
+func parseSystemdLimit(v string) (profiles.Limit, error) {
 	soft, hard, ok := hostconf.ParseNofile(strings.TrimSpace(v))
 	if !ok {
 		return profiles.Limit{}, fmt.Errorf("want N, SOFT:HARD (soft <= hard) or infinity")
@@ -58,7 +58,7 @@ func (g *Gatherer) target(ctx context.Context, pid int, service string, fromProf
 	case service != "":
 		return g.targetService(ctx, service, fromProfile)
 	}
-	return g.TargetLogin()
+	return g.targetLogin()
 }
 
 // targetPID reads /proc/PID/limits and CapEff of /proc/PID/status.
@@ -118,7 +118,7 @@ func (g *Gatherer) targetService(ctx context.Context, unit string, fromProfile b
 	if out, ok, err := g.systemctlShow(ctx, unit); err != nil {
 		return err
 	} else if ok {
-		props := ParseSystemctlShow(out)
+		props := parseSystemctlShow(out)
 		if props["LoadState"] == "not-found" {
 			if fromProfile {
 				return g.unitMissing(unit, "systemctl show: LoadState=not-found")
@@ -129,15 +129,15 @@ func (g *Gatherer) targetService(ctx context.Context, unit string, fromProfile b
 		if pid, _ := strconv.Atoi(props["MainPID"]); pid > 0 {
 			return g.targetPID(pid, fmt.Sprintf("running %s, /proc/%d/limits", unit, pid))
 		}
-		hard, err1 := ParseSystemdLimit(props["LimitNOFILE"])
-		soft, err2 := ParseSystemdLimit(props["LimitNOFILESoft"])
+		hard, err1 := parseSystemdLimit(props["LimitNOFILE"])
+		soft, err2 := parseSystemdLimit(props["LimitNOFILESoft"])
 		if err1 == nil && err2 == nil {
 			g.F.applyUnitLimit(g.loadedOrFiles(unit, profiles.Limit{Soft: soft.Soft, Hard: hard.Soft}))
 			if u := props["User"]; u != "" && u != "root" {
 				t.CapSysResource = false
 			}
-			if u, err := g.UnitFromFiles(unit); err == nil && u.Missing == "" {
-				levels, unseen := g.unitSlices(unit, u.Files)
+			if u, err := g.unitFromFiles(unit); err == nil && u.missing == "" {
+				levels, unseen := g.unitSlices(unit, u.files)
 				if err := g.unitTasks(unit, u, props["TasksMax"], levels, unseen); err != nil {
 					return err
 				}
@@ -147,7 +147,7 @@ func (g *Gatherer) targetService(ctx context.Context, unit string, fromProfile b
 		}
 	}
 	// systemd not running, or a recorded root: read the files.
-	u, err := g.UnitFromFiles(unit)
+	u, err := g.unitFromFiles(unit)
 	if err != nil {
 		return err
 	}
@@ -155,27 +155,27 @@ func (g *Gatherer) targetService(ctx context.Context, unit string, fromProfile b
 	if !g.F.Systemd.Running {
 		running = "systemd is not running here either (no /run/systemd/system)"
 	}
-	if u.Missing != "" {
+	if u.missing != "" {
 		if fromProfile {
-			return g.unitMissing(unit, fmt.Sprintf("%s, and %s", u.Missing, strings.TrimSuffix(running, " either (no /run/systemd/system)")))
+			return g.unitMissing(unit, fmt.Sprintf("%s, and %s", u.missing, strings.TrimSuffix(running, " either (no /run/systemd/system)")))
 		}
-		return exitcode.BadInputf("--service %s: %s, and %s; pass the unit that runs the server instead (systemctl list-units --type=service lists them) or the PID of the running process (--pid)", unit, u.Missing, running)
+		return exitcode.BadInputf("--service %s: %s, and %s; pass the unit that runs the server instead (systemctl list-units --type=service lists them) or the PID of the running process (--pid)", unit, u.missing, running)
 	}
 	if !g.F.Systemd.Running {
 		return g.unitWithoutSystemd(unit, u)
 	}
-	t.UnitFile = u.File
-	t.CapSysResource = u.User == "" || u.User == "root"
-	levels, unseen := g.unitSlices(unit, u.Files)
+	t.UnitFile = u.file
+	t.CapSysResource = u.user == "" || u.user == "root"
+	levels, unseen := g.unitSlices(unit, u.files)
 	if err := g.unitTasks(unit, u, "", levels, unseen); err != nil {
 		return err
 	}
 	g.unitMemory(unit, u, nil, levels, unseen)
-	if u.Found {
-		g.F.applyUnitLimit(u.Lim, "LimitNOFILE in "+u.From+" (unit not running)")
+	if u.found {
+		g.F.applyUnitLimit(u.lim, "LimitNOFILE in "+u.from+" (unit not running)")
 		return nil
 	}
-	g.F.applyUnitLimit(u.Lim, fmt.Sprintf("no LimitNOFILE for %s (%s): systemd DefaultLimitNOFILE %s (%s)", unit, u.File, FmtLimit(u.Lim), u.From))
+	g.F.applyUnitLimit(u.lim, fmt.Sprintf("no LimitNOFILE for %s (%s): systemd DefaultLimitNOFILE %s (%s)", unit, u.file, FmtLimit(u.lim), u.from))
 	return nil
 }
 
@@ -187,21 +187,21 @@ func (g *Gatherer) targetService(ctx context.Context, unit string, fromProfile b
 // is returned, and the source names both.
 func (g *Gatherer) loadedOrFiles(unit string, loaded profiles.Limit) (profiles.Limit, string) {
 	src := "systemctl show " + unit + " (not running)"
-	u, err := g.UnitFromFiles(unit)
-	if err != nil || u.Missing != "" || u.Lim == loaded {
+	u, err := g.unitFromFiles(unit)
+	if err != nil || u.missing != "" || u.lim == loaded {
 		return loaded, src
 	}
 	nr, _ := g.F.SysInt("fs.nr_open")
 	l, _ := ResolveNofile(loaded, nr, g.F.Pid1Nofile, g.F.Pid1NoRaise)
-	d, _ := ResolveNofile(u.Lim, nr, g.F.Pid1Nofile, g.F.Pid1NoRaise)
+	d, _ := ResolveNofile(u.lim, nr, g.F.Pid1Nofile, g.F.Pid1NoRaise)
 	setting := "LimitNOFILE"
-	if !u.Found {
+	if !u.found {
 		setting = "DefaultLimitNOFILE"
 	}
 	differ := fmt.Sprintf("systemd has LimitNOFILE=%s loaded but the files say %s=%s (%s): the next start uses the loaded one until `systemctl daemon-reload`, the next boot the files; judged on the lower",
-		FmtLimit(loaded), setting, FmtLimit(u.Lim), u.From)
+		FmtLimit(loaded), setting, FmtLimit(u.lim), u.from)
 	if d.Soft < l.Soft || (d.Soft == l.Soft && d.Hard < l.Hard) {
-		return u.Lim, fmt.Sprintf("%s in %s (unit not running); %s", setting, u.From, differ)
+		return u.lim, fmt.Sprintf("%s in %s (unit not running); %s", setting, u.from, differ)
 	}
 	return loaded, src + "; " + differ
 }
@@ -209,25 +209,25 @@ func (g *Gatherer) loadedOrFiles(unit string, loaded profiles.Limit) (profiles.L
 // unitWithoutSystemd reports a unit on a host where systemd is not
 // running: nothing applies the unit, whoever starts the program passes on
 // its own limits. It reports those, and the unit's setting beside them.
-func (g *Gatherer) unitWithoutSystemd(unit string, u UnitNofile) error {
-	if err := g.TargetLogin(); err != nil {
+func (g *Gatherer) unitWithoutSystemd(unit string, u unitNofile) error {
+	if err := g.targetLogin(); err != nil {
 		return err
 	}
 	t := &g.F.Target
 	unitSays := "it sets no LimitNOFILE anyway"
-	if u.Found {
-		t.UnitLimitNOFILE = fmt.Sprintf("%s (%s)", FmtLimit(u.Lim), u.From)
+	if u.found {
+		t.UnitLimitNOFILE = fmt.Sprintf("%s (%s)", FmtLimit(u.lim), u.from)
 		unitSays = "its LimitNOFILE=" + t.UnitLimitNOFILE + " cannot apply"
 	}
-	t.Unit, t.UnitFile, t.Assumed = unit, u.File, false
-	t.Source = fmt.Sprintf("systemd is not running here (no /run/systemd/system), so nothing starts %s from its unit (%s) and %s; a process started from a login shell gets: %s", unit, u.File, unitSays, t.Source)
+	t.Unit, t.UnitFile, t.Assumed = unit, u.file, false
+	t.Source = fmt.Sprintf("systemd is not running here (no /run/systemd/system), so nothing starts %s from its unit (%s) and %s; a process started from a login shell gets: %s", unit, u.file, unitSays, t.Source)
 	return nil
 }
 
 // unitMissing records that the profile's unit is not installed: the
 // limits shown are those a login shell gets, and fd.soft fails.
 func (g *Gatherer) unitMissing(unit, why string) error {
-	if err := g.TargetLogin(); err != nil {
+	if err := g.targetLogin(); err != nil {
 		return err
 	}
 	t := &g.F.Target
@@ -238,7 +238,7 @@ func (g *Gatherer) unitMissing(unit, why string) error {
 
 // parseSystemctlShow parses `systemctl show -p A,B UNIT` output (A=value
 // lines) into a map.
-func ParseSystemctlShow(out string) map[string]string {
+func parseSystemctlShow(out string) map[string]string {
 	props := map[string]string{}
 	for _, line := range strings.Split(out, "\n") {
 		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok {
@@ -253,14 +253,14 @@ func ParseSystemctlShow(out string) map[string]string {
 // what the session inherits — systemd's DefaultLimitNOFILE when systemd
 // runs, else the limits of the process that started hostprep (its parent
 // shell; never hostprep's own, which the Go runtime raised).
-func (g *Gatherer) TargetLogin() error {
+func (g *Gatherer) targetLogin() error {
 	t := &g.F.Target
 	t.ManagedBy, t.Assumed = "shell", true
 	ppid := os.Getppid()
-	if g.Rep != nil {
-		ppid = g.Rep.ParentPID
-	} else if g.Rec != nil {
-		g.Rec.m.ParentPID = ppid
+	if g.rep != nil {
+		ppid = g.rep.ParentPID
+	} else if g.rec != nil {
+		g.rec.m.ParentPID = ppid
 	}
 	soft, hard, err := readNofile(g.path(fmt.Sprintf("/proc/%d/limits", ppid)))
 	t.Source = fmt.Sprintf("inherited from the parent shell (/proc/%d/limits)", ppid)
@@ -367,11 +367,11 @@ func HasCapIn(statusPath, field string, bit uint) (bool, error) {
 
 // selfPID is hostprep's own PID, or the recorded one when replaying.
 func (g *Gatherer) selfPID() int {
-	if g.Rep != nil {
-		return g.Rep.SelfPID
+	if g.rep != nil {
+		return g.rep.SelfPID
 	}
-	if g.Rec != nil {
-		g.Rec.m.SelfPID = os.Getpid()
+	if g.rec != nil {
+		g.rec.m.SelfPID = os.Getpid()
 	}
 	return os.Getpid()
 }
@@ -408,8 +408,8 @@ func FmtNofile(n uint64) string {
 // runs the live host (or replays the recorded answer); ok is false when
 // there is no answer to use and the unit files are read instead.
 func (g *Gatherer) systemctlShow(ctx context.Context, unit string) (string, bool, error) {
-	if g.Rep != nil {
-		out, ok := g.Rep.SystemctlShow[unit]
+	if g.rep != nil {
+		out, ok := g.rep.SystemctlShow[unit]
 		return out, ok && g.F.Systemd.Running, nil
 	}
 	if !g.F.Systemd.Running || !g.live() {
@@ -421,11 +421,11 @@ func (g *Gatherer) systemctlShow(ctx context.Context, unit string) (string, bool
 	if err != nil {
 		return "", false, exitcode.Environmentf("--service %s: systemctl show failed: %v", unit, err)
 	}
-	if g.Rec != nil {
-		if g.Rec.m.SystemctlShow == nil {
-			g.Rec.m.SystemctlShow = map[string]string{}
+	if g.rec != nil {
+		if g.rec.m.SystemctlShow == nil {
+			g.rec.m.SystemctlShow = map[string]string{}
 		}
-		g.Rec.m.SystemctlShow[unit] = string(b)
+		g.rec.m.SystemctlShow[unit] = string(b)
 	}
 	return string(b), true, nil
 }
@@ -433,8 +433,8 @@ func (g *Gatherer) systemctlShow(ctx context.Context, unit string) (string, bool
 // user returns who runs hostprep and their groups (the pam_limits
 // domains that apply), or the recorded ones.
 func (g *Gatherer) user() (string, []string) {
-	if g.Rep != nil {
-		return g.Rep.User, g.Rep.Groups
+	if g.rep != nil {
+		return g.rep.User, g.rep.Groups
 	}
 	var groups []string
 	name := "root"
@@ -448,8 +448,8 @@ func (g *Gatherer) user() (string, []string) {
 			}
 		}
 	}
-	if g.Rec != nil {
-		g.Rec.m.User, g.Rec.m.Groups = name, groups
+	if g.rec != nil {
+		g.rec.m.User, g.rec.m.Groups = name, groups
 	}
 	return name, groups
 }
@@ -460,9 +460,9 @@ func (g *Gatherer) user() (string, []string) {
 // directory cannot be read (another user's, without root).
 func (g *Gatherer) heldFDs(pid int) uint64 {
 	t := &g.F.Target
-	if g.Rep != nil { // the fd links are not copied
-		t.HeldFDsUnseen = g.Rep.HeldFDsUnseen
-		return g.Rep.HeldFDs
+	if g.rep != nil { // the fd links are not copied
+		t.HeldFDsUnseen = g.rep.HeldFDsUnseen
+		return g.rep.HeldFDs
 	}
 	dir := g.path(fmt.Sprintf("/proc/%d/fd", pid))
 	fds, err := os.ReadDir(dir)
@@ -475,8 +475,8 @@ func (g *Gatherer) heldFDs(pid int) uint64 {
 			n++
 		}
 	}
-	if g.Rec != nil {
-		g.Rec.m.HeldFDs, g.Rec.m.HeldFDsUnseen = n, t.HeldFDsUnseen
+	if g.rec != nil {
+		g.rec.m.HeldFDs, g.rec.m.HeldFDsUnseen = n, t.HeldFDsUnseen
 	}
 	return n
 }
@@ -492,8 +492,8 @@ func (p ProcessFacts) NetNSApart() string { return p.NetNS + p.NetNSUnseen }
 func (g *Gatherer) netNS(pid int) {
 	t := &g.F.Target
 	switch {
-	case g.Rep != nil:
-		t.NetNS, t.NetNSUnseen = g.Rep.NetNS, g.Rep.NetNSUnseen
+	case g.rep != nil:
+		t.NetNS, t.NetNSUnseen = g.rep.NetNS, g.rep.NetNSUnseen
 	case g.live():
 		theirs, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid))
 		ours, err2 := os.Readlink("/proc/self/ns/net")
@@ -504,8 +504,8 @@ func (g *Gatherer) netNS(pid int) {
 			t.NetNS, t.NetNSUnseen = NetNSByProcNet(pid, err)
 		}
 	}
-	if g.Rec != nil {
-		g.Rec.m.NetNS, g.Rec.m.NetNSUnseen = t.NetNS, t.NetNSUnseen
+	if g.rec != nil {
+		g.rec.m.NetNS, g.rec.m.NetNSUnseen = t.NetNS, t.NetNSUnseen
 	}
 }
 

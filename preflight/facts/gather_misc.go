@@ -16,8 +16,8 @@ const procNetInitIno = 4026531833
 // read-only mode (modes 0): STA_UNSYNC set means nothing (NTP, PTP,
 // timesyncd) disciplines the clock.
 func (g *Gatherer) clock() {
-	if g.Rep != nil {
-		g.F.Clock = g.Rep.Clock
+	if g.rep != nil {
+		g.F.Clock = g.rep.Clock
 		return
 	}
 	if !g.live() {
@@ -39,8 +39,8 @@ func (g *Gatherer) clock() {
 // container detects containment the way systemd-detect-virt does for the
 // common engines, and whether the network namespace is the host's.
 func (g *Gatherer) container() {
-	if g.Rep != nil {
-		g.F.Container = g.Rep.Container
+	if g.rep != nil {
+		g.F.Container = g.rep.Container
 		return
 	}
 	c := Container{}

@@ -101,10 +101,10 @@ func (g *Gatherer) sockstat() {
 // no netlink socket) only the ports come from /proc/net/tcp and tcp6
 // (procnet.ListeningTCPPorts) and ListenersKnown stays false.
 func (g *Gatherer) listeners(ports []int) {
-	if g.Rep != nil {
-		g.F.Listeners, g.F.ListenersKnown = g.Rep.Listeners, g.Rep.ListenersKnown
-		if g.Rep.ListenersKnown {
-			g.F.ListeningPorts = listenerPorts(g.Rep.Listeners)
+	if g.rep != nil {
+		g.F.Listeners, g.F.ListenersKnown = g.rep.Listeners, g.rep.ListenersKnown
+		if g.rep.ListenersKnown {
+			g.F.ListeningPorts = listenerPorts(g.rep.Listeners)
 			return
 		}
 	}
@@ -203,8 +203,8 @@ func (g *Gatherer) sourceAddresses(override []string) error {
 		g.F.SourceAddresses = append([]string(nil), override...)
 		return nil
 	}
-	if g.Rep != nil {
-		g.F.SourceAddresses = g.Rep.SourceAddresses
+	if g.rep != nil {
+		g.F.SourceAddresses = g.rep.SourceAddresses
 		return nil
 	}
 	ifs, err := psnet.Interfaces()

@@ -84,8 +84,8 @@ const capSysAdmin = 21
 // host now, summed over /proc/*/status; from the recording when
 // replaying (the status files of every process are not copied).
 func (g *Gatherer) userTasks(uid string) uint64 {
-	if g.Rep != nil {
-		return g.Rep.UserTasks
+	if g.rep != nil {
+		return g.rep.UserTasks
 	}
 	var n uint64
 	ents, _ := os.ReadDir(filepath.Join(g.Root, "proc"))
@@ -112,8 +112,8 @@ func (g *Gatherer) userTasks(uid string) uint64 {
 			n += threads
 		}
 	}
-	if g.Rec != nil {
-		g.Rec.m.UserTasks = n
+	if g.rec != nil {
+		g.rec.m.UserTasks = n
 	}
 	return n
 }
@@ -179,8 +179,8 @@ func (g *Gatherer) unitTasksMax(files []hostconf.ConfFile) (uint64, string, erro
 // Slice= could not be read) less the tasks their cgroups hold now
 // (sliceTasks): the one that leaves the least room is PidsMax. Errors: a
 // unit file that exists but cannot be read.
-func (g *Gatherer) unitTasks(unit string, u UnitNofile, loaded string, levels []sliceLevel, unseen []string) error {
-	n, from, err := g.unitTasksMax(u.Files)
+func (g *Gatherer) unitTasks(unit string, u unitNofile, loaded string, levels []sliceLevel, unseen []string) error {
+	n, from, err := g.unitTasksMax(u.files)
 	if err != nil {
 		return exitcode.Environmentf("--service %s: %v (run as root)", unit, err)
 	}

@@ -112,13 +112,13 @@ func TestLoginLimitPrecedence(t *testing.T) {
 		{"bob", nil, `user bob: soft 1048576 ("*", /etc/security/limits.conf:2), hard 1048576 ("*", /etc/security/limits.conf:3)`},
 		{"root", []string{"adm"}, `user root: soft 65536 ("root", /etc/security/limits.conf:4), hard 65536 ("root", /etc/security/limits.conf:4)`},
 	} {
-		g := &Gatherer{Root: root, F: &Facts{}, Rep: &Recording{User: c.user, Groups: c.groups}}
-		g.LoginNofile()
+		g := &Gatherer{Root: root, F: &Facts{}, rep: &Recording{User: c.user, Groups: c.groups}}
+		g.loginNofile()
 		if g.F.Login == nil || g.F.Login.Describe() != c.want {
 			t.Errorf("%s: %+v, want %s", c.user, g.F.Login, c.want)
 			continue
 		}
-		g.TargetLogin()
+		g.targetLogin()
 		if !strings.Contains(g.F.Target.Source, c.want) {
 			t.Errorf("%s: target source %q does not name the lines", c.user, g.F.Target.Source)
 		}
@@ -147,17 +147,17 @@ func TestGatherLiveHost(t *testing.T) {
 }
 
 func TestParseSystemctlShow(t *testing.T) {
-	p := ParseSystemctlShow("MainPID=0\nLimitNOFILE=524288\nLimitNOFILESoft=1024\nUser=\nLoadState=loaded\n")
+	p := parseSystemctlShow("MainPID=0\nLimitNOFILE=524288\nLimitNOFILESoft=1024\nUser=\nLoadState=loaded\n")
 	if p["MainPID"] != "0" || p["LimitNOFILE"] != "524288" || p["LimitNOFILESoft"] != "1024" || p["LoadState"] != "loaded" {
 		t.Errorf("%v", p)
 	}
 	for in, want := range map[string]string{"1024:524288": "1024:524288", "65536": "65536:65536", "infinity": "infinity:infinity", "1024:infinity": "1024:infinity"} {
-		l, err := ParseSystemdLimit(in)
+		l, err := parseSystemdLimit(in)
 		if err != nil || FmtLimit(l) != want {
 			t.Errorf("parseSystemdLimit(%q) = %s, %v; want %s", in, FmtLimit(l), err, want)
 		}
 	}
-	if _, err := ParseSystemdLimit("lots"); err == nil {
+	if _, err := parseSystemdLimit("lots"); err == nil {
 		t.Error("bad LimitNOFILE accepted")
 	}
 }

@@ -24,11 +24,11 @@ import (
 // that slice's cgroup uses now. The one that leaves the least room is
 // the limit; on cgroup v2 MemoryHigh= the same way. What cannot be read
 // is named in Unseen, never taken for no limit.
-func (g *Gatherer) unitMemory(unit string, u UnitNofile, props map[string]string, levels []sliceLevel, unseen []string) {
+func (g *Gatherer) unitMemory(unit string, u unitNofile, props map[string]string, levels []sliceLevel, unseen []string) {
 	m := &g.F.Target.Memory
 	m.Unit = unit
 	m.Unseen = append(m.Unseen, unseen...)
-	own, unseen, err := g.readUnitMem(u.Files, "Service")
+	own, unseen, err := g.readUnitMem(u.files, "Service")
 	m.Unseen = append(m.Unseen, unseen...)
 	if err != nil {
 		m.Unseen = append(m.Unseen, fmt.Sprintf("the memory settings of %s (%v)", unit, err))

@@ -202,7 +202,7 @@ func (h *HostFile) applySystemd(f *Facts) error {
 		f.Systemd.Running = *h.Systemd.Running
 	}
 	if h.Systemd.DefaultLimitNOFILE != "" {
-		l, err := ParseSystemdLimit(h.Systemd.DefaultLimitNOFILE)
+		l, err := parseSystemdLimit(h.Systemd.DefaultLimitNOFILE)
 		if err != nil {
 			return exitcode.BadInputf("systemd.default_limit_nofile %q: %v", h.Systemd.DefaultLimitNOFILE, err)
 		}
@@ -374,9 +374,9 @@ func (h *HostFile) applyFiles(f *Facts) error {
 	}
 	// A host file is no live host: no systemctl to ask, and the login
 	// limits.d is read for is root's.
-	g := &Gatherer{Root: dir, F: f, Rep: &Recording{User: "root"}}
+	g := &Gatherer{Root: dir, F: f, rep: &Recording{User: "root"}}
 	if h.LimitsD == nil {
-		g.LoginNofile()
+		g.loginNofile()
 	}
 	if h.Systemd == nil || h.Systemd.DefaultLimitNOFILE == "" {
 		g.systemdDefault()

@@ -117,7 +117,7 @@ type recorder struct {
 	m         Recording
 }
 
-func NewRecorder() *recorder {
+func newRecorder() *recorder {
 	return &recorder{paths: map[string]bool{}, links: map[string]string{}, filterAs: map[string]string{}}
 }
 
@@ -209,7 +209,7 @@ func CheckRecordDir(dir string) error {
 
 // write copies the recorded files into dir and writes the manifest. dir
 // must not exist or be empty, so a recording holds nothing else.
-func (r *recorder) Write(dir string) error {
+func (r *recorder) write(dir string) error {
 	if err := CheckRecordDir(dir); err != nil {
 		return err
 	}

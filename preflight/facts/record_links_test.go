@@ -29,21 +29,21 @@ func TestRecordKeepsUnitDirLinks(t *testing.T) {
 		"etc/systemd/system/gone.service":                   "symlink to /dev/null",
 	})
 	for _, unit := range []string{"ssh.service", "worker@a.service", "gone.service"} {
-		g := &Gatherer{Root: host, F: &Facts{}, Rec: NewRecorder()}
-		live, err := g.UnitFromFiles(unit)
+		g := &Gatherer{Root: host, F: &Facts{}, rec: newRecorder()}
+		live, err := g.unitFromFiles(unit)
 		if err != nil {
 			t.Fatal(err)
 		}
 		dir := filepath.Join(t.TempDir(), "rec")
-		if err := g.Rec.Write(dir); err != nil {
+		if err := g.rec.write(dir); err != nil {
 			t.Fatal(err)
 		}
 		replay := &Gatherer{Root: filepath.Join(dir, host), F: &Facts{}}
-		got, err := replay.UnitFromFiles(unit)
+		got, err := replay.unitFromFiles(unit)
 		if err != nil {
 			t.Fatal(err)
 		}
-		live.Files, got.Files = nil, nil
+		live.files, got.files = nil, nil
 		if !reflect.DeepEqual(got, live) {
 			t.Errorf("%s: replay %+v, live host %+v", unit, got, live)
 		}

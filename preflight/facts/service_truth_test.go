@@ -121,27 +121,27 @@ func TestRecordReplaysBootFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	g := &Gatherer{Root: host, F: &Facts{}, Rec: NewRecorder()}
-	live, err := g.UnitFromFiles("emqx.service")
+	g := &Gatherer{Root: host, F: &Facts{}, rec: newRecorder()}
+	live, err := g.unitFromFiles("emqx.service")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := UnitNofile{File: "/opt/emqx/emqx.service (as /etc/systemd/system/emqx.service)", Lim: profiles.Limit{Soft: 65536, Hard: 65536},
-		From: "/opt/emqx/emqx.service (as /etc/systemd/system/emqx.service):3", Found: true, User: "emqx"}
-	if len(live.Files) == 0 || live.Files[0].Path != "/etc/systemd/system/emqx.service" {
-		t.Errorf("live host: files %+v, want the unit file first", live.Files)
+	want := unitNofile{file: "/opt/emqx/emqx.service (as /etc/systemd/system/emqx.service)", lim: profiles.Limit{Soft: 65536, Hard: 65536},
+		from: "/opt/emqx/emqx.service (as /etc/systemd/system/emqx.service):3", found: true, user: "emqx"}
+	if len(live.files) == 0 || live.files[0].Path != "/etc/systemd/system/emqx.service" {
+		t.Errorf("live host: files %+v, want the unit file first", live.files)
 	}
-	live.Files = nil
+	live.files = nil
 	if !reflect.DeepEqual(live, want) {
 		t.Fatalf("live host: %+v, want %+v", live, want)
 	}
 	dir := filepath.Join(t.TempDir(), "rec")
-	if err := g.Rec.Write(dir); err != nil {
+	if err := g.rec.write(dir); err != nil {
 		t.Fatal(err)
 	}
 	replay := &Gatherer{Root: filepath.Join(dir, host), F: &Facts{}}
-	got, err := replay.UnitFromFiles("emqx.service")
-	got.Files = nil
+	got, err := replay.unitFromFiles("emqx.service")
+	got.files = nil
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("replay: %+v %v, want %+v", got, err, want)
 	}
@@ -161,17 +161,17 @@ func TestTemplateInstanceUnit(t *testing.T) {
 		"/etc/systemd/system/iotdb-datanode@b.service.d/zz.conf": "[Service]\nLimitNOFILE=1024\n",
 	})
 	g := &Gatherer{Root: host, F: &Facts{}}
-	u, err := g.UnitFromFiles("iotdb-datanode@a.service")
+	u, err := g.unitFromFiles("iotdb-datanode@a.service")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u.Missing != "" || u.Lim != (profiles.Limit{Soft: 1048576, Hard: 1048576}) || !strings.HasSuffix(u.From, "iotdb-.service.d/60-hostprep.conf:2") || u.User != "iotdb" {
+	if u.missing != "" || u.lim != (profiles.Limit{Soft: 1048576, Hard: 1048576}) || !strings.HasSuffix(u.from, "iotdb-.service.d/60-hostprep.conf:2") || u.user != "iotdb" {
 		t.Errorf("instance a: %+v", u)
 	}
-	if u, err := g.UnitFromFiles("iotdb-datanode@b.service"); err != nil || u.Lim.Hard != 1024 {
+	if u, err := g.unitFromFiles("iotdb-datanode@b.service"); err != nil || u.lim.Hard != 1024 {
 		t.Errorf("instance b (its own drop-in sorts last): %+v %v", u, err)
 	}
-	if u, err := g.UnitFromFiles("iotdb-confignode@a.service"); err != nil || u.Missing == "" {
+	if u, err := g.unitFromFiles("iotdb-confignode@a.service"); err != nil || u.missing == "" {
 		t.Errorf("an instance of a template that is not installed: %+v %v, want missing", u, err)
 	}
 }

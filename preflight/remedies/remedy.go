@@ -79,7 +79,7 @@ func ProveRemedies(f *facts.Facts, t facts.Target, checks []verdict.Check) []Pro
 		if len(changes) == 0 {
 			continue
 		}
-		p := Prove(f, t, checks, c.ID, changes)
+		p := prove(f, t, checks, c.ID, changes)
 		switch {
 		case p.Withheld != "":
 			c.Remedy = "not printed: " + p.Withheld
@@ -93,7 +93,7 @@ func ProveRemedies(f *facts.Facts, t facts.Target, checks []verdict.Check) []Pro
 
 // prove applies changes to a copy of f and t, runs the checks again, and
 // compares them with before (the results on f and t).
-func Prove(f *facts.Facts, t facts.Target, before []verdict.Check, id string, changes []Change) Proof {
+func prove(f *facts.Facts, t facts.Target, before []verdict.Check, id string, changes []Change) Proof {
 	p := Proof{Check: id}
 	for _, ch := range changes {
 		p.Changes = append(p.Changes, ch.String())

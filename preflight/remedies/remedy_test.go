@@ -17,7 +17,7 @@ func TestRemedyChangingNothingIsWithheld(t *testing.T) {
 	f := host(t, `sysctl: {net.ipv4.tcp_max_tw_buckets: "4096"}`)
 	tg := facts.Target{Sockets: 1000, Role: facts.Broker, ConnRate: 1000}
 	before := checks.Evaluate(f, tg)
-	p := Prove(f, tg, before, "tcp.tw_buckets", []Change{SetSysctl{Key: "net.ipv4.tcp_max_tw_buckets", Value: "4096"}})
+	p := prove(f, tg, before, "tcp.tw_buckets", []Change{SetSysctl{Key: "net.ipv4.tcp_max_tw_buckets", Value: "4096"}})
 	if !strings.Contains(p.Withheld, "changes nothing") {
 		t.Fatalf("proof %+v, want withheld: changes nothing", p)
 	}
@@ -38,7 +38,7 @@ files:
 	if c := testenv.CheckByID(t, before, "fd.nr_open_hard"); c.Status != verdict.Pass {
 		t.Fatalf("fd.nr_open_hard %s before, want pass: %s", c.Status, message(c))
 	}
-	p := Prove(f, tg, before, "fd.nr_open", []Change{SetSysctl{Key: "fs.nr_open", Value: "1000000"}})
+	p := prove(f, tg, before, "fd.nr_open", []Change{SetSysctl{Key: "fs.nr_open", Value: "1000000"}})
 	if !strings.Contains(p.Withheld, "fd.nr_open_hard") || !strings.Contains(p.Withheld, "/etc/security/limits.conf:1") {
 		t.Fatalf("proof %+v, want withheld naming fd.nr_open_hard and /etc/security/limits.conf:1", p)
 	}
