@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/preflight/facts"
+
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"gopkg.in/yaml.v3"
@@ -131,21 +133,21 @@ func TestFieldCases(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			facts, err := LoadHostYAML(path, bytes.NewReader(hostYAML))
+			hf, err := facts.LoadHostYAML(path, bytes.NewReader(hostYAML))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if want.memTotal != 0 {
-				facts.MemTotal = want.memTotal
+				hf.MemTotal = want.memTotal
 			}
 			if cf.IoTDBHome != nil {
-				if facts.IoTDB, err = ReadIoTDBConfig(iotdbRelease(t, cf.IoTDBHome)); err != nil {
+				if hf.IoTDB, err = facts.ReadIoTDBConfig(iotdbRelease(t, cf.IoTDBHome)); err != nil {
 					t.Fatal(err)
 				}
 			}
-			tgt := Target{Sockets: cf.Sockets, Role: Role(cf.Role), ConnRate: cf.ConnRate, Destinations: cf.Destinations}
+			tgt := facts.Target{Sockets: cf.Sockets, Role: facts.Role(cf.Role), ConnRate: cf.ConnRate, Destinations: cf.Destinations}
 			tgt.IoTDB.BatchPoints = cf.BatchPoints
-			rep, err := Run(t.Context(), Options{Target: tgt, Facts: facts})
+			rep, err := Run(t.Context(), Options{Target: tgt, Facts: hf})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hostprep/hostprep/preflight/checks"
+	"github.com/hostprep/hostprep/preflight/facts"
+
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/prometheus/common/expfmt"
@@ -30,7 +33,7 @@ func TestE2EMillionLoadgenFails(t *testing.T) {
 	if lim.Max >= 1010000 {
 		t.Skipf("this host's hard nofile %d already covers 1M sockets", lim.Max)
 	}
-	capSys, err := hasCap("/proc/self/status", capSysResource)
+	capSys, err := facts.HasCap("/proc/self/status", facts.CapSysResource)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +72,7 @@ func TestE2EOutputsParse(t *testing.T) {
 	if err := dec.Decode(&r); err != nil {
 		t.Fatalf("JSON does not parse into Report: %v\n%s", err, out)
 	}
-	if r.Target.Sockets != 50000 || len(r.Checks) != len(CheckIDs()) || r.Capacity.Sockets <= 0 || r.Verdict != verdict.Worst(r.Checks) {
+	if r.Target.Sockets != 50000 || len(r.Checks) != len(checks.CheckIDs()) || r.Capacity.Sockets <= 0 || r.Verdict != verdict.Worst(r.Checks) {
 		t.Errorf("JSON report: target %+v, %d checks, capacity %+v, verdict %s", r.Target, len(r.Checks), r.Capacity, r.Verdict)
 	}
 	wantCode := 0
@@ -100,8 +103,8 @@ func TestE2EOutputsParse(t *testing.T) {
 	if err := xml.Unmarshal([]byte(out), &doc); err != nil || len(doc.Suites) != 1 {
 		t.Fatalf("JUnit does not parse: %v\n%s", err, out)
 	}
-	if doc.Suites[0].Tests != len(CheckIDs()) {
-		t.Errorf("JUnit tests=%d, want %d", doc.Suites[0].Tests, len(CheckIDs()))
+	if doc.Suites[0].Tests != len(checks.CheckIDs()) {
+		t.Errorf("JUnit tests=%d, want %d", doc.Suites[0].Tests, len(checks.CheckIDs()))
 	}
 	for _, c := range doc.Suites[0].Cases {
 		if c.Failure != nil && c.Skipped != nil {
@@ -115,7 +118,7 @@ func TestE2EOutputsParse(t *testing.T) {
 	if err != nil {
 		t.Fatalf("prom does not parse: %v\n%s", err, out)
 	}
-	if f := fams["hostprep_preflight_check_status"]; f == nil || len(f.Metric) != len(CheckIDs()) {
+	if f := fams["hostprep_preflight_check_status"]; f == nil || len(f.Metric) != len(checks.CheckIDs()) {
 		t.Errorf("one gauge per check expected:\n%s", out)
 	}
 	if f := fams["hostprep_preflight_capacity_sockets"]; f == nil || f.Metric[0].Gauge.GetValue() <= 0 {
@@ -250,7 +253,7 @@ func TestE2EDebugLog(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	for _, want := range []string{"preflight: facts gathered", "preflight: target process limits", "source=", "systemd_running=",
-		"preflight --active: starting the measuring child", ActiveChildArg + " --sockets 10 --nofile", "preflight --active: child finished", "preflight: check"} {
+		"preflight --active: starting the measuring child", facts.ActiveChildArg + " --sockets 10 --nofile", "preflight --active: child finished", "preflight: check"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("debug log lacks %q:\n%s", want, stderr)
 		}
@@ -275,7 +278,7 @@ func TestE2EActiveTooSmall(t *testing.T) {
 	if m == nil || m.ReachedSockets != 10 || m.CostMeasured || !strings.Contains(m.CostNote, "too small to measure") {
 		t.Fatalf("measured %+v", m)
 	}
-	if r.Capacity.BytesPerSocket != EstimatedBytesPerSocket || r.Capacity.BytesPerSocketMeasured {
+	if r.Capacity.BytesPerSocket != checks.EstimatedBytesPerSocket || r.Capacity.BytesPerSocketMeasured {
 		t.Errorf("capacity must keep the estimate: %+v", r.Capacity)
 	}
 	if c := testenv.CheckByID(t, r.Checks, "active"); !strings.Contains(c.Summary, "too small to measure") || strings.Contains(c.Summary, " 0 bytes") {
@@ -320,7 +323,7 @@ func TestE2EActiveChildDiesWithParent(t *testing.T) {
 	_ = cmd.Wait()
 	if !seen {
 		// without a child there is nothing to prove: the test must not pass
-		t.Fatalf("the measuring child (%s %s) never appeared within 10 s", bin, ActiveChildArg)
+		t.Fatalf("the measuring child (%s %s) never appeared within 10 s", bin, facts.ActiveChildArg)
 	}
 	assertNoChildren(t)
 }
@@ -335,7 +338,7 @@ func childrenOf(bin string) []int {
 			continue
 		}
 		args := strings.Split(string(b), "\x00")
-		if len(args) > 2 && args[0] == bin && args[2] == ActiveChildArg {
+		if len(args) > 2 && args[0] == bin && args[2] == facts.ActiveChildArg {
 			var pid int
 			fmt.Sscan(e.Name(), &pid)
 			pids = append(pids, pid)
@@ -355,7 +358,7 @@ func assertNoChildren(t *testing.T) {
 // --profile needs no other flags; explicit flags override the profile.
 func TestE2EProfile(t *testing.T) {
 	r := runReport(t, "preflight", "--profile", "mqtt-broker-1m")
-	if r.Target.Sockets != 1000000 || r.Target.Role != Broker || r.TargetProcess.Unit == "" {
+	if r.Target.Sockets != 1000000 || r.Target.Role != facts.Broker || r.TargetProcess.Unit == "" {
 		t.Errorf("profile target %+v, process %+v", r.Target, r.TargetProcess)
 	}
 	out, _, _ := testenv.Run(t, nil, "preflight", "--profile", "mqtt-broker-1m", "--sockets", "500", "-o", "json")
@@ -439,7 +442,7 @@ exec "$0" preflight --profile mqtt-broker-1m -o json`
 	if c := testenv.CheckByID(t, r.Checks, "fd.soft"); c.Status != verdict.Fail || !strings.Contains(c.Summary, why) {
 		t.Errorf("fd.soft: %s", message(c))
 	}
-	if bnd, err := hasCapIn("/proc/self/status", "CapBnd", capSysResource); err == nil && !bnd {
+	if bnd, err := facts.HasCapIn("/proc/self/status", "CapBnd", facts.CapSysResource); err == nil && !bnd {
 		var lim unix.Rlimit
 		_ = unix.Getrlimit(unix.RLIMIT_NOFILE, &lim)
 		if tp.NofileHard != lim.Max || !strings.Contains(tp.Source, "CapBnd") {
@@ -508,7 +511,7 @@ func TestE2EPidRemediesFollowTheBoundingSet(t *testing.T) {
 		t.Fatalf("exit %d, want 1 with a JSON report: %s\n%s", code, stderr, out)
 	}
 	raise, hard := testenv.CheckByID(t, r.Checks, "fd.raise"), testenv.CheckByID(t, r.Checks, "fd.hard")
-	bnd, err := hasCapIn("/proc/self/status", "CapBnd", capSysResource)
+	bnd, err := facts.HasCapIn("/proc/self/status", "CapBnd", facts.CapSysResource)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/hostprep/hostprep/preflight/checks"
+	"github.com/hostprep/hostprep/preflight/facts"
+
 	"github.com/hostprep/hostprep/internal/verdict"
 )
 
@@ -31,7 +34,7 @@ func TestIoTDBIgnoredAgainstRelease(t *testing.T) {
 	if err := os.WriteFile(props, shipped, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c, err := ReadIoTDBConfig(home)
+	c, err := facts.ReadIoTDBConfig(home)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,15 +44,15 @@ func TestIoTDBIgnoredAgainstRelease(t *testing.T) {
 	if err := os.WriteFile(props, append(shipped, "\nthrift_max_frame_size=536870912\n"...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if c, err = ReadIoTDBConfig(home); err != nil {
+	if c, err = facts.ReadIoTDBConfig(home); err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Ignored) != 1 || c.Ignored[0].Name != "thrift_max_frame_size" || c.Ignored[0].Use != PropFrameSize {
-		t.Fatalf("ignored %+v, want thrift_max_frame_size read as %s", c.Ignored, PropFrameSize)
+	if len(c.Ignored) != 1 || c.Ignored[0].Name != "thrift_max_frame_size" || c.Ignored[0].Use != facts.PropFrameSize {
+		t.Fatalf("ignored %+v, want thrift_max_frame_size read as %s", c.Ignored, facts.PropFrameSize)
 	}
-	f := StockDebian12(0)
+	f := facts.StockDebian12(0)
 	f.IoTDB = c
-	if r := checkIoTDBIgnored(f, Target{Sockets: 1, Role: IoTDB}); r.Status != verdict.Warn {
+	if r := checks.CheckIoTDBIgnored(f, facts.Target{Sockets: 1, Role: facts.IoTDB}); r.Status != verdict.Warn {
 		t.Errorf("iotdb.ignored %s, want warn: %s", r.Status, message(r))
 	}
 }

@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hostprep/hostprep/preflight/checks"
+	"github.com/hostprep/hostprep/preflight/facts"
+
 	"github.com/hostprep/hostprep/internal/proclimits"
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
@@ -68,7 +71,7 @@ func ssBacklogs(t *testing.T, port int) map[string]uint32 {
 
 // ssEndpoint spells a listener's address as ss does ("127.0.0.1:18831",
 // "[::ffff:127.0.0.1]:6667", "*:1883" for the wildcard).
-func ssEndpoint(l Listener) string {
+func ssEndpoint(l facts.Listener) string {
 	switch l.Address {
 	case "0.0.0.0", "::":
 		if l.Address == "::" {
@@ -89,11 +92,11 @@ func TestLiveListenerBacklogEqualsSS(t *testing.T) {
 	} {
 		t.Run(svc.name, func(t *testing.T) {
 			port := servicePort(t, svc.addr)
-			ls, err := readListeners()
+			ls, err := facts.ReadListeners()
 			if err != nil {
 				t.Fatal(err)
 			}
-			findOwners("/proc", ls, []int{port})
+			facts.FindOwners("/proc", ls, []int{port})
 			ss := ssBacklogs(t, port)
 			found := 0
 			for _, l := range ls {
@@ -187,17 +190,17 @@ func iotdbHome(t *testing.T) string {
 // The property names preflight reads exist in the release's own files.
 func TestIoTDBPropertyNamesInRelease(t *testing.T) {
 	home := iotdbHome(t)
-	defs, src := templateDefaults(filepath.Join(home, "datanode", "lib"))
+	defs, src := facts.TemplateDefaults(filepath.Join(home, "datanode", "lib"))
 	if src == "" {
 		t.Fatalf("no iotdb-system.properties.template in %s/datanode/lib/node-commons-*.jar", home)
 	}
-	for _, p := range []string{PropMaxClients, PropFrameSize, PropRPCPort} {
+	for _, p := range []string{facts.PropMaxClients, facts.PropFrameSize, facts.PropRPCPort} {
 		if _, ok := defs[p]; !ok {
 			t.Errorf("%s is not a property of %s", p, src)
 		}
 	}
-	if defs[PropMaxClients] != iotdbBuiltinDefaults[PropMaxClients] || defs[PropFrameSize] != iotdbBuiltinDefaults[PropFrameSize] {
-		t.Errorf("built-in defaults %v differ from the release's %s=%s, %s=%s", iotdbBuiltinDefaults, PropMaxClients, defs[PropMaxClients], PropFrameSize, defs[PropFrameSize])
+	if defs[facts.PropMaxClients] != facts.IotdbBuiltinDefaults[facts.PropMaxClients] || defs[facts.PropFrameSize] != facts.IotdbBuiltinDefaults[facts.PropFrameSize] {
+		t.Errorf("built-in defaults %v differ from the release's %s=%s, %s=%s", facts.IotdbBuiltinDefaults, facts.PropMaxClients, defs[facts.PropMaxClients], facts.PropFrameSize, defs[facts.PropFrameSize])
 	}
 	for _, f := range []string{"datanode/conf/datanode-env.sh", "confignode/conf/confignode-env.sh"} {
 		b, err := os.ReadFile(filepath.Join(home, f))
@@ -227,11 +230,11 @@ func TestE2ELiveIoTDB(t *testing.T) {
 	if len(r.Listeners) == 0 || r.Listeners[0].Backlog != 50 || r.Listeners[0].Process != "java" {
 		t.Errorf("listeners %+v, want the DataNode (java) with backlog 50", r.Listeners)
 	}
-	if r.IoTDB == nil || r.IoTDB.Properties[PropRPCPort].Value != strconv.Itoa(port) || r.IoTDB.Properties[PropRPCPort].Default {
-		t.Fatalf("iotdb config %+v: want %s=%d read from the release's conf", r.IoTDB, PropRPCPort, port)
+	if r.IoTDB == nil || r.IoTDB.Properties[facts.PropRPCPort].Value != strconv.Itoa(port) || r.IoTDB.Properties[facts.PropRPCPort].Default {
+		t.Fatalf("iotdb config %+v: want %s=%d read from the release's conf", r.IoTDB, facts.PropRPCPort, port)
 	}
 	// 600 x 2 sessions > the default 1000 clients
-	if c := testenv.CheckByID(t, r.Checks, "iotdb.clients"); c.Status != verdict.Fail || !strings.Contains(c.Summary, PropMaxClients+"=1000 < 1200") || !strings.Contains(c.Remedy, "iotdb-system.properties") {
+	if c := testenv.CheckByID(t, r.Checks, "iotdb.clients"); c.Status != verdict.Fail || !strings.Contains(c.Summary, facts.PropMaxClients+"=1000 < 1200") || !strings.Contains(c.Remedy, "iotdb-system.properties") {
 		t.Errorf("iotdb.clients: %+v", c)
 	}
 	// dn_thrift_max_frame_size=0: min(64 MiB, heap / 64) = 16 MiB for the running 1 GiB heap
@@ -281,13 +284,13 @@ func TestE2ERecordReplayRoundTrip(t *testing.T) {
 	}
 	// exactly what was read: the manifest lists every file, and no
 	// process environment is copied
-	m, err := loadRecording(dir)
+	m, err := facts.LoadRecording(dir)
 	if err != nil || m == nil {
 		t.Fatalf("manifest: %v", err)
 	}
 	var files []string
 	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && filepath.Base(p) != RecordManifest {
+		if err == nil && !d.IsDir() && filepath.Base(p) != facts.RecordManifest {
 			rel, _ := filepath.Rel(dir, p)
 			files = append(files, rel)
 		}
@@ -373,7 +376,7 @@ func TestLiveSharedListenerJudgesLeastLimited(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
 	waitSleep(t, child.Process.Pid) // prlimit execs sleep with the socket
-	f, err := Gather(t.Context(), GatherOptions{Role: Broker, Ports: []int{port}})
+	f, err := Gather(t.Context(), GatherOptions{Role: facts.Broker, Ports: []int{port}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,14 +426,14 @@ func TestLiveHeldFilesCountAgainstNofile(t *testing.T) {
 	if h := f.Target.HeldFDs; h < 1500 || h > 1510 {
 		t.Fatalf("held files %d, want the 1500 passed plus stdio", h)
 	}
-	tg := Target{Sockets: 1900, Role: IoTDB, ConnRate: 10}
+	tg := facts.Target{Sockets: 1900, Role: facts.IoTDB, ConnRate: 10}
 	if err := tg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if c := testenv.CheckByID(t, Evaluate(f, tg), "fd.soft"); c.Status != verdict.Fail || !strings.Contains(c.Expected, "other files pid") {
+	if c := testenv.CheckByID(t, checks.Evaluate(f, tg), "fd.soft"); c.Status != verdict.Fail || !strings.Contains(c.Expected, "other files pid") {
 		t.Errorf("fd.soft with 1500 files held: %s", message(c))
 	}
-	if cp := capacityOf(f, tg); cp.Sockets > 2000-1500 {
+	if cp := checks.CapacityOf(f, tg); cp.Sockets > 2000-1500 {
 		t.Errorf("capacity %d sockets, want at most the 500 descriptors left", cp.Sockets)
 	}
 }
@@ -460,18 +463,18 @@ func TestLiveTargetInOtherNetNS(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	f, err := Gather(t.Context(), GatherOptions{PID: child.Process.Pid, Role: Broker})
+	f, err := Gather(t.Context(), GatherOptions{PID: child.Process.Pid, Role: facts.Broker})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(f.Target.NetNS, "net:[") || !strings.Contains(f.Target.NetNS, self) {
 		t.Fatalf("target netns %q, want it named beside hostprep's %s", f.Target.NetNS, self)
 	}
-	tg := Target{Sockets: 500, Role: Broker, ConnRate: 40}
+	tg := facts.Target{Sockets: 500, Role: facts.Broker, ConnRate: 40}
 	if err := tg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	cs := Evaluate(f, tg)
+	cs := checks.Evaluate(f, tg)
 	for _, id := range []string{"accept.backlog", "accept.syn_backlog", "ports.collision", "tcp.tw_buckets"} {
 		if c := testenv.CheckByID(t, cs, id); c.Status != verdict.Warn || !strings.Contains(c.Summary, "another network namespace") || !strings.Contains(c.Remedy, fmt.Sprintf("nsenter --net=/proc/%d/ns/net", child.Process.Pid)) {
 			t.Errorf("%s for a target in another netns: %s", id, message(c))
@@ -483,14 +486,14 @@ func TestLiveTargetInOtherNetNS(t *testing.T) {
 	// without root another user's ns link cannot be read: /proc/PID/net
 	// tells the same (each namespace has its own proc entries)
 	denied := os.ErrPermission
-	if ns, unseen := netNSByProcNet(child.Process.Pid, denied); ns == "" || unseen != "" {
+	if ns, unseen := facts.NetNSByProcNet(child.Process.Pid, denied); ns == "" || unseen != "" {
 		t.Errorf("by /proc/PID/net: netns %q unseen %q, want another namespace", ns, unseen)
 	}
-	if ns, unseen := netNSByProcNet(os.Getpid(), denied); ns != "" || unseen != "" {
+	if ns, unseen := facts.NetNSByProcNet(os.Getpid(), denied); ns != "" || unseen != "" {
 		t.Errorf("by /proc/PID/net for hostprep's own: netns %q unseen %q, want the same namespace", ns, unseen)
 	}
 	// a recording carries it: the ns links are not copied
-	rec, err := Gather(t.Context(), GatherOptions{PID: child.Process.Pid, Role: Broker, Record: filepath.Join(t.TempDir(), "rec")})
+	rec, err := Gather(t.Context(), GatherOptions{PID: child.Process.Pid, Role: facts.Broker, Record: filepath.Join(t.TempDir(), "rec")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -500,7 +503,7 @@ func TestLiveTargetInOtherNetNS(t *testing.T) {
 	// one that could not be read (another user's, without root) is not
 	// judged either
 	f.Target.NetNS, f.Target.NetNSUnseen = "", "/proc/1234/ns/net: permission denied"
-	if c := testenv.CheckByID(t, Evaluate(f, tg), "accept.syn_backlog"); c.Status != verdict.Warn || !strings.Contains(c.Summary, "could not be read") || !strings.Contains(c.Remedy, "as root") {
+	if c := testenv.CheckByID(t, checks.Evaluate(f, tg), "accept.syn_backlog"); c.Status != verdict.Warn || !strings.Contains(c.Summary, "could not be read") || !strings.Contains(c.Remedy, "as root") {
 		t.Errorf("accept.syn_backlog with the netns unread: %s", message(c))
 	}
 }
@@ -534,11 +537,11 @@ func TestLiveSoftRemedyRuns(t *testing.T) {
 	if ts := f.Target.Tasks; ts.UID != "65534" || ts.GID != "100" {
 		t.Errorf("target uid %q gid %q, want 65534 and 100", ts.UID, ts.GID)
 	}
-	tg := Target{Sockets: 1500, Role: Broker, ConnRate: 10}
+	tg := facts.Target{Sockets: 1500, Role: facts.Broker, ConnRate: 10}
 	if err := tg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	c := testenv.CheckByID(t, Evaluate(f, tg), "fd.soft")
+	c := testenv.CheckByID(t, checks.Evaluate(f, tg), "fd.soft")
 	i := strings.Index(c.Remedy, "setpriv --reuid")
 	if i < 0 {
 		i = strings.Index(c.Remedy, "prlimit --pid")
@@ -580,16 +583,16 @@ func waitSleep(t *testing.T, pid int) {
 // hit EMFILE after 2994 connections.
 func TestHeldFilesUnseenDoNotPass(t *testing.T) {
 	f := host(t, "target_process: {pid: 4242, managed_by: shell, nofile_soft: 8000, nofile_hard: 8000, held_fds_unseen: \"/proc/4242/fd: permission denied\"}\n")
-	tg := Target{Sockets: 4000, Role: Broker, ConnRate: 10}
+	tg := facts.Target{Sockets: 4000, Role: facts.Broker, ConnRate: 10}
 	if err := tg.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"fd.soft", "fd.hard"} {
-		if c := testenv.CheckByID(t, Evaluate(f, tg), id); c.Status != verdict.Warn || !strings.Contains(c.Summary, "could not be counted") || !strings.Contains(c.Remedy, "as root") {
+		if c := testenv.CheckByID(t, checks.Evaluate(f, tg), id); c.Status != verdict.Warn || !strings.Contains(c.Summary, "could not be counted") || !strings.Contains(c.Remedy, "as root") {
 			t.Errorf("%s: %s", id, message(c))
 		}
 	}
-	if cp := capacityOf(f, tg); !slices.ContainsFunc(cp.Unknown, func(u UnknownLimit) bool { return u.Check == "fd.soft" }) {
+	if cp := checks.CapacityOf(f, tg); !slices.ContainsFunc(cp.Unknown, func(u checks.UnknownLimit) bool { return u.Check == "fd.soft" }) {
 		t.Errorf("capacity unknown %+v: want the held files named", cp.Unknown)
 	}
 }

@@ -7,6 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/preflight/checks"
+	"github.com/hostprep/hostprep/preflight/facts"
+	"github.com/hostprep/hostprep/preflight/facts/factstest"
+
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
 )
@@ -70,8 +74,8 @@ func TestMemAvailableJudgesTheCgroup(t *testing.T) {
 			v1 + "broker/memory.usage_in_bytes": "1572864\n",
 		}, nil, verdict.Pass, "MemAvailable 11719 MiB", "", 12000000 * 1024 / 4096, ""},
 	} {
-		c.files["proc/4242/limits"] = strings.Replace(limitsFile, "1024                 524288", "1048576              1048576", 1)
-		root := fixtureRoot(t, c.files)
+		c.files["proc/4242/limits"] = strings.Replace(factstest.LimitsFile, "1024                 524288", "1048576              1048576", 1)
+		root := factstest.FixtureRoot(t, c.files)
 		for _, d := range c.dirs {
 			if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 				t.Fatal(err)
@@ -81,16 +85,16 @@ func TestMemAvailableJudgesTheCgroup(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tg := Target{Sockets: 8000, Role: Broker, ConnRate: 10}
+		tg := facts.Target{Sockets: 8000, Role: facts.Broker, ConnRate: 10}
 		if err := tg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		got := testenv.CheckByID(t, Evaluate(f, tg), "mem.available")
+		got := testenv.CheckByID(t, checks.Evaluate(f, tg), "mem.available")
 		if got.Status != c.want || !strings.Contains(got.Summary, c.summary) {
 			t.Errorf("%s: mem.available %s: %s (observed %s); want %s naming %q", c.name, got.Status, got.Summary, got.Observed, c.want, c.summary)
 		}
-		cp := capacityOf(f, tg)
-		i := slices.IndexFunc(cp.Limits, func(l CapacityLimit) bool { return l.Check == "mem.available" })
+		cp := checks.CapacityOf(f, tg)
+		i := slices.IndexFunc(cp.Limits, func(l checks.CapacityLimit) bool { return l.Check == "mem.available" })
 		if i < 0 {
 			t.Errorf("%s: no mem.available in the capacity %+v", c.name, cp)
 			continue
@@ -106,7 +110,7 @@ func TestMemAvailableJudgesTheCgroup(t *testing.T) {
 		if c.want == verdict.Fail && (cp.LimitedBy != "mem.available" || !strings.Contains(capacityLine(cp), "mem.available")) {
 			t.Errorf("%s: capacity %s, want limited by mem.available", c.name, capacityLine(cp))
 		}
-		named := slices.ContainsFunc(cp.Unknown, func(u UnknownLimit) bool {
+		named := slices.ContainsFunc(cp.Unknown, func(u checks.UnknownLimit) bool {
 			return u.Check == "mem.available" && c.unknown != "" && strings.Contains(u.Resource, c.unknown)
 		})
 		if named != (c.unknown != "") {

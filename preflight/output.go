@@ -3,6 +3,8 @@ package preflight
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/hostprep/hostprep/preflight/checks"
+	"github.com/hostprep/hostprep/preflight/facts"
 	"io"
 	"math"
 	"sort"
@@ -93,20 +95,20 @@ func WriteText(w io.Writer, r *Report, color bool) error {
 	h := r.Host
 	ram, avail := "RAM not known", "MemAvailable not known"
 	if h.MemTotal > 0 {
-		ram = gib(float64(h.MemTotal)) + " RAM"
+		ram = checks.Gib(float64(h.MemTotal)) + " RAM"
 	}
 	if h.MemAvailable > 0 {
-		avail = gib(float64(h.MemAvailable)) + " available"
+		avail = checks.Gib(float64(h.MemAvailable)) + " available"
 	}
 	fmt.Fprintf(&b, "host: kernel %s, %s, %s, %s\n", h.Kernel, plural.N(h.CPUs, "CPU"), ram, avail)
 	tp := r.TargetProcess
-	fmt.Fprintf(&b, "target process: %s, nofile %s:%s (%s)\n", describeTarget(tp), fmtNofile(tp.NofileSoft), fmtNofile(tp.NofileHard), tp.Source)
+	fmt.Fprintf(&b, "target process: %s, nofile %s:%s (%s)\n", checks.DescribeTarget(tp), facts.FmtNofile(tp.NofileSoft), facts.FmtNofile(tp.NofileHard), tp.Source)
 	for _, l := range r.Listeners {
 		fmt.Fprintf(&b, "listener: %s, listen() backlog %d, %d waiting to be accepted, %s (sock_diag)\n", l.Endpoint(), l.Backlog, l.AcceptQueue, l.Owner())
 	}
 	if r.IoTDB != nil {
 		fmt.Fprintf(&b, "iotdb config: %s", r.IoTDB.Home)
-		for _, n := range []string{PropRPCPort, PropMaxClients, PropFrameSize} {
+		for _, n := range []string{facts.PropRPCPort, facts.PropMaxClients, facts.PropFrameSize} {
 			if p, ok := r.IoTDB.Properties[n]; ok {
 				fmt.Fprintf(&b, "; %s", p)
 			}
@@ -117,13 +119,13 @@ func WriteText(w io.Writer, r *Report, color bool) error {
 	fmt.Fprintf(&b, "capacity: %s\n", capacityLine(c))
 	if m := c.Measured; m != nil {
 		fmt.Fprintf(&b, "measured (--active): opened %d of %s as %d loopback connections: both ends counted (client and accepted side both in the measuring process: 2 sockets, 2 fds per connection), %s, %.0f ms, nofile %s:%s\n",
-			m.ReachedSockets, plural.N(m.RequestedSockets, "socket"), m.Connections, plural.N(m.SourceAddresses, "source address"), m.DurationMS, fmtNofile(m.NofileSoft), fmtNofile(m.NofileHard))
+			m.ReachedSockets, plural.N(m.RequestedSockets, "socket"), m.Connections, plural.N(m.SourceAddresses, "source address"), m.DurationMS, facts.FmtNofile(m.NofileSoft), facts.FmtNofile(m.NofileHard))
 		if ok, why := m.CostSignificance(); ok {
 			fmt.Fprintf(&b, "  kernel memory: %s per socket (%.0f unreclaimable; slope of Slab over %s, fit R² %.3f, Slab %+d bytes in all); %s -> %s\n",
-				plural.N(int(math.Round(m.BytesPerSocket)), "byte"), m.SUnreclaimPerSocket, plural.N(m.Samples, "sample"), m.SlabFitR2, m.SlabDeltaBytes, plural.N(r.Target.Sockets, "socket"), mib(m.BytesPerSocket*float64(r.Target.Sockets)))
+				plural.N(int(math.Round(m.BytesPerSocket)), "byte"), m.SUnreclaimPerSocket, plural.N(m.Samples, "sample"), m.SlabFitR2, m.SlabDeltaBytes, plural.N(r.Target.Sockets, "socket"), checks.Mib(m.BytesPerSocket*float64(r.Target.Sockets)))
 		} else {
 			fmt.Fprintf(&b, "  kernel memory: not measured: %s; the estimate of %s per socket is kept (Slab %+d bytes over %s)\n",
-				why, plural.N(EstimatedBytesPerSocket, "byte"), m.SlabDeltaBytes, plural.N(m.Samples, "sample"))
+				why, plural.N(checks.EstimatedBytesPerSocket, "byte"), m.SlabDeltaBytes, plural.N(m.Samples, "sample"))
 		}
 		if m.FirstError != "" {
 			fmt.Fprintf(&b, "  first error: %s on %s: %s\n", m.FirstError, m.FirstErrorOp, m.FirstErrorMessage)
@@ -172,7 +174,7 @@ func (r *Report) proofLine(id string) string {
 
 // capacityLine is the text report's capacity: the smallest known ceiling,
 // and the ceilings that could not be read, by name.
-func capacityLine(c Capacity) string {
+func capacityLine(c checks.Capacity) string {
 	var unknown []string
 	for _, u := range c.Unknown {
 		unknown = append(unknown, fmt.Sprintf("%s (%s)", u.Resource, u.Check))

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/preflight/checks"
+	"github.com/hostprep/hostprep/preflight/facts"
+
 	"github.com/hostprep/hostprep/internal/verdict"
 )
 
@@ -13,7 +16,7 @@ func caseReport(t *testing.T) *Report {
 	t.Helper()
 	f := host(t, `target_process: {managed_by: systemd, unit: mosquitto.service, nofile_soft: 1024, nofile_hard: 524288}
 listening_ports: [22, 40000]`)
-	r, err := Run(t.Context(), Options{Target: Target{Sockets: 50000, Role: Broker, ConnRate: 500}, Facts: f})
+	r, err := Run(t.Context(), Options{Target: facts.Target{Sockets: 50000, Role: facts.Broker, ConnRate: 500}, Facts: f})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,8 +53,8 @@ func TestTextFailuresFirstAndColourOnlyWhenAsked(t *testing.T) {
 			last, rows = k, rows+1
 		}
 	}
-	if rows != len(CheckIDs()) {
-		t.Errorf("%d status rows, want one per check (%d)", rows, len(CheckIDs()))
+	if rows != len(checks.CheckIDs()) {
+		t.Errorf("%d status rows, want one per check (%d)", rows, len(checks.CheckIDs()))
 	}
 	for _, want := range []string{"remedy: give the profile systemd.limit_nofile {soft: ", "and mosquitto.service in systemd.services, then `hostprep tune apply --profile PROFILE` and systemctl daemon-reload && systemctl restart mosquitto.service", "observed: soft nofile 1024", "capacity: about"} {
 		if !strings.Contains(plain.String(), want) {

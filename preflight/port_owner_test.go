@@ -4,12 +4,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/preflight/facts"
+
 	"github.com/hostprep/hostprep/internal/verdict"
 )
 
 // portOwnerHost is a recorded host whose emqx.service is named while
 // another process holds port 1883.
-func portOwnerHost(t *testing.T, target string) *Facts {
+func portOwnerHost(t *testing.T, target string) *facts.Facts {
 	t.Helper()
 	return host(t, `
 systemd: {running: true}
@@ -24,7 +26,7 @@ listeners: [{port: 1883, backlog: 1024, process: beam.smp, pid: 4242, nofile_sof
 // runs as another pid.
 func TestPortOwnerOutsideRunningUnit(t *testing.T) {
 	f := portOwnerHost(t, `{unit: emqx.service, managed_by: systemd, active: true, main_pid: 17, nofile_soft: 1048576, nofile_hard: 1048576}`)
-	rep, err := Run(t.Context(), Options{Target: Target{Sockets: 1000, Role: Broker}, Facts: f})
+	rep, err := Run(t.Context(), Options{Target: facts.Target{Sockets: 1000, Role: facts.Broker}, Facts: f})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +52,7 @@ systemd: {running: true}
 target_process: {unit: emqx.service, managed_by: systemd, active: true, main_pid: 17, nofile_soft: 1048576, nofile_hard: 1048576}
 listeners: [{port: 1883, backlog: 1024, process: beam.smp, pid: 4242, nofile_soft: 1024, nofile_hard: 1024, started_by: emqx.service}]
 `)
-	rep, err := Run(t.Context(), Options{Target: Target{Sockets: 1000, Role: Broker}, Facts: f})
+	rep, err := Run(t.Context(), Options{Target: facts.Target{Sockets: 1000, Role: facts.Broker}, Facts: f})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/preflight/facts"
+	"github.com/hostprep/hostprep/preflight/facts/factstest"
+
 	"github.com/hostprep/hostprep/internal/exitcode"
 )
 
@@ -28,7 +31,7 @@ import (
 // target facts from its recording as from itself.
 func TestRecordKeepsEveryKeyRead(t *testing.T) {
 	for _, key := range systemdKeysInSource(t, ".", "../hostconf") {
-		if !slices.Contains(recordedSystemdKeys, key) {
+		if !slices.Contains(facts.RecordedSystemdKeys, key) {
 			t.Errorf("%s is read from systemd files but a recording blanks it: add it to recordedSystemdKeys", key)
 		}
 	}
@@ -41,15 +44,15 @@ func TestRecordKeepsEveryKeyRead(t *testing.T) {
 		"etc/systemd/system/brokers.slice":                 "[Slice]\nMemoryMax=48M\nTasksMax=300\nDefaultMemoryLow=1M\nDefaultMemoryMin=1M\n",
 		"etc/systemd/system.conf.d/20-tasks.conf":          "[Manager]\nDefaultTasksMax=900\nDefaultEnvironment=TOKEN=s3cret\n",
 	}
-	orig := fixtureRoot(t, files)
+	orig := factstest.FixtureRoot(t, files)
 	kept := map[string]string{}
 	for p, b := range files {
-		kept[p] = string(keepReadLines("/"+p, []byte(b)))
+		kept[p] = string(facts.KeepReadLines("/"+p, []byte(b)))
 		if strings.Contains(kept[p], "s3cret") || strings.Contains(kept[p], "hunter2") || strings.Contains(kept[p], "secret line") {
 			t.Errorf("%s kept a secret: %q", p, kept[p])
 		}
 	}
-	rec := fixtureRoot(t, kept)
+	rec := factstest.FixtureRoot(t, kept)
 	targets := make([]string, 2)
 	for i, root := range []string{orig, rec} {
 		f, err := Gather(t.Context(), GatherOptions{Root: root, Service: "mosquitto"})
@@ -57,7 +60,7 @@ func TestRecordKeepsEveryKeyRead(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, err := json.Marshal(struct {
-			Target ProcessFacts
+			Target facts.ProcessFacts
 			Notes  []string
 		}{f.Target, f.Notes})
 		if err != nil {
@@ -82,7 +85,7 @@ func TestRecordKeepsEveryKeyRead(t *testing.T) {
 // "Slice", "Manager") among a call's arguments, in the non-test Go files
 // of dirs, and the keys of memKeys.
 func systemdKeysInSource(t *testing.T, dirs ...string) []string {
-	keys := slices.Clone(memKeys)
+	keys := slices.Clone(facts.MemKeys)
 	for _, dir := range dirs {
 		paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil || len(paths) == 0 {
@@ -138,12 +141,12 @@ func TestRootMustBeARecording(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, root := range []string{"/", bare} {
-		_, err := Run(t.Context(), Options{Target: Target{Sockets: 10, Role: Broker}, Root: root})
+		_, err := Run(t.Context(), Options{Target: facts.Target{Sockets: 10, Role: facts.Broker}, Root: root})
 		if exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), "--root "+root) {
 			t.Errorf("--root %s: %v, want bad input naming it", root, err)
 		}
 	}
-	if err := checkRecordedRoot(""); err != nil {
+	if err := facts.CheckRecordedRoot(""); err != nil {
 		t.Errorf("no --root: %v", err)
 	}
 }

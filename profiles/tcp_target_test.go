@@ -9,7 +9,7 @@ import (
 )
 
 // Preflight's rules for the kernel-wide TCP socket limits
-// (preflight/check_tcp.go): tcp.orphans wants net.ipv4.tcp_max_orphans >=
+// (preflight/checks/check_tcp.go): tcp.orphans wants net.ipv4.tcp_max_orphans >=
 // sockets, tcp.tw_buckets wants net.ipv4.tcp_max_tw_buckets >= conn_rate x
 // 60 s (TCP_TIMEWAIT_LEN), conn_rate defaulting to 2000/s
 // (preflight.DefaultConnRate).

@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/plural"
-	"github.com/hostprep/hostprep/preflight"
+	"github.com/hostprep/hostprep/preflight/checks"
+	"github.com/hostprep/hostprep/preflight/facts"
 )
 
 // BrokerEvidence is what this host shows of a broker that runs on it,
@@ -65,7 +66,7 @@ func (r *run) brokerEvidence(res *Result) *BrokerEvidence {
 	// Bounded: the run is over, and the reading is an addition to it.
 	ctx, cancel := context.WithTimeout(context.Background(), evidenceTimeout)
 	defer cancel()
-	f, err := preflight.Gather(ctx, preflight.GatherOptions{Role: preflight.Broker, Ports: []int{port}})
+	f, err := facts.Gather(ctx, facts.GatherOptions{Role: facts.Broker, Ports: []int{port}, Capacity: checks.OwnerCapacity})
 	if err != nil || f.Target.PID == 0 || f.Target.Assumed {
 		return nil
 	}
