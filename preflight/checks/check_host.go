@@ -42,7 +42,7 @@ func checkClock(f *facts.Facts, t facts.Target) verdict.Check {
 	}
 	remote := remoteDestinations(t)
 	if len(remote) == 0 {
-		return skip("the clock does not matter here: one host, where every latency is measured on one clock (no destination on another host; --start-at runs across hosts check the clock offset themselves); adjtimex reports it not synchronised (STA_UNSYNC)")
+		return skip("the clock does not matter here: one host, where every latency is measured on one clock (no destination on another host; a fleet run across hosts checks the clock offset itself); adjtimex reports it not synchronised (STA_UNSYNC)")
 	}
 	return warn(fmt.Sprintf("clock not synchronised (adjtimex reports STA_UNSYNC) while the load goes to another host (%v): latency across hosts (hostprep probe mqtt --start-at) is only as good as the clocks' offset", remote),
 		obs, "synchronised (STA_UNSYNC clear) for latency across hosts",
