@@ -3,6 +3,7 @@ package checks
 import (
 	"cmp"
 	"fmt"
+	"github.com/hostprep/hostprep/internal/capacity"
 	"github.com/hostprep/hostprep/preflight/facts"
 	"sort"
 	"strconv"
@@ -267,21 +268,14 @@ func skip(summary string) verdict.Check {
 	return verdict.Check{Status: verdict.Skip, Summary: summary}
 }
 
-// usableFDs is how many sockets a process with an fd limit of n can hold
-// after the headroom it needs for everything else.
-func UsableFDs(n uint64) int64 {
-	if n == facts.Unlimited {
-		return 1 << 62
-	}
-	return max(0, int64(n)-int64(max(64, (n+99)/100)))
-}
+// UsableFDs is how many sockets a process with an fd limit of n can hold
+// after the headroom it needs for everything else (capacity.UsableFDs,
+// the rule the probes' own fd check uses too).
+func UsableFDs(n uint64) int64 { return capacity.UsableFDs(n) }
 
 // fdHeadroom is the file descriptors a socket-holding process needs beyond
-// its sockets: listeners, log files, pipes, epoll, shared libraries —
-// 1 % of the target and at least 64.
-func fdHeadroom(sockets int) uint64 {
-	return max(64, uint64(sockets+99)/100)
-}
+// its sockets (capacity.FDHeadroom: 1 % of the target, at least 64).
+func fdHeadroom(sockets int) uint64 { return capacity.FDHeadroom(sockets) }
 
 // mib formats bytes as MiB with no decimals ("738 MiB").
 func Mib(b float64) string { return fmt.Sprintf("%.0f MiB", b/(1<<20)) }

@@ -70,7 +70,7 @@ mem_available_bytes: 1073741824`, facts.Target{Sockets: 1000000, Role: facts.Bro
 listening_ports: [1883, 9090]`, facts.Target{Sockets: 1000, Role: facts.Broker}, "ports.collision", verdict.Pass, nil},
 		{"orphans", ``, facts.Target{Sockets: 100000, Role: facts.Broker}, "tcp.orphans", verdict.Warn, []string{"tcp_max_orphans 32768"}},
 		{"tw buckets", ``, facts.Target{Sockets: 1000, Role: facts.Broker, ConnRate: 1000}, "tcp.tw_buckets", verdict.Warn, []string{"60000"}},
-		{"clock not synchronised on one host", `clock: {known: true, synced: false}`, facts.Target{Sockets: 10, Role: facts.Broker}, "clock.sync", verdict.Skip, []string{"STA_UNSYNC", "does not matter here: one host", "--start-at"}},
+		{"clock not synchronised on one host", `clock: {known: true, synced: false}`, facts.Target{Sockets: 10, Role: facts.Broker}, "clock.sync", verdict.Skip, []string{"STA_UNSYNC", "does not matter here: one host", "fleet run across hosts"}},
 		{"clock not synchronised, load to another host", `clock: {known: true, synced: false}`, facts.Target{Sockets: 10, Role: facts.Loadgen, Destinations: []string{"192.0.2.10:1883"}}, "clock.sync", verdict.Warn, []string{"STA_UNSYNC", "192.0.2.10:1883", "timedatectl set-ntp true"}},
 		{"container with its own netns", `container: {kind: docker, own_netns: true}`, facts.Target{Sockets: 10, Role: facts.Broker}, "container", verdict.Warn, []string{"net.core.somaxconn", "fs.nr_open"}},
 		{"container sharing host netns", `container: {kind: docker, own_netns: false}`, facts.Target{Sockets: 10, Role: facts.Broker}, "container", verdict.Pass, nil},

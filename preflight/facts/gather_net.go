@@ -3,6 +3,7 @@ package facts
 import (
 	"errors"
 	"fmt"
+	"github.com/hostprep/hostprep/internal/capacity"
 	"io/fs"
 	"net"
 	"os"
@@ -225,7 +226,7 @@ func (g *Gatherer) sourceAddresses(override []string) error {
 	return nil
 }
 
-// portRange returns ip_local_port_range.
+// PortRange returns ip_local_port_range.
 func PortRange(f *Facts) (lo, hi int64, ok bool) {
 	r, ok := f.SysFields("net.ipv4.ip_local_port_range")
 	if !ok || len(r) != 2 || r[0] > r[1] {
@@ -234,37 +235,13 @@ func PortRange(f *Facts) (lo, hi int64, ok bool) {
 	return r[0], r[1], true
 }
 
-// reservedPorts parses ip_local_reserved_ports ("1883,8000-8010").
+// ReservedPorts parses ip_local_reserved_ports ("1883,8000-8010")
+// (capacity.ReservedPorts, which the probes use too).
 func ReservedPorts(f *Facts) map[int]bool {
-	out := map[int]bool{}
-	for _, part := range strings.Split(f.Sysctl["net.ipv4.ip_local_reserved_ports"], ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		a, b, isRange := strings.Cut(part, "-")
-		lo, err1 := strconv.Atoi(a)
-		hi := lo
-		var err2 error
-		if isRange {
-			hi, err2 = strconv.Atoi(b)
-		}
-		if err1 != nil || err2 != nil {
-			continue
-		}
-		for p := lo; p <= hi && p <= 65535; p++ {
-			out[p] = true
-		}
-	}
-	return out
+	return capacity.ReservedPorts(f.Sysctl["net.ipv4.ip_local_reserved_ports"])
 }
 
+// ReservedIn counts the ports of res inside lo..hi.
 func ReservedIn(res map[int]bool, lo, hi int64) int64 {
-	var n int64
-	for p := range res {
-		if int64(p) >= lo && int64(p) <= hi {
-			n++
-		}
-	}
-	return n
+	return capacity.PortRange{Lo: lo, Hi: hi}.ReservedIn(res)
 }
