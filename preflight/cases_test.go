@@ -3,6 +3,7 @@ package preflight
 import (
 	"archive/zip"
 	"bytes"
+	"github.com/hostprep/hostprep/preflight/internal/hosttest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -92,9 +93,7 @@ var caseIDs = map[string]struct {
 		memTotal: 16 << 30},
 }
 
-func message(c verdict.Check) string {
-	return strings.Join([]string{c.Summary, c.Observed, c.Expected, c.Remedy}, " | ")
-}
+func message(c verdict.Check) string { return hosttest.Message(c) }
 
 func idsWith(cs []verdict.Check, s verdict.Status) []string {
 	var out []string

@@ -3,6 +3,7 @@ package preflight
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/hostprep/hostprep/preflight/internal/hosttest"
 	"strings"
 	"testing"
 
@@ -147,12 +148,4 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-// host loads a recorded host from YAML (stock Debian 12 defaults for the rest).
-func host(t *testing.T, y string) *facts.Facts {
-	t.Helper()
-	f, err := facts.LoadHostYAML("test", strings.NewReader(y))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
+func host(t *testing.T, y string) *facts.Facts { t.Helper(); return hosttest.Host(t, y) }
