@@ -56,8 +56,7 @@ func GuardSysctls(t testing.TB, keys ...string) map[string]string {
 		orig[k] = readSysctl(t, k)
 	}
 	if guards.n == 0 {
-		b, _ := json.Marshal(orig)
-		if err := os.WriteFile(LeftSysctlsFile, b, 0o600); err != nil {
+		if err := writeLeftSysctls(orig); err != nil {
 			t.Fatalf("recording the sysctls to restore: %v", err)
 		}
 	}
@@ -78,6 +77,21 @@ func GuardSysctls(t testing.TB, keys ...string) map[string]string {
 		}
 	})
 	return orig
+}
+
+// writeLeftSysctls records orig in LeftSysctlsFile by rename, so a reader
+// (a later run restoring what a killed one left) sees the whole record
+// or none of it, never a file cut short mid-write.
+func writeLeftSysctls(orig map[string]string) error {
+	b, err := json.Marshal(orig)
+	if err != nil {
+		return err
+	}
+	tmp := LeftSysctlsFile + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, LeftSysctlsFile)
 }
 
 // restoreLeftSysctls writes back the values a killed test run recorded in

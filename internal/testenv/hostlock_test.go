@@ -32,9 +32,14 @@ func tryLock(t *testing.T, path string) bool {
 // in one process would wait for itself), and it is free again once the
 // outermost holder ends.
 func TestLockGlobalSysctlsHeldForTheTest(t *testing.T) {
-	saved := GlobalSysctlsLockFile
-	GlobalSysctlsLockFile = filepath.Join(t.TempDir(), "sub", "global.lock")
-	t.Cleanup(func() { GlobalSysctlsLockFile = saved })
+	// Both host-wide paths move into the test's own directory: with the
+	// lock redirected, the real record in /tmp belongs to whichever other
+	// test binary holds the real lock, and reading it mid-write failed.
+	savedLock, savedLeft := GlobalSysctlsLockFile, LeftSysctlsFile
+	dir := t.TempDir()
+	GlobalSysctlsLockFile = filepath.Join(dir, "sub", "global.lock")
+	LeftSysctlsFile = filepath.Join(dir, "left-sysctls.json")
+	t.Cleanup(func() { GlobalSysctlsLockFile, LeftSysctlsFile = savedLock, savedLeft })
 
 	t.Run("holder", func(t *testing.T) {
 		LockGlobalSysctls(t)
