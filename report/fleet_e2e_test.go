@@ -350,8 +350,12 @@ func TestFleetStoppedShardKeepsSchedule(t *testing.T) {
 	for _, c := range f.Run.Checks {
 		switch c.ID {
 		case "mqtt.connect_p95":
-			if c.Status != "fail" || !strings.Contains(c.Remedy, "the probe itself started 10 of") {
-				t.Errorf("connect p95 %+v: want a failure whose remedy names the probe's own lag", c)
+			// At least the stopped shard's 10 connects; the running shard's
+			// may be late too on a loaded host, and are then counted as well.
+			var late int
+			_, err := fmt.Sscanf(c.Remedy[max(0, strings.Index(c.Remedy, "the probe itself started ")):], "the probe itself started %d of", &late)
+			if c.Status != "fail" || err != nil || late < 10 {
+				t.Errorf("connect p95 %+v: want a failure whose remedy names the probe's own lag for at least the stopped shard's 10 connects", c)
 			}
 		case "mqtt.schedule":
 			if c.Status != "warn" || !strings.Contains(c.Summary, "the probe fell behind") {
