@@ -121,7 +121,7 @@ func (pl *Plan) sysctlTargets(p *profiles.Profile) (map[string]target, map[strin
 // or a kernel without it) the kernel default.
 func (pl *Plan) unprivStart(p *profiles.Profile) (int64, string, error) {
 	if s, ok := p.Sysctl[keyUnprivStart]; ok {
-		if n, err := strconv.ParseInt(strings.TrimSpace(s.Value), 10, 64); err == nil {
+		if n, ok := s.Parsed.Number(); ok {
 			return n, "the profile", nil
 		}
 	}

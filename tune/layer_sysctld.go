@@ -13,7 +13,7 @@ import (
 	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/plural"
-	"github.com/hostprep/hostprep/profiles"
+	"github.com/hostprep/hostprep/internal/sysctlval"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
 	"github.com/hostprep/hostprep/tune/sysval"
@@ -160,7 +160,7 @@ func nameAfter(base string) (string, bool) {
 // next boot of the tree under root, as if the files in overlay had its
 // bytes: the value the file that wins sets (read as the kernel reads it,
 // sysval.Uint: 0x300000 is 3145728, 010 is 8) and "FILE:LINE sets it at
-// boot". A value the kernel refuses (outside profiles.KernelBounds:
+// boot". A value the kernel refuses (outside sysctlval.KernelBounds:
 // fs.nr_open above 2147483584) leaves the last accepted one under procps
 // and the default under systemd-sysctl (Sysctl.LookupAccepted), as does
 // no file setting it: then def and "the kernel default at boot ..." (def
@@ -202,7 +202,7 @@ func numberAtBoot(root string, overlay map[string][]byte, key string, def uint64
 // fields is ignored ("32768 # keep") while a value without them, or with
 // a number followed by anything but a blank ("1000x", a trailing U+00A0,
 // which systemd does not strip), is refused (EINVAL); then a field
-// outside profiles.KernelBounds is refused too. A non-numeric want: only
+// outside sysctlval.KernelBounds is refused too. A non-numeric want: only
 // the bounds of a numeric value are checked.
 func kernelRefuses(key, value, want string) string {
 	if sysval.PortSetKeys[key] {
@@ -224,7 +224,7 @@ func kernelRefuses(key, value, want string) string {
 		}
 		dec[i] = strconv.FormatUint(n, 10)
 	}
-	if msgs := profiles.CheckBounds(key, strings.Join(dec, " "), ""); len(msgs) > 0 {
+	if msgs := sysctlval.CheckBounds(key, strings.Join(dec, " "), ""); len(msgs) > 0 {
 		return msgs[0]
 	}
 	return ""

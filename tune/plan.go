@@ -245,17 +245,10 @@ func planFor(p *profiles.Profile, opts Options) (*Plan, error) {
 	if env.ImageMode() {
 		pl.Mode = "image"
 	}
-	// A profile is validated once, by its own package (file:line:col for
-	// a loaded profile; the same rules for one built in code).
-	if err := p.Validate(); err != nil {
+	p, err := validCopy(p)
+	if err != nil {
 		return nil, err
 	}
-	cp := *p // planning adds derived keys; never change the caller's profile
-	cp.Sysctl = make(map[string]profiles.Sysctl, len(p.Sysctl)+1)
-	for k, v := range p.Sysctl {
-		cp.Sysctl[k] = v
-	}
-	p = &cp
 	st, err := pl.journalForPlan()
 	if err != nil {
 		return nil, err
@@ -303,6 +296,24 @@ func planFor(p *profiles.Profile, opts Options) (*Plan, error) {
 		pl.Restart = []string{}
 	}
 	return pl, nil
+}
+
+// validCopy is a copy of p that planning may add derived keys to (the
+// caller's profile is never changed), validated by its own package
+// (file:line:col for a loaded profile; the same rules for one built in
+// code), which also parses each sysctl value it had not parsed yet
+// (Sysctl.Parsed): tune reads typed values, it does not parse the
+// profile's text again.
+func validCopy(p *profiles.Profile) (*profiles.Profile, error) {
+	cp := *p
+	cp.Sysctl = make(map[string]profiles.Sysctl, len(p.Sysctl)+1)
+	for k, v := range p.Sysctl {
+		cp.Sysctl[k] = v
+	}
+	if err := cp.Validate(); err != nil {
+		return nil, err
+	}
+	return &cp, nil
 }
 
 // journalForPlan is what earlier applies journaled, for planning on top of
