@@ -18,9 +18,12 @@ import (
 // period, for writers that act late), and the drop-in of timers.target
 // that starts the timer at every boot (a regular file: the file layer
 // writes and rolls back regular files, never links). All three are owned
-// files (layer_files.go): journaled, and removed by rollback. The choice
+// files (ownedfile.go): journaled, and removed by rollback. The choice
 // is persisted (journal.Persisted.VerifyAtBoot), so later applies keep
 // the units. Each run's results: verify_textfile.go.
+
+// layerVerifyUnit names the verify-at-boot layer's files at apply time.
+const layerVerifyUnit = "verify-at-boot"
 
 // Paths of the verify-at-boot units, relative to the root.
 const (
@@ -124,9 +127,9 @@ Wants=hostprep-verify.timer
 `
 	note := "systemctl daemon-reload && systemctl start hostprep-verify.timer: starts the drift check now; it starts at every boot by itself"
 	return []fileWant{
-		{path: VerifyService, data: []byte(service), systemd: true, why: "hostprep-verify.service (--verify-at-boot)"},
-		{path: VerifyTimer, data: []byte(timer), systemd: true, why: "its timer, every " + v.Every},
-		{path: verifyWants, data: []byte(wants), systemd: true, note: note, why: "starts the timer at every boot"},
+		{layer: layerVerifyUnit, path: VerifyService, data: []byte(service), systemd: true, why: "hostprep-verify.service (--verify-at-boot)"},
+		{layer: layerVerifyUnit, path: VerifyTimer, data: []byte(timer), systemd: true, why: "its timer, every " + v.Every},
+		{layer: layerVerifyUnit, path: verifyWants, data: []byte(wants), systemd: true, note: note, why: "starts the timer at every boot"},
 	}
 }
 

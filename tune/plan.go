@@ -186,6 +186,7 @@ type keyStep struct {
 }
 
 type fileStep struct {
+	layer   string // the file layer that planned it (fileWant.layer)
 	path    string // absolute, including Root
 	existed bool
 	from    []byte
@@ -568,10 +569,11 @@ func (pl *Plan) planFiles(p *profiles.Profile, st *journal.State, targets map[st
 
 // fileWant is an owned file's planned bytes, from its layer.
 type fileWant struct {
-	path string // relative to the root
-	data []byte
-	note string // what else must happen for it to take effect
-	unit string // a unit to restart
+	layer string // the layer's name (layerSysctlD, ...): one apply layer each
+	path  string // relative to the root
+	data  []byte
+	note  string // what else must happen for it to take effect
+	unit  string // a unit to restart
 	// systemd marks a file systemd reads (the manager's or a unit's
 	// drop-in): it takes effect through systemd (takeEffect).
 	systemd bool
@@ -653,7 +655,7 @@ func (pl *Plan) planFile(w fileWant, st *journal.State) error {
 	if err != nil {
 		return exitcode.Environmentf("tune: %w", err)
 	}
-	pl.files = append(pl.files, fileStep{path: path, existed: existed, from: cur, perm: perm, owner: owner, foreign: foreign, to: w.data, dirs: dirs, link: link})
+	pl.files = append(pl.files, fileStep{layer: w.layer, path: path, existed: existed, from: cur, perm: perm, owner: owner, foreign: foreign, to: w.data, dirs: dirs, link: link})
 	reason := "owned by hostprep"
 	switch {
 	case foreign:
