@@ -235,7 +235,7 @@ func JudgeProfile(p *profiles.Profile) (*KernelCheck, []string, error) {
 	}
 	var keys []planned
 	for k, s := range p.Sysctl {
-		keys = append(keys, planned{key: k, s: s, to: sysval.Normalize(s.Value)})
+		keys = append(keys, planned{key: k, s: s, to: s.Parsed.Normal})
 	}
 	slices.SortFunc(keys, func(a, b planned) int {
 		return cmp.Or(cmp.Compare(rank(a.key), rank(b.key)), cmp.Compare(a.key, b.key))

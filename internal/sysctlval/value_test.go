@@ -6,12 +6,12 @@ import (
 )
 
 // TestParseTypesAValue guards the typed forms a profile's value is parsed
-// into once: whole-number fields, a port range's ends, a port set (an
+// into once: its text with one space between fields, whole-number fields, a port range's ends, a port set (an
 // empty one included), and Of telling a parsed value from the zero Value
 // or from one whose text changed.
 func TestParseTypesAValue(t *testing.T) {
 	v := Parse("net.ipv4.tcp_rmem", "4096\t131072  6291456")
-	if !slices.Equal(v.Fields, []int64{4096, 131072, 6291456}) || v.Ports != nil || v.PortSet {
+	if !slices.Equal(v.Fields, []int64{4096, 131072, 6291456}) || v.Normal != "4096 131072 6291456" || v.Ports != nil || v.PortSet {
 		t.Errorf("tcp_rmem: %+v", v)
 	}
 	if lo, hi, ok := Parse(PortRangeKey, "1024 65535").Range(); !ok || lo != 1024 || hi != 65535 {

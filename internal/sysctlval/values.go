@@ -203,6 +203,9 @@ const (
 type Value struct {
 	// Text is the value as written, which the rest was parsed from.
 	Text string
+	// Normal is Text with its fields separated by one space, as tune
+	// writes it to /proc/sys and its sysctl.d file.
+	Normal string
 	// Fields are its whole-number fields (Fields); nil when it is empty
 	// or a field is not a base-10 whole number.
 	Fields []int64
@@ -221,7 +224,7 @@ type Value struct {
 // typed forms. It never fails: a form the text does not have is left
 // unset.
 func Parse(key, v string) Value {
-	out := Value{Text: v, parsed: true}
+	out := Value{Text: v, Normal: strings.Join(strings.Fields(v), " "), parsed: true}
 	out.Fields, _ = Fields(v)
 	if key == PortSetKey {
 		rs, err := ParsePortSet(v)
