@@ -21,6 +21,7 @@ var rcLocalWriter = Writer{
 	When:    "rc-local.service runs it late at boot, after network.target, once per boot",
 	Order:   AfterLoader,
 	Offline: false,
+	Unit:    "rc-local.service",
 	Writes: func(h *Host) ([]Write, error) {
 		st, err := os.Stat(hostPath(h.Root, resolve(h.Root, rcLocal)))
 		if err != nil || st.Mode()&0o111 == 0 {

@@ -41,6 +41,7 @@ var tunedWriter = Writer{
 	When:    "tuned.service applies it after systemd-sysctl (its unit says After=systemd-sysctl.service), at every start and every profile switch with tuned-adm profile",
 	Order:   AfterLoader,
 	Offline: true,
+	Unit:    "tuned.service",
 	Writes:  tunedWrites,
 }
 

@@ -27,6 +27,7 @@ var ufwWriter = Writer{
 	When:    "ufw.service runs it at boot, not ordered after systemd-sysctl unless its unit says After=systemd-sysctl.service, and again at every `ufw reload`, `ufw enable` and restart",
 	Order:   Unordered,
 	Offline: true,
+	Unit:    "ufw.service",
 	Writes:  ufwWrites,
 }
 

@@ -26,6 +26,11 @@ type Writer struct {
 	// false for a script, whose lines are read but whose flow is not
 	// followed (its writes are not Sure).
 	Offline bool
+	// Unit is the systemd unit that runs it at boot
+	// ("ufw.service"), "" for an entry that stands for many units (the
+	// enabled services whose ExecStart runs sysctl). hostprep's
+	// verify-at-boot unit is ordered after every entry's Unit.
+	Unit string
 	// Loader is set for the sysctl.d loaders themselves (systemd-sysctl,
 	// procps `sysctl --system`): their effect is the Sysctl simulation,
 	// and Writes is nil.
@@ -124,6 +129,7 @@ var systemdSysctlWriter = Writer{
 	When:    "systemd-sysctl.service applies it early at boot, before sysinit.target, and again when a package restarts it",
 	Order:   Loads,
 	Offline: true,
+	Unit:    "systemd-sysctl.service",
 	Loader:  SystemdSysctl,
 }
 
@@ -133,6 +139,7 @@ var procpsWriter = Writer{
 	When:    "the procps init script applies it at boot, on hosts without systemd",
 	Order:   Loads,
 	Offline: true,
+	Unit:    "procps.service",
 	Loader:  ProcpsSystem,
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/rate"
+	"github.com/hostprep/hostprep/internal/sysctlval"
 	"gopkg.in/yaml.v3"
 )
 
@@ -48,6 +49,11 @@ type Sysctl struct {
 	IfRefused Refusal `yaml:"if_refused,omitempty" json:"if_refused,omitempty"`
 	// Comment says where the number comes from or why it deviates.
 	Comment string `yaml:"comment,omitempty" json:"comment,omitempty"`
+	// Parsed is Value parsed, once, when the profile is loaded (Load,
+	// Parse, --set) or, for a profile built in code, validated: its
+	// whole-number fields, its port set. Users of a validated profile
+	// read these instead of parsing Value again.
+	Parsed sysctlval.Value `yaml:"-" json:"-"`
 }
 
 // Refusal is a sysctl entry's if_refused: what tune does with a value the

@@ -15,6 +15,7 @@ import (
 	"github.com/hostprep/hostprep/internal/brokerurl"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/plural"
+	"github.com/hostprep/hostprep/internal/sysctlval"
 )
 
 // Kernel numbers the static checks use.
@@ -25,11 +26,10 @@ const (
 	// returns EINVAL).
 	DefaultUnprivilegedPortStart = 1024
 	// NrOpenMax is the largest fs.nr_open a 64-bit kernel accepts
-	// (sysctl_nr_open_max in fs/file.c: INT_MAX rounded down to a multiple
-	// of BITS_PER_LONG).
-	NrOpenMax = 2147483584
+	// (sysctlval.NrOpenMax).
+	NrOpenMax = sysctlval.NrOpenMax
 	// NrOpenMin is the smallest fs.nr_open (BITS_PER_LONG).
-	NrOpenMin = 64
+	NrOpenMin = sysctlval.NrOpenMin
 )
 
 // sysctlTrees are the top-level directories of /proc/sys.
@@ -73,6 +73,10 @@ func (c *checker) addDerived(segs []string, format string, a ...any) {
 // of known numeric keys), nofile soft <= hard <= fs.nr_open <= ... and
 // fs.file-max >= nofile when the profile sets those keys, systemd unit
 // names, reserve_ports 1..65535, the preflight target and the probes.
+//
+// It also parses each sysctl value not parsed yet (a profile built in
+// code, a value changed since) into Sysctl.Parsed; for a loaded profile,
+// Load's own Validate did that once.
 //
 // It returns nil or an exitcode.BadInput error wrapping a
 // *ValidationError: one line, the position of the first problem
@@ -180,6 +184,8 @@ func (p *Profile) validNumber(key string) (int64, bool) {
 	return v, true
 }
 
+// sysctls checks every sysctl entry, parsing its value into Parsed first
+// where it was not parsed from it.
 func (c *checker) sysctls() {
 	keys := make([]string, 0, len(c.p.Sysctl))
 	for k := range c.p.Sysctl {
@@ -187,7 +193,12 @@ func (c *checker) sysctls() {
 	}
 	slices.Sort(keys)
 	for _, key := range keys {
-		c.sysctl(key, c.p.Sysctl[key])
+		s := c.p.Sysctl[key]
+		if !s.Parsed.Of(s.Value) {
+			s.Parsed = sysctlval.Parse(key, s.Value)
+			c.p.Sysctl[key] = s
+		}
+		c.sysctl(key, s)
 	}
 }
 

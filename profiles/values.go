@@ -1,182 +1,57 @@
 package profiles
 
-import (
-	"fmt"
-	"slices"
-	"strconv"
-	"strings"
+import "github.com/hostprep/hostprep/internal/sysctlval"
 
-	"github.com/hostprep/hostprep/internal/plural"
-)
+// The grammar of sysctl values lives in internal/sysctlval, shared with
+// tune, which parses the host's values with it; a loaded profile carries
+// each value parsed (Sysctl.Parsed). These names keep profiles' own
+// vocabulary.
 
-// Fields parses the value of a sysctl as the kernel prints it under
-// /proc/sys: one or more whole numbers separated by white space (tabs or
-// spaces), e.g. "4096\t131072\t6291456" for net.ipv4.tcp_rmem. Negative
-// numbers are accepted (some keys use -1).
-//
-// It returns an error for an empty value or a field that is not a base-10
-// integer fitting in int64.
-func Fields(v string) ([]int64, error) {
-	fs := strings.Fields(v)
-	if len(fs) == 0 {
-		return nil, fmt.Errorf("empty value")
-	}
-	out := make([]int64, len(fs))
-	for i, f := range fs {
-		n, err := strconv.ParseInt(f, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("field %d %q is not a whole number", i+1, f)
-		}
-		out[i] = n
-	}
-	return out, nil
-}
+// PortRange is an inclusive range of ports (sysctlval.PortRange).
+type PortRange = sysctlval.PortRange
 
-// KeyFields is the number of fields the kernel expects in the value of a
-// known multi-value key: 3 for net.ipv4.tcp_rmem, tcp_wmem, tcp_mem and
-// udp_mem (min, default/pressure, max), 2 for net.ipv4.ip_local_port_range
-// (low, high). It returns 0 for any other key (single value or unknown).
-func KeyFields(key string) int {
-	switch key {
-	case "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_mem", "net.ipv4.udp_mem":
-		return 3
-	case "net.ipv4.ip_local_port_range":
-		return 2
-	}
-	return 0
-}
+// Fields parses whole-number fields (sysctlval.Fields).
+func Fields(v string) ([]int64, error) { return sysctlval.Fields(v) }
 
-// PortRange is an inclusive range of ports, Lo <= Hi. A single port has
-// Lo == Hi.
-type PortRange struct {
-	Lo int `json:"lo"`
-	Hi int `json:"hi"`
-}
+// KeyFields is the number of fields of a known multi-value key
+// (sysctlval.KeyFields).
+func KeyFields(key string) int { return sysctlval.KeyFields(key) }
 
-// String formats the range as the kernel does in ip_local_reserved_ports:
-// "1883" or "8000-8010".
-func (r PortRange) String() string {
-	if r.Lo == r.Hi {
-		return strconv.Itoa(r.Lo)
-	}
-	return strconv.Itoa(r.Lo) + "-" + strconv.Itoa(r.Hi)
-}
+// ParsePortRange parses a net.ipv4.ip_local_port_range value
+// (sysctlval.ParsePortRange).
+func ParsePortRange(v string) (lo, hi int, err error) { return sysctlval.ParsePortRange(v) }
 
-// Contains reports whether port lies in the range.
-func (r PortRange) Contains(port int) bool { return port >= r.Lo && port <= r.Hi }
+// ParseReservedPorts parses a net.ipv4.ip_local_reserved_ports value
+// (sysctlval.ParsePortSet).
+func ParseReservedPorts(v string) ([]PortRange, error) { return sysctlval.ParsePortSet(v) }
 
-// ParsePortRange parses a net.ipv4.ip_local_port_range value, two port
-// numbers separated by white space ("32768\t60999"), and returns the low
-// and high end.
-//
-// It enforces what the kernel's own handler (ipv4_local_port_range in
-// net/ipv4/sysctl_net_ipv4.c) enforces regardless of the host: each end in
-// 1..65535 and low <= high. The host-dependent rule, low >=
-// net.ipv4.ip_unprivileged_port_start, is left to the caller; Validate
-// checks it against the kernel default 1024 or the profile's own value.
-func ParsePortRange(v string) (lo, hi int, err error) {
-	fs := strings.Fields(v)
-	if len(fs) != 2 {
-		return 0, 0, fmt.Errorf("want two port numbers \"low high\", got %s", plural.N(len(fs), "field"))
-	}
-	var p [2]int
-	for i, f := range fs {
-		n, err := strconv.Atoi(f)
-		if err != nil || n < 1 || n > 65535 {
-			return 0, 0, fmt.Errorf("%q is not a port number 1..65535", f)
-		}
-		p[i] = n
-	}
-	if p[0] > p[1] {
-		return 0, 0, fmt.Errorf("low end %d is above high end %d", p[0], p[1])
-	}
-	return p[0], p[1], nil
-}
-
-// ParseReservedPorts parses a net.ipv4.ip_local_reserved_ports value: a
-// comma-separated list of ports and inclusive ranges, "1883,8000-8010"
-// (Documentation/networking/ip-sysctl.rst). White space around items is
-// ignored; an empty (or all-space) value is no ports and returns nil.
-// Ports are 0..65535, as in the kernel's bitmap.
-//
-// The result is in input order and not merged; use NormalizePortRanges or
-// FormatReservedPorts to sort and merge.
-func ParseReservedPorts(v string) ([]PortRange, error) {
-	if strings.TrimSpace(v) == "" {
-		return nil, nil
-	}
-	var out []PortRange
-	for _, item := range strings.Split(v, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			return nil, fmt.Errorf("empty item in %q (want \"1883,8000-8010\")", v)
-		}
-		lo, hi, isRange := strings.Cut(item, "-")
-		a, err := parsePort0(lo)
-		if err != nil {
-			return nil, fmt.Errorf("%q: %v", item, err)
-		}
-		b := a
-		if isRange {
-			if b, err = parsePort0(hi); err != nil {
-				return nil, fmt.Errorf("%q: %v", item, err)
-			}
-			if a > b {
-				return nil, fmt.Errorf("%q: range start %d is above its end %d", item, a, b)
-			}
-		}
-		out = append(out, PortRange{Lo: a, Hi: b})
-	}
-	return out, nil
-}
-
-func parsePort0(s string) (int, error) {
-	s = strings.TrimSpace(s)
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 || n > 65535 {
-		return 0, fmt.Errorf("%q is not a port number 0..65535", s)
-	}
-	return n, nil
-}
-
-// NormalizePortRanges returns rs sorted by start with overlapping and
-// adjacent ranges merged ("1883,1884" -> "1883-1884"). rs is not changed.
-func NormalizePortRanges(rs []PortRange) []PortRange {
-	if len(rs) == 0 {
-		return nil
-	}
-	s := slices.Clone(rs)
-	slices.SortFunc(s, func(a, b PortRange) int { return a.Lo - b.Lo })
-	out := []PortRange{s[0]}
-	for _, r := range s[1:] {
-		last := &out[len(out)-1]
-		if r.Lo <= last.Hi+1 {
-			last.Hi = max(last.Hi, r.Hi)
-			continue
-		}
-		out = append(out, r)
-	}
-	return out
-}
+// NormalizePortRanges sorts and merges ranges (sysctlval.NormalizePortRanges).
+func NormalizePortRanges(rs []PortRange) []PortRange { return sysctlval.NormalizePortRanges(rs) }
 
 // FormatReservedPorts formats ranges as the kernel prints
-// net.ipv4.ip_local_reserved_ports: sorted, merged, comma-separated,
-// "1883,8083-8084,8883,18083"; no ranges give "".
-func FormatReservedPorts(rs []PortRange) string {
-	n := NormalizePortRanges(rs)
-	s := make([]string, len(n))
-	for i, r := range n {
-		s[i] = r.String()
-	}
-	return strings.Join(s, ",")
-}
+// net.ipv4.ip_local_reserved_ports (sysctlval.FormatPortSet).
+func FormatReservedPorts(rs []PortRange) string { return sysctlval.FormatPortSet(rs) }
 
 // ContainsPort reports whether any range in rs contains port.
-func ContainsPort(rs []PortRange, port int) bool {
-	for _, r := range rs {
-		if r.Contains(port) {
-			return true
+func ContainsPort(rs []PortRange, port int) bool { return sysctlval.ContainsPort(rs, port) }
+
+// KernelBounds is the one table of per-key kernel bounds, which
+// Validate checks (sysctlval.KernelBounds).
+var KernelBounds = sysctlval.KernelBounds
+
+// CheckBounds is the messages of sysctlval.BoundFaults.
+func CheckBounds(key, value, kernel string) []string {
+	return sysctlval.CheckBounds(key, value, kernel)
+}
+
+// numericKeys are the one-number keys with their bounds on every kernel,
+// from KernelBounds.
+var numericKeys = func() map[string][2]int64 {
+	m := map[string][2]int64{}
+	for _, b := range KernelBounds {
+		if b.Field == 0 && b.Before == "" {
+			m[b.Key] = [2]int64{b.Min, b.Max}
 		}
 	}
-	return false
-}
+	return m
+}()

@@ -79,7 +79,7 @@ func TestReservedPorts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []PortRange{{8883, 8883}, {1883, 1883}, {8000, 8010}, {1884, 1884}}
+	want := []PortRange{{Lo: 8883, Hi: 8883}, {Lo: 1883, Hi: 1883}, {Lo: 8000, Hi: 8010}, {Lo: 1884, Hi: 1884}}
 	if !reflect.DeepEqual(rs, want) {
 		t.Errorf("parse %v", rs)
 	}
@@ -94,7 +94,7 @@ func TestReservedPorts(t *testing.T) {
 			t.Errorf("ParseReservedPorts(%q) accepted", bad)
 		}
 	}
-	merged := NormalizePortRanges(append(portsToRanges([]int{1883, 8883, 8083, 8084, 18083}), PortRange{8080, 8085}))
+	merged := NormalizePortRanges(append(portsToRanges([]int{1883, 8883, 8083, 8084, 18083}), PortRange{Lo: 8080, Hi: 8085}))
 	if s := FormatReservedPorts(merged); s != "1883,8080-8085,8883,18083" {
 		t.Errorf("merge %q", s)
 	}
@@ -116,7 +116,7 @@ func TestNormalizePortRangesProperties(t *testing.T) {
 		for i := 0; i < n; i++ {
 			lo := rapid.IntRange(0, 300).Draw(t, "lo")
 			hi := rapid.IntRange(lo, min(lo+rapid.IntRange(0, 40).Draw(t, "len"), 65535)).Draw(t, "hi")
-			rs = append(rs, PortRange{lo, hi})
+			rs = append(rs, PortRange{Lo: lo, Hi: hi})
 		}
 		norm := NormalizePortRanges(rs)
 		for port := 0; port <= 400; port++ {

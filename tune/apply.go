@@ -61,10 +61,13 @@ func Apply(ctx context.Context, p *profiles.Profile, opts Options) (*Result, err
 
 // layer is one kind of setting an apply changes. Apply journals every
 // layer's originals before the first change, then applies the layers in
-// order (runtime sysctls, owned files, running processes); when one fails,
-// the layers applied so far are undone in reverse. Each layer lives in its
-// own file (layer_runtime.go, layer_files.go, layer_process.go) with its
-// rollback.
+// order (runtime sysctls, each file layer's owned files, running
+// processes); when one fails, the layers applied so far are undone in
+// reverse. Each layer lives in its own file (layer_runtime.go,
+// layer_sysctld.go, layer_modules.go, layer_limitsd.go,
+// layer_verifyunit.go, layer_systemd.go, layer_process.go) with its
+// rollback; the file layers write, undo and check their files through
+// the owned-file mechanism (ownedfile.go).
 type layer interface {
 	// record puts the originals and the values about to be set into st.
 	record(st *journal.State)
@@ -100,8 +103,12 @@ func (pl *Plan) execute(ctx context.Context) (*Result, error) {
 	if err := checkProcs(pl.procs); err != nil {
 		return nil, err
 	}
-	fl := &fileLayer{pl: pl}
-	layers := []layer{&runtimeLayer{pl: pl}, fl, &processLayer{pl: pl, res: &res}}
+	fileLayers := pl.fileLayers()
+	layers := []layer{&runtimeLayer{pl: pl}}
+	for _, fl := range fileLayers {
+		layers = append(layers, fl)
+	}
+	layers = append(layers, &processLayer{pl: pl, res: &res})
 	j, err := pl.openJournal(layers)
 	if err != nil {
 		return nil, err
@@ -116,7 +123,9 @@ func (pl *Plan) execute(ctx context.Context) (*Result, error) {
 		}
 	}
 	// Completion marker: every change of this run is made.
-	fl.dropRetired(j.st)
+	for _, fl := range fileLayers {
+		fl.dropRetired(j.st)
+	}
 	j.st.Applies[len(j.st.Applies)-1].InProgress = false
 	if err := journal.Save(j.path, j.st); err != nil {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("every change was made, but marking the apply complete in the journal %s failed (%v); `tune status` will call it interrupted until the next apply", j.path, err))

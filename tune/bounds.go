@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/plural"
-	"github.com/hostprep/hostprep/profiles"
+	"github.com/hostprep/hostprep/internal/sysctlval"
 )
 
 // conntrackEntryBytes is the kernel memory one conntrack entry takes:
@@ -52,7 +52,7 @@ func (pl *Plan) memoryWarnings(targets map[string]target) {
 	gib := func(b uint64) string { return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30)) }
 	page := uint64(os.Getpagesize())
 	if t, ok := targets["net.ipv4.tcp_mem"]; ok {
-		if f, err := profiles.Fields(t.value); err == nil && len(f) == 3 {
+		if f, err := sysctlval.Fields(t.value); err == nil && len(f) == 3 {
 			for i, name := range []string{"", "pressure", "max"} {
 				if i == 0 || f[i] < 0 || uint64(f[i])*page <= mem {
 					continue

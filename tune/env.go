@@ -5,10 +5,11 @@
 //
 // Layout: one file per layer, each planning, applying, verifying and
 // rolling back its own items — layer_runtime.go (/proc/sys),
-// layer_files.go (writing, undoing and checking every owned file),
-// layer_sysctld.go, layer_modules.go, layer_limitsd.go and
-// layer_systemd.go (what each owned file holds, and each one's items
-// after the next boot), layer_process.go (prlimit of running
+// layer_sysctld.go, layer_modules.go, layer_limitsd.go, layer_systemd.go
+// and layer_verifyunit.go (each file layer: what its owned files hold,
+// its own rules at rollback, and its items after the next boot; each is
+// applied and undone as a layer of its own, through the generic
+// owned-file write, undo and check of ownedfile.go), layer_process.go (prlimit of running
 // processes). plan.go, apply.go, rollback.go and verify.go are short
 // loops over the layers; boot.go runs every layer's boot items against
 // the host after its next boot (package hostconf), boot_writers.go

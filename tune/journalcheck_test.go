@@ -13,8 +13,8 @@ import (
 // TestCraftedJournalIsDamagedNotAPanic: a journal whose fields are
 // well-formed JSON but invalid (a short set_sha256, a nil entry, a
 // relative path) is "journal damaged", exit 3, for status, verify,
-// verify --boot, plan, apply and rollback; it crashed status and verify
-// (slice bounds out of range at layer_files.go).
+// verify --boot, plan, apply and rollback, never a panic (status and
+// verify index the set_sha256 of every owned file).
 func TestCraftedJournalIsDamagedNotAPanic(t *testing.T) {
 	h := newHost(t, nil)
 	if _, err := h.apply(sysTune()); err != nil {

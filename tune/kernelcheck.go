@@ -10,6 +10,7 @@ import (
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/kerneltrial"
+	"github.com/hostprep/hostprep/internal/sysctlval"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/hostprep/hostprep/tune/sysctl"
 	"github.com/hostprep/hostprep/tune/sysval"
@@ -19,7 +20,7 @@ import (
 const (
 	// ByTrial: written in a scratch network namespace and read back.
 	ByTrial = "trial"
-	// ByTable: checked against profiles.KernelBounds (a global key, or
+	// ByTable: checked against sysctlval.KernelBounds (a global key, or
 	// no trial possible).
 	ByTable = "table"
 )
@@ -139,22 +140,22 @@ func trialVerdict(r kerneltrial.Result, kernel string) verdict {
 	return v
 }
 
-// tableVerdict checks p against profiles.KernelBounds and, for the port
+// tableVerdict checks p against sysctlval.KernelBounds and, for the port
 // range, against ip_unprivileged_port_start: the rules hostprep knows,
 // where the kernel cannot be asked.
 func tableVerdict(p planned, kernel string, unprivStart int64, startFrom string) verdict {
 	v := verdict{way: ByTable}
-	for _, b := range profiles.BoundFaults(p.key, p.to, kernel) {
+	for _, b := range sysctlval.BoundFaults(p.key, p.to, kernel) {
 		v.faults = append(v.faults, fault{field: b.Field, value: b.Value, nearest: b.Nearest, found: true, why: fmt.Sprintf("outside %d..%d in hostprep's table of bounds (%s)", b.Min, b.Max, b.Source)})
 	}
 	if p.key == keyPortRange {
-		if lo, _, err := profiles.ParsePortRange(p.to); err == nil && int64(lo) < unprivStart {
+		if lo, _, err := sysctlval.ParsePortRange(p.to); err == nil && int64(lo) < unprivStart {
 			v.faults = append(v.faults, fault{field: 1, value: int64(lo), nearest: unprivStart, found: true,
 				why: fmt.Sprintf("below %s %d (%s): the kernel refuses it with EINVAL, ports below it are privileged", keyUnprivStart, unprivStart, startFrom)})
 		}
 	}
 	if len(v.faults) > 0 {
-		f, _ := profiles.Fields(p.to)
+		f, _ := sysctlval.Fields(p.to)
 		for _, x := range v.faults {
 			i := max(x.field, 1) - 1
 			if i < len(f) {
@@ -188,7 +189,7 @@ func (pl *Plan) settle(p planned, v verdict, kernel string) (target string, adju
 			parts = append(parts, f.why)
 			continue
 		}
-		name := profiles.FieldName(p.key, f.field)
+		name := sysctlval.FieldName(p.key, f.field)
 		near := "no nearer value it accepts was found"
 		if f.found {
 			near = fmt.Sprintf("it accepts %d at the nearest", f.nearest)
@@ -224,13 +225,17 @@ func joinInts(f []int64) string {
 // Errors: exitcode.BadInput naming every value the kernel refuses, with
 // what it accepts.
 func JudgeProfile(p *profiles.Profile) (*KernelCheck, []string, error) {
+	p, err := validCopy(p)
+	if err != nil {
+		return nil, nil, err
+	}
 	pl := &Plan{}
 	if b, err := sysctl.New(""); err == nil {
 		pl.backend = b
 	}
 	var keys []planned
 	for k, s := range p.Sysctl {
-		keys = append(keys, planned{key: k, s: s, to: sysval.Normalize(s.Value)})
+		keys = append(keys, planned{key: k, s: s, to: s.Parsed.Normal})
 	}
 	slices.SortFunc(keys, func(a, b planned) int {
 		return cmp.Or(cmp.Compare(rank(a.key), rank(b.key)), cmp.Compare(a.key, b.key))

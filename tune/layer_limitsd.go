@@ -19,16 +19,21 @@ import (
 // The limits.d layer: /etc/security/limits.d/60-hostprep.conf with soft and
 // hard nofile for each user (root listed, since "*" does not cover it),
 // never below what new sessions get now (neverlower.go). Written and
-// rolled back as an owned file (layer_files.go); verified at boot by
+// rolled back as an owned file (ownedfile.go); verified at boot by
 // limitsDItems (here; boot.go's bootLimitItems adds the fs.nr_open check
-// every nofile layer shares).
+// every nofile layer shares). At rollback, the hard nofile of a limits
+// file left behind, or not hostprep's, is what fs.nr_open is not lowered
+// below (scanLeft, scanForeign, here).
+
+// layerLimitsD names the limits.d layer's file at apply time.
+const layerLimitsD = "limits.d"
 
 // limitsDWants plans the limits.d file.
 func (pl *Plan) limitsDWants(per journal.Persisted) []fileWant {
 	if per.Nofile == nil {
 		return nil
 	}
-	return []fileWant{{path: files.LimitsConf,
+	return []fileWant{{layer: layerLimitsD, path: files.LimitsConf,
 		data: files.RenderLimits(pl.profiles, per.NofileUsers, per.Nofile.Soft, per.Nofile.Hard),
 		note: fmt.Sprintf("new login sessions get nofile %d:%d (pam_limits); running shells and services keep their limit", per.Nofile.Soft, per.Nofile.Hard)}}
 }
@@ -186,4 +191,46 @@ func brokenLimits(env Env, name string, f hostconf.ConfFile) string {
 		return fmt.Sprintf("%s in the image, whose %s loads pam_limits: a host booted from it fails every login session there (\"cannot open session: Error in service module\"), so no session gets hostprep's limits.d value; the file comes with the PAM modules package (Debian: libpam-modules): install it into the image, or create %s (it may be empty)", missing, imagePamLimits(env.bootRoot()), hostconf.LimitsConf)
 	}
 	return fmt.Sprintf("%s; %s; restore it (Debian: libpam-modules ships it; it may be empty)", missing, fails)
+}
+
+// scanLeft finds, before anything is undone, the owned files rollback
+// will leave (changed by someone else since hostprep wrote them) and the
+// hard nofile each sets, so that r.need is known whatever order the files
+// are undone in: a limits file written before hostprep's sysctl.d file is
+// undone after it.
+func (r *rollbackRun) scanLeft() {
+	for path, j := range r.st.Files {
+		cur, exists, err := files.Read(path)
+		if err != nil || !exists || journal.SHA256(cur) == j.SetSHA256 || (j.Existed && string(cur) == string(j.Original)) {
+			continue
+		}
+		if n, ok := files.HardNofile(cur); ok {
+			r.keepFiles[path] = n
+			if n > r.need || (n == r.need && path < r.needFile) {
+				r.need, r.needFile, r.needWhy = n, path, "left behind, edited after hostprep wrote it"
+			}
+		}
+	}
+}
+
+// scanForeign adds the limits files hostprep does not own
+// (/etc/security/limits.conf and limits.d/*.conf, as pam_limits reads
+// them) to what rollback must not lower fs.nr_open below: one written
+// after apply, relying on hostprep's fs.nr_open, would make every login
+// fail to set its hard nofile once rollback lowered fs.nr_open below it
+// (pam_limits' setrlimit gets EPERM and the session fails).
+func (r *rollbackRun) scanForeign() {
+	for _, f := range hostconf.LimitsFiles(r.env.bootRoot()) {
+		p := r.env.path(f.Path)
+		if _, owned := r.st.Files[p]; owned || f.Masked {
+			continue
+		}
+		cur, exists, err := files.Read(r.env.path(f.Target))
+		if err != nil || !exists {
+			continue
+		}
+		if n, ok := files.HardNofile(cur); ok && (n > r.need || (n == r.need && p < r.needFile)) {
+			r.need, r.needFile, r.needWhy = n, p, "not hostprep's"
+		}
+	}
 }

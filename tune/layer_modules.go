@@ -14,7 +14,10 @@ import (
 // kernel modules that register persisted keys (net.netfilter.* needs
 // nf_conntrack), so systemd-modules-load loads them before systemd-sysctl
 // applies the sysctl.d file. Written and rolled back as an owned file
-// (layer_files.go); verified at boot by bootSysctlItems (layer_sysctld.go).
+// (ownedfile.go); verified at boot by bootSysctlItems (layer_sysctld.go).
+
+// layerModules names the modules-load.d layer's file at apply time.
+const layerModules = "modules-load.d"
 
 // modulesWants plans the modules-load.d file, when a persisted key needs a
 // module.
@@ -23,7 +26,7 @@ func (pl *Plan) modulesWants(per journal.Persisted) []fileWant {
 	if len(mods) == 0 {
 		return nil
 	}
-	return []fileWant{{path: files.ModulesLoad, data: files.RenderModules(pl.profiles, mods), why: why}}
+	return []fileWant{{layer: layerModules, path: files.ModulesLoad, data: files.RenderModules(pl.profiles, mods), why: why}}
 }
 
 // modulesFor lists the kernel modules the persisted keys need at boot

@@ -79,7 +79,7 @@ func (pl *Plan) sysctlTargets(p *profiles.Profile) (map[string]target, map[strin
 			continue
 		}
 		current[k] = cur
-		to, err := sysval.Target(cur, s.Value, modeOf(s))
+		to, err := sysval.TargetOf(cur, s.Parsed, modeOf(s))
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("%ssysctl %s = %q: %v", p.Where("sysctl", k, "value"), k, s.Value, err))
 			continue
@@ -121,7 +121,7 @@ func (pl *Plan) sysctlTargets(p *profiles.Profile) (map[string]target, map[strin
 // or a kernel without it) the kernel default.
 func (pl *Plan) unprivStart(p *profiles.Profile) (int64, string, error) {
 	if s, ok := p.Sysctl[keyUnprivStart]; ok {
-		if n, err := strconv.ParseInt(strings.TrimSpace(s.Value), 10, 64); err == nil {
+		if n, ok := s.Parsed.Number(); ok {
 			return n, "the profile", nil
 		}
 	}
@@ -143,7 +143,7 @@ func (pl *Plan) unprivStart(p *profiles.Profile) (int64, string, error) {
 // already satisfies the profile (hostprep's file, read later, would
 // otherwise lower it); with no file setting k, the profile's value.
 func (pl *Plan) imageTarget(image *hostconf.Sysctl, k string, s profiles.Sysctl) target {
-	t := target{value: sysval.Normalize(s.Value), optional: s.Optional, comment: s.Comment, present: true}
+	t := target{value: s.Parsed.Normal, optional: s.Optional, comment: s.Comment, present: true}
 	set, ok := image.Lookup(k)
 	if !ok || modeOf(s) == sysval.Exact {
 		return t
@@ -153,10 +153,10 @@ func (pl *Plan) imageTarget(image *hostconf.Sysctl, k string, s profiles.Sysctl)
 		return t
 	}
 	set.Value, _ = kernelKeeps(k, set.Value, s.Value) // "32768 # keep" is 32768
-	if to, err := sysval.Target(set.Value, s.Value, modeOf(s)); err == nil && to != t.value {
+	if to, err := sysval.TargetOf(set.Value, s.Parsed, modeOf(s)); err == nil && to != t.value {
 		t.value = to
 		pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Persistent, Current: sysval.Normalize(set.Value),
-			Reason: fmt.Sprintf("kept at %s: the image's %s sets it, which satisfies the profile's %s %s; hostprep's file repeats it instead of lowering it", to, set.Where(), modeOf(s), sysval.Normalize(s.Value))})
+			Reason: fmt.Sprintf("kept at %s: the image's %s sets it, which satisfies the profile's %s %s; hostprep's file repeats it instead of lowering it", to, set.Where(), modeOf(s), s.Parsed.Normal)})
 	}
 	return t
 }
@@ -206,9 +206,9 @@ func (pl *Plan) planRuntime(p *profiles.Profile, targets map[string]target, curr
 		case k == keyReservedPorts && s.Value == "":
 			reason = t.comment
 		case mode != sysval.Exact:
-			reason = mode + " " + sysval.Normalize(s.Value)
+			reason = mode + " " + s.Parsed.Normal
 		}
-		pl.runtime = append(pl.runtime, keyStep{key: k, from: cur, to: t.value, mode: mode, want: cmp.Or(t.want, sysval.Normalize(s.Value))})
+		pl.runtime = append(pl.runtime, keyStep{key: k, from: cur, to: t.value, mode: mode, want: cmp.Or(t.want, s.Parsed.Normal)})
 		pl.Changes = append(pl.Changes, Change{Key: k, Layer: Runtime, From: sysval.Normalize(cur), To: t.value, Reason: reason + t.adjusted})
 	}
 	return nil
@@ -219,10 +219,10 @@ func alreadyReason(k, cur string, s profiles.Sysctl, mode string) string {
 	switch {
 	case k == keyReservedPorts && s.Value == "":
 		return "already reserves every port to keep out of the ephemeral range"
-	case mode == sysval.AtLeast && !sysval.Equal(cur, s.Value):
-		return fmt.Sprintf("at-least %s: host already has %s, never lowered", sysval.Normalize(s.Value), sysval.Normalize(cur))
-	case mode == sysval.AtMost && !sysval.Equal(cur, s.Value):
-		return fmt.Sprintf("at-most %s: host already has %s, never raised", sysval.Normalize(s.Value), sysval.Normalize(cur))
+	case mode == sysval.AtLeast && !sysval.Equal(cur, s.Parsed.Normal):
+		return fmt.Sprintf("at-least %s: host already has %s, never lowered", s.Parsed.Normal, sysval.Normalize(cur))
+	case mode == sysval.AtMost && !sysval.Equal(cur, s.Parsed.Normal):
+		return fmt.Sprintf("at-most %s: host already has %s, never raised", s.Parsed.Normal, sysval.Normalize(cur))
 	}
 	return "already " + sysval.Normalize(cur)
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/plural"
-	"github.com/hostprep/hostprep/profiles"
+	"github.com/hostprep/hostprep/internal/sysctlval"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
 	"github.com/hostprep/hostprep/tune/sysval"
@@ -22,12 +22,16 @@ import (
 // The sysctl.d layer: hostprep's /etc/sysctl.d/60-hostprep.conf (or
 // --persist-name) with every persisted key, fs.nr_open and fs.file-max
 // first; optional keys get the "-" prefix. Written and rolled back as an
-// owned file (layer_files.go); verified at boot by bootSysctlItems
+// owned file (ownedfile.go), which keeps it at rollback where a limits
+// file left behind needs its fs.nr_open (keepForBootNofile, here); verified at boot by bootSysctlItems
 // (here), which names any file that wins instead and every writer after
 // the loader that sets a key back (boot_writers.go). An apply under
 // another --persist-name moves the file: the one written under the former
 // name is taken back (retireSysctlD), or it would keep its old values and,
 // sorting later, win at boot over the new one.
+
+// layerSysctlD names the sysctl.d layer's files at apply time.
+const layerSysctlD = "sysctl.d"
 
 // sysctlDWants plans the sysctl.d file.
 func (pl *Plan) sysctlDWants(per journal.Persisted) []fileWant {
@@ -44,7 +48,7 @@ func (pl *Plan) sysctlDWants(per journal.Persisted) []fileWant {
 		v := per.Sysctl[k]
 		lines[i] = files.SysctlLine{Key: k, Value: v.Value, Optional: v.Optional, Comment: v.Comment}
 	}
-	return []fileWant{{path: pl.env.sysctlConf(), data: files.RenderSysctl(pl.profiles, lines)}}
+	return []fileWant{{layer: layerSysctlD, path: pl.env.sysctlConf(), data: files.RenderSysctl(pl.profiles, lines)}}
 }
 
 // warnHidden warns when hostprep's file rel (under /etc) would hide a file
@@ -108,7 +112,7 @@ func (pl *Plan) retireSysctlD(st *journal.State) error {
 			pl.Warnings = append(pl.Warnings, fmt.Sprintf("%s, hostprep's sysctl.d file under a former --persist-name, %s; %s", p, leftReason(p, data, exists), "whatever it sets still applies at boot"))
 			continue
 		}
-		step := fileStep{path: p, existed: true, from: data, retire: j}
+		step := fileStep{layer: layerSysctlD, path: p, existed: true, from: data, retire: j}
 		step.perm, step.owner = permOwner(p)
 		to := "absent"
 		if j.Existed {
@@ -160,7 +164,7 @@ func nameAfter(base string) (string, bool) {
 // next boot of the tree under root, as if the files in overlay had its
 // bytes: the value the file that wins sets (read as the kernel reads it,
 // sysval.Uint: 0x300000 is 3145728, 010 is 8) and "FILE:LINE sets it at
-// boot". A value the kernel refuses (outside profiles.KernelBounds:
+// boot". A value the kernel refuses (outside sysctlval.KernelBounds:
 // fs.nr_open above 2147483584) leaves the last accepted one under procps
 // and the default under systemd-sysctl (Sysctl.LookupAccepted), as does
 // no file setting it: then def and "the kernel default at boot ..." (def
@@ -202,7 +206,7 @@ func numberAtBoot(root string, overlay map[string][]byte, key string, def uint64
 // fields is ignored ("32768 # keep") while a value without them, or with
 // a number followed by anything but a blank ("1000x", a trailing U+00A0,
 // which systemd does not strip), is refused (EINVAL); then a field
-// outside profiles.KernelBounds is refused too. A non-numeric want: only
+// outside sysctlval.KernelBounds is refused too. A non-numeric want: only
 // the bounds of a numeric value are checked.
 func kernelRefuses(key, value, want string) string {
 	if sysval.PortSetKeys[key] {
@@ -224,7 +228,7 @@ func kernelRefuses(key, value, want string) string {
 		}
 		dec[i] = strconv.FormatUint(n, 10)
 	}
-	if msgs := profiles.CheckBounds(key, strings.Join(dec, " "), ""); len(msgs) > 0 {
+	if msgs := sysctlval.CheckBounds(key, strings.Join(dec, " "), ""); len(msgs) > 0 {
 		return msgs[0]
 	}
 	return ""
@@ -351,4 +355,30 @@ func bootSysctlItems(env Env, per journal.Persisted, modes map[string]string, ov
 		out = append(out, it)
 	}
 	return out, nil
+}
+
+// keepForBootNofile returns a Kept entry when path is hostprep's sysctl.d
+// file, fs.nr_open at the next boot covers r.need with it, and restoring
+// it would leave fs.nr_open below r.need, the hard nofile a left-behind file (r.needFile) sets: the
+// runtime key may be kept, but without the file the host boots with the
+// lower fs.nr_open and logins fail to set that limit. nil otherwise.
+func (r *rollbackRun) keepForBootNofile(path string) *Skip {
+	j := r.st.Files[path]
+	if r.need == 0 || j == nil || filepath.Dir(path) != r.env.path("/etc/sysctl.d") {
+		return nil
+	}
+	var orig []byte // nil: the file goes (absent at boot)
+	if j.Existed {
+		orig = j.Original
+	}
+	n, from, err := lowestAtBoot(r.env.bootRoot(), map[string][]byte{r.env.relPath(path): orig}, keyNrOpen, defaultNrOpen)
+	if err != nil || n >= r.need {
+		return nil
+	}
+	if with, _, err := lowestAtBoot(r.env.bootRoot(), nil, keyNrOpen, defaultNrOpen); err == nil && with < r.need {
+		return nil // already below with the file: keeping it protects nothing
+	}
+	cur, _, _ := files.Read(path)
+	return &Skip{File: path, Layer: Persistent, Current: describe(cur, true),
+		Reason: fmt.Sprintf("kept because %s (%s) sets hard nofile %d, and without this file fs.nr_open after the next boot would be %d (%s): logins and services would fail to set that limit; fix or remove that file and run %s again", r.needFile, r.needWhy, r.need, n, from, r.env.suggest("rollback"))}
 }

@@ -16,15 +16,18 @@ import (
 // kept at 1024 in the built-ins) and one drop-in per unit
 // /etc/systemd/system/UNIT.d/60-hostprep.conf (LimitNOFILE, soft = hard,
 // and TasksMax= when the profile sets systemd.tasks_max: layer_tasks.go).
-// Written and rolled back as owned files (layer_files.go); verified at
+// Written and rolled back as owned files (ownedfile.go); verified at
 // boot by systemdItems (here; boot.go's bootLimitItems adds the
 // fs.nr_open check every nofile layer shares).
+
+// layerSystemd names the systemd layers' drop-ins at apply time.
+const layerSystemd = "systemd"
 
 // systemdWants plans the manager and unit drop-ins.
 func (pl *Plan) systemdWants(per journal.Persisted) []fileWant {
 	var wants []fileWant
 	if d := per.DefaultLimitNOFILE; d != nil {
-		wants = append(wants, fileWant{path: files.SystemConf,
+		wants = append(wants, fileWant{layer: layerSystemd, path: files.SystemConf,
 			data: files.RenderSystemConf(pl.profiles, d.Soft, d.Hard), systemd: true,
 			note: fmt.Sprintf("systemd applies DefaultLimitNOFILE=%s after `systemctl daemon-reexec`, to services started afterwards", files.SystemdNofile(d.Soft, d.Hard))})
 	}
@@ -35,7 +38,7 @@ func (pl *Plan) systemdWants(per journal.Persisted) []fileWant {
 	sort.Strings(units)
 	for _, u := range units {
 		l := per.Services[u]
-		wants = append(wants, fileWant{path: files.ServiceDropIn(u),
+		wants = append(wants, fileWant{layer: layerSystemd, path: files.ServiceDropIn(u),
 			data: files.RenderServiceDropIn(pl.profiles, l.Soft, l.Hard, tasksMaxText(per.TasksMax, u)), unit: u, systemd: true})
 	}
 	return wants

@@ -10,7 +10,6 @@ import (
 
 	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/exitcode"
-	"github.com/hostprep/hostprep/profiles"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
 )
@@ -42,9 +41,14 @@ func tasksMaxText(tasks map[string]uint64, unit string) string {
 	return fmtTasks(n)
 }
 
-// fmtTasks is a number of tasks, or "infinity" for hostconf.Unlimited (the
-// profile's spelling, profiles.TasksInfinity).
-func fmtTasks(n uint64) string { return profiles.TasksMax(n).String() }
+// fmtTasks is a number of tasks as TasksMax= takes it, or "infinity" for
+// hostconf.Unlimited (which profiles.TasksInfinity equals).
+func fmtTasks(n uint64) string {
+	if n == hostconf.Unlimited {
+		return "infinity"
+	}
+	return strconv.FormatUint(n, 10)
+}
 
 // taskCeiling is the task ceiling TasksMax= shares are taken of after
 // the next boot (hostconf.TasksCeiling of kernel.threads-max and

@@ -3,8 +3,10 @@ package tune
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
+	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/shellquote"
 	"github.com/hostprep/hostprep/tune/journal"
 )
@@ -12,14 +14,16 @@ import (
 // The verify-at-boot layer (tune apply --verify-at-boot): hostprep's own
 // hostprep-verify.service, a oneshot that runs `hostprep tune verify
 // --textfile DIR` once the host is up (after multi-user.target and the
-// writers of kernel values hostprep knows of: systemd-sysctl, procps,
-// ufw, tuned, rc.local), its timer (a minute after boot, then every
+// units of the writers of kernel values in hostconf.Writers), its timer (a minute after boot, then every
 // period, for writers that act late), and the drop-in of timers.target
 // that starts the timer at every boot (a regular file: the file layer
 // writes and rolls back regular files, never links). All three are owned
-// files (layer_files.go): journaled, and removed by rollback. The choice
+// files (ownedfile.go): journaled, and removed by rollback. The choice
 // is persisted (journal.Persisted.VerifyAtBoot), so later applies keep
 // the units. Each run's results: verify_textfile.go.
+
+// layerVerifyUnit names the verify-at-boot layer's files at apply time.
+const layerVerifyUnit = "verify-at-boot"
 
 // Paths of the verify-at-boot units, relative to the root.
 const (
@@ -39,19 +43,35 @@ const (
 	DefaultBin = "/usr/local/bin/hostprep"
 )
 
-// verifyAfter are the units hostprep-verify.service runs after: the
-// boot's own writers of kernel values and limits that hostprep knows
-// (systemd-sysctl.service; procps.service, `sysctl --system` on Debian
-// without systemd-sysctl; ufw.service, which runs `sysctl -p
-// $IPT_SYSCTL`; tuned.service, which applies its profile's [sysctl];
-// rc-local.service), then multi-user.target. After= on a unit that is
-// not installed is ignored by systemd.
-var verifyAfter = []string{"multi-user.target", "systemd-sysctl.service", "procps.service", "ufw.service", "tuned.service", "rc-local.service"}
+// verifyAfter are the units hostprep-verify.service runs after:
+// multi-user.target, then the unit of every writer of kernel values
+// hostconf.Writers knows (systemd-sysctl.service; procps.service, `sysctl
+// --system` on Debian without systemd-sysctl; ufw.service, which runs
+// `sysctl -p $IPT_SYSCTL`; tuned.service, which applies its profile's
+// [sysctl]; rc-local.service), in the entries' order, so a new writer
+// entry with a Unit orders the check after itself. After= on a unit that
+// is not installed is ignored by systemd.
+func verifyAfter() []string {
+	after := []string{"multi-user.target"}
+	for _, w := range hostconf.Writers {
+		if w.Unit != "" && !slices.Contains(after, w.Unit) {
+			after = append(after, w.Unit)
+		}
+	}
+	return after
+}
 
 // VerifyCommand is the command line the unit runs (and the cron line
-// repeats): `BIN tune verify --textfile DIR`.
-func VerifyCommand(v journal.VerifyUnit) string {
-	return shellquote.Quote(v.Bin) + " tune verify --textfile " + shellquote.Quote(v.TextfileDir)
+// repeats): `BIN tune verify --textfile DIR`, with `--state FILE` when
+// the journal is not at journal.DefaultPath (state, as the booted host
+// names it: apply was given --state), so the check reads the journal
+// apply wrote.
+func VerifyCommand(v journal.VerifyUnit, state string) string {
+	cmd := shellquote.Quote(v.Bin) + " tune verify --textfile " + shellquote.Quote(v.TextfileDir)
+	if state != "" && state != journal.DefaultPath {
+		cmd += " --state " + shellquote.Quote(state)
+	}
+	return cmd
 }
 
 // verifyUnitWants plans the unit, its timer and the timers.target
@@ -65,7 +85,8 @@ func (pl *Plan) verifyUnitWants(per journal.Persisted, systemdOK bool, why strin
 	if v == nil {
 		return nil
 	}
-	cron := fmt.Sprintf("@reboot sleep 60 && %s\n    %s %s", VerifyCommand(*v), cronEvery(v.Every), VerifyCommand(*v))
+	command := VerifyCommand(*v, pl.env.journalOnHost())
+	cron := fmt.Sprintf("@reboot sleep 60 && %s\n    %s %s", command, cronEvery(v.Every), command)
 	if !systemdOK {
 		pl.Skipped = append(pl.Skipped, Skip{File: pl.env.path(VerifyService), Layer: Persistent, Reason: "hostprep-verify.service not written: " + why})
 		pl.Notes = append(pl.Notes, "PID 1 is not systemd, so hostprep-verify.service cannot run here; the same check from root's crontab (crontab -e):\n    "+cron)
@@ -74,7 +95,7 @@ func (pl *Plan) verifyUnitWants(per journal.Persisted, systemdOK bool, why strin
 	if !pl.env.ImageMode() && !pl.env.systemdRunning() {
 		pl.Notes = append(pl.Notes, fmt.Sprintf("PID 1 is not systemd now (no %s): hostprep-verify.service runs when this host boots under systemd; until then, the same check from root's crontab:\n    %s", pl.env.systemdRunDir(), cron))
 	}
-	after := strings.Join(verifyAfter, " ")
+	after := strings.Join(verifyAfter(), " ")
 	const rollbackCmd = "`hostprep tune rollback`" // as the booted host runs it
 	service := fmt.Sprintf(`# Written by hostprep (tune apply --verify-at-boot); %s removes it.
 # After every boot (and every %s, through hostprep-verify.timer) it compares
@@ -90,7 +111,7 @@ ConditionPathExists=%s
 Type=oneshot
 SyslogIdentifier=hostprep-verify
 ExecStart=%s
-`, rollbackCmd, v.Every, path.Join(v.TextfileDir, TextfileName), after, pl.env.journalOnHost(), VerifyCommand(*v))
+`, rollbackCmd, v.Every, path.Join(v.TextfileDir, TextfileName), after, pl.env.journalOnHost(), command)
 	timer := fmt.Sprintf(`# Written by hostprep (tune apply --verify-at-boot); %s removes it.
 [Unit]
 Description=hostprep: report drift of the applied tuning, after boot and every %s
@@ -106,9 +127,9 @@ Wants=hostprep-verify.timer
 `
 	note := "systemctl daemon-reload && systemctl start hostprep-verify.timer: starts the drift check now; it starts at every boot by itself"
 	return []fileWant{
-		{path: VerifyService, data: []byte(service), systemd: true, why: "hostprep-verify.service (--verify-at-boot)"},
-		{path: VerifyTimer, data: []byte(timer), systemd: true, why: "its timer, every " + v.Every},
-		{path: verifyWants, data: []byte(wants), systemd: true, note: note, why: "starts the timer at every boot"},
+		{layer: layerVerifyUnit, path: VerifyService, data: []byte(service), systemd: true, why: "hostprep-verify.service (--verify-at-boot)"},
+		{layer: layerVerifyUnit, path: VerifyTimer, data: []byte(timer), systemd: true, why: "its timer, every " + v.Every},
+		{layer: layerVerifyUnit, path: verifyWants, data: []byte(wants), systemd: true, note: note, why: "starts the timer at every boot"},
 	}
 }
 
@@ -118,7 +139,7 @@ func (e Env) journalOnHost() string {
 	if e.StateFile != "" && !e.ImageMode() {
 		return e.StateFile
 	}
-	return "/var/lib/hostprep/state.json"
+	return journal.DefaultPath
 }
 
 // cronEvery is the crontab schedule closest to a systemd period: hourly

@@ -186,6 +186,7 @@ type keyStep struct {
 }
 
 type fileStep struct {
+	layer   string // the file layer that planned it (fileWant.layer)
 	path    string // absolute, including Root
 	existed bool
 	from    []byte
@@ -245,17 +246,10 @@ func planFor(p *profiles.Profile, opts Options) (*Plan, error) {
 	if env.ImageMode() {
 		pl.Mode = "image"
 	}
-	// A profile is validated once, by its own package (file:line:col for
-	// a loaded profile; the same rules for one built in code).
-	if err := p.Validate(); err != nil {
+	p, err := validCopy(p)
+	if err != nil {
 		return nil, err
 	}
-	cp := *p // planning adds derived keys; never change the caller's profile
-	cp.Sysctl = make(map[string]profiles.Sysctl, len(p.Sysctl)+1)
-	for k, v := range p.Sysctl {
-		cp.Sysctl[k] = v
-	}
-	p = &cp
 	st, err := pl.journalForPlan()
 	if err != nil {
 		return nil, err
@@ -303,6 +297,24 @@ func planFor(p *profiles.Profile, opts Options) (*Plan, error) {
 		pl.Restart = []string{}
 	}
 	return pl, nil
+}
+
+// validCopy is a copy of p that planning may add derived keys to (the
+// caller's profile is never changed), validated by its own package
+// (file:line:col for a loaded profile; the same rules for one built in
+// code), which also parses each sysctl value it had not parsed yet
+// (Sysctl.Parsed): tune reads typed values, it does not parse the
+// profile's text again.
+func validCopy(p *profiles.Profile) (*profiles.Profile, error) {
+	cp := *p
+	cp.Sysctl = make(map[string]profiles.Sysctl, len(p.Sysctl)+1)
+	for k, v := range p.Sysctl {
+		cp.Sysctl[k] = v
+	}
+	if err := cp.Validate(); err != nil {
+		return nil, err
+	}
+	return &cp, nil
 }
 
 // journalForPlan is what earlier applies journaled, for planning on top of
@@ -557,10 +569,11 @@ func (pl *Plan) planFiles(p *profiles.Profile, st *journal.State, targets map[st
 
 // fileWant is an owned file's planned bytes, from its layer.
 type fileWant struct {
-	path string // relative to the root
-	data []byte
-	note string // what else must happen for it to take effect
-	unit string // a unit to restart
+	layer string // the layer's name (layerSysctlD, ...): one apply layer each
+	path  string // relative to the root
+	data  []byte
+	note  string // what else must happen for it to take effect
+	unit  string // a unit to restart
 	// systemd marks a file systemd reads (the manager's or a unit's
 	// drop-in): it takes effect through systemd (takeEffect).
 	systemd bool
@@ -642,7 +655,7 @@ func (pl *Plan) planFile(w fileWant, st *journal.State) error {
 	if err != nil {
 		return exitcode.Environmentf("tune: %w", err)
 	}
-	pl.files = append(pl.files, fileStep{path: path, existed: existed, from: cur, perm: perm, owner: owner, foreign: foreign, to: w.data, dirs: dirs, link: link})
+	pl.files = append(pl.files, fileStep{layer: w.layer, path: path, existed: existed, from: cur, perm: perm, owner: owner, foreign: foreign, to: w.data, dirs: dirs, link: link})
 	reason := "owned by hostprep"
 	switch {
 	case foreign:

@@ -10,6 +10,7 @@ import (
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/procnet"
+	"github.com/hostprep/hostprep/internal/sysctlval"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/hostprep/hostprep/tune/sysval"
 )
@@ -22,7 +23,7 @@ func (pl *Plan) planPorts(p *profiles.Profile, targets map[string]target, curren
 	if err != nil || rangeVal == "" {
 		return err
 	}
-	lo, hi, err := profiles.ParsePortRange(rangeVal)
+	lo, hi, err := sysctlval.ParsePortRange(rangeVal)
 	if err != nil {
 		return exitcode.Environmentf("tune: %s on this host is %q: %w", keyPortRange, rangeVal, err)
 	}
@@ -32,11 +33,8 @@ func (pl *Plan) planPorts(p *profiles.Profile, targets map[string]target, curren
 	}
 	r := &reservation{lo: lo, hi: hi, want: slices.Clone(have), added: map[string][]string{}}
 	if s, ok := p.Sysctl[keyReservedPorts]; ok {
-		own, err := profiles.ParseReservedPorts(s.Value)
-		if err != nil {
-			return exitcode.BadInputf("sysctl %s = %q: %v", keyReservedPorts, s.Value, err)
-		}
-		r.want = append(r.want, own...)
+		// parsed at load; a value that is no port set failed Validate
+		r.want = append(r.want, s.Parsed.Ports...)
 	}
 	for _, port := range p.ReservePorts {
 		r.add(port, "reserve_ports")
@@ -51,7 +49,7 @@ func (pl *Plan) planPorts(p *profiles.Profile, targets map[string]target, curren
 		return nil
 	}
 	t := targets[keyReservedPorts]
-	t.value, t.present = profiles.FormatReservedPorts(r.want), true
+	t.value, t.present = sysctlval.FormatPortSet(r.want), true
 	if comment := r.comment(); t.comment == "" {
 		t.comment = comment
 	} else if comment != "" {
@@ -79,7 +77,7 @@ func (pl *Plan) ephemeralRange(p *profiles.Profile, targets map[string]target) (
 		v, _, err := pl.current(keyPortRange)
 		return v, err
 	}
-	lo, hi, err := profiles.ParsePortRange(t.value)
+	lo, hi, err := sysctlval.ParsePortRange(t.value)
 	if err != nil {
 		return "", exitcode.BadInputf("sysctl %s = %q: %v", keyPortRange, t.value, err)
 	}
@@ -98,7 +96,7 @@ func (pl *Plan) ephemeralRange(p *profiles.Profile, targets map[string]target) (
 // file, read later, would otherwise drop; ok is false on a kernel
 // without the key. Errors: exitcode.Environment when the value or the
 // image's configuration cannot be read.
-func (pl *Plan) reservedNow(current map[string]string) ([]profiles.PortRange, bool, error) {
+func (pl *Plan) reservedNow(current map[string]string) ([]sysctlval.PortRange, bool, error) {
 	cur, ok := current[keyReservedPorts]
 	if !ok && pl.env.ImageMode() {
 		v, where, err := pl.reservedAtBoot()
@@ -114,7 +112,7 @@ func (pl *Plan) reservedNow(current map[string]string) ([]profiles.PortRange, bo
 		}
 		cur, current[keyReservedPorts] = v, v
 	}
-	have, err := profiles.ParseReservedPorts(cur)
+	have, err := sysctlval.ParsePortSet(cur)
 	if err != nil {
 		return nil, false, exitcode.Environmentf("tune: %s on this host is %q: %w", keyReservedPorts, cur, err)
 	}
@@ -147,14 +145,14 @@ func (pl *Plan) reservedAtBoot() (ports, where string, err error) {
 // reservation collects the ports to keep out of the ephemeral range lo-hi.
 type reservation struct {
 	lo, hi int
-	want   []profiles.PortRange
+	want   []sysctlval.PortRange
 	added  map[string][]string // why -> ports added for it
 	n      int
 }
 
 func (r *reservation) add(port int, why string) {
-	if port >= r.lo && port <= r.hi && !profiles.ContainsPort(r.want, port) {
-		r.want = append(r.want, profiles.PortRange{Lo: port, Hi: port})
+	if port >= r.lo && port <= r.hi && !sysctlval.ContainsPort(r.want, port) {
+		r.want = append(r.want, sysctlval.PortRange{Lo: port, Hi: port})
 		r.added[why] = append(r.added[why], strconv.Itoa(port))
 		r.n++
 	}
@@ -185,12 +183,12 @@ func (pl *Plan) reserveListeners(r *reservation) error {
 	}
 	curLo, curHi := -1, -1
 	if v, ok, err := pl.current(keyPortRange); err == nil && ok {
-		curLo, curHi, _ = profiles.ParsePortRange(v)
+		curLo, curHi, _ = sysctlval.ParsePortRange(v)
 	}
 	var transient []string
 	for _, port := range listening {
 		if port >= curLo && port <= curHi {
-			if port >= r.lo && port <= r.hi && !profiles.ContainsPort(r.want, port) {
+			if port >= r.lo && port <= r.hi && !sysctlval.ContainsPort(r.want, port) {
 				transient = append(transient, strconv.Itoa(port))
 			}
 			continue

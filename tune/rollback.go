@@ -129,7 +129,7 @@ func Rollback(ctx context.Context, env Env) (*RollbackResult, error) {
 }
 
 // rollbackRun is one rollback in progress: each layer's undo (process in
-// layer_process.go, file in layer_files.go, key in layer_runtime.go)
+// layer_process.go, file in ownedfile.go, key in layer_runtime.go)
 // records its outcome here.
 type rollbackRun struct {
 	env        Env

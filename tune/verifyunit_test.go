@@ -4,9 +4,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/tune/journal"
 )
 
@@ -74,6 +76,49 @@ func TestVerifyAtBootUnitsInImage(t *testing.T) {
 	}
 }
 
+// TestVerifyUnitOrderedAfterEveryWriter guards that hostprep-verify.service
+// runs after the unit of every writer entry in hostconf.Writers, and that
+// a new entry with a unit orders it after that unit with no other change.
+func TestVerifyUnitOrderedAfterEveryWriter(t *testing.T) {
+	after := func(t *testing.T) []string {
+		t.Helper()
+		img, env := newImage(t, map[string]string{"/etc/systemd/system.conf": "[Manager]\n"})
+		v := &journal.VerifyUnit{Bin: DefaultBin, TextfileDir: DefaultTextfileDir, Every: "1h"}
+		if _, err := Apply(t.Context(), sysTune(), Options{Env: env, VerifyAtBoot: v}); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(readFile(t, filepath.Join(img, VerifyService)), "\n") {
+			if v, ok := strings.CutPrefix(l, "After="); ok {
+				return strings.Fields(v)
+			}
+		}
+		t.Fatal("hostprep-verify.service has no After= line")
+		return nil
+	}
+	got, n := after(t), 0
+	for _, w := range hostconf.Writers {
+		if w.Unit == "" {
+			continue
+		}
+		n++
+		if !slices.Contains(got, w.Unit) {
+			t.Errorf("After= %q lacks %s, the unit of writer %q", got, w.Unit, w.Name)
+		}
+	}
+	if n < 5 || !slices.Contains(got, "multi-user.target") {
+		t.Fatalf("After= %q: want multi-user.target and the units of the %d unit-backed writers (at least 5)", got, n)
+	}
+
+	late := &hostconf.Writer{Name: "late", Unit: "late-writer.service", Order: hostconf.AfterLoader,
+		Writes: func(*hostconf.Host) ([]hostconf.Write, error) { return nil, nil }}
+	saved := hostconf.Writers
+	hostconf.Writers = append(slices.Clone(saved), late)
+	t.Cleanup(func() { hostconf.Writers = saved })
+	if got := after(t); !slices.Contains(got, "late-writer.service") {
+		t.Errorf("with a new writer entry, After= %q lacks its unit late-writer.service", got)
+	}
+}
+
 // TestVerifyAtBootWithoutSystemdGivesCron guards that where systemd
 // drop-ins are not written (no systemd on the host) --verify-at-boot
 // writes no unit and says so with the equivalent cron lines.
@@ -99,4 +144,30 @@ func readFile(t *testing.T, p string) string {
 	b, err := os.ReadFile(p)
 	must(t, err)
 	return string(b)
+}
+
+// TestVerifyUnitCarriesStatePath guards that the unit's ExecStart (and
+// the cron lines) read the journal apply wrote: `--state FILE` when apply
+// was given a --state other than the default, none otherwise.
+func TestVerifyUnitCarriesStatePath(t *testing.T) {
+	v := &journal.VerifyUnit{Bin: DefaultBin, TextfileDir: DefaultTextfileDir, Every: "1h"}
+	for _, c := range []struct{ state, want string }{
+		{"/srv/hostprep state.json", "ExecStart=/usr/local/bin/hostprep tune verify --textfile /var/lib/prometheus/node-exporter --state '/srv/hostprep state.json'\n"},
+		{"", "ExecStart=/usr/local/bin/hostprep tune verify --textfile /var/lib/prometheus/node-exporter\n"},
+		{journal.DefaultPath, "ExecStart=/usr/local/bin/hostprep tune verify --textfile /var/lib/prometheus/node-exporter\n"},
+	} {
+		pl := &Plan{env: Env{StateFile: c.state}}
+		wants := pl.verifyUnitWants(journal.Persisted{VerifyAtBoot: v}, true, "")
+		if len(wants) == 0 || wants[0].path != VerifyService {
+			t.Fatalf("--state %q: no %s planned: %+v", c.state, VerifyService, wants)
+		}
+		if unit := string(wants[0].data); !strings.Contains(unit, c.want) {
+			t.Errorf("--state %q: unit lacks %q:\n%s", c.state, c.want, unit)
+		}
+		pl = &Plan{env: Env{StateFile: c.state}}
+		pl.verifyUnitWants(journal.Persisted{VerifyAtBoot: v}, false, "no systemd")
+		if cron := strings.Join(pl.Notes, "\n"); strings.Contains(c.want, "--state") != strings.Contains(cron, "--state") {
+			t.Errorf("--state %q: cron lines do not match the unit:\n%s", c.state, cron)
+		}
+	}
 }

@@ -418,16 +418,26 @@ that file and line.`,
 			if st == nil {
 				return verr
 			}
-			if f.textfile != "" {
-				if err := tune.WriteVerifyResults(f.env(), st, f.textfile, cmd.OutOrStdout()); err != nil {
-					return err
-				}
-				return verr
-			}
 			out := struct {
 				*tune.Status
-				Pending []tune.Change `json:"pending,omitempty"`
+				Pending  []tune.Change `json:"pending,omitempty"`
+				Textfile string        `json:"textfile,omitempty"`
 			}{Status: st}
+			if f.textfile != "" {
+				// With --output json the output is only JSON: the status
+				// carries the drift the lines would print.
+				lines := cmd.OutOrStdout()
+				if f.output == "json" {
+					lines = io.Discard
+				}
+				if err := tune.WriteVerifyResults(f.env(), st, f.textfile, lines); err != nil {
+					return err
+				}
+				if f.output != "json" {
+					return verr
+				}
+				out.Textfile = filepath.Join(f.textfile, tune.TextfileName)
+			}
 			if pl != nil {
 				out.Pending = pl.Changes
 			}

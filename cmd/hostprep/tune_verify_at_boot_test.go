@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,5 +43,33 @@ func TestTuneApplyVerifyAtBootFlags(t *testing.T) {
 	}
 	if _, stderr, code := testenv.Run(t, nil, "tune", "verify", "--root", img, "--textfile", filepath.Join(img, "no-such-dir")); code != 2 || !strings.Contains(stderr, "--textfile") {
 		t.Errorf("verify --textfile of a missing directory: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestTuneVerifyTextfileJSON guards that `tune verify --textfile DIR
+// --output json` prints only JSON (the status, naming the textfile it
+// wrote), while the text output prints the summary line.
+func TestTuneVerifyTextfileJSON(t *testing.T) {
+	zero := writeProfile(t, "zero.yaml", zeroYAML)
+	img, dir := t.TempDir(), t.TempDir()
+	if _, stderr, code := testenv.Run(t, nil, "tune", "apply", "--profile", zero, "--root", img); code != 0 {
+		t.Fatalf("apply: exit %d: %s", code, stderr)
+	}
+	stdout, stderr, code := testenv.Run(t, nil, "tune", "verify", "--root", img, "--textfile", dir, "--output", "json")
+	if code != 0 {
+		t.Fatalf("verify --textfile -o json: exit %d: %s%s", code, stdout, stderr)
+	}
+	var got struct {
+		Textfile string `json:"textfile"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil || got.Textfile != filepath.Join(dir, "hostprep_tune.prom") {
+		t.Fatalf("stdout is not only JSON naming the textfile (%v):\n%s", err, stdout)
+	}
+	if _, err := os.Stat(got.Textfile); err != nil {
+		t.Fatal(err)
+	}
+	stdout, _, _ = testenv.Run(t, nil, "tune", "verify", "--root", img, "--textfile", dir)
+	if !strings.Contains(stdout, "hostprep tune verify: 0 of ") {
+		t.Errorf("text output lacks the summary line:\n%s", stdout)
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hostprep/hostprep/profiles"
+	"github.com/hostprep/hostprep/internal/sysctlval"
 )
 
 // PortSetKeys are the sysctl keys whose value is a set of ports, which
@@ -20,14 +20,14 @@ const portBitmapLen = 65536
 
 // KernelPorts is what the kernel prints for a port set key after v is
 // written to it (kernelPortRanges, printed sorted and merged as
-// profiles.FormatReservedPorts prints them); ok is false when the kernel
+// sysctlval.FormatPortSet prints them); ok is false when the kernel
 // refuses the write (EINVAL) and keeps the set it had.
 func KernelPorts(v string) (string, bool) {
 	rs, ok := kernelPortRanges(v)
 	if !ok {
 		return "", false
 	}
-	return profiles.FormatReservedPorts(rs), true
+	return sysctlval.FormatPortSet(rs), true
 }
 
 // kernelPortRanges reads v as proc_do_large_bitmap (kernel/sysctl.c)
@@ -38,7 +38,7 @@ func KernelPorts(v string) (string, bool) {
 // taken. ok is false when the kernel refuses the write. White space
 // around v (which systemd-sysctl and procps strip from a sysctl.d line,
 // and which /proc/sys ends its value with) is dropped first.
-func kernelPortRanges(v string) (rs []profiles.PortRange, ok bool) {
+func kernelPortRanges(v string) (rs []sysctlval.PortRange, ok bool) {
 	s := strings.TrimSpace(v)
 	for s != "" {
 		a, rest, ok := bitmapNumber(s)
@@ -54,7 +54,7 @@ func kernelPortRanges(v string) (rs []profiles.PortRange, ok bool) {
 		if rest != "" && rest[0] != ',' && rest[0] != '\n' {
 			return nil, false
 		}
-		rs = append(rs, profiles.PortRange{Lo: a, Hi: b})
+		rs = append(rs, sysctlval.PortRange{Lo: a, Hi: b})
 		if rest != "" {
 			rest = rest[1:]
 		}
@@ -112,7 +112,7 @@ func SatisfiesKey(key, have, want, mode string) bool {
 		if ok1 && ok2 {
 			for _, r := range w {
 				for p := r.Lo; p <= r.Hi; p++ {
-					if !profiles.ContainsPort(h, p) {
+					if !sysctlval.ContainsPort(h, p) {
 						return false
 					}
 				}

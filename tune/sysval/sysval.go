@@ -7,10 +7,12 @@ package sysval
 import (
 	"fmt"
 	"math/big"
+	"strconv"
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/kernelnum"
 	"github.com/hostprep/hostprep/internal/plural"
+	"github.com/hostprep/hostprep/internal/sysctlval"
 )
 
 // Mode names, as in profiles.Mode.
@@ -99,6 +101,42 @@ func Target(cur, want, mode string) (string, error) {
 		}
 		if (mode == AtLeast && c < 0) || (mode == AtMost && c > 0) {
 			out[i] = fw[i]
+		} else {
+			out[i] = fc[i]
+		}
+	}
+	return strings.Join(out, " "), nil
+}
+
+// TargetOf is Target for a profile's value as it was parsed at load
+// (sysctlval.Value), without reading its text again: exact gives its
+// Normal text; at-least and at-most compare each field of cur, read as
+// the kernel reads it, with the value's whole-number Fields. Errors as
+// Target's.
+func TargetOf(cur string, want sysctlval.Value, mode string) (string, error) {
+	switch mode {
+	case "", Exact:
+		return want.Normal, nil
+	case AtLeast, AtMost:
+	default:
+		return "", fmt.Errorf("mode %q: want exact, at-least or at-most", mode)
+	}
+	fc, fw := Fields(cur), want.Fields
+	if fw == nil {
+		return "", fmt.Errorf("mode %s needs integers, the profile's %q is not whole numbers", mode, want.Text)
+	}
+	if len(fc) != len(fw) {
+		return "", fmt.Errorf("mode %s: the host's value %q has %s, the profile's %q has %d", mode, cur, plural.N(len(fc), "field"), want.Text, len(fw))
+	}
+	out := make([]string, len(fw))
+	for i, w := range fw {
+		c, ok := num(fc[i])
+		if !ok {
+			return "", fmt.Errorf("mode %s needs integers, field %d is %q (host) / %q (profile)", mode, i+1, fc[i], strconv.FormatInt(w, 10))
+		}
+		d := c.Cmp(big.NewInt(w))
+		if (mode == AtLeast && d < 0) || (mode == AtMost && d > 0) {
+			out[i] = strconv.FormatInt(w, 10)
 		} else {
 			out[i] = fc[i]
 		}

@@ -1,4 +1,4 @@
-package profiles
+package sysctlval
 
 import (
 	"fmt"
@@ -26,6 +26,16 @@ type Bound struct {
 // IntMax is the largest value of a C int, which most sysctls are stored in.
 const IntMax = 1<<31 - 1
 
+// The fs.nr_open values a 64-bit kernel accepts.
+const (
+	// NrOpenMax is the largest fs.nr_open a 64-bit kernel accepts
+	// (sysctl_nr_open_max in fs/file.c: INT_MAX rounded down to a multiple
+	// of BITS_PER_LONG).
+	NrOpenMax = 2147483584
+	// NrOpenMin is the smallest fs.nr_open (BITS_PER_LONG).
+	NrOpenMin = 64
+)
+
 const (
 	srcInt         = "stored in a C int, written with proc_dointvec_minmax: a value outside the range is refused with EINVAL"
 	srcTcpMem      = "tcp_rmem/tcp_wmem are int[3] (struct netns_ipv4, include/net/netns/ipv4.h; proc_dointvec_minmax in net/ipv4/sysctl_net_ipv4.c): every field is an int, one outside the range is refused with EINVAL"
@@ -39,9 +49,9 @@ const (
 	srcPort        = "a port number, 0..65535"
 )
 
-// KernelBounds is the one table of per-key kernel bounds; Validate checks
-// the ones without Before, tune the version-dependent ones against the
-// host's kernel.
+// KernelBounds is the one table of per-key kernel bounds; profiles'
+// Validate checks the ones without Before, tune the version-dependent
+// ones against the host's kernel.
 var KernelBounds = []Bound{
 	{Key: "fs.file-max", Min: 0, Max: 1<<63 - 1, Source: srcFileMax},
 	{Key: "fs.nr_open", Min: NrOpenMin, Max: NrOpenMax, Source: srcNrOpen},
@@ -78,18 +88,6 @@ var KernelBounds = []Bound{
 	{Key: "net.ipv4.udp_mem", Field: 2, Min: 0, Max: 1<<63 - 1, Source: srcLongTriple},
 	{Key: "net.ipv4.udp_mem", Field: 3, Min: 0, Max: 1<<63 - 1, Source: srcLongTriple},
 }
-
-// numericKeys are the one-number keys with their bounds on every kernel,
-// from KernelBounds.
-var numericKeys = func() map[string][2]int64 {
-	m := map[string][2]int64{}
-	for _, b := range KernelBounds {
-		if b.Field == 0 && b.Before == "" {
-			m[b.Key] = [2]int64{b.Min, b.Max}
-		}
-	}
-	return m
-}()
 
 var tripleNames = [...]string{"", "min", "default", "max"}
 

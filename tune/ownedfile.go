@@ -11,22 +11,48 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
 )
 
-// fileLayer is the owned files (sysctl.d, modules-load.d, limits.d,
-// systemd manager and unit drop-ins): planned by planFiles (plan.go),
-// written here atomically in plan order, rolled back by rollbackFile.
+// The owned-file mechanism every file layer (layer_sysctld.go,
+// layer_modules.go, layer_limitsd.go, layer_systemd.go,
+// layer_verifyunit.go) shares: each layer plans the bytes of its own
+// files (fileWant, with the layer's name) and its items after the next
+// boot; the files are then written atomically, journaled (original
+// bytes, mode and owner, or the symbolic link), undone, rolled back and
+// checked the same way for every layer, here. Nothing here knows what a
+// file holds; a layer's own rule at rollback (keeping hostprep's
+// sysctl.d file for a limits file left behind) lives in the layer's file.
+
+// fileLayer is one file layer at apply time: its files in plan order
+// (Plan.fileLayers), written atomically, and undone in reverse.
 type fileLayer struct {
-	pl       *Plan
+	name     string // the layer's (fileWant.layer)
+	steps    []fileStep
 	written  []fileStep
 	madeDirs []string
 }
 
+// fileLayers are the plan's file steps as one layer per file layer, in
+// the order the layers planned them.
+func (pl *Plan) fileLayers() []*fileLayer {
+	var out []*fileLayer
+	by := map[string]*fileLayer{}
+	for _, f := range pl.files {
+		l := by[f.layer]
+		if l == nil {
+			l = &fileLayer{name: f.layer}
+			by[f.layer] = l
+			out = append(out, l)
+		}
+		l.steps = append(l.steps, f)
+	}
+	return out
+}
+
 func (l *fileLayer) record(st *journal.State) {
-	for _, f := range l.pl.files {
+	for _, f := range l.steps {
 		if f.retire != nil {
 			continue // stays journaled until the apply is complete (dropRetired)
 		}
@@ -46,7 +72,7 @@ func (l *fileLayer) record(st *journal.State) {
 }
 
 func (l *fileLayer) apply(context.Context) error {
-	for _, f := range l.pl.files {
+	for _, f := range l.steps {
 		if f.retire != nil {
 			if _, left, err := rollbackFile(f.path, f.retire); err != nil || left != nil {
 				if err == nil {
@@ -73,7 +99,7 @@ func (l *fileLayer) apply(context.Context) error {
 // dropRetired removes the files this apply took back from the journal;
 // execute calls it once every change is made.
 func (l *fileLayer) dropRetired(st *journal.State) {
-	for _, f := range l.pl.files {
+	for _, f := range l.steps {
 		if f.retire != nil {
 			delete(st.Files, f.path)
 		}
@@ -104,8 +130,10 @@ func (l *fileLayer) undo() []string {
 }
 
 // file undoes one owned file (rollback); a file someone else changed is
-// left, and its hard nofile remembered so fs.nr_open is not lowered
-// below it.
+// left. The one layer rule that can keep a file hostprep still owns is
+// the sysctl.d layer's (keepForBootNofile, layer_sysctld.go): a file
+// left behind (found by the limits.d layer's scanLeft and scanForeign)
+// may need its fs.nr_open at boot.
 func (r *rollbackRun) file(path string) {
 	// hostprep's own temporary files, left by a killed apply, go too, so
 	// the directories hostprep created can be removed.
@@ -128,74 +156,6 @@ func (r *rollbackRun) file(path string) {
 	if r.record(ch, left, err) {
 		delete(r.remaining.Files, path)
 	}
-}
-
-// scanLeft finds, before anything is undone, the owned files rollback
-// will leave (changed by someone else since hostprep wrote them) and the
-// hard nofile each sets, so that r.need is known whatever order the files
-// are undone in: a limits file written before hostprep's sysctl.d file is
-// undone after it.
-func (r *rollbackRun) scanLeft() {
-	for path, j := range r.st.Files {
-		cur, exists, err := files.Read(path)
-		if err != nil || !exists || journal.SHA256(cur) == j.SetSHA256 || (j.Existed && string(cur) == string(j.Original)) {
-			continue
-		}
-		if n, ok := files.HardNofile(cur); ok {
-			r.keepFiles[path] = n
-			if n > r.need || (n == r.need && path < r.needFile) {
-				r.need, r.needFile, r.needWhy = n, path, "left behind, edited after hostprep wrote it"
-			}
-		}
-	}
-}
-
-// scanForeign adds the limits files hostprep does not own
-// (/etc/security/limits.conf and limits.d/*.conf, as pam_limits reads
-// them) to what rollback must not lower fs.nr_open below: one written
-// after apply, relying on hostprep's fs.nr_open, would make every login
-// fail to set its hard nofile once rollback lowered fs.nr_open below it
-// (pam_limits' setrlimit gets EPERM and the session fails).
-func (r *rollbackRun) scanForeign() {
-	for _, f := range hostconf.LimitsFiles(r.env.bootRoot()) {
-		p := r.env.path(f.Path)
-		if _, owned := r.st.Files[p]; owned || f.Masked {
-			continue
-		}
-		cur, exists, err := files.Read(r.env.path(f.Target))
-		if err != nil || !exists {
-			continue
-		}
-		if n, ok := files.HardNofile(cur); ok && (n > r.need || (n == r.need && p < r.needFile)) {
-			r.need, r.needFile, r.needWhy = n, p, "not hostprep's"
-		}
-	}
-}
-
-// keepForBootNofile returns a Kept entry when path is hostprep's sysctl.d
-// file, fs.nr_open at the next boot covers r.need with it, and restoring
-// it would leave fs.nr_open below r.need, the hard nofile a left-behind file (r.needFile) sets: the
-// runtime key may be kept, but without the file the host boots with the
-// lower fs.nr_open and logins fail to set that limit. nil otherwise.
-func (r *rollbackRun) keepForBootNofile(path string) *Skip {
-	j := r.st.Files[path]
-	if r.need == 0 || j == nil || filepath.Dir(path) != r.env.path("/etc/sysctl.d") {
-		return nil
-	}
-	var orig []byte // nil: the file goes (absent at boot)
-	if j.Existed {
-		orig = j.Original
-	}
-	n, from, err := lowestAtBoot(r.env.bootRoot(), map[string][]byte{r.env.relPath(path): orig}, keyNrOpen, defaultNrOpen)
-	if err != nil || n >= r.need {
-		return nil
-	}
-	if with, _, err := lowestAtBoot(r.env.bootRoot(), nil, keyNrOpen, defaultNrOpen); err == nil && with < r.need {
-		return nil // already below with the file: keeping it protects nothing
-	}
-	cur, _, _ := files.Read(path)
-	return &Skip{File: path, Layer: Persistent, Current: describe(cur, true),
-		Reason: fmt.Sprintf("kept because %s (%s) sets hard nofile %d, and without this file fs.nr_open after the next boot would be %d (%s): logins and services would fail to set that limit; fix or remove that file and run %s again", r.needFile, r.needWhy, r.need, n, from, r.env.suggest("rollback"))}
 }
 
 // rollbackFile restores an owned file byte for byte (or removes it)
