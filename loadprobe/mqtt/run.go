@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/hostprep/hostprep/loadprobe/contention"
 	"log/slog"
 	"net"
 	"os"
@@ -473,7 +474,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer r.cancel()
 
 	defer keepTimestamps()()
-	host0 := readHostCounters()
+	host0, cpu0 := readHostCounters(), contention.Take()
 	runErr := r.execute(res)
 	if r.poll != nil {
 		r.poll.drainTick() // a run that ended before its drain (interrupted, failed) still reads the acks already here
@@ -488,7 +489,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// fill sees every Record (an early stop leaves the scheduler running
 	// until shutdown closes r.stop).
 	r.waitAll()
-	res.Host = readHostCounters().sub(host0)
+	res.Host, res.CPU = readHostCounters().sub(host0), cpu0.Since()
 	r.fill(res)
 	if runErr != nil {
 		if r.sched == nil { // failed before the load started: nothing measured
