@@ -303,8 +303,8 @@ type Throughput struct {
 // run's last row, which ends with the run (a drain's deliveries are in
 // it) and is shorter, so the rows' Seconds add up to the run's length;
 // the rates (rate) are per real second. A second's p95s are those of
-// the acks and deliveries recorded since the sampler's last look (the
-// seconds a stalled sampler catches up on share them).
+// the acks (censored ones too) and deliveries that happened in it, the
+// ones its counts count (secLat): e2e p95 > 0 exactly when Received > 0.
 type Second struct {
 	T           int     `json:"t_s"`
 	Seconds     float64 `json:"duration_s"`
