@@ -3,6 +3,8 @@ package preflight
 import (
 	"encoding/json"
 	"fmt"
+	"net"
+	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -99,5 +101,27 @@ func TestEmbeddedBrokerShortLimitFixes(t *testing.T) {
 		if len(c.Observed) > 240 {
 			t.Errorf("%s observed line is %d characters: %s", id, len(c.Observed), c.Observed)
 		}
+	}
+}
+
+// --port names the listener to judge: its owner is then the target, not
+// hostprep's embedded broker.
+func TestEmbeddedBrokerPortNamesAnother(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+	out, stderr, code := testenv.Run(t, nil, "preflight", "--profile", "ready-small", "--port", port, "-o", "json")
+	if code != 0 && code != 1 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if r.Target.InProcess || r.TargetProcess.Self || r.TargetProcess.PID != os.Getpid() {
+		t.Errorf("--port %s: target %+v, process %+v; want the listener's owner, pid %d", port, r.Target, r.TargetProcess, os.Getpid())
 	}
 }
