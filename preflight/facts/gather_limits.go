@@ -336,8 +336,9 @@ func (g *Gatherer) targetLogin() error {
 	bnd, err := g.hasCap(g.selfPID(), "CapBnd", CapSysResource)
 	t.NoRaiseBound = err == nil && !bnd
 	if t.NoRaiseBound && parentRead && hard > parentHard {
-		t.Source += fmt.Sprintf(", which asks for nofile %s but is capped at the hard limit %s inherited here (/proc/%d/limits): CAP_SYS_RESOURCE is not in this host's capability bounding set (CapBnd), so no process here can raise a hard nofile",
-			FmtLimit(profiles.Limit{Soft: soft, Hard: hard}), FmtNofile(parentHard), ppid)
+		// Said once, briefly: the fd checks repeat the source in each
+		// observed line, and fd.raise explains the bounding set.
+		t.Source += fmt.Sprintf("; capped at the hard %s inherited here (no CAP_SYS_RESOURCE in CapBnd)", FmtNofile(parentHard))
 		hard = parentHard
 		soft = min(soft, hard)
 	}
