@@ -202,3 +202,20 @@ func (f Figures) Behind(what string) (why, fix string) {
 	return fmt.Sprintf("%s: the probe or the socket was the bottleneck (CPU pressure not known: /proc/pressure/cpu not readable)", what),
 		"run the probe on another host or lower the rate; see the calibration's scheduler jitter (a probe paused or starved of CPU falls behind too)"
 }
+
+// Delayed is what the figures add to a latency over its limit: on a host
+// busy with other work, that the latency holds the probe's wait for a
+// CPU and the fix is an idle host; with the probe itself the load, that
+// it is its own; "" when the CPUs were free or the figures are not known
+// (the latency is then the server's or the network's to explain).
+func (f Figures) Delayed() string {
+	switch f.Cause() {
+	case HostBusy:
+		return fmt.Sprintf("the host's CPUs were busy with other work during the run (some avg10 %.0f%%, %.0f%% of the run; this process waited %.0f ms/s for a CPU), so the latency holds that wait: run it again when the host is idle",
+			f.SomeAvg10, f.SomeShare, f.RunqueueMsPerS)
+	case ProbeLoad:
+		return fmt.Sprintf("the probe itself was the load (it used %.2f of the %.1f CPUs busy, some avg10 %.0f%%), so the latency holds its own wait for a CPU: run it on another host, split it (--shard) or lower the rate",
+			f.ProbeCPUs, f.HostCPUs, f.SomeAvg10)
+	}
+	return ""
+}

@@ -64,6 +64,23 @@ func TestCauseFromFigures(t *testing.T) {
 			if !strings.Contains(fix, tc.fix) || (tc.notInFx != "" && strings.Contains(fix, tc.notInFx)) {
 				t.Errorf("fix %q: want %q, not %q", fix, tc.fix, tc.notInFx)
 			}
+			// A latency over its limit is blamed on the CPUs only when
+			// they were busy: the host's work, or the probe's own.
+			d := tc.f.Delayed()
+			switch tc.want {
+			case HostBusy:
+				if !strings.Contains(d, "the host's CPUs were busy with other work") || !strings.Contains(d, "when the host is idle") {
+					t.Errorf("delayed %q", d)
+				}
+			case ProbeLoad:
+				if !strings.Contains(d, "the probe itself was the load") || !strings.Contains(d, "another host") {
+					t.Errorf("delayed %q", d)
+				}
+			default:
+				if d != "" {
+					t.Errorf("delayed %q, want nothing: the CPUs do not explain it", d)
+				}
+			}
 		})
 	}
 }

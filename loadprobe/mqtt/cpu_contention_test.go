@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/testenv"
+	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/loadprobe/contention"
 )
 
@@ -19,6 +20,7 @@ func TestLatenessOnBusyHostNamesCPUPressure(t *testing.T) {
 	cfg := small("", 50)
 	cfg.PubInterval = 20 * time.Millisecond // 2500 wake-ups/s to be late
 	cfg.Duration = 3 * time.Second
+	cfg.Thresholds.AckP95 = time.Microsecond // over it on any host: its fix is judged below
 	res, err := runProbe(t, cfg)
 	if err != nil && res == nil {
 		t.Fatal(err)
@@ -45,6 +47,9 @@ func TestLatenessOnBusyHostNamesCPUPressure(t *testing.T) {
 	for _, c := range res.Checks {
 		if c.ID == "mqtt.schedule" && strings.Contains(c.Remedy, "another host") {
 			t.Errorf("mqtt.schedule tells the user to move the probe: %s", c.Remedy)
+		}
+		if c.ID == "mqtt.ack_p95" && (c.Status != verdict.Fail || !strings.HasPrefix(c.Remedy, "the host's CPUs were busy with other work")) {
+			t.Errorf("mqtt.ack_p95 %s over a 1 µs limit on a busy host: fix %q, want the host's CPUs first", c.Status, c.Remedy)
 		}
 	}
 	var b strings.Builder

@@ -770,7 +770,24 @@ func judge(cfg *Config, res *Result) []verdict.Check {
 	}
 	cs = append(cs, durCheck(cfg, "mqtt.e2e_p99", "end-to-end p99", res.Latency.E2E.P99, res.Latency.E2E, t.E2EP99, cutSteady,
 		"deliveries are slow: check the broker's CPU and the subscribers (more --subscribers with a shared subscription)"))
+	cpuFirst(cs, res.CPU)
 	return append(cs, deliveryCheck(cfg, m), connectionsLostCheck(cn), scheduleCheck(m, res.Offered, res.CPU, cut), protocolCheck(cfg, res.Protocol))
+}
+
+// cpuFirst puts what the run's CPU figures say (contention.Figures.
+// Delayed: a host busy with other work, or the probe itself the load)
+// before the remedy of each failed latency check: a latency measured
+// while the probe waited for a CPU is not yet the broker's.
+func cpuFirst(cs []verdict.Check, cpu contention.Figures) {
+	d := cpu.Delayed()
+	for i := range cs {
+		switch c := &cs[i]; c.ID {
+		case "mqtt.connect_p95", "mqtt.ack_p95", "mqtt.e2e_p99":
+			if c.Status == verdict.Fail && d != "" && c.Remedy != "" {
+				c.Remedy = d + "; if it stays: " + c.Remedy
+			}
+		}
+	}
 }
 
 // connectRemedy is mqtt.connect_p95's remedy: the probe's own lag when
