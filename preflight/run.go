@@ -111,7 +111,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			svc, fromProfile, alt = t.Service, t.Service != "", t.AltServices
 		}
 		var err error
-		f, err = facts.Gather(ctx, facts.GatherOptions{Capacity: checks.OwnerCapacity, Root: opts.Root, PID: opts.PID, Service: svc, ServiceFromProfile: fromProfile, AltServices: alt, SourceIPs: t.SourceIPs,
+		f, err = facts.Gather(ctx, facts.GatherOptions{Capacity: checks.OwnerCapacity, Root: opts.Root, PID: opts.PID, Service: svc, ServiceFromProfile: fromProfile, AltServices: alt, Self: t.InProcess, SourceIPs: t.SourceIPs,
 			Role: t.Role, Ports: t.ListenerPorts(), IoTDBHome: opts.IoTDBHome, Record: opts.Record})
 		if err != nil {
 			return nil, err

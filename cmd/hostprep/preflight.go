@@ -103,6 +103,11 @@ Checks (IDs for --ignore):
 				}
 				pt.SourceIPs = t.SourceIPs
 				pt.Ports = t.Ports
+				// The embedded broker is hostprep itself only as the
+				// broker; --port names another listener to judge.
+				if fl.Changed("port") || pt.Role != preflight.Broker {
+					pt.InProcess = false
+				}
 				if fl.Changed("pool-size") {
 					pt.IoTDB.PoolSize = t.IoTDB.PoolSize
 				}

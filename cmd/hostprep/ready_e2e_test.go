@@ -261,6 +261,20 @@ func TestReadyEndToEnd(t *testing.T) {
 	if s := quick.Step(outcome.StepProbeIoTDB); s == nil || s.Verdict != verdict.Skip {
 		t.Errorf("quick start probed IoTDB without a target: %+v", s)
 	}
+	// The embedded broker's sockets are hostprep's own: the fd checks
+	// judge it and pass (its hard nofile covers 5000 sockets here), and
+	// no warning asks to name a process when there is none to name.
+	for _, st := range quick.Steps {
+		for _, c := range st.Checks {
+			fd := strings.HasPrefix(c.ID, "fd.soft") || strings.HasPrefix(c.ID, "fd.hard") || strings.HasPrefix(c.ID, "fd.raise")
+			if fd && c.Status != verdict.Pass && ceiling >= 5064 {
+				t.Errorf("quick start %s/%s %s: %s", st.Name, c.ID, c.Status, c.Summary)
+			}
+			if c.Status == verdict.Warn && strings.Contains(c.Remedy, "--service UNIT or --pid PID") {
+				t.Errorf("quick start %s/%s asks to name a process: %s (fix %q)", st.Name, c.ID, c.Summary, c.Remedy)
+			}
+		}
+	}
 	if res[8].Exit != 0 {
 		t.Errorf("second rollback: exit %d %s", res[8].Exit, res[8].Stderr)
 	}

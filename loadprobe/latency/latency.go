@@ -82,22 +82,6 @@ func (r *Recorder) Merge(other *Recorder) {
 // Reset empties r for reuse.
 func (r *Recorder) Reset() { r.h.Reset(); r.clamped = 0; r.censored = 0 }
 
-// Since sets r to the values recorded in now after base, an earlier
-// copy of now (now has only grown since: Merge into a Reset r gives such
-// copies): now minus base, count by count. It is how a per-second
-// window is read from running totals without recording every value
-// twice. It allocates two copies of the counters (about 40 KiB each).
-func (r *Recorder) Since(now, base *Recorder) {
-	s, b := now.h.Export(), base.h.Export()
-	for i := range s.Counts {
-		if i < len(b.Counts) {
-			s.Counts[i] -= b.Counts[i]
-		}
-	}
-	r.h = hdrhistogram.Import(s)
-	r.clamped, r.censored = now.clamped-base.clamped, now.censored-base.censored
-}
-
 // Snapshot is a Recorder in a lossless, portable form (JSON): the
 // histogram in HdrHistogram's compressed V2 encoding, base64 (readable by
 // every HdrHistogram implementation; values in µs), and the clamped and

@@ -137,28 +137,3 @@ func TestFromSnapshotRejects(t *testing.T) {
 		t.Fatalf("empty snapshot: %v %+v", err, r.Summary())
 	}
 }
-
-// Since reads the values of one second from two running totals: the
-// window equals a histogram of that second's values alone.
-func TestSinceIsTheWindow(t *testing.T) {
-	total, base, win, want := New(), New(), New(), New()
-	for i := 1; i <= 1000; i++ {
-		total.Record(time.Duration(i) * time.Millisecond) // before the window: 1..1000 ms
-	}
-	base.Merge(total)
-	for i := 1; i <= 500; i++ {
-		d := time.Duration(i) * 10 * time.Microsecond // the window: 10 µs .. 5 ms
-		total.Record(d)
-		want.Record(d)
-	}
-	total.RecordCensored(time.Millisecond, 2*time.Second)
-	want.RecordCensored(time.Millisecond, 2*time.Second)
-	win.Since(total, base)
-	got, exp := win.Summary(), want.Summary()
-	if got != exp {
-		t.Errorf("window %+v, want %+v", got, exp)
-	}
-	if got.Count != 501 || got.Censored != 1 {
-		t.Errorf("window count %d censored %d, want 501 and 1", got.Count, got.Censored)
-	}
-}

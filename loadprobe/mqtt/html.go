@@ -236,6 +236,7 @@ steady window {{printf "%.1f" $.R.WindowSeconds}} s after a {{printf "%.1f" $.R.
 <tr><th class="l">subscribers</th><td>{{.Subscribers}}</td><td class="l">lost mid-run: {{.SubscribersLost}}{{range $k, $v := .SubscribersLostBy}} ({{$k}} {{$v}}){{end}}</td></tr>
 </table>{{end}}
 {{with .R.Host}}<p>Kernel (TcpExt, whole network namespace, during the run): {{.ListenOverflows}} listen-queue overflows, {{.TCPSynRetrans}} SYN retransmits, {{.PruneCalled}} receive-queue prunes.</p>{{end}}
+{{if .R.CPU.Seconds}}<p>CPU (whole host, during the run): {{.R.CPU.Text}}.</p>{{end}}
 {{if .R.Failures}}<h3>Observed</h3><ul>{{range .R.Failures}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{if .R.Checks}}<h3>Checks</h3>
 {{checks .R.Checks}}{{end}}

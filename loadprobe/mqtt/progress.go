@@ -83,9 +83,7 @@ func (c *secCounts) count(which func(*secCounts) []atomic.Int64, now int64) {
 	if c == nil {
 		return
 	}
-	v := which(c)
-	i := min(max(0, int((now-c.start)/int64(time.Second))), len(v)-1)
-	v[i].Add(1)
+	which(c)[c.index(now)].Add(1)
 }
 
 func pubs(c *secCounts) []atomic.Int64 { return c.pub }
@@ -119,17 +117,13 @@ func (c *secCounts) fill(row *Second, last bool) {
 // starved) appends every second that passed meanwhile, each 1 s long, so
 // row t is always second t and the rows' Seconds add up to the run's
 // length; their counts come from secCounts, by when the events happened,
-// re-read at the end when every event is in. It shows each row on bar or,
+// re-read at the end when every event is in, and their p95s from the
+// latencies recorded by the same second (secP95). It shows each row on bar or,
 // every cfg.ProgressEvery, as a line on cfg.Progress.
 func (r *run) sampleEverySecond(res *Result, done <-chan struct{}, bar *progressbar.ProgressBar) {
 	cfg := &r.cfg
 	every := max(1, int(cfg.ProgressEvery/time.Second))
-	// Running totals at the last sample and now, and the interval's.
-	var tot [2][2]*latency.Recorder
-	for i := range tot {
-		tot[i] = [2]*latency.Recorder{latency.New(), latency.New()}
-	}
-	ack, e2e := latency.New(), latency.New()
+	ack, e2e := latency.New(), latency.New() // secP95's scratch
 	counts := r.perSec.Load()
 	timer := time.NewTimer(time.Second)
 	defer timer.Stop()
@@ -142,7 +136,6 @@ func (r *run) sampleEverySecond(res *Result, done <-chan struct{}, bar *progress
 		}
 		at := r.now() - r.start // the schedule's clock
 		over := int(at / int64(time.Second))
-		ackP95, e2eP95 := r.sampleP95(&tot, ack, e2e)
 		connected := r.connected.Load()
 		from := len(res.Series)
 		for t := from + 1; t <= over; t++ {
@@ -156,17 +149,12 @@ func (r *run) sampleEverySecond(res *Result, done <-chan struct{}, bar *progress
 			counts.fill(&part, true)
 			if part.Seconds >= 0.001 || part.Published+part.Acked+part.Received > 0 {
 				res.Series = append(res.Series, part)
-				from = min(from, len(res.Series)-1)
 			}
 		}
 		for i := range res.Series {
 			counts.fill(&res.Series[i], final && i == len(res.Series)-1)
 		}
-		for i := from; i < len(res.Series); i++ {
-			if s := &res.Series[i]; s.Acked > 0 || s.Received > 0 {
-				s.AckP95, s.E2EP95 = ackP95, e2eP95
-			}
-		}
+		r.secP95(res.Series, final, ack, e2e)
 		if final {
 			if bar != nil {
 				_ = bar.Finish()
@@ -188,28 +176,6 @@ func (r *run) sampleEverySecond(res *Result, done <-chan struct{}, bar *progress
 			fmt.Fprintf(cfg.Progress, "mqtt probe %3ds: %s\n", sec.T, line)
 		}
 	}
-}
-
-// sampleP95 is the p95 (ms) of the ack and end-to-end latencies recorded
-// since the last sample, read as the shards' running totals now minus
-// at the last sample (tot[0] is the last sample's ack and e2e totals,
-// tot[1] scratch for now's; they swap) into ack and e2e.
-func (r *run) sampleP95(tot *[2][2]*latency.Recorder, ack, e2e *latency.Recorder) (ackP95, e2eP95 float64) {
-	now := tot[1]
-	now[0].Reset()
-	now[1].Reset()
-	for _, s := range r.shards {
-		s.mu.Lock()
-		now[0].Merge(s.ack)
-		now[0].Merge(s.warmAck)
-		now[1].Merge(s.e2e)
-		now[1].Merge(s.warmE2E)
-		s.mu.Unlock()
-	}
-	ack.Since(now[0], tot[0][0])
-	e2e.Since(now[1], tot[0][1])
-	tot[0], tot[1] = tot[1], tot[0]
-	return float64(ack.Quantile(95)) / 1e6, float64(e2e.Quantile(95)) / 1e6
 }
 
 // failedSoFar is connects failed plus connections lost, for progress.

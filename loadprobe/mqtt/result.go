@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"github.com/hostprep/hostprep/loadprobe/contention"
 	"io"
 	"math"
 	"math/bits"
@@ -85,8 +86,12 @@ type Result struct {
 	Latency    Latencies  `json:"latency"`
 	Throughput Throughput `json:"throughput"`
 	// Host is what the kernel counted meanwhile (this netns, all sockets).
-	Host   HostCounters `json:"host"`
-	Series []Second     `json:"series,omitempty"`
+	Host HostCounters `json:"host"`
+	// CPU is how busy the host's CPUs were over the run and how much of
+	// them this process used (contention): what a schedule overrun is
+	// blamed on.
+	CPU    contention.Figures `json:"cpu"`
+	Series []Second           `json:"series,omitempty"`
 	// Histograms are the latency histograms behind Latency, lossless
 	// (HdrHistogram's encoded form), for `hostprep report merge` to
 	// compute a fleet's exact percentiles.
@@ -298,8 +303,8 @@ type Throughput struct {
 // run's last row, which ends with the run (a drain's deliveries are in
 // it) and is shorter, so the rows' Seconds add up to the run's length;
 // the rates (rate) are per real second. A second's p95s are those of
-// the acks and deliveries recorded since the sampler's last look (the
-// seconds a stalled sampler catches up on share them).
+// the acks (censored ones too) and deliveries that happened in it, the
+// ones its counts count (secLat): e2e p95 > 0 exactly when Received > 0.
 type Second struct {
 	T           int     `json:"t_s"`
 	Seconds     float64 `json:"duration_s"`
@@ -670,7 +675,8 @@ func failuresInWords(cfg *Config, res *Result, n int, first map[string]string) [
 		out = append(out, fmt.Sprintf("the kernel counted %d listen-queue overflows and %d SYN retransmits during the run: a listener's accept queue was full (the broker's listen backlog or net.core.somaxconn), and clients waited 1 s or more to retry — see connect latency", res.Host.ListenOverflows, res.Host.TCPSynRetrans))
 	}
 	if m.Overruns > 0 {
-		out = append(out, fmt.Sprintf("the probe fell behind its schedule %s (> %v late): the probe or the socket was the bottleneck", plural.N(m.Overruns, "time"), overrunThreshold))
+		why, _ := res.CPU.Behind(fmt.Sprintf("the probe fell behind its schedule %s (> %v late)", plural.N(m.Overruns, "time"), overrunThreshold))
+		out = append(out, why)
 	}
 	return out
 }
@@ -764,7 +770,24 @@ func judge(cfg *Config, res *Result) []verdict.Check {
 	}
 	cs = append(cs, durCheck(cfg, "mqtt.e2e_p99", "end-to-end p99", res.Latency.E2E.P99, res.Latency.E2E, t.E2EP99, cutSteady,
 		"deliveries are slow: check the broker's CPU and the subscribers (more --subscribers with a shared subscription)"))
-	return append(cs, deliveryCheck(cfg, m), connectionsLostCheck(cn), scheduleCheck(m, res.Offered, cut), protocolCheck(cfg, res.Protocol))
+	cpuFirst(cs, res.CPU)
+	return append(cs, deliveryCheck(cfg, m), connectionsLostCheck(cn), scheduleCheck(m, res.Offered, res.CPU, cut), protocolCheck(cfg, res.Protocol))
+}
+
+// cpuFirst puts what the run's CPU figures say (contention.Figures.
+// Delayed: a host busy with other work, or the probe itself the load)
+// before the remedy of each failed latency check: a latency measured
+// while the probe waited for a CPU is not yet the broker's.
+func cpuFirst(cs []verdict.Check, cpu contention.Figures) {
+	d := cpu.Delayed()
+	for i := range cs {
+		switch c := &cs[i]; c.ID {
+		case "mqtt.connect_p95", "mqtt.ack_p95", "mqtt.e2e_p99":
+			if c.Status == verdict.Fail && d != "" && c.Remedy != "" {
+				c.Remedy = d + "; if it stays: " + c.Remedy
+			}
+		}
+	}
 }
 
 // connectRemedy is mqtt.connect_p95's remedy: the probe's own lag when
@@ -931,7 +954,8 @@ func connectionsLostCheck(cn Connects) verdict.Check {
 // publishes (GC pauses, a busy core) before its latencies stop being the
 // broker's: within that allowance the check passes, above it warns. With
 // no publish scheduled it skips (cut: why the run ended early, if it did).
-func scheduleCheck(m Messages, o Offered, cut string) verdict.Check {
+// cpu is the run's contention, which a warning blames the lateness on.
+func scheduleCheck(m Messages, o Offered, cpu contention.Figures, cut string) verdict.Check {
 	if short := offeredShort(o); short.ID != "" {
 		return short
 	}
@@ -952,7 +976,7 @@ func scheduleCheck(m Messages, o Offered, cut string) verdict.Check {
 	sch.Summary = fmt.Sprintf("probe kept its schedule: %s publishes more than %v late, within the %g%% allowance", sch.Observed, overrunThreshold, scheduleAllowance*100)
 	if lateFrac > scheduleAllowance {
 		sch.Status = verdict.Warn
-		sch.Summary, sch.Remedy = behindSchedule(m, sch.Observed)
+		sch.Summary, sch.Remedy = behindSchedule(m, cpu, sch.Observed)
 	}
 	if m.LateConnect+m.LateDial > 0 {
 		sch.Summary += fmt.Sprintf("; %s published late because their client was not yet connected (%d while it waited for its CONNACK, %d before the probe started its connect), latency measured from the slot",
@@ -991,14 +1015,16 @@ func offeredShort(o Offered) verdict.Check {
 // behindSchedule is mqtt.schedule's summary and remedy for a run beyond
 // the allowance (observed: its "N of M (x%)"), blaming what made the
 // publishes late: slow connects (LateConnect, the broker or the path to
-// it) when they are most of the overruns, else the probe's own delay.
-func behindSchedule(m Messages, observed string) (summary, remedy string) {
+// it) when they are most of the overruns, else what the CPU figures of
+// the run show (contention.Figures.Behind): the host's other work, the
+// probe itself, or neither.
+func behindSchedule(m Messages, cpu contention.Figures, observed string) (summary, remedy string) {
 	if 2*m.LateConnect >= m.Overruns {
 		return fmt.Sprintf("%s publishes more than %v late, beyond the %g%% allowance, mostly because their client's connect took that long: latencies include the slow connects", observed, overrunThreshold, scheduleAllowance*100),
 			"connects were slow (see mqtt.connect_p95): lower --conn-rate or raise net.core.somaxconn / net.ipv4.tcp_max_syn_backlog and the broker's accept rate"
 	}
-	return fmt.Sprintf("the probe fell behind its schedule for %s publishes more than %v late, beyond the %g%% allowance: latencies include the probe's own delay", observed, overrunThreshold, scheduleAllowance*100),
-		"run the probe on another host or lower the rate; see the calibration's scheduler jitter (a probe paused or starved of CPU falls behind too)"
+	why, fix := cpu.Behind(fmt.Sprintf("the probe fell behind its schedule for %s publishes more than %v late, beyond the %g%% allowance", observed, overrunThreshold, scheduleAllowance*100))
+	return why + "; latencies include that delay", fix
 }
 
 // WriteText prints the result as a human table.
@@ -1035,6 +1061,9 @@ func (res *Result) WriteText(w io.Writer) error {
 		m.Scheduled, m.Published, m.Acked, m.Unacked, m.Received, m.Lost, m.inFlightText(), m.Duplicated, m.OutOfOrder, m.Overruns)
 	p("kernel\t%d listen overflows, %d SYN retransmits, %d receive-queue prunes (TcpExt, whole netns)\n",
 		res.Host.ListenOverflows, res.Host.TCPSynRetrans, res.Host.PruneCalled)
+	if res.CPU.Seconds > 0 {
+		p("cpu\t%s\n", res.CPU.Text())
+	}
 	th := res.Throughput
 	p("throughput\t%.1f msg/s published, %.1f msg/s received%s (requested %.1f msg/s)\n",
 		th.PublishedPerSec, th.ReceivedPerSec, res.ArrivalNote(), th.RequestedPerSec)

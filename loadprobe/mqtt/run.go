@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/hostprep/hostprep/loadprobe/contention"
 	"log/slog"
 	"net"
 	"os"
@@ -38,12 +39,11 @@ const fdHeadroom = 64
 // shards is the number of lock-protected histogram sets. Four keep
 // contention low (the hot path records from the ack poller, a few
 // subscriber readers and at most GOMAXPROCS of them at once) while the
-// once-a-second merge of the running totals for the progress series
-// (sampleP95), which walks every bucket up to the largest value of
+// once-a-second merge of the per-second latencies for the progress
+// series (secP95), which walks every bucket up to the largest value of
 // each set, costs a quarter of what 16 sets cost: with 16 it was ~8% of
-// the probe's user time at 10,000 msg/s. Each value is recorded once: the
-// second's window is read as the difference of running totals, not from
-// a second histogram recorded alongside (two fewer records per message).
+// the probe's user time at 10,000 msg/s. Only the seconds recorded in
+// since the last look are merged (secLat.dirty): one or two a second.
 const shards = 4
 
 // shard is a lock-protected set of histograms; goroutines record into the
@@ -52,15 +52,19 @@ type shard struct {
 	mu                         sync.Mutex
 	connect                    *latency.Recorder
 	ack, e2e, warmAck, warmE2E *latency.Recorder
-	// received counts the deliveries recorded in e2e and warmE2E, under
-	// mu with them, so a per-second sample sees each delivery in both
-	// its count and its latency or in neither.
-	received int64
+	// secs are the latencies of the last secRing seconds of the
+	// schedule, by the second each was recorded in, for the series'
+	// per-second p95s (secLat).
+	secs [secRing]secLat
 }
 
 func newShard() *shard {
-	return &shard{connect: latency.New(), ack: latency.New(), e2e: latency.New(),
+	s := &shard{connect: latency.New(), ack: latency.New(), e2e: latency.New(),
 		warmAck: latency.New(), warmE2E: latency.New()}
+	for i := range s.secs {
+		s.secs[i].t = -1
+	}
+	return s
 }
 
 // pubTrack is what the subscribers saw of one publisher.
@@ -228,6 +232,9 @@ func (r *run) recordAck(client int, sched, now int64) {
 	} else {
 		s.ack.Record(d)
 	}
+	if l := s.sec(r.perSec.Load().index(now)); l != nil {
+		l.ack.Record(d)
+	}
 	s.mu.Unlock()
 }
 
@@ -247,6 +254,9 @@ func (r *run) censorAckAt(client int, sched, now int64, bound time.Duration) {
 		s.warmAck.RecordCensored(time.Duration(now-sched), bound)
 	} else {
 		s.ack.RecordCensored(time.Duration(now-sched), bound)
+	}
+	if l := s.sec(r.perSec.Load().index(now)); l != nil {
+		l.ack.RecordCensored(time.Duration(now-sched), bound)
 	}
 	s.mu.Unlock()
 }
@@ -338,17 +348,28 @@ func (r *run) onMessage(payload []byte, now int64, sub int) {
 	if inWindow {
 		r.winReceived.Add(1)
 	}
+	r.recordE2E(pub, sched, now, rampEnd)
+}
+
+// recordE2E records one delivery of client pub's publish scheduled at
+// sched, received at now (ns since the run base; rampEnd as read under
+// trackMu): its latency in the shard's totals and in its second's
+// (secLat), and its count in that second (secCounts), both by now.
+func (r *run) recordE2E(pub int, sched, now, rampEnd int64) {
 	s := r.shard(pub)
 	d := time.Duration(now - sched)
+	counts := r.perSec.Load()
 	s.mu.Lock()
 	if sched < rampEnd {
 		s.warmE2E.Record(d)
 	} else {
 		s.e2e.Record(d)
 	}
-	s.received++
+	if l := s.sec(counts.index(now)); l != nil {
+		l.e2e.Record(d)
+	}
 	s.mu.Unlock()
-	r.perSec.Load().count(rcvs, now)
+	counts.count(rcvs, now)
 }
 
 func (r *run) failConnect(reason string, err error) {
@@ -473,7 +494,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer r.cancel()
 
 	defer keepTimestamps()()
-	host0 := readHostCounters()
+	host0, cpu0 := readHostCounters(), contention.Take()
 	runErr := r.execute(res)
 	if r.poll != nil {
 		r.poll.drainTick() // a run that ended before its drain (interrupted, failed) still reads the acks already here
@@ -488,7 +509,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// fill sees every Record (an early stop leaves the scheduler running
 	// until shutdown closes r.stop).
 	r.waitAll()
-	res.Host = readHostCounters().sub(host0)
+	res.Host, res.CPU = readHostCounters().sub(host0), cpu0.Since()
 	r.fill(res)
 	if runErr != nil {
 		if r.sched == nil { // failed before the load started: nothing measured

@@ -27,8 +27,14 @@ func init() {
 	register(CheckDef{ID: "fd.file_max", Doc: "fs.file-max minus allocated files (fs.file-nr) >= sockets", Func: checkFDFileMax})
 }
 
+// DescribeTarget names the process that will hold the sockets, as the
+// fd checks' observed lines show it.
 func DescribeTarget(p facts.ProcessFacts) string {
 	switch {
+	case p.Self && p.Unit != "":
+		return "hostprep itself, run by " + p.Unit
+	case p.Self:
+		return "hostprep itself"
 	case p.Apart != nil:
 		return fmt.Sprintf("pid %d, not %s's", p.PID, p.Apart.Unit)
 	case p.Unit != "" && p.UnitMissing:

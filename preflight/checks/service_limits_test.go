@@ -40,7 +40,7 @@ func TestGatherServiceFromFiles(t *testing.T) {
 	// the classic trap, with the lines that set the login's limits
 	tg := facts.Target{Sockets: 100000, Role: facts.Broker}
 	_ = tg.Validate()
-	login := `soft 65536 ("root", /etc/security/limits.conf:4)`
+	login := `nofile 65536 ("root", /etc/security/limits.conf:4)`
 	if os.Geteuid() != 0 {
 		login = `soft 1048576 ("*", /etc/security/limits.conf:2)`
 	}

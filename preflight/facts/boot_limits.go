@@ -113,13 +113,18 @@ func (g *Gatherer) loginNofile() {
 }
 
 // describe says what the login gets and from which lines:
-// `user alice: soft 65536 ("@adm", /etc/security/limits.conf:4), hard not set`.
+// `user alice: soft 65536 ("@adm", /etc/security/limits.conf:4), hard not set`;
+// a soft and hard from one line (a "-" line) are said once:
+// `user root: nofile 65536 ("root", /etc/security/limits.conf:4)`.
 func (l *LoginNofile) Describe() string {
 	one := func(which string, v *LimitLine) string {
 		if v == nil {
 			return which + " not set (inherited)"
 		}
 		return fmt.Sprintf("%s %s (%q, %s)", which, FmtNofile(v.Value), v.Domain, v.From)
+	}
+	if s, h := l.Soft, l.Hard; s != nil && h != nil && *s == *h { // one "-" line, or two alike: said once
+		return fmt.Sprintf("user %s: %s", l.User, one("nofile", s))
 	}
 	return fmt.Sprintf("user %s: %s, %s", l.User, one("soft", l.Soft), one("hard", l.Hard))
 }

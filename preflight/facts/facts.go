@@ -143,9 +143,15 @@ func (c Conntrack) Unknown(name string) bool {
 	return false
 }
 
-// ProcessFacts are the limits of the process that will hold the sockets —
-// never hostprep's own (the Go runtime raises its own soft limit at start).
+// ProcessFacts are the limits of the process that will hold the sockets:
+// hostprep's own only when that process is hostprep itself (Self).
 type ProcessFacts struct {
+	// Self is true when the process that will hold the sockets is this
+	// hostprep run itself (Target.InProcess: the MQTT probe's embedded
+	// broker): its limits are the ones it runs with, read from
+	// /proc/self/limits, and no PID is cited (the process exits with the
+	// run).
+	Self bool `json:"self,omitempty" yaml:"-"`
 	// ManagedBy is "systemd" (a unit) or "shell" (started from a login
 	// session; pam_limits applies).
 	ManagedBy string `json:"managed_by" yaml:"managed_by"`

@@ -37,6 +37,9 @@ type GatherOptions struct {
 	// is then a failing fd.soft finding (UnitMissing) instead of an
 	// exitcode.BadInput error.
 	ServiceFromProfile bool
+	// Self says the process that will hold the sockets is this one
+	// (Target.InProcess), unless PID or Service names another.
+	Self bool
 	// AltServices are the profile's other units, tried in order when
 	// Service (from the profile) is not installed.
 	AltServices []string
@@ -200,10 +203,36 @@ func Gather(ctx context.Context, o GatherOptions) (*Facts, error) {
 	return f, nil
 }
 
-// targetAndConfig finds the target process — --pid, --service, else for
-// a server role the owner of its listener, else a login shell's limits —
-// and reads the IoTDB configuration.
+// targetAndConfig finds the target process — --pid, --service, else
+// hostprep itself when it holds the sockets (Self), else for a server
+// role the owner of its listener, else a login shell's limits — and
+// reads the IoTDB configuration.
 func (g *Gatherer) targetAndConfig(ctx context.Context, o GatherOptions) error {
+	if o.Self && o.PID == 0 && o.Service == "" {
+		if err := g.targetSelf(); err != nil {
+			return err
+		}
+	} else if err := g.targetNamed(ctx, o); err != nil {
+		return err
+	}
+	g.targetJVM()
+	if o.Role == IoTDB {
+		g.configNodeJVM()
+	}
+	if o.IoTDBHome != "" {
+		c, err := ReadIoTDBConfig(o.IoTDBHome)
+		if err != nil {
+			return err
+		}
+		g.F.IoTDB = c
+	}
+	return nil
+}
+
+// targetNamed finds a target process other than hostprep itself: --pid,
+// --service (or the profile's units), else for a server role the owner
+// of its listener, else a login shell's limits.
+func (g *Gatherer) targetNamed(ctx context.Context, o GatherOptions) error {
 	pid := o.PID
 	if pid == 0 && o.Service == "" && o.Role != Loadgen {
 		pid = g.ListenerOwner(o.Ports, o.Role)
@@ -221,17 +250,6 @@ func (g *Gatherer) targetAndConfig(ctx context.Context, o GatherOptions) error {
 		return err
 	}
 	g.ownerApartFromUnit(o)
-	g.targetJVM()
-	if o.Role == IoTDB {
-		g.configNodeJVM()
-	}
-	if o.IoTDBHome != "" {
-		c, err := ReadIoTDBConfig(o.IoTDBHome)
-		if err != nil {
-			return err
-		}
-		g.F.IoTDB = c
-	}
 	return nil
 }
 

@@ -65,6 +65,13 @@ type Target struct {
 	// Ports are the TCP ports the target listens on (--port, repeatable);
 	// empty means the role's usual ports (DefaultPorts).
 	Ports []int `json:"ports,omitempty"`
+	// InProcess says the server that will hold the sockets runs inside
+	// hostprep itself: a broker target whose profile's probe.mqtt names
+	// no broker, which the probe and ready then run embedded, on
+	// loopback, in their own process. That process (ProcessFacts.Self)
+	// is then judged, not a login shell's limits nor a listener on the
+	// role's usual ports.
+	InProcess bool `json:"in_process,omitempty"`
 	// IoTDB holds what the iotdb role's configuration checks compare the
 	// DataNode's settings against.
 	IoTDB IoTDBLoad `json:"iotdb,omitempty"`
@@ -222,6 +229,11 @@ func TargetFromProfile(p *profiles.Profile) (Target, error) {
 				}
 			}
 		}
+	}
+	// Without a broker (and without a unit of its own) the profile's MQTT
+	// probe runs the broker embedded: hostprep holds the broker's sockets.
+	if m := p.Probe.MQTT; m != nil && m.Broker == "" && t.Role == Broker && len(p.Systemd.Services) == 0 {
+		t.InProcess = true
 	}
 	if d := p.Probe.IoTDB; d != nil && d.Port > 0 && IsLocalHost(d.Host) && t.Role == IoTDB {
 		t.ServicePorts = AppendUnique(t.ServicePorts, d.Port)
