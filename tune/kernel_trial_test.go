@@ -58,6 +58,12 @@ func TestKernelTrialRefusesBeforeAnyWrite(t *testing.T) {
 			t.Fatalf("%s: exit %d, want 2 naming the field, %s and \"2000 65535\":\n%s", verb, code, rel, errOut)
 		}
 	}
+	// a value given with --set has no entry for if_refused: the fix is
+	// the --set of the nearest value
+	_, errOut, code := n.Hostprep("tune", "plan", "--profile", p, "--set", "net.ipv4.ip_local_port_range=1500,65535")
+	if code != 2 || !strings.Contains(errOut, "--set net.ipv4.ip_local_port_range=2000,65535") || strings.Contains(errOut, "if_refused") {
+		t.Fatalf("--set of a refused value: exit %d, want 2 with the fix --set net.ipv4.ip_local_port_range=2000,65535 and no if_refused:\n%s", code, errOut)
+	}
 	if got := n.Sysctl("net.core.somaxconn"); got != before {
 		t.Fatalf("somaxconn %s -> %s after a refused profile", before, got)
 	}

@@ -170,7 +170,8 @@ func tableVerdict(p planned, kernel string, unprivStart int64, startFrom string)
 // settle is the value a planned key gets from the kernel's verdict: what
 // the kernel stores; the nearest accepted value where the entry says
 // if_refused: nearest (with a note); else the exit-2 message naming the
-// key, field, value, kernel release and what it accepts.
+// key, field, value, kernel release and what it accepts (for a value
+// given with --set, another --set).
 func (pl *Plan) settle(p planned, v verdict, kernel string) (target string, adjusted string, errMsg string) {
 	if len(v.faults) == 0 {
 		if v.stored != "" && !sysval.Equal(v.stored, p.to) {
@@ -203,7 +204,10 @@ func (pl *Plan) settle(p planned, v verdict, kernel string) (target string, adju
 		return v.nearest, fmt.Sprintf("; %s refuses %s, nearest %s", on, sysval.Normalize(p.to), v.nearest), ""
 	}
 	fix := "remove the key or give a value this kernel accepts"
-	if v.nearest != "" {
+	switch {
+	case v.nearest != "" && p.s.Set != "":
+		fix = fmt.Sprintf("use %q, the nearest value it accepts (--set %s=%s)", v.nearest, p.key, strings.ReplaceAll(v.nearest, " ", ","))
+	case v.nearest != "":
 		fix = fmt.Sprintf("use %q, or add `if_refused: nearest` to the entry to have hostprep use the nearest value the kernel accepts", v.nearest)
 	}
 	return "", "", fmt.Sprintf("sysctl %s = %q: %s refuses it: %s; %s; nothing was changed", p.key, sysval.Normalize(p.to), on, what, fix)
