@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -145,8 +146,9 @@ func execWrites(h *Host, unit, key, v, file string, line int) ([]Write, error) {
 }
 
 // maxScriptDepth bounds how many scripts deep a script run by a script
-// is followed (a script may run itself).
-const maxScriptDepth = 4
+// is followed: one level, so that reading stays linear in the size of
+// the files (a script may run itself, on every one of its lines).
+const maxScriptDepth = 1
 
 // shells are the shells whose -c string or script operand is read.
 var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "ksh": true, "zsh": true}
@@ -178,12 +180,12 @@ func wordsWrites(h *Host, words []string, at Write, depth int) ([]Write, error) 
 			case script != "":
 				ws, err = commandWrites(h, script, a, depth)
 			case file != "" && depth < maxScriptDepth:
-				ws, err = scriptWrites(h, file, file, depth+1)
+				ws, err = h.nestedScript(file)
 			default:
 				continue
 			}
 		case strings.HasPrefix(w, "/") && depth < maxScriptDepth && isScript(h, w):
-			ws, err = scriptWrites(h, w, w, depth+1)
+			ws, err = h.nestedScript(w)
 			for j := range ws {
 				if ws[j].Why == "" {
 					ws[j].Why = fmt.Sprintf("%s runs the script %s; a script's flow is not followed", at.Where(), w)
@@ -205,6 +207,24 @@ func wordsWrites(h *Host, words []string, at Write, depth int) ([]Write, error) 
 		return ws, nil
 	}
 	return nil, nil
+}
+
+// nestedScript is scriptWrites of the script file run by another
+// command, read once per host however many lines run it; the caller
+// gets its own copy to annotate.
+func (h *Host) nestedScript(file string) ([]Write, error) {
+	ws, ok := h.scripts[file]
+	if !ok {
+		var err error
+		if ws, err = scriptWrites(h, file, file, maxScriptDepth); err != nil {
+			return nil, err
+		}
+		if h.scripts == nil {
+			h.scripts = map[string][]Write{}
+		}
+		h.scripts[file] = ws
+	}
+	return slices.Clone(ws), nil
 }
 
 // shellOperand reads a shell's arguments: the string of its -c option
