@@ -126,3 +126,23 @@ func TestCaseTcpRmemBelowThisKernelsFloor(t *testing.T) {
 		t.Fatalf("sys-tune plan: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// Where the trial runs, the plan still names the keys it could not try
+// (global ones, judged by the table) in a note, so the text output says
+// which way every key was judged, as JSON's kernel_check does.
+func TestKernelTrialNamesKeysJudgedByTable(t *testing.T) {
+	n := newNetns(t)
+	p := writeProfile(t, "mixed.yaml", "sysctl:\n  net.core.somaxconn: {value: \"4096\", mode: at-least}\n  fs.file-max: {value: \"1048576\", mode: at-least}\n")
+	out, errOut, code := n.Hostprep("tune", "plan", "--profile", p)
+	if code != 0 {
+		t.Fatalf("plan: exit %d\n%s", code, errOut)
+	}
+	i := strings.Index(out, "note: judged by hostprep's table")
+	if i < 0 {
+		t.Fatalf("no note naming the keys judged by the table:\n%s", out)
+	}
+	note, _, _ := strings.Cut(out[i:], "\n")
+	if !strings.Contains(note, "fs.file-max") || strings.Contains(note, "somaxconn") {
+		t.Errorf("note %q: want fs.file-max (global) and not net.core.somaxconn (tried)", note)
+	}
+}

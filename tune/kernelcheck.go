@@ -114,6 +114,19 @@ func (pl *Plan) judgeKernel(keys []planned, kernel string, unprivStart int64, st
 		}
 		pl.Notes = append(pl.Notes, fmt.Sprintf("no kernel trial (%s): %s checked against hostprep's table of kernel bounds, which may not match this kernel", why, what))
 	}
+	if why == "" {
+		// the trial ran: name the keys it could not try, which the
+		// table judged instead
+		var table []string
+		for _, p := range keys {
+			if _, ok := tried[p.key]; !ok {
+				table = append(table, p.key)
+			}
+		}
+		if len(table) > 0 {
+			pl.Notes = append(pl.Notes, fmt.Sprintf("judged by hostprep's table of kernel bounds, not by a kernel trial (global keys: no network namespace can try them): %s", strings.Join(table, ", ")))
+		}
+	}
 	floors := map[string]int64{}
 	if !pl.env.ImageMode() {
 		// the running kernel's own floors, asked with a socket: the
