@@ -90,6 +90,9 @@ func (pl *Plan) verifyUnitWants(per journal.Persisted, systemdOK bool, why strin
 	if !inImage {
 		pl.Warnings = append(pl.Warnings, fmt.Sprintf("--state %s is outside the image %s: the booted image has no journal, so hostprep-verify.service (ConditionPathExists=%s) never runs there; leave --state out, or name a file under %s", pl.env.StateFile, pl.env.Root, state, pl.env.Root))
 	}
+	if dir := pl.env.path(v.TextfileDir); !isDir(dir) {
+		pl.Warnings = append(pl.Warnings, fmt.Sprintf("the textfile directory %s does not exist: every run of the drift check fails (exit 2) until it does; install node_exporter (Debian: prometheus-node-exporter) or give --verify-textfile-dir an existing directory", dir))
+	}
 	command := VerifyCommand(*v, state)
 	cron := fmt.Sprintf("@reboot sleep 60 && %s\n    %s %s", command, cronEvery(v.Every), command)
 	if !systemdOK {

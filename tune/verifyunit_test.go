@@ -175,12 +175,33 @@ func TestVerifyUnitCarriesStatePath(t *testing.T) {
 	// names it; one outside it is no journal there, which a warning says
 	pl := &Plan{env: Env{Root: "/img", Image: true, StateFile: "/img/var/lib/custom/state.json"}}
 	unit := string(pl.verifyUnitWants(journal.Persisted{VerifyAtBoot: v}, true, "")[0].data)
-	if !strings.Contains(unit, "ConditionPathExists=/var/lib/custom/state.json\n") || !strings.Contains(unit, " --state /var/lib/custom/state.json\n") || len(pl.Warnings) != 0 {
+	if !strings.Contains(unit, "ConditionPathExists=/var/lib/custom/state.json\n") || !strings.Contains(unit, " --state /var/lib/custom/state.json\n") || strings.Contains(strings.Join(pl.Warnings, "\n"), "--state") {
 		t.Errorf("--state inside the image: warnings %q, unit:\n%s", pl.Warnings, unit)
 	}
 	pl = &Plan{env: Env{Root: "/img", Image: true, StateFile: "/srv/state.json"}}
 	pl.verifyUnitWants(journal.Persisted{VerifyAtBoot: v}, true, "")
 	if w := strings.Join(pl.Warnings, "\n"); !strings.Contains(w, "--state /srv/state.json is outside the image /img") {
 		t.Errorf("--state outside the image: warnings %q, want one naming it", w)
+	}
+}
+
+// A textfile directory that does not exist (on the host, or in the
+// image) gets a warning: every run of the unit, and of the cron lines,
+// would fail until it does.
+func TestVerifyUnitWarnsOfMissingTextfileDir(t *testing.T) {
+	img := t.TempDir()
+	v := &journal.VerifyUnit{Bin: DefaultBin, TextfileDir: "/srv/prom", Every: "1h"}
+	for _, systemd := range []bool{true, false} {
+		pl := &Plan{env: Env{Root: img, Image: true}}
+		pl.verifyUnitWants(journal.Persisted{VerifyAtBoot: v}, systemd, "no systemd")
+		if w := strings.Join(pl.Warnings, "\n"); !strings.Contains(w, "/srv/prom does not exist") || !strings.Contains(w, "--verify-textfile-dir") {
+			t.Errorf("systemd %v, missing directory: warnings %q", systemd, w)
+		}
+	}
+	must(t, os.MkdirAll(filepath.Join(img, "srv/prom"), 0o755))
+	pl := &Plan{env: Env{Root: img, Image: true}}
+	pl.verifyUnitWants(journal.Persisted{VerifyAtBoot: v}, true, "")
+	if len(pl.Warnings) != 0 {
+		t.Errorf("existing directory: warnings %q", pl.Warnings)
 	}
 }
