@@ -179,8 +179,12 @@ func wordsWrites(h *Host, words []string, at Write, depth int) ([]Write, error) 
 			switch {
 			case script != "":
 				ws, err = commandWrites(h, script, a, depth)
-			case file != "" && depth < maxScriptDepth:
+			case strings.HasPrefix(file, "/") && depth < maxScriptDepth:
 				ws, err = h.nestedScript(file)
+			case file != "" && !strings.HasPrefix(file, "/"):
+				w := a
+				w.Key, w.Why = "*", fmt.Sprintf("%s runs the script %s by a relative path, which is not known offline", at.Where(), file)
+				ws = []Write{w}
 			default:
 				continue
 			}

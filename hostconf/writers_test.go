@@ -217,8 +217,18 @@ func TestWriterCommandForms(t *testing.T) {
 			t.Errorf("ExecStart=%s: somaxconn known %v, later writes %+v; want no write", tc.exec, known, k.Later)
 		}
 	}
-	// the same forms in a script (rc.local) are read the same way
+	// a script given to a shell by a relative path is not known offline
 	root := testenv.TempTree(t, map[string]string{
+		"/usr/lib/systemd/systemd-sysctl":                          "",
+		"/etc/sysctl.d/60-hostprep.conf":                           "net.core.somaxconn = 65535\n",
+		"/etc/systemd/system/late.service":                         "[Service]\nExecStart=/bin/sh tune-net\n",
+		"/etc/systemd/system/multi-user.target.wants/late.service": "symlink to /etc/systemd/system/late.service",
+	})
+	if _, _, _, known, k := keyAtBoot(t, root, "net.core.somaxconn"); known || len(k.Later) != 1 || k.Later[0].Key != "*" {
+		t.Errorf("sh tune-net: somaxconn known %v, later writes %+v; want one write of keys not known", known, k.Later)
+	}
+	// the same forms in a script (rc.local) are read the same way
+	root = testenv.TempTree(t, map[string]string{
 		"/usr/lib/systemd/systemd-sysctl": "",
 		"/etc/sysctl.d/60-hostprep.conf":  "net.core.somaxconn = 65535\n",
 		"/etc/rc.local":                   "#!/bin/sh\nif true; then sysctl -w net.core.somaxconn=256; fi\n",
