@@ -1,10 +1,13 @@
 package hostconf_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/hostprep/hostprep/hostconf"
+	"github.com/hostprep/hostprep/internal/testenv"
 )
 
 // FuzzBootFiles feeds one file's bytes to each of the boot model's
@@ -43,5 +46,52 @@ func FuzzBootFiles(f *testing.F) {
 			"/etc/systemd/system.conf.d/50-fuzz.conf":         data,
 		})
 		_, _, _ = hostconf.ManagerNofileOverlay(root, map[string][]byte{"/etc/systemd/system.conf": data})
+	})
+}
+
+// FuzzWriterFiles feeds one file's bytes to each writer's parser as the
+// file it reads (ufw's IPT_SYSCTL file, a tuned profile, rc.local, a
+// service's Exec line): none may panic or hang, and a value found is one
+// line.
+func FuzzWriterFiles(f *testing.F) {
+	for _, s := range []string{
+		"net/ipv4/tcp_syncookies=0\n",
+		"[main]\ninclude=fz\n[sysctl]\nnet.core.somaxconn=>4096\n",
+		"#!/bin/sh\nif true; then env sysctl -w net.core.somaxconn=1; fi\necho 2 > /proc/sys/vm/swappiness\n",
+		"/bin/sh -ec \"sysctl -p /etc/rc.local\" ; /etc/rc.local ; bash -o x -c",
+		"\x00\xff\n\"'\\",
+		"",
+	} {
+		f.Add([]byte(s))
+	}
+	root := testenv.TempTree(f, map[string]string{
+		"/usr/lib/systemd/systemd-sysctl": "",
+		"/etc/default/ufw":                "IPT_SYSCTL=/etc/ufw/sysctl.conf\n",
+		"/etc/ufw/ufw.conf":               "ENABLED=yes\n",
+		"/etc/systemd/system/multi-user.target.wants/ufw.service":   "symlink to /lib/systemd/system/ufw.service",
+		"/etc/tuned/active_profile":                                 "fz\n",
+		"/etc/systemd/system/multi-user.target.wants/tuned.service": "symlink to /lib/systemd/system/tuned.service",
+		"/etc/systemd/system/multi-user.target.wants/fz.service":    "symlink to /etc/systemd/system/fz.service",
+		"/etc/rc.local": "",
+	})
+	if err := os.Chmod(filepath.Join(root, "etc/rc.local"), 0o755); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		line := strings.NewReplacer("\n", " ", "\r", " ").Replace(string(data))
+		b, err := hostconf.ReadBoot(root, map[string][]byte{
+			"/etc/ufw/sysctl.conf":           data,
+			"/etc/tuned/fz/tuned.conf":       data,
+			"/etc/rc.local":                  data,
+			"/etc/systemd/system/fz.service": []byte("[Service]\nExecStartPre=" + line + "\n"),
+		})
+		if err != nil {
+			return
+		}
+		for _, k := range []string{"net.core.somaxconn", "net.ipv4.tcp_syncookies", "vm.swappiness"} {
+			if v, _, _, _, _ := b.Key(k).Value(); strings.ContainsAny(v, "\n\r") {
+				t.Fatalf("%s = %q at boot: a value spans lines", k, v)
+			}
+		}
 	})
 }

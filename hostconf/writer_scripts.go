@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -27,7 +28,7 @@ var rcLocalWriter = Writer{
 		if err != nil || st.Mode()&0o111 == 0 {
 			return nil, nil // not executable: systemd-rc-local-generator does not run it
 		}
-		return scriptWrites(h, rcLocal, rcLocal)
+		return scriptWrites(h, rcLocal, rcLocal, 0)
 	},
 }
 
@@ -103,7 +104,7 @@ func unitExecWrites(h *Host) ([]Write, error) {
 		if files, err := unitFiles(h.tree(), path.Base(s)+".service"); err == nil && len(files) > 0 && files[0].SysV == "" {
 			continue // a native unit replaces the script
 		}
-		ws, err := scriptWrites(h, s, s)
+		ws, err := scriptWrites(h, s, s, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -116,31 +117,149 @@ func unitExecWrites(h *Host) ([]Write, error) {
 }
 
 // execWrites are the writes of one Exec line of unit (from file:line).
+// systemd runs each command of the line in turn: a ";" word separates
+// them, and each may carry its own prefix characters (-@:+!|).
 func execWrites(h *Host, unit, key, v, file string, line int) ([]Write, error) {
-	v = strings.TrimLeft(v, "-@:+!|")
-	words := shellWords(v)
-	if len(words) == 0 {
-		return nil, nil
-	}
 	at := Write{File: file, Line: line, Sure: true,
 		Fix: fmt.Sprintf("hostprep never edits a file it does not own: change that %s= line of %s (a drop-in of your own in /etc/systemd/system/%s.d can reset it with an empty %s= and set the rest again), or disable the unit", key, unit, unit, key)}
-	switch base := path.Base(words[0]); {
-	case base == "sysctl":
-		return sysctlCommand(h, words[1:], at)
-	case (base == "sh" || base == "bash" || base == "dash") && len(words) > 2 && words[1] == "-c":
-		at.Sure = false
-		return commandWrites(h, words[2], at)
-	case strings.HasPrefix(words[0], "/"):
-		if isScript(h, words[0]) {
-			at.Sure = false
-			ws, err := scriptWrites(h, words[0], words[0])
-			for i := range ws {
-				ws[i].Why = fmt.Sprintf("%s runs the script %s at its %s= (%s:%d); a script's flow is not followed", unit, words[0], key, file, line)
+	var out []Write
+	cmd := []string{}
+	words := append(shellWords(strings.TrimLeft(v, "-@:+!|")), ";")
+	for _, w := range words {
+		if w != ";" {
+			if len(cmd) > 0 || strings.TrimLeft(w, "-@:+!|&") != "" {
+				cmd = append(cmd, w)
 			}
-			return ws, err
+			continue
 		}
+		if len(cmd) > 0 {
+			cmd[0] = strings.TrimLeft(cmd[0], "-@:+!|")
+			ws, err := wordsWrites(h, cmd, at, 0)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, ws...)
+		}
+		cmd = []string{}
+	}
+	return out, nil
+}
+
+// maxScriptDepth bounds how many scripts deep a script run by a script
+// is followed: one level, so that reading stays linear in the size of
+// the files (a script may run itself, on every one of its lines).
+const maxScriptDepth = 1
+
+// shells are the shells whose -c string or script operand is read.
+var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "ksh": true, "zsh": true}
+
+// wordsWrites are the writes of one command given as words, run from
+// at (its file:line): `sysctl ARGS`, a shell's -c string or script
+// operand, or a script (an absolute path to a "#!" file), followed at
+// most maxScriptDepth scripts deep. A command run through another
+// program (env, timeout, nice, a shell keyword such as `then`) is found
+// by its first word that is one of these, so no such wrapper hides a
+// write; a write found behind a wrapper, in a shell string or in a
+// script is not Sure (what runs it is not followed).
+func wordsWrites(h *Host, words []string, at Write, depth int) ([]Write, error) {
+	for i, w := range words {
+		a := at
+		if i > 0 {
+			a.Sure = false
+		}
+		var ws []Write
+		var err error
+		base := path.Base(w)
+		switch {
+		case base == "sysctl":
+			ws, err = sysctlCommand(h, words[i+1:], a)
+		case shells[base]:
+			script, file := shellOperand(words[i+1:])
+			a.Sure = false
+			switch {
+			case script != "":
+				ws, err = commandWrites(h, script, a, depth)
+			case strings.HasPrefix(file, "/") && depth < maxScriptDepth:
+				ws, err = h.nestedScript(file)
+			case file != "" && !strings.HasPrefix(file, "/"):
+				w := a
+				w.Key, w.Why = "*", fmt.Sprintf("%s runs the script %s by a relative path, which is not known offline", at.Where(), file)
+				ws = []Write{w}
+			default:
+				continue
+			}
+		case strings.HasPrefix(w, "/") && depth < maxScriptDepth && isScript(h, w):
+			ws, err = h.nestedScript(w)
+			for j := range ws {
+				if ws[j].Why == "" {
+					ws[j].Why = fmt.Sprintf("%s runs the script %s; a script's flow is not followed", at.Where(), w)
+				}
+			}
+		default:
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			for j := range ws {
+				if ws[j].Why == "" {
+					ws[j].Why = fmt.Sprintf("%s runs it behind `%s`, which is not followed", at.Where(), strings.Join(words[:i], " "))
+				}
+			}
+		}
+		return ws, nil
 	}
 	return nil, nil
+}
+
+// nestedScript is scriptWrites of the script file run by another
+// command, read once per host however many lines run it; the caller
+// gets its own copy to annotate.
+func (h *Host) nestedScript(file string) ([]Write, error) {
+	ws, ok := h.scripts[file]
+	if !ok {
+		var err error
+		if ws, err = scriptWrites(h, file, file, maxScriptDepth); err != nil {
+			return nil, err
+		}
+		if h.scripts == nil {
+			h.scripts = map[string][]Write{}
+		}
+		h.scripts[file] = ws
+	}
+	return slices.Clone(ws), nil
+}
+
+// shellOperand reads a shell's arguments: the string of its -c option
+// (alone or in a cluster such as -ec), else the script file it runs; ""
+// for both when it reads commands from its input.
+func shellOperand(args []string) (script, file string) {
+	c := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			if i+1 < len(args) {
+				if c {
+					return args[i+1], ""
+				}
+				return "", args[i+1]
+			}
+			return "", ""
+		case a == "-o" || a == "+o" || a == "-O" || a == "+O" || a == "--rcfile" || a == "--init-file":
+			i++ // takes an argument
+		case strings.HasPrefix(a, "--"):
+		case len(a) > 1 && (a[0] == '-' || a[0] == '+'):
+			c = c || (a[0] == '-' && strings.ContainsRune(a[1:], 'c'))
+		default:
+			if c {
+				return a, ""
+			}
+			return "", a
+		}
+	}
+	return "", ""
 }
 
 // isScript says whether p (relative to the root) is a file of less
@@ -167,7 +286,7 @@ func isScript(h *Host, p string) bool {
 // (relative to the root) that run sysctl or write /proc/sys. None is
 // Sure: a script's flow (conditions, functions, an early exit) is not
 // followed.
-func scriptWrites(h *Host, file, name string) ([]Write, error) {
+func scriptWrites(h *Host, file, name string, depth int) ([]Write, error) {
 	b, err := h.read(file)
 	if err != nil || b == nil {
 		return nil, err
@@ -176,7 +295,7 @@ func scriptWrites(h *Host, file, name string) ([]Write, error) {
 	for i, l := range strings.Split(string(b), "\n") {
 		at := Write{File: file, Line: i + 1,
 			Fix: fmt.Sprintf("hostprep never edits a file it does not own: change or remove %s line %d", name, i+1)}
-		ws, err := commandWrites(h, l, at)
+		ws, err := commandWrites(h, l, at, depth)
 		if err != nil {
 			return nil, err
 		}
@@ -188,7 +307,7 @@ func scriptWrites(h *Host, file, name string) ([]Write, error) {
 // commandWrites are the writes of one shell command line: `sysctl ...`
 // and `echo V > /proc/sys/KEY` (or printf). A line that mentions
 // /proc/sys or sysctl in any other way writes keys not known offline.
-func commandWrites(h *Host, line string, at Write) ([]Write, error) {
+func commandWrites(h *Host, line string, at Write, depth int) ([]Write, error) {
 	var out []Write
 	var cmds [][]string
 	cur := []string{}
@@ -206,7 +325,7 @@ func commandWrites(h *Host, line string, at Write) ([]Write, error) {
 		if len(cmd) == 0 {
 			continue
 		}
-		ws, err := oneCommand(h, cmd, at)
+		ws, err := oneCommand(h, cmd, at, depth)
 		if err != nil {
 			return nil, err
 		}
@@ -215,7 +334,7 @@ func commandWrites(h *Host, line string, at Write) ([]Write, error) {
 	return out, nil
 }
 
-func oneCommand(h *Host, cmd []string, at Write) ([]Write, error) {
+func oneCommand(h *Host, cmd []string, at Write, depth int) ([]Write, error) {
 	if path.Base(cmd[0]) == "sysctl" {
 		return sysctlCommand(h, cmd[1:], at)
 	}
@@ -248,6 +367,9 @@ func oneCommand(h *Host, cmd []string, at Write) ([]Write, error) {
 			w.Why = fmt.Sprintf("%s writes %s with a value that is not known offline", w.Where(), target)
 		}
 		return []Write{w}, nil
+	}
+	if ws, err := wordsWrites(h, cmd, at, depth); err != nil || len(ws) > 0 {
+		return ws, err
 	}
 	if strings.Contains(strings.Join(cmd, " "), "/proc/sys") {
 		w := at

@@ -151,6 +151,9 @@ type Host struct {
 	Overlay map[string][]byte
 	// Sysctl is the sysctl.d configuration as its loader reads it.
 	Sysctl *Sysctl
+	// scripts are the writes of the scripts other commands run, read
+	// once (nestedScript).
+	scripts map[string][]Write
 }
 
 func (h *Host) tree() tree { return tree{root: h.Root, overlay: h.Overlay} }

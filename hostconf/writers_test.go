@@ -174,3 +174,67 @@ func TestWritersDeclared(t *testing.T) {
 		}
 	}
 }
+
+// A service's sysctl is found however its Exec line or script runs it:
+// through a wrapper (env, timeout), after a shell keyword, in a shell's
+// -c string with options before it (-ec), in a script a shell is given,
+// or as the second command of a line (systemd runs the commands a ";"
+// word separates in turn). A command that only mentions a sysctl key is
+// no write.
+func TestWriterCommandForms(t *testing.T) {
+	for _, tc := range []struct {
+		exec  string
+		write bool
+	}{
+		{"/usr/bin/env sysctl net.core.somaxconn=128", true},
+		{"/usr/bin/env -i /sbin/sysctl -w net.core.somaxconn=128", true},
+		{"/usr/bin/timeout 10 sysctl -w net.core.somaxconn=128", true},
+		{"/bin/sh -ec \"sysctl -w net.core.somaxconn=128\"", true},
+		{"/bin/sh -e -c \"sysctl -w net.core.somaxconn=128\"", true},
+		{"/bin/bash -o pipefail -c \"sysctl -w net.core.somaxconn=128\"", true},
+		{"/bin/sh -c \"if true; then sysctl -w net.core.somaxconn=128; fi\"", true},
+		{"/usr/bin/env bash -c \"sysctl -w net.core.somaxconn=128\"", true},
+		{"/usr/bin/true ; /sbin/sysctl -w net.core.somaxconn=128", true},
+		{"/usr/bin/true ; -/sbin/sysctl -w net.core.somaxconn=128", true},
+		{"/bin/bash /usr/local/sbin/tune-net", true},
+		{"/usr/bin/docker run --sysctl net.core.somaxconn=128 img", false},
+		{"/usr/bin/true", false},
+	} {
+		root := testenv.TempTree(t, map[string]string{
+			"/usr/lib/systemd/systemd-sysctl":                          "",
+			"/etc/sysctl.d/60-hostprep.conf":                           "net.core.somaxconn = 65535\n",
+			"/usr/local/sbin/tune-net":                                 "sysctl -w net.core.somaxconn=128\n",
+			"/etc/systemd/system/late.service":                         "[Service]\nType=oneshot\nExecStart=" + tc.exec + "\n",
+			"/etc/systemd/system/multi-user.target.wants/late.service": "symlink to /etc/systemd/system/late.service",
+		})
+		_, _, _, known, k := keyAtBoot(t, root, "net.core.somaxconn")
+		found := len(k.Later) == 1 && k.Later[0].Value == "128" && k.Later[0].Writer.Name == "service" &&
+			(k.Later[0].Where() == "/etc/systemd/system/late.service:3" || k.Later[0].Where() == "/usr/local/sbin/tune-net:1")
+		switch {
+		case tc.write && !found:
+			t.Errorf("ExecStart=%s: somaxconn known %v, later writes %+v; want one write of 128 by service at late.service:3 (or the script's line)", tc.exec, known, k.Later)
+		case !tc.write && (len(k.Later) != 0 || !known):
+			t.Errorf("ExecStart=%s: somaxconn known %v, later writes %+v; want no write", tc.exec, known, k.Later)
+		}
+	}
+	// a script given to a shell by a relative path is not known offline
+	root := testenv.TempTree(t, map[string]string{
+		"/usr/lib/systemd/systemd-sysctl":                          "",
+		"/etc/sysctl.d/60-hostprep.conf":                           "net.core.somaxconn = 65535\n",
+		"/etc/systemd/system/late.service":                         "[Service]\nExecStart=/bin/sh tune-net\n",
+		"/etc/systemd/system/multi-user.target.wants/late.service": "symlink to /etc/systemd/system/late.service",
+	})
+	if _, _, _, known, k := keyAtBoot(t, root, "net.core.somaxconn"); known || len(k.Later) != 1 || k.Later[0].Key != "*" {
+		t.Errorf("sh tune-net: somaxconn known %v, later writes %+v; want one write of keys not known", known, k.Later)
+	}
+	// the same forms in a script (rc.local) are read the same way
+	root = testenv.TempTree(t, map[string]string{
+		"/usr/lib/systemd/systemd-sysctl": "",
+		"/etc/sysctl.d/60-hostprep.conf":  "net.core.somaxconn = 65535\n",
+		"/etc/rc.local":                   "#!/bin/sh\nif true; then sysctl -w net.core.somaxconn=256; fi\n",
+	})
+	must(t, os.Chmod(filepath.Join(root, "etc/rc.local"), 0o755))
+	if _, _, _, known, k := keyAtBoot(t, root, "net.core.somaxconn"); known || len(k.Later) != 1 || k.Later[0].Value != "256" || k.Later[0].Writer.Name != "rc.local" || k.Later[0].Where() != "/etc/rc.local:2" {
+		t.Errorf("rc.local `if ...; then sysctl ...; fi`: somaxconn known %v, later writes %+v; want one write of 256 by rc.local at /etc/rc.local:2", known, k.Later)
+	}
+}

@@ -101,7 +101,7 @@ func (p *Profile) setSysctl(s string, pos srcPos, key, val string) error {
 	}
 	// The value is the caller's own now: a refusal is an error, not
 	// silently the nearest value the kernel takes.
-	e.Value, e.IfRefused = val, ""
+	e.Value, e.IfRefused, e.Set = val, "", s
 	p.Sysctl[key] = e
 	p.src.set(pos, "sysctl", key)
 	p.src.set(pos, "sysctl", key, "value")

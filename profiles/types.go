@@ -49,6 +49,9 @@ type Sysctl struct {
 	IfRefused Refusal `yaml:"if_refused,omitempty" json:"if_refused,omitempty"`
 	// Comment says where the number comes from or why it deviates.
 	Comment string `yaml:"comment,omitempty" json:"comment,omitempty"`
+	// Set is the --set argument that gave Value ("" for a profile's own
+	// value): such a value has no entry to add if_refused to.
+	Set string `yaml:"-" json:"-"`
 	// Parsed is Value parsed, once, when the profile is loaded (Load,
 	// Parse, --set) or, for a profile built in code, validated: its
 	// whole-number fields, its port set. Users of a validated profile

@@ -58,6 +58,12 @@ func TestKernelTrialRefusesBeforeAnyWrite(t *testing.T) {
 			t.Fatalf("%s: exit %d, want 2 naming the field, %s and \"2000 65535\":\n%s", verb, code, rel, errOut)
 		}
 	}
+	// a value given with --set has no entry for if_refused: the fix is
+	// the --set of the nearest value
+	_, errOut, code := n.Hostprep("tune", "plan", "--profile", p, "--set", "net.ipv4.ip_local_port_range=1500,65535")
+	if code != 2 || !strings.Contains(errOut, "--set net.ipv4.ip_local_port_range=2000,65535") || strings.Contains(errOut, "if_refused") {
+		t.Fatalf("--set of a refused value: exit %d, want 2 with the fix --set net.ipv4.ip_local_port_range=2000,65535 and no if_refused:\n%s", code, errOut)
+	}
 	if got := n.Sysctl("net.core.somaxconn"); got != before {
 		t.Fatalf("somaxconn %s -> %s after a refused profile", before, got)
 	}
@@ -118,5 +124,25 @@ func TestCaseTcpRmemBelowThisKernelsFloor(t *testing.T) {
 	out, errOut, code = n.Hostprep("tune", "plan", "--profile", "sys-tune")
 	if code != 0 || !strings.Contains(out, "refuses 1024 4096 16777216, nearest "+takes) {
 		t.Fatalf("sys-tune plan: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// Where the trial runs, the plan still names the keys it could not try
+// (global ones, judged by the table) in a note, so the text output says
+// which way every key was judged, as JSON's kernel_check does.
+func TestKernelTrialNamesKeysJudgedByTable(t *testing.T) {
+	n := newNetns(t)
+	p := writeProfile(t, "mixed.yaml", "sysctl:\n  net.core.somaxconn: {value: \"4096\", mode: at-least}\n  fs.file-max: {value: \"1048576\", mode: at-least}\n")
+	out, errOut, code := n.Hostprep("tune", "plan", "--profile", p)
+	if code != 0 {
+		t.Fatalf("plan: exit %d\n%s", code, errOut)
+	}
+	i := strings.Index(out, "note: judged by hostprep's table")
+	if i < 0 {
+		t.Fatalf("no note naming the keys judged by the table:\n%s", out)
+	}
+	note, _, _ := strings.Cut(out[i:], "\n")
+	if !strings.Contains(note, "fs.file-max") || strings.Contains(note, "somaxconn") {
+		t.Errorf("note %q: want fs.file-max (global) and not net.core.somaxconn (tried)", note)
 	}
 }

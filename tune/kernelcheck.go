@@ -10,6 +10,7 @@ import (
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/kerneltrial"
+	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/sysctlval"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/hostprep/hostprep/tune/sysctl"
@@ -113,6 +114,27 @@ func (pl *Plan) judgeKernel(keys []planned, kernel string, unprivStart int64, st
 		}
 		pl.Notes = append(pl.Notes, fmt.Sprintf("no kernel trial (%s): %s checked against hostprep's table of kernel bounds, which may not match this kernel", why, what))
 	}
+	if why == "" {
+		// the trial ran: name the keys it could not try, which the
+		// table judged instead
+		var table []string
+		for _, p := range keys {
+			if _, ok := tried[p.key]; !ok {
+				table = append(table, p.key)
+			}
+		}
+		if len(table) > 0 {
+			pl.Notes = append(pl.Notes, fmt.Sprintf("judged by hostprep's table of kernel bounds, not by a kernel trial (global keys: no network namespace can try them): %s", strings.Join(table, ", ")))
+		}
+	}
+	floors := map[string]int64{}
+	if !pl.env.ImageMode() {
+		// the running kernel's own floors, asked with a socket: the
+		// image's kernel may be another build
+		if rcv, snd, err := kerneltrial.BufferFloors(); err == nil {
+			floors = map[string]int64{"net.core.rmem_max": rcv, "net.core.rmem_default": rcv, "net.core.wmem_max": snd, "net.core.wmem_default": snd}
+		}
+	}
 	for _, p := range keys {
 		if r, ok := tried[p.key]; ok {
 			pl.Kernel.Keys[p.key] = ByTrial
@@ -120,9 +142,33 @@ func (pl *Plan) judgeKernel(keys []planned, kernel string, unprivStart int64, st
 			continue
 		}
 		pl.Kernel.Keys[p.key] = ByTable
-		out[p.key] = tableVerdict(p, kernel, unprivStart, startFrom)
+		v := tableVerdict(p, kernel, unprivStart, startFrom)
+		if floor, ok := floors[p.key]; ok && len(v.faults) == 0 {
+			v = floorVerdict(p, floor)
+		}
+		out[p.key] = v
 	}
 	return out
+}
+
+// floorVerdict judges a socket buffer key (net.core.rmem_max, wmem_max,
+// rmem_default, wmem_default) against floor, the running kernel's
+// SOCK_MIN_RCVBUF or SOCK_MIN_SNDBUF (kerneltrial.BufferFloors): the
+// kernel refuses a value below it with EINVAL.
+func floorVerdict(p planned, floor int64) verdict {
+	v := verdict{way: ByTable}
+	f, err := sysctlval.Fields(p.to)
+	if err != nil || len(f) != 1 || f[0] >= floor {
+		return v
+	}
+	what := "SOCK_MIN_RCVBUF"
+	if strings.Contains(p.key, "wmem") {
+		what = "SOCK_MIN_SNDBUF"
+	}
+	v.faults = []fault{{field: 0, value: f[0], nearest: floor, found: true,
+		why: fmt.Sprintf("below this kernel's smallest socket buffer, %s = %s (as a socket given a buffer of 1 byte reports it; net/core/sysctl_net_core.c refuses less with EINVAL)", what, plural.N(floor, "byte"))}}
+	v.nearest = strconv.FormatInt(floor, 10)
+	return v
 }
 
 func trialVerdict(r kerneltrial.Result, kernel string) verdict {
@@ -170,7 +216,8 @@ func tableVerdict(p planned, kernel string, unprivStart int64, startFrom string)
 // settle is the value a planned key gets from the kernel's verdict: what
 // the kernel stores; the nearest accepted value where the entry says
 // if_refused: nearest (with a note); else the exit-2 message naming the
-// key, field, value, kernel release and what it accepts.
+// key, field, value, kernel release and what it accepts (for a value
+// given with --set, another --set).
 func (pl *Plan) settle(p planned, v verdict, kernel string) (target string, adjusted string, errMsg string) {
 	if len(v.faults) == 0 {
 		if v.stored != "" && !sysval.Equal(v.stored, p.to) {
@@ -203,7 +250,10 @@ func (pl *Plan) settle(p planned, v verdict, kernel string) (target string, adju
 		return v.nearest, fmt.Sprintf("; %s refuses %s, nearest %s", on, sysval.Normalize(p.to), v.nearest), ""
 	}
 	fix := "remove the key or give a value this kernel accepts"
-	if v.nearest != "" {
+	switch {
+	case v.nearest != "" && p.s.Set != "":
+		fix = fmt.Sprintf("use %q, the nearest value it accepts (--set %s=%s)", v.nearest, p.key, strings.ReplaceAll(v.nearest, " ", ","))
+	case v.nearest != "":
 		fix = fmt.Sprintf("use %q, or add `if_refused: nearest` to the entry to have hostprep use the nearest value the kernel accepts", v.nearest)
 	}
 	return "", "", fmt.Sprintf("sysctl %s = %q: %s refuses it: %s; %s; nothing was changed", p.key, sysval.Normalize(p.to), on, what, fix)

@@ -3,6 +3,7 @@ package tune
 import (
 	"fmt"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -85,7 +86,14 @@ func (pl *Plan) verifyUnitWants(per journal.Persisted, systemdOK bool, why strin
 	if v == nil {
 		return nil
 	}
-	command := VerifyCommand(*v, pl.env.journalOnHost())
+	state, inImage := pl.env.journalOnHost()
+	if !inImage {
+		pl.Warnings = append(pl.Warnings, fmt.Sprintf("--state %s is outside the image %s: the booted image has no journal, so hostprep-verify.service (ConditionPathExists=%s) never runs there; leave --state out, or name a file under %s", pl.env.StateFile, pl.env.Root, state, pl.env.Root))
+	}
+	if dir := pl.env.path(v.TextfileDir); !isDir(dir) {
+		pl.Warnings = append(pl.Warnings, fmt.Sprintf("the textfile directory %s does not exist: every run of the drift check fails (exit 2) until it does; install node_exporter (Debian: prometheus-node-exporter) or give --verify-textfile-dir an existing directory", dir))
+	}
+	command := VerifyCommand(*v, state)
 	cron := fmt.Sprintf("@reboot sleep 60 && %s\n    %s %s", command, cronEvery(v.Every), command)
 	if !systemdOK {
 		pl.Skipped = append(pl.Skipped, Skip{File: pl.env.path(VerifyService), Layer: Persistent, Reason: "hostprep-verify.service not written: " + why})
@@ -111,7 +119,7 @@ ConditionPathExists=%s
 Type=oneshot
 SyslogIdentifier=hostprep-verify
 ExecStart=%s
-`, rollbackCmd, v.Every, path.Join(v.TextfileDir, TextfileName), after, pl.env.journalOnHost(), command)
+`, rollbackCmd, v.Every, path.Join(v.TextfileDir, TextfileName), after, state, command)
 	timer := fmt.Sprintf(`# Written by hostprep (tune apply --verify-at-boot); %s removes it.
 [Unit]
 Description=hostprep: report drift of the applied tuning, after boot and every %s
@@ -134,12 +142,26 @@ Wants=hostprep-verify.timer
 }
 
 // journalOnHost is the journal's path as the booted host names it (the
-// unit's condition: nothing applied, nothing to verify).
-func (e Env) journalOnHost() string {
-	if e.StateFile != "" && !e.ImageMode() {
-		return e.StateFile
+// unit's condition: nothing applied, nothing to verify): in image mode a
+// --state inside the image is named from the image's root. ok is false
+// for a --state outside the image: the booted image has no journal, and
+// the default path stands in.
+func (e Env) journalOnHost() (p string, ok bool) {
+	switch {
+	case e.StateFile == "":
+		return journal.DefaultPath, true
+	case !e.ImageMode():
+		return e.StateFile, true
 	}
-	return journal.DefaultPath
+	abs, err := filepath.Abs(e.StateFile)
+	if err != nil {
+		return journal.DefaultPath, false
+	}
+	rel, err := filepath.Rel(e.Root, abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return journal.DefaultPath, false
+	}
+	return "/" + filepath.ToSlash(rel), true
 }
 
 // cronEvery is the crontab schedule closest to a systemd period: hourly

@@ -278,6 +278,9 @@ func planFor(p *profiles.Profile, opts Options) (*Plan, error) {
 	if err := pl.checkNrOpenInvariant(p, targets); err != nil {
 		return nil, err
 	}
+	if err := pl.checkFileMaxInvariant(p, targets); err != nil {
+		return nil, err
+	}
 	for _, f := range pl.files {
 		if err := env.insideRoot(f.path); err != nil {
 			return nil, err

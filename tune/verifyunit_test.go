@@ -148,7 +148,8 @@ func readFile(t *testing.T, p string) string {
 
 // TestVerifyUnitCarriesStatePath guards that the unit's ExecStart (and
 // the cron lines) read the journal apply wrote: `--state FILE` when apply
-// was given a --state other than the default, none otherwise.
+// was given a --state other than the default, none otherwise; in image
+// mode, the path the booted image has.
 func TestVerifyUnitCarriesStatePath(t *testing.T) {
 	v := &journal.VerifyUnit{Bin: DefaultBin, TextfileDir: DefaultTextfileDir, Every: "1h"}
 	for _, c := range []struct{ state, want string }{
@@ -169,5 +170,38 @@ func TestVerifyUnitCarriesStatePath(t *testing.T) {
 		if cron := strings.Join(pl.Notes, "\n"); strings.Contains(c.want, "--state") != strings.Contains(cron, "--state") {
 			t.Errorf("--state %q: cron lines do not match the unit:\n%s", c.state, cron)
 		}
+	}
+	// image mode: a --state inside the image is named as the booted image
+	// names it; one outside it is no journal there, which a warning says
+	pl := &Plan{env: Env{Root: "/img", Image: true, StateFile: "/img/var/lib/custom/state.json"}}
+	unit := string(pl.verifyUnitWants(journal.Persisted{VerifyAtBoot: v}, true, "")[0].data)
+	if !strings.Contains(unit, "ConditionPathExists=/var/lib/custom/state.json\n") || !strings.Contains(unit, " --state /var/lib/custom/state.json\n") || strings.Contains(strings.Join(pl.Warnings, "\n"), "--state") {
+		t.Errorf("--state inside the image: warnings %q, unit:\n%s", pl.Warnings, unit)
+	}
+	pl = &Plan{env: Env{Root: "/img", Image: true, StateFile: "/srv/state.json"}}
+	pl.verifyUnitWants(journal.Persisted{VerifyAtBoot: v}, true, "")
+	if w := strings.Join(pl.Warnings, "\n"); !strings.Contains(w, "--state /srv/state.json is outside the image /img") {
+		t.Errorf("--state outside the image: warnings %q, want one naming it", w)
+	}
+}
+
+// A textfile directory that does not exist (on the host, or in the
+// image) gets a warning: every run of the unit, and of the cron lines,
+// would fail until it does.
+func TestVerifyUnitWarnsOfMissingTextfileDir(t *testing.T) {
+	img := t.TempDir()
+	v := &journal.VerifyUnit{Bin: DefaultBin, TextfileDir: "/srv/prom", Every: "1h"}
+	for _, systemd := range []bool{true, false} {
+		pl := &Plan{env: Env{Root: img, Image: true}}
+		pl.verifyUnitWants(journal.Persisted{VerifyAtBoot: v}, systemd, "no systemd")
+		if w := strings.Join(pl.Warnings, "\n"); !strings.Contains(w, "/srv/prom does not exist") || !strings.Contains(w, "--verify-textfile-dir") {
+			t.Errorf("systemd %v, missing directory: warnings %q", systemd, w)
+		}
+	}
+	must(t, os.MkdirAll(filepath.Join(img, "srv/prom"), 0o755))
+	pl := &Plan{env: Env{Root: img, Image: true}}
+	pl.verifyUnitWants(journal.Persisted{VerifyAtBoot: v}, true, "")
+	if len(pl.Warnings) != 0 {
+		t.Errorf("existing directory: warnings %q", pl.Warnings)
 	}
 }

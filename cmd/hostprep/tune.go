@@ -40,6 +40,9 @@ type tuneFlags struct {
 	textfileDir  string
 	verifyEvery  string
 	textfile     string
+	// verifyFS is the flag set verifyFlags declared its flags in (plan,
+	// apply): it tells a flag given from its default
+	verifyFS *pflag.FlagSet
 }
 
 func (f *tuneFlags) env() tune.Env {
@@ -80,6 +83,15 @@ func (f *tuneFlags) planInput() (*profiles.Profile, tune.Options, error) {
 	}
 	p, err := f.load(true)
 	opts := tune.Options{Env: f.env(), PIDs: f.pids, Services: f.services}
+	if !f.verifyAtBoot && f.verifyFS != nil {
+		// without --verify-at-boot they would be ignored, and apply say
+		// "no change" for a unit the user asked to change
+		for _, name := range []string{"verify-textfile-dir", "verify-every"} {
+			if fl := f.verifyFS.Lookup(name); fl != nil && fl.Changed {
+				return nil, opts, exitcode.BadInputf("--%s %s: only with --verify-at-boot (it sets what hostprep-verify.service does); add --verify-at-boot", name, fl.Value)
+			}
+		}
+	}
 	if f.verifyAtBoot {
 		v, verr := f.verifyUnit()
 		if verr != nil {
@@ -454,6 +466,7 @@ that file and line.`,
 // verifyFlags declares the flags of hostprep-verify.service that plan and
 // apply share.
 func (f *tuneFlags) verifyFlags(fl *pflag.FlagSet) {
+	f.verifyFS = fl
 	fl.BoolVar(&f.verifyAtBoot, "verify-at-boot", false, "also install hostprep-verify.service and its timer: `tune verify` after every boot and periodically, drift to node_exporter's textfile directory and the journal (docs/verify-at-boot.md); rollback removes them")
 	fl.StringVar(&f.textfileDir, "verify-textfile-dir", tune.DefaultTextfileDir, "with --verify-at-boot: node_exporter's textfile directory the unit writes "+tune.TextfileName+" into")
 	fl.StringVar(&f.verifyEvery, "verify-every", tune.DefaultVerifyEvery, "with --verify-at-boot: the timer's period (systemd time span: 30min, 1h, 1d)")

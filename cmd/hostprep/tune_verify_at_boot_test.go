@@ -13,7 +13,8 @@ import (
 // TestTuneApplyVerifyAtBootFlags guards the CLI of --verify-at-boot: in
 // image mode the unit runs /usr/local/bin/hostprep and writes into the
 // given textfile directory every given period; a relative directory or a
-// period systemd cannot read is bad input (exit 2) with nothing written;
+// period systemd cannot read is bad input (exit 2) with nothing written,
+// and so is either flag without --verify-at-boot;
 // `tune verify --textfile` of a missing directory is bad input too.
 func TestTuneApplyVerifyAtBootFlags(t *testing.T) {
 	zero := writeProfile(t, "zero.yaml", zeroYAML)
@@ -22,6 +23,16 @@ func TestTuneApplyVerifyAtBootFlags(t *testing.T) {
 		args := append([]string{"tune", "apply", "--profile", zero, "--root", img, "--verify-at-boot"}, bad...)
 		if _, stderr, code := testenv.Run(t, nil, args...); code != 2 || !strings.Contains(stderr, bad[0]) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 naming %s", bad, code, stderr, bad[0])
+		}
+	}
+	// without --verify-at-boot the unit's flags would change nothing:
+	// bad input too, for plan and apply
+	for _, verb := range []string{"plan", "apply"} {
+		for _, given := range [][]string{{"--verify-every", "30min"}, {"--verify-textfile-dir", "/srv/prom"}} {
+			args := append([]string{"tune", verb, "--profile", zero, "--root", img}, given...)
+			if _, stderr, code := testenv.Run(t, nil, args...); code != 2 || !strings.Contains(stderr, given[0]) || !strings.Contains(stderr, "--verify-at-boot") {
+				t.Errorf("%s %v without --verify-at-boot: exit %d, stderr %q; want 2 naming %s and --verify-at-boot", verb, given, code, stderr, given[0])
+			}
 		}
 	}
 	if _, err := os.Stat(filepath.Join(img, "etc")); err == nil {

@@ -370,3 +370,33 @@ func Release() string {
 	}
 	return unix.ByteSliceToString(u.Release[:])
 }
+
+// BufferFloors asks the running kernel for its smallest socket buffers,
+// SOCK_MIN_RCVBUF and SOCK_MIN_SNDBUF in bytes (include/net/sock.h: they
+// follow from struct sk_buff's size, so they differ between builds and
+// architectures). A socket given SO_RCVBUF or SO_SNDBUF 1 gets the floor,
+// which getsockopt reports. The global keys net.core.rmem_max and
+// rmem_default refuse a value below the first, wmem_max and wmem_default
+// one below the second (extra1 in net/core/sysctl_net_core.c), and no
+// network namespace can try them: this asks without writing anything.
+func BufferFloors() (rcv, snd int64, err error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer unix.Close(fd)
+	for _, o := range []struct {
+		opt int
+		out *int64
+	}{{unix.SO_RCVBUF, &rcv}, {unix.SO_SNDBUF, &snd}} {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, o.opt, 1); err != nil {
+			return 0, 0, err
+		}
+		v, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, o.opt)
+		if err != nil {
+			return 0, 0, err
+		}
+		*o.out = int64(v)
+	}
+	return rcv, snd, nil
+}

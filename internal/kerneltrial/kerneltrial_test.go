@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hostprep/hostprep/internal/testenv"
+	"golang.org/x/sys/unix"
 )
 
 // trial runs Try and checks that this test's namespace is as before it.
@@ -117,5 +118,26 @@ func TestMidAndGapDoNotOverflow(t *testing.T) {
 	}
 	if m := mid(max, 0); m != max-(max/2) {
 		t.Fatalf("mid = %d", m)
+	}
+}
+
+// BufferFloors reports the running kernel's smallest socket buffers, and
+// the kernel's own sysctls agree: one byte below the floor is refused
+// (EINVAL) for net.core.rmem_max and wmem_max. The refused write changes
+// nothing; GuardSysctls puts the keys back should one be taken.
+func TestBufferFloorsAreTheSysctlsFloors(t *testing.T) {
+	rcv, snd, err := BufferFloors()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rcv <= 1 || snd <= 1 {
+		t.Fatalf("floors rcv %d, snd %d: want the kernel's SOCK_MIN_RCVBUF and SOCK_MIN_SNDBUF, above 1", rcv, snd)
+	}
+	testenv.RequireRoot(t)
+	testenv.GuardSysctls(t, "net.core.rmem_max", "net.core.wmem_max")
+	for key, floor := range map[string]int64{"net.core.rmem_max": rcv, "net.core.wmem_max": snd} {
+		if err := write(path(key), strconv.FormatInt(floor-1, 10)); !errors.Is(err, unix.EINVAL) {
+			t.Errorf("%s = %d (one below the floor %d): %v, want EINVAL", key, floor-1, floor, err)
+		}
 	}
 }

@@ -94,15 +94,11 @@ func LoadgenCapacity(f *facts.Facts, t facts.Target) (portCapacity, bool) {
 	}
 	c := portCapacity{lo: lo, hi: hi}
 	c.PerPair = max(0, hi-lo+1-facts.ReservedIn(facts.ReservedPorts(f), lo, hi))
-	// Destinations decide the address family the sources must have.
-	v6 := false
+	v6 := SourcesV6(t)
 	dests := map[string]bool{}
 	for _, d := range t.Destinations {
-		k, ip := destKey(d)
+		k, _ := destKey(d)
 		dests[k] = true
-		if ip != nil && ip.To4() == nil {
-			v6 = true
-		}
 	}
 	c.dests = int64(max(1, len(dests)))
 	fam := "IPv4"
@@ -141,6 +137,18 @@ func LoadgenCapacity(f *facts.Facts, t facts.Target) (portCapacity, bool) {
 	c.noPortTotal = c.PerPair * c.sources * c.dests
 	c.formula = fmt.Sprintf("%s x %s (bind(src, 0) before connect(): a port is exclusive on its source across destinations)", plural.N(c.PerPair, "port"), plural.N(c.sources, "source"))
 	return c, true
+}
+
+// SourcesV6 says whether the source addresses that count for t are
+// IPv6: the destinations decide the family (one IPv6 destination makes
+// it IPv6), and only --source-ips of that family count.
+func SourcesV6(t facts.Target) bool {
+	for _, d := range t.Destinations {
+		if _, ip := destKey(d); ip != nil && ip.To4() == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // bindAssumption is what ports.ephemeral assumes about a load generator

@@ -2,6 +2,8 @@ package remedies
 
 import (
 	"fmt"
+	"net"
+
 	"github.com/hostprep/hostprep/preflight/checks"
 	"github.com/hostprep/hostprep/preflight/facts"
 	"strconv"
@@ -174,8 +176,11 @@ func (c RestartUnit) Apply(f *facts.Facts, _ *facts.Target) {
 }
 
 // BindSourceAddresses is "N source addresses" the load generator binds
-// (--source-ips), the host's own first and then N-k more: benchmarking
-// addresses (198.18.0.0/15, RFC 2544) stand for the ones to add.
+// (--source-ips), of the family the destinations need (ports.ephemeral
+// counts no other): the host's own of that family first, then more
+// until N distinct ones are bound; benchmarking addresses (198.18.0.0/15,
+// RFC 2544, and the addresses after it; 2001:2::/48, RFC 5180) stand for
+// the ones to add.
 type BindSourceAddresses struct{ N int }
 
 func (c BindSourceAddresses) String() string {
@@ -183,13 +188,38 @@ func (c BindSourceAddresses) String() string {
 }
 
 func (c BindSourceAddresses) Apply(f *facts.Facts, t *facts.Target) {
-	if len(t.SourceIPs) == 0 {
-		t.SourceIPs = append(t.SourceIPs, f.SourceAddresses...)
+	v6 := checks.SourcesV6(*t)
+	family := func(s string) (string, bool) {
+		ip := net.ParseIP(s)
+		if ip == nil || (ip.To4() == nil) != v6 {
+			return "", false
+		}
+		return ip.String(), true
 	}
-	for i := 0; len(t.SourceIPs) < c.N; i++ {
-		ip := fmt.Sprintf("198.%d.%d.%d", 18+(i>>16)&1, (i>>8)&255, i&255)
-		t.SourceIPs = append(t.SourceIPs, ip)
-		f.SourceAddresses = append(f.SourceAddresses, ip)
+	if len(t.SourceIPs) == 0 {
+		for _, a := range f.SourceAddresses {
+			if _, ok := family(a); ok {
+				t.SourceIPs = append(t.SourceIPs, a)
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, s := range t.SourceIPs {
+		if k, ok := family(s); ok {
+			seen[k] = true
+		}
+	}
+	for i := 0; len(seen) < c.N; i++ {
+		n := uint32(198<<24|18<<16) + uint32(i)
+		ip := fmt.Sprintf("%d.%d.%d.%d", n>>24, n>>16&255, n>>8&255, n&255)
+		if v6 {
+			ip = fmt.Sprintf("2001:2::%x", i+1)
+		}
+		if k, _ := family(ip); !seen[k] {
+			seen[k] = true
+			t.SourceIPs = append(t.SourceIPs, ip)
+			f.SourceAddresses = append(f.SourceAddresses, ip)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package remedies
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -83,5 +84,33 @@ pid1_nofile: {soft: 1024, hard: 1048576}`, verdict.Fail, []string{"PID 1 hard no
 				}
 			}
 		})
+	}
+}
+
+// TestSourceAddressRemedyCountsOneFamily guards that the "N source
+// addresses" remedy of ports.ephemeral, on a host with an IPv4 and an
+// IPv6 global address, binds N addresses of the destinations' family:
+// its proof passes the check, as the remedy promises.
+func TestSourceAddressRemedyCountsOneFamily(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		dests []string
+	}{
+		{"IPv4", nil},
+		{"IPv6", []string{"[2001:db8::1]:1883"}},
+	} {
+		f := host(t, `sysctl: {net.ipv4.ip_local_port_range: "32768 60999"}`)
+		f.SourceAddresses = []string{"192.0.2.2", "fd00::2"}
+		tg := facts.Target{Sockets: 100000, Role: facts.Loadgen, ConnRate: 100, Destinations: tc.dests}
+		cs := checks.Evaluate(f, tg)
+		var proof *Proof
+		for _, p := range ProveRemedies(f, tg, cs) {
+			if p.Check == "ports.ephemeral" {
+				proof = &p
+			}
+		}
+		if proof == nil || proof.Withheld != "" || proof.StillNeeded != "" || !slices.Contains(proof.Passes, "ports.ephemeral") {
+			t.Errorf("%s: ports.ephemeral proof %+v, want one that passes the check", tc.name, proof)
+		}
 	}
 }
