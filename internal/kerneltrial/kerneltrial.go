@@ -84,6 +84,10 @@ type Result struct {
 	Nearest string
 }
 
+// afterTrial, when set (by tests only), runs between the trial and the
+// guard: the moment another writer's change would fall into.
+var afterTrial func()
+
 // Try writes each value in order in one new network namespace, as an
 // apply would write them (a later write sees the earlier ones), and
 // returns one Result per Write. A refused value is left as it was and
@@ -101,21 +105,29 @@ func Try(writes []Write) ([]Result, error) {
 		}
 	}
 	type answer struct {
-		res []Result
-		err error
+		res   []Result
+		final map[string]string
+		err   error
 	}
 	ch := make(chan answer, 1)
 	go func() {
 		// The thread is never unlocked: it exits with the goroutine, and
 		// the namespace with it.
 		runtime.LockOSThread()
-		res, err := tryLocked(writes)
-		ch <- answer{res, err}
+		res, final, err := tryLocked(writes)
+		ch <- answer{res, final, err}
 	}()
 	a := <-ch
+	if afterTrial != nil {
+		afterTrial()
+	}
 	// The guard: a key the trial wrote must be the caller's own as before.
+	// Only a key that now holds what the trial left in its namespace leaked
+	// out of it; one changed to anything else was changed by another
+	// writer meanwhile, and is not the trial's to put back.
 	for k, v := range before {
-		if now, err := read(path(k)); err == nil && now != v {
+		left, wrote := a.final[k]
+		if now, err := read(path(k)); err == nil && wrote && now != v && now == left {
 			_ = os.WriteFile(path(k), []byte(v), 0)
 			return nil, fmt.Errorf("kernel trial: %s changed in this namespace during the trial (%s -> %s, restored): it is not per namespace", k, v, now)
 		}
@@ -125,8 +137,9 @@ func Try(writes []Write) ([]Result, error) {
 
 // tryLocked runs on a locked thread: it copies the caller's values of the
 // tried directories, moves the thread to a new network namespace, seeds
-// it and tries every write.
-func tryLocked(writes []Write) ([]Result, error) {
+// it and tries every write. final holds, for each key it wrote, the value
+// the namespace has at the end.
+func tryLocked(writes []Write) (out []Result, final map[string]string, err error) {
 	seed := map[string]map[string]string{} // dir -> file -> caller's value
 	for _, w := range writes {
 		dir := filepath.Dir(path(w.Key))
@@ -136,16 +149,24 @@ func tryLocked(writes []Write) ([]Result, error) {
 		seed[dir] = readDir(dir)
 	}
 	if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-		return nil, fmt.Errorf("%w: unshare(CLONE_NEWNET): %v", ErrUnavailable, err)
+		return nil, nil, fmt.Errorf("%w: unshare(CLONE_NEWNET): %v", ErrUnavailable, err)
 	}
 	for _, files := range seed {
 		seedDir(files)
 	}
-	out := make([]Result, len(writes))
+	out = make([]Result, len(writes))
 	for i, w := range writes {
 		out[i] = tryOne(w)
 	}
-	return out, nil
+	final = map[string]string{}
+	for _, r := range out {
+		if r.PerNamespace {
+			if v, err := read(path(r.Key)); err == nil {
+				final[r.Key] = v
+			}
+		}
+	}
+	return out, final, nil
 }
 
 // tryOne tries one write in the trial namespace.

@@ -141,3 +141,36 @@ func TestBufferFloorsAreTheSysctlsFloors(t *testing.T) {
 		}
 	}
 }
+
+// The guard puts back only what leaked from the trial's namespace: a key
+// another writer changes while a trial runs (here fs.file-max, set by a
+// hook between the trial and the guard) keeps that writer's value, and
+// the trial still answers. A plan must never undo someone else's write.
+func TestTrialLeavesAnotherWritersChange(t *testing.T) {
+	testenv.RequireRoot(t)
+	orig := testenv.GuardSysctls(t, "fs.file-max")["fs.file-max"]
+	n, err := strconv.ParseInt(orig, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := strconv.FormatInt(n+1, 10)
+	afterTrial = func() {
+		if err := os.WriteFile(path("fs.file-max"), []byte(other), 0); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(func() {
+		afterTrial = nil
+		_ = os.WriteFile(path("fs.file-max"), []byte(orig), 0)
+	})
+	res, err := Try([]Write{{Key: "fs.file-max", Value: "1"}, {Key: "net.core.somaxconn", Value: "4096"}})
+	if errors.Is(err, ErrUnavailable) && !testenv.InCI() {
+		t.Skip(err)
+	}
+	if err != nil || len(res) != 2 {
+		t.Fatalf("Try: %v, %d results: another writer's change is not the trial's fault", err, len(res))
+	}
+	if now, _ := read(path("fs.file-max")); now != other {
+		t.Fatalf("fs.file-max %s after the trial: the guard put back %s over another writer's %s", now, orig, other)
+	}
+}
