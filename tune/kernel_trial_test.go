@@ -146,3 +146,25 @@ func TestKernelTrialNamesKeysJudgedByTable(t *testing.T) {
 		t.Errorf("note %q: want fs.file-max (global) and not net.core.somaxconn (tried)", note)
 	}
 }
+
+// A bound that depends on how the kernel was built (tcp_fin_timeout is
+// seconds x HZ in an int: 2147483 at HZ=1000, 8589934 at HZ=250) is not
+// the table's to refuse at load: the table holds the loosest bound, and
+// the plan takes this kernel's answer, asked in a namespace of the
+// test's own.
+func TestKernelTrialJudgesBuildDependentBounds(t *testing.T) {
+	n := newNetns(t)
+	const v = "2147484" // one above the bound at HZ=1000
+	takes := kernelTakes(t, "net.ipv4.tcp_fin_timeout", v)
+	p := writeProfile(t, "fin.yaml", "sysctl:\n  net.ipv4.tcp_fin_timeout: {value: \""+v+"\", mode: exact}\n")
+	out, errOut, code := n.Hostprep("tune", "plan", "--profile", p)
+	if takes == v {
+		if code != 0 || !strings.Contains(out, v) {
+			t.Fatalf("this kernel takes %s: exit %d, want the plan to have it\n%s%s", v, code, out, errOut)
+		}
+		return
+	}
+	if code != 2 || !strings.Contains(errOut, `use "`+takes+`"`) {
+		t.Fatalf("this kernel takes %s for %s: exit %d, want 2 suggesting it\n%s%s", takes, v, code, out, errOut)
+	}
+}

@@ -43,7 +43,7 @@ const (
 	srcNrOpen      = "sysctl_nr_open_max in fs/file.c: INT_MAX rounded down to a multiple of BITS_PER_LONG on 64-bit; at least BITS_PER_LONG"
 	srcFileMax     = "files_stat.max_files is an unsigned long written with proc_doulongvec_minmax, capped at LONG_MAX (fs/file_table.c)"
 	srcSomaxconn54 = "before Linux 5.4 sk_max_ack_backlog is an unsigned short (u16, include/net/sock.h): kernels with commit 5f671d6b4ec3 (2015) refuse a larger somaxconn with EINVAL, older ones keep only the low 16 bits at listen() (262144 becomes 0); 5.4 made it an unsigned int"
-	srcJiffies     = "seconds converted to jiffies with proc_dointvec_jiffies (kernel/sysctl.c): seconds x HZ must fit an int, 2147483 at HZ=1000"
+	srcJiffies     = "seconds converted to jiffies with proc_dointvec_jiffies (kernel/sysctl.c): seconds x HZ must fit an int; HZ is a build option (100 to 1000), so the table holds the loosest bound, 21474836 at HZ=100, and the kernel trial finds this kernel's (2147483 at HZ=1000)"
 	srcSwappiness  = "vm.swappiness is 0..100 before Linux 5.8 and 0..200 from 5.8 (mm/vmscan.c, kernel/sysctl.c)"
 	srcTri         = "0..2 (proc_dointvec_minmax with extra2 = 2)"
 	srcPort        = "a port number, 0..65535"
@@ -64,7 +64,7 @@ var KernelBounds = []Bound{
 	{Key: "net.core.wmem_max", Min: 0, Max: IntMax, Source: "sysctl_wmem_max (net/core/sock.c), " + srcInt},
 	{Key: "net.core.optmem_max", Min: 0, Max: IntMax, Source: "sysctl_optmem_max (net/core/sock.c), " + srcInt},
 	{Key: "net.ipv4.tcp_max_syn_backlog", Min: 0, Max: IntMax, Source: "netns_ipv4.sysctl_max_syn_backlog, " + srcInt},
-	{Key: "net.ipv4.tcp_fin_timeout", Min: 0, Max: IntMax / 1000, Source: srcJiffies},
+	{Key: "net.ipv4.tcp_fin_timeout", Min: 0, Max: IntMax / 100, Source: srcJiffies},
 	{Key: "net.ipv4.tcp_max_tw_buckets", Min: 0, Max: IntMax, Source: "inet_timewait_death_row.sysctl_max_tw_buckets, " + srcInt},
 	{Key: "net.ipv4.tcp_max_orphans", Min: 0, Max: IntMax, Source: "sysctl_tcp_max_orphans, " + srcInt},
 	{Key: "net.ipv4.tcp_tw_reuse", Min: 0, Max: 2, Source: srcTri},
