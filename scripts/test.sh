@@ -83,7 +83,8 @@ fi
 # Packages run side by side (-p, default 3): the tests that change a
 # global sysctl (fs.nr_open, fs.file-max, vm.*: no namespace isolates
 # them) take turns on a lock of their own (testenv.LockGlobalSysctls),
-# so nothing else needs to wait for them. The slowest packages are named
+# and the tests that load the one IoTDB DataNode on another
+# (testenv.IoTDB), so nothing else needs to wait for them. The slowest packages are named
 # first, so that they start first and the run ends when they do. The one
 # long soak (a 60 s probe) runs only with HOSTPREP_TEST_SOAK=1, which CI
 # does not set.

@@ -90,6 +90,9 @@ func parseResult(t *testing.T, what, stdout string) *outcome.Result {
 func TestReadyEndToEnd(t *testing.T) {
 	testenv.RequireUnshare(t)
 	broker := testenv.MQTTBroker(t)
+	// The sandboxed ready changes global sysctls (runSandbox) and loads
+	// IoTDB: the two host-wide locks, in their order.
+	testenv.LockGlobalSysctls(t)
 	iotdbAddr := testenv.IoTDB(t)
 	bu, err := url.Parse(broker)
 	if err != nil {
