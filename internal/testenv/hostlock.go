@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -47,7 +48,9 @@ func (l *hostLock) held() bool {
 }
 
 // take waits for l's file and holds it until t ends; what names the
-// lock in a failure.
+// lock in a failure. A wait of a second or more is logged, so that a
+// test's time in -v output can be told from its wait for another
+// package's test.
 func (l *hostLock) take(t testing.TB, what string) {
 	t.Helper()
 	l.Lock()
@@ -61,11 +64,15 @@ func (l *hostLock) take(t testing.TB, what string) {
 		if err != nil {
 			t.Fatalf("%s lock: %v", what, err)
 		}
+		t0 := time.Now()
 		for {
 			err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
 			if err != unix.EINTR {
 				break
 			}
+		}
+		if w := time.Since(t0); w >= time.Second {
+			t.Logf("waited %.1f s for the %s lock %s (a test of another package held it)", w.Seconds(), what, path)
 		}
 		if err != nil {
 			f.Close()
