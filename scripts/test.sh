@@ -88,7 +88,11 @@ fi
 # first, so that they start first and the run ends when they do. The one
 # long soak (a 60 s probe) runs only with HOSTPREP_TEST_SOAK=1, which CI
 # does not set.
-slow_first=(./loadprobe/iotdb ./cmd/hostprep ./loadprobe/mqtt ./report ./hostconf ./tune ./preflight)
+# Measured order (CI, seconds): loadprobe/iotdb, cmd/hostprep, tune,
+# loadprobe/mqtt, hostconf, report, preflight. tune's global-sysctl tests
+# come first in it (e2e_*) and cmd/hostprep's last (ready_*), so with
+# both started at once they seldom wait for each other's lock.
+slow_first=(./loadprobe/iotdb ./cmd/hostprep ./tune ./loadprobe/mqtt ./hostconf ./report ./preflight ./scripts/mkpkg ./examples)
 mapfile -t with_tests < <(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.Dir}}{{end}}' ./... | sed "s|^$PWD/|./|")
 pkgs=()
 for p in "${slow_first[@]}"; do
