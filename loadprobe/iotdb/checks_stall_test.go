@@ -133,28 +133,31 @@ func TestSilenceAcrossStepsAndEnds(t *testing.T) {
 }
 
 // On a real IoTDB behind a proxy that passes nothing either way for
-// 2.5 s from about 1.2 s into the step (1.4 s after its 200 ms warm-up
-// began): iotdb.stall fails, naming the time and where it began.
-// Counted in whole seconds only second 2 of the step was empty, and the
-// run passed ("answered in every second").
+// 2.5 s from 1.2 s into the second step: iotdb.stall fails, naming the
+// time and where it began. Counted in whole seconds only second 2 of the
+// step was empty, and the run passed ("answered in every second").
 func TestStallStraddlingSecondsFailsOnRealIoTDB(t *testing.T) {
 	base := realConfig(t, ScenarioWrite)
 	addr, pause := pauseProxy(t, base.addr())
 	cfg := openLoopConfig(t, addr, 0, 4*time.Second)
-	cfg.Steps, cfg.PoolSize, cfg.Warmup = []int{4}, 4, 200*time.Millisecond
-	cfg.onWarmup = func() { time.AfterFunc(1400*time.Millisecond, func() { pause(2500 * time.Millisecond) }) }
+	cfg.Steps, cfg.PoolSize = []int{2, 4}, 4
+	cfg.OnStep = func(s Step) {
+		if s.Workers == 2 {
+			time.AfterFunc(1200*time.Millisecond, func() { pause(2500 * time.Millisecond) })
+		}
+	}
 	res, err := Run(context.Background(), cfg)
-	if err != nil || len(res.Steps) != 1 {
+	if err != nil || len(res.Steps) != 2 {
 		t.Fatalf("%v", err)
 	}
-	for _, s := range res.Steps[0].Seconds {
+	for _, s := range res.Steps[1].Seconds {
 		t.Logf("second %d: answered %d", s.Second, s.Answered)
 	}
 	c := res.Checks[3]
-	na := res.Steps[0].NoAnswer
-	if c.ID != CheckStall || c.Status != verdict.Fail || na == nil || na.S < 2.4 || na.S > 3 || na.FromStep != 0 ||
-		!strings.Contains(c.Observed, "(step 1 at 4 workers, from 1.") {
-		t.Errorf("%s %s %q, silence %+v: want a fail for ~2.5 s from ~1.2 s into the step", c.ID, c.Status, c.Summary, na)
+	na := res.Steps[1].NoAnswer
+	if c.ID != CheckStall || c.Status != verdict.Fail || na == nil || na.S < 2.4 || na.S > 3 || na.FromStep != 1 ||
+		!strings.Contains(c.Observed, "(step 2 at 4 workers, from 1.") {
+		t.Errorf("%s %s %q, silence %+v: want a fail for ~2.5 s from ~1.2 s into step 2", c.ID, c.Status, c.Summary, na)
 	}
 }
 

@@ -137,8 +137,7 @@ func TestCleanupOutlivesAStallOnRealIoTDB(t *testing.T) {
 }
 
 // Operations an open-loop schedule owed while a call outlived the step
-// (the server hung 1.9 s from 3.2 s into a 4 s step at 4 x 200/s, timed
-// from the start of its 200 ms warm-up, so the
+// (the server hung 1.9 s from 3.2 s into a 4 s step at 4 x 200/s, so the
 // calls in flight came back at about 5.1 s) are censored at the time
 // the worker got back, not at the nominal end: the ~640 due from 3.2 s
 // had waited 1.1-1.9 s, and p95 is about 1.7 s. Censored at 4 s they
@@ -147,8 +146,8 @@ func TestOpenLoopMissedAreCensoredAtTheRealStepEndOnRealIoTDB(t *testing.T) {
 	base := realConfig(t, ScenarioWrite)
 	addr, pause := pauseProxy(t, base.addr())
 	cfg := openLoopConfig(t, addr, 200, 4*time.Second)
-	cfg.Steps, cfg.PoolSize, cfg.Thresholds.P95, cfg.Warmup = []int{4}, 8, time.Second, 200*time.Millisecond
-	cfg.onWarmup = func() { time.AfterFunc(3400*time.Millisecond, func() { pause(1900 * time.Millisecond) }) }
+	cfg.Steps, cfg.PoolSize, cfg.Thresholds.P95 = []int{4}, 8, time.Second
+	cfg.onStepStart = func(int) { time.AfterFunc(3200*time.Millisecond, func() { pause(1900 * time.Millisecond) }) }
 	res, err := Run(context.Background(), cfg)
 	if res == nil || len(res.Steps) != 1 {
 		t.Fatalf("%v", err)
