@@ -47,6 +47,13 @@ type Probe interface {
 	// server. err is a setting the probe refuses (exitcode.BadInput),
 	// named as ready offers it.
 	Ready(p *profiles.Profile, t Target) (r Run, skip string, err error)
+	// Aim is p as ready's --NAME addr (checked by CheckTarget) points it:
+	// a copy whose probe.NAME section loads addr, so that what reads the
+	// profile (the preflight's target: a server on this host names the
+	// listener to judge) sees the server the flag names. p is unchanged.
+	Aim(p *profiles.Profile, addr string) *profiles.Profile
+	// ReadyFlags words ready's flags for this probe.
+	ReadyFlags() ReadyFlags
 	// InProfile says whether the profile has a probe.NAME section.
 	InProfile(p *profiles.Profile) bool
 	// Command is a fresh `hostprep probe NAME`: its help, its own flags
@@ -74,6 +81,15 @@ type Target struct {
 	// DryRun: the run must touch nothing outside this host (ready
 	// --dry-run); a probe that would load an external server skips.
 	DryRun bool
+}
+
+// ReadyFlags is the wording of ready's flags for one probe: --NAME
+// (AddrArg names its value in usage, "URL"), --NAME-user and
+// --NAME-password-file, whose password is read from $PasswordEnv when
+// the flag is not given.
+type ReadyFlags struct {
+	Addr, AddrArg, User, PasswordFile string
+	PasswordEnv                       string
 }
 
 // Command is a probe's own command, `hostprep probe NAME`, as a value

@@ -34,7 +34,7 @@ func TestDryRunTouchesNothing(t *testing.T) {
 		return b.String()
 	}
 	before := snap()
-	res, _ := Run(context.Background(), Options{Profile: "ready-small", DryRun: true, IoTDB: "127.0.0.1:6667"})
+	res, _ := Run(context.Background(), Options{Profile: "ready-small", DryRun: true, Probes: at("iotdb", "127.0.0.1:6667")})
 	if res == nil {
 		t.Fatal("no result")
 	}

@@ -1,6 +1,7 @@
 package ready
 
 import (
+	"github.com/hostprep/hostprep/loadprobe"
 	"regexp"
 	"slices"
 	"strings"
@@ -47,11 +48,11 @@ func TestIoTDBConfigNamesReadySettings(t *testing.T) {
 		o                       Options
 		address, user, poolSize string
 	}{
-		{"--iotdb and a profile section with a user", &profiles.IoTDBProbe{Host: "db1", PoolSize: 8, User: "admin"}, Options{IoTDB: "127.0.0.1:6667"},
+		{"--iotdb and a profile section with a user", &profiles.IoTDBProbe{Host: "db1", PoolSize: 8, User: "admin"}, Options{Probes: at("iotdb", "127.0.0.1:6667")},
 			"--iotdb", "probe.iotdb.user (or --iotdb-user)", "probe.iotdb.pool_size"},
 		{"the profile's host", &profiles.IoTDBProbe{Host: "db1"}, Options{},
 			"probe.iotdb.host and probe.iotdb.port", "--iotdb-user", "probe.iotdb.pool_size"},
-		{"--iotdb, no profile section", nil, Options{IoTDB: "127.0.0.1:6667", IoTDBUser: "u"},
+		{"--iotdb, no profile section", nil, Options{Probes: map[string]loadprobe.Target{"iotdb": {Addr: "127.0.0.1:6667", User: "u"}}},
 			"--iotdb", "--iotdb-user", "probe.iotdb.pool_size"},
 	} {
 		p := &profiles.Profile{Name: "p"}

@@ -13,7 +13,7 @@ import (
 // --mqtt that nothing listens on says "fix --mqtt", never --broker (a
 // flag of `hostprep probe mqtt` that ready does not have).
 func TestMQTTErrorsNameReadyFlags(t *testing.T) {
-	cfg, skip := mqttConfig(&profiles.Profile{Name: "p"}, Options{MQTT: "tcp://127.0.0.1:1"})
+	cfg, skip := mqttConfig(&profiles.Profile{Name: "p"}, Options{Probes: at("mqtt", "tcp://127.0.0.1:1")})
 	if skip != "" {
 		t.Fatal(skip)
 	}

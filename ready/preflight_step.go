@@ -7,26 +7,22 @@ import (
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/loadprobe/probes"
 	"github.com/hostprep/hostprep/preflight"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/hostprep/hostprep/ready/outcome"
 )
 
 // preflightTarget is the profile's preflight target with --sockets
-// applied (and --mqtt, whose broker on this host is the listener to
-// judge), or why the step is skipped. A profile without a preflight
+// applied (and each probe's server flag, --mqtt or --iotdb: a server on
+// this host is the listener to judge, as the profile's would be), or why the step is skipped. A profile without a preflight
 // section checked with --sockets is checked as a broker (the role with
 // no per-destination port arithmetic).
 func preflightTarget(p *profiles.Profile, o Options) (preflight.Target, string) {
-	if o.MQTT != "" { // --mqtt at a broker on this host names its listener, as the profile's would
-		cp := *p
-		mq := profiles.MQTTProbe{}
-		if p.Probe.MQTT != nil {
-			mq = *p.Probe.MQTT
+	for _, pr := range probes.All {
+		if a := o.Probes[pr.Name()].Addr; a != "" {
+			p = pr.Aim(p, a)
 		}
-		mq.Broker = o.MQTT
-		cp.Probe.MQTT = &mq
-		p = &cp
 	}
 	t, err := preflight.TargetFromProfile(p)
 	if err != nil {

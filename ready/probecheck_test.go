@@ -2,6 +2,7 @@ package ready
 
 import (
 	"context"
+	"github.com/hostprep/hostprep/loadprobe"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,7 +29,7 @@ func TestBadProbeSettingRefusedBeforeTune(t *testing.T) {
 	}
 	for _, o := range []Options{
 		{Profile: prof},
-		{Profile: prof, DryRun: true, MQTT: "tcp://127.0.0.1:1883", MQTTUser: "u", MQTTPassword: "pw-not-printed"},
+		{Profile: prof, DryRun: true, Probes: map[string]loadprobe.Target{"mqtt": {Addr: "tcp://127.0.0.1:1883", User: "u", Password: "pw-not-printed"}}},
 	} {
 		f := newFakes()
 		res, err := run(context.Background(), o, f.runners())
@@ -54,12 +55,36 @@ func TestMQTTFlagNamesThePreflightListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg, skip := preflightTarget(p, Options{MQTT: "tcp://127.0.0.1:18834"})
+	tg, skip := preflightTarget(p, Options{Probes: at("mqtt", "tcp://127.0.0.1:18834")})
 	if skip != "" || tg.Role != preflight.Broker || !slices.Contains(tg.Ports, 18834) {
 		t.Errorf("preflight target %+v (skip %q), want the broker's listener port 18834", tg, skip)
 	}
 	if p.Probe.MQTT != nil && p.Probe.MQTT.Broker == "tcp://127.0.0.1:18834" {
 		t.Error("the caller's profile was changed")
+	}
+}
+
+// --iotdb at a DataNode on this host names the listener preflight judges
+// for an iotdb role, as the profile's probe.iotdb host and port do; the
+// same flag leaves a broker's target as it is.
+func TestIoTDBFlagNamesThePreflightListener(t *testing.T) {
+	p, err := profiles.Load("ready-small", []string{"preflight.role=iotdb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, skip := preflightTarget(p, Options{Probes: at("iotdb", "127.0.0.1:16667")})
+	if skip != "" || tg.Role != preflight.IoTDB || !slices.Contains(tg.Ports, 16667) {
+		t.Errorf("preflight target %+v (skip %q), want the DataNode's listener port 16667", tg, skip)
+	}
+	if p.Probe.IoTDB != nil && p.Probe.IoTDB.Port == 16667 {
+		t.Error("the caller's profile was changed")
+	}
+	b, err := profiles.Load("ready-small", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tg, _ := preflightTarget(b, Options{Probes: at("iotdb", "127.0.0.1:16667")}); slices.Contains(tg.Ports, 16667) {
+		t.Errorf("broker target %+v judges the DataNode's port", tg)
 	}
 }
 

@@ -38,27 +38,22 @@ type Options struct {
 	// key=value overrides (see profiles.Load).
 	Profile string
 	Sets    []string
-	// MQTT is the broker the MQTT probe loads (tcp://host:port,
-	// mqtts://...); empty uses the profile's broker, or the embedded
-	// broker on loopback when the profile names none.
-	MQTT         string
-	MQTTUser     string
-	MQTTPassword string // never printed or logged
-	// IoTDB is host:port of the DataNode RPC the IoTDB probe loads; empty
-	// uses the profile's host. With neither, the IoTDB probe is skipped.
-	IoTDB         string
-	IoTDBUser     string
-	IoTDBPassword string // never printed or logged; "" = the probe's default
+	// Probes is what ready's flags give each probe, by its Name
+	// (--NAME, --NAME-user, --NAME-password-file): the server it loads
+	// and the login, each "" for the profile's or the probe's default
+	// (see the probe's Ready). A probe not listed runs as the profile
+	// says. The passwords are never printed or logged; DryRun below is
+	// every probe's.
+	Probes map[string]loadprobe.Target
 	// Sockets overrides the preflight target's number of sockets.
 	Sockets int
 	// NoTune skips the tune step: only check and probe.
 	NoTune bool
 	// DryRun plans the tuning without applying it and runs only what
-	// touches nothing: the (passive) preflight and the MQTT probe against
-	// the embedded in-process broker on loopback. Probes against an
-	// external target (--mqtt, --iotdb or the profile's) are skipped:
-	// they would put load on, and for IoTDB write a database to, another
-	// system. Its verdict is DRY RUN (exit 0) when nothing that ran
+	// touches nothing: the (passive) preflight and a probe that loads
+	// only this process (the MQTT probe's embedded broker on loopback).
+	// Probes against an external target (a flag's or the profile's) are
+	// skipped: they would put load on, or write to, another system. Its verdict is DRY RUN (exit 0) when nothing that ran
 	// failed, never READY, and NOT READY when a step that ran failed.
 	DryRun bool
 	// Tune says where the host is (tests point it at a sandbox); the zero
@@ -173,7 +168,7 @@ func run(ctx context.Context, o Options, rn runners) (*Result, error) {
 
 // somethingToCheck refuses a run in which every step would be skipped
 // (--no-tune and a profile with no preflight target and no probe, and no
-// --sockets, --mqtt or --iotdb): its READY would rest on nothing. The
+// --sockets or probe server flag): its READY would rest on nothing. The
 // error is exitcode.BadInput and names what to add.
 func somethingToCheck(p *profiles.Profile, o Options) error {
 	if !o.NoTune {
@@ -187,7 +182,19 @@ func somethingToCheck(p *profiles.Profile, o Options) error {
 			return nil
 		}
 	}
-	return exitcode.BadInputf("ready --no-tune --profile %s: nothing to check: the profile has no preflight target and no probe, and --no-tune skips the tuning; drop --no-tune, pass --sockets N, --mqtt URL or --iotdb host:port, or add a preflight or probe section to the profile", p.Source)
+	var flags []string
+	for _, pr := range probes.All {
+		flags = append(flags, "--"+pr.Name()+" "+pr.ReadyFlags().AddrArg)
+	}
+	return exitcode.BadInputf("ready --no-tune --profile %s: nothing to check: the profile has no preflight target and no probe, and --no-tune skips the tuning; drop --no-tune, pass --sockets N, %s, or add a preflight or probe section to the profile", p.Source, orList(flags))
+}
+
+// orList joins words as "a", "a or b", "a, b or c".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }
 
 // loadProfile checks the options and loads the profile with its --set
@@ -302,16 +309,10 @@ func validate(o Options) error {
 	return nil
 }
 
-// target is what ready's flags give the probe named name: --mqtt,
-// --mqtt-user and the MQTT password; --iotdb, --iotdb-user and the IoTDB
-// password; and --dry-run for every probe.
+// target is what ready's flags give the probe named name (Probes), with
+// --dry-run, which is every probe's.
 func (o Options) target(name string) loadprobe.Target {
-	t := loadprobe.Target{DryRun: o.DryRun}
-	switch name {
-	case "mqtt":
-		t.Addr, t.User, t.Password = o.MQTT, o.MQTTUser, o.MQTTPassword
-	case "iotdb":
-		t.Addr, t.User, t.Password = o.IoTDB, o.IoTDBUser, o.IoTDBPassword
-	}
+	t := o.Probes[name]
+	t.DryRun = o.DryRun
 	return t
 }

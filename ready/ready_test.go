@@ -97,7 +97,7 @@ func stepVerdicts(r *Result) string {
 func TestAllPassIsReady(t *testing.T) {
 	f := newFakes()
 	f.tune.Changed = true
-	res, err := run(context.Background(), Options{Profile: "ready-small", IoTDB: "127.0.0.1:6667", Host: "h1"}, f.runners())
+	res, err := run(context.Background(), Options{Profile: "ready-small", Probes: at("iotdb", "127.0.0.1:6667"), Host: "h1"}, f.runners())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestWarningIsReadyExit0(t *testing.T) {
 func TestProbeCouldNotRunIsExit3(t *testing.T) {
 	f := newFakes()
 	f.iotdb = errStep(exitcode.Environmentf("iotdb: dial tcp 127.0.0.1:1: connection refused"))
-	res, err := run(context.Background(), Options{Profile: "ready-small", IoTDB: "127.0.0.1:1"}, f.runners())
+	res, err := run(context.Background(), Options{Profile: "ready-small", Probes: at("iotdb", "127.0.0.1:1")}, f.runners())
 	if exitcode.Code(err) != exitcode.Environment || res.Verdict != outcome.NotReady {
 		t.Fatalf("%v %v", err, res.Verdict)
 	}
@@ -196,7 +196,7 @@ func TestProbeCouldNotRunIsExit3(t *testing.T) {
 
 func TestNoTuneAndDryRun(t *testing.T) {
 	f := newFakes()
-	res, err := run(context.Background(), Options{Profile: "ready-small", NoTune: true, MQTT: "tcp://127.0.0.1:1883"}, f.runners())
+	res, err := run(context.Background(), Options{Profile: "ready-small", NoTune: true, Probes: at("mqtt", "tcp://127.0.0.1:1883")}, f.runners())
 	if err != nil || res.Steps[0].Verdict != verdict.Skip || strings.Join(f.ran, ",") != "preflight,mqtt" {
 		t.Fatalf("--no-tune: %v %s ran %v", err, stepVerdicts(res), f.ran)
 	}
@@ -206,7 +206,7 @@ func TestNoTuneAndDryRun(t *testing.T) {
 
 	// dry run: the embedded broker runs, external targets are not loaded.
 	f = newFakes()
-	res, err = run(context.Background(), Options{Profile: "ready-small", DryRun: true, IoTDB: "127.0.0.1:6667"}, f.runners())
+	res, err = run(context.Background(), Options{Profile: "ready-small", DryRun: true, Probes: at("iotdb", "127.0.0.1:6667")}, f.runners())
 	if err != nil || !res.DryRun || strings.Join(f.ran, ",") != "tune,preflight,mqtt" {
 		t.Fatalf("dry run: %v ran %v", err, f.ran)
 	}
@@ -214,7 +214,7 @@ func TestNoTuneAndDryRun(t *testing.T) {
 		t.Errorf("dry run iotdb: %+v", s)
 	}
 	f = newFakes()
-	res, _ = run(context.Background(), Options{Profile: "ready-small", DryRun: true, MQTT: "tcp://10.0.0.1:1883"}, f.runners())
+	res, _ = run(context.Background(), Options{Profile: "ready-small", DryRun: true, Probes: at("mqtt", "tcp://10.0.0.1:1883")}, f.runners())
 	if s := res.Step(outcome.StepProbeMQTT); s.Verdict != verdict.Skip || !strings.Contains(s.Summary, "tcp://10.0.0.1:1883") {
 		t.Errorf("dry run external mqtt: %+v", s)
 	}
@@ -223,9 +223,9 @@ func TestNoTuneAndDryRun(t *testing.T) {
 func TestBadInputTouchesNothing(t *testing.T) {
 	for _, o := range []Options{
 		{},
-		{Profile: "ready-small", IoTDB: "127.0.0.1"},
-		{Profile: "ready-small", IoTDB: "127.0.0.1:99999"},
-		{Profile: "ready-small", MQTT: "http://x:1883"},
+		{Profile: "ready-small", Probes: at("iotdb", "127.0.0.1")},
+		{Profile: "ready-small", Probes: at("iotdb", "127.0.0.1:99999")},
+		{Profile: "ready-small", Probes: at("mqtt", "http://x:1883")},
 		{Profile: "ready-small", Sockets: -1},
 		{Profile: "no-such-profile-anywhere"},
 		{Profile: "ready-small", Sets: []string{"nonsense"}},
@@ -242,11 +242,11 @@ func TestBadInputTouchesNothing(t *testing.T) {
 // mqtt.BrokerSchemes), and a wrong one is refused naming them all.
 func TestMQTTSchemesAreTheProbes(t *testing.T) {
 	for _, scheme := range mqtt.BrokerSchemes {
-		if err := validate(Options{Profile: "ready-small", MQTT: scheme + "://broker.example:1883"}); err != nil {
+		if err := validate(Options{Profile: "ready-small", Probes: at("mqtt", scheme+"://broker.example:1883")}); err != nil {
 			t.Errorf("--mqtt %s://: %v", scheme, err)
 		}
 	}
-	err := validate(Options{Profile: "ready-small", MQTT: "http://broker.example:1883"})
+	err := validate(Options{Profile: "ready-small", Probes: at("mqtt", "http://broker.example:1883")})
 	if err == nil || !strings.Contains(err.Error(), mqtt.BrokerSchemesHelp) {
 		t.Errorf("--mqtt http://: %v, want the schemes %q", err, mqtt.BrokerSchemesHelp)
 	}
@@ -296,7 +296,7 @@ func TestInterruptInLastCleanupStillRechecks(t *testing.T) {
 		}
 		return probeRun(c, r, o)
 	}
-	res, err := run(ctx, Options{Profile: "ready-small", IoTDB: "127.0.0.1:6667"}, rn)
+	res, err := run(ctx, Options{Profile: "ready-small", Probes: at("iotdb", "127.0.0.1:6667")}, rn)
 	if got := strings.Join(f.ran, ","); got != "tune,preflight,mqtt,iotdb,recheck" {
 		t.Errorf("ran %s", got)
 	}
@@ -391,10 +391,15 @@ func TestNothingToCheckIsRefused(t *testing.T) {
 	if exitcode.Code(err) != exitcode.BadInput || !strings.Contains(err.Error(), "nothing to check") || len(f.ran) != 0 {
 		t.Errorf("--no-tune on a profile with nothing to check: %v (ran %v), want exit 2 before any step", err, f.ran)
 	}
-	for _, o := range []Options{{Profile: path, NoTune: true, Sockets: 100}, {Profile: path, NoTune: true, MQTT: "tcp://127.0.0.1:1883"}, {Profile: path}} {
+	for _, o := range []Options{{Profile: path, NoTune: true, Sockets: 100}, {Profile: path, NoTune: true, Probes: at("mqtt", "tcp://127.0.0.1:1883")}, {Profile: path}} {
 		f := newFakes()
 		if _, err := run(context.Background(), o, f.runners()); exitcode.Code(err) == exitcode.BadInput {
 			t.Errorf("%+v: refused: %v", o, err)
 		}
 	}
+}
+
+// at is Options.Probes with one probe's server flag (--NAME addr).
+func at(name, addr string) map[string]loadprobe.Target {
+	return map[string]loadprobe.Target{name: {Addr: addr}}
 }

@@ -80,7 +80,7 @@ func TestRecheckSeesRollbackDuringRun(t *testing.T) {
 			}
 			return pass("probe")
 		}
-		res, err := run(context.Background(), Options{Profile: prof, MQTT: "tcp://127.0.0.1:1", Tune: env}, rn)
+		res, err := run(context.Background(), Options{Profile: prof, Probes: at("mqtt", "tcp://127.0.0.1:1"), Tune: env}, rn)
 		if res == nil {
 			t.Fatalf("rollback=%v: %v", rollback, err)
 		}

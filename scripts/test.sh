@@ -83,11 +83,16 @@ fi
 # Packages run side by side (-p, default 3): the tests that change a
 # global sysctl (fs.nr_open, fs.file-max, vm.*: no namespace isolates
 # them) take turns on a lock of their own (testenv.LockGlobalSysctls),
-# so nothing else needs to wait for them. The slowest packages are named
+# and the tests that load the one IoTDB DataNode on another
+# (testenv.IoTDB), so nothing else needs to wait for them. The slowest packages are named
 # first, so that they start first and the run ends when they do. The one
 # long soak (a 60 s probe) runs only with HOSTPREP_TEST_SOAK=1, which CI
 # does not set.
-slow_first=(./loadprobe/iotdb ./cmd/hostprep ./loadprobe/mqtt ./report ./hostconf ./tune ./preflight)
+# Measured order (CI, seconds): loadprobe/iotdb, cmd/hostprep, tune,
+# loadprobe/mqtt, hostconf, report, preflight. tune's global-sysctl tests
+# come first in it (e2e_*) and cmd/hostprep's last (ready_*), so with
+# both started at once they seldom wait for each other's lock.
+slow_first=(./loadprobe/iotdb ./cmd/hostprep ./tune ./loadprobe/mqtt ./hostconf ./report ./preflight ./scripts/mkpkg ./examples)
 mapfile -t with_tests < <(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.Dir}}{{end}}' ./... | sed "s|^$PWD/|./|")
 pkgs=()
 for p in "${slow_first[@]}"; do
@@ -100,7 +105,8 @@ parallel=${TEST_PARALLEL:-3}
 echo "== go test -race -p $parallel (${#pkgs[@]} packages with tests)"
 test_log=$(mktemp "${TMPDIR:-/tmp}/hostprep-test.XXXXXX")
 fuzz_log=$(mktemp "${TMPDIR:-/tmp}/hostprep-fuzz.XXXXXX")
-trap 'rm -f "$test_log" "$fuzz_log"; cleanup' EXIT
+fuzz_pid=
+trap 'if [ -n "$fuzz_pid" ]; then kill "$fuzz_pid" 2>/dev/null; fi; rm -f "$test_log" "$fuzz_log"; cleanup' EXIT
 # slowest prints the ten slowest packages of the go test run, so that the
 # command stays fast: a package that climbs this list is the place to
 # look. It ends the output, pass or fail.
@@ -108,31 +114,48 @@ slowest() {
   echo "== ten slowest packages (seconds; the whole run took $SECONDS s)"
   awk '($1 == "ok" || $1 == "FAIL") && $3 ~ /^[0-9.]+s$/ { t = $3; sub(/s$/, "", t); printf "%8.1f  %-4s %s\n", t, $1, $2 }' "$test_log" | sort -rn | head -10
 }
+# Every fuzz target runs a few seconds past its seed corpus, so that a
+# parser regression found by a short fuzz cannot hide (FUZZTIME=5m for a
+# long run). The targets run one after another, with one fuzzing worker
+# each, beside go test rather than after it: the run's end is set by
+# the slowest test package, which waits on IoTDB more than on the CPU.
+fuzztime=${FUZZTIME:-5s}
+fuzz_all() {
+  local file name pkg one
+  one=$(mktemp "${TMPDIR:-/tmp}/hostprep-fuzz-one.XXXXXX")
+  while IFS=: read -r file name; do
+    pkg=$(dirname "$file")
+    if ! go test -run='^$' -fuzz="^${name}\$" -fuzztime="$fuzztime" -parallel=1 "$pkg" >"$one" 2>&1; then
+      cat "$one"
+      echo "test.sh: $name in $pkg failed; the failing input is under $pkg/testdata/fuzz/$name (commit it as a seed once fixed)"
+      rm -f "$one"
+      return 1
+    fi
+    echo "ok   $name ($pkg)"
+  done < <(grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' . | sed 's/:func /:/' | sort)
+  rm -f "$one"
+}
+fuzz_all >"$fuzz_log" 2>&1 &
+fuzz_pid=$!
+
 set +e
 go test -race -p "$parallel" -count=1 -timeout 40m "${pkgs[@]}" "$@" 2>&1 | tee "$test_log"
 test_rc=${PIPESTATUS[0]}
+wait "$fuzz_pid"
+fuzz_rc=$?
 set -e
+echo "== fuzz targets, $fuzztime each (run beside go test)"
+cat "$fuzz_log"
 if [ "$test_rc" -ne 0 ]; then
   slowest
   echo "test.sh: go test failed (exit $test_rc; the failures are above)" >&2
   exit "$test_rc"
 fi
-
-# Every fuzz target runs a few seconds past its seed corpus, so that a
-# parser regression found by a short fuzz cannot hide (FUZZTIME=5m for a
-# long run).
-fuzztime=${FUZZTIME:-5s}
-echo "== fuzz targets, $fuzztime each"
-while IFS=: read -r file name; do
-  pkg=$(dirname "$file")
-  go test -run='^$' -fuzz="^${name}\$" -fuzztime="$fuzztime" "$pkg" >"$fuzz_log" 2>&1 || {
-    cat "$fuzz_log"
-    echo "test.sh: $name in $pkg failed; the failing input is under $pkg/testdata/fuzz/$name (commit it as a seed once fixed)" >&2
-    slowest
-    exit 1
-  }
-  echo "ok   $name ($pkg)"
-done < <(grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' . | sed 's/:func /:/' | sort)
+if [ "$fuzz_rc" -ne 0 ]; then
+  slowest
+  echo "test.sh: a fuzz target failed (above)" >&2
+  exit 1
+fi
 
 if $in_git; then
   echo "== git status --porcelain (the run leaves the checkout clean)"

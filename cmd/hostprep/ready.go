@@ -10,6 +10,8 @@ import (
 
 	"github.com/hostprep/hostprep/internal/atomicfile"
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/loadprobe"
+	"github.com/hostprep/hostprep/loadprobe/probes"
 	"github.com/hostprep/hostprep/ready"
 	"github.com/hostprep/hostprep/ready/outcome"
 	"github.com/hostprep/hostprep/report"
@@ -23,7 +25,10 @@ import (
 func init() {
 	addCommand(func() *cobra.Command {
 		var o ready.Options
-		var output, jsonFile, junitFile, promFile, htmlFile, mqttPwFile, iotdbPwFile string
+		var output, jsonFile, junitFile, promFile, htmlFile string
+		// Each probe's --NAME, --NAME-user and --NAME-password-file.
+		targets := map[string]*loadprobe.Target{}
+		pwFiles := map[string]*string{}
 		c := &cobra.Command{
 			Use:   "ready --profile NAME|FILE",
 			Short: "Tune, preflight and probe in one run, with one verdict: READY, READY WITH WARNINGS, NOT READY",
@@ -70,11 +75,13 @@ Exit codes: 0 READY (also READY WITH WARNINGS, DRY RUN), 1 NOT READY, 2 bad inpu
 					return err
 				}
 				var err error
-				if o.MQTTPassword, err = secret(mqttPwFile, "--mqtt-password-file", "HOSTPREP_MQTT_PASSWORD"); err != nil {
-					return err
-				}
-				if o.IoTDBPassword, err = secret(iotdbPwFile, "--iotdb-password-file", "HOSTPREP_IOTDB_PASSWORD"); err != nil {
-					return err
+				o.Probes = map[string]loadprobe.Target{}
+				for _, pr := range probes.All {
+					n, t := pr.Name(), targets[pr.Name()]
+					if t.Password, err = secret(*pwFiles[n], "--"+n+"-password-file", pr.ReadyFlags().PasswordEnv); err != nil {
+						return err
+					}
+					o.Probes[n] = *t
 				}
 				o.Progress = os.Stderr
 				o.ProgressTTY = term.IsTerminal(int(os.Stderr.Fd()))
@@ -105,12 +112,14 @@ Exit codes: 0 READY (also READY WITH WARNINGS, DRY RUN), 1 NOT READY, 2 bad inpu
 		f := c.Flags()
 		f.StringVarP(&o.Profile, "profile", "p", "", "profile: a built-in `name` (hostprep profiles list) or a YAML file (required)")
 		f.StringArrayVar(&o.Sets, "set", nil, "override one profile `key=value` (repeatable), e.g. --set limits.nofile.soft=65536")
-		f.StringVar(&o.MQTT, "mqtt", "", "MQTT broker `URL` the MQTT probe loads (tcp://host:1883, mqtts://host:8883); default: the profile's, else the embedded broker")
-		f.StringVar(&o.MQTTUser, "mqtt-user", "", "MQTT username")
-		f.StringVar(&mqttPwFile, "mqtt-password-file", "", "read the MQTT password from `file` (default: $HOSTPREP_MQTT_PASSWORD); never printed")
-		f.StringVar(&o.IoTDB, "iotdb", "", "IoTDB DataNode `host:port` the IoTDB probe loads; default: the profile's host, else no IoTDB probe")
-		f.StringVar(&o.IoTDBUser, "iotdb-user", "", "IoTDB user (default root)")
-		f.StringVar(&iotdbPwFile, "iotdb-password-file", "", "read the IoTDB password from `file` (default: $HOSTPREP_IOTDB_PASSWORD, else root); never printed")
+		for _, pr := range probes.All {
+			n, w := pr.Name(), pr.ReadyFlags()
+			t, pw := &loadprobe.Target{}, new(string)
+			targets[n], pwFiles[n] = t, pw
+			f.StringVar(&t.Addr, n, "", w.Addr)
+			f.StringVar(&t.User, n+"-user", "", w.User)
+			f.StringVar(pw, n+"-password-file", "", w.PasswordFile)
+		}
 		f.IntVar(&o.Sockets, "sockets", 0, "preflight target: `N` concurrent sockets, overriding the profile's")
 		f.BoolVar(&o.NoTune, "no-tune", false, "do not apply the profile: only preflight and probe")
 		f.BoolVar(&o.DryRun, "dry-run", false, "plan the tuning only; run only what touches nothing (passive preflight, embedded-broker MQTT probe)")

@@ -226,7 +226,13 @@ func TestProbeMQTTInterruptedReportSaysIncomplete(t *testing.T) {
 func TestReadyHTML(t *testing.T) {
 	dir := t.TempDir()
 	html := filepath.Join(dir, "ready.html")
-	page := runReport(t, html, "ready", "--profile", "ready-small", "--dry-run", "--html", html)
+	// ready-small with a 3 s probe (the built-in's is 10 s): enough to
+	// fill every chart.
+	prof := filepath.Join(t.TempDir(), "ready-small-3s.yaml")
+	if err := os.WriteFile(prof, []byte("include: [ready-small]\nprobe:\n  mqtt:\n    duration: 3s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	page := runReport(t, html, "ready", "--profile", prof, "--dry-run", "--html", html)
 	figs := figures(t, page)
 	for _, want := range []string{"Connections over time", "Messages per second", "Latency heat map: p95 of each second"} {
 		if fig, ok := figs[want]; !ok || !strings.Contains(fig, "<svg") {

@@ -1,8 +1,10 @@
 package testenv
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -56,5 +58,56 @@ func TestLockGlobalSysctlsHeldForTheTest(t *testing.T) {
 	})
 	if !tryLock(t, GlobalSysctlsLockFile) {
 		t.Error("the lock is still held after the test that took it ended")
+	}
+}
+
+// fatalTB records a Fatalf instead of ending the test, so a test can see
+// that a helper refuses.
+type fatalTB struct {
+	testing.TB
+	fatal string
+}
+
+func (f *fatalTB) Fatalf(format string, args ...any) { f.fatal = fmt.Sprintf(format, args...) }
+
+// The IoTDB lock is its own: an IoTDB test holds it while another
+// process takes the global sysctl lock, and the other way round; a test
+// that needs both takes the global one first, and LockGlobalSysctls
+// refuses to be taken second.
+func TestIoTDBLockApartFromGlobalSysctls(t *testing.T) {
+	savedLock, savedIoTDB, savedLeft := GlobalSysctlsLockFile, IoTDBLockFile, LeftSysctlsFile
+	dir := t.TempDir()
+	GlobalSysctlsLockFile = filepath.Join(dir, "global.lock")
+	IoTDBLockFile = filepath.Join(dir, "iotdb.lock")
+	LeftSysctlsFile = filepath.Join(dir, "left-sysctls.json")
+	t.Cleanup(func() { GlobalSysctlsLockFile, IoTDBLockFile, LeftSysctlsFile = savedLock, savedIoTDB, savedLeft })
+	t.Setenv("HOSTPREP_TEST_IOTDB", "127.0.0.1:6667")
+
+	t.Run("iotdb only", func(t *testing.T) {
+		IoTDB(t)
+		if tryLock(t, IoTDBLockFile) {
+			t.Fatal("another process could take the IoTDB lock while an IoTDB test holds it")
+		}
+		if !tryLock(t, GlobalSysctlsLockFile) {
+			t.Error("an IoTDB test holds the global sysctl lock: a tune test of another package would wait for it")
+		}
+		rec := &fatalTB{TB: t}
+		LockGlobalSysctls(rec)
+		if !strings.Contains(rec.fatal, "take the global sysctl lock first") {
+			t.Errorf("LockGlobalSysctls after IoTDB: %q, want it refused", rec.fatal)
+		}
+		if !tryLock(t, GlobalSysctlsLockFile) {
+			t.Error("a refused LockGlobalSysctls took the lock")
+		}
+	})
+	t.Run("both in order", func(t *testing.T) {
+		LockGlobalSysctls(t)
+		IoTDB(t)
+		if tryLock(t, GlobalSysctlsLockFile) || tryLock(t, IoTDBLockFile) {
+			t.Error("a test holding both locks left one free")
+		}
+	})
+	if !tryLock(t, GlobalSysctlsLockFile) || !tryLock(t, IoTDBLockFile) {
+		t.Error("a lock is still held after the tests that took it ended")
 	}
 }

@@ -62,15 +62,16 @@ func RabbitMQ(t testing.TB) string {
 
 // IoTDB returns host:port of the real IoTDB DataNode started by
 // scripts/test.sh, from HOSTPREP_TEST_IOTDB. The test then takes its turn
-// on the host-wide lock (LockGlobalSysctls) until it ends: the one
-// DataNode shares 2 cores with the suite, and with the packages run side
-// by side it stalled (a CREATE TIMESERIES that did not return within
-// 30 s) when two packages' load tests met on it. One lock for both kinds
-// of test, so no two can wait for each other.
+// on the host-wide IoTDB lock (IoTDBLockFile) until it ends: the one
+// DataNode shares 2 cores with the suite, and two packages' load tests
+// meeting on it stalled it (a CREATE TIMESERIES that did not return
+// within 30 s). The lock is IoTDB's own, so these tests overlap with the
+// global-sysctl ones; a test that needs both calls LockGlobalSysctls
+// first.
 func IoTDB(t testing.TB) string {
 	t.Helper()
 	a := service(t, "IoTDB", "iotdb", "HOSTPREP_TEST_IOTDB")
-	LockGlobalSysctls(t)
+	lockIoTDB(t)
 	return a
 }
 

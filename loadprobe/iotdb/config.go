@@ -170,6 +170,9 @@ type Config struct {
 	// onWarmup, if set, is called as the warm-up starts (tests time a
 	// fault from it).
 	onWarmup func()
+	// onStepStart, if set, is called as each step starts, with its
+	// workers (tests time a fault from it).
+	onStepStart func(workers int)
 
 	// complete is set in Defaults (so in every copy of it) and by
 	// ConfigFromProfile: zero fields are then explicit, not defaults.

@@ -102,19 +102,25 @@ func TestOpenLoopStallAtStepEndOnRealIoTDB(t *testing.T) {
 	}
 }
 
-// A clean-up that cannot open a session at once (the server hangs 8 s,
-// and the run is interrupted in the middle of it) keeps trying for the
+// A clean-up that cannot open a session at once (the server hangs 4 s
+// from 1 s after the warm-up starts, and the run is interrupted 1 s
+// into the hang: 3 s of the clean-up in the stall, three times the 1 s
+// --connect-timeout) keeps trying for the
 // admin deadline instead of giving up after one --connect-timeout: the
 // database is deleted when the server answers again. Field case: a
-// SIGTERM during an 8 s stall left root.hostprep_<id> on the server.
+// SIGTERM during an 8 s stall (5 s --connect-timeout) left
+// root.hostprep_<id> on the server.
 func TestCleanupOutlivesAStallOnRealIoTDB(t *testing.T) {
 	base := realConfig(t, ScenarioWrite)
 	addr, pause := pauseProxy(t, base.addr())
 	cfg := openLoopConfig(t, addr, 0, 10*time.Second)
-	cfg.RunID = "cleanupstall"
+	cfg.RunID, cfg.ConnectTimeout, cfg.Warmup = "cleanupstall", time.Second, 200*time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(1*time.Second, func() { pause(8 * time.Second) })
-	time.AfterFunc(2*time.Second, cancel)
+	defer cancel()
+	cfg.onWarmup = func() { // after the setup, however long that took
+		time.AfterFunc(1*time.Second, func() { pause(4 * time.Second) })
+		time.AfterFunc(2*time.Second, cancel)
+	}
 	res, _ := Run(ctx, cfg)
 	if res == nil {
 		t.Fatal("no result")
@@ -140,17 +146,13 @@ func TestOpenLoopMissedAreCensoredAtTheRealStepEndOnRealIoTDB(t *testing.T) {
 	base := realConfig(t, ScenarioWrite)
 	addr, pause := pauseProxy(t, base.addr())
 	cfg := openLoopConfig(t, addr, 200, 4*time.Second)
-	cfg.Steps, cfg.PoolSize, cfg.Thresholds.P95 = []int{1, 4}, 8, time.Second
-	cfg.OnStep = func(s Step) {
-		if s.Workers == 1 {
-			time.AfterFunc(3200*time.Millisecond, func() { pause(1900 * time.Millisecond) })
-		}
-	}
+	cfg.Steps, cfg.PoolSize, cfg.Thresholds.P95 = []int{4}, 8, time.Second
+	cfg.onStepStart = func(int) { time.AfterFunc(3200*time.Millisecond, func() { pause(1900 * time.Millisecond) }) }
 	res, err := Run(context.Background(), cfg)
-	if res == nil || len(res.Steps) != 2 {
+	if res == nil || len(res.Steps) != 1 {
 		t.Fatalf("%v", err)
 	}
-	st := res.Steps[1]
+	st := res.Steps[0]
 	t.Logf("duration %.2f s, missed %d, latency %+v", st.DurationS, st.Missed, st.Latency)
 	if st.DurationS < 4.8 || st.Missed < 400 {
 		t.Fatalf("step lasted %.2f s with %d missed: the stall did not hold a call past the step's end", st.DurationS, st.Missed)

@@ -39,7 +39,7 @@ func TestPoolSmallerThanWorkersIsAttributedToThePool(t *testing.T) {
 	real := realConfig(t, ScenarioWrite)
 	cfg := ConfigFromProfile(&c.Probe.IoTDB)
 	cfg.Host, cfg.Port, cfg.Password = real.Host, real.Port, real.Password
-	cfg.StepDuration, cfg.Warmup = 3*time.Second, 500*time.Millisecond
+	cfg.StepDuration, cfg.Warmup = 1500*time.Millisecond, 500*time.Millisecond
 	if cfg.PoolSize != 8 || len(cfg.Steps) != 3 || cfg.Steps[2] != 40 {
 		t.Fatalf("case config %+v: want pool 8, steps 8,16,40", cfg)
 	}

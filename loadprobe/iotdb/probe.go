@@ -87,6 +87,34 @@ func (probe) Ready(p *profiles.Profile, t loadprobe.Target) (loadprobe.Run, stri
 	return &Job{Config: cfg}, "", nil
 }
 
+// Aim is p with its probe.iotdb host and port set to addr (ready's
+// --iotdb host:port).
+func (probe) Aim(p *profiles.Profile, addr string) *profiles.Profile {
+	h, port, err := splitHostPort(addr)
+	if err != nil {
+		return p // CheckTarget refused it before
+	}
+	cp := *p
+	d := profiles.IoTDBProbe{}
+	if p.Probe.IoTDB != nil {
+		d = *p.Probe.IoTDB
+	}
+	d.Host, d.Port = h, port
+	cp.Probe.IoTDB = &d
+	return &cp
+}
+
+// ReadyFlags words --iotdb, --iotdb-user and --iotdb-password-file.
+func (probe) ReadyFlags() loadprobe.ReadyFlags {
+	return loadprobe.ReadyFlags{
+		Addr:         "IoTDB DataNode `host:port` the IoTDB probe loads; default: the profile's host, else no IoTDB probe",
+		AddrArg:      "host:port",
+		User:         "IoTDB user (default root)",
+		PasswordFile: "read the IoTDB password from `file` (default: $" + PasswordEnv + ", else root); never printed",
+		PasswordEnv:  PasswordEnv,
+	}
+}
+
 // readyOnlyByProbe are the IoTDB probe's settings that ready can set
 // neither by flag nor by profile key, only `hostprep probe iotdb` can (by
 // the flag "--" + the key with - for _); ready runs them at the probe's

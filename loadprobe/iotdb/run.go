@@ -175,6 +175,9 @@ func runSteps(ctx context.Context, cfg *Config, pool *sessionPool, w *workload, 
 		if stallJudged(cfg, cfg.Shard.Count(n)) {
 			tl.clock = clock
 		}
+		if cfg.onStepStart != nil {
+			cfg.onStepStart(n)
+		}
 		st := runStep(ctx, cfg, pool, w, n, lv, tl)
 		if ctx.Err() != nil {
 			st.Partial, cutAt = true, n

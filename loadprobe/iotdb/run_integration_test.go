@@ -17,7 +17,10 @@ import (
 	"github.com/hostprep/hostprep/internal/verdict"
 )
 
-// realConfig points a Config at the IoTDB that scripts/test.sh started.
+// realConfig points a Config at the IoTDB that scripts/test.sh started,
+// with short steps and a 300 ms warm-up (the probe's default is 1 s):
+// enough to open the sessions and take the first writes' series
+// creation off the first step, which is what the tests need of it.
 func realConfig(t *testing.T, scenario string) Config {
 	t.Helper()
 	addr := testenv.IoTDB(t)
@@ -32,6 +35,7 @@ func realConfig(t *testing.T, scenario string) Config {
 		Scenario:     scenario,
 		Steps:        []int{1, 2, 4},
 		StepDuration: 2 * time.Second,
+		Warmup:       300 * time.Millisecond,
 		PoolSize:     8,
 		Thresholds:   Thresholds{MaxErrorRate: &zero},
 		SettingNames: probeFlags(&Config{}), // messages as `hostprep probe iotdb` prints them

@@ -63,6 +63,29 @@ func (probe) Ready(p *profiles.Profile, t loadprobe.Target) (loadprobe.Run, stri
 	return &Job{Config: cfg}, "", nil
 }
 
+// Aim is p with its probe.mqtt broker set to addr (ready's --mqtt).
+func (probe) Aim(p *profiles.Profile, addr string) *profiles.Profile {
+	cp := *p
+	mq := profiles.MQTTProbe{}
+	if p.Probe.MQTT != nil {
+		mq = *p.Probe.MQTT
+	}
+	mq.Broker = addr
+	cp.Probe.MQTT = &mq
+	return &cp
+}
+
+// ReadyFlags words --mqtt, --mqtt-user and --mqtt-password-file.
+func (probe) ReadyFlags() loadprobe.ReadyFlags {
+	return loadprobe.ReadyFlags{
+		Addr:         "MQTT broker `URL` the MQTT probe loads (tcp://host:1883, mqtts://host:8883); default: the profile's, else the embedded broker",
+		AddrArg:      "URL",
+		User:         "MQTT username",
+		PasswordFile: "read the MQTT password from `file` (default: $" + PasswordEnv + "); never printed",
+		PasswordEnv:  PasswordEnv,
+	}
+}
+
 // readyNames names the MQTT probe's settings in its errors as ready
 // offers them: the broker is --mqtt when given, else the profile's
 // probe.mqtt.broker; the login is --mqtt-user and --mqtt-password-file;
