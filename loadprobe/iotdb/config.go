@@ -170,6 +170,9 @@ type Config struct {
 	// onWarmup, if set, is called as the warm-up starts (tests time a
 	// fault from it).
 	onWarmup func()
+	// clientPath, if set (tests), is the client path of every step that
+	// can run on a loop (PathLoop, PathDirect) instead of choosePath's.
+	clientPath string
 
 	// complete is set in Defaults (so in every copy of it) and by
 	// ConfigFromProfile: zero fields are then explicit, not defaults.
