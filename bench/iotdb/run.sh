@@ -68,7 +68,7 @@ javac -nowarn -cp "$LIB/*" -d "$out" "$here/SessionPoolBench.java"
 # java_run SCENARIO WORKERS POOL -> "tps p50 p95 cpu_per_op_us"
 java_run() {
 	java -Xmx1g -cp "$out:$LIB/*" SessionPoolBench "$host" "$port" root "$PASSWORD" "$1" "$2" "$DURATION" "$WARMUP" "$3" 2>/dev/null |
-		awk '/^java /{for(i=2;i<=NF;i++){split($i,kv,"=");v[kv[1]]=kv[2]} print v["tps"], v["p50_ms"], v["p95_ms"], v["cpu_per_op_us"], v["errors"]}'
+		awk '/^java /{for(i=2;i<=NF;i++){split($i,kv,"=");v[kv[1]]=kv[2]} print v["tps"], v["p50_ms"], v["p95_ms"], v["cpu_per_op_us"], v["errors"]}' || true
 }
 
 # probe_run SCENARIO WORKERS POOL -> "tps p50 p95 cpu_per_op_us errors client_path"
@@ -105,9 +105,13 @@ for sc in $SCENARIOS; do
 			read -r jt j50 j95 jc _ <<<"$j"
 			read -r pt p50 p95 pc _ ppath <<<"$p"
 			ratio=$(awk -v a="${pt:-0}" -v b="${jt:-0}" 'BEGIN{print (b>0)?a/b:0}')
-			echo "$ratio" >>"$out/r.txt"
-			if [[ -z "$lowRun" ]] || awk -v a="$ratio" -v b="$lowRun" 'BEGIN{exit !(a<b)}'; then
-				lowRun=$ratio lowRunAt="$(plural "$n" worker), run $r"
+			# A run where either client failed (no TPS: the server refused
+			# it) compares nothing: left out of the medians and the lowest.
+			if awk -v a="${pt:-0}" -v b="${jt:-0}" 'BEGIN{exit !(a>0 && b>0)}'; then
+				echo "$ratio" >>"$out/r.txt"
+				if [[ -z "$lowRun" ]] || awk -v a="$ratio" -v b="$lowRun" 'BEGIN{exit !(a<b)}'; then
+					lowRun=$ratio lowRunAt="$(plural "$n" worker), run $r"
+				fi
 			fi
 			printf '%-8s %7d %4d | %10.0f %8.2f %8.2f %9.1f | %10.0f %8.2f %8.2f %9.1f | %6.2f  %s\n' "$sc" "$n" "$r" \
 				"${jt:-0}" "${j50:-0}" "${j95:-0}" "${jc:-0}" "${pt:-0}" "${p50:-0}" "${p95:-0}" "${pc:-0}" "$ratio" "${ppath:-}"
