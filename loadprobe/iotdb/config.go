@@ -173,6 +173,9 @@ type Config struct {
 	// onStepStart, if set, is called as each step starts, with its
 	// workers (tests time a fault from it).
 	onStepStart func(workers int)
+	// clientPath, if set (tests), is the client path of every step that
+	// can run on a loop (PathLoop, PathDirect) instead of choosePath's.
+	clientPath string
 
 	// complete is set in Defaults (so in every copy of it) and by
 	// ConfigFromProfile: zero fields are then explicit, not defaults.

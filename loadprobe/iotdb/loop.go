@@ -100,6 +100,10 @@ type eventLoop struct {
 	due     time.Time         // the earliest until of any worker (zero: none)
 	events  []unix.EpollEvent
 	raw     bool // epollWait is a raw call (GOMAXPROCS > 1)
+	// direct: PathDirect, the loop of one worker on a locked thread,
+	// which waits for its answer in read(2) on the session's blocking
+	// descriptor (directRead) rather than in epoll_wait.
+	direct bool
 
 	mu     sync.Mutex // guards closed against wake
 	closed bool       // efd is closed or about to be
@@ -114,11 +118,12 @@ func loopable(p *sessionPool) bool { return p.raw }
 // closed-loop step on an event loop, their tallies in stats. It returns
 // when every worker is done: the step's duration is over and every call
 // in flight answered (or failed), or ctx ended (calls in flight are then
-// cut, each a censored latency and not an operation). Errors: setting up epoll or the eventfd failed
-// (EMFILE: no descriptor left), before any operation; the caller then
-// runs the step's workers as goroutines.
+// cut, each a censored latency and not an operation). direct runs one
+// worker's loop for PathDirect (see directRead). Errors: setting up epoll
+// or the eventfd failed (EMFILE: no descriptor left), before any
+// operation; the caller then runs the step's workers as goroutines.
 func runLoop(ctx context.Context, cancel context.CancelFunc, cfg *Config, p *sessionPool, w *workload, workers []int,
-	start time.Time, stats []*workerStats, secs *seconds, lv *liveness) error {
+	start time.Time, stats []*workerStats, secs *seconds, lv *liveness, direct bool) error {
 	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return err
@@ -134,7 +139,7 @@ func runLoop(ctx context.Context, cancel context.CancelFunc, cfg *Config, p *ses
 	}
 	l := &eventLoop{ctx: ctx, cancel: cancel, cfg: cfg, p: p, lv: lv, secs: secs, start: start, end: start.Add(cfg.StepDuration),
 		ep: ep, efd: efd, byFd: map[int]*lworker{}, watched: map[*session]bool{}, opens: make(chan opened, len(workers)),
-		events: make([]unix.EpollEvent, max(16, len(workers)+1)), raw: runtime.GOMAXPROCS(0) > 1}
+		events: make([]unix.EpollEvent, max(16, len(workers)+1)), raw: runtime.GOMAXPROCS(0) > 1, direct: direct && len(workers) == 1}
 	defer func() {
 		l.mu.Lock()
 		l.closed = true
@@ -156,6 +161,10 @@ func runLoop(ctx context.Context, cancel context.CancelFunc, cfg *Config, p *ses
 			l.abort()
 			break
 		}
+		if l.directRead() {
+			l.tick(time.Now())
+			continue
+		}
 		n, err := l.epollWait(l.timeout(time.Now()))
 		if err != nil && err != unix.EINTR {
 			// Not seen: epoll_wait fails only on a bad descriptor or
@@ -176,16 +185,41 @@ func runLoop(ctx context.Context, cancel context.CancelFunc, cfg *Config, p *ses
 			// thread would see it.
 			l.ready(int(ev.Fd), ev.Events, time.Now())
 		}
-		now := time.Now()
-		l.collect(now)
-		if !l.due.IsZero() && !now.Before(l.due) {
-			l.expire(now)
-		}
+		l.tick(time.Now())
 	}
 	for _, lw := range l.workers {
 		secs.flush(lw.st, 0)
 	}
 	return nil
+}
+
+// tick takes the sessions opened meanwhile and acts on the due times
+// passed at now.
+func (l *eventLoop) tick(now time.Time) {
+	l.collect(now)
+	if !l.due.IsZero() && !now.Before(l.due) {
+		l.expire(now)
+	}
+}
+
+// directRead is PathDirect's wait: when the loop's one worker has its
+// request sent whole and no open is pending, it reads the answer from the
+// session's blocking descriptor (a raw read(2) that holds the P, as the
+// raw epoll_wait does, for at most directWait) and acts on it; true when
+// it did. One system call per answer where the loop's wait takes two
+// (epoll_wait, then read), and the thread is woken by the answer itself.
+// Anything else (an open, a request not sent whole, a back-off) waits in
+// epoll_wait as on PathLoop.
+func (l *eventLoop) directRead() bool {
+	if !l.direct || l.pending > 0 {
+		return false
+	}
+	lw := l.workers[0]
+	if lw.state != lCalling || lw.sending {
+		return false
+	}
+	l.ready(lw.s.w.fd, unix.EPOLLIN, time.Now())
+	return true
 }
 
 // wake wakes the loop from epoll_wait (an open finished, ctx ended);
@@ -316,6 +350,12 @@ func (l *eventLoop) call(lw *lworker, s *session, now time.Time) {
 	lw.s = s
 	deadline := now.Add(l.p.callTimeout)
 	s.w.begin(deadline)
+	// A session's descriptor blocks on PathDirect only (a blocking read
+	// on the shared loop would hold every other worker).
+	if err := s.w.setBlocking(l.direct); err != nil {
+		l.settle(lw, 0, err, deadline, now)
+		return
+	}
 	if !l.watched[s] {
 		if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, s.w.fd, &unix.EpollEvent{Events: evRead, Fd: int32(s.w.fd)}); err != nil {
 			l.settle(lw, 0, err, deadline, now)

@@ -112,7 +112,7 @@ func loopStep(t *testing.T, ctx context.Context, cfg Config, n int) Step {
 	cfg = cfg.withDefaults()
 	p := newSessionPool(&cfg)
 	defer p.close(time.Second)
-	st := runStep(ctx, &cfg, p, newWorkload(&cfg, "root.hostprep_loop"), n, newLiveness(cfg.UnreachableAfter), timelineStep{})
+	st := runStep(ctx, &cfg, p, newWorkload(&cfg, "root.hostprep_loop"), n, newLiveness(cfg.UnreachableAfter), timelineStep{}, nil)
 	if !st.Client.EventLoop {
 		t.Fatalf("the step did not run on the event loop")
 	}
@@ -165,7 +165,7 @@ func TestCancelCutsSessionOpenInFlight(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			time.AfterFunc(300*time.Millisecond, cancel)
 			t0 := time.Now()
-			st := runStep(ctx, &cfg, p, newWorkload(&cfg, "root.hostprep_cut"), 2, newLiveness(cfg.UnreachableAfter), timelineStep{})
+			st := runStep(ctx, &cfg, p, newWorkload(&cfg, "root.hostprep_cut"), 2, newLiveness(cfg.UnreachableAfter), timelineStep{}, nil)
 			took := time.Since(t0)
 			t.Logf("event loop %v: returned after %v, ops %d %v, unreachable %q", st.Client.EventLoop, took, st.Ops, st.ErrorsByClass, p.unreachable())
 			if st.Client.EventLoop != (sc == ScenarioWrite) {
@@ -269,7 +269,7 @@ func stalledStep(t *testing.T, callTimeout time.Duration, start func(sp *stallPr
 	p := newSessionPool(&cfg)
 	defer p.close(time.Second)
 	start(stalledSession(t, &cfg, p, srv.Addr))
-	st := runStep(context.Background(), &cfg, p, newWorkload(&cfg, "root.hostprep_loop"), 2, newLiveness(cfg.UnreachableAfter), timelineStep{})
+	st := runStep(context.Background(), &cfg, p, newWorkload(&cfg, "root.hostprep_loop"), 2, newLiveness(cfg.UnreachableAfter), timelineStep{}, nil)
 	if !st.Client.EventLoop {
 		t.Fatalf("the step did not run on the event loop")
 	}

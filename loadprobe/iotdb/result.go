@@ -299,9 +299,18 @@ type ClientUse struct {
 	SchedLagMaxMs  float64 `json:"sched_lag_max_ms"`
 	// Cores is the number of CPUs the probe's operations could use:
 	// GOMAXPROCS with a goroutine per worker, 1 on the event loop (one
-	// thread drives every worker).
+	// thread drives every worker), the workers on PathDirect (a thread
+	// each).
 	Cores int `json:"cores"`
-	// EventLoop is true when the step ran on the event loop (closed-loop
-	// write and batch), false with a goroutine per worker (mixed, --rate).
+	// EventLoop is true when the step ran on event loops (closed-loop
+	// write and batch: PathLoop or PathDirect), false with a goroutine
+	// per worker (mixed, --rate).
 	EventLoop bool `json:"event_loop"`
+	// Path is how the step's operations were driven: PathLoop
+	// ("event_loop"), PathDirect ("direct_read": the latency path for
+	// fewer sessions than CPUs) or PathGoroutines ("goroutines");
+	// PathReason says why (choosePath: the step's workers against the
+	// CPUs, and the CPU the step before used).
+	Path       string `json:"path"`
+	PathReason string `json:"path_reason"`
 }

@@ -162,7 +162,7 @@ func newResult(cfg *Config, prefix string) *Result {
 // running when the server was found unreachable (0: warm-up, -1: never).
 func runSteps(ctx context.Context, cfg *Config, pool *sessionPool, w *workload, lv *liveness, res *Result) (cutAt, downAt int) {
 	clock := &answerClock{}
-	runWarmup(ctx, cfg, pool, w, lv, clock, res)
+	prev := runWarmup(ctx, cfg, pool, w, lv, clock, res)
 	downAt = -1
 	if lv.isDown() {
 		downAt = 0
@@ -178,7 +178,8 @@ func runSteps(ctx context.Context, cfg *Config, pool *sessionPool, w *workload, 
 		if cfg.onStepStart != nil {
 			cfg.onStepStart(n)
 		}
-		st := runStep(ctx, cfg, pool, w, n, lv, tl)
+		st := runStep(ctx, cfg, pool, w, n, lv, tl, prev)
+		prev = &st.Client
 		if ctx.Err() != nil {
 			st.Partial, cutAt = true, n
 		} else if lv.isDown() {
@@ -200,10 +201,12 @@ func runSteps(ctx context.Context, cfg *Config, pool *sessionPool, w *workload, 
 // step began when they were answered, and iotdb.stall passed at
 // 0.01 s). Its silence goes to res.WarmupNoAnswer; a warm-up that ran
 // warmupSlack or more past cfg.Warmup (its calls in flight at the end
-// were waited for) adds a note saying how long it ran.
-func runWarmup(ctx context.Context, cfg *Config, pool *sessionPool, w *workload, lv *liveness, clock *answerClock, res *Result) {
+// were waited for) adds a note saying how long it ran. It returns the
+// warm-up's client use (the first step's choosePath reads it), nil when
+// there is no warm-up.
+func runWarmup(ctx context.Context, cfg *Config, pool *sessionPool, w *workload, lv *liveness, clock *answerClock, res *Result) *ClientUse {
 	if cfg.Warmup <= 0 {
-		return
+		return nil
 	}
 	wc := *cfg
 	wc.StepDuration = cfg.Warmup
@@ -214,12 +217,14 @@ func runWarmup(ctx context.Context, cfg *Config, pool *sessionPool, w *workload,
 	if cfg.onWarmup != nil {
 		cfg.onWarmup()
 	}
-	st := runStep(ctx, &wc, pool, w, cfg.Steps[0], lv, tl)
+	st := runStep(ctx, &wc, pool, w, cfg.Steps[0], lv, tl, nil)
 	res.WarmupOps, res.WarmupS, res.WarmupNoAnswer = st.Ops, st.DurationS, st.NoAnswer
+
 	if over := time.Duration(st.DurationS*float64(time.Second)) - cfg.Warmup; over >= warmupSlack {
 		res.Notes = append(res.Notes, fmt.Sprintf("the warm-up ran %.2f s, %.2f s past its %v: calls in flight at its end were waited for (the server was slow or silent), and the first step began after them",
 			st.DurationS, over.Seconds(), cfg.Warmup))
 	}
+	return &st.Client
 }
 
 // warmupSlack is how far past --warmup the warm-up may run (its last

@@ -3,6 +3,7 @@ package iotdb
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	mrand "math/rand/v2"
@@ -184,15 +185,17 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// runStep keeps n workers busy for cfg.StepDuration and measures them:
-// on the event loop when the pool is loopable (closed-loop write and
-// batch, runLoop), else a goroutine per worker (runWorker).
+// runStep keeps n workers busy for cfg.StepDuration and measures them,
+// on the client path choosePath picks from n and prev (the client use of
+// the step before, nil for none): the event loop (runLoop), a loop per
+// worker on its own thread (PathDirect, runDirect), or a goroutine per
+// worker (runWorker).
 //
 // A worker whose operation fails to connect backs off (see backoffMin);
 // when lv finds the server unreachable the step ends early. When ctx ends,
 // calls in flight are cut at once (sessionPool.interrupt, or the loop's
 // abort), each a censored latency (workerStats.cut).
-func runStep(ctx context.Context, cfg *Config, p *sessionPool, w *workload, n int, lv *liveness, tl timelineStep) Step {
+func runStep(ctx context.Context, cfg *Config, p *sessionPool, w *workload, n int, lv *liveness, tl timelineStep, prev *ClientUse) Step {
 	stepCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stopInterrupt := context.AfterFunc(ctx, p.interrupt)
@@ -213,23 +216,31 @@ func runStep(ctx context.Context, cfg *Config, p *sessionPool, w *workload, n in
 	for i := range workers {
 		stats[i], workers[i] = newWorkerStats(), cfg.Shard.Global(i)
 	}
-	looped := false
-	if loopable(p) {
-		if err := runLoop(stepCtx, cancel, cfg, p, w, workers, start, stats, secs, lv); err != nil {
+	procs := runtime.GOMAXPROCS(0)
+	path, why := choosePath(cfg, p, local, procs, prev)
+	worker := func(i int) { runWorker(stepCtx, cancel, cfg, p, w, workers[i], start, stats[i], secs, lv, cut) }
+	switch path {
+	case PathLoop:
+		if err := runLoop(stepCtx, cancel, cfg, p, w, workers, start, stats, secs, lv, false); err != nil {
 			slog.Warn("iotdb probe: no event loop, one goroutine per worker instead", "err", err)
-		} else {
-			looped = true
+			path, why = PathGoroutines, "no event loop ("+err.Error()+"): a goroutine per worker"
+		}
+	case PathDirect:
+		if err := runDirect(stepCtx, cancel, cfg, p, w, workers, start, stats, secs, lv, worker); err != nil {
+			why += "; but " + err.Error()
 		}
 	}
-	var wg sync.WaitGroup
-	for i := 0; i < local && !looped; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			runWorker(stepCtx, cancel, cfg, p, w, workers[i], start, stats[i], secs, lv, cut)
-		}()
+	if path == PathGoroutines {
+		var wg sync.WaitGroup
+		for i := range local {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				worker(i)
+			}()
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	sm.finish()
 	elapsed := time.Since(start)
 	out := mergeStats(n, stats, w.scenario, elapsed)
@@ -250,16 +261,53 @@ func runStep(ctx context.Context, cfg *Config, p *sessionPool, w *workload, n in
 	out.Pool.MeanUtil = out.Pool.MeanUsed / float64(p.size)
 	out.Pool.MaxUtil = float64(out.Pool.MaxUsed) / float64(p.size)
 	out.Client.SchedLagMaxMs = ms(sm.lagMax)
-	out.Client.Cores = runtime.GOMAXPROCS(0)
-	if looped {
-		out.Client.Cores, out.Client.EventLoop = 1, true
-	}
+	out.Client.path(path, why, local, procs)
 	cpu := cpuTime() - cpu0
 	out.Client.CPUCores = cpu.Seconds() / elapsed.Seconds()
 	if out.Ops > 0 {
 		out.Client.CPUPerOpUs = float64(cpu.Microseconds()) / float64(out.Ops)
 	}
 	return out
+}
+
+// path records the client path a step of local workers ran on, why, and
+// the CPUs its operations could use (procs: GOMAXPROCS).
+func (c *ClientUse) path(path, why string, local, procs int) {
+	c.Path, c.PathReason = path, why
+	switch path {
+	case PathLoop:
+		c.Cores, c.EventLoop = 1, true
+	case PathDirect:
+		c.Cores, c.EventLoop = local, true
+	default:
+		c.Cores = procs
+	}
+}
+
+// runDirect runs each of the workers on a loop of its own (runLoop,
+// direct), each on a locked OS thread, blocking in read(2) for its
+// answers (PathDirect). A worker whose loop could not be set up (epoll
+// or eventfd: EMFILE) runs as a goroutine (worker(i)) and the error,
+// the first such, is returned after the step.
+func runDirect(ctx context.Context, cancel context.CancelFunc, cfg *Config, p *sessionPool, w *workload, workers []int,
+	start time.Time, stats []*workerStats, secs *seconds, lv *liveness, worker func(i int)) error {
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for i := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			if err := runLoop(ctx, cancel, cfg, p, w, workers[i:i+1], start, stats[i:i+1], secs, lv, true); err != nil {
+				once.Do(func() { first = fmt.Errorf("worker %d ran as a goroutine: no loop (%w)", workers[i], err) })
+				worker(i)
+			}
+		}()
+	}
+	wg.Wait()
+	return first
 }
 
 // cutClock is when a step's context ended (the run interrupted, or the

@@ -52,6 +52,41 @@ type wire struct {
 	// sends: a full send buffer must not hold the loop).
 	queue bool
 	out   []byte // request bytes not yet sent (queue); flushOut sends them
+	// blocking: a raw wire's descriptor blocks (PathDirect, setBlocking);
+	// timeo: its waits are bounded (SO_RCVTIMEO, SO_SNDTIMEO).
+	blocking, timeo bool
+}
+
+// directWait bounds one blocking read(2) or write(2) of a PathDirect
+// step (SO_RCVTIMEO, SO_SNDTIMEO), as rawMaxWait bounds the loop's raw
+// epoll_wait: the read holds the loop's P, and the loop looks at the
+// clock, the call deadline and the context at least this often.
+const directWait = rawMaxWait * time.Millisecond
+
+// setBlocking makes a raw wire's descriptor block in read(2) and
+// write(2), for at most directWait each (on), or not block (off, as
+// dialed); a wire already so is left alone. A read or write that waited
+// directWait fails with EAGAIN, as on a non-blocking descriptor, so
+// fill, writeSome and rawConn work in either mode. Errors: setsockopt's
+// or fcntl's.
+func (w *wire) setBlocking(on bool) error {
+	if w.blocking == on {
+		return nil
+	}
+	if on && !w.timeo {
+		tv := unix.NsecToTimeval(directWait.Nanoseconds())
+		for _, opt := range []int{unix.SO_RCVTIMEO, unix.SO_SNDTIMEO} {
+			if err := unix.SetsockoptTimeval(w.fd, unix.SOL_SOCKET, opt, &tv); err != nil {
+				return os.NewSyscallError("setsockopt", err)
+			}
+		}
+		w.timeo = true
+	}
+	if err := unix.SetNonblock(w.fd, !on); err != nil {
+		return os.NewSyscallError("fcntl", err)
+	}
+	w.blocking = on
+	return nil
 }
 
 // errShortAnswer is an answer whose message runs past the end of its
