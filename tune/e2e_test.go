@@ -62,8 +62,10 @@ func (n *netns) holdLock() (release func()) {
 }
 
 // sysctlAll is `sysctl -a` in the sandbox as key -> value, without the
-// keys whose value changed between two reads a moment apart (counters
-// such as fs.file-nr or fs.dentry-state change on their own).
+// read-only keys (counters and state such as fs.file-nr or
+// fs.dentry-state, which no writer sets and which change on their own)
+// and without the keys whose value changed between two reads a moment
+// apart (writable ones that move on their own, as kernel.ns_last_pid).
 func (n *netns) sysctlAll() map[string]string {
 	n.t.Helper()
 	read := func() map[string]string {
@@ -73,7 +75,7 @@ func (n *netns) sysctlAll() map[string]string {
 		}
 		m := map[string]string{}
 		for _, l := range strings.Split(out, "\n") {
-			if k, v, ok := strings.Cut(l, " = "); ok {
+			if k, v, ok := strings.Cut(l, " = "); ok && !readOnlySysctl(k) {
 				m[k] = v
 			}
 		}
@@ -91,6 +93,22 @@ func (n *netns) sysctlAll() map[string]string {
 		n.t.Fatalf("sysctl -a gave %d stable keys", len(a))
 	}
 	return a
+}
+
+// readOnlySysctl reports whether key's /proc/sys file has no write bit.
+// sysctl(8) prints a "." inside a name (an interface's) as "/".
+func readOnlySysctl(key string) bool {
+	p := strings.Map(func(r rune) rune {
+		switch r {
+		case '.':
+			return '/'
+		case '/':
+			return '.'
+		}
+		return r
+	}, key)
+	st, err := os.Stat("/proc/sys/" + p)
+	return err == nil && st.Mode().Perm()&0o222 == 0
 }
 
 // writeProfile writes a profile file where the namespace can read it.
