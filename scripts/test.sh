@@ -106,7 +106,9 @@ echo "== go test -race -p $parallel (${#pkgs[@]} packages with tests)"
 test_log=$(mktemp "${TMPDIR:-/tmp}/hostprep-test.XXXXXX")
 fuzz_log=$(mktemp "${TMPDIR:-/tmp}/hostprep-fuzz.XXXXXX")
 fuzz_pid=
-trap 'if [ -n "$fuzz_pid" ]; then kill "$fuzz_pid" 2>/dev/null; fi; rm -f "$test_log" "$fuzz_log"; cleanup' EXIT
+# Under set -e a failing command in the trap would end it early (a fuzz
+# run already waited for cannot be killed), so every step there may fail.
+trap 'if [ -n "$fuzz_pid" ]; then kill "$fuzz_pid" 2>/dev/null || true; fi; rm -f "$test_log" "$fuzz_log"; cleanup' EXIT
 # slowest prints the ten slowest packages of the go test run, so that the
 # command stays fast: a package that climbs this list is the place to
 # look. It ends the output, pass or fail.
