@@ -339,8 +339,14 @@ func checkPortsCollision(f *facts.Facts, t facts.Target) verdict.Check {
 	for _, p := range all {
 		reserve = append(reserve, strconv.Itoa(p))
 	}
-	return warn(summary, obs, exp,
-		fmt.Sprintf("hostprep tune apply with reserve_ports: [%s] in the profile (it merges them into net.ipv4.ip_local_reserved_ports now and at boot, keeping existing entries)", strings.Join(reserve, ", ")))
+	fix := fmt.Sprintf("hostprep tune apply with reserve_ports: [%s] in the profile (it merges them into net.ipv4.ip_local_reserved_ports now and at boot, keeping existing entries)", strings.Join(reserve, ", "))
+	if len(listening) > 0 {
+		// Only a port fixed in a service's configuration can be lost to
+		// an outgoing connection; one the kernel picked at bind (port 0:
+		// an Erlang distribution or RPC listener) changes at every start.
+		fix = fmt.Sprintf("for a port fixed in its service's configuration, %s; a port the kernel picked at bind (port 0, as an Erlang distribution or RPC listener does) changes at every start and needs no reservation: `ss -ltnp 'sport = :%d'` names the process that holds it", fix, listening[0])
+	}
+	return warn(summary, obs, exp, fix)
 }
 
 func pluralWord(n int, one, many string) string {

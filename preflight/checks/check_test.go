@@ -66,6 +66,8 @@ mem_available_bytes: 1073741824`, facts.Target{Sockets: 1000000, Role: facts.Bro
 			facts.Target{Sockets: 1000, Role: facts.Broker, ServicePorts: []int{40000}}, "ports.collision", verdict.Warn, []string{"service port 40000", "reserve_ports: [40000]"}},
 		{"--port inside the range, nothing listening yet", ``,
 			facts.Target{Sockets: 500, Role: facts.Broker, Ports: []int{40001}}, "ports.collision", verdict.Warn, []string{"service port 40001", "reserve_ports: [40001]"}},
+		{"a listener in the range may hold a port the kernel picked", `listening_ports: [1883, 38672]`,
+			facts.Target{Sockets: 1000, Role: facts.Broker}, "ports.collision", verdict.Warn, []string{"listening port 38672", "fixed in its service's configuration", "reserve_ports: [38672]", "picked at bind", "ss -ltnp 'sport = :38672'"}},
 		{"reserved listening port is fine", `sysctl: {net.ipv4.ip_local_port_range: "1025 65000", net.ipv4.ip_local_reserved_ports: "1883,9090"}
 listening_ports: [1883, 9090]`, facts.Target{Sockets: 1000, Role: facts.Broker}, "ports.collision", verdict.Pass, nil},
 		{"orphans", ``, facts.Target{Sockets: 100000, Role: facts.Broker}, "tcp.orphans", verdict.Warn, []string{"tcp_max_orphans 32768"}},
