@@ -150,9 +150,11 @@ func TestCLIRejectsZeroValuesAndDescendingSteps(t *testing.T) {
 	}
 }
 
-// The CLI: SIGINT during the last step gives exit 3, the report says
-// interrupted, and no PASS (the tester's `--steps 1 --step-duration 20s`).
-func TestCLIInterruptInLastStepExits3(t *testing.T) {
+// The CLI: SIGINT during a step gives exit 3, the report says
+// interrupted, and no PASS: in the last step (the tester's `--steps 1
+// --step-duration 20s`) and in a step with another still to come (`1,2`,
+// cut in step 1).
+func TestCLIInterruptDuringAStepExits3(t *testing.T) {
 	addr := testenv.IoTDB(t)
 	host, port, _ := strings.Cut(addr, ":")
 	pw, _ := iotdbPasswordFile(t)
