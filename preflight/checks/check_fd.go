@@ -354,7 +354,7 @@ func checkFDHard(f *facts.Facts, t facts.Target) verdict.Check {
 	case blocked && f.HereNofileHard >= need:
 		remedy = fmt.Sprintf("no process can raise its own hard limit here (fd.raise), but the shell hostprep was started from has hard nofile %d: start the process again from it with the limit it needs, e.g. prlimit --nofile=%d:%d CMD", f.HereNofileHard, need, need)
 	case blocked:
-		remedy = fmt.Sprintf("no process can raise its own hard limit here (fd.raise), but PID 1 has hard nofile %d: a process PID 1 starts itself can get up to that, if PID 1 passes it on", ceiling)
+		remedy = "no process can raise its own hard limit here (fd.raise), but " + pid1Remedy(f, need, ceiling)
 	}
 	return fail(summary, obs, exp, remedy)
 }
@@ -415,7 +415,7 @@ func checkFDRaise(f *facts.Facts, t facts.Target) verdict.Check {
 	case blocked:
 		return fail(summary+fmt.Sprintf("; PID 1 has hard nofile %d", ceiling),
 			"CapBnd lacks CAP_SYS_RESOURCE (bit 24); "+from, exp,
-			fmt.Sprintf("a process PID 1 starts itself can get up to hard nofile %d, if PID 1 passes it on (no process can raise its own hard limit here)", ceiling))
+			pid1Remedy(f, need, ceiling)+" (no process can raise its own hard limit here)")
 	}
 	remedy := fmt.Sprintf("start it again from a context that sets a hard limit >= %d: %s (its own limits.d file) and a new login session, a systemd unit (systemd.limit_nofile in the profile), or docker run --ulimit nofile=%d:%d",
 		need, tuneApply(t, NofileSets(f, t, need, need)...), need, need)
@@ -423,6 +423,24 @@ func checkFDRaise(f *facts.Facts, t facts.Target) verdict.Check {
 		remedy += fmt.Sprintf("; or, as root, raise it live: prlimit --pid %d --nofile=%d:%d", p.PID, need, need)
 	}
 	return fail(summary, obs, exp, remedy)
+}
+
+// pid1Remedy is fd.hard's and fd.raise's fix when no process can raise
+// its own hard limit (CAP_SYS_RESOURCE is not in the bounding set) and
+// the shell hostprep was started from has less than need, but PID 1 has
+// ceiling >= need (fds): start the process from PID 1's side. When the
+// process is hostprep itself (the embedded broker), that is how to start
+// hostprep, not "a process".
+func pid1Remedy(f *facts.Facts, need, ceiling uint64) string {
+	if !f.Target.Self {
+		return fmt.Sprintf("PID 1 has hard nofile %d: a process PID 1 starts itself can get up to that, if PID 1 passes it on", ceiling)
+	}
+	how := fmt.Sprintf("from whatever PID 1 starts with hard nofile %d (the container's --ulimit nofile=%d:%d, or a job of PID 1's own)", need, need, need)
+	if f.Systemd.Running {
+		how = fmt.Sprintf("as a unit of PID 1 (systemd): systemd-run --wait --pty -p LimitNOFILE=%d:%d hostprep ...", need, need)
+	}
+	return fmt.Sprintf("PID 1 has hard nofile %d, and hostprep itself holds the sockets (the embedded broker), started from a shell with hard nofile %d: run hostprep %s",
+		ceiling, f.HereNofileHard, how)
 }
 
 func checkFDNrOpen(f *facts.Facts, t facts.Target) verdict.Check {

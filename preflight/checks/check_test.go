@@ -415,6 +415,29 @@ func TestHardRemediesUseTheShellsLimit(t *testing.T) {
 	}
 }
 
+// With the embedded broker the process that holds the sockets is
+// hostprep itself: where only PID 1 has the hard limit it needs, fd.hard
+// and fd.raise say how to start hostprep from PID 1's side, not what "a
+// process PID 1 starts" could get.
+func TestHardRemediesForHostprepItself(t *testing.T) {
+	f := &facts.Facts{Target: facts.ProcessFacts{Self: true, ManagedBy: "shell", PID: 4242, NofileSoft: 20000, NofileHard: 20000, NoRaiseBound: true, Source: "/proc/self/limits"},
+		HereNofileHard: 20000, Pid1Nofile: &profiles.Limit{Soft: 1048576, Hard: 1048576}}
+	target := facts.Target{Sockets: 100000, Role: facts.Broker}
+	for _, running := range []bool{false, true} {
+		f.Systemd.Running = running
+		want := "--ulimit nofile=101000:101000"
+		if running {
+			want = "systemd-run --wait --pty -p LimitNOFILE=101000:101000 hostprep"
+		}
+		for _, c := range []verdict.Check{checkFDHard(f, target), checkFDRaise(f, target)} {
+			if c.Status != verdict.Fail || !strings.Contains(c.Remedy, "hostprep itself holds the sockets") || !strings.Contains(c.Remedy, want) ||
+				strings.Contains(c.Remedy, "a process PID 1 starts") {
+				t.Errorf("systemd running %v: %s %s, remedy %q; want how to start hostprep (%q)", running, c.ID, c.Status, c.Remedy, want)
+			}
+		}
+	}
+}
+
 // A target that holds CAP_SYS_RESOURCE itself (PID 1 here: CapEff has it
 // though the bounding set no longer does) can raise its own hard limit,
 // as fd.raise says: fd.hard does not call the limit out of reach, and
