@@ -28,7 +28,12 @@ export HOME=$STATE # the Erlang cookie lives in $HOME/.erlang.cookie
 export RABBITMQ_NODENAME=hostprep-test@localhost
 export RABBITMQ_NODE_IP_ADDRESS=127.0.0.1
 export RABBITMQ_NODE_PORT=$AMQP_PORT
-export RABBITMQ_DIST_PORT=$((AMQP_PORT + 20000))
+# Erlang distribution's listener. RabbitMQ's default (AMQP + 20000 = 38672)
+# lies in net.ipv4.ip_local_port_range (32768-60999 by default): a connection
+# that IoTDB or a test opened just before can hold it as its ephemeral local
+# port, and the node then dies at boot with eaddrinuse (hostprep's own
+# ports.collision check warns of exactly this). Below the range it cannot.
+export RABBITMQ_DIST_PORT=${HOSTPREP_TEST_RABBITMQ_DIST_PORT:-$((AMQP_PORT + 1))}
 export RABBITMQ_CONFIG_FILE=$STATE/rabbitmq
 export RABBITMQ_ENABLED_PLUGINS_FILE=$STATE/enabled_plugins
 export RABBITMQ_MNESIA_BASE=$STATE/mnesia
@@ -90,6 +95,23 @@ CONF
   if ! epmd -names >/dev/null 2>&1; then
     touch "$EPMD_OURS"
   fi
+  local attempt
+  for attempt in 1 2; do
+    launch && return 0
+    # The node died at boot (a timeout exits in launch): say why, keep its
+    # log beside the next one, and try once more.
+    [ "$attempt" = 1 ] || break
+    echo "rabbitmq: the node exited at boot ($(why)); log kept in $LOG.1; trying once more" >&2
+    mv -f "$LOG" "$LOG.1" 2>/dev/null || true
+    [ -s "$PIDFILE" ] && kill -9 -- "-$(cat "$PIDFILE")" 2>/dev/null || true
+    sleep 2
+  done
+  fail "the node exited at boot ($(why))"
+}
+
+# launch starts the node and waits for its MQTT port: 0 when it answers,
+# 1 when the node died first; after 60 s it fails the script.
+launch() {
   rm -f "$PIDFILE"
   setsid "$BIN/rabbitmq-server" >"$LOG" 2>&1 </dev/null &
   echo $! >"$PIDFILE"
@@ -98,11 +120,24 @@ CONF
       echo "rabbitmq running (pid $(cat "$PIDFILE"), tcp://127.0.0.1:$PORT, $(dpkg-query -W -f '${Version}' rabbitmq-server 2>/dev/null || echo '?'))"
       return 0
     fi
-    running || break
+    running || return 1
     sleep 0.1
   done
-  echo "rabbitmq's MQTT listener did not answer on 127.0.0.1:$PORT within 60 s; log: $LOG, $RABBITMQ_LOG_BASE" >&2
+  fail "its MQTT listener did not answer on 127.0.0.1:$PORT within 60 s"
+}
+
+# why names the reason the node gave for stopping at boot (RabbitMQ prints
+# "exited with reason: ..." or "Error: ..."), shortened to one line.
+why() {
+  local line
+  line=$(grep -m1 -o -E '(exited with reason|[Ee]rror): .*' "$LOG" 2>/dev/null | cut -c1-200)
+  echo "${line:-no reason printed}"
+}
+
+fail() {
+  echo "rabbitmq: $1; log: $LOG, $RABBITMQ_LOG_BASE" >&2
   tail -20 "$LOG" >&2 2>/dev/null || true
+  ss -ltnp 2>/dev/null | grep -E ":($PORT|$AMQP_PORT|$RABBITMQ_DIST_PORT|4369)\b" >&2 || true
   stop >/dev/null 2>&1 || true
   exit 1
 }
