@@ -122,12 +122,26 @@ slowest() {
 # each, beside go test rather than after it: the run's end is set by
 # the slowest test package, which waits on IoTDB more than on the CPU.
 fuzztime=${FUZZTIME:-5s}
+# fuzz_one PKG NAME LOG fuzzes one target. Go 1.26's fuzz coordinator can
+# fail a target with a bare "context deadline exceeded" when -fuzztime
+# ends while a worker is mid-call on a loaded machine (golang/go#75804,
+# fixed in Go 1.27): no input failed and none is written. That one case is
+# run once more; a failing input, a panic or a second deadline fails.
+fuzz_one() {
+  local pkg=$1 name=$2 log=$3
+  go test -run='^$' -fuzz="^${name}\$" -fuzztime="$fuzztime" -parallel=1 "$pkg" >"$log" 2>&1 && return 0
+  if grep -q 'context deadline exceeded' "$log" && ! grep -q -E 'Failing input written|panic:|_test\.go:[0-9]+:' "$log"; then
+    echo "test.sh: $name in $pkg stopped at the -fuzztime deadline with no failing input (golang/go#75804); running it once more"
+    go test -run='^$' -fuzz="^${name}\$" -fuzztime="$fuzztime" -parallel=1 "$pkg" >"$log" 2>&1 && return 0
+  fi
+  return 1
+}
 fuzz_all() {
   local file name pkg one
   one=$(mktemp "${TMPDIR:-/tmp}/hostprep-fuzz-one.XXXXXX")
   while IFS=: read -r file name; do
     pkg=$(dirname "$file")
-    if ! go test -run='^$' -fuzz="^${name}\$" -fuzztime="$fuzztime" -parallel=1 "$pkg" >"$one" 2>&1; then
+    if ! fuzz_one "$pkg" "$name" "$one"; then
       cat "$one"
       echo "test.sh: $name in $pkg failed; the failing input is under $pkg/testdata/fuzz/$name (commit it as a seed once fixed)"
       rm -f "$one"
