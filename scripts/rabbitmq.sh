@@ -43,6 +43,9 @@ export ERL_EPMD_ADDRESS=127.0.0.1
 # Erlang distribution on loopback too (it listens on every address by default).
 export RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
 export RABBITMQ_CONF_ENV_FILE=$STATE/rabbitmq-env.conf
+# A node that dies at boot writes erl_crash.dump into its working directory
+# (the checkout, which the test run must leave clean): keep it with the rest.
+export ERL_CRASH_DUMP=$STATE/erl_crash.dump
 
 running() {
   [ -s "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null
