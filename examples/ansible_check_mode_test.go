@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/internal/sysctlkey"
 	"github.com/hostprep/hostprep/internal/testenv"
 )
 
@@ -44,7 +45,7 @@ func hostState(changes []planChange) map[string]string {
 	for _, c := range changes {
 		path := c.File
 		if c.Key != "" {
-			path = "/proc/sys/" + strings.ReplaceAll(c.Key, ".", "/")
+			path = sysctlkey.File("/proc/sys", c.Key)
 		}
 		if path == "" {
 			continue

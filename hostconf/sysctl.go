@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path"
-	"slices"
 	"strings"
+
+	"github.com/hostprep/hostprep/internal/sysctlkey"
 )
 
 // Loader is the program that applies sysctl.d files at boot.
@@ -255,21 +256,7 @@ func slashdot(k string) string {
 	if i < 0 || k[i] == '/' {
 		return k
 	}
-	return swapDotsSlashes(k, i)
-}
-
-// swapDotsSlashes swaps '.' and '/' in k from byte i on.
-func swapDotsSlashes(k string, i int) string {
-	b := []byte(k)
-	for j := i; j < len(b); j++ {
-		switch b[j] {
-		case '.':
-			b[j] = '/'
-		case '/':
-			b[j] = '.'
-		}
-	}
-	return string(b)
+	return sysctlkey.Swap(k)
 }
 
 // procpsLookup is Lookup for procps: the last line that matches k and
@@ -389,24 +376,11 @@ func SysctlAtBoot(root, key string) (value, file string, line int, ok bool) {
 }
 
 // NormalizeSysctlKey returns key in path form as systemd's
-// sysctl_normalize does: when the first separator is a dot, dots become
-// slashes and slashes dots (net.ipv4.conf.eth0/100.rp_filter ->
-// net/ipv4/conf/eth0.100/rp_filter); when it is a slash the key is kept.
-// Leading and repeated slashes and "." components are removed, as
-// path_simplify does ("net/core/./somaxconn" is net/core/somaxconn).
-func NormalizeSysctlKey(key string) string {
-	if i := strings.IndexAny(key, "./"); i >= 0 && key[i] == '.' {
-		key = swapDotsSlashes(key, i)
-	}
-	parts := strings.FieldsFunc(key, func(r rune) bool { return r == '/' })
-	parts = slices.DeleteFunc(parts, func(p string) bool { return p == "." })
-	return strings.Join(parts, "/")
-}
+// sysctl_normalize does (sysctlkey.Path).
+func NormalizeSysctlKey(key string) string { return sysctlkey.Path(key) }
 
 // DottedKey is the kernel's dotted spelling of a path-form key
-// (net/ipv4/conf/eth0.100/rp_filter -> net.ipv4.conf.eth0/100.rp_filter).
-func DottedKey(pathKey string) string {
-	return swapDotsSlashes(pathKey, 0)
-}
+// (sysctlkey.Dotted).
+func DottedKey(pathKey string) string { return sysctlkey.Dotted(pathKey) }
 
 func isGlob(s string) bool { return strings.ContainsAny(s, "*?[") }

@@ -5,6 +5,8 @@ import (
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/hostprep/hostprep/internal/sysctlkey"
 )
 
 // tuned's files (tuned/consts.py).
@@ -145,7 +147,7 @@ func tunedWrites(h *Host) ([]Write, error) {
 
 // tunedKey is a tuned sysctl option in the kernel's dotted spelling:
 // tuned swaps every "." and "/" of it for the path under /proc/sys.
-func tunedKey(k string) string { return DottedKey(swapDotsSlashes(k, 0)) }
+func tunedKey(k string) string { return DottedKey(sysctlkey.Swap(k)) }
 
 // tunedMainOptions are the key = value lines of tuned-main.conf (a
 // configobj file without sections), with their lines.

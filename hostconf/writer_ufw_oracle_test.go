@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hostprep/hostprep/hostconf"
+	"github.com/hostprep/hostprep/internal/sysctlkey"
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/tune/sysval"
 )
@@ -46,11 +47,11 @@ func TestWriterUfwOracle(t *testing.T) {
 		})
 		var sh strings.Builder
 		for _, k := range ufwOracleKeys {
-			fmt.Fprintf(&sh, "printf '%%s' '%s' > /proc/sys/%s\n", k.baseline, strings.ReplaceAll(k.key, ".", "/"))
+			fmt.Fprintf(&sh, "printf '%%s' '%s' > /proc/sys/%s\n", k.baseline, sysctlkey.Path(k.key))
 		}
 		fmt.Fprintf(&sh, "sysctl -e -q -p %s >/dev/null 2>&1 || true\n", filepath.Join(root, "etc/ufw/sysctl.conf"))
 		for _, k := range ufwOracleKeys {
-			fmt.Fprintf(&sh, "cat /proc/sys/%s\n", strings.ReplaceAll(k.key, ".", "/"))
+			fmt.Fprintf(&sh, "cat /proc/sys/%s\n", sysctlkey.Path(k.key))
 		}
 		out, e, c := box.Run("sh", "-c", sh.String())
 		if c != 0 {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/internal/sysctlkey"
 	"github.com/hostprep/hostprep/internal/testenv"
 )
 
@@ -75,7 +76,7 @@ func TestReadySmallKeysExistInANewNetns(t *testing.T) {
 		t.Fatal(err)
 	}
 	for key := range p.Sysctl {
-		path := "/proc/sys/" + strings.ReplaceAll(key, ".", "/")
+		path := sysctlkey.File("/proc/sys", key)
 		out, err := exec.Command("unshare", "--net", "cat", path).CombinedOutput()
 		if err != nil {
 			t.Errorf("ready-small sets %s, which a new network namespace does not have (%s: %v %s)", key, path, err, strings.TrimSpace(string(out)))

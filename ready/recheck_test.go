@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprep/hostprep/internal/sysctlkey"
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/loadprobe"
 	"github.com/hostprep/hostprep/ready/outcome"
@@ -21,7 +22,7 @@ func fixtureEnv(t *testing.T, keys map[string]string) tune.Env {
 	base := t.TempDir()
 	procSys := filepath.Join(base, "proc", "sys")
 	for k, v := range keys {
-		p := filepath.Join(procSys, strings.ReplaceAll(k, ".", "/"))
+		p := sysctlkey.File(procSys, k)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}

@@ -3,8 +3,9 @@ package tune
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
+
+	"github.com/hostprep/hostprep/internal/sysctlkey"
 )
 
 // Container advice: where /proc/sys is read-only (a container), each key
@@ -71,7 +72,7 @@ func namespaced(env Env, key string) (bool, string) {
 	if !strings.HasPrefix(key, "net.") {
 		return false, "not in a namespace the kernel gives containers"
 	}
-	p := filepath.Join(env.procSys(), strings.ReplaceAll(key, ".", "/"))
+	p := sysctlkey.File(env.procSys(), key)
 	if env.foreignNetNS() {
 		st, err := os.Stat(p)
 		if err != nil {

@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hostprep/hostprep/internal/sysctlkey"
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/profiles"
+	"github.com/hostprep/hostprep/tune/sysctl"
 )
 
 // netns is the shared end-to-end sandbox (testenv.Sandbox): a throwaway
@@ -96,19 +98,9 @@ func (n *netns) sysctlAll() map[string]string {
 }
 
 // readOnlySysctl reports whether key's /proc/sys file has no write bit.
-// sysctl(8) prints a "." inside a name (an interface's) as "/".
 func readOnlySysctl(key string) bool {
-	p := strings.Map(func(r rune) rune {
-		switch r {
-		case '.':
-			return '/'
-		case '/':
-			return '.'
-		}
-		return r
-	}, key)
-	st, err := os.Stat("/proc/sys/" + p)
-	return err == nil && st.Mode().Perm()&0o222 == 0
+	p, err := sysctl.New("")
+	return err == nil && p.Exists(key) && !p.Writable(key)
 }
 
 // writeProfile writes a profile file where the namespace can read it.
@@ -274,7 +266,7 @@ func TestE2EApplySysTuneTwiceThenRollback(t *testing.T) {
 		}
 	}
 	for k, v := range orig { // the global keys, read from the host side
-		b, _ := os.ReadFile("/proc/sys/" + strings.ReplaceAll(k, ".", "/"))
+		b, _ := os.ReadFile(sysctlkey.File("/proc/sys", k))
 		if strings.TrimSpace(string(b)) != v {
 			t.Errorf("global %s = %s after rollback, want %s", k, strings.TrimSpace(string(b)), v)
 		}
@@ -460,7 +452,7 @@ systemd:
 		}
 	}
 	for k, v := range orig {
-		b, _ := os.ReadFile("/proc/sys/" + strings.ReplaceAll(k, ".", "/"))
+		b, _ := os.ReadFile(sysctlkey.File("/proc/sys", k))
 		if strings.TrimSpace(string(b)) != v {
 			t.Errorf("global %s = %s after rollback, want %s", k, strings.TrimSpace(string(b)), v)
 		}

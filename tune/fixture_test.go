@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/sysctlkey"
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/hostprep/hostprep/tune/sysctl"
@@ -119,7 +120,7 @@ func must(t testing.TB, err error) {
 }
 
 func (h *fakeHost) keyPath(k string) string {
-	return filepath.Join(h.procSys, strings.ReplaceAll(k, ".", "/"))
+	return sysctlkey.File(h.procSys, k)
 }
 
 func (h *fakeHost) writeKey(k, v string) {

@@ -5,13 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/sysctlkey"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/hostprep/hostprep/tune/journal"
 	"github.com/hostprep/hostprep/tune/sysval"
@@ -164,7 +164,7 @@ func (pl *Plan) imageTarget(image *hostconf.Sysctl, k string, s profiles.Sysctl)
 // missingKey handles a key this kernel does not show: skipped when
 // optional or hidden in this network namespace, else the error message.
 func (pl *Plan) missingKey(k string, s profiles.Sysctl) string {
-	path := filepath.Join(pl.env.procSys(), strings.ReplaceAll(k, ".", "/"))
+	path := sysctlkey.File(pl.env.procSys(), k)
 	switch {
 	case s.Optional:
 		pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Runtime, Reason: "optional key not on this kernel (" + path + " is absent; a module may not be loaded); not set, not persisted"})
@@ -199,7 +199,7 @@ func (pl *Plan) planRuntime(p *profiles.Profile, targets map[string]target, curr
 				delete(targets, k)
 				continue
 			}
-			return exitcode.Environmentf("sysctl %s: the kernel shows it read-only (%s has no write permission), so it cannot be set to %q here; remove it from the profile or set it where it is writable", k, filepath.Join(pl.env.procSys(), strings.ReplaceAll(k, ".", "/")), t.value)
+			return exitcode.Environmentf("sysctl %s: the kernel shows it read-only (%s has no write permission), so it cannot be set to %q here; remove it from the profile or set it where it is writable", k, sysctlkey.File(pl.env.procSys(), k), t.value)
 		}
 		reason := "exact"
 		switch {

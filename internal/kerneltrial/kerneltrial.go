@@ -27,6 +27,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hostprep/hostprep/internal/sysctlkey"
 )
 
 // procSys is the live sysctl tree, as seen by the calling thread.
@@ -346,7 +348,7 @@ func readDir(dir string) map[string]string {
 }
 
 func path(key string) string {
-	return filepath.Join(procSys, strings.ReplaceAll(key, ".", "/"))
+	return sysctlkey.File(procSys, key)
 }
 
 // writable reports a regular file with a write bit (the kernel shows a

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/hostprep/hostprep/internal/sysctlkey"
 )
 
 // LeftSysctlsFile is where GuardSysctls keeps, while a guarded test runs,
@@ -24,7 +26,7 @@ var guards struct {
 	n int
 }
 
-func sysctlPath(k string) string { return "/proc/sys/" + strings.ReplaceAll(k, ".", "/") }
+func sysctlPath(k string) string { return sysctlkey.File("/proc/sys", k) }
 
 func readSysctl(t testing.TB, k string) string {
 	t.Helper()

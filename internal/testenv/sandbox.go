@@ -16,6 +16,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hostprep/hostprep/internal/sysctlkey"
 )
 
 // Sandbox is a throwaway mount and network namespace (unshare --mount
@@ -114,7 +116,7 @@ func (s *Sandbox) Hostprep(args ...string) (stdout, stderr string, code int) {
 // sandbox; an unreadable key fails the test.
 func (s *Sandbox) Sysctl(key string) string {
 	s.T.Helper()
-	out, errOut, code := s.Run("cat", "/proc/sys/"+strings.ReplaceAll(key, ".", "/"))
+	out, errOut, code := s.Run("cat", sysctlkey.File("/proc/sys", key))
 	if code != 0 {
 		s.T.Fatalf("read %s: %s", key, errOut)
 	}

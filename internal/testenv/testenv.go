@@ -17,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hostprep/hostprep/internal/sysctlkey"
 )
 
 // InCI reports whether the tests run under CI (CI=true), where missing
@@ -175,7 +177,7 @@ func Binary(t testing.TB) string {
 // unreadable key fails the test.
 func HostSysctl(t testing.TB, key string) string {
 	t.Helper()
-	b, err := os.ReadFile("/proc/sys/" + strings.ReplaceAll(key, ".", "/"))
+	b, err := os.ReadFile(sysctlkey.File("/proc/sys", key))
 	if err != nil {
 		t.Fatal(err)
 	}

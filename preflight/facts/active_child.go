@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hostprep/hostprep/internal/sysctlkey"
 )
 
 // ChildOptions configure the measuring child (see active.go).
@@ -352,7 +354,7 @@ func applyNofile(o ChildOptions, r *ActiveResult) error {
 func childPortsPerSource() int64 {
 	f := &Facts{Sysctl: map[string]string{}}
 	for _, k := range []string{"net.ipv4.ip_local_port_range", "net.ipv4.ip_local_reserved_ports"} {
-		if b, err := os.ReadFile("/proc/sys/" + strings.ReplaceAll(k, ".", "/")); err == nil {
+		if b, err := os.ReadFile(sysctlkey.File("/proc/sys", k)); err == nil {
 			f.Sysctl[k] = strings.TrimSpace(string(b))
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/hostprep/hostprep/internal/unitname"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/internal/sysctlkey"
 	"github.com/shirou/gopsutil/v3/common"
 	"github.com/shirou/gopsutil/v3/cpu"
 	"github.com/shirou/gopsutil/v3/mem"
@@ -104,7 +105,7 @@ func (g *Gatherer) path(p string) string {
 // sysctl reads one /proc/sys key into Facts.Sysctl; an absent key (not
 // in this kernel) is left out, another error noted.
 func (g *Gatherer) sysctl(k string) {
-	b, err := os.ReadFile(g.path("/proc/sys/" + strings.ReplaceAll(k, ".", "/")))
+	b, err := os.ReadFile(g.path(sysctlkey.File("/proc/sys", k)))
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			g.note("%s: %v", k, err)

@@ -11,6 +11,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/hostprep/hostprep/hostconf"
+	"github.com/hostprep/hostprep/internal/sysctlkey"
 	"github.com/hostprep/hostprep/internal/testenv"
 )
 
@@ -69,7 +70,7 @@ func TestSliceOracle(t *testing.T) {
 	box, dir, etc := sb.Sandbox, sb.Dir, sb.EtcDir
 	g := &Gatherer{Root: dir, F: &Facts{Sysctl: map[string]string{}}}
 	for _, k := range []string{"kernel.threads-max", "kernel.pid_max"} {
-		b, err := os.ReadFile("/proc/sys/" + strings.ReplaceAll(k, ".", "/"))
+		b, err := os.ReadFile(sysctlkey.File("/proc/sys", k))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,12 @@
-// Package sysctl reads and writes kernel parameters under a /proc/sys root
-// through github.com/lorenzosaino/go-sysctl, so tests can point it at a
-// fixture tree laid out like /proc/sys.
+// Package sysctl reads and writes kernel parameters under a /proc/sys root,
+// so tests can point it at a fixture tree laid out like /proc/sys. A key's
+// file is found as procps and systemd find it (internal/sysctlkey).
+//
+// github.com/lorenzosaino/go-sysctl did this before; its key-to-path rule
+// takes every dot for a separator, so it cannot reach the key of an
+// interface whose name has a dot (net.ipv4.conf.eth0/100.rp_filter, file
+// net/ipv4/conf/eth0.100/rp_filter), and what it added was a read and a
+// write of one file.
 package sysctl
 
 import (
@@ -8,10 +14,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 
-	gosysctl "github.com/lorenzosaino/go-sysctl"
+	"github.com/hostprep/hostprep/internal/sysctlkey"
 )
 
 // DefaultRoot is the live kernel's sysctl tree.
@@ -39,7 +44,6 @@ type Backend interface {
 // Proc is the Backend over a directory laid out like /proc/sys.
 type Proc struct {
 	root string
-	c    *gosysctl.Client
 }
 
 // New returns a Backend over root ("" means /proc/sys). It fails when root
@@ -48,24 +52,28 @@ func New(root string) (*Proc, error) {
 	if root == "" {
 		root = DefaultRoot
 	}
-	c, err := gosysctl.NewClient(root)
-	if err != nil {
+	if st, err := os.Stat(root); err != nil || !st.IsDir() {
+		if err == nil {
+			err = errors.New("not a directory")
+		}
 		return nil, fmt.Errorf("sysctl root %s: %w", root, err)
 	}
-	return &Proc{root: root, c: c}, nil
+	return &Proc{root: root}, nil
 }
 
-// Path is the file holding key under the root.
-func (p *Proc) Path(key string) string {
-	return filepath.Join(p.root, strings.ReplaceAll(key, ".", "/"))
-}
+// Path is the file holding key under the root (sysctlkey.File).
+func (p *Proc) Path(key string) string { return sysctlkey.File(p.root, key) }
 
 // Root is the directory standing for /proc/sys.
 func (p *Proc) Root() string { return p.root }
 
 // Get returns key's value, trimmed.
 func (p *Proc) Get(key string) (string, error) {
-	return p.c.Get(key)
+	b, err := os.ReadFile(p.Path(key))
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
 }
 
 // Exists reports whether key is a regular file under the root.
@@ -80,8 +88,9 @@ func (p *Proc) Writable(key string) bool {
 	return err == nil && st.Mode().Perm()&0o222 != 0
 }
 
-// Set writes value to key. It refuses to create a key that does not exist
-// (go-sysctl would create the file in a fixture tree).
+// Set writes value to key in one write(2), as the kernel wants it. It
+// refuses to create a key that does not exist (a fixture tree would take
+// the new file).
 func (p *Proc) Set(key, value string) error {
 	if !p.Exists(key) {
 		return &os.PathError{Op: "write", Path: p.Path(key), Err: fs.ErrNotExist}
@@ -91,7 +100,15 @@ func (p *Proc) Set(key, value string) error {
 		// list keys such as net.ipv4.ip_local_reserved_ports.
 		value = "\n"
 	}
-	return p.c.Set(key, value)
+	f, err := os.OpenFile(p.Path(key), os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write([]byte(value)); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // IsNotExist reports whether err means the key is unknown to this kernel.

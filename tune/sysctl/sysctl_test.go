@@ -27,7 +27,7 @@ func TestFixtureTree(t *testing.T) {
 	if !b.Writable("net.core.somaxconn") || b.Writable("net.core.rmem_max") {
 		t.Error("Writable")
 	}
-	// An unknown key is not created (go-sysctl alone would create it).
+	// An unknown key is not created (a fixture tree would take a new file).
 	if err := b.Set("net.core.nosuchkey", "1"); !IsNotExist(err) {
 		t.Fatalf("Set of an unknown key: %v", err)
 	}
