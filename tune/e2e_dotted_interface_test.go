@@ -11,7 +11,7 @@ import (
 // /proc/sys/net/ipv4/conf/eth0.100/rp_filter (procps and systemd swap dots
 // and slashes when the key's first separator is a dot). hostprep took
 // every dot for a slash: tune wrote nothing for such a key and still
-// exited 0.
+// exited 0, and the kernel trial could not try it.
 // The test makes the interface in its own namespace and has procps's
 // sysctl read the key back.
 func TestE2EKeyOfAnInterfaceWithADot(t *testing.T) {
@@ -27,9 +27,15 @@ func TestE2EKeyOfAnInterfaceWithADot(t *testing.T) {
 		want = "1"
 	}
 	p := writeProfile(t, "vlan.yaml", "sysctl:\n  "+key+": \""+want+"\"\n")
+	// A new namespace has no hp0.7: the kernel trial writes the value on
+	// conf's default entry, which every interface's entry is built from,
+	// and says so.
 	out, errOut, code := n.Hostprep("tune", "apply", "--profile", p)
 	if code != 0 {
 		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(out+errOut, key+" as net.ipv4.conf.default.rp_filter") || strings.Contains(out+errOut, "table of kernel bounds") {
+		t.Errorf("apply does not say the key was tried as net.ipv4.conf.default.rp_filter:\n%s%s", out, errOut)
 	}
 	if got := n.Sysctl(key); got != want {
 		t.Fatalf("%s = %q after apply, want %q", key, got, want)

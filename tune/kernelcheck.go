@@ -124,7 +124,16 @@ func (pl *Plan) judgeKernel(keys []planned, kernel string, unprivStart int64, st
 			}
 		}
 		if len(table) > 0 {
-			pl.Notes = append(pl.Notes, fmt.Sprintf("judged by hostprep's table of kernel bounds, not by a kernel trial (global keys: no network namespace can try them): %s", strings.Join(table, ", ")))
+			pl.Notes = append(pl.Notes, fmt.Sprintf("judged by hostprep's table of kernel bounds, not by a kernel trial (global keys, or keys a new network namespace does not have: no namespace can try them): %s", strings.Join(table, ", ")))
+		}
+		var as []string
+		for _, p := range keys {
+			if r, ok := tried[p.key]; ok && r.TriedAs != "" {
+				as = append(as, p.key+" as "+r.TriedAs)
+			}
+		}
+		if len(as) > 0 {
+			pl.Notes = append(pl.Notes, fmt.Sprintf("tried on the entry that stands for any interface, as a new network namespace has only lo: %s", strings.Join(as, ", ")))
 		}
 	}
 	floors := map[string]int64{}

@@ -10,6 +10,12 @@
 // buffer limits, tcp_mem) are reported as not tried, and the caller falls
 // back to its table of bounds for them.
 //
+// A new namespace has no interface but lo. A key of another interface
+// (net.ipv6.conf.eth0.hop_limit) is tried on an entry of the same tree
+// the namespace has (conf's "default", which the kernel builds every
+// interface's entry from; neigh's "lo"): the same handlers and bounds,
+// seeded with the interface's values. Result.TriedAs says so.
+//
 // A new namespace starts from the kernel's defaults (or init_net's
 // values), not from the caller's. Before the trial, every key of the
 // directories tried is copied from the caller's namespace into the new
@@ -77,6 +83,10 @@ type Result struct {
 	// from Value where the kernel clamps or normalises.
 	Accepted bool
 	Stored   string
+	// TriedAs is the key written in the trial namespace when it is not
+	// Key: an interface's key is tried on its tree's stand-in entry
+	// (net.ipv6.conf.default.hop_limit for net.ipv6.conf.eth0.hop_limit).
+	TriedAs string
 	// Err is the kernel's refusal (EINVAL) when !Accepted.
 	Err error
 	// Faults are the fields at fault when refused; Nearest is Value with
@@ -142,13 +152,17 @@ func Try(writes []Write) ([]Result, error) {
 // it and tries every write. final holds, for each key it wrote, the value
 // the namespace has at the end.
 func tryLocked(writes []Write) (out []Result, final map[string]string, err error) {
-	seed := map[string]map[string]string{} // dir -> file -> caller's value
+	seed := map[string]map[string]string{} // trial dir -> trial file -> caller's value
 	for _, w := range writes {
-		dir := filepath.Dir(path(w.Key))
+		p, _ := trialPath(w.Key)
+		dir := filepath.Dir(p)
 		if !strings.HasPrefix(w.Key, "net.") || seed[dir] != nil {
 			continue
 		}
-		seed[dir] = readDir(dir)
+		seed[dir] = map[string]string{}
+		for f, v := range readDir(filepath.Dir(path(w.Key))) {
+			seed[dir][filepath.Join(dir, filepath.Base(f))] = v
+		}
 	}
 	if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
 		return nil, nil, fmt.Errorf("%w: unshare(CLONE_NEWNET): %v", ErrUnavailable, err)
@@ -162,7 +176,9 @@ func tryLocked(writes []Write) (out []Result, final map[string]string, err error
 	}
 	final = map[string]string{}
 	for _, r := range out {
-		if r.PerNamespace {
+		// A key tried as another leaves the caller's key alone: nothing
+		// of it for the guard to look for.
+		if r.PerNamespace && r.TriedAs == "" {
 			if v, err := read(path(r.Key)); err == nil {
 				final[r.Key] = v
 			}
@@ -174,7 +190,8 @@ func tryLocked(writes []Write) (out []Result, final map[string]string, err error
 // tryOne tries one write in the trial namespace.
 func tryOne(w Write) Result {
 	r := Result{Write: w}
-	p := path(w.Key)
+	p, as := trialPath(w.Key)
+	r.TriedAs = as
 	if !strings.HasPrefix(w.Key, "net.") || !writable(p) {
 		return r
 	}
@@ -345,6 +362,36 @@ func readDir(dir string) map[string]string {
 		}
 	}
 	return out
+}
+
+// interfaceTrees are the directories of /proc/sys with an entry per
+// interface of the namespace, and the entry a new namespace has that
+// stands for any interface: conf's "default", which every interface's
+// entry is built from, and neigh's "lo" (a new namespace has no neigh
+// default: the kernel registers that one in the initial namespace only).
+var interfaceTrees = []struct{ dir, standIn string }{
+	{"net/ipv4/conf/", "default"}, {"net/ipv6/conf/", "default"},
+	{"net/ipv4/neigh/", "lo"}, {"net/ipv6/neigh/", "lo"},
+}
+
+// trialPath is the file a trial writes for key, and the key it stands for
+// when that is not key ("" otherwise): the key of an interface a new
+// namespace does not have is written on its tree's stand-in entry.
+func trialPath(key string) (p, as string) {
+	rel := sysctlkey.Path(key)
+	for _, t := range interfaceTrees {
+		rest, ok := strings.CutPrefix(rel, t.dir)
+		if !ok {
+			continue
+		}
+		dev, tail, ok := strings.Cut(rest, "/")
+		if !ok || dev == "all" || dev == "default" || dev == "lo" {
+			break
+		}
+		d := t.dir + t.standIn + "/" + tail
+		return filepath.Join(procSys, d), sysctlkey.Dotted(d)
+	}
+	return path(key), ""
 }
 
 func path(key string) string {
