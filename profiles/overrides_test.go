@@ -106,6 +106,8 @@ func TestSets(t *testing.T) {
 		{"x", []string{`--set "x": want key=value`}},
 		{"=5", []string{`--set "=5": want key=value`}},
 		{"somaxconn=5", []string{`unknown key "somaxconn"`, "net.core.somaxconn=65535"}},
+		// A key spelled as a path gets its dotted spelling, an interface's dot kept.
+		{"net/ipv4/conf/eth0.100/rp_filter=2", []string{`sysctl key "net/ipv4/conf/eth0.100/rp_filter"`, `"net.ipv4.conf.eth0/100.rp_filter"`}},
 		// A key --set does not take may hold a secret: its value is not echoed.
 		{"probe.mqtt.password=hunter2", []string{`--set "probe.mqtt.password=…": unknown key "probe.mqtt.password" (its value is not shown)`}},
 		{"limits.nofile.soft=lots", []string{`--set "limits.nofile.soft=lots"`, "whole number"}},

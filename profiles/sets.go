@@ -66,6 +66,8 @@ func (p *Profile) applySet(s string) error {
 		return p.setPreflight(s, pos, key, val)
 	case key == "reserve_ports":
 		return p.setReservePorts(s, pos, val)
+	case slashForm(key):
+		return exitcode.BadInputf("--set %q: sysctl key %q: %s", key+"=…", key, checkKey(key))
 	}
 	// The value is not echoed: a key --set does not know may be one that
 	// holds a secret (probe.mqtt.password=...), which is never printed.

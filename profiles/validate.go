@@ -15,6 +15,7 @@ import (
 	"github.com/hostprep/hostprep/internal/brokerurl"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/plural"
+	"github.com/hostprep/hostprep/internal/sysctlkey"
 	"github.com/hostprep/hostprep/internal/sysctlval"
 )
 
@@ -360,8 +361,10 @@ func checkKey(key string) string {
 		return "empty key; spell keys as the kernel does, e.g. net.core.somaxconn"
 	case strings.ContainsFunc(key, func(r rune) bool { return r <= ' ' || r >= 0x7f || r == '=' || r == '#' }) || strings.Contains(key, ".."):
 		return "not a sysctl key; spell keys as the kernel does, e.g. net.core.somaxconn"
-	case strings.HasPrefix(key, "/") || (strings.Contains(key, "/") && !strings.Contains(key, ".")):
-		return fmt.Sprintf("write it with dots as the kernel spells it, e.g. %q", strings.ReplaceAll(strings.TrimPrefix(strings.TrimPrefix(key, "/proc/sys/"), "/"), "/", "."))
+	case slashForm(key):
+		// An interface's dot stays in its component: the dotted spelling
+		// of net/ipv4/conf/eth0.100/rp_filter is net.ipv4.conf.eth0/100.rp_filter.
+		return fmt.Sprintf("write it with dots as the kernel spells it, e.g. %q", sysctlkey.Dotted(sysctlkey.Path(strings.TrimPrefix(key, "/proc/sys/"))))
 	case strings.HasPrefix(key, ".") || strings.HasSuffix(key, "."):
 		return "not a sysctl key; spell keys as the kernel does, e.g. net.core.somaxconn"
 	}
@@ -370,6 +373,13 @@ func checkKey(key string) string {
 		return fmt.Sprintf("not under a /proc/sys tree (%s); spell keys as the kernel does, e.g. net.core.somaxconn", strings.Join(sysctlTrees, ", "))
 	}
 	return ""
+}
+
+// slashForm reports a key spelled as a path (its first separator a
+// slash, or a leading one): net/core/somaxconn, /proc/sys/net/core/somaxconn.
+func slashForm(key string) bool {
+	i := strings.IndexAny(key, "./")
+	return i >= 0 && key[i] == '/'
 }
 
 // example is a valid value to show in a message about key.

@@ -77,6 +77,9 @@ func TestValidationRules(t *testing.T) {
 
 		// keys
 		{"slash key", "sysctl:\n  net/core/somaxconn: \"1\"\n", []string{"profile.yaml:2:3:", `"net.core.somaxconn"`}},
+		// an interface's dot stays in its component (the VLAN eth0.100)
+		{"slash key of a dotted interface", "sysctl:\n  net/ipv4/conf/eth0.100/rp_filter: \"2\"\n", []string{"profile.yaml:2:3:", `"net.ipv4.conf.eth0/100.rp_filter"`}},
+		{"proc path of a dotted interface", "sysctl:\n  /proc/sys/net/ipv4/conf/eth0.100/rp_filter: \"2\"\n", []string{`"net.ipv4.conf.eth0/100.rp_filter"`}},
 		{"unknown tree", "sysctl:\n  foo.bar: \"1\"\n", []string{"not under a /proc/sys tree"}},
 
 		// nofile
