@@ -24,6 +24,13 @@ const (
 	// ByTable: checked against sysctlval.KernelBounds (a global key, or
 	// no trial possible).
 	ByTable = "table"
+	// ByStandIn: the key of an interface a new namespace lacks, written
+	// on the entry standing for any interface (kerneltrial's TriedAs). A
+	// refusal there is the kernel's own; an acceptance is not a promise
+	// for the interface, whose entry can refuse more (an IPv6 mtu above
+	// the interface's MTU, addr_gen_mode without a stable_secret), and
+	// apply undoes the run if it does.
+	ByStandIn = "trial_on_stand_in"
 )
 
 // KernelCheck says how the running kernel's verdict on each planned
@@ -33,7 +40,7 @@ const (
 type KernelCheck struct {
 	// Release is the kernel the trial ran on (uname -r); "" in image mode.
 	Release string `json:"release,omitempty"`
-	// Keys maps each profile key to ByTrial or ByTable.
+	// Keys maps each profile key to ByTrial, ByStandIn or ByTable.
 	Keys map[string]string `json:"keys"`
 	// NoTrial says why no trial ran ("" when one did).
 	NoTrial string `json:"no_trial,omitempty"`
@@ -115,26 +122,7 @@ func (pl *Plan) judgeKernel(keys []planned, kernel string, unprivStart int64, st
 		pl.Notes = append(pl.Notes, fmt.Sprintf("no kernel trial (%s): %s checked against hostprep's table of kernel bounds, which may not match this kernel", why, what))
 	}
 	if why == "" {
-		// the trial ran: name the keys it could not try, which the
-		// table judged instead
-		var table []string
-		for _, p := range keys {
-			if _, ok := tried[p.key]; !ok {
-				table = append(table, p.key)
-			}
-		}
-		if len(table) > 0 {
-			pl.Notes = append(pl.Notes, fmt.Sprintf("judged by hostprep's table of kernel bounds, not by a kernel trial (global keys, or keys a new network namespace does not have: no namespace can try them): %s", strings.Join(table, ", ")))
-		}
-		var as []string
-		for _, p := range keys {
-			if r, ok := tried[p.key]; ok && r.TriedAs != "" {
-				as = append(as, p.key+" as "+r.TriedAs)
-			}
-		}
-		if len(as) > 0 {
-			pl.Notes = append(pl.Notes, fmt.Sprintf("tried on the entry that stands for any interface, as a new network namespace has only lo: %s", strings.Join(as, ", ")))
-		}
+		pl.Notes = append(pl.Notes, trialNotes(keys, tried)...)
 	}
 	floors := map[string]int64{}
 	if !pl.env.ImageMode() {
@@ -147,6 +135,9 @@ func (pl *Plan) judgeKernel(keys []planned, kernel string, unprivStart int64, st
 	for _, p := range keys {
 		if r, ok := tried[p.key]; ok {
 			pl.Kernel.Keys[p.key] = ByTrial
+			if r.TriedAs != "" {
+				pl.Kernel.Keys[p.key] = ByStandIn
+			}
 			out[p.key] = trialVerdict(r, kernel)
 			continue
 		}
@@ -158,6 +149,33 @@ func (pl *Plan) judgeKernel(keys []planned, kernel string, unprivStart int64, st
 		out[p.key] = v
 	}
 	return out
+}
+
+// trialNotes are the plan's notes after a trial ran: the keys it could
+// not try (the table judged them), and the keys it tried on a stand-in.
+func trialNotes(keys []planned, tried map[string]kerneltrial.Result) []string {
+	var notes []string
+	// the trial ran: name the keys it could not try, which the
+	// table judged instead
+	var table []string
+	for _, p := range keys {
+		if _, ok := tried[p.key]; !ok {
+			table = append(table, p.key)
+		}
+	}
+	if len(table) > 0 {
+		notes = append(notes, fmt.Sprintf("judged by hostprep's table of kernel bounds, not by a kernel trial (global keys, or keys a new network namespace does not have: no namespace can try them): %s", strings.Join(table, ", ")))
+	}
+	var as []string
+	for _, p := range keys {
+		if r, ok := tried[p.key]; ok && r.TriedAs != "" {
+			as = append(as, p.key+" as "+r.TriedAs)
+		}
+	}
+	if len(as) > 0 {
+		notes = append(notes, fmt.Sprintf("tried on the entry that stands for any interface, as a new network namespace has only lo: %s; the kernel took the value there, but an interface's own entry can refuse more (an IPv6 mtu above the interface's MTU, addr_gen_mode without a stable_secret), and apply undoes the whole run if it does", strings.Join(as, ", ")))
+	}
+	return notes
 }
 
 // floorVerdict judges a socket buffer key (net.core.rmem_max, wmem_max,
@@ -186,6 +204,9 @@ func trialVerdict(r kerneltrial.Result, kernel string) verdict {
 		return v
 	}
 	why := fmt.Sprintf("refused (%s) when written in a scratch network namespace", errnoName(r.Err))
+	if r.TriedAs != "" {
+		why = fmt.Sprintf("refused (%s) when written as %s, the entry standing for any interface, in a scratch network namespace", errnoName(r.Err), r.TriedAs)
+	}
 	for _, f := range r.Faults {
 		v.faults = append(v.faults, fault{field: f.Field, value: f.Value, nearest: f.Nearest, found: f.Found, why: why})
 	}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -168,6 +170,10 @@ func (pl *Plan) missingKey(k string, s profiles.Sysctl) string {
 	switch {
 	case s.Optional:
 		pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Runtime, Reason: "optional key not on this kernel (" + path + " is absent; a module may not be loaded); not set, not persisted"})
+	case isInterfaceKey(k):
+		// per namespace wherever its interface is: absent means no such
+		// interface here, in any namespace
+		return missingInterface(pl.env.procSys(), k)
 	case strings.HasPrefix(k, "net.") && pl.env.foreignNetNS():
 		pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Runtime, Reason: "not visible in this network namespace (a global net.* key lives only in the host's initial namespace): set it on the host; not set, not persisted here"})
 		pl.Warnings = append(pl.Warnings, fmt.Sprintf("sysctl %s: this process runs in its own network namespace (container or unshare), where %s does not exist; only namespaced net.* keys are set here, set this one on the host", k, k))
@@ -175,6 +181,29 @@ func (pl *Plan) missingKey(k string, s profiles.Sysctl) string {
 		return fmt.Sprintf("sysctl %s: this kernel has no such key (no %s): fix the spelling, remove it, or mark it `optional: true` if it needs a module", k, path)
 	}
 	return ""
+}
+
+func isInterfaceKey(k string) bool { _, _, _, ok := sysctlkey.Interface(k); return ok }
+
+// missingInterface is the error for the key of an interface this
+// namespace does not have. When the interface is there under a name with
+// a dot that the key spelled with dots (net.ipv4.conf.eth0.100.rp_filter
+// for the VLAN eth0.100), it names the key's right spelling.
+func missingInterface(procSys, k string) string {
+	tree, dev, rest, _ := sysctlkey.Interface(k)
+	hint := ""
+	parts := strings.Split(rest, "/")
+	for n := 1; n < len(parts); n++ {
+		name := dev + "." + strings.Join(parts[:n], ".")
+		if st, err := os.Stat(filepath.Join(procSys, tree, name)); err == nil && st.IsDir() {
+			hint = fmt.Sprintf("; the interface %s is here, and its key is spelled %s (a dot in an interface's name is a slash in the key)", name, sysctlkey.Dotted(tree+name+"/"+strings.Join(parts[n:], "/")))
+			break
+		}
+	}
+	if st, err := os.Stat(filepath.Join(procSys, tree, dev)); err == nil && st.IsDir() {
+		return fmt.Sprintf("sysctl %s: this kernel has no such key (no %s)%s: fix the spelling, remove it, or mark it `optional: true` if it needs a module", k, sysctlkey.File(procSys, k), hint)
+	}
+	return fmt.Sprintf("sysctl %s: this network namespace has no interface %q (no %s)%s: fix the spelling, remove it, or mark it `optional: true` if the interface comes later", k, dev, filepath.Join(procSys, tree, dev), hint)
 }
 
 // planRuntime plans a /proc/sys write for every target the host does not

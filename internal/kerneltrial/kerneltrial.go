@@ -364,34 +364,23 @@ func readDir(dir string) map[string]string {
 	return out
 }
 
-// interfaceTrees are the directories of /proc/sys with an entry per
-// interface of the namespace, and the entry a new namespace has that
-// stands for any interface: conf's "default", which every interface's
-// entry is built from, and neigh's "lo" (a new namespace has no neigh
-// default: the kernel registers that one in the initial namespace only).
-var interfaceTrees = []struct{ dir, standIn string }{
-	{"net/ipv4/conf/", "default"}, {"net/ipv6/conf/", "default"},
-	{"net/ipv4/neigh/", "lo"}, {"net/ipv6/neigh/", "lo"},
-}
+// standIn is, per tree of sysctlkey.InterfaceTrees, the entry a new
+// namespace has that stands for any interface: conf's "default", which
+// every interface's entry is built from, and neigh's "lo" (a new
+// namespace has no neigh default: the kernel registers that one in the
+// initial namespace only).
+var standIn = map[string]string{"net/ipv4/conf/": "default", "net/ipv6/conf/": "default", "net/ipv4/neigh/": "lo", "net/ipv6/neigh/": "lo"}
 
 // trialPath is the file a trial writes for key, and the key it stands for
 // when that is not key ("" otherwise): the key of an interface a new
-// namespace does not have is written on its tree's stand-in entry.
+// namespace does not have (any but lo) is written on its tree's stand-in.
 func trialPath(key string) (p, as string) {
-	rel := sysctlkey.Path(key)
-	for _, t := range interfaceTrees {
-		rest, ok := strings.CutPrefix(rel, t.dir)
-		if !ok {
-			continue
-		}
-		dev, tail, ok := strings.Cut(rest, "/")
-		if !ok || dev == "all" || dev == "default" || dev == "lo" {
-			break
-		}
-		d := t.dir + t.standIn + "/" + tail
-		return filepath.Join(procSys, d), sysctlkey.Dotted(d)
+	tree, dev, rest, ok := sysctlkey.Interface(key)
+	if !ok || dev == "lo" {
+		return path(key), ""
 	}
-	return path(key), ""
+	d := tree + standIn[tree] + "/" + rest
+	return filepath.Join(procSys, d), sysctlkey.Dotted(d)
 }
 
 func path(key string) string {

@@ -52,3 +52,29 @@ func Swap(k string) string {
 	}
 	return string(b)
 }
+
+// InterfaceTrees are the directories of /proc/sys with an entry per
+// network interface of the namespace, besides their "all" and "default"
+// entries (neigh has "default" in the initial namespace only).
+var InterfaceTrees = []string{"net/ipv4/conf/", "net/ipv6/conf/", "net/ipv4/neigh/", "net/ipv6/neigh/"}
+
+// Interface splits the key of one interface's entry into its tree
+// (net/ipv4/conf/), the interface (eth0.100) and the rest of the path
+// (rp_filter). ok is false for every other key, the all and default
+// entries among them. Such a key lives in each network namespace that has
+// the interface: where it is absent, the interface is, not the key.
+func Interface(key string) (tree, dev, rest string, ok bool) {
+	p := Path(key)
+	for _, t := range InterfaceTrees {
+		r, found := strings.CutPrefix(p, t)
+		if !found {
+			continue
+		}
+		dev, rest, ok = strings.Cut(r, "/")
+		if !ok || dev == "all" || dev == "default" || rest == "" {
+			return "", "", "", false
+		}
+		return t, dev, rest, true
+	}
+	return "", "", "", false
+}
