@@ -165,45 +165,55 @@ func (pl *Plan) imageTarget(image *hostconf.Sysctl, k string, s profiles.Sysctl)
 
 // missingKey handles a key this kernel does not show: skipped when
 // optional or hidden in this network namespace, else the error message.
+// An interface's key is never hidden: it lives in every namespace that
+// has the interface, so where it is absent the interface is.
 func (pl *Plan) missingKey(k string, s profiles.Sysctl) string {
 	path := sysctlkey.File(pl.env.procSys(), k)
+	_, _, _, ofInterface := sysctlkey.Interface(k)
 	switch {
 	case s.Optional:
 		pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Runtime, Reason: "optional key not on this kernel (" + path + " is absent; a module may not be loaded); not set, not persisted"})
-	case isInterfaceKey(k):
-		// per namespace wherever its interface is: absent means no such
-		// interface here, in any namespace
-		return missingInterface(pl.env.procSys(), k)
-	case strings.HasPrefix(k, "net.") && pl.env.foreignNetNS():
+	case strings.HasPrefix(k, "net.") && pl.env.foreignNetNS() && !ofInterface:
 		pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Runtime, Reason: "not visible in this network namespace (a global net.* key lives only in the host's initial namespace): set it on the host; not set, not persisted here"})
 		pl.Warnings = append(pl.Warnings, fmt.Sprintf("sysctl %s: this process runs in its own network namespace (container or unshare), where %s does not exist; only namespaced net.* keys are set here, set this one on the host", k, k))
 	default:
-		return fmt.Sprintf("sysctl %s: this kernel has no such key (no %s): fix the spelling, remove it, or mark it `optional: true` if it needs a module", k, path)
+		hint := dottedNameHint(pl.env.procSys(), k)
+		if dir, missing := missingInterface(pl.env.procSys(), k); missing {
+			return fmt.Sprintf("sysctl %s: this network namespace has no interface %q (no %s)%s: fix the spelling, remove it, or mark it `optional: true` if the interface comes later", k, filepath.Base(dir), dir, hint)
+		}
+		return fmt.Sprintf("sysctl %s: this kernel has no such key (no %s)%s: fix the spelling, remove it, or mark it `optional: true` if it needs a module", k, path, hint)
 	}
 	return ""
 }
 
-func isInterfaceKey(k string) bool { _, _, _, ok := sysctlkey.Interface(k); return ok }
+// missingInterface is the directory of k's interface under procSys, and
+// whether it is absent; false for a key of no interface.
+func missingInterface(procSys, k string) (dir string, missing bool) {
+	tree, dev, _, ok := sysctlkey.Interface(k)
+	if !ok {
+		return "", false
+	}
+	dir = filepath.Join(procSys, tree, dev)
+	st, err := os.Stat(dir)
+	return dir, err != nil || !st.IsDir()
+}
 
-// missingInterface is the error for the key of an interface this
-// namespace does not have. When the interface is there under a name with
-// a dot that the key spelled with dots (net.ipv4.conf.eth0.100.rp_filter
-// for the VLAN eth0.100), it names the key's right spelling.
-func missingInterface(procSys, k string) string {
-	tree, dev, rest, _ := sysctlkey.Interface(k)
-	hint := ""
+// dottedNameHint names k's right spelling when k spelled with dots an
+// interface whose name has one (net.ipv4.conf.eth0.100.rp_filter for the
+// VLAN eth0.100, which is here); "" otherwise.
+func dottedNameHint(procSys, k string) string {
+	tree, dev, rest, ok := sysctlkey.Interface(k)
+	if !ok {
+		return ""
+	}
 	parts := strings.Split(rest, "/")
 	for n := 1; n < len(parts); n++ {
 		name := dev + "." + strings.Join(parts[:n], ".")
 		if st, err := os.Stat(filepath.Join(procSys, tree, name)); err == nil && st.IsDir() {
-			hint = fmt.Sprintf("; the interface %s is here, and its key is spelled %s (a dot in an interface's name is a slash in the key)", name, sysctlkey.Dotted(tree+name+"/"+strings.Join(parts[n:], "/")))
-			break
+			return fmt.Sprintf("; the interface %s is here, and its key is spelled %s (a dot in an interface's name is a slash in the key)", name, sysctlkey.Dotted(tree+name+"/"+strings.Join(parts[n:], "/")))
 		}
 	}
-	if st, err := os.Stat(filepath.Join(procSys, tree, dev)); err == nil && st.IsDir() {
-		return fmt.Sprintf("sysctl %s: this kernel has no such key (no %s)%s: fix the spelling, remove it, or mark it `optional: true` if it needs a module", k, sysctlkey.File(procSys, k), hint)
-	}
-	return fmt.Sprintf("sysctl %s: this network namespace has no interface %q (no %s)%s: fix the spelling, remove it, or mark it `optional: true` if the interface comes later", k, dev, filepath.Join(procSys, tree, dev), hint)
+	return ""
 }
 
 // planRuntime plans a /proc/sys write for every target the host does not

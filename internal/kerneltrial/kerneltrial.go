@@ -364,22 +364,23 @@ func readDir(dir string) map[string]string {
 	return out
 }
 
-// standIn is, per tree of sysctlkey.InterfaceTrees, the entry a new
-// namespace has that stands for any interface: conf's "default", which
-// every interface's entry is built from, and neigh's "lo" (a new
-// namespace has no neigh default: the kernel registers that one in the
-// initial namespace only).
-var standIn = map[string]string{"net/ipv4/conf/": "default", "net/ipv6/conf/": "default", "net/ipv4/neigh/": "lo", "net/ipv6/neigh/": "lo"}
-
 // trialPath is the file a trial writes for key, and the key it stands for
-// when that is not key ("" otherwise): the key of an interface a new
-// namespace does not have (any but lo) is written on its tree's stand-in.
+// when that is not key ("" otherwise). The key of an interface a new
+// namespace does not have (any but lo) is written on the entry of its
+// tree that stands for any interface: conf's "default", which every
+// interface's entry is built from, and neigh's "lo" (a new namespace has
+// no neigh default: the kernel registers that one in the initial
+// namespace only).
 func trialPath(key string) (p, as string) {
 	tree, dev, rest, ok := sysctlkey.Interface(key)
 	if !ok || dev == "lo" {
 		return path(key), ""
 	}
-	d := tree + standIn[tree] + "/" + rest
+	standIn := "default"
+	if strings.HasSuffix(tree, "/neigh/") {
+		standIn = "lo"
+	}
+	d := tree + standIn + "/" + rest
 	return filepath.Join(procSys, d), sysctlkey.Dotted(d)
 }
 
