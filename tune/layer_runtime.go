@@ -71,6 +71,11 @@ func (pl *Plan) sysctlTargets(p *profiles.Profile) (map[string]target, map[strin
 			continue
 		}
 		cur, ok, err := pl.current(k)
+		var unreadable *unreadableError
+		if errors.As(err, &unreadable) {
+			errs = append(errs, p.Where("sysctl", k)+unreadable.Error())
+			continue
+		}
 		if err != nil {
 			return nil, nil, err
 		}

@@ -387,9 +387,37 @@ func (pl *Plan) current(key string) (string, bool, error) {
 	}
 	v, err := pl.backend.Get(key)
 	if err != nil {
+		if why := unreadableWhy(err, pl.backend.Readable(key)); why != "" {
+			return "", false, &unreadableError{key: key, why: why}
+		}
 		return "", false, exitcode.Environmentf("tune: reading %s: %w", key, err)
 	}
 	return v, true, nil
+}
+
+// unreadableError is a key the kernel shows but gives no value to read:
+// hostprep could neither verify it nor put its value back, so a profile
+// may not hold it (sysctlTargets refuses it as bad input).
+type unreadableError struct{ key, why string }
+
+func (e *unreadableError) Error() string {
+	return fmt.Sprintf("sysctl %s: %s, so hostprep could neither verify it nor roll it back: remove it from the profile and set it outside hostprep", e.key, e.why)
+}
+
+// unreadableWhy says why reading a present key failed when the kernel,
+// not the caller's privilege, is the reason: EIO (the kernel keeps no
+// value yet: net.ipv6.conf.*.stable_secret until a secret is set, which
+// cannot be unset again), or a file with no read bit (a write-only
+// trigger such as net.ipv4.route.flush or vm.drop_caches, which keeps no
+// value). "" for any other error.
+func unreadableWhy(err error, readable bool) string {
+	switch {
+	case errors.Is(err, syscall.EIO):
+		return "the kernel has no value to read (input/output error; a stable_secret has none until one is set, and a set one cannot be unset)"
+	case errors.Is(err, fs.ErrPermission) && !readable:
+		return "the kernel lets it be written but not read (no read permission: a trigger that keeps no value)"
+	}
+	return ""
 }
 
 func (pl *Plan) planSysctl(p *profiles.Profile) (map[string]target, error) {

@@ -33,6 +33,10 @@ type Backend interface {
 	Set(key, value string) error
 	// Exists reports whether this kernel has key.
 	Exists(key string) bool
+	// Readable reports whether the key's file has a read bit (the
+	// kernel shows a write-only trigger, such as net.ipv4.route.flush,
+	// as mode 0200).
+	Readable(key string) bool
 	// Writable reports whether the key's file has a write bit (the kernel
 	// shows a read-only key, such as a global net.core key seen from a
 	// network namespace, as mode 0444).
@@ -80,6 +84,12 @@ func (p *Proc) Get(key string) (string, error) {
 func (p *Proc) Exists(key string) bool {
 	st, err := os.Stat(p.Path(key))
 	return err == nil && st.Mode().IsRegular()
+}
+
+// Readable reports whether key's file has any read permission bit.
+func (p *Proc) Readable(key string) bool {
+	st, err := os.Stat(p.Path(key))
+	return err == nil && st.Mode().Perm()&0o444 != 0
 }
 
 // Writable reports whether key's file has any write permission bit.
