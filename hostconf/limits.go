@@ -4,13 +4,14 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"github.com/hostprep/hostprep/internal/cstrconv"
 	"io/fs"
 	"math"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/hostprep/hostprep/internal/cstrconv"
 )
 
 // Unlimited is an rlimit of "unlimited"/"infinity"/"-1" (RLIM_INFINITY).

@@ -2,8 +2,9 @@ package hostconf
 
 import (
 	"fmt"
-	"github.com/hostprep/hostprep/internal/unitname"
 	"strings"
+
+	"github.com/hostprep/hostprep/internal/unitname"
 )
 
 // RootSlice is systemd's root slice, the root cgroup: it is above every

@@ -2,7 +2,6 @@ package hostconf
 
 import (
 	"fmt"
-	"github.com/hostprep/hostprep/internal/unitname"
 	"math"
 	"path"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hostprep/hostprep/internal/plural"
+	"github.com/hostprep/hostprep/internal/unitname"
 )
 
 // SystemdDefaultNofile is systemd's DefaultLimitNOFILE when no file sets

@@ -3,7 +3,6 @@ package preflight
 import (
 	"archive/zip"
 	"bytes"
-	"github.com/hostprep/hostprep/preflight/internal/hosttest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,11 +10,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hostprep/hostprep/preflight/facts"
+	"gopkg.in/yaml.v3"
 
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
-	"gopkg.in/yaml.v3"
+	"github.com/hostprep/hostprep/preflight/facts"
+	"github.com/hostprep/hostprep/preflight/internal/hosttest"
 )
 
 // caseFile is a field case in testdata/cases (kept equal to the project's

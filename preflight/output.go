@@ -3,8 +3,6 @@ package preflight
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/hostprep/hostprep/preflight/checks"
-	"github.com/hostprep/hostprep/preflight/facts"
 	"io"
 	"math"
 	"sort"
@@ -13,6 +11,8 @@ import (
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/preflight/checks"
+	"github.com/hostprep/hostprep/preflight/facts"
 )
 
 // Formats are the --output values Write accepts.

@@ -3,15 +3,15 @@ package preflight
 import (
 	"context"
 	"fmt"
-	"github.com/hostprep/hostprep/preflight/checks"
-	"github.com/hostprep/hostprep/preflight/facts"
-	"github.com/hostprep/hostprep/preflight/remedies"
 	"log/slog"
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/preflight/checks"
+	"github.com/hostprep/hostprep/preflight/facts"
+	"github.com/hostprep/hostprep/preflight/remedies"
 )
 
 // Options are the inputs of Run.

@@ -3,7 +3,6 @@ package preflight
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/hostprep/hostprep/preflight/internal/hosttest"
 	"strings"
 	"testing"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/hostprep/hostprep/internal/verdict"
 	"github.com/hostprep/hostprep/preflight/checks"
 	"github.com/hostprep/hostprep/preflight/facts"
+	"github.com/hostprep/hostprep/preflight/internal/hosttest"
 )
 
 // A run too small (or too noisy) to measure keeps the estimate and says so

@@ -3,7 +3,6 @@ package profiles
 import (
 	"cmp"
 	"fmt"
-	"github.com/hostprep/hostprep/internal/unitname"
 	"net"
 	"regexp"
 	"slices"
@@ -17,6 +16,7 @@ import (
 	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/sysctlkey"
 	"github.com/hostprep/hostprep/internal/sysctlval"
+	"github.com/hostprep/hostprep/internal/unitname"
 )
 
 // Kernel numbers the static checks use.

@@ -1,13 +1,13 @@
 package ready
 
 import (
-	"github.com/hostprep/hostprep/loadprobe"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hostprep/hostprep/loadprobe"
 	"github.com/hostprep/hostprep/loadprobe/iotdb"
 	"github.com/hostprep/hostprep/profiles"
 )

@@ -2,7 +2,6 @@ package ready
 
 import (
 	"context"
-	"github.com/hostprep/hostprep/loadprobe"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
+	"github.com/hostprep/hostprep/loadprobe"
 	"github.com/hostprep/hostprep/loadprobe/iotdb"
 	"github.com/hostprep/hostprep/preflight"
 	"github.com/hostprep/hostprep/profiles"

@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"github.com/hostprep/hostprep/loadprobe/latency"
 	"math"
 	"math/big"
 	"net"
@@ -27,6 +26,7 @@ import (
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/testenv"
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/loadprobe/latency"
 	"github.com/hostprep/hostprep/profiles"
 )
 

@@ -4,7 +4,6 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
-	"github.com/hostprep/hostprep/loadprobe/contention"
 	"io"
 	"math"
 	"math/bits"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/loadprobe/contention"
 	"github.com/hostprep/hostprep/loadprobe/counts"
 	"github.com/hostprep/hostprep/loadprobe/fleet"
 	"github.com/hostprep/hostprep/loadprobe/latency"

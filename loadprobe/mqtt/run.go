@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/hostprep/hostprep/loadprobe/contention"
 	"log/slog"
 	"net"
 	"os"
@@ -19,13 +18,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hostprep/hostprep/internal/capacity"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/plural"
+	"github.com/hostprep/hostprep/loadprobe/contention"
 	"github.com/hostprep/hostprep/loadprobe/fleet"
 	"github.com/hostprep/hostprep/loadprobe/latency"
 	"github.com/hostprep/hostprep/loadprobe/pacer"
-	"golang.org/x/sys/unix"
 )
 
 // overrunThreshold: a publish dispatched more than this after its

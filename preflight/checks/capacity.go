@@ -2,10 +2,10 @@ package checks
 
 import (
 	"fmt"
-	"github.com/hostprep/hostprep/preflight/facts"
 	"math"
 
 	"github.com/hostprep/hostprep/internal/plural"
+	"github.com/hostprep/hostprep/preflight/facts"
 )
 
 // CapacityLimit is one resource's ceiling in sockets.

@@ -3,14 +3,14 @@ package checks
 import (
 	"cmp"
 	"fmt"
-	"github.com/hostprep/hostprep/internal/capacity"
-	"github.com/hostprep/hostprep/preflight/facts"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/hostprep/hostprep/internal/capacity"
 	"github.com/hostprep/hostprep/internal/shellquote"
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/preflight/facts"
 	"github.com/hostprep/hostprep/profiles"
 )
 

@@ -2,12 +2,12 @@ package checks
 
 import (
 	"fmt"
-	"github.com/hostprep/hostprep/preflight/facts"
 	"slices"
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/preflight/facts"
 )
 
 // Accept path checks for servers (broker, iotdb). A connection waits in

@@ -3,7 +3,6 @@ package checks
 import (
 	"cmp"
 	"fmt"
-	"github.com/hostprep/hostprep/preflight/facts"
 	"slices"
 	"sort"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/shellquote"
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/preflight/facts"
 	"github.com/hostprep/hostprep/profiles"
 )
 

@@ -2,12 +2,12 @@ package checks
 
 import (
 	"fmt"
-	"github.com/hostprep/hostprep/preflight/facts"
 	"strconv"
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/preflight/facts"
 )
 
 // IoTDB server checks (role iotdb): the kernel's memory-map limit for the

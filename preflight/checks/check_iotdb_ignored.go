@@ -2,11 +2,11 @@ package checks
 
 import (
 	"fmt"
-	"github.com/hostprep/hostprep/preflight/facts"
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/preflight/facts"
 )
 
 // iotdb.ignored: lines of iotdb-system.properties that the release does

@@ -2,13 +2,13 @@ package checks
 
 import (
 	"fmt"
-	"github.com/hostprep/hostprep/preflight/facts"
 	"math"
 	"path"
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/preflight/facts"
 )
 
 // Kernel memory checks. An idle TCP socket costs kernel slab memory (the

@@ -2,7 +2,6 @@ package checks
 
 import (
 	"fmt"
-	"github.com/hostprep/hostprep/preflight/facts"
 	"net"
 	"slices"
 	"sort"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/hostprep/hostprep/internal/plural"
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/preflight/facts"
 )
 
 // Ephemeral port checks. An outgoing connection needs a local port from

@@ -3,15 +3,14 @@ package checks
 import (
 	"cmp"
 	"fmt"
-	"github.com/hostprep/hostprep/preflight/facts"
 	"path"
 	"slices"
 	"strings"
 
-	"github.com/hostprep/hostprep/internal/unitname"
-
 	"github.com/hostprep/hostprep/internal/plural"
+	"github.com/hostprep/hostprep/internal/unitname"
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/preflight/facts"
 	"github.com/hostprep/hostprep/profiles"
 )
 

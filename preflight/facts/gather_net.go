@@ -3,7 +3,6 @@ package facts
 import (
 	"errors"
 	"fmt"
-	"github.com/hostprep/hostprep/internal/capacity"
 	"io/fs"
 	"net"
 	"os"
@@ -11,10 +10,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hostprep/hostprep/internal/plural"
-	"github.com/hostprep/hostprep/internal/procnet"
 	"github.com/prometheus/procfs"
 	psnet "github.com/shirou/gopsutil/v3/net"
+
+	"github.com/hostprep/hostprep/internal/capacity"
+	"github.com/hostprep/hostprep/internal/plural"
+	"github.com/hostprep/hostprep/internal/procnet"
 )
 
 // conntrack reads nf_conntrack's table size, only where the module is

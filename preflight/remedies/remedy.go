@@ -3,13 +3,13 @@ package remedies
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/hostprep/hostprep/preflight/checks"
-	"github.com/hostprep/hostprep/preflight/facts"
 	"reflect"
 	"slices"
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/verdict"
+	"github.com/hostprep/hostprep/preflight/checks"
+	"github.com/hostprep/hostprep/preflight/facts"
 	"github.com/hostprep/hostprep/profiles"
 )
 

@@ -2,10 +2,11 @@ package remedies
 
 import (
 	"fmt"
-	"github.com/hostprep/hostprep/preflight/checks"
-	"github.com/hostprep/hostprep/preflight/facts"
 	"strconv"
 	"strings"
+
+	"github.com/hostprep/hostprep/preflight/checks"
+	"github.com/hostprep/hostprep/preflight/facts"
 )
 
 // Remedies of the network and memory checks (check_ports.go,

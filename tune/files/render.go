@@ -2,11 +2,11 @@ package files
 
 import (
 	"fmt"
-	"github.com/hostprep/hostprep/internal/unitname"
 	"strings"
 	"unicode"
 
 	"github.com/hostprep/hostprep/hostconf"
+	"github.com/hostprep/hostprep/internal/unitname"
 )
 
 // Owned file paths, relative to the root ("/" or --root DIR).
