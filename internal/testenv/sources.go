@@ -13,6 +13,17 @@ import (
 // than 100 files (the walk missed the module).
 func GoSources(t testing.TB) []string {
 	t.Helper()
+	return goFiles(t, false)
+}
+
+// GoFiles is GoSources with the _test.go files too.
+func GoFiles(t testing.TB) []string {
+	t.Helper()
+	return goFiles(t, true)
+}
+
+func goFiles(t testing.TB, tests bool) []string {
+	t.Helper()
 	root := RepoRoot()
 	var files []string
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -26,7 +37,7 @@ func GoSources(t testing.TB) []string {
 			}
 			return nil
 		}
-		if strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {
+		if strings.HasSuffix(path, ".go") && (tests || !strings.HasSuffix(path, "_test.go")) {
 			files = append(files, path)
 		}
 		return nil

@@ -3,12 +3,11 @@ package remedies
 import (
 	"fmt"
 	"net"
-
-	"github.com/hostprep/hostprep/preflight/checks"
-	"github.com/hostprep/hostprep/preflight/facts"
 	"strconv"
 	"strings"
 
+	"github.com/hostprep/hostprep/preflight/checks"
+	"github.com/hostprep/hostprep/preflight/facts"
 	"github.com/hostprep/hostprep/profiles"
 )
 
