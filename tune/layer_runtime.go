@@ -26,6 +26,10 @@ import (
 type runtimeLayer struct {
 	pl   *Plan
 	done []keyStep
+	// before are the companions' values before this run's writes
+	// (companions.go), st the journal the run records them in.
+	before map[string]string
+	st     *journal.State
 }
 
 // modeOf is a key's mode, exact when the profile gives none.
@@ -234,6 +238,10 @@ func (pl *Plan) planRuntime(p *profiles.Profile, targets map[string]target, curr
 		mode := modeOf(s)
 		if sysval.EqualKey(k, cur, t.value) {
 			pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Runtime, Current: sysval.Normalize(cur), Reason: alreadyReason(k, cur, s, mode)})
+			if pl.held == nil {
+				pl.held = map[string]string{}
+			}
+			pl.held[k] = t.value
 			continue
 		}
 		if !pl.backend.Writable(k) {
@@ -281,6 +289,16 @@ func (l *runtimeLayer) record(st *journal.State) {
 		}
 		k.Set, k.Mode, k.Want = s.to, s.mode, s.want
 	}
+	if len(l.pl.runtime) == 0 || l.pl.backend == nil {
+		return
+	}
+	keys := make([]string, 0, len(l.pl.runtime))
+	for _, s := range l.pl.runtime {
+		keys = append(keys, s.key)
+	}
+	l.before = companionValues(l.pl.env.procSys(), l.pl.backend, keys, func(k string) bool { return st.Keys[k] != nil })
+	recordCompanions(st, l.before)
+	l.st = st
 }
 
 func (l *runtimeLayer) apply(ctx context.Context) error {
@@ -305,6 +323,35 @@ func (l *runtimeLayer) apply(ctx context.Context) error {
 			return &stepError{what: fmt.Sprintf("tune apply: writing %s = %q", s.key, s.to), cause: kernelErr(werr)}
 		}
 	}
+	return l.settleCompanions()
+}
+
+// settleCompanions runs after the run's writes: a key of the profile the
+// host already held that another write moved is written back, every
+// planned key must still read its value (else two keys of the profile
+// are one to the kernel and disagree: a *stepError, and the run is
+// undone), and the companions' values now go into the journal.
+func (l *runtimeLayer) settleCompanions() error {
+	pl := l.pl
+	moved := map[string]string{}
+	for k, v := range pl.held {
+		if got, err := pl.backend.Get(k); err == nil && !sysval.EqualKey(k, got, v) {
+			moved[k] = v
+		}
+	}
+	if p := putBack(pl.backend, moved); len(p) > 0 {
+		return &stepError{what: "tune apply: writing back a key another write moved", cause: errors.New(strings.Join(p, "; "))}
+	}
+	for _, s := range pl.runtime {
+		if got, err := pl.backend.Get(s.key); err == nil && !sysval.EqualKey(s.key, got, s.to) {
+			return &stepError{what: "tune apply: the kernel ties keys of this profile together", cause: fmt.Errorf("%s reads %q after the run's other writes, not %q: the kernel changed it when another key of the profile was written (an alias such as net.ipv4.ip_forward and net.ipv4.conf.all.forwarding, or an all or default entry); give them values that agree", s.key, got, s.to)}
+		}
+	}
+	for k, v := range reread(pl.backend, l.before) {
+		if c := l.st.Companions[k]; c != nil {
+			c.Set = v
+		}
+	}
 	return nil
 }
 
@@ -316,7 +363,7 @@ func (l *runtimeLayer) undo() []string {
 			problems = append(problems, fmt.Sprintf("%s back to %q: %v", s.key, s.from, err))
 		}
 	}
-	return problems
+	return append(problems, putBack(l.pl.backend, l.before)...)
 }
 
 // key undoes one runtime key (rollback), keeping fs.nr_open and

@@ -157,9 +157,13 @@ type ProcessResult struct {
 type Plan struct {
 	Result
 
-	env       Env
-	backend   sysctl.Backend
-	runtime   []keyStep
+	env     Env
+	backend sysctl.Backend
+	runtime []keyStep
+	// held are the profile's keys the host already holds (no write
+	// planned), with their targets: apply writes one back if another
+	// key's write moves it (companions.go).
+	held      map[string]string
 	files     []fileStep
 	procs     []procStep
 	persisted journal.Persisted

@@ -111,6 +111,9 @@ func Rollback(ctx context.Context, env Env) (*RollbackResult, error) {
 	r.b, r.backendErr = env.backend()
 	r.scanLeft()
 	r.scanForeign()
+	if r.backendErr == nil {
+		r.compBefore = companionsNow(r.b, st)
+	}
 	for _, it := range undoOrder(st) {
 		if err := ctx.Err(); err != nil {
 			r.failures = append(r.failures, err.Error())
@@ -125,6 +128,7 @@ func Rollback(ctx context.Context, env Env) (*RollbackResult, error) {
 			r.key(it.key)
 		}
 	}
+	r.companions()
 	return r.finish()
 }
 
@@ -139,6 +143,9 @@ type rollbackRun struct {
 	b          sysctl.Backend
 	backendErr error
 	failures   []string
+	// compBefore are the journal's companions before the rollback's
+	// writes (companions.go).
+	compBefore map[string]string
 	// need is the highest hard nofile of an owned file left behind, and
 	// needFile the file that sets it: fs.nr_open and fs.file-max are not
 	// lowered below it. keepFiles are those files with their hard nofile.

@@ -175,6 +175,14 @@ type State struct {
 	Applies []Apply `json:"applies"`
 	// Keys are the sysctl keys hostprep set (runtime layer).
 	Keys map[string]*Key `json:"keys,omitempty"`
+	// Companions are keys hostprep did not plan whose value the kernel
+	// may change when a planned key is written (an interface tree's all
+	// and default entries, the same setting of its other interfaces, an
+	// alias such as net.ipv4.ip_forward), by dotted key: Original is the
+	// value before hostprep's first apply, Set the value after the last
+	// one. Rollback puts back those its own writes (or the applies')
+	// moved.
+	Companions map[string]*Key `json:"companions,omitempty"`
 	// Files are the owned files, by absolute path (including any --root).
 	Files map[string]*File `json:"files,omitempty"`
 	// Processes are running processes hostprep raised, by pid.
