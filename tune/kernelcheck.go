@@ -67,6 +67,9 @@ type verdict struct {
 	stored  string  // what the kernel stores for to (trial), "" when unknown
 	faults  []fault // empty: accepted
 	nearest string  // the whole nearest value, "" when none known
+	// movedTo is what a later write of the trial left in the key (the
+	// kernel ties them), "" when none changed it.
+	movedTo string
 }
 
 // trialWhyNot is why no kernel trial can run for env, "" when one can:
@@ -201,6 +204,7 @@ func floorVerdict(p planned, floor int64) verdict {
 func trialVerdict(r kerneltrial.Result, kernel string) verdict {
 	v := verdict{way: ByTrial, stored: r.Stored, nearest: r.Nearest}
 	if r.Accepted {
+		v.movedTo = r.MovedTo
 		return v
 	}
 	why := fmt.Sprintf("refused (%s) when written in a scratch network namespace", errnoName(r.Err))
@@ -249,6 +253,9 @@ func tableVerdict(p planned, kernel string, unprivStart int64, startFrom string)
 // key, field, value, kernel release and what it accepts (for a value
 // given with --set, another --set).
 func (pl *Plan) settle(p planned, v verdict, kernel string) (target string, adjusted string, errMsg string) {
+	if v.movedTo != "" {
+		return "", "", fmt.Sprintf("sysctl %s = %q: the kernel ties it to another key of the profile: written in a scratch network namespace, it was left %q by a later write (one variable under two names, such as net.ipv4.ip_forward and net.ipv4.conf.all.forwarding, or an all entry copied into the others); give them values that agree; nothing was changed", p.key, sysval.Normalize(p.to), v.movedTo)
+	}
 	if len(v.faults) == 0 {
 		if v.stored != "" && !sysval.Equal(v.stored, p.to) {
 			pl.Notes = append(pl.Notes, fmt.Sprintf("sysctl %s: this kernel stores %q for %q (found by writing it in a scratch network namespace); hostprep compares with what the kernel stores", p.key, v.stored, sysval.Normalize(p.to)))

@@ -83,6 +83,12 @@ type Result struct {
 	// from Value where the kernel clamps or normalises.
 	Accepted bool
 	Stored   string
+	// MovedTo is what the key held at the end of the trial when a later
+	// write of it changed the value it was given ("" when none did): the
+	// kernel ties the two keys (one variable under two names, such as
+	// net.ipv4.ip_forward and net.ipv4.conf.all.forwarding, or an all
+	// entry copied into the others), so an apply could not leave both.
+	MovedTo string
 	// TriedAs is the key written in the trial namespace when it is not
 	// Key: an interface's key is tried on its tree's stand-in entry
 	// (net.ipv6.conf.default.hop_limit for net.ipv6.conf.eth0.hop_limit).
@@ -174,6 +180,7 @@ func tryLocked(writes []Write) (out []Result, final map[string]string, err error
 	for i, w := range writes {
 		out[i] = tryOne(w)
 	}
+	markMoved(out)
 	final = map[string]string{}
 	for _, r := range out {
 		// A key tried as another leaves the caller's key alone: nothing
@@ -185,6 +192,27 @@ func tryLocked(writes []Write) (out []Result, final map[string]string, err error
 		}
 	}
 	return out, final, nil
+}
+
+// markMoved reads again each key the trial wrote as itself and sets
+// MovedTo where a later write changed it. A file two writes shared (an
+// interface's key tried on the entry that stands for it, and that entry's
+// own key) is left out: the trial made them one, not the kernel.
+func markMoved(out []Result) {
+	files := map[string]int{}
+	for _, r := range out {
+		p, _ := trialPath(r.Key)
+		files[p]++
+	}
+	for i, r := range out {
+		p, _ := trialPath(r.Key)
+		if !r.Accepted || r.TriedAs != "" || files[p] > 1 {
+			continue
+		}
+		if v, err := read(p); err == nil && v != r.Stored {
+			out[i].MovedTo = v
+		}
+	}
 }
 
 // tryOne tries one write in the trial namespace.
