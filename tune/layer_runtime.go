@@ -236,6 +236,16 @@ func (pl *Plan) planRuntime(p *profiles.Profile, targets map[string]target, curr
 	for _, k := range keys {
 		t, cur, s := targets[k], current[k], p.Sysctl[k]
 		mode := modeOf(s)
+		// In a network namespace of its own the kernel shows a global
+		// net.* key read-only, mirroring the host's; an interface
+		// tree's key lives in each namespace, so read-only there is
+		// read-only everywhere.
+		foreign := strings.HasPrefix(k, "net.") && pl.env.foreignNetNS() && !sysctlkey.InInterfaceTree(k)
+		if !pl.backend.Writable(k) && !foreign {
+			// Held or not: its line in hostprep's sysctl.d file would
+			// fail at every boot.
+			return exitcode.BadInputf("%ssysctl %s: the kernel shows it read-only (%s has no write permission), so no writer can set it, at boot neither; remove it from the profile", p.Where("sysctl", k), k, sysctlkey.File(pl.env.procSys(), k))
+		}
 		if sysval.EqualKey(k, cur, t.value) {
 			pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Runtime, Current: sysval.Normalize(cur), Reason: alreadyReason(k, cur, s, mode)})
 			if pl.held == nil {
@@ -244,14 +254,11 @@ func (pl *Plan) planRuntime(p *profiles.Profile, targets map[string]target, curr
 			pl.held[k] = t.value
 			continue
 		}
-		if !pl.backend.Writable(k) {
-			if strings.HasPrefix(k, "net.") && pl.env.foreignNetNS() {
-				pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Runtime, Current: sysval.Normalize(cur), Reason: "read-only in this network namespace (the kernel mirrors the host's global value): set it on the host; not set, not persisted here"})
-				pl.Warnings = append(pl.Warnings, fmt.Sprintf("sysctl %s: read-only in this network namespace (container or unshare); set %s=%s on the host", k, k, t.value))
-				delete(targets, k)
-				continue
-			}
-			return exitcode.Environmentf("sysctl %s: the kernel shows it read-only (%s has no write permission), so it cannot be set to %q here; remove it from the profile or set it where it is writable", k, sysctlkey.File(pl.env.procSys(), k), t.value)
+		if foreign && !pl.backend.Writable(k) {
+			pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Runtime, Current: sysval.Normalize(cur), Reason: "read-only in this network namespace (the kernel mirrors the host's global value): set it on the host; not set, not persisted here"})
+			pl.Warnings = append(pl.Warnings, fmt.Sprintf("sysctl %s: read-only in this network namespace (container or unshare); set %s=%s on the host", k, k, t.value))
+			delete(targets, k)
+			continue
 		}
 		reason := "exact"
 		switch {

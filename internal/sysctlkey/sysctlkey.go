@@ -58,6 +58,19 @@ func Swap(k string) string {
 // entries (neigh has "default" in the initial namespace only).
 var InterfaceTrees = []string{"net/ipv4/conf/", "net/ipv6/conf/", "net/ipv4/neigh/", "net/ipv6/neigh/"}
 
+// InInterfaceTree reports whether key lies in one of InterfaceTrees (any
+// entry: an interface's, all, default), which every network namespace
+// has its own of.
+func InInterfaceTree(key string) bool {
+	p := Path(key)
+	for _, t := range InterfaceTrees {
+		if strings.HasPrefix(p, t) {
+			return true
+		}
+	}
+	return false
+}
+
 // Interface splits the key of one interface's entry into its tree
 // (net/ipv4/conf/), the interface (eth0.100) and the rest of the path
 // (rp_filter). ok is false for every other key, the all and default
