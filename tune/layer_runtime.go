@@ -366,7 +366,8 @@ func (l *runtimeLayer) undo() []string {
 	var problems []string
 	for i := len(l.done) - 1; i >= 0; i-- {
 		s := l.done[i]
-		if err := l.pl.backend.Set(s.key, s.from); err != nil {
+		err := l.pl.backend.Set(s.key, s.from)
+		if err != nil && goneInterface(l.pl.env.procSys(), s.key, err) == "" { // a gone interface's key went with it
 			problems = append(problems, fmt.Sprintf("%s back to %q: %v", s.key, s.from, err))
 		}
 	}
@@ -386,12 +387,34 @@ func (r *rollbackRun) key(key string) {
 		return
 	}
 	ch, left, err := rollbackKey(r.b, key, k)
+	if gone := goneInterface(r.env.procSys(), key, err); gone != "" {
+		r.res.Notes = append(r.res.Notes, fmt.Sprintf("%s: %s, nothing to restore", key, gone))
+		delete(r.remaining.Keys, key) // done: the kernel holds nothing of it
+		return
+	}
 	if err != nil {
-		err = fmt.Errorf("%s back to %q: %w", key, k.Original, err)
+		err = fmt.Errorf("%s back to %q: %w", key, sysval.Normalize(k.Original), err)
 	}
 	if r.record(ch, left, err) {
 		delete(r.remaining.Keys, key)
 	}
+}
+
+// goneInterface says, when reading or writing key failed (err), that the
+// network interface the key belongs to is gone: its directory under
+// procSys (/proc/sys/net/ipv4/conf/a0) no longer exists, and with it
+// every key of the interface, so the kernel holds no value there to
+// check or restore. "" when err is nil, key is no interface's or the
+// interface is there.
+func goneInterface(procSys, key string, err error) string {
+	if err == nil {
+		return ""
+	}
+	dir, missing := missingInterface(procSys, key)
+	if !missing {
+		return ""
+	}
+	return fmt.Sprintf("interface %s is gone (no %s)", filepath.Base(dir), dir)
 }
 
 // keepForNofile returns a Kept entry when key is fs.nr_open or fs.file-max
@@ -457,7 +480,9 @@ func keyStatuses(env Env, st *journal.State, pending string) ([]ItemStatus, erro
 		j := st.Keys[k]
 		it := ItemStatus{Key: k, Layer: Runtime, Original: sysval.Normalize(j.Original), Set: j.Set, Mode: j.Mode}
 		live, err := b.Get(k)
-		if err != nil {
+		if gone := goneInterface(env.procSys(), k, err); gone != "" {
+			it.Live, it.Drift = "absent", gone+": the value hostprep set went with it"
+		} else if err != nil {
 			it.Live, it.Drift = "unreadable", err.Error()
 		} else {
 			it.Live = sysval.Normalize(live)

@@ -65,7 +65,7 @@ func (r *Result) WriteText(w io.Writer, verb string) error {
 
 // WriteText prints what rollback restored and what it left alone.
 func (r *RollbackResult) WriteText(w io.Writer) error {
-	if len(r.Notes) > 0 && !r.Changed && len(r.Left) == 0 && len(r.Kept) == 0 {
+	if len(r.Profiles) == 0 && !r.Changed && len(r.Left) == 0 && len(r.Kept) == 0 && len(r.Failed) == 0 { // nothing applied: the notes say so
 		for _, n := range r.Notes {
 			fmt.Fprintln(w, n)
 		}
@@ -82,6 +82,12 @@ func (r *RollbackResult) WriteText(w io.Writer) error {
 	}
 	writeNotRolledBack(w, "left alone (changed by someone else since hostprep set it):", r.Left)
 	writeNotRolledBack(w, "kept (not lowered below a nofile limit that is still in force):", r.Kept)
+	if len(r.Failed) > 0 {
+		fmt.Fprintln(w, "not restored (kept in the journal):")
+		for _, f := range r.Failed {
+			fmt.Fprintf(w, "  %s\n", f)
+		}
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
@@ -110,7 +116,10 @@ func (s *Status) WriteText(w io.Writer) error {
 		return nil
 	}
 	fmt.Fprintf(w, "applied %s: %s (%s, last %s)\n", plural.Noun(len(s.Profiles), "profile"), strings.Join(s.Profiles, ", "), plural.N(len(s.Applies), "apply"), s.Applies[len(s.Applies)-1].At.Format("2006-01-02 15:04:05Z"))
-	if s.Interrupted != "" {
+	switch {
+	case s.RollbackIncomplete:
+		fmt.Fprintf(w, "INCOMPLETE: %s\n", s.Interrupted)
+	case s.Interrupted != "":
 		fmt.Fprintf(w, "INTERRUPTED: %s\n", s.Interrupted)
 	}
 	s.writeLastVerify(w)

@@ -5,12 +5,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/plural"
+	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
 	"github.com/hostprep/hostprep/tune/sysctl"
 )
@@ -38,7 +40,12 @@ type RollbackResult struct {
 	// lowering them would make logins and services fail to set that limit. They and that file stay in the journal, so
 	// `hostprep tune rollback` finishes once the file is fixed or removed.
 	Kept []Skip `json:"kept"`
-	// JournalKept is true when the journal was kept for what is in Kept.
+	// Failed are the items that could not be restored, one message each
+	// (naming the key, file or process and the cause); rollback then
+	// exits 3 and the journal keeps just them.
+	Failed []string `json:"failed,omitempty"`
+	// JournalKept is true when the journal was kept: for what is in Kept,
+	// or for what is in Failed.
 	JournalKept bool `json:"journal_kept"`
 	// Profiles are the profiles whose applies were undone.
 	Profiles []string `json:"profiles"`
@@ -201,12 +208,10 @@ func undoOrder(st *journal.State) []undoItem {
 func (r *rollbackRun) finish() (*RollbackResult, error) {
 	res, st, statePath := r.res, r.st, r.env.stateFile()
 	r.remaining.Dirs = nil
+	r.remaining.RollbackIncomplete = nil
 	res.Changed = len(res.Changes) > 0
 	if len(r.failures) > 0 {
-		if err := journal.Save(statePath, r.remaining); err != nil {
-			r.failures = append(r.failures, "journal: "+err.Error())
-		}
-		return res, exitcode.Environmentf("tune rollback: %s could not be restored: %v; the journal keeps %s, fix the cause and run %s again", plural.N(len(r.failures), "item"), r.failures, plural.Them(len(r.failures)), r.env.suggest("rollback"))
+		return res, r.keepFailed()
 	}
 	if len(res.Kept) > 0 {
 		r.keepNeededFiles()
@@ -220,12 +225,59 @@ func (r *rollbackRun) finish() (*RollbackResult, error) {
 	if res.JournalKept {
 		r.remaining.Dirs = st.Dirs
 		r.remaining.RollbackStarted = nil // finished: what is kept is kept on purpose
+		pruneRestored(r.env, r.remaining)
 		if err := journal.Save(statePath, r.remaining); err != nil {
 			return res, exitcode.Environmentf("tune rollback: keeping the journal %s for %s: %w", statePath, keptKeys(res.Kept), err)
 		}
 		res.Notes = append(res.Notes, fmt.Sprintf("the journal %s keeps %s and %s: fix or remove that file, then run %s again to finish", statePath, keptKeys(res.Kept), r.needFile, r.env.suggest("rollback")))
 	}
 	return res, nil
+}
+
+// keepFailed keeps in the journal what could not be restored (and,
+// with them, what Kept holds), marked as a rollback that ran to its end
+// rather than one killed part way, and returns the error that lists
+// them, one item after another.
+func (r *rollbackRun) keepFailed() error {
+	res, statePath := r.res, r.env.stateFile()
+	res.Failed = r.failures
+	r.remaining.RollbackIncomplete, r.remaining.RollbackStarted = r.st.RollbackStarted, nil
+	pruneRestored(r.env, r.remaining)
+	if err := journal.Save(statePath, r.remaining); err != nil {
+		return exitcode.Environmentf("tune rollback: %s could not be restored: %s; writing the journal %s that keeps %s failed too: %v", plural.N(len(r.failures), "item"), strings.Join(r.failures, "; "), statePath, plural.Them(len(r.failures)), err)
+	}
+	res.JournalKept = true
+	return exitcode.Environmentf("tune rollback: %s could not be restored: %s; the journal %s keeps %s: fix the cause and run %s again", plural.N(len(r.failures), "item"), strings.Join(r.failures, "; "), statePath, plural.Them(len(r.failures)), r.env.suggest("rollback"))
+}
+
+// pruneRestored drops from st.Persisted what the owned files rolled back
+// held: it says what hostprep's files set at boot, and a file no longer
+// in the journal sets nothing of hostprep's (status would otherwise show
+// a restored key as applied and differing at boot).
+func pruneRestored(env Env, st *journal.State) {
+	per, has := &st.Persisted, func(p string) bool { _, ok := st.Files[env.path(p)]; return ok }
+	sysctlD := false // hostprep's sysctl.d file, under whichever --persist-name
+	for f := range st.Files {
+		sysctlD = sysctlD || filepath.Dir(f) == env.path("/etc/sysctl.d")
+	}
+	if !sysctlD {
+		per.Sysctl = nil
+	}
+	if !has(files.LimitsConf) {
+		per.Nofile, per.NofileUsers = nil, nil
+	}
+	if !has(files.SystemConf) {
+		per.DefaultLimitNOFILE = nil
+	}
+	for u := range per.Services {
+		if !has(files.ServiceDropIn(u)) {
+			delete(per.Services, u)
+			delete(per.TasksMax, u)
+		}
+	}
+	if !has(VerifyService) {
+		per.VerifyAtBoot = nil
+	}
 }
 
 // keepNeededFiles keeps in the journal the left-behind files whose hard

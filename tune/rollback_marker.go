@@ -40,11 +40,21 @@ func rollbackInterrupted(env Env, st *journal.State) string {
 	return fmt.Sprintf("rollback interrupted at %s (killed part way): run %s again", st.RollbackStarted.Format("2006-01-02 15:04:05Z"), env.suggest("rollback"))
 }
 
+// rollbackIncomplete is the Status.Interrupted text for a journal kept
+// by a rollback that ran to its end but could not restore every item
+// (journal.State.RollbackIncomplete), "" when none did.
+func rollbackIncomplete(env Env, st *journal.State) string {
+	if st.RollbackIncomplete == nil {
+		return ""
+	}
+	return fmt.Sprintf("rollback at %s could not restore every item: the journal keeps only those it could not (below); fix the cause and run %s again", st.RollbackIncomplete.Format("2006-01-02 15:04:05Z"), env.suggest("rollback"))
+}
+
 // Err is the error status exits with: exitcode.Failed (exit 1) when a
-// rollback was interrupted (the host is half restored), else nil. An
-// interrupted apply is shown, but only verify fails on it.
+// rollback was interrupted or incomplete (the host is half restored),
+// else nil. An interrupted apply is shown, but only verify fails on it.
 func (s *Status) Err() error {
-	if s.RollbackInterrupted {
+	if s.RollbackInterrupted || s.RollbackIncomplete {
 		return exitcode.Failedf("tune status: %s", s.Interrupted)
 	}
 	return nil

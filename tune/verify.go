@@ -75,12 +75,18 @@ type Status struct {
 	// as root). verify --boot fails with it (exit 3).
 	BootError string `json:"boot_error,omitempty"`
 	// Interrupted says the last apply was killed part way (its completion
-	// marker was never written) and what to run; items it had not reached
-	// yet show their original value and are not counted in Drift.
+	// marker was never written), or a rollback was (RollbackInterrupted)
+	// or could not restore every item (RollbackIncomplete), and what to
+	// run; items an interrupted apply had not reached yet show their
+	// original value and are not counted in Drift.
 	Interrupted string `json:"interrupted,omitempty"`
 	// RollbackInterrupted says Interrupted is about a rollback killed part
 	// way: status fails too (Err).
 	RollbackInterrupted bool `json:"rollback_interrupted,omitempty"`
+	// RollbackIncomplete says Interrupted is about a rollback that ran to
+	// its end but could not restore the items the journal still holds
+	// (not a kill): status fails too (Err).
+	RollbackIncomplete bool `json:"rollback_incomplete,omitempty"`
 	// LastVerify is the last `tune verify --textfile` run's result
 	// (hostprep-verify.service), nil when none ran.
 	LastVerify *VerifyRecord `json:"last_verify,omitempty"`
@@ -126,6 +132,8 @@ func StatusOf(env Env) (*Status, error) {
 	}
 	if msg := rollbackInterrupted(env, st); msg != "" {
 		s.Interrupted, s.RollbackInterrupted, pending = msg, true, ""
+	} else if msg := rollbackIncomplete(env, st); msg != "" {
+		s.Interrupted, s.RollbackIncomplete, pending = msg, true, ""
 	}
 	keys, err := keyStatuses(env, st, pending)
 	if err != nil {

@@ -209,6 +209,11 @@ type State struct {
 	// finishes removes the journal or clears it. A journal that still
 	// has it records a rollback killed part way (status says so).
 	RollbackStarted *time.Time `json:"rollback_started,omitempty"`
+	// RollbackIncomplete is when a rollback that ran to its end started,
+	// set when it could not restore every item: the journal keeps only
+	// those (status says so, rather than that it was killed). Cleared
+	// by the next apply or rollback.
+	RollbackIncomplete *time.Time `json:"rollback_incomplete,omitempty"`
 }
 
 // New returns an empty state.
