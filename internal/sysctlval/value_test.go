@@ -27,6 +27,13 @@ func TestParseTypesAValue(t *testing.T) {
 	if !set.PortSet || !slices.Equal(set.Ports, []PortRange{{Lo: 8883, Hi: 8883}, {Lo: 1883, Hi: 1883}, {Lo: 8000, Hi: 8010}}) || set.Fields != nil {
 		t.Errorf("port set: %+v", set)
 	}
+	// the kernel refuses a blank around an item: Normal, what tune tries
+	// and writes, is the set as the kernel prints it
+	for text, want := range map[string]string{"8083, 8084": "8083-8084", "9000-9010, 8080 ,7000": "7000,8080,9000-9010", " 1883 ": "1883"} {
+		if got := Parse(PortSetKey, text).Normal; got != want {
+			t.Errorf("Parse(%q).Normal = %q, want %q", text, got, want)
+		}
+	}
 	if e := Parse(PortSetKey, ""); !e.PortSet || e.Ports != nil {
 		t.Errorf("empty port set: %+v", e)
 	}

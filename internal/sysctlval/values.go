@@ -203,8 +203,11 @@ const (
 type Value struct {
 	// Text is the value as written, which the rest was parsed from.
 	Text string
-	// Normal is Text with its fields separated by one space, as tune
-	// writes it to /proc/sys and its sysctl.d file.
+	// Normal is the value as tune writes it to /proc/sys and its
+	// sysctl.d file, and as the kernel trial tries it: Text with its
+	// fields separated by one space; for a valid PortSetKey value the
+	// set as the kernel prints it (FormatPortSet: "8083, 8084" is
+	// "8083-8084"), since the kernel refuses a blank around an item.
 	Normal string
 	// Fields are its whole-number fields (Fields); nil when it is empty
 	// or a field is not a base-10 whole number.
@@ -229,6 +232,9 @@ func Parse(key, v string) Value {
 	if key == PortSetKey {
 		rs, err := ParsePortSet(v)
 		out.Ports, out.PortSet = rs, err == nil
+		if err == nil {
+			out.Normal = FormatPortSet(rs)
+		}
 	}
 	return out
 }
