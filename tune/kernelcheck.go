@@ -1,10 +1,8 @@
 package tune
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -324,9 +322,10 @@ func JudgeProfile(p *profiles.Profile) (*KernelCheck, []string, error) {
 	for k, s := range p.Sysctl {
 		keys = append(keys, planned{key: k, s: s, to: s.Parsed.Normal})
 	}
-	slices.SortFunc(keys, func(a, b planned) int {
-		return cmp.Or(cmp.Compare(rank(a.key), rank(b.key)), cmp.Compare(a.key, b.key))
-	})
+	// the order apply writes them, the start judged against this host's
+	// (which the trial namespace starts from)
+	cur, _, _ := pl.current(keyUnprivStart)
+	orderWrites(keys, cur)
 	start, from, err := pl.unprivStart(p)
 	if err != nil {
 		return nil, nil, err

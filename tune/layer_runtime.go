@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -105,7 +106,18 @@ func (pl *Plan) sysctlTargets(p *profiles.Profile) (map[string]target, map[strin
 	if err != nil {
 		return nil, nil, err
 	}
-	verdicts := pl.judgeKernel(plan, kernel, start, startFrom)
+	// the trial writes in the order apply will
+	pl.startFirst = orderWrites(plan, current[keyUnprivStart])
+	if err := pl.settleTargets(p, plan, targets, pl.judgeKernel(plan, kernel, start, startFrom), kernel); err != nil {
+		return nil, nil, err
+	}
+	return targets, current, nil
+}
+
+// settleTargets sets each planned key's target from the kernel's verdict
+// on it (settle). Errors: exitcode.BadInput naming every value refused.
+func (pl *Plan) settleTargets(p *profiles.Profile, plan []planned, targets map[string]target, verdicts map[string]verdict, kernel string) error {
+	var errs []string
 	for _, q := range plan {
 		to, adjusted, msg := pl.settle(q, verdicts[q.key], kernel)
 		if msg != "" {
@@ -122,9 +134,9 @@ func (pl *Plan) sysctlTargets(p *profiles.Profile) (map[string]target, map[strin
 		targets[q.key] = t
 	}
 	if len(errs) > 0 {
-		return nil, nil, exitcode.BadInputf("%s", strings.Join(errs, "; ")) // one line
+		return exitcode.BadInputf("%s", strings.Join(errs, "; ")) // one line
 	}
-	return targets, current, nil
+	return nil
 }
 
 // unprivStart is net.ipv4.ip_unprivileged_port_start after the apply and
@@ -232,7 +244,7 @@ func (pl *Plan) planRuntime(p *profiles.Profile, targets map[string]target, curr
 	for k := range targets {
 		keys = append(keys, k)
 	}
-	sortKeys(keys)
+	slices.SortFunc(keys, writeOrder(pl.startFirst))
 	for _, k := range keys {
 		t, cur, s := targets[k], current[k], p.Sysctl[k]
 		mode := modeOf(s)

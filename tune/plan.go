@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,6 +20,7 @@ import (
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
 	"github.com/hostprep/hostprep/tune/sysctl"
+	"github.com/hostprep/hostprep/tune/sysval"
 )
 
 // Layers of a change.
@@ -168,6 +168,9 @@ type Plan struct {
 	procs     []procStep
 	persisted journal.Persisted
 	profiles  []string // header of the owned files
+	// startFirst: the plan lowers net.ipv4.ip_unprivileged_port_start,
+	// which is written before the port range (writeOrder)
+	startFirst bool
 }
 
 // PlanReport is a plan as `tune plan -o json` and `ready --dry-run`
@@ -372,14 +375,68 @@ func rank(key string) int {
 	return 3
 }
 
-func sortKeys(keys []string) {
-	sort.Slice(keys, func(i, j int) bool {
-		ri, rj := rank(keys[i]), rank(keys[j])
-		if ri != rj {
-			return ri < rj
+// sortKeys sorts keys by rank, then by name: the order of the sysctl.d
+// file and of the boot check.
+func sortKeys(keys []string) { slices.SortFunc(keys, writeOrder(false)) }
+
+// writeOrder compares two keys in the order apply writes them, which the
+// kernel trial follows too (sysctlTargets, planRuntime, JudgeProfile): by
+// rank, then by name, except that with startFirst
+// net.ipv4.ip_unprivileged_port_start goes right before
+// net.ipv4.ip_local_port_range. The kernel refuses a port range whose low
+// end is below the start on a write of either key, so a start the plan
+// lowers must be in place before a range that reaches below the old one
+// (startFirst), and a start it raises must wait for the range that makes
+// room for it (by name, the range comes first).
+func writeOrder(startFirst bool) func(a, b string) int {
+	name := func(k string) string {
+		if startFirst && k == keyUnprivStart {
+			return keyPortRange
 		}
-		return keys[i] < keys[j]
-	})
+		return k
+	}
+	isStart := func(k string) int {
+		if k == keyUnprivStart {
+			return 0
+		}
+		return 1
+	}
+	return func(a, b string) int {
+		return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(name(a), name(b)), cmp.Compare(isStart(a), isStart(b)))
+	}
+}
+
+// lowersStart reports whether to, the planned
+// net.ipv4.ip_unprivileged_port_start, is below cur, its value now (""
+// where nothing is live: the kernel default); false when either is not
+// a number.
+func lowersStart(to, cur string) bool {
+	t, ok := sysval.Uint(to)
+	if !ok {
+		return false
+	}
+	c := uint64(defaultUnprivStart)
+	if cur != "" {
+		if c, ok = sysval.Uint(cur); !ok {
+			return false
+		}
+	}
+	return t < c
+}
+
+// orderWrites sorts keys in the order apply writes them (writeOrder),
+// the start first when the plan lowers it from cur, its value now, and
+// returns whether it does.
+func orderWrites(keys []planned, cur string) bool {
+	startFirst := false
+	for _, p := range keys {
+		if p.key == keyUnprivStart {
+			startFirst = lowersStart(p.to, cur)
+		}
+	}
+	less := writeOrder(startFirst)
+	slices.SortFunc(keys, func(a, b planned) int { return less(a.key, b.key) })
+	return startFirst
 }
 
 func (pl *Plan) current(key string) (string, bool, error) {
