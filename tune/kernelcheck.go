@@ -255,6 +255,9 @@ func (pl *Plan) settle(p planned, v verdict, kernel string) (target string, adju
 		return "", "", fmt.Sprintf("sysctl %s = %q: the kernel ties it to another key of the profile: written in a scratch network namespace, it was left %q by a later write (one variable under two names, such as net.ipv4.ip_forward and net.ipv4.conf.all.forwarding, or an all entry copied into the others); give them values that agree; nothing was changed", p.key, sysval.Normalize(p.to), v.movedTo)
 	}
 	if len(v.faults) == 0 {
+		if mode := modeOf(p.s); v.stored != "" && mode != sysval.Exact && !sysval.SatisfiesKey(p.key, v.stored, p.s.Parsed.Normal, mode) {
+			return "", "", fmt.Sprintf("sysctl %s = %q: this kernel stores %q for it (found by writing it in a scratch network namespace; it rounds the value to its own unit), which breaks %s %s; give a value it stores within the bound", p.key, sysval.Normalize(p.to), v.stored, mode, p.s.Parsed.Normal)
+		}
 		if v.stored != "" && !sysval.Equal(v.stored, p.to) {
 			pl.Notes = append(pl.Notes, fmt.Sprintf("sysctl %s: this kernel stores %q for %q (found by writing it in a scratch network namespace); hostprep compares with what the kernel stores", p.key, v.stored, sysval.Normalize(p.to)))
 			return v.stored, "", ""
