@@ -226,12 +226,9 @@ func (c *checker) sysctl(key string, s Sysctl) {
 		c.add(vat, "%s has an empty value; write it as the kernel prints it under /proc/sys, e.g. %q", key, example(key))
 		return
 	}
-	for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == '\t' || r == ',' || r == '-' }) {
-		if len(f) > 1 && f[0] == '0' && strings.Trim(f, "0123456789") == "" {
-			// The kernel reads written numbers with base 0 (proc_get_long).
-			c.add(vat, "%s %q: %q has a leading 0, which the kernel reads as octal; write %s", key, s.Value, f, cmp.Or(strings.TrimLeft(f, "0"), "0"))
-			return
-		}
+	if f := octalField(key, s); f != "" {
+		c.add(vat, "%s %q: %q has a leading 0, which the kernel reads as octal; write %s", key, s.Value, f, cmp.Or(strings.TrimLeft(f, "0"), "0"))
+		return
 	}
 	switch key {
 	case "net.ipv4.ip_local_port_range":
@@ -258,6 +255,25 @@ func (c *checker) sysctl(key string, s Sysctl) {
 			c.add(vat, "%s %q with mode %s: %v; %s compares numbers, so give whole numbers or use mode exact", key, s.Value, s.Mode, err, s.Mode)
 		}
 	}
+}
+
+// octalField is the first field of s's value written with a leading 0,
+// which the kernel reads as octal (it reads written numbers with base 0,
+// proc_get_long), "" when none. Only a value the kernel reads as numbers
+// is judged: a known numeric key's (numericKeys, KeyFields, the port set)
+// or one of whole numbers alone. Text such as the hex words of
+// net.ipv4.tcp_fastopen_key ("00000001-00000002-00000003-00000004") is
+// not read with base 0, so its zeros are no fault.
+func octalField(key string, s Sysctl) string {
+	if _, known := numericKeys[key]; !known && KeyFields(key) == 0 && key != sysctlval.PortSetKey && s.Parsed.Fields == nil {
+		return ""
+	}
+	for _, f := range strings.FieldsFunc(s.Value, func(r rune) bool { return r == ' ' || r == '\t' || r == ',' || r == '-' }) {
+		if len(f) > 1 && f[0] == '0' && strings.Trim(f, "0123456789") == "" {
+			return f
+		}
+	}
+	return ""
 }
 
 // tripleSysctl checks a three-field key (tcp_rmem, tcp_wmem: bytes;

@@ -321,6 +321,10 @@ func JudgeProfile(p *profiles.Profile) (*KernelCheck, []string, error) {
 	if b, err := sysctl.New(""); err == nil {
 		pl.backend = b
 	}
+	if msgs := pl.secretKeys(p); len(msgs) > 0 {
+		// refused before the trial: a secret is neither tried nor shown
+		return nil, nil, exitcode.BadInputf("%s", strings.Join(msgs, "; "))
+	}
 	var keys []planned
 	for k, s := range p.Sysctl {
 		keys = append(keys, planned{key: k, s: s, to: s.Parsed.Normal})

@@ -76,9 +76,8 @@ func (pl *Plan) sysctlTargets(p *profiles.Profile) (map[string]target, map[strin
 			continue
 		}
 		cur, ok, err := pl.current(k)
-		var unreadable *unreadableError
-		if errors.As(err, &unreadable) {
-			errs = append(errs, p.Where("sysctl", k)+unreadable.Error())
+		if msg := refusedKey(err); msg != "" {
+			errs = append(errs, p.Where("sysctl", k)+msg)
 			continue
 		}
 		if err != nil {

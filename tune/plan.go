@@ -16,6 +16,7 @@ import (
 	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/exitcode"
 	"github.com/hostprep/hostprep/internal/plural"
+	"github.com/hostprep/hostprep/internal/sysctlkey"
 	"github.com/hostprep/hostprep/profiles"
 	"github.com/hostprep/hostprep/tune/files"
 	"github.com/hostprep/hostprep/tune/journal"
@@ -446,6 +447,10 @@ func (pl *Plan) current(key string) (string, bool, error) {
 	if !pl.backend.Exists(key) {
 		return "", false, nil
 	}
+	if pl.backend.Secret(key) {
+		// never read: its value is not hostprep's to print or keep
+		return "", false, &secretError{key: key, file: sysctlkey.File(pl.backend.Root(), key)}
+	}
 	v, err := pl.backend.Get(key)
 	if err != nil {
 		if why := unreadableWhy(err, pl.backend.Readable(key)); why != "" {
@@ -463,6 +468,47 @@ type unreadableError struct{ key, why string }
 
 func (e *unreadableError) Error() string {
 	return fmt.Sprintf("sysctl %s: %s, so hostprep could neither verify it nor roll it back: remove it from the profile and set it outside hostprep", e.key, e.why)
+}
+
+// secretError is a key the kernel keeps secret: it shows the key's file
+// readable by root only (mode 0600: net.ipv4.tcp_fastopen_key,
+// net.ipv6.conf.*.stable_secret). hostprep prints every value in its plan
+// and journal and persists it in a sysctl.d file anyone can read, so a
+// profile may not hold such a key (sysctlTargets and JudgeProfile refuse
+// it as bad input, before its value is read, tried or printed).
+type secretError struct{ key, file string }
+
+func (e *secretError) Error() string {
+	return fmt.Sprintf("sysctl %s: the kernel keeps its value secret (%s is readable by root only, mode 0600), and hostprep prints the values it sets and writes them to a sysctl.d file anyone can read: remove it from the profile and set it outside hostprep", e.key, e.file)
+}
+
+// refusedKey is the message of a key the profile may not hold (a
+// secretError or an unreadableError), "" for any other error.
+func refusedKey(err error) string {
+	var secret *secretError
+	var unreadable *unreadableError
+	switch {
+	case errors.As(err, &secret):
+		return secret.Error()
+	case errors.As(err, &unreadable):
+		return unreadable.Error()
+	}
+	return ""
+}
+
+// secretKeys are the messages of p's keys the running kernel keeps
+// secret (secretError), in key order; none without a backend.
+func (pl *Plan) secretKeys(p *profiles.Profile) []string {
+	if pl.backend == nil {
+		return nil
+	}
+	var msgs []string
+	for _, k := range slices.Sorted(maps.Keys(p.Sysctl)) {
+		if pl.backend.Secret(k) {
+			msgs = append(msgs, p.Where("sysctl", k)+(&secretError{key: k, file: sysctlkey.File(pl.backend.Root(), k)}).Error())
+		}
+	}
+	return msgs
 }
 
 // unreadableWhy says why reading a present key failed when the kernel,

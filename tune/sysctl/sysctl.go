@@ -37,6 +37,11 @@ type Backend interface {
 	// kernel shows a write-only trigger, such as net.ipv4.route.flush,
 	// as mode 0200).
 	Readable(key string) bool
+	// Secret reports whether the kernel keeps the key's value from all
+	// but its owner, root: a file it shows readable by its owner and
+	// by no group or other (mode 0600), as net.ipv4.tcp_fastopen_key
+	// and net.ipv6.conf.*.stable_secret.
+	Secret(key string) bool
 	// Writable reports whether the key's file has a write bit (the kernel
 	// shows a read-only key, such as a global net.core key seen from a
 	// network namespace, as mode 0444).
@@ -90,6 +95,12 @@ func (p *Proc) Exists(key string) bool {
 func (p *Proc) Readable(key string) bool {
 	st, err := os.Stat(p.Path(key))
 	return err == nil && st.Mode().Perm()&0o444 != 0
+}
+
+// Secret reports whether key's file is readable by its owner only.
+func (p *Proc) Secret(key string) bool {
+	st, err := os.Stat(p.Path(key))
+	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o400 != 0 && st.Mode().Perm()&0o044 == 0
 }
 
 // Writable reports whether key's file has any write permission bit.
