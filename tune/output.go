@@ -3,8 +3,10 @@ package tune
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode"
 
 	"github.com/hostprep/hostprep/hostconf"
 	"github.com/hostprep/hostprep/internal/plural"
@@ -177,9 +179,12 @@ func (s *Status) WriteText(w io.Writer) error {
 	return nil
 }
 
+// cell is a value in a text table: "" for empty, Go-quoted when it holds
+// a tab or another control character (a text value such as
+// kernel.core_pattern keeps its tabs, which would split the column).
 func cell(s string) string {
-	if s == "" {
-		return `""`
+	if s == "" || strings.ContainsFunc(s, unicode.IsControl) {
+		return strconv.Quote(s)
 	}
 	return s
 }

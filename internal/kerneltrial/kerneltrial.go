@@ -35,6 +35,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hostprep/hostprep/internal/sysctlkey"
+	"github.com/hostprep/hostprep/internal/sysctlval"
 )
 
 // procSys is the live sysctl tree, as seen by the calling thread.
@@ -423,13 +424,14 @@ func writable(p string) bool {
 	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o222 != 0
 }
 
-// read returns a key's value with its fields separated by one space.
+// read returns a key's value as sysctlval.Normal gives it: trimmed, a
+// numeric vector's fields separated by one space.
 func read(p string) (string, error) {
 	b, err := os.ReadFile(p)
 	if err != nil {
 		return "", err
 	}
-	return strings.Join(strings.Fields(string(b)), " "), nil
+	return sysctlval.Normal(string(b)), nil
 }
 
 // write writes v as a sysctl(8) would, in one write(2); the kernel's

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hostprep/hostprep/internal/kernelnum"
 	"github.com/hostprep/hostprep/internal/plural"
 )
 
@@ -204,10 +205,11 @@ type Value struct {
 	// Text is the value as written, which the rest was parsed from.
 	Text string
 	// Normal is the value as tune writes it to /proc/sys and its
-	// sysctl.d file, and as the kernel trial tries it: Text with its
-	// fields separated by one space; for a valid PortSetKey value the
-	// set as the kernel prints it (FormatPortSet: "8083, 8084" is
-	// "8083-8084"), since the kernel refuses a blank around an item.
+	// sysctl.d file, and as the kernel trial tries it (the package's
+	// Normal): trimmed, and a numeric vector's fields separated by one
+	// space; for a valid PortSetKey value the set as the kernel prints
+	// it (FormatPortSet: "8083, 8084" is "8083-8084"), since the kernel
+	// refuses a blank around an item.
 	Normal string
 	// Fields are its whole-number fields (Fields); nil when it is empty
 	// or a field is not a base-10 whole number.
@@ -227,7 +229,7 @@ type Value struct {
 // typed forms. It never fails: a form the text does not have is left
 // unset.
 func Parse(key, v string) Value {
-	out := Value{Text: v, Normal: strings.Join(strings.Fields(v), " "), parsed: true}
+	out := Value{Text: v, Normal: Normal(v), parsed: true}
 	out.Fields, _ = Fields(v)
 	if key == PortSetKey {
 		rs, err := ParsePortSet(v)
@@ -237,6 +239,25 @@ func Parse(key, v string) Value {
 		}
 	}
 	return out
+}
+
+// Normal is v as hostprep writes and compares it: without the white
+// space around it (which the kernel, procps and systemd-sysctl drop too)
+// and, when every field is a number as the kernel reads one
+// (kernelnum.Parse), with its fields joined by one space: the kernel
+// prints a vector such as tcp_rmem with tabs, a profile writes spaces.
+// Any other value is text the kernel keeps as written, inner white space
+// included (kernel.core_pattern "/tmp/core  x %e" names another file than
+// "/tmp/core x %e"), so only its ends are trimmed.
+func Normal(v string) string {
+	t := strings.TrimSpace(v)
+	f := strings.Fields(t)
+	for _, x := range f {
+		if _, ok := kernelnum.Parse(x); !ok {
+			return t
+		}
+	}
+	return strings.Join(f, " ")
 }
 
 // Of says whether x was parsed from v: false for the zero Value (an entry

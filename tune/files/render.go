@@ -73,7 +73,7 @@ func RenderSysctl(profiles []string, lines []SysctlLine) []byte {
 		if l.Optional {
 			b.WriteString("-")
 		}
-		fmt.Fprintf(&b, "%s = %s\n", oneLine(l.Key), oneLine(l.Value))
+		fmt.Fprintf(&b, "%s = %s\n", oneLine(l.Key), oneLineValue(l.Value))
 	}
 	return []byte(b.String())
 }
@@ -170,6 +170,19 @@ func HardNofile(data []byte) (uint64, bool) {
 // unit, module or user name written into an owned file stays one word.
 func oneWord(s string) string {
 	return strings.Join(strings.Fields(oneLine(s)), "")
+}
+
+// oneLineValue is a sysctl value made one line, as oneLine does, but
+// with its inner white space kept (tabs too): the kernel keeps a text
+// value as written ("/tmp/core  x %e" is another file name than
+// "/tmp/core x %e"), and systemd-sysctl and procps trim only its ends.
+func oneLineValue(s string) string {
+	return strings.TrimSpace(strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) && r != '\t' {
+			return ' '
+		}
+		return r
+	}, s))
 }
 
 // oneLine folds s onto one line: control characters (newlines, ESC, NUL)

@@ -26,8 +26,20 @@ const (
 // keys with tabs, profiles with spaces).
 func Fields(v string) []string { return strings.Fields(v) }
 
-// Normalize joins the fields of v with single spaces.
-func Normalize(v string) string { return strings.Join(Fields(v), " ") }
+// Normalize is v trimmed, with a numeric vector's fields joined by single
+// spaces; text keeps its inner white space (sysctlval.Normal).
+func Normalize(v string) string { return sysctlval.Normal(v) }
+
+// numeric reports whether every field of f is a number as the kernel
+// reads one.
+func numeric(f []string) bool {
+	for _, x := range f {
+		if _, ok := num(x); !ok {
+			return false
+		}
+	}
+	return true
+}
 
 // num parses one field as the kernel reads a number written to /proc/sys
 // (kernelnum.Parse: 0x hexadecimal, a leading 0 octal, else decimal).
@@ -61,10 +73,15 @@ func cmpField(a, b string) (int, bool) {
 	return strings.Compare(a, b), false
 }
 
-// Equal reports whether a and b have the same fields (numerically equal
-// integers count as equal: "0x20" == "32", "040" == "32").
+// Equal reports whether a and b are the same value: numeric vectors
+// with the same fields (numerically equal integers count as equal:
+// "0x20" == "32", "040" == "32"; tabs or spaces between them), or the
+// same text once trimmed, inner white space included.
 func Equal(a, b string) bool {
 	fa, fb := Fields(a), Fields(b)
+	if !numeric(fa) || !numeric(fb) {
+		return Normalize(a) == Normalize(b)
+	}
 	if len(fa) != len(fb) {
 		return false
 	}
