@@ -61,3 +61,22 @@ func TestE2ESecretKeyRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestE2ERootOnlyNumberIsNoSecret: the kernel shows numeric settings mode
+// 0600 too (net.core.bpf_jit_harden, which hardening profiles set, and
+// vm.mmap_rnd_bits, which a network namespace shows too); they are
+// root-only, not secret, and are planned as any other key (plan only: the
+// key is global).
+func TestE2ERootOnlyNumberIsNoSecret(t *testing.T) {
+	guardGlobal(t)
+	n := newNetns(t)
+	const key = "vm.mmap_rnd_bits"
+	mode, _, c := n.Run("stat", "-c", "%a", "/proc/sys/vm/mmap_rnd_bits")
+	if c != 0 || strings.TrimSpace(mode) != "600" {
+		t.Skip(key + " is not mode 0600 here")
+	}
+	p := writeProfile(t, "harden.yaml", "sysctl:\n  "+key+": \""+n.Sysctl(key)+"\"\n")
+	if out, errOut, code := n.Hostprep("tune", "plan", "--profile", p); code != 0 || strings.Contains(errOut, "secret") {
+		t.Errorf("tune plan with %s at its value: exit %d, want 0 and no secret refusal:\n%s%s", key, code, out, errOut)
+	}
+}

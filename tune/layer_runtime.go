@@ -75,6 +75,10 @@ func (pl *Plan) sysctlTargets(p *profiles.Profile) (map[string]target, map[strin
 			plan = append(plan, planned{key: k, s: s, to: t.value})
 			continue
 		}
+		if pl.isSecret(k, s) {
+			errs = append(errs, p.Where("sysctl", k)+(&secretError{key: k, file: sysctlkey.File(pl.backend.Root(), k)}).Error())
+			continue
+		}
 		cur, ok, err := pl.current(k)
 		if msg := refusedKey(err); msg != "" {
 			errs = append(errs, p.Where("sysctl", k)+msg)

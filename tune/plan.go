@@ -447,10 +447,6 @@ func (pl *Plan) current(key string) (string, bool, error) {
 	if !pl.backend.Exists(key) {
 		return "", false, nil
 	}
-	if pl.backend.Secret(key) {
-		// never read: its value is not hostprep's to print or keep
-		return "", false, &secretError{key: key, file: sysctlkey.File(pl.backend.Root(), key)}
-	}
 	v, err := pl.backend.Get(key)
 	if err != nil {
 		if why := unreadableWhy(err, pl.backend.Readable(key)); why != "" {
@@ -471,26 +467,23 @@ func (e *unreadableError) Error() string {
 }
 
 // secretError is a key the kernel keeps secret: it shows the key's file
-// readable by root only (mode 0600: net.ipv4.tcp_fastopen_key,
-// net.ipv6.conf.*.stable_secret). hostprep prints every value in its plan
-// and journal and persists it in a sysctl.d file anyone can read, so a
-// profile may not hold such a key (sysctlTargets and JudgeProfile refuse
-// it as bad input, before its value is read, tried or printed).
+// readable by root only (mode 0600) and the value is a key or an address,
+// not numbers (net.ipv4.tcp_fastopen_key, net.ipv6.conf.*.stable_secret;
+// isSecret). hostprep prints every value in its plan and journal and
+// persists it in a sysctl.d file anyone can read, so a profile may not
+// hold such a key (sysctlTargets and JudgeProfile refuse it as bad input,
+// before its value is read, tried or printed).
 type secretError struct{ key, file string }
 
 func (e *secretError) Error() string {
 	return fmt.Sprintf("sysctl %s: the kernel keeps its value secret (%s is readable by root only, mode 0600), and hostprep prints the values it sets and writes them to a sysctl.d file anyone can read: remove it from the profile and set it outside hostprep", e.key, e.file)
 }
 
-// refusedKey is the message of a key the profile may not hold (a
-// secretError or an unreadableError), "" for any other error.
+// refusedKey is the message of a key the profile may not hold (an
+// unreadableError), "" for any other error.
 func refusedKey(err error) string {
-	var secret *secretError
 	var unreadable *unreadableError
-	switch {
-	case errors.As(err, &secret):
-		return secret.Error()
-	case errors.As(err, &unreadable):
+	if errors.As(err, &unreadable) {
 		return unreadable.Error()
 	}
 	return ""
@@ -504,11 +497,20 @@ func (pl *Plan) secretKeys(p *profiles.Profile) []string {
 	}
 	var msgs []string
 	for _, k := range slices.Sorted(maps.Keys(p.Sysctl)) {
-		if pl.backend.Secret(k) {
+		if pl.isSecret(k, p.Sysctl[k]) {
 			msgs = append(msgs, p.Where("sysctl", k)+(&secretError{key: k, file: sysctlkey.File(pl.backend.Root(), k)}).Error())
 		}
 	}
 	return msgs
+}
+
+// isSecret tells a secret (secretError) from a root-only setting: the
+// kernel also shows numeric settings mode 0600 (net.core.bpf_jit_harden,
+// vm.mmap_rnd_bits), which hardening profiles set and which are no
+// secret. Numbers are judged by the profile's value, so the secret is
+// never read.
+func (pl *Plan) isSecret(k string, s profiles.Sysctl) bool {
+	return pl.backend != nil && pl.backend.Secret(k) && s.Parsed.Fields == nil
 }
 
 // unreadableWhy says why reading a present key failed when the kernel,
