@@ -154,11 +154,12 @@ func companionsNow(b sysctl.Backend, st *journal.State) map[string]string {
 }
 
 // companions puts back, after the rollback's own writes, each companion
-// that is not at its original and that this rollback moved (it differs
-// from before, the value in r.compBefore) or the applies moved and no one
-// changed since (it still holds their Set). One moved by someone else is
-// theirs and left alone; a key the journal also holds as set is rolled
-// back as that.
+// they moved or the applies did: one the applies moved and no one
+// changed since (it held their Set before the rollback) goes back to its
+// original; one only the rollback's writes moved goes back to what it
+// held just before them (r.compBefore: the original, or another
+// writer's value, which is theirs). A key the journal also holds as set
+// is rolled back as that.
 func (r *rollbackRun) companions() {
 	if r.backendErr != nil || r.b == nil || len(r.st.Companions) == 0 {
 		return
@@ -166,19 +167,22 @@ func (r *rollbackRun) companions() {
 	for _, k := range slices.Sorted(maps.Keys(r.st.Companions)) {
 		c := r.st.Companions[k]
 		now, err := r.b.Get(k)
-		if r.st.Keys[k] != nil || err != nil || sysval.EqualKey(k, now, c.Original) {
-			continue
-		}
 		before, seen := r.compBefore[k]
-		ours := (seen && !sysval.EqualKey(k, now, before)) || (sysval.EqualKey(k, before, c.Set) && !sysval.EqualKey(k, c.Set, c.Original))
-		if !ours {
+		if r.st.Keys[k] != nil || err != nil || !seen {
 			continue
 		}
-		err = r.b.Set(k, c.Original)
-		if err != nil {
-			err = fmt.Errorf("%s back to %q (the kernel changed it with a key hostprep set): %w", k, c.Original, err)
+		want := before
+		if sysval.EqualKey(k, before, c.Set) && !sysval.EqualKey(k, c.Set, c.Original) {
+			want = c.Original
 		}
-		r.record(&Change{Key: k, Layer: Runtime, From: sysval.Normalize(now), To: c.Original, Reason: "the kernel changed it with a key hostprep set"}, nil, err)
+		if sysval.EqualKey(k, now, want) {
+			continue
+		}
+		err = r.b.Set(k, want)
+		if err != nil {
+			err = fmt.Errorf("%s back to %q (the kernel changed it with a key hostprep set): %w", k, want, err)
+		}
+		r.record(&Change{Key: k, Layer: Runtime, From: sysval.Normalize(now), To: want, Reason: "the kernel changed it with a key hostprep set"}, nil, err)
 	}
 	if len(r.failures) == 0 {
 		r.remaining.Companions = nil
