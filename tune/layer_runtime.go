@@ -193,21 +193,34 @@ func (pl *Plan) imageTarget(image *hostconf.Sysctl, k string, s profiles.Sysctl)
 // has the interface, so where it is absent the interface is.
 func (pl *Plan) missingKey(k string, s profiles.Sysctl) string {
 	path := sysctlkey.File(pl.env.procSys(), k)
-	_, _, _, ofInterface := sysctlkey.Interface(k)
+	dir, interfaceGone := missingInterface(pl.env.procSys(), k)
 	switch {
+	case isDir(path):
+		return fmt.Sprintf("sysctl %s: %s is a directory of keys, not a key: name one key under it", k, path)
+	case s.Optional && interfaceGone:
+		pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Runtime, Reason: "optional key of an interface not here (" + dir + " is absent); not set, not persisted"})
 	case s.Optional:
 		pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Runtime, Reason: "optional key not on this kernel (" + path + " is absent; a module may not be loaded); not set, not persisted"})
-	case strings.HasPrefix(k, "net.") && pl.env.foreignNetNS() && !ofInterface:
-		pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Runtime, Reason: "not visible in this network namespace (a global net.* key lives only in the host's initial namespace): set it on the host; not set, not persisted here"})
-		pl.Warnings = append(pl.Warnings, fmt.Sprintf("sysctl %s: this process runs in its own network namespace (container or unshare), where %s does not exist; only namespaced net.* keys are set here, set this one on the host", k, k))
+	case strings.HasPrefix(k, "net.") && pl.env.foreignNetNS() && !inEveryNamespace(k):
+		pl.Skipped = append(pl.Skipped, Skip{Key: k, Layer: Runtime, Reason: "not visible in this network namespace (a global net.* key lives only in the host's initial namespace, and a misspelled key looks the same from here): set it on the host; not set, not persisted here"})
+		pl.Warnings = append(pl.Warnings, fmt.Sprintf("sysctl %s: this process runs in its own network namespace (container or unshare), where %s does not exist; only namespaced net.* keys are set here, set this one on the host (hostprep cannot tell a global key from a misspelled one from here: check the spelling)", k, k))
 	default:
 		hint := dottedNameHint(pl.env.procSys(), k)
-		if dir, missing := missingInterface(pl.env.procSys(), k); missing {
+		if interfaceGone {
 			return fmt.Sprintf("sysctl %s: this network namespace has no interface %q (no %s)%s: fix the spelling, remove it, or mark it `optional: true` if the interface comes later", k, filepath.Base(dir), dir, hint)
 		}
 		return fmt.Sprintf("sysctl %s: this kernel has no such key (no %s)%s: fix the spelling, remove it, or mark it `optional: true` if it needs a module", k, path, hint)
 	}
 	return ""
+}
+
+// inEveryNamespace reports whether key lies in a tree every network
+// namespace has whole (conf, and neigh but for its default entry, which
+// the initial namespace alone has): absent there is absent everywhere,
+// not a global key of the host's.
+func inEveryNamespace(key string) bool {
+	p := sysctlkey.Path(key)
+	return sysctlkey.InInterfaceTree(key) && !strings.HasPrefix(p, "net/ipv4/neigh/default/") && !strings.HasPrefix(p, "net/ipv6/neigh/default/")
 }
 
 // missingInterface is the directory of k's interface under procSys, and
