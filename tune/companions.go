@@ -131,16 +131,28 @@ func sortedKeys(m map[string]string) []string {
 }
 
 // recordCompanions journals the companions' values before this apply
-// (the first apply's stays the original).
+// (the first apply's stays the original), each pending until the apply
+// settles it (settleCompanions).
 func recordCompanions(st *journal.State, before map[string]string) {
 	if len(before) > 0 && st.Companions == nil {
-		st.Companions = map[string]*journal.Key{}
+		st.Companions = map[string]*journal.Companion{}
 	}
 	for k, v := range before {
 		if st.Companions[k] == nil {
-			st.Companions[k] = &journal.Key{Original: v, Set: v}
+			st.Companions[k] = &journal.Companion{Original: v}
 		}
+		st.Companions[k].Pending = true
 	}
+}
+
+// originalOf is the value a key about to be journaled had before
+// hostprep's first apply, when an earlier apply's write moved it as a
+// companion and it still holds what that left (now); else now.
+func originalOf(st *journal.State, key, now string) string {
+	if c := st.Companions[key]; c != nil && (c.Pending || (c.Set != "" && sysval.EqualKey(key, now, c.Set))) {
+		return c.Original
+	}
+	return now
 }
 
 // companionsNow reads the journal's companions as they are before a
@@ -154,16 +166,18 @@ func companionsNow(b sysctl.Backend, st *journal.State) map[string]string {
 }
 
 // companions puts back, after the rollback's own writes, each companion
-// they moved or the applies did: one the applies moved and no one
-// changed since (it held their Set before the rollback) goes back to its
-// original; one only the rollback's writes moved goes back to what it
-// held just before them (r.compBefore: the original, or another
+// they moved or the applies did: one the applies moved (or an apply
+// killed before it settled may have) and no one changed since goes back
+// to its original; one only the rollback's writes moved goes back to
+// what it held just before them (r.compBefore: the original, or another
 // writer's value, which is theirs). A key the journal also holds as set
-// is rolled back as that.
+// is rolled back as that. The journal keeps only companions that could
+// not be put back.
 func (r *rollbackRun) companions() {
 	if r.backendErr != nil || r.b == nil || len(r.st.Companions) == 0 {
 		return
 	}
+	r.remaining.Companions = nil
 	for _, k := range slices.Sorted(maps.Keys(r.st.Companions)) {
 		c := r.st.Companions[k]
 		now, err := r.b.Get(k)
@@ -172,7 +186,7 @@ func (r *rollbackRun) companions() {
 			continue
 		}
 		want := before
-		if sysval.EqualKey(k, before, c.Set) && !sysval.EqualKey(k, c.Set, c.Original) {
+		if c.Pending || (c.Set != "" && sysval.EqualKey(k, before, c.Set)) {
 			want = c.Original
 		}
 		if sysval.EqualKey(k, now, want) {
@@ -181,10 +195,11 @@ func (r *rollbackRun) companions() {
 		err = r.b.Set(k, want)
 		if err != nil {
 			err = fmt.Errorf("%s back to %q (the kernel changed it with a key hostprep set): %w", k, want, err)
+			if r.remaining.Companions == nil {
+				r.remaining.Companions = map[string]*journal.Companion{}
+			}
+			r.remaining.Companions[k] = c
 		}
 		r.record(&Change{Key: k, Layer: Runtime, From: sysval.Normalize(now), To: want, Reason: "the kernel changed it with a key hostprep set"}, nil, err)
-	}
-	if len(r.failures) == 0 {
-		r.remaining.Companions = nil
 	}
 }

@@ -1,6 +1,7 @@
 package tune_test
 
 import (
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -102,4 +103,95 @@ func TestE2ETwoNamesOfOneVariableMustAgree(t *testing.T) {
 		t.Fatalf("apply: exit %d, want 2 saying the two keys must agree\n%s%s", c, out, e)
 	}
 	sameSysctls(t, "after the refused apply", before, n.sysctlAll())
+}
+
+// applyOK runs tune apply of a profile body and fails t unless it exits 0.
+func applyOK(t *testing.T, n *netns, name, body string) {
+	t.Helper()
+	p := writeProfile(t, name, body)
+	if out, e, c := n.Hostprep("tune", "apply", "--profile", p); c != 0 {
+		t.Fatalf("apply %s: exit %d\n%s%s", name, c, out, e)
+	}
+}
+
+// A companion an earlier apply moved and a later apply then set is
+// journaled with its value from before the first apply, not the moved
+// one.
+func TestE2ECompanionSetByALaterApply(t *testing.T) {
+	n := companionNetns(t)
+	before := n.sysctlAll()
+	applyOK(t, n, "a.yaml", "sysctl:\n  net.ipv4.conf.default.log_martians: \"1\"\n")
+	if got := n.Sysctl("net.ipv4.conf.a0.log_martians"); got != "1" {
+		t.Fatalf("a0 log_martians = %q: the kernel did not copy default, nothing to test", got)
+	}
+	applyOK(t, n, "b.yaml", "sysctl:\n  net.ipv4.conf.a0.log_martians: \"0\"\n")
+	if out, e, c := n.Hostprep("tune", "rollback"); c != 0 {
+		t.Fatalf("rollback: exit %d\n%s%s", c, out, e)
+	}
+	sameSysctls(t, "after rollback", before, n.sysctlAll())
+}
+
+// Another writer's change to a key no apply moved is theirs: a later
+// apply does not make it hostprep's to roll back.
+func TestE2ECompanionChangedByAnotherWriter(t *testing.T) {
+	n := companionNetns(t)
+	applyOK(t, n, "a.yaml", "sysctl:\n  net.ipv4.conf.all.rp_filter: \"2\"\n")
+	if _, e, c := n.Run("sysctl", "-qw", "net.ipv4.conf.default.accept_local=1", "net.ipv4.conf.all.arp_ignore=2"); c != 0 {
+		t.Fatal(e)
+	}
+	applyOK(t, n, "b.yaml", "sysctl:\n  net.ipv4.conf.all.log_martians: \"1\"\n")
+	if out, e, c := n.Hostprep("tune", "rollback"); c != 0 {
+		t.Fatalf("rollback: exit %d\n%s%s", c, out, e)
+	}
+	for k, want := range map[string]string{"net.ipv4.conf.default.accept_local": "1", "net.ipv4.conf.all.arp_ignore": "2"} {
+		if got := n.Sysctl(k); got != want {
+			t.Errorf("%s = %q after rollback, want the other writer's %q", k, got, want)
+		}
+	}
+}
+
+// An apply killed after its writes, before it settled its companions:
+// rollback takes them as moved and puts them back.
+func TestE2ECompanionsOfAKilledApply(t *testing.T) {
+	if _, err := exec.LookPath("strace"); err != nil {
+		t.Skip("strace not installed")
+	}
+	n := companionNetns(t)
+	before := n.sysctlAll()
+	p := writeProfile(t, "fwd.yaml", "sysctl:\n  net.ipv4.conf.all.forwarding: \"1\"\n")
+	_, e, c := n.Run("strace", "-f", "-qq", "-o", "/dev/null", "-P", "/etc/sysctl.d/60-hostprep.conf", "-e", "trace=rename,renameat,renameat2",
+		"-e", "inject=rename,renameat,renameat2:error=EIO:signal=SIGKILL:when=1", n.Bin, "tune", "apply", "--profile", p)
+	if c == 0 {
+		t.Fatalf("apply was not killed:\n%s", e)
+	}
+	if got := n.Sysctl("net.ipv4.conf.a0.forwarding"); got != "1" {
+		t.Fatalf("a0 forwarding = %q: the kill came before the runtime writes, nothing to test", got)
+	}
+	if out, e, c := n.Hostprep("tune", "rollback"); c != 0 {
+		t.Fatalf("rollback: exit %d\n%s%s", c, out, e)
+	}
+	sameSysctls(t, "after rollback", before, n.sysctlAll())
+}
+
+// A rollback that could not restore a key keeps just that in the
+// journal: the next rollback does not put back, as companions, what the
+// operator changed in between.
+func TestE2EIncompleteRollbackKeepsNoCompanions(t *testing.T) {
+	n := companionNetns(t)
+	applyOK(t, n, "p.yaml", "sysctl:\n  net.ipv4.ip_local_port_range: \"40000 60999\"\n  net.ipv4.conf.all.forwarding: \"1\"\n")
+	if _, e, c := n.Run("sysctl", "-qw", "net.ipv4.ip_unprivileged_port_start=35000"); c != 0 {
+		t.Fatal(e)
+	}
+	if out, e, c := n.Hostprep("tune", "rollback"); c != 3 {
+		t.Fatalf("rollback: exit %d, want 3 (the kernel refuses the original range)\n%s%s", c, out, e)
+	}
+	if _, e, c := n.Run("sysctl", "-qw", "net.ipv4.ip_forward=1", "net.ipv4.ip_unprivileged_port_start=1024"); c != 0 {
+		t.Fatal(e)
+	}
+	if out, e, c := n.Hostprep("tune", "rollback"); c != 0 {
+		t.Fatalf("second rollback: exit %d\n%s%s", c, out, e)
+	}
+	if got := n.Sysctl("net.ipv4.ip_forward"); got != "1" {
+		t.Errorf("ip_forward = %q after the second rollback, want the operator's 1", got)
+	}
 }

@@ -318,7 +318,9 @@ func (l *runtimeLayer) record(st *journal.State) {
 	for _, s := range l.pl.runtime {
 		k := st.Keys[s.key]
 		if k == nil {
-			k = &journal.Key{Original: s.from, Seq: st.NextSeq}
+			// A companion an earlier apply moved holds its original.
+			k = &journal.Key{Original: originalOf(st, s.key, s.from), Seq: st.NextSeq}
+			delete(st.Companions, s.key)
 			st.NextSeq++
 			st.Keys[s.key] = k
 		}
@@ -382,9 +384,18 @@ func (l *runtimeLayer) settleCompanions() error {
 			return &stepError{what: "tune apply: the kernel ties keys of this profile together", cause: fmt.Errorf("%s reads %q after the run's other writes, not %q: the kernel changed it when another key of the profile was written (an alias such as net.ipv4.ip_forward and net.ipv4.conf.all.forwarding, or an all or default entry); give them values that agree", s.key, got, s.to)}
 		}
 	}
-	for k, v := range reread(pl.backend, l.before) {
-		if c := l.st.Companions[k]; c != nil {
-			c.Set = v
+	if l.st == nil {
+		return nil // nothing recorded: no companions
+	}
+	after := reread(pl.backend, l.before)
+	for k, c := range l.st.Companions {
+		v, ours := after[k]
+		if !ours {
+			continue // another apply's companion, not this run's
+		}
+		c.Pending = false
+		if !sysval.EqualKey(k, v, l.before[k]) {
+			c.Set = v // moved by this run's writes
 		}
 	}
 	return nil

@@ -41,6 +41,19 @@ type Key struct {
 	Seq int `json:"seq"`
 }
 
+// Companion is a key the kernel may change along with one hostprep
+// writes (State.Companions).
+type Companion struct {
+	// Original is the value before hostprep's first apply.
+	Original string `json:"original"`
+	// Set is the value the applies' writes left, when they moved it;
+	// "" when none did.
+	Set string `json:"set,omitempty"`
+	// Pending: an apply that may move it was journaled and has not
+	// settled it (killed part way); rollback then takes it as moved.
+	Pending bool `json:"pending,omitempty"`
+}
+
 // File is one file hostprep owns.
 type File struct {
 	// Existed says whether the file was there before hostprep wrote it.
@@ -178,11 +191,9 @@ type State struct {
 	// Companions are keys hostprep did not plan whose value the kernel
 	// may change when a planned key is written (an interface tree's all
 	// and default entries, the same setting of its other interfaces, an
-	// alias such as net.ipv4.ip_forward), by dotted key: Original is the
-	// value before hostprep's first apply, Set the value after the last
-	// one. Rollback puts back those its own writes (or the applies')
-	// moved.
-	Companions map[string]*Key `json:"companions,omitempty"`
+	// alias such as net.ipv4.ip_forward), by dotted key. Rollback puts
+	// back those its own writes (or the applies') moved.
+	Companions map[string]*Companion `json:"companions,omitempty"`
 	// Files are the owned files, by absolute path (including any --root).
 	Files map[string]*File `json:"files,omitempty"`
 	// Processes are running processes hostprep raised, by pid.
