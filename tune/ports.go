@@ -146,19 +146,25 @@ func (pl *Plan) reservedAtBoot() (ports, where string, err error) {
 type reservation struct {
 	lo, hi int
 	want   []sysctlval.PortRange
-	added  map[string][]string // why -> ports added for it
-	n      int
+	// added are the ports in lo-hi reserved for each reason (why), found
+	// reserved already or added now; n counts them. The comment names
+	// them either way, so that a second apply writes the same file.
+	added map[string][]string
+	n     int
 }
 
 func (r *reservation) add(port int, why string) {
-	if port >= r.lo && port <= r.hi && !sysctlval.ContainsPort(r.want, port) {
-		r.want = append(r.want, sysctlval.PortRange{Lo: port, Hi: port})
-		r.added[why] = append(r.added[why], strconv.Itoa(port))
-		r.n++
+	if port < r.lo || port > r.hi || slices.Contains(r.added[why], strconv.Itoa(port)) {
+		return
 	}
+	if !sysctlval.ContainsPort(r.want, port) {
+		r.want = append(r.want, sysctlval.PortRange{Lo: port, Hi: port})
+	}
+	r.added[why] = append(r.added[why], strconv.Itoa(port))
+	r.n++
 }
 
-// comment says which ports were added and why.
+// comment says which ports are kept out of the range and why.
 func (r *reservation) comment() string {
 	if r.n == 0 {
 		return ""
