@@ -42,7 +42,11 @@ func (pl *Plan) sysctlDWants(per journal.Persisted) []fileWant {
 	for k := range per.Sysctl {
 		keys = append(keys, k)
 	}
-	sortKeys(keys)
+	// The boot starts from the kernel's default start (1024): a start
+	// below it must be written before a range that reaches below it, a
+	// start above it after the range; the profile alone decides, so a
+	// second apply writes the same file.
+	slices.SortFunc(keys, writeOrder(lowersStart(per.Sysctl[keyUnprivStart].Value, "")))
 	lines := make([]files.SysctlLine, len(keys))
 	for i, k := range keys {
 		v := per.Sysctl[k]
