@@ -154,8 +154,13 @@ type reservation struct {
 }
 
 func (r *reservation) add(port int, why string) {
-	if port < r.lo || port > r.hi || slices.Contains(r.added[why], strconv.Itoa(port)) {
+	if port < r.lo || port > r.hi {
 		return
+	}
+	for _, ports := range r.added {
+		if slices.Contains(ports, strconv.Itoa(port)) {
+			return // named for a reason already
+		}
 	}
 	if !sysctlval.ContainsPort(r.want, port) {
 		r.want = append(r.want, sysctlval.PortRange{Lo: port, Hi: port})
@@ -193,8 +198,10 @@ func (pl *Plan) reserveListeners(r *reservation) error {
 	}
 	var transient []string
 	for _, port := range listening {
-		if port >= curLo && port <= curHi {
-			if port >= r.lo && port <= r.hi && !sysctlval.ContainsPort(r.want, port) {
+		// One in the current range that is reserved already was kept
+		// out of it before (by an earlier apply, say): named as kept.
+		if port >= curLo && port <= curHi && !sysctlval.ContainsPort(r.want, port) {
+			if port >= r.lo && port <= r.hi {
 				transient = append(transient, strconv.Itoa(port))
 			}
 			continue
