@@ -2,6 +2,7 @@ package tune
 
 import (
 	"fmt"
+	"iter"
 	"maps"
 	"os"
 	"path/filepath"
@@ -95,7 +96,7 @@ func companionValues(procSys string, b sysctl.Backend, keys []string, skip func(
 }
 
 // reread reads keys again; a key that can no longer be read is left out.
-func reread(b sysctl.Backend, keys map[string]string) map[string]string {
+func reread(b sysctl.Backend, keys iter.Seq[string]) map[string]string {
 	now := map[string]string{}
 	for k := range keys {
 		if v, err := b.Get(k); err == nil {
@@ -109,7 +110,7 @@ func reread(b sysctl.Backend, keys map[string]string) map[string]string {
 // order, and returns what could not be written.
 func putBack(b sysctl.Backend, want map[string]string) []string {
 	var problems []string
-	for _, k := range sortedKeys(want) {
+	for _, k := range slices.Sorted(maps.Keys(want)) {
 		v, err := b.Get(k)
 		if err != nil || sysval.EqualKey(k, v, want[k]) {
 			continue
@@ -119,15 +120,6 @@ func putBack(b sysctl.Backend, want map[string]string) []string {
 		}
 	}
 	return problems
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // recordCompanions journals the companions' values before this apply
@@ -153,16 +145,6 @@ func originalOf(st *journal.State, key, now string) string {
 		return c.Original
 	}
 	return now
-}
-
-// companionsNow reads the journal's companions as they are before a
-// rollback's writes.
-func companionsNow(b sysctl.Backend, st *journal.State) map[string]string {
-	keys := map[string]string{}
-	for k := range st.Companions {
-		keys[k] = ""
-	}
-	return reread(b, keys)
 }
 
 // companions puts back, after the rollback's own writes, each companion

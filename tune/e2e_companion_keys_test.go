@@ -24,13 +24,9 @@ func companionNetns(t *testing.T) *netns {
 	t.Helper()
 	guardGlobal(t)
 	n := newNetns(t)
-	for _, cmd := range [][]string{
-		{"ip", "link", "add", "a0", "type", "veth", "peer", "name", "b0"},
-		{"sysctl", "-qw", "net.ipv4.conf.b0.forwarding=1"},
-	} {
-		if _, e, c := n.Run(cmd...); c != 0 {
-			t.Fatalf("%s: %s", strings.Join(cmd, " "), e)
-		}
+	n.veth("a0", "b0")
+	if _, e, c := n.Run("sysctl", "-qw", "net.ipv4.conf.b0.forwarding=1"); c != 0 {
+		t.Fatalf("sysctl -w: %s", e)
 	}
 	return n
 }
@@ -45,6 +41,16 @@ func sameSysctls(t *testing.T, when string, before, now map[string]string) {
 	}
 }
 
+// rollbackToSame runs tune rollback, which must exit 0, and fails t with
+// every key that then differs from before.
+func rollbackToSame(t *testing.T, n *netns, before map[string]string) {
+	t.Helper()
+	if out, e, c := n.Hostprep("tune", "rollback"); c != 0 {
+		t.Fatalf("rollback: exit %d\n%s%s", c, out, e)
+	}
+	sameSysctls(t, "after rollback", before, n.sysctlAll())
+}
+
 func TestE2ERollbackPutsBackWhatTheKernelChangedAlong(t *testing.T) {
 	n := companionNetns(t)
 	before := n.sysctlAll()
@@ -55,10 +61,7 @@ func TestE2ERollbackPutsBackWhatTheKernelChangedAlong(t *testing.T) {
 	if got := n.Sysctl("net.ipv4.conf.a0.forwarding"); got != "1" {
 		t.Fatalf("a0 forwarding = %q after apply: the kernel did not copy all.forwarding, nothing to test", got)
 	}
-	if out, e, c := n.Hostprep("tune", "rollback"); c != 0 {
-		t.Fatalf("rollback: exit %d\n%s%s", c, out, e)
-	}
-	sameSysctls(t, "after rollback", before, n.sysctlAll())
+	rollbackToSame(t, n, before)
 }
 
 func TestE2EUndoPutsBackWhatTheKernelChangedAlong(t *testing.T) {
@@ -125,10 +128,7 @@ func TestE2ECompanionSetByALaterApply(t *testing.T) {
 		t.Fatalf("a0 log_martians = %q: the kernel did not copy default, nothing to test", got)
 	}
 	applyOK(t, n, "b.yaml", "sysctl:\n  net.ipv4.conf.a0.log_martians: \"0\"\n")
-	if out, e, c := n.Hostprep("tune", "rollback"); c != 0 {
-		t.Fatalf("rollback: exit %d\n%s%s", c, out, e)
-	}
-	sameSysctls(t, "after rollback", before, n.sysctlAll())
+	rollbackToSame(t, n, before)
 }
 
 // Another writer's change to a key no apply moved is theirs: a later
@@ -167,10 +167,7 @@ func TestE2ECompanionsOfAKilledApply(t *testing.T) {
 	if got := n.Sysctl("net.ipv4.conf.a0.forwarding"); got != "1" {
 		t.Fatalf("a0 forwarding = %q: the kill came before the runtime writes, nothing to test", got)
 	}
-	if out, e, c := n.Hostprep("tune", "rollback"); c != 0 {
-		t.Fatalf("rollback: exit %d\n%s%s", c, out, e)
-	}
-	sameSysctls(t, "after rollback", before, n.sysctlAll())
+	rollbackToSame(t, n, before)
 }
 
 // A rollback that could not restore a key keeps just that in the

@@ -18,9 +18,7 @@ import (
 func TestE2EKeyOfAnInterfaceWithADot(t *testing.T) {
 	guardGlobal(t)
 	n := newNetns(t)
-	if _, e, c := n.Run("ip", "link", "add", "hp0.7", "type", "veth", "peer", "name", "hp1"); c != 0 {
-		t.Fatalf("ip link add: %s", e)
-	}
+	n.veth("hp0.7", "hp1")
 	const key = "net.ipv4.conf.hp0/7.rp_filter"
 	before := n.Sysctl(key)
 	want := "2"
@@ -64,9 +62,7 @@ func TestE2EKeyOfAnInterfaceWithADot(t *testing.T) {
 func TestE2EKeyOfAMissingInterface(t *testing.T) {
 	guardGlobal(t)
 	n := newNetns(t)
-	if _, e, c := n.Run("ip", "link", "add", "hp0.7", "type", "veth", "peer", "name", "hp1"); c != 0 {
-		t.Fatalf("ip link add: %s", e)
-	}
+	n.veth("hp0.7", "hp1")
 	for _, c := range []struct{ key, want string }{
 		{"net.ipv4.conf.nosuch0.rp_filter", `no interface "nosuch0"`},
 		{"net.ipv4.conf.hp0.7.rp_filter", "its key is spelled net.ipv4.conf.hp0/7.rp_filter"},
@@ -91,9 +87,7 @@ func TestE2EKeyOfAMissingInterface(t *testing.T) {
 func TestE2EStandInAcceptanceIsNoPromise(t *testing.T) {
 	guardGlobal(t)
 	n := newNetns(t)
-	if _, e, c := n.Run("ip", "link", "add", "hp0.7", "mtu", "1500", "type", "veth", "peer", "name", "hp1"); c != 0 {
-		t.Fatalf("ip link add: %s", e)
-	}
+	n.veth("hp0.7", "hp1", "mtu", "1500")
 	if _, ok := n.ReadFile("/proc/sys/net/ipv6/conf/hp0.7/mtu"); !ok {
 		t.Skip("no IPv6 on this kernel")
 	}

@@ -28,9 +28,7 @@ func TestE2ERollbackOfAGoneInterface(t *testing.T) {
 	p := writeProfile(t, "gone.yaml", goneProfile)
 	t.Cleanup(func() { n.Hostprep("tune", "rollback") })
 	for _, output := range []string{"text", "json"} {
-		if _, e, c := n.Run("ip", "link", "add", "a0", "type", "veth", "peer", "name", "b0"); c != 0 {
-			t.Fatalf("ip link add: %s", e)
-		}
+		n.veth("a0", "b0")
 		if out, e, c := n.Hostprep("tune", "apply", "--profile", p); c != 0 {
 			t.Fatalf("apply: exit %d\n%s%s", c, out, e)
 		}
@@ -77,9 +75,7 @@ func TestE2ERollbackOfAGoneInterface(t *testing.T) {
 func TestE2ERollbackThatCannotRestoreSaysWhat(t *testing.T) {
 	guardGlobal(t)
 	n := newNetns(t)
-	if _, e, c := n.Run("ip", "link", "add", "a0", "type", "veth", "peer", "name", "b0"); c != 0 {
-		t.Fatalf("ip link add: %s", e)
-	}
+	n.veth("a0", "b0")
 	const rng, unpriv = "net.ipv4.ip_local_port_range", "net.ipv4.ip_unprivileged_port_start"
 	origRange, origUnpriv := n.Sysctl(rng), n.Sysctl(unpriv)
 	p := writeProfile(t, "fails.yaml", goneProfile+"  "+rng+": \"40000 60999\"\n")

@@ -42,6 +42,16 @@ func guardGlobal(t *testing.T) map[string]string {
 	return testenv.GuardSysctls(t, "fs.nr_open", "fs.file-max", "vm.max_map_count", "vm.swappiness", "vm.dirty_background_ratio")
 }
 
+// veth makes the veth pair name/peer in the sandbox (with the link
+// options opts, before the type), failing the test when it cannot.
+func (n *netns) veth(name, peer string, opts ...string) {
+	n.t.Helper()
+	args := append(append([]string{"ip", "link", "add", name}, opts...), "type", "veth", "peer", "name", peer)
+	if _, e, c := n.Run(args...); c != 0 {
+		n.t.Fatalf("ip link add %s: %s", name, e)
+	}
+}
+
 // holdLock makes a process in the sandbox hold /run/hostprep.lock (as a
 // concurrent apply would), waits until it does, and returns a func that
 // ends that process and waits until the lock is free again.

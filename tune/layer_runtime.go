@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -76,12 +77,13 @@ func (pl *Plan) sysctlTargets(p *profiles.Profile) (map[string]target, map[strin
 			continue
 		}
 		if pl.isSecret(k, s) {
-			errs = append(errs, p.Where("sysctl", k)+(&secretError{key: k, file: sysctlkey.File(pl.backend.Root(), k)}).Error())
+			errs = append(errs, pl.secretRefusal(p, k))
 			continue
 		}
 		cur, ok, err := pl.current(k)
-		if msg := refusedKey(err); msg != "" {
-			errs = append(errs, p.Where("sysctl", k)+msg)
+		var unreadable *unreadableError
+		if errors.As(err, &unreadable) {
+			errs = append(errs, p.Where("sysctl", k)+unreadable.Error())
 			continue
 		}
 		if err != nil {
@@ -387,7 +389,7 @@ func (l *runtimeLayer) settleCompanions() error {
 	if l.st == nil {
 		return nil // nothing recorded: no companions
 	}
-	after := reread(pl.backend, l.before)
+	after := reread(pl.backend, maps.Keys(l.before))
 	for k, c := range l.st.Companions {
 		v, ours := after[k]
 		if !ours {

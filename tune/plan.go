@@ -479,16 +479,6 @@ func (e *secretError) Error() string {
 	return fmt.Sprintf("sysctl %s: the kernel keeps its value secret (%s is readable by root only, mode 0600), and hostprep prints the values it sets and writes them to a sysctl.d file anyone can read: remove it from the profile and set it outside hostprep", e.key, e.file)
 }
 
-// refusedKey is the message of a key the profile may not hold (an
-// unreadableError), "" for any other error.
-func refusedKey(err error) string {
-	var unreadable *unreadableError
-	if errors.As(err, &unreadable) {
-		return unreadable.Error()
-	}
-	return ""
-}
-
 // secretKeys are the messages of p's keys the running kernel keeps
 // secret (secretError), in key order; none without a backend.
 func (pl *Plan) secretKeys(p *profiles.Profile) []string {
@@ -498,10 +488,16 @@ func (pl *Plan) secretKeys(p *profiles.Profile) []string {
 	var msgs []string
 	for _, k := range slices.Sorted(maps.Keys(p.Sysctl)) {
 		if pl.isSecret(k, p.Sysctl[k]) {
-			msgs = append(msgs, p.Where("sysctl", k)+(&secretError{key: k, file: sysctlkey.File(pl.backend.Root(), k)}).Error())
+			msgs = append(msgs, pl.secretRefusal(p, k))
 		}
 	}
 	return msgs
+}
+
+// secretRefusal is the refusal of p's key k, which the kernel keeps
+// secret, naming where the profile sets it.
+func (pl *Plan) secretRefusal(p *profiles.Profile, k string) string {
+	return p.Where("sysctl", k) + (&secretError{key: k, file: sysctlkey.File(pl.backend.Root(), k)}).Error()
 }
 
 // isSecret tells a secret (secretError) from a root-only setting: the

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -119,7 +120,7 @@ func Rollback(ctx context.Context, env Env) (*RollbackResult, error) {
 	r.scanLeft()
 	r.scanForeign()
 	if r.backendErr == nil {
-		r.compBefore = companionsNow(r.b, st)
+		r.compBefore = reread(r.b, maps.Keys(st.Companions))
 	}
 	for _, it := range undoOrder(st) {
 		if err := ctx.Err(); err != nil {
